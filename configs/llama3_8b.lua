@@ -1,0 +1,8 @@
+-- Llama-3-8B: 32 query heads, 8 KV heads (GQA), head dim 128, causal.
+return {
+  name = "llama3_8b",
+  heads_q = 32,
+  heads_kv = 8,
+  head_dim = 128,
+  causal = true,
+}

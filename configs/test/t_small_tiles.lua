@@ -1,0 +1,3 @@
+-- Small, odd query tiles: many edge tiles with causal, padding and sinks.
+return { name = "t_small_tiles", heads_q = 2, head_dim = 17, causal = true, padding = true,
+  sliding_window = 20, global_tokens = 2, tile = { q = 7, kv = 16 } }

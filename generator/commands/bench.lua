@@ -1,0 +1,26 @@
+--- attngen bench CONFIG: time the kernel of every ISA this CPU runs against
+-- the naive reference.
+local tool = require("commands.tool")
+
+local M = {}
+
+function M.add_to_parser(parser)
+  local c = parser:command("bench", "Time CONFIG's kernel (every ISA this CPU runs) and the naive reference.")
+  tool.common_options(c)
+  c:option("--batch", "Batch size.", "1"):convert(tonumber)
+  c:option("--seq-q", "Query rows.", "512"):convert(tonumber)
+  c:option("--seq-k", "Keys (default: --seq-q)."):convert(tonumber)
+  c:option("--threads", "Threads (0: OpenMP's default).", "1"):convert(tonumber)
+  c:option("--isa", "Time only this ISA variant.")
+  c:flag("--json", "Print JSON instead of a table.")
+end
+
+function M.run(args)
+  local argv = { "--batch", tostring(args.batch), "--seq-q", tostring(args.seq_q),
+    "--seq-k", tostring(args.seq_k or args.seq_q), "--threads", tostring(args.threads) }
+  tool.pass(argv, "--isa", args.isa)
+  tool.pass(argv, "--json", args.json)
+  return tool.run("bench", args, argv)
+end
+
+return M

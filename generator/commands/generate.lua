@@ -1,0 +1,48 @@
+--- attngen generate CONFIG... [-o DIR] [--set key=value]...
+local presets = require("presets")
+local planner = require("planner")
+local render = require("render")
+local util = require("util")
+
+local M = {}
+
+function M.add_to_parser(parser)
+  local c = parser:command("generate", "Write <name>.h and <name>.c for each config.")
+  c:argument("config", "Config file or preset name."):args("+")
+  c:option("-o --output", "Output folder.", ".")
+  c:option("--set", "Override a config key: key=value (a Lua literal); repeatable."):count("*")
+  c:flag("-q --quiet", "Print nothing on success.")
+end
+
+--- Plans and renders a config; returns the list of files (name, text).
+function M.files(cfg, display, sets, outdir)
+  local plan = planner.plan(cfg)
+  return render.kernel_files(plan, presets.command(display, sets, outdir)), plan
+end
+
+function M.run(args)
+  -- load and render everything first: nothing is written unless all configs are good
+  local outputs, names = {}, {}
+  for _, arg in ipairs(args.config) do
+    local cfg, display = presets.load(arg, args.set)
+    if not cfg then return nil, display end
+    if names[cfg.name] then
+      return nil, ("%s: config name '%s' is used twice (also by %s); each config needs its own name")
+        :format(arg, cfg.name, names[cfg.name])
+    end
+    names[cfg.name] = arg
+    local files = M.files(cfg, display, args.set, args.output)
+    for _, f in ipairs(files) do outputs[#outputs + 1] = f end
+  end
+  local ok, err = util.makepath(args.output)
+  if not ok then return nil, err end
+  for _, f in ipairs(outputs) do
+    local dest = args.output .. "/" .. f.name
+    local wrote, werr = util.write_atomic(dest, f.text)
+    if wrote == nil then return nil, ("%s: cannot write: %s"):format(dest, tostring(werr)) end
+    if not args.quiet then print((wrote and "wrote " or "unchanged ") .. dest) end
+  end
+  return 0
+end
+
+return M

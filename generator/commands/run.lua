@@ -1,0 +1,30 @@
+--- attngen run CONFIG --q Q.npy --k K.npy --v V.npy ... -o O.npy
+local tool = require("commands.tool")
+
+local M = {}
+
+function M.add_to_parser(parser)
+  local c = parser:command("run", "Run the kernel of CONFIG on .npy tensors (BSHD, f32 or f64).")
+  tool.common_options(c)
+  c:option("--q", "Queries [B][Lq][Hq][D]."):argname("Q.npy"):count(1)
+  c:option("--k", "Keys [B][Lk][Hkv][D]."):argname("K.npy"):count(1)
+  c:option("--v", "Values [B][Lk][Hkv][Dv]."):argname("V.npy"):count(1)
+  c:option("--seqlens-k", "int32 [B] valid key lengths (configs with padding)."):argname("S.npy")
+  c:option("--mask", "bool/uint8 keep-mask or f32 bias, [Lq][Lk] or [B|1][Hq|1][Lq][Lk]."):argname("M.npy")
+  c:option("-o --output", "Output O [B][Lq][Hq][Dv] f32."):argname("O.npy"):count(1)
+  c:option("--lse", "Also write LSE [B][Hq][Lq] f32."):argname("L.npy")
+  c:option("--threads", "Threads (0: OpenMP's default).", "0"):convert(tonumber)
+  c:option("--isa", "Force an ISA variant (scalar, avx2, avx512, neon).")
+end
+
+function M.run(args)
+  local argv = { "--q", args.q, "--k", args.k, "--v", args.v, "-o", args.output }
+  tool.pass(argv, "--seqlens-k", args.seqlens_k)
+  tool.pass(argv, "--mask", args.mask)
+  tool.pass(argv, "--lse", args.lse)
+  tool.pass(argv, "--threads", tostring(args.threads))
+  tool.pass(argv, "--isa", args.isa)
+  return tool.run("run", args, argv)
+end
+
+return M

@@ -1,0 +1,65 @@
+--- AVX2 + FMA spelling of the ISA interface (see isa/init.lua for the contract).
+local M = {
+  name = "avx2",
+  enum = "ATTN_ISA_AVX2",
+  lanes = 8,
+  regs = 16,
+  vec = "__m256",
+  arch_guard = "defined(__x86_64__) || defined(_M_X64)",
+  include = "immintrin.h",
+  target = 'avx2,fma',
+}
+
+function M.zero() return "_mm256_setzero_ps()" end
+function M.set1(x) return ("_mm256_set1_ps(%s)"):format(x) end
+function M.load(p) return ("_mm256_loadu_ps(%s)"):format(p) end
+function M.store(p, v) return ("_mm256_storeu_ps(%s, %s)"):format(p, v) end
+
+local function lane_mask(n)
+  local t = {}
+  for i = 1, 8 do t[9 - i] = i <= n and "-1" or "0" end
+  return "_mm256_set_epi32(" .. table.concat(t, ", ") .. ")"
+end
+function M.loadn(p, n) return ("_mm256_maskload_ps(%s, %s)"):format(p, lane_mask(n)) end
+function M.storen(p, v, n) return ("_mm256_maskstore_ps(%s, %s, %s)"):format(p, lane_mask(n), v) end
+function M.add(a, b) return ("_mm256_add_ps(%s, %s)"):format(a, b) end
+function M.sub(a, b) return ("_mm256_sub_ps(%s, %s)"):format(a, b) end
+function M.mul(a, b) return ("_mm256_mul_ps(%s, %s)"):format(a, b) end
+function M.div(a, b) return ("_mm256_div_ps(%s, %s)"):format(a, b) end
+function M.fma(a, b, c) return ("_mm256_fmadd_ps(%s, %s, %s)"):format(a, b, c) end
+function M.max(a, b) return ("_mm256_max_ps(%s, %s)"):format(a, b) end
+function M.min(a, b) return ("_mm256_min_ps(%s, %s)"):format(a, b) end
+function M.select_lt(a, b, x, y)
+  return ("_mm256_blendv_ps(%s, %s, _mm256_cmp_ps(%s, %s, _CMP_LT_OQ))"):format(y, x, a, b)
+end
+function M.round(v)
+  return ("_mm256_round_ps(%s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"):format(v)
+end
+function M.pow2i(v)
+  return ("_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(%s), "
+    .. "_mm256_set1_epi32(127)), 23))"):format(v)
+end
+function M.iota() return "_mm256_set_ps(7.0f, 6.0f, 5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.0f)" end
+-- Horizontal reductions are small static helpers (see M.helpers).
+function M.reduce_add(v) return ("attn_hadd_avx2(%s)"):format(v) end
+function M.reduce_max(v) return ("attn_hmax_avx2(%s)"):format(v) end
+function M.helpers(attr)
+  return (([[
+ATTR static inline float attn_hadd_avx2(__m256 v)
+{
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_add_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+ATTR static inline float attn_hmax_avx2(__m256 v)
+{
+    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
+    x = _mm_max_ss(x, _mm_movehdup_ps(x));
+    return _mm_cvtss_f32(x);
+}
+]]):gsub("ATTR ", attr))
+end
+
+return M

@@ -1,0 +1,55 @@
+--- AVX-512F spelling of the ISA interface (see isa/init.lua for the contract).
+local M = {
+  name = "avx512",
+  enum = "ATTN_ISA_AVX512",
+  lanes = 16,
+  regs = 32,
+  vec = "__m512",
+  mask_type = "__mmask16",
+  arch_guard = "defined(__x86_64__) || defined(_M_X64)",
+  include = "immintrin.h",
+  target = 'avx512f',
+}
+
+function M.zero() return "_mm512_setzero_ps()" end
+function M.set1(x) return ("_mm512_set1_ps(%s)"):format(x) end
+function M.load(p) return ("_mm512_loadu_ps(%s)"):format(p) end
+function M.store(p, v) return ("_mm512_storeu_ps(%s, %s)"):format(p, v) end
+-- First n lanes (a compile-time constant 0 < n < lanes); the rest read as 0
+-- and are never touched in memory.
+function M.loadn(p, n)
+  return ("_mm512_maskz_loadu_ps((__mmask16)0x%04X, %s)"):format(2 ^ n - 1, p)
+end
+function M.storen(p, v, n)
+  return ("_mm512_mask_storeu_ps(%s, (__mmask16)0x%04X, %s)"):format(p, 2 ^ n - 1, v)
+end
+function M.add(a, b) return ("_mm512_add_ps(%s, %s)"):format(a, b) end
+function M.sub(a, b) return ("_mm512_sub_ps(%s, %s)"):format(a, b) end
+function M.mul(a, b) return ("_mm512_mul_ps(%s, %s)"):format(a, b) end
+function M.div(a, b) return ("_mm512_div_ps(%s, %s)"):format(a, b) end
+function M.fma(a, b, c) return ("_mm512_fmadd_ps(%s, %s, %s)"):format(a, b, c) end
+-- max/min return b when either is NaN, so callers put the value to keep
+-- NaN-propagating second.
+function M.max(a, b) return ("_mm512_max_ps(%s, %s)"):format(a, b) end
+function M.min(a, b) return ("_mm512_min_ps(%s, %s)"):format(a, b) end
+-- (a < b) ? x : y per lane
+function M.select_lt(a, b, x, y)
+  return ("_mm512_mask_blend_ps(_mm512_cmp_ps_mask(%s, %s, _CMP_LT_OQ), %s, %s)"):format(a, b, y, x)
+end
+function M.round(v)
+  return ("_mm512_roundscale_ps(%s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"):format(v)
+end
+-- 2^n for a vector holding integral values in [-127, 127]; -127 gives 0.
+function M.pow2i(v)
+  return ("_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(%s), "
+    .. "_mm512_set1_epi32(127)), 23))"):format(v)
+end
+-- {0, 1, ..., lanes-1}
+function M.iota()
+  return "_mm512_set_ps(15.0f, 14.0f, 13.0f, 12.0f, 11.0f, 10.0f, 9.0f, 8.0f, "
+    .. "7.0f, 6.0f, 5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.0f)"
+end
+function M.reduce_add(v) return ("_mm512_reduce_add_ps(%s)"):format(v) end
+function M.reduce_max(v) return ("_mm512_reduce_max_ps(%s)"):format(v) end
+
+return M

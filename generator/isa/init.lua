@@ -1,0 +1,65 @@
+--- The ISA registry and the interface every ISA module implements.
+--
+-- An ISA module is a table with:
+--   name, enum        "avx512", "ATTN_ISA_AVX512"
+--   lanes, regs       f32 lanes per vector, vector registers available
+--   vec               C type of a vector
+--   arch_guard        C preprocessor condition for the architecture, or nil
+--   include           intrinsics header, or nil
+--   target            __attribute__((target(...))) string, or nil
+-- and functions that return C expressions (strings):
+--   zero() set1(x) load(p) store(p, v) loadn(p, n) storen(p, v, n)
+--   add sub mul div fma(a, b, c) = a*b + c, max min (b wins on NaN)
+--   select_lt(a, b, x, y) = (a < b) ? x : y, round pow2i iota
+--   reduce_add reduce_max
+-- optionally helpers(attr) (C text of static helpers), exp(v) and tanh(v)
+-- when the ISA spells them itself (scalar uses libm); otherwise the
+-- template builds them from round/pow2i/select_lt.
+local M = {}
+
+--- Known ISAs, best first: the dispatcher tries them in this order.
+M.order = { "avx512", "avx2", "neon", "scalar" }
+
+local REQUIRED = {
+  "zero", "set1", "load", "store", "loadn", "storen", "add", "sub", "mul", "div", "fma",
+  "max", "min", "select_lt", "iota", "reduce_add", "reduce_max",
+}
+
+local cache = {}
+
+--- Returns the module for an ISA name, or nil and an error.
+function M.get(name)
+  if cache[name] then return cache[name] end
+  local known = false
+  for _, n in ipairs(M.order) do
+    if n == name then known = true end
+  end
+  if not known then
+    return nil, ("unknown ISA '%s' (known: %s)"):format(tostring(name), table.concat(M.order, ", "))
+  end
+  local isa = require("isa." .. name)
+  for _, f in ipairs(REQUIRED) do
+    if type(isa[f]) ~= "function" then
+      error(("ISA module '%s' lacks %s()"):format(name, f))
+    end
+  end
+  if isa.lanes > 1 then
+    for _, f in ipairs({ "round", "pow2i" }) do
+      if type(isa[f]) ~= "function" and type(isa.exp) ~= "function" then
+        error(("ISA module '%s' lacks %s()"):format(name, f))
+      end
+    end
+  end
+  cache[name] = isa
+  return isa
+end
+
+--- Whether a name is a known ISA.
+function M.known(name)
+  for _, n in ipairs(M.order) do
+    if n == name then return true end
+  end
+  return false
+end
+
+return M

@@ -1,0 +1,60 @@
+--- AArch64 NEON spelling of the ISA interface (see isa/init.lua for the contract).
+local M = {
+  name = "neon",
+  enum = "ATTN_ISA_NEON",
+  lanes = 4,
+  regs = 32,
+  vec = "float32x4_t",
+  arch_guard = "defined(__aarch64__)",
+  include = "arm_neon.h",
+  target = nil, -- NEON is part of the AArch64 baseline
+}
+
+function M.zero() return "vdupq_n_f32(0.0f)" end
+function M.set1(x) return ("vdupq_n_f32(%s)"):format(x) end
+function M.load(p) return ("vld1q_f32(%s)"):format(p) end
+function M.store(p, v) return ("vst1q_f32(%s, %s)"):format(p, v) end
+-- Partial vectors go lane by lane so nothing past the row is touched.
+function M.loadn(p, n) return ("attn_loadn_neon(%s, %d)"):format(p, n) end
+function M.storen(p, v, n) return ("attn_storen_neon(%s, %s, %d)"):format(p, v, n) end
+function M.add(a, b) return ("vaddq_f32(%s, %s)"):format(a, b) end
+function M.sub(a, b) return ("vsubq_f32(%s, %s)"):format(a, b) end
+function M.mul(a, b) return ("vmulq_f32(%s, %s)"):format(a, b) end
+function M.div(a, b) return ("vdivq_f32(%s, %s)"):format(a, b) end
+function M.fma(a, b, c) return ("vfmaq_f32(%s, %s, %s)"):format(c, a, b) end
+-- vmaxq/vminq propagate NaN from either side.
+function M.max(a, b) return ("vmaxq_f32(%s, %s)"):format(a, b) end
+function M.min(a, b) return ("vminq_f32(%s, %s)"):format(a, b) end
+function M.select_lt(a, b, x, y) return ("vbslq_f32(vcltq_f32(%s, %s), %s, %s)"):format(a, b, x, y) end
+function M.round(v) return ("vrndnq_f32(%s)"):format(v) end
+function M.pow2i(v)
+  return ("vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(%s), vdupq_n_s32(127)), 23))"):format(v)
+end
+function M.iota() return "attn_iota_neon()" end
+function M.reduce_add(v) return ("vaddvq_f32(%s)"):format(v) end
+function M.reduce_max(v) return ("vmaxvq_f32(%s)"):format(v) end
+function M.helpers(attr)
+  return (([[
+ATTR static inline float32x4_t attn_loadn_neon(const float *p, int n)
+{
+    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    int i;
+    for (i = 0; i < n; i++) t[i] = p[i];
+    return vld1q_f32(t);
+}
+ATTR static inline void attn_storen_neon(float *p, float32x4_t v, int n)
+{
+    float t[4];
+    int i;
+    vst1q_f32(t, v);
+    for (i = 0; i < n; i++) p[i] = t[i];
+}
+ATTR static inline float32x4_t attn_iota_neon(void)
+{
+    static const float iota[4] = {0.0f, 1.0f, 2.0f, 3.0f};
+    return vld1q_f32(iota);
+}
+]]):gsub("ATTR ", attr))
+end
+
+return M

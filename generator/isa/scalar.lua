@@ -1,0 +1,35 @@
+--- Portable C spelling of the ISA interface: a "vector" is one float.
+local M = {
+  name = "scalar",
+  enum = "ATTN_ISA_SCALAR",
+  lanes = 1,
+  regs = 16,
+  vec = "float",
+  arch_guard = nil, -- every target
+  include = nil,
+  target = nil,
+  libm = true,      -- exp and tanh come from <math.h>
+}
+
+function M.zero() return "0.0f" end
+function M.set1(x) return ("(%s)"):format(x) end
+function M.load(p) return ("*(%s)"):format(p) end
+function M.store(p, v) return ("*(%s) = %s"):format(p, v) end
+function M.loadn() error("scalar vectors have no tail", 2) end
+function M.storen() error("scalar vectors have no tail", 2) end
+function M.add(a, b) return ("(%s + %s)"):format(a, b) end
+function M.sub(a, b) return ("(%s - %s)"):format(a, b) end
+function M.mul(a, b) return ("(%s * %s)"):format(a, b) end
+function M.div(a, b) return ("(%s / %s)"):format(a, b) end
+function M.fma(a, b, c) return ("(%s * %s + %s)"):format(a, b, c) end
+-- Same NaN rule as the x86 instructions: b wins when either is NaN.  The
+-- operands are evaluated twice, so callers pass side-effect-free expressions.
+function M.max(a, b) return ("(%s > %s ? %s : %s)"):format(a, b, a, b) end
+function M.min(a, b) return ("(%s < %s ? %s : %s)"):format(a, b, a, b) end
+function M.select_lt(a, b, x, y) return ("((%s < %s) ? %s : %s)"):format(a, b, x, y) end
+function M.iota() return "0.0f" end
+function M.reduce_add(v) return v end
+function M.reduce_max(v) return v end
+function M.exp(v) return ("expf(%s)"):format(v) end
+function M.tanh(v) return ("tanhf(%s)"):format(v) end
+return M

@@ -1,0 +1,171 @@
+--- The planner: a validated config in, a plain plan table out.
+--
+-- Every decision the generated code embodies is made here, as data: which
+-- ISA variants exist, the register blocking of the two micro-kernels, the
+-- tile sizes, which mask code paths exist, the ALiBi slopes.  Templates only
+-- read the plan.
+local isa_registry = require("isa")
+local naming = require("naming")
+local util = require("util")
+
+local M = {}
+
+--- Heuristic tiles when the config says "auto" and no tuning result exists.
+M.DEFAULT_TILE = { q = 64, kv = 64 }
+
+--- Head-dim steps per iteration of the scores kernel's reduction loop; the
+-- remainder (D mod QK_UNROLL) is unrolled after it.  Unrolling all of D
+-- makes one basic block of D*(MR*NR + MR + NR) statements, which costs
+-- compile time (gcc: ~15 s for D = 128 at 6x4) and no speed.
+M.QK_UNROLL = 8
+
+local MAX_ROWS = 8 -- micro-kernel rows: beyond this the broadcasts dominate
+
+--- ALiBi slopes of the ALiBi paper for n heads (DESIGN.md section 3).
+function M.alibi_slopes(n)
+  local function pow2_rule(c)
+    local s = {}
+    for h = 1, c do s[h] = 2 ^ (-8 * h / c) end
+    return s
+  end
+  local c = 1
+  while c * 2 <= n do c = c * 2 end
+  local slopes = pow2_rule(c)
+  if c < n then
+    local extra = pow2_rule(2 * c)
+    local i = 1
+    while #slopes < n do
+      slopes[#slopes + 1] = extra[i]
+      i = i + 2
+    end
+  end
+  return slopes
+end
+
+--- Register blocking of the scores kernel S[MR][NR*lanes] += q (x) K^T:
+-- MR*NR accumulators, NR K^T loads and one broadcast must fit the register
+-- file; NR*lanes must divide the key tile.  Maximizes MR*NR, then prefers
+-- more columns (fewer loads per FMA).
+local function qk_blocking(isa, tile_kv)
+  local best
+  for nr = 1, 4 do
+    if (tile_kv / isa.lanes) % nr == 0 then
+      local mr = math.min(MAX_ROWS, math.floor((isa.regs - nr - 1) / nr))
+      if mr >= 1 then
+        local score = mr * nr
+        if not best or score > best.mr * best.nr or (score == best.mr * best.nr and nr > best.nr) then
+          best = { mr = mr, nr = nr }
+        end
+      end
+    end
+  end
+  return best
+end
+
+--- Blocking of O[MR][Dv] += P[MR][k] V[k][Dv]: Dv is cut into chunks of
+-- NVC vectors; MR*NVC accumulators, MR broadcasts and a V load must fit.
+-- Maximizes MR*NVC, then prefers fewer chunks (V rows read fewer times).
+local function pv_blocking(isa, dv)
+  local nv = math.ceil(dv / isa.lanes)
+  local best
+  for nchunks = 1, nv do
+    local nvc = math.ceil(nv / nchunks)
+    local mr = math.min(MAX_ROWS, math.floor((isa.regs - 1) / (nvc + 1)))
+    if mr >= 1 and math.ceil(nv / nvc) == nchunks then
+      if not best or mr * nvc > best.mr * best.nvc then
+        best = { mr = mr, nvc = nvc, nchunks = nchunks }
+      end
+    end
+  end
+  -- the chunks: vector index ranges, the last one may end in a partial vector
+  local chunks = {}
+  for c = 0, best.nchunks - 1 do
+    local first = c * best.nvc
+    local count = math.min(best.nvc, nv - first)
+    chunks[#chunks + 1] = { first = first, count = count }
+  end
+  best.chunks = chunks
+  best.nv = nv
+  return best
+end
+
+--- One ISA variant of the kernel.
+local function plan_variant(cfg, plan, isa)
+  local v = { isa = isa, name = isa.name, lanes = isa.lanes }
+  local qk = qk_blocking(isa, plan.tile.kv)
+  local pv = pv_blocking(isa, cfg.head_dim_v)
+  v.qk = { mr = qk.mr, nr = qk.nr, nc = qk.nr * isa.lanes, unroll = M.QK_UNROLL }
+  v.pv = pv
+  v.dv_tail = cfg.head_dim_v % isa.lanes -- lanes used by the last vector, 0 = full
+  v.kv_vectors = plan.tile.kv / isa.lanes
+  -- the two row counts each micro-kernel is generated for: a full block, and 1 for the rest
+  v.qk_rows = qk.mr > 1 and { qk.mr, 1 } or { 1 }
+  v.pv_rows = pv.mr > 1 and { pv.mr, 1 } or { 1 }
+  v.fn = naming.variant(cfg.name, isa.name)
+  v.qk_fn = function(mr) return naming.qk(cfg.name, mr, v.qk.nc, isa.name) end
+  v.pv_fn = function(mr) return naming.pv(cfg.name, mr, cfg.head_dim_v, isa.name) end
+  v.target_attr = isa.target and ('__attribute__((target("%s")))'):format(isa.target) or ""
+  -- registers each kernel keeps live, for the cost comments
+  v.qk.regs = qk.mr * qk.nr + qk.nr + 1
+  v.pv.regs = pv.mr * pv.nvc + pv.mr + 1
+  return v
+end
+
+--- Turns a normalized config into the plan.  `opts.tile` overrides the
+-- tile choice (the tuner uses it); `opts.tile_reason` says why.
+function M.plan(cfg, opts)
+  opts = opts or {}
+  local p = {
+    name = cfg.name,
+    config = cfg,
+    D = cfg.head_dim,
+    Dv = cfg.head_dim_v,
+    Hq = cfg.heads_q,
+    Hkv = cfg.heads_kv,
+    group = cfg.heads_q / cfg.heads_kv,
+    entry = naming.entry(cfg.name),
+    kernel = naming.kernel(cfg.name),
+  }
+
+  -- tiles
+  if opts.tile then
+    p.tile, p.tile_reason = opts.tile, opts.tile_reason or "given"
+  elseif type(cfg.tile) == "table" then
+    p.tile, p.tile_reason = cfg.tile, "set in the config"
+  else
+    p.tile, p.tile_reason = M.DEFAULT_TILE, "heuristic default (tile = \"auto\", no tuning result)"
+  end
+
+  -- masks: which code paths exist
+  local w = cfg.window
+  p.causal = cfg.causal
+  p.window_left = w.left
+  p.window_right = w.right
+  p.global_tokens = cfg.global_tokens
+  p.has_left = w.left >= 0
+  p.has_right = w.right >= 0 and not cfg.causal -- causal already bounds the right side at p
+  p.has_global = cfg.global_tokens > 0 and (p.has_left or p.has_right)
+  p.padding = cfg.padding
+  p.mask = cfg.mask
+  -- keys outside [0, Lk_b) or outside a row's span exist only with these
+  p.has_spans = p.causal or p.has_left or p.has_right or p.padding
+  p.scale = cfg.scale
+  p.softcap = cfg.softcap
+  p.alibi = cfg.alibi
+  if cfg.alibi then
+    p.alibi_slopes = {}
+    for h, s in ipairs(M.alibi_slopes(cfg.heads_q)) do p.alibi_slopes[h] = util.c_float(s) end
+  end
+
+  p.variants = {}
+  for _, name in ipairs(cfg.isa) do
+    local isa = assert(isa_registry.get(name))
+    p.variants[#p.variants + 1] = plan_variant(cfg, p, isa)
+  end
+
+  -- FLOPs per full tile, for the cost comment: scores and P*V
+  p.tile_flops = 2 * p.tile.q * p.tile.kv * (p.D + p.Dv)
+  return p
+end
+
+return M

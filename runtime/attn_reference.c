@@ -1,0 +1,195 @@
+/*
+ * attn_reference.c - the naive reference of DESIGN.md section 3.
+ *
+ * Written to be obviously right rather than fast: for every (b, h, i) it
+ * decides the visibility of every key with the rules exactly as the design
+ * states them, computes the scores in double, and takes a max-subtracted
+ * softmax in double.  It shares no code with the templates.
+ */
+#include "attn_reference.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+double attn_reference_alibi_slope(int h, int n)
+{
+    int c = 1;
+    if (n <= 0 || h < 0 || h >= n)
+        return NAN;
+    while (c * 2 <= n) /* c = 2^floor(log2 n) */
+        c *= 2;
+    if (h < c) /* the rule for c heads: 2^(-8 (h+1) / c) */
+        return pow(2.0, -8.0 * (h + 1) / c);
+    /* then indices 0, 2, 4, ... of the rule for 2c heads */
+    return pow(2.0, -8.0 * (2 * (h - c) + 1) / (2.0 * c));
+}
+
+/* The element offset of mask/bias value (b, h, i, j). */
+static int64_t mask_offset(const attn_args *args, int64_t b, int h, int64_t i, int64_t j)
+{
+    return b * args->mask_stride[0] + h * args->mask_stride[1] +
+           i * args->mask_stride[2] + j * args->mask_stride[3];
+}
+
+/* Whether key j is visible to query row i (position p) of batch b, head h. */
+static int key_visible(const attn_spec *spec, const attn_args *args, int64_t b, int h,
+                       int64_t i, int64_t j, int64_t lk_b, int64_t p)
+{
+    const int64_t g = spec->global_tokens;
+
+    /* valid: j < Lk_b */
+    if (!(j < lk_b))
+        return 0;
+    /* causal: j <= p_i */
+    if (spec->causal && !(j <= p))
+        return 0;
+    /* window: p_i - left <= j <= p_i + right; global queries (0 <= p_i < G)
+       are exempt from it entirely, keys j < G from its left bound only.
+       A row past the keys (p_i < 0, when Lq > Lk) is no global token. */
+    if (!(p >= 0 && p < g)) {
+        if (spec->window_left >= 0 && !(j < g) && !(p - spec->window_left <= j))
+            return 0;
+        if (spec->window_right >= 0 && !(j <= p + spec->window_right))
+            return 0;
+    }
+    /* bool mask: keep only nonzero */
+    if (spec->mask == ATTN_MASK_BOOL) {
+        const unsigned char *m = (const unsigned char *)args->mask;
+        if (m[mask_offset(args, b, h, i, j)] == 0)
+            return 0;
+    }
+    return 1;
+}
+
+/* The score of query row i against key j (both already located). */
+static double score(const attn_spec *spec, const attn_args *args, const float *q,
+                    const float *k, int64_t b, int h, int64_t i, int64_t j, int64_t p)
+{
+    double dot = 0.0, s;
+    int d;
+
+    for (d = 0; d < spec->head_dim; d++)
+        dot += (double)q[d] * (double)k[d];
+    s = (double)spec->scale * dot;
+    if (spec->softcap > 0.0f) {
+        const double c = spec->softcap;
+        s = c * tanh(s / c);
+    }
+    if (spec->alibi) {
+        const double dist = (double)(p > j ? p - j : j - p);
+        s += -attn_reference_alibi_slope(h, spec->heads_q) * dist;
+    }
+    if (spec->mask == ATTN_MASK_BIAS) {
+        const float *bias = (const float *)args->mask;
+        s += (double)bias[mask_offset(args, b, h, i, j)];
+    }
+    return s;
+}
+
+int64_t attn_reference_visible_count(const attn_spec *spec, const attn_args *args)
+{
+    int64_t b, i, j, n = 0;
+    int h;
+
+    if (attn_check_args(spec, args) != ATTN_OK)
+        return -1;
+    for (b = 0; b < args->batch; b++) {
+        const int64_t lk_b = spec->padding ? args->seqlens_k[b] : args->seq_k;
+        for (h = 0; h < spec->heads_q; h++)
+            for (i = 0; i < args->seq_q; i++)
+                for (j = 0; j < lk_b; j++)
+                    n += key_visible(spec, args, b, h, i, j, lk_b, i + lk_b - args->seq_q);
+    }
+    return n;
+}
+
+attn_status attn_reference(const attn_spec *spec, const attn_args *args)
+{
+    attn_status st = attn_check_args(spec, args);
+    double *s, *acc;
+    unsigned char *vis;
+    int64_t b, i, j;
+    int h, d;
+
+    if (st != ATTN_OK)
+        return st;
+    if ((uint64_t)args->seq_k >= SIZE_MAX / sizeof *s)
+        return ATTN_ERR_NOMEM; /* scratch per key would not fit in memory */
+    /* +1: never ask malloc for 0 bytes */
+    s = (double *)malloc(((size_t)args->seq_k + 1) * sizeof *s);
+    vis = (unsigned char *)malloc((size_t)args->seq_k + 1);
+    acc = (double *)malloc(((size_t)spec->head_dim_v + 1) * sizeof *acc);
+    if (s == NULL || vis == NULL || acc == NULL) {
+        free(s);
+        free(vis);
+        free(acc);
+        return ATTN_ERR_NOMEM;
+    }
+
+    for (b = 0; b < args->batch; b++) {
+        const int64_t lk_b = spec->padding ? args->seqlens_k[b] : args->seq_k;
+        for (h = 0; h < spec->heads_q; h++) {
+            const int hk = h / (spec->heads_q / spec->heads_kv); /* GQA */
+            for (i = 0; i < args->seq_q; i++) {
+                const int64_t p = i + lk_b - args->seq_q; /* bottom-right */
+                const float *q = args->q + b * args->q_stride[0] +
+                                 i * args->q_stride[1] + h * args->q_stride[2];
+                float *o = args->o + b * args->o_stride[0] + i * args->o_stride[1] +
+                           h * args->o_stride[2];
+                double m = -INFINITY, sum = 0.0, lse;
+                int any_nan = 0;
+
+                /* scores of the visible keys, and their max */
+                for (j = 0; j < args->seq_k; j++) {
+                    vis[j] = (unsigned char)key_visible(spec, args, b, h, i, j, lk_b, p);
+                    if (!vis[j])
+                        continue;
+                    s[j] = score(spec, args, q,
+                                 args->k + b * args->k_stride[0] + j * args->k_stride[1] +
+                                     hk * args->k_stride[2],
+                                 b, h, i, j, p);
+                    if (isnan(s[j]))
+                        any_nan = 1;
+                    else if (s[j] > m)
+                        m = s[j];
+                }
+
+                if (any_nan) {
+                    /* a NaN score must not vanish behind the max */
+                    for (d = 0; d < spec->head_dim_v; d++)
+                        o[d] = NAN;
+                    lse = NAN;
+                } else if (m == -INFINITY) {
+                    /* no visible key (or all scores -inf): O = 0, LSE = -inf */
+                    for (d = 0; d < spec->head_dim_v; d++)
+                        o[d] = 0.0f;
+                    lse = -INFINITY;
+                } else {
+                    for (d = 0; d < spec->head_dim_v; d++)
+                        acc[d] = 0.0;
+                    for (j = 0; j < args->seq_k; j++) {
+                        const float *v;
+                        double w;
+                        if (!vis[j])
+                            continue;
+                        v = args->v + b * args->v_stride[0] + j * args->v_stride[1] +
+                            hk * args->v_stride[2];
+                        w = exp(s[j] - m);
+                        sum += w;
+                        for (d = 0; d < spec->head_dim_v; d++)
+                            acc[d] += w * (double)v[d];
+                    }
+                    for (d = 0; d < spec->head_dim_v; d++)
+                        o[d] = (float)(acc[d] / sum);
+                    lse = m + log(sum);
+                }
+                if (args->lse != NULL)
+                    args->lse[(b * spec->heads_q + h) * args->seq_q + i] = (float)lse;
+            }
+        }
+    }
+    free(s);
+    free(vis);
+    free(acc);
+    return ATTN_OK;
+}

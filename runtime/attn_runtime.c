@@ -1,0 +1,421 @@
+/*
+ * attn_runtime.c - the runtime every attngen kernel links against.
+ *
+ * Vendorable: plain C99 and libc only (getenv, malloc, strcmp); no stdio.
+ * Builds with or without _POSIX_C_SOURCE, on x86-64, AArch64 and anything
+ * else (where only the scalar variant is reported as supported).
+ */
+#include "attn_runtime.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define ATTN_X86_CPUID 1
+#include <cpuid.h>
+#endif
+
+/* ---- status strings ----------------------------------------------------- */
+
+const char *attn_status_string(attn_status status)
+{
+    switch (status) {
+    case ATTN_OK: return "success";
+    case ATTN_ERR_NULL_ARG: return "a required pointer is NULL";
+    case ATTN_ERR_SHAPE: return "a batch or sequence length is negative";
+    case ATTN_ERR_STRIDE: return "a stride is negative";
+    case ATTN_ERR_SEQLENS: return "a seqlens_k value is outside 0..seq_k";
+    case ATTN_ERR_THREADS: return "the thread count is negative";
+    case ATTN_ERR_ISA:
+        return "no ISA variant of this kernel can run on this CPU "
+               "(or ATTNGEN_ISA names one that cannot)";
+    case ATTN_ERR_NOMEM: return "out of memory";
+    case ATTN_ERR_TOO_LARGE: return "a tensor is too large for 64-bit element offsets";
+    }
+    return "unknown status";
+}
+
+/* ---- ISA names ---------------------------------------------------------- */
+
+static const char *const isa_names[ATTN_ISA_COUNT] = {
+    "scalar", "avx2", "avx512", "neon"
+};
+
+const char *attn_isa_name(attn_isa isa)
+{
+    if ((int)isa < 0 || (int)isa >= ATTN_ISA_COUNT)
+        return "unknown";
+    return isa_names[isa];
+}
+
+int attn_isa_from_name(const char *name)
+{
+    int i;
+    if (name == NULL)
+        return -1;
+    for (i = 0; i < ATTN_ISA_COUNT; i++)
+        if (strcmp(name, isa_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* ---- CPU features ------------------------------------------------------- */
+
+#ifdef ATTN_X86_CPUID
+/* XCR0: which register state the OS saves on a context switch. */
+static unsigned long long read_xcr0(void)
+{
+    unsigned int eax, edx;
+    /* xgetbv with ecx = 0; spelled as bytes so no -mxsave is needed. */
+    __asm__ __volatile__(".byte 0x0f, 0x01, 0xd0" : "=a"(eax), "=d"(edx) : "c"(0));
+    return ((unsigned long long)edx << 32) | eax;
+}
+
+/* Bit i set: ISA i is usable by this process. */
+static unsigned detect_x86(void)
+{
+    unsigned int a, b, c, d;
+    unsigned found = 1u << ATTN_ISA_SCALAR;
+    int osxsave, avx, fma, avx2 = 0, avx512f = 0;
+    unsigned long long xcr0;
+
+    if (!__get_cpuid_count(1, 0, &a, &b, &c, &d))
+        return found;
+    fma = (c >> 12) & 1;
+    osxsave = (c >> 27) & 1;
+    avx = (c >> 28) & 1;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
+        avx2 = (b >> 5) & 1;
+        avx512f = (b >> 16) & 1;
+    }
+    if (!osxsave || !avx)
+        return found; /* no XGETBV, or no AVX at all */
+    xcr0 = read_xcr0();
+    /* bits 1, 2: SSE and YMM state */
+    if (avx2 && fma && (xcr0 & 0x6) == 0x6)
+        found |= 1u << ATTN_ISA_AVX2;
+    /* bits 5, 6, 7: opmask, ZMM0-15 upper halves, ZMM16-31 (plus 1, 2) */
+    if (avx512f && fma && (xcr0 & 0xe6) == 0xe6)
+        found |= 1u << ATTN_ISA_AVX512;
+    return found;
+}
+#endif
+
+static unsigned detect_isas(void)
+{
+    unsigned found = 1u << ATTN_ISA_SCALAR;
+#if defined(ATTN_X86_CPUID)
+    found = detect_x86();
+#elif defined(__aarch64__)
+    found |= 1u << ATTN_ISA_NEON; /* Advanced SIMD is mandatory on AArch64 */
+#endif
+    return found;
+}
+
+/*
+ * The detected set, cached with a "done" bit.  Detection is idempotent, so
+ * two threads racing here both compute and store the same value.
+ */
+#define ISA_CACHE_DONE 0x80000000u
+static unsigned isa_cache;
+
+int attn_isa_supported(attn_isa isa)
+{
+    unsigned set;
+    if ((int)isa < 0 || (int)isa >= ATTN_ISA_COUNT)
+        return 0;
+#ifdef __GNUC__
+    set = __atomic_load_n(&isa_cache, __ATOMIC_ACQUIRE);
+#else
+    set = isa_cache;
+#endif
+    if (!(set & ISA_CACHE_DONE)) {
+        set = detect_isas() | ISA_CACHE_DONE;
+#ifdef __GNUC__
+        __atomic_store_n(&isa_cache, set, __ATOMIC_RELEASE);
+#else
+        isa_cache = set;
+#endif
+    }
+    return (set >> isa) & 1u;
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+const attn_variant *attn_pick_variant(const attn_variant *variants, int n)
+{
+    const char *forced = getenv("ATTNGEN_ISA");
+    int i;
+
+    if (variants == NULL || n <= 0)
+        return NULL;
+    if (forced != NULL && forced[0] != '\0') {
+        int isa = attn_isa_from_name(forced);
+        if (isa < 0 || !attn_isa_supported((attn_isa)isa))
+            return NULL;
+        for (i = 0; i < n; i++)
+            if ((int)variants[i].isa == isa)
+                return &variants[i];
+        return NULL; /* known and supported, but not compiled in */
+    }
+    for (i = 0; i < n; i++)
+        if (attn_isa_supported(variants[i].isa))
+            return &variants[i];
+    return NULL;
+}
+
+/* ---- argument checks ---------------------------------------------------- */
+
+#define MAX_EXTENT ((int64_t)1 << 62)
+
+/* *acc += a * b without signed overflow; returns 0 when it would overflow.
+   a >= 0 and b >= 0 and *acc >= 0. */
+static int add_mul_checked(int64_t *acc, int64_t a, int64_t b)
+{
+    int64_t prod;
+    if (a != 0 && b > INT64_MAX / a)
+        return 0;
+    prod = a * b;
+    if (prod > INT64_MAX - *acc)
+        return 0;
+    *acc += prod;
+    return 1;
+}
+
+/*
+ * Whether every element offset of a tensor with these extents and element
+ * strides fits: the largest offset, sum (extent - 1) * stride, must fit in
+ * int64 and, as a byte offset, in ptrdiff_t (so pointer arithmetic on it is
+ * defined).  A tensor with an empty dim has no elements and always fits.
+ */
+static int span_fits(int ndim, const int64_t *extent, const int64_t *stride,
+                     size_t elem_size)
+{
+    int64_t last = 0;
+    int d;
+    for (d = 0; d < ndim; d++)
+        if (extent[d] == 0)
+            return 1;
+    for (d = 0; d < ndim; d++)
+        if (!add_mul_checked(&last, extent[d] - 1, stride[d]))
+            return 0;
+    /* the element one past the last must be addressable too */
+    if (last == INT64_MAX)
+        return 0;
+    return (uint64_t)(last + 1) <= (uint64_t)PTRDIFF_MAX / elem_size;
+}
+
+static int any_negative(const int64_t *v, int n)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        if (v[i] < 0)
+            return 1;
+    return 0;
+}
+
+/*
+ * Note: when batch or seq_q is 0 the kernel reads nothing, but the pointers
+ * must still be non-NULL (and seqlens_k / mask when the config needs them).
+ */
+attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
+{
+    const int has_mask = spec != NULL && spec->mask != ATTN_MASK_NONE;
+    int64_t ext[4], str[4];
+    int64_t b;
+
+    if (spec == NULL || args == NULL || args->q == NULL || args->k == NULL ||
+        args->v == NULL || args->o == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (spec->padding && args->seqlens_k == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (has_mask && args->mask == NULL)
+        return ATTN_ERR_NULL_ARG;
+
+    if (args->batch < 0 || args->seq_q < 0 || args->seq_k < 0)
+        return ATTN_ERR_SHAPE;
+
+    if (any_negative(args->q_stride, 3) || any_negative(args->k_stride, 3) ||
+        any_negative(args->v_stride, 3) || any_negative(args->o_stride, 3))
+        return ATTN_ERR_STRIDE;
+    if (has_mask && any_negative(args->mask_stride, 4))
+        return ATTN_ERR_STRIDE;
+
+    if (args->threads < 0)
+        return ATTN_ERR_THREADS;
+
+    /* Lengths up to 2^62 keep position arithmetic in int64 (i + Lk_b - Lq
+       plus or minus a window, rounding up to a tile) even with stride 0. */
+    if (args->batch > MAX_EXTENT || args->seq_q > MAX_EXTENT || args->seq_k > MAX_EXTENT)
+        return ATTN_ERR_TOO_LARGE;
+
+    /* Q and O: [B][Lq][Hq][D or Dv]; K and V: [B][Lk][Hkv][D or Dv] */
+    ext[0] = args->batch;
+    ext[1] = args->seq_q;
+    ext[2] = spec->heads_q;
+    ext[3] = spec->head_dim;
+    memcpy(str, args->q_stride, sizeof args->q_stride);
+    str[3] = 1;
+    if (!span_fits(4, ext, str, sizeof(float)))
+        return ATTN_ERR_TOO_LARGE;
+    ext[3] = spec->head_dim_v;
+    memcpy(str, args->o_stride, sizeof args->o_stride);
+    if (!span_fits(4, ext, str, sizeof(float)))
+        return ATTN_ERR_TOO_LARGE;
+    ext[1] = args->seq_k;
+    ext[2] = spec->heads_kv;
+    ext[3] = spec->head_dim;
+    memcpy(str, args->k_stride, sizeof args->k_stride);
+    if (!span_fits(4, ext, str, sizeof(float)))
+        return ATTN_ERR_TOO_LARGE;
+    ext[3] = spec->head_dim_v;
+    memcpy(str, args->v_stride, sizeof args->v_stride);
+    if (!span_fits(4, ext, str, sizeof(float)))
+        return ATTN_ERR_TOO_LARGE;
+
+    /* LSE: contiguous [B][Hq][Lq] */
+    if (args->lse != NULL) {
+        ext[0] = args->batch;
+        ext[1] = spec->heads_q;
+        ext[2] = args->seq_q;
+        str[0] = 0;
+        if (!add_mul_checked(&str[0], spec->heads_q, args->seq_q))
+            return ATTN_ERR_TOO_LARGE;
+        str[1] = args->seq_q;
+        str[2] = 1;
+        if (!span_fits(3, ext, str, sizeof(float)))
+            return ATTN_ERR_TOO_LARGE;
+    }
+
+    /* mask: [B][Hq][Lq][Lk], uint8 or f32 */
+    if (has_mask) {
+        ext[0] = args->batch;
+        ext[1] = spec->heads_q;
+        ext[2] = args->seq_q;
+        ext[3] = args->seq_k;
+        if (!span_fits(4, ext, args->mask_stride,
+                       spec->mask == ATTN_MASK_BOOL ? 1 : sizeof(float)))
+            return ATTN_ERR_TOO_LARGE;
+    }
+
+    if (spec->padding)
+        for (b = 0; b < args->batch; b++)
+            if (args->seqlens_k[b] < 0 || args->seqlens_k[b] > args->seq_k)
+                return ATTN_ERR_SEQLENS;
+    return ATTN_OK;
+}
+
+/* a * b, saturating at INT64_MAX (inputs >= 0); attn_check_args then
+   reports ATTN_ERR_TOO_LARGE for a saturated stride. */
+static int64_t mul_sat(int64_t a, int64_t b)
+{
+    if (a < 0 || b < 0)
+        return 0;
+    if (a != 0 && b > INT64_MAX / a)
+        return INT64_MAX;
+    return a * b;
+}
+
+void attn_args_set_contiguous(attn_args *args, const attn_spec *spec)
+{
+    const int64_t hq = spec ? spec->heads_q : 0, hkv = spec ? spec->heads_kv : 0;
+    const int64_t d = spec ? spec->head_dim : 0, dv = spec ? spec->head_dim_v : 0;
+    int64_t lq, lk;
+
+    if (args == NULL || spec == NULL)
+        return;
+    lq = args->seq_q;
+    lk = args->seq_k;
+
+    args->q_stride[2] = d;
+    args->q_stride[1] = mul_sat(hq, d);
+    args->q_stride[0] = mul_sat(lq, args->q_stride[1]);
+
+    args->k_stride[2] = d;
+    args->k_stride[1] = mul_sat(hkv, d);
+    args->k_stride[0] = mul_sat(lk, args->k_stride[1]);
+
+    args->v_stride[2] = dv;
+    args->v_stride[1] = mul_sat(hkv, dv);
+    args->v_stride[0] = mul_sat(lk, args->v_stride[1]);
+
+    args->o_stride[2] = dv;
+    args->o_stride[1] = mul_sat(hq, dv);
+    args->o_stride[0] = mul_sat(lq, args->o_stride[1]);
+
+    /* a dense [B][Hq][Lq][Lk] mask */
+    args->mask_stride[3] = 1;
+    args->mask_stride[2] = lk;
+    args->mask_stride[1] = mul_sat(lq, lk);
+    args->mask_stride[0] = mul_sat(hq, args->mask_stride[1]);
+}
+
+/* ---- allocation hooks --------------------------------------------------- */
+
+/*
+ * The default allocator over-allocates with malloc, rounds up to
+ * ATTN_ALIGN and keeps malloc's pointer in the slot just before the
+ * aligned block, where attn_default_free finds it.
+ */
+static void *attn_default_alloc(size_t bytes, void *user)
+{
+    const size_t extra = ATTN_ALIGN - 1 + sizeof(void *);
+    unsigned char *raw;
+    uintptr_t addr;
+
+    (void)user;
+    if (bytes > (size_t)-1 - extra)
+        return NULL;
+    raw = (unsigned char *)malloc(bytes + extra);
+    if (raw == NULL)
+        return NULL;
+    addr = (uintptr_t)(raw + sizeof(void *));
+    addr = (addr + (ATTN_ALIGN - 1)) & ~(uintptr_t)(ATTN_ALIGN - 1);
+    memcpy((unsigned char *)addr - sizeof(void *), &raw, sizeof raw);
+    return (void *)addr;
+}
+
+static void attn_default_free(void *ptr, void *user)
+{
+    void *raw;
+    (void)user;
+    if (ptr == NULL)
+        return;
+    memcpy(&raw, (unsigned char *)ptr - sizeof(void *), sizeof raw);
+    free(raw);
+}
+
+static attn_alloc_fn alloc_hook = attn_default_alloc;
+static attn_free_fn free_hook = attn_default_free;
+static void *hook_user;
+
+/*
+ * Installs alloc/release (both, or neither: any NULL restores the
+ * defaults).  Not synchronized: call it before the first kernel call.
+ */
+void attn_set_allocator(attn_alloc_fn alloc, attn_free_fn release, void *user)
+{
+    if (alloc == NULL || release == NULL) {
+        alloc_hook = attn_default_alloc;
+        free_hook = attn_default_free;
+        hook_user = NULL;
+        return;
+    }
+    alloc_hook = alloc;
+    free_hook = release;
+    hook_user = user;
+}
+
+/* attn_alloc(0) asks the hook for 1 byte: a unique pointer to free later
+   (NULL still means out of memory). */
+void *attn_alloc(size_t bytes)
+{
+    return alloc_hook(bytes == 0 ? 1 : bytes, hook_user);
+}
+
+/* attn_free(NULL) does nothing. */
+void attn_free(void *ptr)
+{
+    if (ptr != NULL)
+        free_hook(ptr, hook_user);
+}

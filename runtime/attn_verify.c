@@ -1,0 +1,687 @@
+/*
+ * attn_verify.c - runs a kernel on random inputs and compares it with the
+ * naive reference (DESIGN.md section 6).
+ *
+ * Every tensor sits right before a PROT_NONE page, so an over-read faults.
+ * Strided layouts leave gaps filled with NaN (inputs) or a sentinel (O):
+ * reading a gap poisons the output, writing one is reported.  Ragged
+ * batches fill K/V rows at or past seqlens_k with NaN for the same reason.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* mmap, sysconf */
+#endif
+#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS on glibc and musl */
+
+#include "attn_verify.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "attn_reference.h"
+
+#if !defined(MAP_ANONYMOUS) && defined(MAP_ANON)
+#define MAP_ANONYMOUS MAP_ANON
+#endif
+
+/*
+ * Tolerance (DESIGN.md 6): |x - ref| <= 1e-5 + 1e-5 * |ref| per element of
+ * O and LSE.  Kernels accumulate in f32 with a reordered (online) softmax;
+ * on N(0,1) inputs at the default scale their rounding error stays around
+ * 1e-7..1e-6, so this leaves ~10x headroom while a real bug (a wrong mask
+ * bit, a skipped tile, a lost row) lands orders of magnitude above it.
+ */
+#define TOL_ABS 1e-5
+#define TOL_REL 1e-5
+
+/* Bit patterns: O's gaps (must survive) and O's elements before the run
+   (must be overwritten).  Both are quiet NaNs with a recognizable payload. */
+#define O_GAP_BITS 0x7fc0deadu
+#define O_UNSET_BITS 0x7fc00badu
+
+/* ---- guard pages -------------------------------------------------------- */
+
+static size_t page_size(void)
+{
+    const long p = sysconf(_SC_PAGESIZE);
+    return p > 0 ? (size_t)p : 4096;
+}
+
+int attn_guard_alloc(attn_guard_buf *g, size_t bytes)
+{
+    const size_t ps = page_size();
+    size_t pages, len;
+    unsigned char *map;
+
+    memset(g, 0, sizeof *g);
+    if (bytes > SIZE_MAX - ps)
+        return -1;
+    pages = (bytes + ps - 1) / ps;
+    if (pages > SIZE_MAX / ps - 2)
+        return -1;
+    len = (pages + 2) * ps; /* [guard][data pages][guard] */
+    map = (unsigned char *)mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (map == (unsigned char *)MAP_FAILED)
+        return -1;
+    if (pages > 0 && mprotect(map + ps, pages * ps, PROT_READ | PROT_WRITE) != 0) {
+        munmap(map, len);
+        return -1;
+    }
+    g->map = map;
+    g->map_len = len;
+    g->bytes = bytes;
+    g->ptr = map + ps + pages * ps - bytes; /* ends at the trailing guard */
+    return 0;
+}
+
+void attn_guard_free(attn_guard_buf *g)
+{
+    if (g->map != NULL)
+        munmap(g->map, g->map_len);
+    memset(g, 0, sizeof *g);
+}
+
+/* ---- deterministic random inputs ---------------------------------------- */
+
+typedef struct {
+    uint64_t state;
+} rng;
+
+static uint64_t rng_next(rng *r) /* splitmix64 */
+{
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* uniform in (0, 1] */
+static double rng_uniform(rng *r)
+{
+    return ((double)(rng_next(r) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+}
+
+/* N(0, 1) by Box-Muller (the cosine half only) */
+static float rng_normal(rng *r)
+{
+    const double u1 = rng_uniform(r), u2 = rng_uniform(r);
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+/* 0..n inclusive */
+static int64_t rng_range(rng *r, int64_t n)
+{
+    return (int64_t)(rng_next(r) % (uint64_t)(n + 1));
+}
+
+static float bits_to_float(uint32_t bits)
+{
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* ---- layouts ------------------------------------------------------------ */
+
+/* A 4-D tensor's extents and element strides, and its element span. */
+typedef struct {
+    int64_t ext[4], str[4];
+    size_t span; /* 1 + the largest offset; 0 when empty */
+} layout4;
+
+/* Computes l->span; -1 when it is absurdly large for a test. */
+static int layout_span(layout4 *l)
+{
+    const double limit = 1e11; /* elements */
+    double last = 0.0;
+    int d;
+    for (d = 0; d < 4; d++)
+        if (l->ext[d] == 0) {
+            l->span = 0;
+            return 0;
+        }
+    for (d = 0; d < 4; d++)
+        last += (double)(l->ext[d] - 1) * (double)l->str[d];
+    if (last + 1.0 > limit)
+        return -1;
+    l->span = 0;
+    for (d = 0; d < 4; d++)
+        l->span += (size_t)(l->ext[d] - 1) * (size_t)l->str[d];
+    l->span += 1;
+    return 0;
+}
+
+/*
+ * [B][L][H][dim] with the last dim contiguous.  style 0: contiguous BSHD;
+ * 1: BSHD with padded head, row and batch strides; 2: heads outermost
+ * (a BHSD buffer viewed as BSHD), padded.
+ */
+static void tensor_layout(layout4 *l, int64_t b, int64_t len, int64_t h, int64_t dim, int style)
+{
+    l->ext[0] = b;
+    l->ext[1] = len;
+    l->ext[2] = h;
+    l->ext[3] = dim;
+    l->str[3] = 1;
+    if (style == 0) {
+        l->str[2] = dim;
+        l->str[1] = h * dim;
+        l->str[0] = len * h * dim;
+    } else if (style == 1) {
+        l->str[2] = dim + 3;
+        l->str[1] = h * l->str[2] + 5;
+        l->str[0] = len * l->str[1] + 7;
+    } else {
+        l->str[1] = dim + 2;
+        l->str[2] = len * l->str[1] + 3;
+        l->str[0] = h * l->str[2] + 5;
+    }
+}
+
+/*
+ * The mask [B][Hq][Lq][Lk].  style 0: dense; 1: padded dense; 2: one
+ * [Lq][Lk] matrix broadcast over b and h; 3: [B][1][Lq][Lk] broadcast over
+ * h; 4: stored transposed ([B][Hq][Lk][Lq]: a key stride that is not 1).
+ */
+static void mask_layout(layout4 *l, int64_t b, int64_t hq, int64_t lq, int64_t lk, int style)
+{
+    l->ext[0] = b;
+    l->ext[1] = hq;
+    l->ext[2] = lq;
+    l->ext[3] = lk;
+    switch (style) {
+    case 1:
+        l->str[3] = 1;
+        l->str[2] = lk + 3;
+        l->str[1] = lq * l->str[2] + 5;
+        l->str[0] = hq * l->str[1] + 7;
+        break;
+    case 2:
+        l->str[3] = 1;
+        l->str[2] = lk + 1;
+        l->str[1] = 0;
+        l->str[0] = 0;
+        break;
+    case 3:
+        l->str[3] = 1;
+        l->str[2] = lk;
+        l->str[1] = 0;
+        l->str[0] = lq * lk + 3;
+        break;
+    case 4:
+        l->str[2] = 1;
+        l->str[3] = lq + 1;
+        l->str[1] = lk * l->str[3] + 2;
+        l->str[0] = hq * l->str[1] + 4;
+        break;
+    default:
+        l->str[3] = 1;
+        l->str[2] = lk;
+        l->str[1] = lq * lk;
+        l->str[0] = hq * lq * lk;
+        break;
+    }
+}
+
+static int64_t offset4(const layout4 *l, int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    return a * l->str[0] + b * l->str[1] + c * l->str[2] + d * l->str[3];
+}
+
+/* ---- one case's buffers ------------------------------------------------- */
+
+typedef struct {
+    const attn_spec *spec;
+    attn_case c;
+    layout4 lq, lk, lv, lo, lm;
+    attn_guard_buf q, k, v, o, lse, mask, seqlens;
+    unsigned char *o_described; /* per O span element: 1 = an element of O */
+    size_t lse_count;
+    attn_args args;
+} case_bufs;
+
+static void case_free(case_bufs *cb)
+{
+    attn_guard_free(&cb->q);
+    attn_guard_free(&cb->k);
+    attn_guard_free(&cb->v);
+    attn_guard_free(&cb->o);
+    attn_guard_free(&cb->lse);
+    attn_guard_free(&cb->mask);
+    attn_guard_free(&cb->seqlens);
+    free(cb->o_described);
+    cb->o_described = NULL;
+}
+
+static void fill_nan(float *p, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        p[i] = NAN;
+}
+
+/* Fills every element of a [B][L][H][dim] tensor with N(0,1); rows at or
+   past valid[b] (when valid is not NULL) stay NaN. */
+static void fill_tensor(float *base, const layout4 *l, const int32_t *valid, rng *r)
+{
+    int64_t b, s, h, d;
+    fill_nan(base, l->span);
+    for (b = 0; b < l->ext[0]; b++)
+        for (s = 0; s < l->ext[1]; s++)
+            for (h = 0; h < l->ext[2]; h++)
+                for (d = 0; d < l->ext[3]; d++) {
+                    const float x = rng_normal(r);
+                    if (valid == NULL || s < valid[b])
+                        base[offset4(l, b, s, h, d)] = x;
+                }
+}
+
+/* O: gaps get the sentinel, elements the "unset" NaN; LSE all NaN. */
+static void reset_outputs(case_bufs *cb)
+{
+    float *o = (float *)cb->o.ptr;
+    size_t i;
+    for (i = 0; i < cb->lo.span; i++)
+        o[i] = bits_to_float(cb->o_described[i] ? O_UNSET_BITS : O_GAP_BITS);
+    fill_nan((float *)cb->lse.ptr, cb->lse_count);
+}
+
+static int alloc_floats(attn_guard_buf *g, size_t n)
+{
+    return n > SIZE_MAX / sizeof(float) ? -1 : attn_guard_alloc(g, n * sizeof(float));
+}
+
+/* Builds the inputs, layouts and args of a case; ATTN_OK or an error. */
+static attn_status case_build(case_bufs *cb, const attn_spec *spec, const attn_case *c)
+{
+    const int64_t B = c->batch, Lq = c->seq_q, Lk = c->seq_k;
+    const int64_t Hq = spec->heads_q, Hkv = spec->heads_kv;
+    const int64_t D = spec->head_dim, Dv = spec->head_dim_v;
+    int32_t *seqlens = NULL;
+    int style = 0, mstyle = 0;
+    rng r;
+    int64_t b, h, i, j;
+
+    memset(cb, 0, sizeof *cb);
+    cb->spec = spec;
+    cb->c = *c;
+    if (B < 0 || Lq < 0 || Lk < 0)
+        return ATTN_ERR_SHAPE;
+    r.state = c->seed;
+
+    if (c->strided) {
+        style = 1 + (int)(rng_next(&r) % 2);
+        mstyle = 1 + (int)(rng_next(&r) % 4);
+    }
+    tensor_layout(&cb->lq, B, Lq, Hq, D, style);
+    tensor_layout(&cb->lk, B, Lk, Hkv, D, style);
+    tensor_layout(&cb->lv, B, Lk, Hkv, Dv, style);
+    tensor_layout(&cb->lo, B, Lq, Hq, Dv, style);
+    mask_layout(&cb->lm, B, Hq, Lq, Lk, mstyle);
+    if (layout_span(&cb->lq) || layout_span(&cb->lk) || layout_span(&cb->lv) ||
+        layout_span(&cb->lo) || layout_span(&cb->lm))
+        return ATTN_ERR_TOO_LARGE;
+    cb->lse_count = (size_t)B * (size_t)Hq * (size_t)Lq;
+
+    if (alloc_floats(&cb->q, cb->lq.span) || alloc_floats(&cb->k, cb->lk.span) ||
+        alloc_floats(&cb->v, cb->lv.span) || alloc_floats(&cb->o, cb->lo.span) ||
+        alloc_floats(&cb->lse, cb->lse_count) ||
+        attn_guard_alloc(&cb->seqlens, (size_t)B * sizeof(int32_t)))
+        goto nomem;
+
+    /* seqlens_k: with padding, ragged cases mix 0, Lk and random lengths */
+    if (spec->padding) {
+        seqlens = (int32_t *)cb->seqlens.ptr;
+        for (b = 0; b < B; b++) {
+            const uint64_t kind = rng_next(&r) % 4;
+            int64_t len = Lk;
+            if (c->ragged)
+                len = kind == 0 ? 0 : kind == 1 ? Lk : rng_range(&r, Lk);
+            seqlens[b] = (int32_t)len;
+        }
+    }
+
+    fill_tensor((float *)cb->q.ptr, &cb->lq, NULL, &r);
+    fill_tensor((float *)cb->k.ptr, &cb->lk, seqlens, &r);
+    fill_tensor((float *)cb->v.ptr, &cb->lv, seqlens, &r);
+
+    /* the mask: broadcast dims (stride 0) are filled once */
+    if (spec->mask != ATTN_MASK_NONE) {
+        const int is_bool = spec->mask == ATTN_MASK_BOOL;
+        const int64_t nb = cb->lm.str[0] == 0 ? 1 : B, nh = cb->lm.str[1] == 0 ? 1 : Hq;
+        const size_t esize = is_bool ? 1 : sizeof(float);
+        if (cb->lm.span > SIZE_MAX / esize || attn_guard_alloc(&cb->mask, cb->lm.span * esize))
+            goto nomem;
+        if (is_bool) { /* gaps random: a read of one is likely to show */
+            unsigned char *m = (unsigned char *)cb->mask.ptr;
+            size_t e;
+            for (e = 0; e < cb->lm.span; e++)
+                m[e] = (unsigned char)(rng_next(&r) & 1);
+        } else {
+            fill_nan((float *)cb->mask.ptr, cb->lm.span);
+        }
+        for (b = 0; b < nb; b++)
+            for (h = 0; h < nh; h++)
+                for (i = 0; i < Lq; i++)
+                    for (j = 0; j < Lk; j++) {
+                        const int64_t off = offset4(&cb->lm, b, h, i, j);
+                        if (is_bool)
+                            ((unsigned char *)cb->mask.ptr)[off] = rng_uniform(&r) < 0.8;
+                        else
+                            ((float *)cb->mask.ptr)[off] = rng_normal(&r);
+                    }
+    }
+
+    /* which O span elements are elements of O */
+    cb->o_described = (unsigned char *)calloc(cb->lo.span + 1, 1);
+    if (cb->o_described == NULL)
+        goto nomem;
+    for (b = 0; b < B; b++)
+        for (i = 0; i < Lq; i++)
+            for (h = 0; h < Hq; h++)
+                for (j = 0; j < Dv; j++)
+                    cb->o_described[offset4(&cb->lo, b, i, h, j)] = 1;
+    reset_outputs(cb);
+
+    cb->args.batch = B;
+    cb->args.seq_q = Lq;
+    cb->args.seq_k = Lk;
+    cb->args.q = (const float *)cb->q.ptr;
+    cb->args.k = (const float *)cb->k.ptr;
+    cb->args.v = (const float *)cb->v.ptr;
+    cb->args.o = (float *)cb->o.ptr;
+    cb->args.lse = (float *)cb->lse.ptr;
+    memcpy(cb->args.q_stride, cb->lq.str, sizeof cb->args.q_stride);
+    memcpy(cb->args.k_stride, cb->lk.str, sizeof cb->args.k_stride);
+    memcpy(cb->args.v_stride, cb->lv.str, sizeof cb->args.v_stride);
+    memcpy(cb->args.o_stride, cb->lo.str, sizeof cb->args.o_stride);
+    cb->args.seqlens_k = seqlens;
+    if (spec->mask != ATTN_MASK_NONE) {
+        cb->args.mask = cb->mask.ptr;
+        memcpy(cb->args.mask_stride, cb->lm.str, sizeof cb->args.mask_stride);
+    }
+    cb->args.threads = c->threads;
+    return ATTN_OK;
+nomem:
+    case_free(cb);
+    return ATTN_ERR_NOMEM;
+}
+
+static attn_status run_kernel(const attn_kernel *kernel, const attn_variant *variant,
+                              const attn_args *args)
+{
+    return variant != NULL ? variant->fwd(args) : kernel->fwd(args);
+}
+
+/* ---- comparison --------------------------------------------------------- */
+
+void attn_verify_case_string(const attn_case *c, char *buf, size_t buflen)
+{
+    snprintf(buf, buflen, "B=%lld Lq=%lld Lk=%lld%s%s threads=%d seed=%llu",
+             (long long)c->batch, (long long)c->seq_q, (long long)c->seq_k,
+             c->strided ? " strided" : "", c->ragged ? " ragged" : "", c->threads,
+             (unsigned long long)c->seed);
+}
+
+/* Whether x matches ref: NaN == NaN, equal infinities, else the tolerance.
+   *err and *ratio get the error and its fraction of the tolerance. */
+static int values_agree(double x, double ref, double *err, double *ratio)
+{
+    if (isnan(x) || isnan(ref) || isinf(x) || isinf(ref)) {
+        const int same = (isnan(x) && isnan(ref)) || x == ref;
+        *err = 0.0;
+        *ratio = same ? 0.0 : INFINITY;
+        return same;
+    }
+    *err = fabs(x - ref);
+    *ratio = *err / (TOL_ABS + TOL_REL * fabs(ref));
+    return *err <= TOL_ABS + TOL_REL * fabs(ref);
+}
+
+/* Records one comparison; label is formatted only for the first failure. */
+static void note(attn_verify_result *res, int ok, double err, double ratio, double *max_err,
+                 const char *label, double got, double want, const attn_case *c)
+{
+    if (err > *max_err)
+        *max_err = err;
+    if (ratio > res->worst_ratio)
+        res->worst_ratio = ratio;
+    if (ok)
+        return;
+    if (res->failures == 0) {
+        char shape[96];
+        attn_verify_case_string(c, shape, sizeof shape);
+        snprintf(res->first_failure, sizeof res->first_failure,
+                 "%s: got %.9g, want %.9g (shape %s)", label, got, want, shape);
+    }
+    res->failures++;
+}
+
+attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *variant,
+                             const attn_case *c, attn_verify_result *res)
+{
+    const attn_spec *spec = &kernel->spec;
+    case_bufs cb;
+    attn_args ref_args;
+    float *ref_o = NULL, *ref_lse = NULL;
+    const float *o, *lse;
+    char label[96] = "", shape[96];
+    attn_status st;
+    int64_t b, i, h, d;
+    size_t e, o_count;
+
+    memset(res, 0, sizeof *res);
+    attn_verify_case_string(c, shape, sizeof shape);
+    st = case_build(&cb, spec, c);
+    if (st != ATTN_OK) {
+        snprintf(res->first_failure, sizeof res->first_failure,
+                 "cannot build the inputs: %s (shape %s)", attn_status_string(st), shape);
+        res->failures = 1;
+        return st;
+    }
+
+    st = run_kernel(kernel, variant, &cb.args);
+    if (st != ATTN_OK) {
+        snprintf(res->first_failure, sizeof res->first_failure,
+                 "kernel returned \"%s\" (shape %s)", attn_status_string(st), shape);
+        res->failures = 1;
+        case_free(&cb);
+        return st;
+    }
+
+    /* the reference writes a contiguous O of its own */
+    o_count = (size_t)c->batch * (size_t)c->seq_q * (size_t)spec->heads_q *
+              (size_t)spec->head_dim_v;
+    ref_o = (float *)malloc(o_count * sizeof *ref_o + 1);
+    ref_lse = (float *)malloc(cb.lse_count * sizeof *ref_lse + 1);
+    if (ref_o == NULL || ref_lse == NULL) {
+        st = ATTN_ERR_NOMEM;
+    } else {
+        ref_args = cb.args;
+        ref_args.o = ref_o;
+        ref_args.lse = ref_lse;
+        attn_args_set_contiguous(&ref_args, spec);
+        memcpy(ref_args.q_stride, cb.args.q_stride, sizeof ref_args.q_stride);
+        memcpy(ref_args.k_stride, cb.args.k_stride, sizeof ref_args.k_stride);
+        memcpy(ref_args.v_stride, cb.args.v_stride, sizeof ref_args.v_stride);
+        memcpy(ref_args.mask_stride, cb.args.mask_stride, sizeof ref_args.mask_stride);
+        st = attn_reference(spec, &ref_args);
+    }
+    if (st != ATTN_OK) {
+        snprintf(res->first_failure, sizeof res->first_failure,
+                 "the reference failed: %s (shape %s)", attn_status_string(st), shape);
+        res->failures = 1;
+        free(ref_o);
+        free(ref_lse);
+        case_free(&cb);
+        return st;
+    }
+
+    o = (const float *)cb.o.ptr;
+    lse = (const float *)cb.lse.ptr;
+    for (b = 0; b < c->batch; b++)
+        for (i = 0; i < c->seq_q; i++)
+            for (h = 0; h < spec->heads_q; h++)
+                for (d = 0; d < spec->head_dim_v; d++) {
+                    const double x = o[offset4(&cb.lo, b, i, h, d)];
+                    const double r =
+                        ref_o[((b * c->seq_q + i) * spec->heads_q + h) * spec->head_dim_v + d];
+                    double err, ratio;
+                    const int ok = values_agree(x, r, &err, &ratio);
+                    if (!ok && res->failures == 0)
+                        snprintf(label, sizeof label,
+                                 "O[b=%lld][i=%lld][h=%lld][d=%lld]", (long long)b,
+                                 (long long)i, (long long)h, (long long)d);
+                    note(res, ok, err, ratio, &res->max_err_o, label, x, r, c);
+                }
+    for (b = 0; b < c->batch; b++)
+        for (h = 0; h < spec->heads_q; h++)
+            for (i = 0; i < c->seq_q; i++) {
+                const size_t at = (size_t)((b * spec->heads_q + h) * c->seq_q + i);
+                double err, ratio;
+                const int ok = values_agree(lse[at], ref_lse[at], &err, &ratio);
+                if (!ok && res->failures == 0)
+                    snprintf(label, sizeof label, "LSE[b=%lld][h=%lld][i=%lld]",
+                             (long long)b, (long long)h, (long long)i);
+                note(res, ok, err, ratio, &res->max_err_lse, label, lse[at], ref_lse[at], c);
+            }
+
+    /* O's gaps must still hold the sentinel */
+    for (e = 0; e < cb.lo.span; e++) {
+        uint32_t bits;
+        if (cb.o_described[e])
+            continue;
+        memcpy(&bits, &o[e], sizeof bits);
+        if (bits != O_GAP_BITS) {
+            if (res->failures == 0)
+                snprintf(res->first_failure, sizeof res->first_failure,
+                         "O gap at element offset %zu was overwritten with %.9g (shape %s)", e,
+                         (double)o[e], shape);
+            res->failures++;
+        }
+    }
+
+    free(ref_o);
+    free(ref_lse);
+    case_free(&cb);
+    return ATTN_OK;
+}
+
+int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *variant,
+                                const attn_case *c, int threads_a, int threads_b)
+{
+    case_bufs cb;
+    float *o_a = NULL, *lse_a = NULL;
+    int result = -1;
+
+    if (case_build(&cb, &kernel->spec, c) != ATTN_OK)
+        return -1;
+    o_a = (float *)malloc(cb.lo.span * sizeof *o_a + 1);
+    lse_a = (float *)malloc(cb.lse_count * sizeof *lse_a + 1);
+    if (o_a == NULL || lse_a == NULL)
+        goto done;
+
+    cb.args.threads = threads_a;
+    if (run_kernel(kernel, variant, &cb.args) != ATTN_OK)
+        goto done;
+    memcpy(o_a, cb.o.ptr, cb.lo.span * sizeof *o_a);
+    memcpy(lse_a, cb.lse.ptr, cb.lse_count * sizeof *lse_a);
+
+    reset_outputs(&cb);
+    cb.args.threads = threads_b;
+    if (run_kernel(kernel, variant, &cb.args) != ATTN_OK)
+        goto done;
+    result = memcmp(o_a, cb.o.ptr, cb.lo.span * sizeof *o_a) == 0 &&
+             memcmp(lse_a, cb.lse.ptr, cb.lse_count * sizeof *lse_a) == 0;
+done:
+    free(o_a);
+    free(lse_a);
+    case_free(&cb);
+    return result;
+}
+
+/* ---- the shape matrix --------------------------------------------------- */
+
+typedef struct {
+    attn_case *out;
+    int max, n, padding;
+} case_list;
+
+static void add_case(case_list *l, int64_t batch, int64_t lq, int64_t lk, int strided,
+                     int ragged, int threads)
+{
+    attn_case *c;
+    if (l->n >= l->max || lq < 0 || lk < 0)
+        return;
+    c = &l->out[l->n];
+    c->batch = batch;
+    c->seq_q = lq;
+    c->seq_k = lk;
+    c->strided = strided;
+    c->ragged = ragged && l->padding;
+    c->threads = threads;
+    c->seed = 0x5eed0000u + (uint64_t)l->n * 7919u;
+    l->n++;
+}
+
+int attn_verify_default_cases(const attn_spec *spec, attn_case *out, int max, int quick)
+{
+    case_list l;
+    /* tile edges only for sane tiles (they are sizes the kernel loops over) */
+    const int64_t tq = spec->tile_q >= 1 && spec->tile_q <= 1024 ? spec->tile_q : 0;
+    const int64_t tk = spec->tile_kv >= 1 && spec->tile_kv <= 1024 ? spec->tile_kv : 0;
+
+    l.out = out;
+    l.max = max;
+    l.n = 0;
+    l.padding = spec->padding;
+
+    /*           B  Lq   Lk strided ragged threads */
+    /* Lq == Lk */
+    add_case(&l, 1, 1, 1, 0, 0, 1);
+    add_case(&l, 2, 2, 2, 0, 1, 1);
+    add_case(&l, 1, 17, 17, 1, 0, 2);
+    add_case(&l, 1, 113, 113, 0, 1, 2);
+    /* Lq < Lk: decoding and prefill against a KV cache */
+    add_case(&l, 2, 1, 113, 0, 1, 1);
+    add_case(&l, 1, 1, 17, 1, 0, 1);
+    add_case(&l, 1, 2, 17, 0, 0, 2);
+    add_case(&l, 2, 17, 113, 1, 1, 2);
+    /* Lq > Lk: with causal the first rows see no key */
+    add_case(&l, 1, 2, 1, 0, 0, 1);
+    add_case(&l, 2, 17, 2, 1, 1, 1);
+    add_case(&l, 1, 113, 17, 0, 0, 2);
+    /* empty sequences */
+    add_case(&l, 1, 0, 17, 0, 0, 1);
+    add_case(&l, 2, 5, 0, 0, 1, 2);
+    /* on, below and above the tiles */
+    if (tq > 0 && tk > 0) {
+        add_case(&l, 1, tq - 1, tk + 1, 0, 0, 1);
+        add_case(&l, 1, tq, tk, 1, 1, 2);
+        add_case(&l, 1, tq + 1, tk - 1, 0, 0, 2);
+        add_case(&l, 1, tq + 1, 2 * tk + 1, 1, 1, 1);
+        add_case(&l, 2, 1, tk + 1, 0, 1, 2);
+        add_case(&l, 1, tq, 1, 1, 0, 1);
+    }
+    /* a few more layouts of the common shapes */
+    add_case(&l, 1, 113, 113, 1, 1, 1);
+    add_case(&l, 2, 1, 17, 1, 1, 2);
+    add_case(&l, 1, 17, 113, 0, 0, 1);
+
+    if (!quick) {
+        int dq, dk;
+        add_case(&l, 1, 1023, 1025, 0, 0, 2);
+        add_case(&l, 1, 1025, 1023, 1, 0, 2);
+        add_case(&l, 2, 1, 1025, 0, 1, 2);
+        add_case(&l, 2, 17, 1023, 1, 1, 1);
+        add_case(&l, 1, 1025, 17, 0, 0, 2);
+        if (tq > 0 && tk > 0)
+            for (dq = -1; dq <= 1; dq++)
+                for (dk = -1; dk <= 1; dk++)
+                    add_case(&l, 2, tq + dq, 2 * tk + dk, (dq + dk) & 1, 1, 1 + (dk & 1));
+    }
+    return l.n;
+}

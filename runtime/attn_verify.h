@@ -1,0 +1,85 @@
+/*
+ * attn_verify.h - verification of a generated kernel against the reference.
+ *
+ * Not vendored: shared by `attngen check` and the Criterion tests.  Every
+ * tensor is placed against guard pages, strided layouts have NaN-filled
+ * gaps, and O is compared elementwise with the reference (DESIGN.md 6).
+ * Needs POSIX (mmap).
+ */
+#ifndef ATTN_VERIFY_H
+#define ATTN_VERIFY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attn_runtime.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One run of a kernel: a shape and how its inputs are laid out. */
+typedef struct {
+    int64_t batch, seq_q, seq_k;
+    int strided;   /* non-contiguous Q/K/V/O/mask with NaN-filled gaps */
+    int ragged;    /* with spec->padding: random seqlens_k, NaN rows past them */
+    int threads;   /* args.threads */
+    uint64_t seed; /* inputs are a pure function of (spec, case) */
+} attn_case;
+
+typedef struct {
+    double max_err_o, max_err_lse; /* largest |x - ref| over finite pairs */
+    double worst_ratio;            /* max |x - ref| / (1e-5 + 1e-5 |ref|) */
+    int failures;                  /* elements outside tolerance (plus gap damage) */
+    char first_failure[256];       /* "" when failures == 0 */
+} attn_verify_result;
+
+/*
+ * Builds the case's inputs, runs variant->fwd (kernel->fwd when variant is
+ * NULL) with args.threads = c->threads, runs attn_reference and compares.
+ * Returns ATTN_OK when both ran (res->failures tells whether they agree),
+ * else the failing status (the kernel's, the reference's, or
+ * ATTN_ERR_NOMEM), with a message in res->first_failure.
+ */
+attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *variant,
+                             const attn_case *c, attn_verify_result *res);
+
+/*
+ * Runs the case with threads_a and then threads_b (c->threads is ignored)
+ * and compares O (gaps included) and LSE bit for bit.  Returns 1 when
+ * identical, 0 when they differ, -1 when a run failed.
+ */
+int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *variant,
+                                const attn_case *c, int threads_a, int threads_b);
+
+/*
+ * Writes up to max cases covering DESIGN.md section 6 for this spec (seq
+ * lengths 1, 2, 17, 113, tile edges, Lq <, =, > Lk, batch 1 and 2, strided,
+ * ragged with padding, 1 and 2 threads; quick == 0 adds 1023 and 1025).
+ * Returns the number written.
+ */
+int attn_verify_default_cases(const attn_spec *spec, attn_case *out, int max, int quick);
+
+/* "B=2 Lq=17 Lk=113 strided ragged threads=2" */
+void attn_verify_case_string(const attn_case *c, char *buf, size_t buflen);
+
+/*
+ * A buffer whose last byte sits right before a PROT_NONE page (and whose
+ * first page is preceded by one), so an over-read faults.  bytes may be 0:
+ * ptr then points at the trailing guard page.
+ */
+typedef struct {
+    void *ptr;      /* the usable bytes */
+    size_t bytes;
+    void *map;      /* the whole mapping */
+    size_t map_len;
+} attn_guard_buf;
+
+int attn_guard_alloc(attn_guard_buf *g, size_t bytes); /* 0 or -1 */
+void attn_guard_free(attn_guard_buf *g);               /* safe on a zeroed one */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTN_VERIFY_H */

@@ -1,0 +1,227 @@
+/*
+ * attn_check_main.c - the program behind `attngen check`.
+ *
+ * Compiled together with one generated kernel and a one-line file that
+ * defines attn_entry_kernel.  For every variant compiled in (or the one
+ * --isa names) that this CPU can run, verifies the kernel against the
+ * reference over attn_verify_default_cases and checks that 1 and 2
+ * threads give bitwise identical results.
+ * Exit codes: 0 all pass, 1 a failure (or a crash), 2 usage error.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* sigaction, isatty, write */
+#endif
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "attn_runtime.h"
+#include "attn_verify.h"
+
+extern const attn_kernel *const attn_entry_kernel;
+
+#define MAX_CASES 256
+
+static const char usage[] = "usage: attn_check [--quick] [--isa NAME] [--seed N]\n";
+
+/* What to say if a case crashes (a guard page hit); written by the handler. */
+static char crash_msg[512];
+static size_t crash_len;
+/* Whether a progress line is on the terminal (stderr is a tty). */
+static int show_progress;
+
+static void on_crash(int sig)
+{
+    (void)sig;
+    if (crash_len > 0 && write(STDERR_FILENO, crash_msg, crash_len) < 0)
+        crash_len = 0;
+    _exit(1);
+}
+
+static void install_crash_handler(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_crash;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
+static void set_crash_msg(const char *isa, const char *what)
+{
+    const int n = snprintf(crash_msg, sizeof crash_msg,
+                           "%sattngen: check: %s crashed on %s (a read or write outside a "
+                           "tensor?)\n",
+                           show_progress ? "\n" : "", isa, what);
+    crash_len = n < 0 ? 0 : (size_t)n < sizeof crash_msg ? (size_t)n : sizeof crash_msg - 1;
+}
+
+static void usage_error(const char *what, const char *msg)
+{
+    fprintf(stderr, "attngen: %s: %s\n%s", what, msg, usage);
+    exit(2);
+}
+
+/* Comma-separated names of the compiled variants. */
+static void compiled_list(const attn_kernel *kernel, char *buf, size_t len)
+{
+    int i;
+    buf[0] = '\0';
+    for (i = 0; i < kernel->n_variants; i++) {
+        if (i > 0)
+            strncat(buf, ", ", len - strlen(buf) - 1);
+        strncat(buf, attn_isa_name(kernel->variants[i].isa), len - strlen(buf) - 1);
+    }
+}
+
+/* Verifies one variant; returns the number of failures (cases + thread check). */
+static int check_variant(const attn_kernel *kernel, const attn_variant *variant,
+                         const attn_case *cases, int n_cases)
+{
+    const char *isa = attn_isa_name(variant->isa);
+    /* larger shapes for the thread check: a prefill and a long decode */
+    attn_case big[2];
+    double worst_o = 0.0, worst_lse = 0.0, worst_ratio = 0.0;
+    char first[300] = "", what[128];
+    int failures = 0, i;
+
+    for (i = 0; i < n_cases; i++) {
+        attn_verify_result res;
+        attn_status st;
+        if (show_progress)
+            fprintf(stderr, "\r%s: case %d/%d ", isa, i + 1, n_cases);
+        attn_verify_case_string(&cases[i], what, sizeof what);
+        set_crash_msg(isa, what);
+        st = attn_verify_case(kernel, variant, &cases[i], &res);
+        if (res.max_err_o > worst_o)
+            worst_o = res.max_err_o;
+        if (res.max_err_lse > worst_lse)
+            worst_lse = res.max_err_lse;
+        if (res.worst_ratio > worst_ratio)
+            worst_ratio = res.worst_ratio;
+        if (st != ATTN_OK || res.failures > 0) {
+            if (failures == 0)
+                snprintf(first, sizeof first, "%s", res.first_failure);
+            failures++;
+        }
+    }
+
+    memset(big, 0, sizeof big);
+    big[0].batch = 2;
+    big[0].seq_q = 129;
+    big[0].seq_k = 257;
+    big[0].strided = 1;
+    big[0].ragged = kernel->spec.padding;
+    big[0].seed = 0xb16b00b5u;
+    big[1].batch = 1;
+    big[1].seq_q = 1;
+    big[1].seq_k = 2049;
+    big[1].seed = 0xdec0de;
+    for (i = 0; i < 2; i++) {
+        int same;
+        if (show_progress)
+            fprintf(stderr, "\r%s: threads 1 vs 2 (%d/2) ", isa, i + 1);
+        attn_verify_case_string(&big[i], what, sizeof what);
+        set_crash_msg(isa, what);
+        same = attn_verify_bitwise_threads(kernel, variant, &big[i], 1, 2);
+        if (same != 1) {
+            if (failures == 0)
+                snprintf(first, sizeof first, "threads 1 vs 2 %s (shape %s)",
+                         same == 0 ? "are not bitwise identical" : "could not run", what);
+            failures++;
+        }
+    }
+    crash_len = 0;
+    if (show_progress)
+        fprintf(stderr, "\r%*s\r", 40, "");
+
+    printf("%s: %d cases, worst |err| O %.1e LSE %.1e (%.2g of tolerance), %d failure%s\n", isa,
+           n_cases, worst_o, worst_lse, worst_ratio, failures, failures == 1 ? "" : "s");
+    if (failures > 0)
+        printf("  first failure: %s\n", first);
+    fflush(stdout);
+    return failures;
+}
+
+int main(int argc, char **argv)
+{
+    const attn_kernel *kernel = attn_entry_kernel;
+    attn_case cases[MAX_CASES];
+    const char *isa_name = NULL;
+    unsigned long long seed = 0;
+    int quick = 0, n_cases, i, failures = 0, checked = 0;
+    char list[128];
+
+    for (i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            quick = 1;
+        } else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
+            isa_name = argv[++i];
+        } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+            char *end;
+            errno = 0;
+            seed = strtoull(argv[++i], &end, 10);
+            if (errno != 0 || end == argv[i] || *end != '\0' || argv[i][0] == '-')
+                usage_error("--seed", "expected a non-negative integer");
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--isa") == 0 || strcmp(argv[i], "--seed") == 0) {
+            usage_error(argv[i], "needs a value");
+        } else {
+            usage_error(argv[i], "unknown option (expected --quick, --isa, --seed)");
+        }
+    }
+
+    compiled_list(kernel, list, sizeof list);
+    if (isa_name != NULL) {
+        const int isa = attn_isa_from_name(isa_name);
+        int found = 0;
+        for (i = 0; i < kernel->n_variants; i++)
+            found |= (int)kernel->variants[i].isa == isa;
+        if (isa < 0) {
+            fprintf(stderr, "attngen: --isa: unknown ISA '%s' (expected scalar, avx2, avx512, "
+                            "neon)\n", isa_name);
+            return 2;
+        }
+        if (!found) {
+            fprintf(stderr, "attngen: --isa: '%s' is not compiled into this kernel (compiled: "
+                            "%s)\n", isa_name, list);
+            return 2;
+        }
+        if (!attn_isa_supported((attn_isa)isa)) {
+            fprintf(stderr, "attngen: --isa: this CPU cannot run '%s' (it is compiled in)\n",
+                    isa_name);
+            return 2;
+        }
+    }
+
+    n_cases = attn_verify_default_cases(&kernel->spec, cases, MAX_CASES, quick);
+    for (i = 0; i < n_cases; i++)
+        cases[i].seed += seed * 0x9e3779b97f4a7c15ull;
+    show_progress = isatty(STDERR_FILENO);
+    install_crash_handler();
+
+    for (i = 0; i < kernel->n_variants; i++) {
+        const attn_variant *v = &kernel->variants[i];
+        if (isa_name != NULL && strcmp(attn_isa_name(v->isa), isa_name) != 0)
+            continue;
+        if (!attn_isa_supported(v->isa)) {
+            printf("%s: not runnable on this CPU (compiled only)\n", attn_isa_name(v->isa));
+            continue;
+        }
+        failures += check_variant(kernel, v, cases, n_cases);
+        checked++;
+    }
+    if (checked == 0) {
+        fprintf(stderr, "attngen: check: no variant of '%s' can run on this CPU (compiled: %s)\n",
+                kernel->spec.name, list);
+        return 1;
+    }
+    return failures > 0 ? 1 : 0;
+}
