@@ -9,10 +9,76 @@ local util = require("util")
 local M = {}
 
 M.MAX_SOURCE_BYTES = 64 * 1024      -- a config is a page of data, not a program
-M.MAX_INSTRUCTIONS = 10000000       -- VM instructions before we give up
+M.MAX_INSTRUCTIONS = 1000000        -- VM instructions before we give up
+M.MAX_SECONDS = 2                   -- CPU time before we give up (one instruction can be slow)
 M.MAX_MEMORY_KB = 64 * 1024         -- heap growth allowed while it runs
+M.MAX_STRING_BYTES = 64 * 1024      -- the longest string one library call may build
 
 local unpack = table.unpack or unpack -- luacheck: ignore 143
+
+-- The sandbox's limits are checked by a hook between VM instructions.  A
+-- library call is one instruction, so the calls that can build a string far
+-- larger than their arguments check the size of their result first.  These
+-- wrappers run while the string metatable points at the sandbox's string
+-- table: they call the real library through `string`, never as methods.
+local function too_large(what)
+  error(what .. " result too large", 3)
+end
+
+local function safe_rep(str, n, sep)
+  local count = tonumber(n)
+  if count and count > 1 then
+    local size = #tostring(str) * count + (sep ~= nil and #tostring(sep) or 0) * (count - 1)
+    if size > M.MAX_STRING_BYTES then too_large("string.rep") end
+  end
+  return (string.rep(str, n, sep))
+end
+
+local function safe_gsub(str, pattern, repl, n)
+  local t = type(repl)
+  if t == "table" then -- a table lookup runs no VM instruction: look it up in Lua
+    local map = repl
+    repl = function(key) return map[key] end
+  elseif (t == "string" or t == "number") and (type(str) == "string" or type(str) == "number") then
+    -- each match adds at most the replacement text, and each %1..%9 at
+    -- most its capture: matches do not overlap, so all of them add <= #str
+    local len, r = #tostring(str), tostring(repl)
+    local matches = len + 1
+    local limit = tonumber(n)
+    if limit and limit < matches then matches = math.max(limit, 0) end
+    local _, refs = string.gsub(r, "%%%d", "")
+    if len + matches * #r + refs * (len + 24 * matches) > M.MAX_STRING_BYTES then
+      too_large("string.gsub")
+    end
+  end
+  return string.gsub(str, pattern, repl, n)
+end
+
+local function safe_format(fmt, ...)
+  if type(fmt) == "string" then
+    local args, size = { ... }, #fmt
+    for i = 1, select("#", ...) do
+      -- %q at most quadruples a string; a number prints in < 512 characters
+      size = size + (type(args[i]) == "string" and 4 * #args[i] + 2 + 99 or 512)
+    end
+    if size > M.MAX_STRING_BYTES then too_large("string.format") end
+  end
+  return (string.format(fmt, ...))
+end
+
+local function safe_concat(list, sep, i, j)
+  if type(list) == "table" then
+    local first, last = tonumber(i) or 1, tonumber(j) or #list
+    local seplen = sep ~= nil and #tostring(sep) or 0
+    local size = 0
+    for k = first, last do
+      local v = list[k]
+      size = size + (type(v) == "string" and #v or 32) + (k > first and seplen or 0)
+      if size > M.MAX_STRING_BYTES then too_large("table.concat") end
+    end
+  end
+  return (table.concat(list, sep, i, j))
+end
 
 -- The only globals a config sees: pure functions over data.
 local function sandbox_env(safe_string)
@@ -21,11 +87,13 @@ local function sandbox_env(safe_string)
     for _, n in ipairs(names) do r[n] = t[n] end
     return r
   end
+  local tbl = copy(table, { "insert", "remove", "sort" })
+  tbl.concat = safe_concat
   return {
     math = copy(math, { "abs", "ceil", "floor", "max", "min", "sqrt", "huge", "pi", "fmod",
       "log", "exp", "pow" }),
     string = safe_string,
-    table = copy(table, { "concat", "insert", "remove", "sort" }),
+    table = tbl,
     ipairs = ipairs, pairs = pairs, next = next, select = select, type = type,
     tostring = tostring, tonumber = tonumber, error = error, assert = assert,
     unpack = unpack,
@@ -34,16 +102,11 @@ end
 
 local function safe_string_lib()
   local s = {}
-  for _, n in ipairs({ "byte", "char", "find", "format", "gmatch", "gsub", "len", "lower",
-    "match", "reverse", "sub", "upper" }) do
+  for _, n in ipairs({ "byte", "char", "find", "gmatch", "len", "lower", "match", "reverse",
+    "sub", "upper" }) do
     s[n] = string[n]
   end
-  s.rep = function(str, n, sep)
-    if type(n) == "number" and #tostring(str) * n > M.MAX_SOURCE_BYTES then
-      error("string.rep result too large", 2)
-    end
-    return string.rep(str, n, sep)
-  end
+  s.rep, s.gsub, s.format = safe_rep, safe_gsub, safe_format
   return s
 end
 
@@ -67,32 +130,52 @@ local function run_sandboxed(src, chunkname)
   end
   if not fn then return nil, (err:gsub("^@", "")) end
 
+  -- The config runs in its own coroutine with a hook on every instruction:
+  -- a coarser hook lets a few instructions (s = s .. s) outgrow any memory
+  -- limit before it looks.  LuaJIT's hooks are global, not per coroutine,
+  -- so the hook ignores every other thread.
+  local co = coroutine.create(fn)
+  local source = "@" .. chunkname
+  local steps, start, base_kb = 0, os.clock(), 0
+  local function stop(msg) -- an error at the config's line, not at a wrapper's
+    local level, info = 2, debug.getinfo(2, "Sl")
+    while info and info.source ~= source do
+      level = level + 1
+      info = debug.getinfo(level, "Sl")
+    end
+    if info and info.currentline and info.currentline > 0 then
+      error(string.format("%s:%d: %s", chunkname, info.currentline, msg), 0)
+    end
+    error(chunkname .. ": " .. msg, 0)
+  end
+  local function hook()
+    if coroutine.running() ~= co then return end
+    steps = steps + 1
+    if steps > M.MAX_INSTRUCTIONS then stop("config runs too long (instruction budget exceeded)") end
+    if steps % 1024 == 0 and os.clock() - start > M.MAX_SECONDS then
+      stop(string.format("config runs too long (more than %g s)", M.MAX_SECONDS))
+    end
+    if collectgarbage("count") - base_kb > M.MAX_MEMORY_KB then stop("config uses too much memory") end
+  end
+
   -- Strings share one metatable whose __index is the real string library;
   -- point it at the safe copy while the config runs.
   local smeta = getmetatable("")
   local saved_index = smeta.__index
   smeta.__index = safe_string
 
-  local base_kb = collectgarbage("count")
-  local steps = 0
-  local function hook()
-    steps = steps + 1000
-    if steps > M.MAX_INSTRUCTIONS then error("config runs too long (instruction budget exceeded)", 2) end
-    if collectgarbage("count") - base_kb > M.MAX_MEMORY_KB then
-      error("config uses too much memory", 2)
-    end
-  end
   local jit_was_on = jit and jit.status and jit.status()
   if jit then jit.off() end -- hooks do not fire in compiled traces
-  debug.sethook(hook, "", 1000)
-  local ok, res = pcall(fn)
-  debug.sethook()
+  base_kb = collectgarbage("count")
+  debug.sethook(co, hook, "", 1)
+  local ok, res = coroutine.resume(co)
+  debug.sethook(co)
   if jit and jit_was_on then jit.on() end
   smeta.__index = saved_index
   collectgarbage()
 
   if not ok then
-    local msg = tostring(res)
+    local msg = tostring(res):gsub("%s*\n%s*", " ") -- one line, whatever the config raised
     if not msg:find("^" .. chunkname:gsub("%p", "%%%0") .. ":") then
       msg = chunkname .. ": " .. msg
     end

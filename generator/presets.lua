@@ -70,10 +70,9 @@ function M.load(arg, sets)
 end
 
 --- The command line that regenerates a config's files.
-function M.command(display, sets, outdir)
+function M.command(display, sets)
   local parts = { "attngen generate", util.shell_quote(display) }
   for _, s in ipairs(sets or {}) do parts[#parts + 1] = "--set " .. util.shell_quote(s) end
-  if outdir then parts[#parts + 1] = "-o " .. util.shell_quote(outdir) end
   return table.concat(parts, " ")
 end
 

@@ -19,6 +19,9 @@ gcc:/usr/bin/gcc
 clang:/usr/bin/clang
 libomp-dev:/usr/include/omp.h
 make:/usr/bin/make
+gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc
+libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/include/stdio.h
+qemu-user:/usr/bin/qemu-aarch64
 "
 OPTIONAL="
 libopenblas-dev:/usr/include/x86_64-linux-gnu/cblas.h

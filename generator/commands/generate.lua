@@ -15,9 +15,10 @@ function M.add_to_parser(parser)
 end
 
 --- Plans and renders a config; returns the list of files (name, text).
-function M.files(cfg, display, sets, outdir)
+-- The banner's command leaves out -o: the text does not depend on the folder.
+function M.files(cfg, display, sets)
   local plan = planner.plan(cfg)
-  return render.kernel_files(plan, presets.command(display, sets, outdir)), plan
+  return render.kernel_files(plan, presets.command(display, sets)), plan
 end
 
 function M.run(args)
@@ -31,7 +32,7 @@ function M.run(args)
         :format(arg, cfg.name, names[cfg.name])
     end
     names[cfg.name] = arg
-    local files = M.files(cfg, display, args.set, args.output)
+    local files = M.files(cfg, display, args.set)
     for _, f in ipairs(files) do outputs[#outputs + 1] = f end
   end
   local ok, err = util.makepath(args.output)

@@ -15,6 +15,7 @@ function M.add_to_parser(parser)
   c:option("--lse", "Also write LSE [B][Hq][Lq] f32."):argname("L.npy")
   c:option("--threads", "Threads (0: OpenMP's default).", "0"):convert(tonumber)
   c:option("--isa", "Force an ISA variant (scalar, avx2, avx512, neon).")
+  c:flag("--reference", "Compute with the naive float64 reference instead of the kernel (slow; for checking).")
 end
 
 function M.run(args)
@@ -24,6 +25,7 @@ function M.run(args)
   tool.pass(argv, "--lse", args.lse)
   tool.pass(argv, "--threads", tostring(args.threads))
   tool.pass(argv, "--isa", args.isa)
+  tool.pass(argv, "--reference", args.reference)
   return tool.run("run", args, argv)
 end
 

@@ -4,6 +4,7 @@
  * Compiled together with one generated kernel and a one-line file that
  * defines attn_entry_kernel.  Reads Q/K/V (and seqlens_k, mask) from .npy
  * files, checks every shape against the kernel's config, runs the kernel
+ * (or, with --reference, the naive float64 reference of attn_reference.h)
  * and writes O (and LSE) atomically.  Any error: one line on stderr,
  * "attngen: <file>: <what is wrong>", exit code 2, no output written.
  */
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "attn_npy.h"
+#include "attn_reference.h"
 #include "attn_runtime.h"
 
 extern const attn_kernel *const attn_entry_kernel;
@@ -23,7 +25,10 @@ extern const attn_kernel *const attn_entry_kernel;
 
 static const char usage[] =
     "usage: attn_run --q Q.npy --k K.npy --v V.npy [--seqlens-k S.npy] [--mask M.npy]\n"
-    "                -o O.npy [--lse L.npy] [--threads N] [--isa NAME]\n";
+    "                -o O.npy [--lse L.npy] [--threads N] [--isa NAME] [--reference]\n"
+    "  --reference   compute O and LSE with the naive float64 reference (attn_reference)\n"
+    "                instead of the kernel: slow, for checking; --isa and --threads are\n"
+    "                then ignored\n";
 
 #ifdef __GNUC__
 __attribute__((format(printf, 2, 3), noreturn))
@@ -153,7 +158,7 @@ int main(int argc, char **argv)
     size_t o_count, lse_count;
     char err[256], shp[160];
     attn_status st;
-    int threads = 0, i;
+    int threads = 0, use_reference = 0, i;
 
     for (i = 1; i < argc; i++) {
         const char *opt = argv[i];
@@ -161,6 +166,10 @@ int main(int argc, char **argv)
         if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
             fputs(usage, stdout);
             return 0;
+        }
+        if (strcmp(opt, "--reference") == 0) {
+            use_reference = 1;
+            continue;
         }
         if (strcmp(opt, "--q") == 0) dest = &q_path;
         else if (strcmp(opt, "--k") == 0) dest = &k_path;
@@ -172,7 +181,7 @@ int main(int argc, char **argv)
         else if (strcmp(opt, "--isa") == 0) dest = &isa_name;
         else if (strcmp(opt, "--threads") != 0)
             fail(opt, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, -o, "
-                      "--lse, --threads, --isa)");
+                      "--lse, --threads, --isa, --reference)");
         if (i + 1 >= argc)
             fail(opt, "needs a value");
         if (dest != NULL)
@@ -196,7 +205,7 @@ int main(int argc, char **argv)
     if (m_path == NULL && spec->mask != ATTN_MASK_NONE)
         fail("--mask", "required: the config '%s' has mask \"%s\"", spec->name,
              spec->mask == ATTN_MASK_BOOL ? "bool" : "bias");
-    if (isa_name != NULL)
+    if (isa_name != NULL && !use_reference)
         variant = pick_isa(kernel, isa_name);
 
     /* Q, K, V: shapes first, then the data as f32 */
@@ -300,7 +309,9 @@ int main(int argc, char **argv)
     args.o = o;
     args.lse = lse;
 
-    if (variant != NULL) {
+    if (use_reference) {
+        st = attn_reference(spec, &args);
+    } else if (variant != NULL) {
         st = attn_check_args(spec, &args);
         if (st == ATTN_OK)
             st = variant->fwd(&args);

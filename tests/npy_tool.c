@@ -1,0 +1,238 @@
+/*
+ * npy_tool.c - makes and compares .npy files for the busted specs
+ * (tests/spec/cli_spec.lua drives `attngen run` with them).
+ *
+ *   npy_tool random OUT.npy DTYPE SEED DIM...   random array of shape DIM...
+ *       f32, f64: N(0,1) (Box-Muller on a splitmix64 stream)
+ *       b1, u1:   a keep-mask, each element 1 with probability 0.8
+ *       i32:      integers in -100..100
+ *   npy_tool ints OUT.npy V1 V2 ...              a 1-D int32 array of the values
+ *   npy_tool compare A.npy B.npy                 A against the reference B
+ *
+ * compare: same shape, float32/float64 data; element i passes when
+ *   |a - b| <= ATOL + RTOL * |b|   (DESIGN.md section 6)
+ * or both are NaN, or both are the same infinity.  Prints the worst ratio
+ * |a - b| / (ATOL + RTOL |b|) (1 is the limit) and the first failing index;
+ * exit code 0 when every element passes, 1 when one does not, 2 for bad
+ * usage or unreadable files.
+ *
+ * Build: cc -std=c99 -O2 -Iruntime tests/npy_tool.c runtime/attn_npy.c -lm
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_npy.h"
+
+#define ATOL 1e-5
+#define RTOL 1e-5
+
+static int usage(void)
+{
+    fputs("usage: npy_tool random OUT.npy f32|f64|b1|u1|i32 SEED DIM...\n"
+          "       npy_tool ints OUT.npy V1 V2 ...\n"
+          "       npy_tool compare A.npy REF.npy\n",
+          stderr);
+    return 2;
+}
+
+/* splitmix64: a tiny, well-mixed generator; the seed fixes the stream */
+static uint64_t next_u64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* uniform in (0, 1): never 0, so log() below is finite */
+static double next_unit(uint64_t *state)
+{
+    return ((double)(next_u64(state) >> 11) + 0.5) / 9007199254740992.0;
+}
+
+static double next_normal(uint64_t *state)
+{
+    const double u1 = next_unit(state), u2 = next_unit(state);
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static int parse_i64(const char *s, long long *out)
+{
+    char *end;
+    *out = strtoll(s, &end, 10);
+    return end != s && *end == '\0' ? 0 : -1;
+}
+
+static int write_array(const char *path, attn_npy_dtype dtype, int ndim, const int64_t *shape,
+                       const void *data)
+{
+    char err[256];
+    if (attn_npy_write(path, dtype, ndim, shape, data, err, sizeof err) != 0) {
+        fprintf(stderr, "npy_tool: %s: %s\n", path, err);
+        return 2;
+    }
+    return 0;
+}
+
+static int cmd_random(int argc, char **argv)
+{
+    const char *out = argv[2], *dt = argv[3];
+    int64_t shape[ATTN_NPY_MAX_DIMS];
+    int ndim = argc - 5, i, rc;
+    size_t count = 1, n;
+    long long seed, v;
+    uint64_t state;
+    attn_npy_dtype dtype;
+    void *data;
+
+    if (ndim < 0 || ndim > ATTN_NPY_MAX_DIMS || parse_i64(argv[4], &seed) != 0)
+        return usage();
+    if (strcmp(dt, "f32") == 0) dtype = ATTN_NPY_F32;
+    else if (strcmp(dt, "f64") == 0) dtype = ATTN_NPY_F64;
+    else if (strcmp(dt, "b1") == 0) dtype = ATTN_NPY_BOOL;
+    else if (strcmp(dt, "u1") == 0) dtype = ATTN_NPY_U8;
+    else if (strcmp(dt, "i32") == 0) dtype = ATTN_NPY_I32;
+    else return usage();
+    for (i = 0; i < ndim; i++) {
+        if (parse_i64(argv[5 + i], &v) != 0 || v < 0 || v > 1000000)
+            return usage();
+        shape[i] = v;
+        count *= (size_t)v;
+    }
+    data = malloc(count * attn_npy_itemsize(dtype) + 1);
+    if (data == NULL) {
+        fputs("npy_tool: out of memory\n", stderr);
+        return 2;
+    }
+    state = (uint64_t)seed;
+    for (n = 0; n < count; n++) {
+        switch (dtype) {
+        case ATTN_NPY_F32: ((float *)data)[n] = (float)next_normal(&state); break;
+        case ATTN_NPY_F64: ((double *)data)[n] = next_normal(&state); break;
+        case ATTN_NPY_BOOL:
+        case ATTN_NPY_U8:
+            ((unsigned char *)data)[n] = next_unit(&state) < 0.8 ? 1 : 0;
+            break;
+        case ATTN_NPY_I32:
+            ((int32_t *)data)[n] = (int32_t)(next_u64(&state) % 201) - 100;
+            break;
+        case ATTN_NPY_I64: break; /* not offered */
+        }
+    }
+    rc = write_array(out, dtype, ndim, shape, data);
+    free(data);
+    return rc;
+}
+
+static int cmd_ints(int argc, char **argv)
+{
+    int64_t shape[1];
+    int32_t *data;
+    long long v;
+    int i, rc;
+
+    shape[0] = argc - 3;
+    data = (int32_t *)malloc((size_t)shape[0] * sizeof *data + 1);
+    if (data == NULL)
+        return 2;
+    for (i = 3; i < argc; i++) {
+        if (parse_i64(argv[i], &v) != 0 || v < INT32_MIN || v > INT32_MAX) {
+            free(data);
+            return usage();
+        }
+        data[i - 3] = (int32_t)v;
+    }
+    rc = write_array(argv[2], ATTN_NPY_I32, 1, shape, data);
+    free(data);
+    return rc;
+}
+
+static double element(const attn_npy *a, size_t i)
+{
+    return a->dtype == ATTN_NPY_F32 ? (double)((const float *)a->data)[i]
+                                    : ((const double *)a->data)[i];
+}
+
+static int same_shape(const attn_npy *a, const attn_npy *b)
+{
+    int d;
+    if (a->ndim != b->ndim)
+        return 0;
+    for (d = 0; d < a->ndim; d++)
+        if (a->shape[d] != b->shape[d])
+            return 0;
+    return 1;
+}
+
+static int cmd_compare(const char *pa, const char *pb)
+{
+    attn_npy a, b;
+    char err[256];
+    double worst = 0.0;
+    size_t i, worst_i = 0, bad = 0, first_bad = 0;
+    int rc = 0;
+
+    if (attn_npy_read(pa, &a, err, sizeof err) != 0) {
+        fprintf(stderr, "npy_tool: %s: %s\n", pa, err);
+        return 2;
+    }
+    if (attn_npy_read(pb, &b, err, sizeof err) != 0) {
+        fprintf(stderr, "npy_tool: %s: %s\n", pb, err);
+        attn_npy_free(&a);
+        return 2;
+    }
+    if ((a.dtype != ATTN_NPY_F32 && a.dtype != ATTN_NPY_F64) ||
+        (b.dtype != ATTN_NPY_F32 && b.dtype != ATTN_NPY_F64)) {
+        fprintf(stderr, "npy_tool: compare needs float32/float64 arrays, got %s and %s\n",
+                attn_npy_dtype_name(a.dtype), attn_npy_dtype_name(b.dtype));
+        rc = 2;
+    } else if (!same_shape(&a, &b)) {
+        fprintf(stderr, "npy_tool: %s and %s differ in shape\n", pa, pb);
+        rc = 2;
+    }
+    if (rc != 0) {
+        attn_npy_free(&a);
+        attn_npy_free(&b);
+        return rc;
+    }
+
+    for (i = 0; i < a.count; i++) {
+        const double x = element(&a, i), ref = element(&b, i);
+        double ratio;
+        if (isnan(x) || isnan(ref))
+            ratio = isnan(x) && isnan(ref) ? 0.0 : INFINITY;
+        else if (isinf(x) || isinf(ref))
+            ratio = x == ref ? 0.0 : INFINITY;
+        else
+            ratio = fabs(x - ref) / (ATOL + RTOL * fabs(ref));
+        if (ratio > 1.0 && bad++ == 0)
+            first_bad = i;
+        if (ratio > worst || i == 0) {
+            worst = ratio;
+            worst_i = i;
+        }
+    }
+    printf("worst ratio %.4g at index %zu (1 = tolerance |a-ref| <= %g + %g |ref|)\n", worst,
+           worst_i, ATOL, RTOL);
+    if (bad > 0)
+        printf("%zu of %zu elements outside the tolerance; first at index %zu: %.9g vs ref "
+               "%.9g\n",
+               bad, a.count, first_bad, element(&a, first_bad), element(&b, first_bad));
+    attn_npy_free(&a);
+    attn_npy_free(&b);
+    return bad > 0 ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 5 && strcmp(argv[1], "random") == 0)
+        return cmd_random(argc, argv);
+    if (argc >= 3 && strcmp(argv[1], "ints") == 0)
+        return cmd_ints(argc, argv);
+    if (argc == 4 && strcmp(argv[1], "compare") == 0)
+        return cmd_compare(argv[2], argv[3]);
+    return usage();
+}

@@ -1,0 +1,95 @@
+#!/bin/sh
+# The whole test run (make test).  Each suite prints its own output and adds
+# its counts; the last line is the total, "N passed, N failed".
+set -u
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-2}
+LOG=build/test-logs
+mkdir -p "$LOG"
+total_pass=0
+total_fail=0
+failed_suites=""
+
+# record SUITE PASSED FAILED
+record() {
+  total_pass=$((total_pass + $2))
+  total_fail=$((total_fail + $3))
+  [ "$3" -gt 0 ] && failed_suites="$failed_suites $1"
+  printf '== %-28s %d passed, %d failed\n' "$1" "$2" "$3"
+}
+
+# one check that passes when the command succeeds; output shown on failure
+check() {
+  name=$1; shift
+  if "$@" >"$LOG/$name.log" 2>&1; then record "$name" 1 0
+  else cat "$LOG/$name.log"; record "$name" 0 1; fi
+}
+
+# busted under one interpreter: counts from its summary line
+busted_suite() {
+  name=$1; lua=$2; shift 2
+  command -v "$lua" >/dev/null 2>&1 || { echo "missing $lua"; record "$name" 0 1; return; }
+  "$lua" /usr/bin/busted -o plainTerminal "$@" tests/spec >"$LOG/$name.log" 2>&1
+  rc=$?
+  summary=$(grep -E '[0-9]+ success(es)? / [0-9]+ failures? / [0-9]+ errors?' "$LOG/$name.log" | tail -n 1)
+  ok=$(echo "$summary" | sed -E 's/^([0-9]+) success.*/\1/')
+  bad=$(echo "$summary" | sed -E 's/.* ([0-9]+) failures? \/ ([0-9]+) errors?.*/\1 \2/' | awk '{print $1 + $2}')
+  if [ -z "$summary" ]; then ok=0; bad=1; fi
+  if [ "$rc" -ne 0 ] || [ "$bad" -gt 0 ]; then
+    cat "$LOG/$name.log"
+    [ "$bad" -gt 0 ] || bad=1
+  fi
+  record "$name" "$ok" "$bad"
+}
+
+echo "== lint"
+check luacheck luacheck -q generator tests
+
+echo "== Lua specs (LuaJIT, Lua 5.1, Lua 5.4)"
+busted_suite "busted (luajit)" luajit
+busted_suite "busted (lua5.1)" lua5.1 --exclude-tags=slow
+busted_suite "busted (lua5.4)" lua5.4 --exclude-tags=slow
+
+echo "== generated/ matches a fresh generation"
+check generated-fresh tests/check_generated.sh
+
+echo "== every preset compiles warning-free (gcc, clang; x86-64 and AArch64)"
+pass=0; fail=0
+for c in generated/*.c; do
+  for cc in gcc clang "aarch64-linux-gnu-gcc"; do
+    if $cc -std=c99 -Wall -Wextra -Wpedantic -Werror -O2 -Iruntime -Igenerated -c "$c" -o "$LOG/strict.o" \
+        >"$LOG/strict.log" 2>&1; then pass=$((pass + 1))
+    else echo "FAIL: $cc $c"; cat "$LOG/strict.log"; fail=$((fail + 1)); fi
+  done
+done
+record "strict compiles" "$pass" "$fail"
+
+echo "== kernels against the reference (Criterion)"
+if make -s -j"$JOBS" build/test_kernels >"$LOG/build-kernels.log" 2>&1; then
+  ./build/test_kernels -j"$JOBS" >"$LOG/kernels.log" 2>&1
+  rc=$?
+  synth=$(grep 'Synthesis' "$LOG/kernels.log" | tail -n 1)
+  ok=$(echo "$synth" | sed -E 's/.*Passing: ([0-9]+).*/\1/')
+  bad=$(echo "$synth" | sed -E 's/.*Failing: ([0-9]+) \| Crashing: ([0-9]+).*/\1 \2/' | awk '{print $1 + $2}')
+  [ -n "$synth" ] || { ok=0; bad=1; }
+  if [ "$rc" -ne 0 ] || [ "$bad" -gt 0 ]; then cat "$LOG/kernels.log"; [ "$bad" -gt 0 ] || bad=1; fi
+  tail -n 1 "$LOG/kernels.log"
+  record "kernels (x86-64)" "$ok" "$bad"
+else
+  cat "$LOG/build-kernels.log"; record "kernels (x86-64)" 0 1
+fi
+
+echo "== NEON and scalar variants on AArch64 (qemu-user)"
+if make -s -j"$JOBS" neon-check >"$LOG/neon.log" 2>&1; then
+  n=$(grep -c ': neon: .* 0 failures' "$LOG/neon.log")
+  m=$(grep -c ': scalar: .* 0 failures' "$LOG/neon.log")
+  echo "  $n configs pass on neon, $m on scalar"
+  record "kernels (aarch64, qemu)" $((n + m)) 0
+else
+  cat "$LOG/neon.log"; record "kernels (aarch64, qemu)" 0 1
+fi
+
+echo
+[ -n "$failed_suites" ] && echo "failed suites:$failed_suites"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

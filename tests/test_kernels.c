@@ -1,0 +1,245 @@
+/*
+ * test_kernels.c - every generated kernel against the naive reference.
+ *
+ * The kernels come from configs/ (presets and configs/test/): the Makefile
+ * writes build/kernel_list.h with one KERNEL(name) line per config, so this
+ * file never lists them by hand.  For each kernel and each ISA this CPU
+ * runs, the matrix of attn_verify_default_cases (DESIGN.md section 6: head
+ * dims of the config, sequence lengths on, below and above the tiles,
+ * Lq < Lk and Lq > Lk, strided tensors with NaN-filled gaps, ragged
+ * seqlens_k with NaN past them, 1 and 2 threads, every tensor against a
+ * guard page) must agree with the reference within DESIGN.md's tolerance.
+ * Criterion runs each test in its own process, so a guard-page fault fails
+ * only that test, and ATTNGEN_ISA can be set per test.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_reference.h"
+#include "attn_runtime.h"
+#include "attn_verify.h"
+
+#define MAX_CASES 64
+
+static const attn_variant *find_variant(const attn_kernel *k, attn_isa isa)
+{
+    int i;
+    for (i = 0; i < k->n_variants; i++)
+        if (k->variants[i].isa == isa) return &k->variants[i];
+    return NULL;
+}
+
+/* Runs the quick matrix of a kernel on one ISA; every failure is reported
+ * with the case, the element and both values. */
+static void run_matrix(const attn_kernel *k, attn_isa isa)
+{
+    const attn_variant *v = find_variant(k, isa);
+    attn_case cases[MAX_CASES];
+    int n, i;
+
+    if (!v) cr_skip_test("%s: the config does not list %s", k->spec.name, attn_isa_name(isa));
+    if (!attn_isa_supported(isa)) cr_skip_test("%s: this CPU cannot run %s", k->spec.name, attn_isa_name(isa));
+    n = attn_verify_default_cases(&k->spec, cases, MAX_CASES, 1);
+    cr_assert_gt(n, 10, "%s: the case matrix is too small (%d)", k->spec.name, n);
+    for (i = 0; i < n; i++) {
+        attn_verify_result res;
+        char shape[160];
+        const attn_status st = attn_verify_case(k, v, &cases[i], &res);
+        attn_verify_case_string(&cases[i], shape, sizeof shape);
+        cr_assert_eq(st, ATTN_OK, "%s/%s %s: %s (%s)", k->spec.name, attn_isa_name(isa), shape,
+                     attn_status_string(st), res.first_failure);
+        cr_expect_eq(res.failures, 0, "%s/%s %s: %d elements off; first: %s", k->spec.name,
+                     attn_isa_name(isa), shape, res.failures, res.first_failure);
+    }
+}
+
+/* 1 and 2 threads give the same bits (DESIGN.md section 4). */
+static void run_bitwise(const attn_kernel *k)
+{
+    int i, checked = 0;
+    for (i = 0; i < k->n_variants; i++) {
+        const attn_variant *v = &k->variants[i];
+        attn_case c;
+        if (!attn_isa_supported(v->isa)) continue;
+        memset(&c, 0, sizeof c);
+        c.batch = 2;
+        c.seq_q = 3 * k->spec.tile_q + 5;
+        c.seq_k = 2 * k->spec.tile_kv + 7;
+        c.ragged = k->spec.padding;
+        c.seed = 7;
+        cr_expect_eq(attn_verify_bitwise_threads(k, v, &c, 1, 2), 1,
+                     "%s/%s: 1 and 2 threads differ (or a run failed)", k->spec.name, attn_isa_name(v->isa));
+        checked++;
+    }
+    cr_assert_gt(checked, 0, "%s: no runnable variant", k->spec.name);
+}
+
+#define KERNEL(name)                                                              \
+    extern const attn_kernel attn_##name##_kernel;                                \
+    Test(name, avx512) { run_matrix(&attn_##name##_kernel, ATTN_ISA_AVX512); }    \
+    Test(name, avx2) { run_matrix(&attn_##name##_kernel, ATTN_ISA_AVX2); }        \
+    Test(name, scalar) { run_matrix(&attn_##name##_kernel, ATTN_ISA_SCALAR); }    \
+    Test(name, threads_bitwise) { run_bitwise(&attn_##name##_kernel); }
+#include "kernel_list.h"
+#undef KERNEL
+
+/* ---- behaviour of the entry point, on one small config ------------------ */
+
+extern const attn_kernel attn_t_padding_causal_kernel;
+#define K (&attn_t_padding_causal_kernel)
+
+typedef struct {
+    attn_args a;
+    float *q, *k, *v, *o, *lse;
+    int32_t *seqlens;
+} problem;
+
+static void problem_init(problem *p, int64_t lq, int64_t lk)
+{
+    const attn_spec *s = &K->spec;
+    int64_t i;
+    memset(p, 0, sizeof *p);
+    p->a.batch = 2;
+    p->a.seq_q = lq;
+    p->a.seq_k = lk;
+    attn_args_set_contiguous(&p->a, s);
+    p->q = calloc((size_t)(2 * lq * s->heads_q * s->head_dim) + 1, sizeof(float));
+    p->k = calloc((size_t)(2 * lk * s->heads_kv * s->head_dim) + 1, sizeof(float));
+    p->v = calloc((size_t)(2 * lk * s->heads_kv * s->head_dim_v) + 1, sizeof(float));
+    p->o = calloc((size_t)(2 * lq * s->heads_q * s->head_dim_v) + 1, sizeof(float));
+    p->lse = calloc((size_t)(2 * s->heads_q * lq) + 1, sizeof(float));
+    p->seqlens = calloc(2, sizeof(int32_t));
+    cr_assert(p->q && p->k && p->v && p->o && p->lse && p->seqlens);
+    for (i = 0; i < 2 * lq * s->heads_q * s->head_dim; i++) p->q[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+    for (i = 0; i < 2 * lk * s->heads_kv * s->head_dim; i++) p->k[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
+    for (i = 0; i < 2 * lk * s->heads_kv * s->head_dim_v; i++) p->v[i] = (float)((i * 3) % 17) / 17.0f - 0.5f;
+    p->seqlens[0] = (int32_t)lk;
+    p->seqlens[1] = (int32_t)(lk / 2);
+    p->a.q = p->q;
+    p->a.k = p->k;
+    p->a.v = p->v;
+    p->a.o = p->o;
+    p->a.lse = p->lse;
+    p->a.seqlens_k = p->seqlens;
+}
+
+static void problem_free(problem *p)
+{
+    free(p->q);
+    free(p->k);
+    free(p->v);
+    free(p->o);
+    free(p->lse);
+    free(p->seqlens);
+}
+
+Test(entry, bad_arguments_give_statuses)
+{
+    problem p;
+    attn_args a;
+    problem_init(&p, 5, 9);
+    cr_expect_eq(K->fwd(NULL), ATTN_ERR_NULL_ARG);
+    a = p.a; a.q = NULL;          cr_expect_eq(K->fwd(&a), ATTN_ERR_NULL_ARG);
+    a = p.a; a.o = NULL;          cr_expect_eq(K->fwd(&a), ATTN_ERR_NULL_ARG);
+    a = p.a; a.seqlens_k = NULL;  cr_expect_eq(K->fwd(&a), ATTN_ERR_NULL_ARG);
+    a = p.a; a.seq_q = -1;        cr_expect_eq(K->fwd(&a), ATTN_ERR_SHAPE);
+    a = p.a; a.batch = -3;        cr_expect_eq(K->fwd(&a), ATTN_ERR_SHAPE);
+    a = p.a; a.k_stride[1] = -1;  cr_expect_eq(K->fwd(&a), ATTN_ERR_STRIDE);
+    a = p.a; a.threads = -1;      cr_expect_eq(K->fwd(&a), ATTN_ERR_THREADS);
+    p.seqlens[1] = 10;            cr_expect_eq(K->fwd(&p.a), ATTN_ERR_SEQLENS);
+    p.seqlens[1] = -1;            cr_expect_eq(K->fwd(&p.a), ATTN_ERR_SEQLENS);
+    p.seqlens[1] = 4;             cr_expect_eq(K->fwd(&p.a), ATTN_OK);
+    problem_free(&p);
+}
+
+Test(entry, empty_shapes_are_fine)
+{
+    problem p;
+    int64_t i;
+    problem_init(&p, 4, 6);
+    p.a.batch = 0;
+    cr_expect_eq(K->fwd(&p.a), ATTN_OK);
+    p.a.batch = 2;
+    p.a.seq_q = 0;
+    cr_expect_eq(K->fwd(&p.a), ATTN_OK);
+    /* no keys at all: every row is empty, O = 0 and LSE = -inf */
+    p.a.seq_q = 4;
+    p.seqlens[0] = p.seqlens[1] = 0;
+    for (i = 0; i < 2 * 4 * K->spec.heads_q * K->spec.head_dim_v; i++) p.o[i] = 42.0f;
+    cr_assert_eq(K->fwd(&p.a), ATTN_OK);
+    for (i = 0; i < 2 * 4 * K->spec.heads_q * K->spec.head_dim_v; i++)
+        cr_assert_eq(p.o[i], 0.0f, "O[%lld] = %g, want 0", (long long)i, (double)p.o[i]);
+    for (i = 0; i < 2 * K->spec.heads_q * 4; i++)
+        cr_assert(isinf(p.lse[i]) && p.lse[i] < 0, "LSE[%lld] = %g, want -inf", (long long)i, (double)p.lse[i]);
+    problem_free(&p);
+}
+
+Test(entry, attngen_isa_forces_a_variant)
+{
+    problem p;
+    problem_init(&p, 3, 5);
+    setenv("ATTNGEN_ISA", "scalar", 1);
+    cr_expect_eq(K->fwd(&p.a), ATTN_OK);
+    problem_free(&p);
+}
+
+Test(entry, unknown_attngen_isa_is_an_error)
+{
+    problem p;
+    problem_init(&p, 3, 5);
+    setenv("ATTNGEN_ISA", "sse9", 1);
+    cr_expect_eq(K->fwd(&p.a), ATTN_ERR_ISA);
+    problem_free(&p);
+}
+
+Test(entry, nan_in_a_query_reaches_only_its_row)
+{
+    problem p;
+    const attn_spec *s = &K->spec;
+    const int64_t row = s->head_dim_v * s->heads_q; /* O elements per query row */
+    int64_t i;
+    problem_init(&p, 6, 6);
+    p.q[2 * s->heads_q * s->head_dim] = NAN; /* batch 0, row 2, head 0, d 0 */
+    cr_assert_eq(K->fwd(&p.a), ATTN_OK);
+    for (i = 0; i < 6 * row; i++) {
+        const int head0_row2 = i / row == 2 && (i % row) / s->head_dim_v == 0;
+        cr_expect_eq(isnan(p.o[i]) != 0, head0_row2, "O[%lld] = %g", (long long)i, (double)p.o[i]);
+    }
+    problem_free(&p);
+}
+
+Test(entry, nan_in_a_visible_value_is_not_dropped)
+{
+    problem p;
+    const attn_spec *s = &K->spec;
+    problem_init(&p, 6, 6);
+    p.v[0] = NAN; /* batch 0, key 0, kv head 0: every row of heads in its group sees key 0 */
+    cr_assert_eq(K->fwd(&p.a), ATTN_OK);
+    cr_expect(isnan(p.o[(int64_t)5 * s->heads_q * s->head_dim_v]), "the last row of head 0 sees key 0");
+    problem_free(&p);
+}
+
+Test(entry, large_logits_do_not_overflow)
+{
+    problem p;
+    const attn_spec *s = &K->spec;
+    float *got;
+    int64_t i, n;
+    problem_init(&p, 9, 9);
+    n = 2 * 9 * s->heads_q * s->head_dim;
+    for (i = 0; i < n; i++) p.q[i] *= 1e4f;
+    got = malloc(sizeof(float) * (size_t)(2 * 9 * s->heads_q * s->head_dim_v));
+    cr_assert(got);
+    cr_assert_eq(K->fwd(&p.a), ATTN_OK);
+    memcpy(got, p.o, sizeof(float) * (size_t)(2 * 9 * s->heads_q * s->head_dim_v));
+    cr_assert_eq(attn_reference(s, &p.a), ATTN_OK);
+    for (i = 0; i < 2 * 9 * s->heads_q * s->head_dim_v; i++) {
+        cr_assert(!isnan(got[i]) && !isinf(got[i]), "O[%lld] = %g", (long long)i, (double)got[i]);
+        cr_expect(fabsf(got[i] - p.o[i]) <= 1e-5f + 1e-5f * fabsf(p.o[i]), "O[%lld]: got %g, want %g",
+                  (long long)i, (double)got[i], (double)p.o[i]);
+    }
+    free(got);
+    problem_free(&p);
+}
