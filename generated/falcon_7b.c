@@ -19,7 +19,7 @@
  *   dtype = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
- * Tile: q = 64, kv = 64 (heuristic default (tile = "auto", no tuning result)).
+ * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
  */
 #include "falcon_7b.h"
 
@@ -38,12 +38,15 @@
 
 /*
  * Shape: Hq = 71, Hkv = 1 (query head h reads kv head h / 71), D = 64, Dv = 64.
- * Tiles: TQ = 64 query rows x TK = 64 keys; a full tile is 1048576 FLOPs.
+ * Tiles: TQ = 96 query rows x TK = 128 keys; a full tile is 3145728 FLOPs.
  * Mask: causal (bottom-right).
  *
  * Algorithm (flash attention, one pass, O(L) memory):
- *   1. K is packed once per (batch, kv head) into K^T [D][Lkp] so that
- *      scores vectorize over keys (Lkp = Lk rounded up to TK, zero-filled).
+ *   1. K and V are packed once per (batch, kv head): K^T tile by tile,
+ *      [Lk/TK][D][TK], so scores vectorize over keys and each tile's panel
+ *      is contiguous; V as [Lk][Dvp] rows (Dv padded to whole vectors with
+ *      zeros).  Both are zero past Lk_b, and their rows are contiguous, so no
+ *      read strides by a power of two (which would alias in the L1 cache).
  *   2. Each work unit is (batch, query head, query tile).  For every key
  *      tile it computes S = scale * Q K^T, adds the score terms, masks,
  *      updates the running row max m and sum l, and accumulates
@@ -68,13 +71,13 @@ static void attn_falcon_7b_row_span(int64_t p, int64_t lk, int64_t *lo, int64_t 
     *sink_hi = s;
 }
 
-/* How the rows [0, tq) see the key tile [j0, j0 + 64): returns 0 when no row
+/* How the rows [0, tq) see the key tile [j0, j0 + 128): returns 0 when no row
  * sees a key of it, 2 when every row sees all of it, else 1; first[r]/last[r]
  * bound the tile columns row r may see. */
 static int attn_falcon_7b_classify(int64_t tq, int64_t j0, const int64_t *lo, const int64_t *hi,
                                    const int64_t *sink_hi, int64_t *first, int64_t *last)
 {
-    const int64_t j1 = j0 + 64;
+    const int64_t j1 = j0 + 128;
     int any = 0, all = 1;
     int64_t r;
     for (r = 0; r < tq; r++) {
@@ -87,7 +90,7 @@ static int attn_falcon_7b_classify(int64_t tq, int64_t j0, const int64_t *lo, co
         first[r] = n ? f - j0 : 0;
         last[r] = n ? e - j0 : 0;
         any |= n > 0;
-        all &= n == 64;
+        all &= n == 128;
     }
     return any ? (all ? 2 : 1) : 0;
 }
@@ -118,293 +121,281 @@ __attribute__((target("avx512f"))) static inline __m512 attn_exp__avx512(__m512 
     return _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)));
 }
 
-/* Scores S[6][64] = scale * Q[6][64] K^T[64][64], D unrolled.
- * q: query rows 6 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  49152 FLOPs, 29 vector registers. */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_qk_6x64__avx512(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[8][32] = Q[8][64] K^T[64][32] (Q is packed pre-scaled).
+ * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  32768 FLOPs, 19 vector registers. */
+__attribute__((target("avx512f"))) static void attn_falcon_7b_qk_8x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps(), vacc0x2 = _mm512_setzero_ps(), vacc0x3 = _mm512_setzero_ps();
-    __m512 vacc1x0 = _mm512_setzero_ps(), vacc1x1 = _mm512_setzero_ps(), vacc1x2 = _mm512_setzero_ps(), vacc1x3 = _mm512_setzero_ps();
-    __m512 vacc2x0 = _mm512_setzero_ps(), vacc2x1 = _mm512_setzero_ps(), vacc2x2 = _mm512_setzero_ps(), vacc2x3 = _mm512_setzero_ps();
-    __m512 vacc3x0 = _mm512_setzero_ps(), vacc3x1 = _mm512_setzero_ps(), vacc3x2 = _mm512_setzero_ps(), vacc3x3 = _mm512_setzero_ps();
-    __m512 vacc4x0 = _mm512_setzero_ps(), vacc4x1 = _mm512_setzero_ps(), vacc4x2 = _mm512_setzero_ps(), vacc4x3 = _mm512_setzero_ps();
-    __m512 vacc5x0 = _mm512_setzero_ps(), vacc5x1 = _mm512_setzero_ps(), vacc5x2 = _mm512_setzero_ps(), vacc5x3 = _mm512_setzero_ps();
-    const float *restrict q0 = q + 0 * qs;
-    const float *restrict q1 = q + 1 * qs;
-    const float *restrict q2 = q + 2 * qs;
-    const float *restrict q3 = q + 3 * qs;
-    const float *restrict q4 = q + 4 * qs;
-    const float *restrict q5 = q + 5 * qs;
+    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
+    __m512 vacc1x0 = _mm512_setzero_ps(), vacc1x1 = _mm512_setzero_ps();
+    __m512 vacc2x0 = _mm512_setzero_ps(), vacc2x1 = _mm512_setzero_ps();
+    __m512 vacc3x0 = _mm512_setzero_ps(), vacc3x1 = _mm512_setzero_ps();
+    __m512 vacc4x0 = _mm512_setzero_ps(), vacc4x1 = _mm512_setzero_ps();
+    __m512 vacc5x0 = _mm512_setzero_ps(), vacc5x1 = _mm512_setzero_ps();
+    __m512 vacc6x0 = _mm512_setzero_ps(), vacc6x1 = _mm512_setzero_ps();
+    __m512 vacc7x0 = _mm512_setzero_ps(), vacc7x1 = _mm512_setzero_ps();
+    const float *restrict q0 = q + 0;
+    const float *restrict q1 = q + 64;
+    const float *restrict q2 = q + 128;
+    const float *restrict q3 = q + 192;
+    const float *restrict q4 = q + 256;
+    const float *restrict q5 = q + 320;
+    const float *restrict q6 = q + 384;
+    const float *restrict q7 = q + 448;
 
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d]);
             const __m512 vq1 = _mm512_set1_ps(q1[d]);
             const __m512 vq2 = _mm512_set1_ps(q2[d]);
             const __m512 vq3 = _mm512_set1_ps(q3[d]);
             const __m512 vq4 = _mm512_set1_ps(q4[d]);
             const __m512 vq5 = _mm512_set1_ps(q5[d]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 1 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 1) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 1) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 1]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 1]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 1]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 1]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 1]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 1]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 1]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 1]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 2 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 2) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 2) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 2]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 2]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 2]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 2]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 2]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 2]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 2]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 2]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 3 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 3) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 3) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 3]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 3]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 3]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 3]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 3]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 3]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 3]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 3]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 4 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 4) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 4) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 4]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 4]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 4]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 4]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 4]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 4]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 4]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 4]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 5 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 5) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 5) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 5]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 5]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 5]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 5]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 5]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 5]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 5]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 5]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 6 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 6) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 6) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 6]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 6]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 6]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 6]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 6]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 6]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 6]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 6]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 7 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 7) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 7) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 7]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 7]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 7]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 7]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 7]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 7]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 7]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 7]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
     }
 
-    {
-        const __m512 vscale = _mm512_set1_ps(0.125f);
-        _mm512_storeu_ps(s + 0 * 64 + 0, _mm512_mul_ps(vacc0x0, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 16, _mm512_mul_ps(vacc0x1, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 32, _mm512_mul_ps(vacc0x2, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 48, _mm512_mul_ps(vacc0x3, vscale));
-        _mm512_storeu_ps(s + 1 * 64 + 0, _mm512_mul_ps(vacc1x0, vscale));
-        _mm512_storeu_ps(s + 1 * 64 + 16, _mm512_mul_ps(vacc1x1, vscale));
-        _mm512_storeu_ps(s + 1 * 64 + 32, _mm512_mul_ps(vacc1x2, vscale));
-        _mm512_storeu_ps(s + 1 * 64 + 48, _mm512_mul_ps(vacc1x3, vscale));
-        _mm512_storeu_ps(s + 2 * 64 + 0, _mm512_mul_ps(vacc2x0, vscale));
-        _mm512_storeu_ps(s + 2 * 64 + 16, _mm512_mul_ps(vacc2x1, vscale));
-        _mm512_storeu_ps(s + 2 * 64 + 32, _mm512_mul_ps(vacc2x2, vscale));
-        _mm512_storeu_ps(s + 2 * 64 + 48, _mm512_mul_ps(vacc2x3, vscale));
-        _mm512_storeu_ps(s + 3 * 64 + 0, _mm512_mul_ps(vacc3x0, vscale));
-        _mm512_storeu_ps(s + 3 * 64 + 16, _mm512_mul_ps(vacc3x1, vscale));
-        _mm512_storeu_ps(s + 3 * 64 + 32, _mm512_mul_ps(vacc3x2, vscale));
-        _mm512_storeu_ps(s + 3 * 64 + 48, _mm512_mul_ps(vacc3x3, vscale));
-        _mm512_storeu_ps(s + 4 * 64 + 0, _mm512_mul_ps(vacc4x0, vscale));
-        _mm512_storeu_ps(s + 4 * 64 + 16, _mm512_mul_ps(vacc4x1, vscale));
-        _mm512_storeu_ps(s + 4 * 64 + 32, _mm512_mul_ps(vacc4x2, vscale));
-        _mm512_storeu_ps(s + 4 * 64 + 48, _mm512_mul_ps(vacc4x3, vscale));
-        _mm512_storeu_ps(s + 5 * 64 + 0, _mm512_mul_ps(vacc5x0, vscale));
-        _mm512_storeu_ps(s + 5 * 64 + 16, _mm512_mul_ps(vacc5x1, vscale));
-        _mm512_storeu_ps(s + 5 * 64 + 32, _mm512_mul_ps(vacc5x2, vscale));
-        _mm512_storeu_ps(s + 5 * 64 + 48, _mm512_mul_ps(vacc5x3, vscale));
-    }
+    _mm512_storeu_ps(s + 0 * 128 + 0, vacc0x0);
+    _mm512_storeu_ps(s + 0 * 128 + 16, vacc0x1);
+    _mm512_storeu_ps(s + 1 * 128 + 0, vacc1x0);
+    _mm512_storeu_ps(s + 1 * 128 + 16, vacc1x1);
+    _mm512_storeu_ps(s + 2 * 128 + 0, vacc2x0);
+    _mm512_storeu_ps(s + 2 * 128 + 16, vacc2x1);
+    _mm512_storeu_ps(s + 3 * 128 + 0, vacc3x0);
+    _mm512_storeu_ps(s + 3 * 128 + 16, vacc3x1);
+    _mm512_storeu_ps(s + 4 * 128 + 0, vacc4x0);
+    _mm512_storeu_ps(s + 4 * 128 + 16, vacc4x1);
+    _mm512_storeu_ps(s + 5 * 128 + 0, vacc5x0);
+    _mm512_storeu_ps(s + 5 * 128 + 16, vacc5x1);
+    _mm512_storeu_ps(s + 6 * 128 + 0, vacc6x0);
+    _mm512_storeu_ps(s + 6 * 128 + 16, vacc6x1);
+    _mm512_storeu_ps(s + 7 * 128 + 0, vacc7x0);
+    _mm512_storeu_ps(s + 7 * 128 + 16, vacc7x1);
 }
 
-/* Scores S[1][64] = scale * Q[1][64] K^T[64][64], D unrolled.
- * q: query rows 1 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  8192 FLOPs, 9 vector registers. */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_qk_1x64__avx512(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[1][32] = Q[1][64] K^T[64][32] (Q is packed pre-scaled).
+ * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  4096 FLOPs, 5 vector registers. */
+__attribute__((target("avx512f"))) static void attn_falcon_7b_qk_1x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps(), vacc0x2 = _mm512_setzero_ps(), vacc0x3 = _mm512_setzero_ps();
-    const float *restrict q0 = q + 0 * qs;
+    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
+    const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 1 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 1) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 1) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 1]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 2 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 2) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 2) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 2]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 3 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 3) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 3) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 3]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 4 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 4) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 4) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 4]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 5 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 5) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 5) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 5]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 6 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 6) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 6) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 6]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 7 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 7) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 7) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 7]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
     }
 
-    {
-        const __m512 vscale = _mm512_set1_ps(0.125f);
-        _mm512_storeu_ps(s + 0 * 64 + 0, _mm512_mul_ps(vacc0x0, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 16, _mm512_mul_ps(vacc0x1, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 32, _mm512_mul_ps(vacc0x2, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 48, _mm512_mul_ps(vacc0x3, vscale));
-    }
+    _mm512_storeu_ps(s + 0 * 128 + 0, vacc0x0);
+    _mm512_storeu_ps(s + 0 * 128 + 16, vacc0x1);
 }
 
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 64 floats per row.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_pv_6x64__avx512(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+__attribute__((target("avx512f"))) static void attn_falcon_7b_pv_6x64__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
@@ -421,13 +412,13 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_pv_6x64__avx512(co
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 48), va4);
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 0), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 16), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 32), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 48), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m512 vp0 = _mm512_set1_ps(p[0 * 64 + j]);
-            const __m512 vp1 = _mm512_set1_ps(p[1 * 64 + j]);
-            const __m512 vp2 = _mm512_set1_ps(p[2 * 64 + j]);
-            const __m512 vp3 = _mm512_set1_ps(p[3 * 64 + j]);
-            const __m512 vp4 = _mm512_set1_ps(p[4 * 64 + j]);
-            const __m512 vp5 = _mm512_set1_ps(p[5 * 64 + j]);
+            const float *restrict vr = v + j * 64;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * 128 + j]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * 128 + j]);
+            const __m512 vp3 = _mm512_set1_ps(p[3 * 128 + j]);
+            const __m512 vp4 = _mm512_set1_ps(p[4 * 128 + j]);
+            const __m512 vp5 = _mm512_set1_ps(p[5 * 128 + j]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 0);
                 vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0); vacc5x0 = _mm512_fmadd_ps(vp5, vv, vacc5x0);
@@ -473,18 +464,18 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_pv_6x64__avx512(co
 }
 
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 64 floats per row.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_pv_1x64__avx512(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+__attribute__((target("avx512f"))) static void attn_falcon_7b_pv_1x64__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     { /* columns 0..63 */
         int64_t j;
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 48), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m512 vp0 = _mm512_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 64;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 0);
                 vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0);
@@ -511,54 +502,58 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_pv_1x64__avx512(co
 
 /* Per-thread scratch of the avx512 variant. */
 typedef struct {
-    float s[64 * 64];      /* scores, then probabilities */
-    float o[64 * 64];      /* unnormalized output rows */
-    float m[64], l[64], alpha[64]; /* running max, sum, rescale */
-    int64_t lo[64], hi[64], sink_hi[64], first[64], last[64];
+    float q[96 * 64];       /* the query tile, times scale */
+    float s[96 * 128];      /* scores, then probabilities */
+    float o[96 * 64];      /* unnormalized output rows */
+    float m[96], l[96], alpha[96]; /* running max, sum, rescale */
+    int64_t lo[96], hi[96], sink_hi[96], first[96], last[96];
 } attn_falcon_7b_scratch__avx512;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const attn_args *args, const float *kt, int64_t ldk,
+__attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const attn_args *args, const float *kt, const float *v, int64_t lkp,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_falcon_7b_scratch__avx512 *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t hk = h / 71;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
-    const int64_t qs = args->q_stride[1];
-    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    const int64_t vs = args->v_stride[1];
-    const int64_t ntiles = (lk + 63) / 64;
-    int64_t r, t;
+    const int64_t ntiles = (lk + 127) / 128;
+    int64_t r, t, c;
 
-    kt += (b * 1 + hk) * 64 * ldk; /* K^T of (b, hk) */
+    kt += (b * 1 + hk) * 64 * lkp; /* packed K^T and V of (b, hk) */
+    v += (b * 1 + hk) * 64 * lkp;
     for (r = 0; r < tq; r++) {
         attn_falcon_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+        const float *restrict qr = q + r * args->q_stride[1];
+        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.125f;
+    }
 
     for (t = 0; t < ntiles; t++) {
-        const int64_t j0 = t * 64;
-        const int64_t jn = lk - j0 < 64 ? lk - j0 : 64; /* keys of this tile that exist */
+        const int64_t j0 = t * 128;
+        const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
         const int cls = attn_falcon_7b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        int64_t c;
         if (cls == 0) continue; /* no row sees this tile */
 
-        /* scores: S = scale * Q K^T */
-        for (r = 0; r + 6 <= tq; r += 6)
-            for (c = 0; c < 64; c += 64)
-                attn_falcon_7b_qk_6x64__avx512(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
-        for (; r < tq; r++)
-            for (c = 0; c < 64; c += 64)
-                attn_falcon_7b_qk_1x64__avx512(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
+        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
+           stays in L1 while every row block of the tile passes over it */
+        for (c = 0; c < 128; c += 32) {
+            const float *ktc = kt + j0 * 64 + c;
+            for (r = 0; r + 8 <= tq; r += 8)
+                attn_falcon_7b_qk_8x32__avx512(w->q + r * 64, ktc, w->s + r * 128 + c);
+            for (; r < tq; r++)
+                attn_falcon_7b_qk_1x32__avx512(w->q + r * 64, ktc, w->s + r * 128 + c);
+        }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 64;
+            float *restrict sr = w->s + r * 128;
             float mx = -INFINITY, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 64; c++) {
+                for (c = 0; c < 128; c++) {
                     const int64_t j = j0 + c;
                     const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
                     if (!seen) sr[c] = -INFINITY;
@@ -566,7 +561,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const
             }
             {
                 __m512 vmx = _mm512_loadu_ps(sr);
-                for (c = 16; c < 64; c += 16) vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(sr + c));
+                for (c = 16; c < 128; c += 16) vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(sr + c));
                 mx = _mm512_reduce_max_ps(vmx);
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
@@ -575,7 +570,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const
             {
                 const __m512 vm = _mm512_set1_ps(m_ref);
                 __m512 vsum = _mm512_setzero_ps();
-                for (c = 0; c < 64; c += 16) {
+                for (c = 0; c < 128; c += 16) {
                     const __m512 e = attn_exp__avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + c), vm));
                     _mm512_storeu_ps(sr + c, e);
                     vsum = _mm512_add_ps(vsum, e);
@@ -589,10 +584,10 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
             const int64_t rows = tq - r >= 6 ? 6 : 1;
-            int64_t jlo = 64, jhi = 0, k;
+            int64_t jlo = 128, jhi = 0, k;
             if (cls == 2) {
                 jlo = 0;
-                jhi = 64;
+                jhi = 128;
             } else {
                 for (k = r; k < r + rows; k++) {
                     if (w->last[k] > w->first[k]) {
@@ -604,9 +599,9 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const
                 if (jlo > jhi) jlo = jhi;
             }
             if (rows == 6)
-                attn_falcon_7b_pv_6x64__avx512(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_falcon_7b_pv_6x64__avx512(w->s + r * 128, v + j0 * 64, jlo, jhi, w->o + r * 64, w->alpha + r);
             else
-                attn_falcon_7b_pv_1x64__avx512(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_falcon_7b_pv_1x64__avx512(w->s + r * 128, v + j0 * 64, jlo, jhi, w->o + r * 64, w->alpha + r);
             r += rows;
         }
     }
@@ -626,46 +621,58 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const
     }
 }
 
-/* K^T for batch b, kv head hk: kt[d][j] = K[b][j][hk][d] for j < Lk_b, else 0. */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_pack__avx512(const attn_args *args, int64_t b, int64_t hk, float *kt, int64_t ldk)
+/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+ * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
+__attribute__((target("avx512f"))) static void attn_falcon_7b_pack__avx512(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
+        float *restrict vp, int64_t lkp)
 {
     const int64_t lk = args->seq_k;
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
+    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
     int64_t j, d;
+    memset(kt, 0, sizeof(float) * (size_t)(lkp * 64));
+    memset(vp, 0, sizeof(float) * (size_t)(lkp * 64));
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
-        for (d = 0; d < 64; d++) kt[d * ldk + j] = kr[d];
+        const float *restrict vr = v + j * args->v_stride[1];
+        float *restrict kc = kt + (j / 128) * 8192 + j % 128;
+        for (d = 0; d < 64; d++) kc[d * 128] = kr[d];
+        memcpy(vp + j * 64, vr, sizeof(float) * 64);
     }
-    for (d = 0; d < 64; d++)
-        for (j = lk; j < ldk; j++) kt[d * ldk + j] = 0.0f;
 }
 
 __attribute__((target("avx512f"))) attn_status attn_falcon_7b_fwd__avx512(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_falcon_7b_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
-    const int64_t ldk = (args->seq_k + 63) / 64 * 64;
-    const int64_t nq = (Lq + 63) / 64;
+    const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
+    const int64_t nq = (Lq + 95) / 96;
     const int64_t units = B * 71 * nq;
     const int threads = args->threads;
-    float *kt = NULL;
+    float *kt = NULL, *vp = NULL;
     int failed = 0;
     int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (ldk > 0) {
-        if ((uint64_t)B * 64 > (uint64_t)INT64_MAX / 4 / (uint64_t)ldk) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 64 * ldk));
-        if (!kt) return ATTN_ERR_NOMEM;
+    if (lkp > 0) {
+        if ((uint64_t)B * 128 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
+        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 64 * lkp));
+        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 64 * lkp));
+        if (!kt || !vp) {
+            attn_free(kt);
+            attn_free(vp);
+            return ATTN_ERR_NOMEM;
+        }
     }
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     for (u = 0; u < B * 1; u++)
-        if (ldk > 0) attn_falcon_7b_pack__avx512(args, u / 1, u % 1, kt + u * 64 * ldk, ldk);
+        if (lkp > 0)
+            attn_falcon_7b_pack__avx512(args, u / 1, u % 1, kt + u * 64 * lkp, vp + u * 64 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -685,13 +692,14 @@ __attribute__((target("avx512f"))) attn_status attn_falcon_7b_fwd__avx512(const 
             /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
             const int64_t qt = nq - 1 - u % nq;
             const int64_t bh = u / nq;
-            const int64_t i0 = qt * 64;
-            if (w) attn_falcon_7b_unit__avx512(args, kt, ldk, bh / 71, bh % 71, i0,
-                    Lq - i0 < 64 ? Lq - i0 : 64, w);
+            const int64_t i0 = qt * 96;
+            if (w) attn_falcon_7b_unit__avx512(args, kt, vp, lkp, bh / 71, bh % 71, i0,
+                    Lq - i0 < 96 ? Lq - i0 : 96, w);
         }
         attn_free(w);
     }
     attn_free(kt);
+    attn_free(vp);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
@@ -737,346 +745,341 @@ __attribute__((target("avx2,fma"))) static inline __m256 attn_exp__avx2(__m256 x
     return _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
 }
 
-/* Scores S[6][16] = scale * Q[6][64] K^T[64][16], D unrolled.
- * q: query rows 6 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  12288 FLOPs, 15 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_6x16__avx2(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[4][16] = Q[4][64] K^T[64][16] (Q is packed pre-scaled).
+ * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  8192 FLOPs, 11 vector registers. */
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_4x16__avx2(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
     __m256 vacc1x0 = _mm256_setzero_ps(), vacc1x1 = _mm256_setzero_ps();
     __m256 vacc2x0 = _mm256_setzero_ps(), vacc2x1 = _mm256_setzero_ps();
     __m256 vacc3x0 = _mm256_setzero_ps(), vacc3x1 = _mm256_setzero_ps();
-    __m256 vacc4x0 = _mm256_setzero_ps(), vacc4x1 = _mm256_setzero_ps();
-    __m256 vacc5x0 = _mm256_setzero_ps(), vacc5x1 = _mm256_setzero_ps();
-    const float *restrict q0 = q + 0 * qs;
-    const float *restrict q1 = q + 1 * qs;
-    const float *restrict q2 = q + 2 * qs;
-    const float *restrict q3 = q + 3 * qs;
-    const float *restrict q4 = q + 4 * qs;
-    const float *restrict q5 = q + 5 * qs;
+    const float *restrict q0 = q + 0;
+    const float *restrict q1 = q + 64;
+    const float *restrict q2 = q + 128;
+    const float *restrict q3 = q + 192;
 
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d]);
             const __m256 vq1 = _mm256_set1_ps(q1[d]);
             const __m256 vq2 = _mm256_set1_ps(q2[d]);
             const __m256 vq3 = _mm256_set1_ps(q3[d]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 1 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 1]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 1]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 1]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 1]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 1]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 1]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 2 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 2]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 2]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 2]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 2]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 2]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 2]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 3 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 3]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 3]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 3]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 3]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 3]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 3]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 4 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 4]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 4]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 4]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 4]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 4]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 4]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 5 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 5]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 5]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 5]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 5]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 5]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 5]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 6 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 6]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 6]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 6]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 6]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 6]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 6]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 7 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 7]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 7]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 7]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 7]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 7]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 7]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
     }
 
-    {
-        const __m256 vscale = _mm256_set1_ps(0.125f);
-        _mm256_storeu_ps(s + 0 * 64 + 0, _mm256_mul_ps(vacc0x0, vscale));
-        _mm256_storeu_ps(s + 0 * 64 + 8, _mm256_mul_ps(vacc0x1, vscale));
-        _mm256_storeu_ps(s + 1 * 64 + 0, _mm256_mul_ps(vacc1x0, vscale));
-        _mm256_storeu_ps(s + 1 * 64 + 8, _mm256_mul_ps(vacc1x1, vscale));
-        _mm256_storeu_ps(s + 2 * 64 + 0, _mm256_mul_ps(vacc2x0, vscale));
-        _mm256_storeu_ps(s + 2 * 64 + 8, _mm256_mul_ps(vacc2x1, vscale));
-        _mm256_storeu_ps(s + 3 * 64 + 0, _mm256_mul_ps(vacc3x0, vscale));
-        _mm256_storeu_ps(s + 3 * 64 + 8, _mm256_mul_ps(vacc3x1, vscale));
-        _mm256_storeu_ps(s + 4 * 64 + 0, _mm256_mul_ps(vacc4x0, vscale));
-        _mm256_storeu_ps(s + 4 * 64 + 8, _mm256_mul_ps(vacc4x1, vscale));
-        _mm256_storeu_ps(s + 5 * 64 + 0, _mm256_mul_ps(vacc5x0, vscale));
-        _mm256_storeu_ps(s + 5 * 64 + 8, _mm256_mul_ps(vacc5x1, vscale));
-    }
+    _mm256_storeu_ps(s + 0 * 128 + 0, vacc0x0);
+    _mm256_storeu_ps(s + 0 * 128 + 8, vacc0x1);
+    _mm256_storeu_ps(s + 1 * 128 + 0, vacc1x0);
+    _mm256_storeu_ps(s + 1 * 128 + 8, vacc1x1);
+    _mm256_storeu_ps(s + 2 * 128 + 0, vacc2x0);
+    _mm256_storeu_ps(s + 2 * 128 + 8, vacc2x1);
+    _mm256_storeu_ps(s + 3 * 128 + 0, vacc3x0);
+    _mm256_storeu_ps(s + 3 * 128 + 8, vacc3x1);
 }
 
-/* Scores S[1][16] = scale * Q[1][64] K^T[64][16], D unrolled.
- * q: query rows 1 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  2048 FLOPs, 5 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_1x16__avx2(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[1][16] = Q[1][64] K^T[64][16] (Q is packed pre-scaled).
+ * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  2048 FLOPs, 5 vector registers. */
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_1x16__avx2(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
-    const float *restrict q0 = q + 0 * qs;
+    const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 1 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 1]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 2 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 2]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 3 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 3]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 4 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 4]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 5 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 5]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 6 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 6]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 7 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 7]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
     }
 
-    {
-        const __m256 vscale = _mm256_set1_ps(0.125f);
-        _mm256_storeu_ps(s + 0 * 64 + 0, _mm256_mul_ps(vacc0x0, vscale));
-        _mm256_storeu_ps(s + 0 * 64 + 8, _mm256_mul_ps(vacc0x1, vscale));
-    }
+    _mm256_storeu_ps(s + 0 * 128 + 0, vacc0x0);
+    _mm256_storeu_ps(s + 0 * 128 + 8, vacc0x1);
 }
 
-/* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 64 floats per row.
- * 384 FLOPs per key, 16 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_falcon_7b_pv_3x64__avx2(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
+ * 512 FLOPs per key, 13 vector registers. */
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_pv_4x64__avx2(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
     const __m256 va1 = _mm256_set1_ps(alpha[1]);
     const __m256 va2 = _mm256_set1_ps(alpha[2]);
-    { /* columns 0..31 */
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    { /* columns 0..15 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
-        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 8), va1), vacc1x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 16), va1), vacc1x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 24), va1);
-        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 8), va2), vacc2x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 16), va2), vacc2x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 24), va2);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 0), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 8), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * 64 + j]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * 64 + j]);
+            const float *restrict vr = v + j * 64;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 0);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
             }
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 16);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm256_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm256_fmadd_ps(vp2, vv, vacc2x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 24);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm256_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm256_fmadd_ps(vp2, vv, vacc2x3);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
         _mm256_storeu_ps(o + 0 * 64 + 8, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 64 + 24, vacc0x3);
         _mm256_storeu_ps(o + 1 * 64 + 0, vacc1x0);
         _mm256_storeu_ps(o + 1 * 64 + 8, vacc1x1);
-        _mm256_storeu_ps(o + 1 * 64 + 16, vacc1x2);
-        _mm256_storeu_ps(o + 1 * 64 + 24, vacc1x3);
         _mm256_storeu_ps(o + 2 * 64 + 0, vacc2x0);
         _mm256_storeu_ps(o + 2 * 64 + 8, vacc2x1);
-        _mm256_storeu_ps(o + 2 * 64 + 16, vacc2x2);
-        _mm256_storeu_ps(o + 2 * 64 + 24, vacc2x3);
+        _mm256_storeu_ps(o + 3 * 64 + 0, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 8, vacc3x1);
     }
-    { /* columns 32..63 */
+    { /* columns 16..31 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
-        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 40), va1), vacc1x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 48), va1), vacc1x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 56), va1);
-        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 40), va2), vacc2x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 48), va2), vacc2x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 56), va2);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 24), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 24), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 16), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 24), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * 64 + j]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * 64 + j]);
+            const float *restrict vr = v + j * 64;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 16);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 24);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 24, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 16, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 24, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 16, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 24, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 16, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 24, vacc3x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 40), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 40), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 32), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 40), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 32);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
             }
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 40);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 48);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm256_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm256_fmadd_ps(vp2, vv, vacc2x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 56);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm256_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm256_fmadd_ps(vp2, vv, vacc2x3);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
         _mm256_storeu_ps(o + 0 * 64 + 40, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 64 + 56, vacc0x3);
         _mm256_storeu_ps(o + 1 * 64 + 32, vacc1x0);
         _mm256_storeu_ps(o + 1 * 64 + 40, vacc1x1);
-        _mm256_storeu_ps(o + 1 * 64 + 48, vacc1x2);
-        _mm256_storeu_ps(o + 1 * 64 + 56, vacc1x3);
         _mm256_storeu_ps(o + 2 * 64 + 32, vacc2x0);
         _mm256_storeu_ps(o + 2 * 64 + 40, vacc2x1);
-        _mm256_storeu_ps(o + 2 * 64 + 48, vacc2x2);
-        _mm256_storeu_ps(o + 2 * 64 + 56, vacc2x3);
+        _mm256_storeu_ps(o + 3 * 64 + 32, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 40, vacc3x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 56), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 56), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 48), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 56), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 48);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 56);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 56, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 48, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 56, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 48, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 56, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 48, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 56, vacc3x1);
     }
 }
 
-/* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 64 floats per row.
- * 128 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_falcon_7b_pv_1x64__avx2(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
+ * 128 FLOPs per key, 4 vector registers. */
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_pv_1x64__avx2(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
-    { /* columns 0..31 */
+    { /* columns 0..15 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 64;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 0);
                 vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
@@ -1085,26 +1088,34 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_pv_1x64__avx2(con
                 const __m256 vv = _mm256_loadu_ps(vr + 8);
                 vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
             }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 16);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 24);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3);
-            }
         }
         _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
         _mm256_storeu_ps(o + 0 * 64 + 8, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 64 + 24, vacc0x3);
     }
-    { /* columns 32..63 */
+    { /* columns 16..31 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 64;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 16);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 24);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 24, vacc0x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 32);
                 vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
@@ -1113,72 +1124,84 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_pv_1x64__avx2(con
                 const __m256 vv = _mm256_loadu_ps(vr + 40);
                 vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
             }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 48);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 56);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3);
-            }
         }
         _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
         _mm256_storeu_ps(o + 0 * 64 + 40, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 64 + 56, vacc0x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 48);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 56);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 56, vacc0x1);
     }
 }
 
 /* Per-thread scratch of the avx2 variant. */
 typedef struct {
-    float s[64 * 64];      /* scores, then probabilities */
-    float o[64 * 64];      /* unnormalized output rows */
-    float m[64], l[64], alpha[64]; /* running max, sum, rescale */
-    int64_t lo[64], hi[64], sink_hi[64], first[64], last[64];
+    float q[96 * 64];       /* the query tile, times scale */
+    float s[96 * 128];      /* scores, then probabilities */
+    float o[96 * 64];      /* unnormalized output rows */
+    float m[96], l[96], alpha[96]; /* running max, sum, rescale */
+    int64_t lo[96], hi[96], sink_hi[96], first[96], last[96];
 } attn_falcon_7b_scratch__avx2;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-__attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const attn_args *args, const float *kt, int64_t ldk,
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const attn_args *args, const float *kt, const float *v, int64_t lkp,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_falcon_7b_scratch__avx2 *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t hk = h / 71;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
-    const int64_t qs = args->q_stride[1];
-    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    const int64_t vs = args->v_stride[1];
-    const int64_t ntiles = (lk + 63) / 64;
-    int64_t r, t;
+    const int64_t ntiles = (lk + 127) / 128;
+    int64_t r, t, c;
 
-    kt += (b * 1 + hk) * 64 * ldk; /* K^T of (b, hk) */
+    kt += (b * 1 + hk) * 64 * lkp; /* packed K^T and V of (b, hk) */
+    v += (b * 1 + hk) * 64 * lkp;
     for (r = 0; r < tq; r++) {
         attn_falcon_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+        const float *restrict qr = q + r * args->q_stride[1];
+        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.125f;
+    }
 
     for (t = 0; t < ntiles; t++) {
-        const int64_t j0 = t * 64;
-        const int64_t jn = lk - j0 < 64 ? lk - j0 : 64; /* keys of this tile that exist */
+        const int64_t j0 = t * 128;
+        const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
         const int cls = attn_falcon_7b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        int64_t c;
         if (cls == 0) continue; /* no row sees this tile */
 
-        /* scores: S = scale * Q K^T */
-        for (r = 0; r + 6 <= tq; r += 6)
-            for (c = 0; c < 64; c += 16)
-                attn_falcon_7b_qk_6x16__avx2(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
-        for (; r < tq; r++)
-            for (c = 0; c < 64; c += 16)
-                attn_falcon_7b_qk_1x16__avx2(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
+        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
+           stays in L1 while every row block of the tile passes over it */
+        for (c = 0; c < 128; c += 16) {
+            const float *ktc = kt + j0 * 64 + c;
+            for (r = 0; r + 4 <= tq; r += 4)
+                attn_falcon_7b_qk_4x16__avx2(w->q + r * 64, ktc, w->s + r * 128 + c);
+            for (; r < tq; r++)
+                attn_falcon_7b_qk_1x16__avx2(w->q + r * 64, ktc, w->s + r * 128 + c);
+        }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 64;
+            float *restrict sr = w->s + r * 128;
             float mx = -INFINITY, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 64; c++) {
+                for (c = 0; c < 128; c++) {
                     const int64_t j = j0 + c;
                     const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
                     if (!seen) sr[c] = -INFINITY;
@@ -1186,7 +1209,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const 
             }
             {
                 __m256 vmx = _mm256_loadu_ps(sr);
-                for (c = 8; c < 64; c += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(sr + c));
+                for (c = 8; c < 128; c += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(sr + c));
                 mx = attn_hmax_avx2(vmx);
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
@@ -1195,7 +1218,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const 
             {
                 const __m256 vm = _mm256_set1_ps(m_ref);
                 __m256 vsum = _mm256_setzero_ps();
-                for (c = 0; c < 64; c += 8) {
+                for (c = 0; c < 128; c += 8) {
                     const __m256 e = attn_exp__avx2(_mm256_sub_ps(_mm256_loadu_ps(sr + c), vm));
                     _mm256_storeu_ps(sr + c, e);
                     vsum = _mm256_add_ps(vsum, e);
@@ -1208,11 +1231,11 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const 
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 3 ? 3 : 1;
-            int64_t jlo = 64, jhi = 0, k;
+            const int64_t rows = tq - r >= 4 ? 4 : 1;
+            int64_t jlo = 128, jhi = 0, k;
             if (cls == 2) {
                 jlo = 0;
-                jhi = 64;
+                jhi = 128;
             } else {
                 for (k = r; k < r + rows; k++) {
                     if (w->last[k] > w->first[k]) {
@@ -1223,10 +1246,10 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const 
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 3)
-                attn_falcon_7b_pv_3x64__avx2(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 64, w->alpha + r);
+            if (rows == 4)
+                attn_falcon_7b_pv_4x64__avx2(w->s + r * 128, v + j0 * 64, jlo, jhi, w->o + r * 64, w->alpha + r);
             else
-                attn_falcon_7b_pv_1x64__avx2(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_falcon_7b_pv_1x64__avx2(w->s + r * 128, v + j0 * 64, jlo, jhi, w->o + r * 64, w->alpha + r);
             r += rows;
         }
     }
@@ -1250,46 +1273,58 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const 
     }
 }
 
-/* K^T for batch b, kv head hk: kt[d][j] = K[b][j][hk][d] for j < Lk_b, else 0. */
-__attribute__((target("avx2,fma"))) static void attn_falcon_7b_pack__avx2(const attn_args *args, int64_t b, int64_t hk, float *kt, int64_t ldk)
+/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+ * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_pack__avx2(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
+        float *restrict vp, int64_t lkp)
 {
     const int64_t lk = args->seq_k;
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
+    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
     int64_t j, d;
+    memset(kt, 0, sizeof(float) * (size_t)(lkp * 64));
+    memset(vp, 0, sizeof(float) * (size_t)(lkp * 64));
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
-        for (d = 0; d < 64; d++) kt[d * ldk + j] = kr[d];
+        const float *restrict vr = v + j * args->v_stride[1];
+        float *restrict kc = kt + (j / 128) * 8192 + j % 128;
+        for (d = 0; d < 64; d++) kc[d * 128] = kr[d];
+        memcpy(vp + j * 64, vr, sizeof(float) * 64);
     }
-    for (d = 0; d < 64; d++)
-        for (j = lk; j < ldk; j++) kt[d * ldk + j] = 0.0f;
 }
 
 __attribute__((target("avx2,fma"))) attn_status attn_falcon_7b_fwd__avx2(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_falcon_7b_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
-    const int64_t ldk = (args->seq_k + 63) / 64 * 64;
-    const int64_t nq = (Lq + 63) / 64;
+    const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
+    const int64_t nq = (Lq + 95) / 96;
     const int64_t units = B * 71 * nq;
     const int threads = args->threads;
-    float *kt = NULL;
+    float *kt = NULL, *vp = NULL;
     int failed = 0;
     int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (ldk > 0) {
-        if ((uint64_t)B * 64 > (uint64_t)INT64_MAX / 4 / (uint64_t)ldk) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 64 * ldk));
-        if (!kt) return ATTN_ERR_NOMEM;
+    if (lkp > 0) {
+        if ((uint64_t)B * 128 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
+        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 64 * lkp));
+        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 64 * lkp));
+        if (!kt || !vp) {
+            attn_free(kt);
+            attn_free(vp);
+            return ATTN_ERR_NOMEM;
+        }
     }
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     for (u = 0; u < B * 1; u++)
-        if (ldk > 0) attn_falcon_7b_pack__avx2(args, u / 1, u % 1, kt + u * 64 * ldk, ldk);
+        if (lkp > 0)
+            attn_falcon_7b_pack__avx2(args, u / 1, u % 1, kt + u * 64 * lkp, vp + u * 64 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -1309,13 +1344,14 @@ __attribute__((target("avx2,fma"))) attn_status attn_falcon_7b_fwd__avx2(const a
             /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
             const int64_t qt = nq - 1 - u % nq;
             const int64_t bh = u / nq;
-            const int64_t i0 = qt * 64;
-            if (w) attn_falcon_7b_unit__avx2(args, kt, ldk, bh / 71, bh % 71, i0,
-                    Lq - i0 < 64 ? Lq - i0 : 64, w);
+            const int64_t i0 = qt * 96;
+            if (w) attn_falcon_7b_unit__avx2(args, kt, vp, lkp, bh / 71, bh % 71, i0,
+                    Lq - i0 < 96 ? Lq - i0 : 96, w);
         }
         attn_free(w);
     }
     attn_free(kt);
+    attn_free(vp);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
@@ -1366,448 +1402,535 @@ static inline float32x4_t attn_exp__neon(float32x4_t x)
     return vmulq_f32(y, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23)));
 }
 
-/* Scores S[6][16] = scale * Q[6][64] K^T[64][16], D unrolled.
- * q: query rows 6 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  12288 FLOPs, 29 vector registers. */
-static void attn_falcon_7b_qk_6x16__neon(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[8][8] = Q[8][64] K^T[64][8] (Q is packed pre-scaled).
+ * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  8192 FLOPs, 19 vector registers. */
+static void attn_falcon_7b_qk_8x8__neon(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f), vacc0x2 = vdupq_n_f32(0.0f), vacc0x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc1x0 = vdupq_n_f32(0.0f), vacc1x1 = vdupq_n_f32(0.0f), vacc1x2 = vdupq_n_f32(0.0f), vacc1x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc2x0 = vdupq_n_f32(0.0f), vacc2x1 = vdupq_n_f32(0.0f), vacc2x2 = vdupq_n_f32(0.0f), vacc2x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc3x0 = vdupq_n_f32(0.0f), vacc3x1 = vdupq_n_f32(0.0f), vacc3x2 = vdupq_n_f32(0.0f), vacc3x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc4x0 = vdupq_n_f32(0.0f), vacc4x1 = vdupq_n_f32(0.0f), vacc4x2 = vdupq_n_f32(0.0f), vacc4x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc5x0 = vdupq_n_f32(0.0f), vacc5x1 = vdupq_n_f32(0.0f), vacc5x2 = vdupq_n_f32(0.0f), vacc5x3 = vdupq_n_f32(0.0f);
-    const float *restrict q0 = q + 0 * qs;
-    const float *restrict q1 = q + 1 * qs;
-    const float *restrict q2 = q + 2 * qs;
-    const float *restrict q3 = q + 3 * qs;
-    const float *restrict q4 = q + 4 * qs;
-    const float *restrict q5 = q + 5 * qs;
+    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc1x0 = vdupq_n_f32(0.0f), vacc1x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc2x0 = vdupq_n_f32(0.0f), vacc2x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc3x0 = vdupq_n_f32(0.0f), vacc3x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc4x0 = vdupq_n_f32(0.0f), vacc4x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc5x0 = vdupq_n_f32(0.0f), vacc5x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc6x0 = vdupq_n_f32(0.0f), vacc6x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc7x0 = vdupq_n_f32(0.0f), vacc7x1 = vdupq_n_f32(0.0f);
+    const float *restrict q0 = q + 0;
+    const float *restrict q1 = q + 64;
+    const float *restrict q2 = q + 128;
+    const float *restrict q3 = q + 192;
+    const float *restrict q4 = q + 256;
+    const float *restrict q5 = q + 320;
+    const float *restrict q6 = q + 384;
+    const float *restrict q7 = q + 448;
 
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const float32x4_t vk0 = vld1q_f32(kt + (d) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 1 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 1) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 1) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 1]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 1]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 1]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 1]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 1]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 1]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 1]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 1]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 2 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 2) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 2) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 2]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 2]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 2]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 2]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 2]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 2]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 2]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 2]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 3 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 3) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 3) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 3]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 3]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 3]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 3]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 3]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 3]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 3]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 3]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 4 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 4) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 4) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 4]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 4]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 4]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 4]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 4]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 4]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 4]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 4]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 5 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 5) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 5) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 5]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 5]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 5]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 5]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 5]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 5]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 5]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 5]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 6 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 6) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 6) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 6]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 6]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 6]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 6]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 6]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 6]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 6]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 6]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 7 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 7) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 7) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 7]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 7]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 7]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 7]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 7]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 7]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 7]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 7]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
     }
 
-    {
-        const float32x4_t vscale = vdupq_n_f32(0.125f);
-        vst1q_f32(s + 0 * 64 + 0, vmulq_f32(vacc0x0, vscale));
-        vst1q_f32(s + 0 * 64 + 4, vmulq_f32(vacc0x1, vscale));
-        vst1q_f32(s + 0 * 64 + 8, vmulq_f32(vacc0x2, vscale));
-        vst1q_f32(s + 0 * 64 + 12, vmulq_f32(vacc0x3, vscale));
-        vst1q_f32(s + 1 * 64 + 0, vmulq_f32(vacc1x0, vscale));
-        vst1q_f32(s + 1 * 64 + 4, vmulq_f32(vacc1x1, vscale));
-        vst1q_f32(s + 1 * 64 + 8, vmulq_f32(vacc1x2, vscale));
-        vst1q_f32(s + 1 * 64 + 12, vmulq_f32(vacc1x3, vscale));
-        vst1q_f32(s + 2 * 64 + 0, vmulq_f32(vacc2x0, vscale));
-        vst1q_f32(s + 2 * 64 + 4, vmulq_f32(vacc2x1, vscale));
-        vst1q_f32(s + 2 * 64 + 8, vmulq_f32(vacc2x2, vscale));
-        vst1q_f32(s + 2 * 64 + 12, vmulq_f32(vacc2x3, vscale));
-        vst1q_f32(s + 3 * 64 + 0, vmulq_f32(vacc3x0, vscale));
-        vst1q_f32(s + 3 * 64 + 4, vmulq_f32(vacc3x1, vscale));
-        vst1q_f32(s + 3 * 64 + 8, vmulq_f32(vacc3x2, vscale));
-        vst1q_f32(s + 3 * 64 + 12, vmulq_f32(vacc3x3, vscale));
-        vst1q_f32(s + 4 * 64 + 0, vmulq_f32(vacc4x0, vscale));
-        vst1q_f32(s + 4 * 64 + 4, vmulq_f32(vacc4x1, vscale));
-        vst1q_f32(s + 4 * 64 + 8, vmulq_f32(vacc4x2, vscale));
-        vst1q_f32(s + 4 * 64 + 12, vmulq_f32(vacc4x3, vscale));
-        vst1q_f32(s + 5 * 64 + 0, vmulq_f32(vacc5x0, vscale));
-        vst1q_f32(s + 5 * 64 + 4, vmulq_f32(vacc5x1, vscale));
-        vst1q_f32(s + 5 * 64 + 8, vmulq_f32(vacc5x2, vscale));
-        vst1q_f32(s + 5 * 64 + 12, vmulq_f32(vacc5x3, vscale));
-    }
+    vst1q_f32(s + 0 * 128 + 0, vacc0x0);
+    vst1q_f32(s + 0 * 128 + 4, vacc0x1);
+    vst1q_f32(s + 1 * 128 + 0, vacc1x0);
+    vst1q_f32(s + 1 * 128 + 4, vacc1x1);
+    vst1q_f32(s + 2 * 128 + 0, vacc2x0);
+    vst1q_f32(s + 2 * 128 + 4, vacc2x1);
+    vst1q_f32(s + 3 * 128 + 0, vacc3x0);
+    vst1q_f32(s + 3 * 128 + 4, vacc3x1);
+    vst1q_f32(s + 4 * 128 + 0, vacc4x0);
+    vst1q_f32(s + 4 * 128 + 4, vacc4x1);
+    vst1q_f32(s + 5 * 128 + 0, vacc5x0);
+    vst1q_f32(s + 5 * 128 + 4, vacc5x1);
+    vst1q_f32(s + 6 * 128 + 0, vacc6x0);
+    vst1q_f32(s + 6 * 128 + 4, vacc6x1);
+    vst1q_f32(s + 7 * 128 + 0, vacc7x0);
+    vst1q_f32(s + 7 * 128 + 4, vacc7x1);
 }
 
-/* Scores S[1][16] = scale * Q[1][64] K^T[64][16], D unrolled.
- * q: query rows 1 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  2048 FLOPs, 9 vector registers. */
-static void attn_falcon_7b_qk_1x16__neon(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[1][8] = Q[1][64] K^T[64][8] (Q is packed pre-scaled).
+ * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  1024 FLOPs, 5 vector registers. */
+static void attn_falcon_7b_qk_1x8__neon(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f), vacc0x2 = vdupq_n_f32(0.0f), vacc0x3 = vdupq_n_f32(0.0f);
-    const float *restrict q0 = q + 0 * qs;
+    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
+    const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const float32x4_t vk0 = vld1q_f32(kt + (d) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 1 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 1) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 1) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 1]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 2 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 2) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 2) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 2]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 3 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 3) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 3) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 3]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 4 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 4) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 4) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 4]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 5 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 5) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 5) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 5]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 6 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 6) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 6) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 6]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 7 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 7) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 7) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 7]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
     }
 
-    {
-        const float32x4_t vscale = vdupq_n_f32(0.125f);
-        vst1q_f32(s + 0 * 64 + 0, vmulq_f32(vacc0x0, vscale));
-        vst1q_f32(s + 0 * 64 + 4, vmulq_f32(vacc0x1, vscale));
-        vst1q_f32(s + 0 * 64 + 8, vmulq_f32(vacc0x2, vscale));
-        vst1q_f32(s + 0 * 64 + 12, vmulq_f32(vacc0x3, vscale));
-    }
+    vst1q_f32(s + 0 * 128 + 0, vacc0x0);
+    vst1q_f32(s + 0 * 128 + 4, vacc0x1);
 }
 
-/* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 2 chunks of at most 8 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 64 floats per row.
- * 384 FLOPs per key, 28 vector registers. */
-static void attn_falcon_7b_pv_3x64__neon(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
+ * 768 FLOPs per key, 31 vector registers. */
+static void attn_falcon_7b_pv_6x64__neon(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
     const float32x4_t va1 = vdupq_n_f32(alpha[1]);
     const float32x4_t va2 = vdupq_n_f32(alpha[2]);
-    { /* columns 0..31 */
+    const float32x4_t va3 = vdupq_n_f32(alpha[3]);
+    const float32x4_t va4 = vdupq_n_f32(alpha[4]);
+    const float32x4_t va5 = vdupq_n_f32(alpha[5]);
+    { /* columns 0..15 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 12), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 64 + 16), va0), vacc0x5 = vmulq_f32(vld1q_f32(o + 0 * 64 + 20), va0), vacc0x6 = vmulq_f32(vld1q_f32(o + 0 * 64 + 24), va0), vacc0x7 = vmulq_f32(vld1q_f32(o + 0 * 64 + 28), va0);
-        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 12), va1), vacc1x4 = vmulq_f32(vld1q_f32(o + 1 * 64 + 16), va1), vacc1x5 = vmulq_f32(vld1q_f32(o + 1 * 64 + 20), va1), vacc1x6 = vmulq_f32(vld1q_f32(o + 1 * 64 + 24), va1), vacc1x7 = vmulq_f32(vld1q_f32(o + 1 * 64 + 28), va1);
-        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 0), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 8), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 12), va2), vacc2x4 = vmulq_f32(vld1q_f32(o + 2 * 64 + 16), va2), vacc2x5 = vmulq_f32(vld1q_f32(o + 2 * 64 + 20), va2), vacc2x6 = vmulq_f32(vld1q_f32(o + 2 * 64 + 24), va2), vacc2x7 = vmulq_f32(vld1q_f32(o + 2 * 64 + 28), va2);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 12), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 12), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 0), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 8), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 12), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 0), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 4), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 8), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 12), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 0), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 4), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 8), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 12), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 64 + 0), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 64 + 4), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 64 + 8), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 64 + 12), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
-            const float32x4_t vp1 = vdupq_n_f32(p[1 * 64 + j]);
-            const float32x4_t vp2 = vdupq_n_f32(p[2 * 64 + j]);
+            const float *restrict vr = v + j * 64;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 0);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 4);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 8);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 12);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 16);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv); vacc1x4 = vfmaq_f32(vacc1x4, vp1, vv); vacc2x4 = vfmaq_f32(vacc2x4, vp2, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 20);
-                vacc0x5 = vfmaq_f32(vacc0x5, vp0, vv); vacc1x5 = vfmaq_f32(vacc1x5, vp1, vv); vacc2x5 = vfmaq_f32(vacc2x5, vp2, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 24);
-                vacc0x6 = vfmaq_f32(vacc0x6, vp0, vv); vacc1x6 = vfmaq_f32(vacc1x6, vp1, vv); vacc2x6 = vfmaq_f32(vacc2x6, vp2, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 28);
-                vacc0x7 = vfmaq_f32(vacc0x7, vp0, vv); vacc1x7 = vfmaq_f32(vacc1x7, vp1, vv); vacc2x7 = vfmaq_f32(vacc2x7, vp2, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
         }
         vst1q_f32(o + 0 * 64 + 0, vacc0x0);
         vst1q_f32(o + 0 * 64 + 4, vacc0x1);
         vst1q_f32(o + 0 * 64 + 8, vacc0x2);
         vst1q_f32(o + 0 * 64 + 12, vacc0x3);
-        vst1q_f32(o + 0 * 64 + 16, vacc0x4);
-        vst1q_f32(o + 0 * 64 + 20, vacc0x5);
-        vst1q_f32(o + 0 * 64 + 24, vacc0x6);
-        vst1q_f32(o + 0 * 64 + 28, vacc0x7);
         vst1q_f32(o + 1 * 64 + 0, vacc1x0);
         vst1q_f32(o + 1 * 64 + 4, vacc1x1);
         vst1q_f32(o + 1 * 64 + 8, vacc1x2);
         vst1q_f32(o + 1 * 64 + 12, vacc1x3);
-        vst1q_f32(o + 1 * 64 + 16, vacc1x4);
-        vst1q_f32(o + 1 * 64 + 20, vacc1x5);
-        vst1q_f32(o + 1 * 64 + 24, vacc1x6);
-        vst1q_f32(o + 1 * 64 + 28, vacc1x7);
         vst1q_f32(o + 2 * 64 + 0, vacc2x0);
         vst1q_f32(o + 2 * 64 + 4, vacc2x1);
         vst1q_f32(o + 2 * 64 + 8, vacc2x2);
         vst1q_f32(o + 2 * 64 + 12, vacc2x3);
-        vst1q_f32(o + 2 * 64 + 16, vacc2x4);
-        vst1q_f32(o + 2 * 64 + 20, vacc2x5);
-        vst1q_f32(o + 2 * 64 + 24, vacc2x6);
-        vst1q_f32(o + 2 * 64 + 28, vacc2x7);
+        vst1q_f32(o + 3 * 64 + 0, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 4, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 8, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 12, vacc3x3);
+        vst1q_f32(o + 4 * 64 + 0, vacc4x0);
+        vst1q_f32(o + 4 * 64 + 4, vacc4x1);
+        vst1q_f32(o + 4 * 64 + 8, vacc4x2);
+        vst1q_f32(o + 4 * 64 + 12, vacc4x3);
+        vst1q_f32(o + 5 * 64 + 0, vacc5x0);
+        vst1q_f32(o + 5 * 64 + 4, vacc5x1);
+        vst1q_f32(o + 5 * 64 + 8, vacc5x2);
+        vst1q_f32(o + 5 * 64 + 12, vacc5x3);
     }
-    { /* columns 32..63 */
+    { /* columns 16..31 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 44), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 64 + 48), va0), vacc0x5 = vmulq_f32(vld1q_f32(o + 0 * 64 + 52), va0), vacc0x6 = vmulq_f32(vld1q_f32(o + 0 * 64 + 56), va0), vacc0x7 = vmulq_f32(vld1q_f32(o + 0 * 64 + 60), va0);
-        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 32), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 36), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 40), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 44), va1), vacc1x4 = vmulq_f32(vld1q_f32(o + 1 * 64 + 48), va1), vacc1x5 = vmulq_f32(vld1q_f32(o + 1 * 64 + 52), va1), vacc1x6 = vmulq_f32(vld1q_f32(o + 1 * 64 + 56), va1), vacc1x7 = vmulq_f32(vld1q_f32(o + 1 * 64 + 60), va1);
-        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 32), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 36), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 40), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 44), va2), vacc2x4 = vmulq_f32(vld1q_f32(o + 2 * 64 + 48), va2), vacc2x5 = vmulq_f32(vld1q_f32(o + 2 * 64 + 52), va2), vacc2x6 = vmulq_f32(vld1q_f32(o + 2 * 64 + 56), va2), vacc2x7 = vmulq_f32(vld1q_f32(o + 2 * 64 + 60), va2);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 28), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 16), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 20), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 24), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 28), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 16), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 20), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 24), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 28), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 16), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 20), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 24), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 28), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 16), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 20), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 24), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 28), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 64 + 16), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 64 + 20), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 64 + 24), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 64 + 28), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
-            const float32x4_t vp1 = vdupq_n_f32(p[1 * 64 + j]);
-            const float32x4_t vp2 = vdupq_n_f32(p[2 * 64 + j]);
+            const float *restrict vr = v + j * 64;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 28, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 16, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 20, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 24, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 28, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 16, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 20, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 24, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 28, vacc2x3);
+        vst1q_f32(o + 3 * 64 + 16, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 20, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 24, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 28, vacc3x3);
+        vst1q_f32(o + 4 * 64 + 16, vacc4x0);
+        vst1q_f32(o + 4 * 64 + 20, vacc4x1);
+        vst1q_f32(o + 4 * 64 + 24, vacc4x2);
+        vst1q_f32(o + 4 * 64 + 28, vacc4x3);
+        vst1q_f32(o + 5 * 64 + 16, vacc5x0);
+        vst1q_f32(o + 5 * 64 + 20, vacc5x1);
+        vst1q_f32(o + 5 * 64 + 24, vacc5x2);
+        vst1q_f32(o + 5 * 64 + 28, vacc5x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 44), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 32), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 36), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 40), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 44), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 32), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 36), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 40), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 44), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 32), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 36), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 40), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 44), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 32), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 36), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 40), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 44), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 64 + 32), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 64 + 36), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 64 + 40), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 64 + 44), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 32);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 36);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 40);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 44);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 48);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv); vacc1x4 = vfmaq_f32(vacc1x4, vp1, vv); vacc2x4 = vfmaq_f32(vacc2x4, vp2, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 52);
-                vacc0x5 = vfmaq_f32(vacc0x5, vp0, vv); vacc1x5 = vfmaq_f32(vacc1x5, vp1, vv); vacc2x5 = vfmaq_f32(vacc2x5, vp2, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 56);
-                vacc0x6 = vfmaq_f32(vacc0x6, vp0, vv); vacc1x6 = vfmaq_f32(vacc1x6, vp1, vv); vacc2x6 = vfmaq_f32(vacc2x6, vp2, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 60);
-                vacc0x7 = vfmaq_f32(vacc0x7, vp0, vv); vacc1x7 = vfmaq_f32(vacc1x7, vp1, vv); vacc2x7 = vfmaq_f32(vacc2x7, vp2, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
         }
         vst1q_f32(o + 0 * 64 + 32, vacc0x0);
         vst1q_f32(o + 0 * 64 + 36, vacc0x1);
         vst1q_f32(o + 0 * 64 + 40, vacc0x2);
         vst1q_f32(o + 0 * 64 + 44, vacc0x3);
-        vst1q_f32(o + 0 * 64 + 48, vacc0x4);
-        vst1q_f32(o + 0 * 64 + 52, vacc0x5);
-        vst1q_f32(o + 0 * 64 + 56, vacc0x6);
-        vst1q_f32(o + 0 * 64 + 60, vacc0x7);
         vst1q_f32(o + 1 * 64 + 32, vacc1x0);
         vst1q_f32(o + 1 * 64 + 36, vacc1x1);
         vst1q_f32(o + 1 * 64 + 40, vacc1x2);
         vst1q_f32(o + 1 * 64 + 44, vacc1x3);
-        vst1q_f32(o + 1 * 64 + 48, vacc1x4);
-        vst1q_f32(o + 1 * 64 + 52, vacc1x5);
-        vst1q_f32(o + 1 * 64 + 56, vacc1x6);
-        vst1q_f32(o + 1 * 64 + 60, vacc1x7);
         vst1q_f32(o + 2 * 64 + 32, vacc2x0);
         vst1q_f32(o + 2 * 64 + 36, vacc2x1);
         vst1q_f32(o + 2 * 64 + 40, vacc2x2);
         vst1q_f32(o + 2 * 64 + 44, vacc2x3);
-        vst1q_f32(o + 2 * 64 + 48, vacc2x4);
-        vst1q_f32(o + 2 * 64 + 52, vacc2x5);
-        vst1q_f32(o + 2 * 64 + 56, vacc2x6);
-        vst1q_f32(o + 2 * 64 + 60, vacc2x7);
+        vst1q_f32(o + 3 * 64 + 32, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 36, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 40, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 44, vacc3x3);
+        vst1q_f32(o + 4 * 64 + 32, vacc4x0);
+        vst1q_f32(o + 4 * 64 + 36, vacc4x1);
+        vst1q_f32(o + 4 * 64 + 40, vacc4x2);
+        vst1q_f32(o + 4 * 64 + 44, vacc4x3);
+        vst1q_f32(o + 5 * 64 + 32, vacc5x0);
+        vst1q_f32(o + 5 * 64 + 36, vacc5x1);
+        vst1q_f32(o + 5 * 64 + 40, vacc5x2);
+        vst1q_f32(o + 5 * 64 + 44, vacc5x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 60), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 48), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 52), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 56), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 60), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 48), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 52), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 56), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 60), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 48), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 52), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 56), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 60), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 48), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 52), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 56), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 60), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 64 + 48), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 64 + 52), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 64 + 56), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 64 + 60), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 52);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 56);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 60);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 60, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 48, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 52, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 56, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 60, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 48, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 52, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 56, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 60, vacc2x3);
+        vst1q_f32(o + 3 * 64 + 48, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 52, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 56, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 60, vacc3x3);
+        vst1q_f32(o + 4 * 64 + 48, vacc4x0);
+        vst1q_f32(o + 4 * 64 + 52, vacc4x1);
+        vst1q_f32(o + 4 * 64 + 56, vacc4x2);
+        vst1q_f32(o + 4 * 64 + 60, vacc4x3);
+        vst1q_f32(o + 5 * 64 + 48, vacc5x0);
+        vst1q_f32(o + 5 * 64 + 52, vacc5x1);
+        vst1q_f32(o + 5 * 64 + 56, vacc5x2);
+        vst1q_f32(o + 5 * 64 + 60, vacc5x3);
     }
 }
 
-/* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 2 chunks of at most 8 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 64 floats per row.
- * 128 FLOPs per key, 10 vector registers. */
-static void attn_falcon_7b_pv_1x64__neon(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
+ * 128 FLOPs per key, 6 vector registers. */
+static void attn_falcon_7b_pv_1x64__neon(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
-    { /* columns 0..31 */
+    { /* columns 0..15 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 12), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 64 + 16), va0), vacc0x5 = vmulq_f32(vld1q_f32(o + 0 * 64 + 20), va0), vacc0x6 = vmulq_f32(vld1q_f32(o + 0 * 64 + 24), va0), vacc0x7 = vmulq_f32(vld1q_f32(o + 0 * 64 + 28), va0);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 12), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 64;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 0);
                 vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
@@ -1824,38 +1947,46 @@ static void attn_falcon_7b_pv_1x64__neon(const float *restrict p, const float *r
                 const float32x4_t vv = vld1q_f32(vr + 12);
                 vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 16);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 20);
-                vacc0x5 = vfmaq_f32(vacc0x5, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 24);
-                vacc0x6 = vfmaq_f32(vacc0x6, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 28);
-                vacc0x7 = vfmaq_f32(vacc0x7, vp0, vv);
-            }
         }
         vst1q_f32(o + 0 * 64 + 0, vacc0x0);
         vst1q_f32(o + 0 * 64 + 4, vacc0x1);
         vst1q_f32(o + 0 * 64 + 8, vacc0x2);
         vst1q_f32(o + 0 * 64 + 12, vacc0x3);
-        vst1q_f32(o + 0 * 64 + 16, vacc0x4);
-        vst1q_f32(o + 0 * 64 + 20, vacc0x5);
-        vst1q_f32(o + 0 * 64 + 24, vacc0x6);
-        vst1q_f32(o + 0 * 64 + 28, vacc0x7);
     }
-    { /* columns 32..63 */
+    { /* columns 16..31 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 44), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 64 + 48), va0), vacc0x5 = vmulq_f32(vld1q_f32(o + 0 * 64 + 52), va0), vacc0x6 = vmulq_f32(vld1q_f32(o + 0 * 64 + 56), va0), vacc0x7 = vmulq_f32(vld1q_f32(o + 0 * 64 + 60), va0);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 28), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 64;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 28, vacc0x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 44), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 32);
                 vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
@@ -1872,84 +2003,96 @@ static void attn_falcon_7b_pv_1x64__neon(const float *restrict p, const float *r
                 const float32x4_t vv = vld1q_f32(vr + 44);
                 vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 48);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 52);
-                vacc0x5 = vfmaq_f32(vacc0x5, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 56);
-                vacc0x6 = vfmaq_f32(vacc0x6, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 60);
-                vacc0x7 = vfmaq_f32(vacc0x7, vp0, vv);
-            }
         }
         vst1q_f32(o + 0 * 64 + 32, vacc0x0);
         vst1q_f32(o + 0 * 64 + 36, vacc0x1);
         vst1q_f32(o + 0 * 64 + 40, vacc0x2);
         vst1q_f32(o + 0 * 64 + 44, vacc0x3);
-        vst1q_f32(o + 0 * 64 + 48, vacc0x4);
-        vst1q_f32(o + 0 * 64 + 52, vacc0x5);
-        vst1q_f32(o + 0 * 64 + 56, vacc0x6);
-        vst1q_f32(o + 0 * 64 + 60, vacc0x7);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 60), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 52);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 56);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 60);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 60, vacc0x3);
     }
 }
 
 /* Per-thread scratch of the neon variant. */
 typedef struct {
-    float s[64 * 64];      /* scores, then probabilities */
-    float o[64 * 64];      /* unnormalized output rows */
-    float m[64], l[64], alpha[64]; /* running max, sum, rescale */
-    int64_t lo[64], hi[64], sink_hi[64], first[64], last[64];
+    float q[96 * 64];       /* the query tile, times scale */
+    float s[96 * 128];      /* scores, then probabilities */
+    float o[96 * 64];      /* unnormalized output rows */
+    float m[96], l[96], alpha[96]; /* running max, sum, rescale */
+    int64_t lo[96], hi[96], sink_hi[96], first[96], last[96];
 } attn_falcon_7b_scratch__neon;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, int64_t ldk,
+static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, const float *v, int64_t lkp,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_falcon_7b_scratch__neon *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t hk = h / 71;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
-    const int64_t qs = args->q_stride[1];
-    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    const int64_t vs = args->v_stride[1];
-    const int64_t ntiles = (lk + 63) / 64;
-    int64_t r, t;
+    const int64_t ntiles = (lk + 127) / 128;
+    int64_t r, t, c;
 
-    kt += (b * 1 + hk) * 64 * ldk; /* K^T of (b, hk) */
+    kt += (b * 1 + hk) * 64 * lkp; /* packed K^T and V of (b, hk) */
+    v += (b * 1 + hk) * 64 * lkp;
     for (r = 0; r < tq; r++) {
         attn_falcon_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+        const float *restrict qr = q + r * args->q_stride[1];
+        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.125f;
+    }
 
     for (t = 0; t < ntiles; t++) {
-        const int64_t j0 = t * 64;
-        const int64_t jn = lk - j0 < 64 ? lk - j0 : 64; /* keys of this tile that exist */
+        const int64_t j0 = t * 128;
+        const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
         const int cls = attn_falcon_7b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        int64_t c;
         if (cls == 0) continue; /* no row sees this tile */
 
-        /* scores: S = scale * Q K^T */
-        for (r = 0; r + 6 <= tq; r += 6)
-            for (c = 0; c < 64; c += 16)
-                attn_falcon_7b_qk_6x16__neon(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
-        for (; r < tq; r++)
-            for (c = 0; c < 64; c += 16)
-                attn_falcon_7b_qk_1x16__neon(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
+        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
+           stays in L1 while every row block of the tile passes over it */
+        for (c = 0; c < 128; c += 8) {
+            const float *ktc = kt + j0 * 64 + c;
+            for (r = 0; r + 8 <= tq; r += 8)
+                attn_falcon_7b_qk_8x8__neon(w->q + r * 64, ktc, w->s + r * 128 + c);
+            for (; r < tq; r++)
+                attn_falcon_7b_qk_1x8__neon(w->q + r * 64, ktc, w->s + r * 128 + c);
+        }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 64;
+            float *restrict sr = w->s + r * 128;
             float mx = -INFINITY, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 64; c++) {
+                for (c = 0; c < 128; c++) {
                     const int64_t j = j0 + c;
                     const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
                     if (!seen) sr[c] = -INFINITY;
@@ -1957,7 +2100,7 @@ static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, in
             }
             {
                 float32x4_t vmx = vld1q_f32(sr);
-                for (c = 4; c < 64; c += 4) vmx = vmaxq_f32(vmx, vld1q_f32(sr + c));
+                for (c = 4; c < 128; c += 4) vmx = vmaxq_f32(vmx, vld1q_f32(sr + c));
                 mx = vmaxvq_f32(vmx);
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
@@ -1966,7 +2109,7 @@ static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, in
             {
                 const float32x4_t vm = vdupq_n_f32(m_ref);
                 float32x4_t vsum = vdupq_n_f32(0.0f);
-                for (c = 0; c < 64; c += 4) {
+                for (c = 0; c < 128; c += 4) {
                     const float32x4_t e = attn_exp__neon(vsubq_f32(vld1q_f32(sr + c), vm));
                     vst1q_f32(sr + c, e);
                     vsum = vaddq_f32(vsum, e);
@@ -1979,11 +2122,11 @@ static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, in
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 3 ? 3 : 1;
-            int64_t jlo = 64, jhi = 0, k;
+            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            int64_t jlo = 128, jhi = 0, k;
             if (cls == 2) {
                 jlo = 0;
-                jhi = 64;
+                jhi = 128;
             } else {
                 for (k = r; k < r + rows; k++) {
                     if (w->last[k] > w->first[k]) {
@@ -1994,10 +2137,10 @@ static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, in
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 3)
-                attn_falcon_7b_pv_3x64__neon(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 64, w->alpha + r);
+            if (rows == 6)
+                attn_falcon_7b_pv_6x64__neon(w->s + r * 128, v + j0 * 64, jlo, jhi, w->o + r * 64, w->alpha + r);
             else
-                attn_falcon_7b_pv_1x64__neon(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_falcon_7b_pv_1x64__neon(w->s + r * 128, v + j0 * 64, jlo, jhi, w->o + r * 64, w->alpha + r);
             r += rows;
         }
     }
@@ -2029,46 +2172,58 @@ static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, in
     }
 }
 
-/* K^T for batch b, kv head hk: kt[d][j] = K[b][j][hk][d] for j < Lk_b, else 0. */
-static void attn_falcon_7b_pack__neon(const attn_args *args, int64_t b, int64_t hk, float *kt, int64_t ldk)
+/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+ * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
+static void attn_falcon_7b_pack__neon(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
+        float *restrict vp, int64_t lkp)
 {
     const int64_t lk = args->seq_k;
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
+    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
     int64_t j, d;
+    memset(kt, 0, sizeof(float) * (size_t)(lkp * 64));
+    memset(vp, 0, sizeof(float) * (size_t)(lkp * 64));
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
-        for (d = 0; d < 64; d++) kt[d * ldk + j] = kr[d];
+        const float *restrict vr = v + j * args->v_stride[1];
+        float *restrict kc = kt + (j / 128) * 8192 + j % 128;
+        for (d = 0; d < 64; d++) kc[d * 128] = kr[d];
+        memcpy(vp + j * 64, vr, sizeof(float) * 64);
     }
-    for (d = 0; d < 64; d++)
-        for (j = lk; j < ldk; j++) kt[d * ldk + j] = 0.0f;
 }
 
 attn_status attn_falcon_7b_fwd__neon(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_falcon_7b_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
-    const int64_t ldk = (args->seq_k + 63) / 64 * 64;
-    const int64_t nq = (Lq + 63) / 64;
+    const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
+    const int64_t nq = (Lq + 95) / 96;
     const int64_t units = B * 71 * nq;
     const int threads = args->threads;
-    float *kt = NULL;
+    float *kt = NULL, *vp = NULL;
     int failed = 0;
     int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (ldk > 0) {
-        if ((uint64_t)B * 64 > (uint64_t)INT64_MAX / 4 / (uint64_t)ldk) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 64 * ldk));
-        if (!kt) return ATTN_ERR_NOMEM;
+    if (lkp > 0) {
+        if ((uint64_t)B * 128 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
+        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 64 * lkp));
+        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 64 * lkp));
+        if (!kt || !vp) {
+            attn_free(kt);
+            attn_free(vp);
+            return ATTN_ERR_NOMEM;
+        }
     }
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     for (u = 0; u < B * 1; u++)
-        if (ldk > 0) attn_falcon_7b_pack__neon(args, u / 1, u % 1, kt + u * 64 * ldk, ldk);
+        if (lkp > 0)
+            attn_falcon_7b_pack__neon(args, u / 1, u % 1, kt + u * 64 * lkp, vp + u * 64 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -2088,13 +2243,14 @@ attn_status attn_falcon_7b_fwd__neon(const attn_args *args)
             /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
             const int64_t qt = nq - 1 - u % nq;
             const int64_t bh = u / nq;
-            const int64_t i0 = qt * 64;
-            if (w) attn_falcon_7b_unit__neon(args, kt, ldk, bh / 71, bh % 71, i0,
-                    Lq - i0 < 64 ? Lq - i0 : 64, w);
+            const int64_t i0 = qt * 96;
+            if (w) attn_falcon_7b_unit__neon(args, kt, vp, lkp, bh / 71, bh % 71, i0,
+                    Lq - i0 < 96 ? Lq - i0 : 96, w);
         }
         attn_free(w);
     }
     attn_free(kt);
+    attn_free(vp);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__aarch64__) */
@@ -2103,255 +2259,887 @@ attn_status attn_falcon_7b_fwd__neon(const attn_args *args)
 /* scalar: 1 lane of f32, 16 registers */
 /* ======================================================================== */
 
-/* Scores S[6][2] = scale * Q[6][64] K^T[64][2], D unrolled.
- * q: query rows 6 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  1536 FLOPs, 15 vector registers. */
-static void attn_falcon_7b_qk_6x2__scalar(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[4][4] = Q[4][64] K^T[64][4] (Q is packed pre-scaled).
+ * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  2048 FLOPs, 21 vector registers. */
+static void attn_falcon_7b_qk_4x4__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
-    float vacc1x0 = 0.0f, vacc1x1 = 0.0f;
-    float vacc2x0 = 0.0f, vacc2x1 = 0.0f;
-    float vacc3x0 = 0.0f, vacc3x1 = 0.0f;
-    float vacc4x0 = 0.0f, vacc4x1 = 0.0f;
-    float vacc5x0 = 0.0f, vacc5x1 = 0.0f;
-    const float *restrict q0 = q + 0 * qs;
-    const float *restrict q1 = q + 1 * qs;
-    const float *restrict q2 = q + 2 * qs;
-    const float *restrict q3 = q + 3 * qs;
-    const float *restrict q4 = q + 4 * qs;
-    const float *restrict q5 = q + 5 * qs;
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f, vacc0x2 = 0.0f, vacc0x3 = 0.0f;
+    float vacc1x0 = 0.0f, vacc1x1 = 0.0f, vacc1x2 = 0.0f, vacc1x3 = 0.0f;
+    float vacc2x0 = 0.0f, vacc2x1 = 0.0f, vacc2x2 = 0.0f, vacc2x3 = 0.0f;
+    float vacc3x0 = 0.0f, vacc3x1 = 0.0f, vacc3x2 = 0.0f, vacc3x3 = 0.0f;
+    const float *restrict q0 = q + 0;
+    const float *restrict q1 = q + 64;
+    const float *restrict q2 = q + 128;
+    const float *restrict q3 = q + 192;
 
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const float vk0 = *(kt + (d) * ldk + 0);
-            const float vk1 = *(kt + (d) * ldk + 1);
+            const float vk0 = *(kt + (d) * 128 + 0);
+            const float vk1 = *(kt + (d) * 128 + 1);
+            const float vk2 = *(kt + (d) * 128 + 2);
+            const float vk3 = *(kt + (d) * 128 + 3);
             const float vq0 = (q0[d]);
             const float vq1 = (q1[d]);
             const float vq2 = (q2[d]);
             const float vq3 = (q3[d]);
-            const float vq4 = (q4[d]);
-            const float vq5 = (q5[d]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 1 */
-            const float vk0 = *(kt + (d + 1) * ldk + 0);
-            const float vk1 = *(kt + (d + 1) * ldk + 1);
+            const float vk0 = *(kt + (d + 1) * 128 + 0);
+            const float vk1 = *(kt + (d + 1) * 128 + 1);
+            const float vk2 = *(kt + (d + 1) * 128 + 2);
+            const float vk3 = *(kt + (d + 1) * 128 + 3);
             const float vq0 = (q0[d + 1]);
             const float vq1 = (q1[d + 1]);
             const float vq2 = (q2[d + 1]);
             const float vq3 = (q3[d + 1]);
-            const float vq4 = (q4[d + 1]);
-            const float vq5 = (q5[d + 1]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 2 */
-            const float vk0 = *(kt + (d + 2) * ldk + 0);
-            const float vk1 = *(kt + (d + 2) * ldk + 1);
+            const float vk0 = *(kt + (d + 2) * 128 + 0);
+            const float vk1 = *(kt + (d + 2) * 128 + 1);
+            const float vk2 = *(kt + (d + 2) * 128 + 2);
+            const float vk3 = *(kt + (d + 2) * 128 + 3);
             const float vq0 = (q0[d + 2]);
             const float vq1 = (q1[d + 2]);
             const float vq2 = (q2[d + 2]);
             const float vq3 = (q3[d + 2]);
-            const float vq4 = (q4[d + 2]);
-            const float vq5 = (q5[d + 2]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 3 */
-            const float vk0 = *(kt + (d + 3) * ldk + 0);
-            const float vk1 = *(kt + (d + 3) * ldk + 1);
+            const float vk0 = *(kt + (d + 3) * 128 + 0);
+            const float vk1 = *(kt + (d + 3) * 128 + 1);
+            const float vk2 = *(kt + (d + 3) * 128 + 2);
+            const float vk3 = *(kt + (d + 3) * 128 + 3);
             const float vq0 = (q0[d + 3]);
             const float vq1 = (q1[d + 3]);
             const float vq2 = (q2[d + 3]);
             const float vq3 = (q3[d + 3]);
-            const float vq4 = (q4[d + 3]);
-            const float vq5 = (q5[d + 3]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 4 */
-            const float vk0 = *(kt + (d + 4) * ldk + 0);
-            const float vk1 = *(kt + (d + 4) * ldk + 1);
+            const float vk0 = *(kt + (d + 4) * 128 + 0);
+            const float vk1 = *(kt + (d + 4) * 128 + 1);
+            const float vk2 = *(kt + (d + 4) * 128 + 2);
+            const float vk3 = *(kt + (d + 4) * 128 + 3);
             const float vq0 = (q0[d + 4]);
             const float vq1 = (q1[d + 4]);
             const float vq2 = (q2[d + 4]);
             const float vq3 = (q3[d + 4]);
-            const float vq4 = (q4[d + 4]);
-            const float vq5 = (q5[d + 4]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 5 */
-            const float vk0 = *(kt + (d + 5) * ldk + 0);
-            const float vk1 = *(kt + (d + 5) * ldk + 1);
+            const float vk0 = *(kt + (d + 5) * 128 + 0);
+            const float vk1 = *(kt + (d + 5) * 128 + 1);
+            const float vk2 = *(kt + (d + 5) * 128 + 2);
+            const float vk3 = *(kt + (d + 5) * 128 + 3);
             const float vq0 = (q0[d + 5]);
             const float vq1 = (q1[d + 5]);
             const float vq2 = (q2[d + 5]);
             const float vq3 = (q3[d + 5]);
-            const float vq4 = (q4[d + 5]);
-            const float vq5 = (q5[d + 5]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 6 */
-            const float vk0 = *(kt + (d + 6) * ldk + 0);
-            const float vk1 = *(kt + (d + 6) * ldk + 1);
+            const float vk0 = *(kt + (d + 6) * 128 + 0);
+            const float vk1 = *(kt + (d + 6) * 128 + 1);
+            const float vk2 = *(kt + (d + 6) * 128 + 2);
+            const float vk3 = *(kt + (d + 6) * 128 + 3);
             const float vq0 = (q0[d + 6]);
             const float vq1 = (q1[d + 6]);
             const float vq2 = (q2[d + 6]);
             const float vq3 = (q3[d + 6]);
-            const float vq4 = (q4[d + 6]);
-            const float vq5 = (q5[d + 6]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 7 */
-            const float vk0 = *(kt + (d + 7) * ldk + 0);
-            const float vk1 = *(kt + (d + 7) * ldk + 1);
+            const float vk0 = *(kt + (d + 7) * 128 + 0);
+            const float vk1 = *(kt + (d + 7) * 128 + 1);
+            const float vk2 = *(kt + (d + 7) * 128 + 2);
+            const float vk3 = *(kt + (d + 7) * 128 + 3);
             const float vq0 = (q0[d + 7]);
             const float vq1 = (q1[d + 7]);
             const float vq2 = (q2[d + 7]);
             const float vq3 = (q3[d + 7]);
-            const float vq4 = (q4[d + 7]);
-            const float vq5 = (q5[d + 7]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
     }
 
-    {
-        const float vscale = (0.125f);
-        *(s + 0 * 64 + 0) = (vacc0x0 * vscale);
-        *(s + 0 * 64 + 1) = (vacc0x1 * vscale);
-        *(s + 1 * 64 + 0) = (vacc1x0 * vscale);
-        *(s + 1 * 64 + 1) = (vacc1x1 * vscale);
-        *(s + 2 * 64 + 0) = (vacc2x0 * vscale);
-        *(s + 2 * 64 + 1) = (vacc2x1 * vscale);
-        *(s + 3 * 64 + 0) = (vacc3x0 * vscale);
-        *(s + 3 * 64 + 1) = (vacc3x1 * vscale);
-        *(s + 4 * 64 + 0) = (vacc4x0 * vscale);
-        *(s + 4 * 64 + 1) = (vacc4x1 * vscale);
-        *(s + 5 * 64 + 0) = (vacc5x0 * vscale);
-        *(s + 5 * 64 + 1) = (vacc5x1 * vscale);
-    }
+    *(s + 0 * 128 + 0) = vacc0x0;
+    *(s + 0 * 128 + 1) = vacc0x1;
+    *(s + 0 * 128 + 2) = vacc0x2;
+    *(s + 0 * 128 + 3) = vacc0x3;
+    *(s + 1 * 128 + 0) = vacc1x0;
+    *(s + 1 * 128 + 1) = vacc1x1;
+    *(s + 1 * 128 + 2) = vacc1x2;
+    *(s + 1 * 128 + 3) = vacc1x3;
+    *(s + 2 * 128 + 0) = vacc2x0;
+    *(s + 2 * 128 + 1) = vacc2x1;
+    *(s + 2 * 128 + 2) = vacc2x2;
+    *(s + 2 * 128 + 3) = vacc2x3;
+    *(s + 3 * 128 + 0) = vacc3x0;
+    *(s + 3 * 128 + 1) = vacc3x1;
+    *(s + 3 * 128 + 2) = vacc3x2;
+    *(s + 3 * 128 + 3) = vacc3x3;
 }
 
-/* Scores S[1][2] = scale * Q[1][64] K^T[64][2], D unrolled.
- * q: query rows 1 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  256 FLOPs, 5 vector registers. */
-static void attn_falcon_7b_qk_1x2__scalar(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[1][4] = Q[1][64] K^T[64][4] (Q is packed pre-scaled).
+ * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  512 FLOPs, 9 vector registers. */
+static void attn_falcon_7b_qk_1x4__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
-    const float *restrict q0 = q + 0 * qs;
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f, vacc0x2 = 0.0f, vacc0x3 = 0.0f;
+    const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const float vk0 = *(kt + (d) * ldk + 0);
-            const float vk1 = *(kt + (d) * ldk + 1);
+            const float vk0 = *(kt + (d) * 128 + 0);
+            const float vk1 = *(kt + (d) * 128 + 1);
+            const float vk2 = *(kt + (d) * 128 + 2);
+            const float vk3 = *(kt + (d) * 128 + 3);
             const float vq0 = (q0[d]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 1 */
-            const float vk0 = *(kt + (d + 1) * ldk + 0);
-            const float vk1 = *(kt + (d + 1) * ldk + 1);
+            const float vk0 = *(kt + (d + 1) * 128 + 0);
+            const float vk1 = *(kt + (d + 1) * 128 + 1);
+            const float vk2 = *(kt + (d + 1) * 128 + 2);
+            const float vk3 = *(kt + (d + 1) * 128 + 3);
             const float vq0 = (q0[d + 1]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 2 */
-            const float vk0 = *(kt + (d + 2) * ldk + 0);
-            const float vk1 = *(kt + (d + 2) * ldk + 1);
+            const float vk0 = *(kt + (d + 2) * 128 + 0);
+            const float vk1 = *(kt + (d + 2) * 128 + 1);
+            const float vk2 = *(kt + (d + 2) * 128 + 2);
+            const float vk3 = *(kt + (d + 2) * 128 + 3);
             const float vq0 = (q0[d + 2]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 3 */
-            const float vk0 = *(kt + (d + 3) * ldk + 0);
-            const float vk1 = *(kt + (d + 3) * ldk + 1);
+            const float vk0 = *(kt + (d + 3) * 128 + 0);
+            const float vk1 = *(kt + (d + 3) * 128 + 1);
+            const float vk2 = *(kt + (d + 3) * 128 + 2);
+            const float vk3 = *(kt + (d + 3) * 128 + 3);
             const float vq0 = (q0[d + 3]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 4 */
-            const float vk0 = *(kt + (d + 4) * ldk + 0);
-            const float vk1 = *(kt + (d + 4) * ldk + 1);
+            const float vk0 = *(kt + (d + 4) * 128 + 0);
+            const float vk1 = *(kt + (d + 4) * 128 + 1);
+            const float vk2 = *(kt + (d + 4) * 128 + 2);
+            const float vk3 = *(kt + (d + 4) * 128 + 3);
             const float vq0 = (q0[d + 4]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 5 */
-            const float vk0 = *(kt + (d + 5) * ldk + 0);
-            const float vk1 = *(kt + (d + 5) * ldk + 1);
+            const float vk0 = *(kt + (d + 5) * 128 + 0);
+            const float vk1 = *(kt + (d + 5) * 128 + 1);
+            const float vk2 = *(kt + (d + 5) * 128 + 2);
+            const float vk3 = *(kt + (d + 5) * 128 + 3);
             const float vq0 = (q0[d + 5]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 6 */
-            const float vk0 = *(kt + (d + 6) * ldk + 0);
-            const float vk1 = *(kt + (d + 6) * ldk + 1);
+            const float vk0 = *(kt + (d + 6) * 128 + 0);
+            const float vk1 = *(kt + (d + 6) * 128 + 1);
+            const float vk2 = *(kt + (d + 6) * 128 + 2);
+            const float vk3 = *(kt + (d + 6) * 128 + 3);
             const float vq0 = (q0[d + 6]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 7 */
-            const float vk0 = *(kt + (d + 7) * ldk + 0);
-            const float vk1 = *(kt + (d + 7) * ldk + 1);
+            const float vk0 = *(kt + (d + 7) * 128 + 0);
+            const float vk1 = *(kt + (d + 7) * 128 + 1);
+            const float vk2 = *(kt + (d + 7) * 128 + 2);
+            const float vk3 = *(kt + (d + 7) * 128 + 3);
             const float vq0 = (q0[d + 7]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
     }
 
-    {
-        const float vscale = (0.125f);
-        *(s + 0 * 64 + 0) = (vacc0x0 * vscale);
-        *(s + 0 * 64 + 1) = (vacc0x1 * vscale);
+    *(s + 0 * 128 + 0) = vacc0x0;
+    *(s + 0 * 128 + 1) = vacc0x1;
+    *(s + 0 * 128 + 2) = vacc0x2;
+    *(s + 0 * 128 + 3) = vacc0x3;
+}
+
+/* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 8 chunks of at most 8 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
+ * 512 FLOPs per key, 37 vector registers. */
+static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
+{
+    const float va0 = (alpha[0]);
+    const float va1 = (alpha[1]);
+    const float va2 = (alpha[2]);
+    const float va3 = (alpha[3]);
+    { /* columns 0..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 0) * va0), vacc0x1 = (*(o + 0 * 64 + 1) * va0), vacc0x2 = (*(o + 0 * 64 + 2) * va0), vacc0x3 = (*(o + 0 * 64 + 3) * va0), vacc0x4 = (*(o + 0 * 64 + 4) * va0), vacc0x5 = (*(o + 0 * 64 + 5) * va0), vacc0x6 = (*(o + 0 * 64 + 6) * va0), vacc0x7 = (*(o + 0 * 64 + 7) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 0) * va1), vacc1x1 = (*(o + 1 * 64 + 1) * va1), vacc1x2 = (*(o + 1 * 64 + 2) * va1), vacc1x3 = (*(o + 1 * 64 + 3) * va1), vacc1x4 = (*(o + 1 * 64 + 4) * va1), vacc1x5 = (*(o + 1 * 64 + 5) * va1), vacc1x6 = (*(o + 1 * 64 + 6) * va1), vacc1x7 = (*(o + 1 * 64 + 7) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 0) * va2), vacc2x1 = (*(o + 2 * 64 + 1) * va2), vacc2x2 = (*(o + 2 * 64 + 2) * va2), vacc2x3 = (*(o + 2 * 64 + 3) * va2), vacc2x4 = (*(o + 2 * 64 + 4) * va2), vacc2x5 = (*(o + 2 * 64 + 5) * va2), vacc2x6 = (*(o + 2 * 64 + 6) * va2), vacc2x7 = (*(o + 2 * 64 + 7) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 0) * va3), vacc3x1 = (*(o + 3 * 64 + 1) * va3), vacc3x2 = (*(o + 3 * 64 + 2) * va3), vacc3x3 = (*(o + 3 * 64 + 3) * va3), vacc3x4 = (*(o + 3 * 64 + 4) * va3), vacc3x5 = (*(o + 3 * 64 + 5) * va3), vacc3x6 = (*(o + 3 * 64 + 6) * va3), vacc3x7 = (*(o + 3 * 64 + 7) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 0);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 1);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 2);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 4);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 6);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 64 + 0) = vacc0x0;
+        *(o + 0 * 64 + 1) = vacc0x1;
+        *(o + 0 * 64 + 2) = vacc0x2;
+        *(o + 0 * 64 + 3) = vacc0x3;
+        *(o + 0 * 64 + 4) = vacc0x4;
+        *(o + 0 * 64 + 5) = vacc0x5;
+        *(o + 0 * 64 + 6) = vacc0x6;
+        *(o + 0 * 64 + 7) = vacc0x7;
+        *(o + 1 * 64 + 0) = vacc1x0;
+        *(o + 1 * 64 + 1) = vacc1x1;
+        *(o + 1 * 64 + 2) = vacc1x2;
+        *(o + 1 * 64 + 3) = vacc1x3;
+        *(o + 1 * 64 + 4) = vacc1x4;
+        *(o + 1 * 64 + 5) = vacc1x5;
+        *(o + 1 * 64 + 6) = vacc1x6;
+        *(o + 1 * 64 + 7) = vacc1x7;
+        *(o + 2 * 64 + 0) = vacc2x0;
+        *(o + 2 * 64 + 1) = vacc2x1;
+        *(o + 2 * 64 + 2) = vacc2x2;
+        *(o + 2 * 64 + 3) = vacc2x3;
+        *(o + 2 * 64 + 4) = vacc2x4;
+        *(o + 2 * 64 + 5) = vacc2x5;
+        *(o + 2 * 64 + 6) = vacc2x6;
+        *(o + 2 * 64 + 7) = vacc2x7;
+        *(o + 3 * 64 + 0) = vacc3x0;
+        *(o + 3 * 64 + 1) = vacc3x1;
+        *(o + 3 * 64 + 2) = vacc3x2;
+        *(o + 3 * 64 + 3) = vacc3x3;
+        *(o + 3 * 64 + 4) = vacc3x4;
+        *(o + 3 * 64 + 5) = vacc3x5;
+        *(o + 3 * 64 + 6) = vacc3x6;
+        *(o + 3 * 64 + 7) = vacc3x7;
+    }
+    { /* columns 8..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 8) * va0), vacc0x1 = (*(o + 0 * 64 + 9) * va0), vacc0x2 = (*(o + 0 * 64 + 10) * va0), vacc0x3 = (*(o + 0 * 64 + 11) * va0), vacc0x4 = (*(o + 0 * 64 + 12) * va0), vacc0x5 = (*(o + 0 * 64 + 13) * va0), vacc0x6 = (*(o + 0 * 64 + 14) * va0), vacc0x7 = (*(o + 0 * 64 + 15) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 8) * va1), vacc1x1 = (*(o + 1 * 64 + 9) * va1), vacc1x2 = (*(o + 1 * 64 + 10) * va1), vacc1x3 = (*(o + 1 * 64 + 11) * va1), vacc1x4 = (*(o + 1 * 64 + 12) * va1), vacc1x5 = (*(o + 1 * 64 + 13) * va1), vacc1x6 = (*(o + 1 * 64 + 14) * va1), vacc1x7 = (*(o + 1 * 64 + 15) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 8) * va2), vacc2x1 = (*(o + 2 * 64 + 9) * va2), vacc2x2 = (*(o + 2 * 64 + 10) * va2), vacc2x3 = (*(o + 2 * 64 + 11) * va2), vacc2x4 = (*(o + 2 * 64 + 12) * va2), vacc2x5 = (*(o + 2 * 64 + 13) * va2), vacc2x6 = (*(o + 2 * 64 + 14) * va2), vacc2x7 = (*(o + 2 * 64 + 15) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 8) * va3), vacc3x1 = (*(o + 3 * 64 + 9) * va3), vacc3x2 = (*(o + 3 * 64 + 10) * va3), vacc3x3 = (*(o + 3 * 64 + 11) * va3), vacc3x4 = (*(o + 3 * 64 + 12) * va3), vacc3x5 = (*(o + 3 * 64 + 13) * va3), vacc3x6 = (*(o + 3 * 64 + 14) * va3), vacc3x7 = (*(o + 3 * 64 + 15) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 8);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 9);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 10);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 12);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 14);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 64 + 8) = vacc0x0;
+        *(o + 0 * 64 + 9) = vacc0x1;
+        *(o + 0 * 64 + 10) = vacc0x2;
+        *(o + 0 * 64 + 11) = vacc0x3;
+        *(o + 0 * 64 + 12) = vacc0x4;
+        *(o + 0 * 64 + 13) = vacc0x5;
+        *(o + 0 * 64 + 14) = vacc0x6;
+        *(o + 0 * 64 + 15) = vacc0x7;
+        *(o + 1 * 64 + 8) = vacc1x0;
+        *(o + 1 * 64 + 9) = vacc1x1;
+        *(o + 1 * 64 + 10) = vacc1x2;
+        *(o + 1 * 64 + 11) = vacc1x3;
+        *(o + 1 * 64 + 12) = vacc1x4;
+        *(o + 1 * 64 + 13) = vacc1x5;
+        *(o + 1 * 64 + 14) = vacc1x6;
+        *(o + 1 * 64 + 15) = vacc1x7;
+        *(o + 2 * 64 + 8) = vacc2x0;
+        *(o + 2 * 64 + 9) = vacc2x1;
+        *(o + 2 * 64 + 10) = vacc2x2;
+        *(o + 2 * 64 + 11) = vacc2x3;
+        *(o + 2 * 64 + 12) = vacc2x4;
+        *(o + 2 * 64 + 13) = vacc2x5;
+        *(o + 2 * 64 + 14) = vacc2x6;
+        *(o + 2 * 64 + 15) = vacc2x7;
+        *(o + 3 * 64 + 8) = vacc3x0;
+        *(o + 3 * 64 + 9) = vacc3x1;
+        *(o + 3 * 64 + 10) = vacc3x2;
+        *(o + 3 * 64 + 11) = vacc3x3;
+        *(o + 3 * 64 + 12) = vacc3x4;
+        *(o + 3 * 64 + 13) = vacc3x5;
+        *(o + 3 * 64 + 14) = vacc3x6;
+        *(o + 3 * 64 + 15) = vacc3x7;
+    }
+    { /* columns 16..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 16) * va0), vacc0x1 = (*(o + 0 * 64 + 17) * va0), vacc0x2 = (*(o + 0 * 64 + 18) * va0), vacc0x3 = (*(o + 0 * 64 + 19) * va0), vacc0x4 = (*(o + 0 * 64 + 20) * va0), vacc0x5 = (*(o + 0 * 64 + 21) * va0), vacc0x6 = (*(o + 0 * 64 + 22) * va0), vacc0x7 = (*(o + 0 * 64 + 23) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 16) * va1), vacc1x1 = (*(o + 1 * 64 + 17) * va1), vacc1x2 = (*(o + 1 * 64 + 18) * va1), vacc1x3 = (*(o + 1 * 64 + 19) * va1), vacc1x4 = (*(o + 1 * 64 + 20) * va1), vacc1x5 = (*(o + 1 * 64 + 21) * va1), vacc1x6 = (*(o + 1 * 64 + 22) * va1), vacc1x7 = (*(o + 1 * 64 + 23) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 16) * va2), vacc2x1 = (*(o + 2 * 64 + 17) * va2), vacc2x2 = (*(o + 2 * 64 + 18) * va2), vacc2x3 = (*(o + 2 * 64 + 19) * va2), vacc2x4 = (*(o + 2 * 64 + 20) * va2), vacc2x5 = (*(o + 2 * 64 + 21) * va2), vacc2x6 = (*(o + 2 * 64 + 22) * va2), vacc2x7 = (*(o + 2 * 64 + 23) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 16) * va3), vacc3x1 = (*(o + 3 * 64 + 17) * va3), vacc3x2 = (*(o + 3 * 64 + 18) * va3), vacc3x3 = (*(o + 3 * 64 + 19) * va3), vacc3x4 = (*(o + 3 * 64 + 20) * va3), vacc3x5 = (*(o + 3 * 64 + 21) * va3), vacc3x6 = (*(o + 3 * 64 + 22) * va3), vacc3x7 = (*(o + 3 * 64 + 23) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 16);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 17);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 18);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 20);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 22);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 64 + 16) = vacc0x0;
+        *(o + 0 * 64 + 17) = vacc0x1;
+        *(o + 0 * 64 + 18) = vacc0x2;
+        *(o + 0 * 64 + 19) = vacc0x3;
+        *(o + 0 * 64 + 20) = vacc0x4;
+        *(o + 0 * 64 + 21) = vacc0x5;
+        *(o + 0 * 64 + 22) = vacc0x6;
+        *(o + 0 * 64 + 23) = vacc0x7;
+        *(o + 1 * 64 + 16) = vacc1x0;
+        *(o + 1 * 64 + 17) = vacc1x1;
+        *(o + 1 * 64 + 18) = vacc1x2;
+        *(o + 1 * 64 + 19) = vacc1x3;
+        *(o + 1 * 64 + 20) = vacc1x4;
+        *(o + 1 * 64 + 21) = vacc1x5;
+        *(o + 1 * 64 + 22) = vacc1x6;
+        *(o + 1 * 64 + 23) = vacc1x7;
+        *(o + 2 * 64 + 16) = vacc2x0;
+        *(o + 2 * 64 + 17) = vacc2x1;
+        *(o + 2 * 64 + 18) = vacc2x2;
+        *(o + 2 * 64 + 19) = vacc2x3;
+        *(o + 2 * 64 + 20) = vacc2x4;
+        *(o + 2 * 64 + 21) = vacc2x5;
+        *(o + 2 * 64 + 22) = vacc2x6;
+        *(o + 2 * 64 + 23) = vacc2x7;
+        *(o + 3 * 64 + 16) = vacc3x0;
+        *(o + 3 * 64 + 17) = vacc3x1;
+        *(o + 3 * 64 + 18) = vacc3x2;
+        *(o + 3 * 64 + 19) = vacc3x3;
+        *(o + 3 * 64 + 20) = vacc3x4;
+        *(o + 3 * 64 + 21) = vacc3x5;
+        *(o + 3 * 64 + 22) = vacc3x6;
+        *(o + 3 * 64 + 23) = vacc3x7;
+    }
+    { /* columns 24..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 24) * va0), vacc0x1 = (*(o + 0 * 64 + 25) * va0), vacc0x2 = (*(o + 0 * 64 + 26) * va0), vacc0x3 = (*(o + 0 * 64 + 27) * va0), vacc0x4 = (*(o + 0 * 64 + 28) * va0), vacc0x5 = (*(o + 0 * 64 + 29) * va0), vacc0x6 = (*(o + 0 * 64 + 30) * va0), vacc0x7 = (*(o + 0 * 64 + 31) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 24) * va1), vacc1x1 = (*(o + 1 * 64 + 25) * va1), vacc1x2 = (*(o + 1 * 64 + 26) * va1), vacc1x3 = (*(o + 1 * 64 + 27) * va1), vacc1x4 = (*(o + 1 * 64 + 28) * va1), vacc1x5 = (*(o + 1 * 64 + 29) * va1), vacc1x6 = (*(o + 1 * 64 + 30) * va1), vacc1x7 = (*(o + 1 * 64 + 31) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 24) * va2), vacc2x1 = (*(o + 2 * 64 + 25) * va2), vacc2x2 = (*(o + 2 * 64 + 26) * va2), vacc2x3 = (*(o + 2 * 64 + 27) * va2), vacc2x4 = (*(o + 2 * 64 + 28) * va2), vacc2x5 = (*(o + 2 * 64 + 29) * va2), vacc2x6 = (*(o + 2 * 64 + 30) * va2), vacc2x7 = (*(o + 2 * 64 + 31) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 24) * va3), vacc3x1 = (*(o + 3 * 64 + 25) * va3), vacc3x2 = (*(o + 3 * 64 + 26) * va3), vacc3x3 = (*(o + 3 * 64 + 27) * va3), vacc3x4 = (*(o + 3 * 64 + 28) * va3), vacc3x5 = (*(o + 3 * 64 + 29) * va3), vacc3x6 = (*(o + 3 * 64 + 30) * va3), vacc3x7 = (*(o + 3 * 64 + 31) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 24);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 25);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 26);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 28);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 30);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 64 + 24) = vacc0x0;
+        *(o + 0 * 64 + 25) = vacc0x1;
+        *(o + 0 * 64 + 26) = vacc0x2;
+        *(o + 0 * 64 + 27) = vacc0x3;
+        *(o + 0 * 64 + 28) = vacc0x4;
+        *(o + 0 * 64 + 29) = vacc0x5;
+        *(o + 0 * 64 + 30) = vacc0x6;
+        *(o + 0 * 64 + 31) = vacc0x7;
+        *(o + 1 * 64 + 24) = vacc1x0;
+        *(o + 1 * 64 + 25) = vacc1x1;
+        *(o + 1 * 64 + 26) = vacc1x2;
+        *(o + 1 * 64 + 27) = vacc1x3;
+        *(o + 1 * 64 + 28) = vacc1x4;
+        *(o + 1 * 64 + 29) = vacc1x5;
+        *(o + 1 * 64 + 30) = vacc1x6;
+        *(o + 1 * 64 + 31) = vacc1x7;
+        *(o + 2 * 64 + 24) = vacc2x0;
+        *(o + 2 * 64 + 25) = vacc2x1;
+        *(o + 2 * 64 + 26) = vacc2x2;
+        *(o + 2 * 64 + 27) = vacc2x3;
+        *(o + 2 * 64 + 28) = vacc2x4;
+        *(o + 2 * 64 + 29) = vacc2x5;
+        *(o + 2 * 64 + 30) = vacc2x6;
+        *(o + 2 * 64 + 31) = vacc2x7;
+        *(o + 3 * 64 + 24) = vacc3x0;
+        *(o + 3 * 64 + 25) = vacc3x1;
+        *(o + 3 * 64 + 26) = vacc3x2;
+        *(o + 3 * 64 + 27) = vacc3x3;
+        *(o + 3 * 64 + 28) = vacc3x4;
+        *(o + 3 * 64 + 29) = vacc3x5;
+        *(o + 3 * 64 + 30) = vacc3x6;
+        *(o + 3 * 64 + 31) = vacc3x7;
+    }
+    { /* columns 32..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 32) * va0), vacc0x1 = (*(o + 0 * 64 + 33) * va0), vacc0x2 = (*(o + 0 * 64 + 34) * va0), vacc0x3 = (*(o + 0 * 64 + 35) * va0), vacc0x4 = (*(o + 0 * 64 + 36) * va0), vacc0x5 = (*(o + 0 * 64 + 37) * va0), vacc0x6 = (*(o + 0 * 64 + 38) * va0), vacc0x7 = (*(o + 0 * 64 + 39) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 32) * va1), vacc1x1 = (*(o + 1 * 64 + 33) * va1), vacc1x2 = (*(o + 1 * 64 + 34) * va1), vacc1x3 = (*(o + 1 * 64 + 35) * va1), vacc1x4 = (*(o + 1 * 64 + 36) * va1), vacc1x5 = (*(o + 1 * 64 + 37) * va1), vacc1x6 = (*(o + 1 * 64 + 38) * va1), vacc1x7 = (*(o + 1 * 64 + 39) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 32) * va2), vacc2x1 = (*(o + 2 * 64 + 33) * va2), vacc2x2 = (*(o + 2 * 64 + 34) * va2), vacc2x3 = (*(o + 2 * 64 + 35) * va2), vacc2x4 = (*(o + 2 * 64 + 36) * va2), vacc2x5 = (*(o + 2 * 64 + 37) * va2), vacc2x6 = (*(o + 2 * 64 + 38) * va2), vacc2x7 = (*(o + 2 * 64 + 39) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 32) * va3), vacc3x1 = (*(o + 3 * 64 + 33) * va3), vacc3x2 = (*(o + 3 * 64 + 34) * va3), vacc3x3 = (*(o + 3 * 64 + 35) * va3), vacc3x4 = (*(o + 3 * 64 + 36) * va3), vacc3x5 = (*(o + 3 * 64 + 37) * va3), vacc3x6 = (*(o + 3 * 64 + 38) * va3), vacc3x7 = (*(o + 3 * 64 + 39) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 32);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 33);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 34);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 36);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 38);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 64 + 32) = vacc0x0;
+        *(o + 0 * 64 + 33) = vacc0x1;
+        *(o + 0 * 64 + 34) = vacc0x2;
+        *(o + 0 * 64 + 35) = vacc0x3;
+        *(o + 0 * 64 + 36) = vacc0x4;
+        *(o + 0 * 64 + 37) = vacc0x5;
+        *(o + 0 * 64 + 38) = vacc0x6;
+        *(o + 0 * 64 + 39) = vacc0x7;
+        *(o + 1 * 64 + 32) = vacc1x0;
+        *(o + 1 * 64 + 33) = vacc1x1;
+        *(o + 1 * 64 + 34) = vacc1x2;
+        *(o + 1 * 64 + 35) = vacc1x3;
+        *(o + 1 * 64 + 36) = vacc1x4;
+        *(o + 1 * 64 + 37) = vacc1x5;
+        *(o + 1 * 64 + 38) = vacc1x6;
+        *(o + 1 * 64 + 39) = vacc1x7;
+        *(o + 2 * 64 + 32) = vacc2x0;
+        *(o + 2 * 64 + 33) = vacc2x1;
+        *(o + 2 * 64 + 34) = vacc2x2;
+        *(o + 2 * 64 + 35) = vacc2x3;
+        *(o + 2 * 64 + 36) = vacc2x4;
+        *(o + 2 * 64 + 37) = vacc2x5;
+        *(o + 2 * 64 + 38) = vacc2x6;
+        *(o + 2 * 64 + 39) = vacc2x7;
+        *(o + 3 * 64 + 32) = vacc3x0;
+        *(o + 3 * 64 + 33) = vacc3x1;
+        *(o + 3 * 64 + 34) = vacc3x2;
+        *(o + 3 * 64 + 35) = vacc3x3;
+        *(o + 3 * 64 + 36) = vacc3x4;
+        *(o + 3 * 64 + 37) = vacc3x5;
+        *(o + 3 * 64 + 38) = vacc3x6;
+        *(o + 3 * 64 + 39) = vacc3x7;
+    }
+    { /* columns 40..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 40) * va0), vacc0x1 = (*(o + 0 * 64 + 41) * va0), vacc0x2 = (*(o + 0 * 64 + 42) * va0), vacc0x3 = (*(o + 0 * 64 + 43) * va0), vacc0x4 = (*(o + 0 * 64 + 44) * va0), vacc0x5 = (*(o + 0 * 64 + 45) * va0), vacc0x6 = (*(o + 0 * 64 + 46) * va0), vacc0x7 = (*(o + 0 * 64 + 47) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 40) * va1), vacc1x1 = (*(o + 1 * 64 + 41) * va1), vacc1x2 = (*(o + 1 * 64 + 42) * va1), vacc1x3 = (*(o + 1 * 64 + 43) * va1), vacc1x4 = (*(o + 1 * 64 + 44) * va1), vacc1x5 = (*(o + 1 * 64 + 45) * va1), vacc1x6 = (*(o + 1 * 64 + 46) * va1), vacc1x7 = (*(o + 1 * 64 + 47) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 40) * va2), vacc2x1 = (*(o + 2 * 64 + 41) * va2), vacc2x2 = (*(o + 2 * 64 + 42) * va2), vacc2x3 = (*(o + 2 * 64 + 43) * va2), vacc2x4 = (*(o + 2 * 64 + 44) * va2), vacc2x5 = (*(o + 2 * 64 + 45) * va2), vacc2x6 = (*(o + 2 * 64 + 46) * va2), vacc2x7 = (*(o + 2 * 64 + 47) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 40) * va3), vacc3x1 = (*(o + 3 * 64 + 41) * va3), vacc3x2 = (*(o + 3 * 64 + 42) * va3), vacc3x3 = (*(o + 3 * 64 + 43) * va3), vacc3x4 = (*(o + 3 * 64 + 44) * va3), vacc3x5 = (*(o + 3 * 64 + 45) * va3), vacc3x6 = (*(o + 3 * 64 + 46) * va3), vacc3x7 = (*(o + 3 * 64 + 47) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 40);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 41);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 42);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 44);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 46);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 64 + 40) = vacc0x0;
+        *(o + 0 * 64 + 41) = vacc0x1;
+        *(o + 0 * 64 + 42) = vacc0x2;
+        *(o + 0 * 64 + 43) = vacc0x3;
+        *(o + 0 * 64 + 44) = vacc0x4;
+        *(o + 0 * 64 + 45) = vacc0x5;
+        *(o + 0 * 64 + 46) = vacc0x6;
+        *(o + 0 * 64 + 47) = vacc0x7;
+        *(o + 1 * 64 + 40) = vacc1x0;
+        *(o + 1 * 64 + 41) = vacc1x1;
+        *(o + 1 * 64 + 42) = vacc1x2;
+        *(o + 1 * 64 + 43) = vacc1x3;
+        *(o + 1 * 64 + 44) = vacc1x4;
+        *(o + 1 * 64 + 45) = vacc1x5;
+        *(o + 1 * 64 + 46) = vacc1x6;
+        *(o + 1 * 64 + 47) = vacc1x7;
+        *(o + 2 * 64 + 40) = vacc2x0;
+        *(o + 2 * 64 + 41) = vacc2x1;
+        *(o + 2 * 64 + 42) = vacc2x2;
+        *(o + 2 * 64 + 43) = vacc2x3;
+        *(o + 2 * 64 + 44) = vacc2x4;
+        *(o + 2 * 64 + 45) = vacc2x5;
+        *(o + 2 * 64 + 46) = vacc2x6;
+        *(o + 2 * 64 + 47) = vacc2x7;
+        *(o + 3 * 64 + 40) = vacc3x0;
+        *(o + 3 * 64 + 41) = vacc3x1;
+        *(o + 3 * 64 + 42) = vacc3x2;
+        *(o + 3 * 64 + 43) = vacc3x3;
+        *(o + 3 * 64 + 44) = vacc3x4;
+        *(o + 3 * 64 + 45) = vacc3x5;
+        *(o + 3 * 64 + 46) = vacc3x6;
+        *(o + 3 * 64 + 47) = vacc3x7;
+    }
+    { /* columns 48..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 48) * va0), vacc0x1 = (*(o + 0 * 64 + 49) * va0), vacc0x2 = (*(o + 0 * 64 + 50) * va0), vacc0x3 = (*(o + 0 * 64 + 51) * va0), vacc0x4 = (*(o + 0 * 64 + 52) * va0), vacc0x5 = (*(o + 0 * 64 + 53) * va0), vacc0x6 = (*(o + 0 * 64 + 54) * va0), vacc0x7 = (*(o + 0 * 64 + 55) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 48) * va1), vacc1x1 = (*(o + 1 * 64 + 49) * va1), vacc1x2 = (*(o + 1 * 64 + 50) * va1), vacc1x3 = (*(o + 1 * 64 + 51) * va1), vacc1x4 = (*(o + 1 * 64 + 52) * va1), vacc1x5 = (*(o + 1 * 64 + 53) * va1), vacc1x6 = (*(o + 1 * 64 + 54) * va1), vacc1x7 = (*(o + 1 * 64 + 55) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 48) * va2), vacc2x1 = (*(o + 2 * 64 + 49) * va2), vacc2x2 = (*(o + 2 * 64 + 50) * va2), vacc2x3 = (*(o + 2 * 64 + 51) * va2), vacc2x4 = (*(o + 2 * 64 + 52) * va2), vacc2x5 = (*(o + 2 * 64 + 53) * va2), vacc2x6 = (*(o + 2 * 64 + 54) * va2), vacc2x7 = (*(o + 2 * 64 + 55) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 48) * va3), vacc3x1 = (*(o + 3 * 64 + 49) * va3), vacc3x2 = (*(o + 3 * 64 + 50) * va3), vacc3x3 = (*(o + 3 * 64 + 51) * va3), vacc3x4 = (*(o + 3 * 64 + 52) * va3), vacc3x5 = (*(o + 3 * 64 + 53) * va3), vacc3x6 = (*(o + 3 * 64 + 54) * va3), vacc3x7 = (*(o + 3 * 64 + 55) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 48);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 49);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 50);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 52);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 54);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 64 + 48) = vacc0x0;
+        *(o + 0 * 64 + 49) = vacc0x1;
+        *(o + 0 * 64 + 50) = vacc0x2;
+        *(o + 0 * 64 + 51) = vacc0x3;
+        *(o + 0 * 64 + 52) = vacc0x4;
+        *(o + 0 * 64 + 53) = vacc0x5;
+        *(o + 0 * 64 + 54) = vacc0x6;
+        *(o + 0 * 64 + 55) = vacc0x7;
+        *(o + 1 * 64 + 48) = vacc1x0;
+        *(o + 1 * 64 + 49) = vacc1x1;
+        *(o + 1 * 64 + 50) = vacc1x2;
+        *(o + 1 * 64 + 51) = vacc1x3;
+        *(o + 1 * 64 + 52) = vacc1x4;
+        *(o + 1 * 64 + 53) = vacc1x5;
+        *(o + 1 * 64 + 54) = vacc1x6;
+        *(o + 1 * 64 + 55) = vacc1x7;
+        *(o + 2 * 64 + 48) = vacc2x0;
+        *(o + 2 * 64 + 49) = vacc2x1;
+        *(o + 2 * 64 + 50) = vacc2x2;
+        *(o + 2 * 64 + 51) = vacc2x3;
+        *(o + 2 * 64 + 52) = vacc2x4;
+        *(o + 2 * 64 + 53) = vacc2x5;
+        *(o + 2 * 64 + 54) = vacc2x6;
+        *(o + 2 * 64 + 55) = vacc2x7;
+        *(o + 3 * 64 + 48) = vacc3x0;
+        *(o + 3 * 64 + 49) = vacc3x1;
+        *(o + 3 * 64 + 50) = vacc3x2;
+        *(o + 3 * 64 + 51) = vacc3x3;
+        *(o + 3 * 64 + 52) = vacc3x4;
+        *(o + 3 * 64 + 53) = vacc3x5;
+        *(o + 3 * 64 + 54) = vacc3x6;
+        *(o + 3 * 64 + 55) = vacc3x7;
+    }
+    { /* columns 56..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 56) * va0), vacc0x1 = (*(o + 0 * 64 + 57) * va0), vacc0x2 = (*(o + 0 * 64 + 58) * va0), vacc0x3 = (*(o + 0 * 64 + 59) * va0), vacc0x4 = (*(o + 0 * 64 + 60) * va0), vacc0x5 = (*(o + 0 * 64 + 61) * va0), vacc0x6 = (*(o + 0 * 64 + 62) * va0), vacc0x7 = (*(o + 0 * 64 + 63) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 56) * va1), vacc1x1 = (*(o + 1 * 64 + 57) * va1), vacc1x2 = (*(o + 1 * 64 + 58) * va1), vacc1x3 = (*(o + 1 * 64 + 59) * va1), vacc1x4 = (*(o + 1 * 64 + 60) * va1), vacc1x5 = (*(o + 1 * 64 + 61) * va1), vacc1x6 = (*(o + 1 * 64 + 62) * va1), vacc1x7 = (*(o + 1 * 64 + 63) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 56) * va2), vacc2x1 = (*(o + 2 * 64 + 57) * va2), vacc2x2 = (*(o + 2 * 64 + 58) * va2), vacc2x3 = (*(o + 2 * 64 + 59) * va2), vacc2x4 = (*(o + 2 * 64 + 60) * va2), vacc2x5 = (*(o + 2 * 64 + 61) * va2), vacc2x6 = (*(o + 2 * 64 + 62) * va2), vacc2x7 = (*(o + 2 * 64 + 63) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 56) * va3), vacc3x1 = (*(o + 3 * 64 + 57) * va3), vacc3x2 = (*(o + 3 * 64 + 58) * va3), vacc3x3 = (*(o + 3 * 64 + 59) * va3), vacc3x4 = (*(o + 3 * 64 + 60) * va3), vacc3x5 = (*(o + 3 * 64 + 61) * va3), vacc3x6 = (*(o + 3 * 64 + 62) * va3), vacc3x7 = (*(o + 3 * 64 + 63) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 56);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 57);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 58);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 60);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 62);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 64 + 56) = vacc0x0;
+        *(o + 0 * 64 + 57) = vacc0x1;
+        *(o + 0 * 64 + 58) = vacc0x2;
+        *(o + 0 * 64 + 59) = vacc0x3;
+        *(o + 0 * 64 + 60) = vacc0x4;
+        *(o + 0 * 64 + 61) = vacc0x5;
+        *(o + 0 * 64 + 62) = vacc0x6;
+        *(o + 0 * 64 + 63) = vacc0x7;
+        *(o + 1 * 64 + 56) = vacc1x0;
+        *(o + 1 * 64 + 57) = vacc1x1;
+        *(o + 1 * 64 + 58) = vacc1x2;
+        *(o + 1 * 64 + 59) = vacc1x3;
+        *(o + 1 * 64 + 60) = vacc1x4;
+        *(o + 1 * 64 + 61) = vacc1x5;
+        *(o + 1 * 64 + 62) = vacc1x6;
+        *(o + 1 * 64 + 63) = vacc1x7;
+        *(o + 2 * 64 + 56) = vacc2x0;
+        *(o + 2 * 64 + 57) = vacc2x1;
+        *(o + 2 * 64 + 58) = vacc2x2;
+        *(o + 2 * 64 + 59) = vacc2x3;
+        *(o + 2 * 64 + 60) = vacc2x4;
+        *(o + 2 * 64 + 61) = vacc2x5;
+        *(o + 2 * 64 + 62) = vacc2x6;
+        *(o + 2 * 64 + 63) = vacc2x7;
+        *(o + 3 * 64 + 56) = vacc3x0;
+        *(o + 3 * 64 + 57) = vacc3x1;
+        *(o + 3 * 64 + 58) = vacc3x2;
+        *(o + 3 * 64 + 59) = vacc3x3;
+        *(o + 3 * 64 + 60) = vacc3x4;
+        *(o + 3 * 64 + 61) = vacc3x5;
+        *(o + 3 * 64 + 62) = vacc3x6;
+        *(o + 3 * 64 + 63) = vacc3x7;
     }
 }
 
-/* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 5 chunks of at most 13 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 64 floats per row.
- * 128 FLOPs per key, 15 vector registers. */
-static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 8 chunks of at most 8 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
+ * 128 FLOPs per key, 10 vector registers. */
+static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
-    { /* columns 0..12 */
+    { /* columns 0..7 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 0) * va0), vacc0x1 = (*(o + 0 * 64 + 1) * va0), vacc0x2 = (*(o + 0 * 64 + 2) * va0), vacc0x3 = (*(o + 0 * 64 + 3) * va0), vacc0x4 = (*(o + 0 * 64 + 4) * va0), vacc0x5 = (*(o + 0 * 64 + 5) * va0), vacc0x6 = (*(o + 0 * 64 + 6) * va0), vacc0x7 = (*(o + 0 * 64 + 7) * va0), vacc0x8 = (*(o + 0 * 64 + 8) * va0), vacc0x9 = (*(o + 0 * 64 + 9) * va0), vacc0x10 = (*(o + 0 * 64 + 10) * va0), vacc0x11 = (*(o + 0 * 64 + 11) * va0), vacc0x12 = (*(o + 0 * 64 + 12) * va0);
+        float vacc0x0 = (*(o + 0 * 64 + 0) * va0), vacc0x1 = (*(o + 0 * 64 + 1) * va0), vacc0x2 = (*(o + 0 * 64 + 2) * va0), vacc0x3 = (*(o + 0 * 64 + 3) * va0), vacc0x4 = (*(o + 0 * 64 + 4) * va0), vacc0x5 = (*(o + 0 * 64 + 5) * va0), vacc0x6 = (*(o + 0 * 64 + 6) * va0), vacc0x7 = (*(o + 0 * 64 + 7) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 0);
                 vacc0x0 = (vp0 * vv + vacc0x0);
@@ -2384,26 +3172,6 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 7);
                 vacc0x7 = (vp0 * vv + vacc0x7);
             }
-            {
-                const float vv = *(vr + 8);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 9);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 10);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 11);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 12);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
         }
         *(o + 0 * 64 + 0) = vacc0x0;
         *(o + 0 * 64 + 1) = vacc0x1;
@@ -2413,364 +3181,412 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         *(o + 0 * 64 + 5) = vacc0x5;
         *(o + 0 * 64 + 6) = vacc0x6;
         *(o + 0 * 64 + 7) = vacc0x7;
-        *(o + 0 * 64 + 8) = vacc0x8;
-        *(o + 0 * 64 + 9) = vacc0x9;
-        *(o + 0 * 64 + 10) = vacc0x10;
-        *(o + 0 * 64 + 11) = vacc0x11;
-        *(o + 0 * 64 + 12) = vacc0x12;
     }
-    { /* columns 13..25 */
+    { /* columns 8..15 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 13) * va0), vacc0x1 = (*(o + 0 * 64 + 14) * va0), vacc0x2 = (*(o + 0 * 64 + 15) * va0), vacc0x3 = (*(o + 0 * 64 + 16) * va0), vacc0x4 = (*(o + 0 * 64 + 17) * va0), vacc0x5 = (*(o + 0 * 64 + 18) * va0), vacc0x6 = (*(o + 0 * 64 + 19) * va0), vacc0x7 = (*(o + 0 * 64 + 20) * va0), vacc0x8 = (*(o + 0 * 64 + 21) * va0), vacc0x9 = (*(o + 0 * 64 + 22) * va0), vacc0x10 = (*(o + 0 * 64 + 23) * va0), vacc0x11 = (*(o + 0 * 64 + 24) * va0), vacc0x12 = (*(o + 0 * 64 + 25) * va0);
+        float vacc0x0 = (*(o + 0 * 64 + 8) * va0), vacc0x1 = (*(o + 0 * 64 + 9) * va0), vacc0x2 = (*(o + 0 * 64 + 10) * va0), vacc0x3 = (*(o + 0 * 64 + 11) * va0), vacc0x4 = (*(o + 0 * 64 + 12) * va0), vacc0x5 = (*(o + 0 * 64 + 13) * va0), vacc0x6 = (*(o + 0 * 64 + 14) * va0), vacc0x7 = (*(o + 0 * 64 + 15) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 8);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 9);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 10);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x3 = (vp0 * vv + vacc0x3);
+            }
+            {
+                const float vv = *(vr + 12);
+                vacc0x4 = (vp0 * vv + vacc0x4);
+            }
             {
                 const float vv = *(vr + 13);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 14);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 15);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 64 + 8) = vacc0x0;
+        *(o + 0 * 64 + 9) = vacc0x1;
+        *(o + 0 * 64 + 10) = vacc0x2;
+        *(o + 0 * 64 + 11) = vacc0x3;
+        *(o + 0 * 64 + 12) = vacc0x4;
+        *(o + 0 * 64 + 13) = vacc0x5;
+        *(o + 0 * 64 + 14) = vacc0x6;
+        *(o + 0 * 64 + 15) = vacc0x7;
+    }
+    { /* columns 16..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 16) * va0), vacc0x1 = (*(o + 0 * 64 + 17) * va0), vacc0x2 = (*(o + 0 * 64 + 18) * va0), vacc0x3 = (*(o + 0 * 64 + 19) * va0), vacc0x4 = (*(o + 0 * 64 + 20) * va0), vacc0x5 = (*(o + 0 * 64 + 21) * va0), vacc0x6 = (*(o + 0 * 64 + 22) * va0), vacc0x7 = (*(o + 0 * 64 + 23) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 16);
-                vacc0x3 = (vp0 * vv + vacc0x3);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 17);
-                vacc0x4 = (vp0 * vv + vacc0x4);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 18);
-                vacc0x5 = (vp0 * vv + vacc0x5);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 19);
-                vacc0x6 = (vp0 * vv + vacc0x6);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 20);
-                vacc0x7 = (vp0 * vv + vacc0x7);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 21);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 22);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 23);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 64 + 16) = vacc0x0;
+        *(o + 0 * 64 + 17) = vacc0x1;
+        *(o + 0 * 64 + 18) = vacc0x2;
+        *(o + 0 * 64 + 19) = vacc0x3;
+        *(o + 0 * 64 + 20) = vacc0x4;
+        *(o + 0 * 64 + 21) = vacc0x5;
+        *(o + 0 * 64 + 22) = vacc0x6;
+        *(o + 0 * 64 + 23) = vacc0x7;
+    }
+    { /* columns 24..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 24) * va0), vacc0x1 = (*(o + 0 * 64 + 25) * va0), vacc0x2 = (*(o + 0 * 64 + 26) * va0), vacc0x3 = (*(o + 0 * 64 + 27) * va0), vacc0x4 = (*(o + 0 * 64 + 28) * va0), vacc0x5 = (*(o + 0 * 64 + 29) * va0), vacc0x6 = (*(o + 0 * 64 + 30) * va0), vacc0x7 = (*(o + 0 * 64 + 31) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 24);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 25);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
-        }
-        *(o + 0 * 64 + 13) = vacc0x0;
-        *(o + 0 * 64 + 14) = vacc0x1;
-        *(o + 0 * 64 + 15) = vacc0x2;
-        *(o + 0 * 64 + 16) = vacc0x3;
-        *(o + 0 * 64 + 17) = vacc0x4;
-        *(o + 0 * 64 + 18) = vacc0x5;
-        *(o + 0 * 64 + 19) = vacc0x6;
-        *(o + 0 * 64 + 20) = vacc0x7;
-        *(o + 0 * 64 + 21) = vacc0x8;
-        *(o + 0 * 64 + 22) = vacc0x9;
-        *(o + 0 * 64 + 23) = vacc0x10;
-        *(o + 0 * 64 + 24) = vacc0x11;
-        *(o + 0 * 64 + 25) = vacc0x12;
-    }
-    { /* columns 26..38 */
-        int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 26) * va0), vacc0x1 = (*(o + 0 * 64 + 27) * va0), vacc0x2 = (*(o + 0 * 64 + 28) * va0), vacc0x3 = (*(o + 0 * 64 + 29) * va0), vacc0x4 = (*(o + 0 * 64 + 30) * va0), vacc0x5 = (*(o + 0 * 64 + 31) * va0), vacc0x6 = (*(o + 0 * 64 + 32) * va0), vacc0x7 = (*(o + 0 * 64 + 33) * va0), vacc0x8 = (*(o + 0 * 64 + 34) * va0), vacc0x9 = (*(o + 0 * 64 + 35) * va0), vacc0x10 = (*(o + 0 * 64 + 36) * va0), vacc0x11 = (*(o + 0 * 64 + 37) * va0), vacc0x12 = (*(o + 0 * 64 + 38) * va0);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
             {
                 const float vv = *(vr + 26);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 27);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 28);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 29);
-                vacc0x3 = (vp0 * vv + vacc0x3);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 30);
-                vacc0x4 = (vp0 * vv + vacc0x4);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 31);
-                vacc0x5 = (vp0 * vv + vacc0x5);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 64 + 24) = vacc0x0;
+        *(o + 0 * 64 + 25) = vacc0x1;
+        *(o + 0 * 64 + 26) = vacc0x2;
+        *(o + 0 * 64 + 27) = vacc0x3;
+        *(o + 0 * 64 + 28) = vacc0x4;
+        *(o + 0 * 64 + 29) = vacc0x5;
+        *(o + 0 * 64 + 30) = vacc0x6;
+        *(o + 0 * 64 + 31) = vacc0x7;
+    }
+    { /* columns 32..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 32) * va0), vacc0x1 = (*(o + 0 * 64 + 33) * va0), vacc0x2 = (*(o + 0 * 64 + 34) * va0), vacc0x3 = (*(o + 0 * 64 + 35) * va0), vacc0x4 = (*(o + 0 * 64 + 36) * va0), vacc0x5 = (*(o + 0 * 64 + 37) * va0), vacc0x6 = (*(o + 0 * 64 + 38) * va0), vacc0x7 = (*(o + 0 * 64 + 39) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 32);
-                vacc0x6 = (vp0 * vv + vacc0x6);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 33);
-                vacc0x7 = (vp0 * vv + vacc0x7);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 34);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 35);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 36);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 37);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 38);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
-        }
-        *(o + 0 * 64 + 26) = vacc0x0;
-        *(o + 0 * 64 + 27) = vacc0x1;
-        *(o + 0 * 64 + 28) = vacc0x2;
-        *(o + 0 * 64 + 29) = vacc0x3;
-        *(o + 0 * 64 + 30) = vacc0x4;
-        *(o + 0 * 64 + 31) = vacc0x5;
-        *(o + 0 * 64 + 32) = vacc0x6;
-        *(o + 0 * 64 + 33) = vacc0x7;
-        *(o + 0 * 64 + 34) = vacc0x8;
-        *(o + 0 * 64 + 35) = vacc0x9;
-        *(o + 0 * 64 + 36) = vacc0x10;
-        *(o + 0 * 64 + 37) = vacc0x11;
-        *(o + 0 * 64 + 38) = vacc0x12;
-    }
-    { /* columns 39..51 */
-        int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 39) * va0), vacc0x1 = (*(o + 0 * 64 + 40) * va0), vacc0x2 = (*(o + 0 * 64 + 41) * va0), vacc0x3 = (*(o + 0 * 64 + 42) * va0), vacc0x4 = (*(o + 0 * 64 + 43) * va0), vacc0x5 = (*(o + 0 * 64 + 44) * va0), vacc0x6 = (*(o + 0 * 64 + 45) * va0), vacc0x7 = (*(o + 0 * 64 + 46) * va0), vacc0x8 = (*(o + 0 * 64 + 47) * va0), vacc0x9 = (*(o + 0 * 64 + 48) * va0), vacc0x10 = (*(o + 0 * 64 + 49) * va0), vacc0x11 = (*(o + 0 * 64 + 50) * va0), vacc0x12 = (*(o + 0 * 64 + 51) * va0);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
             {
                 const float vv = *(vr + 39);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 64 + 32) = vacc0x0;
+        *(o + 0 * 64 + 33) = vacc0x1;
+        *(o + 0 * 64 + 34) = vacc0x2;
+        *(o + 0 * 64 + 35) = vacc0x3;
+        *(o + 0 * 64 + 36) = vacc0x4;
+        *(o + 0 * 64 + 37) = vacc0x5;
+        *(o + 0 * 64 + 38) = vacc0x6;
+        *(o + 0 * 64 + 39) = vacc0x7;
+    }
+    { /* columns 40..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 40) * va0), vacc0x1 = (*(o + 0 * 64 + 41) * va0), vacc0x2 = (*(o + 0 * 64 + 42) * va0), vacc0x3 = (*(o + 0 * 64 + 43) * va0), vacc0x4 = (*(o + 0 * 64 + 44) * va0), vacc0x5 = (*(o + 0 * 64 + 45) * va0), vacc0x6 = (*(o + 0 * 64 + 46) * va0), vacc0x7 = (*(o + 0 * 64 + 47) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 40);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 41);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 42);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 43);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 44);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 45);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 46);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
-            {
-                const float vv = *(vr + 47);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 48);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 49);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 50);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 51);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
-        }
-        *(o + 0 * 64 + 39) = vacc0x0;
-        *(o + 0 * 64 + 40) = vacc0x1;
-        *(o + 0 * 64 + 41) = vacc0x2;
-        *(o + 0 * 64 + 42) = vacc0x3;
-        *(o + 0 * 64 + 43) = vacc0x4;
-        *(o + 0 * 64 + 44) = vacc0x5;
-        *(o + 0 * 64 + 45) = vacc0x6;
-        *(o + 0 * 64 + 46) = vacc0x7;
-        *(o + 0 * 64 + 47) = vacc0x8;
-        *(o + 0 * 64 + 48) = vacc0x9;
-        *(o + 0 * 64 + 49) = vacc0x10;
-        *(o + 0 * 64 + 50) = vacc0x11;
-        *(o + 0 * 64 + 51) = vacc0x12;
-    }
-    { /* columns 52..63 */
-        int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 52) * va0), vacc0x1 = (*(o + 0 * 64 + 53) * va0), vacc0x2 = (*(o + 0 * 64 + 54) * va0), vacc0x3 = (*(o + 0 * 64 + 55) * va0), vacc0x4 = (*(o + 0 * 64 + 56) * va0), vacc0x5 = (*(o + 0 * 64 + 57) * va0), vacc0x6 = (*(o + 0 * 64 + 58) * va0), vacc0x7 = (*(o + 0 * 64 + 59) * va0), vacc0x8 = (*(o + 0 * 64 + 60) * va0), vacc0x9 = (*(o + 0 * 64 + 61) * va0), vacc0x10 = (*(o + 0 * 64 + 62) * va0), vacc0x11 = (*(o + 0 * 64 + 63) * va0);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
-            {
-                const float vv = *(vr + 52);
-                vacc0x0 = (vp0 * vv + vacc0x0);
-            }
-            {
-                const float vv = *(vr + 53);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
-                const float vv = *(vr + 54);
+                const float vv = *(vr + 42);
                 vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
-                const float vv = *(vr + 55);
+                const float vv = *(vr + 43);
                 vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
-                const float vv = *(vr + 56);
+                const float vv = *(vr + 44);
                 vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
-                const float vv = *(vr + 57);
+                const float vv = *(vr + 45);
                 vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
-                const float vv = *(vr + 58);
+                const float vv = *(vr + 46);
                 vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
-                const float vv = *(vr + 59);
+                const float vv = *(vr + 47);
                 vacc0x7 = (vp0 * vv + vacc0x7);
+            }
+        }
+        *(o + 0 * 64 + 40) = vacc0x0;
+        *(o + 0 * 64 + 41) = vacc0x1;
+        *(o + 0 * 64 + 42) = vacc0x2;
+        *(o + 0 * 64 + 43) = vacc0x3;
+        *(o + 0 * 64 + 44) = vacc0x4;
+        *(o + 0 * 64 + 45) = vacc0x5;
+        *(o + 0 * 64 + 46) = vacc0x6;
+        *(o + 0 * 64 + 47) = vacc0x7;
+    }
+    { /* columns 48..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 48) * va0), vacc0x1 = (*(o + 0 * 64 + 49) * va0), vacc0x2 = (*(o + 0 * 64 + 50) * va0), vacc0x3 = (*(o + 0 * 64 + 51) * va0), vacc0x4 = (*(o + 0 * 64 + 52) * va0), vacc0x5 = (*(o + 0 * 64 + 53) * va0), vacc0x6 = (*(o + 0 * 64 + 54) * va0), vacc0x7 = (*(o + 0 * 64 + 55) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 48);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 49);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 50);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x3 = (vp0 * vv + vacc0x3);
+            }
+            {
+                const float vv = *(vr + 52);
+                vacc0x4 = (vp0 * vv + vacc0x4);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x5 = (vp0 * vv + vacc0x5);
+            }
+            {
+                const float vv = *(vr + 54);
+                vacc0x6 = (vp0 * vv + vacc0x6);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x7 = (vp0 * vv + vacc0x7);
+            }
+        }
+        *(o + 0 * 64 + 48) = vacc0x0;
+        *(o + 0 * 64 + 49) = vacc0x1;
+        *(o + 0 * 64 + 50) = vacc0x2;
+        *(o + 0 * 64 + 51) = vacc0x3;
+        *(o + 0 * 64 + 52) = vacc0x4;
+        *(o + 0 * 64 + 53) = vacc0x5;
+        *(o + 0 * 64 + 54) = vacc0x6;
+        *(o + 0 * 64 + 55) = vacc0x7;
+    }
+    { /* columns 56..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 56) * va0), vacc0x1 = (*(o + 0 * 64 + 57) * va0), vacc0x2 = (*(o + 0 * 64 + 58) * va0), vacc0x3 = (*(o + 0 * 64 + 59) * va0), vacc0x4 = (*(o + 0 * 64 + 60) * va0), vacc0x5 = (*(o + 0 * 64 + 61) * va0), vacc0x6 = (*(o + 0 * 64 + 62) * va0), vacc0x7 = (*(o + 0 * 64 + 63) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 56);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 57);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 58);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 60);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 61);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 62);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 63);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
         }
-        *(o + 0 * 64 + 52) = vacc0x0;
-        *(o + 0 * 64 + 53) = vacc0x1;
-        *(o + 0 * 64 + 54) = vacc0x2;
-        *(o + 0 * 64 + 55) = vacc0x3;
-        *(o + 0 * 64 + 56) = vacc0x4;
-        *(o + 0 * 64 + 57) = vacc0x5;
-        *(o + 0 * 64 + 58) = vacc0x6;
-        *(o + 0 * 64 + 59) = vacc0x7;
-        *(o + 0 * 64 + 60) = vacc0x8;
-        *(o + 0 * 64 + 61) = vacc0x9;
-        *(o + 0 * 64 + 62) = vacc0x10;
-        *(o + 0 * 64 + 63) = vacc0x11;
+        *(o + 0 * 64 + 56) = vacc0x0;
+        *(o + 0 * 64 + 57) = vacc0x1;
+        *(o + 0 * 64 + 58) = vacc0x2;
+        *(o + 0 * 64 + 59) = vacc0x3;
+        *(o + 0 * 64 + 60) = vacc0x4;
+        *(o + 0 * 64 + 61) = vacc0x5;
+        *(o + 0 * 64 + 62) = vacc0x6;
+        *(o + 0 * 64 + 63) = vacc0x7;
     }
 }
 
 /* Per-thread scratch of the scalar variant. */
 typedef struct {
-    float s[64 * 64];      /* scores, then probabilities */
-    float o[64 * 64];      /* unnormalized output rows */
-    float m[64], l[64], alpha[64]; /* running max, sum, rescale */
-    int64_t lo[64], hi[64], sink_hi[64], first[64], last[64];
+    float q[96 * 64];       /* the query tile, times scale */
+    float s[96 * 128];      /* scores, then probabilities */
+    float o[96 * 64];      /* unnormalized output rows */
+    float m[96], l[96], alpha[96]; /* running max, sum, rescale */
+    int64_t lo[96], hi[96], sink_hi[96], first[96], last[96];
 } attn_falcon_7b_scratch__scalar;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, int64_t ldk,
+static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, const float *v, int64_t lkp,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_falcon_7b_scratch__scalar *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t hk = h / 71;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
-    const int64_t qs = args->q_stride[1];
-    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    const int64_t vs = args->v_stride[1];
-    const int64_t ntiles = (lk + 63) / 64;
-    int64_t r, t;
+    const int64_t ntiles = (lk + 127) / 128;
+    int64_t r, t, c;
 
-    kt += (b * 1 + hk) * 64 * ldk; /* K^T of (b, hk) */
+    kt += (b * 1 + hk) * 64 * lkp; /* packed K^T and V of (b, hk) */
+    v += (b * 1 + hk) * 64 * lkp;
     for (r = 0; r < tq; r++) {
         attn_falcon_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+        const float *restrict qr = q + r * args->q_stride[1];
+        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.125f;
+    }
 
     for (t = 0; t < ntiles; t++) {
-        const int64_t j0 = t * 64;
-        const int64_t jn = lk - j0 < 64 ? lk - j0 : 64; /* keys of this tile that exist */
+        const int64_t j0 = t * 128;
+        const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
         const int cls = attn_falcon_7b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        int64_t c;
         if (cls == 0) continue; /* no row sees this tile */
 
-        /* scores: S = scale * Q K^T */
-        for (r = 0; r + 6 <= tq; r += 6)
-            for (c = 0; c < 64; c += 2)
-                attn_falcon_7b_qk_6x2__scalar(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
-        for (; r < tq; r++)
-            for (c = 0; c < 64; c += 2)
-                attn_falcon_7b_qk_1x2__scalar(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
+        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
+           stays in L1 while every row block of the tile passes over it */
+        for (c = 0; c < 128; c += 4) {
+            const float *ktc = kt + j0 * 64 + c;
+            for (r = 0; r + 4 <= tq; r += 4)
+                attn_falcon_7b_qk_4x4__scalar(w->q + r * 64, ktc, w->s + r * 128 + c);
+            for (; r < tq; r++)
+                attn_falcon_7b_qk_1x4__scalar(w->q + r * 64, ktc, w->s + r * 128 + c);
+        }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 64;
+            float *restrict sr = w->s + r * 128;
             float mx = -INFINITY, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 64; c++) {
+                for (c = 0; c < 128; c++) {
                     const int64_t j = j0 + c;
                     const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
                     if (!seen) sr[c] = -INFINITY;
                 }
             }
-            for (c = 0; c < 64; c++) mx = mx > sr[c] ? mx : sr[c];
+            for (c = 0; c < 128; c++) mx = mx > sr[c] ? mx : sr[c];
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
             w->alpha[r] = expf(w->m[r] - m_ref);
             {
                 const float vm = (m_ref);
                 float vsum = 0.0f;
-                for (c = 0; c < 64; c += 1) {
+                for (c = 0; c < 128; c += 1) {
                     const float e = expf((*(sr + c) - vm));
                     *(sr + c) = e;
                     vsum = (vsum + e);
@@ -2783,11 +3599,11 @@ static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, 
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 1 ? 1 : 1;
-            int64_t jlo = 64, jhi = 0, k;
+            const int64_t rows = tq - r >= 4 ? 4 : 1;
+            int64_t jlo = 128, jhi = 0, k;
             if (cls == 2) {
                 jlo = 0;
-                jhi = 64;
+                jhi = 128;
             } else {
                 for (k = r; k < r + rows; k++) {
                     if (w->last[k] > w->first[k]) {
@@ -2798,7 +3614,10 @@ static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, 
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-                attn_falcon_7b_pv_1x64__scalar(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 64, w->alpha + r);
+            if (rows == 4)
+                attn_falcon_7b_pv_4x64__scalar(w->s + r * 128, v + j0 * 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+            else
+                attn_falcon_7b_pv_1x64__scalar(w->s + r * 128, v + j0 * 64, jlo, jhi, w->o + r * 64, w->alpha + r);
             r += rows;
         }
     }
@@ -2878,46 +3697,58 @@ static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, 
     }
 }
 
-/* K^T for batch b, kv head hk: kt[d][j] = K[b][j][hk][d] for j < Lk_b, else 0. */
-static void attn_falcon_7b_pack__scalar(const attn_args *args, int64_t b, int64_t hk, float *kt, int64_t ldk)
+/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+ * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
+static void attn_falcon_7b_pack__scalar(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
+        float *restrict vp, int64_t lkp)
 {
     const int64_t lk = args->seq_k;
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
+    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
     int64_t j, d;
+    memset(kt, 0, sizeof(float) * (size_t)(lkp * 64));
+    memset(vp, 0, sizeof(float) * (size_t)(lkp * 64));
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
-        for (d = 0; d < 64; d++) kt[d * ldk + j] = kr[d];
+        const float *restrict vr = v + j * args->v_stride[1];
+        float *restrict kc = kt + (j / 128) * 8192 + j % 128;
+        for (d = 0; d < 64; d++) kc[d * 128] = kr[d];
+        memcpy(vp + j * 64, vr, sizeof(float) * 64);
     }
-    for (d = 0; d < 64; d++)
-        for (j = lk; j < ldk; j++) kt[d * ldk + j] = 0.0f;
 }
 
 attn_status attn_falcon_7b_fwd__scalar(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_falcon_7b_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
-    const int64_t ldk = (args->seq_k + 63) / 64 * 64;
-    const int64_t nq = (Lq + 63) / 64;
+    const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
+    const int64_t nq = (Lq + 95) / 96;
     const int64_t units = B * 71 * nq;
     const int threads = args->threads;
-    float *kt = NULL;
+    float *kt = NULL, *vp = NULL;
     int failed = 0;
     int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (ldk > 0) {
-        if ((uint64_t)B * 64 > (uint64_t)INT64_MAX / 4 / (uint64_t)ldk) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 64 * ldk));
-        if (!kt) return ATTN_ERR_NOMEM;
+    if (lkp > 0) {
+        if ((uint64_t)B * 128 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
+        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 64 * lkp));
+        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 64 * lkp));
+        if (!kt || !vp) {
+            attn_free(kt);
+            attn_free(vp);
+            return ATTN_ERR_NOMEM;
+        }
     }
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     for (u = 0; u < B * 1; u++)
-        if (ldk > 0) attn_falcon_7b_pack__scalar(args, u / 1, u % 1, kt + u * 64 * ldk, ldk);
+        if (lkp > 0)
+            attn_falcon_7b_pack__scalar(args, u / 1, u % 1, kt + u * 64 * lkp, vp + u * 64 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -2937,13 +3768,14 @@ attn_status attn_falcon_7b_fwd__scalar(const attn_args *args)
             /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
             const int64_t qt = nq - 1 - u % nq;
             const int64_t bh = u / nq;
-            const int64_t i0 = qt * 64;
-            if (w) attn_falcon_7b_unit__scalar(args, kt, ldk, bh / 71, bh % 71, i0,
-                    Lq - i0 < 64 ? Lq - i0 : 64, w);
+            const int64_t i0 = qt * 96;
+            if (w) attn_falcon_7b_unit__scalar(args, kt, vp, lkp, bh / 71, bh % 71, i0,
+                    Lq - i0 < 96 ? Lq - i0 : 96, w);
         }
         attn_free(w);
     }
     attn_free(kt);
+    attn_free(vp);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 
@@ -2968,7 +3800,7 @@ static const attn_variant attn_falcon_7b_variants[] = {
 const attn_kernel attn_falcon_7b_kernel = {
     { "falcon_7b", 71, 1, 64, 64, 1, -1, 0,
       0, 0, ATTN_MASK_NONE, 0.125f, 0.0f, 0,
-      64, 64 },
+      96, 128 },
     attn_falcon_7b_fwd,
     (int)(sizeof(attn_falcon_7b_variants) / sizeof(attn_falcon_7b_variants[0])) - 1,
     attn_falcon_7b_variants

@@ -20,7 +20,7 @@
  *   dtype = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
- * Tile: q = 64, kv = 64 (heuristic default (tile = "auto", no tuning result)).
+ * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
  */
 #include "gemma2_9b_local.h"
 
@@ -39,12 +39,15 @@
 
 /*
  * Shape: Hq = 16, Hkv = 8 (query head h reads kv head h / 2), D = 256, Dv = 256.
- * Tiles: TQ = 64 query rows x TK = 64 keys; a full tile is 4194304 FLOPs.
+ * Tiles: TQ = 96 query rows x TK = 128 keys; a full tile is 12582912 FLOPs.
  * Mask: causal (bottom-right), window left 4095, right 0, softcap 50.0f.
  *
  * Algorithm (flash attention, one pass, O(L) memory):
- *   1. K is packed once per (batch, kv head) into K^T [D][Lkp] so that
- *      scores vectorize over keys (Lkp = Lk rounded up to TK, zero-filled).
+ *   1. K and V are packed once per (batch, kv head): K^T tile by tile,
+ *      [Lk/TK][D][TK], so scores vectorize over keys and each tile's panel
+ *      is contiguous; V as [Lk][Dvp] rows (Dv padded to whole vectors with
+ *      zeros).  Both are zero past Lk_b, and their rows are contiguous, so no
+ *      read strides by a power of two (which would alias in the L1 cache).
  *   2. Each work unit is (batch, query head, query tile).  For every key
  *      tile it computes S = scale * Q K^T, adds the score terms, masks,
  *      updates the running row max m and sum l, and accumulates
@@ -70,13 +73,13 @@ static void attn_gemma2_9b_local_row_span(int64_t p, int64_t lk, int64_t *lo, in
     *sink_hi = s;
 }
 
-/* How the rows [0, tq) see the key tile [j0, j0 + 64): returns 0 when no row
+/* How the rows [0, tq) see the key tile [j0, j0 + 128): returns 0 when no row
  * sees a key of it, 2 when every row sees all of it, else 1; first[r]/last[r]
  * bound the tile columns row r may see. */
 static int attn_gemma2_9b_local_classify(int64_t tq, int64_t j0, const int64_t *lo, const int64_t *hi,
                                    const int64_t *sink_hi, int64_t *first, int64_t *last)
 {
-    const int64_t j1 = j0 + 64;
+    const int64_t j1 = j0 + 128;
     int any = 0, all = 1;
     int64_t r;
     for (r = 0; r < tq; r++) {
@@ -89,7 +92,7 @@ static int attn_gemma2_9b_local_classify(int64_t tq, int64_t j0, const int64_t *
         first[r] = n ? f - j0 : 0;
         last[r] = n ? e - j0 : 0;
         any |= n > 0;
-        all &= n == 64;
+        all &= n == 128;
     }
     return any ? (all ? 2 : 1) : 0;
 }
@@ -139,448 +142,535 @@ __attribute__((target("avx512f"))) static inline __m512 attn_tanh__avx512(__m512
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(0.3f), _CMP_LT_OQ), big, small);
 }
 
-/* Scores S[6][64] = scale * Q[6][256] K^T[256][64], D unrolled.
- * q: query rows 6 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  196608 FLOPs, 29 vector registers. */
-__attribute__((target("avx512f"))) static void attn_gemma2_9b_local_qk_6x64__avx512(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[8][32] = Q[8][256] K^T[256][32] (Q is packed pre-scaled).
+ * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  131072 FLOPs, 19 vector registers. */
+__attribute__((target("avx512f"))) static void attn_gemma2_9b_local_qk_8x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps(), vacc0x2 = _mm512_setzero_ps(), vacc0x3 = _mm512_setzero_ps();
-    __m512 vacc1x0 = _mm512_setzero_ps(), vacc1x1 = _mm512_setzero_ps(), vacc1x2 = _mm512_setzero_ps(), vacc1x3 = _mm512_setzero_ps();
-    __m512 vacc2x0 = _mm512_setzero_ps(), vacc2x1 = _mm512_setzero_ps(), vacc2x2 = _mm512_setzero_ps(), vacc2x3 = _mm512_setzero_ps();
-    __m512 vacc3x0 = _mm512_setzero_ps(), vacc3x1 = _mm512_setzero_ps(), vacc3x2 = _mm512_setzero_ps(), vacc3x3 = _mm512_setzero_ps();
-    __m512 vacc4x0 = _mm512_setzero_ps(), vacc4x1 = _mm512_setzero_ps(), vacc4x2 = _mm512_setzero_ps(), vacc4x3 = _mm512_setzero_ps();
-    __m512 vacc5x0 = _mm512_setzero_ps(), vacc5x1 = _mm512_setzero_ps(), vacc5x2 = _mm512_setzero_ps(), vacc5x3 = _mm512_setzero_ps();
-    const float *restrict q0 = q + 0 * qs;
-    const float *restrict q1 = q + 1 * qs;
-    const float *restrict q2 = q + 2 * qs;
-    const float *restrict q3 = q + 3 * qs;
-    const float *restrict q4 = q + 4 * qs;
-    const float *restrict q5 = q + 5 * qs;
+    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
+    __m512 vacc1x0 = _mm512_setzero_ps(), vacc1x1 = _mm512_setzero_ps();
+    __m512 vacc2x0 = _mm512_setzero_ps(), vacc2x1 = _mm512_setzero_ps();
+    __m512 vacc3x0 = _mm512_setzero_ps(), vacc3x1 = _mm512_setzero_ps();
+    __m512 vacc4x0 = _mm512_setzero_ps(), vacc4x1 = _mm512_setzero_ps();
+    __m512 vacc5x0 = _mm512_setzero_ps(), vacc5x1 = _mm512_setzero_ps();
+    __m512 vacc6x0 = _mm512_setzero_ps(), vacc6x1 = _mm512_setzero_ps();
+    __m512 vacc7x0 = _mm512_setzero_ps(), vacc7x1 = _mm512_setzero_ps();
+    const float *restrict q0 = q + 0;
+    const float *restrict q1 = q + 256;
+    const float *restrict q2 = q + 512;
+    const float *restrict q3 = q + 768;
+    const float *restrict q4 = q + 1024;
+    const float *restrict q5 = q + 1280;
+    const float *restrict q6 = q + 1536;
+    const float *restrict q7 = q + 1792;
 
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d]);
             const __m512 vq1 = _mm512_set1_ps(q1[d]);
             const __m512 vq2 = _mm512_set1_ps(q2[d]);
             const __m512 vq3 = _mm512_set1_ps(q3[d]);
             const __m512 vq4 = _mm512_set1_ps(q4[d]);
             const __m512 vq5 = _mm512_set1_ps(q5[d]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 1 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 1) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 1) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 1]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 1]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 1]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 1]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 1]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 1]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 1]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 1]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 2 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 2) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 2) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 2]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 2]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 2]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 2]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 2]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 2]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 2]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 2]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 3 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 3) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 3) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 3]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 3]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 3]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 3]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 3]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 3]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 3]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 3]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 4 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 4) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 4) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 4]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 4]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 4]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 4]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 4]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 4]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 4]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 4]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 5 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 5) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 5) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 5]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 5]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 5]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 5]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 5]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 5]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 5]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 5]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 6 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 6) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 6) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 6]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 6]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 6]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 6]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 6]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 6]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 6]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 6]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 7 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 7) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 7) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 7]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 7]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 7]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 7]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 7]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 7]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 7]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 7]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
     }
 
-    {
-        const __m512 vscale = _mm512_set1_ps(0.0625f);
-        _mm512_storeu_ps(s + 0 * 64 + 0, _mm512_mul_ps(vacc0x0, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 16, _mm512_mul_ps(vacc0x1, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 32, _mm512_mul_ps(vacc0x2, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 48, _mm512_mul_ps(vacc0x3, vscale));
-        _mm512_storeu_ps(s + 1 * 64 + 0, _mm512_mul_ps(vacc1x0, vscale));
-        _mm512_storeu_ps(s + 1 * 64 + 16, _mm512_mul_ps(vacc1x1, vscale));
-        _mm512_storeu_ps(s + 1 * 64 + 32, _mm512_mul_ps(vacc1x2, vscale));
-        _mm512_storeu_ps(s + 1 * 64 + 48, _mm512_mul_ps(vacc1x3, vscale));
-        _mm512_storeu_ps(s + 2 * 64 + 0, _mm512_mul_ps(vacc2x0, vscale));
-        _mm512_storeu_ps(s + 2 * 64 + 16, _mm512_mul_ps(vacc2x1, vscale));
-        _mm512_storeu_ps(s + 2 * 64 + 32, _mm512_mul_ps(vacc2x2, vscale));
-        _mm512_storeu_ps(s + 2 * 64 + 48, _mm512_mul_ps(vacc2x3, vscale));
-        _mm512_storeu_ps(s + 3 * 64 + 0, _mm512_mul_ps(vacc3x0, vscale));
-        _mm512_storeu_ps(s + 3 * 64 + 16, _mm512_mul_ps(vacc3x1, vscale));
-        _mm512_storeu_ps(s + 3 * 64 + 32, _mm512_mul_ps(vacc3x2, vscale));
-        _mm512_storeu_ps(s + 3 * 64 + 48, _mm512_mul_ps(vacc3x3, vscale));
-        _mm512_storeu_ps(s + 4 * 64 + 0, _mm512_mul_ps(vacc4x0, vscale));
-        _mm512_storeu_ps(s + 4 * 64 + 16, _mm512_mul_ps(vacc4x1, vscale));
-        _mm512_storeu_ps(s + 4 * 64 + 32, _mm512_mul_ps(vacc4x2, vscale));
-        _mm512_storeu_ps(s + 4 * 64 + 48, _mm512_mul_ps(vacc4x3, vscale));
-        _mm512_storeu_ps(s + 5 * 64 + 0, _mm512_mul_ps(vacc5x0, vscale));
-        _mm512_storeu_ps(s + 5 * 64 + 16, _mm512_mul_ps(vacc5x1, vscale));
-        _mm512_storeu_ps(s + 5 * 64 + 32, _mm512_mul_ps(vacc5x2, vscale));
-        _mm512_storeu_ps(s + 5 * 64 + 48, _mm512_mul_ps(vacc5x3, vscale));
-    }
+    _mm512_storeu_ps(s + 0 * 128 + 0, vacc0x0);
+    _mm512_storeu_ps(s + 0 * 128 + 16, vacc0x1);
+    _mm512_storeu_ps(s + 1 * 128 + 0, vacc1x0);
+    _mm512_storeu_ps(s + 1 * 128 + 16, vacc1x1);
+    _mm512_storeu_ps(s + 2 * 128 + 0, vacc2x0);
+    _mm512_storeu_ps(s + 2 * 128 + 16, vacc2x1);
+    _mm512_storeu_ps(s + 3 * 128 + 0, vacc3x0);
+    _mm512_storeu_ps(s + 3 * 128 + 16, vacc3x1);
+    _mm512_storeu_ps(s + 4 * 128 + 0, vacc4x0);
+    _mm512_storeu_ps(s + 4 * 128 + 16, vacc4x1);
+    _mm512_storeu_ps(s + 5 * 128 + 0, vacc5x0);
+    _mm512_storeu_ps(s + 5 * 128 + 16, vacc5x1);
+    _mm512_storeu_ps(s + 6 * 128 + 0, vacc6x0);
+    _mm512_storeu_ps(s + 6 * 128 + 16, vacc6x1);
+    _mm512_storeu_ps(s + 7 * 128 + 0, vacc7x0);
+    _mm512_storeu_ps(s + 7 * 128 + 16, vacc7x1);
 }
 
-/* Scores S[1][64] = scale * Q[1][256] K^T[256][64], D unrolled.
- * q: query rows 1 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  32768 FLOPs, 9 vector registers. */
-__attribute__((target("avx512f"))) static void attn_gemma2_9b_local_qk_1x64__avx512(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[1][32] = Q[1][256] K^T[256][32] (Q is packed pre-scaled).
+ * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  16384 FLOPs, 5 vector registers. */
+__attribute__((target("avx512f"))) static void attn_gemma2_9b_local_qk_1x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps(), vacc0x2 = _mm512_setzero_ps(), vacc0x3 = _mm512_setzero_ps();
-    const float *restrict q0 = q + 0 * qs;
+    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
+    const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 1 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 1) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 1) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 1]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 2 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 2) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 2) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 2]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 3 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 3) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 3) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 3]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 4 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 4) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 4) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 4]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 5 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 5) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 5) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 5]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 6 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 6) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 6) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 6]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 7 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 7) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 7) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 7]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
     }
 
-    {
-        const __m512 vscale = _mm512_set1_ps(0.0625f);
-        _mm512_storeu_ps(s + 0 * 64 + 0, _mm512_mul_ps(vacc0x0, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 16, _mm512_mul_ps(vacc0x1, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 32, _mm512_mul_ps(vacc0x2, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 48, _mm512_mul_ps(vacc0x3, vscale));
-    }
+    _mm512_storeu_ps(s + 0 * 128 + 0, vacc0x0);
+    _mm512_storeu_ps(s + 0 * 128 + 16, vacc0x1);
 }
 
-/* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 2 chunks of at most 8 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 256 floats per row.
- * 1536 FLOPs per key, 28 vector registers. */
-__attribute__((target("avx512f"))) static void attn_gemma2_9b_local_pv_3x256__avx512(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 256 floats per row.
+ * 3072 FLOPs per key, 31 vector registers. */
+__attribute__((target("avx512f"))) static void attn_gemma2_9b_local_pv_6x256__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
     const __m512 va2 = _mm512_set1_ps(alpha[2]);
-    { /* columns 0..127 */
+    const __m512 va3 = _mm512_set1_ps(alpha[3]);
+    const __m512 va4 = _mm512_set1_ps(alpha[4]);
+    const __m512 va5 = _mm512_set1_ps(alpha[5]);
+    { /* columns 0..63 */
         int64_t j;
-        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 48), va0), vacc0x4 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 64), va0), vacc0x5 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 80), va0), vacc0x6 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 96), va0), vacc0x7 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 112), va0);
-        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 48), va1), vacc1x4 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 64), va1), vacc1x5 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 80), va1), vacc1x6 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 96), va1), vacc1x7 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 112), va1);
-        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 48), va2), vacc2x4 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 64), va2), vacc2x5 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 80), va2), vacc2x6 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 96), va2), vacc2x7 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 112), va2);
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 48), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 48), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 48), va3);
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 48), va4);
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 0), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 16), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 32), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 48), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m512 vp0 = _mm512_set1_ps(p[0 * 64 + j]);
-            const __m512 vp1 = _mm512_set1_ps(p[1 * 64 + j]);
-            const __m512 vp2 = _mm512_set1_ps(p[2 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * 128 + j]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * 128 + j]);
+            const __m512 vp3 = _mm512_set1_ps(p[3 * 128 + j]);
+            const __m512 vp4 = _mm512_set1_ps(p[4 * 128 + j]);
+            const __m512 vp5 = _mm512_set1_ps(p[5 * 128 + j]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 0);
-                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0); vacc5x0 = _mm512_fmadd_ps(vp5, vv, vacc5x0);
             }
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 16);
-                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1); vacc4x1 = _mm512_fmadd_ps(vp4, vv, vacc4x1); vacc5x1 = _mm512_fmadd_ps(vp5, vv, vacc5x1);
             }
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 32);
-                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2); vacc4x2 = _mm512_fmadd_ps(vp4, vv, vacc4x2); vacc5x2 = _mm512_fmadd_ps(vp5, vv, vacc5x2);
             }
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 48);
-                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 64);
-                vacc0x4 = _mm512_fmadd_ps(vp0, vv, vacc0x4); vacc1x4 = _mm512_fmadd_ps(vp1, vv, vacc1x4); vacc2x4 = _mm512_fmadd_ps(vp2, vv, vacc2x4);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 80);
-                vacc0x5 = _mm512_fmadd_ps(vp0, vv, vacc0x5); vacc1x5 = _mm512_fmadd_ps(vp1, vv, vacc1x5); vacc2x5 = _mm512_fmadd_ps(vp2, vv, vacc2x5);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 96);
-                vacc0x6 = _mm512_fmadd_ps(vp0, vv, vacc0x6); vacc1x6 = _mm512_fmadd_ps(vp1, vv, vacc1x6); vacc2x6 = _mm512_fmadd_ps(vp2, vv, vacc2x6);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 112);
-                vacc0x7 = _mm512_fmadd_ps(vp0, vv, vacc0x7); vacc1x7 = _mm512_fmadd_ps(vp1, vv, vacc1x7); vacc2x7 = _mm512_fmadd_ps(vp2, vv, vacc2x7);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3); vacc4x3 = _mm512_fmadd_ps(vp4, vv, vacc4x3); vacc5x3 = _mm512_fmadd_ps(vp5, vv, vacc5x3);
             }
         }
         _mm512_storeu_ps(o + 0 * 256 + 0, vacc0x0);
         _mm512_storeu_ps(o + 0 * 256 + 16, vacc0x1);
         _mm512_storeu_ps(o + 0 * 256 + 32, vacc0x2);
         _mm512_storeu_ps(o + 0 * 256 + 48, vacc0x3);
-        _mm512_storeu_ps(o + 0 * 256 + 64, vacc0x4);
-        _mm512_storeu_ps(o + 0 * 256 + 80, vacc0x5);
-        _mm512_storeu_ps(o + 0 * 256 + 96, vacc0x6);
-        _mm512_storeu_ps(o + 0 * 256 + 112, vacc0x7);
         _mm512_storeu_ps(o + 1 * 256 + 0, vacc1x0);
         _mm512_storeu_ps(o + 1 * 256 + 16, vacc1x1);
         _mm512_storeu_ps(o + 1 * 256 + 32, vacc1x2);
         _mm512_storeu_ps(o + 1 * 256 + 48, vacc1x3);
-        _mm512_storeu_ps(o + 1 * 256 + 64, vacc1x4);
-        _mm512_storeu_ps(o + 1 * 256 + 80, vacc1x5);
-        _mm512_storeu_ps(o + 1 * 256 + 96, vacc1x6);
-        _mm512_storeu_ps(o + 1 * 256 + 112, vacc1x7);
         _mm512_storeu_ps(o + 2 * 256 + 0, vacc2x0);
         _mm512_storeu_ps(o + 2 * 256 + 16, vacc2x1);
         _mm512_storeu_ps(o + 2 * 256 + 32, vacc2x2);
         _mm512_storeu_ps(o + 2 * 256 + 48, vacc2x3);
-        _mm512_storeu_ps(o + 2 * 256 + 64, vacc2x4);
-        _mm512_storeu_ps(o + 2 * 256 + 80, vacc2x5);
-        _mm512_storeu_ps(o + 2 * 256 + 96, vacc2x6);
-        _mm512_storeu_ps(o + 2 * 256 + 112, vacc2x7);
+        _mm512_storeu_ps(o + 3 * 256 + 0, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 256 + 16, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 256 + 32, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 256 + 48, vacc3x3);
+        _mm512_storeu_ps(o + 4 * 256 + 0, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 256 + 16, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 256 + 32, vacc4x2);
+        _mm512_storeu_ps(o + 4 * 256 + 48, vacc4x3);
+        _mm512_storeu_ps(o + 5 * 256 + 0, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 256 + 16, vacc5x1);
+        _mm512_storeu_ps(o + 5 * 256 + 32, vacc5x2);
+        _mm512_storeu_ps(o + 5 * 256 + 48, vacc5x3);
     }
-    { /* columns 128..255 */
+    { /* columns 64..127 */
         int64_t j;
-        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 128), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 144), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 160), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 176), va0), vacc0x4 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 192), va0), vacc0x5 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 208), va0), vacc0x6 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 224), va0), vacc0x7 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), va0);
-        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 128), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 144), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 160), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 176), va1), vacc1x4 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 192), va1), vacc1x5 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 208), va1), vacc1x6 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 224), va1), vacc1x7 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 240), va1);
-        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 128), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 144), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 160), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 176), va2), vacc2x4 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 192), va2), vacc2x5 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 208), va2), vacc2x6 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 224), va2), vacc2x7 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 240), va2);
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 112), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 112), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 112), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 64), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 80), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 96), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 112), va3);
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 64), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 80), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 96), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 112), va4);
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 64), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 80), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 96), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 112), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m512 vp0 = _mm512_set1_ps(p[0 * 64 + j]);
-            const __m512 vp1 = _mm512_set1_ps(p[1 * 64 + j]);
-            const __m512 vp2 = _mm512_set1_ps(p[2 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * 128 + j]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * 128 + j]);
+            const __m512 vp3 = _mm512_set1_ps(p[3 * 128 + j]);
+            const __m512 vp4 = _mm512_set1_ps(p[4 * 128 + j]);
+            const __m512 vp5 = _mm512_set1_ps(p[5 * 128 + j]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0); vacc5x0 = _mm512_fmadd_ps(vp5, vv, vacc5x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1); vacc4x1 = _mm512_fmadd_ps(vp4, vv, vacc4x1); vacc5x1 = _mm512_fmadd_ps(vp5, vv, vacc5x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2); vacc4x2 = _mm512_fmadd_ps(vp4, vv, vacc4x2); vacc5x2 = _mm512_fmadd_ps(vp5, vv, vacc5x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3); vacc4x3 = _mm512_fmadd_ps(vp4, vv, vacc4x3); vacc5x3 = _mm512_fmadd_ps(vp5, vv, vacc5x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 256 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 256 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 256 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 256 + 112, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 256 + 64, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 256 + 80, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 256 + 96, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 256 + 112, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 256 + 64, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 256 + 80, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 256 + 96, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 256 + 112, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 256 + 64, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 256 + 80, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 256 + 96, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 256 + 112, vacc3x3);
+        _mm512_storeu_ps(o + 4 * 256 + 64, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 256 + 80, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 256 + 96, vacc4x2);
+        _mm512_storeu_ps(o + 4 * 256 + 112, vacc4x3);
+        _mm512_storeu_ps(o + 5 * 256 + 64, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 256 + 80, vacc5x1);
+        _mm512_storeu_ps(o + 5 * 256 + 96, vacc5x2);
+        _mm512_storeu_ps(o + 5 * 256 + 112, vacc5x3);
+    }
+    { /* columns 128..191 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 128), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 144), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 160), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 176), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 128), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 144), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 160), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 176), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 128), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 144), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 160), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 176), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 128), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 144), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 160), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 176), va3);
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 128), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 144), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 160), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 176), va4);
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 128), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 144), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 160), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 176), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * 128 + j]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * 128 + j]);
+            const __m512 vp3 = _mm512_set1_ps(p[3 * 128 + j]);
+            const __m512 vp4 = _mm512_set1_ps(p[4 * 128 + j]);
+            const __m512 vp5 = _mm512_set1_ps(p[5 * 128 + j]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 128);
-                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0); vacc5x0 = _mm512_fmadd_ps(vp5, vv, vacc5x0);
             }
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 144);
-                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1); vacc4x1 = _mm512_fmadd_ps(vp4, vv, vacc4x1); vacc5x1 = _mm512_fmadd_ps(vp5, vv, vacc5x1);
             }
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 160);
-                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2); vacc4x2 = _mm512_fmadd_ps(vp4, vv, vacc4x2); vacc5x2 = _mm512_fmadd_ps(vp5, vv, vacc5x2);
             }
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 176);
-                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 192);
-                vacc0x4 = _mm512_fmadd_ps(vp0, vv, vacc0x4); vacc1x4 = _mm512_fmadd_ps(vp1, vv, vacc1x4); vacc2x4 = _mm512_fmadd_ps(vp2, vv, vacc2x4);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 208);
-                vacc0x5 = _mm512_fmadd_ps(vp0, vv, vacc0x5); vacc1x5 = _mm512_fmadd_ps(vp1, vv, vacc1x5); vacc2x5 = _mm512_fmadd_ps(vp2, vv, vacc2x5);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 224);
-                vacc0x6 = _mm512_fmadd_ps(vp0, vv, vacc0x6); vacc1x6 = _mm512_fmadd_ps(vp1, vv, vacc1x6); vacc2x6 = _mm512_fmadd_ps(vp2, vv, vacc2x6);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 240);
-                vacc0x7 = _mm512_fmadd_ps(vp0, vv, vacc0x7); vacc1x7 = _mm512_fmadd_ps(vp1, vv, vacc1x7); vacc2x7 = _mm512_fmadd_ps(vp2, vv, vacc2x7);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3); vacc4x3 = _mm512_fmadd_ps(vp4, vv, vacc4x3); vacc5x3 = _mm512_fmadd_ps(vp5, vv, vacc5x3);
             }
         }
         _mm512_storeu_ps(o + 0 * 256 + 128, vacc0x0);
         _mm512_storeu_ps(o + 0 * 256 + 144, vacc0x1);
         _mm512_storeu_ps(o + 0 * 256 + 160, vacc0x2);
         _mm512_storeu_ps(o + 0 * 256 + 176, vacc0x3);
-        _mm512_storeu_ps(o + 0 * 256 + 192, vacc0x4);
-        _mm512_storeu_ps(o + 0 * 256 + 208, vacc0x5);
-        _mm512_storeu_ps(o + 0 * 256 + 224, vacc0x6);
-        _mm512_storeu_ps(o + 0 * 256 + 240, vacc0x7);
         _mm512_storeu_ps(o + 1 * 256 + 128, vacc1x0);
         _mm512_storeu_ps(o + 1 * 256 + 144, vacc1x1);
         _mm512_storeu_ps(o + 1 * 256 + 160, vacc1x2);
         _mm512_storeu_ps(o + 1 * 256 + 176, vacc1x3);
-        _mm512_storeu_ps(o + 1 * 256 + 192, vacc1x4);
-        _mm512_storeu_ps(o + 1 * 256 + 208, vacc1x5);
-        _mm512_storeu_ps(o + 1 * 256 + 224, vacc1x6);
-        _mm512_storeu_ps(o + 1 * 256 + 240, vacc1x7);
         _mm512_storeu_ps(o + 2 * 256 + 128, vacc2x0);
         _mm512_storeu_ps(o + 2 * 256 + 144, vacc2x1);
         _mm512_storeu_ps(o + 2 * 256 + 160, vacc2x2);
         _mm512_storeu_ps(o + 2 * 256 + 176, vacc2x3);
-        _mm512_storeu_ps(o + 2 * 256 + 192, vacc2x4);
-        _mm512_storeu_ps(o + 2 * 256 + 208, vacc2x5);
-        _mm512_storeu_ps(o + 2 * 256 + 224, vacc2x6);
-        _mm512_storeu_ps(o + 2 * 256 + 240, vacc2x7);
+        _mm512_storeu_ps(o + 3 * 256 + 128, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 256 + 144, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 256 + 160, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 256 + 176, vacc3x3);
+        _mm512_storeu_ps(o + 4 * 256 + 128, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 256 + 144, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 256 + 160, vacc4x2);
+        _mm512_storeu_ps(o + 4 * 256 + 176, vacc4x3);
+        _mm512_storeu_ps(o + 5 * 256 + 128, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 256 + 144, vacc5x1);
+        _mm512_storeu_ps(o + 5 * 256 + 160, vacc5x2);
+        _mm512_storeu_ps(o + 5 * 256 + 176, vacc5x3);
+    }
+    { /* columns 192..255 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 192), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 208), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 224), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 192), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 208), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 224), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 240), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 192), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 208), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 224), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 240), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 192), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 208), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 224), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 240), va3);
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 192), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 208), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 224), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 240), va4);
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 192), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 208), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 224), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 240), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * 128 + j]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * 128 + j]);
+            const __m512 vp3 = _mm512_set1_ps(p[3 * 128 + j]);
+            const __m512 vp4 = _mm512_set1_ps(p[4 * 128 + j]);
+            const __m512 vp5 = _mm512_set1_ps(p[5 * 128 + j]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 192);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0); vacc5x0 = _mm512_fmadd_ps(vp5, vv, vacc5x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 208);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1); vacc4x1 = _mm512_fmadd_ps(vp4, vv, vacc4x1); vacc5x1 = _mm512_fmadd_ps(vp5, vv, vacc5x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 224);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2); vacc4x2 = _mm512_fmadd_ps(vp4, vv, vacc4x2); vacc5x2 = _mm512_fmadd_ps(vp5, vv, vacc5x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 240);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3); vacc4x3 = _mm512_fmadd_ps(vp4, vv, vacc4x3); vacc5x3 = _mm512_fmadd_ps(vp5, vv, vacc5x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 256 + 192, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 256 + 208, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 256 + 224, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 256 + 240, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 256 + 192, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 256 + 208, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 256 + 224, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 256 + 240, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 256 + 192, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 256 + 208, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 256 + 224, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 256 + 240, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 256 + 192, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 256 + 208, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 256 + 224, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 256 + 240, vacc3x3);
+        _mm512_storeu_ps(o + 4 * 256 + 192, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 256 + 208, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 256 + 224, vacc4x2);
+        _mm512_storeu_ps(o + 4 * 256 + 240, vacc4x3);
+        _mm512_storeu_ps(o + 5 * 256 + 192, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 256 + 208, vacc5x1);
+        _mm512_storeu_ps(o + 5 * 256 + 224, vacc5x2);
+        _mm512_storeu_ps(o + 5 * 256 + 240, vacc5x3);
     }
 }
 
-/* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 2 chunks of at most 8 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 256 floats per row.
- * 512 FLOPs per key, 10 vector registers. */
-__attribute__((target("avx512f"))) static void attn_gemma2_9b_local_pv_1x256__avx512(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 256 floats per row.
+ * 512 FLOPs per key, 6 vector registers. */
+__attribute__((target("avx512f"))) static void attn_gemma2_9b_local_pv_1x256__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
-    { /* columns 0..127 */
+    { /* columns 0..63 */
         int64_t j;
-        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 48), va0), vacc0x4 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 64), va0), vacc0x5 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 80), va0), vacc0x6 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 96), va0), vacc0x7 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 112), va0);
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 48), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m512 vp0 = _mm512_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 0);
                 vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0);
@@ -597,38 +687,46 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_local_pv_1x256__av
                 const __m512 vv = _mm512_loadu_ps(vr + 48);
                 vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3);
             }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 64);
-                vacc0x4 = _mm512_fmadd_ps(vp0, vv, vacc0x4);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 80);
-                vacc0x5 = _mm512_fmadd_ps(vp0, vv, vacc0x5);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 96);
-                vacc0x6 = _mm512_fmadd_ps(vp0, vv, vacc0x6);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 112);
-                vacc0x7 = _mm512_fmadd_ps(vp0, vv, vacc0x7);
-            }
         }
         _mm512_storeu_ps(o + 0 * 256 + 0, vacc0x0);
         _mm512_storeu_ps(o + 0 * 256 + 16, vacc0x1);
         _mm512_storeu_ps(o + 0 * 256 + 32, vacc0x2);
         _mm512_storeu_ps(o + 0 * 256 + 48, vacc0x3);
-        _mm512_storeu_ps(o + 0 * 256 + 64, vacc0x4);
-        _mm512_storeu_ps(o + 0 * 256 + 80, vacc0x5);
-        _mm512_storeu_ps(o + 0 * 256 + 96, vacc0x6);
-        _mm512_storeu_ps(o + 0 * 256 + 112, vacc0x7);
     }
-    { /* columns 128..255 */
+    { /* columns 64..127 */
         int64_t j;
-        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 128), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 144), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 160), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 176), va0), vacc0x4 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 192), va0), vacc0x5 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 208), va0), vacc0x6 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 224), va0), vacc0x7 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), va0);
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 112), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m512 vp0 = _mm512_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 256 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 256 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 256 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 256 + 112, vacc0x3);
+    }
+    { /* columns 128..191 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 128), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 144), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 160), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 176), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 128);
                 vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0);
@@ -645,89 +743,101 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_local_pv_1x256__av
                 const __m512 vv = _mm512_loadu_ps(vr + 176);
                 vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3);
             }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 192);
-                vacc0x4 = _mm512_fmadd_ps(vp0, vv, vacc0x4);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 208);
-                vacc0x5 = _mm512_fmadd_ps(vp0, vv, vacc0x5);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 224);
-                vacc0x6 = _mm512_fmadd_ps(vp0, vv, vacc0x6);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 240);
-                vacc0x7 = _mm512_fmadd_ps(vp0, vv, vacc0x7);
-            }
         }
         _mm512_storeu_ps(o + 0 * 256 + 128, vacc0x0);
         _mm512_storeu_ps(o + 0 * 256 + 144, vacc0x1);
         _mm512_storeu_ps(o + 0 * 256 + 160, vacc0x2);
         _mm512_storeu_ps(o + 0 * 256 + 176, vacc0x3);
-        _mm512_storeu_ps(o + 0 * 256 + 192, vacc0x4);
-        _mm512_storeu_ps(o + 0 * 256 + 208, vacc0x5);
-        _mm512_storeu_ps(o + 0 * 256 + 224, vacc0x6);
-        _mm512_storeu_ps(o + 0 * 256 + 240, vacc0x7);
+    }
+    { /* columns 192..255 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 192), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 208), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 224), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 192);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 208);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 224);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 240);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 256 + 192, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 256 + 208, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 256 + 224, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 256 + 240, vacc0x3);
     }
 }
 
 /* Per-thread scratch of the avx512 variant. */
 typedef struct {
-    float s[64 * 64];      /* scores, then probabilities */
-    float o[64 * 256];      /* unnormalized output rows */
-    float m[64], l[64], alpha[64]; /* running max, sum, rescale */
-    int64_t lo[64], hi[64], sink_hi[64], first[64], last[64];
+    float q[96 * 256];       /* the query tile, times scale */
+    float s[96 * 128];      /* scores, then probabilities */
+    float o[96 * 256];      /* unnormalized output rows */
+    float m[96], l[96], alpha[96]; /* running max, sum, rescale */
+    int64_t lo[96], hi[96], sink_hi[96], first[96], last[96];
 } attn_gemma2_9b_local_scratch__avx512;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-__attribute__((target("avx512f"))) static void attn_gemma2_9b_local_unit__avx512(const attn_args *args, const float *kt, int64_t ldk,
+__attribute__((target("avx512f"))) static void attn_gemma2_9b_local_unit__avx512(const attn_args *args, const float *kt, const float *v, int64_t lkp,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_local_scratch__avx512 *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t hk = h / 2;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
-    const int64_t qs = args->q_stride[1];
-    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    const int64_t vs = args->v_stride[1];
-    const int64_t ntiles = (lk + 63) / 64;
-    int64_t r, t;
+    const int64_t ntiles = (lk + 127) / 128;
+    int64_t r, t, c;
 
-    kt += (b * 8 + hk) * 256 * ldk; /* K^T of (b, hk) */
+    kt += (b * 8 + hk) * 256 * lkp; /* packed K^T and V of (b, hk) */
+    v += (b * 8 + hk) * 256 * lkp;
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+        const float *restrict qr = q + r * args->q_stride[1];
+        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0625f;
+    }
 
     for (t = 0; t < ntiles; t++) {
-        const int64_t j0 = t * 64;
-        const int64_t jn = lk - j0 < 64 ? lk - j0 : 64; /* keys of this tile that exist */
+        const int64_t j0 = t * 128;
+        const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
         const int cls = attn_gemma2_9b_local_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        int64_t c;
         if (cls == 0) continue; /* no row sees this tile */
 
-        /* scores: S = scale * Q K^T */
-        for (r = 0; r + 6 <= tq; r += 6)
-            for (c = 0; c < 64; c += 64)
-                attn_gemma2_9b_local_qk_6x64__avx512(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
-        for (; r < tq; r++)
-            for (c = 0; c < 64; c += 64)
-                attn_gemma2_9b_local_qk_1x64__avx512(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
+        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
+           stays in L1 while every row block of the tile passes over it */
+        for (c = 0; c < 128; c += 32) {
+            const float *ktc = kt + j0 * 256 + c;
+            for (r = 0; r + 8 <= tq; r += 8)
+                attn_gemma2_9b_local_qk_8x32__avx512(w->q + r * 256, ktc, w->s + r * 128 + c);
+            for (; r < tq; r++)
+                attn_gemma2_9b_local_qk_1x32__avx512(w->q + r * 256, ktc, w->s + r * 128 + c);
+        }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 64;
+            float *restrict sr = w->s + r * 128;
             float mx = -INFINITY, m_new, m_ref, sum;
-            for (c = 0; c < 64; c += 16) {
+            for (c = 0; c < 128; c += 16) {
                 __m512 x = _mm512_loadu_ps(sr + c);
                 x = _mm512_mul_ps(_mm512_set1_ps(50.0f), attn_tanh__avx512(_mm512_mul_ps(x, _mm512_set1_ps(0.02f))));  /* softcap */
                 _mm512_storeu_ps(sr + c, x);
             }
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 64; c++) {
+                for (c = 0; c < 128; c++) {
                     const int64_t j = j0 + c;
                     const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
                     if (!seen) sr[c] = -INFINITY;
@@ -735,7 +845,7 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_local_unit__avx512
             }
             {
                 __m512 vmx = _mm512_loadu_ps(sr);
-                for (c = 16; c < 64; c += 16) vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(sr + c));
+                for (c = 16; c < 128; c += 16) vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(sr + c));
                 mx = _mm512_reduce_max_ps(vmx);
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
@@ -744,7 +854,7 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_local_unit__avx512
             {
                 const __m512 vm = _mm512_set1_ps(m_ref);
                 __m512 vsum = _mm512_setzero_ps();
-                for (c = 0; c < 64; c += 16) {
+                for (c = 0; c < 128; c += 16) {
                     const __m512 e = attn_exp__avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + c), vm));
                     _mm512_storeu_ps(sr + c, e);
                     vsum = _mm512_add_ps(vsum, e);
@@ -757,11 +867,11 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_local_unit__avx512
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 3 ? 3 : 1;
-            int64_t jlo = 64, jhi = 0, k;
+            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            int64_t jlo = 128, jhi = 0, k;
             if (cls == 2) {
                 jlo = 0;
-                jhi = 64;
+                jhi = 128;
             } else {
                 for (k = r; k < r + rows; k++) {
                     if (w->last[k] > w->first[k]) {
@@ -772,10 +882,10 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_local_unit__avx512
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 3)
-                attn_gemma2_9b_local_pv_3x256__avx512(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 256, w->alpha + r);
+            if (rows == 6)
+                attn_gemma2_9b_local_pv_6x256__avx512(w->s + r * 128, v + j0 * 256, jlo, jhi, w->o + r * 256, w->alpha + r);
             else
-                attn_gemma2_9b_local_pv_1x256__avx512(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_local_pv_1x256__avx512(w->s + r * 128, v + j0 * 256, jlo, jhi, w->o + r * 256, w->alpha + r);
             r += rows;
         }
     }
@@ -807,46 +917,58 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_local_unit__avx512
     }
 }
 
-/* K^T for batch b, kv head hk: kt[d][j] = K[b][j][hk][d] for j < Lk_b, else 0. */
-__attribute__((target("avx512f"))) static void attn_gemma2_9b_local_pack__avx512(const attn_args *args, int64_t b, int64_t hk, float *kt, int64_t ldk)
+/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+ * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
+__attribute__((target("avx512f"))) static void attn_gemma2_9b_local_pack__avx512(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
+        float *restrict vp, int64_t lkp)
 {
     const int64_t lk = args->seq_k;
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
+    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
     int64_t j, d;
+    memset(kt, 0, sizeof(float) * (size_t)(lkp * 256));
+    memset(vp, 0, sizeof(float) * (size_t)(lkp * 256));
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
-        for (d = 0; d < 256; d++) kt[d * ldk + j] = kr[d];
+        const float *restrict vr = v + j * args->v_stride[1];
+        float *restrict kc = kt + (j / 128) * 32768 + j % 128;
+        for (d = 0; d < 256; d++) kc[d * 128] = kr[d];
+        memcpy(vp + j * 256, vr, sizeof(float) * 256);
     }
-    for (d = 0; d < 256; d++)
-        for (j = lk; j < ldk; j++) kt[d * ldk + j] = 0.0f;
 }
 
 __attribute__((target("avx512f"))) attn_status attn_gemma2_9b_local_fwd__avx512(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_local_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
-    const int64_t ldk = (args->seq_k + 63) / 64 * 64;
-    const int64_t nq = (Lq + 63) / 64;
+    const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
+    const int64_t nq = (Lq + 95) / 96;
     const int64_t units = B * 16 * nq;
     const int threads = args->threads;
-    float *kt = NULL;
+    float *kt = NULL, *vp = NULL;
     int failed = 0;
     int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (ldk > 0) {
-        if ((uint64_t)B * 2048 > (uint64_t)INT64_MAX / 4 / (uint64_t)ldk) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * ldk));
-        if (!kt) return ATTN_ERR_NOMEM;
+    if (lkp > 0) {
+        if ((uint64_t)B * 4096 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
+        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
+        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
+        if (!kt || !vp) {
+            attn_free(kt);
+            attn_free(vp);
+            return ATTN_ERR_NOMEM;
+        }
     }
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     for (u = 0; u < B * 8; u++)
-        if (ldk > 0) attn_gemma2_9b_local_pack__avx512(args, u / 8, u % 8, kt + u * 256 * ldk, ldk);
+        if (lkp > 0)
+            attn_gemma2_9b_local_pack__avx512(args, u / 8, u % 8, kt + u * 256 * lkp, vp + u * 256 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -866,13 +988,14 @@ __attribute__((target("avx512f"))) attn_status attn_gemma2_9b_local_fwd__avx512(
             /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
             const int64_t qt = nq - 1 - u % nq;
             const int64_t bh = u / nq;
-            const int64_t i0 = qt * 64;
-            if (w) attn_gemma2_9b_local_unit__avx512(args, kt, ldk, bh / 16, bh % 16, i0,
-                    Lq - i0 < 64 ? Lq - i0 : 64, w);
+            const int64_t i0 = qt * 96;
+            if (w) attn_gemma2_9b_local_unit__avx512(args, kt, vp, lkp, bh / 16, bh % 16, i0,
+                    Lq - i0 < 96 ? Lq - i0 : 96, w);
         }
         attn_free(w);
     }
     attn_free(kt);
+    attn_free(vp);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
@@ -937,517 +1060,701 @@ __attribute__((target("avx2,fma"))) static inline __m256 attn_tanh__avx2(__m256 
     return _mm256_blendv_ps(big, small, _mm256_cmp_ps(a, _mm256_set1_ps(0.3f), _CMP_LT_OQ));
 }
 
-/* Scores S[6][16] = scale * Q[6][256] K^T[256][16], D unrolled.
- * q: query rows 6 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  49152 FLOPs, 15 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_qk_6x16__avx2(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[4][16] = Q[4][256] K^T[256][16] (Q is packed pre-scaled).
+ * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  32768 FLOPs, 11 vector registers. */
+__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_qk_4x16__avx2(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
     __m256 vacc1x0 = _mm256_setzero_ps(), vacc1x1 = _mm256_setzero_ps();
     __m256 vacc2x0 = _mm256_setzero_ps(), vacc2x1 = _mm256_setzero_ps();
     __m256 vacc3x0 = _mm256_setzero_ps(), vacc3x1 = _mm256_setzero_ps();
-    __m256 vacc4x0 = _mm256_setzero_ps(), vacc4x1 = _mm256_setzero_ps();
-    __m256 vacc5x0 = _mm256_setzero_ps(), vacc5x1 = _mm256_setzero_ps();
-    const float *restrict q0 = q + 0 * qs;
-    const float *restrict q1 = q + 1 * qs;
-    const float *restrict q2 = q + 2 * qs;
-    const float *restrict q3 = q + 3 * qs;
-    const float *restrict q4 = q + 4 * qs;
-    const float *restrict q5 = q + 5 * qs;
+    const float *restrict q0 = q + 0;
+    const float *restrict q1 = q + 256;
+    const float *restrict q2 = q + 512;
+    const float *restrict q3 = q + 768;
 
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d]);
             const __m256 vq1 = _mm256_set1_ps(q1[d]);
             const __m256 vq2 = _mm256_set1_ps(q2[d]);
             const __m256 vq3 = _mm256_set1_ps(q3[d]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 1 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 1]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 1]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 1]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 1]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 1]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 1]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 2 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 2]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 2]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 2]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 2]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 2]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 2]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 3 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 3]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 3]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 3]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 3]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 3]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 3]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 4 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 4]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 4]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 4]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 4]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 4]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 4]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 5 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 5]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 5]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 5]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 5]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 5]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 5]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 6 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 6]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 6]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 6]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 6]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 6]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 6]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 7 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 7]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 7]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 7]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 7]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 7]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 7]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
     }
 
-    {
-        const __m256 vscale = _mm256_set1_ps(0.0625f);
-        _mm256_storeu_ps(s + 0 * 64 + 0, _mm256_mul_ps(vacc0x0, vscale));
-        _mm256_storeu_ps(s + 0 * 64 + 8, _mm256_mul_ps(vacc0x1, vscale));
-        _mm256_storeu_ps(s + 1 * 64 + 0, _mm256_mul_ps(vacc1x0, vscale));
-        _mm256_storeu_ps(s + 1 * 64 + 8, _mm256_mul_ps(vacc1x1, vscale));
-        _mm256_storeu_ps(s + 2 * 64 + 0, _mm256_mul_ps(vacc2x0, vscale));
-        _mm256_storeu_ps(s + 2 * 64 + 8, _mm256_mul_ps(vacc2x1, vscale));
-        _mm256_storeu_ps(s + 3 * 64 + 0, _mm256_mul_ps(vacc3x0, vscale));
-        _mm256_storeu_ps(s + 3 * 64 + 8, _mm256_mul_ps(vacc3x1, vscale));
-        _mm256_storeu_ps(s + 4 * 64 + 0, _mm256_mul_ps(vacc4x0, vscale));
-        _mm256_storeu_ps(s + 4 * 64 + 8, _mm256_mul_ps(vacc4x1, vscale));
-        _mm256_storeu_ps(s + 5 * 64 + 0, _mm256_mul_ps(vacc5x0, vscale));
-        _mm256_storeu_ps(s + 5 * 64 + 8, _mm256_mul_ps(vacc5x1, vscale));
-    }
+    _mm256_storeu_ps(s + 0 * 128 + 0, vacc0x0);
+    _mm256_storeu_ps(s + 0 * 128 + 8, vacc0x1);
+    _mm256_storeu_ps(s + 1 * 128 + 0, vacc1x0);
+    _mm256_storeu_ps(s + 1 * 128 + 8, vacc1x1);
+    _mm256_storeu_ps(s + 2 * 128 + 0, vacc2x0);
+    _mm256_storeu_ps(s + 2 * 128 + 8, vacc2x1);
+    _mm256_storeu_ps(s + 3 * 128 + 0, vacc3x0);
+    _mm256_storeu_ps(s + 3 * 128 + 8, vacc3x1);
 }
 
-/* Scores S[1][16] = scale * Q[1][256] K^T[256][16], D unrolled.
- * q: query rows 1 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  8192 FLOPs, 5 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_qk_1x16__avx2(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[1][16] = Q[1][256] K^T[256][16] (Q is packed pre-scaled).
+ * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  8192 FLOPs, 5 vector registers. */
+__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_qk_1x16__avx2(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
-    const float *restrict q0 = q + 0 * qs;
+    const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 1 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 1]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 2 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 2]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 3 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 3]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 4 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 4]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 5 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 5]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 6 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 6]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 7 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 7]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
     }
 
-    {
-        const __m256 vscale = _mm256_set1_ps(0.0625f);
-        _mm256_storeu_ps(s + 0 * 64 + 0, _mm256_mul_ps(vacc0x0, vscale));
-        _mm256_storeu_ps(s + 0 * 64 + 8, _mm256_mul_ps(vacc0x1, vscale));
-    }
+    _mm256_storeu_ps(s + 0 * 128 + 0, vacc0x0);
+    _mm256_storeu_ps(s + 0 * 128 + 8, vacc0x1);
 }
 
-/* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 6 chunks of at most 6 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 256 floats per row.
- * 1024 FLOPs per key, 15 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_pv_2x256__avx2(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 256 floats per row.
+ * 2048 FLOPs per key, 13 vector registers. */
+__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_pv_4x256__avx2(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
     const __m256 va1 = _mm256_set1_ps(alpha[1]);
-    { /* columns 0..47 */
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    { /* columns 0..15 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 8), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 16), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 24), va0), vacc0x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 32), va0), vacc0x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 40), va0);
-        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 8), va1), vacc1x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 16), va1), vacc1x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 24), va1), vacc1x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 32), va1), vacc1x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 40), va1);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 0), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 8), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 0);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
             }
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 16);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm256_fmadd_ps(vp1, vv, vacc1x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 24);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm256_fmadd_ps(vp1, vv, vacc1x3);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 32);
-                vacc0x4 = _mm256_fmadd_ps(vp0, vv, vacc0x4); vacc1x4 = _mm256_fmadd_ps(vp1, vv, vacc1x4);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 40);
-                vacc0x5 = _mm256_fmadd_ps(vp0, vv, vacc0x5); vacc1x5 = _mm256_fmadd_ps(vp1, vv, vacc1x5);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 256 + 0, vacc0x0);
         _mm256_storeu_ps(o + 0 * 256 + 8, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 256 + 16, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 256 + 24, vacc0x3);
-        _mm256_storeu_ps(o + 0 * 256 + 32, vacc0x4);
-        _mm256_storeu_ps(o + 0 * 256 + 40, vacc0x5);
         _mm256_storeu_ps(o + 1 * 256 + 0, vacc1x0);
         _mm256_storeu_ps(o + 1 * 256 + 8, vacc1x1);
-        _mm256_storeu_ps(o + 1 * 256 + 16, vacc1x2);
-        _mm256_storeu_ps(o + 1 * 256 + 24, vacc1x3);
-        _mm256_storeu_ps(o + 1 * 256 + 32, vacc1x4);
-        _mm256_storeu_ps(o + 1 * 256 + 40, vacc1x5);
+        _mm256_storeu_ps(o + 2 * 256 + 0, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 0, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 8, vacc3x1);
     }
-    { /* columns 48..95 */
+    { /* columns 16..31 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 56), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 64), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 72), va0), vacc0x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 80), va0), vacc0x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 88), va0);
-        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 56), va1), vacc1x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 64), va1), vacc1x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 72), va1), vacc1x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 80), va1), vacc1x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 88), va1);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 24), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 24), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 24), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 16), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 24), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 16);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 24);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 24, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 256 + 16, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 256 + 24, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + 16, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 24, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 16, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 24, vacc3x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 40), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 40), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 40), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 32), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 40), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 32);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 40);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 40, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 256 + 32, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 256 + 40, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + 32, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 40, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 32, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 40, vacc3x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 56), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 56), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 56), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 48), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 56), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 48);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
             }
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 56);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 64);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm256_fmadd_ps(vp1, vv, vacc1x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 72);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm256_fmadd_ps(vp1, vv, vacc1x3);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 80);
-                vacc0x4 = _mm256_fmadd_ps(vp0, vv, vacc0x4); vacc1x4 = _mm256_fmadd_ps(vp1, vv, vacc1x4);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 88);
-                vacc0x5 = _mm256_fmadd_ps(vp0, vv, vacc0x5); vacc1x5 = _mm256_fmadd_ps(vp1, vv, vacc1x5);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 256 + 48, vacc0x0);
         _mm256_storeu_ps(o + 0 * 256 + 56, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 256 + 64, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 256 + 72, vacc0x3);
-        _mm256_storeu_ps(o + 0 * 256 + 80, vacc0x4);
-        _mm256_storeu_ps(o + 0 * 256 + 88, vacc0x5);
         _mm256_storeu_ps(o + 1 * 256 + 48, vacc1x0);
         _mm256_storeu_ps(o + 1 * 256 + 56, vacc1x1);
-        _mm256_storeu_ps(o + 1 * 256 + 64, vacc1x2);
-        _mm256_storeu_ps(o + 1 * 256 + 72, vacc1x3);
-        _mm256_storeu_ps(o + 1 * 256 + 80, vacc1x4);
-        _mm256_storeu_ps(o + 1 * 256 + 88, vacc1x5);
+        _mm256_storeu_ps(o + 2 * 256 + 48, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 56, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 48, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 56, vacc3x1);
     }
-    { /* columns 96..143 */
+    { /* columns 64..79 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 96), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 104), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 112), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 120), va0), vacc0x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 128), va0), vacc0x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 136), va0);
-        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 96), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 104), va1), vacc1x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 112), va1), vacc1x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 120), va1), vacc1x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 128), va1), vacc1x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 136), va1);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 64), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 72), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 64), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 72), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 64), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 72), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 64), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 72), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 64);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 72);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 64, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 72, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 256 + 64, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 256 + 72, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + 64, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 72, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 64, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 72, vacc3x1);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 80), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 88), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 80), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 88), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 80), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 88), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 80), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 88), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 80);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 88);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 80, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 88, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 256 + 80, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 256 + 88, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + 80, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 88, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 80, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 88, vacc3x1);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 96), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 104), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 96), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 104), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 96), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 104), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 96), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 104), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 96);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
             }
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 104);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 112);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm256_fmadd_ps(vp1, vv, vacc1x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 120);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm256_fmadd_ps(vp1, vv, vacc1x3);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 128);
-                vacc0x4 = _mm256_fmadd_ps(vp0, vv, vacc0x4); vacc1x4 = _mm256_fmadd_ps(vp1, vv, vacc1x4);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 136);
-                vacc0x5 = _mm256_fmadd_ps(vp0, vv, vacc0x5); vacc1x5 = _mm256_fmadd_ps(vp1, vv, vacc1x5);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 256 + 96, vacc0x0);
         _mm256_storeu_ps(o + 0 * 256 + 104, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 256 + 112, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 256 + 120, vacc0x3);
-        _mm256_storeu_ps(o + 0 * 256 + 128, vacc0x4);
-        _mm256_storeu_ps(o + 0 * 256 + 136, vacc0x5);
         _mm256_storeu_ps(o + 1 * 256 + 96, vacc1x0);
         _mm256_storeu_ps(o + 1 * 256 + 104, vacc1x1);
-        _mm256_storeu_ps(o + 1 * 256 + 112, vacc1x2);
-        _mm256_storeu_ps(o + 1 * 256 + 120, vacc1x3);
-        _mm256_storeu_ps(o + 1 * 256 + 128, vacc1x4);
-        _mm256_storeu_ps(o + 1 * 256 + 136, vacc1x5);
+        _mm256_storeu_ps(o + 2 * 256 + 96, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 104, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 96, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 104, vacc3x1);
     }
-    { /* columns 144..191 */
+    { /* columns 112..127 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 144), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 152), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 160), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 168), va0), vacc0x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 176), va0), vacc0x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 184), va0);
-        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 144), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 152), va1), vacc1x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 160), va1), vacc1x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 168), va1), vacc1x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 176), va1), vacc1x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 184), va1);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 120), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 120), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 120), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 112), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 120), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 112);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 120);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 120, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 256 + 112, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 256 + 120, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + 112, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 120, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 112, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 120, vacc3x1);
+    }
+    { /* columns 128..143 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 128), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 136), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 128), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 136), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 128), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 136), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 128), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 136), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 128);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 136);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 128, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 136, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 256 + 128, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 256 + 136, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + 128, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 136, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 128, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 136, vacc3x1);
+    }
+    { /* columns 144..159 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 144), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 152), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 144), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 152), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 144), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 152), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 144), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 152), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 144);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
             }
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 152);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 160);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm256_fmadd_ps(vp1, vv, vacc1x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 168);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm256_fmadd_ps(vp1, vv, vacc1x3);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 176);
-                vacc0x4 = _mm256_fmadd_ps(vp0, vv, vacc0x4); vacc1x4 = _mm256_fmadd_ps(vp1, vv, vacc1x4);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 184);
-                vacc0x5 = _mm256_fmadd_ps(vp0, vv, vacc0x5); vacc1x5 = _mm256_fmadd_ps(vp1, vv, vacc1x5);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 256 + 144, vacc0x0);
         _mm256_storeu_ps(o + 0 * 256 + 152, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 256 + 160, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 256 + 168, vacc0x3);
-        _mm256_storeu_ps(o + 0 * 256 + 176, vacc0x4);
-        _mm256_storeu_ps(o + 0 * 256 + 184, vacc0x5);
         _mm256_storeu_ps(o + 1 * 256 + 144, vacc1x0);
         _mm256_storeu_ps(o + 1 * 256 + 152, vacc1x1);
-        _mm256_storeu_ps(o + 1 * 256 + 160, vacc1x2);
-        _mm256_storeu_ps(o + 1 * 256 + 168, vacc1x3);
-        _mm256_storeu_ps(o + 1 * 256 + 176, vacc1x4);
-        _mm256_storeu_ps(o + 1 * 256 + 184, vacc1x5);
+        _mm256_storeu_ps(o + 2 * 256 + 144, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 152, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 144, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 152, vacc3x1);
     }
-    { /* columns 192..239 */
+    { /* columns 160..175 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 192), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 200), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 208), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 216), va0), vacc0x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 224), va0), vacc0x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 232), va0);
-        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 192), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 200), va1), vacc1x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 208), va1), vacc1x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 216), va1), vacc1x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 224), va1), vacc1x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 232), va1);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 160), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 168), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 160), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 168), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 160), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 168), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 160), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 168), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 160);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 168);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 160, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 168, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 256 + 160, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 256 + 168, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + 160, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 168, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 160, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 168, vacc3x1);
+    }
+    { /* columns 176..191 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 176), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 184), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 176), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 184), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 176), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 184), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 176), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 184), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 176);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 184);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 176, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 184, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 256 + 176, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 256 + 184, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + 176, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 184, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 176, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 184, vacc3x1);
+    }
+    { /* columns 192..207 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 192), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 200), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 192), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 200), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 192), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 200), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 192), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 200), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 192);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
             }
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 200);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 208);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm256_fmadd_ps(vp1, vv, vacc1x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 216);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm256_fmadd_ps(vp1, vv, vacc1x3);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 224);
-                vacc0x4 = _mm256_fmadd_ps(vp0, vv, vacc0x4); vacc1x4 = _mm256_fmadd_ps(vp1, vv, vacc1x4);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 232);
-                vacc0x5 = _mm256_fmadd_ps(vp0, vv, vacc0x5); vacc1x5 = _mm256_fmadd_ps(vp1, vv, vacc1x5);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 256 + 192, vacc0x0);
         _mm256_storeu_ps(o + 0 * 256 + 200, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 256 + 208, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 256 + 216, vacc0x3);
-        _mm256_storeu_ps(o + 0 * 256 + 224, vacc0x4);
-        _mm256_storeu_ps(o + 0 * 256 + 232, vacc0x5);
         _mm256_storeu_ps(o + 1 * 256 + 192, vacc1x0);
         _mm256_storeu_ps(o + 1 * 256 + 200, vacc1x1);
-        _mm256_storeu_ps(o + 1 * 256 + 208, vacc1x2);
-        _mm256_storeu_ps(o + 1 * 256 + 216, vacc1x3);
-        _mm256_storeu_ps(o + 1 * 256 + 224, vacc1x4);
-        _mm256_storeu_ps(o + 1 * 256 + 232, vacc1x5);
+        _mm256_storeu_ps(o + 2 * 256 + 192, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 200, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 192, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 200, vacc3x1);
+    }
+    { /* columns 208..223 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 208), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 216), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 208), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 216), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 208), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 216), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 208), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 216), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 208);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 216);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 208, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 216, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 256 + 208, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 256 + 216, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + 208, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 216, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 208, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 216, vacc3x1);
+    }
+    { /* columns 224..239 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 224), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 232), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 224), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 232), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 224), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 232), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 224), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 232), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 224);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 232);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 224, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 232, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 256 + 224, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 256 + 232, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + 224, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 232, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 224, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 232, vacc3x1);
     }
     { /* columns 240..255 */
         int64_t j;
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 240), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 248), va0);
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 240), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 248), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 240), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 248), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 240), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 248), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 240);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
             }
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 248);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 256 + 240, vacc0x0);
         _mm256_storeu_ps(o + 0 * 256 + 248, vacc0x1);
         _mm256_storeu_ps(o + 1 * 256 + 240, vacc1x0);
         _mm256_storeu_ps(o + 1 * 256 + 248, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + 240, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 248, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 240, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 248, vacc3x1);
     }
 }
 
-/* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 6 chunks of at most 6 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 256 floats per row.
- * 512 FLOPs per key, 8 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_pv_1x256__avx2(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 256 floats per row.
+ * 512 FLOPs per key, 4 vector registers. */
+__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_pv_1x256__avx2(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
-    { /* columns 0..47 */
+    { /* columns 0..15 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 8), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 16), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 24), va0), vacc0x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 32), va0), vacc0x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 40), va0);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 8), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 0);
                 vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
@@ -1456,36 +1763,52 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_pv_1x256__a
                 const __m256 vv = _mm256_loadu_ps(vr + 8);
                 vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
             }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 16);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 24);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 32);
-                vacc0x4 = _mm256_fmadd_ps(vp0, vv, vacc0x4);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 40);
-                vacc0x5 = _mm256_fmadd_ps(vp0, vv, vacc0x5);
-            }
         }
         _mm256_storeu_ps(o + 0 * 256 + 0, vacc0x0);
         _mm256_storeu_ps(o + 0 * 256 + 8, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 256 + 16, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 256 + 24, vacc0x3);
-        _mm256_storeu_ps(o + 0 * 256 + 32, vacc0x4);
-        _mm256_storeu_ps(o + 0 * 256 + 40, vacc0x5);
     }
-    { /* columns 48..95 */
+    { /* columns 16..31 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 56), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 64), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 72), va0), vacc0x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 80), va0), vacc0x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 88), va0);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 24), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 16);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 24);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 24, vacc0x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 40), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 32);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 40);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 40, vacc0x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 56), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 48);
                 vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
@@ -1494,36 +1817,52 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_pv_1x256__a
                 const __m256 vv = _mm256_loadu_ps(vr + 56);
                 vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
             }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 64);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 72);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 80);
-                vacc0x4 = _mm256_fmadd_ps(vp0, vv, vacc0x4);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 88);
-                vacc0x5 = _mm256_fmadd_ps(vp0, vv, vacc0x5);
-            }
         }
         _mm256_storeu_ps(o + 0 * 256 + 48, vacc0x0);
         _mm256_storeu_ps(o + 0 * 256 + 56, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 256 + 64, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 256 + 72, vacc0x3);
-        _mm256_storeu_ps(o + 0 * 256 + 80, vacc0x4);
-        _mm256_storeu_ps(o + 0 * 256 + 88, vacc0x5);
     }
-    { /* columns 96..143 */
+    { /* columns 64..79 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 96), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 104), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 112), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 120), va0), vacc0x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 128), va0), vacc0x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 136), va0);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 64), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 72), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 64);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 72);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 64, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 72, vacc0x1);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 80), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 88), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 80);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 88);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 80, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 88, vacc0x1);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 96), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 104), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 96);
                 vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
@@ -1532,36 +1871,52 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_pv_1x256__a
                 const __m256 vv = _mm256_loadu_ps(vr + 104);
                 vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
             }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 112);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 120);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 128);
-                vacc0x4 = _mm256_fmadd_ps(vp0, vv, vacc0x4);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 136);
-                vacc0x5 = _mm256_fmadd_ps(vp0, vv, vacc0x5);
-            }
         }
         _mm256_storeu_ps(o + 0 * 256 + 96, vacc0x0);
         _mm256_storeu_ps(o + 0 * 256 + 104, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 256 + 112, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 256 + 120, vacc0x3);
-        _mm256_storeu_ps(o + 0 * 256 + 128, vacc0x4);
-        _mm256_storeu_ps(o + 0 * 256 + 136, vacc0x5);
     }
-    { /* columns 144..191 */
+    { /* columns 112..127 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 144), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 152), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 160), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 168), va0), vacc0x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 176), va0), vacc0x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 184), va0);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 120), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 112);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 120);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 120, vacc0x1);
+    }
+    { /* columns 128..143 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 128), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 136), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 128);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 136);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 128, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 136, vacc0x1);
+    }
+    { /* columns 144..159 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 144), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 152), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 144);
                 vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
@@ -1570,36 +1925,52 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_pv_1x256__a
                 const __m256 vv = _mm256_loadu_ps(vr + 152);
                 vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
             }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 160);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 168);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 176);
-                vacc0x4 = _mm256_fmadd_ps(vp0, vv, vacc0x4);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 184);
-                vacc0x5 = _mm256_fmadd_ps(vp0, vv, vacc0x5);
-            }
         }
         _mm256_storeu_ps(o + 0 * 256 + 144, vacc0x0);
         _mm256_storeu_ps(o + 0 * 256 + 152, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 256 + 160, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 256 + 168, vacc0x3);
-        _mm256_storeu_ps(o + 0 * 256 + 176, vacc0x4);
-        _mm256_storeu_ps(o + 0 * 256 + 184, vacc0x5);
     }
-    { /* columns 192..239 */
+    { /* columns 160..175 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 192), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 200), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 208), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 216), va0), vacc0x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 224), va0), vacc0x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 232), va0);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 160), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 168), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 160);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 168);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 160, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 168, vacc0x1);
+    }
+    { /* columns 176..191 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 176), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 184), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 176);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 184);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 176, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 184, vacc0x1);
+    }
+    { /* columns 192..207 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 192), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 200), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 192);
                 vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
@@ -1608,36 +1979,52 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_pv_1x256__a
                 const __m256 vv = _mm256_loadu_ps(vr + 200);
                 vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
             }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 208);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 216);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 224);
-                vacc0x4 = _mm256_fmadd_ps(vp0, vv, vacc0x4);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 232);
-                vacc0x5 = _mm256_fmadd_ps(vp0, vv, vacc0x5);
-            }
         }
         _mm256_storeu_ps(o + 0 * 256 + 192, vacc0x0);
         _mm256_storeu_ps(o + 0 * 256 + 200, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 256 + 208, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 256 + 216, vacc0x3);
-        _mm256_storeu_ps(o + 0 * 256 + 224, vacc0x4);
-        _mm256_storeu_ps(o + 0 * 256 + 232, vacc0x5);
+    }
+    { /* columns 208..223 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 208), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 216), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 208);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 216);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 208, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 216, vacc0x1);
+    }
+    { /* columns 224..239 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 224), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 232), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 224);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 232);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 224, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 232, vacc0x1);
     }
     { /* columns 240..255 */
         int64_t j;
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 240), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 248), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 240);
                 vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
@@ -1654,59 +2041,63 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_pv_1x256__a
 
 /* Per-thread scratch of the avx2 variant. */
 typedef struct {
-    float s[64 * 64];      /* scores, then probabilities */
-    float o[64 * 256];      /* unnormalized output rows */
-    float m[64], l[64], alpha[64]; /* running max, sum, rescale */
-    int64_t lo[64], hi[64], sink_hi[64], first[64], last[64];
+    float q[96 * 256];       /* the query tile, times scale */
+    float s[96 * 128];      /* scores, then probabilities */
+    float o[96 * 256];      /* unnormalized output rows */
+    float m[96], l[96], alpha[96]; /* running max, sum, rescale */
+    int64_t lo[96], hi[96], sink_hi[96], first[96], last[96];
 } attn_gemma2_9b_local_scratch__avx2;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_unit__avx2(const attn_args *args, const float *kt, int64_t ldk,
+__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_unit__avx2(const attn_args *args, const float *kt, const float *v, int64_t lkp,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_local_scratch__avx2 *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t hk = h / 2;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
-    const int64_t qs = args->q_stride[1];
-    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    const int64_t vs = args->v_stride[1];
-    const int64_t ntiles = (lk + 63) / 64;
-    int64_t r, t;
+    const int64_t ntiles = (lk + 127) / 128;
+    int64_t r, t, c;
 
-    kt += (b * 8 + hk) * 256 * ldk; /* K^T of (b, hk) */
+    kt += (b * 8 + hk) * 256 * lkp; /* packed K^T and V of (b, hk) */
+    v += (b * 8 + hk) * 256 * lkp;
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+        const float *restrict qr = q + r * args->q_stride[1];
+        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0625f;
+    }
 
     for (t = 0; t < ntiles; t++) {
-        const int64_t j0 = t * 64;
-        const int64_t jn = lk - j0 < 64 ? lk - j0 : 64; /* keys of this tile that exist */
+        const int64_t j0 = t * 128;
+        const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
         const int cls = attn_gemma2_9b_local_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        int64_t c;
         if (cls == 0) continue; /* no row sees this tile */
 
-        /* scores: S = scale * Q K^T */
-        for (r = 0; r + 6 <= tq; r += 6)
-            for (c = 0; c < 64; c += 16)
-                attn_gemma2_9b_local_qk_6x16__avx2(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
-        for (; r < tq; r++)
-            for (c = 0; c < 64; c += 16)
-                attn_gemma2_9b_local_qk_1x16__avx2(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
+        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
+           stays in L1 while every row block of the tile passes over it */
+        for (c = 0; c < 128; c += 16) {
+            const float *ktc = kt + j0 * 256 + c;
+            for (r = 0; r + 4 <= tq; r += 4)
+                attn_gemma2_9b_local_qk_4x16__avx2(w->q + r * 256, ktc, w->s + r * 128 + c);
+            for (; r < tq; r++)
+                attn_gemma2_9b_local_qk_1x16__avx2(w->q + r * 256, ktc, w->s + r * 128 + c);
+        }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 64;
+            float *restrict sr = w->s + r * 128;
             float mx = -INFINITY, m_new, m_ref, sum;
-            for (c = 0; c < 64; c += 8) {
+            for (c = 0; c < 128; c += 8) {
                 __m256 x = _mm256_loadu_ps(sr + c);
                 x = _mm256_mul_ps(_mm256_set1_ps(50.0f), attn_tanh__avx2(_mm256_mul_ps(x, _mm256_set1_ps(0.02f))));  /* softcap */
                 _mm256_storeu_ps(sr + c, x);
             }
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 64; c++) {
+                for (c = 0; c < 128; c++) {
                     const int64_t j = j0 + c;
                     const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
                     if (!seen) sr[c] = -INFINITY;
@@ -1714,7 +2105,7 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_unit__avx2(
             }
             {
                 __m256 vmx = _mm256_loadu_ps(sr);
-                for (c = 8; c < 64; c += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(sr + c));
+                for (c = 8; c < 128; c += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(sr + c));
                 mx = attn_hmax_avx2(vmx);
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
@@ -1723,7 +2114,7 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_unit__avx2(
             {
                 const __m256 vm = _mm256_set1_ps(m_ref);
                 __m256 vsum = _mm256_setzero_ps();
-                for (c = 0; c < 64; c += 8) {
+                for (c = 0; c < 128; c += 8) {
                     const __m256 e = attn_exp__avx2(_mm256_sub_ps(_mm256_loadu_ps(sr + c), vm));
                     _mm256_storeu_ps(sr + c, e);
                     vsum = _mm256_add_ps(vsum, e);
@@ -1736,11 +2127,11 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_unit__avx2(
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 2 ? 2 : 1;
-            int64_t jlo = 64, jhi = 0, k;
+            const int64_t rows = tq - r >= 4 ? 4 : 1;
+            int64_t jlo = 128, jhi = 0, k;
             if (cls == 2) {
                 jlo = 0;
-                jhi = 64;
+                jhi = 128;
             } else {
                 for (k = r; k < r + rows; k++) {
                     if (w->last[k] > w->first[k]) {
@@ -1751,10 +2142,10 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_unit__avx2(
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 2)
-                attn_gemma2_9b_local_pv_2x256__avx2(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 256, w->alpha + r);
+            if (rows == 4)
+                attn_gemma2_9b_local_pv_4x256__avx2(w->s + r * 128, v + j0 * 256, jlo, jhi, w->o + r * 256, w->alpha + r);
             else
-                attn_gemma2_9b_local_pv_1x256__avx2(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_local_pv_1x256__avx2(w->s + r * 128, v + j0 * 256, jlo, jhi, w->o + r * 256, w->alpha + r);
             r += rows;
         }
     }
@@ -1802,46 +2193,58 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_unit__avx2(
     }
 }
 
-/* K^T for batch b, kv head hk: kt[d][j] = K[b][j][hk][d] for j < Lk_b, else 0. */
-__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_pack__avx2(const attn_args *args, int64_t b, int64_t hk, float *kt, int64_t ldk)
+/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+ * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
+__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_pack__avx2(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
+        float *restrict vp, int64_t lkp)
 {
     const int64_t lk = args->seq_k;
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
+    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
     int64_t j, d;
+    memset(kt, 0, sizeof(float) * (size_t)(lkp * 256));
+    memset(vp, 0, sizeof(float) * (size_t)(lkp * 256));
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
-        for (d = 0; d < 256; d++) kt[d * ldk + j] = kr[d];
+        const float *restrict vr = v + j * args->v_stride[1];
+        float *restrict kc = kt + (j / 128) * 32768 + j % 128;
+        for (d = 0; d < 256; d++) kc[d * 128] = kr[d];
+        memcpy(vp + j * 256, vr, sizeof(float) * 256);
     }
-    for (d = 0; d < 256; d++)
-        for (j = lk; j < ldk; j++) kt[d * ldk + j] = 0.0f;
 }
 
 __attribute__((target("avx2,fma"))) attn_status attn_gemma2_9b_local_fwd__avx2(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_local_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
-    const int64_t ldk = (args->seq_k + 63) / 64 * 64;
-    const int64_t nq = (Lq + 63) / 64;
+    const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
+    const int64_t nq = (Lq + 95) / 96;
     const int64_t units = B * 16 * nq;
     const int threads = args->threads;
-    float *kt = NULL;
+    float *kt = NULL, *vp = NULL;
     int failed = 0;
     int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (ldk > 0) {
-        if ((uint64_t)B * 2048 > (uint64_t)INT64_MAX / 4 / (uint64_t)ldk) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * ldk));
-        if (!kt) return ATTN_ERR_NOMEM;
+    if (lkp > 0) {
+        if ((uint64_t)B * 4096 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
+        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
+        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
+        if (!kt || !vp) {
+            attn_free(kt);
+            attn_free(vp);
+            return ATTN_ERR_NOMEM;
+        }
     }
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     for (u = 0; u < B * 8; u++)
-        if (ldk > 0) attn_gemma2_9b_local_pack__avx2(args, u / 8, u % 8, kt + u * 256 * ldk, ldk);
+        if (lkp > 0)
+            attn_gemma2_9b_local_pack__avx2(args, u / 8, u % 8, kt + u * 256 * lkp, vp + u * 256 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -1861,13 +2264,14 @@ __attribute__((target("avx2,fma"))) attn_status attn_gemma2_9b_local_fwd__avx2(c
             /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
             const int64_t qt = nq - 1 - u % nq;
             const int64_t bh = u / nq;
-            const int64_t i0 = qt * 64;
-            if (w) attn_gemma2_9b_local_unit__avx2(args, kt, ldk, bh / 16, bh % 16, i0,
-                    Lq - i0 < 64 ? Lq - i0 : 64, w);
+            const int64_t i0 = qt * 96;
+            if (w) attn_gemma2_9b_local_unit__avx2(args, kt, vp, lkp, bh / 16, bh % 16, i0,
+                    Lq - i0 < 96 ? Lq - i0 : 96, w);
         }
         attn_free(w);
     }
     attn_free(kt);
+    attn_free(vp);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
@@ -1937,745 +2341,1231 @@ static inline float32x4_t attn_tanh__neon(float32x4_t x)
     return vbslq_f32(vcltq_f32(a, vdupq_n_f32(0.3f)), small, big);
 }
 
-/* Scores S[6][16] = scale * Q[6][256] K^T[256][16], D unrolled.
- * q: query rows 6 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  49152 FLOPs, 29 vector registers. */
-static void attn_gemma2_9b_local_qk_6x16__neon(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[8][8] = Q[8][256] K^T[256][8] (Q is packed pre-scaled).
+ * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  32768 FLOPs, 19 vector registers. */
+static void attn_gemma2_9b_local_qk_8x8__neon(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f), vacc0x2 = vdupq_n_f32(0.0f), vacc0x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc1x0 = vdupq_n_f32(0.0f), vacc1x1 = vdupq_n_f32(0.0f), vacc1x2 = vdupq_n_f32(0.0f), vacc1x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc2x0 = vdupq_n_f32(0.0f), vacc2x1 = vdupq_n_f32(0.0f), vacc2x2 = vdupq_n_f32(0.0f), vacc2x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc3x0 = vdupq_n_f32(0.0f), vacc3x1 = vdupq_n_f32(0.0f), vacc3x2 = vdupq_n_f32(0.0f), vacc3x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc4x0 = vdupq_n_f32(0.0f), vacc4x1 = vdupq_n_f32(0.0f), vacc4x2 = vdupq_n_f32(0.0f), vacc4x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc5x0 = vdupq_n_f32(0.0f), vacc5x1 = vdupq_n_f32(0.0f), vacc5x2 = vdupq_n_f32(0.0f), vacc5x3 = vdupq_n_f32(0.0f);
-    const float *restrict q0 = q + 0 * qs;
-    const float *restrict q1 = q + 1 * qs;
-    const float *restrict q2 = q + 2 * qs;
-    const float *restrict q3 = q + 3 * qs;
-    const float *restrict q4 = q + 4 * qs;
-    const float *restrict q5 = q + 5 * qs;
+    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc1x0 = vdupq_n_f32(0.0f), vacc1x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc2x0 = vdupq_n_f32(0.0f), vacc2x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc3x0 = vdupq_n_f32(0.0f), vacc3x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc4x0 = vdupq_n_f32(0.0f), vacc4x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc5x0 = vdupq_n_f32(0.0f), vacc5x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc6x0 = vdupq_n_f32(0.0f), vacc6x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc7x0 = vdupq_n_f32(0.0f), vacc7x1 = vdupq_n_f32(0.0f);
+    const float *restrict q0 = q + 0;
+    const float *restrict q1 = q + 256;
+    const float *restrict q2 = q + 512;
+    const float *restrict q3 = q + 768;
+    const float *restrict q4 = q + 1024;
+    const float *restrict q5 = q + 1280;
+    const float *restrict q6 = q + 1536;
+    const float *restrict q7 = q + 1792;
 
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const float32x4_t vk0 = vld1q_f32(kt + (d) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 1 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 1) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 1) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 1]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 1]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 1]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 1]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 1]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 1]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 1]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 1]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 2 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 2) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 2) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 2]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 2]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 2]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 2]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 2]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 2]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 2]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 2]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 3 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 3) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 3) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 3]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 3]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 3]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 3]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 3]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 3]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 3]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 3]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 4 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 4) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 4) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 4]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 4]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 4]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 4]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 4]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 4]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 4]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 4]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 5 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 5) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 5) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 5]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 5]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 5]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 5]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 5]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 5]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 5]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 5]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 6 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 6) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 6) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 6]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 6]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 6]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 6]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 6]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 6]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 6]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 6]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 7 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 7) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 7) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 7]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 7]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 7]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 7]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 7]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 7]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 7]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 7]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
     }
 
-    {
-        const float32x4_t vscale = vdupq_n_f32(0.0625f);
-        vst1q_f32(s + 0 * 64 + 0, vmulq_f32(vacc0x0, vscale));
-        vst1q_f32(s + 0 * 64 + 4, vmulq_f32(vacc0x1, vscale));
-        vst1q_f32(s + 0 * 64 + 8, vmulq_f32(vacc0x2, vscale));
-        vst1q_f32(s + 0 * 64 + 12, vmulq_f32(vacc0x3, vscale));
-        vst1q_f32(s + 1 * 64 + 0, vmulq_f32(vacc1x0, vscale));
-        vst1q_f32(s + 1 * 64 + 4, vmulq_f32(vacc1x1, vscale));
-        vst1q_f32(s + 1 * 64 + 8, vmulq_f32(vacc1x2, vscale));
-        vst1q_f32(s + 1 * 64 + 12, vmulq_f32(vacc1x3, vscale));
-        vst1q_f32(s + 2 * 64 + 0, vmulq_f32(vacc2x0, vscale));
-        vst1q_f32(s + 2 * 64 + 4, vmulq_f32(vacc2x1, vscale));
-        vst1q_f32(s + 2 * 64 + 8, vmulq_f32(vacc2x2, vscale));
-        vst1q_f32(s + 2 * 64 + 12, vmulq_f32(vacc2x3, vscale));
-        vst1q_f32(s + 3 * 64 + 0, vmulq_f32(vacc3x0, vscale));
-        vst1q_f32(s + 3 * 64 + 4, vmulq_f32(vacc3x1, vscale));
-        vst1q_f32(s + 3 * 64 + 8, vmulq_f32(vacc3x2, vscale));
-        vst1q_f32(s + 3 * 64 + 12, vmulq_f32(vacc3x3, vscale));
-        vst1q_f32(s + 4 * 64 + 0, vmulq_f32(vacc4x0, vscale));
-        vst1q_f32(s + 4 * 64 + 4, vmulq_f32(vacc4x1, vscale));
-        vst1q_f32(s + 4 * 64 + 8, vmulq_f32(vacc4x2, vscale));
-        vst1q_f32(s + 4 * 64 + 12, vmulq_f32(vacc4x3, vscale));
-        vst1q_f32(s + 5 * 64 + 0, vmulq_f32(vacc5x0, vscale));
-        vst1q_f32(s + 5 * 64 + 4, vmulq_f32(vacc5x1, vscale));
-        vst1q_f32(s + 5 * 64 + 8, vmulq_f32(vacc5x2, vscale));
-        vst1q_f32(s + 5 * 64 + 12, vmulq_f32(vacc5x3, vscale));
-    }
+    vst1q_f32(s + 0 * 128 + 0, vacc0x0);
+    vst1q_f32(s + 0 * 128 + 4, vacc0x1);
+    vst1q_f32(s + 1 * 128 + 0, vacc1x0);
+    vst1q_f32(s + 1 * 128 + 4, vacc1x1);
+    vst1q_f32(s + 2 * 128 + 0, vacc2x0);
+    vst1q_f32(s + 2 * 128 + 4, vacc2x1);
+    vst1q_f32(s + 3 * 128 + 0, vacc3x0);
+    vst1q_f32(s + 3 * 128 + 4, vacc3x1);
+    vst1q_f32(s + 4 * 128 + 0, vacc4x0);
+    vst1q_f32(s + 4 * 128 + 4, vacc4x1);
+    vst1q_f32(s + 5 * 128 + 0, vacc5x0);
+    vst1q_f32(s + 5 * 128 + 4, vacc5x1);
+    vst1q_f32(s + 6 * 128 + 0, vacc6x0);
+    vst1q_f32(s + 6 * 128 + 4, vacc6x1);
+    vst1q_f32(s + 7 * 128 + 0, vacc7x0);
+    vst1q_f32(s + 7 * 128 + 4, vacc7x1);
 }
 
-/* Scores S[1][16] = scale * Q[1][256] K^T[256][16], D unrolled.
- * q: query rows 1 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  8192 FLOPs, 9 vector registers. */
-static void attn_gemma2_9b_local_qk_1x16__neon(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[1][8] = Q[1][256] K^T[256][8] (Q is packed pre-scaled).
+ * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  4096 FLOPs, 5 vector registers. */
+static void attn_gemma2_9b_local_qk_1x8__neon(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f), vacc0x2 = vdupq_n_f32(0.0f), vacc0x3 = vdupq_n_f32(0.0f);
-    const float *restrict q0 = q + 0 * qs;
+    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
+    const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const float32x4_t vk0 = vld1q_f32(kt + (d) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 1 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 1) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 1) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 1]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 2 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 2) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 2) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 2]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 3 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 3) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 3) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 3]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 4 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 4) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 4) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 4]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 5 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 5) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 5) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 5]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 6 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 6) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 6) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 6]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 7 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 7) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 7) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 7]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
     }
 
-    {
-        const float32x4_t vscale = vdupq_n_f32(0.0625f);
-        vst1q_f32(s + 0 * 64 + 0, vmulq_f32(vacc0x0, vscale));
-        vst1q_f32(s + 0 * 64 + 4, vmulq_f32(vacc0x1, vscale));
-        vst1q_f32(s + 0 * 64 + 8, vmulq_f32(vacc0x2, vscale));
-        vst1q_f32(s + 0 * 64 + 12, vmulq_f32(vacc0x3, vscale));
-    }
+    vst1q_f32(s + 0 * 128 + 0, vacc0x0);
+    vst1q_f32(s + 0 * 128 + 4, vacc0x1);
 }
 
-/* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 5 chunks of at most 13 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 256 floats per row.
- * 1024 FLOPs per key, 29 vector registers. */
-static void attn_gemma2_9b_local_pv_2x256__neon(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 256 floats per row.
+ * 3072 FLOPs per key, 31 vector registers. */
+static void attn_gemma2_9b_local_pv_6x256__neon(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
     const float32x4_t va1 = vdupq_n_f32(alpha[1]);
-    { /* columns 0..51 */
+    const float32x4_t va2 = vdupq_n_f32(alpha[2]);
+    const float32x4_t va3 = vdupq_n_f32(alpha[3]);
+    const float32x4_t va4 = vdupq_n_f32(alpha[4]);
+    const float32x4_t va5 = vdupq_n_f32(alpha[5]);
+    { /* columns 0..15 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 12), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 256 + 16), va0), vacc0x5 = vmulq_f32(vld1q_f32(o + 0 * 256 + 20), va0), vacc0x6 = vmulq_f32(vld1q_f32(o + 0 * 256 + 24), va0), vacc0x7 = vmulq_f32(vld1q_f32(o + 0 * 256 + 28), va0), vacc0x8 = vmulq_f32(vld1q_f32(o + 0 * 256 + 32), va0), vacc0x9 = vmulq_f32(vld1q_f32(o + 0 * 256 + 36), va0), vacc0x10 = vmulq_f32(vld1q_f32(o + 0 * 256 + 40), va0), vacc0x11 = vmulq_f32(vld1q_f32(o + 0 * 256 + 44), va0), vacc0x12 = vmulq_f32(vld1q_f32(o + 0 * 256 + 48), va0);
-        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 12), va1), vacc1x4 = vmulq_f32(vld1q_f32(o + 1 * 256 + 16), va1), vacc1x5 = vmulq_f32(vld1q_f32(o + 1 * 256 + 20), va1), vacc1x6 = vmulq_f32(vld1q_f32(o + 1 * 256 + 24), va1), vacc1x7 = vmulq_f32(vld1q_f32(o + 1 * 256 + 28), va1), vacc1x8 = vmulq_f32(vld1q_f32(o + 1 * 256 + 32), va1), vacc1x9 = vmulq_f32(vld1q_f32(o + 1 * 256 + 36), va1), vacc1x10 = vmulq_f32(vld1q_f32(o + 1 * 256 + 40), va1), vacc1x11 = vmulq_f32(vld1q_f32(o + 1 * 256 + 44), va1), vacc1x12 = vmulq_f32(vld1q_f32(o + 1 * 256 + 48), va1);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 12), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 12), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 0), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 8), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 12), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 0), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 4), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 8), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 12), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 0), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 4), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 8), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 12), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 0), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 4), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 8), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 12), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
-            const float32x4_t vp1 = vdupq_n_f32(p[1 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 0);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 4);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 8);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 12);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 16);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv); vacc1x4 = vfmaq_f32(vacc1x4, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 20);
-                vacc0x5 = vfmaq_f32(vacc0x5, vp0, vv); vacc1x5 = vfmaq_f32(vacc1x5, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 24);
-                vacc0x6 = vfmaq_f32(vacc0x6, vp0, vv); vacc1x6 = vfmaq_f32(vacc1x6, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 28);
-                vacc0x7 = vfmaq_f32(vacc0x7, vp0, vv); vacc1x7 = vfmaq_f32(vacc1x7, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 32);
-                vacc0x8 = vfmaq_f32(vacc0x8, vp0, vv); vacc1x8 = vfmaq_f32(vacc1x8, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 36);
-                vacc0x9 = vfmaq_f32(vacc0x9, vp0, vv); vacc1x9 = vfmaq_f32(vacc1x9, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 40);
-                vacc0x10 = vfmaq_f32(vacc0x10, vp0, vv); vacc1x10 = vfmaq_f32(vacc1x10, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 44);
-                vacc0x11 = vfmaq_f32(vacc0x11, vp0, vv); vacc1x11 = vfmaq_f32(vacc1x11, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 48);
-                vacc0x12 = vfmaq_f32(vacc0x12, vp0, vv); vacc1x12 = vfmaq_f32(vacc1x12, vp1, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
         }
         vst1q_f32(o + 0 * 256 + 0, vacc0x0);
         vst1q_f32(o + 0 * 256 + 4, vacc0x1);
         vst1q_f32(o + 0 * 256 + 8, vacc0x2);
         vst1q_f32(o + 0 * 256 + 12, vacc0x3);
-        vst1q_f32(o + 0 * 256 + 16, vacc0x4);
-        vst1q_f32(o + 0 * 256 + 20, vacc0x5);
-        vst1q_f32(o + 0 * 256 + 24, vacc0x6);
-        vst1q_f32(o + 0 * 256 + 28, vacc0x7);
-        vst1q_f32(o + 0 * 256 + 32, vacc0x8);
-        vst1q_f32(o + 0 * 256 + 36, vacc0x9);
-        vst1q_f32(o + 0 * 256 + 40, vacc0x10);
-        vst1q_f32(o + 0 * 256 + 44, vacc0x11);
-        vst1q_f32(o + 0 * 256 + 48, vacc0x12);
         vst1q_f32(o + 1 * 256 + 0, vacc1x0);
         vst1q_f32(o + 1 * 256 + 4, vacc1x1);
         vst1q_f32(o + 1 * 256 + 8, vacc1x2);
         vst1q_f32(o + 1 * 256 + 12, vacc1x3);
-        vst1q_f32(o + 1 * 256 + 16, vacc1x4);
-        vst1q_f32(o + 1 * 256 + 20, vacc1x5);
-        vst1q_f32(o + 1 * 256 + 24, vacc1x6);
-        vst1q_f32(o + 1 * 256 + 28, vacc1x7);
-        vst1q_f32(o + 1 * 256 + 32, vacc1x8);
-        vst1q_f32(o + 1 * 256 + 36, vacc1x9);
-        vst1q_f32(o + 1 * 256 + 40, vacc1x10);
-        vst1q_f32(o + 1 * 256 + 44, vacc1x11);
-        vst1q_f32(o + 1 * 256 + 48, vacc1x12);
+        vst1q_f32(o + 2 * 256 + 0, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 4, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 8, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 12, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 0, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 4, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 8, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 12, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 0, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 4, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 8, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 12, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 0, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 4, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 8, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 12, vacc5x3);
     }
-    { /* columns 52..103 */
+    { /* columns 16..31 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 52), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 56), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 60), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 64), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 256 + 68), va0), vacc0x5 = vmulq_f32(vld1q_f32(o + 0 * 256 + 72), va0), vacc0x6 = vmulq_f32(vld1q_f32(o + 0 * 256 + 76), va0), vacc0x7 = vmulq_f32(vld1q_f32(o + 0 * 256 + 80), va0), vacc0x8 = vmulq_f32(vld1q_f32(o + 0 * 256 + 84), va0), vacc0x9 = vmulq_f32(vld1q_f32(o + 0 * 256 + 88), va0), vacc0x10 = vmulq_f32(vld1q_f32(o + 0 * 256 + 92), va0), vacc0x11 = vmulq_f32(vld1q_f32(o + 0 * 256 + 96), va0), vacc0x12 = vmulq_f32(vld1q_f32(o + 0 * 256 + 100), va0);
-        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 52), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 56), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 60), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 64), va1), vacc1x4 = vmulq_f32(vld1q_f32(o + 1 * 256 + 68), va1), vacc1x5 = vmulq_f32(vld1q_f32(o + 1 * 256 + 72), va1), vacc1x6 = vmulq_f32(vld1q_f32(o + 1 * 256 + 76), va1), vacc1x7 = vmulq_f32(vld1q_f32(o + 1 * 256 + 80), va1), vacc1x8 = vmulq_f32(vld1q_f32(o + 1 * 256 + 84), va1), vacc1x9 = vmulq_f32(vld1q_f32(o + 1 * 256 + 88), va1), vacc1x10 = vmulq_f32(vld1q_f32(o + 1 * 256 + 92), va1), vacc1x11 = vmulq_f32(vld1q_f32(o + 1 * 256 + 96), va1), vacc1x12 = vmulq_f32(vld1q_f32(o + 1 * 256 + 100), va1);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 28), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 16), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 20), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 24), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 28), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 16), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 20), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 24), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 28), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 16), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 20), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 24), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 28), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 16), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 20), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 24), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 28), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 16), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 20), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 24), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 28), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
-            const float32x4_t vp1 = vdupq_n_f32(p[1 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 256 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 28, vacc0x3);
+        vst1q_f32(o + 1 * 256 + 16, vacc1x0);
+        vst1q_f32(o + 1 * 256 + 20, vacc1x1);
+        vst1q_f32(o + 1 * 256 + 24, vacc1x2);
+        vst1q_f32(o + 1 * 256 + 28, vacc1x3);
+        vst1q_f32(o + 2 * 256 + 16, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 20, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 24, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 28, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 16, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 20, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 24, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 28, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 16, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 20, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 24, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 28, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 16, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 20, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 24, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 28, vacc5x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 44), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 32), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 36), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 40), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 44), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 32), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 36), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 40), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 44), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 32), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 36), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 40), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 44), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 32), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 36), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 40), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 44), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 32), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 36), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 40), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 44), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 32);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 36);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 40);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 44);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 256 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 44, vacc0x3);
+        vst1q_f32(o + 1 * 256 + 32, vacc1x0);
+        vst1q_f32(o + 1 * 256 + 36, vacc1x1);
+        vst1q_f32(o + 1 * 256 + 40, vacc1x2);
+        vst1q_f32(o + 1 * 256 + 44, vacc1x3);
+        vst1q_f32(o + 2 * 256 + 32, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 36, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 40, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 44, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 32, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 36, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 40, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 44, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 32, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 36, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 40, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 44, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 32, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 36, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 40, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 44, vacc5x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 60), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 48), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 52), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 56), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 60), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 48), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 52), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 56), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 60), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 48), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 52), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 56), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 60), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 48), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 52), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 56), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 60), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 48), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 52), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 56), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 60), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
             {
                 const float32x4_t vv = vld1q_f32(vr + 52);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 56);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 60);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
+        }
+        vst1q_f32(o + 0 * 256 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 60, vacc0x3);
+        vst1q_f32(o + 1 * 256 + 48, vacc1x0);
+        vst1q_f32(o + 1 * 256 + 52, vacc1x1);
+        vst1q_f32(o + 1 * 256 + 56, vacc1x2);
+        vst1q_f32(o + 1 * 256 + 60, vacc1x3);
+        vst1q_f32(o + 2 * 256 + 48, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 52, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 56, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 60, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 48, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 52, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 56, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 60, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 48, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 52, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 56, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 60, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 48, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 52, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 56, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 60, vacc5x3);
+    }
+    { /* columns 64..79 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 64), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 68), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 72), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 76), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 64), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 68), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 72), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 76), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 64), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 68), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 72), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 76), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 64), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 68), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 72), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 76), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 64), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 68), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 72), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 76), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 64), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 68), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 72), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 76), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 64);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 68);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv); vacc1x4 = vfmaq_f32(vacc1x4, vp1, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 72);
-                vacc0x5 = vfmaq_f32(vacc0x5, vp0, vv); vacc1x5 = vfmaq_f32(vacc1x5, vp1, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 76);
-                vacc0x6 = vfmaq_f32(vacc0x6, vp0, vv); vacc1x6 = vfmaq_f32(vacc1x6, vp1, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
+        }
+        vst1q_f32(o + 0 * 256 + 64, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 68, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 72, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 76, vacc0x3);
+        vst1q_f32(o + 1 * 256 + 64, vacc1x0);
+        vst1q_f32(o + 1 * 256 + 68, vacc1x1);
+        vst1q_f32(o + 1 * 256 + 72, vacc1x2);
+        vst1q_f32(o + 1 * 256 + 76, vacc1x3);
+        vst1q_f32(o + 2 * 256 + 64, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 68, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 72, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 76, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 64, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 68, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 72, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 76, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 64, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 68, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 72, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 76, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 64, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 68, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 72, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 76, vacc5x3);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 80), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 84), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 88), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 92), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 80), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 84), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 88), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 92), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 80), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 84), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 88), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 92), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 80), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 84), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 88), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 92), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 80), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 84), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 88), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 92), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 80), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 84), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 88), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 92), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 80);
-                vacc0x7 = vfmaq_f32(vacc0x7, vp0, vv); vacc1x7 = vfmaq_f32(vacc1x7, vp1, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 84);
-                vacc0x8 = vfmaq_f32(vacc0x8, vp0, vv); vacc1x8 = vfmaq_f32(vacc1x8, vp1, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 88);
-                vacc0x9 = vfmaq_f32(vacc0x9, vp0, vv); vacc1x9 = vfmaq_f32(vacc1x9, vp1, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 92);
-                vacc0x10 = vfmaq_f32(vacc0x10, vp0, vv); vacc1x10 = vfmaq_f32(vacc1x10, vp1, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
+        }
+        vst1q_f32(o + 0 * 256 + 80, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 84, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 88, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 92, vacc0x3);
+        vst1q_f32(o + 1 * 256 + 80, vacc1x0);
+        vst1q_f32(o + 1 * 256 + 84, vacc1x1);
+        vst1q_f32(o + 1 * 256 + 88, vacc1x2);
+        vst1q_f32(o + 1 * 256 + 92, vacc1x3);
+        vst1q_f32(o + 2 * 256 + 80, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 84, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 88, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 92, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 80, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 84, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 88, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 92, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 80, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 84, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 88, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 92, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 80, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 84, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 88, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 92, vacc5x3);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 96), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 100), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 104), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 108), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 96), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 100), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 104), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 108), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 96), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 100), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 104), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 108), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 96), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 100), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 104), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 108), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 96), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 100), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 104), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 108), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 96), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 100), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 104), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 108), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 96);
-                vacc0x11 = vfmaq_f32(vacc0x11, vp0, vv); vacc1x11 = vfmaq_f32(vacc1x11, vp1, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 100);
-                vacc0x12 = vfmaq_f32(vacc0x12, vp0, vv); vacc1x12 = vfmaq_f32(vacc1x12, vp1, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
-        }
-        vst1q_f32(o + 0 * 256 + 52, vacc0x0);
-        vst1q_f32(o + 0 * 256 + 56, vacc0x1);
-        vst1q_f32(o + 0 * 256 + 60, vacc0x2);
-        vst1q_f32(o + 0 * 256 + 64, vacc0x3);
-        vst1q_f32(o + 0 * 256 + 68, vacc0x4);
-        vst1q_f32(o + 0 * 256 + 72, vacc0x5);
-        vst1q_f32(o + 0 * 256 + 76, vacc0x6);
-        vst1q_f32(o + 0 * 256 + 80, vacc0x7);
-        vst1q_f32(o + 0 * 256 + 84, vacc0x8);
-        vst1q_f32(o + 0 * 256 + 88, vacc0x9);
-        vst1q_f32(o + 0 * 256 + 92, vacc0x10);
-        vst1q_f32(o + 0 * 256 + 96, vacc0x11);
-        vst1q_f32(o + 0 * 256 + 100, vacc0x12);
-        vst1q_f32(o + 1 * 256 + 52, vacc1x0);
-        vst1q_f32(o + 1 * 256 + 56, vacc1x1);
-        vst1q_f32(o + 1 * 256 + 60, vacc1x2);
-        vst1q_f32(o + 1 * 256 + 64, vacc1x3);
-        vst1q_f32(o + 1 * 256 + 68, vacc1x4);
-        vst1q_f32(o + 1 * 256 + 72, vacc1x5);
-        vst1q_f32(o + 1 * 256 + 76, vacc1x6);
-        vst1q_f32(o + 1 * 256 + 80, vacc1x7);
-        vst1q_f32(o + 1 * 256 + 84, vacc1x8);
-        vst1q_f32(o + 1 * 256 + 88, vacc1x9);
-        vst1q_f32(o + 1 * 256 + 92, vacc1x10);
-        vst1q_f32(o + 1 * 256 + 96, vacc1x11);
-        vst1q_f32(o + 1 * 256 + 100, vacc1x12);
-    }
-    { /* columns 104..155 */
-        int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 104), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 108), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 112), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 116), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 256 + 120), va0), vacc0x5 = vmulq_f32(vld1q_f32(o + 0 * 256 + 124), va0), vacc0x6 = vmulq_f32(vld1q_f32(o + 0 * 256 + 128), va0), vacc0x7 = vmulq_f32(vld1q_f32(o + 0 * 256 + 132), va0), vacc0x8 = vmulq_f32(vld1q_f32(o + 0 * 256 + 136), va0), vacc0x9 = vmulq_f32(vld1q_f32(o + 0 * 256 + 140), va0), vacc0x10 = vmulq_f32(vld1q_f32(o + 0 * 256 + 144), va0), vacc0x11 = vmulq_f32(vld1q_f32(o + 0 * 256 + 148), va0), vacc0x12 = vmulq_f32(vld1q_f32(o + 0 * 256 + 152), va0);
-        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 104), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 108), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 112), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 116), va1), vacc1x4 = vmulq_f32(vld1q_f32(o + 1 * 256 + 120), va1), vacc1x5 = vmulq_f32(vld1q_f32(o + 1 * 256 + 124), va1), vacc1x6 = vmulq_f32(vld1q_f32(o + 1 * 256 + 128), va1), vacc1x7 = vmulq_f32(vld1q_f32(o + 1 * 256 + 132), va1), vacc1x8 = vmulq_f32(vld1q_f32(o + 1 * 256 + 136), va1), vacc1x9 = vmulq_f32(vld1q_f32(o + 1 * 256 + 140), va1), vacc1x10 = vmulq_f32(vld1q_f32(o + 1 * 256 + 144), va1), vacc1x11 = vmulq_f32(vld1q_f32(o + 1 * 256 + 148), va1), vacc1x12 = vmulq_f32(vld1q_f32(o + 1 * 256 + 152), va1);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
-            const float32x4_t vp1 = vdupq_n_f32(p[1 * 64 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 104);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 108);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
+        }
+        vst1q_f32(o + 0 * 256 + 96, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 100, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 104, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 108, vacc0x3);
+        vst1q_f32(o + 1 * 256 + 96, vacc1x0);
+        vst1q_f32(o + 1 * 256 + 100, vacc1x1);
+        vst1q_f32(o + 1 * 256 + 104, vacc1x2);
+        vst1q_f32(o + 1 * 256 + 108, vacc1x3);
+        vst1q_f32(o + 2 * 256 + 96, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 100, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 104, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 108, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 96, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 100, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 104, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 108, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 96, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 100, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 104, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 108, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 96, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 100, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 104, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 108, vacc5x3);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 124), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 112), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 116), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 120), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 124), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 112), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 116), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 120), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 124), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 112), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 116), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 120), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 124), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 112), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 116), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 120), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 124), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 112), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 116), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 120), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 124), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 112);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 116);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 120);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv); vacc1x4 = vfmaq_f32(vacc1x4, vp1, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 124);
-                vacc0x5 = vfmaq_f32(vacc0x5, vp0, vv); vacc1x5 = vfmaq_f32(vacc1x5, vp1, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
+        }
+        vst1q_f32(o + 0 * 256 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 124, vacc0x3);
+        vst1q_f32(o + 1 * 256 + 112, vacc1x0);
+        vst1q_f32(o + 1 * 256 + 116, vacc1x1);
+        vst1q_f32(o + 1 * 256 + 120, vacc1x2);
+        vst1q_f32(o + 1 * 256 + 124, vacc1x3);
+        vst1q_f32(o + 2 * 256 + 112, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 116, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 120, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 124, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 112, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 116, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 120, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 124, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 112, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 116, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 120, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 124, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 112, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 116, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 120, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 124, vacc5x3);
+    }
+    { /* columns 128..143 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 128), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 132), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 136), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 140), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 128), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 132), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 136), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 140), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 128), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 132), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 136), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 140), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 128), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 132), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 136), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 140), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 128), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 132), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 136), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 140), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 128), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 132), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 136), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 140), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 128);
-                vacc0x6 = vfmaq_f32(vacc0x6, vp0, vv); vacc1x6 = vfmaq_f32(vacc1x6, vp1, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 132);
-                vacc0x7 = vfmaq_f32(vacc0x7, vp0, vv); vacc1x7 = vfmaq_f32(vacc1x7, vp1, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 136);
-                vacc0x8 = vfmaq_f32(vacc0x8, vp0, vv); vacc1x8 = vfmaq_f32(vacc1x8, vp1, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 140);
-                vacc0x9 = vfmaq_f32(vacc0x9, vp0, vv); vacc1x9 = vfmaq_f32(vacc1x9, vp1, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
+        }
+        vst1q_f32(o + 0 * 256 + 128, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 132, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 136, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 140, vacc0x3);
+        vst1q_f32(o + 1 * 256 + 128, vacc1x0);
+        vst1q_f32(o + 1 * 256 + 132, vacc1x1);
+        vst1q_f32(o + 1 * 256 + 136, vacc1x2);
+        vst1q_f32(o + 1 * 256 + 140, vacc1x3);
+        vst1q_f32(o + 2 * 256 + 128, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 132, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 136, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 140, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 128, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 132, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 136, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 140, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 128, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 132, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 136, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 140, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 128, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 132, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 136, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 140, vacc5x3);
+    }
+    { /* columns 144..159 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 144), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 148), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 152), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 156), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 144), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 148), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 152), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 156), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 144), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 148), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 152), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 156), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 144), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 148), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 152), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 156), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 144), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 148), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 152), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 156), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 144), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 148), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 152), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 156), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 144);
-                vacc0x10 = vfmaq_f32(vacc0x10, vp0, vv); vacc1x10 = vfmaq_f32(vacc1x10, vp1, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 148);
-                vacc0x11 = vfmaq_f32(vacc0x11, vp0, vv); vacc1x11 = vfmaq_f32(vacc1x11, vp1, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 152);
-                vacc0x12 = vfmaq_f32(vacc0x12, vp0, vv); vacc1x12 = vfmaq_f32(vacc1x12, vp1, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
-        }
-        vst1q_f32(o + 0 * 256 + 104, vacc0x0);
-        vst1q_f32(o + 0 * 256 + 108, vacc0x1);
-        vst1q_f32(o + 0 * 256 + 112, vacc0x2);
-        vst1q_f32(o + 0 * 256 + 116, vacc0x3);
-        vst1q_f32(o + 0 * 256 + 120, vacc0x4);
-        vst1q_f32(o + 0 * 256 + 124, vacc0x5);
-        vst1q_f32(o + 0 * 256 + 128, vacc0x6);
-        vst1q_f32(o + 0 * 256 + 132, vacc0x7);
-        vst1q_f32(o + 0 * 256 + 136, vacc0x8);
-        vst1q_f32(o + 0 * 256 + 140, vacc0x9);
-        vst1q_f32(o + 0 * 256 + 144, vacc0x10);
-        vst1q_f32(o + 0 * 256 + 148, vacc0x11);
-        vst1q_f32(o + 0 * 256 + 152, vacc0x12);
-        vst1q_f32(o + 1 * 256 + 104, vacc1x0);
-        vst1q_f32(o + 1 * 256 + 108, vacc1x1);
-        vst1q_f32(o + 1 * 256 + 112, vacc1x2);
-        vst1q_f32(o + 1 * 256 + 116, vacc1x3);
-        vst1q_f32(o + 1 * 256 + 120, vacc1x4);
-        vst1q_f32(o + 1 * 256 + 124, vacc1x5);
-        vst1q_f32(o + 1 * 256 + 128, vacc1x6);
-        vst1q_f32(o + 1 * 256 + 132, vacc1x7);
-        vst1q_f32(o + 1 * 256 + 136, vacc1x8);
-        vst1q_f32(o + 1 * 256 + 140, vacc1x9);
-        vst1q_f32(o + 1 * 256 + 144, vacc1x10);
-        vst1q_f32(o + 1 * 256 + 148, vacc1x11);
-        vst1q_f32(o + 1 * 256 + 152, vacc1x12);
-    }
-    { /* columns 156..207 */
-        int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 156), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 160), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 164), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 168), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 256 + 172), va0), vacc0x5 = vmulq_f32(vld1q_f32(o + 0 * 256 + 176), va0), vacc0x6 = vmulq_f32(vld1q_f32(o + 0 * 256 + 180), va0), vacc0x7 = vmulq_f32(vld1q_f32(o + 0 * 256 + 184), va0), vacc0x8 = vmulq_f32(vld1q_f32(o + 0 * 256 + 188), va0), vacc0x9 = vmulq_f32(vld1q_f32(o + 0 * 256 + 192), va0), vacc0x10 = vmulq_f32(vld1q_f32(o + 0 * 256 + 196), va0), vacc0x11 = vmulq_f32(vld1q_f32(o + 0 * 256 + 200), va0), vacc0x12 = vmulq_f32(vld1q_f32(o + 0 * 256 + 204), va0);
-        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 156), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 160), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 164), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 168), va1), vacc1x4 = vmulq_f32(vld1q_f32(o + 1 * 256 + 172), va1), vacc1x5 = vmulq_f32(vld1q_f32(o + 1 * 256 + 176), va1), vacc1x6 = vmulq_f32(vld1q_f32(o + 1 * 256 + 180), va1), vacc1x7 = vmulq_f32(vld1q_f32(o + 1 * 256 + 184), va1), vacc1x8 = vmulq_f32(vld1q_f32(o + 1 * 256 + 188), va1), vacc1x9 = vmulq_f32(vld1q_f32(o + 1 * 256 + 192), va1), vacc1x10 = vmulq_f32(vld1q_f32(o + 1 * 256 + 196), va1), vacc1x11 = vmulq_f32(vld1q_f32(o + 1 * 256 + 200), va1), vacc1x12 = vmulq_f32(vld1q_f32(o + 1 * 256 + 204), va1);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
-            const float32x4_t vp1 = vdupq_n_f32(p[1 * 64 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 156);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
+        }
+        vst1q_f32(o + 0 * 256 + 144, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 148, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 152, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 156, vacc0x3);
+        vst1q_f32(o + 1 * 256 + 144, vacc1x0);
+        vst1q_f32(o + 1 * 256 + 148, vacc1x1);
+        vst1q_f32(o + 1 * 256 + 152, vacc1x2);
+        vst1q_f32(o + 1 * 256 + 156, vacc1x3);
+        vst1q_f32(o + 2 * 256 + 144, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 148, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 152, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 156, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 144, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 148, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 152, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 156, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 144, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 148, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 152, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 156, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 144, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 148, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 152, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 156, vacc5x3);
+    }
+    { /* columns 160..175 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 160), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 164), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 168), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 172), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 160), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 164), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 168), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 172), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 160), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 164), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 168), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 172), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 160), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 164), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 168), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 172), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 160), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 164), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 168), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 172), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 160), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 164), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 168), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 172), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 160);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 164);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 168);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 172);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv); vacc1x4 = vfmaq_f32(vacc1x4, vp1, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
+        }
+        vst1q_f32(o + 0 * 256 + 160, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 164, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 168, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 172, vacc0x3);
+        vst1q_f32(o + 1 * 256 + 160, vacc1x0);
+        vst1q_f32(o + 1 * 256 + 164, vacc1x1);
+        vst1q_f32(o + 1 * 256 + 168, vacc1x2);
+        vst1q_f32(o + 1 * 256 + 172, vacc1x3);
+        vst1q_f32(o + 2 * 256 + 160, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 164, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 168, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 172, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 160, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 164, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 168, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 172, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 160, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 164, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 168, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 172, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 160, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 164, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 168, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 172, vacc5x3);
+    }
+    { /* columns 176..191 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 176), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 180), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 184), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 188), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 176), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 180), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 184), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 188), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 176), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 180), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 184), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 188), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 176), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 180), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 184), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 188), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 176), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 180), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 184), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 188), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 176), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 180), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 184), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 188), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 176);
-                vacc0x5 = vfmaq_f32(vacc0x5, vp0, vv); vacc1x5 = vfmaq_f32(vacc1x5, vp1, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 180);
-                vacc0x6 = vfmaq_f32(vacc0x6, vp0, vv); vacc1x6 = vfmaq_f32(vacc1x6, vp1, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 184);
-                vacc0x7 = vfmaq_f32(vacc0x7, vp0, vv); vacc1x7 = vfmaq_f32(vacc1x7, vp1, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 188);
-                vacc0x8 = vfmaq_f32(vacc0x8, vp0, vv); vacc1x8 = vfmaq_f32(vacc1x8, vp1, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
+        }
+        vst1q_f32(o + 0 * 256 + 176, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 180, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 184, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 188, vacc0x3);
+        vst1q_f32(o + 1 * 256 + 176, vacc1x0);
+        vst1q_f32(o + 1 * 256 + 180, vacc1x1);
+        vst1q_f32(o + 1 * 256 + 184, vacc1x2);
+        vst1q_f32(o + 1 * 256 + 188, vacc1x3);
+        vst1q_f32(o + 2 * 256 + 176, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 180, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 184, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 188, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 176, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 180, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 184, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 188, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 176, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 180, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 184, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 188, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 176, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 180, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 184, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 188, vacc5x3);
+    }
+    { /* columns 192..207 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 192), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 196), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 200), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 204), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 192), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 196), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 200), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 204), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 192), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 196), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 200), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 204), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 192), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 196), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 200), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 204), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 192), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 196), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 200), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 204), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 192), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 196), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 200), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 204), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 192);
-                vacc0x9 = vfmaq_f32(vacc0x9, vp0, vv); vacc1x9 = vfmaq_f32(vacc1x9, vp1, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 196);
-                vacc0x10 = vfmaq_f32(vacc0x10, vp0, vv); vacc1x10 = vfmaq_f32(vacc1x10, vp1, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 200);
-                vacc0x11 = vfmaq_f32(vacc0x11, vp0, vv); vacc1x11 = vfmaq_f32(vacc1x11, vp1, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 204);
-                vacc0x12 = vfmaq_f32(vacc0x12, vp0, vv); vacc1x12 = vfmaq_f32(vacc1x12, vp1, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
         }
-        vst1q_f32(o + 0 * 256 + 156, vacc0x0);
-        vst1q_f32(o + 0 * 256 + 160, vacc0x1);
-        vst1q_f32(o + 0 * 256 + 164, vacc0x2);
-        vst1q_f32(o + 0 * 256 + 168, vacc0x3);
-        vst1q_f32(o + 0 * 256 + 172, vacc0x4);
-        vst1q_f32(o + 0 * 256 + 176, vacc0x5);
-        vst1q_f32(o + 0 * 256 + 180, vacc0x6);
-        vst1q_f32(o + 0 * 256 + 184, vacc0x7);
-        vst1q_f32(o + 0 * 256 + 188, vacc0x8);
-        vst1q_f32(o + 0 * 256 + 192, vacc0x9);
-        vst1q_f32(o + 0 * 256 + 196, vacc0x10);
-        vst1q_f32(o + 0 * 256 + 200, vacc0x11);
-        vst1q_f32(o + 0 * 256 + 204, vacc0x12);
-        vst1q_f32(o + 1 * 256 + 156, vacc1x0);
-        vst1q_f32(o + 1 * 256 + 160, vacc1x1);
-        vst1q_f32(o + 1 * 256 + 164, vacc1x2);
-        vst1q_f32(o + 1 * 256 + 168, vacc1x3);
-        vst1q_f32(o + 1 * 256 + 172, vacc1x4);
-        vst1q_f32(o + 1 * 256 + 176, vacc1x5);
-        vst1q_f32(o + 1 * 256 + 180, vacc1x6);
-        vst1q_f32(o + 1 * 256 + 184, vacc1x7);
-        vst1q_f32(o + 1 * 256 + 188, vacc1x8);
-        vst1q_f32(o + 1 * 256 + 192, vacc1x9);
-        vst1q_f32(o + 1 * 256 + 196, vacc1x10);
-        vst1q_f32(o + 1 * 256 + 200, vacc1x11);
-        vst1q_f32(o + 1 * 256 + 204, vacc1x12);
+        vst1q_f32(o + 0 * 256 + 192, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 196, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 200, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 204, vacc0x3);
+        vst1q_f32(o + 1 * 256 + 192, vacc1x0);
+        vst1q_f32(o + 1 * 256 + 196, vacc1x1);
+        vst1q_f32(o + 1 * 256 + 200, vacc1x2);
+        vst1q_f32(o + 1 * 256 + 204, vacc1x3);
+        vst1q_f32(o + 2 * 256 + 192, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 196, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 200, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 204, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 192, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 196, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 200, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 204, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 192, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 196, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 200, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 204, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 192, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 196, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 200, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 204, vacc5x3);
     }
-    { /* columns 208..255 */
+    { /* columns 208..223 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 208), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 212), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 216), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 220), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 256 + 224), va0), vacc0x5 = vmulq_f32(vld1q_f32(o + 0 * 256 + 228), va0), vacc0x6 = vmulq_f32(vld1q_f32(o + 0 * 256 + 232), va0), vacc0x7 = vmulq_f32(vld1q_f32(o + 0 * 256 + 236), va0), vacc0x8 = vmulq_f32(vld1q_f32(o + 0 * 256 + 240), va0), vacc0x9 = vmulq_f32(vld1q_f32(o + 0 * 256 + 244), va0), vacc0x10 = vmulq_f32(vld1q_f32(o + 0 * 256 + 248), va0), vacc0x11 = vmulq_f32(vld1q_f32(o + 0 * 256 + 252), va0);
-        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 208), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 212), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 216), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 220), va1), vacc1x4 = vmulq_f32(vld1q_f32(o + 1 * 256 + 224), va1), vacc1x5 = vmulq_f32(vld1q_f32(o + 1 * 256 + 228), va1), vacc1x6 = vmulq_f32(vld1q_f32(o + 1 * 256 + 232), va1), vacc1x7 = vmulq_f32(vld1q_f32(o + 1 * 256 + 236), va1), vacc1x8 = vmulq_f32(vld1q_f32(o + 1 * 256 + 240), va1), vacc1x9 = vmulq_f32(vld1q_f32(o + 1 * 256 + 244), va1), vacc1x10 = vmulq_f32(vld1q_f32(o + 1 * 256 + 248), va1), vacc1x11 = vmulq_f32(vld1q_f32(o + 1 * 256 + 252), va1);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 208), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 212), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 216), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 220), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 208), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 212), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 216), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 220), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 208), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 212), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 216), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 220), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 208), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 212), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 216), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 220), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 208), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 212), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 216), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 220), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 208), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 212), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 216), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 220), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
-            const float32x4_t vp1 = vdupq_n_f32(p[1 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 208);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 212);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 216);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 220);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 224);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv); vacc1x4 = vfmaq_f32(vacc1x4, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 228);
-                vacc0x5 = vfmaq_f32(vacc0x5, vp0, vv); vacc1x5 = vfmaq_f32(vacc1x5, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 232);
-                vacc0x6 = vfmaq_f32(vacc0x6, vp0, vv); vacc1x6 = vfmaq_f32(vacc1x6, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 236);
-                vacc0x7 = vfmaq_f32(vacc0x7, vp0, vv); vacc1x7 = vfmaq_f32(vacc1x7, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 240);
-                vacc0x8 = vfmaq_f32(vacc0x8, vp0, vv); vacc1x8 = vfmaq_f32(vacc1x8, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 244);
-                vacc0x9 = vfmaq_f32(vacc0x9, vp0, vv); vacc1x9 = vfmaq_f32(vacc1x9, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 248);
-                vacc0x10 = vfmaq_f32(vacc0x10, vp0, vv); vacc1x10 = vfmaq_f32(vacc1x10, vp1, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 252);
-                vacc0x11 = vfmaq_f32(vacc0x11, vp0, vv); vacc1x11 = vfmaq_f32(vacc1x11, vp1, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
         }
         vst1q_f32(o + 0 * 256 + 208, vacc0x0);
         vst1q_f32(o + 0 * 256 + 212, vacc0x1);
         vst1q_f32(o + 0 * 256 + 216, vacc0x2);
         vst1q_f32(o + 0 * 256 + 220, vacc0x3);
-        vst1q_f32(o + 0 * 256 + 224, vacc0x4);
-        vst1q_f32(o + 0 * 256 + 228, vacc0x5);
-        vst1q_f32(o + 0 * 256 + 232, vacc0x6);
-        vst1q_f32(o + 0 * 256 + 236, vacc0x7);
-        vst1q_f32(o + 0 * 256 + 240, vacc0x8);
-        vst1q_f32(o + 0 * 256 + 244, vacc0x9);
-        vst1q_f32(o + 0 * 256 + 248, vacc0x10);
-        vst1q_f32(o + 0 * 256 + 252, vacc0x11);
         vst1q_f32(o + 1 * 256 + 208, vacc1x0);
         vst1q_f32(o + 1 * 256 + 212, vacc1x1);
         vst1q_f32(o + 1 * 256 + 216, vacc1x2);
         vst1q_f32(o + 1 * 256 + 220, vacc1x3);
-        vst1q_f32(o + 1 * 256 + 224, vacc1x4);
-        vst1q_f32(o + 1 * 256 + 228, vacc1x5);
-        vst1q_f32(o + 1 * 256 + 232, vacc1x6);
-        vst1q_f32(o + 1 * 256 + 236, vacc1x7);
-        vst1q_f32(o + 1 * 256 + 240, vacc1x8);
-        vst1q_f32(o + 1 * 256 + 244, vacc1x9);
-        vst1q_f32(o + 1 * 256 + 248, vacc1x10);
-        vst1q_f32(o + 1 * 256 + 252, vacc1x11);
+        vst1q_f32(o + 2 * 256 + 208, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 212, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 216, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 220, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 208, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 212, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 216, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 220, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 208, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 212, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 216, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 220, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 208, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 212, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 216, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 220, vacc5x3);
+    }
+    { /* columns 224..239 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 224), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 228), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 232), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 236), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 224), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 228), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 232), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 236), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 224), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 228), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 232), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 236), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 224), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 228), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 232), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 236), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 224), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 228), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 232), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 236), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 224), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 228), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 232), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 236), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 224);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 228);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 232);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 236);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 256 + 224, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 228, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 232, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 236, vacc0x3);
+        vst1q_f32(o + 1 * 256 + 224, vacc1x0);
+        vst1q_f32(o + 1 * 256 + 228, vacc1x1);
+        vst1q_f32(o + 1 * 256 + 232, vacc1x2);
+        vst1q_f32(o + 1 * 256 + 236, vacc1x3);
+        vst1q_f32(o + 2 * 256 + 224, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 228, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 232, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 236, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 224, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 228, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 232, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 236, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 224, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 228, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 232, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 236, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 224, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 228, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 232, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 236, vacc5x3);
+    }
+    { /* columns 240..255 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 240), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 244), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 248), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 252), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 256 + 240), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 256 + 244), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 256 + 248), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 256 + 252), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 256 + 240), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 256 + 244), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 256 + 248), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 256 + 252), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 256 + 240), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 256 + 244), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 256 + 248), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 256 + 252), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 256 + 240), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 256 + 244), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 256 + 248), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 256 + 252), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 256 + 240), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 256 + 244), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 256 + 248), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 256 + 252), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 240);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 244);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 248);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 252);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 256 + 240, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 244, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 248, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 252, vacc0x3);
+        vst1q_f32(o + 1 * 256 + 240, vacc1x0);
+        vst1q_f32(o + 1 * 256 + 244, vacc1x1);
+        vst1q_f32(o + 1 * 256 + 248, vacc1x2);
+        vst1q_f32(o + 1 * 256 + 252, vacc1x3);
+        vst1q_f32(o + 2 * 256 + 240, vacc2x0);
+        vst1q_f32(o + 2 * 256 + 244, vacc2x1);
+        vst1q_f32(o + 2 * 256 + 248, vacc2x2);
+        vst1q_f32(o + 2 * 256 + 252, vacc2x3);
+        vst1q_f32(o + 3 * 256 + 240, vacc3x0);
+        vst1q_f32(o + 3 * 256 + 244, vacc3x1);
+        vst1q_f32(o + 3 * 256 + 248, vacc3x2);
+        vst1q_f32(o + 3 * 256 + 252, vacc3x3);
+        vst1q_f32(o + 4 * 256 + 240, vacc4x0);
+        vst1q_f32(o + 4 * 256 + 244, vacc4x1);
+        vst1q_f32(o + 4 * 256 + 248, vacc4x2);
+        vst1q_f32(o + 4 * 256 + 252, vacc4x3);
+        vst1q_f32(o + 5 * 256 + 240, vacc5x0);
+        vst1q_f32(o + 5 * 256 + 244, vacc5x1);
+        vst1q_f32(o + 5 * 256 + 248, vacc5x2);
+        vst1q_f32(o + 5 * 256 + 252, vacc5x3);
     }
 }
 
-/* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 5 chunks of at most 13 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 256 floats per row.
- * 512 FLOPs per key, 15 vector registers. */
-static void attn_gemma2_9b_local_pv_1x256__neon(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 256 floats per row.
+ * 512 FLOPs per key, 6 vector registers. */
+static void attn_gemma2_9b_local_pv_1x256__neon(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
-    { /* columns 0..51 */
+    { /* columns 0..15 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 12), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 256 + 16), va0), vacc0x5 = vmulq_f32(vld1q_f32(o + 0 * 256 + 20), va0), vacc0x6 = vmulq_f32(vld1q_f32(o + 0 * 256 + 24), va0), vacc0x7 = vmulq_f32(vld1q_f32(o + 0 * 256 + 28), va0), vacc0x8 = vmulq_f32(vld1q_f32(o + 0 * 256 + 32), va0), vacc0x9 = vmulq_f32(vld1q_f32(o + 0 * 256 + 36), va0), vacc0x10 = vmulq_f32(vld1q_f32(o + 0 * 256 + 40), va0), vacc0x11 = vmulq_f32(vld1q_f32(o + 0 * 256 + 44), va0), vacc0x12 = vmulq_f32(vld1q_f32(o + 0 * 256 + 48), va0);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 12), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 0);
                 vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
@@ -2692,282 +3582,354 @@ static void attn_gemma2_9b_local_pv_1x256__neon(const float *restrict p, const f
                 const float32x4_t vv = vld1q_f32(vr + 12);
                 vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 16);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 20);
-                vacc0x5 = vfmaq_f32(vacc0x5, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 24);
-                vacc0x6 = vfmaq_f32(vacc0x6, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 28);
-                vacc0x7 = vfmaq_f32(vacc0x7, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 32);
-                vacc0x8 = vfmaq_f32(vacc0x8, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 36);
-                vacc0x9 = vfmaq_f32(vacc0x9, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 40);
-                vacc0x10 = vfmaq_f32(vacc0x10, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 44);
-                vacc0x11 = vfmaq_f32(vacc0x11, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 48);
-                vacc0x12 = vfmaq_f32(vacc0x12, vp0, vv);
-            }
         }
         vst1q_f32(o + 0 * 256 + 0, vacc0x0);
         vst1q_f32(o + 0 * 256 + 4, vacc0x1);
         vst1q_f32(o + 0 * 256 + 8, vacc0x2);
         vst1q_f32(o + 0 * 256 + 12, vacc0x3);
-        vst1q_f32(o + 0 * 256 + 16, vacc0x4);
-        vst1q_f32(o + 0 * 256 + 20, vacc0x5);
-        vst1q_f32(o + 0 * 256 + 24, vacc0x6);
-        vst1q_f32(o + 0 * 256 + 28, vacc0x7);
-        vst1q_f32(o + 0 * 256 + 32, vacc0x8);
-        vst1q_f32(o + 0 * 256 + 36, vacc0x9);
-        vst1q_f32(o + 0 * 256 + 40, vacc0x10);
-        vst1q_f32(o + 0 * 256 + 44, vacc0x11);
-        vst1q_f32(o + 0 * 256 + 48, vacc0x12);
     }
-    { /* columns 52..103 */
+    { /* columns 16..31 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 52), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 56), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 60), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 64), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 256 + 68), va0), vacc0x5 = vmulq_f32(vld1q_f32(o + 0 * 256 + 72), va0), vacc0x6 = vmulq_f32(vld1q_f32(o + 0 * 256 + 76), va0), vacc0x7 = vmulq_f32(vld1q_f32(o + 0 * 256 + 80), va0), vacc0x8 = vmulq_f32(vld1q_f32(o + 0 * 256 + 84), va0), vacc0x9 = vmulq_f32(vld1q_f32(o + 0 * 256 + 88), va0), vacc0x10 = vmulq_f32(vld1q_f32(o + 0 * 256 + 92), va0), vacc0x11 = vmulq_f32(vld1q_f32(o + 0 * 256 + 96), va0), vacc0x12 = vmulq_f32(vld1q_f32(o + 0 * 256 + 100), va0);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 28), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 256 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 28, vacc0x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 44), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 32);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 36);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 40);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 44);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 256 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 44, vacc0x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 60), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
             {
                 const float32x4_t vv = vld1q_f32(vr + 52);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 56);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 60);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
+        }
+        vst1q_f32(o + 0 * 256 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 60, vacc0x3);
+    }
+    { /* columns 64..79 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 64), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 68), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 72), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 76), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 64);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 68);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 72);
-                vacc0x5 = vfmaq_f32(vacc0x5, vp0, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 76);
-                vacc0x6 = vfmaq_f32(vacc0x6, vp0, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
+        }
+        vst1q_f32(o + 0 * 256 + 64, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 68, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 72, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 76, vacc0x3);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 80), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 84), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 88), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 92), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 80);
-                vacc0x7 = vfmaq_f32(vacc0x7, vp0, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 84);
-                vacc0x8 = vfmaq_f32(vacc0x8, vp0, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 88);
-                vacc0x9 = vfmaq_f32(vacc0x9, vp0, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 92);
-                vacc0x10 = vfmaq_f32(vacc0x10, vp0, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
+        }
+        vst1q_f32(o + 0 * 256 + 80, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 84, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 88, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 92, vacc0x3);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 96), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 100), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 104), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 108), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 96);
-                vacc0x11 = vfmaq_f32(vacc0x11, vp0, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 100);
-                vacc0x12 = vfmaq_f32(vacc0x12, vp0, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
             }
-        }
-        vst1q_f32(o + 0 * 256 + 52, vacc0x0);
-        vst1q_f32(o + 0 * 256 + 56, vacc0x1);
-        vst1q_f32(o + 0 * 256 + 60, vacc0x2);
-        vst1q_f32(o + 0 * 256 + 64, vacc0x3);
-        vst1q_f32(o + 0 * 256 + 68, vacc0x4);
-        vst1q_f32(o + 0 * 256 + 72, vacc0x5);
-        vst1q_f32(o + 0 * 256 + 76, vacc0x6);
-        vst1q_f32(o + 0 * 256 + 80, vacc0x7);
-        vst1q_f32(o + 0 * 256 + 84, vacc0x8);
-        vst1q_f32(o + 0 * 256 + 88, vacc0x9);
-        vst1q_f32(o + 0 * 256 + 92, vacc0x10);
-        vst1q_f32(o + 0 * 256 + 96, vacc0x11);
-        vst1q_f32(o + 0 * 256 + 100, vacc0x12);
-    }
-    { /* columns 104..155 */
-        int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 104), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 108), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 112), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 116), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 256 + 120), va0), vacc0x5 = vmulq_f32(vld1q_f32(o + 0 * 256 + 124), va0), vacc0x6 = vmulq_f32(vld1q_f32(o + 0 * 256 + 128), va0), vacc0x7 = vmulq_f32(vld1q_f32(o + 0 * 256 + 132), va0), vacc0x8 = vmulq_f32(vld1q_f32(o + 0 * 256 + 136), va0), vacc0x9 = vmulq_f32(vld1q_f32(o + 0 * 256 + 140), va0), vacc0x10 = vmulq_f32(vld1q_f32(o + 0 * 256 + 144), va0), vacc0x11 = vmulq_f32(vld1q_f32(o + 0 * 256 + 148), va0), vacc0x12 = vmulq_f32(vld1q_f32(o + 0 * 256 + 152), va0);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 104);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 108);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 112);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 116);
                 vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 120);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 124);
-                vacc0x5 = vfmaq_f32(vacc0x5, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 128);
-                vacc0x6 = vfmaq_f32(vacc0x6, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 132);
-                vacc0x7 = vfmaq_f32(vacc0x7, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 136);
-                vacc0x8 = vfmaq_f32(vacc0x8, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 140);
-                vacc0x9 = vfmaq_f32(vacc0x9, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 144);
-                vacc0x10 = vfmaq_f32(vacc0x10, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 148);
-                vacc0x11 = vfmaq_f32(vacc0x11, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 152);
-                vacc0x12 = vfmaq_f32(vacc0x12, vp0, vv);
-            }
         }
-        vst1q_f32(o + 0 * 256 + 104, vacc0x0);
-        vst1q_f32(o + 0 * 256 + 108, vacc0x1);
-        vst1q_f32(o + 0 * 256 + 112, vacc0x2);
-        vst1q_f32(o + 0 * 256 + 116, vacc0x3);
-        vst1q_f32(o + 0 * 256 + 120, vacc0x4);
-        vst1q_f32(o + 0 * 256 + 124, vacc0x5);
-        vst1q_f32(o + 0 * 256 + 128, vacc0x6);
-        vst1q_f32(o + 0 * 256 + 132, vacc0x7);
-        vst1q_f32(o + 0 * 256 + 136, vacc0x8);
-        vst1q_f32(o + 0 * 256 + 140, vacc0x9);
-        vst1q_f32(o + 0 * 256 + 144, vacc0x10);
-        vst1q_f32(o + 0 * 256 + 148, vacc0x11);
-        vst1q_f32(o + 0 * 256 + 152, vacc0x12);
+        vst1q_f32(o + 0 * 256 + 96, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 100, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 104, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 108, vacc0x3);
     }
-    { /* columns 156..207 */
+    { /* columns 112..127 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 156), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 160), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 164), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 168), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 256 + 172), va0), vacc0x5 = vmulq_f32(vld1q_f32(o + 0 * 256 + 176), va0), vacc0x6 = vmulq_f32(vld1q_f32(o + 0 * 256 + 180), va0), vacc0x7 = vmulq_f32(vld1q_f32(o + 0 * 256 + 184), va0), vacc0x8 = vmulq_f32(vld1q_f32(o + 0 * 256 + 188), va0), vacc0x9 = vmulq_f32(vld1q_f32(o + 0 * 256 + 192), va0), vacc0x10 = vmulq_f32(vld1q_f32(o + 0 * 256 + 196), va0), vacc0x11 = vmulq_f32(vld1q_f32(o + 0 * 256 + 200), va0), vacc0x12 = vmulq_f32(vld1q_f32(o + 0 * 256 + 204), va0);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 124), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
-                const float32x4_t vv = vld1q_f32(vr + 156);
+                const float32x4_t vv = vld1q_f32(vr + 112);
                 vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
             }
             {
-                const float32x4_t vv = vld1q_f32(vr + 160);
+                const float32x4_t vv = vld1q_f32(vr + 116);
                 vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
             }
             {
-                const float32x4_t vv = vld1q_f32(vr + 164);
+                const float32x4_t vv = vld1q_f32(vr + 120);
                 vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
             }
             {
-                const float32x4_t vv = vld1q_f32(vr + 168);
+                const float32x4_t vv = vld1q_f32(vr + 124);
                 vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 256 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 124, vacc0x3);
+    }
+    { /* columns 128..143 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 128), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 132), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 136), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 140), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 128);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 132);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 136);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 140);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 256 + 128, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 132, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 136, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 140, vacc0x3);
+    }
+    { /* columns 144..159 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 144), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 148), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 152), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 156), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 144);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 148);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 152);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 156);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 256 + 144, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 148, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 152, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 156, vacc0x3);
+    }
+    { /* columns 160..175 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 160), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 164), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 168), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 172), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 160);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 164);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 168);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 172);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
+        }
+        vst1q_f32(o + 0 * 256 + 160, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 164, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 168, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 172, vacc0x3);
+    }
+    { /* columns 176..191 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 176), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 180), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 184), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 188), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 176);
-                vacc0x5 = vfmaq_f32(vacc0x5, vp0, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 180);
-                vacc0x6 = vfmaq_f32(vacc0x6, vp0, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 184);
-                vacc0x7 = vfmaq_f32(vacc0x7, vp0, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 188);
-                vacc0x8 = vfmaq_f32(vacc0x8, vp0, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
+        }
+        vst1q_f32(o + 0 * 256 + 176, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 180, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 184, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 188, vacc0x3);
+    }
+    { /* columns 192..207 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 192), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 196), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 200), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 204), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 192);
-                vacc0x9 = vfmaq_f32(vacc0x9, vp0, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 196);
-                vacc0x10 = vfmaq_f32(vacc0x10, vp0, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 200);
-                vacc0x11 = vfmaq_f32(vacc0x11, vp0, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 204);
-                vacc0x12 = vfmaq_f32(vacc0x12, vp0, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
         }
-        vst1q_f32(o + 0 * 256 + 156, vacc0x0);
-        vst1q_f32(o + 0 * 256 + 160, vacc0x1);
-        vst1q_f32(o + 0 * 256 + 164, vacc0x2);
-        vst1q_f32(o + 0 * 256 + 168, vacc0x3);
-        vst1q_f32(o + 0 * 256 + 172, vacc0x4);
-        vst1q_f32(o + 0 * 256 + 176, vacc0x5);
-        vst1q_f32(o + 0 * 256 + 180, vacc0x6);
-        vst1q_f32(o + 0 * 256 + 184, vacc0x7);
-        vst1q_f32(o + 0 * 256 + 188, vacc0x8);
-        vst1q_f32(o + 0 * 256 + 192, vacc0x9);
-        vst1q_f32(o + 0 * 256 + 196, vacc0x10);
-        vst1q_f32(o + 0 * 256 + 200, vacc0x11);
-        vst1q_f32(o + 0 * 256 + 204, vacc0x12);
+        vst1q_f32(o + 0 * 256 + 192, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 196, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 200, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 204, vacc0x3);
     }
-    { /* columns 208..255 */
+    { /* columns 208..223 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 208), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 212), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 216), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 220), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 256 + 224), va0), vacc0x5 = vmulq_f32(vld1q_f32(o + 0 * 256 + 228), va0), vacc0x6 = vmulq_f32(vld1q_f32(o + 0 * 256 + 232), va0), vacc0x7 = vmulq_f32(vld1q_f32(o + 0 * 256 + 236), va0), vacc0x8 = vmulq_f32(vld1q_f32(o + 0 * 256 + 240), va0), vacc0x9 = vmulq_f32(vld1q_f32(o + 0 * 256 + 244), va0), vacc0x10 = vmulq_f32(vld1q_f32(o + 0 * 256 + 248), va0), vacc0x11 = vmulq_f32(vld1q_f32(o + 0 * 256 + 252), va0);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 208), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 212), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 216), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 220), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 208);
                 vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
@@ -2984,109 +3946,129 @@ static void attn_gemma2_9b_local_pv_1x256__neon(const float *restrict p, const f
                 const float32x4_t vv = vld1q_f32(vr + 220);
                 vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 224);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 228);
-                vacc0x5 = vfmaq_f32(vacc0x5, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 232);
-                vacc0x6 = vfmaq_f32(vacc0x6, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 236);
-                vacc0x7 = vfmaq_f32(vacc0x7, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 240);
-                vacc0x8 = vfmaq_f32(vacc0x8, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 244);
-                vacc0x9 = vfmaq_f32(vacc0x9, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 248);
-                vacc0x10 = vfmaq_f32(vacc0x10, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 252);
-                vacc0x11 = vfmaq_f32(vacc0x11, vp0, vv);
-            }
         }
         vst1q_f32(o + 0 * 256 + 208, vacc0x0);
         vst1q_f32(o + 0 * 256 + 212, vacc0x1);
         vst1q_f32(o + 0 * 256 + 216, vacc0x2);
         vst1q_f32(o + 0 * 256 + 220, vacc0x3);
-        vst1q_f32(o + 0 * 256 + 224, vacc0x4);
-        vst1q_f32(o + 0 * 256 + 228, vacc0x5);
-        vst1q_f32(o + 0 * 256 + 232, vacc0x6);
-        vst1q_f32(o + 0 * 256 + 236, vacc0x7);
-        vst1q_f32(o + 0 * 256 + 240, vacc0x8);
-        vst1q_f32(o + 0 * 256 + 244, vacc0x9);
-        vst1q_f32(o + 0 * 256 + 248, vacc0x10);
-        vst1q_f32(o + 0 * 256 + 252, vacc0x11);
+    }
+    { /* columns 224..239 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 224), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 228), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 232), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 236), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 224);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 228);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 232);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 236);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 256 + 224, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 228, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 232, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 236, vacc0x3);
+    }
+    { /* columns 240..255 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 256 + 240), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 256 + 244), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 256 + 248), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 256 + 252), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 240);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 244);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 248);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 252);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 256 + 240, vacc0x0);
+        vst1q_f32(o + 0 * 256 + 244, vacc0x1);
+        vst1q_f32(o + 0 * 256 + 248, vacc0x2);
+        vst1q_f32(o + 0 * 256 + 252, vacc0x3);
     }
 }
 
 /* Per-thread scratch of the neon variant. */
 typedef struct {
-    float s[64 * 64];      /* scores, then probabilities */
-    float o[64 * 256];      /* unnormalized output rows */
-    float m[64], l[64], alpha[64]; /* running max, sum, rescale */
-    int64_t lo[64], hi[64], sink_hi[64], first[64], last[64];
+    float q[96 * 256];       /* the query tile, times scale */
+    float s[96 * 128];      /* scores, then probabilities */
+    float o[96 * 256];      /* unnormalized output rows */
+    float m[96], l[96], alpha[96]; /* running max, sum, rescale */
+    int64_t lo[96], hi[96], sink_hi[96], first[96], last[96];
 } attn_gemma2_9b_local_scratch__neon;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-static void attn_gemma2_9b_local_unit__neon(const attn_args *args, const float *kt, int64_t ldk,
+static void attn_gemma2_9b_local_unit__neon(const attn_args *args, const float *kt, const float *v, int64_t lkp,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_local_scratch__neon *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t hk = h / 2;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
-    const int64_t qs = args->q_stride[1];
-    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    const int64_t vs = args->v_stride[1];
-    const int64_t ntiles = (lk + 63) / 64;
-    int64_t r, t;
+    const int64_t ntiles = (lk + 127) / 128;
+    int64_t r, t, c;
 
-    kt += (b * 8 + hk) * 256 * ldk; /* K^T of (b, hk) */
+    kt += (b * 8 + hk) * 256 * lkp; /* packed K^T and V of (b, hk) */
+    v += (b * 8 + hk) * 256 * lkp;
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+        const float *restrict qr = q + r * args->q_stride[1];
+        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0625f;
+    }
 
     for (t = 0; t < ntiles; t++) {
-        const int64_t j0 = t * 64;
-        const int64_t jn = lk - j0 < 64 ? lk - j0 : 64; /* keys of this tile that exist */
+        const int64_t j0 = t * 128;
+        const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
         const int cls = attn_gemma2_9b_local_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        int64_t c;
         if (cls == 0) continue; /* no row sees this tile */
 
-        /* scores: S = scale * Q K^T */
-        for (r = 0; r + 6 <= tq; r += 6)
-            for (c = 0; c < 64; c += 16)
-                attn_gemma2_9b_local_qk_6x16__neon(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
-        for (; r < tq; r++)
-            for (c = 0; c < 64; c += 16)
-                attn_gemma2_9b_local_qk_1x16__neon(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
+        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
+           stays in L1 while every row block of the tile passes over it */
+        for (c = 0; c < 128; c += 8) {
+            const float *ktc = kt + j0 * 256 + c;
+            for (r = 0; r + 8 <= tq; r += 8)
+                attn_gemma2_9b_local_qk_8x8__neon(w->q + r * 256, ktc, w->s + r * 128 + c);
+            for (; r < tq; r++)
+                attn_gemma2_9b_local_qk_1x8__neon(w->q + r * 256, ktc, w->s + r * 128 + c);
+        }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 64;
+            float *restrict sr = w->s + r * 128;
             float mx = -INFINITY, m_new, m_ref, sum;
-            for (c = 0; c < 64; c += 4) {
+            for (c = 0; c < 128; c += 4) {
                 float32x4_t x = vld1q_f32(sr + c);
                 x = vmulq_f32(vdupq_n_f32(50.0f), attn_tanh__neon(vmulq_f32(x, vdupq_n_f32(0.02f))));  /* softcap */
                 vst1q_f32(sr + c, x);
             }
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 64; c++) {
+                for (c = 0; c < 128; c++) {
                     const int64_t j = j0 + c;
                     const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
                     if (!seen) sr[c] = -INFINITY;
@@ -3094,7 +4076,7 @@ static void attn_gemma2_9b_local_unit__neon(const attn_args *args, const float *
             }
             {
                 float32x4_t vmx = vld1q_f32(sr);
-                for (c = 4; c < 64; c += 4) vmx = vmaxq_f32(vmx, vld1q_f32(sr + c));
+                for (c = 4; c < 128; c += 4) vmx = vmaxq_f32(vmx, vld1q_f32(sr + c));
                 mx = vmaxvq_f32(vmx);
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
@@ -3103,7 +4085,7 @@ static void attn_gemma2_9b_local_unit__neon(const attn_args *args, const float *
             {
                 const float32x4_t vm = vdupq_n_f32(m_ref);
                 float32x4_t vsum = vdupq_n_f32(0.0f);
-                for (c = 0; c < 64; c += 4) {
+                for (c = 0; c < 128; c += 4) {
                     const float32x4_t e = attn_exp__neon(vsubq_f32(vld1q_f32(sr + c), vm));
                     vst1q_f32(sr + c, e);
                     vsum = vaddq_f32(vsum, e);
@@ -3116,11 +4098,11 @@ static void attn_gemma2_9b_local_unit__neon(const attn_args *args, const float *
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 2 ? 2 : 1;
-            int64_t jlo = 64, jhi = 0, k;
+            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            int64_t jlo = 128, jhi = 0, k;
             if (cls == 2) {
                 jlo = 0;
-                jhi = 64;
+                jhi = 128;
             } else {
                 for (k = r; k < r + rows; k++) {
                     if (w->last[k] > w->first[k]) {
@@ -3131,10 +4113,10 @@ static void attn_gemma2_9b_local_unit__neon(const attn_args *args, const float *
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 2)
-                attn_gemma2_9b_local_pv_2x256__neon(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 256, w->alpha + r);
+            if (rows == 6)
+                attn_gemma2_9b_local_pv_6x256__neon(w->s + r * 128, v + j0 * 256, jlo, jhi, w->o + r * 256, w->alpha + r);
             else
-                attn_gemma2_9b_local_pv_1x256__neon(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_local_pv_1x256__neon(w->s + r * 128, v + j0 * 256, jlo, jhi, w->o + r * 256, w->alpha + r);
             r += rows;
         }
     }
@@ -3214,46 +4196,58 @@ static void attn_gemma2_9b_local_unit__neon(const attn_args *args, const float *
     }
 }
 
-/* K^T for batch b, kv head hk: kt[d][j] = K[b][j][hk][d] for j < Lk_b, else 0. */
-static void attn_gemma2_9b_local_pack__neon(const attn_args *args, int64_t b, int64_t hk, float *kt, int64_t ldk)
+/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+ * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
+static void attn_gemma2_9b_local_pack__neon(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
+        float *restrict vp, int64_t lkp)
 {
     const int64_t lk = args->seq_k;
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
+    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
     int64_t j, d;
+    memset(kt, 0, sizeof(float) * (size_t)(lkp * 256));
+    memset(vp, 0, sizeof(float) * (size_t)(lkp * 256));
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
-        for (d = 0; d < 256; d++) kt[d * ldk + j] = kr[d];
+        const float *restrict vr = v + j * args->v_stride[1];
+        float *restrict kc = kt + (j / 128) * 32768 + j % 128;
+        for (d = 0; d < 256; d++) kc[d * 128] = kr[d];
+        memcpy(vp + j * 256, vr, sizeof(float) * 256);
     }
-    for (d = 0; d < 256; d++)
-        for (j = lk; j < ldk; j++) kt[d * ldk + j] = 0.0f;
 }
 
 attn_status attn_gemma2_9b_local_fwd__neon(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_local_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
-    const int64_t ldk = (args->seq_k + 63) / 64 * 64;
-    const int64_t nq = (Lq + 63) / 64;
+    const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
+    const int64_t nq = (Lq + 95) / 96;
     const int64_t units = B * 16 * nq;
     const int threads = args->threads;
-    float *kt = NULL;
+    float *kt = NULL, *vp = NULL;
     int failed = 0;
     int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (ldk > 0) {
-        if ((uint64_t)B * 2048 > (uint64_t)INT64_MAX / 4 / (uint64_t)ldk) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * ldk));
-        if (!kt) return ATTN_ERR_NOMEM;
+    if (lkp > 0) {
+        if ((uint64_t)B * 4096 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
+        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
+        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
+        if (!kt || !vp) {
+            attn_free(kt);
+            attn_free(vp);
+            return ATTN_ERR_NOMEM;
+        }
     }
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     for (u = 0; u < B * 8; u++)
-        if (ldk > 0) attn_gemma2_9b_local_pack__neon(args, u / 8, u % 8, kt + u * 256 * ldk, ldk);
+        if (lkp > 0)
+            attn_gemma2_9b_local_pack__neon(args, u / 8, u % 8, kt + u * 256 * lkp, vp + u * 256 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -3273,13 +4267,14 @@ attn_status attn_gemma2_9b_local_fwd__neon(const attn_args *args)
             /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
             const int64_t qt = nq - 1 - u % nq;
             const int64_t bh = u / nq;
-            const int64_t i0 = qt * 64;
-            if (w) attn_gemma2_9b_local_unit__neon(args, kt, ldk, bh / 16, bh % 16, i0,
-                    Lq - i0 < 64 ? Lq - i0 : 64, w);
+            const int64_t i0 = qt * 96;
+            if (w) attn_gemma2_9b_local_unit__neon(args, kt, vp, lkp, bh / 16, bh % 16, i0,
+                    Lq - i0 < 96 ? Lq - i0 : 96, w);
         }
         attn_free(w);
     }
     attn_free(kt);
+    attn_free(vp);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__aarch64__) */
@@ -3288,255 +4283,2759 @@ attn_status attn_gemma2_9b_local_fwd__neon(const attn_args *args)
 /* scalar: 1 lane of f32, 16 registers */
 /* ======================================================================== */
 
-/* Scores S[6][2] = scale * Q[6][256] K^T[256][2], D unrolled.
- * q: query rows 6 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  6144 FLOPs, 15 vector registers. */
-static void attn_gemma2_9b_local_qk_6x2__scalar(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[4][4] = Q[4][256] K^T[256][4] (Q is packed pre-scaled).
+ * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  8192 FLOPs, 21 vector registers. */
+static void attn_gemma2_9b_local_qk_4x4__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
-    float vacc1x0 = 0.0f, vacc1x1 = 0.0f;
-    float vacc2x0 = 0.0f, vacc2x1 = 0.0f;
-    float vacc3x0 = 0.0f, vacc3x1 = 0.0f;
-    float vacc4x0 = 0.0f, vacc4x1 = 0.0f;
-    float vacc5x0 = 0.0f, vacc5x1 = 0.0f;
-    const float *restrict q0 = q + 0 * qs;
-    const float *restrict q1 = q + 1 * qs;
-    const float *restrict q2 = q + 2 * qs;
-    const float *restrict q3 = q + 3 * qs;
-    const float *restrict q4 = q + 4 * qs;
-    const float *restrict q5 = q + 5 * qs;
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f, vacc0x2 = 0.0f, vacc0x3 = 0.0f;
+    float vacc1x0 = 0.0f, vacc1x1 = 0.0f, vacc1x2 = 0.0f, vacc1x3 = 0.0f;
+    float vacc2x0 = 0.0f, vacc2x1 = 0.0f, vacc2x2 = 0.0f, vacc2x3 = 0.0f;
+    float vacc3x0 = 0.0f, vacc3x1 = 0.0f, vacc3x2 = 0.0f, vacc3x3 = 0.0f;
+    const float *restrict q0 = q + 0;
+    const float *restrict q1 = q + 256;
+    const float *restrict q2 = q + 512;
+    const float *restrict q3 = q + 768;
 
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const float vk0 = *(kt + (d) * ldk + 0);
-            const float vk1 = *(kt + (d) * ldk + 1);
+            const float vk0 = *(kt + (d) * 128 + 0);
+            const float vk1 = *(kt + (d) * 128 + 1);
+            const float vk2 = *(kt + (d) * 128 + 2);
+            const float vk3 = *(kt + (d) * 128 + 3);
             const float vq0 = (q0[d]);
             const float vq1 = (q1[d]);
             const float vq2 = (q2[d]);
             const float vq3 = (q3[d]);
-            const float vq4 = (q4[d]);
-            const float vq5 = (q5[d]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 1 */
-            const float vk0 = *(kt + (d + 1) * ldk + 0);
-            const float vk1 = *(kt + (d + 1) * ldk + 1);
+            const float vk0 = *(kt + (d + 1) * 128 + 0);
+            const float vk1 = *(kt + (d + 1) * 128 + 1);
+            const float vk2 = *(kt + (d + 1) * 128 + 2);
+            const float vk3 = *(kt + (d + 1) * 128 + 3);
             const float vq0 = (q0[d + 1]);
             const float vq1 = (q1[d + 1]);
             const float vq2 = (q2[d + 1]);
             const float vq3 = (q3[d + 1]);
-            const float vq4 = (q4[d + 1]);
-            const float vq5 = (q5[d + 1]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 2 */
-            const float vk0 = *(kt + (d + 2) * ldk + 0);
-            const float vk1 = *(kt + (d + 2) * ldk + 1);
+            const float vk0 = *(kt + (d + 2) * 128 + 0);
+            const float vk1 = *(kt + (d + 2) * 128 + 1);
+            const float vk2 = *(kt + (d + 2) * 128 + 2);
+            const float vk3 = *(kt + (d + 2) * 128 + 3);
             const float vq0 = (q0[d + 2]);
             const float vq1 = (q1[d + 2]);
             const float vq2 = (q2[d + 2]);
             const float vq3 = (q3[d + 2]);
-            const float vq4 = (q4[d + 2]);
-            const float vq5 = (q5[d + 2]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 3 */
-            const float vk0 = *(kt + (d + 3) * ldk + 0);
-            const float vk1 = *(kt + (d + 3) * ldk + 1);
+            const float vk0 = *(kt + (d + 3) * 128 + 0);
+            const float vk1 = *(kt + (d + 3) * 128 + 1);
+            const float vk2 = *(kt + (d + 3) * 128 + 2);
+            const float vk3 = *(kt + (d + 3) * 128 + 3);
             const float vq0 = (q0[d + 3]);
             const float vq1 = (q1[d + 3]);
             const float vq2 = (q2[d + 3]);
             const float vq3 = (q3[d + 3]);
-            const float vq4 = (q4[d + 3]);
-            const float vq5 = (q5[d + 3]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 4 */
-            const float vk0 = *(kt + (d + 4) * ldk + 0);
-            const float vk1 = *(kt + (d + 4) * ldk + 1);
+            const float vk0 = *(kt + (d + 4) * 128 + 0);
+            const float vk1 = *(kt + (d + 4) * 128 + 1);
+            const float vk2 = *(kt + (d + 4) * 128 + 2);
+            const float vk3 = *(kt + (d + 4) * 128 + 3);
             const float vq0 = (q0[d + 4]);
             const float vq1 = (q1[d + 4]);
             const float vq2 = (q2[d + 4]);
             const float vq3 = (q3[d + 4]);
-            const float vq4 = (q4[d + 4]);
-            const float vq5 = (q5[d + 4]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 5 */
-            const float vk0 = *(kt + (d + 5) * ldk + 0);
-            const float vk1 = *(kt + (d + 5) * ldk + 1);
+            const float vk0 = *(kt + (d + 5) * 128 + 0);
+            const float vk1 = *(kt + (d + 5) * 128 + 1);
+            const float vk2 = *(kt + (d + 5) * 128 + 2);
+            const float vk3 = *(kt + (d + 5) * 128 + 3);
             const float vq0 = (q0[d + 5]);
             const float vq1 = (q1[d + 5]);
             const float vq2 = (q2[d + 5]);
             const float vq3 = (q3[d + 5]);
-            const float vq4 = (q4[d + 5]);
-            const float vq5 = (q5[d + 5]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 6 */
-            const float vk0 = *(kt + (d + 6) * ldk + 0);
-            const float vk1 = *(kt + (d + 6) * ldk + 1);
+            const float vk0 = *(kt + (d + 6) * 128 + 0);
+            const float vk1 = *(kt + (d + 6) * 128 + 1);
+            const float vk2 = *(kt + (d + 6) * 128 + 2);
+            const float vk3 = *(kt + (d + 6) * 128 + 3);
             const float vq0 = (q0[d + 6]);
             const float vq1 = (q1[d + 6]);
             const float vq2 = (q2[d + 6]);
             const float vq3 = (q3[d + 6]);
-            const float vq4 = (q4[d + 6]);
-            const float vq5 = (q5[d + 6]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 7 */
-            const float vk0 = *(kt + (d + 7) * ldk + 0);
-            const float vk1 = *(kt + (d + 7) * ldk + 1);
+            const float vk0 = *(kt + (d + 7) * 128 + 0);
+            const float vk1 = *(kt + (d + 7) * 128 + 1);
+            const float vk2 = *(kt + (d + 7) * 128 + 2);
+            const float vk3 = *(kt + (d + 7) * 128 + 3);
             const float vq0 = (q0[d + 7]);
             const float vq1 = (q1[d + 7]);
             const float vq2 = (q2[d + 7]);
             const float vq3 = (q3[d + 7]);
-            const float vq4 = (q4[d + 7]);
-            const float vq5 = (q5[d + 7]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
     }
 
-    {
-        const float vscale = (0.0625f);
-        *(s + 0 * 64 + 0) = (vacc0x0 * vscale);
-        *(s + 0 * 64 + 1) = (vacc0x1 * vscale);
-        *(s + 1 * 64 + 0) = (vacc1x0 * vscale);
-        *(s + 1 * 64 + 1) = (vacc1x1 * vscale);
-        *(s + 2 * 64 + 0) = (vacc2x0 * vscale);
-        *(s + 2 * 64 + 1) = (vacc2x1 * vscale);
-        *(s + 3 * 64 + 0) = (vacc3x0 * vscale);
-        *(s + 3 * 64 + 1) = (vacc3x1 * vscale);
-        *(s + 4 * 64 + 0) = (vacc4x0 * vscale);
-        *(s + 4 * 64 + 1) = (vacc4x1 * vscale);
-        *(s + 5 * 64 + 0) = (vacc5x0 * vscale);
-        *(s + 5 * 64 + 1) = (vacc5x1 * vscale);
-    }
+    *(s + 0 * 128 + 0) = vacc0x0;
+    *(s + 0 * 128 + 1) = vacc0x1;
+    *(s + 0 * 128 + 2) = vacc0x2;
+    *(s + 0 * 128 + 3) = vacc0x3;
+    *(s + 1 * 128 + 0) = vacc1x0;
+    *(s + 1 * 128 + 1) = vacc1x1;
+    *(s + 1 * 128 + 2) = vacc1x2;
+    *(s + 1 * 128 + 3) = vacc1x3;
+    *(s + 2 * 128 + 0) = vacc2x0;
+    *(s + 2 * 128 + 1) = vacc2x1;
+    *(s + 2 * 128 + 2) = vacc2x2;
+    *(s + 2 * 128 + 3) = vacc2x3;
+    *(s + 3 * 128 + 0) = vacc3x0;
+    *(s + 3 * 128 + 1) = vacc3x1;
+    *(s + 3 * 128 + 2) = vacc3x2;
+    *(s + 3 * 128 + 3) = vacc3x3;
 }
 
-/* Scores S[1][2] = scale * Q[1][256] K^T[256][2], D unrolled.
- * q: query rows 1 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  1024 FLOPs, 5 vector registers. */
-static void attn_gemma2_9b_local_qk_1x2__scalar(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[1][4] = Q[1][256] K^T[256][4] (Q is packed pre-scaled).
+ * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  2048 FLOPs, 9 vector registers. */
+static void attn_gemma2_9b_local_qk_1x4__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
-    const float *restrict q0 = q + 0 * qs;
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f, vacc0x2 = 0.0f, vacc0x3 = 0.0f;
+    const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const float vk0 = *(kt + (d) * ldk + 0);
-            const float vk1 = *(kt + (d) * ldk + 1);
+            const float vk0 = *(kt + (d) * 128 + 0);
+            const float vk1 = *(kt + (d) * 128 + 1);
+            const float vk2 = *(kt + (d) * 128 + 2);
+            const float vk3 = *(kt + (d) * 128 + 3);
             const float vq0 = (q0[d]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 1 */
-            const float vk0 = *(kt + (d + 1) * ldk + 0);
-            const float vk1 = *(kt + (d + 1) * ldk + 1);
+            const float vk0 = *(kt + (d + 1) * 128 + 0);
+            const float vk1 = *(kt + (d + 1) * 128 + 1);
+            const float vk2 = *(kt + (d + 1) * 128 + 2);
+            const float vk3 = *(kt + (d + 1) * 128 + 3);
             const float vq0 = (q0[d + 1]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 2 */
-            const float vk0 = *(kt + (d + 2) * ldk + 0);
-            const float vk1 = *(kt + (d + 2) * ldk + 1);
+            const float vk0 = *(kt + (d + 2) * 128 + 0);
+            const float vk1 = *(kt + (d + 2) * 128 + 1);
+            const float vk2 = *(kt + (d + 2) * 128 + 2);
+            const float vk3 = *(kt + (d + 2) * 128 + 3);
             const float vq0 = (q0[d + 2]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 3 */
-            const float vk0 = *(kt + (d + 3) * ldk + 0);
-            const float vk1 = *(kt + (d + 3) * ldk + 1);
+            const float vk0 = *(kt + (d + 3) * 128 + 0);
+            const float vk1 = *(kt + (d + 3) * 128 + 1);
+            const float vk2 = *(kt + (d + 3) * 128 + 2);
+            const float vk3 = *(kt + (d + 3) * 128 + 3);
             const float vq0 = (q0[d + 3]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 4 */
-            const float vk0 = *(kt + (d + 4) * ldk + 0);
-            const float vk1 = *(kt + (d + 4) * ldk + 1);
+            const float vk0 = *(kt + (d + 4) * 128 + 0);
+            const float vk1 = *(kt + (d + 4) * 128 + 1);
+            const float vk2 = *(kt + (d + 4) * 128 + 2);
+            const float vk3 = *(kt + (d + 4) * 128 + 3);
             const float vq0 = (q0[d + 4]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 5 */
-            const float vk0 = *(kt + (d + 5) * ldk + 0);
-            const float vk1 = *(kt + (d + 5) * ldk + 1);
+            const float vk0 = *(kt + (d + 5) * 128 + 0);
+            const float vk1 = *(kt + (d + 5) * 128 + 1);
+            const float vk2 = *(kt + (d + 5) * 128 + 2);
+            const float vk3 = *(kt + (d + 5) * 128 + 3);
             const float vq0 = (q0[d + 5]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 6 */
-            const float vk0 = *(kt + (d + 6) * ldk + 0);
-            const float vk1 = *(kt + (d + 6) * ldk + 1);
+            const float vk0 = *(kt + (d + 6) * 128 + 0);
+            const float vk1 = *(kt + (d + 6) * 128 + 1);
+            const float vk2 = *(kt + (d + 6) * 128 + 2);
+            const float vk3 = *(kt + (d + 6) * 128 + 3);
             const float vq0 = (q0[d + 6]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 7 */
-            const float vk0 = *(kt + (d + 7) * ldk + 0);
-            const float vk1 = *(kt + (d + 7) * ldk + 1);
+            const float vk0 = *(kt + (d + 7) * 128 + 0);
+            const float vk1 = *(kt + (d + 7) * 128 + 1);
+            const float vk2 = *(kt + (d + 7) * 128 + 2);
+            const float vk3 = *(kt + (d + 7) * 128 + 3);
             const float vq0 = (q0[d + 7]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
     }
 
-    {
-        const float vscale = (0.0625f);
-        *(s + 0 * 64 + 0) = (vacc0x0 * vscale);
-        *(s + 0 * 64 + 1) = (vacc0x1 * vscale);
+    *(s + 0 * 128 + 0) = vacc0x0;
+    *(s + 0 * 128 + 1) = vacc0x1;
+    *(s + 0 * 128 + 2) = vacc0x2;
+    *(s + 0 * 128 + 3) = vacc0x3;
+}
+
+/* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 32 chunks of at most 8 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 256 floats per row.
+ * 2048 FLOPs per key, 37 vector registers. */
+static void attn_gemma2_9b_local_pv_4x256__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
+{
+    const float va0 = (alpha[0]);
+    const float va1 = (alpha[1]);
+    const float va2 = (alpha[2]);
+    const float va3 = (alpha[3]);
+    { /* columns 0..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 0) * va0), vacc0x1 = (*(o + 0 * 256 + 1) * va0), vacc0x2 = (*(o + 0 * 256 + 2) * va0), vacc0x3 = (*(o + 0 * 256 + 3) * va0), vacc0x4 = (*(o + 0 * 256 + 4) * va0), vacc0x5 = (*(o + 0 * 256 + 5) * va0), vacc0x6 = (*(o + 0 * 256 + 6) * va0), vacc0x7 = (*(o + 0 * 256 + 7) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 0) * va1), vacc1x1 = (*(o + 1 * 256 + 1) * va1), vacc1x2 = (*(o + 1 * 256 + 2) * va1), vacc1x3 = (*(o + 1 * 256 + 3) * va1), vacc1x4 = (*(o + 1 * 256 + 4) * va1), vacc1x5 = (*(o + 1 * 256 + 5) * va1), vacc1x6 = (*(o + 1 * 256 + 6) * va1), vacc1x7 = (*(o + 1 * 256 + 7) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 0) * va2), vacc2x1 = (*(o + 2 * 256 + 1) * va2), vacc2x2 = (*(o + 2 * 256 + 2) * va2), vacc2x3 = (*(o + 2 * 256 + 3) * va2), vacc2x4 = (*(o + 2 * 256 + 4) * va2), vacc2x5 = (*(o + 2 * 256 + 5) * va2), vacc2x6 = (*(o + 2 * 256 + 6) * va2), vacc2x7 = (*(o + 2 * 256 + 7) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 0) * va3), vacc3x1 = (*(o + 3 * 256 + 1) * va3), vacc3x2 = (*(o + 3 * 256 + 2) * va3), vacc3x3 = (*(o + 3 * 256 + 3) * va3), vacc3x4 = (*(o + 3 * 256 + 4) * va3), vacc3x5 = (*(o + 3 * 256 + 5) * va3), vacc3x6 = (*(o + 3 * 256 + 6) * va3), vacc3x7 = (*(o + 3 * 256 + 7) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 0);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 1);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 2);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 4);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 6);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 0) = vacc0x0;
+        *(o + 0 * 256 + 1) = vacc0x1;
+        *(o + 0 * 256 + 2) = vacc0x2;
+        *(o + 0 * 256 + 3) = vacc0x3;
+        *(o + 0 * 256 + 4) = vacc0x4;
+        *(o + 0 * 256 + 5) = vacc0x5;
+        *(o + 0 * 256 + 6) = vacc0x6;
+        *(o + 0 * 256 + 7) = vacc0x7;
+        *(o + 1 * 256 + 0) = vacc1x0;
+        *(o + 1 * 256 + 1) = vacc1x1;
+        *(o + 1 * 256 + 2) = vacc1x2;
+        *(o + 1 * 256 + 3) = vacc1x3;
+        *(o + 1 * 256 + 4) = vacc1x4;
+        *(o + 1 * 256 + 5) = vacc1x5;
+        *(o + 1 * 256 + 6) = vacc1x6;
+        *(o + 1 * 256 + 7) = vacc1x7;
+        *(o + 2 * 256 + 0) = vacc2x0;
+        *(o + 2 * 256 + 1) = vacc2x1;
+        *(o + 2 * 256 + 2) = vacc2x2;
+        *(o + 2 * 256 + 3) = vacc2x3;
+        *(o + 2 * 256 + 4) = vacc2x4;
+        *(o + 2 * 256 + 5) = vacc2x5;
+        *(o + 2 * 256 + 6) = vacc2x6;
+        *(o + 2 * 256 + 7) = vacc2x7;
+        *(o + 3 * 256 + 0) = vacc3x0;
+        *(o + 3 * 256 + 1) = vacc3x1;
+        *(o + 3 * 256 + 2) = vacc3x2;
+        *(o + 3 * 256 + 3) = vacc3x3;
+        *(o + 3 * 256 + 4) = vacc3x4;
+        *(o + 3 * 256 + 5) = vacc3x5;
+        *(o + 3 * 256 + 6) = vacc3x6;
+        *(o + 3 * 256 + 7) = vacc3x7;
+    }
+    { /* columns 8..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 8) * va0), vacc0x1 = (*(o + 0 * 256 + 9) * va0), vacc0x2 = (*(o + 0 * 256 + 10) * va0), vacc0x3 = (*(o + 0 * 256 + 11) * va0), vacc0x4 = (*(o + 0 * 256 + 12) * va0), vacc0x5 = (*(o + 0 * 256 + 13) * va0), vacc0x6 = (*(o + 0 * 256 + 14) * va0), vacc0x7 = (*(o + 0 * 256 + 15) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 8) * va1), vacc1x1 = (*(o + 1 * 256 + 9) * va1), vacc1x2 = (*(o + 1 * 256 + 10) * va1), vacc1x3 = (*(o + 1 * 256 + 11) * va1), vacc1x4 = (*(o + 1 * 256 + 12) * va1), vacc1x5 = (*(o + 1 * 256 + 13) * va1), vacc1x6 = (*(o + 1 * 256 + 14) * va1), vacc1x7 = (*(o + 1 * 256 + 15) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 8) * va2), vacc2x1 = (*(o + 2 * 256 + 9) * va2), vacc2x2 = (*(o + 2 * 256 + 10) * va2), vacc2x3 = (*(o + 2 * 256 + 11) * va2), vacc2x4 = (*(o + 2 * 256 + 12) * va2), vacc2x5 = (*(o + 2 * 256 + 13) * va2), vacc2x6 = (*(o + 2 * 256 + 14) * va2), vacc2x7 = (*(o + 2 * 256 + 15) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 8) * va3), vacc3x1 = (*(o + 3 * 256 + 9) * va3), vacc3x2 = (*(o + 3 * 256 + 10) * va3), vacc3x3 = (*(o + 3 * 256 + 11) * va3), vacc3x4 = (*(o + 3 * 256 + 12) * va3), vacc3x5 = (*(o + 3 * 256 + 13) * va3), vacc3x6 = (*(o + 3 * 256 + 14) * va3), vacc3x7 = (*(o + 3 * 256 + 15) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 8);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 9);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 10);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 12);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 14);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 8) = vacc0x0;
+        *(o + 0 * 256 + 9) = vacc0x1;
+        *(o + 0 * 256 + 10) = vacc0x2;
+        *(o + 0 * 256 + 11) = vacc0x3;
+        *(o + 0 * 256 + 12) = vacc0x4;
+        *(o + 0 * 256 + 13) = vacc0x5;
+        *(o + 0 * 256 + 14) = vacc0x6;
+        *(o + 0 * 256 + 15) = vacc0x7;
+        *(o + 1 * 256 + 8) = vacc1x0;
+        *(o + 1 * 256 + 9) = vacc1x1;
+        *(o + 1 * 256 + 10) = vacc1x2;
+        *(o + 1 * 256 + 11) = vacc1x3;
+        *(o + 1 * 256 + 12) = vacc1x4;
+        *(o + 1 * 256 + 13) = vacc1x5;
+        *(o + 1 * 256 + 14) = vacc1x6;
+        *(o + 1 * 256 + 15) = vacc1x7;
+        *(o + 2 * 256 + 8) = vacc2x0;
+        *(o + 2 * 256 + 9) = vacc2x1;
+        *(o + 2 * 256 + 10) = vacc2x2;
+        *(o + 2 * 256 + 11) = vacc2x3;
+        *(o + 2 * 256 + 12) = vacc2x4;
+        *(o + 2 * 256 + 13) = vacc2x5;
+        *(o + 2 * 256 + 14) = vacc2x6;
+        *(o + 2 * 256 + 15) = vacc2x7;
+        *(o + 3 * 256 + 8) = vacc3x0;
+        *(o + 3 * 256 + 9) = vacc3x1;
+        *(o + 3 * 256 + 10) = vacc3x2;
+        *(o + 3 * 256 + 11) = vacc3x3;
+        *(o + 3 * 256 + 12) = vacc3x4;
+        *(o + 3 * 256 + 13) = vacc3x5;
+        *(o + 3 * 256 + 14) = vacc3x6;
+        *(o + 3 * 256 + 15) = vacc3x7;
+    }
+    { /* columns 16..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 16) * va0), vacc0x1 = (*(o + 0 * 256 + 17) * va0), vacc0x2 = (*(o + 0 * 256 + 18) * va0), vacc0x3 = (*(o + 0 * 256 + 19) * va0), vacc0x4 = (*(o + 0 * 256 + 20) * va0), vacc0x5 = (*(o + 0 * 256 + 21) * va0), vacc0x6 = (*(o + 0 * 256 + 22) * va0), vacc0x7 = (*(o + 0 * 256 + 23) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 16) * va1), vacc1x1 = (*(o + 1 * 256 + 17) * va1), vacc1x2 = (*(o + 1 * 256 + 18) * va1), vacc1x3 = (*(o + 1 * 256 + 19) * va1), vacc1x4 = (*(o + 1 * 256 + 20) * va1), vacc1x5 = (*(o + 1 * 256 + 21) * va1), vacc1x6 = (*(o + 1 * 256 + 22) * va1), vacc1x7 = (*(o + 1 * 256 + 23) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 16) * va2), vacc2x1 = (*(o + 2 * 256 + 17) * va2), vacc2x2 = (*(o + 2 * 256 + 18) * va2), vacc2x3 = (*(o + 2 * 256 + 19) * va2), vacc2x4 = (*(o + 2 * 256 + 20) * va2), vacc2x5 = (*(o + 2 * 256 + 21) * va2), vacc2x6 = (*(o + 2 * 256 + 22) * va2), vacc2x7 = (*(o + 2 * 256 + 23) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 16) * va3), vacc3x1 = (*(o + 3 * 256 + 17) * va3), vacc3x2 = (*(o + 3 * 256 + 18) * va3), vacc3x3 = (*(o + 3 * 256 + 19) * va3), vacc3x4 = (*(o + 3 * 256 + 20) * va3), vacc3x5 = (*(o + 3 * 256 + 21) * va3), vacc3x6 = (*(o + 3 * 256 + 22) * va3), vacc3x7 = (*(o + 3 * 256 + 23) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 16);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 17);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 18);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 20);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 22);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 16) = vacc0x0;
+        *(o + 0 * 256 + 17) = vacc0x1;
+        *(o + 0 * 256 + 18) = vacc0x2;
+        *(o + 0 * 256 + 19) = vacc0x3;
+        *(o + 0 * 256 + 20) = vacc0x4;
+        *(o + 0 * 256 + 21) = vacc0x5;
+        *(o + 0 * 256 + 22) = vacc0x6;
+        *(o + 0 * 256 + 23) = vacc0x7;
+        *(o + 1 * 256 + 16) = vacc1x0;
+        *(o + 1 * 256 + 17) = vacc1x1;
+        *(o + 1 * 256 + 18) = vacc1x2;
+        *(o + 1 * 256 + 19) = vacc1x3;
+        *(o + 1 * 256 + 20) = vacc1x4;
+        *(o + 1 * 256 + 21) = vacc1x5;
+        *(o + 1 * 256 + 22) = vacc1x6;
+        *(o + 1 * 256 + 23) = vacc1x7;
+        *(o + 2 * 256 + 16) = vacc2x0;
+        *(o + 2 * 256 + 17) = vacc2x1;
+        *(o + 2 * 256 + 18) = vacc2x2;
+        *(o + 2 * 256 + 19) = vacc2x3;
+        *(o + 2 * 256 + 20) = vacc2x4;
+        *(o + 2 * 256 + 21) = vacc2x5;
+        *(o + 2 * 256 + 22) = vacc2x6;
+        *(o + 2 * 256 + 23) = vacc2x7;
+        *(o + 3 * 256 + 16) = vacc3x0;
+        *(o + 3 * 256 + 17) = vacc3x1;
+        *(o + 3 * 256 + 18) = vacc3x2;
+        *(o + 3 * 256 + 19) = vacc3x3;
+        *(o + 3 * 256 + 20) = vacc3x4;
+        *(o + 3 * 256 + 21) = vacc3x5;
+        *(o + 3 * 256 + 22) = vacc3x6;
+        *(o + 3 * 256 + 23) = vacc3x7;
+    }
+    { /* columns 24..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 24) * va0), vacc0x1 = (*(o + 0 * 256 + 25) * va0), vacc0x2 = (*(o + 0 * 256 + 26) * va0), vacc0x3 = (*(o + 0 * 256 + 27) * va0), vacc0x4 = (*(o + 0 * 256 + 28) * va0), vacc0x5 = (*(o + 0 * 256 + 29) * va0), vacc0x6 = (*(o + 0 * 256 + 30) * va0), vacc0x7 = (*(o + 0 * 256 + 31) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 24) * va1), vacc1x1 = (*(o + 1 * 256 + 25) * va1), vacc1x2 = (*(o + 1 * 256 + 26) * va1), vacc1x3 = (*(o + 1 * 256 + 27) * va1), vacc1x4 = (*(o + 1 * 256 + 28) * va1), vacc1x5 = (*(o + 1 * 256 + 29) * va1), vacc1x6 = (*(o + 1 * 256 + 30) * va1), vacc1x7 = (*(o + 1 * 256 + 31) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 24) * va2), vacc2x1 = (*(o + 2 * 256 + 25) * va2), vacc2x2 = (*(o + 2 * 256 + 26) * va2), vacc2x3 = (*(o + 2 * 256 + 27) * va2), vacc2x4 = (*(o + 2 * 256 + 28) * va2), vacc2x5 = (*(o + 2 * 256 + 29) * va2), vacc2x6 = (*(o + 2 * 256 + 30) * va2), vacc2x7 = (*(o + 2 * 256 + 31) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 24) * va3), vacc3x1 = (*(o + 3 * 256 + 25) * va3), vacc3x2 = (*(o + 3 * 256 + 26) * va3), vacc3x3 = (*(o + 3 * 256 + 27) * va3), vacc3x4 = (*(o + 3 * 256 + 28) * va3), vacc3x5 = (*(o + 3 * 256 + 29) * va3), vacc3x6 = (*(o + 3 * 256 + 30) * va3), vacc3x7 = (*(o + 3 * 256 + 31) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 24);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 25);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 26);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 28);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 30);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 24) = vacc0x0;
+        *(o + 0 * 256 + 25) = vacc0x1;
+        *(o + 0 * 256 + 26) = vacc0x2;
+        *(o + 0 * 256 + 27) = vacc0x3;
+        *(o + 0 * 256 + 28) = vacc0x4;
+        *(o + 0 * 256 + 29) = vacc0x5;
+        *(o + 0 * 256 + 30) = vacc0x6;
+        *(o + 0 * 256 + 31) = vacc0x7;
+        *(o + 1 * 256 + 24) = vacc1x0;
+        *(o + 1 * 256 + 25) = vacc1x1;
+        *(o + 1 * 256 + 26) = vacc1x2;
+        *(o + 1 * 256 + 27) = vacc1x3;
+        *(o + 1 * 256 + 28) = vacc1x4;
+        *(o + 1 * 256 + 29) = vacc1x5;
+        *(o + 1 * 256 + 30) = vacc1x6;
+        *(o + 1 * 256 + 31) = vacc1x7;
+        *(o + 2 * 256 + 24) = vacc2x0;
+        *(o + 2 * 256 + 25) = vacc2x1;
+        *(o + 2 * 256 + 26) = vacc2x2;
+        *(o + 2 * 256 + 27) = vacc2x3;
+        *(o + 2 * 256 + 28) = vacc2x4;
+        *(o + 2 * 256 + 29) = vacc2x5;
+        *(o + 2 * 256 + 30) = vacc2x6;
+        *(o + 2 * 256 + 31) = vacc2x7;
+        *(o + 3 * 256 + 24) = vacc3x0;
+        *(o + 3 * 256 + 25) = vacc3x1;
+        *(o + 3 * 256 + 26) = vacc3x2;
+        *(o + 3 * 256 + 27) = vacc3x3;
+        *(o + 3 * 256 + 28) = vacc3x4;
+        *(o + 3 * 256 + 29) = vacc3x5;
+        *(o + 3 * 256 + 30) = vacc3x6;
+        *(o + 3 * 256 + 31) = vacc3x7;
+    }
+    { /* columns 32..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 32) * va0), vacc0x1 = (*(o + 0 * 256 + 33) * va0), vacc0x2 = (*(o + 0 * 256 + 34) * va0), vacc0x3 = (*(o + 0 * 256 + 35) * va0), vacc0x4 = (*(o + 0 * 256 + 36) * va0), vacc0x5 = (*(o + 0 * 256 + 37) * va0), vacc0x6 = (*(o + 0 * 256 + 38) * va0), vacc0x7 = (*(o + 0 * 256 + 39) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 32) * va1), vacc1x1 = (*(o + 1 * 256 + 33) * va1), vacc1x2 = (*(o + 1 * 256 + 34) * va1), vacc1x3 = (*(o + 1 * 256 + 35) * va1), vacc1x4 = (*(o + 1 * 256 + 36) * va1), vacc1x5 = (*(o + 1 * 256 + 37) * va1), vacc1x6 = (*(o + 1 * 256 + 38) * va1), vacc1x7 = (*(o + 1 * 256 + 39) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 32) * va2), vacc2x1 = (*(o + 2 * 256 + 33) * va2), vacc2x2 = (*(o + 2 * 256 + 34) * va2), vacc2x3 = (*(o + 2 * 256 + 35) * va2), vacc2x4 = (*(o + 2 * 256 + 36) * va2), vacc2x5 = (*(o + 2 * 256 + 37) * va2), vacc2x6 = (*(o + 2 * 256 + 38) * va2), vacc2x7 = (*(o + 2 * 256 + 39) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 32) * va3), vacc3x1 = (*(o + 3 * 256 + 33) * va3), vacc3x2 = (*(o + 3 * 256 + 34) * va3), vacc3x3 = (*(o + 3 * 256 + 35) * va3), vacc3x4 = (*(o + 3 * 256 + 36) * va3), vacc3x5 = (*(o + 3 * 256 + 37) * va3), vacc3x6 = (*(o + 3 * 256 + 38) * va3), vacc3x7 = (*(o + 3 * 256 + 39) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 32);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 33);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 34);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 36);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 38);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 32) = vacc0x0;
+        *(o + 0 * 256 + 33) = vacc0x1;
+        *(o + 0 * 256 + 34) = vacc0x2;
+        *(o + 0 * 256 + 35) = vacc0x3;
+        *(o + 0 * 256 + 36) = vacc0x4;
+        *(o + 0 * 256 + 37) = vacc0x5;
+        *(o + 0 * 256 + 38) = vacc0x6;
+        *(o + 0 * 256 + 39) = vacc0x7;
+        *(o + 1 * 256 + 32) = vacc1x0;
+        *(o + 1 * 256 + 33) = vacc1x1;
+        *(o + 1 * 256 + 34) = vacc1x2;
+        *(o + 1 * 256 + 35) = vacc1x3;
+        *(o + 1 * 256 + 36) = vacc1x4;
+        *(o + 1 * 256 + 37) = vacc1x5;
+        *(o + 1 * 256 + 38) = vacc1x6;
+        *(o + 1 * 256 + 39) = vacc1x7;
+        *(o + 2 * 256 + 32) = vacc2x0;
+        *(o + 2 * 256 + 33) = vacc2x1;
+        *(o + 2 * 256 + 34) = vacc2x2;
+        *(o + 2 * 256 + 35) = vacc2x3;
+        *(o + 2 * 256 + 36) = vacc2x4;
+        *(o + 2 * 256 + 37) = vacc2x5;
+        *(o + 2 * 256 + 38) = vacc2x6;
+        *(o + 2 * 256 + 39) = vacc2x7;
+        *(o + 3 * 256 + 32) = vacc3x0;
+        *(o + 3 * 256 + 33) = vacc3x1;
+        *(o + 3 * 256 + 34) = vacc3x2;
+        *(o + 3 * 256 + 35) = vacc3x3;
+        *(o + 3 * 256 + 36) = vacc3x4;
+        *(o + 3 * 256 + 37) = vacc3x5;
+        *(o + 3 * 256 + 38) = vacc3x6;
+        *(o + 3 * 256 + 39) = vacc3x7;
+    }
+    { /* columns 40..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 40) * va0), vacc0x1 = (*(o + 0 * 256 + 41) * va0), vacc0x2 = (*(o + 0 * 256 + 42) * va0), vacc0x3 = (*(o + 0 * 256 + 43) * va0), vacc0x4 = (*(o + 0 * 256 + 44) * va0), vacc0x5 = (*(o + 0 * 256 + 45) * va0), vacc0x6 = (*(o + 0 * 256 + 46) * va0), vacc0x7 = (*(o + 0 * 256 + 47) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 40) * va1), vacc1x1 = (*(o + 1 * 256 + 41) * va1), vacc1x2 = (*(o + 1 * 256 + 42) * va1), vacc1x3 = (*(o + 1 * 256 + 43) * va1), vacc1x4 = (*(o + 1 * 256 + 44) * va1), vacc1x5 = (*(o + 1 * 256 + 45) * va1), vacc1x6 = (*(o + 1 * 256 + 46) * va1), vacc1x7 = (*(o + 1 * 256 + 47) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 40) * va2), vacc2x1 = (*(o + 2 * 256 + 41) * va2), vacc2x2 = (*(o + 2 * 256 + 42) * va2), vacc2x3 = (*(o + 2 * 256 + 43) * va2), vacc2x4 = (*(o + 2 * 256 + 44) * va2), vacc2x5 = (*(o + 2 * 256 + 45) * va2), vacc2x6 = (*(o + 2 * 256 + 46) * va2), vacc2x7 = (*(o + 2 * 256 + 47) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 40) * va3), vacc3x1 = (*(o + 3 * 256 + 41) * va3), vacc3x2 = (*(o + 3 * 256 + 42) * va3), vacc3x3 = (*(o + 3 * 256 + 43) * va3), vacc3x4 = (*(o + 3 * 256 + 44) * va3), vacc3x5 = (*(o + 3 * 256 + 45) * va3), vacc3x6 = (*(o + 3 * 256 + 46) * va3), vacc3x7 = (*(o + 3 * 256 + 47) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 40);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 41);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 42);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 44);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 46);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 40) = vacc0x0;
+        *(o + 0 * 256 + 41) = vacc0x1;
+        *(o + 0 * 256 + 42) = vacc0x2;
+        *(o + 0 * 256 + 43) = vacc0x3;
+        *(o + 0 * 256 + 44) = vacc0x4;
+        *(o + 0 * 256 + 45) = vacc0x5;
+        *(o + 0 * 256 + 46) = vacc0x6;
+        *(o + 0 * 256 + 47) = vacc0x7;
+        *(o + 1 * 256 + 40) = vacc1x0;
+        *(o + 1 * 256 + 41) = vacc1x1;
+        *(o + 1 * 256 + 42) = vacc1x2;
+        *(o + 1 * 256 + 43) = vacc1x3;
+        *(o + 1 * 256 + 44) = vacc1x4;
+        *(o + 1 * 256 + 45) = vacc1x5;
+        *(o + 1 * 256 + 46) = vacc1x6;
+        *(o + 1 * 256 + 47) = vacc1x7;
+        *(o + 2 * 256 + 40) = vacc2x0;
+        *(o + 2 * 256 + 41) = vacc2x1;
+        *(o + 2 * 256 + 42) = vacc2x2;
+        *(o + 2 * 256 + 43) = vacc2x3;
+        *(o + 2 * 256 + 44) = vacc2x4;
+        *(o + 2 * 256 + 45) = vacc2x5;
+        *(o + 2 * 256 + 46) = vacc2x6;
+        *(o + 2 * 256 + 47) = vacc2x7;
+        *(o + 3 * 256 + 40) = vacc3x0;
+        *(o + 3 * 256 + 41) = vacc3x1;
+        *(o + 3 * 256 + 42) = vacc3x2;
+        *(o + 3 * 256 + 43) = vacc3x3;
+        *(o + 3 * 256 + 44) = vacc3x4;
+        *(o + 3 * 256 + 45) = vacc3x5;
+        *(o + 3 * 256 + 46) = vacc3x6;
+        *(o + 3 * 256 + 47) = vacc3x7;
+    }
+    { /* columns 48..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 48) * va0), vacc0x1 = (*(o + 0 * 256 + 49) * va0), vacc0x2 = (*(o + 0 * 256 + 50) * va0), vacc0x3 = (*(o + 0 * 256 + 51) * va0), vacc0x4 = (*(o + 0 * 256 + 52) * va0), vacc0x5 = (*(o + 0 * 256 + 53) * va0), vacc0x6 = (*(o + 0 * 256 + 54) * va0), vacc0x7 = (*(o + 0 * 256 + 55) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 48) * va1), vacc1x1 = (*(o + 1 * 256 + 49) * va1), vacc1x2 = (*(o + 1 * 256 + 50) * va1), vacc1x3 = (*(o + 1 * 256 + 51) * va1), vacc1x4 = (*(o + 1 * 256 + 52) * va1), vacc1x5 = (*(o + 1 * 256 + 53) * va1), vacc1x6 = (*(o + 1 * 256 + 54) * va1), vacc1x7 = (*(o + 1 * 256 + 55) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 48) * va2), vacc2x1 = (*(o + 2 * 256 + 49) * va2), vacc2x2 = (*(o + 2 * 256 + 50) * va2), vacc2x3 = (*(o + 2 * 256 + 51) * va2), vacc2x4 = (*(o + 2 * 256 + 52) * va2), vacc2x5 = (*(o + 2 * 256 + 53) * va2), vacc2x6 = (*(o + 2 * 256 + 54) * va2), vacc2x7 = (*(o + 2 * 256 + 55) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 48) * va3), vacc3x1 = (*(o + 3 * 256 + 49) * va3), vacc3x2 = (*(o + 3 * 256 + 50) * va3), vacc3x3 = (*(o + 3 * 256 + 51) * va3), vacc3x4 = (*(o + 3 * 256 + 52) * va3), vacc3x5 = (*(o + 3 * 256 + 53) * va3), vacc3x6 = (*(o + 3 * 256 + 54) * va3), vacc3x7 = (*(o + 3 * 256 + 55) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 48);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 49);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 50);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 52);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 54);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 48) = vacc0x0;
+        *(o + 0 * 256 + 49) = vacc0x1;
+        *(o + 0 * 256 + 50) = vacc0x2;
+        *(o + 0 * 256 + 51) = vacc0x3;
+        *(o + 0 * 256 + 52) = vacc0x4;
+        *(o + 0 * 256 + 53) = vacc0x5;
+        *(o + 0 * 256 + 54) = vacc0x6;
+        *(o + 0 * 256 + 55) = vacc0x7;
+        *(o + 1 * 256 + 48) = vacc1x0;
+        *(o + 1 * 256 + 49) = vacc1x1;
+        *(o + 1 * 256 + 50) = vacc1x2;
+        *(o + 1 * 256 + 51) = vacc1x3;
+        *(o + 1 * 256 + 52) = vacc1x4;
+        *(o + 1 * 256 + 53) = vacc1x5;
+        *(o + 1 * 256 + 54) = vacc1x6;
+        *(o + 1 * 256 + 55) = vacc1x7;
+        *(o + 2 * 256 + 48) = vacc2x0;
+        *(o + 2 * 256 + 49) = vacc2x1;
+        *(o + 2 * 256 + 50) = vacc2x2;
+        *(o + 2 * 256 + 51) = vacc2x3;
+        *(o + 2 * 256 + 52) = vacc2x4;
+        *(o + 2 * 256 + 53) = vacc2x5;
+        *(o + 2 * 256 + 54) = vacc2x6;
+        *(o + 2 * 256 + 55) = vacc2x7;
+        *(o + 3 * 256 + 48) = vacc3x0;
+        *(o + 3 * 256 + 49) = vacc3x1;
+        *(o + 3 * 256 + 50) = vacc3x2;
+        *(o + 3 * 256 + 51) = vacc3x3;
+        *(o + 3 * 256 + 52) = vacc3x4;
+        *(o + 3 * 256 + 53) = vacc3x5;
+        *(o + 3 * 256 + 54) = vacc3x6;
+        *(o + 3 * 256 + 55) = vacc3x7;
+    }
+    { /* columns 56..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 56) * va0), vacc0x1 = (*(o + 0 * 256 + 57) * va0), vacc0x2 = (*(o + 0 * 256 + 58) * va0), vacc0x3 = (*(o + 0 * 256 + 59) * va0), vacc0x4 = (*(o + 0 * 256 + 60) * va0), vacc0x5 = (*(o + 0 * 256 + 61) * va0), vacc0x6 = (*(o + 0 * 256 + 62) * va0), vacc0x7 = (*(o + 0 * 256 + 63) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 56) * va1), vacc1x1 = (*(o + 1 * 256 + 57) * va1), vacc1x2 = (*(o + 1 * 256 + 58) * va1), vacc1x3 = (*(o + 1 * 256 + 59) * va1), vacc1x4 = (*(o + 1 * 256 + 60) * va1), vacc1x5 = (*(o + 1 * 256 + 61) * va1), vacc1x6 = (*(o + 1 * 256 + 62) * va1), vacc1x7 = (*(o + 1 * 256 + 63) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 56) * va2), vacc2x1 = (*(o + 2 * 256 + 57) * va2), vacc2x2 = (*(o + 2 * 256 + 58) * va2), vacc2x3 = (*(o + 2 * 256 + 59) * va2), vacc2x4 = (*(o + 2 * 256 + 60) * va2), vacc2x5 = (*(o + 2 * 256 + 61) * va2), vacc2x6 = (*(o + 2 * 256 + 62) * va2), vacc2x7 = (*(o + 2 * 256 + 63) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 56) * va3), vacc3x1 = (*(o + 3 * 256 + 57) * va3), vacc3x2 = (*(o + 3 * 256 + 58) * va3), vacc3x3 = (*(o + 3 * 256 + 59) * va3), vacc3x4 = (*(o + 3 * 256 + 60) * va3), vacc3x5 = (*(o + 3 * 256 + 61) * va3), vacc3x6 = (*(o + 3 * 256 + 62) * va3), vacc3x7 = (*(o + 3 * 256 + 63) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 56);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 57);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 58);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 60);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 62);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 56) = vacc0x0;
+        *(o + 0 * 256 + 57) = vacc0x1;
+        *(o + 0 * 256 + 58) = vacc0x2;
+        *(o + 0 * 256 + 59) = vacc0x3;
+        *(o + 0 * 256 + 60) = vacc0x4;
+        *(o + 0 * 256 + 61) = vacc0x5;
+        *(o + 0 * 256 + 62) = vacc0x6;
+        *(o + 0 * 256 + 63) = vacc0x7;
+        *(o + 1 * 256 + 56) = vacc1x0;
+        *(o + 1 * 256 + 57) = vacc1x1;
+        *(o + 1 * 256 + 58) = vacc1x2;
+        *(o + 1 * 256 + 59) = vacc1x3;
+        *(o + 1 * 256 + 60) = vacc1x4;
+        *(o + 1 * 256 + 61) = vacc1x5;
+        *(o + 1 * 256 + 62) = vacc1x6;
+        *(o + 1 * 256 + 63) = vacc1x7;
+        *(o + 2 * 256 + 56) = vacc2x0;
+        *(o + 2 * 256 + 57) = vacc2x1;
+        *(o + 2 * 256 + 58) = vacc2x2;
+        *(o + 2 * 256 + 59) = vacc2x3;
+        *(o + 2 * 256 + 60) = vacc2x4;
+        *(o + 2 * 256 + 61) = vacc2x5;
+        *(o + 2 * 256 + 62) = vacc2x6;
+        *(o + 2 * 256 + 63) = vacc2x7;
+        *(o + 3 * 256 + 56) = vacc3x0;
+        *(o + 3 * 256 + 57) = vacc3x1;
+        *(o + 3 * 256 + 58) = vacc3x2;
+        *(o + 3 * 256 + 59) = vacc3x3;
+        *(o + 3 * 256 + 60) = vacc3x4;
+        *(o + 3 * 256 + 61) = vacc3x5;
+        *(o + 3 * 256 + 62) = vacc3x6;
+        *(o + 3 * 256 + 63) = vacc3x7;
+    }
+    { /* columns 64..71 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 64) * va0), vacc0x1 = (*(o + 0 * 256 + 65) * va0), vacc0x2 = (*(o + 0 * 256 + 66) * va0), vacc0x3 = (*(o + 0 * 256 + 67) * va0), vacc0x4 = (*(o + 0 * 256 + 68) * va0), vacc0x5 = (*(o + 0 * 256 + 69) * va0), vacc0x6 = (*(o + 0 * 256 + 70) * va0), vacc0x7 = (*(o + 0 * 256 + 71) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 64) * va1), vacc1x1 = (*(o + 1 * 256 + 65) * va1), vacc1x2 = (*(o + 1 * 256 + 66) * va1), vacc1x3 = (*(o + 1 * 256 + 67) * va1), vacc1x4 = (*(o + 1 * 256 + 68) * va1), vacc1x5 = (*(o + 1 * 256 + 69) * va1), vacc1x6 = (*(o + 1 * 256 + 70) * va1), vacc1x7 = (*(o + 1 * 256 + 71) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 64) * va2), vacc2x1 = (*(o + 2 * 256 + 65) * va2), vacc2x2 = (*(o + 2 * 256 + 66) * va2), vacc2x3 = (*(o + 2 * 256 + 67) * va2), vacc2x4 = (*(o + 2 * 256 + 68) * va2), vacc2x5 = (*(o + 2 * 256 + 69) * va2), vacc2x6 = (*(o + 2 * 256 + 70) * va2), vacc2x7 = (*(o + 2 * 256 + 71) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 64) * va3), vacc3x1 = (*(o + 3 * 256 + 65) * va3), vacc3x2 = (*(o + 3 * 256 + 66) * va3), vacc3x3 = (*(o + 3 * 256 + 67) * va3), vacc3x4 = (*(o + 3 * 256 + 68) * va3), vacc3x5 = (*(o + 3 * 256 + 69) * va3), vacc3x6 = (*(o + 3 * 256 + 70) * va3), vacc3x7 = (*(o + 3 * 256 + 71) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 64);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 65);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 66);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 67);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 68);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 69);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 70);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 71);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 64) = vacc0x0;
+        *(o + 0 * 256 + 65) = vacc0x1;
+        *(o + 0 * 256 + 66) = vacc0x2;
+        *(o + 0 * 256 + 67) = vacc0x3;
+        *(o + 0 * 256 + 68) = vacc0x4;
+        *(o + 0 * 256 + 69) = vacc0x5;
+        *(o + 0 * 256 + 70) = vacc0x6;
+        *(o + 0 * 256 + 71) = vacc0x7;
+        *(o + 1 * 256 + 64) = vacc1x0;
+        *(o + 1 * 256 + 65) = vacc1x1;
+        *(o + 1 * 256 + 66) = vacc1x2;
+        *(o + 1 * 256 + 67) = vacc1x3;
+        *(o + 1 * 256 + 68) = vacc1x4;
+        *(o + 1 * 256 + 69) = vacc1x5;
+        *(o + 1 * 256 + 70) = vacc1x6;
+        *(o + 1 * 256 + 71) = vacc1x7;
+        *(o + 2 * 256 + 64) = vacc2x0;
+        *(o + 2 * 256 + 65) = vacc2x1;
+        *(o + 2 * 256 + 66) = vacc2x2;
+        *(o + 2 * 256 + 67) = vacc2x3;
+        *(o + 2 * 256 + 68) = vacc2x4;
+        *(o + 2 * 256 + 69) = vacc2x5;
+        *(o + 2 * 256 + 70) = vacc2x6;
+        *(o + 2 * 256 + 71) = vacc2x7;
+        *(o + 3 * 256 + 64) = vacc3x0;
+        *(o + 3 * 256 + 65) = vacc3x1;
+        *(o + 3 * 256 + 66) = vacc3x2;
+        *(o + 3 * 256 + 67) = vacc3x3;
+        *(o + 3 * 256 + 68) = vacc3x4;
+        *(o + 3 * 256 + 69) = vacc3x5;
+        *(o + 3 * 256 + 70) = vacc3x6;
+        *(o + 3 * 256 + 71) = vacc3x7;
+    }
+    { /* columns 72..79 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 72) * va0), vacc0x1 = (*(o + 0 * 256 + 73) * va0), vacc0x2 = (*(o + 0 * 256 + 74) * va0), vacc0x3 = (*(o + 0 * 256 + 75) * va0), vacc0x4 = (*(o + 0 * 256 + 76) * va0), vacc0x5 = (*(o + 0 * 256 + 77) * va0), vacc0x6 = (*(o + 0 * 256 + 78) * va0), vacc0x7 = (*(o + 0 * 256 + 79) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 72) * va1), vacc1x1 = (*(o + 1 * 256 + 73) * va1), vacc1x2 = (*(o + 1 * 256 + 74) * va1), vacc1x3 = (*(o + 1 * 256 + 75) * va1), vacc1x4 = (*(o + 1 * 256 + 76) * va1), vacc1x5 = (*(o + 1 * 256 + 77) * va1), vacc1x6 = (*(o + 1 * 256 + 78) * va1), vacc1x7 = (*(o + 1 * 256 + 79) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 72) * va2), vacc2x1 = (*(o + 2 * 256 + 73) * va2), vacc2x2 = (*(o + 2 * 256 + 74) * va2), vacc2x3 = (*(o + 2 * 256 + 75) * va2), vacc2x4 = (*(o + 2 * 256 + 76) * va2), vacc2x5 = (*(o + 2 * 256 + 77) * va2), vacc2x6 = (*(o + 2 * 256 + 78) * va2), vacc2x7 = (*(o + 2 * 256 + 79) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 72) * va3), vacc3x1 = (*(o + 3 * 256 + 73) * va3), vacc3x2 = (*(o + 3 * 256 + 74) * va3), vacc3x3 = (*(o + 3 * 256 + 75) * va3), vacc3x4 = (*(o + 3 * 256 + 76) * va3), vacc3x5 = (*(o + 3 * 256 + 77) * va3), vacc3x6 = (*(o + 3 * 256 + 78) * va3), vacc3x7 = (*(o + 3 * 256 + 79) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 72);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 73);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 74);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 75);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 76);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 77);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 78);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 79);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 72) = vacc0x0;
+        *(o + 0 * 256 + 73) = vacc0x1;
+        *(o + 0 * 256 + 74) = vacc0x2;
+        *(o + 0 * 256 + 75) = vacc0x3;
+        *(o + 0 * 256 + 76) = vacc0x4;
+        *(o + 0 * 256 + 77) = vacc0x5;
+        *(o + 0 * 256 + 78) = vacc0x6;
+        *(o + 0 * 256 + 79) = vacc0x7;
+        *(o + 1 * 256 + 72) = vacc1x0;
+        *(o + 1 * 256 + 73) = vacc1x1;
+        *(o + 1 * 256 + 74) = vacc1x2;
+        *(o + 1 * 256 + 75) = vacc1x3;
+        *(o + 1 * 256 + 76) = vacc1x4;
+        *(o + 1 * 256 + 77) = vacc1x5;
+        *(o + 1 * 256 + 78) = vacc1x6;
+        *(o + 1 * 256 + 79) = vacc1x7;
+        *(o + 2 * 256 + 72) = vacc2x0;
+        *(o + 2 * 256 + 73) = vacc2x1;
+        *(o + 2 * 256 + 74) = vacc2x2;
+        *(o + 2 * 256 + 75) = vacc2x3;
+        *(o + 2 * 256 + 76) = vacc2x4;
+        *(o + 2 * 256 + 77) = vacc2x5;
+        *(o + 2 * 256 + 78) = vacc2x6;
+        *(o + 2 * 256 + 79) = vacc2x7;
+        *(o + 3 * 256 + 72) = vacc3x0;
+        *(o + 3 * 256 + 73) = vacc3x1;
+        *(o + 3 * 256 + 74) = vacc3x2;
+        *(o + 3 * 256 + 75) = vacc3x3;
+        *(o + 3 * 256 + 76) = vacc3x4;
+        *(o + 3 * 256 + 77) = vacc3x5;
+        *(o + 3 * 256 + 78) = vacc3x6;
+        *(o + 3 * 256 + 79) = vacc3x7;
+    }
+    { /* columns 80..87 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 80) * va0), vacc0x1 = (*(o + 0 * 256 + 81) * va0), vacc0x2 = (*(o + 0 * 256 + 82) * va0), vacc0x3 = (*(o + 0 * 256 + 83) * va0), vacc0x4 = (*(o + 0 * 256 + 84) * va0), vacc0x5 = (*(o + 0 * 256 + 85) * va0), vacc0x6 = (*(o + 0 * 256 + 86) * va0), vacc0x7 = (*(o + 0 * 256 + 87) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 80) * va1), vacc1x1 = (*(o + 1 * 256 + 81) * va1), vacc1x2 = (*(o + 1 * 256 + 82) * va1), vacc1x3 = (*(o + 1 * 256 + 83) * va1), vacc1x4 = (*(o + 1 * 256 + 84) * va1), vacc1x5 = (*(o + 1 * 256 + 85) * va1), vacc1x6 = (*(o + 1 * 256 + 86) * va1), vacc1x7 = (*(o + 1 * 256 + 87) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 80) * va2), vacc2x1 = (*(o + 2 * 256 + 81) * va2), vacc2x2 = (*(o + 2 * 256 + 82) * va2), vacc2x3 = (*(o + 2 * 256 + 83) * va2), vacc2x4 = (*(o + 2 * 256 + 84) * va2), vacc2x5 = (*(o + 2 * 256 + 85) * va2), vacc2x6 = (*(o + 2 * 256 + 86) * va2), vacc2x7 = (*(o + 2 * 256 + 87) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 80) * va3), vacc3x1 = (*(o + 3 * 256 + 81) * va3), vacc3x2 = (*(o + 3 * 256 + 82) * va3), vacc3x3 = (*(o + 3 * 256 + 83) * va3), vacc3x4 = (*(o + 3 * 256 + 84) * va3), vacc3x5 = (*(o + 3 * 256 + 85) * va3), vacc3x6 = (*(o + 3 * 256 + 86) * va3), vacc3x7 = (*(o + 3 * 256 + 87) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 80);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 81);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 82);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 83);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 84);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 85);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 86);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 87);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 80) = vacc0x0;
+        *(o + 0 * 256 + 81) = vacc0x1;
+        *(o + 0 * 256 + 82) = vacc0x2;
+        *(o + 0 * 256 + 83) = vacc0x3;
+        *(o + 0 * 256 + 84) = vacc0x4;
+        *(o + 0 * 256 + 85) = vacc0x5;
+        *(o + 0 * 256 + 86) = vacc0x6;
+        *(o + 0 * 256 + 87) = vacc0x7;
+        *(o + 1 * 256 + 80) = vacc1x0;
+        *(o + 1 * 256 + 81) = vacc1x1;
+        *(o + 1 * 256 + 82) = vacc1x2;
+        *(o + 1 * 256 + 83) = vacc1x3;
+        *(o + 1 * 256 + 84) = vacc1x4;
+        *(o + 1 * 256 + 85) = vacc1x5;
+        *(o + 1 * 256 + 86) = vacc1x6;
+        *(o + 1 * 256 + 87) = vacc1x7;
+        *(o + 2 * 256 + 80) = vacc2x0;
+        *(o + 2 * 256 + 81) = vacc2x1;
+        *(o + 2 * 256 + 82) = vacc2x2;
+        *(o + 2 * 256 + 83) = vacc2x3;
+        *(o + 2 * 256 + 84) = vacc2x4;
+        *(o + 2 * 256 + 85) = vacc2x5;
+        *(o + 2 * 256 + 86) = vacc2x6;
+        *(o + 2 * 256 + 87) = vacc2x7;
+        *(o + 3 * 256 + 80) = vacc3x0;
+        *(o + 3 * 256 + 81) = vacc3x1;
+        *(o + 3 * 256 + 82) = vacc3x2;
+        *(o + 3 * 256 + 83) = vacc3x3;
+        *(o + 3 * 256 + 84) = vacc3x4;
+        *(o + 3 * 256 + 85) = vacc3x5;
+        *(o + 3 * 256 + 86) = vacc3x6;
+        *(o + 3 * 256 + 87) = vacc3x7;
+    }
+    { /* columns 88..95 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 88) * va0), vacc0x1 = (*(o + 0 * 256 + 89) * va0), vacc0x2 = (*(o + 0 * 256 + 90) * va0), vacc0x3 = (*(o + 0 * 256 + 91) * va0), vacc0x4 = (*(o + 0 * 256 + 92) * va0), vacc0x5 = (*(o + 0 * 256 + 93) * va0), vacc0x6 = (*(o + 0 * 256 + 94) * va0), vacc0x7 = (*(o + 0 * 256 + 95) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 88) * va1), vacc1x1 = (*(o + 1 * 256 + 89) * va1), vacc1x2 = (*(o + 1 * 256 + 90) * va1), vacc1x3 = (*(o + 1 * 256 + 91) * va1), vacc1x4 = (*(o + 1 * 256 + 92) * va1), vacc1x5 = (*(o + 1 * 256 + 93) * va1), vacc1x6 = (*(o + 1 * 256 + 94) * va1), vacc1x7 = (*(o + 1 * 256 + 95) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 88) * va2), vacc2x1 = (*(o + 2 * 256 + 89) * va2), vacc2x2 = (*(o + 2 * 256 + 90) * va2), vacc2x3 = (*(o + 2 * 256 + 91) * va2), vacc2x4 = (*(o + 2 * 256 + 92) * va2), vacc2x5 = (*(o + 2 * 256 + 93) * va2), vacc2x6 = (*(o + 2 * 256 + 94) * va2), vacc2x7 = (*(o + 2 * 256 + 95) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 88) * va3), vacc3x1 = (*(o + 3 * 256 + 89) * va3), vacc3x2 = (*(o + 3 * 256 + 90) * va3), vacc3x3 = (*(o + 3 * 256 + 91) * va3), vacc3x4 = (*(o + 3 * 256 + 92) * va3), vacc3x5 = (*(o + 3 * 256 + 93) * va3), vacc3x6 = (*(o + 3 * 256 + 94) * va3), vacc3x7 = (*(o + 3 * 256 + 95) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 88);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 89);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 90);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 91);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 92);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 93);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 94);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 95);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 88) = vacc0x0;
+        *(o + 0 * 256 + 89) = vacc0x1;
+        *(o + 0 * 256 + 90) = vacc0x2;
+        *(o + 0 * 256 + 91) = vacc0x3;
+        *(o + 0 * 256 + 92) = vacc0x4;
+        *(o + 0 * 256 + 93) = vacc0x5;
+        *(o + 0 * 256 + 94) = vacc0x6;
+        *(o + 0 * 256 + 95) = vacc0x7;
+        *(o + 1 * 256 + 88) = vacc1x0;
+        *(o + 1 * 256 + 89) = vacc1x1;
+        *(o + 1 * 256 + 90) = vacc1x2;
+        *(o + 1 * 256 + 91) = vacc1x3;
+        *(o + 1 * 256 + 92) = vacc1x4;
+        *(o + 1 * 256 + 93) = vacc1x5;
+        *(o + 1 * 256 + 94) = vacc1x6;
+        *(o + 1 * 256 + 95) = vacc1x7;
+        *(o + 2 * 256 + 88) = vacc2x0;
+        *(o + 2 * 256 + 89) = vacc2x1;
+        *(o + 2 * 256 + 90) = vacc2x2;
+        *(o + 2 * 256 + 91) = vacc2x3;
+        *(o + 2 * 256 + 92) = vacc2x4;
+        *(o + 2 * 256 + 93) = vacc2x5;
+        *(o + 2 * 256 + 94) = vacc2x6;
+        *(o + 2 * 256 + 95) = vacc2x7;
+        *(o + 3 * 256 + 88) = vacc3x0;
+        *(o + 3 * 256 + 89) = vacc3x1;
+        *(o + 3 * 256 + 90) = vacc3x2;
+        *(o + 3 * 256 + 91) = vacc3x3;
+        *(o + 3 * 256 + 92) = vacc3x4;
+        *(o + 3 * 256 + 93) = vacc3x5;
+        *(o + 3 * 256 + 94) = vacc3x6;
+        *(o + 3 * 256 + 95) = vacc3x7;
+    }
+    { /* columns 96..103 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 96) * va0), vacc0x1 = (*(o + 0 * 256 + 97) * va0), vacc0x2 = (*(o + 0 * 256 + 98) * va0), vacc0x3 = (*(o + 0 * 256 + 99) * va0), vacc0x4 = (*(o + 0 * 256 + 100) * va0), vacc0x5 = (*(o + 0 * 256 + 101) * va0), vacc0x6 = (*(o + 0 * 256 + 102) * va0), vacc0x7 = (*(o + 0 * 256 + 103) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 96) * va1), vacc1x1 = (*(o + 1 * 256 + 97) * va1), vacc1x2 = (*(o + 1 * 256 + 98) * va1), vacc1x3 = (*(o + 1 * 256 + 99) * va1), vacc1x4 = (*(o + 1 * 256 + 100) * va1), vacc1x5 = (*(o + 1 * 256 + 101) * va1), vacc1x6 = (*(o + 1 * 256 + 102) * va1), vacc1x7 = (*(o + 1 * 256 + 103) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 96) * va2), vacc2x1 = (*(o + 2 * 256 + 97) * va2), vacc2x2 = (*(o + 2 * 256 + 98) * va2), vacc2x3 = (*(o + 2 * 256 + 99) * va2), vacc2x4 = (*(o + 2 * 256 + 100) * va2), vacc2x5 = (*(o + 2 * 256 + 101) * va2), vacc2x6 = (*(o + 2 * 256 + 102) * va2), vacc2x7 = (*(o + 2 * 256 + 103) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 96) * va3), vacc3x1 = (*(o + 3 * 256 + 97) * va3), vacc3x2 = (*(o + 3 * 256 + 98) * va3), vacc3x3 = (*(o + 3 * 256 + 99) * va3), vacc3x4 = (*(o + 3 * 256 + 100) * va3), vacc3x5 = (*(o + 3 * 256 + 101) * va3), vacc3x6 = (*(o + 3 * 256 + 102) * va3), vacc3x7 = (*(o + 3 * 256 + 103) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 96);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 97);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 98);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 99);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 100);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 101);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 102);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 103);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 96) = vacc0x0;
+        *(o + 0 * 256 + 97) = vacc0x1;
+        *(o + 0 * 256 + 98) = vacc0x2;
+        *(o + 0 * 256 + 99) = vacc0x3;
+        *(o + 0 * 256 + 100) = vacc0x4;
+        *(o + 0 * 256 + 101) = vacc0x5;
+        *(o + 0 * 256 + 102) = vacc0x6;
+        *(o + 0 * 256 + 103) = vacc0x7;
+        *(o + 1 * 256 + 96) = vacc1x0;
+        *(o + 1 * 256 + 97) = vacc1x1;
+        *(o + 1 * 256 + 98) = vacc1x2;
+        *(o + 1 * 256 + 99) = vacc1x3;
+        *(o + 1 * 256 + 100) = vacc1x4;
+        *(o + 1 * 256 + 101) = vacc1x5;
+        *(o + 1 * 256 + 102) = vacc1x6;
+        *(o + 1 * 256 + 103) = vacc1x7;
+        *(o + 2 * 256 + 96) = vacc2x0;
+        *(o + 2 * 256 + 97) = vacc2x1;
+        *(o + 2 * 256 + 98) = vacc2x2;
+        *(o + 2 * 256 + 99) = vacc2x3;
+        *(o + 2 * 256 + 100) = vacc2x4;
+        *(o + 2 * 256 + 101) = vacc2x5;
+        *(o + 2 * 256 + 102) = vacc2x6;
+        *(o + 2 * 256 + 103) = vacc2x7;
+        *(o + 3 * 256 + 96) = vacc3x0;
+        *(o + 3 * 256 + 97) = vacc3x1;
+        *(o + 3 * 256 + 98) = vacc3x2;
+        *(o + 3 * 256 + 99) = vacc3x3;
+        *(o + 3 * 256 + 100) = vacc3x4;
+        *(o + 3 * 256 + 101) = vacc3x5;
+        *(o + 3 * 256 + 102) = vacc3x6;
+        *(o + 3 * 256 + 103) = vacc3x7;
+    }
+    { /* columns 104..111 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 104) * va0), vacc0x1 = (*(o + 0 * 256 + 105) * va0), vacc0x2 = (*(o + 0 * 256 + 106) * va0), vacc0x3 = (*(o + 0 * 256 + 107) * va0), vacc0x4 = (*(o + 0 * 256 + 108) * va0), vacc0x5 = (*(o + 0 * 256 + 109) * va0), vacc0x6 = (*(o + 0 * 256 + 110) * va0), vacc0x7 = (*(o + 0 * 256 + 111) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 104) * va1), vacc1x1 = (*(o + 1 * 256 + 105) * va1), vacc1x2 = (*(o + 1 * 256 + 106) * va1), vacc1x3 = (*(o + 1 * 256 + 107) * va1), vacc1x4 = (*(o + 1 * 256 + 108) * va1), vacc1x5 = (*(o + 1 * 256 + 109) * va1), vacc1x6 = (*(o + 1 * 256 + 110) * va1), vacc1x7 = (*(o + 1 * 256 + 111) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 104) * va2), vacc2x1 = (*(o + 2 * 256 + 105) * va2), vacc2x2 = (*(o + 2 * 256 + 106) * va2), vacc2x3 = (*(o + 2 * 256 + 107) * va2), vacc2x4 = (*(o + 2 * 256 + 108) * va2), vacc2x5 = (*(o + 2 * 256 + 109) * va2), vacc2x6 = (*(o + 2 * 256 + 110) * va2), vacc2x7 = (*(o + 2 * 256 + 111) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 104) * va3), vacc3x1 = (*(o + 3 * 256 + 105) * va3), vacc3x2 = (*(o + 3 * 256 + 106) * va3), vacc3x3 = (*(o + 3 * 256 + 107) * va3), vacc3x4 = (*(o + 3 * 256 + 108) * va3), vacc3x5 = (*(o + 3 * 256 + 109) * va3), vacc3x6 = (*(o + 3 * 256 + 110) * va3), vacc3x7 = (*(o + 3 * 256 + 111) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 104);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 105);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 106);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 107);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 108);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 109);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 110);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 111);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 104) = vacc0x0;
+        *(o + 0 * 256 + 105) = vacc0x1;
+        *(o + 0 * 256 + 106) = vacc0x2;
+        *(o + 0 * 256 + 107) = vacc0x3;
+        *(o + 0 * 256 + 108) = vacc0x4;
+        *(o + 0 * 256 + 109) = vacc0x5;
+        *(o + 0 * 256 + 110) = vacc0x6;
+        *(o + 0 * 256 + 111) = vacc0x7;
+        *(o + 1 * 256 + 104) = vacc1x0;
+        *(o + 1 * 256 + 105) = vacc1x1;
+        *(o + 1 * 256 + 106) = vacc1x2;
+        *(o + 1 * 256 + 107) = vacc1x3;
+        *(o + 1 * 256 + 108) = vacc1x4;
+        *(o + 1 * 256 + 109) = vacc1x5;
+        *(o + 1 * 256 + 110) = vacc1x6;
+        *(o + 1 * 256 + 111) = vacc1x7;
+        *(o + 2 * 256 + 104) = vacc2x0;
+        *(o + 2 * 256 + 105) = vacc2x1;
+        *(o + 2 * 256 + 106) = vacc2x2;
+        *(o + 2 * 256 + 107) = vacc2x3;
+        *(o + 2 * 256 + 108) = vacc2x4;
+        *(o + 2 * 256 + 109) = vacc2x5;
+        *(o + 2 * 256 + 110) = vacc2x6;
+        *(o + 2 * 256 + 111) = vacc2x7;
+        *(o + 3 * 256 + 104) = vacc3x0;
+        *(o + 3 * 256 + 105) = vacc3x1;
+        *(o + 3 * 256 + 106) = vacc3x2;
+        *(o + 3 * 256 + 107) = vacc3x3;
+        *(o + 3 * 256 + 108) = vacc3x4;
+        *(o + 3 * 256 + 109) = vacc3x5;
+        *(o + 3 * 256 + 110) = vacc3x6;
+        *(o + 3 * 256 + 111) = vacc3x7;
+    }
+    { /* columns 112..119 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 112) * va0), vacc0x1 = (*(o + 0 * 256 + 113) * va0), vacc0x2 = (*(o + 0 * 256 + 114) * va0), vacc0x3 = (*(o + 0 * 256 + 115) * va0), vacc0x4 = (*(o + 0 * 256 + 116) * va0), vacc0x5 = (*(o + 0 * 256 + 117) * va0), vacc0x6 = (*(o + 0 * 256 + 118) * va0), vacc0x7 = (*(o + 0 * 256 + 119) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 112) * va1), vacc1x1 = (*(o + 1 * 256 + 113) * va1), vacc1x2 = (*(o + 1 * 256 + 114) * va1), vacc1x3 = (*(o + 1 * 256 + 115) * va1), vacc1x4 = (*(o + 1 * 256 + 116) * va1), vacc1x5 = (*(o + 1 * 256 + 117) * va1), vacc1x6 = (*(o + 1 * 256 + 118) * va1), vacc1x7 = (*(o + 1 * 256 + 119) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 112) * va2), vacc2x1 = (*(o + 2 * 256 + 113) * va2), vacc2x2 = (*(o + 2 * 256 + 114) * va2), vacc2x3 = (*(o + 2 * 256 + 115) * va2), vacc2x4 = (*(o + 2 * 256 + 116) * va2), vacc2x5 = (*(o + 2 * 256 + 117) * va2), vacc2x6 = (*(o + 2 * 256 + 118) * va2), vacc2x7 = (*(o + 2 * 256 + 119) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 112) * va3), vacc3x1 = (*(o + 3 * 256 + 113) * va3), vacc3x2 = (*(o + 3 * 256 + 114) * va3), vacc3x3 = (*(o + 3 * 256 + 115) * va3), vacc3x4 = (*(o + 3 * 256 + 116) * va3), vacc3x5 = (*(o + 3 * 256 + 117) * va3), vacc3x6 = (*(o + 3 * 256 + 118) * va3), vacc3x7 = (*(o + 3 * 256 + 119) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 112);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 113);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 114);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 115);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 116);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 117);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 118);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 119);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 112) = vacc0x0;
+        *(o + 0 * 256 + 113) = vacc0x1;
+        *(o + 0 * 256 + 114) = vacc0x2;
+        *(o + 0 * 256 + 115) = vacc0x3;
+        *(o + 0 * 256 + 116) = vacc0x4;
+        *(o + 0 * 256 + 117) = vacc0x5;
+        *(o + 0 * 256 + 118) = vacc0x6;
+        *(o + 0 * 256 + 119) = vacc0x7;
+        *(o + 1 * 256 + 112) = vacc1x0;
+        *(o + 1 * 256 + 113) = vacc1x1;
+        *(o + 1 * 256 + 114) = vacc1x2;
+        *(o + 1 * 256 + 115) = vacc1x3;
+        *(o + 1 * 256 + 116) = vacc1x4;
+        *(o + 1 * 256 + 117) = vacc1x5;
+        *(o + 1 * 256 + 118) = vacc1x6;
+        *(o + 1 * 256 + 119) = vacc1x7;
+        *(o + 2 * 256 + 112) = vacc2x0;
+        *(o + 2 * 256 + 113) = vacc2x1;
+        *(o + 2 * 256 + 114) = vacc2x2;
+        *(o + 2 * 256 + 115) = vacc2x3;
+        *(o + 2 * 256 + 116) = vacc2x4;
+        *(o + 2 * 256 + 117) = vacc2x5;
+        *(o + 2 * 256 + 118) = vacc2x6;
+        *(o + 2 * 256 + 119) = vacc2x7;
+        *(o + 3 * 256 + 112) = vacc3x0;
+        *(o + 3 * 256 + 113) = vacc3x1;
+        *(o + 3 * 256 + 114) = vacc3x2;
+        *(o + 3 * 256 + 115) = vacc3x3;
+        *(o + 3 * 256 + 116) = vacc3x4;
+        *(o + 3 * 256 + 117) = vacc3x5;
+        *(o + 3 * 256 + 118) = vacc3x6;
+        *(o + 3 * 256 + 119) = vacc3x7;
+    }
+    { /* columns 120..127 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 120) * va0), vacc0x1 = (*(o + 0 * 256 + 121) * va0), vacc0x2 = (*(o + 0 * 256 + 122) * va0), vacc0x3 = (*(o + 0 * 256 + 123) * va0), vacc0x4 = (*(o + 0 * 256 + 124) * va0), vacc0x5 = (*(o + 0 * 256 + 125) * va0), vacc0x6 = (*(o + 0 * 256 + 126) * va0), vacc0x7 = (*(o + 0 * 256 + 127) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 120) * va1), vacc1x1 = (*(o + 1 * 256 + 121) * va1), vacc1x2 = (*(o + 1 * 256 + 122) * va1), vacc1x3 = (*(o + 1 * 256 + 123) * va1), vacc1x4 = (*(o + 1 * 256 + 124) * va1), vacc1x5 = (*(o + 1 * 256 + 125) * va1), vacc1x6 = (*(o + 1 * 256 + 126) * va1), vacc1x7 = (*(o + 1 * 256 + 127) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 120) * va2), vacc2x1 = (*(o + 2 * 256 + 121) * va2), vacc2x2 = (*(o + 2 * 256 + 122) * va2), vacc2x3 = (*(o + 2 * 256 + 123) * va2), vacc2x4 = (*(o + 2 * 256 + 124) * va2), vacc2x5 = (*(o + 2 * 256 + 125) * va2), vacc2x6 = (*(o + 2 * 256 + 126) * va2), vacc2x7 = (*(o + 2 * 256 + 127) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 120) * va3), vacc3x1 = (*(o + 3 * 256 + 121) * va3), vacc3x2 = (*(o + 3 * 256 + 122) * va3), vacc3x3 = (*(o + 3 * 256 + 123) * va3), vacc3x4 = (*(o + 3 * 256 + 124) * va3), vacc3x5 = (*(o + 3 * 256 + 125) * va3), vacc3x6 = (*(o + 3 * 256 + 126) * va3), vacc3x7 = (*(o + 3 * 256 + 127) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 120);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 121);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 122);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 123);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 124);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 125);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 126);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 127);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 120) = vacc0x0;
+        *(o + 0 * 256 + 121) = vacc0x1;
+        *(o + 0 * 256 + 122) = vacc0x2;
+        *(o + 0 * 256 + 123) = vacc0x3;
+        *(o + 0 * 256 + 124) = vacc0x4;
+        *(o + 0 * 256 + 125) = vacc0x5;
+        *(o + 0 * 256 + 126) = vacc0x6;
+        *(o + 0 * 256 + 127) = vacc0x7;
+        *(o + 1 * 256 + 120) = vacc1x0;
+        *(o + 1 * 256 + 121) = vacc1x1;
+        *(o + 1 * 256 + 122) = vacc1x2;
+        *(o + 1 * 256 + 123) = vacc1x3;
+        *(o + 1 * 256 + 124) = vacc1x4;
+        *(o + 1 * 256 + 125) = vacc1x5;
+        *(o + 1 * 256 + 126) = vacc1x6;
+        *(o + 1 * 256 + 127) = vacc1x7;
+        *(o + 2 * 256 + 120) = vacc2x0;
+        *(o + 2 * 256 + 121) = vacc2x1;
+        *(o + 2 * 256 + 122) = vacc2x2;
+        *(o + 2 * 256 + 123) = vacc2x3;
+        *(o + 2 * 256 + 124) = vacc2x4;
+        *(o + 2 * 256 + 125) = vacc2x5;
+        *(o + 2 * 256 + 126) = vacc2x6;
+        *(o + 2 * 256 + 127) = vacc2x7;
+        *(o + 3 * 256 + 120) = vacc3x0;
+        *(o + 3 * 256 + 121) = vacc3x1;
+        *(o + 3 * 256 + 122) = vacc3x2;
+        *(o + 3 * 256 + 123) = vacc3x3;
+        *(o + 3 * 256 + 124) = vacc3x4;
+        *(o + 3 * 256 + 125) = vacc3x5;
+        *(o + 3 * 256 + 126) = vacc3x6;
+        *(o + 3 * 256 + 127) = vacc3x7;
+    }
+    { /* columns 128..135 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 128) * va0), vacc0x1 = (*(o + 0 * 256 + 129) * va0), vacc0x2 = (*(o + 0 * 256 + 130) * va0), vacc0x3 = (*(o + 0 * 256 + 131) * va0), vacc0x4 = (*(o + 0 * 256 + 132) * va0), vacc0x5 = (*(o + 0 * 256 + 133) * va0), vacc0x6 = (*(o + 0 * 256 + 134) * va0), vacc0x7 = (*(o + 0 * 256 + 135) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 128) * va1), vacc1x1 = (*(o + 1 * 256 + 129) * va1), vacc1x2 = (*(o + 1 * 256 + 130) * va1), vacc1x3 = (*(o + 1 * 256 + 131) * va1), vacc1x4 = (*(o + 1 * 256 + 132) * va1), vacc1x5 = (*(o + 1 * 256 + 133) * va1), vacc1x6 = (*(o + 1 * 256 + 134) * va1), vacc1x7 = (*(o + 1 * 256 + 135) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 128) * va2), vacc2x1 = (*(o + 2 * 256 + 129) * va2), vacc2x2 = (*(o + 2 * 256 + 130) * va2), vacc2x3 = (*(o + 2 * 256 + 131) * va2), vacc2x4 = (*(o + 2 * 256 + 132) * va2), vacc2x5 = (*(o + 2 * 256 + 133) * va2), vacc2x6 = (*(o + 2 * 256 + 134) * va2), vacc2x7 = (*(o + 2 * 256 + 135) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 128) * va3), vacc3x1 = (*(o + 3 * 256 + 129) * va3), vacc3x2 = (*(o + 3 * 256 + 130) * va3), vacc3x3 = (*(o + 3 * 256 + 131) * va3), vacc3x4 = (*(o + 3 * 256 + 132) * va3), vacc3x5 = (*(o + 3 * 256 + 133) * va3), vacc3x6 = (*(o + 3 * 256 + 134) * va3), vacc3x7 = (*(o + 3 * 256 + 135) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 128);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 129);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 130);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 131);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 132);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 133);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 134);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 135);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 128) = vacc0x0;
+        *(o + 0 * 256 + 129) = vacc0x1;
+        *(o + 0 * 256 + 130) = vacc0x2;
+        *(o + 0 * 256 + 131) = vacc0x3;
+        *(o + 0 * 256 + 132) = vacc0x4;
+        *(o + 0 * 256 + 133) = vacc0x5;
+        *(o + 0 * 256 + 134) = vacc0x6;
+        *(o + 0 * 256 + 135) = vacc0x7;
+        *(o + 1 * 256 + 128) = vacc1x0;
+        *(o + 1 * 256 + 129) = vacc1x1;
+        *(o + 1 * 256 + 130) = vacc1x2;
+        *(o + 1 * 256 + 131) = vacc1x3;
+        *(o + 1 * 256 + 132) = vacc1x4;
+        *(o + 1 * 256 + 133) = vacc1x5;
+        *(o + 1 * 256 + 134) = vacc1x6;
+        *(o + 1 * 256 + 135) = vacc1x7;
+        *(o + 2 * 256 + 128) = vacc2x0;
+        *(o + 2 * 256 + 129) = vacc2x1;
+        *(o + 2 * 256 + 130) = vacc2x2;
+        *(o + 2 * 256 + 131) = vacc2x3;
+        *(o + 2 * 256 + 132) = vacc2x4;
+        *(o + 2 * 256 + 133) = vacc2x5;
+        *(o + 2 * 256 + 134) = vacc2x6;
+        *(o + 2 * 256 + 135) = vacc2x7;
+        *(o + 3 * 256 + 128) = vacc3x0;
+        *(o + 3 * 256 + 129) = vacc3x1;
+        *(o + 3 * 256 + 130) = vacc3x2;
+        *(o + 3 * 256 + 131) = vacc3x3;
+        *(o + 3 * 256 + 132) = vacc3x4;
+        *(o + 3 * 256 + 133) = vacc3x5;
+        *(o + 3 * 256 + 134) = vacc3x6;
+        *(o + 3 * 256 + 135) = vacc3x7;
+    }
+    { /* columns 136..143 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 136) * va0), vacc0x1 = (*(o + 0 * 256 + 137) * va0), vacc0x2 = (*(o + 0 * 256 + 138) * va0), vacc0x3 = (*(o + 0 * 256 + 139) * va0), vacc0x4 = (*(o + 0 * 256 + 140) * va0), vacc0x5 = (*(o + 0 * 256 + 141) * va0), vacc0x6 = (*(o + 0 * 256 + 142) * va0), vacc0x7 = (*(o + 0 * 256 + 143) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 136) * va1), vacc1x1 = (*(o + 1 * 256 + 137) * va1), vacc1x2 = (*(o + 1 * 256 + 138) * va1), vacc1x3 = (*(o + 1 * 256 + 139) * va1), vacc1x4 = (*(o + 1 * 256 + 140) * va1), vacc1x5 = (*(o + 1 * 256 + 141) * va1), vacc1x6 = (*(o + 1 * 256 + 142) * va1), vacc1x7 = (*(o + 1 * 256 + 143) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 136) * va2), vacc2x1 = (*(o + 2 * 256 + 137) * va2), vacc2x2 = (*(o + 2 * 256 + 138) * va2), vacc2x3 = (*(o + 2 * 256 + 139) * va2), vacc2x4 = (*(o + 2 * 256 + 140) * va2), vacc2x5 = (*(o + 2 * 256 + 141) * va2), vacc2x6 = (*(o + 2 * 256 + 142) * va2), vacc2x7 = (*(o + 2 * 256 + 143) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 136) * va3), vacc3x1 = (*(o + 3 * 256 + 137) * va3), vacc3x2 = (*(o + 3 * 256 + 138) * va3), vacc3x3 = (*(o + 3 * 256 + 139) * va3), vacc3x4 = (*(o + 3 * 256 + 140) * va3), vacc3x5 = (*(o + 3 * 256 + 141) * va3), vacc3x6 = (*(o + 3 * 256 + 142) * va3), vacc3x7 = (*(o + 3 * 256 + 143) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 136);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 137);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 138);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 139);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 140);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 141);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 142);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 143);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 136) = vacc0x0;
+        *(o + 0 * 256 + 137) = vacc0x1;
+        *(o + 0 * 256 + 138) = vacc0x2;
+        *(o + 0 * 256 + 139) = vacc0x3;
+        *(o + 0 * 256 + 140) = vacc0x4;
+        *(o + 0 * 256 + 141) = vacc0x5;
+        *(o + 0 * 256 + 142) = vacc0x6;
+        *(o + 0 * 256 + 143) = vacc0x7;
+        *(o + 1 * 256 + 136) = vacc1x0;
+        *(o + 1 * 256 + 137) = vacc1x1;
+        *(o + 1 * 256 + 138) = vacc1x2;
+        *(o + 1 * 256 + 139) = vacc1x3;
+        *(o + 1 * 256 + 140) = vacc1x4;
+        *(o + 1 * 256 + 141) = vacc1x5;
+        *(o + 1 * 256 + 142) = vacc1x6;
+        *(o + 1 * 256 + 143) = vacc1x7;
+        *(o + 2 * 256 + 136) = vacc2x0;
+        *(o + 2 * 256 + 137) = vacc2x1;
+        *(o + 2 * 256 + 138) = vacc2x2;
+        *(o + 2 * 256 + 139) = vacc2x3;
+        *(o + 2 * 256 + 140) = vacc2x4;
+        *(o + 2 * 256 + 141) = vacc2x5;
+        *(o + 2 * 256 + 142) = vacc2x6;
+        *(o + 2 * 256 + 143) = vacc2x7;
+        *(o + 3 * 256 + 136) = vacc3x0;
+        *(o + 3 * 256 + 137) = vacc3x1;
+        *(o + 3 * 256 + 138) = vacc3x2;
+        *(o + 3 * 256 + 139) = vacc3x3;
+        *(o + 3 * 256 + 140) = vacc3x4;
+        *(o + 3 * 256 + 141) = vacc3x5;
+        *(o + 3 * 256 + 142) = vacc3x6;
+        *(o + 3 * 256 + 143) = vacc3x7;
+    }
+    { /* columns 144..151 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 144) * va0), vacc0x1 = (*(o + 0 * 256 + 145) * va0), vacc0x2 = (*(o + 0 * 256 + 146) * va0), vacc0x3 = (*(o + 0 * 256 + 147) * va0), vacc0x4 = (*(o + 0 * 256 + 148) * va0), vacc0x5 = (*(o + 0 * 256 + 149) * va0), vacc0x6 = (*(o + 0 * 256 + 150) * va0), vacc0x7 = (*(o + 0 * 256 + 151) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 144) * va1), vacc1x1 = (*(o + 1 * 256 + 145) * va1), vacc1x2 = (*(o + 1 * 256 + 146) * va1), vacc1x3 = (*(o + 1 * 256 + 147) * va1), vacc1x4 = (*(o + 1 * 256 + 148) * va1), vacc1x5 = (*(o + 1 * 256 + 149) * va1), vacc1x6 = (*(o + 1 * 256 + 150) * va1), vacc1x7 = (*(o + 1 * 256 + 151) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 144) * va2), vacc2x1 = (*(o + 2 * 256 + 145) * va2), vacc2x2 = (*(o + 2 * 256 + 146) * va2), vacc2x3 = (*(o + 2 * 256 + 147) * va2), vacc2x4 = (*(o + 2 * 256 + 148) * va2), vacc2x5 = (*(o + 2 * 256 + 149) * va2), vacc2x6 = (*(o + 2 * 256 + 150) * va2), vacc2x7 = (*(o + 2 * 256 + 151) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 144) * va3), vacc3x1 = (*(o + 3 * 256 + 145) * va3), vacc3x2 = (*(o + 3 * 256 + 146) * va3), vacc3x3 = (*(o + 3 * 256 + 147) * va3), vacc3x4 = (*(o + 3 * 256 + 148) * va3), vacc3x5 = (*(o + 3 * 256 + 149) * va3), vacc3x6 = (*(o + 3 * 256 + 150) * va3), vacc3x7 = (*(o + 3 * 256 + 151) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 144);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 145);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 146);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 147);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 148);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 149);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 150);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 151);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 144) = vacc0x0;
+        *(o + 0 * 256 + 145) = vacc0x1;
+        *(o + 0 * 256 + 146) = vacc0x2;
+        *(o + 0 * 256 + 147) = vacc0x3;
+        *(o + 0 * 256 + 148) = vacc0x4;
+        *(o + 0 * 256 + 149) = vacc0x5;
+        *(o + 0 * 256 + 150) = vacc0x6;
+        *(o + 0 * 256 + 151) = vacc0x7;
+        *(o + 1 * 256 + 144) = vacc1x0;
+        *(o + 1 * 256 + 145) = vacc1x1;
+        *(o + 1 * 256 + 146) = vacc1x2;
+        *(o + 1 * 256 + 147) = vacc1x3;
+        *(o + 1 * 256 + 148) = vacc1x4;
+        *(o + 1 * 256 + 149) = vacc1x5;
+        *(o + 1 * 256 + 150) = vacc1x6;
+        *(o + 1 * 256 + 151) = vacc1x7;
+        *(o + 2 * 256 + 144) = vacc2x0;
+        *(o + 2 * 256 + 145) = vacc2x1;
+        *(o + 2 * 256 + 146) = vacc2x2;
+        *(o + 2 * 256 + 147) = vacc2x3;
+        *(o + 2 * 256 + 148) = vacc2x4;
+        *(o + 2 * 256 + 149) = vacc2x5;
+        *(o + 2 * 256 + 150) = vacc2x6;
+        *(o + 2 * 256 + 151) = vacc2x7;
+        *(o + 3 * 256 + 144) = vacc3x0;
+        *(o + 3 * 256 + 145) = vacc3x1;
+        *(o + 3 * 256 + 146) = vacc3x2;
+        *(o + 3 * 256 + 147) = vacc3x3;
+        *(o + 3 * 256 + 148) = vacc3x4;
+        *(o + 3 * 256 + 149) = vacc3x5;
+        *(o + 3 * 256 + 150) = vacc3x6;
+        *(o + 3 * 256 + 151) = vacc3x7;
+    }
+    { /* columns 152..159 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 152) * va0), vacc0x1 = (*(o + 0 * 256 + 153) * va0), vacc0x2 = (*(o + 0 * 256 + 154) * va0), vacc0x3 = (*(o + 0 * 256 + 155) * va0), vacc0x4 = (*(o + 0 * 256 + 156) * va0), vacc0x5 = (*(o + 0 * 256 + 157) * va0), vacc0x6 = (*(o + 0 * 256 + 158) * va0), vacc0x7 = (*(o + 0 * 256 + 159) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 152) * va1), vacc1x1 = (*(o + 1 * 256 + 153) * va1), vacc1x2 = (*(o + 1 * 256 + 154) * va1), vacc1x3 = (*(o + 1 * 256 + 155) * va1), vacc1x4 = (*(o + 1 * 256 + 156) * va1), vacc1x5 = (*(o + 1 * 256 + 157) * va1), vacc1x6 = (*(o + 1 * 256 + 158) * va1), vacc1x7 = (*(o + 1 * 256 + 159) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 152) * va2), vacc2x1 = (*(o + 2 * 256 + 153) * va2), vacc2x2 = (*(o + 2 * 256 + 154) * va2), vacc2x3 = (*(o + 2 * 256 + 155) * va2), vacc2x4 = (*(o + 2 * 256 + 156) * va2), vacc2x5 = (*(o + 2 * 256 + 157) * va2), vacc2x6 = (*(o + 2 * 256 + 158) * va2), vacc2x7 = (*(o + 2 * 256 + 159) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 152) * va3), vacc3x1 = (*(o + 3 * 256 + 153) * va3), vacc3x2 = (*(o + 3 * 256 + 154) * va3), vacc3x3 = (*(o + 3 * 256 + 155) * va3), vacc3x4 = (*(o + 3 * 256 + 156) * va3), vacc3x5 = (*(o + 3 * 256 + 157) * va3), vacc3x6 = (*(o + 3 * 256 + 158) * va3), vacc3x7 = (*(o + 3 * 256 + 159) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 152);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 153);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 154);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 155);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 156);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 157);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 158);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 159);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 152) = vacc0x0;
+        *(o + 0 * 256 + 153) = vacc0x1;
+        *(o + 0 * 256 + 154) = vacc0x2;
+        *(o + 0 * 256 + 155) = vacc0x3;
+        *(o + 0 * 256 + 156) = vacc0x4;
+        *(o + 0 * 256 + 157) = vacc0x5;
+        *(o + 0 * 256 + 158) = vacc0x6;
+        *(o + 0 * 256 + 159) = vacc0x7;
+        *(o + 1 * 256 + 152) = vacc1x0;
+        *(o + 1 * 256 + 153) = vacc1x1;
+        *(o + 1 * 256 + 154) = vacc1x2;
+        *(o + 1 * 256 + 155) = vacc1x3;
+        *(o + 1 * 256 + 156) = vacc1x4;
+        *(o + 1 * 256 + 157) = vacc1x5;
+        *(o + 1 * 256 + 158) = vacc1x6;
+        *(o + 1 * 256 + 159) = vacc1x7;
+        *(o + 2 * 256 + 152) = vacc2x0;
+        *(o + 2 * 256 + 153) = vacc2x1;
+        *(o + 2 * 256 + 154) = vacc2x2;
+        *(o + 2 * 256 + 155) = vacc2x3;
+        *(o + 2 * 256 + 156) = vacc2x4;
+        *(o + 2 * 256 + 157) = vacc2x5;
+        *(o + 2 * 256 + 158) = vacc2x6;
+        *(o + 2 * 256 + 159) = vacc2x7;
+        *(o + 3 * 256 + 152) = vacc3x0;
+        *(o + 3 * 256 + 153) = vacc3x1;
+        *(o + 3 * 256 + 154) = vacc3x2;
+        *(o + 3 * 256 + 155) = vacc3x3;
+        *(o + 3 * 256 + 156) = vacc3x4;
+        *(o + 3 * 256 + 157) = vacc3x5;
+        *(o + 3 * 256 + 158) = vacc3x6;
+        *(o + 3 * 256 + 159) = vacc3x7;
+    }
+    { /* columns 160..167 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 160) * va0), vacc0x1 = (*(o + 0 * 256 + 161) * va0), vacc0x2 = (*(o + 0 * 256 + 162) * va0), vacc0x3 = (*(o + 0 * 256 + 163) * va0), vacc0x4 = (*(o + 0 * 256 + 164) * va0), vacc0x5 = (*(o + 0 * 256 + 165) * va0), vacc0x6 = (*(o + 0 * 256 + 166) * va0), vacc0x7 = (*(o + 0 * 256 + 167) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 160) * va1), vacc1x1 = (*(o + 1 * 256 + 161) * va1), vacc1x2 = (*(o + 1 * 256 + 162) * va1), vacc1x3 = (*(o + 1 * 256 + 163) * va1), vacc1x4 = (*(o + 1 * 256 + 164) * va1), vacc1x5 = (*(o + 1 * 256 + 165) * va1), vacc1x6 = (*(o + 1 * 256 + 166) * va1), vacc1x7 = (*(o + 1 * 256 + 167) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 160) * va2), vacc2x1 = (*(o + 2 * 256 + 161) * va2), vacc2x2 = (*(o + 2 * 256 + 162) * va2), vacc2x3 = (*(o + 2 * 256 + 163) * va2), vacc2x4 = (*(o + 2 * 256 + 164) * va2), vacc2x5 = (*(o + 2 * 256 + 165) * va2), vacc2x6 = (*(o + 2 * 256 + 166) * va2), vacc2x7 = (*(o + 2 * 256 + 167) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 160) * va3), vacc3x1 = (*(o + 3 * 256 + 161) * va3), vacc3x2 = (*(o + 3 * 256 + 162) * va3), vacc3x3 = (*(o + 3 * 256 + 163) * va3), vacc3x4 = (*(o + 3 * 256 + 164) * va3), vacc3x5 = (*(o + 3 * 256 + 165) * va3), vacc3x6 = (*(o + 3 * 256 + 166) * va3), vacc3x7 = (*(o + 3 * 256 + 167) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 160);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 161);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 162);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 163);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 164);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 165);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 166);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 167);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 160) = vacc0x0;
+        *(o + 0 * 256 + 161) = vacc0x1;
+        *(o + 0 * 256 + 162) = vacc0x2;
+        *(o + 0 * 256 + 163) = vacc0x3;
+        *(o + 0 * 256 + 164) = vacc0x4;
+        *(o + 0 * 256 + 165) = vacc0x5;
+        *(o + 0 * 256 + 166) = vacc0x6;
+        *(o + 0 * 256 + 167) = vacc0x7;
+        *(o + 1 * 256 + 160) = vacc1x0;
+        *(o + 1 * 256 + 161) = vacc1x1;
+        *(o + 1 * 256 + 162) = vacc1x2;
+        *(o + 1 * 256 + 163) = vacc1x3;
+        *(o + 1 * 256 + 164) = vacc1x4;
+        *(o + 1 * 256 + 165) = vacc1x5;
+        *(o + 1 * 256 + 166) = vacc1x6;
+        *(o + 1 * 256 + 167) = vacc1x7;
+        *(o + 2 * 256 + 160) = vacc2x0;
+        *(o + 2 * 256 + 161) = vacc2x1;
+        *(o + 2 * 256 + 162) = vacc2x2;
+        *(o + 2 * 256 + 163) = vacc2x3;
+        *(o + 2 * 256 + 164) = vacc2x4;
+        *(o + 2 * 256 + 165) = vacc2x5;
+        *(o + 2 * 256 + 166) = vacc2x6;
+        *(o + 2 * 256 + 167) = vacc2x7;
+        *(o + 3 * 256 + 160) = vacc3x0;
+        *(o + 3 * 256 + 161) = vacc3x1;
+        *(o + 3 * 256 + 162) = vacc3x2;
+        *(o + 3 * 256 + 163) = vacc3x3;
+        *(o + 3 * 256 + 164) = vacc3x4;
+        *(o + 3 * 256 + 165) = vacc3x5;
+        *(o + 3 * 256 + 166) = vacc3x6;
+        *(o + 3 * 256 + 167) = vacc3x7;
+    }
+    { /* columns 168..175 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 168) * va0), vacc0x1 = (*(o + 0 * 256 + 169) * va0), vacc0x2 = (*(o + 0 * 256 + 170) * va0), vacc0x3 = (*(o + 0 * 256 + 171) * va0), vacc0x4 = (*(o + 0 * 256 + 172) * va0), vacc0x5 = (*(o + 0 * 256 + 173) * va0), vacc0x6 = (*(o + 0 * 256 + 174) * va0), vacc0x7 = (*(o + 0 * 256 + 175) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 168) * va1), vacc1x1 = (*(o + 1 * 256 + 169) * va1), vacc1x2 = (*(o + 1 * 256 + 170) * va1), vacc1x3 = (*(o + 1 * 256 + 171) * va1), vacc1x4 = (*(o + 1 * 256 + 172) * va1), vacc1x5 = (*(o + 1 * 256 + 173) * va1), vacc1x6 = (*(o + 1 * 256 + 174) * va1), vacc1x7 = (*(o + 1 * 256 + 175) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 168) * va2), vacc2x1 = (*(o + 2 * 256 + 169) * va2), vacc2x2 = (*(o + 2 * 256 + 170) * va2), vacc2x3 = (*(o + 2 * 256 + 171) * va2), vacc2x4 = (*(o + 2 * 256 + 172) * va2), vacc2x5 = (*(o + 2 * 256 + 173) * va2), vacc2x6 = (*(o + 2 * 256 + 174) * va2), vacc2x7 = (*(o + 2 * 256 + 175) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 168) * va3), vacc3x1 = (*(o + 3 * 256 + 169) * va3), vacc3x2 = (*(o + 3 * 256 + 170) * va3), vacc3x3 = (*(o + 3 * 256 + 171) * va3), vacc3x4 = (*(o + 3 * 256 + 172) * va3), vacc3x5 = (*(o + 3 * 256 + 173) * va3), vacc3x6 = (*(o + 3 * 256 + 174) * va3), vacc3x7 = (*(o + 3 * 256 + 175) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 168);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 169);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 170);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 171);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 172);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 173);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 174);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 175);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 168) = vacc0x0;
+        *(o + 0 * 256 + 169) = vacc0x1;
+        *(o + 0 * 256 + 170) = vacc0x2;
+        *(o + 0 * 256 + 171) = vacc0x3;
+        *(o + 0 * 256 + 172) = vacc0x4;
+        *(o + 0 * 256 + 173) = vacc0x5;
+        *(o + 0 * 256 + 174) = vacc0x6;
+        *(o + 0 * 256 + 175) = vacc0x7;
+        *(o + 1 * 256 + 168) = vacc1x0;
+        *(o + 1 * 256 + 169) = vacc1x1;
+        *(o + 1 * 256 + 170) = vacc1x2;
+        *(o + 1 * 256 + 171) = vacc1x3;
+        *(o + 1 * 256 + 172) = vacc1x4;
+        *(o + 1 * 256 + 173) = vacc1x5;
+        *(o + 1 * 256 + 174) = vacc1x6;
+        *(o + 1 * 256 + 175) = vacc1x7;
+        *(o + 2 * 256 + 168) = vacc2x0;
+        *(o + 2 * 256 + 169) = vacc2x1;
+        *(o + 2 * 256 + 170) = vacc2x2;
+        *(o + 2 * 256 + 171) = vacc2x3;
+        *(o + 2 * 256 + 172) = vacc2x4;
+        *(o + 2 * 256 + 173) = vacc2x5;
+        *(o + 2 * 256 + 174) = vacc2x6;
+        *(o + 2 * 256 + 175) = vacc2x7;
+        *(o + 3 * 256 + 168) = vacc3x0;
+        *(o + 3 * 256 + 169) = vacc3x1;
+        *(o + 3 * 256 + 170) = vacc3x2;
+        *(o + 3 * 256 + 171) = vacc3x3;
+        *(o + 3 * 256 + 172) = vacc3x4;
+        *(o + 3 * 256 + 173) = vacc3x5;
+        *(o + 3 * 256 + 174) = vacc3x6;
+        *(o + 3 * 256 + 175) = vacc3x7;
+    }
+    { /* columns 176..183 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 176) * va0), vacc0x1 = (*(o + 0 * 256 + 177) * va0), vacc0x2 = (*(o + 0 * 256 + 178) * va0), vacc0x3 = (*(o + 0 * 256 + 179) * va0), vacc0x4 = (*(o + 0 * 256 + 180) * va0), vacc0x5 = (*(o + 0 * 256 + 181) * va0), vacc0x6 = (*(o + 0 * 256 + 182) * va0), vacc0x7 = (*(o + 0 * 256 + 183) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 176) * va1), vacc1x1 = (*(o + 1 * 256 + 177) * va1), vacc1x2 = (*(o + 1 * 256 + 178) * va1), vacc1x3 = (*(o + 1 * 256 + 179) * va1), vacc1x4 = (*(o + 1 * 256 + 180) * va1), vacc1x5 = (*(o + 1 * 256 + 181) * va1), vacc1x6 = (*(o + 1 * 256 + 182) * va1), vacc1x7 = (*(o + 1 * 256 + 183) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 176) * va2), vacc2x1 = (*(o + 2 * 256 + 177) * va2), vacc2x2 = (*(o + 2 * 256 + 178) * va2), vacc2x3 = (*(o + 2 * 256 + 179) * va2), vacc2x4 = (*(o + 2 * 256 + 180) * va2), vacc2x5 = (*(o + 2 * 256 + 181) * va2), vacc2x6 = (*(o + 2 * 256 + 182) * va2), vacc2x7 = (*(o + 2 * 256 + 183) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 176) * va3), vacc3x1 = (*(o + 3 * 256 + 177) * va3), vacc3x2 = (*(o + 3 * 256 + 178) * va3), vacc3x3 = (*(o + 3 * 256 + 179) * va3), vacc3x4 = (*(o + 3 * 256 + 180) * va3), vacc3x5 = (*(o + 3 * 256 + 181) * va3), vacc3x6 = (*(o + 3 * 256 + 182) * va3), vacc3x7 = (*(o + 3 * 256 + 183) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 176);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 177);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 178);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 179);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 180);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 181);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 182);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 183);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 176) = vacc0x0;
+        *(o + 0 * 256 + 177) = vacc0x1;
+        *(o + 0 * 256 + 178) = vacc0x2;
+        *(o + 0 * 256 + 179) = vacc0x3;
+        *(o + 0 * 256 + 180) = vacc0x4;
+        *(o + 0 * 256 + 181) = vacc0x5;
+        *(o + 0 * 256 + 182) = vacc0x6;
+        *(o + 0 * 256 + 183) = vacc0x7;
+        *(o + 1 * 256 + 176) = vacc1x0;
+        *(o + 1 * 256 + 177) = vacc1x1;
+        *(o + 1 * 256 + 178) = vacc1x2;
+        *(o + 1 * 256 + 179) = vacc1x3;
+        *(o + 1 * 256 + 180) = vacc1x4;
+        *(o + 1 * 256 + 181) = vacc1x5;
+        *(o + 1 * 256 + 182) = vacc1x6;
+        *(o + 1 * 256 + 183) = vacc1x7;
+        *(o + 2 * 256 + 176) = vacc2x0;
+        *(o + 2 * 256 + 177) = vacc2x1;
+        *(o + 2 * 256 + 178) = vacc2x2;
+        *(o + 2 * 256 + 179) = vacc2x3;
+        *(o + 2 * 256 + 180) = vacc2x4;
+        *(o + 2 * 256 + 181) = vacc2x5;
+        *(o + 2 * 256 + 182) = vacc2x6;
+        *(o + 2 * 256 + 183) = vacc2x7;
+        *(o + 3 * 256 + 176) = vacc3x0;
+        *(o + 3 * 256 + 177) = vacc3x1;
+        *(o + 3 * 256 + 178) = vacc3x2;
+        *(o + 3 * 256 + 179) = vacc3x3;
+        *(o + 3 * 256 + 180) = vacc3x4;
+        *(o + 3 * 256 + 181) = vacc3x5;
+        *(o + 3 * 256 + 182) = vacc3x6;
+        *(o + 3 * 256 + 183) = vacc3x7;
+    }
+    { /* columns 184..191 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 184) * va0), vacc0x1 = (*(o + 0 * 256 + 185) * va0), vacc0x2 = (*(o + 0 * 256 + 186) * va0), vacc0x3 = (*(o + 0 * 256 + 187) * va0), vacc0x4 = (*(o + 0 * 256 + 188) * va0), vacc0x5 = (*(o + 0 * 256 + 189) * va0), vacc0x6 = (*(o + 0 * 256 + 190) * va0), vacc0x7 = (*(o + 0 * 256 + 191) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 184) * va1), vacc1x1 = (*(o + 1 * 256 + 185) * va1), vacc1x2 = (*(o + 1 * 256 + 186) * va1), vacc1x3 = (*(o + 1 * 256 + 187) * va1), vacc1x4 = (*(o + 1 * 256 + 188) * va1), vacc1x5 = (*(o + 1 * 256 + 189) * va1), vacc1x6 = (*(o + 1 * 256 + 190) * va1), vacc1x7 = (*(o + 1 * 256 + 191) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 184) * va2), vacc2x1 = (*(o + 2 * 256 + 185) * va2), vacc2x2 = (*(o + 2 * 256 + 186) * va2), vacc2x3 = (*(o + 2 * 256 + 187) * va2), vacc2x4 = (*(o + 2 * 256 + 188) * va2), vacc2x5 = (*(o + 2 * 256 + 189) * va2), vacc2x6 = (*(o + 2 * 256 + 190) * va2), vacc2x7 = (*(o + 2 * 256 + 191) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 184) * va3), vacc3x1 = (*(o + 3 * 256 + 185) * va3), vacc3x2 = (*(o + 3 * 256 + 186) * va3), vacc3x3 = (*(o + 3 * 256 + 187) * va3), vacc3x4 = (*(o + 3 * 256 + 188) * va3), vacc3x5 = (*(o + 3 * 256 + 189) * va3), vacc3x6 = (*(o + 3 * 256 + 190) * va3), vacc3x7 = (*(o + 3 * 256 + 191) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 184);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 185);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 186);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 187);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 188);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 189);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 190);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 191);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 184) = vacc0x0;
+        *(o + 0 * 256 + 185) = vacc0x1;
+        *(o + 0 * 256 + 186) = vacc0x2;
+        *(o + 0 * 256 + 187) = vacc0x3;
+        *(o + 0 * 256 + 188) = vacc0x4;
+        *(o + 0 * 256 + 189) = vacc0x5;
+        *(o + 0 * 256 + 190) = vacc0x6;
+        *(o + 0 * 256 + 191) = vacc0x7;
+        *(o + 1 * 256 + 184) = vacc1x0;
+        *(o + 1 * 256 + 185) = vacc1x1;
+        *(o + 1 * 256 + 186) = vacc1x2;
+        *(o + 1 * 256 + 187) = vacc1x3;
+        *(o + 1 * 256 + 188) = vacc1x4;
+        *(o + 1 * 256 + 189) = vacc1x5;
+        *(o + 1 * 256 + 190) = vacc1x6;
+        *(o + 1 * 256 + 191) = vacc1x7;
+        *(o + 2 * 256 + 184) = vacc2x0;
+        *(o + 2 * 256 + 185) = vacc2x1;
+        *(o + 2 * 256 + 186) = vacc2x2;
+        *(o + 2 * 256 + 187) = vacc2x3;
+        *(o + 2 * 256 + 188) = vacc2x4;
+        *(o + 2 * 256 + 189) = vacc2x5;
+        *(o + 2 * 256 + 190) = vacc2x6;
+        *(o + 2 * 256 + 191) = vacc2x7;
+        *(o + 3 * 256 + 184) = vacc3x0;
+        *(o + 3 * 256 + 185) = vacc3x1;
+        *(o + 3 * 256 + 186) = vacc3x2;
+        *(o + 3 * 256 + 187) = vacc3x3;
+        *(o + 3 * 256 + 188) = vacc3x4;
+        *(o + 3 * 256 + 189) = vacc3x5;
+        *(o + 3 * 256 + 190) = vacc3x6;
+        *(o + 3 * 256 + 191) = vacc3x7;
+    }
+    { /* columns 192..199 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 192) * va0), vacc0x1 = (*(o + 0 * 256 + 193) * va0), vacc0x2 = (*(o + 0 * 256 + 194) * va0), vacc0x3 = (*(o + 0 * 256 + 195) * va0), vacc0x4 = (*(o + 0 * 256 + 196) * va0), vacc0x5 = (*(o + 0 * 256 + 197) * va0), vacc0x6 = (*(o + 0 * 256 + 198) * va0), vacc0x7 = (*(o + 0 * 256 + 199) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 192) * va1), vacc1x1 = (*(o + 1 * 256 + 193) * va1), vacc1x2 = (*(o + 1 * 256 + 194) * va1), vacc1x3 = (*(o + 1 * 256 + 195) * va1), vacc1x4 = (*(o + 1 * 256 + 196) * va1), vacc1x5 = (*(o + 1 * 256 + 197) * va1), vacc1x6 = (*(o + 1 * 256 + 198) * va1), vacc1x7 = (*(o + 1 * 256 + 199) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 192) * va2), vacc2x1 = (*(o + 2 * 256 + 193) * va2), vacc2x2 = (*(o + 2 * 256 + 194) * va2), vacc2x3 = (*(o + 2 * 256 + 195) * va2), vacc2x4 = (*(o + 2 * 256 + 196) * va2), vacc2x5 = (*(o + 2 * 256 + 197) * va2), vacc2x6 = (*(o + 2 * 256 + 198) * va2), vacc2x7 = (*(o + 2 * 256 + 199) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 192) * va3), vacc3x1 = (*(o + 3 * 256 + 193) * va3), vacc3x2 = (*(o + 3 * 256 + 194) * va3), vacc3x3 = (*(o + 3 * 256 + 195) * va3), vacc3x4 = (*(o + 3 * 256 + 196) * va3), vacc3x5 = (*(o + 3 * 256 + 197) * va3), vacc3x6 = (*(o + 3 * 256 + 198) * va3), vacc3x7 = (*(o + 3 * 256 + 199) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 192);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 193);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 194);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 195);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 196);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 197);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 198);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 199);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 192) = vacc0x0;
+        *(o + 0 * 256 + 193) = vacc0x1;
+        *(o + 0 * 256 + 194) = vacc0x2;
+        *(o + 0 * 256 + 195) = vacc0x3;
+        *(o + 0 * 256 + 196) = vacc0x4;
+        *(o + 0 * 256 + 197) = vacc0x5;
+        *(o + 0 * 256 + 198) = vacc0x6;
+        *(o + 0 * 256 + 199) = vacc0x7;
+        *(o + 1 * 256 + 192) = vacc1x0;
+        *(o + 1 * 256 + 193) = vacc1x1;
+        *(o + 1 * 256 + 194) = vacc1x2;
+        *(o + 1 * 256 + 195) = vacc1x3;
+        *(o + 1 * 256 + 196) = vacc1x4;
+        *(o + 1 * 256 + 197) = vacc1x5;
+        *(o + 1 * 256 + 198) = vacc1x6;
+        *(o + 1 * 256 + 199) = vacc1x7;
+        *(o + 2 * 256 + 192) = vacc2x0;
+        *(o + 2 * 256 + 193) = vacc2x1;
+        *(o + 2 * 256 + 194) = vacc2x2;
+        *(o + 2 * 256 + 195) = vacc2x3;
+        *(o + 2 * 256 + 196) = vacc2x4;
+        *(o + 2 * 256 + 197) = vacc2x5;
+        *(o + 2 * 256 + 198) = vacc2x6;
+        *(o + 2 * 256 + 199) = vacc2x7;
+        *(o + 3 * 256 + 192) = vacc3x0;
+        *(o + 3 * 256 + 193) = vacc3x1;
+        *(o + 3 * 256 + 194) = vacc3x2;
+        *(o + 3 * 256 + 195) = vacc3x3;
+        *(o + 3 * 256 + 196) = vacc3x4;
+        *(o + 3 * 256 + 197) = vacc3x5;
+        *(o + 3 * 256 + 198) = vacc3x6;
+        *(o + 3 * 256 + 199) = vacc3x7;
+    }
+    { /* columns 200..207 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 200) * va0), vacc0x1 = (*(o + 0 * 256 + 201) * va0), vacc0x2 = (*(o + 0 * 256 + 202) * va0), vacc0x3 = (*(o + 0 * 256 + 203) * va0), vacc0x4 = (*(o + 0 * 256 + 204) * va0), vacc0x5 = (*(o + 0 * 256 + 205) * va0), vacc0x6 = (*(o + 0 * 256 + 206) * va0), vacc0x7 = (*(o + 0 * 256 + 207) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 200) * va1), vacc1x1 = (*(o + 1 * 256 + 201) * va1), vacc1x2 = (*(o + 1 * 256 + 202) * va1), vacc1x3 = (*(o + 1 * 256 + 203) * va1), vacc1x4 = (*(o + 1 * 256 + 204) * va1), vacc1x5 = (*(o + 1 * 256 + 205) * va1), vacc1x6 = (*(o + 1 * 256 + 206) * va1), vacc1x7 = (*(o + 1 * 256 + 207) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 200) * va2), vacc2x1 = (*(o + 2 * 256 + 201) * va2), vacc2x2 = (*(o + 2 * 256 + 202) * va2), vacc2x3 = (*(o + 2 * 256 + 203) * va2), vacc2x4 = (*(o + 2 * 256 + 204) * va2), vacc2x5 = (*(o + 2 * 256 + 205) * va2), vacc2x6 = (*(o + 2 * 256 + 206) * va2), vacc2x7 = (*(o + 2 * 256 + 207) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 200) * va3), vacc3x1 = (*(o + 3 * 256 + 201) * va3), vacc3x2 = (*(o + 3 * 256 + 202) * va3), vacc3x3 = (*(o + 3 * 256 + 203) * va3), vacc3x4 = (*(o + 3 * 256 + 204) * va3), vacc3x5 = (*(o + 3 * 256 + 205) * va3), vacc3x6 = (*(o + 3 * 256 + 206) * va3), vacc3x7 = (*(o + 3 * 256 + 207) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 200);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 201);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 202);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 203);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 204);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 205);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 206);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 207);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 200) = vacc0x0;
+        *(o + 0 * 256 + 201) = vacc0x1;
+        *(o + 0 * 256 + 202) = vacc0x2;
+        *(o + 0 * 256 + 203) = vacc0x3;
+        *(o + 0 * 256 + 204) = vacc0x4;
+        *(o + 0 * 256 + 205) = vacc0x5;
+        *(o + 0 * 256 + 206) = vacc0x6;
+        *(o + 0 * 256 + 207) = vacc0x7;
+        *(o + 1 * 256 + 200) = vacc1x0;
+        *(o + 1 * 256 + 201) = vacc1x1;
+        *(o + 1 * 256 + 202) = vacc1x2;
+        *(o + 1 * 256 + 203) = vacc1x3;
+        *(o + 1 * 256 + 204) = vacc1x4;
+        *(o + 1 * 256 + 205) = vacc1x5;
+        *(o + 1 * 256 + 206) = vacc1x6;
+        *(o + 1 * 256 + 207) = vacc1x7;
+        *(o + 2 * 256 + 200) = vacc2x0;
+        *(o + 2 * 256 + 201) = vacc2x1;
+        *(o + 2 * 256 + 202) = vacc2x2;
+        *(o + 2 * 256 + 203) = vacc2x3;
+        *(o + 2 * 256 + 204) = vacc2x4;
+        *(o + 2 * 256 + 205) = vacc2x5;
+        *(o + 2 * 256 + 206) = vacc2x6;
+        *(o + 2 * 256 + 207) = vacc2x7;
+        *(o + 3 * 256 + 200) = vacc3x0;
+        *(o + 3 * 256 + 201) = vacc3x1;
+        *(o + 3 * 256 + 202) = vacc3x2;
+        *(o + 3 * 256 + 203) = vacc3x3;
+        *(o + 3 * 256 + 204) = vacc3x4;
+        *(o + 3 * 256 + 205) = vacc3x5;
+        *(o + 3 * 256 + 206) = vacc3x6;
+        *(o + 3 * 256 + 207) = vacc3x7;
+    }
+    { /* columns 208..215 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 208) * va0), vacc0x1 = (*(o + 0 * 256 + 209) * va0), vacc0x2 = (*(o + 0 * 256 + 210) * va0), vacc0x3 = (*(o + 0 * 256 + 211) * va0), vacc0x4 = (*(o + 0 * 256 + 212) * va0), vacc0x5 = (*(o + 0 * 256 + 213) * va0), vacc0x6 = (*(o + 0 * 256 + 214) * va0), vacc0x7 = (*(o + 0 * 256 + 215) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 208) * va1), vacc1x1 = (*(o + 1 * 256 + 209) * va1), vacc1x2 = (*(o + 1 * 256 + 210) * va1), vacc1x3 = (*(o + 1 * 256 + 211) * va1), vacc1x4 = (*(o + 1 * 256 + 212) * va1), vacc1x5 = (*(o + 1 * 256 + 213) * va1), vacc1x6 = (*(o + 1 * 256 + 214) * va1), vacc1x7 = (*(o + 1 * 256 + 215) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 208) * va2), vacc2x1 = (*(o + 2 * 256 + 209) * va2), vacc2x2 = (*(o + 2 * 256 + 210) * va2), vacc2x3 = (*(o + 2 * 256 + 211) * va2), vacc2x4 = (*(o + 2 * 256 + 212) * va2), vacc2x5 = (*(o + 2 * 256 + 213) * va2), vacc2x6 = (*(o + 2 * 256 + 214) * va2), vacc2x7 = (*(o + 2 * 256 + 215) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 208) * va3), vacc3x1 = (*(o + 3 * 256 + 209) * va3), vacc3x2 = (*(o + 3 * 256 + 210) * va3), vacc3x3 = (*(o + 3 * 256 + 211) * va3), vacc3x4 = (*(o + 3 * 256 + 212) * va3), vacc3x5 = (*(o + 3 * 256 + 213) * va3), vacc3x6 = (*(o + 3 * 256 + 214) * va3), vacc3x7 = (*(o + 3 * 256 + 215) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 208);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 209);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 210);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 211);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 212);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 213);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 214);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 215);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 208) = vacc0x0;
+        *(o + 0 * 256 + 209) = vacc0x1;
+        *(o + 0 * 256 + 210) = vacc0x2;
+        *(o + 0 * 256 + 211) = vacc0x3;
+        *(o + 0 * 256 + 212) = vacc0x4;
+        *(o + 0 * 256 + 213) = vacc0x5;
+        *(o + 0 * 256 + 214) = vacc0x6;
+        *(o + 0 * 256 + 215) = vacc0x7;
+        *(o + 1 * 256 + 208) = vacc1x0;
+        *(o + 1 * 256 + 209) = vacc1x1;
+        *(o + 1 * 256 + 210) = vacc1x2;
+        *(o + 1 * 256 + 211) = vacc1x3;
+        *(o + 1 * 256 + 212) = vacc1x4;
+        *(o + 1 * 256 + 213) = vacc1x5;
+        *(o + 1 * 256 + 214) = vacc1x6;
+        *(o + 1 * 256 + 215) = vacc1x7;
+        *(o + 2 * 256 + 208) = vacc2x0;
+        *(o + 2 * 256 + 209) = vacc2x1;
+        *(o + 2 * 256 + 210) = vacc2x2;
+        *(o + 2 * 256 + 211) = vacc2x3;
+        *(o + 2 * 256 + 212) = vacc2x4;
+        *(o + 2 * 256 + 213) = vacc2x5;
+        *(o + 2 * 256 + 214) = vacc2x6;
+        *(o + 2 * 256 + 215) = vacc2x7;
+        *(o + 3 * 256 + 208) = vacc3x0;
+        *(o + 3 * 256 + 209) = vacc3x1;
+        *(o + 3 * 256 + 210) = vacc3x2;
+        *(o + 3 * 256 + 211) = vacc3x3;
+        *(o + 3 * 256 + 212) = vacc3x4;
+        *(o + 3 * 256 + 213) = vacc3x5;
+        *(o + 3 * 256 + 214) = vacc3x6;
+        *(o + 3 * 256 + 215) = vacc3x7;
+    }
+    { /* columns 216..223 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 216) * va0), vacc0x1 = (*(o + 0 * 256 + 217) * va0), vacc0x2 = (*(o + 0 * 256 + 218) * va0), vacc0x3 = (*(o + 0 * 256 + 219) * va0), vacc0x4 = (*(o + 0 * 256 + 220) * va0), vacc0x5 = (*(o + 0 * 256 + 221) * va0), vacc0x6 = (*(o + 0 * 256 + 222) * va0), vacc0x7 = (*(o + 0 * 256 + 223) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 216) * va1), vacc1x1 = (*(o + 1 * 256 + 217) * va1), vacc1x2 = (*(o + 1 * 256 + 218) * va1), vacc1x3 = (*(o + 1 * 256 + 219) * va1), vacc1x4 = (*(o + 1 * 256 + 220) * va1), vacc1x5 = (*(o + 1 * 256 + 221) * va1), vacc1x6 = (*(o + 1 * 256 + 222) * va1), vacc1x7 = (*(o + 1 * 256 + 223) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 216) * va2), vacc2x1 = (*(o + 2 * 256 + 217) * va2), vacc2x2 = (*(o + 2 * 256 + 218) * va2), vacc2x3 = (*(o + 2 * 256 + 219) * va2), vacc2x4 = (*(o + 2 * 256 + 220) * va2), vacc2x5 = (*(o + 2 * 256 + 221) * va2), vacc2x6 = (*(o + 2 * 256 + 222) * va2), vacc2x7 = (*(o + 2 * 256 + 223) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 216) * va3), vacc3x1 = (*(o + 3 * 256 + 217) * va3), vacc3x2 = (*(o + 3 * 256 + 218) * va3), vacc3x3 = (*(o + 3 * 256 + 219) * va3), vacc3x4 = (*(o + 3 * 256 + 220) * va3), vacc3x5 = (*(o + 3 * 256 + 221) * va3), vacc3x6 = (*(o + 3 * 256 + 222) * va3), vacc3x7 = (*(o + 3 * 256 + 223) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 216);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 217);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 218);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 219);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 220);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 221);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 222);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 223);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 216) = vacc0x0;
+        *(o + 0 * 256 + 217) = vacc0x1;
+        *(o + 0 * 256 + 218) = vacc0x2;
+        *(o + 0 * 256 + 219) = vacc0x3;
+        *(o + 0 * 256 + 220) = vacc0x4;
+        *(o + 0 * 256 + 221) = vacc0x5;
+        *(o + 0 * 256 + 222) = vacc0x6;
+        *(o + 0 * 256 + 223) = vacc0x7;
+        *(o + 1 * 256 + 216) = vacc1x0;
+        *(o + 1 * 256 + 217) = vacc1x1;
+        *(o + 1 * 256 + 218) = vacc1x2;
+        *(o + 1 * 256 + 219) = vacc1x3;
+        *(o + 1 * 256 + 220) = vacc1x4;
+        *(o + 1 * 256 + 221) = vacc1x5;
+        *(o + 1 * 256 + 222) = vacc1x6;
+        *(o + 1 * 256 + 223) = vacc1x7;
+        *(o + 2 * 256 + 216) = vacc2x0;
+        *(o + 2 * 256 + 217) = vacc2x1;
+        *(o + 2 * 256 + 218) = vacc2x2;
+        *(o + 2 * 256 + 219) = vacc2x3;
+        *(o + 2 * 256 + 220) = vacc2x4;
+        *(o + 2 * 256 + 221) = vacc2x5;
+        *(o + 2 * 256 + 222) = vacc2x6;
+        *(o + 2 * 256 + 223) = vacc2x7;
+        *(o + 3 * 256 + 216) = vacc3x0;
+        *(o + 3 * 256 + 217) = vacc3x1;
+        *(o + 3 * 256 + 218) = vacc3x2;
+        *(o + 3 * 256 + 219) = vacc3x3;
+        *(o + 3 * 256 + 220) = vacc3x4;
+        *(o + 3 * 256 + 221) = vacc3x5;
+        *(o + 3 * 256 + 222) = vacc3x6;
+        *(o + 3 * 256 + 223) = vacc3x7;
+    }
+    { /* columns 224..231 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 224) * va0), vacc0x1 = (*(o + 0 * 256 + 225) * va0), vacc0x2 = (*(o + 0 * 256 + 226) * va0), vacc0x3 = (*(o + 0 * 256 + 227) * va0), vacc0x4 = (*(o + 0 * 256 + 228) * va0), vacc0x5 = (*(o + 0 * 256 + 229) * va0), vacc0x6 = (*(o + 0 * 256 + 230) * va0), vacc0x7 = (*(o + 0 * 256 + 231) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 224) * va1), vacc1x1 = (*(o + 1 * 256 + 225) * va1), vacc1x2 = (*(o + 1 * 256 + 226) * va1), vacc1x3 = (*(o + 1 * 256 + 227) * va1), vacc1x4 = (*(o + 1 * 256 + 228) * va1), vacc1x5 = (*(o + 1 * 256 + 229) * va1), vacc1x6 = (*(o + 1 * 256 + 230) * va1), vacc1x7 = (*(o + 1 * 256 + 231) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 224) * va2), vacc2x1 = (*(o + 2 * 256 + 225) * va2), vacc2x2 = (*(o + 2 * 256 + 226) * va2), vacc2x3 = (*(o + 2 * 256 + 227) * va2), vacc2x4 = (*(o + 2 * 256 + 228) * va2), vacc2x5 = (*(o + 2 * 256 + 229) * va2), vacc2x6 = (*(o + 2 * 256 + 230) * va2), vacc2x7 = (*(o + 2 * 256 + 231) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 224) * va3), vacc3x1 = (*(o + 3 * 256 + 225) * va3), vacc3x2 = (*(o + 3 * 256 + 226) * va3), vacc3x3 = (*(o + 3 * 256 + 227) * va3), vacc3x4 = (*(o + 3 * 256 + 228) * va3), vacc3x5 = (*(o + 3 * 256 + 229) * va3), vacc3x6 = (*(o + 3 * 256 + 230) * va3), vacc3x7 = (*(o + 3 * 256 + 231) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 224);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 225);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 226);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 227);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 228);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 229);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 230);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 231);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 224) = vacc0x0;
+        *(o + 0 * 256 + 225) = vacc0x1;
+        *(o + 0 * 256 + 226) = vacc0x2;
+        *(o + 0 * 256 + 227) = vacc0x3;
+        *(o + 0 * 256 + 228) = vacc0x4;
+        *(o + 0 * 256 + 229) = vacc0x5;
+        *(o + 0 * 256 + 230) = vacc0x6;
+        *(o + 0 * 256 + 231) = vacc0x7;
+        *(o + 1 * 256 + 224) = vacc1x0;
+        *(o + 1 * 256 + 225) = vacc1x1;
+        *(o + 1 * 256 + 226) = vacc1x2;
+        *(o + 1 * 256 + 227) = vacc1x3;
+        *(o + 1 * 256 + 228) = vacc1x4;
+        *(o + 1 * 256 + 229) = vacc1x5;
+        *(o + 1 * 256 + 230) = vacc1x6;
+        *(o + 1 * 256 + 231) = vacc1x7;
+        *(o + 2 * 256 + 224) = vacc2x0;
+        *(o + 2 * 256 + 225) = vacc2x1;
+        *(o + 2 * 256 + 226) = vacc2x2;
+        *(o + 2 * 256 + 227) = vacc2x3;
+        *(o + 2 * 256 + 228) = vacc2x4;
+        *(o + 2 * 256 + 229) = vacc2x5;
+        *(o + 2 * 256 + 230) = vacc2x6;
+        *(o + 2 * 256 + 231) = vacc2x7;
+        *(o + 3 * 256 + 224) = vacc3x0;
+        *(o + 3 * 256 + 225) = vacc3x1;
+        *(o + 3 * 256 + 226) = vacc3x2;
+        *(o + 3 * 256 + 227) = vacc3x3;
+        *(o + 3 * 256 + 228) = vacc3x4;
+        *(o + 3 * 256 + 229) = vacc3x5;
+        *(o + 3 * 256 + 230) = vacc3x6;
+        *(o + 3 * 256 + 231) = vacc3x7;
+    }
+    { /* columns 232..239 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 232) * va0), vacc0x1 = (*(o + 0 * 256 + 233) * va0), vacc0x2 = (*(o + 0 * 256 + 234) * va0), vacc0x3 = (*(o + 0 * 256 + 235) * va0), vacc0x4 = (*(o + 0 * 256 + 236) * va0), vacc0x5 = (*(o + 0 * 256 + 237) * va0), vacc0x6 = (*(o + 0 * 256 + 238) * va0), vacc0x7 = (*(o + 0 * 256 + 239) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 232) * va1), vacc1x1 = (*(o + 1 * 256 + 233) * va1), vacc1x2 = (*(o + 1 * 256 + 234) * va1), vacc1x3 = (*(o + 1 * 256 + 235) * va1), vacc1x4 = (*(o + 1 * 256 + 236) * va1), vacc1x5 = (*(o + 1 * 256 + 237) * va1), vacc1x6 = (*(o + 1 * 256 + 238) * va1), vacc1x7 = (*(o + 1 * 256 + 239) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 232) * va2), vacc2x1 = (*(o + 2 * 256 + 233) * va2), vacc2x2 = (*(o + 2 * 256 + 234) * va2), vacc2x3 = (*(o + 2 * 256 + 235) * va2), vacc2x4 = (*(o + 2 * 256 + 236) * va2), vacc2x5 = (*(o + 2 * 256 + 237) * va2), vacc2x6 = (*(o + 2 * 256 + 238) * va2), vacc2x7 = (*(o + 2 * 256 + 239) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 232) * va3), vacc3x1 = (*(o + 3 * 256 + 233) * va3), vacc3x2 = (*(o + 3 * 256 + 234) * va3), vacc3x3 = (*(o + 3 * 256 + 235) * va3), vacc3x4 = (*(o + 3 * 256 + 236) * va3), vacc3x5 = (*(o + 3 * 256 + 237) * va3), vacc3x6 = (*(o + 3 * 256 + 238) * va3), vacc3x7 = (*(o + 3 * 256 + 239) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 232);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 233);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 234);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 235);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 236);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 237);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 238);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 239);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 232) = vacc0x0;
+        *(o + 0 * 256 + 233) = vacc0x1;
+        *(o + 0 * 256 + 234) = vacc0x2;
+        *(o + 0 * 256 + 235) = vacc0x3;
+        *(o + 0 * 256 + 236) = vacc0x4;
+        *(o + 0 * 256 + 237) = vacc0x5;
+        *(o + 0 * 256 + 238) = vacc0x6;
+        *(o + 0 * 256 + 239) = vacc0x7;
+        *(o + 1 * 256 + 232) = vacc1x0;
+        *(o + 1 * 256 + 233) = vacc1x1;
+        *(o + 1 * 256 + 234) = vacc1x2;
+        *(o + 1 * 256 + 235) = vacc1x3;
+        *(o + 1 * 256 + 236) = vacc1x4;
+        *(o + 1 * 256 + 237) = vacc1x5;
+        *(o + 1 * 256 + 238) = vacc1x6;
+        *(o + 1 * 256 + 239) = vacc1x7;
+        *(o + 2 * 256 + 232) = vacc2x0;
+        *(o + 2 * 256 + 233) = vacc2x1;
+        *(o + 2 * 256 + 234) = vacc2x2;
+        *(o + 2 * 256 + 235) = vacc2x3;
+        *(o + 2 * 256 + 236) = vacc2x4;
+        *(o + 2 * 256 + 237) = vacc2x5;
+        *(o + 2 * 256 + 238) = vacc2x6;
+        *(o + 2 * 256 + 239) = vacc2x7;
+        *(o + 3 * 256 + 232) = vacc3x0;
+        *(o + 3 * 256 + 233) = vacc3x1;
+        *(o + 3 * 256 + 234) = vacc3x2;
+        *(o + 3 * 256 + 235) = vacc3x3;
+        *(o + 3 * 256 + 236) = vacc3x4;
+        *(o + 3 * 256 + 237) = vacc3x5;
+        *(o + 3 * 256 + 238) = vacc3x6;
+        *(o + 3 * 256 + 239) = vacc3x7;
+    }
+    { /* columns 240..247 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 240) * va0), vacc0x1 = (*(o + 0 * 256 + 241) * va0), vacc0x2 = (*(o + 0 * 256 + 242) * va0), vacc0x3 = (*(o + 0 * 256 + 243) * va0), vacc0x4 = (*(o + 0 * 256 + 244) * va0), vacc0x5 = (*(o + 0 * 256 + 245) * va0), vacc0x6 = (*(o + 0 * 256 + 246) * va0), vacc0x7 = (*(o + 0 * 256 + 247) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 240) * va1), vacc1x1 = (*(o + 1 * 256 + 241) * va1), vacc1x2 = (*(o + 1 * 256 + 242) * va1), vacc1x3 = (*(o + 1 * 256 + 243) * va1), vacc1x4 = (*(o + 1 * 256 + 244) * va1), vacc1x5 = (*(o + 1 * 256 + 245) * va1), vacc1x6 = (*(o + 1 * 256 + 246) * va1), vacc1x7 = (*(o + 1 * 256 + 247) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 240) * va2), vacc2x1 = (*(o + 2 * 256 + 241) * va2), vacc2x2 = (*(o + 2 * 256 + 242) * va2), vacc2x3 = (*(o + 2 * 256 + 243) * va2), vacc2x4 = (*(o + 2 * 256 + 244) * va2), vacc2x5 = (*(o + 2 * 256 + 245) * va2), vacc2x6 = (*(o + 2 * 256 + 246) * va2), vacc2x7 = (*(o + 2 * 256 + 247) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 240) * va3), vacc3x1 = (*(o + 3 * 256 + 241) * va3), vacc3x2 = (*(o + 3 * 256 + 242) * va3), vacc3x3 = (*(o + 3 * 256 + 243) * va3), vacc3x4 = (*(o + 3 * 256 + 244) * va3), vacc3x5 = (*(o + 3 * 256 + 245) * va3), vacc3x6 = (*(o + 3 * 256 + 246) * va3), vacc3x7 = (*(o + 3 * 256 + 247) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 240);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 241);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 242);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 243);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 244);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 245);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 246);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 247);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 240) = vacc0x0;
+        *(o + 0 * 256 + 241) = vacc0x1;
+        *(o + 0 * 256 + 242) = vacc0x2;
+        *(o + 0 * 256 + 243) = vacc0x3;
+        *(o + 0 * 256 + 244) = vacc0x4;
+        *(o + 0 * 256 + 245) = vacc0x5;
+        *(o + 0 * 256 + 246) = vacc0x6;
+        *(o + 0 * 256 + 247) = vacc0x7;
+        *(o + 1 * 256 + 240) = vacc1x0;
+        *(o + 1 * 256 + 241) = vacc1x1;
+        *(o + 1 * 256 + 242) = vacc1x2;
+        *(o + 1 * 256 + 243) = vacc1x3;
+        *(o + 1 * 256 + 244) = vacc1x4;
+        *(o + 1 * 256 + 245) = vacc1x5;
+        *(o + 1 * 256 + 246) = vacc1x6;
+        *(o + 1 * 256 + 247) = vacc1x7;
+        *(o + 2 * 256 + 240) = vacc2x0;
+        *(o + 2 * 256 + 241) = vacc2x1;
+        *(o + 2 * 256 + 242) = vacc2x2;
+        *(o + 2 * 256 + 243) = vacc2x3;
+        *(o + 2 * 256 + 244) = vacc2x4;
+        *(o + 2 * 256 + 245) = vacc2x5;
+        *(o + 2 * 256 + 246) = vacc2x6;
+        *(o + 2 * 256 + 247) = vacc2x7;
+        *(o + 3 * 256 + 240) = vacc3x0;
+        *(o + 3 * 256 + 241) = vacc3x1;
+        *(o + 3 * 256 + 242) = vacc3x2;
+        *(o + 3 * 256 + 243) = vacc3x3;
+        *(o + 3 * 256 + 244) = vacc3x4;
+        *(o + 3 * 256 + 245) = vacc3x5;
+        *(o + 3 * 256 + 246) = vacc3x6;
+        *(o + 3 * 256 + 247) = vacc3x7;
+    }
+    { /* columns 248..255 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 248) * va0), vacc0x1 = (*(o + 0 * 256 + 249) * va0), vacc0x2 = (*(o + 0 * 256 + 250) * va0), vacc0x3 = (*(o + 0 * 256 + 251) * va0), vacc0x4 = (*(o + 0 * 256 + 252) * va0), vacc0x5 = (*(o + 0 * 256 + 253) * va0), vacc0x6 = (*(o + 0 * 256 + 254) * va0), vacc0x7 = (*(o + 0 * 256 + 255) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 248) * va1), vacc1x1 = (*(o + 1 * 256 + 249) * va1), vacc1x2 = (*(o + 1 * 256 + 250) * va1), vacc1x3 = (*(o + 1 * 256 + 251) * va1), vacc1x4 = (*(o + 1 * 256 + 252) * va1), vacc1x5 = (*(o + 1 * 256 + 253) * va1), vacc1x6 = (*(o + 1 * 256 + 254) * va1), vacc1x7 = (*(o + 1 * 256 + 255) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 248) * va2), vacc2x1 = (*(o + 2 * 256 + 249) * va2), vacc2x2 = (*(o + 2 * 256 + 250) * va2), vacc2x3 = (*(o + 2 * 256 + 251) * va2), vacc2x4 = (*(o + 2 * 256 + 252) * va2), vacc2x5 = (*(o + 2 * 256 + 253) * va2), vacc2x6 = (*(o + 2 * 256 + 254) * va2), vacc2x7 = (*(o + 2 * 256 + 255) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 248) * va3), vacc3x1 = (*(o + 3 * 256 + 249) * va3), vacc3x2 = (*(o + 3 * 256 + 250) * va3), vacc3x3 = (*(o + 3 * 256 + 251) * va3), vacc3x4 = (*(o + 3 * 256 + 252) * va3), vacc3x5 = (*(o + 3 * 256 + 253) * va3), vacc3x6 = (*(o + 3 * 256 + 254) * va3), vacc3x7 = (*(o + 3 * 256 + 255) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 248);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 249);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 250);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 251);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 252);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 253);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 254);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 255);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 256 + 248) = vacc0x0;
+        *(o + 0 * 256 + 249) = vacc0x1;
+        *(o + 0 * 256 + 250) = vacc0x2;
+        *(o + 0 * 256 + 251) = vacc0x3;
+        *(o + 0 * 256 + 252) = vacc0x4;
+        *(o + 0 * 256 + 253) = vacc0x5;
+        *(o + 0 * 256 + 254) = vacc0x6;
+        *(o + 0 * 256 + 255) = vacc0x7;
+        *(o + 1 * 256 + 248) = vacc1x0;
+        *(o + 1 * 256 + 249) = vacc1x1;
+        *(o + 1 * 256 + 250) = vacc1x2;
+        *(o + 1 * 256 + 251) = vacc1x3;
+        *(o + 1 * 256 + 252) = vacc1x4;
+        *(o + 1 * 256 + 253) = vacc1x5;
+        *(o + 1 * 256 + 254) = vacc1x6;
+        *(o + 1 * 256 + 255) = vacc1x7;
+        *(o + 2 * 256 + 248) = vacc2x0;
+        *(o + 2 * 256 + 249) = vacc2x1;
+        *(o + 2 * 256 + 250) = vacc2x2;
+        *(o + 2 * 256 + 251) = vacc2x3;
+        *(o + 2 * 256 + 252) = vacc2x4;
+        *(o + 2 * 256 + 253) = vacc2x5;
+        *(o + 2 * 256 + 254) = vacc2x6;
+        *(o + 2 * 256 + 255) = vacc2x7;
+        *(o + 3 * 256 + 248) = vacc3x0;
+        *(o + 3 * 256 + 249) = vacc3x1;
+        *(o + 3 * 256 + 250) = vacc3x2;
+        *(o + 3 * 256 + 251) = vacc3x3;
+        *(o + 3 * 256 + 252) = vacc3x4;
+        *(o + 3 * 256 + 253) = vacc3x5;
+        *(o + 3 * 256 + 254) = vacc3x6;
+        *(o + 3 * 256 + 255) = vacc3x7;
     }
 }
 
-/* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 19 chunks of at most 14 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 256 floats per row.
- * 512 FLOPs per key, 16 vector registers. */
-static void attn_gemma2_9b_local_pv_1x256__scalar(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 32 chunks of at most 8 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 256 floats per row.
+ * 512 FLOPs per key, 10 vector registers. */
+static void attn_gemma2_9b_local_pv_1x256__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
-    { /* columns 0..13 */
+    { /* columns 0..7 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 0) * va0), vacc0x1 = (*(o + 0 * 256 + 1) * va0), vacc0x2 = (*(o + 0 * 256 + 2) * va0), vacc0x3 = (*(o + 0 * 256 + 3) * va0), vacc0x4 = (*(o + 0 * 256 + 4) * va0), vacc0x5 = (*(o + 0 * 256 + 5) * va0), vacc0x6 = (*(o + 0 * 256 + 6) * va0), vacc0x7 = (*(o + 0 * 256 + 7) * va0), vacc0x8 = (*(o + 0 * 256 + 8) * va0), vacc0x9 = (*(o + 0 * 256 + 9) * va0), vacc0x10 = (*(o + 0 * 256 + 10) * va0), vacc0x11 = (*(o + 0 * 256 + 11) * va0), vacc0x12 = (*(o + 0 * 256 + 12) * va0), vacc0x13 = (*(o + 0 * 256 + 13) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 0) * va0), vacc0x1 = (*(o + 0 * 256 + 1) * va0), vacc0x2 = (*(o + 0 * 256 + 2) * va0), vacc0x3 = (*(o + 0 * 256 + 3) * va0), vacc0x4 = (*(o + 0 * 256 + 4) * va0), vacc0x5 = (*(o + 0 * 256 + 5) * va0), vacc0x6 = (*(o + 0 * 256 + 6) * va0), vacc0x7 = (*(o + 0 * 256 + 7) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 0);
                 vacc0x0 = (vp0 * vv + vacc0x0);
@@ -3569,30 +7068,6 @@ static void attn_gemma2_9b_local_pv_1x256__scalar(const float *restrict p, const
                 const float vv = *(vr + 7);
                 vacc0x7 = (vp0 * vv + vacc0x7);
             }
-            {
-                const float vv = *(vr + 8);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 9);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 10);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 11);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 12);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
-            {
-                const float vv = *(vr + 13);
-                vacc0x13 = (vp0 * vv + vacc0x13);
-            }
         }
         *(o + 0 * 256 + 0) = vacc0x0;
         *(o + 0 * 256 + 1) = vacc0x1;
@@ -3602,253 +7077,301 @@ static void attn_gemma2_9b_local_pv_1x256__scalar(const float *restrict p, const
         *(o + 0 * 256 + 5) = vacc0x5;
         *(o + 0 * 256 + 6) = vacc0x6;
         *(o + 0 * 256 + 7) = vacc0x7;
-        *(o + 0 * 256 + 8) = vacc0x8;
-        *(o + 0 * 256 + 9) = vacc0x9;
-        *(o + 0 * 256 + 10) = vacc0x10;
-        *(o + 0 * 256 + 11) = vacc0x11;
-        *(o + 0 * 256 + 12) = vacc0x12;
-        *(o + 0 * 256 + 13) = vacc0x13;
     }
-    { /* columns 14..27 */
+    { /* columns 8..15 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 14) * va0), vacc0x1 = (*(o + 0 * 256 + 15) * va0), vacc0x2 = (*(o + 0 * 256 + 16) * va0), vacc0x3 = (*(o + 0 * 256 + 17) * va0), vacc0x4 = (*(o + 0 * 256 + 18) * va0), vacc0x5 = (*(o + 0 * 256 + 19) * va0), vacc0x6 = (*(o + 0 * 256 + 20) * va0), vacc0x7 = (*(o + 0 * 256 + 21) * va0), vacc0x8 = (*(o + 0 * 256 + 22) * va0), vacc0x9 = (*(o + 0 * 256 + 23) * va0), vacc0x10 = (*(o + 0 * 256 + 24) * va0), vacc0x11 = (*(o + 0 * 256 + 25) * va0), vacc0x12 = (*(o + 0 * 256 + 26) * va0), vacc0x13 = (*(o + 0 * 256 + 27) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 8) * va0), vacc0x1 = (*(o + 0 * 256 + 9) * va0), vacc0x2 = (*(o + 0 * 256 + 10) * va0), vacc0x3 = (*(o + 0 * 256 + 11) * va0), vacc0x4 = (*(o + 0 * 256 + 12) * va0), vacc0x5 = (*(o + 0 * 256 + 13) * va0), vacc0x6 = (*(o + 0 * 256 + 14) * va0), vacc0x7 = (*(o + 0 * 256 + 15) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 8);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 9);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 10);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x3 = (vp0 * vv + vacc0x3);
+            }
+            {
+                const float vv = *(vr + 12);
+                vacc0x4 = (vp0 * vv + vacc0x4);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x5 = (vp0 * vv + vacc0x5);
+            }
             {
                 const float vv = *(vr + 14);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 15);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 256 + 8) = vacc0x0;
+        *(o + 0 * 256 + 9) = vacc0x1;
+        *(o + 0 * 256 + 10) = vacc0x2;
+        *(o + 0 * 256 + 11) = vacc0x3;
+        *(o + 0 * 256 + 12) = vacc0x4;
+        *(o + 0 * 256 + 13) = vacc0x5;
+        *(o + 0 * 256 + 14) = vacc0x6;
+        *(o + 0 * 256 + 15) = vacc0x7;
+    }
+    { /* columns 16..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 16) * va0), vacc0x1 = (*(o + 0 * 256 + 17) * va0), vacc0x2 = (*(o + 0 * 256 + 18) * va0), vacc0x3 = (*(o + 0 * 256 + 19) * va0), vacc0x4 = (*(o + 0 * 256 + 20) * va0), vacc0x5 = (*(o + 0 * 256 + 21) * va0), vacc0x6 = (*(o + 0 * 256 + 22) * va0), vacc0x7 = (*(o + 0 * 256 + 23) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 16);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 17);
-                vacc0x3 = (vp0 * vv + vacc0x3);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 18);
-                vacc0x4 = (vp0 * vv + vacc0x4);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 19);
-                vacc0x5 = (vp0 * vv + vacc0x5);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 20);
-                vacc0x6 = (vp0 * vv + vacc0x6);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 21);
-                vacc0x7 = (vp0 * vv + vacc0x7);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 22);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 23);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 256 + 16) = vacc0x0;
+        *(o + 0 * 256 + 17) = vacc0x1;
+        *(o + 0 * 256 + 18) = vacc0x2;
+        *(o + 0 * 256 + 19) = vacc0x3;
+        *(o + 0 * 256 + 20) = vacc0x4;
+        *(o + 0 * 256 + 21) = vacc0x5;
+        *(o + 0 * 256 + 22) = vacc0x6;
+        *(o + 0 * 256 + 23) = vacc0x7;
+    }
+    { /* columns 24..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 24) * va0), vacc0x1 = (*(o + 0 * 256 + 25) * va0), vacc0x2 = (*(o + 0 * 256 + 26) * va0), vacc0x3 = (*(o + 0 * 256 + 27) * va0), vacc0x4 = (*(o + 0 * 256 + 28) * va0), vacc0x5 = (*(o + 0 * 256 + 29) * va0), vacc0x6 = (*(o + 0 * 256 + 30) * va0), vacc0x7 = (*(o + 0 * 256 + 31) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 24);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 25);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 26);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 27);
-                vacc0x13 = (vp0 * vv + vacc0x13);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
-        }
-        *(o + 0 * 256 + 14) = vacc0x0;
-        *(o + 0 * 256 + 15) = vacc0x1;
-        *(o + 0 * 256 + 16) = vacc0x2;
-        *(o + 0 * 256 + 17) = vacc0x3;
-        *(o + 0 * 256 + 18) = vacc0x4;
-        *(o + 0 * 256 + 19) = vacc0x5;
-        *(o + 0 * 256 + 20) = vacc0x6;
-        *(o + 0 * 256 + 21) = vacc0x7;
-        *(o + 0 * 256 + 22) = vacc0x8;
-        *(o + 0 * 256 + 23) = vacc0x9;
-        *(o + 0 * 256 + 24) = vacc0x10;
-        *(o + 0 * 256 + 25) = vacc0x11;
-        *(o + 0 * 256 + 26) = vacc0x12;
-        *(o + 0 * 256 + 27) = vacc0x13;
-    }
-    { /* columns 28..41 */
-        int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 28) * va0), vacc0x1 = (*(o + 0 * 256 + 29) * va0), vacc0x2 = (*(o + 0 * 256 + 30) * va0), vacc0x3 = (*(o + 0 * 256 + 31) * va0), vacc0x4 = (*(o + 0 * 256 + 32) * va0), vacc0x5 = (*(o + 0 * 256 + 33) * va0), vacc0x6 = (*(o + 0 * 256 + 34) * va0), vacc0x7 = (*(o + 0 * 256 + 35) * va0), vacc0x8 = (*(o + 0 * 256 + 36) * va0), vacc0x9 = (*(o + 0 * 256 + 37) * va0), vacc0x10 = (*(o + 0 * 256 + 38) * va0), vacc0x11 = (*(o + 0 * 256 + 39) * va0), vacc0x12 = (*(o + 0 * 256 + 40) * va0), vacc0x13 = (*(o + 0 * 256 + 41) * va0);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
             {
                 const float vv = *(vr + 28);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 29);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 30);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 31);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 32);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 33);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 34);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 35);
                 vacc0x7 = (vp0 * vv + vacc0x7);
             }
-            {
-                const float vv = *(vr + 36);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 37);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 38);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 39);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 40);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
-            {
-                const float vv = *(vr + 41);
-                vacc0x13 = (vp0 * vv + vacc0x13);
-            }
         }
-        *(o + 0 * 256 + 28) = vacc0x0;
-        *(o + 0 * 256 + 29) = vacc0x1;
-        *(o + 0 * 256 + 30) = vacc0x2;
-        *(o + 0 * 256 + 31) = vacc0x3;
-        *(o + 0 * 256 + 32) = vacc0x4;
-        *(o + 0 * 256 + 33) = vacc0x5;
-        *(o + 0 * 256 + 34) = vacc0x6;
-        *(o + 0 * 256 + 35) = vacc0x7;
-        *(o + 0 * 256 + 36) = vacc0x8;
-        *(o + 0 * 256 + 37) = vacc0x9;
-        *(o + 0 * 256 + 38) = vacc0x10;
-        *(o + 0 * 256 + 39) = vacc0x11;
-        *(o + 0 * 256 + 40) = vacc0x12;
-        *(o + 0 * 256 + 41) = vacc0x13;
+        *(o + 0 * 256 + 24) = vacc0x0;
+        *(o + 0 * 256 + 25) = vacc0x1;
+        *(o + 0 * 256 + 26) = vacc0x2;
+        *(o + 0 * 256 + 27) = vacc0x3;
+        *(o + 0 * 256 + 28) = vacc0x4;
+        *(o + 0 * 256 + 29) = vacc0x5;
+        *(o + 0 * 256 + 30) = vacc0x6;
+        *(o + 0 * 256 + 31) = vacc0x7;
     }
-    { /* columns 42..55 */
+    { /* columns 32..39 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 42) * va0), vacc0x1 = (*(o + 0 * 256 + 43) * va0), vacc0x2 = (*(o + 0 * 256 + 44) * va0), vacc0x3 = (*(o + 0 * 256 + 45) * va0), vacc0x4 = (*(o + 0 * 256 + 46) * va0), vacc0x5 = (*(o + 0 * 256 + 47) * va0), vacc0x6 = (*(o + 0 * 256 + 48) * va0), vacc0x7 = (*(o + 0 * 256 + 49) * va0), vacc0x8 = (*(o + 0 * 256 + 50) * va0), vacc0x9 = (*(o + 0 * 256 + 51) * va0), vacc0x10 = (*(o + 0 * 256 + 52) * va0), vacc0x11 = (*(o + 0 * 256 + 53) * va0), vacc0x12 = (*(o + 0 * 256 + 54) * va0), vacc0x13 = (*(o + 0 * 256 + 55) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 32) * va0), vacc0x1 = (*(o + 0 * 256 + 33) * va0), vacc0x2 = (*(o + 0 * 256 + 34) * va0), vacc0x3 = (*(o + 0 * 256 + 35) * va0), vacc0x4 = (*(o + 0 * 256 + 36) * va0), vacc0x5 = (*(o + 0 * 256 + 37) * va0), vacc0x6 = (*(o + 0 * 256 + 38) * va0), vacc0x7 = (*(o + 0 * 256 + 39) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
-                const float vv = *(vr + 42);
+                const float vv = *(vr + 32);
                 vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
-                const float vv = *(vr + 43);
+                const float vv = *(vr + 33);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
-                const float vv = *(vr + 44);
+                const float vv = *(vr + 34);
                 vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
-                const float vv = *(vr + 45);
+                const float vv = *(vr + 35);
                 vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
-                const float vv = *(vr + 46);
+                const float vv = *(vr + 36);
                 vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
-                const float vv = *(vr + 47);
+                const float vv = *(vr + 37);
                 vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
-                const float vv = *(vr + 48);
+                const float vv = *(vr + 38);
                 vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
-                const float vv = *(vr + 49);
+                const float vv = *(vr + 39);
                 vacc0x7 = (vp0 * vv + vacc0x7);
+            }
+        }
+        *(o + 0 * 256 + 32) = vacc0x0;
+        *(o + 0 * 256 + 33) = vacc0x1;
+        *(o + 0 * 256 + 34) = vacc0x2;
+        *(o + 0 * 256 + 35) = vacc0x3;
+        *(o + 0 * 256 + 36) = vacc0x4;
+        *(o + 0 * 256 + 37) = vacc0x5;
+        *(o + 0 * 256 + 38) = vacc0x6;
+        *(o + 0 * 256 + 39) = vacc0x7;
+    }
+    { /* columns 40..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 40) * va0), vacc0x1 = (*(o + 0 * 256 + 41) * va0), vacc0x2 = (*(o + 0 * 256 + 42) * va0), vacc0x3 = (*(o + 0 * 256 + 43) * va0), vacc0x4 = (*(o + 0 * 256 + 44) * va0), vacc0x5 = (*(o + 0 * 256 + 45) * va0), vacc0x6 = (*(o + 0 * 256 + 46) * va0), vacc0x7 = (*(o + 0 * 256 + 47) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 40);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 41);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 42);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x3 = (vp0 * vv + vacc0x3);
+            }
+            {
+                const float vv = *(vr + 44);
+                vacc0x4 = (vp0 * vv + vacc0x4);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x5 = (vp0 * vv + vacc0x5);
+            }
+            {
+                const float vv = *(vr + 46);
+                vacc0x6 = (vp0 * vv + vacc0x6);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x7 = (vp0 * vv + vacc0x7);
+            }
+        }
+        *(o + 0 * 256 + 40) = vacc0x0;
+        *(o + 0 * 256 + 41) = vacc0x1;
+        *(o + 0 * 256 + 42) = vacc0x2;
+        *(o + 0 * 256 + 43) = vacc0x3;
+        *(o + 0 * 256 + 44) = vacc0x4;
+        *(o + 0 * 256 + 45) = vacc0x5;
+        *(o + 0 * 256 + 46) = vacc0x6;
+        *(o + 0 * 256 + 47) = vacc0x7;
+    }
+    { /* columns 48..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 48) * va0), vacc0x1 = (*(o + 0 * 256 + 49) * va0), vacc0x2 = (*(o + 0 * 256 + 50) * va0), vacc0x3 = (*(o + 0 * 256 + 51) * va0), vacc0x4 = (*(o + 0 * 256 + 52) * va0), vacc0x5 = (*(o + 0 * 256 + 53) * va0), vacc0x6 = (*(o + 0 * 256 + 54) * va0), vacc0x7 = (*(o + 0 * 256 + 55) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 48);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 49);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 50);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 51);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 52);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 53);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 54);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 55);
-                vacc0x13 = (vp0 * vv + vacc0x13);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
         }
-        *(o + 0 * 256 + 42) = vacc0x0;
-        *(o + 0 * 256 + 43) = vacc0x1;
-        *(o + 0 * 256 + 44) = vacc0x2;
-        *(o + 0 * 256 + 45) = vacc0x3;
-        *(o + 0 * 256 + 46) = vacc0x4;
-        *(o + 0 * 256 + 47) = vacc0x5;
-        *(o + 0 * 256 + 48) = vacc0x6;
-        *(o + 0 * 256 + 49) = vacc0x7;
-        *(o + 0 * 256 + 50) = vacc0x8;
-        *(o + 0 * 256 + 51) = vacc0x9;
-        *(o + 0 * 256 + 52) = vacc0x10;
-        *(o + 0 * 256 + 53) = vacc0x11;
-        *(o + 0 * 256 + 54) = vacc0x12;
-        *(o + 0 * 256 + 55) = vacc0x13;
+        *(o + 0 * 256 + 48) = vacc0x0;
+        *(o + 0 * 256 + 49) = vacc0x1;
+        *(o + 0 * 256 + 50) = vacc0x2;
+        *(o + 0 * 256 + 51) = vacc0x3;
+        *(o + 0 * 256 + 52) = vacc0x4;
+        *(o + 0 * 256 + 53) = vacc0x5;
+        *(o + 0 * 256 + 54) = vacc0x6;
+        *(o + 0 * 256 + 55) = vacc0x7;
     }
-    { /* columns 56..69 */
+    { /* columns 56..63 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 56) * va0), vacc0x1 = (*(o + 0 * 256 + 57) * va0), vacc0x2 = (*(o + 0 * 256 + 58) * va0), vacc0x3 = (*(o + 0 * 256 + 59) * va0), vacc0x4 = (*(o + 0 * 256 + 60) * va0), vacc0x5 = (*(o + 0 * 256 + 61) * va0), vacc0x6 = (*(o + 0 * 256 + 62) * va0), vacc0x7 = (*(o + 0 * 256 + 63) * va0), vacc0x8 = (*(o + 0 * 256 + 64) * va0), vacc0x9 = (*(o + 0 * 256 + 65) * va0), vacc0x10 = (*(o + 0 * 256 + 66) * va0), vacc0x11 = (*(o + 0 * 256 + 67) * va0), vacc0x12 = (*(o + 0 * 256 + 68) * va0), vacc0x13 = (*(o + 0 * 256 + 69) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 56) * va0), vacc0x1 = (*(o + 0 * 256 + 57) * va0), vacc0x2 = (*(o + 0 * 256 + 58) * va0), vacc0x3 = (*(o + 0 * 256 + 59) * va0), vacc0x4 = (*(o + 0 * 256 + 60) * va0), vacc0x5 = (*(o + 0 * 256 + 61) * va0), vacc0x6 = (*(o + 0 * 256 + 62) * va0), vacc0x7 = (*(o + 0 * 256 + 63) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 56);
                 vacc0x0 = (vp0 * vv + vacc0x0);
@@ -3881,30 +7404,6 @@ static void attn_gemma2_9b_local_pv_1x256__scalar(const float *restrict p, const
                 const float vv = *(vr + 63);
                 vacc0x7 = (vp0 * vv + vacc0x7);
             }
-            {
-                const float vv = *(vr + 64);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 65);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 66);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 67);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 68);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
-            {
-                const float vv = *(vr + 69);
-                vacc0x13 = (vp0 * vv + vacc0x13);
-            }
         }
         *(o + 0 * 256 + 56) = vacc0x0;
         *(o + 0 * 256 + 57) = vacc0x1;
@@ -3914,253 +7413,301 @@ static void attn_gemma2_9b_local_pv_1x256__scalar(const float *restrict p, const
         *(o + 0 * 256 + 61) = vacc0x5;
         *(o + 0 * 256 + 62) = vacc0x6;
         *(o + 0 * 256 + 63) = vacc0x7;
-        *(o + 0 * 256 + 64) = vacc0x8;
-        *(o + 0 * 256 + 65) = vacc0x9;
-        *(o + 0 * 256 + 66) = vacc0x10;
-        *(o + 0 * 256 + 67) = vacc0x11;
-        *(o + 0 * 256 + 68) = vacc0x12;
-        *(o + 0 * 256 + 69) = vacc0x13;
     }
-    { /* columns 70..83 */
+    { /* columns 64..71 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 70) * va0), vacc0x1 = (*(o + 0 * 256 + 71) * va0), vacc0x2 = (*(o + 0 * 256 + 72) * va0), vacc0x3 = (*(o + 0 * 256 + 73) * va0), vacc0x4 = (*(o + 0 * 256 + 74) * va0), vacc0x5 = (*(o + 0 * 256 + 75) * va0), vacc0x6 = (*(o + 0 * 256 + 76) * va0), vacc0x7 = (*(o + 0 * 256 + 77) * va0), vacc0x8 = (*(o + 0 * 256 + 78) * va0), vacc0x9 = (*(o + 0 * 256 + 79) * va0), vacc0x10 = (*(o + 0 * 256 + 80) * va0), vacc0x11 = (*(o + 0 * 256 + 81) * va0), vacc0x12 = (*(o + 0 * 256 + 82) * va0), vacc0x13 = (*(o + 0 * 256 + 83) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 64) * va0), vacc0x1 = (*(o + 0 * 256 + 65) * va0), vacc0x2 = (*(o + 0 * 256 + 66) * va0), vacc0x3 = (*(o + 0 * 256 + 67) * va0), vacc0x4 = (*(o + 0 * 256 + 68) * va0), vacc0x5 = (*(o + 0 * 256 + 69) * va0), vacc0x6 = (*(o + 0 * 256 + 70) * va0), vacc0x7 = (*(o + 0 * 256 + 71) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 64);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 65);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 66);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 67);
+                vacc0x3 = (vp0 * vv + vacc0x3);
+            }
+            {
+                const float vv = *(vr + 68);
+                vacc0x4 = (vp0 * vv + vacc0x4);
+            }
+            {
+                const float vv = *(vr + 69);
+                vacc0x5 = (vp0 * vv + vacc0x5);
+            }
             {
                 const float vv = *(vr + 70);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 71);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 256 + 64) = vacc0x0;
+        *(o + 0 * 256 + 65) = vacc0x1;
+        *(o + 0 * 256 + 66) = vacc0x2;
+        *(o + 0 * 256 + 67) = vacc0x3;
+        *(o + 0 * 256 + 68) = vacc0x4;
+        *(o + 0 * 256 + 69) = vacc0x5;
+        *(o + 0 * 256 + 70) = vacc0x6;
+        *(o + 0 * 256 + 71) = vacc0x7;
+    }
+    { /* columns 72..79 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 72) * va0), vacc0x1 = (*(o + 0 * 256 + 73) * va0), vacc0x2 = (*(o + 0 * 256 + 74) * va0), vacc0x3 = (*(o + 0 * 256 + 75) * va0), vacc0x4 = (*(o + 0 * 256 + 76) * va0), vacc0x5 = (*(o + 0 * 256 + 77) * va0), vacc0x6 = (*(o + 0 * 256 + 78) * va0), vacc0x7 = (*(o + 0 * 256 + 79) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 72);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 73);
-                vacc0x3 = (vp0 * vv + vacc0x3);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 74);
-                vacc0x4 = (vp0 * vv + vacc0x4);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 75);
-                vacc0x5 = (vp0 * vv + vacc0x5);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 76);
-                vacc0x6 = (vp0 * vv + vacc0x6);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 77);
-                vacc0x7 = (vp0 * vv + vacc0x7);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 78);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 79);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 256 + 72) = vacc0x0;
+        *(o + 0 * 256 + 73) = vacc0x1;
+        *(o + 0 * 256 + 74) = vacc0x2;
+        *(o + 0 * 256 + 75) = vacc0x3;
+        *(o + 0 * 256 + 76) = vacc0x4;
+        *(o + 0 * 256 + 77) = vacc0x5;
+        *(o + 0 * 256 + 78) = vacc0x6;
+        *(o + 0 * 256 + 79) = vacc0x7;
+    }
+    { /* columns 80..87 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 80) * va0), vacc0x1 = (*(o + 0 * 256 + 81) * va0), vacc0x2 = (*(o + 0 * 256 + 82) * va0), vacc0x3 = (*(o + 0 * 256 + 83) * va0), vacc0x4 = (*(o + 0 * 256 + 84) * va0), vacc0x5 = (*(o + 0 * 256 + 85) * va0), vacc0x6 = (*(o + 0 * 256 + 86) * va0), vacc0x7 = (*(o + 0 * 256 + 87) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 80);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 81);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 82);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 83);
-                vacc0x13 = (vp0 * vv + vacc0x13);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
-        }
-        *(o + 0 * 256 + 70) = vacc0x0;
-        *(o + 0 * 256 + 71) = vacc0x1;
-        *(o + 0 * 256 + 72) = vacc0x2;
-        *(o + 0 * 256 + 73) = vacc0x3;
-        *(o + 0 * 256 + 74) = vacc0x4;
-        *(o + 0 * 256 + 75) = vacc0x5;
-        *(o + 0 * 256 + 76) = vacc0x6;
-        *(o + 0 * 256 + 77) = vacc0x7;
-        *(o + 0 * 256 + 78) = vacc0x8;
-        *(o + 0 * 256 + 79) = vacc0x9;
-        *(o + 0 * 256 + 80) = vacc0x10;
-        *(o + 0 * 256 + 81) = vacc0x11;
-        *(o + 0 * 256 + 82) = vacc0x12;
-        *(o + 0 * 256 + 83) = vacc0x13;
-    }
-    { /* columns 84..97 */
-        int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 84) * va0), vacc0x1 = (*(o + 0 * 256 + 85) * va0), vacc0x2 = (*(o + 0 * 256 + 86) * va0), vacc0x3 = (*(o + 0 * 256 + 87) * va0), vacc0x4 = (*(o + 0 * 256 + 88) * va0), vacc0x5 = (*(o + 0 * 256 + 89) * va0), vacc0x6 = (*(o + 0 * 256 + 90) * va0), vacc0x7 = (*(o + 0 * 256 + 91) * va0), vacc0x8 = (*(o + 0 * 256 + 92) * va0), vacc0x9 = (*(o + 0 * 256 + 93) * va0), vacc0x10 = (*(o + 0 * 256 + 94) * va0), vacc0x11 = (*(o + 0 * 256 + 95) * va0), vacc0x12 = (*(o + 0 * 256 + 96) * va0), vacc0x13 = (*(o + 0 * 256 + 97) * va0);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
             {
                 const float vv = *(vr + 84);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 85);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 86);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 87);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 88);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 89);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 90);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 91);
                 vacc0x7 = (vp0 * vv + vacc0x7);
             }
-            {
-                const float vv = *(vr + 92);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 93);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 94);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 95);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 96);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
-            {
-                const float vv = *(vr + 97);
-                vacc0x13 = (vp0 * vv + vacc0x13);
-            }
         }
-        *(o + 0 * 256 + 84) = vacc0x0;
-        *(o + 0 * 256 + 85) = vacc0x1;
-        *(o + 0 * 256 + 86) = vacc0x2;
-        *(o + 0 * 256 + 87) = vacc0x3;
-        *(o + 0 * 256 + 88) = vacc0x4;
-        *(o + 0 * 256 + 89) = vacc0x5;
-        *(o + 0 * 256 + 90) = vacc0x6;
-        *(o + 0 * 256 + 91) = vacc0x7;
-        *(o + 0 * 256 + 92) = vacc0x8;
-        *(o + 0 * 256 + 93) = vacc0x9;
-        *(o + 0 * 256 + 94) = vacc0x10;
-        *(o + 0 * 256 + 95) = vacc0x11;
-        *(o + 0 * 256 + 96) = vacc0x12;
-        *(o + 0 * 256 + 97) = vacc0x13;
+        *(o + 0 * 256 + 80) = vacc0x0;
+        *(o + 0 * 256 + 81) = vacc0x1;
+        *(o + 0 * 256 + 82) = vacc0x2;
+        *(o + 0 * 256 + 83) = vacc0x3;
+        *(o + 0 * 256 + 84) = vacc0x4;
+        *(o + 0 * 256 + 85) = vacc0x5;
+        *(o + 0 * 256 + 86) = vacc0x6;
+        *(o + 0 * 256 + 87) = vacc0x7;
     }
-    { /* columns 98..111 */
+    { /* columns 88..95 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 98) * va0), vacc0x1 = (*(o + 0 * 256 + 99) * va0), vacc0x2 = (*(o + 0 * 256 + 100) * va0), vacc0x3 = (*(o + 0 * 256 + 101) * va0), vacc0x4 = (*(o + 0 * 256 + 102) * va0), vacc0x5 = (*(o + 0 * 256 + 103) * va0), vacc0x6 = (*(o + 0 * 256 + 104) * va0), vacc0x7 = (*(o + 0 * 256 + 105) * va0), vacc0x8 = (*(o + 0 * 256 + 106) * va0), vacc0x9 = (*(o + 0 * 256 + 107) * va0), vacc0x10 = (*(o + 0 * 256 + 108) * va0), vacc0x11 = (*(o + 0 * 256 + 109) * va0), vacc0x12 = (*(o + 0 * 256 + 110) * va0), vacc0x13 = (*(o + 0 * 256 + 111) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 88) * va0), vacc0x1 = (*(o + 0 * 256 + 89) * va0), vacc0x2 = (*(o + 0 * 256 + 90) * va0), vacc0x3 = (*(o + 0 * 256 + 91) * va0), vacc0x4 = (*(o + 0 * 256 + 92) * va0), vacc0x5 = (*(o + 0 * 256 + 93) * va0), vacc0x6 = (*(o + 0 * 256 + 94) * va0), vacc0x7 = (*(o + 0 * 256 + 95) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
-                const float vv = *(vr + 98);
+                const float vv = *(vr + 88);
                 vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
-                const float vv = *(vr + 99);
+                const float vv = *(vr + 89);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
-                const float vv = *(vr + 100);
+                const float vv = *(vr + 90);
                 vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
-                const float vv = *(vr + 101);
+                const float vv = *(vr + 91);
                 vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
-                const float vv = *(vr + 102);
+                const float vv = *(vr + 92);
                 vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
-                const float vv = *(vr + 103);
+                const float vv = *(vr + 93);
                 vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
-                const float vv = *(vr + 104);
+                const float vv = *(vr + 94);
                 vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
-                const float vv = *(vr + 105);
+                const float vv = *(vr + 95);
                 vacc0x7 = (vp0 * vv + vacc0x7);
+            }
+        }
+        *(o + 0 * 256 + 88) = vacc0x0;
+        *(o + 0 * 256 + 89) = vacc0x1;
+        *(o + 0 * 256 + 90) = vacc0x2;
+        *(o + 0 * 256 + 91) = vacc0x3;
+        *(o + 0 * 256 + 92) = vacc0x4;
+        *(o + 0 * 256 + 93) = vacc0x5;
+        *(o + 0 * 256 + 94) = vacc0x6;
+        *(o + 0 * 256 + 95) = vacc0x7;
+    }
+    { /* columns 96..103 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 96) * va0), vacc0x1 = (*(o + 0 * 256 + 97) * va0), vacc0x2 = (*(o + 0 * 256 + 98) * va0), vacc0x3 = (*(o + 0 * 256 + 99) * va0), vacc0x4 = (*(o + 0 * 256 + 100) * va0), vacc0x5 = (*(o + 0 * 256 + 101) * va0), vacc0x6 = (*(o + 0 * 256 + 102) * va0), vacc0x7 = (*(o + 0 * 256 + 103) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 96);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 97);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 98);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 99);
+                vacc0x3 = (vp0 * vv + vacc0x3);
+            }
+            {
+                const float vv = *(vr + 100);
+                vacc0x4 = (vp0 * vv + vacc0x4);
+            }
+            {
+                const float vv = *(vr + 101);
+                vacc0x5 = (vp0 * vv + vacc0x5);
+            }
+            {
+                const float vv = *(vr + 102);
+                vacc0x6 = (vp0 * vv + vacc0x6);
+            }
+            {
+                const float vv = *(vr + 103);
+                vacc0x7 = (vp0 * vv + vacc0x7);
+            }
+        }
+        *(o + 0 * 256 + 96) = vacc0x0;
+        *(o + 0 * 256 + 97) = vacc0x1;
+        *(o + 0 * 256 + 98) = vacc0x2;
+        *(o + 0 * 256 + 99) = vacc0x3;
+        *(o + 0 * 256 + 100) = vacc0x4;
+        *(o + 0 * 256 + 101) = vacc0x5;
+        *(o + 0 * 256 + 102) = vacc0x6;
+        *(o + 0 * 256 + 103) = vacc0x7;
+    }
+    { /* columns 104..111 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 104) * va0), vacc0x1 = (*(o + 0 * 256 + 105) * va0), vacc0x2 = (*(o + 0 * 256 + 106) * va0), vacc0x3 = (*(o + 0 * 256 + 107) * va0), vacc0x4 = (*(o + 0 * 256 + 108) * va0), vacc0x5 = (*(o + 0 * 256 + 109) * va0), vacc0x6 = (*(o + 0 * 256 + 110) * va0), vacc0x7 = (*(o + 0 * 256 + 111) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 104);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 105);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 106);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 107);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 108);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 109);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 110);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 111);
-                vacc0x13 = (vp0 * vv + vacc0x13);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
         }
-        *(o + 0 * 256 + 98) = vacc0x0;
-        *(o + 0 * 256 + 99) = vacc0x1;
-        *(o + 0 * 256 + 100) = vacc0x2;
-        *(o + 0 * 256 + 101) = vacc0x3;
-        *(o + 0 * 256 + 102) = vacc0x4;
-        *(o + 0 * 256 + 103) = vacc0x5;
-        *(o + 0 * 256 + 104) = vacc0x6;
-        *(o + 0 * 256 + 105) = vacc0x7;
-        *(o + 0 * 256 + 106) = vacc0x8;
-        *(o + 0 * 256 + 107) = vacc0x9;
-        *(o + 0 * 256 + 108) = vacc0x10;
-        *(o + 0 * 256 + 109) = vacc0x11;
-        *(o + 0 * 256 + 110) = vacc0x12;
-        *(o + 0 * 256 + 111) = vacc0x13;
+        *(o + 0 * 256 + 104) = vacc0x0;
+        *(o + 0 * 256 + 105) = vacc0x1;
+        *(o + 0 * 256 + 106) = vacc0x2;
+        *(o + 0 * 256 + 107) = vacc0x3;
+        *(o + 0 * 256 + 108) = vacc0x4;
+        *(o + 0 * 256 + 109) = vacc0x5;
+        *(o + 0 * 256 + 110) = vacc0x6;
+        *(o + 0 * 256 + 111) = vacc0x7;
     }
-    { /* columns 112..125 */
+    { /* columns 112..119 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 112) * va0), vacc0x1 = (*(o + 0 * 256 + 113) * va0), vacc0x2 = (*(o + 0 * 256 + 114) * va0), vacc0x3 = (*(o + 0 * 256 + 115) * va0), vacc0x4 = (*(o + 0 * 256 + 116) * va0), vacc0x5 = (*(o + 0 * 256 + 117) * va0), vacc0x6 = (*(o + 0 * 256 + 118) * va0), vacc0x7 = (*(o + 0 * 256 + 119) * va0), vacc0x8 = (*(o + 0 * 256 + 120) * va0), vacc0x9 = (*(o + 0 * 256 + 121) * va0), vacc0x10 = (*(o + 0 * 256 + 122) * va0), vacc0x11 = (*(o + 0 * 256 + 123) * va0), vacc0x12 = (*(o + 0 * 256 + 124) * va0), vacc0x13 = (*(o + 0 * 256 + 125) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 112) * va0), vacc0x1 = (*(o + 0 * 256 + 113) * va0), vacc0x2 = (*(o + 0 * 256 + 114) * va0), vacc0x3 = (*(o + 0 * 256 + 115) * va0), vacc0x4 = (*(o + 0 * 256 + 116) * va0), vacc0x5 = (*(o + 0 * 256 + 117) * va0), vacc0x6 = (*(o + 0 * 256 + 118) * va0), vacc0x7 = (*(o + 0 * 256 + 119) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 112);
                 vacc0x0 = (vp0 * vv + vacc0x0);
@@ -4193,30 +7740,6 @@ static void attn_gemma2_9b_local_pv_1x256__scalar(const float *restrict p, const
                 const float vv = *(vr + 119);
                 vacc0x7 = (vp0 * vv + vacc0x7);
             }
-            {
-                const float vv = *(vr + 120);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 121);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 122);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 123);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 124);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
-            {
-                const float vv = *(vr + 125);
-                vacc0x13 = (vp0 * vv + vacc0x13);
-            }
         }
         *(o + 0 * 256 + 112) = vacc0x0;
         *(o + 0 * 256 + 113) = vacc0x1;
@@ -4226,253 +7749,301 @@ static void attn_gemma2_9b_local_pv_1x256__scalar(const float *restrict p, const
         *(o + 0 * 256 + 117) = vacc0x5;
         *(o + 0 * 256 + 118) = vacc0x6;
         *(o + 0 * 256 + 119) = vacc0x7;
-        *(o + 0 * 256 + 120) = vacc0x8;
-        *(o + 0 * 256 + 121) = vacc0x9;
-        *(o + 0 * 256 + 122) = vacc0x10;
-        *(o + 0 * 256 + 123) = vacc0x11;
-        *(o + 0 * 256 + 124) = vacc0x12;
-        *(o + 0 * 256 + 125) = vacc0x13;
     }
-    { /* columns 126..139 */
+    { /* columns 120..127 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 126) * va0), vacc0x1 = (*(o + 0 * 256 + 127) * va0), vacc0x2 = (*(o + 0 * 256 + 128) * va0), vacc0x3 = (*(o + 0 * 256 + 129) * va0), vacc0x4 = (*(o + 0 * 256 + 130) * va0), vacc0x5 = (*(o + 0 * 256 + 131) * va0), vacc0x6 = (*(o + 0 * 256 + 132) * va0), vacc0x7 = (*(o + 0 * 256 + 133) * va0), vacc0x8 = (*(o + 0 * 256 + 134) * va0), vacc0x9 = (*(o + 0 * 256 + 135) * va0), vacc0x10 = (*(o + 0 * 256 + 136) * va0), vacc0x11 = (*(o + 0 * 256 + 137) * va0), vacc0x12 = (*(o + 0 * 256 + 138) * va0), vacc0x13 = (*(o + 0 * 256 + 139) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 120) * va0), vacc0x1 = (*(o + 0 * 256 + 121) * va0), vacc0x2 = (*(o + 0 * 256 + 122) * va0), vacc0x3 = (*(o + 0 * 256 + 123) * va0), vacc0x4 = (*(o + 0 * 256 + 124) * va0), vacc0x5 = (*(o + 0 * 256 + 125) * va0), vacc0x6 = (*(o + 0 * 256 + 126) * va0), vacc0x7 = (*(o + 0 * 256 + 127) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 120);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 121);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 122);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 123);
+                vacc0x3 = (vp0 * vv + vacc0x3);
+            }
+            {
+                const float vv = *(vr + 124);
+                vacc0x4 = (vp0 * vv + vacc0x4);
+            }
+            {
+                const float vv = *(vr + 125);
+                vacc0x5 = (vp0 * vv + vacc0x5);
+            }
             {
                 const float vv = *(vr + 126);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 127);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 256 + 120) = vacc0x0;
+        *(o + 0 * 256 + 121) = vacc0x1;
+        *(o + 0 * 256 + 122) = vacc0x2;
+        *(o + 0 * 256 + 123) = vacc0x3;
+        *(o + 0 * 256 + 124) = vacc0x4;
+        *(o + 0 * 256 + 125) = vacc0x5;
+        *(o + 0 * 256 + 126) = vacc0x6;
+        *(o + 0 * 256 + 127) = vacc0x7;
+    }
+    { /* columns 128..135 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 128) * va0), vacc0x1 = (*(o + 0 * 256 + 129) * va0), vacc0x2 = (*(o + 0 * 256 + 130) * va0), vacc0x3 = (*(o + 0 * 256 + 131) * va0), vacc0x4 = (*(o + 0 * 256 + 132) * va0), vacc0x5 = (*(o + 0 * 256 + 133) * va0), vacc0x6 = (*(o + 0 * 256 + 134) * va0), vacc0x7 = (*(o + 0 * 256 + 135) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 128);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 129);
-                vacc0x3 = (vp0 * vv + vacc0x3);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 130);
-                vacc0x4 = (vp0 * vv + vacc0x4);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 131);
-                vacc0x5 = (vp0 * vv + vacc0x5);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 132);
-                vacc0x6 = (vp0 * vv + vacc0x6);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 133);
-                vacc0x7 = (vp0 * vv + vacc0x7);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 134);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 135);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 256 + 128) = vacc0x0;
+        *(o + 0 * 256 + 129) = vacc0x1;
+        *(o + 0 * 256 + 130) = vacc0x2;
+        *(o + 0 * 256 + 131) = vacc0x3;
+        *(o + 0 * 256 + 132) = vacc0x4;
+        *(o + 0 * 256 + 133) = vacc0x5;
+        *(o + 0 * 256 + 134) = vacc0x6;
+        *(o + 0 * 256 + 135) = vacc0x7;
+    }
+    { /* columns 136..143 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 136) * va0), vacc0x1 = (*(o + 0 * 256 + 137) * va0), vacc0x2 = (*(o + 0 * 256 + 138) * va0), vacc0x3 = (*(o + 0 * 256 + 139) * va0), vacc0x4 = (*(o + 0 * 256 + 140) * va0), vacc0x5 = (*(o + 0 * 256 + 141) * va0), vacc0x6 = (*(o + 0 * 256 + 142) * va0), vacc0x7 = (*(o + 0 * 256 + 143) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 136);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 137);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 138);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 139);
-                vacc0x13 = (vp0 * vv + vacc0x13);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
-        }
-        *(o + 0 * 256 + 126) = vacc0x0;
-        *(o + 0 * 256 + 127) = vacc0x1;
-        *(o + 0 * 256 + 128) = vacc0x2;
-        *(o + 0 * 256 + 129) = vacc0x3;
-        *(o + 0 * 256 + 130) = vacc0x4;
-        *(o + 0 * 256 + 131) = vacc0x5;
-        *(o + 0 * 256 + 132) = vacc0x6;
-        *(o + 0 * 256 + 133) = vacc0x7;
-        *(o + 0 * 256 + 134) = vacc0x8;
-        *(o + 0 * 256 + 135) = vacc0x9;
-        *(o + 0 * 256 + 136) = vacc0x10;
-        *(o + 0 * 256 + 137) = vacc0x11;
-        *(o + 0 * 256 + 138) = vacc0x12;
-        *(o + 0 * 256 + 139) = vacc0x13;
-    }
-    { /* columns 140..153 */
-        int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 140) * va0), vacc0x1 = (*(o + 0 * 256 + 141) * va0), vacc0x2 = (*(o + 0 * 256 + 142) * va0), vacc0x3 = (*(o + 0 * 256 + 143) * va0), vacc0x4 = (*(o + 0 * 256 + 144) * va0), vacc0x5 = (*(o + 0 * 256 + 145) * va0), vacc0x6 = (*(o + 0 * 256 + 146) * va0), vacc0x7 = (*(o + 0 * 256 + 147) * va0), vacc0x8 = (*(o + 0 * 256 + 148) * va0), vacc0x9 = (*(o + 0 * 256 + 149) * va0), vacc0x10 = (*(o + 0 * 256 + 150) * va0), vacc0x11 = (*(o + 0 * 256 + 151) * va0), vacc0x12 = (*(o + 0 * 256 + 152) * va0), vacc0x13 = (*(o + 0 * 256 + 153) * va0);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
             {
                 const float vv = *(vr + 140);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 141);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 142);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 143);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 144);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 145);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 146);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 147);
                 vacc0x7 = (vp0 * vv + vacc0x7);
             }
-            {
-                const float vv = *(vr + 148);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 149);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 150);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 151);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 152);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
-            {
-                const float vv = *(vr + 153);
-                vacc0x13 = (vp0 * vv + vacc0x13);
-            }
         }
-        *(o + 0 * 256 + 140) = vacc0x0;
-        *(o + 0 * 256 + 141) = vacc0x1;
-        *(o + 0 * 256 + 142) = vacc0x2;
-        *(o + 0 * 256 + 143) = vacc0x3;
-        *(o + 0 * 256 + 144) = vacc0x4;
-        *(o + 0 * 256 + 145) = vacc0x5;
-        *(o + 0 * 256 + 146) = vacc0x6;
-        *(o + 0 * 256 + 147) = vacc0x7;
-        *(o + 0 * 256 + 148) = vacc0x8;
-        *(o + 0 * 256 + 149) = vacc0x9;
-        *(o + 0 * 256 + 150) = vacc0x10;
-        *(o + 0 * 256 + 151) = vacc0x11;
-        *(o + 0 * 256 + 152) = vacc0x12;
-        *(o + 0 * 256 + 153) = vacc0x13;
+        *(o + 0 * 256 + 136) = vacc0x0;
+        *(o + 0 * 256 + 137) = vacc0x1;
+        *(o + 0 * 256 + 138) = vacc0x2;
+        *(o + 0 * 256 + 139) = vacc0x3;
+        *(o + 0 * 256 + 140) = vacc0x4;
+        *(o + 0 * 256 + 141) = vacc0x5;
+        *(o + 0 * 256 + 142) = vacc0x6;
+        *(o + 0 * 256 + 143) = vacc0x7;
     }
-    { /* columns 154..167 */
+    { /* columns 144..151 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 154) * va0), vacc0x1 = (*(o + 0 * 256 + 155) * va0), vacc0x2 = (*(o + 0 * 256 + 156) * va0), vacc0x3 = (*(o + 0 * 256 + 157) * va0), vacc0x4 = (*(o + 0 * 256 + 158) * va0), vacc0x5 = (*(o + 0 * 256 + 159) * va0), vacc0x6 = (*(o + 0 * 256 + 160) * va0), vacc0x7 = (*(o + 0 * 256 + 161) * va0), vacc0x8 = (*(o + 0 * 256 + 162) * va0), vacc0x9 = (*(o + 0 * 256 + 163) * va0), vacc0x10 = (*(o + 0 * 256 + 164) * va0), vacc0x11 = (*(o + 0 * 256 + 165) * va0), vacc0x12 = (*(o + 0 * 256 + 166) * va0), vacc0x13 = (*(o + 0 * 256 + 167) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 144) * va0), vacc0x1 = (*(o + 0 * 256 + 145) * va0), vacc0x2 = (*(o + 0 * 256 + 146) * va0), vacc0x3 = (*(o + 0 * 256 + 147) * va0), vacc0x4 = (*(o + 0 * 256 + 148) * va0), vacc0x5 = (*(o + 0 * 256 + 149) * va0), vacc0x6 = (*(o + 0 * 256 + 150) * va0), vacc0x7 = (*(o + 0 * 256 + 151) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
-                const float vv = *(vr + 154);
+                const float vv = *(vr + 144);
                 vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
-                const float vv = *(vr + 155);
+                const float vv = *(vr + 145);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
-                const float vv = *(vr + 156);
+                const float vv = *(vr + 146);
                 vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
-                const float vv = *(vr + 157);
+                const float vv = *(vr + 147);
                 vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
-                const float vv = *(vr + 158);
+                const float vv = *(vr + 148);
                 vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
-                const float vv = *(vr + 159);
+                const float vv = *(vr + 149);
                 vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
-                const float vv = *(vr + 160);
+                const float vv = *(vr + 150);
                 vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
-                const float vv = *(vr + 161);
+                const float vv = *(vr + 151);
                 vacc0x7 = (vp0 * vv + vacc0x7);
+            }
+        }
+        *(o + 0 * 256 + 144) = vacc0x0;
+        *(o + 0 * 256 + 145) = vacc0x1;
+        *(o + 0 * 256 + 146) = vacc0x2;
+        *(o + 0 * 256 + 147) = vacc0x3;
+        *(o + 0 * 256 + 148) = vacc0x4;
+        *(o + 0 * 256 + 149) = vacc0x5;
+        *(o + 0 * 256 + 150) = vacc0x6;
+        *(o + 0 * 256 + 151) = vacc0x7;
+    }
+    { /* columns 152..159 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 152) * va0), vacc0x1 = (*(o + 0 * 256 + 153) * va0), vacc0x2 = (*(o + 0 * 256 + 154) * va0), vacc0x3 = (*(o + 0 * 256 + 155) * va0), vacc0x4 = (*(o + 0 * 256 + 156) * va0), vacc0x5 = (*(o + 0 * 256 + 157) * va0), vacc0x6 = (*(o + 0 * 256 + 158) * va0), vacc0x7 = (*(o + 0 * 256 + 159) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 152);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 153);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 154);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 155);
+                vacc0x3 = (vp0 * vv + vacc0x3);
+            }
+            {
+                const float vv = *(vr + 156);
+                vacc0x4 = (vp0 * vv + vacc0x4);
+            }
+            {
+                const float vv = *(vr + 157);
+                vacc0x5 = (vp0 * vv + vacc0x5);
+            }
+            {
+                const float vv = *(vr + 158);
+                vacc0x6 = (vp0 * vv + vacc0x6);
+            }
+            {
+                const float vv = *(vr + 159);
+                vacc0x7 = (vp0 * vv + vacc0x7);
+            }
+        }
+        *(o + 0 * 256 + 152) = vacc0x0;
+        *(o + 0 * 256 + 153) = vacc0x1;
+        *(o + 0 * 256 + 154) = vacc0x2;
+        *(o + 0 * 256 + 155) = vacc0x3;
+        *(o + 0 * 256 + 156) = vacc0x4;
+        *(o + 0 * 256 + 157) = vacc0x5;
+        *(o + 0 * 256 + 158) = vacc0x6;
+        *(o + 0 * 256 + 159) = vacc0x7;
+    }
+    { /* columns 160..167 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 160) * va0), vacc0x1 = (*(o + 0 * 256 + 161) * va0), vacc0x2 = (*(o + 0 * 256 + 162) * va0), vacc0x3 = (*(o + 0 * 256 + 163) * va0), vacc0x4 = (*(o + 0 * 256 + 164) * va0), vacc0x5 = (*(o + 0 * 256 + 165) * va0), vacc0x6 = (*(o + 0 * 256 + 166) * va0), vacc0x7 = (*(o + 0 * 256 + 167) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 160);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 161);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 162);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 163);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 164);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 165);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 166);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 167);
-                vacc0x13 = (vp0 * vv + vacc0x13);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
         }
-        *(o + 0 * 256 + 154) = vacc0x0;
-        *(o + 0 * 256 + 155) = vacc0x1;
-        *(o + 0 * 256 + 156) = vacc0x2;
-        *(o + 0 * 256 + 157) = vacc0x3;
-        *(o + 0 * 256 + 158) = vacc0x4;
-        *(o + 0 * 256 + 159) = vacc0x5;
-        *(o + 0 * 256 + 160) = vacc0x6;
-        *(o + 0 * 256 + 161) = vacc0x7;
-        *(o + 0 * 256 + 162) = vacc0x8;
-        *(o + 0 * 256 + 163) = vacc0x9;
-        *(o + 0 * 256 + 164) = vacc0x10;
-        *(o + 0 * 256 + 165) = vacc0x11;
-        *(o + 0 * 256 + 166) = vacc0x12;
-        *(o + 0 * 256 + 167) = vacc0x13;
+        *(o + 0 * 256 + 160) = vacc0x0;
+        *(o + 0 * 256 + 161) = vacc0x1;
+        *(o + 0 * 256 + 162) = vacc0x2;
+        *(o + 0 * 256 + 163) = vacc0x3;
+        *(o + 0 * 256 + 164) = vacc0x4;
+        *(o + 0 * 256 + 165) = vacc0x5;
+        *(o + 0 * 256 + 166) = vacc0x6;
+        *(o + 0 * 256 + 167) = vacc0x7;
     }
-    { /* columns 168..181 */
+    { /* columns 168..175 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 168) * va0), vacc0x1 = (*(o + 0 * 256 + 169) * va0), vacc0x2 = (*(o + 0 * 256 + 170) * va0), vacc0x3 = (*(o + 0 * 256 + 171) * va0), vacc0x4 = (*(o + 0 * 256 + 172) * va0), vacc0x5 = (*(o + 0 * 256 + 173) * va0), vacc0x6 = (*(o + 0 * 256 + 174) * va0), vacc0x7 = (*(o + 0 * 256 + 175) * va0), vacc0x8 = (*(o + 0 * 256 + 176) * va0), vacc0x9 = (*(o + 0 * 256 + 177) * va0), vacc0x10 = (*(o + 0 * 256 + 178) * va0), vacc0x11 = (*(o + 0 * 256 + 179) * va0), vacc0x12 = (*(o + 0 * 256 + 180) * va0), vacc0x13 = (*(o + 0 * 256 + 181) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 168) * va0), vacc0x1 = (*(o + 0 * 256 + 169) * va0), vacc0x2 = (*(o + 0 * 256 + 170) * va0), vacc0x3 = (*(o + 0 * 256 + 171) * va0), vacc0x4 = (*(o + 0 * 256 + 172) * va0), vacc0x5 = (*(o + 0 * 256 + 173) * va0), vacc0x6 = (*(o + 0 * 256 + 174) * va0), vacc0x7 = (*(o + 0 * 256 + 175) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 168);
                 vacc0x0 = (vp0 * vv + vacc0x0);
@@ -4505,30 +8076,6 @@ static void attn_gemma2_9b_local_pv_1x256__scalar(const float *restrict p, const
                 const float vv = *(vr + 175);
                 vacc0x7 = (vp0 * vv + vacc0x7);
             }
-            {
-                const float vv = *(vr + 176);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 177);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 178);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 179);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 180);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
-            {
-                const float vv = *(vr + 181);
-                vacc0x13 = (vp0 * vv + vacc0x13);
-            }
         }
         *(o + 0 * 256 + 168) = vacc0x0;
         *(o + 0 * 256 + 169) = vacc0x1;
@@ -4538,253 +8085,301 @@ static void attn_gemma2_9b_local_pv_1x256__scalar(const float *restrict p, const
         *(o + 0 * 256 + 173) = vacc0x5;
         *(o + 0 * 256 + 174) = vacc0x6;
         *(o + 0 * 256 + 175) = vacc0x7;
-        *(o + 0 * 256 + 176) = vacc0x8;
-        *(o + 0 * 256 + 177) = vacc0x9;
-        *(o + 0 * 256 + 178) = vacc0x10;
-        *(o + 0 * 256 + 179) = vacc0x11;
-        *(o + 0 * 256 + 180) = vacc0x12;
-        *(o + 0 * 256 + 181) = vacc0x13;
     }
-    { /* columns 182..195 */
+    { /* columns 176..183 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 182) * va0), vacc0x1 = (*(o + 0 * 256 + 183) * va0), vacc0x2 = (*(o + 0 * 256 + 184) * va0), vacc0x3 = (*(o + 0 * 256 + 185) * va0), vacc0x4 = (*(o + 0 * 256 + 186) * va0), vacc0x5 = (*(o + 0 * 256 + 187) * va0), vacc0x6 = (*(o + 0 * 256 + 188) * va0), vacc0x7 = (*(o + 0 * 256 + 189) * va0), vacc0x8 = (*(o + 0 * 256 + 190) * va0), vacc0x9 = (*(o + 0 * 256 + 191) * va0), vacc0x10 = (*(o + 0 * 256 + 192) * va0), vacc0x11 = (*(o + 0 * 256 + 193) * va0), vacc0x12 = (*(o + 0 * 256 + 194) * va0), vacc0x13 = (*(o + 0 * 256 + 195) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 176) * va0), vacc0x1 = (*(o + 0 * 256 + 177) * va0), vacc0x2 = (*(o + 0 * 256 + 178) * va0), vacc0x3 = (*(o + 0 * 256 + 179) * va0), vacc0x4 = (*(o + 0 * 256 + 180) * va0), vacc0x5 = (*(o + 0 * 256 + 181) * va0), vacc0x6 = (*(o + 0 * 256 + 182) * va0), vacc0x7 = (*(o + 0 * 256 + 183) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 176);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 177);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 178);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 179);
+                vacc0x3 = (vp0 * vv + vacc0x3);
+            }
+            {
+                const float vv = *(vr + 180);
+                vacc0x4 = (vp0 * vv + vacc0x4);
+            }
+            {
+                const float vv = *(vr + 181);
+                vacc0x5 = (vp0 * vv + vacc0x5);
+            }
             {
                 const float vv = *(vr + 182);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 183);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 256 + 176) = vacc0x0;
+        *(o + 0 * 256 + 177) = vacc0x1;
+        *(o + 0 * 256 + 178) = vacc0x2;
+        *(o + 0 * 256 + 179) = vacc0x3;
+        *(o + 0 * 256 + 180) = vacc0x4;
+        *(o + 0 * 256 + 181) = vacc0x5;
+        *(o + 0 * 256 + 182) = vacc0x6;
+        *(o + 0 * 256 + 183) = vacc0x7;
+    }
+    { /* columns 184..191 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 184) * va0), vacc0x1 = (*(o + 0 * 256 + 185) * va0), vacc0x2 = (*(o + 0 * 256 + 186) * va0), vacc0x3 = (*(o + 0 * 256 + 187) * va0), vacc0x4 = (*(o + 0 * 256 + 188) * va0), vacc0x5 = (*(o + 0 * 256 + 189) * va0), vacc0x6 = (*(o + 0 * 256 + 190) * va0), vacc0x7 = (*(o + 0 * 256 + 191) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 184);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 185);
-                vacc0x3 = (vp0 * vv + vacc0x3);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 186);
-                vacc0x4 = (vp0 * vv + vacc0x4);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 187);
-                vacc0x5 = (vp0 * vv + vacc0x5);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 188);
-                vacc0x6 = (vp0 * vv + vacc0x6);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 189);
-                vacc0x7 = (vp0 * vv + vacc0x7);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 190);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 191);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 256 + 184) = vacc0x0;
+        *(o + 0 * 256 + 185) = vacc0x1;
+        *(o + 0 * 256 + 186) = vacc0x2;
+        *(o + 0 * 256 + 187) = vacc0x3;
+        *(o + 0 * 256 + 188) = vacc0x4;
+        *(o + 0 * 256 + 189) = vacc0x5;
+        *(o + 0 * 256 + 190) = vacc0x6;
+        *(o + 0 * 256 + 191) = vacc0x7;
+    }
+    { /* columns 192..199 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 192) * va0), vacc0x1 = (*(o + 0 * 256 + 193) * va0), vacc0x2 = (*(o + 0 * 256 + 194) * va0), vacc0x3 = (*(o + 0 * 256 + 195) * va0), vacc0x4 = (*(o + 0 * 256 + 196) * va0), vacc0x5 = (*(o + 0 * 256 + 197) * va0), vacc0x6 = (*(o + 0 * 256 + 198) * va0), vacc0x7 = (*(o + 0 * 256 + 199) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 192);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 193);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 194);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 195);
-                vacc0x13 = (vp0 * vv + vacc0x13);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
-        }
-        *(o + 0 * 256 + 182) = vacc0x0;
-        *(o + 0 * 256 + 183) = vacc0x1;
-        *(o + 0 * 256 + 184) = vacc0x2;
-        *(o + 0 * 256 + 185) = vacc0x3;
-        *(o + 0 * 256 + 186) = vacc0x4;
-        *(o + 0 * 256 + 187) = vacc0x5;
-        *(o + 0 * 256 + 188) = vacc0x6;
-        *(o + 0 * 256 + 189) = vacc0x7;
-        *(o + 0 * 256 + 190) = vacc0x8;
-        *(o + 0 * 256 + 191) = vacc0x9;
-        *(o + 0 * 256 + 192) = vacc0x10;
-        *(o + 0 * 256 + 193) = vacc0x11;
-        *(o + 0 * 256 + 194) = vacc0x12;
-        *(o + 0 * 256 + 195) = vacc0x13;
-    }
-    { /* columns 196..209 */
-        int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 196) * va0), vacc0x1 = (*(o + 0 * 256 + 197) * va0), vacc0x2 = (*(o + 0 * 256 + 198) * va0), vacc0x3 = (*(o + 0 * 256 + 199) * va0), vacc0x4 = (*(o + 0 * 256 + 200) * va0), vacc0x5 = (*(o + 0 * 256 + 201) * va0), vacc0x6 = (*(o + 0 * 256 + 202) * va0), vacc0x7 = (*(o + 0 * 256 + 203) * va0), vacc0x8 = (*(o + 0 * 256 + 204) * va0), vacc0x9 = (*(o + 0 * 256 + 205) * va0), vacc0x10 = (*(o + 0 * 256 + 206) * va0), vacc0x11 = (*(o + 0 * 256 + 207) * va0), vacc0x12 = (*(o + 0 * 256 + 208) * va0), vacc0x13 = (*(o + 0 * 256 + 209) * va0);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
             {
                 const float vv = *(vr + 196);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 197);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 198);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 199);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 200);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 201);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 202);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 203);
                 vacc0x7 = (vp0 * vv + vacc0x7);
             }
-            {
-                const float vv = *(vr + 204);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 205);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 206);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 207);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 208);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
-            {
-                const float vv = *(vr + 209);
-                vacc0x13 = (vp0 * vv + vacc0x13);
-            }
         }
-        *(o + 0 * 256 + 196) = vacc0x0;
-        *(o + 0 * 256 + 197) = vacc0x1;
-        *(o + 0 * 256 + 198) = vacc0x2;
-        *(o + 0 * 256 + 199) = vacc0x3;
-        *(o + 0 * 256 + 200) = vacc0x4;
-        *(o + 0 * 256 + 201) = vacc0x5;
-        *(o + 0 * 256 + 202) = vacc0x6;
-        *(o + 0 * 256 + 203) = vacc0x7;
-        *(o + 0 * 256 + 204) = vacc0x8;
-        *(o + 0 * 256 + 205) = vacc0x9;
-        *(o + 0 * 256 + 206) = vacc0x10;
-        *(o + 0 * 256 + 207) = vacc0x11;
-        *(o + 0 * 256 + 208) = vacc0x12;
-        *(o + 0 * 256 + 209) = vacc0x13;
+        *(o + 0 * 256 + 192) = vacc0x0;
+        *(o + 0 * 256 + 193) = vacc0x1;
+        *(o + 0 * 256 + 194) = vacc0x2;
+        *(o + 0 * 256 + 195) = vacc0x3;
+        *(o + 0 * 256 + 196) = vacc0x4;
+        *(o + 0 * 256 + 197) = vacc0x5;
+        *(o + 0 * 256 + 198) = vacc0x6;
+        *(o + 0 * 256 + 199) = vacc0x7;
     }
-    { /* columns 210..223 */
+    { /* columns 200..207 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 210) * va0), vacc0x1 = (*(o + 0 * 256 + 211) * va0), vacc0x2 = (*(o + 0 * 256 + 212) * va0), vacc0x3 = (*(o + 0 * 256 + 213) * va0), vacc0x4 = (*(o + 0 * 256 + 214) * va0), vacc0x5 = (*(o + 0 * 256 + 215) * va0), vacc0x6 = (*(o + 0 * 256 + 216) * va0), vacc0x7 = (*(o + 0 * 256 + 217) * va0), vacc0x8 = (*(o + 0 * 256 + 218) * va0), vacc0x9 = (*(o + 0 * 256 + 219) * va0), vacc0x10 = (*(o + 0 * 256 + 220) * va0), vacc0x11 = (*(o + 0 * 256 + 221) * va0), vacc0x12 = (*(o + 0 * 256 + 222) * va0), vacc0x13 = (*(o + 0 * 256 + 223) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 200) * va0), vacc0x1 = (*(o + 0 * 256 + 201) * va0), vacc0x2 = (*(o + 0 * 256 + 202) * va0), vacc0x3 = (*(o + 0 * 256 + 203) * va0), vacc0x4 = (*(o + 0 * 256 + 204) * va0), vacc0x5 = (*(o + 0 * 256 + 205) * va0), vacc0x6 = (*(o + 0 * 256 + 206) * va0), vacc0x7 = (*(o + 0 * 256 + 207) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
-                const float vv = *(vr + 210);
+                const float vv = *(vr + 200);
                 vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
-                const float vv = *(vr + 211);
+                const float vv = *(vr + 201);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
-                const float vv = *(vr + 212);
+                const float vv = *(vr + 202);
                 vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
-                const float vv = *(vr + 213);
+                const float vv = *(vr + 203);
                 vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
-                const float vv = *(vr + 214);
+                const float vv = *(vr + 204);
                 vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
-                const float vv = *(vr + 215);
+                const float vv = *(vr + 205);
                 vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
-                const float vv = *(vr + 216);
+                const float vv = *(vr + 206);
                 vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
-                const float vv = *(vr + 217);
+                const float vv = *(vr + 207);
                 vacc0x7 = (vp0 * vv + vacc0x7);
+            }
+        }
+        *(o + 0 * 256 + 200) = vacc0x0;
+        *(o + 0 * 256 + 201) = vacc0x1;
+        *(o + 0 * 256 + 202) = vacc0x2;
+        *(o + 0 * 256 + 203) = vacc0x3;
+        *(o + 0 * 256 + 204) = vacc0x4;
+        *(o + 0 * 256 + 205) = vacc0x5;
+        *(o + 0 * 256 + 206) = vacc0x6;
+        *(o + 0 * 256 + 207) = vacc0x7;
+    }
+    { /* columns 208..215 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 208) * va0), vacc0x1 = (*(o + 0 * 256 + 209) * va0), vacc0x2 = (*(o + 0 * 256 + 210) * va0), vacc0x3 = (*(o + 0 * 256 + 211) * va0), vacc0x4 = (*(o + 0 * 256 + 212) * va0), vacc0x5 = (*(o + 0 * 256 + 213) * va0), vacc0x6 = (*(o + 0 * 256 + 214) * va0), vacc0x7 = (*(o + 0 * 256 + 215) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 208);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 209);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 210);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 211);
+                vacc0x3 = (vp0 * vv + vacc0x3);
+            }
+            {
+                const float vv = *(vr + 212);
+                vacc0x4 = (vp0 * vv + vacc0x4);
+            }
+            {
+                const float vv = *(vr + 213);
+                vacc0x5 = (vp0 * vv + vacc0x5);
+            }
+            {
+                const float vv = *(vr + 214);
+                vacc0x6 = (vp0 * vv + vacc0x6);
+            }
+            {
+                const float vv = *(vr + 215);
+                vacc0x7 = (vp0 * vv + vacc0x7);
+            }
+        }
+        *(o + 0 * 256 + 208) = vacc0x0;
+        *(o + 0 * 256 + 209) = vacc0x1;
+        *(o + 0 * 256 + 210) = vacc0x2;
+        *(o + 0 * 256 + 211) = vacc0x3;
+        *(o + 0 * 256 + 212) = vacc0x4;
+        *(o + 0 * 256 + 213) = vacc0x5;
+        *(o + 0 * 256 + 214) = vacc0x6;
+        *(o + 0 * 256 + 215) = vacc0x7;
+    }
+    { /* columns 216..223 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 216) * va0), vacc0x1 = (*(o + 0 * 256 + 217) * va0), vacc0x2 = (*(o + 0 * 256 + 218) * va0), vacc0x3 = (*(o + 0 * 256 + 219) * va0), vacc0x4 = (*(o + 0 * 256 + 220) * va0), vacc0x5 = (*(o + 0 * 256 + 221) * va0), vacc0x6 = (*(o + 0 * 256 + 222) * va0), vacc0x7 = (*(o + 0 * 256 + 223) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 216);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 217);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 218);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 219);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 220);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 221);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 222);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 223);
-                vacc0x13 = (vp0 * vv + vacc0x13);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
         }
-        *(o + 0 * 256 + 210) = vacc0x0;
-        *(o + 0 * 256 + 211) = vacc0x1;
-        *(o + 0 * 256 + 212) = vacc0x2;
-        *(o + 0 * 256 + 213) = vacc0x3;
-        *(o + 0 * 256 + 214) = vacc0x4;
-        *(o + 0 * 256 + 215) = vacc0x5;
-        *(o + 0 * 256 + 216) = vacc0x6;
-        *(o + 0 * 256 + 217) = vacc0x7;
-        *(o + 0 * 256 + 218) = vacc0x8;
-        *(o + 0 * 256 + 219) = vacc0x9;
-        *(o + 0 * 256 + 220) = vacc0x10;
-        *(o + 0 * 256 + 221) = vacc0x11;
-        *(o + 0 * 256 + 222) = vacc0x12;
-        *(o + 0 * 256 + 223) = vacc0x13;
+        *(o + 0 * 256 + 216) = vacc0x0;
+        *(o + 0 * 256 + 217) = vacc0x1;
+        *(o + 0 * 256 + 218) = vacc0x2;
+        *(o + 0 * 256 + 219) = vacc0x3;
+        *(o + 0 * 256 + 220) = vacc0x4;
+        *(o + 0 * 256 + 221) = vacc0x5;
+        *(o + 0 * 256 + 222) = vacc0x6;
+        *(o + 0 * 256 + 223) = vacc0x7;
     }
-    { /* columns 224..237 */
+    { /* columns 224..231 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 224) * va0), vacc0x1 = (*(o + 0 * 256 + 225) * va0), vacc0x2 = (*(o + 0 * 256 + 226) * va0), vacc0x3 = (*(o + 0 * 256 + 227) * va0), vacc0x4 = (*(o + 0 * 256 + 228) * va0), vacc0x5 = (*(o + 0 * 256 + 229) * va0), vacc0x6 = (*(o + 0 * 256 + 230) * va0), vacc0x7 = (*(o + 0 * 256 + 231) * va0), vacc0x8 = (*(o + 0 * 256 + 232) * va0), vacc0x9 = (*(o + 0 * 256 + 233) * va0), vacc0x10 = (*(o + 0 * 256 + 234) * va0), vacc0x11 = (*(o + 0 * 256 + 235) * va0), vacc0x12 = (*(o + 0 * 256 + 236) * va0), vacc0x13 = (*(o + 0 * 256 + 237) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 224) * va0), vacc0x1 = (*(o + 0 * 256 + 225) * va0), vacc0x2 = (*(o + 0 * 256 + 226) * va0), vacc0x3 = (*(o + 0 * 256 + 227) * va0), vacc0x4 = (*(o + 0 * 256 + 228) * va0), vacc0x5 = (*(o + 0 * 256 + 229) * va0), vacc0x6 = (*(o + 0 * 256 + 230) * va0), vacc0x7 = (*(o + 0 * 256 + 231) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 224);
                 vacc0x0 = (vp0 * vv + vacc0x0);
@@ -4817,30 +8412,6 @@ static void attn_gemma2_9b_local_pv_1x256__scalar(const float *restrict p, const
                 const float vv = *(vr + 231);
                 vacc0x7 = (vp0 * vv + vacc0x7);
             }
-            {
-                const float vv = *(vr + 232);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 233);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 234);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 235);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 236);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
-            {
-                const float vv = *(vr + 237);
-                vacc0x13 = (vp0 * vv + vacc0x13);
-            }
         }
         *(o + 0 * 256 + 224) = vacc0x0;
         *(o + 0 * 256 + 225) = vacc0x1;
@@ -4850,189 +8421,225 @@ static void attn_gemma2_9b_local_pv_1x256__scalar(const float *restrict p, const
         *(o + 0 * 256 + 229) = vacc0x5;
         *(o + 0 * 256 + 230) = vacc0x6;
         *(o + 0 * 256 + 231) = vacc0x7;
-        *(o + 0 * 256 + 232) = vacc0x8;
-        *(o + 0 * 256 + 233) = vacc0x9;
-        *(o + 0 * 256 + 234) = vacc0x10;
-        *(o + 0 * 256 + 235) = vacc0x11;
-        *(o + 0 * 256 + 236) = vacc0x12;
-        *(o + 0 * 256 + 237) = vacc0x13;
     }
-    { /* columns 238..251 */
+    { /* columns 232..239 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 238) * va0), vacc0x1 = (*(o + 0 * 256 + 239) * va0), vacc0x2 = (*(o + 0 * 256 + 240) * va0), vacc0x3 = (*(o + 0 * 256 + 241) * va0), vacc0x4 = (*(o + 0 * 256 + 242) * va0), vacc0x5 = (*(o + 0 * 256 + 243) * va0), vacc0x6 = (*(o + 0 * 256 + 244) * va0), vacc0x7 = (*(o + 0 * 256 + 245) * va0), vacc0x8 = (*(o + 0 * 256 + 246) * va0), vacc0x9 = (*(o + 0 * 256 + 247) * va0), vacc0x10 = (*(o + 0 * 256 + 248) * va0), vacc0x11 = (*(o + 0 * 256 + 249) * va0), vacc0x12 = (*(o + 0 * 256 + 250) * va0), vacc0x13 = (*(o + 0 * 256 + 251) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 232) * va0), vacc0x1 = (*(o + 0 * 256 + 233) * va0), vacc0x2 = (*(o + 0 * 256 + 234) * va0), vacc0x3 = (*(o + 0 * 256 + 235) * va0), vacc0x4 = (*(o + 0 * 256 + 236) * va0), vacc0x5 = (*(o + 0 * 256 + 237) * va0), vacc0x6 = (*(o + 0 * 256 + 238) * va0), vacc0x7 = (*(o + 0 * 256 + 239) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
-                const float vv = *(vr + 238);
+                const float vv = *(vr + 232);
                 vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
-                const float vv = *(vr + 239);
+                const float vv = *(vr + 233);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
-                const float vv = *(vr + 240);
+                const float vv = *(vr + 234);
                 vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
-                const float vv = *(vr + 241);
+                const float vv = *(vr + 235);
                 vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
-                const float vv = *(vr + 242);
+                const float vv = *(vr + 236);
                 vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
-                const float vv = *(vr + 243);
+                const float vv = *(vr + 237);
                 vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
-                const float vv = *(vr + 244);
+                const float vv = *(vr + 238);
                 vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
-                const float vv = *(vr + 245);
+                const float vv = *(vr + 239);
                 vacc0x7 = (vp0 * vv + vacc0x7);
             }
-            {
-                const float vv = *(vr + 246);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 247);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 248);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 249);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 250);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
-            {
-                const float vv = *(vr + 251);
-                vacc0x13 = (vp0 * vv + vacc0x13);
-            }
         }
-        *(o + 0 * 256 + 238) = vacc0x0;
-        *(o + 0 * 256 + 239) = vacc0x1;
-        *(o + 0 * 256 + 240) = vacc0x2;
-        *(o + 0 * 256 + 241) = vacc0x3;
-        *(o + 0 * 256 + 242) = vacc0x4;
-        *(o + 0 * 256 + 243) = vacc0x5;
-        *(o + 0 * 256 + 244) = vacc0x6;
-        *(o + 0 * 256 + 245) = vacc0x7;
-        *(o + 0 * 256 + 246) = vacc0x8;
-        *(o + 0 * 256 + 247) = vacc0x9;
-        *(o + 0 * 256 + 248) = vacc0x10;
-        *(o + 0 * 256 + 249) = vacc0x11;
-        *(o + 0 * 256 + 250) = vacc0x12;
-        *(o + 0 * 256 + 251) = vacc0x13;
+        *(o + 0 * 256 + 232) = vacc0x0;
+        *(o + 0 * 256 + 233) = vacc0x1;
+        *(o + 0 * 256 + 234) = vacc0x2;
+        *(o + 0 * 256 + 235) = vacc0x3;
+        *(o + 0 * 256 + 236) = vacc0x4;
+        *(o + 0 * 256 + 237) = vacc0x5;
+        *(o + 0 * 256 + 238) = vacc0x6;
+        *(o + 0 * 256 + 239) = vacc0x7;
     }
-    { /* columns 252..255 */
+    { /* columns 240..247 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 252) * va0), vacc0x1 = (*(o + 0 * 256 + 253) * va0), vacc0x2 = (*(o + 0 * 256 + 254) * va0), vacc0x3 = (*(o + 0 * 256 + 255) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 240) * va0), vacc0x1 = (*(o + 0 * 256 + 241) * va0), vacc0x2 = (*(o + 0 * 256 + 242) * va0), vacc0x3 = (*(o + 0 * 256 + 243) * va0), vacc0x4 = (*(o + 0 * 256 + 244) * va0), vacc0x5 = (*(o + 0 * 256 + 245) * va0), vacc0x6 = (*(o + 0 * 256 + 246) * va0), vacc0x7 = (*(o + 0 * 256 + 247) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
             {
-                const float vv = *(vr + 252);
+                const float vv = *(vr + 240);
                 vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
-                const float vv = *(vr + 253);
+                const float vv = *(vr + 241);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
-                const float vv = *(vr + 254);
+                const float vv = *(vr + 242);
                 vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
-                const float vv = *(vr + 255);
+                const float vv = *(vr + 243);
                 vacc0x3 = (vp0 * vv + vacc0x3);
             }
+            {
+                const float vv = *(vr + 244);
+                vacc0x4 = (vp0 * vv + vacc0x4);
+            }
+            {
+                const float vv = *(vr + 245);
+                vacc0x5 = (vp0 * vv + vacc0x5);
+            }
+            {
+                const float vv = *(vr + 246);
+                vacc0x6 = (vp0 * vv + vacc0x6);
+            }
+            {
+                const float vv = *(vr + 247);
+                vacc0x7 = (vp0 * vv + vacc0x7);
+            }
         }
-        *(o + 0 * 256 + 252) = vacc0x0;
-        *(o + 0 * 256 + 253) = vacc0x1;
-        *(o + 0 * 256 + 254) = vacc0x2;
-        *(o + 0 * 256 + 255) = vacc0x3;
+        *(o + 0 * 256 + 240) = vacc0x0;
+        *(o + 0 * 256 + 241) = vacc0x1;
+        *(o + 0 * 256 + 242) = vacc0x2;
+        *(o + 0 * 256 + 243) = vacc0x3;
+        *(o + 0 * 256 + 244) = vacc0x4;
+        *(o + 0 * 256 + 245) = vacc0x5;
+        *(o + 0 * 256 + 246) = vacc0x6;
+        *(o + 0 * 256 + 247) = vacc0x7;
+    }
+    { /* columns 248..255 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 248) * va0), vacc0x1 = (*(o + 0 * 256 + 249) * va0), vacc0x2 = (*(o + 0 * 256 + 250) * va0), vacc0x3 = (*(o + 0 * 256 + 251) * va0), vacc0x4 = (*(o + 0 * 256 + 252) * va0), vacc0x5 = (*(o + 0 * 256 + 253) * va0), vacc0x6 = (*(o + 0 * 256 + 254) * va0), vacc0x7 = (*(o + 0 * 256 + 255) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 248);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 249);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 250);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 251);
+                vacc0x3 = (vp0 * vv + vacc0x3);
+            }
+            {
+                const float vv = *(vr + 252);
+                vacc0x4 = (vp0 * vv + vacc0x4);
+            }
+            {
+                const float vv = *(vr + 253);
+                vacc0x5 = (vp0 * vv + vacc0x5);
+            }
+            {
+                const float vv = *(vr + 254);
+                vacc0x6 = (vp0 * vv + vacc0x6);
+            }
+            {
+                const float vv = *(vr + 255);
+                vacc0x7 = (vp0 * vv + vacc0x7);
+            }
+        }
+        *(o + 0 * 256 + 248) = vacc0x0;
+        *(o + 0 * 256 + 249) = vacc0x1;
+        *(o + 0 * 256 + 250) = vacc0x2;
+        *(o + 0 * 256 + 251) = vacc0x3;
+        *(o + 0 * 256 + 252) = vacc0x4;
+        *(o + 0 * 256 + 253) = vacc0x5;
+        *(o + 0 * 256 + 254) = vacc0x6;
+        *(o + 0 * 256 + 255) = vacc0x7;
     }
 }
 
 /* Per-thread scratch of the scalar variant. */
 typedef struct {
-    float s[64 * 64];      /* scores, then probabilities */
-    float o[64 * 256];      /* unnormalized output rows */
-    float m[64], l[64], alpha[64]; /* running max, sum, rescale */
-    int64_t lo[64], hi[64], sink_hi[64], first[64], last[64];
+    float q[96 * 256];       /* the query tile, times scale */
+    float s[96 * 128];      /* scores, then probabilities */
+    float o[96 * 256];      /* unnormalized output rows */
+    float m[96], l[96], alpha[96]; /* running max, sum, rescale */
+    int64_t lo[96], hi[96], sink_hi[96], first[96], last[96];
 } attn_gemma2_9b_local_scratch__scalar;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-static void attn_gemma2_9b_local_unit__scalar(const attn_args *args, const float *kt, int64_t ldk,
+static void attn_gemma2_9b_local_unit__scalar(const attn_args *args, const float *kt, const float *v, int64_t lkp,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_local_scratch__scalar *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t hk = h / 2;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
-    const int64_t qs = args->q_stride[1];
-    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    const int64_t vs = args->v_stride[1];
-    const int64_t ntiles = (lk + 63) / 64;
-    int64_t r, t;
+    const int64_t ntiles = (lk + 127) / 128;
+    int64_t r, t, c;
 
-    kt += (b * 8 + hk) * 256 * ldk; /* K^T of (b, hk) */
+    kt += (b * 8 + hk) * 256 * lkp; /* packed K^T and V of (b, hk) */
+    v += (b * 8 + hk) * 256 * lkp;
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_local_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+        const float *restrict qr = q + r * args->q_stride[1];
+        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0625f;
+    }
 
     for (t = 0; t < ntiles; t++) {
-        const int64_t j0 = t * 64;
-        const int64_t jn = lk - j0 < 64 ? lk - j0 : 64; /* keys of this tile that exist */
+        const int64_t j0 = t * 128;
+        const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
         const int cls = attn_gemma2_9b_local_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        int64_t c;
         if (cls == 0) continue; /* no row sees this tile */
 
-        /* scores: S = scale * Q K^T */
-        for (r = 0; r + 6 <= tq; r += 6)
-            for (c = 0; c < 64; c += 2)
-                attn_gemma2_9b_local_qk_6x2__scalar(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
-        for (; r < tq; r++)
-            for (c = 0; c < 64; c += 2)
-                attn_gemma2_9b_local_qk_1x2__scalar(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
+        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
+           stays in L1 while every row block of the tile passes over it */
+        for (c = 0; c < 128; c += 4) {
+            const float *ktc = kt + j0 * 256 + c;
+            for (r = 0; r + 4 <= tq; r += 4)
+                attn_gemma2_9b_local_qk_4x4__scalar(w->q + r * 256, ktc, w->s + r * 128 + c);
+            for (; r < tq; r++)
+                attn_gemma2_9b_local_qk_1x4__scalar(w->q + r * 256, ktc, w->s + r * 128 + c);
+        }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 64;
+            float *restrict sr = w->s + r * 128;
             float mx = -INFINITY, m_new, m_ref, sum;
-            for (c = 0; c < 64; c += 1) {
+            for (c = 0; c < 128; c += 1) {
                 float x = *(sr + c);
                 x = ((50.0f) * tanhf((x * (0.02f))));  /* softcap */
                 *(sr + c) = x;
             }
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 64; c++) {
+                for (c = 0; c < 128; c++) {
                     const int64_t j = j0 + c;
                     const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
                     if (!seen) sr[c] = -INFINITY;
                 }
             }
-            for (c = 0; c < 64; c++) mx = mx > sr[c] ? mx : sr[c];
+            for (c = 0; c < 128; c++) mx = mx > sr[c] ? mx : sr[c];
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
             w->alpha[r] = expf(w->m[r] - m_ref);
             {
                 const float vm = (m_ref);
                 float vsum = 0.0f;
-                for (c = 0; c < 64; c += 1) {
+                for (c = 0; c < 128; c += 1) {
                     const float e = expf((*(sr + c) - vm));
                     *(sr + c) = e;
                     vsum = (vsum + e);
@@ -5045,11 +8652,11 @@ static void attn_gemma2_9b_local_unit__scalar(const attn_args *args, const float
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 1 ? 1 : 1;
-            int64_t jlo = 64, jhi = 0, k;
+            const int64_t rows = tq - r >= 4 ? 4 : 1;
+            int64_t jlo = 128, jhi = 0, k;
             if (cls == 2) {
                 jlo = 0;
-                jhi = 64;
+                jhi = 128;
             } else {
                 for (k = r; k < r + rows; k++) {
                     if (w->last[k] > w->first[k]) {
@@ -5060,7 +8667,10 @@ static void attn_gemma2_9b_local_unit__scalar(const attn_args *args, const float
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-                attn_gemma2_9b_local_pv_1x256__scalar(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 256, w->alpha + r);
+            if (rows == 4)
+                attn_gemma2_9b_local_pv_4x256__scalar(w->s + r * 128, v + j0 * 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+            else
+                attn_gemma2_9b_local_pv_1x256__scalar(w->s + r * 128, v + j0 * 256, jlo, jhi, w->o + r * 256, w->alpha + r);
             r += rows;
         }
     }
@@ -5332,46 +8942,58 @@ static void attn_gemma2_9b_local_unit__scalar(const attn_args *args, const float
     }
 }
 
-/* K^T for batch b, kv head hk: kt[d][j] = K[b][j][hk][d] for j < Lk_b, else 0. */
-static void attn_gemma2_9b_local_pack__scalar(const attn_args *args, int64_t b, int64_t hk, float *kt, int64_t ldk)
+/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+ * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
+static void attn_gemma2_9b_local_pack__scalar(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
+        float *restrict vp, int64_t lkp)
 {
     const int64_t lk = args->seq_k;
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
+    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
     int64_t j, d;
+    memset(kt, 0, sizeof(float) * (size_t)(lkp * 256));
+    memset(vp, 0, sizeof(float) * (size_t)(lkp * 256));
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
-        for (d = 0; d < 256; d++) kt[d * ldk + j] = kr[d];
+        const float *restrict vr = v + j * args->v_stride[1];
+        float *restrict kc = kt + (j / 128) * 32768 + j % 128;
+        for (d = 0; d < 256; d++) kc[d * 128] = kr[d];
+        memcpy(vp + j * 256, vr, sizeof(float) * 256);
     }
-    for (d = 0; d < 256; d++)
-        for (j = lk; j < ldk; j++) kt[d * ldk + j] = 0.0f;
 }
 
 attn_status attn_gemma2_9b_local_fwd__scalar(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_local_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
-    const int64_t ldk = (args->seq_k + 63) / 64 * 64;
-    const int64_t nq = (Lq + 63) / 64;
+    const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
+    const int64_t nq = (Lq + 95) / 96;
     const int64_t units = B * 16 * nq;
     const int threads = args->threads;
-    float *kt = NULL;
+    float *kt = NULL, *vp = NULL;
     int failed = 0;
     int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (ldk > 0) {
-        if ((uint64_t)B * 2048 > (uint64_t)INT64_MAX / 4 / (uint64_t)ldk) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * ldk));
-        if (!kt) return ATTN_ERR_NOMEM;
+    if (lkp > 0) {
+        if ((uint64_t)B * 4096 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
+        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
+        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
+        if (!kt || !vp) {
+            attn_free(kt);
+            attn_free(vp);
+            return ATTN_ERR_NOMEM;
+        }
     }
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     for (u = 0; u < B * 8; u++)
-        if (ldk > 0) attn_gemma2_9b_local_pack__scalar(args, u / 8, u % 8, kt + u * 256 * ldk, ldk);
+        if (lkp > 0)
+            attn_gemma2_9b_local_pack__scalar(args, u / 8, u % 8, kt + u * 256 * lkp, vp + u * 256 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -5391,13 +9013,14 @@ attn_status attn_gemma2_9b_local_fwd__scalar(const attn_args *args)
             /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
             const int64_t qt = nq - 1 - u % nq;
             const int64_t bh = u / nq;
-            const int64_t i0 = qt * 64;
-            if (w) attn_gemma2_9b_local_unit__scalar(args, kt, ldk, bh / 16, bh % 16, i0,
-                    Lq - i0 < 64 ? Lq - i0 : 64, w);
+            const int64_t i0 = qt * 96;
+            if (w) attn_gemma2_9b_local_unit__scalar(args, kt, vp, lkp, bh / 16, bh % 16, i0,
+                    Lq - i0 < 96 ? Lq - i0 : 96, w);
         }
         attn_free(w);
     }
     attn_free(kt);
+    attn_free(vp);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 
@@ -5422,7 +9045,7 @@ static const attn_variant attn_gemma2_9b_local_variants[] = {
 const attn_kernel attn_gemma2_9b_local_kernel = {
     { "gemma2_9b_local", 16, 8, 256, 256, 1, 4095, 0,
       0, 0, ATTN_MASK_NONE, 0.0625f, 50.0f, 0,
-      64, 64 },
+      96, 128 },
     attn_gemma2_9b_local_fwd,
     (int)(sizeof(attn_gemma2_9b_local_variants) / sizeof(attn_gemma2_9b_local_variants[0])) - 1,
     attn_gemma2_9b_local_variants

@@ -20,7 +20,7 @@
  *   dtype = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
- * Tile: q = 64, kv = 64 (heuristic default (tile = "auto", no tuning result)).
+ * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
  */
 #ifndef ATTN_GEMMA2_9B_LOCAL_H
 #define ATTN_GEMMA2_9B_LOCAL_H
@@ -34,7 +34,7 @@ extern "C" {
 /*
  * gemma2_9b_local: 16 query heads, 8 key/value heads, head dim 256 (V: 256).
  * Mask: causal (bottom-right), window left 4095, right 0, softcap 50.0f.
- * Tiles: 64 query rows x 64 keys (heuristic default (tile = "auto", no tuning result)).
+ * Tiles: 96 query rows x 128 keys (heuristic default (tile = "auto", no tuning result)).
  *
  * attn_gemma2_9b_local_fwd() checks its arguments, picks the best ISA variant this CPU
  * runs (once; ATTNGEN_ISA=name forces one) and computes

@@ -19,7 +19,7 @@
  *   dtype = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
- * Tile: q = 64, kv = 64 (heuristic default (tile = "auto", no tuning result)).
+ * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
  */
 #include "llama3_8b.h"
 
@@ -38,12 +38,15 @@
 
 /*
  * Shape: Hq = 32, Hkv = 8 (query head h reads kv head h / 4), D = 128, Dv = 128.
- * Tiles: TQ = 64 query rows x TK = 64 keys; a full tile is 2097152 FLOPs.
+ * Tiles: TQ = 96 query rows x TK = 128 keys; a full tile is 6291456 FLOPs.
  * Mask: causal (bottom-right).
  *
  * Algorithm (flash attention, one pass, O(L) memory):
- *   1. K is packed once per (batch, kv head) into K^T [D][Lkp] so that
- *      scores vectorize over keys (Lkp = Lk rounded up to TK, zero-filled).
+ *   1. K and V are packed once per (batch, kv head): K^T tile by tile,
+ *      [Lk/TK][D][TK], so scores vectorize over keys and each tile's panel
+ *      is contiguous; V as [Lk][Dvp] rows (Dv padded to whole vectors with
+ *      zeros).  Both are zero past Lk_b, and their rows are contiguous, so no
+ *      read strides by a power of two (which would alias in the L1 cache).
  *   2. Each work unit is (batch, query head, query tile).  For every key
  *      tile it computes S = scale * Q K^T, adds the score terms, masks,
  *      updates the running row max m and sum l, and accumulates
@@ -68,13 +71,13 @@ static void attn_llama3_8b_row_span(int64_t p, int64_t lk, int64_t *lo, int64_t 
     *sink_hi = s;
 }
 
-/* How the rows [0, tq) see the key tile [j0, j0 + 64): returns 0 when no row
+/* How the rows [0, tq) see the key tile [j0, j0 + 128): returns 0 when no row
  * sees a key of it, 2 when every row sees all of it, else 1; first[r]/last[r]
  * bound the tile columns row r may see. */
 static int attn_llama3_8b_classify(int64_t tq, int64_t j0, const int64_t *lo, const int64_t *hi,
                                    const int64_t *sink_hi, int64_t *first, int64_t *last)
 {
-    const int64_t j1 = j0 + 64;
+    const int64_t j1 = j0 + 128;
     int any = 0, all = 1;
     int64_t r;
     for (r = 0; r < tq; r++) {
@@ -87,7 +90,7 @@ static int attn_llama3_8b_classify(int64_t tq, int64_t j0, const int64_t *lo, co
         first[r] = n ? f - j0 : 0;
         last[r] = n ? e - j0 : 0;
         any |= n > 0;
-        all &= n == 64;
+        all &= n == 128;
     }
     return any ? (all ? 2 : 1) : 0;
 }
@@ -118,380 +121,419 @@ __attribute__((target("avx512f"))) static inline __m512 attn_exp__avx512(__m512 
     return _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)));
 }
 
-/* Scores S[6][64] = scale * Q[6][128] K^T[128][64], D unrolled.
- * q: query rows 6 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  98304 FLOPs, 29 vector registers. */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_qk_6x64__avx512(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[8][32] = Q[8][128] K^T[128][32] (Q is packed pre-scaled).
+ * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  65536 FLOPs, 19 vector registers. */
+__attribute__((target("avx512f"))) static void attn_llama3_8b_qk_8x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps(), vacc0x2 = _mm512_setzero_ps(), vacc0x3 = _mm512_setzero_ps();
-    __m512 vacc1x0 = _mm512_setzero_ps(), vacc1x1 = _mm512_setzero_ps(), vacc1x2 = _mm512_setzero_ps(), vacc1x3 = _mm512_setzero_ps();
-    __m512 vacc2x0 = _mm512_setzero_ps(), vacc2x1 = _mm512_setzero_ps(), vacc2x2 = _mm512_setzero_ps(), vacc2x3 = _mm512_setzero_ps();
-    __m512 vacc3x0 = _mm512_setzero_ps(), vacc3x1 = _mm512_setzero_ps(), vacc3x2 = _mm512_setzero_ps(), vacc3x3 = _mm512_setzero_ps();
-    __m512 vacc4x0 = _mm512_setzero_ps(), vacc4x1 = _mm512_setzero_ps(), vacc4x2 = _mm512_setzero_ps(), vacc4x3 = _mm512_setzero_ps();
-    __m512 vacc5x0 = _mm512_setzero_ps(), vacc5x1 = _mm512_setzero_ps(), vacc5x2 = _mm512_setzero_ps(), vacc5x3 = _mm512_setzero_ps();
-    const float *restrict q0 = q + 0 * qs;
-    const float *restrict q1 = q + 1 * qs;
-    const float *restrict q2 = q + 2 * qs;
-    const float *restrict q3 = q + 3 * qs;
-    const float *restrict q4 = q + 4 * qs;
-    const float *restrict q5 = q + 5 * qs;
+    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
+    __m512 vacc1x0 = _mm512_setzero_ps(), vacc1x1 = _mm512_setzero_ps();
+    __m512 vacc2x0 = _mm512_setzero_ps(), vacc2x1 = _mm512_setzero_ps();
+    __m512 vacc3x0 = _mm512_setzero_ps(), vacc3x1 = _mm512_setzero_ps();
+    __m512 vacc4x0 = _mm512_setzero_ps(), vacc4x1 = _mm512_setzero_ps();
+    __m512 vacc5x0 = _mm512_setzero_ps(), vacc5x1 = _mm512_setzero_ps();
+    __m512 vacc6x0 = _mm512_setzero_ps(), vacc6x1 = _mm512_setzero_ps();
+    __m512 vacc7x0 = _mm512_setzero_ps(), vacc7x1 = _mm512_setzero_ps();
+    const float *restrict q0 = q + 0;
+    const float *restrict q1 = q + 128;
+    const float *restrict q2 = q + 256;
+    const float *restrict q3 = q + 384;
+    const float *restrict q4 = q + 512;
+    const float *restrict q5 = q + 640;
+    const float *restrict q6 = q + 768;
+    const float *restrict q7 = q + 896;
 
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d]);
             const __m512 vq1 = _mm512_set1_ps(q1[d]);
             const __m512 vq2 = _mm512_set1_ps(q2[d]);
             const __m512 vq3 = _mm512_set1_ps(q3[d]);
             const __m512 vq4 = _mm512_set1_ps(q4[d]);
             const __m512 vq5 = _mm512_set1_ps(q5[d]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 1 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 1) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 1) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 1]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 1]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 1]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 1]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 1]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 1]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 1]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 1]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 2 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 2) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 2) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 2]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 2]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 2]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 2]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 2]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 2]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 2]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 2]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 3 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 3) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 3) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 3]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 3]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 3]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 3]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 3]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 3]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 3]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 3]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 4 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 4) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 4) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 4]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 4]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 4]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 4]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 4]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 4]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 4]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 4]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 5 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 5) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 5) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 5]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 5]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 5]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 5]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 5]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 5]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 5]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 5]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 6 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 6) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 6) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 6]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 6]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 6]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 6]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 6]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 6]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 6]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 6]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 7 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 7) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 7) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 7]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 7]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 7]);
             const __m512 vq3 = _mm512_set1_ps(q3[d + 7]);
             const __m512 vq4 = _mm512_set1_ps(q4[d + 7]);
             const __m512 vq5 = _mm512_set1_ps(q5[d + 7]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
-            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vq1, vk2, vacc1x2); vacc1x3 = _mm512_fmadd_ps(vq1, vk3, vacc1x3);
-            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vq2, vk2, vacc2x2); vacc2x3 = _mm512_fmadd_ps(vq2, vk3, vacc2x3);
-            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vq3, vk2, vacc3x2); vacc3x3 = _mm512_fmadd_ps(vq3, vk3, vacc3x3);
-            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vq4, vk2, vacc4x2); vacc4x3 = _mm512_fmadd_ps(vq4, vk3, vacc4x3);
-            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vq5, vk2, vacc5x2); vacc5x3 = _mm512_fmadd_ps(vq5, vk3, vacc5x3);
+            const __m512 vq6 = _mm512_set1_ps(q6[d + 7]);
+            const __m512 vq7 = _mm512_set1_ps(q7[d + 7]);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vq1, vk1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vq2, vk1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vq3, vk1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vq4, vk1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vq5, vk1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(vq6, vk0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vq6, vk1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
     }
 
-    {
-        const __m512 vscale = _mm512_set1_ps(0.0883883476f);
-        _mm512_storeu_ps(s + 0 * 64 + 0, _mm512_mul_ps(vacc0x0, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 16, _mm512_mul_ps(vacc0x1, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 32, _mm512_mul_ps(vacc0x2, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 48, _mm512_mul_ps(vacc0x3, vscale));
-        _mm512_storeu_ps(s + 1 * 64 + 0, _mm512_mul_ps(vacc1x0, vscale));
-        _mm512_storeu_ps(s + 1 * 64 + 16, _mm512_mul_ps(vacc1x1, vscale));
-        _mm512_storeu_ps(s + 1 * 64 + 32, _mm512_mul_ps(vacc1x2, vscale));
-        _mm512_storeu_ps(s + 1 * 64 + 48, _mm512_mul_ps(vacc1x3, vscale));
-        _mm512_storeu_ps(s + 2 * 64 + 0, _mm512_mul_ps(vacc2x0, vscale));
-        _mm512_storeu_ps(s + 2 * 64 + 16, _mm512_mul_ps(vacc2x1, vscale));
-        _mm512_storeu_ps(s + 2 * 64 + 32, _mm512_mul_ps(vacc2x2, vscale));
-        _mm512_storeu_ps(s + 2 * 64 + 48, _mm512_mul_ps(vacc2x3, vscale));
-        _mm512_storeu_ps(s + 3 * 64 + 0, _mm512_mul_ps(vacc3x0, vscale));
-        _mm512_storeu_ps(s + 3 * 64 + 16, _mm512_mul_ps(vacc3x1, vscale));
-        _mm512_storeu_ps(s + 3 * 64 + 32, _mm512_mul_ps(vacc3x2, vscale));
-        _mm512_storeu_ps(s + 3 * 64 + 48, _mm512_mul_ps(vacc3x3, vscale));
-        _mm512_storeu_ps(s + 4 * 64 + 0, _mm512_mul_ps(vacc4x0, vscale));
-        _mm512_storeu_ps(s + 4 * 64 + 16, _mm512_mul_ps(vacc4x1, vscale));
-        _mm512_storeu_ps(s + 4 * 64 + 32, _mm512_mul_ps(vacc4x2, vscale));
-        _mm512_storeu_ps(s + 4 * 64 + 48, _mm512_mul_ps(vacc4x3, vscale));
-        _mm512_storeu_ps(s + 5 * 64 + 0, _mm512_mul_ps(vacc5x0, vscale));
-        _mm512_storeu_ps(s + 5 * 64 + 16, _mm512_mul_ps(vacc5x1, vscale));
-        _mm512_storeu_ps(s + 5 * 64 + 32, _mm512_mul_ps(vacc5x2, vscale));
-        _mm512_storeu_ps(s + 5 * 64 + 48, _mm512_mul_ps(vacc5x3, vscale));
-    }
+    _mm512_storeu_ps(s + 0 * 128 + 0, vacc0x0);
+    _mm512_storeu_ps(s + 0 * 128 + 16, vacc0x1);
+    _mm512_storeu_ps(s + 1 * 128 + 0, vacc1x0);
+    _mm512_storeu_ps(s + 1 * 128 + 16, vacc1x1);
+    _mm512_storeu_ps(s + 2 * 128 + 0, vacc2x0);
+    _mm512_storeu_ps(s + 2 * 128 + 16, vacc2x1);
+    _mm512_storeu_ps(s + 3 * 128 + 0, vacc3x0);
+    _mm512_storeu_ps(s + 3 * 128 + 16, vacc3x1);
+    _mm512_storeu_ps(s + 4 * 128 + 0, vacc4x0);
+    _mm512_storeu_ps(s + 4 * 128 + 16, vacc4x1);
+    _mm512_storeu_ps(s + 5 * 128 + 0, vacc5x0);
+    _mm512_storeu_ps(s + 5 * 128 + 16, vacc5x1);
+    _mm512_storeu_ps(s + 6 * 128 + 0, vacc6x0);
+    _mm512_storeu_ps(s + 6 * 128 + 16, vacc6x1);
+    _mm512_storeu_ps(s + 7 * 128 + 0, vacc7x0);
+    _mm512_storeu_ps(s + 7 * 128 + 16, vacc7x1);
 }
 
-/* Scores S[1][64] = scale * Q[1][128] K^T[128][64], D unrolled.
- * q: query rows 1 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  16384 FLOPs, 9 vector registers. */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_qk_1x64__avx512(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[1][32] = Q[1][128] K^T[128][32] (Q is packed pre-scaled).
+ * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  8192 FLOPs, 5 vector registers. */
+__attribute__((target("avx512f"))) static void attn_llama3_8b_qk_1x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps(), vacc0x2 = _mm512_setzero_ps(), vacc0x3 = _mm512_setzero_ps();
-    const float *restrict q0 = q + 0 * qs;
+    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
+    const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 1 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 1) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 1) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 1]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 2 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 2) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 2) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 2]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 3 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 3) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 3) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 3]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 4 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 4) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 4) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 4]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 5 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 5) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 5) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 5]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 6 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 6) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 6) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 6]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 7 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * ldk + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * ldk + 16);
-            const __m512 vk2 = _mm512_loadu_ps(kt + (d + 7) * ldk + 32);
-            const __m512 vk3 = _mm512_loadu_ps(kt + (d + 7) * ldk + 48);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 128 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 128 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 7]);
-            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vq0, vk2, vacc0x2); vacc0x3 = _mm512_fmadd_ps(vq0, vk3, vacc0x3);
+            vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
     }
 
-    {
-        const __m512 vscale = _mm512_set1_ps(0.0883883476f);
-        _mm512_storeu_ps(s + 0 * 64 + 0, _mm512_mul_ps(vacc0x0, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 16, _mm512_mul_ps(vacc0x1, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 32, _mm512_mul_ps(vacc0x2, vscale));
-        _mm512_storeu_ps(s + 0 * 64 + 48, _mm512_mul_ps(vacc0x3, vscale));
-    }
+    _mm512_storeu_ps(s + 0 * 128 + 0, vacc0x0);
+    _mm512_storeu_ps(s + 0 * 128 + 16, vacc0x1);
 }
 
-/* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 1 chunk of at most 8 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 128 floats per row.
- * 768 FLOPs per key, 28 vector registers. */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_pv_3x128__avx512(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 128 floats per row.
+ * 1536 FLOPs per key, 31 vector registers. */
+__attribute__((target("avx512f"))) static void attn_llama3_8b_pv_6x128__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
     const __m512 va2 = _mm512_set1_ps(alpha[2]);
-    { /* columns 0..127 */
+    const __m512 va3 = _mm512_set1_ps(alpha[3]);
+    const __m512 va4 = _mm512_set1_ps(alpha[4]);
+    const __m512 va5 = _mm512_set1_ps(alpha[5]);
+    { /* columns 0..63 */
         int64_t j;
-        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0), vacc0x4 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x5 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x6 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x7 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
-        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1), vacc1x4 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x5 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x6 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x7 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
-        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2), vacc2x4 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x5 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x6 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x7 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 48), va3);
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 48), va4);
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 0), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 16), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 32), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 48), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m512 vp0 = _mm512_set1_ps(p[0 * 64 + j]);
-            const __m512 vp1 = _mm512_set1_ps(p[1 * 64 + j]);
-            const __m512 vp2 = _mm512_set1_ps(p[2 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * 128 + j]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * 128 + j]);
+            const __m512 vp3 = _mm512_set1_ps(p[3 * 128 + j]);
+            const __m512 vp4 = _mm512_set1_ps(p[4 * 128 + j]);
+            const __m512 vp5 = _mm512_set1_ps(p[5 * 128 + j]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 0);
-                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0); vacc5x0 = _mm512_fmadd_ps(vp5, vv, vacc5x0);
             }
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 16);
-                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1); vacc4x1 = _mm512_fmadd_ps(vp4, vv, vacc4x1); vacc5x1 = _mm512_fmadd_ps(vp5, vv, vacc5x1);
             }
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 32);
-                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2); vacc4x2 = _mm512_fmadd_ps(vp4, vv, vacc4x2); vacc5x2 = _mm512_fmadd_ps(vp5, vv, vacc5x2);
             }
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 48);
-                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 64);
-                vacc0x4 = _mm512_fmadd_ps(vp0, vv, vacc0x4); vacc1x4 = _mm512_fmadd_ps(vp1, vv, vacc1x4); vacc2x4 = _mm512_fmadd_ps(vp2, vv, vacc2x4);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 80);
-                vacc0x5 = _mm512_fmadd_ps(vp0, vv, vacc0x5); vacc1x5 = _mm512_fmadd_ps(vp1, vv, vacc1x5); vacc2x5 = _mm512_fmadd_ps(vp2, vv, vacc2x5);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 96);
-                vacc0x6 = _mm512_fmadd_ps(vp0, vv, vacc0x6); vacc1x6 = _mm512_fmadd_ps(vp1, vv, vacc1x6); vacc2x6 = _mm512_fmadd_ps(vp2, vv, vacc2x6);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 112);
-                vacc0x7 = _mm512_fmadd_ps(vp0, vv, vacc0x7); vacc1x7 = _mm512_fmadd_ps(vp1, vv, vacc1x7); vacc2x7 = _mm512_fmadd_ps(vp2, vv, vacc2x7);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3); vacc4x3 = _mm512_fmadd_ps(vp4, vv, vacc4x3); vacc5x3 = _mm512_fmadd_ps(vp5, vv, vacc5x3);
             }
         }
         _mm512_storeu_ps(o + 0 * 128 + 0, vacc0x0);
         _mm512_storeu_ps(o + 0 * 128 + 16, vacc0x1);
         _mm512_storeu_ps(o + 0 * 128 + 32, vacc0x2);
         _mm512_storeu_ps(o + 0 * 128 + 48, vacc0x3);
-        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x4);
-        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x5);
-        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x6);
-        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x7);
         _mm512_storeu_ps(o + 1 * 128 + 0, vacc1x0);
         _mm512_storeu_ps(o + 1 * 128 + 16, vacc1x1);
         _mm512_storeu_ps(o + 1 * 128 + 32, vacc1x2);
         _mm512_storeu_ps(o + 1 * 128 + 48, vacc1x3);
-        _mm512_storeu_ps(o + 1 * 128 + 64, vacc1x4);
-        _mm512_storeu_ps(o + 1 * 128 + 80, vacc1x5);
-        _mm512_storeu_ps(o + 1 * 128 + 96, vacc1x6);
-        _mm512_storeu_ps(o + 1 * 128 + 112, vacc1x7);
         _mm512_storeu_ps(o + 2 * 128 + 0, vacc2x0);
         _mm512_storeu_ps(o + 2 * 128 + 16, vacc2x1);
         _mm512_storeu_ps(o + 2 * 128 + 32, vacc2x2);
         _mm512_storeu_ps(o + 2 * 128 + 48, vacc2x3);
-        _mm512_storeu_ps(o + 2 * 128 + 64, vacc2x4);
-        _mm512_storeu_ps(o + 2 * 128 + 80, vacc2x5);
-        _mm512_storeu_ps(o + 2 * 128 + 96, vacc2x6);
-        _mm512_storeu_ps(o + 2 * 128 + 112, vacc2x7);
+        _mm512_storeu_ps(o + 3 * 128 + 0, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 128 + 16, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 128 + 32, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 128 + 48, vacc3x3);
+        _mm512_storeu_ps(o + 4 * 128 + 0, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 128 + 16, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 128 + 32, vacc4x2);
+        _mm512_storeu_ps(o + 4 * 128 + 48, vacc4x3);
+        _mm512_storeu_ps(o + 5 * 128 + 0, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 128 + 16, vacc5x1);
+        _mm512_storeu_ps(o + 5 * 128 + 32, vacc5x2);
+        _mm512_storeu_ps(o + 5 * 128 + 48, vacc5x3);
+    }
+    { /* columns 64..127 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 64), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 80), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 96), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 112), va3);
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 64), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 80), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 96), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 112), va4);
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 64), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 80), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 96), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 112), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * 128 + j]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * 128 + j]);
+            const __m512 vp3 = _mm512_set1_ps(p[3 * 128 + j]);
+            const __m512 vp4 = _mm512_set1_ps(p[4 * 128 + j]);
+            const __m512 vp5 = _mm512_set1_ps(p[5 * 128 + j]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0); vacc5x0 = _mm512_fmadd_ps(vp5, vv, vacc5x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1); vacc4x1 = _mm512_fmadd_ps(vp4, vv, vacc4x1); vacc5x1 = _mm512_fmadd_ps(vp5, vv, vacc5x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2); vacc4x2 = _mm512_fmadd_ps(vp4, vv, vacc4x2); vacc5x2 = _mm512_fmadd_ps(vp5, vv, vacc5x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3); vacc4x3 = _mm512_fmadd_ps(vp4, vv, vacc4x3); vacc5x3 = _mm512_fmadd_ps(vp5, vv, vacc5x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 80, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 96, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 112, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 64, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 80, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 96, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 112, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 128 + 64, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 128 + 80, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 128 + 96, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 128 + 112, vacc3x3);
+        _mm512_storeu_ps(o + 4 * 128 + 64, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 128 + 80, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 128 + 96, vacc4x2);
+        _mm512_storeu_ps(o + 4 * 128 + 112, vacc4x3);
+        _mm512_storeu_ps(o + 5 * 128 + 64, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 128 + 80, vacc5x1);
+        _mm512_storeu_ps(o + 5 * 128 + 96, vacc5x2);
+        _mm512_storeu_ps(o + 5 * 128 + 112, vacc5x3);
     }
 }
 
-/* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 1 chunk of at most 8 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 128 floats per row.
- * 256 FLOPs per key, 10 vector registers. */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_pv_1x128__avx512(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 128 floats per row.
+ * 256 FLOPs per key, 6 vector registers. */
+__attribute__((target("avx512f"))) static void attn_llama3_8b_pv_1x128__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
-    { /* columns 0..127 */
+    { /* columns 0..63 */
         int64_t j;
-        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0), vacc0x4 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x5 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x6 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x7 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m512 vp0 = _mm512_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 0);
                 vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0);
@@ -508,84 +550,96 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_pv_1x128__avx512(c
                 const __m512 vv = _mm512_loadu_ps(vr + 48);
                 vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3);
             }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 64);
-                vacc0x4 = _mm512_fmadd_ps(vp0, vv, vacc0x4);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 80);
-                vacc0x5 = _mm512_fmadd_ps(vp0, vv, vacc0x5);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 96);
-                vacc0x6 = _mm512_fmadd_ps(vp0, vv, vacc0x6);
-            }
-            {
-                const __m512 vv = _mm512_loadu_ps(vr + 112);
-                vacc0x7 = _mm512_fmadd_ps(vp0, vv, vacc0x7);
-            }
         }
         _mm512_storeu_ps(o + 0 * 128 + 0, vacc0x0);
         _mm512_storeu_ps(o + 0 * 128 + 16, vacc0x1);
         _mm512_storeu_ps(o + 0 * 128 + 32, vacc0x2);
         _mm512_storeu_ps(o + 0 * 128 + 48, vacc0x3);
-        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x4);
-        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x5);
-        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x6);
-        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x7);
+    }
+    { /* columns 64..127 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x3);
     }
 }
 
 /* Per-thread scratch of the avx512 variant. */
 typedef struct {
-    float s[64 * 64];      /* scores, then probabilities */
-    float o[64 * 128];      /* unnormalized output rows */
-    float m[64], l[64], alpha[64]; /* running max, sum, rescale */
-    int64_t lo[64], hi[64], sink_hi[64], first[64], last[64];
+    float q[96 * 128];       /* the query tile, times scale */
+    float s[96 * 128];      /* scores, then probabilities */
+    float o[96 * 128];      /* unnormalized output rows */
+    float m[96], l[96], alpha[96]; /* running max, sum, rescale */
+    int64_t lo[96], hi[96], sink_hi[96], first[96], last[96];
 } attn_llama3_8b_scratch__avx512;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_unit__avx512(const attn_args *args, const float *kt, int64_t ldk,
+__attribute__((target("avx512f"))) static void attn_llama3_8b_unit__avx512(const attn_args *args, const float *kt, const float *v, int64_t lkp,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_llama3_8b_scratch__avx512 *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t hk = h / 4;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
-    const int64_t qs = args->q_stride[1];
-    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    const int64_t vs = args->v_stride[1];
-    const int64_t ntiles = (lk + 63) / 64;
-    int64_t r, t;
+    const int64_t ntiles = (lk + 127) / 128;
+    int64_t r, t, c;
 
-    kt += (b * 8 + hk) * 128 * ldk; /* K^T of (b, hk) */
+    kt += (b * 8 + hk) * 128 * lkp; /* packed K^T and V of (b, hk) */
+    v += (b * 8 + hk) * 128 * lkp;
     for (r = 0; r < tq; r++) {
         attn_llama3_8b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+        const float *restrict qr = q + r * args->q_stride[1];
+        for (c = 0; c < 128; c++) w->q[r * 128 + c] = qr[c] * 0.0883883476f;
+    }
 
     for (t = 0; t < ntiles; t++) {
-        const int64_t j0 = t * 64;
-        const int64_t jn = lk - j0 < 64 ? lk - j0 : 64; /* keys of this tile that exist */
+        const int64_t j0 = t * 128;
+        const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
         const int cls = attn_llama3_8b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        int64_t c;
         if (cls == 0) continue; /* no row sees this tile */
 
-        /* scores: S = scale * Q K^T */
-        for (r = 0; r + 6 <= tq; r += 6)
-            for (c = 0; c < 64; c += 64)
-                attn_llama3_8b_qk_6x64__avx512(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
-        for (; r < tq; r++)
-            for (c = 0; c < 64; c += 64)
-                attn_llama3_8b_qk_1x64__avx512(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
+        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
+           stays in L1 while every row block of the tile passes over it */
+        for (c = 0; c < 128; c += 32) {
+            const float *ktc = kt + j0 * 128 + c;
+            for (r = 0; r + 8 <= tq; r += 8)
+                attn_llama3_8b_qk_8x32__avx512(w->q + r * 128, ktc, w->s + r * 128 + c);
+            for (; r < tq; r++)
+                attn_llama3_8b_qk_1x32__avx512(w->q + r * 128, ktc, w->s + r * 128 + c);
+        }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 64;
+            float *restrict sr = w->s + r * 128;
             float mx = -INFINITY, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 64; c++) {
+                for (c = 0; c < 128; c++) {
                     const int64_t j = j0 + c;
                     const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
                     if (!seen) sr[c] = -INFINITY;
@@ -593,7 +647,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_unit__avx512(const
             }
             {
                 __m512 vmx = _mm512_loadu_ps(sr);
-                for (c = 16; c < 64; c += 16) vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(sr + c));
+                for (c = 16; c < 128; c += 16) vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(sr + c));
                 mx = _mm512_reduce_max_ps(vmx);
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
@@ -602,7 +656,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_unit__avx512(const
             {
                 const __m512 vm = _mm512_set1_ps(m_ref);
                 __m512 vsum = _mm512_setzero_ps();
-                for (c = 0; c < 64; c += 16) {
+                for (c = 0; c < 128; c += 16) {
                     const __m512 e = attn_exp__avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + c), vm));
                     _mm512_storeu_ps(sr + c, e);
                     vsum = _mm512_add_ps(vsum, e);
@@ -615,11 +669,11 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_unit__avx512(const
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 3 ? 3 : 1;
-            int64_t jlo = 64, jhi = 0, k;
+            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            int64_t jlo = 128, jhi = 0, k;
             if (cls == 2) {
                 jlo = 0;
-                jhi = 64;
+                jhi = 128;
             } else {
                 for (k = r; k < r + rows; k++) {
                     if (w->last[k] > w->first[k]) {
@@ -630,10 +684,10 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_unit__avx512(const
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 3)
-                attn_llama3_8b_pv_3x128__avx512(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 128, w->alpha + r);
+            if (rows == 6)
+                attn_llama3_8b_pv_6x128__avx512(w->s + r * 128, v + j0 * 128, jlo, jhi, w->o + r * 128, w->alpha + r);
             else
-                attn_llama3_8b_pv_1x128__avx512(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_llama3_8b_pv_1x128__avx512(w->s + r * 128, v + j0 * 128, jlo, jhi, w->o + r * 128, w->alpha + r);
             r += rows;
         }
     }
@@ -657,46 +711,58 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_unit__avx512(const
     }
 }
 
-/* K^T for batch b, kv head hk: kt[d][j] = K[b][j][hk][d] for j < Lk_b, else 0. */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_pack__avx512(const attn_args *args, int64_t b, int64_t hk, float *kt, int64_t ldk)
+/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+ * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
+__attribute__((target("avx512f"))) static void attn_llama3_8b_pack__avx512(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
+        float *restrict vp, int64_t lkp)
 {
     const int64_t lk = args->seq_k;
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
+    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
     int64_t j, d;
+    memset(kt, 0, sizeof(float) * (size_t)(lkp * 128));
+    memset(vp, 0, sizeof(float) * (size_t)(lkp * 128));
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
-        for (d = 0; d < 128; d++) kt[d * ldk + j] = kr[d];
+        const float *restrict vr = v + j * args->v_stride[1];
+        float *restrict kc = kt + (j / 128) * 16384 + j % 128;
+        for (d = 0; d < 128; d++) kc[d * 128] = kr[d];
+        memcpy(vp + j * 128, vr, sizeof(float) * 128);
     }
-    for (d = 0; d < 128; d++)
-        for (j = lk; j < ldk; j++) kt[d * ldk + j] = 0.0f;
 }
 
 __attribute__((target("avx512f"))) attn_status attn_llama3_8b_fwd__avx512(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_llama3_8b_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
-    const int64_t ldk = (args->seq_k + 63) / 64 * 64;
-    const int64_t nq = (Lq + 63) / 64;
+    const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
+    const int64_t nq = (Lq + 95) / 96;
     const int64_t units = B * 32 * nq;
     const int threads = args->threads;
-    float *kt = NULL;
+    float *kt = NULL, *vp = NULL;
     int failed = 0;
     int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (ldk > 0) {
-        if ((uint64_t)B * 1024 > (uint64_t)INT64_MAX / 4 / (uint64_t)ldk) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 1024 * ldk));
-        if (!kt) return ATTN_ERR_NOMEM;
+    if (lkp > 0) {
+        if ((uint64_t)B * 2048 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
+        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 1024 * lkp));
+        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 1024 * lkp));
+        if (!kt || !vp) {
+            attn_free(kt);
+            attn_free(vp);
+            return ATTN_ERR_NOMEM;
+        }
     }
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     for (u = 0; u < B * 8; u++)
-        if (ldk > 0) attn_llama3_8b_pack__avx512(args, u / 8, u % 8, kt + u * 128 * ldk, ldk);
+        if (lkp > 0)
+            attn_llama3_8b_pack__avx512(args, u / 8, u % 8, kt + u * 128 * lkp, vp + u * 128 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -716,13 +782,14 @@ __attribute__((target("avx512f"))) attn_status attn_llama3_8b_fwd__avx512(const 
             /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
             const int64_t qt = nq - 1 - u % nq;
             const int64_t bh = u / nq;
-            const int64_t i0 = qt * 64;
-            if (w) attn_llama3_8b_unit__avx512(args, kt, ldk, bh / 32, bh % 32, i0,
-                    Lq - i0 < 64 ? Lq - i0 : 64, w);
+            const int64_t i0 = qt * 96;
+            if (w) attn_llama3_8b_unit__avx512(args, kt, vp, lkp, bh / 32, bh % 32, i0,
+                    Lq - i0 < 96 ? Lq - i0 : 96, w);
         }
         attn_free(w);
     }
     attn_free(kt);
+    attn_free(vp);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
@@ -768,391 +835,461 @@ __attribute__((target("avx2,fma"))) static inline __m256 attn_exp__avx2(__m256 x
     return _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
 }
 
-/* Scores S[6][16] = scale * Q[6][128] K^T[128][16], D unrolled.
- * q: query rows 6 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  24576 FLOPs, 15 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_llama3_8b_qk_6x16__avx2(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[4][16] = Q[4][128] K^T[128][16] (Q is packed pre-scaled).
+ * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  16384 FLOPs, 11 vector registers. */
+__attribute__((target("avx2,fma"))) static void attn_llama3_8b_qk_4x16__avx2(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
     __m256 vacc1x0 = _mm256_setzero_ps(), vacc1x1 = _mm256_setzero_ps();
     __m256 vacc2x0 = _mm256_setzero_ps(), vacc2x1 = _mm256_setzero_ps();
     __m256 vacc3x0 = _mm256_setzero_ps(), vacc3x1 = _mm256_setzero_ps();
-    __m256 vacc4x0 = _mm256_setzero_ps(), vacc4x1 = _mm256_setzero_ps();
-    __m256 vacc5x0 = _mm256_setzero_ps(), vacc5x1 = _mm256_setzero_ps();
-    const float *restrict q0 = q + 0 * qs;
-    const float *restrict q1 = q + 1 * qs;
-    const float *restrict q2 = q + 2 * qs;
-    const float *restrict q3 = q + 3 * qs;
-    const float *restrict q4 = q + 4 * qs;
-    const float *restrict q5 = q + 5 * qs;
+    const float *restrict q0 = q + 0;
+    const float *restrict q1 = q + 128;
+    const float *restrict q2 = q + 256;
+    const float *restrict q3 = q + 384;
 
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d]);
             const __m256 vq1 = _mm256_set1_ps(q1[d]);
             const __m256 vq2 = _mm256_set1_ps(q2[d]);
             const __m256 vq3 = _mm256_set1_ps(q3[d]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 1 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 1]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 1]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 1]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 1]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 1]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 1]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 2 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 2]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 2]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 2]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 2]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 2]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 2]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 3 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 3]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 3]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 3]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 3]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 3]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 3]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 4 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 4]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 4]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 4]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 4]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 4]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 4]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 5 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 5]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 5]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 5]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 5]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 5]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 5]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 6 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 6]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 6]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 6]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 6]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 6]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 6]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
         { /* d = d + 7 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 7]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 7]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 7]);
             const __m256 vq3 = _mm256_set1_ps(q3[d + 7]);
-            const __m256 vq4 = _mm256_set1_ps(q4[d + 7]);
-            const __m256 vq5 = _mm256_set1_ps(q5[d + 7]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(vq1, vk0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vq1, vk1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(vq2, vk0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vq2, vk1, vacc2x1);
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
-            vacc4x0 = _mm256_fmadd_ps(vq4, vk0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vq4, vk1, vacc4x1);
-            vacc5x0 = _mm256_fmadd_ps(vq5, vk0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vq5, vk1, vacc5x1);
         }
     }
 
-    {
-        const __m256 vscale = _mm256_set1_ps(0.0883883476f);
-        _mm256_storeu_ps(s + 0 * 64 + 0, _mm256_mul_ps(vacc0x0, vscale));
-        _mm256_storeu_ps(s + 0 * 64 + 8, _mm256_mul_ps(vacc0x1, vscale));
-        _mm256_storeu_ps(s + 1 * 64 + 0, _mm256_mul_ps(vacc1x0, vscale));
-        _mm256_storeu_ps(s + 1 * 64 + 8, _mm256_mul_ps(vacc1x1, vscale));
-        _mm256_storeu_ps(s + 2 * 64 + 0, _mm256_mul_ps(vacc2x0, vscale));
-        _mm256_storeu_ps(s + 2 * 64 + 8, _mm256_mul_ps(vacc2x1, vscale));
-        _mm256_storeu_ps(s + 3 * 64 + 0, _mm256_mul_ps(vacc3x0, vscale));
-        _mm256_storeu_ps(s + 3 * 64 + 8, _mm256_mul_ps(vacc3x1, vscale));
-        _mm256_storeu_ps(s + 4 * 64 + 0, _mm256_mul_ps(vacc4x0, vscale));
-        _mm256_storeu_ps(s + 4 * 64 + 8, _mm256_mul_ps(vacc4x1, vscale));
-        _mm256_storeu_ps(s + 5 * 64 + 0, _mm256_mul_ps(vacc5x0, vscale));
-        _mm256_storeu_ps(s + 5 * 64 + 8, _mm256_mul_ps(vacc5x1, vscale));
-    }
+    _mm256_storeu_ps(s + 0 * 128 + 0, vacc0x0);
+    _mm256_storeu_ps(s + 0 * 128 + 8, vacc0x1);
+    _mm256_storeu_ps(s + 1 * 128 + 0, vacc1x0);
+    _mm256_storeu_ps(s + 1 * 128 + 8, vacc1x1);
+    _mm256_storeu_ps(s + 2 * 128 + 0, vacc2x0);
+    _mm256_storeu_ps(s + 2 * 128 + 8, vacc2x1);
+    _mm256_storeu_ps(s + 3 * 128 + 0, vacc3x0);
+    _mm256_storeu_ps(s + 3 * 128 + 8, vacc3x1);
 }
 
-/* Scores S[1][16] = scale * Q[1][128] K^T[128][16], D unrolled.
- * q: query rows 1 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  4096 FLOPs, 5 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_llama3_8b_qk_1x16__avx2(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[1][16] = Q[1][128] K^T[128][16] (Q is packed pre-scaled).
+ * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  4096 FLOPs, 5 vector registers. */
+__attribute__((target("avx2,fma"))) static void attn_llama3_8b_qk_1x16__avx2(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
-    const float *restrict q0 = q + 0 * qs;
+    const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 1 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 1]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 2 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 2]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 3 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 3]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 4 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 4]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 5 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 5]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 6 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 6]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 7 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * ldk + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * ldk + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 128 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 128 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 7]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
     }
 
-    {
-        const __m256 vscale = _mm256_set1_ps(0.0883883476f);
-        _mm256_storeu_ps(s + 0 * 64 + 0, _mm256_mul_ps(vacc0x0, vscale));
-        _mm256_storeu_ps(s + 0 * 64 + 8, _mm256_mul_ps(vacc0x1, vscale));
-    }
+    _mm256_storeu_ps(s + 0 * 128 + 0, vacc0x0);
+    _mm256_storeu_ps(s + 0 * 128 + 8, vacc0x1);
 }
 
-/* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 3 chunks of at most 6 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 128 floats per row.
- * 512 FLOPs per key, 15 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_llama3_8b_pv_2x128__avx2(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 128 floats per row.
+ * 1024 FLOPs per key, 13 vector registers. */
+__attribute__((target("avx2,fma"))) static void attn_llama3_8b_pv_4x128__avx2(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
     const __m256 va1 = _mm256_set1_ps(alpha[1]);
-    { /* columns 0..47 */
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    { /* columns 0..15 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 8), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 16), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 24), va0), vacc0x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 32), va0), vacc0x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 40), va0);
-        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 8), va1), vacc1x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 16), va1), vacc1x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 24), va1), vacc1x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 32), va1), vacc1x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 40), va1);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 0), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 8), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 0);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
             }
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 16);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm256_fmadd_ps(vp1, vv, vacc1x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 24);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm256_fmadd_ps(vp1, vv, vacc1x3);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 32);
-                vacc0x4 = _mm256_fmadd_ps(vp0, vv, vacc0x4); vacc1x4 = _mm256_fmadd_ps(vp1, vv, vacc1x4);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 40);
-                vacc0x5 = _mm256_fmadd_ps(vp0, vv, vacc0x5); vacc1x5 = _mm256_fmadd_ps(vp1, vv, vacc1x5);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + 0, vacc0x0);
         _mm256_storeu_ps(o + 0 * 128 + 8, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 128 + 16, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 128 + 24, vacc0x3);
-        _mm256_storeu_ps(o + 0 * 128 + 32, vacc0x4);
-        _mm256_storeu_ps(o + 0 * 128 + 40, vacc0x5);
         _mm256_storeu_ps(o + 1 * 128 + 0, vacc1x0);
         _mm256_storeu_ps(o + 1 * 128 + 8, vacc1x1);
-        _mm256_storeu_ps(o + 1 * 128 + 16, vacc1x2);
-        _mm256_storeu_ps(o + 1 * 128 + 24, vacc1x3);
-        _mm256_storeu_ps(o + 1 * 128 + 32, vacc1x4);
-        _mm256_storeu_ps(o + 1 * 128 + 40, vacc1x5);
+        _mm256_storeu_ps(o + 2 * 128 + 0, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 0, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 8, vacc3x1);
     }
-    { /* columns 48..95 */
+    { /* columns 16..31 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 56), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 64), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 72), va0), vacc0x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 80), va0), vacc0x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 88), va0);
-        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 56), va1), vacc1x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 64), va1), vacc1x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 72), va1), vacc1x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 80), va1), vacc1x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 88), va1);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 24), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 24), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 24), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 16), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 24), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 16);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 24);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 24, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 16, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 24, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 16, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 24, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 16, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 24, vacc3x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 40), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 40), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 40), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 32), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 40), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 32);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 40);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 40, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 32, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 40, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 32, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 40, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 32, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 40, vacc3x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 56), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 56), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 56), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 48), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 56), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 48);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
             }
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 56);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 64);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm256_fmadd_ps(vp1, vv, vacc1x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 72);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm256_fmadd_ps(vp1, vv, vacc1x3);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 80);
-                vacc0x4 = _mm256_fmadd_ps(vp0, vv, vacc0x4); vacc1x4 = _mm256_fmadd_ps(vp1, vv, vacc1x4);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 88);
-                vacc0x5 = _mm256_fmadd_ps(vp0, vv, vacc0x5); vacc1x5 = _mm256_fmadd_ps(vp1, vv, vacc1x5);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + 48, vacc0x0);
         _mm256_storeu_ps(o + 0 * 128 + 56, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 128 + 64, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 128 + 72, vacc0x3);
-        _mm256_storeu_ps(o + 0 * 128 + 80, vacc0x4);
-        _mm256_storeu_ps(o + 0 * 128 + 88, vacc0x5);
         _mm256_storeu_ps(o + 1 * 128 + 48, vacc1x0);
         _mm256_storeu_ps(o + 1 * 128 + 56, vacc1x1);
-        _mm256_storeu_ps(o + 1 * 128 + 64, vacc1x2);
-        _mm256_storeu_ps(o + 1 * 128 + 72, vacc1x3);
-        _mm256_storeu_ps(o + 1 * 128 + 80, vacc1x4);
-        _mm256_storeu_ps(o + 1 * 128 + 88, vacc1x5);
+        _mm256_storeu_ps(o + 2 * 128 + 48, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 56, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 48, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 56, vacc3x1);
     }
-    { /* columns 96..127 */
+    { /* columns 64..79 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 96), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 104), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
-        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 96), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 104), va1), vacc1x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 72), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 72), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 72), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 64), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 72), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 64);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 72);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 72, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 72, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 64, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 72, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 64, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 72, vacc3x1);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 80), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 88), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 80), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 88), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 80), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 88), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 80), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 88), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 80);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 88);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 80, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 88, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 80, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 88, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 80, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 88, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 80, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 88, vacc3x1);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 96), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 104), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 96), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 104), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 96), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 104), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 96), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 104), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 96);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
             }
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 104);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 112);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm256_fmadd_ps(vp1, vv, vacc1x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 120);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm256_fmadd_ps(vp1, vv, vacc1x3);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + 96, vacc0x0);
         _mm256_storeu_ps(o + 0 * 128 + 104, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x3);
         _mm256_storeu_ps(o + 1 * 128 + 96, vacc1x0);
         _mm256_storeu_ps(o + 1 * 128 + 104, vacc1x1);
-        _mm256_storeu_ps(o + 1 * 128 + 112, vacc1x2);
-        _mm256_storeu_ps(o + 1 * 128 + 120, vacc1x3);
+        _mm256_storeu_ps(o + 2 * 128 + 96, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 104, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 96, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 104, vacc3x1);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 120), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 112), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 120), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
+            const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
+            const __m256 vp3 = _mm256_set1_ps(p[3 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 112);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 120);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 112, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 120, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 112, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 120, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 112, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 120, vacc3x1);
     }
 }
 
-/* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 3 chunks of at most 6 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 128 floats per row.
- * 256 FLOPs per key, 8 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_llama3_8b_pv_1x128__avx2(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 128 floats per row.
+ * 256 FLOPs per key, 4 vector registers. */
+__attribute__((target("avx2,fma"))) static void attn_llama3_8b_pv_1x128__avx2(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
-    { /* columns 0..47 */
+    { /* columns 0..15 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 8), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 16), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 24), va0), vacc0x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 32), va0), vacc0x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 40), va0);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 8), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 0);
                 vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
@@ -1161,36 +1298,52 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_pv_1x128__avx2(co
                 const __m256 vv = _mm256_loadu_ps(vr + 8);
                 vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
             }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 16);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 24);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 32);
-                vacc0x4 = _mm256_fmadd_ps(vp0, vv, vacc0x4);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 40);
-                vacc0x5 = _mm256_fmadd_ps(vp0, vv, vacc0x5);
-            }
         }
         _mm256_storeu_ps(o + 0 * 128 + 0, vacc0x0);
         _mm256_storeu_ps(o + 0 * 128 + 8, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 128 + 16, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 128 + 24, vacc0x3);
-        _mm256_storeu_ps(o + 0 * 128 + 32, vacc0x4);
-        _mm256_storeu_ps(o + 0 * 128 + 40, vacc0x5);
     }
-    { /* columns 48..95 */
+    { /* columns 16..31 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 56), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 64), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 72), va0), vacc0x4 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 80), va0), vacc0x5 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 88), va0);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 24), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 16);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 24);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 24, vacc0x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 40), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 32);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 40);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 40, vacc0x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 56), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 48);
                 vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
@@ -1199,36 +1352,52 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_pv_1x128__avx2(co
                 const __m256 vv = _mm256_loadu_ps(vr + 56);
                 vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
             }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 64);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 72);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 80);
-                vacc0x4 = _mm256_fmadd_ps(vp0, vv, vacc0x4);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 88);
-                vacc0x5 = _mm256_fmadd_ps(vp0, vv, vacc0x5);
-            }
         }
         _mm256_storeu_ps(o + 0 * 128 + 48, vacc0x0);
         _mm256_storeu_ps(o + 0 * 128 + 56, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 128 + 64, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 128 + 72, vacc0x3);
-        _mm256_storeu_ps(o + 0 * 128 + 80, vacc0x4);
-        _mm256_storeu_ps(o + 0 * 128 + 88, vacc0x5);
     }
-    { /* columns 96..127 */
+    { /* columns 64..79 */
         int64_t j;
-        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 96), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 104), va0), vacc0x2 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x3 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 72), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 64);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 72);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 72, vacc0x1);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 80), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 88), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 80);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 88);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 80, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 88, vacc0x1);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 96), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 104), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 96);
                 vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
@@ -1237,72 +1406,84 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_pv_1x128__avx2(co
                 const __m256 vv = _mm256_loadu_ps(vr + 104);
                 vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
             }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 112);
-                vacc0x2 = _mm256_fmadd_ps(vp0, vv, vacc0x2);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 120);
-                vacc0x3 = _mm256_fmadd_ps(vp0, vv, vacc0x3);
-            }
         }
         _mm256_storeu_ps(o + 0 * 128 + 96, vacc0x0);
         _mm256_storeu_ps(o + 0 * 128 + 104, vacc0x1);
-        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x2);
-        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x3);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 112);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 120);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
     }
 }
 
 /* Per-thread scratch of the avx2 variant. */
 typedef struct {
-    float s[64 * 64];      /* scores, then probabilities */
-    float o[64 * 128];      /* unnormalized output rows */
-    float m[64], l[64], alpha[64]; /* running max, sum, rescale */
-    int64_t lo[64], hi[64], sink_hi[64], first[64], last[64];
+    float q[96 * 128];       /* the query tile, times scale */
+    float s[96 * 128];      /* scores, then probabilities */
+    float o[96 * 128];      /* unnormalized output rows */
+    float m[96], l[96], alpha[96]; /* running max, sum, rescale */
+    int64_t lo[96], hi[96], sink_hi[96], first[96], last[96];
 } attn_llama3_8b_scratch__avx2;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-__attribute__((target("avx2,fma"))) static void attn_llama3_8b_unit__avx2(const attn_args *args, const float *kt, int64_t ldk,
+__attribute__((target("avx2,fma"))) static void attn_llama3_8b_unit__avx2(const attn_args *args, const float *kt, const float *v, int64_t lkp,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_llama3_8b_scratch__avx2 *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t hk = h / 4;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
-    const int64_t qs = args->q_stride[1];
-    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    const int64_t vs = args->v_stride[1];
-    const int64_t ntiles = (lk + 63) / 64;
-    int64_t r, t;
+    const int64_t ntiles = (lk + 127) / 128;
+    int64_t r, t, c;
 
-    kt += (b * 8 + hk) * 128 * ldk; /* K^T of (b, hk) */
+    kt += (b * 8 + hk) * 128 * lkp; /* packed K^T and V of (b, hk) */
+    v += (b * 8 + hk) * 128 * lkp;
     for (r = 0; r < tq; r++) {
         attn_llama3_8b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+        const float *restrict qr = q + r * args->q_stride[1];
+        for (c = 0; c < 128; c++) w->q[r * 128 + c] = qr[c] * 0.0883883476f;
+    }
 
     for (t = 0; t < ntiles; t++) {
-        const int64_t j0 = t * 64;
-        const int64_t jn = lk - j0 < 64 ? lk - j0 : 64; /* keys of this tile that exist */
+        const int64_t j0 = t * 128;
+        const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
         const int cls = attn_llama3_8b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        int64_t c;
         if (cls == 0) continue; /* no row sees this tile */
 
-        /* scores: S = scale * Q K^T */
-        for (r = 0; r + 6 <= tq; r += 6)
-            for (c = 0; c < 64; c += 16)
-                attn_llama3_8b_qk_6x16__avx2(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
-        for (; r < tq; r++)
-            for (c = 0; c < 64; c += 16)
-                attn_llama3_8b_qk_1x16__avx2(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
+        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
+           stays in L1 while every row block of the tile passes over it */
+        for (c = 0; c < 128; c += 16) {
+            const float *ktc = kt + j0 * 128 + c;
+            for (r = 0; r + 4 <= tq; r += 4)
+                attn_llama3_8b_qk_4x16__avx2(w->q + r * 128, ktc, w->s + r * 128 + c);
+            for (; r < tq; r++)
+                attn_llama3_8b_qk_1x16__avx2(w->q + r * 128, ktc, w->s + r * 128 + c);
+        }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 64;
+            float *restrict sr = w->s + r * 128;
             float mx = -INFINITY, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 64; c++) {
+                for (c = 0; c < 128; c++) {
                     const int64_t j = j0 + c;
                     const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
                     if (!seen) sr[c] = -INFINITY;
@@ -1310,7 +1491,7 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_unit__avx2(const 
             }
             {
                 __m256 vmx = _mm256_loadu_ps(sr);
-                for (c = 8; c < 64; c += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(sr + c));
+                for (c = 8; c < 128; c += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(sr + c));
                 mx = attn_hmax_avx2(vmx);
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
@@ -1319,7 +1500,7 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_unit__avx2(const 
             {
                 const __m256 vm = _mm256_set1_ps(m_ref);
                 __m256 vsum = _mm256_setzero_ps();
-                for (c = 0; c < 64; c += 8) {
+                for (c = 0; c < 128; c += 8) {
                     const __m256 e = attn_exp__avx2(_mm256_sub_ps(_mm256_loadu_ps(sr + c), vm));
                     _mm256_storeu_ps(sr + c, e);
                     vsum = _mm256_add_ps(vsum, e);
@@ -1332,11 +1513,11 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_unit__avx2(const 
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 2 ? 2 : 1;
-            int64_t jlo = 64, jhi = 0, k;
+            const int64_t rows = tq - r >= 4 ? 4 : 1;
+            int64_t jlo = 128, jhi = 0, k;
             if (cls == 2) {
                 jlo = 0;
-                jhi = 64;
+                jhi = 128;
             } else {
                 for (k = r; k < r + rows; k++) {
                     if (w->last[k] > w->first[k]) {
@@ -1347,10 +1528,10 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_unit__avx2(const 
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 2)
-                attn_llama3_8b_pv_2x128__avx2(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 128, w->alpha + r);
+            if (rows == 4)
+                attn_llama3_8b_pv_4x128__avx2(w->s + r * 128, v + j0 * 128, jlo, jhi, w->o + r * 128, w->alpha + r);
             else
-                attn_llama3_8b_pv_1x128__avx2(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_llama3_8b_pv_1x128__avx2(w->s + r * 128, v + j0 * 128, jlo, jhi, w->o + r * 128, w->alpha + r);
             r += rows;
         }
     }
@@ -1382,46 +1563,58 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_unit__avx2(const 
     }
 }
 
-/* K^T for batch b, kv head hk: kt[d][j] = K[b][j][hk][d] for j < Lk_b, else 0. */
-__attribute__((target("avx2,fma"))) static void attn_llama3_8b_pack__avx2(const attn_args *args, int64_t b, int64_t hk, float *kt, int64_t ldk)
+/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+ * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
+__attribute__((target("avx2,fma"))) static void attn_llama3_8b_pack__avx2(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
+        float *restrict vp, int64_t lkp)
 {
     const int64_t lk = args->seq_k;
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
+    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
     int64_t j, d;
+    memset(kt, 0, sizeof(float) * (size_t)(lkp * 128));
+    memset(vp, 0, sizeof(float) * (size_t)(lkp * 128));
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
-        for (d = 0; d < 128; d++) kt[d * ldk + j] = kr[d];
+        const float *restrict vr = v + j * args->v_stride[1];
+        float *restrict kc = kt + (j / 128) * 16384 + j % 128;
+        for (d = 0; d < 128; d++) kc[d * 128] = kr[d];
+        memcpy(vp + j * 128, vr, sizeof(float) * 128);
     }
-    for (d = 0; d < 128; d++)
-        for (j = lk; j < ldk; j++) kt[d * ldk + j] = 0.0f;
 }
 
 __attribute__((target("avx2,fma"))) attn_status attn_llama3_8b_fwd__avx2(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_llama3_8b_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
-    const int64_t ldk = (args->seq_k + 63) / 64 * 64;
-    const int64_t nq = (Lq + 63) / 64;
+    const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
+    const int64_t nq = (Lq + 95) / 96;
     const int64_t units = B * 32 * nq;
     const int threads = args->threads;
-    float *kt = NULL;
+    float *kt = NULL, *vp = NULL;
     int failed = 0;
     int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (ldk > 0) {
-        if ((uint64_t)B * 1024 > (uint64_t)INT64_MAX / 4 / (uint64_t)ldk) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 1024 * ldk));
-        if (!kt) return ATTN_ERR_NOMEM;
+    if (lkp > 0) {
+        if ((uint64_t)B * 2048 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
+        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 1024 * lkp));
+        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 1024 * lkp));
+        if (!kt || !vp) {
+            attn_free(kt);
+            attn_free(vp);
+            return ATTN_ERR_NOMEM;
+        }
     }
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     for (u = 0; u < B * 8; u++)
-        if (ldk > 0) attn_llama3_8b_pack__avx2(args, u / 8, u % 8, kt + u * 128 * ldk, ldk);
+        if (lkp > 0)
+            attn_llama3_8b_pack__avx2(args, u / 8, u % 8, kt + u * 128 * lkp, vp + u * 128 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -1441,13 +1634,14 @@ __attribute__((target("avx2,fma"))) attn_status attn_llama3_8b_fwd__avx2(const a
             /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
             const int64_t qt = nq - 1 - u % nq;
             const int64_t bh = u / nq;
-            const int64_t i0 = qt * 64;
-            if (w) attn_llama3_8b_unit__avx2(args, kt, ldk, bh / 32, bh % 32, i0,
-                    Lq - i0 < 64 ? Lq - i0 : 64, w);
+            const int64_t i0 = qt * 96;
+            if (w) attn_llama3_8b_unit__avx2(args, kt, vp, lkp, bh / 32, bh % 32, i0,
+                    Lq - i0 < 96 ? Lq - i0 : 96, w);
         }
         attn_free(w);
     }
     attn_free(kt);
+    attn_free(vp);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
@@ -1498,714 +1692,767 @@ static inline float32x4_t attn_exp__neon(float32x4_t x)
     return vmulq_f32(y, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23)));
 }
 
-/* Scores S[6][16] = scale * Q[6][128] K^T[128][16], D unrolled.
- * q: query rows 6 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  24576 FLOPs, 29 vector registers. */
-static void attn_llama3_8b_qk_6x16__neon(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[8][8] = Q[8][128] K^T[128][8] (Q is packed pre-scaled).
+ * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  16384 FLOPs, 19 vector registers. */
+static void attn_llama3_8b_qk_8x8__neon(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f), vacc0x2 = vdupq_n_f32(0.0f), vacc0x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc1x0 = vdupq_n_f32(0.0f), vacc1x1 = vdupq_n_f32(0.0f), vacc1x2 = vdupq_n_f32(0.0f), vacc1x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc2x0 = vdupq_n_f32(0.0f), vacc2x1 = vdupq_n_f32(0.0f), vacc2x2 = vdupq_n_f32(0.0f), vacc2x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc3x0 = vdupq_n_f32(0.0f), vacc3x1 = vdupq_n_f32(0.0f), vacc3x2 = vdupq_n_f32(0.0f), vacc3x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc4x0 = vdupq_n_f32(0.0f), vacc4x1 = vdupq_n_f32(0.0f), vacc4x2 = vdupq_n_f32(0.0f), vacc4x3 = vdupq_n_f32(0.0f);
-    float32x4_t vacc5x0 = vdupq_n_f32(0.0f), vacc5x1 = vdupq_n_f32(0.0f), vacc5x2 = vdupq_n_f32(0.0f), vacc5x3 = vdupq_n_f32(0.0f);
-    const float *restrict q0 = q + 0 * qs;
-    const float *restrict q1 = q + 1 * qs;
-    const float *restrict q2 = q + 2 * qs;
-    const float *restrict q3 = q + 3 * qs;
-    const float *restrict q4 = q + 4 * qs;
-    const float *restrict q5 = q + 5 * qs;
+    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc1x0 = vdupq_n_f32(0.0f), vacc1x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc2x0 = vdupq_n_f32(0.0f), vacc2x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc3x0 = vdupq_n_f32(0.0f), vacc3x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc4x0 = vdupq_n_f32(0.0f), vacc4x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc5x0 = vdupq_n_f32(0.0f), vacc5x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc6x0 = vdupq_n_f32(0.0f), vacc6x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc7x0 = vdupq_n_f32(0.0f), vacc7x1 = vdupq_n_f32(0.0f);
+    const float *restrict q0 = q + 0;
+    const float *restrict q1 = q + 128;
+    const float *restrict q2 = q + 256;
+    const float *restrict q3 = q + 384;
+    const float *restrict q4 = q + 512;
+    const float *restrict q5 = q + 640;
+    const float *restrict q6 = q + 768;
+    const float *restrict q7 = q + 896;
 
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const float32x4_t vk0 = vld1q_f32(kt + (d) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 1 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 1) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 1) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 1]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 1]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 1]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 1]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 1]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 1]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 1]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 1]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 2 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 2) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 2) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 2]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 2]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 2]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 2]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 2]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 2]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 2]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 2]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 3 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 3) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 3) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 3]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 3]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 3]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 3]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 3]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 3]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 3]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 3]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 4 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 4) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 4) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 4]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 4]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 4]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 4]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 4]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 4]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 4]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 4]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 5 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 5) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 5) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 5]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 5]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 5]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 5]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 5]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 5]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 5]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 5]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 6 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 6) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 6) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 6]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 6]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 6]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 6]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 6]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 6]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 6]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 6]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 7 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 7) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 7) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 7]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 7]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 7]);
             const float32x4_t vq3 = vdupq_n_f32(q3[d + 7]);
             const float32x4_t vq4 = vdupq_n_f32(q4[d + 7]);
             const float32x4_t vq5 = vdupq_n_f32(q5[d + 7]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
-            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1); vacc1x2 = vfmaq_f32(vacc1x2, vq1, vk2); vacc1x3 = vfmaq_f32(vacc1x3, vq1, vk3);
-            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1); vacc2x2 = vfmaq_f32(vacc2x2, vq2, vk2); vacc2x3 = vfmaq_f32(vacc2x3, vq2, vk3);
-            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1); vacc3x2 = vfmaq_f32(vacc3x2, vq3, vk2); vacc3x3 = vfmaq_f32(vacc3x3, vq3, vk3);
-            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1); vacc4x2 = vfmaq_f32(vacc4x2, vq4, vk2); vacc4x3 = vfmaq_f32(vacc4x3, vq4, vk3);
-            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1); vacc5x2 = vfmaq_f32(vacc5x2, vq5, vk2); vacc5x3 = vfmaq_f32(vacc5x3, vq5, vk3);
+            const float32x4_t vq6 = vdupq_n_f32(q6[d + 7]);
+            const float32x4_t vq7 = vdupq_n_f32(q7[d + 7]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
+            vacc1x0 = vfmaq_f32(vacc1x0, vq1, vk0); vacc1x1 = vfmaq_f32(vacc1x1, vq1, vk1);
+            vacc2x0 = vfmaq_f32(vacc2x0, vq2, vk0); vacc2x1 = vfmaq_f32(vacc2x1, vq2, vk1);
+            vacc3x0 = vfmaq_f32(vacc3x0, vq3, vk0); vacc3x1 = vfmaq_f32(vacc3x1, vq3, vk1);
+            vacc4x0 = vfmaq_f32(vacc4x0, vq4, vk0); vacc4x1 = vfmaq_f32(vacc4x1, vq4, vk1);
+            vacc5x0 = vfmaq_f32(vacc5x0, vq5, vk0); vacc5x1 = vfmaq_f32(vacc5x1, vq5, vk1);
+            vacc6x0 = vfmaq_f32(vacc6x0, vq6, vk0); vacc6x1 = vfmaq_f32(vacc6x1, vq6, vk1);
+            vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
     }
 
-    {
-        const float32x4_t vscale = vdupq_n_f32(0.0883883476f);
-        vst1q_f32(s + 0 * 64 + 0, vmulq_f32(vacc0x0, vscale));
-        vst1q_f32(s + 0 * 64 + 4, vmulq_f32(vacc0x1, vscale));
-        vst1q_f32(s + 0 * 64 + 8, vmulq_f32(vacc0x2, vscale));
-        vst1q_f32(s + 0 * 64 + 12, vmulq_f32(vacc0x3, vscale));
-        vst1q_f32(s + 1 * 64 + 0, vmulq_f32(vacc1x0, vscale));
-        vst1q_f32(s + 1 * 64 + 4, vmulq_f32(vacc1x1, vscale));
-        vst1q_f32(s + 1 * 64 + 8, vmulq_f32(vacc1x2, vscale));
-        vst1q_f32(s + 1 * 64 + 12, vmulq_f32(vacc1x3, vscale));
-        vst1q_f32(s + 2 * 64 + 0, vmulq_f32(vacc2x0, vscale));
-        vst1q_f32(s + 2 * 64 + 4, vmulq_f32(vacc2x1, vscale));
-        vst1q_f32(s + 2 * 64 + 8, vmulq_f32(vacc2x2, vscale));
-        vst1q_f32(s + 2 * 64 + 12, vmulq_f32(vacc2x3, vscale));
-        vst1q_f32(s + 3 * 64 + 0, vmulq_f32(vacc3x0, vscale));
-        vst1q_f32(s + 3 * 64 + 4, vmulq_f32(vacc3x1, vscale));
-        vst1q_f32(s + 3 * 64 + 8, vmulq_f32(vacc3x2, vscale));
-        vst1q_f32(s + 3 * 64 + 12, vmulq_f32(vacc3x3, vscale));
-        vst1q_f32(s + 4 * 64 + 0, vmulq_f32(vacc4x0, vscale));
-        vst1q_f32(s + 4 * 64 + 4, vmulq_f32(vacc4x1, vscale));
-        vst1q_f32(s + 4 * 64 + 8, vmulq_f32(vacc4x2, vscale));
-        vst1q_f32(s + 4 * 64 + 12, vmulq_f32(vacc4x3, vscale));
-        vst1q_f32(s + 5 * 64 + 0, vmulq_f32(vacc5x0, vscale));
-        vst1q_f32(s + 5 * 64 + 4, vmulq_f32(vacc5x1, vscale));
-        vst1q_f32(s + 5 * 64 + 8, vmulq_f32(vacc5x2, vscale));
-        vst1q_f32(s + 5 * 64 + 12, vmulq_f32(vacc5x3, vscale));
-    }
+    vst1q_f32(s + 0 * 128 + 0, vacc0x0);
+    vst1q_f32(s + 0 * 128 + 4, vacc0x1);
+    vst1q_f32(s + 1 * 128 + 0, vacc1x0);
+    vst1q_f32(s + 1 * 128 + 4, vacc1x1);
+    vst1q_f32(s + 2 * 128 + 0, vacc2x0);
+    vst1q_f32(s + 2 * 128 + 4, vacc2x1);
+    vst1q_f32(s + 3 * 128 + 0, vacc3x0);
+    vst1q_f32(s + 3 * 128 + 4, vacc3x1);
+    vst1q_f32(s + 4 * 128 + 0, vacc4x0);
+    vst1q_f32(s + 4 * 128 + 4, vacc4x1);
+    vst1q_f32(s + 5 * 128 + 0, vacc5x0);
+    vst1q_f32(s + 5 * 128 + 4, vacc5x1);
+    vst1q_f32(s + 6 * 128 + 0, vacc6x0);
+    vst1q_f32(s + 6 * 128 + 4, vacc6x1);
+    vst1q_f32(s + 7 * 128 + 0, vacc7x0);
+    vst1q_f32(s + 7 * 128 + 4, vacc7x1);
 }
 
-/* Scores S[1][16] = scale * Q[1][128] K^T[128][16], D unrolled.
- * q: query rows 1 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  4096 FLOPs, 9 vector registers. */
-static void attn_llama3_8b_qk_1x16__neon(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[1][8] = Q[1][128] K^T[128][8] (Q is packed pre-scaled).
+ * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  2048 FLOPs, 5 vector registers. */
+static void attn_llama3_8b_qk_1x8__neon(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f), vacc0x2 = vdupq_n_f32(0.0f), vacc0x3 = vdupq_n_f32(0.0f);
-    const float *restrict q0 = q + 0 * qs;
+    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
+    const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const float32x4_t vk0 = vld1q_f32(kt + (d) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 1 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 1) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 1) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 1]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 2 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 2) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 2) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 2]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 3 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 3) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 3) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 3]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 4 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 4) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 4) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 4]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 5 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 5) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 5) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 5]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 6 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 6) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 6) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 6]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 7 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * ldk + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * ldk + 4);
-            const float32x4_t vk2 = vld1q_f32(kt + (d + 7) * ldk + 8);
-            const float32x4_t vk3 = vld1q_f32(kt + (d + 7) * ldk + 12);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 128 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 128 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 7]);
-            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1); vacc0x2 = vfmaq_f32(vacc0x2, vq0, vk2); vacc0x3 = vfmaq_f32(vacc0x3, vq0, vk3);
+            vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
     }
 
-    {
-        const float32x4_t vscale = vdupq_n_f32(0.0883883476f);
-        vst1q_f32(s + 0 * 64 + 0, vmulq_f32(vacc0x0, vscale));
-        vst1q_f32(s + 0 * 64 + 4, vmulq_f32(vacc0x1, vscale));
-        vst1q_f32(s + 0 * 64 + 8, vmulq_f32(vacc0x2, vscale));
-        vst1q_f32(s + 0 * 64 + 12, vmulq_f32(vacc0x3, vscale));
-    }
+    vst1q_f32(s + 0 * 128 + 0, vacc0x0);
+    vst1q_f32(s + 0 * 128 + 4, vacc0x1);
 }
 
-/* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 7 chunks of at most 5 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 128 floats per row.
- * 1280 FLOPs per key, 31 vector registers. */
-static void attn_llama3_8b_pv_5x128__neon(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 128 floats per row.
+ * 1536 FLOPs per key, 31 vector registers. */
+static void attn_llama3_8b_pv_6x128__neon(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
     const float32x4_t va1 = vdupq_n_f32(alpha[1]);
     const float32x4_t va2 = vdupq_n_f32(alpha[2]);
     const float32x4_t va3 = vdupq_n_f32(alpha[3]);
     const float32x4_t va4 = vdupq_n_f32(alpha[4]);
-    { /* columns 0..19 */
+    const float32x4_t va5 = vdupq_n_f32(alpha[5]);
+    { /* columns 0..15 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 12), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 128 + 16), va0);
-        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 12), va1), vacc1x4 = vmulq_f32(vld1q_f32(o + 1 * 128 + 16), va1);
-        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 0), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 8), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 12), va2), vacc2x4 = vmulq_f32(vld1q_f32(o + 2 * 128 + 16), va2);
-        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 0), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 4), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 8), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 12), va3), vacc3x4 = vmulq_f32(vld1q_f32(o + 3 * 128 + 16), va3);
-        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 0), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 4), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 8), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 12), va4), vacc4x4 = vmulq_f32(vld1q_f32(o + 4 * 128 + 16), va4);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 12), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 12), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 0), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 8), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 12), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 0), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 4), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 8), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 12), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 0), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 4), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 8), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 12), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 0), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 4), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 8), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 12), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
-            const float32x4_t vp1 = vdupq_n_f32(p[1 * 64 + j]);
-            const float32x4_t vp2 = vdupq_n_f32(p[2 * 64 + j]);
-            const float32x4_t vp3 = vdupq_n_f32(p[3 * 64 + j]);
-            const float32x4_t vp4 = vdupq_n_f32(p[4 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 0);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 4);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 8);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 12);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 16);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv); vacc1x4 = vfmaq_f32(vacc1x4, vp1, vv); vacc2x4 = vfmaq_f32(vacc2x4, vp2, vv); vacc3x4 = vfmaq_f32(vacc3x4, vp3, vv); vacc4x4 = vfmaq_f32(vacc4x4, vp4, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
         }
         vst1q_f32(o + 0 * 128 + 0, vacc0x0);
         vst1q_f32(o + 0 * 128 + 4, vacc0x1);
         vst1q_f32(o + 0 * 128 + 8, vacc0x2);
         vst1q_f32(o + 0 * 128 + 12, vacc0x3);
-        vst1q_f32(o + 0 * 128 + 16, vacc0x4);
         vst1q_f32(o + 1 * 128 + 0, vacc1x0);
         vst1q_f32(o + 1 * 128 + 4, vacc1x1);
         vst1q_f32(o + 1 * 128 + 8, vacc1x2);
         vst1q_f32(o + 1 * 128 + 12, vacc1x3);
-        vst1q_f32(o + 1 * 128 + 16, vacc1x4);
         vst1q_f32(o + 2 * 128 + 0, vacc2x0);
         vst1q_f32(o + 2 * 128 + 4, vacc2x1);
         vst1q_f32(o + 2 * 128 + 8, vacc2x2);
         vst1q_f32(o + 2 * 128 + 12, vacc2x3);
-        vst1q_f32(o + 2 * 128 + 16, vacc2x4);
         vst1q_f32(o + 3 * 128 + 0, vacc3x0);
         vst1q_f32(o + 3 * 128 + 4, vacc3x1);
         vst1q_f32(o + 3 * 128 + 8, vacc3x2);
         vst1q_f32(o + 3 * 128 + 12, vacc3x3);
-        vst1q_f32(o + 3 * 128 + 16, vacc3x4);
         vst1q_f32(o + 4 * 128 + 0, vacc4x0);
         vst1q_f32(o + 4 * 128 + 4, vacc4x1);
         vst1q_f32(o + 4 * 128 + 8, vacc4x2);
         vst1q_f32(o + 4 * 128 + 12, vacc4x3);
-        vst1q_f32(o + 4 * 128 + 16, vacc4x4);
+        vst1q_f32(o + 5 * 128 + 0, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 4, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 8, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 12, vacc5x3);
     }
-    { /* columns 20..39 */
+    { /* columns 16..31 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 20), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 24), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 28), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 32), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 128 + 36), va0);
-        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 20), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 24), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 28), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 32), va1), vacc1x4 = vmulq_f32(vld1q_f32(o + 1 * 128 + 36), va1);
-        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 20), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 24), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 28), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 32), va2), vacc2x4 = vmulq_f32(vld1q_f32(o + 2 * 128 + 36), va2);
-        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 20), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 24), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 28), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 32), va3), vacc3x4 = vmulq_f32(vld1q_f32(o + 3 * 128 + 36), va3);
-        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 20), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 24), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 28), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 32), va4), vacc4x4 = vmulq_f32(vld1q_f32(o + 4 * 128 + 36), va4);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 28), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 16), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 20), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 24), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 28), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 16), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 20), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 24), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 28), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 16), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 20), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 24), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 28), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 16), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 20), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 24), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 28), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 16), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 20), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 24), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 28), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
-            const float32x4_t vp1 = vdupq_n_f32(p[1 * 64 + j]);
-            const float32x4_t vp2 = vdupq_n_f32(p[2 * 64 + j]);
-            const float32x4_t vp3 = vdupq_n_f32(p[3 * 64 + j]);
-            const float32x4_t vp4 = vdupq_n_f32(p[4 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
             {
                 const float32x4_t vv = vld1q_f32(vr + 20);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 24);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 28);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
+        }
+        vst1q_f32(o + 0 * 128 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 28, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 16, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 20, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 24, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 28, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 16, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 20, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 24, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 28, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 16, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 20, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 24, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 28, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 16, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 20, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 24, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 28, vacc4x3);
+        vst1q_f32(o + 5 * 128 + 16, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 20, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 24, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 28, vacc5x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 44), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 32), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 36), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 40), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 44), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 32), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 36), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 40), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 44), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 32), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 36), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 40), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 44), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 32), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 36), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 40), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 44), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 32), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 36), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 40), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 44), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 32);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 36);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv); vacc1x4 = vfmaq_f32(vacc1x4, vp1, vv); vacc2x4 = vfmaq_f32(vacc2x4, vp2, vv); vacc3x4 = vfmaq_f32(vacc3x4, vp3, vv); vacc4x4 = vfmaq_f32(vacc4x4, vp4, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
-        }
-        vst1q_f32(o + 0 * 128 + 20, vacc0x0);
-        vst1q_f32(o + 0 * 128 + 24, vacc0x1);
-        vst1q_f32(o + 0 * 128 + 28, vacc0x2);
-        vst1q_f32(o + 0 * 128 + 32, vacc0x3);
-        vst1q_f32(o + 0 * 128 + 36, vacc0x4);
-        vst1q_f32(o + 1 * 128 + 20, vacc1x0);
-        vst1q_f32(o + 1 * 128 + 24, vacc1x1);
-        vst1q_f32(o + 1 * 128 + 28, vacc1x2);
-        vst1q_f32(o + 1 * 128 + 32, vacc1x3);
-        vst1q_f32(o + 1 * 128 + 36, vacc1x4);
-        vst1q_f32(o + 2 * 128 + 20, vacc2x0);
-        vst1q_f32(o + 2 * 128 + 24, vacc2x1);
-        vst1q_f32(o + 2 * 128 + 28, vacc2x2);
-        vst1q_f32(o + 2 * 128 + 32, vacc2x3);
-        vst1q_f32(o + 2 * 128 + 36, vacc2x4);
-        vst1q_f32(o + 3 * 128 + 20, vacc3x0);
-        vst1q_f32(o + 3 * 128 + 24, vacc3x1);
-        vst1q_f32(o + 3 * 128 + 28, vacc3x2);
-        vst1q_f32(o + 3 * 128 + 32, vacc3x3);
-        vst1q_f32(o + 3 * 128 + 36, vacc3x4);
-        vst1q_f32(o + 4 * 128 + 20, vacc4x0);
-        vst1q_f32(o + 4 * 128 + 24, vacc4x1);
-        vst1q_f32(o + 4 * 128 + 28, vacc4x2);
-        vst1q_f32(o + 4 * 128 + 32, vacc4x3);
-        vst1q_f32(o + 4 * 128 + 36, vacc4x4);
-    }
-    { /* columns 40..59 */
-        int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 40), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 44), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 48), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 52), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 128 + 56), va0);
-        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 40), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 44), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 48), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 52), va1), vacc1x4 = vmulq_f32(vld1q_f32(o + 1 * 128 + 56), va1);
-        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 40), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 44), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 48), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 52), va2), vacc2x4 = vmulq_f32(vld1q_f32(o + 2 * 128 + 56), va2);
-        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 40), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 44), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 48), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 52), va3), vacc3x4 = vmulq_f32(vld1q_f32(o + 3 * 128 + 56), va3);
-        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 40), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 44), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 48), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 52), va4), vacc4x4 = vmulq_f32(vld1q_f32(o + 4 * 128 + 56), va4);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
-            const float32x4_t vp1 = vdupq_n_f32(p[1 * 64 + j]);
-            const float32x4_t vp2 = vdupq_n_f32(p[2 * 64 + j]);
-            const float32x4_t vp3 = vdupq_n_f32(p[3 * 64 + j]);
-            const float32x4_t vp4 = vdupq_n_f32(p[4 * 64 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 40);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 44);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
+        }
+        vst1q_f32(o + 0 * 128 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 44, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 32, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 36, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 40, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 44, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 32, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 36, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 40, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 44, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 32, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 36, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 40, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 44, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 32, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 36, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 40, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 44, vacc4x3);
+        vst1q_f32(o + 5 * 128 + 32, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 36, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 40, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 44, vacc5x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 60), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 48), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 52), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 56), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 60), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 48), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 52), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 56), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 60), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 48), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 52), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 56), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 60), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 48), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 52), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 56), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 60), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 48), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 52), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 56), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 60), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 48);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 52);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 56);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv); vacc1x4 = vfmaq_f32(vacc1x4, vp1, vv); vacc2x4 = vfmaq_f32(vacc2x4, vp2, vv); vacc3x4 = vfmaq_f32(vacc3x4, vp3, vv); vacc4x4 = vfmaq_f32(vacc4x4, vp4, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
-        }
-        vst1q_f32(o + 0 * 128 + 40, vacc0x0);
-        vst1q_f32(o + 0 * 128 + 44, vacc0x1);
-        vst1q_f32(o + 0 * 128 + 48, vacc0x2);
-        vst1q_f32(o + 0 * 128 + 52, vacc0x3);
-        vst1q_f32(o + 0 * 128 + 56, vacc0x4);
-        vst1q_f32(o + 1 * 128 + 40, vacc1x0);
-        vst1q_f32(o + 1 * 128 + 44, vacc1x1);
-        vst1q_f32(o + 1 * 128 + 48, vacc1x2);
-        vst1q_f32(o + 1 * 128 + 52, vacc1x3);
-        vst1q_f32(o + 1 * 128 + 56, vacc1x4);
-        vst1q_f32(o + 2 * 128 + 40, vacc2x0);
-        vst1q_f32(o + 2 * 128 + 44, vacc2x1);
-        vst1q_f32(o + 2 * 128 + 48, vacc2x2);
-        vst1q_f32(o + 2 * 128 + 52, vacc2x3);
-        vst1q_f32(o + 2 * 128 + 56, vacc2x4);
-        vst1q_f32(o + 3 * 128 + 40, vacc3x0);
-        vst1q_f32(o + 3 * 128 + 44, vacc3x1);
-        vst1q_f32(o + 3 * 128 + 48, vacc3x2);
-        vst1q_f32(o + 3 * 128 + 52, vacc3x3);
-        vst1q_f32(o + 3 * 128 + 56, vacc3x4);
-        vst1q_f32(o + 4 * 128 + 40, vacc4x0);
-        vst1q_f32(o + 4 * 128 + 44, vacc4x1);
-        vst1q_f32(o + 4 * 128 + 48, vacc4x2);
-        vst1q_f32(o + 4 * 128 + 52, vacc4x3);
-        vst1q_f32(o + 4 * 128 + 56, vacc4x4);
-    }
-    { /* columns 60..79 */
-        int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 60), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 64), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 68), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 72), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 128 + 76), va0);
-        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 60), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 64), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 68), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 72), va1), vacc1x4 = vmulq_f32(vld1q_f32(o + 1 * 128 + 76), va1);
-        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 60), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 64), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 68), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 72), va2), vacc2x4 = vmulq_f32(vld1q_f32(o + 2 * 128 + 76), va2);
-        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 60), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 64), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 68), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 72), va3), vacc3x4 = vmulq_f32(vld1q_f32(o + 3 * 128 + 76), va3);
-        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 60), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 64), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 68), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 72), va4), vacc4x4 = vmulq_f32(vld1q_f32(o + 4 * 128 + 76), va4);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
-            const float32x4_t vp1 = vdupq_n_f32(p[1 * 64 + j]);
-            const float32x4_t vp2 = vdupq_n_f32(p[2 * 64 + j]);
-            const float32x4_t vp3 = vdupq_n_f32(p[3 * 64 + j]);
-            const float32x4_t vp4 = vdupq_n_f32(p[4 * 64 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 60);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
+        }
+        vst1q_f32(o + 0 * 128 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 60, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 48, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 52, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 56, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 60, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 48, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 52, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 56, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 60, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 48, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 52, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 56, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 60, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 48, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 52, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 56, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 60, vacc4x3);
+        vst1q_f32(o + 5 * 128 + 48, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 52, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 56, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 60, vacc5x3);
+    }
+    { /* columns 64..79 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 64), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 68), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 72), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 76), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 64), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 68), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 72), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 76), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 64), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 68), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 72), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 76), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 64), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 68), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 72), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 76), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 64), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 68), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 72), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 76), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 64), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 68), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 72), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 76), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 64);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 68);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 72);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 76);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv); vacc1x4 = vfmaq_f32(vacc1x4, vp1, vv); vacc2x4 = vfmaq_f32(vacc2x4, vp2, vv); vacc3x4 = vfmaq_f32(vacc3x4, vp3, vv); vacc4x4 = vfmaq_f32(vacc4x4, vp4, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
         }
-        vst1q_f32(o + 0 * 128 + 60, vacc0x0);
-        vst1q_f32(o + 0 * 128 + 64, vacc0x1);
-        vst1q_f32(o + 0 * 128 + 68, vacc0x2);
-        vst1q_f32(o + 0 * 128 + 72, vacc0x3);
-        vst1q_f32(o + 0 * 128 + 76, vacc0x4);
-        vst1q_f32(o + 1 * 128 + 60, vacc1x0);
-        vst1q_f32(o + 1 * 128 + 64, vacc1x1);
-        vst1q_f32(o + 1 * 128 + 68, vacc1x2);
-        vst1q_f32(o + 1 * 128 + 72, vacc1x3);
-        vst1q_f32(o + 1 * 128 + 76, vacc1x4);
-        vst1q_f32(o + 2 * 128 + 60, vacc2x0);
-        vst1q_f32(o + 2 * 128 + 64, vacc2x1);
-        vst1q_f32(o + 2 * 128 + 68, vacc2x2);
-        vst1q_f32(o + 2 * 128 + 72, vacc2x3);
-        vst1q_f32(o + 2 * 128 + 76, vacc2x4);
-        vst1q_f32(o + 3 * 128 + 60, vacc3x0);
-        vst1q_f32(o + 3 * 128 + 64, vacc3x1);
-        vst1q_f32(o + 3 * 128 + 68, vacc3x2);
-        vst1q_f32(o + 3 * 128 + 72, vacc3x3);
-        vst1q_f32(o + 3 * 128 + 76, vacc3x4);
-        vst1q_f32(o + 4 * 128 + 60, vacc4x0);
-        vst1q_f32(o + 4 * 128 + 64, vacc4x1);
-        vst1q_f32(o + 4 * 128 + 68, vacc4x2);
-        vst1q_f32(o + 4 * 128 + 72, vacc4x3);
-        vst1q_f32(o + 4 * 128 + 76, vacc4x4);
+        vst1q_f32(o + 0 * 128 + 64, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 68, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 72, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 76, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 64, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 68, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 72, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 76, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 64, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 68, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 72, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 76, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 64, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 68, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 72, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 76, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 64, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 68, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 72, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 76, vacc4x3);
+        vst1q_f32(o + 5 * 128 + 64, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 68, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 72, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 76, vacc5x3);
     }
-    { /* columns 80..99 */
+    { /* columns 80..95 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 80), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 84), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 88), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 92), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 128 + 96), va0);
-        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 80), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 84), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 88), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 92), va1), vacc1x4 = vmulq_f32(vld1q_f32(o + 1 * 128 + 96), va1);
-        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 80), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 84), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 88), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 92), va2), vacc2x4 = vmulq_f32(vld1q_f32(o + 2 * 128 + 96), va2);
-        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 80), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 84), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 88), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 92), va3), vacc3x4 = vmulq_f32(vld1q_f32(o + 3 * 128 + 96), va3);
-        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 80), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 84), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 88), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 92), va4), vacc4x4 = vmulq_f32(vld1q_f32(o + 4 * 128 + 96), va4);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 80), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 84), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 88), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 92), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 80), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 84), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 88), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 92), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 80), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 84), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 88), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 92), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 80), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 84), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 88), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 92), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 80), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 84), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 88), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 92), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 80), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 84), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 88), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 92), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
-            const float32x4_t vp1 = vdupq_n_f32(p[1 * 64 + j]);
-            const float32x4_t vp2 = vdupq_n_f32(p[2 * 64 + j]);
-            const float32x4_t vp3 = vdupq_n_f32(p[3 * 64 + j]);
-            const float32x4_t vp4 = vdupq_n_f32(p[4 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 80);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 84);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 88);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 92);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 96);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv); vacc1x4 = vfmaq_f32(vacc1x4, vp1, vv); vacc2x4 = vfmaq_f32(vacc2x4, vp2, vv); vacc3x4 = vfmaq_f32(vacc3x4, vp3, vv); vacc4x4 = vfmaq_f32(vacc4x4, vp4, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
         }
         vst1q_f32(o + 0 * 128 + 80, vacc0x0);
         vst1q_f32(o + 0 * 128 + 84, vacc0x1);
         vst1q_f32(o + 0 * 128 + 88, vacc0x2);
         vst1q_f32(o + 0 * 128 + 92, vacc0x3);
-        vst1q_f32(o + 0 * 128 + 96, vacc0x4);
         vst1q_f32(o + 1 * 128 + 80, vacc1x0);
         vst1q_f32(o + 1 * 128 + 84, vacc1x1);
         vst1q_f32(o + 1 * 128 + 88, vacc1x2);
         vst1q_f32(o + 1 * 128 + 92, vacc1x3);
-        vst1q_f32(o + 1 * 128 + 96, vacc1x4);
         vst1q_f32(o + 2 * 128 + 80, vacc2x0);
         vst1q_f32(o + 2 * 128 + 84, vacc2x1);
         vst1q_f32(o + 2 * 128 + 88, vacc2x2);
         vst1q_f32(o + 2 * 128 + 92, vacc2x3);
-        vst1q_f32(o + 2 * 128 + 96, vacc2x4);
         vst1q_f32(o + 3 * 128 + 80, vacc3x0);
         vst1q_f32(o + 3 * 128 + 84, vacc3x1);
         vst1q_f32(o + 3 * 128 + 88, vacc3x2);
         vst1q_f32(o + 3 * 128 + 92, vacc3x3);
-        vst1q_f32(o + 3 * 128 + 96, vacc3x4);
         vst1q_f32(o + 4 * 128 + 80, vacc4x0);
         vst1q_f32(o + 4 * 128 + 84, vacc4x1);
         vst1q_f32(o + 4 * 128 + 88, vacc4x2);
         vst1q_f32(o + 4 * 128 + 92, vacc4x3);
-        vst1q_f32(o + 4 * 128 + 96, vacc4x4);
+        vst1q_f32(o + 5 * 128 + 80, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 84, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 88, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 92, vacc5x3);
     }
-    { /* columns 100..119 */
+    { /* columns 96..111 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 100), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 104), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 108), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0);
-        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 100), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 104), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 108), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 112), va1), vacc1x4 = vmulq_f32(vld1q_f32(o + 1 * 128 + 116), va1);
-        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 100), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 104), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 108), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 112), va2), vacc2x4 = vmulq_f32(vld1q_f32(o + 2 * 128 + 116), va2);
-        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 100), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 104), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 108), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 112), va3), vacc3x4 = vmulq_f32(vld1q_f32(o + 3 * 128 + 116), va3);
-        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 100), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 104), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 108), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 112), va4), vacc4x4 = vmulq_f32(vld1q_f32(o + 4 * 128 + 116), va4);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 96), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 100), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 104), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 108), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 96), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 100), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 104), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 108), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 96), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 100), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 104), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 108), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 96), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 100), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 104), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 108), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 96), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 100), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 104), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 108), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 96), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 100), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 104), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 108), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
-            const float32x4_t vp1 = vdupq_n_f32(p[1 * 64 + j]);
-            const float32x4_t vp2 = vdupq_n_f32(p[2 * 64 + j]);
-            const float32x4_t vp3 = vdupq_n_f32(p[3 * 64 + j]);
-            const float32x4_t vp4 = vdupq_n_f32(p[4 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 96);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
             {
                 const float32x4_t vv = vld1q_f32(vr + 100);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 104);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 108);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
+        }
+        vst1q_f32(o + 0 * 128 + 96, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 100, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 104, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 108, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 96, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 100, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 104, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 108, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 96, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 100, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 104, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 108, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 96, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 100, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 104, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 108, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 96, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 100, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 104, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 108, vacc4x3);
+        vst1q_f32(o + 5 * 128 + 96, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 100, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 104, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 108, vacc5x3);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 112), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 116), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 120), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 124), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 112), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 116), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 120), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 124), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 112), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 116), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 120), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 124), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 112), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 116), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 120), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 124), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 112), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 116), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 120), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 124), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * 128 + j]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * 128 + j]);
+            const float32x4_t vp5 = vdupq_n_f32(p[5 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 112);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 116);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv); vacc1x4 = vfmaq_f32(vacc1x4, vp1, vv); vacc2x4 = vfmaq_f32(vacc2x4, vp2, vv); vacc3x4 = vfmaq_f32(vacc3x4, vp3, vv); vacc4x4 = vfmaq_f32(vacc4x4, vp4, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
             }
-        }
-        vst1q_f32(o + 0 * 128 + 100, vacc0x0);
-        vst1q_f32(o + 0 * 128 + 104, vacc0x1);
-        vst1q_f32(o + 0 * 128 + 108, vacc0x2);
-        vst1q_f32(o + 0 * 128 + 112, vacc0x3);
-        vst1q_f32(o + 0 * 128 + 116, vacc0x4);
-        vst1q_f32(o + 1 * 128 + 100, vacc1x0);
-        vst1q_f32(o + 1 * 128 + 104, vacc1x1);
-        vst1q_f32(o + 1 * 128 + 108, vacc1x2);
-        vst1q_f32(o + 1 * 128 + 112, vacc1x3);
-        vst1q_f32(o + 1 * 128 + 116, vacc1x4);
-        vst1q_f32(o + 2 * 128 + 100, vacc2x0);
-        vst1q_f32(o + 2 * 128 + 104, vacc2x1);
-        vst1q_f32(o + 2 * 128 + 108, vacc2x2);
-        vst1q_f32(o + 2 * 128 + 112, vacc2x3);
-        vst1q_f32(o + 2 * 128 + 116, vacc2x4);
-        vst1q_f32(o + 3 * 128 + 100, vacc3x0);
-        vst1q_f32(o + 3 * 128 + 104, vacc3x1);
-        vst1q_f32(o + 3 * 128 + 108, vacc3x2);
-        vst1q_f32(o + 3 * 128 + 112, vacc3x3);
-        vst1q_f32(o + 3 * 128 + 116, vacc3x4);
-        vst1q_f32(o + 4 * 128 + 100, vacc4x0);
-        vst1q_f32(o + 4 * 128 + 104, vacc4x1);
-        vst1q_f32(o + 4 * 128 + 108, vacc4x2);
-        vst1q_f32(o + 4 * 128 + 112, vacc4x3);
-        vst1q_f32(o + 4 * 128 + 116, vacc4x4);
-    }
-    { /* columns 120..127 */
-        int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
-        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 120), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 124), va1);
-        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 120), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 124), va2);
-        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 120), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 124), va3);
-        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 120), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 124), va4);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
-            const float32x4_t vp1 = vdupq_n_f32(p[1 * 64 + j]);
-            const float32x4_t vp2 = vdupq_n_f32(p[2 * 64 + j]);
-            const float32x4_t vp3 = vdupq_n_f32(p[3 * 64 + j]);
-            const float32x4_t vp4 = vdupq_n_f32(p[4 * 64 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 120);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 124);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
             }
         }
-        vst1q_f32(o + 0 * 128 + 120, vacc0x0);
-        vst1q_f32(o + 0 * 128 + 124, vacc0x1);
-        vst1q_f32(o + 1 * 128 + 120, vacc1x0);
-        vst1q_f32(o + 1 * 128 + 124, vacc1x1);
-        vst1q_f32(o + 2 * 128 + 120, vacc2x0);
-        vst1q_f32(o + 2 * 128 + 124, vacc2x1);
-        vst1q_f32(o + 3 * 128 + 120, vacc3x0);
-        vst1q_f32(o + 3 * 128 + 124, vacc3x1);
-        vst1q_f32(o + 4 * 128 + 120, vacc4x0);
-        vst1q_f32(o + 4 * 128 + 124, vacc4x1);
+        vst1q_f32(o + 0 * 128 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 124, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 112, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 116, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 120, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 124, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 112, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 116, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 120, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 124, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 112, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 116, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 120, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 124, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 112, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 116, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 120, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 124, vacc4x3);
+        vst1q_f32(o + 5 * 128 + 112, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 116, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 120, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 124, vacc5x3);
     }
 }
 
-/* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 7 chunks of at most 5 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 128 floats per row.
- * 256 FLOPs per key, 7 vector registers. */
-static void attn_llama3_8b_pv_1x128__neon(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 128 floats per row.
+ * 256 FLOPs per key, 6 vector registers. */
+static void attn_llama3_8b_pv_1x128__neon(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
-    { /* columns 0..19 */
+    { /* columns 0..15 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 12), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 128 + 16), va0);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 12), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 0);
                 vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
@@ -2222,122 +2469,130 @@ static void attn_llama3_8b_pv_1x128__neon(const float *restrict p, const float *
                 const float32x4_t vv = vld1q_f32(vr + 12);
                 vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 16);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv);
-            }
         }
         vst1q_f32(o + 0 * 128 + 0, vacc0x0);
         vst1q_f32(o + 0 * 128 + 4, vacc0x1);
         vst1q_f32(o + 0 * 128 + 8, vacc0x2);
         vst1q_f32(o + 0 * 128 + 12, vacc0x3);
-        vst1q_f32(o + 0 * 128 + 16, vacc0x4);
     }
-    { /* columns 20..39 */
+    { /* columns 16..31 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 20), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 24), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 28), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 32), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 128 + 36), va0);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 28), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
             {
                 const float32x4_t vv = vld1q_f32(vr + 20);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 24);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 28);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
+        }
+        vst1q_f32(o + 0 * 128 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 28, vacc0x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 44), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 32);
-                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 36);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
             }
-        }
-        vst1q_f32(o + 0 * 128 + 20, vacc0x0);
-        vst1q_f32(o + 0 * 128 + 24, vacc0x1);
-        vst1q_f32(o + 0 * 128 + 28, vacc0x2);
-        vst1q_f32(o + 0 * 128 + 32, vacc0x3);
-        vst1q_f32(o + 0 * 128 + 36, vacc0x4);
-    }
-    { /* columns 40..59 */
-        int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 40), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 44), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 48), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 52), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 128 + 56), va0);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 40);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 44);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 48);
-                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 52);
                 vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 56);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv);
-            }
         }
-        vst1q_f32(o + 0 * 128 + 40, vacc0x0);
-        vst1q_f32(o + 0 * 128 + 44, vacc0x1);
-        vst1q_f32(o + 0 * 128 + 48, vacc0x2);
-        vst1q_f32(o + 0 * 128 + 52, vacc0x3);
-        vst1q_f32(o + 0 * 128 + 56, vacc0x4);
+        vst1q_f32(o + 0 * 128 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 44, vacc0x3);
     }
-    { /* columns 60..79 */
+    { /* columns 48..63 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 60), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 64), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 68), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 72), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 128 + 76), va0);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 60), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
-                const float32x4_t vv = vld1q_f32(vr + 60);
+                const float32x4_t vv = vld1q_f32(vr + 48);
                 vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
             }
             {
-                const float32x4_t vv = vld1q_f32(vr + 64);
+                const float32x4_t vv = vld1q_f32(vr + 52);
                 vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
             }
             {
-                const float32x4_t vv = vld1q_f32(vr + 68);
+                const float32x4_t vv = vld1q_f32(vr + 56);
                 vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
             }
             {
-                const float32x4_t vv = vld1q_f32(vr + 72);
+                const float32x4_t vv = vld1q_f32(vr + 60);
                 vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 60, vacc0x3);
+    }
+    { /* columns 64..79 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 64), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 68), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 72), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 76), va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 64);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 68);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 72);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 76);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
         }
-        vst1q_f32(o + 0 * 128 + 60, vacc0x0);
-        vst1q_f32(o + 0 * 128 + 64, vacc0x1);
-        vst1q_f32(o + 0 * 128 + 68, vacc0x2);
-        vst1q_f32(o + 0 * 128 + 72, vacc0x3);
-        vst1q_f32(o + 0 * 128 + 76, vacc0x4);
+        vst1q_f32(o + 0 * 128 + 64, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 68, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 72, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 76, vacc0x3);
     }
-    { /* columns 80..99 */
+    { /* columns 80..95 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 80), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 84), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 88), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 92), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 128 + 96), va0);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 80), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 84), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 88), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 92), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 80);
                 vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
@@ -2354,120 +2609,124 @@ static void attn_llama3_8b_pv_1x128__neon(const float *restrict p, const float *
                 const float32x4_t vv = vld1q_f32(vr + 92);
                 vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 96);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv);
-            }
         }
         vst1q_f32(o + 0 * 128 + 80, vacc0x0);
         vst1q_f32(o + 0 * 128 + 84, vacc0x1);
         vst1q_f32(o + 0 * 128 + 88, vacc0x2);
         vst1q_f32(o + 0 * 128 + 92, vacc0x3);
-        vst1q_f32(o + 0 * 128 + 96, vacc0x4);
     }
-    { /* columns 100..119 */
+    { /* columns 96..111 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 100), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 104), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 108), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x4 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 96), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 100), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 104), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 108), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 96);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
             {
                 const float32x4_t vv = vld1q_f32(vr + 100);
-                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
             }
             {
                 const float32x4_t vv = vld1q_f32(vr + 104);
-                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
-            }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 108);
                 vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
             }
             {
-                const float32x4_t vv = vld1q_f32(vr + 112);
+                const float32x4_t vv = vld1q_f32(vr + 108);
                 vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
             }
-            {
-                const float32x4_t vv = vld1q_f32(vr + 116);
-                vacc0x4 = vfmaq_f32(vacc0x4, vp0, vv);
-            }
         }
-        vst1q_f32(o + 0 * 128 + 100, vacc0x0);
-        vst1q_f32(o + 0 * 128 + 104, vacc0x1);
-        vst1q_f32(o + 0 * 128 + 108, vacc0x2);
-        vst1q_f32(o + 0 * 128 + 112, vacc0x3);
-        vst1q_f32(o + 0 * 128 + 116, vacc0x4);
+        vst1q_f32(o + 0 * 128 + 96, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 100, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 104, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 108, vacc0x3);
     }
-    { /* columns 120..127 */
+    { /* columns 112..127 */
         int64_t j;
-        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float32x4_t vp0 = vdupq_n_f32(p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
-                const float32x4_t vv = vld1q_f32(vr + 120);
+                const float32x4_t vv = vld1q_f32(vr + 112);
                 vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
             }
             {
-                const float32x4_t vv = vld1q_f32(vr + 124);
+                const float32x4_t vv = vld1q_f32(vr + 116);
                 vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
             }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 120);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 124);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
         }
-        vst1q_f32(o + 0 * 128 + 120, vacc0x0);
-        vst1q_f32(o + 0 * 128 + 124, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 124, vacc0x3);
     }
 }
 
 /* Per-thread scratch of the neon variant. */
 typedef struct {
-    float s[64 * 64];      /* scores, then probabilities */
-    float o[64 * 128];      /* unnormalized output rows */
-    float m[64], l[64], alpha[64]; /* running max, sum, rescale */
-    int64_t lo[64], hi[64], sink_hi[64], first[64], last[64];
+    float q[96 * 128];       /* the query tile, times scale */
+    float s[96 * 128];      /* scores, then probabilities */
+    float o[96 * 128];      /* unnormalized output rows */
+    float m[96], l[96], alpha[96]; /* running max, sum, rescale */
+    int64_t lo[96], hi[96], sink_hi[96], first[96], last[96];
 } attn_llama3_8b_scratch__neon;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-static void attn_llama3_8b_unit__neon(const attn_args *args, const float *kt, int64_t ldk,
+static void attn_llama3_8b_unit__neon(const attn_args *args, const float *kt, const float *v, int64_t lkp,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_llama3_8b_scratch__neon *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t hk = h / 4;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
-    const int64_t qs = args->q_stride[1];
-    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    const int64_t vs = args->v_stride[1];
-    const int64_t ntiles = (lk + 63) / 64;
-    int64_t r, t;
+    const int64_t ntiles = (lk + 127) / 128;
+    int64_t r, t, c;
 
-    kt += (b * 8 + hk) * 128 * ldk; /* K^T of (b, hk) */
+    kt += (b * 8 + hk) * 128 * lkp; /* packed K^T and V of (b, hk) */
+    v += (b * 8 + hk) * 128 * lkp;
     for (r = 0; r < tq; r++) {
         attn_llama3_8b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+        const float *restrict qr = q + r * args->q_stride[1];
+        for (c = 0; c < 128; c++) w->q[r * 128 + c] = qr[c] * 0.0883883476f;
+    }
 
     for (t = 0; t < ntiles; t++) {
-        const int64_t j0 = t * 64;
-        const int64_t jn = lk - j0 < 64 ? lk - j0 : 64; /* keys of this tile that exist */
+        const int64_t j0 = t * 128;
+        const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
         const int cls = attn_llama3_8b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        int64_t c;
         if (cls == 0) continue; /* no row sees this tile */
 
-        /* scores: S = scale * Q K^T */
-        for (r = 0; r + 6 <= tq; r += 6)
-            for (c = 0; c < 64; c += 16)
-                attn_llama3_8b_qk_6x16__neon(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
-        for (; r < tq; r++)
-            for (c = 0; c < 64; c += 16)
-                attn_llama3_8b_qk_1x16__neon(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
+        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
+           stays in L1 while every row block of the tile passes over it */
+        for (c = 0; c < 128; c += 8) {
+            const float *ktc = kt + j0 * 128 + c;
+            for (r = 0; r + 8 <= tq; r += 8)
+                attn_llama3_8b_qk_8x8__neon(w->q + r * 128, ktc, w->s + r * 128 + c);
+            for (; r < tq; r++)
+                attn_llama3_8b_qk_1x8__neon(w->q + r * 128, ktc, w->s + r * 128 + c);
+        }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 64;
+            float *restrict sr = w->s + r * 128;
             float mx = -INFINITY, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 64; c++) {
+                for (c = 0; c < 128; c++) {
                     const int64_t j = j0 + c;
                     const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
                     if (!seen) sr[c] = -INFINITY;
@@ -2475,7 +2734,7 @@ static void attn_llama3_8b_unit__neon(const attn_args *args, const float *kt, in
             }
             {
                 float32x4_t vmx = vld1q_f32(sr);
-                for (c = 4; c < 64; c += 4) vmx = vmaxq_f32(vmx, vld1q_f32(sr + c));
+                for (c = 4; c < 128; c += 4) vmx = vmaxq_f32(vmx, vld1q_f32(sr + c));
                 mx = vmaxvq_f32(vmx);
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
@@ -2484,7 +2743,7 @@ static void attn_llama3_8b_unit__neon(const attn_args *args, const float *kt, in
             {
                 const float32x4_t vm = vdupq_n_f32(m_ref);
                 float32x4_t vsum = vdupq_n_f32(0.0f);
-                for (c = 0; c < 64; c += 4) {
+                for (c = 0; c < 128; c += 4) {
                     const float32x4_t e = attn_exp__neon(vsubq_f32(vld1q_f32(sr + c), vm));
                     vst1q_f32(sr + c, e);
                     vsum = vaddq_f32(vsum, e);
@@ -2497,11 +2756,11 @@ static void attn_llama3_8b_unit__neon(const attn_args *args, const float *kt, in
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 5 ? 5 : 1;
-            int64_t jlo = 64, jhi = 0, k;
+            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            int64_t jlo = 128, jhi = 0, k;
             if (cls == 2) {
                 jlo = 0;
-                jhi = 64;
+                jhi = 128;
             } else {
                 for (k = r; k < r + rows; k++) {
                     if (w->last[k] > w->first[k]) {
@@ -2512,10 +2771,10 @@ static void attn_llama3_8b_unit__neon(const attn_args *args, const float *kt, in
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 5)
-                attn_llama3_8b_pv_5x128__neon(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 128, w->alpha + r);
+            if (rows == 6)
+                attn_llama3_8b_pv_6x128__neon(w->s + r * 128, v + j0 * 128, jlo, jhi, w->o + r * 128, w->alpha + r);
             else
-                attn_llama3_8b_pv_1x128__neon(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_llama3_8b_pv_1x128__neon(w->s + r * 128, v + j0 * 128, jlo, jhi, w->o + r * 128, w->alpha + r);
             r += rows;
         }
     }
@@ -2563,46 +2822,58 @@ static void attn_llama3_8b_unit__neon(const attn_args *args, const float *kt, in
     }
 }
 
-/* K^T for batch b, kv head hk: kt[d][j] = K[b][j][hk][d] for j < Lk_b, else 0. */
-static void attn_llama3_8b_pack__neon(const attn_args *args, int64_t b, int64_t hk, float *kt, int64_t ldk)
+/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+ * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
+static void attn_llama3_8b_pack__neon(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
+        float *restrict vp, int64_t lkp)
 {
     const int64_t lk = args->seq_k;
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
+    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
     int64_t j, d;
+    memset(kt, 0, sizeof(float) * (size_t)(lkp * 128));
+    memset(vp, 0, sizeof(float) * (size_t)(lkp * 128));
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
-        for (d = 0; d < 128; d++) kt[d * ldk + j] = kr[d];
+        const float *restrict vr = v + j * args->v_stride[1];
+        float *restrict kc = kt + (j / 128) * 16384 + j % 128;
+        for (d = 0; d < 128; d++) kc[d * 128] = kr[d];
+        memcpy(vp + j * 128, vr, sizeof(float) * 128);
     }
-    for (d = 0; d < 128; d++)
-        for (j = lk; j < ldk; j++) kt[d * ldk + j] = 0.0f;
 }
 
 attn_status attn_llama3_8b_fwd__neon(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_llama3_8b_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
-    const int64_t ldk = (args->seq_k + 63) / 64 * 64;
-    const int64_t nq = (Lq + 63) / 64;
+    const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
+    const int64_t nq = (Lq + 95) / 96;
     const int64_t units = B * 32 * nq;
     const int threads = args->threads;
-    float *kt = NULL;
+    float *kt = NULL, *vp = NULL;
     int failed = 0;
     int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (ldk > 0) {
-        if ((uint64_t)B * 1024 > (uint64_t)INT64_MAX / 4 / (uint64_t)ldk) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 1024 * ldk));
-        if (!kt) return ATTN_ERR_NOMEM;
+    if (lkp > 0) {
+        if ((uint64_t)B * 2048 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
+        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 1024 * lkp));
+        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 1024 * lkp));
+        if (!kt || !vp) {
+            attn_free(kt);
+            attn_free(vp);
+            return ATTN_ERR_NOMEM;
+        }
     }
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     for (u = 0; u < B * 8; u++)
-        if (ldk > 0) attn_llama3_8b_pack__neon(args, u / 8, u % 8, kt + u * 128 * ldk, ldk);
+        if (lkp > 0)
+            attn_llama3_8b_pack__neon(args, u / 8, u % 8, kt + u * 128 * lkp, vp + u * 128 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -2622,13 +2893,14 @@ attn_status attn_llama3_8b_fwd__neon(const attn_args *args)
             /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
             const int64_t qt = nq - 1 - u % nq;
             const int64_t bh = u / nq;
-            const int64_t i0 = qt * 64;
-            if (w) attn_llama3_8b_unit__neon(args, kt, ldk, bh / 32, bh % 32, i0,
-                    Lq - i0 < 64 ? Lq - i0 : 64, w);
+            const int64_t i0 = qt * 96;
+            if (w) attn_llama3_8b_unit__neon(args, kt, vp, lkp, bh / 32, bh % 32, i0,
+                    Lq - i0 < 96 ? Lq - i0 : 96, w);
         }
         attn_free(w);
     }
     attn_free(kt);
+    attn_free(vp);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__aarch64__) */
@@ -2637,255 +2909,1511 @@ attn_status attn_llama3_8b_fwd__neon(const attn_args *args)
 /* scalar: 1 lane of f32, 16 registers */
 /* ======================================================================== */
 
-/* Scores S[6][2] = scale * Q[6][128] K^T[128][2], D unrolled.
- * q: query rows 6 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  3072 FLOPs, 15 vector registers. */
-static void attn_llama3_8b_qk_6x2__scalar(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[4][4] = Q[4][128] K^T[128][4] (Q is packed pre-scaled).
+ * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  4096 FLOPs, 21 vector registers. */
+static void attn_llama3_8b_qk_4x4__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
-    float vacc1x0 = 0.0f, vacc1x1 = 0.0f;
-    float vacc2x0 = 0.0f, vacc2x1 = 0.0f;
-    float vacc3x0 = 0.0f, vacc3x1 = 0.0f;
-    float vacc4x0 = 0.0f, vacc4x1 = 0.0f;
-    float vacc5x0 = 0.0f, vacc5x1 = 0.0f;
-    const float *restrict q0 = q + 0 * qs;
-    const float *restrict q1 = q + 1 * qs;
-    const float *restrict q2 = q + 2 * qs;
-    const float *restrict q3 = q + 3 * qs;
-    const float *restrict q4 = q + 4 * qs;
-    const float *restrict q5 = q + 5 * qs;
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f, vacc0x2 = 0.0f, vacc0x3 = 0.0f;
+    float vacc1x0 = 0.0f, vacc1x1 = 0.0f, vacc1x2 = 0.0f, vacc1x3 = 0.0f;
+    float vacc2x0 = 0.0f, vacc2x1 = 0.0f, vacc2x2 = 0.0f, vacc2x3 = 0.0f;
+    float vacc3x0 = 0.0f, vacc3x1 = 0.0f, vacc3x2 = 0.0f, vacc3x3 = 0.0f;
+    const float *restrict q0 = q + 0;
+    const float *restrict q1 = q + 128;
+    const float *restrict q2 = q + 256;
+    const float *restrict q3 = q + 384;
 
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const float vk0 = *(kt + (d) * ldk + 0);
-            const float vk1 = *(kt + (d) * ldk + 1);
+            const float vk0 = *(kt + (d) * 128 + 0);
+            const float vk1 = *(kt + (d) * 128 + 1);
+            const float vk2 = *(kt + (d) * 128 + 2);
+            const float vk3 = *(kt + (d) * 128 + 3);
             const float vq0 = (q0[d]);
             const float vq1 = (q1[d]);
             const float vq2 = (q2[d]);
             const float vq3 = (q3[d]);
-            const float vq4 = (q4[d]);
-            const float vq5 = (q5[d]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 1 */
-            const float vk0 = *(kt + (d + 1) * ldk + 0);
-            const float vk1 = *(kt + (d + 1) * ldk + 1);
+            const float vk0 = *(kt + (d + 1) * 128 + 0);
+            const float vk1 = *(kt + (d + 1) * 128 + 1);
+            const float vk2 = *(kt + (d + 1) * 128 + 2);
+            const float vk3 = *(kt + (d + 1) * 128 + 3);
             const float vq0 = (q0[d + 1]);
             const float vq1 = (q1[d + 1]);
             const float vq2 = (q2[d + 1]);
             const float vq3 = (q3[d + 1]);
-            const float vq4 = (q4[d + 1]);
-            const float vq5 = (q5[d + 1]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 2 */
-            const float vk0 = *(kt + (d + 2) * ldk + 0);
-            const float vk1 = *(kt + (d + 2) * ldk + 1);
+            const float vk0 = *(kt + (d + 2) * 128 + 0);
+            const float vk1 = *(kt + (d + 2) * 128 + 1);
+            const float vk2 = *(kt + (d + 2) * 128 + 2);
+            const float vk3 = *(kt + (d + 2) * 128 + 3);
             const float vq0 = (q0[d + 2]);
             const float vq1 = (q1[d + 2]);
             const float vq2 = (q2[d + 2]);
             const float vq3 = (q3[d + 2]);
-            const float vq4 = (q4[d + 2]);
-            const float vq5 = (q5[d + 2]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 3 */
-            const float vk0 = *(kt + (d + 3) * ldk + 0);
-            const float vk1 = *(kt + (d + 3) * ldk + 1);
+            const float vk0 = *(kt + (d + 3) * 128 + 0);
+            const float vk1 = *(kt + (d + 3) * 128 + 1);
+            const float vk2 = *(kt + (d + 3) * 128 + 2);
+            const float vk3 = *(kt + (d + 3) * 128 + 3);
             const float vq0 = (q0[d + 3]);
             const float vq1 = (q1[d + 3]);
             const float vq2 = (q2[d + 3]);
             const float vq3 = (q3[d + 3]);
-            const float vq4 = (q4[d + 3]);
-            const float vq5 = (q5[d + 3]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 4 */
-            const float vk0 = *(kt + (d + 4) * ldk + 0);
-            const float vk1 = *(kt + (d + 4) * ldk + 1);
+            const float vk0 = *(kt + (d + 4) * 128 + 0);
+            const float vk1 = *(kt + (d + 4) * 128 + 1);
+            const float vk2 = *(kt + (d + 4) * 128 + 2);
+            const float vk3 = *(kt + (d + 4) * 128 + 3);
             const float vq0 = (q0[d + 4]);
             const float vq1 = (q1[d + 4]);
             const float vq2 = (q2[d + 4]);
             const float vq3 = (q3[d + 4]);
-            const float vq4 = (q4[d + 4]);
-            const float vq5 = (q5[d + 4]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 5 */
-            const float vk0 = *(kt + (d + 5) * ldk + 0);
-            const float vk1 = *(kt + (d + 5) * ldk + 1);
+            const float vk0 = *(kt + (d + 5) * 128 + 0);
+            const float vk1 = *(kt + (d + 5) * 128 + 1);
+            const float vk2 = *(kt + (d + 5) * 128 + 2);
+            const float vk3 = *(kt + (d + 5) * 128 + 3);
             const float vq0 = (q0[d + 5]);
             const float vq1 = (q1[d + 5]);
             const float vq2 = (q2[d + 5]);
             const float vq3 = (q3[d + 5]);
-            const float vq4 = (q4[d + 5]);
-            const float vq5 = (q5[d + 5]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 6 */
-            const float vk0 = *(kt + (d + 6) * ldk + 0);
-            const float vk1 = *(kt + (d + 6) * ldk + 1);
+            const float vk0 = *(kt + (d + 6) * 128 + 0);
+            const float vk1 = *(kt + (d + 6) * 128 + 1);
+            const float vk2 = *(kt + (d + 6) * 128 + 2);
+            const float vk3 = *(kt + (d + 6) * 128 + 3);
             const float vq0 = (q0[d + 6]);
             const float vq1 = (q1[d + 6]);
             const float vq2 = (q2[d + 6]);
             const float vq3 = (q3[d + 6]);
-            const float vq4 = (q4[d + 6]);
-            const float vq5 = (q5[d + 6]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
         { /* d = d + 7 */
-            const float vk0 = *(kt + (d + 7) * ldk + 0);
-            const float vk1 = *(kt + (d + 7) * ldk + 1);
+            const float vk0 = *(kt + (d + 7) * 128 + 0);
+            const float vk1 = *(kt + (d + 7) * 128 + 1);
+            const float vk2 = *(kt + (d + 7) * 128 + 2);
+            const float vk3 = *(kt + (d + 7) * 128 + 3);
             const float vq0 = (q0[d + 7]);
             const float vq1 = (q1[d + 7]);
             const float vq2 = (q2[d + 7]);
             const float vq3 = (q3[d + 7]);
-            const float vq4 = (q4[d + 7]);
-            const float vq5 = (q5[d + 7]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
-            vacc4x0 = (vq4 * vk0 + vacc4x0); vacc4x1 = (vq4 * vk1 + vacc4x1);
-            vacc5x0 = (vq5 * vk0 + vacc5x0); vacc5x1 = (vq5 * vk1 + vacc5x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
         }
     }
 
-    {
-        const float vscale = (0.0883883476f);
-        *(s + 0 * 64 + 0) = (vacc0x0 * vscale);
-        *(s + 0 * 64 + 1) = (vacc0x1 * vscale);
-        *(s + 1 * 64 + 0) = (vacc1x0 * vscale);
-        *(s + 1 * 64 + 1) = (vacc1x1 * vscale);
-        *(s + 2 * 64 + 0) = (vacc2x0 * vscale);
-        *(s + 2 * 64 + 1) = (vacc2x1 * vscale);
-        *(s + 3 * 64 + 0) = (vacc3x0 * vscale);
-        *(s + 3 * 64 + 1) = (vacc3x1 * vscale);
-        *(s + 4 * 64 + 0) = (vacc4x0 * vscale);
-        *(s + 4 * 64 + 1) = (vacc4x1 * vscale);
-        *(s + 5 * 64 + 0) = (vacc5x0 * vscale);
-        *(s + 5 * 64 + 1) = (vacc5x1 * vscale);
-    }
+    *(s + 0 * 128 + 0) = vacc0x0;
+    *(s + 0 * 128 + 1) = vacc0x1;
+    *(s + 0 * 128 + 2) = vacc0x2;
+    *(s + 0 * 128 + 3) = vacc0x3;
+    *(s + 1 * 128 + 0) = vacc1x0;
+    *(s + 1 * 128 + 1) = vacc1x1;
+    *(s + 1 * 128 + 2) = vacc1x2;
+    *(s + 1 * 128 + 3) = vacc1x3;
+    *(s + 2 * 128 + 0) = vacc2x0;
+    *(s + 2 * 128 + 1) = vacc2x1;
+    *(s + 2 * 128 + 2) = vacc2x2;
+    *(s + 2 * 128 + 3) = vacc2x3;
+    *(s + 3 * 128 + 0) = vacc3x0;
+    *(s + 3 * 128 + 1) = vacc3x1;
+    *(s + 3 * 128 + 2) = vacc3x2;
+    *(s + 3 * 128 + 3) = vacc3x3;
 }
 
-/* Scores S[1][2] = scale * Q[1][128] K^T[128][2], D unrolled.
- * q: query rows 1 (row stride qs); kt: K^T at the first key (row stride ldk);
- * s: 64 floats per row.  512 FLOPs, 5 vector registers. */
-static void attn_llama3_8b_qk_1x2__scalar(const float *restrict q, int64_t qs, const float *restrict kt, int64_t ldk,
+/* Scores S[1][4] = Q[1][128] K^T[128][4] (Q is packed pre-scaled).
+ * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * s: 128 floats per row.  1024 FLOPs, 9 vector registers. */
+static void attn_llama3_8b_qk_1x4__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
-    const float *restrict q0 = q + 0 * qs;
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f, vacc0x2 = 0.0f, vacc0x3 = 0.0f;
+    const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const float vk0 = *(kt + (d) * ldk + 0);
-            const float vk1 = *(kt + (d) * ldk + 1);
+            const float vk0 = *(kt + (d) * 128 + 0);
+            const float vk1 = *(kt + (d) * 128 + 1);
+            const float vk2 = *(kt + (d) * 128 + 2);
+            const float vk3 = *(kt + (d) * 128 + 3);
             const float vq0 = (q0[d]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 1 */
-            const float vk0 = *(kt + (d + 1) * ldk + 0);
-            const float vk1 = *(kt + (d + 1) * ldk + 1);
+            const float vk0 = *(kt + (d + 1) * 128 + 0);
+            const float vk1 = *(kt + (d + 1) * 128 + 1);
+            const float vk2 = *(kt + (d + 1) * 128 + 2);
+            const float vk3 = *(kt + (d + 1) * 128 + 3);
             const float vq0 = (q0[d + 1]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 2 */
-            const float vk0 = *(kt + (d + 2) * ldk + 0);
-            const float vk1 = *(kt + (d + 2) * ldk + 1);
+            const float vk0 = *(kt + (d + 2) * 128 + 0);
+            const float vk1 = *(kt + (d + 2) * 128 + 1);
+            const float vk2 = *(kt + (d + 2) * 128 + 2);
+            const float vk3 = *(kt + (d + 2) * 128 + 3);
             const float vq0 = (q0[d + 2]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 3 */
-            const float vk0 = *(kt + (d + 3) * ldk + 0);
-            const float vk1 = *(kt + (d + 3) * ldk + 1);
+            const float vk0 = *(kt + (d + 3) * 128 + 0);
+            const float vk1 = *(kt + (d + 3) * 128 + 1);
+            const float vk2 = *(kt + (d + 3) * 128 + 2);
+            const float vk3 = *(kt + (d + 3) * 128 + 3);
             const float vq0 = (q0[d + 3]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 4 */
-            const float vk0 = *(kt + (d + 4) * ldk + 0);
-            const float vk1 = *(kt + (d + 4) * ldk + 1);
+            const float vk0 = *(kt + (d + 4) * 128 + 0);
+            const float vk1 = *(kt + (d + 4) * 128 + 1);
+            const float vk2 = *(kt + (d + 4) * 128 + 2);
+            const float vk3 = *(kt + (d + 4) * 128 + 3);
             const float vq0 = (q0[d + 4]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 5 */
-            const float vk0 = *(kt + (d + 5) * ldk + 0);
-            const float vk1 = *(kt + (d + 5) * ldk + 1);
+            const float vk0 = *(kt + (d + 5) * 128 + 0);
+            const float vk1 = *(kt + (d + 5) * 128 + 1);
+            const float vk2 = *(kt + (d + 5) * 128 + 2);
+            const float vk3 = *(kt + (d + 5) * 128 + 3);
             const float vq0 = (q0[d + 5]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 6 */
-            const float vk0 = *(kt + (d + 6) * ldk + 0);
-            const float vk1 = *(kt + (d + 6) * ldk + 1);
+            const float vk0 = *(kt + (d + 6) * 128 + 0);
+            const float vk1 = *(kt + (d + 6) * 128 + 1);
+            const float vk2 = *(kt + (d + 6) * 128 + 2);
+            const float vk3 = *(kt + (d + 6) * 128 + 3);
             const float vq0 = (q0[d + 6]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
         { /* d = d + 7 */
-            const float vk0 = *(kt + (d + 7) * ldk + 0);
-            const float vk1 = *(kt + (d + 7) * ldk + 1);
+            const float vk0 = *(kt + (d + 7) * 128 + 0);
+            const float vk1 = *(kt + (d + 7) * 128 + 1);
+            const float vk2 = *(kt + (d + 7) * 128 + 2);
+            const float vk3 = *(kt + (d + 7) * 128 + 3);
             const float vq0 = (q0[d + 7]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
         }
     }
 
-    {
-        const float vscale = (0.0883883476f);
-        *(s + 0 * 64 + 0) = (vacc0x0 * vscale);
-        *(s + 0 * 64 + 1) = (vacc0x1 * vscale);
+    *(s + 0 * 128 + 0) = vacc0x0;
+    *(s + 0 * 128 + 1) = vacc0x1;
+    *(s + 0 * 128 + 2) = vacc0x2;
+    *(s + 0 * 128 + 3) = vacc0x3;
+}
+
+/* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 16 chunks of at most 8 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 128 floats per row.
+ * 1024 FLOPs per key, 37 vector registers. */
+static void attn_llama3_8b_pv_4x128__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
+{
+    const float va0 = (alpha[0]);
+    const float va1 = (alpha[1]);
+    const float va2 = (alpha[2]);
+    const float va3 = (alpha[3]);
+    { /* columns 0..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 0) * va0), vacc0x1 = (*(o + 0 * 128 + 1) * va0), vacc0x2 = (*(o + 0 * 128 + 2) * va0), vacc0x3 = (*(o + 0 * 128 + 3) * va0), vacc0x4 = (*(o + 0 * 128 + 4) * va0), vacc0x5 = (*(o + 0 * 128 + 5) * va0), vacc0x6 = (*(o + 0 * 128 + 6) * va0), vacc0x7 = (*(o + 0 * 128 + 7) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 0) * va1), vacc1x1 = (*(o + 1 * 128 + 1) * va1), vacc1x2 = (*(o + 1 * 128 + 2) * va1), vacc1x3 = (*(o + 1 * 128 + 3) * va1), vacc1x4 = (*(o + 1 * 128 + 4) * va1), vacc1x5 = (*(o + 1 * 128 + 5) * va1), vacc1x6 = (*(o + 1 * 128 + 6) * va1), vacc1x7 = (*(o + 1 * 128 + 7) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 0) * va2), vacc2x1 = (*(o + 2 * 128 + 1) * va2), vacc2x2 = (*(o + 2 * 128 + 2) * va2), vacc2x3 = (*(o + 2 * 128 + 3) * va2), vacc2x4 = (*(o + 2 * 128 + 4) * va2), vacc2x5 = (*(o + 2 * 128 + 5) * va2), vacc2x6 = (*(o + 2 * 128 + 6) * va2), vacc2x7 = (*(o + 2 * 128 + 7) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 0) * va3), vacc3x1 = (*(o + 3 * 128 + 1) * va3), vacc3x2 = (*(o + 3 * 128 + 2) * va3), vacc3x3 = (*(o + 3 * 128 + 3) * va3), vacc3x4 = (*(o + 3 * 128 + 4) * va3), vacc3x5 = (*(o + 3 * 128 + 5) * va3), vacc3x6 = (*(o + 3 * 128 + 6) * va3), vacc3x7 = (*(o + 3 * 128 + 7) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 0);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 1);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 2);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 4);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 6);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 0) = vacc0x0;
+        *(o + 0 * 128 + 1) = vacc0x1;
+        *(o + 0 * 128 + 2) = vacc0x2;
+        *(o + 0 * 128 + 3) = vacc0x3;
+        *(o + 0 * 128 + 4) = vacc0x4;
+        *(o + 0 * 128 + 5) = vacc0x5;
+        *(o + 0 * 128 + 6) = vacc0x6;
+        *(o + 0 * 128 + 7) = vacc0x7;
+        *(o + 1 * 128 + 0) = vacc1x0;
+        *(o + 1 * 128 + 1) = vacc1x1;
+        *(o + 1 * 128 + 2) = vacc1x2;
+        *(o + 1 * 128 + 3) = vacc1x3;
+        *(o + 1 * 128 + 4) = vacc1x4;
+        *(o + 1 * 128 + 5) = vacc1x5;
+        *(o + 1 * 128 + 6) = vacc1x6;
+        *(o + 1 * 128 + 7) = vacc1x7;
+        *(o + 2 * 128 + 0) = vacc2x0;
+        *(o + 2 * 128 + 1) = vacc2x1;
+        *(o + 2 * 128 + 2) = vacc2x2;
+        *(o + 2 * 128 + 3) = vacc2x3;
+        *(o + 2 * 128 + 4) = vacc2x4;
+        *(o + 2 * 128 + 5) = vacc2x5;
+        *(o + 2 * 128 + 6) = vacc2x6;
+        *(o + 2 * 128 + 7) = vacc2x7;
+        *(o + 3 * 128 + 0) = vacc3x0;
+        *(o + 3 * 128 + 1) = vacc3x1;
+        *(o + 3 * 128 + 2) = vacc3x2;
+        *(o + 3 * 128 + 3) = vacc3x3;
+        *(o + 3 * 128 + 4) = vacc3x4;
+        *(o + 3 * 128 + 5) = vacc3x5;
+        *(o + 3 * 128 + 6) = vacc3x6;
+        *(o + 3 * 128 + 7) = vacc3x7;
+    }
+    { /* columns 8..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 8) * va0), vacc0x1 = (*(o + 0 * 128 + 9) * va0), vacc0x2 = (*(o + 0 * 128 + 10) * va0), vacc0x3 = (*(o + 0 * 128 + 11) * va0), vacc0x4 = (*(o + 0 * 128 + 12) * va0), vacc0x5 = (*(o + 0 * 128 + 13) * va0), vacc0x6 = (*(o + 0 * 128 + 14) * va0), vacc0x7 = (*(o + 0 * 128 + 15) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 8) * va1), vacc1x1 = (*(o + 1 * 128 + 9) * va1), vacc1x2 = (*(o + 1 * 128 + 10) * va1), vacc1x3 = (*(o + 1 * 128 + 11) * va1), vacc1x4 = (*(o + 1 * 128 + 12) * va1), vacc1x5 = (*(o + 1 * 128 + 13) * va1), vacc1x6 = (*(o + 1 * 128 + 14) * va1), vacc1x7 = (*(o + 1 * 128 + 15) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 8) * va2), vacc2x1 = (*(o + 2 * 128 + 9) * va2), vacc2x2 = (*(o + 2 * 128 + 10) * va2), vacc2x3 = (*(o + 2 * 128 + 11) * va2), vacc2x4 = (*(o + 2 * 128 + 12) * va2), vacc2x5 = (*(o + 2 * 128 + 13) * va2), vacc2x6 = (*(o + 2 * 128 + 14) * va2), vacc2x7 = (*(o + 2 * 128 + 15) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 8) * va3), vacc3x1 = (*(o + 3 * 128 + 9) * va3), vacc3x2 = (*(o + 3 * 128 + 10) * va3), vacc3x3 = (*(o + 3 * 128 + 11) * va3), vacc3x4 = (*(o + 3 * 128 + 12) * va3), vacc3x5 = (*(o + 3 * 128 + 13) * va3), vacc3x6 = (*(o + 3 * 128 + 14) * va3), vacc3x7 = (*(o + 3 * 128 + 15) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 8);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 9);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 10);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 12);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 14);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 8) = vacc0x0;
+        *(o + 0 * 128 + 9) = vacc0x1;
+        *(o + 0 * 128 + 10) = vacc0x2;
+        *(o + 0 * 128 + 11) = vacc0x3;
+        *(o + 0 * 128 + 12) = vacc0x4;
+        *(o + 0 * 128 + 13) = vacc0x5;
+        *(o + 0 * 128 + 14) = vacc0x6;
+        *(o + 0 * 128 + 15) = vacc0x7;
+        *(o + 1 * 128 + 8) = vacc1x0;
+        *(o + 1 * 128 + 9) = vacc1x1;
+        *(o + 1 * 128 + 10) = vacc1x2;
+        *(o + 1 * 128 + 11) = vacc1x3;
+        *(o + 1 * 128 + 12) = vacc1x4;
+        *(o + 1 * 128 + 13) = vacc1x5;
+        *(o + 1 * 128 + 14) = vacc1x6;
+        *(o + 1 * 128 + 15) = vacc1x7;
+        *(o + 2 * 128 + 8) = vacc2x0;
+        *(o + 2 * 128 + 9) = vacc2x1;
+        *(o + 2 * 128 + 10) = vacc2x2;
+        *(o + 2 * 128 + 11) = vacc2x3;
+        *(o + 2 * 128 + 12) = vacc2x4;
+        *(o + 2 * 128 + 13) = vacc2x5;
+        *(o + 2 * 128 + 14) = vacc2x6;
+        *(o + 2 * 128 + 15) = vacc2x7;
+        *(o + 3 * 128 + 8) = vacc3x0;
+        *(o + 3 * 128 + 9) = vacc3x1;
+        *(o + 3 * 128 + 10) = vacc3x2;
+        *(o + 3 * 128 + 11) = vacc3x3;
+        *(o + 3 * 128 + 12) = vacc3x4;
+        *(o + 3 * 128 + 13) = vacc3x5;
+        *(o + 3 * 128 + 14) = vacc3x6;
+        *(o + 3 * 128 + 15) = vacc3x7;
+    }
+    { /* columns 16..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 16) * va0), vacc0x1 = (*(o + 0 * 128 + 17) * va0), vacc0x2 = (*(o + 0 * 128 + 18) * va0), vacc0x3 = (*(o + 0 * 128 + 19) * va0), vacc0x4 = (*(o + 0 * 128 + 20) * va0), vacc0x5 = (*(o + 0 * 128 + 21) * va0), vacc0x6 = (*(o + 0 * 128 + 22) * va0), vacc0x7 = (*(o + 0 * 128 + 23) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 16) * va1), vacc1x1 = (*(o + 1 * 128 + 17) * va1), vacc1x2 = (*(o + 1 * 128 + 18) * va1), vacc1x3 = (*(o + 1 * 128 + 19) * va1), vacc1x4 = (*(o + 1 * 128 + 20) * va1), vacc1x5 = (*(o + 1 * 128 + 21) * va1), vacc1x6 = (*(o + 1 * 128 + 22) * va1), vacc1x7 = (*(o + 1 * 128 + 23) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 16) * va2), vacc2x1 = (*(o + 2 * 128 + 17) * va2), vacc2x2 = (*(o + 2 * 128 + 18) * va2), vacc2x3 = (*(o + 2 * 128 + 19) * va2), vacc2x4 = (*(o + 2 * 128 + 20) * va2), vacc2x5 = (*(o + 2 * 128 + 21) * va2), vacc2x6 = (*(o + 2 * 128 + 22) * va2), vacc2x7 = (*(o + 2 * 128 + 23) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 16) * va3), vacc3x1 = (*(o + 3 * 128 + 17) * va3), vacc3x2 = (*(o + 3 * 128 + 18) * va3), vacc3x3 = (*(o + 3 * 128 + 19) * va3), vacc3x4 = (*(o + 3 * 128 + 20) * va3), vacc3x5 = (*(o + 3 * 128 + 21) * va3), vacc3x6 = (*(o + 3 * 128 + 22) * va3), vacc3x7 = (*(o + 3 * 128 + 23) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 16);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 17);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 18);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 20);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 22);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 16) = vacc0x0;
+        *(o + 0 * 128 + 17) = vacc0x1;
+        *(o + 0 * 128 + 18) = vacc0x2;
+        *(o + 0 * 128 + 19) = vacc0x3;
+        *(o + 0 * 128 + 20) = vacc0x4;
+        *(o + 0 * 128 + 21) = vacc0x5;
+        *(o + 0 * 128 + 22) = vacc0x6;
+        *(o + 0 * 128 + 23) = vacc0x7;
+        *(o + 1 * 128 + 16) = vacc1x0;
+        *(o + 1 * 128 + 17) = vacc1x1;
+        *(o + 1 * 128 + 18) = vacc1x2;
+        *(o + 1 * 128 + 19) = vacc1x3;
+        *(o + 1 * 128 + 20) = vacc1x4;
+        *(o + 1 * 128 + 21) = vacc1x5;
+        *(o + 1 * 128 + 22) = vacc1x6;
+        *(o + 1 * 128 + 23) = vacc1x7;
+        *(o + 2 * 128 + 16) = vacc2x0;
+        *(o + 2 * 128 + 17) = vacc2x1;
+        *(o + 2 * 128 + 18) = vacc2x2;
+        *(o + 2 * 128 + 19) = vacc2x3;
+        *(o + 2 * 128 + 20) = vacc2x4;
+        *(o + 2 * 128 + 21) = vacc2x5;
+        *(o + 2 * 128 + 22) = vacc2x6;
+        *(o + 2 * 128 + 23) = vacc2x7;
+        *(o + 3 * 128 + 16) = vacc3x0;
+        *(o + 3 * 128 + 17) = vacc3x1;
+        *(o + 3 * 128 + 18) = vacc3x2;
+        *(o + 3 * 128 + 19) = vacc3x3;
+        *(o + 3 * 128 + 20) = vacc3x4;
+        *(o + 3 * 128 + 21) = vacc3x5;
+        *(o + 3 * 128 + 22) = vacc3x6;
+        *(o + 3 * 128 + 23) = vacc3x7;
+    }
+    { /* columns 24..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 24) * va0), vacc0x1 = (*(o + 0 * 128 + 25) * va0), vacc0x2 = (*(o + 0 * 128 + 26) * va0), vacc0x3 = (*(o + 0 * 128 + 27) * va0), vacc0x4 = (*(o + 0 * 128 + 28) * va0), vacc0x5 = (*(o + 0 * 128 + 29) * va0), vacc0x6 = (*(o + 0 * 128 + 30) * va0), vacc0x7 = (*(o + 0 * 128 + 31) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 24) * va1), vacc1x1 = (*(o + 1 * 128 + 25) * va1), vacc1x2 = (*(o + 1 * 128 + 26) * va1), vacc1x3 = (*(o + 1 * 128 + 27) * va1), vacc1x4 = (*(o + 1 * 128 + 28) * va1), vacc1x5 = (*(o + 1 * 128 + 29) * va1), vacc1x6 = (*(o + 1 * 128 + 30) * va1), vacc1x7 = (*(o + 1 * 128 + 31) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 24) * va2), vacc2x1 = (*(o + 2 * 128 + 25) * va2), vacc2x2 = (*(o + 2 * 128 + 26) * va2), vacc2x3 = (*(o + 2 * 128 + 27) * va2), vacc2x4 = (*(o + 2 * 128 + 28) * va2), vacc2x5 = (*(o + 2 * 128 + 29) * va2), vacc2x6 = (*(o + 2 * 128 + 30) * va2), vacc2x7 = (*(o + 2 * 128 + 31) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 24) * va3), vacc3x1 = (*(o + 3 * 128 + 25) * va3), vacc3x2 = (*(o + 3 * 128 + 26) * va3), vacc3x3 = (*(o + 3 * 128 + 27) * va3), vacc3x4 = (*(o + 3 * 128 + 28) * va3), vacc3x5 = (*(o + 3 * 128 + 29) * va3), vacc3x6 = (*(o + 3 * 128 + 30) * va3), vacc3x7 = (*(o + 3 * 128 + 31) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 24);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 25);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 26);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 28);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 30);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 24) = vacc0x0;
+        *(o + 0 * 128 + 25) = vacc0x1;
+        *(o + 0 * 128 + 26) = vacc0x2;
+        *(o + 0 * 128 + 27) = vacc0x3;
+        *(o + 0 * 128 + 28) = vacc0x4;
+        *(o + 0 * 128 + 29) = vacc0x5;
+        *(o + 0 * 128 + 30) = vacc0x6;
+        *(o + 0 * 128 + 31) = vacc0x7;
+        *(o + 1 * 128 + 24) = vacc1x0;
+        *(o + 1 * 128 + 25) = vacc1x1;
+        *(o + 1 * 128 + 26) = vacc1x2;
+        *(o + 1 * 128 + 27) = vacc1x3;
+        *(o + 1 * 128 + 28) = vacc1x4;
+        *(o + 1 * 128 + 29) = vacc1x5;
+        *(o + 1 * 128 + 30) = vacc1x6;
+        *(o + 1 * 128 + 31) = vacc1x7;
+        *(o + 2 * 128 + 24) = vacc2x0;
+        *(o + 2 * 128 + 25) = vacc2x1;
+        *(o + 2 * 128 + 26) = vacc2x2;
+        *(o + 2 * 128 + 27) = vacc2x3;
+        *(o + 2 * 128 + 28) = vacc2x4;
+        *(o + 2 * 128 + 29) = vacc2x5;
+        *(o + 2 * 128 + 30) = vacc2x6;
+        *(o + 2 * 128 + 31) = vacc2x7;
+        *(o + 3 * 128 + 24) = vacc3x0;
+        *(o + 3 * 128 + 25) = vacc3x1;
+        *(o + 3 * 128 + 26) = vacc3x2;
+        *(o + 3 * 128 + 27) = vacc3x3;
+        *(o + 3 * 128 + 28) = vacc3x4;
+        *(o + 3 * 128 + 29) = vacc3x5;
+        *(o + 3 * 128 + 30) = vacc3x6;
+        *(o + 3 * 128 + 31) = vacc3x7;
+    }
+    { /* columns 32..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 32) * va0), vacc0x1 = (*(o + 0 * 128 + 33) * va0), vacc0x2 = (*(o + 0 * 128 + 34) * va0), vacc0x3 = (*(o + 0 * 128 + 35) * va0), vacc0x4 = (*(o + 0 * 128 + 36) * va0), vacc0x5 = (*(o + 0 * 128 + 37) * va0), vacc0x6 = (*(o + 0 * 128 + 38) * va0), vacc0x7 = (*(o + 0 * 128 + 39) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 32) * va1), vacc1x1 = (*(o + 1 * 128 + 33) * va1), vacc1x2 = (*(o + 1 * 128 + 34) * va1), vacc1x3 = (*(o + 1 * 128 + 35) * va1), vacc1x4 = (*(o + 1 * 128 + 36) * va1), vacc1x5 = (*(o + 1 * 128 + 37) * va1), vacc1x6 = (*(o + 1 * 128 + 38) * va1), vacc1x7 = (*(o + 1 * 128 + 39) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 32) * va2), vacc2x1 = (*(o + 2 * 128 + 33) * va2), vacc2x2 = (*(o + 2 * 128 + 34) * va2), vacc2x3 = (*(o + 2 * 128 + 35) * va2), vacc2x4 = (*(o + 2 * 128 + 36) * va2), vacc2x5 = (*(o + 2 * 128 + 37) * va2), vacc2x6 = (*(o + 2 * 128 + 38) * va2), vacc2x7 = (*(o + 2 * 128 + 39) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 32) * va3), vacc3x1 = (*(o + 3 * 128 + 33) * va3), vacc3x2 = (*(o + 3 * 128 + 34) * va3), vacc3x3 = (*(o + 3 * 128 + 35) * va3), vacc3x4 = (*(o + 3 * 128 + 36) * va3), vacc3x5 = (*(o + 3 * 128 + 37) * va3), vacc3x6 = (*(o + 3 * 128 + 38) * va3), vacc3x7 = (*(o + 3 * 128 + 39) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 32);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 33);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 34);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 36);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 38);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 32) = vacc0x0;
+        *(o + 0 * 128 + 33) = vacc0x1;
+        *(o + 0 * 128 + 34) = vacc0x2;
+        *(o + 0 * 128 + 35) = vacc0x3;
+        *(o + 0 * 128 + 36) = vacc0x4;
+        *(o + 0 * 128 + 37) = vacc0x5;
+        *(o + 0 * 128 + 38) = vacc0x6;
+        *(o + 0 * 128 + 39) = vacc0x7;
+        *(o + 1 * 128 + 32) = vacc1x0;
+        *(o + 1 * 128 + 33) = vacc1x1;
+        *(o + 1 * 128 + 34) = vacc1x2;
+        *(o + 1 * 128 + 35) = vacc1x3;
+        *(o + 1 * 128 + 36) = vacc1x4;
+        *(o + 1 * 128 + 37) = vacc1x5;
+        *(o + 1 * 128 + 38) = vacc1x6;
+        *(o + 1 * 128 + 39) = vacc1x7;
+        *(o + 2 * 128 + 32) = vacc2x0;
+        *(o + 2 * 128 + 33) = vacc2x1;
+        *(o + 2 * 128 + 34) = vacc2x2;
+        *(o + 2 * 128 + 35) = vacc2x3;
+        *(o + 2 * 128 + 36) = vacc2x4;
+        *(o + 2 * 128 + 37) = vacc2x5;
+        *(o + 2 * 128 + 38) = vacc2x6;
+        *(o + 2 * 128 + 39) = vacc2x7;
+        *(o + 3 * 128 + 32) = vacc3x0;
+        *(o + 3 * 128 + 33) = vacc3x1;
+        *(o + 3 * 128 + 34) = vacc3x2;
+        *(o + 3 * 128 + 35) = vacc3x3;
+        *(o + 3 * 128 + 36) = vacc3x4;
+        *(o + 3 * 128 + 37) = vacc3x5;
+        *(o + 3 * 128 + 38) = vacc3x6;
+        *(o + 3 * 128 + 39) = vacc3x7;
+    }
+    { /* columns 40..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 40) * va0), vacc0x1 = (*(o + 0 * 128 + 41) * va0), vacc0x2 = (*(o + 0 * 128 + 42) * va0), vacc0x3 = (*(o + 0 * 128 + 43) * va0), vacc0x4 = (*(o + 0 * 128 + 44) * va0), vacc0x5 = (*(o + 0 * 128 + 45) * va0), vacc0x6 = (*(o + 0 * 128 + 46) * va0), vacc0x7 = (*(o + 0 * 128 + 47) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 40) * va1), vacc1x1 = (*(o + 1 * 128 + 41) * va1), vacc1x2 = (*(o + 1 * 128 + 42) * va1), vacc1x3 = (*(o + 1 * 128 + 43) * va1), vacc1x4 = (*(o + 1 * 128 + 44) * va1), vacc1x5 = (*(o + 1 * 128 + 45) * va1), vacc1x6 = (*(o + 1 * 128 + 46) * va1), vacc1x7 = (*(o + 1 * 128 + 47) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 40) * va2), vacc2x1 = (*(o + 2 * 128 + 41) * va2), vacc2x2 = (*(o + 2 * 128 + 42) * va2), vacc2x3 = (*(o + 2 * 128 + 43) * va2), vacc2x4 = (*(o + 2 * 128 + 44) * va2), vacc2x5 = (*(o + 2 * 128 + 45) * va2), vacc2x6 = (*(o + 2 * 128 + 46) * va2), vacc2x7 = (*(o + 2 * 128 + 47) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 40) * va3), vacc3x1 = (*(o + 3 * 128 + 41) * va3), vacc3x2 = (*(o + 3 * 128 + 42) * va3), vacc3x3 = (*(o + 3 * 128 + 43) * va3), vacc3x4 = (*(o + 3 * 128 + 44) * va3), vacc3x5 = (*(o + 3 * 128 + 45) * va3), vacc3x6 = (*(o + 3 * 128 + 46) * va3), vacc3x7 = (*(o + 3 * 128 + 47) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 40);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 41);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 42);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 44);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 46);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 40) = vacc0x0;
+        *(o + 0 * 128 + 41) = vacc0x1;
+        *(o + 0 * 128 + 42) = vacc0x2;
+        *(o + 0 * 128 + 43) = vacc0x3;
+        *(o + 0 * 128 + 44) = vacc0x4;
+        *(o + 0 * 128 + 45) = vacc0x5;
+        *(o + 0 * 128 + 46) = vacc0x6;
+        *(o + 0 * 128 + 47) = vacc0x7;
+        *(o + 1 * 128 + 40) = vacc1x0;
+        *(o + 1 * 128 + 41) = vacc1x1;
+        *(o + 1 * 128 + 42) = vacc1x2;
+        *(o + 1 * 128 + 43) = vacc1x3;
+        *(o + 1 * 128 + 44) = vacc1x4;
+        *(o + 1 * 128 + 45) = vacc1x5;
+        *(o + 1 * 128 + 46) = vacc1x6;
+        *(o + 1 * 128 + 47) = vacc1x7;
+        *(o + 2 * 128 + 40) = vacc2x0;
+        *(o + 2 * 128 + 41) = vacc2x1;
+        *(o + 2 * 128 + 42) = vacc2x2;
+        *(o + 2 * 128 + 43) = vacc2x3;
+        *(o + 2 * 128 + 44) = vacc2x4;
+        *(o + 2 * 128 + 45) = vacc2x5;
+        *(o + 2 * 128 + 46) = vacc2x6;
+        *(o + 2 * 128 + 47) = vacc2x7;
+        *(o + 3 * 128 + 40) = vacc3x0;
+        *(o + 3 * 128 + 41) = vacc3x1;
+        *(o + 3 * 128 + 42) = vacc3x2;
+        *(o + 3 * 128 + 43) = vacc3x3;
+        *(o + 3 * 128 + 44) = vacc3x4;
+        *(o + 3 * 128 + 45) = vacc3x5;
+        *(o + 3 * 128 + 46) = vacc3x6;
+        *(o + 3 * 128 + 47) = vacc3x7;
+    }
+    { /* columns 48..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 48) * va0), vacc0x1 = (*(o + 0 * 128 + 49) * va0), vacc0x2 = (*(o + 0 * 128 + 50) * va0), vacc0x3 = (*(o + 0 * 128 + 51) * va0), vacc0x4 = (*(o + 0 * 128 + 52) * va0), vacc0x5 = (*(o + 0 * 128 + 53) * va0), vacc0x6 = (*(o + 0 * 128 + 54) * va0), vacc0x7 = (*(o + 0 * 128 + 55) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 48) * va1), vacc1x1 = (*(o + 1 * 128 + 49) * va1), vacc1x2 = (*(o + 1 * 128 + 50) * va1), vacc1x3 = (*(o + 1 * 128 + 51) * va1), vacc1x4 = (*(o + 1 * 128 + 52) * va1), vacc1x5 = (*(o + 1 * 128 + 53) * va1), vacc1x6 = (*(o + 1 * 128 + 54) * va1), vacc1x7 = (*(o + 1 * 128 + 55) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 48) * va2), vacc2x1 = (*(o + 2 * 128 + 49) * va2), vacc2x2 = (*(o + 2 * 128 + 50) * va2), vacc2x3 = (*(o + 2 * 128 + 51) * va2), vacc2x4 = (*(o + 2 * 128 + 52) * va2), vacc2x5 = (*(o + 2 * 128 + 53) * va2), vacc2x6 = (*(o + 2 * 128 + 54) * va2), vacc2x7 = (*(o + 2 * 128 + 55) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 48) * va3), vacc3x1 = (*(o + 3 * 128 + 49) * va3), vacc3x2 = (*(o + 3 * 128 + 50) * va3), vacc3x3 = (*(o + 3 * 128 + 51) * va3), vacc3x4 = (*(o + 3 * 128 + 52) * va3), vacc3x5 = (*(o + 3 * 128 + 53) * va3), vacc3x6 = (*(o + 3 * 128 + 54) * va3), vacc3x7 = (*(o + 3 * 128 + 55) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 48);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 49);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 50);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 52);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 54);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 48) = vacc0x0;
+        *(o + 0 * 128 + 49) = vacc0x1;
+        *(o + 0 * 128 + 50) = vacc0x2;
+        *(o + 0 * 128 + 51) = vacc0x3;
+        *(o + 0 * 128 + 52) = vacc0x4;
+        *(o + 0 * 128 + 53) = vacc0x5;
+        *(o + 0 * 128 + 54) = vacc0x6;
+        *(o + 0 * 128 + 55) = vacc0x7;
+        *(o + 1 * 128 + 48) = vacc1x0;
+        *(o + 1 * 128 + 49) = vacc1x1;
+        *(o + 1 * 128 + 50) = vacc1x2;
+        *(o + 1 * 128 + 51) = vacc1x3;
+        *(o + 1 * 128 + 52) = vacc1x4;
+        *(o + 1 * 128 + 53) = vacc1x5;
+        *(o + 1 * 128 + 54) = vacc1x6;
+        *(o + 1 * 128 + 55) = vacc1x7;
+        *(o + 2 * 128 + 48) = vacc2x0;
+        *(o + 2 * 128 + 49) = vacc2x1;
+        *(o + 2 * 128 + 50) = vacc2x2;
+        *(o + 2 * 128 + 51) = vacc2x3;
+        *(o + 2 * 128 + 52) = vacc2x4;
+        *(o + 2 * 128 + 53) = vacc2x5;
+        *(o + 2 * 128 + 54) = vacc2x6;
+        *(o + 2 * 128 + 55) = vacc2x7;
+        *(o + 3 * 128 + 48) = vacc3x0;
+        *(o + 3 * 128 + 49) = vacc3x1;
+        *(o + 3 * 128 + 50) = vacc3x2;
+        *(o + 3 * 128 + 51) = vacc3x3;
+        *(o + 3 * 128 + 52) = vacc3x4;
+        *(o + 3 * 128 + 53) = vacc3x5;
+        *(o + 3 * 128 + 54) = vacc3x6;
+        *(o + 3 * 128 + 55) = vacc3x7;
+    }
+    { /* columns 56..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 56) * va0), vacc0x1 = (*(o + 0 * 128 + 57) * va0), vacc0x2 = (*(o + 0 * 128 + 58) * va0), vacc0x3 = (*(o + 0 * 128 + 59) * va0), vacc0x4 = (*(o + 0 * 128 + 60) * va0), vacc0x5 = (*(o + 0 * 128 + 61) * va0), vacc0x6 = (*(o + 0 * 128 + 62) * va0), vacc0x7 = (*(o + 0 * 128 + 63) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 56) * va1), vacc1x1 = (*(o + 1 * 128 + 57) * va1), vacc1x2 = (*(o + 1 * 128 + 58) * va1), vacc1x3 = (*(o + 1 * 128 + 59) * va1), vacc1x4 = (*(o + 1 * 128 + 60) * va1), vacc1x5 = (*(o + 1 * 128 + 61) * va1), vacc1x6 = (*(o + 1 * 128 + 62) * va1), vacc1x7 = (*(o + 1 * 128 + 63) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 56) * va2), vacc2x1 = (*(o + 2 * 128 + 57) * va2), vacc2x2 = (*(o + 2 * 128 + 58) * va2), vacc2x3 = (*(o + 2 * 128 + 59) * va2), vacc2x4 = (*(o + 2 * 128 + 60) * va2), vacc2x5 = (*(o + 2 * 128 + 61) * va2), vacc2x6 = (*(o + 2 * 128 + 62) * va2), vacc2x7 = (*(o + 2 * 128 + 63) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 56) * va3), vacc3x1 = (*(o + 3 * 128 + 57) * va3), vacc3x2 = (*(o + 3 * 128 + 58) * va3), vacc3x3 = (*(o + 3 * 128 + 59) * va3), vacc3x4 = (*(o + 3 * 128 + 60) * va3), vacc3x5 = (*(o + 3 * 128 + 61) * va3), vacc3x6 = (*(o + 3 * 128 + 62) * va3), vacc3x7 = (*(o + 3 * 128 + 63) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 56);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 57);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 58);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 60);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 62);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 56) = vacc0x0;
+        *(o + 0 * 128 + 57) = vacc0x1;
+        *(o + 0 * 128 + 58) = vacc0x2;
+        *(o + 0 * 128 + 59) = vacc0x3;
+        *(o + 0 * 128 + 60) = vacc0x4;
+        *(o + 0 * 128 + 61) = vacc0x5;
+        *(o + 0 * 128 + 62) = vacc0x6;
+        *(o + 0 * 128 + 63) = vacc0x7;
+        *(o + 1 * 128 + 56) = vacc1x0;
+        *(o + 1 * 128 + 57) = vacc1x1;
+        *(o + 1 * 128 + 58) = vacc1x2;
+        *(o + 1 * 128 + 59) = vacc1x3;
+        *(o + 1 * 128 + 60) = vacc1x4;
+        *(o + 1 * 128 + 61) = vacc1x5;
+        *(o + 1 * 128 + 62) = vacc1x6;
+        *(o + 1 * 128 + 63) = vacc1x7;
+        *(o + 2 * 128 + 56) = vacc2x0;
+        *(o + 2 * 128 + 57) = vacc2x1;
+        *(o + 2 * 128 + 58) = vacc2x2;
+        *(o + 2 * 128 + 59) = vacc2x3;
+        *(o + 2 * 128 + 60) = vacc2x4;
+        *(o + 2 * 128 + 61) = vacc2x5;
+        *(o + 2 * 128 + 62) = vacc2x6;
+        *(o + 2 * 128 + 63) = vacc2x7;
+        *(o + 3 * 128 + 56) = vacc3x0;
+        *(o + 3 * 128 + 57) = vacc3x1;
+        *(o + 3 * 128 + 58) = vacc3x2;
+        *(o + 3 * 128 + 59) = vacc3x3;
+        *(o + 3 * 128 + 60) = vacc3x4;
+        *(o + 3 * 128 + 61) = vacc3x5;
+        *(o + 3 * 128 + 62) = vacc3x6;
+        *(o + 3 * 128 + 63) = vacc3x7;
+    }
+    { /* columns 64..71 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 64) * va0), vacc0x1 = (*(o + 0 * 128 + 65) * va0), vacc0x2 = (*(o + 0 * 128 + 66) * va0), vacc0x3 = (*(o + 0 * 128 + 67) * va0), vacc0x4 = (*(o + 0 * 128 + 68) * va0), vacc0x5 = (*(o + 0 * 128 + 69) * va0), vacc0x6 = (*(o + 0 * 128 + 70) * va0), vacc0x7 = (*(o + 0 * 128 + 71) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 64) * va1), vacc1x1 = (*(o + 1 * 128 + 65) * va1), vacc1x2 = (*(o + 1 * 128 + 66) * va1), vacc1x3 = (*(o + 1 * 128 + 67) * va1), vacc1x4 = (*(o + 1 * 128 + 68) * va1), vacc1x5 = (*(o + 1 * 128 + 69) * va1), vacc1x6 = (*(o + 1 * 128 + 70) * va1), vacc1x7 = (*(o + 1 * 128 + 71) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 64) * va2), vacc2x1 = (*(o + 2 * 128 + 65) * va2), vacc2x2 = (*(o + 2 * 128 + 66) * va2), vacc2x3 = (*(o + 2 * 128 + 67) * va2), vacc2x4 = (*(o + 2 * 128 + 68) * va2), vacc2x5 = (*(o + 2 * 128 + 69) * va2), vacc2x6 = (*(o + 2 * 128 + 70) * va2), vacc2x7 = (*(o + 2 * 128 + 71) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 64) * va3), vacc3x1 = (*(o + 3 * 128 + 65) * va3), vacc3x2 = (*(o + 3 * 128 + 66) * va3), vacc3x3 = (*(o + 3 * 128 + 67) * va3), vacc3x4 = (*(o + 3 * 128 + 68) * va3), vacc3x5 = (*(o + 3 * 128 + 69) * va3), vacc3x6 = (*(o + 3 * 128 + 70) * va3), vacc3x7 = (*(o + 3 * 128 + 71) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 64);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 65);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 66);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 67);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 68);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 69);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 70);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 71);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 64) = vacc0x0;
+        *(o + 0 * 128 + 65) = vacc0x1;
+        *(o + 0 * 128 + 66) = vacc0x2;
+        *(o + 0 * 128 + 67) = vacc0x3;
+        *(o + 0 * 128 + 68) = vacc0x4;
+        *(o + 0 * 128 + 69) = vacc0x5;
+        *(o + 0 * 128 + 70) = vacc0x6;
+        *(o + 0 * 128 + 71) = vacc0x7;
+        *(o + 1 * 128 + 64) = vacc1x0;
+        *(o + 1 * 128 + 65) = vacc1x1;
+        *(o + 1 * 128 + 66) = vacc1x2;
+        *(o + 1 * 128 + 67) = vacc1x3;
+        *(o + 1 * 128 + 68) = vacc1x4;
+        *(o + 1 * 128 + 69) = vacc1x5;
+        *(o + 1 * 128 + 70) = vacc1x6;
+        *(o + 1 * 128 + 71) = vacc1x7;
+        *(o + 2 * 128 + 64) = vacc2x0;
+        *(o + 2 * 128 + 65) = vacc2x1;
+        *(o + 2 * 128 + 66) = vacc2x2;
+        *(o + 2 * 128 + 67) = vacc2x3;
+        *(o + 2 * 128 + 68) = vacc2x4;
+        *(o + 2 * 128 + 69) = vacc2x5;
+        *(o + 2 * 128 + 70) = vacc2x6;
+        *(o + 2 * 128 + 71) = vacc2x7;
+        *(o + 3 * 128 + 64) = vacc3x0;
+        *(o + 3 * 128 + 65) = vacc3x1;
+        *(o + 3 * 128 + 66) = vacc3x2;
+        *(o + 3 * 128 + 67) = vacc3x3;
+        *(o + 3 * 128 + 68) = vacc3x4;
+        *(o + 3 * 128 + 69) = vacc3x5;
+        *(o + 3 * 128 + 70) = vacc3x6;
+        *(o + 3 * 128 + 71) = vacc3x7;
+    }
+    { /* columns 72..79 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 72) * va0), vacc0x1 = (*(o + 0 * 128 + 73) * va0), vacc0x2 = (*(o + 0 * 128 + 74) * va0), vacc0x3 = (*(o + 0 * 128 + 75) * va0), vacc0x4 = (*(o + 0 * 128 + 76) * va0), vacc0x5 = (*(o + 0 * 128 + 77) * va0), vacc0x6 = (*(o + 0 * 128 + 78) * va0), vacc0x7 = (*(o + 0 * 128 + 79) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 72) * va1), vacc1x1 = (*(o + 1 * 128 + 73) * va1), vacc1x2 = (*(o + 1 * 128 + 74) * va1), vacc1x3 = (*(o + 1 * 128 + 75) * va1), vacc1x4 = (*(o + 1 * 128 + 76) * va1), vacc1x5 = (*(o + 1 * 128 + 77) * va1), vacc1x6 = (*(o + 1 * 128 + 78) * va1), vacc1x7 = (*(o + 1 * 128 + 79) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 72) * va2), vacc2x1 = (*(o + 2 * 128 + 73) * va2), vacc2x2 = (*(o + 2 * 128 + 74) * va2), vacc2x3 = (*(o + 2 * 128 + 75) * va2), vacc2x4 = (*(o + 2 * 128 + 76) * va2), vacc2x5 = (*(o + 2 * 128 + 77) * va2), vacc2x6 = (*(o + 2 * 128 + 78) * va2), vacc2x7 = (*(o + 2 * 128 + 79) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 72) * va3), vacc3x1 = (*(o + 3 * 128 + 73) * va3), vacc3x2 = (*(o + 3 * 128 + 74) * va3), vacc3x3 = (*(o + 3 * 128 + 75) * va3), vacc3x4 = (*(o + 3 * 128 + 76) * va3), vacc3x5 = (*(o + 3 * 128 + 77) * va3), vacc3x6 = (*(o + 3 * 128 + 78) * va3), vacc3x7 = (*(o + 3 * 128 + 79) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 72);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 73);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 74);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 75);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 76);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 77);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 78);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 79);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 72) = vacc0x0;
+        *(o + 0 * 128 + 73) = vacc0x1;
+        *(o + 0 * 128 + 74) = vacc0x2;
+        *(o + 0 * 128 + 75) = vacc0x3;
+        *(o + 0 * 128 + 76) = vacc0x4;
+        *(o + 0 * 128 + 77) = vacc0x5;
+        *(o + 0 * 128 + 78) = vacc0x6;
+        *(o + 0 * 128 + 79) = vacc0x7;
+        *(o + 1 * 128 + 72) = vacc1x0;
+        *(o + 1 * 128 + 73) = vacc1x1;
+        *(o + 1 * 128 + 74) = vacc1x2;
+        *(o + 1 * 128 + 75) = vacc1x3;
+        *(o + 1 * 128 + 76) = vacc1x4;
+        *(o + 1 * 128 + 77) = vacc1x5;
+        *(o + 1 * 128 + 78) = vacc1x6;
+        *(o + 1 * 128 + 79) = vacc1x7;
+        *(o + 2 * 128 + 72) = vacc2x0;
+        *(o + 2 * 128 + 73) = vacc2x1;
+        *(o + 2 * 128 + 74) = vacc2x2;
+        *(o + 2 * 128 + 75) = vacc2x3;
+        *(o + 2 * 128 + 76) = vacc2x4;
+        *(o + 2 * 128 + 77) = vacc2x5;
+        *(o + 2 * 128 + 78) = vacc2x6;
+        *(o + 2 * 128 + 79) = vacc2x7;
+        *(o + 3 * 128 + 72) = vacc3x0;
+        *(o + 3 * 128 + 73) = vacc3x1;
+        *(o + 3 * 128 + 74) = vacc3x2;
+        *(o + 3 * 128 + 75) = vacc3x3;
+        *(o + 3 * 128 + 76) = vacc3x4;
+        *(o + 3 * 128 + 77) = vacc3x5;
+        *(o + 3 * 128 + 78) = vacc3x6;
+        *(o + 3 * 128 + 79) = vacc3x7;
+    }
+    { /* columns 80..87 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 80) * va0), vacc0x1 = (*(o + 0 * 128 + 81) * va0), vacc0x2 = (*(o + 0 * 128 + 82) * va0), vacc0x3 = (*(o + 0 * 128 + 83) * va0), vacc0x4 = (*(o + 0 * 128 + 84) * va0), vacc0x5 = (*(o + 0 * 128 + 85) * va0), vacc0x6 = (*(o + 0 * 128 + 86) * va0), vacc0x7 = (*(o + 0 * 128 + 87) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 80) * va1), vacc1x1 = (*(o + 1 * 128 + 81) * va1), vacc1x2 = (*(o + 1 * 128 + 82) * va1), vacc1x3 = (*(o + 1 * 128 + 83) * va1), vacc1x4 = (*(o + 1 * 128 + 84) * va1), vacc1x5 = (*(o + 1 * 128 + 85) * va1), vacc1x6 = (*(o + 1 * 128 + 86) * va1), vacc1x7 = (*(o + 1 * 128 + 87) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 80) * va2), vacc2x1 = (*(o + 2 * 128 + 81) * va2), vacc2x2 = (*(o + 2 * 128 + 82) * va2), vacc2x3 = (*(o + 2 * 128 + 83) * va2), vacc2x4 = (*(o + 2 * 128 + 84) * va2), vacc2x5 = (*(o + 2 * 128 + 85) * va2), vacc2x6 = (*(o + 2 * 128 + 86) * va2), vacc2x7 = (*(o + 2 * 128 + 87) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 80) * va3), vacc3x1 = (*(o + 3 * 128 + 81) * va3), vacc3x2 = (*(o + 3 * 128 + 82) * va3), vacc3x3 = (*(o + 3 * 128 + 83) * va3), vacc3x4 = (*(o + 3 * 128 + 84) * va3), vacc3x5 = (*(o + 3 * 128 + 85) * va3), vacc3x6 = (*(o + 3 * 128 + 86) * va3), vacc3x7 = (*(o + 3 * 128 + 87) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 80);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 81);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 82);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 83);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 84);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 85);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 86);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 87);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 80) = vacc0x0;
+        *(o + 0 * 128 + 81) = vacc0x1;
+        *(o + 0 * 128 + 82) = vacc0x2;
+        *(o + 0 * 128 + 83) = vacc0x3;
+        *(o + 0 * 128 + 84) = vacc0x4;
+        *(o + 0 * 128 + 85) = vacc0x5;
+        *(o + 0 * 128 + 86) = vacc0x6;
+        *(o + 0 * 128 + 87) = vacc0x7;
+        *(o + 1 * 128 + 80) = vacc1x0;
+        *(o + 1 * 128 + 81) = vacc1x1;
+        *(o + 1 * 128 + 82) = vacc1x2;
+        *(o + 1 * 128 + 83) = vacc1x3;
+        *(o + 1 * 128 + 84) = vacc1x4;
+        *(o + 1 * 128 + 85) = vacc1x5;
+        *(o + 1 * 128 + 86) = vacc1x6;
+        *(o + 1 * 128 + 87) = vacc1x7;
+        *(o + 2 * 128 + 80) = vacc2x0;
+        *(o + 2 * 128 + 81) = vacc2x1;
+        *(o + 2 * 128 + 82) = vacc2x2;
+        *(o + 2 * 128 + 83) = vacc2x3;
+        *(o + 2 * 128 + 84) = vacc2x4;
+        *(o + 2 * 128 + 85) = vacc2x5;
+        *(o + 2 * 128 + 86) = vacc2x6;
+        *(o + 2 * 128 + 87) = vacc2x7;
+        *(o + 3 * 128 + 80) = vacc3x0;
+        *(o + 3 * 128 + 81) = vacc3x1;
+        *(o + 3 * 128 + 82) = vacc3x2;
+        *(o + 3 * 128 + 83) = vacc3x3;
+        *(o + 3 * 128 + 84) = vacc3x4;
+        *(o + 3 * 128 + 85) = vacc3x5;
+        *(o + 3 * 128 + 86) = vacc3x6;
+        *(o + 3 * 128 + 87) = vacc3x7;
+    }
+    { /* columns 88..95 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 88) * va0), vacc0x1 = (*(o + 0 * 128 + 89) * va0), vacc0x2 = (*(o + 0 * 128 + 90) * va0), vacc0x3 = (*(o + 0 * 128 + 91) * va0), vacc0x4 = (*(o + 0 * 128 + 92) * va0), vacc0x5 = (*(o + 0 * 128 + 93) * va0), vacc0x6 = (*(o + 0 * 128 + 94) * va0), vacc0x7 = (*(o + 0 * 128 + 95) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 88) * va1), vacc1x1 = (*(o + 1 * 128 + 89) * va1), vacc1x2 = (*(o + 1 * 128 + 90) * va1), vacc1x3 = (*(o + 1 * 128 + 91) * va1), vacc1x4 = (*(o + 1 * 128 + 92) * va1), vacc1x5 = (*(o + 1 * 128 + 93) * va1), vacc1x6 = (*(o + 1 * 128 + 94) * va1), vacc1x7 = (*(o + 1 * 128 + 95) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 88) * va2), vacc2x1 = (*(o + 2 * 128 + 89) * va2), vacc2x2 = (*(o + 2 * 128 + 90) * va2), vacc2x3 = (*(o + 2 * 128 + 91) * va2), vacc2x4 = (*(o + 2 * 128 + 92) * va2), vacc2x5 = (*(o + 2 * 128 + 93) * va2), vacc2x6 = (*(o + 2 * 128 + 94) * va2), vacc2x7 = (*(o + 2 * 128 + 95) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 88) * va3), vacc3x1 = (*(o + 3 * 128 + 89) * va3), vacc3x2 = (*(o + 3 * 128 + 90) * va3), vacc3x3 = (*(o + 3 * 128 + 91) * va3), vacc3x4 = (*(o + 3 * 128 + 92) * va3), vacc3x5 = (*(o + 3 * 128 + 93) * va3), vacc3x6 = (*(o + 3 * 128 + 94) * va3), vacc3x7 = (*(o + 3 * 128 + 95) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 88);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 89);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 90);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 91);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 92);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 93);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 94);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 95);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 88) = vacc0x0;
+        *(o + 0 * 128 + 89) = vacc0x1;
+        *(o + 0 * 128 + 90) = vacc0x2;
+        *(o + 0 * 128 + 91) = vacc0x3;
+        *(o + 0 * 128 + 92) = vacc0x4;
+        *(o + 0 * 128 + 93) = vacc0x5;
+        *(o + 0 * 128 + 94) = vacc0x6;
+        *(o + 0 * 128 + 95) = vacc0x7;
+        *(o + 1 * 128 + 88) = vacc1x0;
+        *(o + 1 * 128 + 89) = vacc1x1;
+        *(o + 1 * 128 + 90) = vacc1x2;
+        *(o + 1 * 128 + 91) = vacc1x3;
+        *(o + 1 * 128 + 92) = vacc1x4;
+        *(o + 1 * 128 + 93) = vacc1x5;
+        *(o + 1 * 128 + 94) = vacc1x6;
+        *(o + 1 * 128 + 95) = vacc1x7;
+        *(o + 2 * 128 + 88) = vacc2x0;
+        *(o + 2 * 128 + 89) = vacc2x1;
+        *(o + 2 * 128 + 90) = vacc2x2;
+        *(o + 2 * 128 + 91) = vacc2x3;
+        *(o + 2 * 128 + 92) = vacc2x4;
+        *(o + 2 * 128 + 93) = vacc2x5;
+        *(o + 2 * 128 + 94) = vacc2x6;
+        *(o + 2 * 128 + 95) = vacc2x7;
+        *(o + 3 * 128 + 88) = vacc3x0;
+        *(o + 3 * 128 + 89) = vacc3x1;
+        *(o + 3 * 128 + 90) = vacc3x2;
+        *(o + 3 * 128 + 91) = vacc3x3;
+        *(o + 3 * 128 + 92) = vacc3x4;
+        *(o + 3 * 128 + 93) = vacc3x5;
+        *(o + 3 * 128 + 94) = vacc3x6;
+        *(o + 3 * 128 + 95) = vacc3x7;
+    }
+    { /* columns 96..103 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 96) * va0), vacc0x1 = (*(o + 0 * 128 + 97) * va0), vacc0x2 = (*(o + 0 * 128 + 98) * va0), vacc0x3 = (*(o + 0 * 128 + 99) * va0), vacc0x4 = (*(o + 0 * 128 + 100) * va0), vacc0x5 = (*(o + 0 * 128 + 101) * va0), vacc0x6 = (*(o + 0 * 128 + 102) * va0), vacc0x7 = (*(o + 0 * 128 + 103) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 96) * va1), vacc1x1 = (*(o + 1 * 128 + 97) * va1), vacc1x2 = (*(o + 1 * 128 + 98) * va1), vacc1x3 = (*(o + 1 * 128 + 99) * va1), vacc1x4 = (*(o + 1 * 128 + 100) * va1), vacc1x5 = (*(o + 1 * 128 + 101) * va1), vacc1x6 = (*(o + 1 * 128 + 102) * va1), vacc1x7 = (*(o + 1 * 128 + 103) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 96) * va2), vacc2x1 = (*(o + 2 * 128 + 97) * va2), vacc2x2 = (*(o + 2 * 128 + 98) * va2), vacc2x3 = (*(o + 2 * 128 + 99) * va2), vacc2x4 = (*(o + 2 * 128 + 100) * va2), vacc2x5 = (*(o + 2 * 128 + 101) * va2), vacc2x6 = (*(o + 2 * 128 + 102) * va2), vacc2x7 = (*(o + 2 * 128 + 103) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 96) * va3), vacc3x1 = (*(o + 3 * 128 + 97) * va3), vacc3x2 = (*(o + 3 * 128 + 98) * va3), vacc3x3 = (*(o + 3 * 128 + 99) * va3), vacc3x4 = (*(o + 3 * 128 + 100) * va3), vacc3x5 = (*(o + 3 * 128 + 101) * va3), vacc3x6 = (*(o + 3 * 128 + 102) * va3), vacc3x7 = (*(o + 3 * 128 + 103) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 96);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 97);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 98);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 99);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 100);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 101);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 102);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 103);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 96) = vacc0x0;
+        *(o + 0 * 128 + 97) = vacc0x1;
+        *(o + 0 * 128 + 98) = vacc0x2;
+        *(o + 0 * 128 + 99) = vacc0x3;
+        *(o + 0 * 128 + 100) = vacc0x4;
+        *(o + 0 * 128 + 101) = vacc0x5;
+        *(o + 0 * 128 + 102) = vacc0x6;
+        *(o + 0 * 128 + 103) = vacc0x7;
+        *(o + 1 * 128 + 96) = vacc1x0;
+        *(o + 1 * 128 + 97) = vacc1x1;
+        *(o + 1 * 128 + 98) = vacc1x2;
+        *(o + 1 * 128 + 99) = vacc1x3;
+        *(o + 1 * 128 + 100) = vacc1x4;
+        *(o + 1 * 128 + 101) = vacc1x5;
+        *(o + 1 * 128 + 102) = vacc1x6;
+        *(o + 1 * 128 + 103) = vacc1x7;
+        *(o + 2 * 128 + 96) = vacc2x0;
+        *(o + 2 * 128 + 97) = vacc2x1;
+        *(o + 2 * 128 + 98) = vacc2x2;
+        *(o + 2 * 128 + 99) = vacc2x3;
+        *(o + 2 * 128 + 100) = vacc2x4;
+        *(o + 2 * 128 + 101) = vacc2x5;
+        *(o + 2 * 128 + 102) = vacc2x6;
+        *(o + 2 * 128 + 103) = vacc2x7;
+        *(o + 3 * 128 + 96) = vacc3x0;
+        *(o + 3 * 128 + 97) = vacc3x1;
+        *(o + 3 * 128 + 98) = vacc3x2;
+        *(o + 3 * 128 + 99) = vacc3x3;
+        *(o + 3 * 128 + 100) = vacc3x4;
+        *(o + 3 * 128 + 101) = vacc3x5;
+        *(o + 3 * 128 + 102) = vacc3x6;
+        *(o + 3 * 128 + 103) = vacc3x7;
+    }
+    { /* columns 104..111 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 104) * va0), vacc0x1 = (*(o + 0 * 128 + 105) * va0), vacc0x2 = (*(o + 0 * 128 + 106) * va0), vacc0x3 = (*(o + 0 * 128 + 107) * va0), vacc0x4 = (*(o + 0 * 128 + 108) * va0), vacc0x5 = (*(o + 0 * 128 + 109) * va0), vacc0x6 = (*(o + 0 * 128 + 110) * va0), vacc0x7 = (*(o + 0 * 128 + 111) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 104) * va1), vacc1x1 = (*(o + 1 * 128 + 105) * va1), vacc1x2 = (*(o + 1 * 128 + 106) * va1), vacc1x3 = (*(o + 1 * 128 + 107) * va1), vacc1x4 = (*(o + 1 * 128 + 108) * va1), vacc1x5 = (*(o + 1 * 128 + 109) * va1), vacc1x6 = (*(o + 1 * 128 + 110) * va1), vacc1x7 = (*(o + 1 * 128 + 111) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 104) * va2), vacc2x1 = (*(o + 2 * 128 + 105) * va2), vacc2x2 = (*(o + 2 * 128 + 106) * va2), vacc2x3 = (*(o + 2 * 128 + 107) * va2), vacc2x4 = (*(o + 2 * 128 + 108) * va2), vacc2x5 = (*(o + 2 * 128 + 109) * va2), vacc2x6 = (*(o + 2 * 128 + 110) * va2), vacc2x7 = (*(o + 2 * 128 + 111) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 104) * va3), vacc3x1 = (*(o + 3 * 128 + 105) * va3), vacc3x2 = (*(o + 3 * 128 + 106) * va3), vacc3x3 = (*(o + 3 * 128 + 107) * va3), vacc3x4 = (*(o + 3 * 128 + 108) * va3), vacc3x5 = (*(o + 3 * 128 + 109) * va3), vacc3x6 = (*(o + 3 * 128 + 110) * va3), vacc3x7 = (*(o + 3 * 128 + 111) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 104);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 105);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 106);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 107);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 108);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 109);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 110);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 111);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 104) = vacc0x0;
+        *(o + 0 * 128 + 105) = vacc0x1;
+        *(o + 0 * 128 + 106) = vacc0x2;
+        *(o + 0 * 128 + 107) = vacc0x3;
+        *(o + 0 * 128 + 108) = vacc0x4;
+        *(o + 0 * 128 + 109) = vacc0x5;
+        *(o + 0 * 128 + 110) = vacc0x6;
+        *(o + 0 * 128 + 111) = vacc0x7;
+        *(o + 1 * 128 + 104) = vacc1x0;
+        *(o + 1 * 128 + 105) = vacc1x1;
+        *(o + 1 * 128 + 106) = vacc1x2;
+        *(o + 1 * 128 + 107) = vacc1x3;
+        *(o + 1 * 128 + 108) = vacc1x4;
+        *(o + 1 * 128 + 109) = vacc1x5;
+        *(o + 1 * 128 + 110) = vacc1x6;
+        *(o + 1 * 128 + 111) = vacc1x7;
+        *(o + 2 * 128 + 104) = vacc2x0;
+        *(o + 2 * 128 + 105) = vacc2x1;
+        *(o + 2 * 128 + 106) = vacc2x2;
+        *(o + 2 * 128 + 107) = vacc2x3;
+        *(o + 2 * 128 + 108) = vacc2x4;
+        *(o + 2 * 128 + 109) = vacc2x5;
+        *(o + 2 * 128 + 110) = vacc2x6;
+        *(o + 2 * 128 + 111) = vacc2x7;
+        *(o + 3 * 128 + 104) = vacc3x0;
+        *(o + 3 * 128 + 105) = vacc3x1;
+        *(o + 3 * 128 + 106) = vacc3x2;
+        *(o + 3 * 128 + 107) = vacc3x3;
+        *(o + 3 * 128 + 108) = vacc3x4;
+        *(o + 3 * 128 + 109) = vacc3x5;
+        *(o + 3 * 128 + 110) = vacc3x6;
+        *(o + 3 * 128 + 111) = vacc3x7;
+    }
+    { /* columns 112..119 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 112) * va0), vacc0x1 = (*(o + 0 * 128 + 113) * va0), vacc0x2 = (*(o + 0 * 128 + 114) * va0), vacc0x3 = (*(o + 0 * 128 + 115) * va0), vacc0x4 = (*(o + 0 * 128 + 116) * va0), vacc0x5 = (*(o + 0 * 128 + 117) * va0), vacc0x6 = (*(o + 0 * 128 + 118) * va0), vacc0x7 = (*(o + 0 * 128 + 119) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 112) * va1), vacc1x1 = (*(o + 1 * 128 + 113) * va1), vacc1x2 = (*(o + 1 * 128 + 114) * va1), vacc1x3 = (*(o + 1 * 128 + 115) * va1), vacc1x4 = (*(o + 1 * 128 + 116) * va1), vacc1x5 = (*(o + 1 * 128 + 117) * va1), vacc1x6 = (*(o + 1 * 128 + 118) * va1), vacc1x7 = (*(o + 1 * 128 + 119) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 112) * va2), vacc2x1 = (*(o + 2 * 128 + 113) * va2), vacc2x2 = (*(o + 2 * 128 + 114) * va2), vacc2x3 = (*(o + 2 * 128 + 115) * va2), vacc2x4 = (*(o + 2 * 128 + 116) * va2), vacc2x5 = (*(o + 2 * 128 + 117) * va2), vacc2x6 = (*(o + 2 * 128 + 118) * va2), vacc2x7 = (*(o + 2 * 128 + 119) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 112) * va3), vacc3x1 = (*(o + 3 * 128 + 113) * va3), vacc3x2 = (*(o + 3 * 128 + 114) * va3), vacc3x3 = (*(o + 3 * 128 + 115) * va3), vacc3x4 = (*(o + 3 * 128 + 116) * va3), vacc3x5 = (*(o + 3 * 128 + 117) * va3), vacc3x6 = (*(o + 3 * 128 + 118) * va3), vacc3x7 = (*(o + 3 * 128 + 119) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 112);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 113);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 114);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 115);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 116);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 117);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 118);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 119);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 112) = vacc0x0;
+        *(o + 0 * 128 + 113) = vacc0x1;
+        *(o + 0 * 128 + 114) = vacc0x2;
+        *(o + 0 * 128 + 115) = vacc0x3;
+        *(o + 0 * 128 + 116) = vacc0x4;
+        *(o + 0 * 128 + 117) = vacc0x5;
+        *(o + 0 * 128 + 118) = vacc0x6;
+        *(o + 0 * 128 + 119) = vacc0x7;
+        *(o + 1 * 128 + 112) = vacc1x0;
+        *(o + 1 * 128 + 113) = vacc1x1;
+        *(o + 1 * 128 + 114) = vacc1x2;
+        *(o + 1 * 128 + 115) = vacc1x3;
+        *(o + 1 * 128 + 116) = vacc1x4;
+        *(o + 1 * 128 + 117) = vacc1x5;
+        *(o + 1 * 128 + 118) = vacc1x6;
+        *(o + 1 * 128 + 119) = vacc1x7;
+        *(o + 2 * 128 + 112) = vacc2x0;
+        *(o + 2 * 128 + 113) = vacc2x1;
+        *(o + 2 * 128 + 114) = vacc2x2;
+        *(o + 2 * 128 + 115) = vacc2x3;
+        *(o + 2 * 128 + 116) = vacc2x4;
+        *(o + 2 * 128 + 117) = vacc2x5;
+        *(o + 2 * 128 + 118) = vacc2x6;
+        *(o + 2 * 128 + 119) = vacc2x7;
+        *(o + 3 * 128 + 112) = vacc3x0;
+        *(o + 3 * 128 + 113) = vacc3x1;
+        *(o + 3 * 128 + 114) = vacc3x2;
+        *(o + 3 * 128 + 115) = vacc3x3;
+        *(o + 3 * 128 + 116) = vacc3x4;
+        *(o + 3 * 128 + 117) = vacc3x5;
+        *(o + 3 * 128 + 118) = vacc3x6;
+        *(o + 3 * 128 + 119) = vacc3x7;
+    }
+    { /* columns 120..127 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 120) * va0), vacc0x1 = (*(o + 0 * 128 + 121) * va0), vacc0x2 = (*(o + 0 * 128 + 122) * va0), vacc0x3 = (*(o + 0 * 128 + 123) * va0), vacc0x4 = (*(o + 0 * 128 + 124) * va0), vacc0x5 = (*(o + 0 * 128 + 125) * va0), vacc0x6 = (*(o + 0 * 128 + 126) * va0), vacc0x7 = (*(o + 0 * 128 + 127) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 120) * va1), vacc1x1 = (*(o + 1 * 128 + 121) * va1), vacc1x2 = (*(o + 1 * 128 + 122) * va1), vacc1x3 = (*(o + 1 * 128 + 123) * va1), vacc1x4 = (*(o + 1 * 128 + 124) * va1), vacc1x5 = (*(o + 1 * 128 + 125) * va1), vacc1x6 = (*(o + 1 * 128 + 126) * va1), vacc1x7 = (*(o + 1 * 128 + 127) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 120) * va2), vacc2x1 = (*(o + 2 * 128 + 121) * va2), vacc2x2 = (*(o + 2 * 128 + 122) * va2), vacc2x3 = (*(o + 2 * 128 + 123) * va2), vacc2x4 = (*(o + 2 * 128 + 124) * va2), vacc2x5 = (*(o + 2 * 128 + 125) * va2), vacc2x6 = (*(o + 2 * 128 + 126) * va2), vacc2x7 = (*(o + 2 * 128 + 127) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 120) * va3), vacc3x1 = (*(o + 3 * 128 + 121) * va3), vacc3x2 = (*(o + 3 * 128 + 122) * va3), vacc3x3 = (*(o + 3 * 128 + 123) * va3), vacc3x4 = (*(o + 3 * 128 + 124) * va3), vacc3x5 = (*(o + 3 * 128 + 125) * va3), vacc3x6 = (*(o + 3 * 128 + 126) * va3), vacc3x7 = (*(o + 3 * 128 + 127) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 120);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 121);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+            {
+                const float vv = *(vr + 122);
+                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
+            }
+            {
+                const float vv = *(vr + 123);
+                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
+            }
+            {
+                const float vv = *(vr + 124);
+                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
+            }
+            {
+                const float vv = *(vr + 125);
+                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
+            }
+            {
+                const float vv = *(vr + 126);
+                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
+            }
+            {
+                const float vv = *(vr + 127);
+                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
+            }
+        }
+        *(o + 0 * 128 + 120) = vacc0x0;
+        *(o + 0 * 128 + 121) = vacc0x1;
+        *(o + 0 * 128 + 122) = vacc0x2;
+        *(o + 0 * 128 + 123) = vacc0x3;
+        *(o + 0 * 128 + 124) = vacc0x4;
+        *(o + 0 * 128 + 125) = vacc0x5;
+        *(o + 0 * 128 + 126) = vacc0x6;
+        *(o + 0 * 128 + 127) = vacc0x7;
+        *(o + 1 * 128 + 120) = vacc1x0;
+        *(o + 1 * 128 + 121) = vacc1x1;
+        *(o + 1 * 128 + 122) = vacc1x2;
+        *(o + 1 * 128 + 123) = vacc1x3;
+        *(o + 1 * 128 + 124) = vacc1x4;
+        *(o + 1 * 128 + 125) = vacc1x5;
+        *(o + 1 * 128 + 126) = vacc1x6;
+        *(o + 1 * 128 + 127) = vacc1x7;
+        *(o + 2 * 128 + 120) = vacc2x0;
+        *(o + 2 * 128 + 121) = vacc2x1;
+        *(o + 2 * 128 + 122) = vacc2x2;
+        *(o + 2 * 128 + 123) = vacc2x3;
+        *(o + 2 * 128 + 124) = vacc2x4;
+        *(o + 2 * 128 + 125) = vacc2x5;
+        *(o + 2 * 128 + 126) = vacc2x6;
+        *(o + 2 * 128 + 127) = vacc2x7;
+        *(o + 3 * 128 + 120) = vacc3x0;
+        *(o + 3 * 128 + 121) = vacc3x1;
+        *(o + 3 * 128 + 122) = vacc3x2;
+        *(o + 3 * 128 + 123) = vacc3x3;
+        *(o + 3 * 128 + 124) = vacc3x4;
+        *(o + 3 * 128 + 125) = vacc3x5;
+        *(o + 3 * 128 + 126) = vacc3x6;
+        *(o + 3 * 128 + 127) = vacc3x7;
     }
 }
 
-/* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 10 chunks of at most 13 vectors.
- * p: 64 floats per row; v: V at the tile's first key (row stride vs); o: 128 floats per row.
- * 256 FLOPs per key, 15 vector registers. */
-static void attn_llama3_8b_pv_1x128__scalar(const float *restrict p, const float *restrict v, int64_t vs, int64_t jlo,
-        int64_t jhi, float *restrict o, const float *restrict alpha)
+/* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 16 chunks of at most 8 vectors.
+ * p: 128 floats per row; v: packed V at the tile's first key; v and o: 128 floats per row.
+ * 256 FLOPs per key, 10 vector registers. */
+static void attn_llama3_8b_pv_1x128__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+        float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
-    { /* columns 0..12 */
+    { /* columns 0..7 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 0) * va0), vacc0x1 = (*(o + 0 * 128 + 1) * va0), vacc0x2 = (*(o + 0 * 128 + 2) * va0), vacc0x3 = (*(o + 0 * 128 + 3) * va0), vacc0x4 = (*(o + 0 * 128 + 4) * va0), vacc0x5 = (*(o + 0 * 128 + 5) * va0), vacc0x6 = (*(o + 0 * 128 + 6) * va0), vacc0x7 = (*(o + 0 * 128 + 7) * va0), vacc0x8 = (*(o + 0 * 128 + 8) * va0), vacc0x9 = (*(o + 0 * 128 + 9) * va0), vacc0x10 = (*(o + 0 * 128 + 10) * va0), vacc0x11 = (*(o + 0 * 128 + 11) * va0), vacc0x12 = (*(o + 0 * 128 + 12) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 0) * va0), vacc0x1 = (*(o + 0 * 128 + 1) * va0), vacc0x2 = (*(o + 0 * 128 + 2) * va0), vacc0x3 = (*(o + 0 * 128 + 3) * va0), vacc0x4 = (*(o + 0 * 128 + 4) * va0), vacc0x5 = (*(o + 0 * 128 + 5) * va0), vacc0x6 = (*(o + 0 * 128 + 6) * va0), vacc0x7 = (*(o + 0 * 128 + 7) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 0);
                 vacc0x0 = (vp0 * vv + vacc0x0);
@@ -2918,26 +4446,6 @@ static void attn_llama3_8b_pv_1x128__scalar(const float *restrict p, const float
                 const float vv = *(vr + 7);
                 vacc0x7 = (vp0 * vv + vacc0x7);
             }
-            {
-                const float vv = *(vr + 8);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 9);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 10);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 11);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 12);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
         }
         *(o + 0 * 128 + 0) = vacc0x0;
         *(o + 0 * 128 + 1) = vacc0x1;
@@ -2947,529 +4455,589 @@ static void attn_llama3_8b_pv_1x128__scalar(const float *restrict p, const float
         *(o + 0 * 128 + 5) = vacc0x5;
         *(o + 0 * 128 + 6) = vacc0x6;
         *(o + 0 * 128 + 7) = vacc0x7;
-        *(o + 0 * 128 + 8) = vacc0x8;
-        *(o + 0 * 128 + 9) = vacc0x9;
-        *(o + 0 * 128 + 10) = vacc0x10;
-        *(o + 0 * 128 + 11) = vacc0x11;
-        *(o + 0 * 128 + 12) = vacc0x12;
     }
-    { /* columns 13..25 */
+    { /* columns 8..15 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 13) * va0), vacc0x1 = (*(o + 0 * 128 + 14) * va0), vacc0x2 = (*(o + 0 * 128 + 15) * va0), vacc0x3 = (*(o + 0 * 128 + 16) * va0), vacc0x4 = (*(o + 0 * 128 + 17) * va0), vacc0x5 = (*(o + 0 * 128 + 18) * va0), vacc0x6 = (*(o + 0 * 128 + 19) * va0), vacc0x7 = (*(o + 0 * 128 + 20) * va0), vacc0x8 = (*(o + 0 * 128 + 21) * va0), vacc0x9 = (*(o + 0 * 128 + 22) * va0), vacc0x10 = (*(o + 0 * 128 + 23) * va0), vacc0x11 = (*(o + 0 * 128 + 24) * va0), vacc0x12 = (*(o + 0 * 128 + 25) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 8) * va0), vacc0x1 = (*(o + 0 * 128 + 9) * va0), vacc0x2 = (*(o + 0 * 128 + 10) * va0), vacc0x3 = (*(o + 0 * 128 + 11) * va0), vacc0x4 = (*(o + 0 * 128 + 12) * va0), vacc0x5 = (*(o + 0 * 128 + 13) * va0), vacc0x6 = (*(o + 0 * 128 + 14) * va0), vacc0x7 = (*(o + 0 * 128 + 15) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 8);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 9);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 10);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x3 = (vp0 * vv + vacc0x3);
+            }
+            {
+                const float vv = *(vr + 12);
+                vacc0x4 = (vp0 * vv + vacc0x4);
+            }
             {
                 const float vv = *(vr + 13);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 14);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 15);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 128 + 8) = vacc0x0;
+        *(o + 0 * 128 + 9) = vacc0x1;
+        *(o + 0 * 128 + 10) = vacc0x2;
+        *(o + 0 * 128 + 11) = vacc0x3;
+        *(o + 0 * 128 + 12) = vacc0x4;
+        *(o + 0 * 128 + 13) = vacc0x5;
+        *(o + 0 * 128 + 14) = vacc0x6;
+        *(o + 0 * 128 + 15) = vacc0x7;
+    }
+    { /* columns 16..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 16) * va0), vacc0x1 = (*(o + 0 * 128 + 17) * va0), vacc0x2 = (*(o + 0 * 128 + 18) * va0), vacc0x3 = (*(o + 0 * 128 + 19) * va0), vacc0x4 = (*(o + 0 * 128 + 20) * va0), vacc0x5 = (*(o + 0 * 128 + 21) * va0), vacc0x6 = (*(o + 0 * 128 + 22) * va0), vacc0x7 = (*(o + 0 * 128 + 23) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 16);
-                vacc0x3 = (vp0 * vv + vacc0x3);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 17);
-                vacc0x4 = (vp0 * vv + vacc0x4);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 18);
-                vacc0x5 = (vp0 * vv + vacc0x5);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 19);
-                vacc0x6 = (vp0 * vv + vacc0x6);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 20);
-                vacc0x7 = (vp0 * vv + vacc0x7);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 21);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 22);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 23);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 128 + 16) = vacc0x0;
+        *(o + 0 * 128 + 17) = vacc0x1;
+        *(o + 0 * 128 + 18) = vacc0x2;
+        *(o + 0 * 128 + 19) = vacc0x3;
+        *(o + 0 * 128 + 20) = vacc0x4;
+        *(o + 0 * 128 + 21) = vacc0x5;
+        *(o + 0 * 128 + 22) = vacc0x6;
+        *(o + 0 * 128 + 23) = vacc0x7;
+    }
+    { /* columns 24..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 24) * va0), vacc0x1 = (*(o + 0 * 128 + 25) * va0), vacc0x2 = (*(o + 0 * 128 + 26) * va0), vacc0x3 = (*(o + 0 * 128 + 27) * va0), vacc0x4 = (*(o + 0 * 128 + 28) * va0), vacc0x5 = (*(o + 0 * 128 + 29) * va0), vacc0x6 = (*(o + 0 * 128 + 30) * va0), vacc0x7 = (*(o + 0 * 128 + 31) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 24);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 25);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
-        }
-        *(o + 0 * 128 + 13) = vacc0x0;
-        *(o + 0 * 128 + 14) = vacc0x1;
-        *(o + 0 * 128 + 15) = vacc0x2;
-        *(o + 0 * 128 + 16) = vacc0x3;
-        *(o + 0 * 128 + 17) = vacc0x4;
-        *(o + 0 * 128 + 18) = vacc0x5;
-        *(o + 0 * 128 + 19) = vacc0x6;
-        *(o + 0 * 128 + 20) = vacc0x7;
-        *(o + 0 * 128 + 21) = vacc0x8;
-        *(o + 0 * 128 + 22) = vacc0x9;
-        *(o + 0 * 128 + 23) = vacc0x10;
-        *(o + 0 * 128 + 24) = vacc0x11;
-        *(o + 0 * 128 + 25) = vacc0x12;
-    }
-    { /* columns 26..38 */
-        int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 26) * va0), vacc0x1 = (*(o + 0 * 128 + 27) * va0), vacc0x2 = (*(o + 0 * 128 + 28) * va0), vacc0x3 = (*(o + 0 * 128 + 29) * va0), vacc0x4 = (*(o + 0 * 128 + 30) * va0), vacc0x5 = (*(o + 0 * 128 + 31) * va0), vacc0x6 = (*(o + 0 * 128 + 32) * va0), vacc0x7 = (*(o + 0 * 128 + 33) * va0), vacc0x8 = (*(o + 0 * 128 + 34) * va0), vacc0x9 = (*(o + 0 * 128 + 35) * va0), vacc0x10 = (*(o + 0 * 128 + 36) * va0), vacc0x11 = (*(o + 0 * 128 + 37) * va0), vacc0x12 = (*(o + 0 * 128 + 38) * va0);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
             {
                 const float vv = *(vr + 26);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 27);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 28);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 29);
-                vacc0x3 = (vp0 * vv + vacc0x3);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 30);
-                vacc0x4 = (vp0 * vv + vacc0x4);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 31);
-                vacc0x5 = (vp0 * vv + vacc0x5);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 128 + 24) = vacc0x0;
+        *(o + 0 * 128 + 25) = vacc0x1;
+        *(o + 0 * 128 + 26) = vacc0x2;
+        *(o + 0 * 128 + 27) = vacc0x3;
+        *(o + 0 * 128 + 28) = vacc0x4;
+        *(o + 0 * 128 + 29) = vacc0x5;
+        *(o + 0 * 128 + 30) = vacc0x6;
+        *(o + 0 * 128 + 31) = vacc0x7;
+    }
+    { /* columns 32..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 32) * va0), vacc0x1 = (*(o + 0 * 128 + 33) * va0), vacc0x2 = (*(o + 0 * 128 + 34) * va0), vacc0x3 = (*(o + 0 * 128 + 35) * va0), vacc0x4 = (*(o + 0 * 128 + 36) * va0), vacc0x5 = (*(o + 0 * 128 + 37) * va0), vacc0x6 = (*(o + 0 * 128 + 38) * va0), vacc0x7 = (*(o + 0 * 128 + 39) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 32);
-                vacc0x6 = (vp0 * vv + vacc0x6);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 33);
-                vacc0x7 = (vp0 * vv + vacc0x7);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 34);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 35);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 36);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 37);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 38);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
-        }
-        *(o + 0 * 128 + 26) = vacc0x0;
-        *(o + 0 * 128 + 27) = vacc0x1;
-        *(o + 0 * 128 + 28) = vacc0x2;
-        *(o + 0 * 128 + 29) = vacc0x3;
-        *(o + 0 * 128 + 30) = vacc0x4;
-        *(o + 0 * 128 + 31) = vacc0x5;
-        *(o + 0 * 128 + 32) = vacc0x6;
-        *(o + 0 * 128 + 33) = vacc0x7;
-        *(o + 0 * 128 + 34) = vacc0x8;
-        *(o + 0 * 128 + 35) = vacc0x9;
-        *(o + 0 * 128 + 36) = vacc0x10;
-        *(o + 0 * 128 + 37) = vacc0x11;
-        *(o + 0 * 128 + 38) = vacc0x12;
-    }
-    { /* columns 39..51 */
-        int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 39) * va0), vacc0x1 = (*(o + 0 * 128 + 40) * va0), vacc0x2 = (*(o + 0 * 128 + 41) * va0), vacc0x3 = (*(o + 0 * 128 + 42) * va0), vacc0x4 = (*(o + 0 * 128 + 43) * va0), vacc0x5 = (*(o + 0 * 128 + 44) * va0), vacc0x6 = (*(o + 0 * 128 + 45) * va0), vacc0x7 = (*(o + 0 * 128 + 46) * va0), vacc0x8 = (*(o + 0 * 128 + 47) * va0), vacc0x9 = (*(o + 0 * 128 + 48) * va0), vacc0x10 = (*(o + 0 * 128 + 49) * va0), vacc0x11 = (*(o + 0 * 128 + 50) * va0), vacc0x12 = (*(o + 0 * 128 + 51) * va0);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
             {
                 const float vv = *(vr + 39);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 128 + 32) = vacc0x0;
+        *(o + 0 * 128 + 33) = vacc0x1;
+        *(o + 0 * 128 + 34) = vacc0x2;
+        *(o + 0 * 128 + 35) = vacc0x3;
+        *(o + 0 * 128 + 36) = vacc0x4;
+        *(o + 0 * 128 + 37) = vacc0x5;
+        *(o + 0 * 128 + 38) = vacc0x6;
+        *(o + 0 * 128 + 39) = vacc0x7;
+    }
+    { /* columns 40..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 40) * va0), vacc0x1 = (*(o + 0 * 128 + 41) * va0), vacc0x2 = (*(o + 0 * 128 + 42) * va0), vacc0x3 = (*(o + 0 * 128 + 43) * va0), vacc0x4 = (*(o + 0 * 128 + 44) * va0), vacc0x5 = (*(o + 0 * 128 + 45) * va0), vacc0x6 = (*(o + 0 * 128 + 46) * va0), vacc0x7 = (*(o + 0 * 128 + 47) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 40);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 41);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 42);
-                vacc0x3 = (vp0 * vv + vacc0x3);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 43);
-                vacc0x4 = (vp0 * vv + vacc0x4);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 44);
-                vacc0x5 = (vp0 * vv + vacc0x5);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 45);
-                vacc0x6 = (vp0 * vv + vacc0x6);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 46);
-                vacc0x7 = (vp0 * vv + vacc0x7);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 47);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 128 + 40) = vacc0x0;
+        *(o + 0 * 128 + 41) = vacc0x1;
+        *(o + 0 * 128 + 42) = vacc0x2;
+        *(o + 0 * 128 + 43) = vacc0x3;
+        *(o + 0 * 128 + 44) = vacc0x4;
+        *(o + 0 * 128 + 45) = vacc0x5;
+        *(o + 0 * 128 + 46) = vacc0x6;
+        *(o + 0 * 128 + 47) = vacc0x7;
+    }
+    { /* columns 48..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 48) * va0), vacc0x1 = (*(o + 0 * 128 + 49) * va0), vacc0x2 = (*(o + 0 * 128 + 50) * va0), vacc0x3 = (*(o + 0 * 128 + 51) * va0), vacc0x4 = (*(o + 0 * 128 + 52) * va0), vacc0x5 = (*(o + 0 * 128 + 53) * va0), vacc0x6 = (*(o + 0 * 128 + 54) * va0), vacc0x7 = (*(o + 0 * 128 + 55) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 48);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 49);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 50);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 51);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
-        }
-        *(o + 0 * 128 + 39) = vacc0x0;
-        *(o + 0 * 128 + 40) = vacc0x1;
-        *(o + 0 * 128 + 41) = vacc0x2;
-        *(o + 0 * 128 + 42) = vacc0x3;
-        *(o + 0 * 128 + 43) = vacc0x4;
-        *(o + 0 * 128 + 44) = vacc0x5;
-        *(o + 0 * 128 + 45) = vacc0x6;
-        *(o + 0 * 128 + 46) = vacc0x7;
-        *(o + 0 * 128 + 47) = vacc0x8;
-        *(o + 0 * 128 + 48) = vacc0x9;
-        *(o + 0 * 128 + 49) = vacc0x10;
-        *(o + 0 * 128 + 50) = vacc0x11;
-        *(o + 0 * 128 + 51) = vacc0x12;
-    }
-    { /* columns 52..64 */
-        int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 52) * va0), vacc0x1 = (*(o + 0 * 128 + 53) * va0), vacc0x2 = (*(o + 0 * 128 + 54) * va0), vacc0x3 = (*(o + 0 * 128 + 55) * va0), vacc0x4 = (*(o + 0 * 128 + 56) * va0), vacc0x5 = (*(o + 0 * 128 + 57) * va0), vacc0x6 = (*(o + 0 * 128 + 58) * va0), vacc0x7 = (*(o + 0 * 128 + 59) * va0), vacc0x8 = (*(o + 0 * 128 + 60) * va0), vacc0x9 = (*(o + 0 * 128 + 61) * va0), vacc0x10 = (*(o + 0 * 128 + 62) * va0), vacc0x11 = (*(o + 0 * 128 + 63) * va0), vacc0x12 = (*(o + 0 * 128 + 64) * va0);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
             {
                 const float vv = *(vr + 52);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 53);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 54);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 55);
-                vacc0x3 = (vp0 * vv + vacc0x3);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 128 + 48) = vacc0x0;
+        *(o + 0 * 128 + 49) = vacc0x1;
+        *(o + 0 * 128 + 50) = vacc0x2;
+        *(o + 0 * 128 + 51) = vacc0x3;
+        *(o + 0 * 128 + 52) = vacc0x4;
+        *(o + 0 * 128 + 53) = vacc0x5;
+        *(o + 0 * 128 + 54) = vacc0x6;
+        *(o + 0 * 128 + 55) = vacc0x7;
+    }
+    { /* columns 56..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 56) * va0), vacc0x1 = (*(o + 0 * 128 + 57) * va0), vacc0x2 = (*(o + 0 * 128 + 58) * va0), vacc0x3 = (*(o + 0 * 128 + 59) * va0), vacc0x4 = (*(o + 0 * 128 + 60) * va0), vacc0x5 = (*(o + 0 * 128 + 61) * va0), vacc0x6 = (*(o + 0 * 128 + 62) * va0), vacc0x7 = (*(o + 0 * 128 + 63) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 56);
-                vacc0x4 = (vp0 * vv + vacc0x4);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 57);
-                vacc0x5 = (vp0 * vv + vacc0x5);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 58);
-                vacc0x6 = (vp0 * vv + vacc0x6);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 59);
-                vacc0x7 = (vp0 * vv + vacc0x7);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 60);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 61);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 62);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 63);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 64);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
         }
-        *(o + 0 * 128 + 52) = vacc0x0;
-        *(o + 0 * 128 + 53) = vacc0x1;
-        *(o + 0 * 128 + 54) = vacc0x2;
-        *(o + 0 * 128 + 55) = vacc0x3;
-        *(o + 0 * 128 + 56) = vacc0x4;
-        *(o + 0 * 128 + 57) = vacc0x5;
-        *(o + 0 * 128 + 58) = vacc0x6;
-        *(o + 0 * 128 + 59) = vacc0x7;
-        *(o + 0 * 128 + 60) = vacc0x8;
-        *(o + 0 * 128 + 61) = vacc0x9;
-        *(o + 0 * 128 + 62) = vacc0x10;
-        *(o + 0 * 128 + 63) = vacc0x11;
-        *(o + 0 * 128 + 64) = vacc0x12;
+        *(o + 0 * 128 + 56) = vacc0x0;
+        *(o + 0 * 128 + 57) = vacc0x1;
+        *(o + 0 * 128 + 58) = vacc0x2;
+        *(o + 0 * 128 + 59) = vacc0x3;
+        *(o + 0 * 128 + 60) = vacc0x4;
+        *(o + 0 * 128 + 61) = vacc0x5;
+        *(o + 0 * 128 + 62) = vacc0x6;
+        *(o + 0 * 128 + 63) = vacc0x7;
     }
-    { /* columns 65..77 */
+    { /* columns 64..71 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 65) * va0), vacc0x1 = (*(o + 0 * 128 + 66) * va0), vacc0x2 = (*(o + 0 * 128 + 67) * va0), vacc0x3 = (*(o + 0 * 128 + 68) * va0), vacc0x4 = (*(o + 0 * 128 + 69) * va0), vacc0x5 = (*(o + 0 * 128 + 70) * va0), vacc0x6 = (*(o + 0 * 128 + 71) * va0), vacc0x7 = (*(o + 0 * 128 + 72) * va0), vacc0x8 = (*(o + 0 * 128 + 73) * va0), vacc0x9 = (*(o + 0 * 128 + 74) * va0), vacc0x10 = (*(o + 0 * 128 + 75) * va0), vacc0x11 = (*(o + 0 * 128 + 76) * va0), vacc0x12 = (*(o + 0 * 128 + 77) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 64) * va0), vacc0x1 = (*(o + 0 * 128 + 65) * va0), vacc0x2 = (*(o + 0 * 128 + 66) * va0), vacc0x3 = (*(o + 0 * 128 + 67) * va0), vacc0x4 = (*(o + 0 * 128 + 68) * va0), vacc0x5 = (*(o + 0 * 128 + 69) * va0), vacc0x6 = (*(o + 0 * 128 + 70) * va0), vacc0x7 = (*(o + 0 * 128 + 71) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 64);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
             {
                 const float vv = *(vr + 65);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 66);
-                vacc0x1 = (vp0 * vv + vacc0x1);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 67);
-                vacc0x2 = (vp0 * vv + vacc0x2);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 68);
-                vacc0x3 = (vp0 * vv + vacc0x3);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 69);
-                vacc0x4 = (vp0 * vv + vacc0x4);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 70);
-                vacc0x5 = (vp0 * vv + vacc0x5);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 71);
-                vacc0x6 = (vp0 * vv + vacc0x6);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
+        }
+        *(o + 0 * 128 + 64) = vacc0x0;
+        *(o + 0 * 128 + 65) = vacc0x1;
+        *(o + 0 * 128 + 66) = vacc0x2;
+        *(o + 0 * 128 + 67) = vacc0x3;
+        *(o + 0 * 128 + 68) = vacc0x4;
+        *(o + 0 * 128 + 69) = vacc0x5;
+        *(o + 0 * 128 + 70) = vacc0x6;
+        *(o + 0 * 128 + 71) = vacc0x7;
+    }
+    { /* columns 72..79 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 72) * va0), vacc0x1 = (*(o + 0 * 128 + 73) * va0), vacc0x2 = (*(o + 0 * 128 + 74) * va0), vacc0x3 = (*(o + 0 * 128 + 75) * va0), vacc0x4 = (*(o + 0 * 128 + 76) * va0), vacc0x5 = (*(o + 0 * 128 + 77) * va0), vacc0x6 = (*(o + 0 * 128 + 78) * va0), vacc0x7 = (*(o + 0 * 128 + 79) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 72);
-                vacc0x7 = (vp0 * vv + vacc0x7);
+                vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
                 const float vv = *(vr + 73);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
                 const float vv = *(vr + 74);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 75);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 76);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 77);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
-        }
-        *(o + 0 * 128 + 65) = vacc0x0;
-        *(o + 0 * 128 + 66) = vacc0x1;
-        *(o + 0 * 128 + 67) = vacc0x2;
-        *(o + 0 * 128 + 68) = vacc0x3;
-        *(o + 0 * 128 + 69) = vacc0x4;
-        *(o + 0 * 128 + 70) = vacc0x5;
-        *(o + 0 * 128 + 71) = vacc0x6;
-        *(o + 0 * 128 + 72) = vacc0x7;
-        *(o + 0 * 128 + 73) = vacc0x8;
-        *(o + 0 * 128 + 74) = vacc0x9;
-        *(o + 0 * 128 + 75) = vacc0x10;
-        *(o + 0 * 128 + 76) = vacc0x11;
-        *(o + 0 * 128 + 77) = vacc0x12;
-    }
-    { /* columns 78..90 */
-        int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 78) * va0), vacc0x1 = (*(o + 0 * 128 + 79) * va0), vacc0x2 = (*(o + 0 * 128 + 80) * va0), vacc0x3 = (*(o + 0 * 128 + 81) * va0), vacc0x4 = (*(o + 0 * 128 + 82) * va0), vacc0x5 = (*(o + 0 * 128 + 83) * va0), vacc0x6 = (*(o + 0 * 128 + 84) * va0), vacc0x7 = (*(o + 0 * 128 + 85) * va0), vacc0x8 = (*(o + 0 * 128 + 86) * va0), vacc0x9 = (*(o + 0 * 128 + 87) * va0), vacc0x10 = (*(o + 0 * 128 + 88) * va0), vacc0x11 = (*(o + 0 * 128 + 89) * va0), vacc0x12 = (*(o + 0 * 128 + 90) * va0);
-        for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
             {
                 const float vv = *(vr + 78);
-                vacc0x0 = (vp0 * vv + vacc0x0);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 79);
-                vacc0x1 = (vp0 * vv + vacc0x1);
-            }
-            {
-                const float vv = *(vr + 80);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 81);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 82);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 83);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 84);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 85);
                 vacc0x7 = (vp0 * vv + vacc0x7);
             }
-            {
-                const float vv = *(vr + 86);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 87);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 88);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 89);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 90);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
         }
-        *(o + 0 * 128 + 78) = vacc0x0;
-        *(o + 0 * 128 + 79) = vacc0x1;
-        *(o + 0 * 128 + 80) = vacc0x2;
-        *(o + 0 * 128 + 81) = vacc0x3;
-        *(o + 0 * 128 + 82) = vacc0x4;
-        *(o + 0 * 128 + 83) = vacc0x5;
-        *(o + 0 * 128 + 84) = vacc0x6;
-        *(o + 0 * 128 + 85) = vacc0x7;
-        *(o + 0 * 128 + 86) = vacc0x8;
-        *(o + 0 * 128 + 87) = vacc0x9;
-        *(o + 0 * 128 + 88) = vacc0x10;
-        *(o + 0 * 128 + 89) = vacc0x11;
-        *(o + 0 * 128 + 90) = vacc0x12;
+        *(o + 0 * 128 + 72) = vacc0x0;
+        *(o + 0 * 128 + 73) = vacc0x1;
+        *(o + 0 * 128 + 74) = vacc0x2;
+        *(o + 0 * 128 + 75) = vacc0x3;
+        *(o + 0 * 128 + 76) = vacc0x4;
+        *(o + 0 * 128 + 77) = vacc0x5;
+        *(o + 0 * 128 + 78) = vacc0x6;
+        *(o + 0 * 128 + 79) = vacc0x7;
     }
-    { /* columns 91..103 */
+    { /* columns 80..87 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 91) * va0), vacc0x1 = (*(o + 0 * 128 + 92) * va0), vacc0x2 = (*(o + 0 * 128 + 93) * va0), vacc0x3 = (*(o + 0 * 128 + 94) * va0), vacc0x4 = (*(o + 0 * 128 + 95) * va0), vacc0x5 = (*(o + 0 * 128 + 96) * va0), vacc0x6 = (*(o + 0 * 128 + 97) * va0), vacc0x7 = (*(o + 0 * 128 + 98) * va0), vacc0x8 = (*(o + 0 * 128 + 99) * va0), vacc0x9 = (*(o + 0 * 128 + 100) * va0), vacc0x10 = (*(o + 0 * 128 + 101) * va0), vacc0x11 = (*(o + 0 * 128 + 102) * va0), vacc0x12 = (*(o + 0 * 128 + 103) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 80) * va0), vacc0x1 = (*(o + 0 * 128 + 81) * va0), vacc0x2 = (*(o + 0 * 128 + 82) * va0), vacc0x3 = (*(o + 0 * 128 + 83) * va0), vacc0x4 = (*(o + 0 * 128 + 84) * va0), vacc0x5 = (*(o + 0 * 128 + 85) * va0), vacc0x6 = (*(o + 0 * 128 + 86) * va0), vacc0x7 = (*(o + 0 * 128 + 87) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
             {
-                const float vv = *(vr + 91);
+                const float vv = *(vr + 80);
                 vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
-                const float vv = *(vr + 92);
+                const float vv = *(vr + 81);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
-                const float vv = *(vr + 93);
+                const float vv = *(vr + 82);
                 vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
-                const float vv = *(vr + 94);
+                const float vv = *(vr + 83);
                 vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
-                const float vv = *(vr + 95);
+                const float vv = *(vr + 84);
                 vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
-                const float vv = *(vr + 96);
+                const float vv = *(vr + 85);
                 vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
-                const float vv = *(vr + 97);
+                const float vv = *(vr + 86);
                 vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
-                const float vv = *(vr + 98);
+                const float vv = *(vr + 87);
                 vacc0x7 = (vp0 * vv + vacc0x7);
+            }
+        }
+        *(o + 0 * 128 + 80) = vacc0x0;
+        *(o + 0 * 128 + 81) = vacc0x1;
+        *(o + 0 * 128 + 82) = vacc0x2;
+        *(o + 0 * 128 + 83) = vacc0x3;
+        *(o + 0 * 128 + 84) = vacc0x4;
+        *(o + 0 * 128 + 85) = vacc0x5;
+        *(o + 0 * 128 + 86) = vacc0x6;
+        *(o + 0 * 128 + 87) = vacc0x7;
+    }
+    { /* columns 88..95 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 88) * va0), vacc0x1 = (*(o + 0 * 128 + 89) * va0), vacc0x2 = (*(o + 0 * 128 + 90) * va0), vacc0x3 = (*(o + 0 * 128 + 91) * va0), vacc0x4 = (*(o + 0 * 128 + 92) * va0), vacc0x5 = (*(o + 0 * 128 + 93) * va0), vacc0x6 = (*(o + 0 * 128 + 94) * va0), vacc0x7 = (*(o + 0 * 128 + 95) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 88);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 89);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 90);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 91);
+                vacc0x3 = (vp0 * vv + vacc0x3);
+            }
+            {
+                const float vv = *(vr + 92);
+                vacc0x4 = (vp0 * vv + vacc0x4);
+            }
+            {
+                const float vv = *(vr + 93);
+                vacc0x5 = (vp0 * vv + vacc0x5);
+            }
+            {
+                const float vv = *(vr + 94);
+                vacc0x6 = (vp0 * vv + vacc0x6);
+            }
+            {
+                const float vv = *(vr + 95);
+                vacc0x7 = (vp0 * vv + vacc0x7);
+            }
+        }
+        *(o + 0 * 128 + 88) = vacc0x0;
+        *(o + 0 * 128 + 89) = vacc0x1;
+        *(o + 0 * 128 + 90) = vacc0x2;
+        *(o + 0 * 128 + 91) = vacc0x3;
+        *(o + 0 * 128 + 92) = vacc0x4;
+        *(o + 0 * 128 + 93) = vacc0x5;
+        *(o + 0 * 128 + 94) = vacc0x6;
+        *(o + 0 * 128 + 95) = vacc0x7;
+    }
+    { /* columns 96..103 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 96) * va0), vacc0x1 = (*(o + 0 * 128 + 97) * va0), vacc0x2 = (*(o + 0 * 128 + 98) * va0), vacc0x3 = (*(o + 0 * 128 + 99) * va0), vacc0x4 = (*(o + 0 * 128 + 100) * va0), vacc0x5 = (*(o + 0 * 128 + 101) * va0), vacc0x6 = (*(o + 0 * 128 + 102) * va0), vacc0x7 = (*(o + 0 * 128 + 103) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 96);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 97);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 98);
+                vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
                 const float vv = *(vr + 99);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
                 const float vv = *(vr + 100);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 101);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 102);
-                vacc0x11 = (vp0 * vv + vacc0x11);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 103);
-                vacc0x12 = (vp0 * vv + vacc0x12);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
         }
-        *(o + 0 * 128 + 91) = vacc0x0;
-        *(o + 0 * 128 + 92) = vacc0x1;
-        *(o + 0 * 128 + 93) = vacc0x2;
-        *(o + 0 * 128 + 94) = vacc0x3;
-        *(o + 0 * 128 + 95) = vacc0x4;
-        *(o + 0 * 128 + 96) = vacc0x5;
-        *(o + 0 * 128 + 97) = vacc0x6;
-        *(o + 0 * 128 + 98) = vacc0x7;
-        *(o + 0 * 128 + 99) = vacc0x8;
-        *(o + 0 * 128 + 100) = vacc0x9;
-        *(o + 0 * 128 + 101) = vacc0x10;
-        *(o + 0 * 128 + 102) = vacc0x11;
-        *(o + 0 * 128 + 103) = vacc0x12;
+        *(o + 0 * 128 + 96) = vacc0x0;
+        *(o + 0 * 128 + 97) = vacc0x1;
+        *(o + 0 * 128 + 98) = vacc0x2;
+        *(o + 0 * 128 + 99) = vacc0x3;
+        *(o + 0 * 128 + 100) = vacc0x4;
+        *(o + 0 * 128 + 101) = vacc0x5;
+        *(o + 0 * 128 + 102) = vacc0x6;
+        *(o + 0 * 128 + 103) = vacc0x7;
     }
-    { /* columns 104..116 */
+    { /* columns 104..111 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 104) * va0), vacc0x1 = (*(o + 0 * 128 + 105) * va0), vacc0x2 = (*(o + 0 * 128 + 106) * va0), vacc0x3 = (*(o + 0 * 128 + 107) * va0), vacc0x4 = (*(o + 0 * 128 + 108) * va0), vacc0x5 = (*(o + 0 * 128 + 109) * va0), vacc0x6 = (*(o + 0 * 128 + 110) * va0), vacc0x7 = (*(o + 0 * 128 + 111) * va0), vacc0x8 = (*(o + 0 * 128 + 112) * va0), vacc0x9 = (*(o + 0 * 128 + 113) * va0), vacc0x10 = (*(o + 0 * 128 + 114) * va0), vacc0x11 = (*(o + 0 * 128 + 115) * va0), vacc0x12 = (*(o + 0 * 128 + 116) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 104) * va0), vacc0x1 = (*(o + 0 * 128 + 105) * va0), vacc0x2 = (*(o + 0 * 128 + 106) * va0), vacc0x3 = (*(o + 0 * 128 + 107) * va0), vacc0x4 = (*(o + 0 * 128 + 108) * va0), vacc0x5 = (*(o + 0 * 128 + 109) * va0), vacc0x6 = (*(o + 0 * 128 + 110) * va0), vacc0x7 = (*(o + 0 * 128 + 111) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 104);
                 vacc0x0 = (vp0 * vv + vacc0x0);
@@ -3502,26 +5070,6 @@ static void attn_llama3_8b_pv_1x128__scalar(const float *restrict p, const float
                 const float vv = *(vr + 111);
                 vacc0x7 = (vp0 * vv + vacc0x7);
             }
-            {
-                const float vv = *(vr + 112);
-                vacc0x8 = (vp0 * vv + vacc0x8);
-            }
-            {
-                const float vv = *(vr + 113);
-                vacc0x9 = (vp0 * vv + vacc0x9);
-            }
-            {
-                const float vv = *(vr + 114);
-                vacc0x10 = (vp0 * vv + vacc0x10);
-            }
-            {
-                const float vv = *(vr + 115);
-                vacc0x11 = (vp0 * vv + vacc0x11);
-            }
-            {
-                const float vv = *(vr + 116);
-                vacc0x12 = (vp0 * vv + vacc0x12);
-            }
         }
         *(o + 0 * 128 + 104) = vacc0x0;
         *(o + 0 * 128 + 105) = vacc0x1;
@@ -3531,140 +5079,172 @@ static void attn_llama3_8b_pv_1x128__scalar(const float *restrict p, const float
         *(o + 0 * 128 + 109) = vacc0x5;
         *(o + 0 * 128 + 110) = vacc0x6;
         *(o + 0 * 128 + 111) = vacc0x7;
-        *(o + 0 * 128 + 112) = vacc0x8;
-        *(o + 0 * 128 + 113) = vacc0x9;
-        *(o + 0 * 128 + 114) = vacc0x10;
-        *(o + 0 * 128 + 115) = vacc0x11;
-        *(o + 0 * 128 + 116) = vacc0x12;
     }
-    { /* columns 117..127 */
+    { /* columns 112..119 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 117) * va0), vacc0x1 = (*(o + 0 * 128 + 118) * va0), vacc0x2 = (*(o + 0 * 128 + 119) * va0), vacc0x3 = (*(o + 0 * 128 + 120) * va0), vacc0x4 = (*(o + 0 * 128 + 121) * va0), vacc0x5 = (*(o + 0 * 128 + 122) * va0), vacc0x6 = (*(o + 0 * 128 + 123) * va0), vacc0x7 = (*(o + 0 * 128 + 124) * va0), vacc0x8 = (*(o + 0 * 128 + 125) * va0), vacc0x9 = (*(o + 0 * 128 + 126) * va0), vacc0x10 = (*(o + 0 * 128 + 127) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 112) * va0), vacc0x1 = (*(o + 0 * 128 + 113) * va0), vacc0x2 = (*(o + 0 * 128 + 114) * va0), vacc0x3 = (*(o + 0 * 128 + 115) * va0), vacc0x4 = (*(o + 0 * 128 + 116) * va0), vacc0x5 = (*(o + 0 * 128 + 117) * va0), vacc0x6 = (*(o + 0 * 128 + 118) * va0), vacc0x7 = (*(o + 0 * 128 + 119) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * vs;
-            const float vp0 = (p[0 * 64 + j]);
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
             {
-                const float vv = *(vr + 117);
+                const float vv = *(vr + 112);
                 vacc0x0 = (vp0 * vv + vacc0x0);
             }
             {
-                const float vv = *(vr + 118);
+                const float vv = *(vr + 113);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
             {
-                const float vv = *(vr + 119);
+                const float vv = *(vr + 114);
                 vacc0x2 = (vp0 * vv + vacc0x2);
             }
             {
-                const float vv = *(vr + 120);
+                const float vv = *(vr + 115);
                 vacc0x3 = (vp0 * vv + vacc0x3);
             }
             {
-                const float vv = *(vr + 121);
+                const float vv = *(vr + 116);
                 vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
-                const float vv = *(vr + 122);
+                const float vv = *(vr + 117);
                 vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
-                const float vv = *(vr + 123);
+                const float vv = *(vr + 118);
                 vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
-                const float vv = *(vr + 124);
+                const float vv = *(vr + 119);
                 vacc0x7 = (vp0 * vv + vacc0x7);
+            }
+        }
+        *(o + 0 * 128 + 112) = vacc0x0;
+        *(o + 0 * 128 + 113) = vacc0x1;
+        *(o + 0 * 128 + 114) = vacc0x2;
+        *(o + 0 * 128 + 115) = vacc0x3;
+        *(o + 0 * 128 + 116) = vacc0x4;
+        *(o + 0 * 128 + 117) = vacc0x5;
+        *(o + 0 * 128 + 118) = vacc0x6;
+        *(o + 0 * 128 + 119) = vacc0x7;
+    }
+    { /* columns 120..127 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 120) * va0), vacc0x1 = (*(o + 0 * 128 + 121) * va0), vacc0x2 = (*(o + 0 * 128 + 122) * va0), vacc0x3 = (*(o + 0 * 128 + 123) * va0), vacc0x4 = (*(o + 0 * 128 + 124) * va0), vacc0x5 = (*(o + 0 * 128 + 125) * va0), vacc0x6 = (*(o + 0 * 128 + 126) * va0), vacc0x7 = (*(o + 0 * 128 + 127) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 120);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 121);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+            {
+                const float vv = *(vr + 122);
+                vacc0x2 = (vp0 * vv + vacc0x2);
+            }
+            {
+                const float vv = *(vr + 123);
+                vacc0x3 = (vp0 * vv + vacc0x3);
+            }
+            {
+                const float vv = *(vr + 124);
+                vacc0x4 = (vp0 * vv + vacc0x4);
             }
             {
                 const float vv = *(vr + 125);
-                vacc0x8 = (vp0 * vv + vacc0x8);
+                vacc0x5 = (vp0 * vv + vacc0x5);
             }
             {
                 const float vv = *(vr + 126);
-                vacc0x9 = (vp0 * vv + vacc0x9);
+                vacc0x6 = (vp0 * vv + vacc0x6);
             }
             {
                 const float vv = *(vr + 127);
-                vacc0x10 = (vp0 * vv + vacc0x10);
+                vacc0x7 = (vp0 * vv + vacc0x7);
             }
         }
-        *(o + 0 * 128 + 117) = vacc0x0;
-        *(o + 0 * 128 + 118) = vacc0x1;
-        *(o + 0 * 128 + 119) = vacc0x2;
-        *(o + 0 * 128 + 120) = vacc0x3;
-        *(o + 0 * 128 + 121) = vacc0x4;
-        *(o + 0 * 128 + 122) = vacc0x5;
-        *(o + 0 * 128 + 123) = vacc0x6;
-        *(o + 0 * 128 + 124) = vacc0x7;
-        *(o + 0 * 128 + 125) = vacc0x8;
-        *(o + 0 * 128 + 126) = vacc0x9;
-        *(o + 0 * 128 + 127) = vacc0x10;
+        *(o + 0 * 128 + 120) = vacc0x0;
+        *(o + 0 * 128 + 121) = vacc0x1;
+        *(o + 0 * 128 + 122) = vacc0x2;
+        *(o + 0 * 128 + 123) = vacc0x3;
+        *(o + 0 * 128 + 124) = vacc0x4;
+        *(o + 0 * 128 + 125) = vacc0x5;
+        *(o + 0 * 128 + 126) = vacc0x6;
+        *(o + 0 * 128 + 127) = vacc0x7;
     }
 }
 
 /* Per-thread scratch of the scalar variant. */
 typedef struct {
-    float s[64 * 64];      /* scores, then probabilities */
-    float o[64 * 128];      /* unnormalized output rows */
-    float m[64], l[64], alpha[64]; /* running max, sum, rescale */
-    int64_t lo[64], hi[64], sink_hi[64], first[64], last[64];
+    float q[96 * 128];       /* the query tile, times scale */
+    float s[96 * 128];      /* scores, then probabilities */
+    float o[96 * 128];      /* unnormalized output rows */
+    float m[96], l[96], alpha[96]; /* running max, sum, rescale */
+    int64_t lo[96], hi[96], sink_hi[96], first[96], last[96];
 } attn_llama3_8b_scratch__scalar;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-static void attn_llama3_8b_unit__scalar(const attn_args *args, const float *kt, int64_t ldk,
+static void attn_llama3_8b_unit__scalar(const attn_args *args, const float *kt, const float *v, int64_t lkp,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_llama3_8b_scratch__scalar *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t hk = h / 4;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
-    const int64_t qs = args->q_stride[1];
-    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    const int64_t vs = args->v_stride[1];
-    const int64_t ntiles = (lk + 63) / 64;
-    int64_t r, t;
+    const int64_t ntiles = (lk + 127) / 128;
+    int64_t r, t, c;
 
-    kt += (b * 8 + hk) * 128 * ldk; /* K^T of (b, hk) */
+    kt += (b * 8 + hk) * 128 * lkp; /* packed K^T and V of (b, hk) */
+    v += (b * 8 + hk) * 128 * lkp;
     for (r = 0; r < tq; r++) {
         attn_llama3_8b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+        const float *restrict qr = q + r * args->q_stride[1];
+        for (c = 0; c < 128; c++) w->q[r * 128 + c] = qr[c] * 0.0883883476f;
+    }
 
     for (t = 0; t < ntiles; t++) {
-        const int64_t j0 = t * 64;
-        const int64_t jn = lk - j0 < 64 ? lk - j0 : 64; /* keys of this tile that exist */
+        const int64_t j0 = t * 128;
+        const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
         const int cls = attn_llama3_8b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
-        int64_t c;
         if (cls == 0) continue; /* no row sees this tile */
 
-        /* scores: S = scale * Q K^T */
-        for (r = 0; r + 6 <= tq; r += 6)
-            for (c = 0; c < 64; c += 2)
-                attn_llama3_8b_qk_6x2__scalar(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
-        for (; r < tq; r++)
-            for (c = 0; c < 64; c += 2)
-                attn_llama3_8b_qk_1x2__scalar(q + r * qs, qs, kt + j0 + c, ldk, w->s + r * 64 + c);
+        /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
+           stays in L1 while every row block of the tile passes over it */
+        for (c = 0; c < 128; c += 4) {
+            const float *ktc = kt + j0 * 128 + c;
+            for (r = 0; r + 4 <= tq; r += 4)
+                attn_llama3_8b_qk_4x4__scalar(w->q + r * 128, ktc, w->s + r * 128 + c);
+            for (; r < tq; r++)
+                attn_llama3_8b_qk_1x4__scalar(w->q + r * 128, ktc, w->s + r * 128 + c);
+        }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 64;
+            float *restrict sr = w->s + r * 128;
             float mx = -INFINITY, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 64; c++) {
+                for (c = 0; c < 128; c++) {
                     const int64_t j = j0 + c;
                     const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
                     if (!seen) sr[c] = -INFINITY;
                 }
             }
-            for (c = 0; c < 64; c++) mx = mx > sr[c] ? mx : sr[c];
+            for (c = 0; c < 128; c++) mx = mx > sr[c] ? mx : sr[c];
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
             w->alpha[r] = expf(w->m[r] - m_ref);
             {
                 const float vm = (m_ref);
                 float vsum = 0.0f;
-                for (c = 0; c < 64; c += 1) {
+                for (c = 0; c < 128; c += 1) {
                     const float e = expf((*(sr + c) - vm));
                     *(sr + c) = e;
                     vsum = (vsum + e);
@@ -3677,11 +5257,11 @@ static void attn_llama3_8b_unit__scalar(const attn_args *args, const float *kt, 
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 1 ? 1 : 1;
-            int64_t jlo = 64, jhi = 0, k;
+            const int64_t rows = tq - r >= 4 ? 4 : 1;
+            int64_t jlo = 128, jhi = 0, k;
             if (cls == 2) {
                 jlo = 0;
-                jhi = 64;
+                jhi = 128;
             } else {
                 for (k = r; k < r + rows; k++) {
                     if (w->last[k] > w->first[k]) {
@@ -3692,7 +5272,10 @@ static void attn_llama3_8b_unit__scalar(const attn_args *args, const float *kt, 
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-                attn_llama3_8b_pv_1x128__scalar(w->s + r * 64, v + j0 * vs, vs, jlo, jhi, w->o + r * 128, w->alpha + r);
+            if (rows == 4)
+                attn_llama3_8b_pv_4x128__scalar(w->s + r * 128, v + j0 * 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+            else
+                attn_llama3_8b_pv_1x128__scalar(w->s + r * 128, v + j0 * 128, jlo, jhi, w->o + r * 128, w->alpha + r);
             r += rows;
         }
     }
@@ -3836,46 +5419,58 @@ static void attn_llama3_8b_unit__scalar(const attn_args *args, const float *kt, 
     }
 }
 
-/* K^T for batch b, kv head hk: kt[d][j] = K[b][j][hk][d] for j < Lk_b, else 0. */
-static void attn_llama3_8b_pack__scalar(const attn_args *args, int64_t b, int64_t hk, float *kt, int64_t ldk)
+/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+ * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
+static void attn_llama3_8b_pack__scalar(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
+        float *restrict vp, int64_t lkp)
 {
     const int64_t lk = args->seq_k;
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
+    const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
     int64_t j, d;
+    memset(kt, 0, sizeof(float) * (size_t)(lkp * 128));
+    memset(vp, 0, sizeof(float) * (size_t)(lkp * 128));
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
-        for (d = 0; d < 128; d++) kt[d * ldk + j] = kr[d];
+        const float *restrict vr = v + j * args->v_stride[1];
+        float *restrict kc = kt + (j / 128) * 16384 + j % 128;
+        for (d = 0; d < 128; d++) kc[d * 128] = kr[d];
+        memcpy(vp + j * 128, vr, sizeof(float) * 128);
     }
-    for (d = 0; d < 128; d++)
-        for (j = lk; j < ldk; j++) kt[d * ldk + j] = 0.0f;
 }
 
 attn_status attn_llama3_8b_fwd__scalar(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_llama3_8b_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
-    const int64_t ldk = (args->seq_k + 63) / 64 * 64;
-    const int64_t nq = (Lq + 63) / 64;
+    const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
+    const int64_t nq = (Lq + 95) / 96;
     const int64_t units = B * 32 * nq;
     const int threads = args->threads;
-    float *kt = NULL;
+    float *kt = NULL, *vp = NULL;
     int failed = 0;
     int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (ldk > 0) {
-        if ((uint64_t)B * 1024 > (uint64_t)INT64_MAX / 4 / (uint64_t)ldk) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 1024 * ldk));
-        if (!kt) return ATTN_ERR_NOMEM;
+    if (lkp > 0) {
+        if ((uint64_t)B * 2048 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
+        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 1024 * lkp));
+        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 1024 * lkp));
+        if (!kt || !vp) {
+            attn_free(kt);
+            attn_free(vp);
+            return ATTN_ERR_NOMEM;
+        }
     }
 
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     for (u = 0; u < B * 8; u++)
-        if (ldk > 0) attn_llama3_8b_pack__scalar(args, u / 8, u % 8, kt + u * 128 * ldk, ldk);
+        if (lkp > 0)
+            attn_llama3_8b_pack__scalar(args, u / 8, u % 8, kt + u * 128 * lkp, vp + u * 128 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
@@ -3895,13 +5490,14 @@ attn_status attn_llama3_8b_fwd__scalar(const attn_args *args)
             /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
             const int64_t qt = nq - 1 - u % nq;
             const int64_t bh = u / nq;
-            const int64_t i0 = qt * 64;
-            if (w) attn_llama3_8b_unit__scalar(args, kt, ldk, bh / 32, bh % 32, i0,
-                    Lq - i0 < 64 ? Lq - i0 : 64, w);
+            const int64_t i0 = qt * 96;
+            if (w) attn_llama3_8b_unit__scalar(args, kt, vp, lkp, bh / 32, bh % 32, i0,
+                    Lq - i0 < 96 ? Lq - i0 : 96, w);
         }
         attn_free(w);
     }
     attn_free(kt);
+    attn_free(vp);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 
@@ -3926,7 +5522,7 @@ static const attn_variant attn_llama3_8b_variants[] = {
 const attn_kernel attn_llama3_8b_kernel = {
     { "llama3_8b", 32, 8, 128, 128, 1, -1, 0,
       0, 0, ATTN_MASK_NONE, 0.0883883476f, 0.0f, 0,
-      64, 64 },
+      96, 128 },
     attn_llama3_8b_fwd,
     (int)(sizeof(attn_llama3_8b_variants) / sizeof(attn_llama3_8b_variants[0])) - 1,
     attn_llama3_8b_variants

@@ -19,7 +19,7 @@
  *   dtype = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
- * Tile: q = 64, kv = 64 (heuristic default (tile = "auto", no tuning result)).
+ * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
  */
 #ifndef ATTN_VIT_B16_H
 #define ATTN_VIT_B16_H
@@ -33,7 +33,7 @@ extern "C" {
 /*
  * vit_b16: 12 query heads, 12 key/value heads, head dim 64 (V: 64).
  * Mask: none.
- * Tiles: 64 query rows x 64 keys (heuristic default (tile = "auto", no tuning result)).
+ * Tiles: 96 query rows x 128 keys (heuristic default (tile = "auto", no tuning result)).
  *
  * attn_vit_b16_fwd() checks its arguments, picks the best ISA variant this CPU
  * runs (once; ATTNGEN_ISA=name forces one) and computes

@@ -128,6 +128,10 @@ function M.ensure(cfg, display, sets)
   end
   -- publish: the rename is atomic; if another process won the race, use its entry
   local renamed = os.rename(tmp, entry)
+  if not renamed and path.isdir(entry) and not path.isfile(entry .. "/attn_" .. M.TOOLS[#M.TOOLS]) then
+    dir.rmtree(entry) -- an incomplete entry (left by a killed build of an older attngen): replace it
+    renamed = os.rename(tmp, entry)
+  end
   if not renamed then
     dir.rmtree(tmp)
     if not path.isfile(entry .. "/attn_" .. M.TOOLS[#M.TOOLS]) then

@@ -11,15 +11,13 @@ local util = require("util")
 local M = {}
 
 --- Heuristic tiles when the config says "auto" and no tuning result exists.
-M.DEFAULT_TILE = { q = 64, kv = 64 }
+M.DEFAULT_TILE = { q = 96, kv = 128 }
 
 --- Head-dim steps per iteration of the scores kernel's reduction loop; the
 -- remainder (D mod QK_UNROLL) is unrolled after it.  Unrolling all of D
 -- makes one basic block of D*(MR*NR + MR + NR) statements, which costs
 -- compile time (gcc: ~15 s for D = 128 at 6x4) and no speed.
 M.QK_UNROLL = 8
-
-local MAX_ROWS = 8 -- micro-kernel rows: beyond this the broadcasts dominate
 
 --- ALiBi slopes of the ALiBi paper for n heads (DESIGN.md section 3).
 function M.alibi_slopes(n)
@@ -42,41 +40,22 @@ function M.alibi_slopes(n)
   return slopes
 end
 
---- Register blocking of the scores kernel S[MR][NR*lanes] += q (x) K^T:
--- MR*NR accumulators, NR K^T loads and one broadcast must fit the register
--- file; NR*lanes must divide the key tile.  Maximizes MR*NR, then prefers
--- more columns (fewer loads per FMA).
+--- Register blocking of the scores kernel S[MR][NR*lanes] += q (x) K^T.
+-- The ISA module states the blocking measured best on its hardware
+-- (isa.qk_block); the planner fits it to the key tile: NR*lanes must divide
+-- tile.kv.
 local function qk_blocking(isa, tile_kv)
-  local best
-  for nr = 1, 4 do
-    if (tile_kv / isa.lanes) % nr == 0 then
-      local mr = math.min(MAX_ROWS, math.floor((isa.regs - nr - 1) / nr))
-      if mr >= 1 then
-        local score = mr * nr
-        if not best or score > best.mr * best.nr or (score == best.mr * best.nr and nr > best.nr) then
-          best = { mr = mr, nr = nr }
-        end
-      end
-    end
-  end
-  return best
+  local mr, nr = isa.qk_block.mr, isa.qk_block.nr
+  while nr > 1 and (tile_kv / isa.lanes) % nr ~= 0 do nr = nr - 1 end
+  return { mr = mr, nr = nr }
 end
 
---- Blocking of O[MR][Dv] += P[MR][k] V[k][Dv]: Dv is cut into chunks of
--- NVC vectors; MR*NVC accumulators, MR broadcasts and a V load must fit.
--- Maximizes MR*NVC, then prefers fewer chunks (V rows read fewer times).
+--- Blocking of O[MR][Dv] += P[MR][k] V[k][Dv]: Dv is cut into chunks of at
+-- most isa.pv_block.nvc vectors (as even as possible), MR rows each.
 local function pv_blocking(isa, dv)
   local nv = math.ceil(dv / isa.lanes)
-  local best
-  for nchunks = 1, nv do
-    local nvc = math.ceil(nv / nchunks)
-    local mr = math.min(MAX_ROWS, math.floor((isa.regs - 1) / (nvc + 1)))
-    if mr >= 1 and math.ceil(nv / nvc) == nchunks then
-      if not best or mr * nvc > best.mr * best.nvc then
-        best = { mr = mr, nvc = nvc, nchunks = nchunks }
-      end
-    end
-  end
+  local nchunks = math.ceil(nv / isa.pv_block.nvc)
+  local best = { mr = isa.pv_block.mr, nvc = math.ceil(nv / nchunks), nchunks = nchunks }
   -- the chunks: vector index ranges, the last one may end in a partial vector
   local chunks = {}
   for c = 0, best.nchunks - 1 do
@@ -97,7 +76,7 @@ local function plan_variant(cfg, plan, isa)
   v.qk = { mr = qk.mr, nr = qk.nr, nc = qk.nr * isa.lanes, unroll = M.QK_UNROLL }
   v.pv = pv
   v.dv_tail = cfg.head_dim_v % isa.lanes -- lanes used by the last vector, 0 = full
-  v.kv_vectors = plan.tile.kv / isa.lanes
+  v.kv_vectors = math.floor(plan.tile.kv / isa.lanes) -- exact (tile.kv is a multiple of 16)
   -- the two row counts each micro-kernel is generated for: a full block, and 1 for the rest
   v.qk_rows = qk.mr > 1 and { qk.mr, 1 } or { 1 }
   v.pv_rows = pv.mr > 1 and { pv.mr, 1 } or { 1 }
@@ -106,8 +85,8 @@ local function plan_variant(cfg, plan, isa)
   v.pv_fn = function(mr) return naming.pv(cfg.name, mr, cfg.head_dim_v, isa.name) end
   v.target_attr = isa.target and ('__attribute__((target("%s")))'):format(isa.target) or ""
   -- registers each kernel keeps live, for the cost comments
-  v.qk.regs = qk.mr * qk.nr + qk.nr + 1
-  v.pv.regs = pv.mr * pv.nvc + pv.mr + 1
+  v.qk.regs = qk.mr * qk.nr + qk.nr + qk.mr
+  v.pv.regs = pv.mr * pv.nvc + pv.nvc + pv.mr
   return v
 end
 
@@ -122,7 +101,7 @@ function M.plan(cfg, opts)
     Dv = cfg.head_dim_v,
     Hq = cfg.heads_q,
     Hkv = cfg.heads_kv,
-    group = cfg.heads_q / cfg.heads_kv,
+    group = math.floor(cfg.heads_q / cfg.heads_kv), -- exact; floor keeps it an integer on Lua 5.3+
     entry = naming.entry(cfg.name),
     kernel = naming.kernel(cfg.name),
   }

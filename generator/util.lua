@@ -61,15 +61,15 @@ function M.shell_quote(s)
 end
 
 --- Runs a shell command; returns ok, output (stdout and stderr together).
+-- The exit status travels as a last line, since Lua 5.1's popen():close()
+-- does not report it.
 function M.run_capture(cmd)
-  local p = io.popen(cmd .. " 2>&1")
+  local p = io.popen("(" .. cmd .. ") 2>&1; echo \"@rc=$?\"")
   local out = p:read("*a")
-  local a, b, c = p:close()
-  local ok
-  if type(a) == "number" then ok = (a == 0)            -- Lua 5.1: status code
-  elseif b == "exit" then ok = a == true and c == 0    -- 5.2+: true/nil, "exit", code
-  else ok = a == true end
-  return ok, out
+  p:close()
+  local body, rc = out:match("^(.-)@rc=(%d+)%s*$")
+  if not body then return false, out end
+  return tonumber(rc) == 0, body
 end
 
 --- Runs a command with its output on our terminal; returns its exit code.

@@ -3,6 +3,9 @@
 -- An ISA module is a table with:
 --   name, enum        "avx512", "ATTN_ISA_AVX512"
 --   lanes, regs       f32 lanes per vector, vector registers available
+--   qk_block, pv_block register blocking of the two micro-kernels, {mr, nr}
+--                     and {mr, nvc}, measured on the hardware (the planner fits
+--                     them to the tile and head dims)
 --   vec               C type of a vector
 --   arch_guard        C preprocessor condition for the architecture, or nil
 --   include           intrinsics header, or nil

@@ -4,6 +4,10 @@ local M = {
   enum = "ATTN_ISA_NEON",
   lanes = 4,
   regs = 32,
+  -- micro-kernel blocking: scores MR x NR vectors, P*V MR x NVC vectors;
+  -- the AVX-512 choice (the same 32 registers); not measured on hardware yet
+  qk_block = { mr = 8, nr = 2 },
+  pv_block = { mr = 6, nvc = 4 },
   vec = "float32x4_t",
   arch_guard = "defined(__aarch64__)",
   include = "arm_neon.h",

@@ -4,6 +4,10 @@ local M = {
   enum = "ATTN_ISA_SCALAR",
   lanes = 1,
   regs = 16,
+  -- micro-kernel blocking: scores MR x NR vectors, P*V MR x NVC vectors;
+  -- enough independent sums for a compiler to schedule or vectorize
+  qk_block = { mr = 4, nr = 4 },
+  pv_block = { mr = 4, nvc = 8 },
   vec = "float",
   arch_guard = nil, -- every target
   include = nil,
