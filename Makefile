@@ -13,7 +13,7 @@ JOBS     ?= 2
 PRESETS      := $(sort $(basename $(notdir $(wildcard configs/*.lua))))
 TEST_CONFIGS := $(sort $(basename $(notdir $(wildcard configs/test/*.lua))))
 
-.PHONY: all bootstrap generate demo test lint check-generated clean neon-check
+.PHONY: all bootstrap generate demo test lint check-generated clean neon-check bench bench-quick
 .SECONDARY:
 
 all: demo
@@ -67,8 +67,14 @@ $(BUILD)/kernel_list.h: $(wildcard configs/*.lua configs/test/*.lua)
 KERNEL_OBJS  := $(PRESETS:%=$(KOBJ)/preset_%.o) $(TEST_CONFIGS:%=$(KOBJ)/test_%.o)
 RUNTIME_OBJS := $(RUNTIME_SRC:runtime/%.c=$(KOBJ)/rt_%.o)
 
-$(BUILD)/test_kernels: tests/test_kernels.c $(BUILD)/kernel_list.h $(KERNEL_OBJS) $(RUNTIME_OBJS)
-	$(CC) $(TEST_CFLAGS) -I$(BUILD) tests/test_kernels.c $(KERNEL_OBJS) $(RUNTIME_OBJS) -o $@ -lcriterion -lm
+# the kernels' vector math, exported for tests/test_vmath.c
+$(BUILD)/vmath.c: tests/gen_vmath.lua templates/vmath.c.tmpl templates/vmath_test.c.tmpl $(wildcard generator/*.lua generator/*/*.lua)
+	@mkdir -p $(BUILD)
+	ATTNGEN_ROOT=$(CURDIR) $(firstword $(shell command -v luajit lua5.4 lua5.1)) tests/gen_vmath.lua $@
+
+$(BUILD)/test_kernels: tests/test_kernels.c tests/test_vmath.c $(BUILD)/vmath.c $(BUILD)/kernel_list.h $(KERNEL_OBJS) $(RUNTIME_OBJS)
+	$(CC) $(TEST_CFLAGS) -I$(BUILD) tests/test_kernels.c tests/test_vmath.c $(BUILD)/vmath.c $(KERNEL_OBJS) \
+	  $(RUNTIME_OBJS) -o $@ -lcriterion -lm
 
 check-generated:
 	@tests/check_generated.sh
@@ -104,3 +110,10 @@ neon-check: $(NEON_CONFIGS:%=neon-run-%)
 
 neon-run-%: $(BUILD)/neon/%_check
 	@out=$$($(QEMU_AARCH64) $< --quick 2>&1); rc=$$?; printf '%s\n' "$$out" | sed 's/^/$*: /'; exit $$rc
+
+# --- benchmarks (not part of make test: timings are noisy on shared machines) ---
+bench: bootstrap
+	ATTNGEN_ROOT=$(CURDIR) $(firstword $(shell command -v luajit lua5.4 lua5.1)) bench/suite.lua
+
+bench-quick: bootstrap
+	ATTNGEN_ROOT=$(CURDIR) $(firstword $(shell command -v luajit lua5.4 lua5.1)) bench/suite.lua --quick --out $(BUILD)/bench

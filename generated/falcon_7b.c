@@ -42,15 +42,17 @@
  * Mask: causal (bottom-right).
  *
  * Algorithm (flash attention, one pass, O(L) memory):
- *   1. K and V are packed once per (batch, kv head): K^T tile by tile,
- *      [Lk/TK][D][TK], so scores vectorize over keys and each tile's panel
- *      is contiguous; V as [Lk][Dvp] rows (Dv padded to whole vectors with
- *      zeros).  Both are zero past Lk_b, and their rows are contiguous, so no
+ *   1. K and V are packed once per (batch, kv head): K^T panel by panel,
+ *      [Lk/NC][D][NC] with NC the scores kernel's key count, so scores
+ *      vectorize over keys and each panel the kernel reads is contiguous;
+ *      V as [Lk][Dvp] rows (Dv padded to whole vectors with zeros).  Both are zero past Lk_b, and their rows are contiguous, so no
  *      read strides by a power of two (which would alias in the L1 cache).
  *   2. Each work unit is (batch, query head, query tile).  For every key
  *      tile it computes S = scale * Q K^T, adds the score terms, masks,
  *      updates the running row max m and sum l, and accumulates
- *      O = exp(m_old - m_new) O + exp(S - m_new) V.
+ *      O = exp(m_old - m_new) O + exp(S - m_new) V.  Scores are kept in
+ *      base 2 (Q is scaled by scale * log2 e, and so are the score terms),
+ *      so every exp is an exp2.
  *   3. Key tiles no row of the query tile sees are skipped; tiles every row
  *      sees fully take the path without mask tests.
  * A unit is computed by one thread in a fixed order, so the output is
@@ -100,29 +102,28 @@ static int attn_falcon_7b_classify(int64_t tq, int64_t j0, const int64_t *lo, co
 /* ======================================================================== */
 #if defined(__x86_64__) || defined(_M_X64)
 
-/* exp(x) for x <= 88: 2^n e^r with n = round(x / ln 2) and r reduced in two
- * steps (Cody-Waite), e^r by the degree-6 polynomial of Cephes' expf; x below
- * -87.68 gives exactly 0, NaN stays NaN. */
-__attribute__((target("avx512f"))) static inline __m512 attn_exp__avx512(__m512 x)
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+__attribute__((target("avx512f"))) static inline __m512 attn_exp2__avx512(__m512 x)
 {
     __m512 n, r, y;
-    x = _mm512_min_ps(_mm512_set1_ps(88.0f), x);
-    x = _mm512_max_ps(_mm512_set1_ps(-88.0f), x);
-    n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
-    y = _mm512_set1_ps(1.9875691500e-4f);
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
-    y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    x = _mm512_min_ps(_mm512_set1_ps(127.0f), x);
+    x = _mm512_max_ps(_mm512_set1_ps(-127.0f), x);
+    n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_sub_ps(x, n);
+    y = _mm512_set1_ps(1.535336188319500e-4f);
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.339887440266574e-3f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(9.618437357674640e-3f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.550332471162809e-2f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(2.402264791363012e-1f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(6.931472028550421e-1f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.0f));
     return _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)));
 }
 
 /* Scores S[8][32] = Q[8][64] K^T[64][32] (Q is packed pre-scaled).
- * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (64 floats each); kt: the packed K^T panel (32 floats per d);
  * s: 128 floats per row.  32768 FLOPs, 19 vector registers. */
 __attribute__((target("avx512f"))) static void attn_falcon_7b_qk_8x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -147,8 +148,8 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_qk_8x32__avx512(co
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d]);
             const __m512 vq1 = _mm512_set1_ps(q1[d]);
             const __m512 vq2 = _mm512_set1_ps(q2[d]);
@@ -167,8 +168,8 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_qk_8x32__avx512(co
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 1 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 1]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 1]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 1]);
@@ -187,8 +188,8 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_qk_8x32__avx512(co
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 2 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 2]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 2]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 2]);
@@ -207,8 +208,8 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_qk_8x32__avx512(co
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 3 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 3]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 3]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 3]);
@@ -227,8 +228,8 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_qk_8x32__avx512(co
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 4 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 4]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 4]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 4]);
@@ -247,8 +248,8 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_qk_8x32__avx512(co
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 5 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 5]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 5]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 5]);
@@ -267,8 +268,8 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_qk_8x32__avx512(co
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 6 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 6]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 6]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 6]);
@@ -287,8 +288,8 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_qk_8x32__avx512(co
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 7 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 7]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 7]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 7]);
@@ -327,7 +328,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_qk_8x32__avx512(co
 }
 
 /* Scores S[1][32] = Q[1][64] K^T[64][32] (Q is packed pre-scaled).
- * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (64 floats each); kt: the packed K^T panel (32 floats per d);
  * s: 128 floats per row.  4096 FLOPs, 5 vector registers. */
 __attribute__((target("avx512f"))) static void attn_falcon_7b_qk_1x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -338,50 +339,50 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_qk_1x32__avx512(co
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 1 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 1]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 2 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 2]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 3 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 3]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 4 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 4]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 5 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 5]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 6 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 6]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 7 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 7]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
@@ -529,7 +530,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.125f;
+        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.18033688f; /* scale * log2(e) */
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -541,7 +542,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < 128; c += 32) {
-            const float *ktc = kt + j0 * 64 + c;
+            const float *ktc = kt + (j0 + c) * 64; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
                 attn_falcon_7b_qk_8x32__avx512(w->q + r * 64, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
@@ -566,12 +567,12 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = expf(w->m[r] - m_ref);
+            w->alpha[r] = exp2f(w->m[r] - m_ref);
             {
                 const __m512 vm = _mm512_set1_ps(m_ref);
                 __m512 vsum = _mm512_setzero_ps();
                 for (c = 0; c < 128; c += 16) {
-                    const __m512 e = attn_exp__avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + c), vm));
+                    const __m512 e = attn_exp2__avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + c), vm));
                     _mm512_storeu_ps(sr + c, e);
                     vsum = _mm512_add_ps(vsum, e);
                 }
@@ -617,11 +618,11 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const
         _mm512_storeu_ps(orow + 32, _mm512_mul_ps(_mm512_loadu_ps(acc + 32), vinv));
         _mm512_storeu_ps(orow + 48, _mm512_mul_ps(_mm512_loadu_ps(acc + 48), vinv));
         if (args->lse)
-            args->lse[(b * 71 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] + logf(l);
+            args->lse[(b * 71 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l); /* m is in base 2 */
     }
 }
 
-/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*32 + c][hk][d] and
  * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
 __attribute__((target("avx512f"))) static void attn_falcon_7b_pack__avx512(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
         float *restrict vp, int64_t lkp)
@@ -635,8 +636,8 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_pack__avx512(const
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
         const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 128) * 8192 + j % 128;
-        for (d = 0; d < 64; d++) kc[d * 128] = kr[d];
+        float *restrict kc = kt + (j / 32) * 2048 + j % 32;
+        for (d = 0; d < 64; d++) kc[d * 32] = kr[d];
         memcpy(vp + j * 64, vr, sizeof(float) * 64);
     }
 }
@@ -724,29 +725,28 @@ __attribute__((target("avx2,fma"))) static inline float attn_hmax_avx2(__m256 v)
     return _mm_cvtss_f32(x);
 }
 
-/* exp(x) for x <= 88: 2^n e^r with n = round(x / ln 2) and r reduced in two
- * steps (Cody-Waite), e^r by the degree-6 polynomial of Cephes' expf; x below
- * -87.68 gives exactly 0, NaN stays NaN. */
-__attribute__((target("avx2,fma"))) static inline __m256 attn_exp__avx2(__m256 x)
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+__attribute__((target("avx2,fma"))) static inline __m256 attn_exp2__avx2(__m256 x)
 {
     __m256 n, r, y;
-    x = _mm256_min_ps(_mm256_set1_ps(88.0f), x);
-    x = _mm256_max_ps(_mm256_set1_ps(-88.0f), x);
-    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), x);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
-    y = _mm256_set1_ps(1.9875691500e-4f);
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
-    y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    x = _mm256_min_ps(_mm256_set1_ps(127.0f), x);
+    x = _mm256_max_ps(_mm256_set1_ps(-127.0f), x);
+    n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_sub_ps(x, n);
+    y = _mm256_set1_ps(1.535336188319500e-4f);
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.339887440266574e-3f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(9.618437357674640e-3f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.550332471162809e-2f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(2.402264791363012e-1f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(6.931472028550421e-1f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
     return _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
 }
 
 /* Scores S[4][16] = Q[4][64] K^T[64][16] (Q is packed pre-scaled).
- * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (64 floats each); kt: the packed K^T panel (16 floats per d);
  * s: 128 floats per row.  8192 FLOPs, 11 vector registers. */
 __attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_4x16__avx2(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -763,8 +763,8 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_4x16__avx2(con
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d]);
             const __m256 vq1 = _mm256_set1_ps(q1[d]);
             const __m256 vq2 = _mm256_set1_ps(q2[d]);
@@ -775,8 +775,8 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_4x16__avx2(con
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 1 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 1]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 1]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 1]);
@@ -787,8 +787,8 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_4x16__avx2(con
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 2 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 2]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 2]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 2]);
@@ -799,8 +799,8 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_4x16__avx2(con
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 3 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 3]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 3]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 3]);
@@ -811,8 +811,8 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_4x16__avx2(con
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 4 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 4]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 4]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 4]);
@@ -823,8 +823,8 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_4x16__avx2(con
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 5 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 5]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 5]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 5]);
@@ -835,8 +835,8 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_4x16__avx2(con
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 6 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 6]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 6]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 6]);
@@ -847,8 +847,8 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_4x16__avx2(con
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 7 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 7]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 7]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 7]);
@@ -871,7 +871,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_4x16__avx2(con
 }
 
 /* Scores S[1][16] = Q[1][64] K^T[64][16] (Q is packed pre-scaled).
- * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (64 floats each); kt: the packed K^T panel (16 floats per d);
  * s: 128 floats per row.  2048 FLOPs, 5 vector registers. */
 __attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_1x16__avx2(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -882,50 +882,50 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_qk_1x16__avx2(con
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 1 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 1]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 2 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 2]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 3 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 3]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 4 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 4]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 5 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 5]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 6 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 6]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 7 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 7]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
@@ -1177,7 +1177,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const 
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.125f;
+        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.18033688f; /* scale * log2(e) */
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -1189,7 +1189,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < 128; c += 16) {
-            const float *ktc = kt + j0 * 64 + c;
+            const float *ktc = kt + (j0 + c) * 64; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
                 attn_falcon_7b_qk_4x16__avx2(w->q + r * 64, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
@@ -1214,12 +1214,12 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const 
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = expf(w->m[r] - m_ref);
+            w->alpha[r] = exp2f(w->m[r] - m_ref);
             {
                 const __m256 vm = _mm256_set1_ps(m_ref);
                 __m256 vsum = _mm256_setzero_ps();
                 for (c = 0; c < 128; c += 8) {
-                    const __m256 e = attn_exp__avx2(_mm256_sub_ps(_mm256_loadu_ps(sr + c), vm));
+                    const __m256 e = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(sr + c), vm));
                     _mm256_storeu_ps(sr + c, e);
                     vsum = _mm256_add_ps(vsum, e);
                 }
@@ -1269,11 +1269,11 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const 
         _mm256_storeu_ps(orow + 48, _mm256_mul_ps(_mm256_loadu_ps(acc + 48), vinv));
         _mm256_storeu_ps(orow + 56, _mm256_mul_ps(_mm256_loadu_ps(acc + 56), vinv));
         if (args->lse)
-            args->lse[(b * 71 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] + logf(l);
+            args->lse[(b * 71 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l); /* m is in base 2 */
     }
 }
 
-/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*16 + c][hk][d] and
  * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
 __attribute__((target("avx2,fma"))) static void attn_falcon_7b_pack__avx2(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
         float *restrict vp, int64_t lkp)
@@ -1287,8 +1287,8 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_pack__avx2(const 
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
         const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 128) * 8192 + j % 128;
-        for (d = 0; d < 64; d++) kc[d * 128] = kr[d];
+        float *restrict kc = kt + (j / 16) * 1024 + j % 16;
+        for (d = 0; d < 64; d++) kc[d * 16] = kr[d];
         memcpy(vp + j * 64, vr, sizeof(float) * 64);
     }
 }
@@ -1381,29 +1381,28 @@ static inline float32x4_t attn_iota_neon(void)
     return vld1q_f32(iota);
 }
 
-/* exp(x) for x <= 88: 2^n e^r with n = round(x / ln 2) and r reduced in two
- * steps (Cody-Waite), e^r by the degree-6 polynomial of Cephes' expf; x below
- * -87.68 gives exactly 0, NaN stays NaN. */
-static inline float32x4_t attn_exp__neon(float32x4_t x)
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+static inline float32x4_t attn_exp2__neon(float32x4_t x)
 {
     float32x4_t n, r, y;
-    x = vminq_f32(vdupq_n_f32(88.0f), x);
-    x = vmaxq_f32(vdupq_n_f32(-88.0f), x);
-    n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
-    r = vfmaq_f32(x, n, vdupq_n_f32(-0.693359375f));
-    r = vfmaq_f32(r, n, vdupq_n_f32(2.12194440e-4f));
-    y = vdupq_n_f32(1.9875691500e-4f);
-    y = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), y, r);
-    y = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), y, r);
-    y = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), y, r);
-    y = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), y, r);
-    y = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), y, r);
-    y = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1.0f)), y, vmulq_f32(r, r));
+    x = vminq_f32(vdupq_n_f32(127.0f), x);
+    x = vmaxq_f32(vdupq_n_f32(-127.0f), x);
+    n = vrndnq_f32(x);
+    r = vsubq_f32(x, n);
+    y = vdupq_n_f32(1.535336188319500e-4f);
+    y = vfmaq_f32(vdupq_n_f32(1.339887440266574e-3f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(9.618437357674640e-3f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(5.550332471162809e-2f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(2.402264791363012e-1f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(6.931472028550421e-1f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(1.0f), y, r);
     return vmulq_f32(y, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23)));
 }
 
 /* Scores S[8][8] = Q[8][64] K^T[64][8] (Q is packed pre-scaled).
- * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (64 floats each); kt: the packed K^T panel (8 floats per d);
  * s: 128 floats per row.  8192 FLOPs, 19 vector registers. */
 static void attn_falcon_7b_qk_8x8__neon(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -1428,8 +1427,8 @@ static void attn_falcon_7b_qk_8x8__neon(const float *restrict q, const float *re
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const float32x4_t vk0 = vld1q_f32(kt + (d) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d]);
@@ -1448,8 +1447,8 @@ static void attn_falcon_7b_qk_8x8__neon(const float *restrict q, const float *re
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 1 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 1]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 1]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 1]);
@@ -1468,8 +1467,8 @@ static void attn_falcon_7b_qk_8x8__neon(const float *restrict q, const float *re
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 2 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 2]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 2]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 2]);
@@ -1488,8 +1487,8 @@ static void attn_falcon_7b_qk_8x8__neon(const float *restrict q, const float *re
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 3 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 3]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 3]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 3]);
@@ -1508,8 +1507,8 @@ static void attn_falcon_7b_qk_8x8__neon(const float *restrict q, const float *re
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 4 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 4]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 4]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 4]);
@@ -1528,8 +1527,8 @@ static void attn_falcon_7b_qk_8x8__neon(const float *restrict q, const float *re
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 5 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 5]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 5]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 5]);
@@ -1548,8 +1547,8 @@ static void attn_falcon_7b_qk_8x8__neon(const float *restrict q, const float *re
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 6 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 6]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 6]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 6]);
@@ -1568,8 +1567,8 @@ static void attn_falcon_7b_qk_8x8__neon(const float *restrict q, const float *re
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 7 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 7]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 7]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 7]);
@@ -1608,7 +1607,7 @@ static void attn_falcon_7b_qk_8x8__neon(const float *restrict q, const float *re
 }
 
 /* Scores S[1][8] = Q[1][64] K^T[64][8] (Q is packed pre-scaled).
- * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (64 floats each); kt: the packed K^T panel (8 floats per d);
  * s: 128 floats per row.  1024 FLOPs, 5 vector registers. */
 static void attn_falcon_7b_qk_1x8__neon(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -1619,50 +1618,50 @@ static void attn_falcon_7b_qk_1x8__neon(const float *restrict q, const float *re
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const float32x4_t vk0 = vld1q_f32(kt + (d) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 1 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 1]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 2 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 2]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 3 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 3]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 4 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 4]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 5 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 5]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 6 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 6]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 7 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 7]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
@@ -2068,7 +2067,7 @@ static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, co
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.125f;
+        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.18033688f; /* scale * log2(e) */
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -2080,7 +2079,7 @@ static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, co
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < 128; c += 8) {
-            const float *ktc = kt + j0 * 64 + c;
+            const float *ktc = kt + (j0 + c) * 64; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
                 attn_falcon_7b_qk_8x8__neon(w->q + r * 64, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
@@ -2105,12 +2104,12 @@ static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, co
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = expf(w->m[r] - m_ref);
+            w->alpha[r] = exp2f(w->m[r] - m_ref);
             {
                 const float32x4_t vm = vdupq_n_f32(m_ref);
                 float32x4_t vsum = vdupq_n_f32(0.0f);
                 for (c = 0; c < 128; c += 4) {
-                    const float32x4_t e = attn_exp__neon(vsubq_f32(vld1q_f32(sr + c), vm));
+                    const float32x4_t e = attn_exp2__neon(vsubq_f32(vld1q_f32(sr + c), vm));
                     vst1q_f32(sr + c, e);
                     vsum = vaddq_f32(vsum, e);
                 }
@@ -2168,11 +2167,11 @@ static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, co
         vst1q_f32(orow + 56, vmulq_f32(vld1q_f32(acc + 56), vinv));
         vst1q_f32(orow + 60, vmulq_f32(vld1q_f32(acc + 60), vinv));
         if (args->lse)
-            args->lse[(b * 71 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] + logf(l);
+            args->lse[(b * 71 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l); /* m is in base 2 */
     }
 }
 
-/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*8 + c][hk][d] and
  * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
 static void attn_falcon_7b_pack__neon(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
         float *restrict vp, int64_t lkp)
@@ -2186,8 +2185,8 @@ static void attn_falcon_7b_pack__neon(const attn_args *args, int64_t b, int64_t 
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
         const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 128) * 8192 + j % 128;
-        for (d = 0; d < 64; d++) kc[d * 128] = kr[d];
+        float *restrict kc = kt + (j / 8) * 512 + j % 8;
+        for (d = 0; d < 64; d++) kc[d * 8] = kr[d];
         memcpy(vp + j * 64, vr, sizeof(float) * 64);
     }
 }
@@ -2259,16 +2258,17 @@ attn_status attn_falcon_7b_fwd__neon(const attn_args *args)
 /* scalar: 1 lane of f32, 16 registers */
 /* ======================================================================== */
 
-/* Scores S[4][4] = Q[4][64] K^T[64][4] (Q is packed pre-scaled).
- * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
- * s: 128 floats per row.  2048 FLOPs, 21 vector registers. */
-static void attn_falcon_7b_qk_4x4__scalar(const float *restrict q, const float *restrict kt,
+
+/* Scores S[4][2] = Q[4][64] K^T[64][2] (Q is packed pre-scaled).
+ * q: packed query rows (64 floats each); kt: the packed K^T panel (2 floats per d);
+ * s: 128 floats per row.  1024 FLOPs, 11 vector registers. */
+static void attn_falcon_7b_qk_4x2__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float vacc0x0 = 0.0f, vacc0x1 = 0.0f, vacc0x2 = 0.0f, vacc0x3 = 0.0f;
-    float vacc1x0 = 0.0f, vacc1x1 = 0.0f, vacc1x2 = 0.0f, vacc1x3 = 0.0f;
-    float vacc2x0 = 0.0f, vacc2x1 = 0.0f, vacc2x2 = 0.0f, vacc2x3 = 0.0f;
-    float vacc3x0 = 0.0f, vacc3x1 = 0.0f, vacc3x2 = 0.0f, vacc3x3 = 0.0f;
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
+    float vacc1x0 = 0.0f, vacc1x1 = 0.0f;
+    float vacc2x0 = 0.0f, vacc2x1 = 0.0f;
+    float vacc3x0 = 0.0f, vacc3x1 = 0.0f;
     const float *restrict q0 = q + 0;
     const float *restrict q1 = q + 64;
     const float *restrict q2 = q + 128;
@@ -2277,223 +2277,181 @@ static void attn_falcon_7b_qk_4x4__scalar(const float *restrict q, const float *
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const float vk0 = *(kt + (d) * 128 + 0);
-            const float vk1 = *(kt + (d) * 128 + 1);
-            const float vk2 = *(kt + (d) * 128 + 2);
-            const float vk3 = *(kt + (d) * 128 + 3);
+            const float vk0 = *(kt + (d) * 2 + 0);
+            const float vk1 = *(kt + (d) * 2 + 1);
             const float vq0 = (q0[d]);
             const float vq1 = (q1[d]);
             const float vq2 = (q2[d]);
             const float vq3 = (q3[d]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 1 */
-            const float vk0 = *(kt + (d + 1) * 128 + 0);
-            const float vk1 = *(kt + (d + 1) * 128 + 1);
-            const float vk2 = *(kt + (d + 1) * 128 + 2);
-            const float vk3 = *(kt + (d + 1) * 128 + 3);
+            const float vk0 = *(kt + (d + 1) * 2 + 0);
+            const float vk1 = *(kt + (d + 1) * 2 + 1);
             const float vq0 = (q0[d + 1]);
             const float vq1 = (q1[d + 1]);
             const float vq2 = (q2[d + 1]);
             const float vq3 = (q3[d + 1]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 2 */
-            const float vk0 = *(kt + (d + 2) * 128 + 0);
-            const float vk1 = *(kt + (d + 2) * 128 + 1);
-            const float vk2 = *(kt + (d + 2) * 128 + 2);
-            const float vk3 = *(kt + (d + 2) * 128 + 3);
+            const float vk0 = *(kt + (d + 2) * 2 + 0);
+            const float vk1 = *(kt + (d + 2) * 2 + 1);
             const float vq0 = (q0[d + 2]);
             const float vq1 = (q1[d + 2]);
             const float vq2 = (q2[d + 2]);
             const float vq3 = (q3[d + 2]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 3 */
-            const float vk0 = *(kt + (d + 3) * 128 + 0);
-            const float vk1 = *(kt + (d + 3) * 128 + 1);
-            const float vk2 = *(kt + (d + 3) * 128 + 2);
-            const float vk3 = *(kt + (d + 3) * 128 + 3);
+            const float vk0 = *(kt + (d + 3) * 2 + 0);
+            const float vk1 = *(kt + (d + 3) * 2 + 1);
             const float vq0 = (q0[d + 3]);
             const float vq1 = (q1[d + 3]);
             const float vq2 = (q2[d + 3]);
             const float vq3 = (q3[d + 3]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 4 */
-            const float vk0 = *(kt + (d + 4) * 128 + 0);
-            const float vk1 = *(kt + (d + 4) * 128 + 1);
-            const float vk2 = *(kt + (d + 4) * 128 + 2);
-            const float vk3 = *(kt + (d + 4) * 128 + 3);
+            const float vk0 = *(kt + (d + 4) * 2 + 0);
+            const float vk1 = *(kt + (d + 4) * 2 + 1);
             const float vq0 = (q0[d + 4]);
             const float vq1 = (q1[d + 4]);
             const float vq2 = (q2[d + 4]);
             const float vq3 = (q3[d + 4]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 5 */
-            const float vk0 = *(kt + (d + 5) * 128 + 0);
-            const float vk1 = *(kt + (d + 5) * 128 + 1);
-            const float vk2 = *(kt + (d + 5) * 128 + 2);
-            const float vk3 = *(kt + (d + 5) * 128 + 3);
+            const float vk0 = *(kt + (d + 5) * 2 + 0);
+            const float vk1 = *(kt + (d + 5) * 2 + 1);
             const float vq0 = (q0[d + 5]);
             const float vq1 = (q1[d + 5]);
             const float vq2 = (q2[d + 5]);
             const float vq3 = (q3[d + 5]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 6 */
-            const float vk0 = *(kt + (d + 6) * 128 + 0);
-            const float vk1 = *(kt + (d + 6) * 128 + 1);
-            const float vk2 = *(kt + (d + 6) * 128 + 2);
-            const float vk3 = *(kt + (d + 6) * 128 + 3);
+            const float vk0 = *(kt + (d + 6) * 2 + 0);
+            const float vk1 = *(kt + (d + 6) * 2 + 1);
             const float vq0 = (q0[d + 6]);
             const float vq1 = (q1[d + 6]);
             const float vq2 = (q2[d + 6]);
             const float vq3 = (q3[d + 6]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 7 */
-            const float vk0 = *(kt + (d + 7) * 128 + 0);
-            const float vk1 = *(kt + (d + 7) * 128 + 1);
-            const float vk2 = *(kt + (d + 7) * 128 + 2);
-            const float vk3 = *(kt + (d + 7) * 128 + 3);
+            const float vk0 = *(kt + (d + 7) * 2 + 0);
+            const float vk1 = *(kt + (d + 7) * 2 + 1);
             const float vq0 = (q0[d + 7]);
             const float vq1 = (q1[d + 7]);
             const float vq2 = (q2[d + 7]);
             const float vq3 = (q3[d + 7]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
     }
 
     *(s + 0 * 128 + 0) = vacc0x0;
     *(s + 0 * 128 + 1) = vacc0x1;
-    *(s + 0 * 128 + 2) = vacc0x2;
-    *(s + 0 * 128 + 3) = vacc0x3;
     *(s + 1 * 128 + 0) = vacc1x0;
     *(s + 1 * 128 + 1) = vacc1x1;
-    *(s + 1 * 128 + 2) = vacc1x2;
-    *(s + 1 * 128 + 3) = vacc1x3;
     *(s + 2 * 128 + 0) = vacc2x0;
     *(s + 2 * 128 + 1) = vacc2x1;
-    *(s + 2 * 128 + 2) = vacc2x2;
-    *(s + 2 * 128 + 3) = vacc2x3;
     *(s + 3 * 128 + 0) = vacc3x0;
     *(s + 3 * 128 + 1) = vacc3x1;
-    *(s + 3 * 128 + 2) = vacc3x2;
-    *(s + 3 * 128 + 3) = vacc3x3;
 }
 
-/* Scores S[1][4] = Q[1][64] K^T[64][4] (Q is packed pre-scaled).
- * q: packed query rows (64 floats each); kt: the packed K^T tile at the first key (128 floats per d);
- * s: 128 floats per row.  512 FLOPs, 9 vector registers. */
-static void attn_falcon_7b_qk_1x4__scalar(const float *restrict q, const float *restrict kt,
+/* Scores S[1][2] = Q[1][64] K^T[64][2] (Q is packed pre-scaled).
+ * q: packed query rows (64 floats each); kt: the packed K^T panel (2 floats per d);
+ * s: 128 floats per row.  256 FLOPs, 5 vector registers. */
+static void attn_falcon_7b_qk_1x2__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float vacc0x0 = 0.0f, vacc0x1 = 0.0f, vacc0x2 = 0.0f, vacc0x3 = 0.0f;
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
     const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 64; d += 8) {
         { /* d = d */
-            const float vk0 = *(kt + (d) * 128 + 0);
-            const float vk1 = *(kt + (d) * 128 + 1);
-            const float vk2 = *(kt + (d) * 128 + 2);
-            const float vk3 = *(kt + (d) * 128 + 3);
+            const float vk0 = *(kt + (d) * 2 + 0);
+            const float vk1 = *(kt + (d) * 2 + 1);
             const float vq0 = (q0[d]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 1 */
-            const float vk0 = *(kt + (d + 1) * 128 + 0);
-            const float vk1 = *(kt + (d + 1) * 128 + 1);
-            const float vk2 = *(kt + (d + 1) * 128 + 2);
-            const float vk3 = *(kt + (d + 1) * 128 + 3);
+            const float vk0 = *(kt + (d + 1) * 2 + 0);
+            const float vk1 = *(kt + (d + 1) * 2 + 1);
             const float vq0 = (q0[d + 1]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 2 */
-            const float vk0 = *(kt + (d + 2) * 128 + 0);
-            const float vk1 = *(kt + (d + 2) * 128 + 1);
-            const float vk2 = *(kt + (d + 2) * 128 + 2);
-            const float vk3 = *(kt + (d + 2) * 128 + 3);
+            const float vk0 = *(kt + (d + 2) * 2 + 0);
+            const float vk1 = *(kt + (d + 2) * 2 + 1);
             const float vq0 = (q0[d + 2]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 3 */
-            const float vk0 = *(kt + (d + 3) * 128 + 0);
-            const float vk1 = *(kt + (d + 3) * 128 + 1);
-            const float vk2 = *(kt + (d + 3) * 128 + 2);
-            const float vk3 = *(kt + (d + 3) * 128 + 3);
+            const float vk0 = *(kt + (d + 3) * 2 + 0);
+            const float vk1 = *(kt + (d + 3) * 2 + 1);
             const float vq0 = (q0[d + 3]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 4 */
-            const float vk0 = *(kt + (d + 4) * 128 + 0);
-            const float vk1 = *(kt + (d + 4) * 128 + 1);
-            const float vk2 = *(kt + (d + 4) * 128 + 2);
-            const float vk3 = *(kt + (d + 4) * 128 + 3);
+            const float vk0 = *(kt + (d + 4) * 2 + 0);
+            const float vk1 = *(kt + (d + 4) * 2 + 1);
             const float vq0 = (q0[d + 4]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 5 */
-            const float vk0 = *(kt + (d + 5) * 128 + 0);
-            const float vk1 = *(kt + (d + 5) * 128 + 1);
-            const float vk2 = *(kt + (d + 5) * 128 + 2);
-            const float vk3 = *(kt + (d + 5) * 128 + 3);
+            const float vk0 = *(kt + (d + 5) * 2 + 0);
+            const float vk1 = *(kt + (d + 5) * 2 + 1);
             const float vq0 = (q0[d + 5]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 6 */
-            const float vk0 = *(kt + (d + 6) * 128 + 0);
-            const float vk1 = *(kt + (d + 6) * 128 + 1);
-            const float vk2 = *(kt + (d + 6) * 128 + 2);
-            const float vk3 = *(kt + (d + 6) * 128 + 3);
+            const float vk0 = *(kt + (d + 6) * 2 + 0);
+            const float vk1 = *(kt + (d + 6) * 2 + 1);
             const float vq0 = (q0[d + 6]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 7 */
-            const float vk0 = *(kt + (d + 7) * 128 + 0);
-            const float vk1 = *(kt + (d + 7) * 128 + 1);
-            const float vk2 = *(kt + (d + 7) * 128 + 2);
-            const float vk3 = *(kt + (d + 7) * 128 + 3);
+            const float vk0 = *(kt + (d + 7) * 2 + 0);
+            const float vk1 = *(kt + (d + 7) * 2 + 1);
             const float vq0 = (q0[d + 7]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
     }
 
     *(s + 0 * 128 + 0) = vacc0x0;
     *(s + 0 * 128 + 1) = vacc0x1;
-    *(s + 0 * 128 + 2) = vacc0x2;
-    *(s + 0 * 128 + 3) = vacc0x3;
 }
 
-/* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 8 chunks of at most 8 vectors.
+/* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
- * 512 FLOPs per key, 37 vector registers. */
+ * 512 FLOPs per key, 13 vector registers. */
 static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
@@ -2501,12 +2459,12 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
     const float va1 = (alpha[1]);
     const float va2 = (alpha[2]);
     const float va3 = (alpha[3]);
-    { /* columns 0..7 */
+    { /* columns 0..1 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 0) * va0), vacc0x1 = (*(o + 0 * 64 + 1) * va0), vacc0x2 = (*(o + 0 * 64 + 2) * va0), vacc0x3 = (*(o + 0 * 64 + 3) * va0), vacc0x4 = (*(o + 0 * 64 + 4) * va0), vacc0x5 = (*(o + 0 * 64 + 5) * va0), vacc0x6 = (*(o + 0 * 64 + 6) * va0), vacc0x7 = (*(o + 0 * 64 + 7) * va0);
-        float vacc1x0 = (*(o + 1 * 64 + 0) * va1), vacc1x1 = (*(o + 1 * 64 + 1) * va1), vacc1x2 = (*(o + 1 * 64 + 2) * va1), vacc1x3 = (*(o + 1 * 64 + 3) * va1), vacc1x4 = (*(o + 1 * 64 + 4) * va1), vacc1x5 = (*(o + 1 * 64 + 5) * va1), vacc1x6 = (*(o + 1 * 64 + 6) * va1), vacc1x7 = (*(o + 1 * 64 + 7) * va1);
-        float vacc2x0 = (*(o + 2 * 64 + 0) * va2), vacc2x1 = (*(o + 2 * 64 + 1) * va2), vacc2x2 = (*(o + 2 * 64 + 2) * va2), vacc2x3 = (*(o + 2 * 64 + 3) * va2), vacc2x4 = (*(o + 2 * 64 + 4) * va2), vacc2x5 = (*(o + 2 * 64 + 5) * va2), vacc2x6 = (*(o + 2 * 64 + 6) * va2), vacc2x7 = (*(o + 2 * 64 + 7) * va2);
-        float vacc3x0 = (*(o + 3 * 64 + 0) * va3), vacc3x1 = (*(o + 3 * 64 + 1) * va3), vacc3x2 = (*(o + 3 * 64 + 2) * va3), vacc3x3 = (*(o + 3 * 64 + 3) * va3), vacc3x4 = (*(o + 3 * 64 + 4) * va3), vacc3x5 = (*(o + 3 * 64 + 5) * va3), vacc3x6 = (*(o + 3 * 64 + 6) * va3), vacc3x7 = (*(o + 3 * 64 + 7) * va3);
+        float vacc0x0 = (*(o + 0 * 64 + 0) * va0), vacc0x1 = (*(o + 0 * 64 + 1) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 0) * va1), vacc1x1 = (*(o + 1 * 64 + 1) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 0) * va2), vacc2x1 = (*(o + 2 * 64 + 1) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 0) * va3), vacc3x1 = (*(o + 3 * 64 + 1) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -2521,70 +2479,112 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 1);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 2);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 3);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 4);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 5);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 6);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 7);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 64 + 0) = vacc0x0;
         *(o + 0 * 64 + 1) = vacc0x1;
-        *(o + 0 * 64 + 2) = vacc0x2;
-        *(o + 0 * 64 + 3) = vacc0x3;
-        *(o + 0 * 64 + 4) = vacc0x4;
-        *(o + 0 * 64 + 5) = vacc0x5;
-        *(o + 0 * 64 + 6) = vacc0x6;
-        *(o + 0 * 64 + 7) = vacc0x7;
         *(o + 1 * 64 + 0) = vacc1x0;
         *(o + 1 * 64 + 1) = vacc1x1;
-        *(o + 1 * 64 + 2) = vacc1x2;
-        *(o + 1 * 64 + 3) = vacc1x3;
-        *(o + 1 * 64 + 4) = vacc1x4;
-        *(o + 1 * 64 + 5) = vacc1x5;
-        *(o + 1 * 64 + 6) = vacc1x6;
-        *(o + 1 * 64 + 7) = vacc1x7;
         *(o + 2 * 64 + 0) = vacc2x0;
         *(o + 2 * 64 + 1) = vacc2x1;
-        *(o + 2 * 64 + 2) = vacc2x2;
-        *(o + 2 * 64 + 3) = vacc2x3;
-        *(o + 2 * 64 + 4) = vacc2x4;
-        *(o + 2 * 64 + 5) = vacc2x5;
-        *(o + 2 * 64 + 6) = vacc2x6;
-        *(o + 2 * 64 + 7) = vacc2x7;
         *(o + 3 * 64 + 0) = vacc3x0;
         *(o + 3 * 64 + 1) = vacc3x1;
-        *(o + 3 * 64 + 2) = vacc3x2;
-        *(o + 3 * 64 + 3) = vacc3x3;
-        *(o + 3 * 64 + 4) = vacc3x4;
-        *(o + 3 * 64 + 5) = vacc3x5;
-        *(o + 3 * 64 + 6) = vacc3x6;
-        *(o + 3 * 64 + 7) = vacc3x7;
     }
-    { /* columns 8..15 */
+    { /* columns 2..3 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 8) * va0), vacc0x1 = (*(o + 0 * 64 + 9) * va0), vacc0x2 = (*(o + 0 * 64 + 10) * va0), vacc0x3 = (*(o + 0 * 64 + 11) * va0), vacc0x4 = (*(o + 0 * 64 + 12) * va0), vacc0x5 = (*(o + 0 * 64 + 13) * va0), vacc0x6 = (*(o + 0 * 64 + 14) * va0), vacc0x7 = (*(o + 0 * 64 + 15) * va0);
-        float vacc1x0 = (*(o + 1 * 64 + 8) * va1), vacc1x1 = (*(o + 1 * 64 + 9) * va1), vacc1x2 = (*(o + 1 * 64 + 10) * va1), vacc1x3 = (*(o + 1 * 64 + 11) * va1), vacc1x4 = (*(o + 1 * 64 + 12) * va1), vacc1x5 = (*(o + 1 * 64 + 13) * va1), vacc1x6 = (*(o + 1 * 64 + 14) * va1), vacc1x7 = (*(o + 1 * 64 + 15) * va1);
-        float vacc2x0 = (*(o + 2 * 64 + 8) * va2), vacc2x1 = (*(o + 2 * 64 + 9) * va2), vacc2x2 = (*(o + 2 * 64 + 10) * va2), vacc2x3 = (*(o + 2 * 64 + 11) * va2), vacc2x4 = (*(o + 2 * 64 + 12) * va2), vacc2x5 = (*(o + 2 * 64 + 13) * va2), vacc2x6 = (*(o + 2 * 64 + 14) * va2), vacc2x7 = (*(o + 2 * 64 + 15) * va2);
-        float vacc3x0 = (*(o + 3 * 64 + 8) * va3), vacc3x1 = (*(o + 3 * 64 + 9) * va3), vacc3x2 = (*(o + 3 * 64 + 10) * va3), vacc3x3 = (*(o + 3 * 64 + 11) * va3), vacc3x4 = (*(o + 3 * 64 + 12) * va3), vacc3x5 = (*(o + 3 * 64 + 13) * va3), vacc3x6 = (*(o + 3 * 64 + 14) * va3), vacc3x7 = (*(o + 3 * 64 + 15) * va3);
+        float vacc0x0 = (*(o + 0 * 64 + 2) * va0), vacc0x1 = (*(o + 0 * 64 + 3) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 2) * va1), vacc1x1 = (*(o + 1 * 64 + 3) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 2) * va2), vacc2x1 = (*(o + 2 * 64 + 3) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 2) * va3), vacc3x1 = (*(o + 3 * 64 + 3) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 2);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 2) = vacc0x0;
+        *(o + 0 * 64 + 3) = vacc0x1;
+        *(o + 1 * 64 + 2) = vacc1x0;
+        *(o + 1 * 64 + 3) = vacc1x1;
+        *(o + 2 * 64 + 2) = vacc2x0;
+        *(o + 2 * 64 + 3) = vacc2x1;
+        *(o + 3 * 64 + 2) = vacc3x0;
+        *(o + 3 * 64 + 3) = vacc3x1;
+    }
+    { /* columns 4..5 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 4) * va0), vacc0x1 = (*(o + 0 * 64 + 5) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 4) * va1), vacc1x1 = (*(o + 1 * 64 + 5) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 4) * va2), vacc2x1 = (*(o + 2 * 64 + 5) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 4) * va3), vacc3x1 = (*(o + 3 * 64 + 5) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 4);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 4) = vacc0x0;
+        *(o + 0 * 64 + 5) = vacc0x1;
+        *(o + 1 * 64 + 4) = vacc1x0;
+        *(o + 1 * 64 + 5) = vacc1x1;
+        *(o + 2 * 64 + 4) = vacc2x0;
+        *(o + 2 * 64 + 5) = vacc2x1;
+        *(o + 3 * 64 + 4) = vacc3x0;
+        *(o + 3 * 64 + 5) = vacc3x1;
+    }
+    { /* columns 6..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 6) * va0), vacc0x1 = (*(o + 0 * 64 + 7) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 6) * va1), vacc1x1 = (*(o + 1 * 64 + 7) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 6) * va2), vacc2x1 = (*(o + 2 * 64 + 7) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 6) * va3), vacc3x1 = (*(o + 3 * 64 + 7) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 6);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 6) = vacc0x0;
+        *(o + 0 * 64 + 7) = vacc0x1;
+        *(o + 1 * 64 + 6) = vacc1x0;
+        *(o + 1 * 64 + 7) = vacc1x1;
+        *(o + 2 * 64 + 6) = vacc2x0;
+        *(o + 2 * 64 + 7) = vacc2x1;
+        *(o + 3 * 64 + 6) = vacc3x0;
+        *(o + 3 * 64 + 7) = vacc3x1;
+    }
+    { /* columns 8..9 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 8) * va0), vacc0x1 = (*(o + 0 * 64 + 9) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 8) * va1), vacc1x1 = (*(o + 1 * 64 + 9) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 8) * va2), vacc2x1 = (*(o + 2 * 64 + 9) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 8) * va3), vacc3x1 = (*(o + 3 * 64 + 9) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -2599,70 +2599,112 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 9);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 10);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 11);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 12);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 13);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 14);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 15);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 64 + 8) = vacc0x0;
         *(o + 0 * 64 + 9) = vacc0x1;
-        *(o + 0 * 64 + 10) = vacc0x2;
-        *(o + 0 * 64 + 11) = vacc0x3;
-        *(o + 0 * 64 + 12) = vacc0x4;
-        *(o + 0 * 64 + 13) = vacc0x5;
-        *(o + 0 * 64 + 14) = vacc0x6;
-        *(o + 0 * 64 + 15) = vacc0x7;
         *(o + 1 * 64 + 8) = vacc1x0;
         *(o + 1 * 64 + 9) = vacc1x1;
-        *(o + 1 * 64 + 10) = vacc1x2;
-        *(o + 1 * 64 + 11) = vacc1x3;
-        *(o + 1 * 64 + 12) = vacc1x4;
-        *(o + 1 * 64 + 13) = vacc1x5;
-        *(o + 1 * 64 + 14) = vacc1x6;
-        *(o + 1 * 64 + 15) = vacc1x7;
         *(o + 2 * 64 + 8) = vacc2x0;
         *(o + 2 * 64 + 9) = vacc2x1;
-        *(o + 2 * 64 + 10) = vacc2x2;
-        *(o + 2 * 64 + 11) = vacc2x3;
-        *(o + 2 * 64 + 12) = vacc2x4;
-        *(o + 2 * 64 + 13) = vacc2x5;
-        *(o + 2 * 64 + 14) = vacc2x6;
-        *(o + 2 * 64 + 15) = vacc2x7;
         *(o + 3 * 64 + 8) = vacc3x0;
         *(o + 3 * 64 + 9) = vacc3x1;
-        *(o + 3 * 64 + 10) = vacc3x2;
-        *(o + 3 * 64 + 11) = vacc3x3;
-        *(o + 3 * 64 + 12) = vacc3x4;
-        *(o + 3 * 64 + 13) = vacc3x5;
-        *(o + 3 * 64 + 14) = vacc3x6;
-        *(o + 3 * 64 + 15) = vacc3x7;
     }
-    { /* columns 16..23 */
+    { /* columns 10..11 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 16) * va0), vacc0x1 = (*(o + 0 * 64 + 17) * va0), vacc0x2 = (*(o + 0 * 64 + 18) * va0), vacc0x3 = (*(o + 0 * 64 + 19) * va0), vacc0x4 = (*(o + 0 * 64 + 20) * va0), vacc0x5 = (*(o + 0 * 64 + 21) * va0), vacc0x6 = (*(o + 0 * 64 + 22) * va0), vacc0x7 = (*(o + 0 * 64 + 23) * va0);
-        float vacc1x0 = (*(o + 1 * 64 + 16) * va1), vacc1x1 = (*(o + 1 * 64 + 17) * va1), vacc1x2 = (*(o + 1 * 64 + 18) * va1), vacc1x3 = (*(o + 1 * 64 + 19) * va1), vacc1x4 = (*(o + 1 * 64 + 20) * va1), vacc1x5 = (*(o + 1 * 64 + 21) * va1), vacc1x6 = (*(o + 1 * 64 + 22) * va1), vacc1x7 = (*(o + 1 * 64 + 23) * va1);
-        float vacc2x0 = (*(o + 2 * 64 + 16) * va2), vacc2x1 = (*(o + 2 * 64 + 17) * va2), vacc2x2 = (*(o + 2 * 64 + 18) * va2), vacc2x3 = (*(o + 2 * 64 + 19) * va2), vacc2x4 = (*(o + 2 * 64 + 20) * va2), vacc2x5 = (*(o + 2 * 64 + 21) * va2), vacc2x6 = (*(o + 2 * 64 + 22) * va2), vacc2x7 = (*(o + 2 * 64 + 23) * va2);
-        float vacc3x0 = (*(o + 3 * 64 + 16) * va3), vacc3x1 = (*(o + 3 * 64 + 17) * va3), vacc3x2 = (*(o + 3 * 64 + 18) * va3), vacc3x3 = (*(o + 3 * 64 + 19) * va3), vacc3x4 = (*(o + 3 * 64 + 20) * va3), vacc3x5 = (*(o + 3 * 64 + 21) * va3), vacc3x6 = (*(o + 3 * 64 + 22) * va3), vacc3x7 = (*(o + 3 * 64 + 23) * va3);
+        float vacc0x0 = (*(o + 0 * 64 + 10) * va0), vacc0x1 = (*(o + 0 * 64 + 11) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 10) * va1), vacc1x1 = (*(o + 1 * 64 + 11) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 10) * va2), vacc2x1 = (*(o + 2 * 64 + 11) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 10) * va3), vacc3x1 = (*(o + 3 * 64 + 11) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 10);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 10) = vacc0x0;
+        *(o + 0 * 64 + 11) = vacc0x1;
+        *(o + 1 * 64 + 10) = vacc1x0;
+        *(o + 1 * 64 + 11) = vacc1x1;
+        *(o + 2 * 64 + 10) = vacc2x0;
+        *(o + 2 * 64 + 11) = vacc2x1;
+        *(o + 3 * 64 + 10) = vacc3x0;
+        *(o + 3 * 64 + 11) = vacc3x1;
+    }
+    { /* columns 12..13 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 12) * va0), vacc0x1 = (*(o + 0 * 64 + 13) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 12) * va1), vacc1x1 = (*(o + 1 * 64 + 13) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 12) * va2), vacc2x1 = (*(o + 2 * 64 + 13) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 12) * va3), vacc3x1 = (*(o + 3 * 64 + 13) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 12);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 12) = vacc0x0;
+        *(o + 0 * 64 + 13) = vacc0x1;
+        *(o + 1 * 64 + 12) = vacc1x0;
+        *(o + 1 * 64 + 13) = vacc1x1;
+        *(o + 2 * 64 + 12) = vacc2x0;
+        *(o + 2 * 64 + 13) = vacc2x1;
+        *(o + 3 * 64 + 12) = vacc3x0;
+        *(o + 3 * 64 + 13) = vacc3x1;
+    }
+    { /* columns 14..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 14) * va0), vacc0x1 = (*(o + 0 * 64 + 15) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 14) * va1), vacc1x1 = (*(o + 1 * 64 + 15) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 14) * va2), vacc2x1 = (*(o + 2 * 64 + 15) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 14) * va3), vacc3x1 = (*(o + 3 * 64 + 15) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 14);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 14) = vacc0x0;
+        *(o + 0 * 64 + 15) = vacc0x1;
+        *(o + 1 * 64 + 14) = vacc1x0;
+        *(o + 1 * 64 + 15) = vacc1x1;
+        *(o + 2 * 64 + 14) = vacc2x0;
+        *(o + 2 * 64 + 15) = vacc2x1;
+        *(o + 3 * 64 + 14) = vacc3x0;
+        *(o + 3 * 64 + 15) = vacc3x1;
+    }
+    { /* columns 16..17 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 16) * va0), vacc0x1 = (*(o + 0 * 64 + 17) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 16) * va1), vacc1x1 = (*(o + 1 * 64 + 17) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 16) * va2), vacc2x1 = (*(o + 2 * 64 + 17) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 16) * va3), vacc3x1 = (*(o + 3 * 64 + 17) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -2677,70 +2719,112 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 17);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 18);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 19);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 20);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 21);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 22);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 23);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 64 + 16) = vacc0x0;
         *(o + 0 * 64 + 17) = vacc0x1;
-        *(o + 0 * 64 + 18) = vacc0x2;
-        *(o + 0 * 64 + 19) = vacc0x3;
-        *(o + 0 * 64 + 20) = vacc0x4;
-        *(o + 0 * 64 + 21) = vacc0x5;
-        *(o + 0 * 64 + 22) = vacc0x6;
-        *(o + 0 * 64 + 23) = vacc0x7;
         *(o + 1 * 64 + 16) = vacc1x0;
         *(o + 1 * 64 + 17) = vacc1x1;
-        *(o + 1 * 64 + 18) = vacc1x2;
-        *(o + 1 * 64 + 19) = vacc1x3;
-        *(o + 1 * 64 + 20) = vacc1x4;
-        *(o + 1 * 64 + 21) = vacc1x5;
-        *(o + 1 * 64 + 22) = vacc1x6;
-        *(o + 1 * 64 + 23) = vacc1x7;
         *(o + 2 * 64 + 16) = vacc2x0;
         *(o + 2 * 64 + 17) = vacc2x1;
-        *(o + 2 * 64 + 18) = vacc2x2;
-        *(o + 2 * 64 + 19) = vacc2x3;
-        *(o + 2 * 64 + 20) = vacc2x4;
-        *(o + 2 * 64 + 21) = vacc2x5;
-        *(o + 2 * 64 + 22) = vacc2x6;
-        *(o + 2 * 64 + 23) = vacc2x7;
         *(o + 3 * 64 + 16) = vacc3x0;
         *(o + 3 * 64 + 17) = vacc3x1;
-        *(o + 3 * 64 + 18) = vacc3x2;
-        *(o + 3 * 64 + 19) = vacc3x3;
-        *(o + 3 * 64 + 20) = vacc3x4;
-        *(o + 3 * 64 + 21) = vacc3x5;
-        *(o + 3 * 64 + 22) = vacc3x6;
-        *(o + 3 * 64 + 23) = vacc3x7;
     }
-    { /* columns 24..31 */
+    { /* columns 18..19 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 24) * va0), vacc0x1 = (*(o + 0 * 64 + 25) * va0), vacc0x2 = (*(o + 0 * 64 + 26) * va0), vacc0x3 = (*(o + 0 * 64 + 27) * va0), vacc0x4 = (*(o + 0 * 64 + 28) * va0), vacc0x5 = (*(o + 0 * 64 + 29) * va0), vacc0x6 = (*(o + 0 * 64 + 30) * va0), vacc0x7 = (*(o + 0 * 64 + 31) * va0);
-        float vacc1x0 = (*(o + 1 * 64 + 24) * va1), vacc1x1 = (*(o + 1 * 64 + 25) * va1), vacc1x2 = (*(o + 1 * 64 + 26) * va1), vacc1x3 = (*(o + 1 * 64 + 27) * va1), vacc1x4 = (*(o + 1 * 64 + 28) * va1), vacc1x5 = (*(o + 1 * 64 + 29) * va1), vacc1x6 = (*(o + 1 * 64 + 30) * va1), vacc1x7 = (*(o + 1 * 64 + 31) * va1);
-        float vacc2x0 = (*(o + 2 * 64 + 24) * va2), vacc2x1 = (*(o + 2 * 64 + 25) * va2), vacc2x2 = (*(o + 2 * 64 + 26) * va2), vacc2x3 = (*(o + 2 * 64 + 27) * va2), vacc2x4 = (*(o + 2 * 64 + 28) * va2), vacc2x5 = (*(o + 2 * 64 + 29) * va2), vacc2x6 = (*(o + 2 * 64 + 30) * va2), vacc2x7 = (*(o + 2 * 64 + 31) * va2);
-        float vacc3x0 = (*(o + 3 * 64 + 24) * va3), vacc3x1 = (*(o + 3 * 64 + 25) * va3), vacc3x2 = (*(o + 3 * 64 + 26) * va3), vacc3x3 = (*(o + 3 * 64 + 27) * va3), vacc3x4 = (*(o + 3 * 64 + 28) * va3), vacc3x5 = (*(o + 3 * 64 + 29) * va3), vacc3x6 = (*(o + 3 * 64 + 30) * va3), vacc3x7 = (*(o + 3 * 64 + 31) * va3);
+        float vacc0x0 = (*(o + 0 * 64 + 18) * va0), vacc0x1 = (*(o + 0 * 64 + 19) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 18) * va1), vacc1x1 = (*(o + 1 * 64 + 19) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 18) * va2), vacc2x1 = (*(o + 2 * 64 + 19) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 18) * va3), vacc3x1 = (*(o + 3 * 64 + 19) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 18);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 18) = vacc0x0;
+        *(o + 0 * 64 + 19) = vacc0x1;
+        *(o + 1 * 64 + 18) = vacc1x0;
+        *(o + 1 * 64 + 19) = vacc1x1;
+        *(o + 2 * 64 + 18) = vacc2x0;
+        *(o + 2 * 64 + 19) = vacc2x1;
+        *(o + 3 * 64 + 18) = vacc3x0;
+        *(o + 3 * 64 + 19) = vacc3x1;
+    }
+    { /* columns 20..21 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 20) * va0), vacc0x1 = (*(o + 0 * 64 + 21) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 20) * va1), vacc1x1 = (*(o + 1 * 64 + 21) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 20) * va2), vacc2x1 = (*(o + 2 * 64 + 21) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 20) * va3), vacc3x1 = (*(o + 3 * 64 + 21) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 20);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 20) = vacc0x0;
+        *(o + 0 * 64 + 21) = vacc0x1;
+        *(o + 1 * 64 + 20) = vacc1x0;
+        *(o + 1 * 64 + 21) = vacc1x1;
+        *(o + 2 * 64 + 20) = vacc2x0;
+        *(o + 2 * 64 + 21) = vacc2x1;
+        *(o + 3 * 64 + 20) = vacc3x0;
+        *(o + 3 * 64 + 21) = vacc3x1;
+    }
+    { /* columns 22..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 22) * va0), vacc0x1 = (*(o + 0 * 64 + 23) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 22) * va1), vacc1x1 = (*(o + 1 * 64 + 23) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 22) * va2), vacc2x1 = (*(o + 2 * 64 + 23) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 22) * va3), vacc3x1 = (*(o + 3 * 64 + 23) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 22);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 22) = vacc0x0;
+        *(o + 0 * 64 + 23) = vacc0x1;
+        *(o + 1 * 64 + 22) = vacc1x0;
+        *(o + 1 * 64 + 23) = vacc1x1;
+        *(o + 2 * 64 + 22) = vacc2x0;
+        *(o + 2 * 64 + 23) = vacc2x1;
+        *(o + 3 * 64 + 22) = vacc3x0;
+        *(o + 3 * 64 + 23) = vacc3x1;
+    }
+    { /* columns 24..25 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 24) * va0), vacc0x1 = (*(o + 0 * 64 + 25) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 24) * va1), vacc1x1 = (*(o + 1 * 64 + 25) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 24) * va2), vacc2x1 = (*(o + 2 * 64 + 25) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 24) * va3), vacc3x1 = (*(o + 3 * 64 + 25) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -2755,70 +2839,112 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 25);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 26);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 27);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 28);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 29);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 30);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 31);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 64 + 24) = vacc0x0;
         *(o + 0 * 64 + 25) = vacc0x1;
-        *(o + 0 * 64 + 26) = vacc0x2;
-        *(o + 0 * 64 + 27) = vacc0x3;
-        *(o + 0 * 64 + 28) = vacc0x4;
-        *(o + 0 * 64 + 29) = vacc0x5;
-        *(o + 0 * 64 + 30) = vacc0x6;
-        *(o + 0 * 64 + 31) = vacc0x7;
         *(o + 1 * 64 + 24) = vacc1x0;
         *(o + 1 * 64 + 25) = vacc1x1;
-        *(o + 1 * 64 + 26) = vacc1x2;
-        *(o + 1 * 64 + 27) = vacc1x3;
-        *(o + 1 * 64 + 28) = vacc1x4;
-        *(o + 1 * 64 + 29) = vacc1x5;
-        *(o + 1 * 64 + 30) = vacc1x6;
-        *(o + 1 * 64 + 31) = vacc1x7;
         *(o + 2 * 64 + 24) = vacc2x0;
         *(o + 2 * 64 + 25) = vacc2x1;
-        *(o + 2 * 64 + 26) = vacc2x2;
-        *(o + 2 * 64 + 27) = vacc2x3;
-        *(o + 2 * 64 + 28) = vacc2x4;
-        *(o + 2 * 64 + 29) = vacc2x5;
-        *(o + 2 * 64 + 30) = vacc2x6;
-        *(o + 2 * 64 + 31) = vacc2x7;
         *(o + 3 * 64 + 24) = vacc3x0;
         *(o + 3 * 64 + 25) = vacc3x1;
-        *(o + 3 * 64 + 26) = vacc3x2;
-        *(o + 3 * 64 + 27) = vacc3x3;
-        *(o + 3 * 64 + 28) = vacc3x4;
-        *(o + 3 * 64 + 29) = vacc3x5;
-        *(o + 3 * 64 + 30) = vacc3x6;
-        *(o + 3 * 64 + 31) = vacc3x7;
     }
-    { /* columns 32..39 */
+    { /* columns 26..27 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 32) * va0), vacc0x1 = (*(o + 0 * 64 + 33) * va0), vacc0x2 = (*(o + 0 * 64 + 34) * va0), vacc0x3 = (*(o + 0 * 64 + 35) * va0), vacc0x4 = (*(o + 0 * 64 + 36) * va0), vacc0x5 = (*(o + 0 * 64 + 37) * va0), vacc0x6 = (*(o + 0 * 64 + 38) * va0), vacc0x7 = (*(o + 0 * 64 + 39) * va0);
-        float vacc1x0 = (*(o + 1 * 64 + 32) * va1), vacc1x1 = (*(o + 1 * 64 + 33) * va1), vacc1x2 = (*(o + 1 * 64 + 34) * va1), vacc1x3 = (*(o + 1 * 64 + 35) * va1), vacc1x4 = (*(o + 1 * 64 + 36) * va1), vacc1x5 = (*(o + 1 * 64 + 37) * va1), vacc1x6 = (*(o + 1 * 64 + 38) * va1), vacc1x7 = (*(o + 1 * 64 + 39) * va1);
-        float vacc2x0 = (*(o + 2 * 64 + 32) * va2), vacc2x1 = (*(o + 2 * 64 + 33) * va2), vacc2x2 = (*(o + 2 * 64 + 34) * va2), vacc2x3 = (*(o + 2 * 64 + 35) * va2), vacc2x4 = (*(o + 2 * 64 + 36) * va2), vacc2x5 = (*(o + 2 * 64 + 37) * va2), vacc2x6 = (*(o + 2 * 64 + 38) * va2), vacc2x7 = (*(o + 2 * 64 + 39) * va2);
-        float vacc3x0 = (*(o + 3 * 64 + 32) * va3), vacc3x1 = (*(o + 3 * 64 + 33) * va3), vacc3x2 = (*(o + 3 * 64 + 34) * va3), vacc3x3 = (*(o + 3 * 64 + 35) * va3), vacc3x4 = (*(o + 3 * 64 + 36) * va3), vacc3x5 = (*(o + 3 * 64 + 37) * va3), vacc3x6 = (*(o + 3 * 64 + 38) * va3), vacc3x7 = (*(o + 3 * 64 + 39) * va3);
+        float vacc0x0 = (*(o + 0 * 64 + 26) * va0), vacc0x1 = (*(o + 0 * 64 + 27) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 26) * va1), vacc1x1 = (*(o + 1 * 64 + 27) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 26) * va2), vacc2x1 = (*(o + 2 * 64 + 27) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 26) * va3), vacc3x1 = (*(o + 3 * 64 + 27) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 26);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 26) = vacc0x0;
+        *(o + 0 * 64 + 27) = vacc0x1;
+        *(o + 1 * 64 + 26) = vacc1x0;
+        *(o + 1 * 64 + 27) = vacc1x1;
+        *(o + 2 * 64 + 26) = vacc2x0;
+        *(o + 2 * 64 + 27) = vacc2x1;
+        *(o + 3 * 64 + 26) = vacc3x0;
+        *(o + 3 * 64 + 27) = vacc3x1;
+    }
+    { /* columns 28..29 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 28) * va0), vacc0x1 = (*(o + 0 * 64 + 29) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 28) * va1), vacc1x1 = (*(o + 1 * 64 + 29) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 28) * va2), vacc2x1 = (*(o + 2 * 64 + 29) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 28) * va3), vacc3x1 = (*(o + 3 * 64 + 29) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 28);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 28) = vacc0x0;
+        *(o + 0 * 64 + 29) = vacc0x1;
+        *(o + 1 * 64 + 28) = vacc1x0;
+        *(o + 1 * 64 + 29) = vacc1x1;
+        *(o + 2 * 64 + 28) = vacc2x0;
+        *(o + 2 * 64 + 29) = vacc2x1;
+        *(o + 3 * 64 + 28) = vacc3x0;
+        *(o + 3 * 64 + 29) = vacc3x1;
+    }
+    { /* columns 30..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 30) * va0), vacc0x1 = (*(o + 0 * 64 + 31) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 30) * va1), vacc1x1 = (*(o + 1 * 64 + 31) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 30) * va2), vacc2x1 = (*(o + 2 * 64 + 31) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 30) * va3), vacc3x1 = (*(o + 3 * 64 + 31) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 30);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 30) = vacc0x0;
+        *(o + 0 * 64 + 31) = vacc0x1;
+        *(o + 1 * 64 + 30) = vacc1x0;
+        *(o + 1 * 64 + 31) = vacc1x1;
+        *(o + 2 * 64 + 30) = vacc2x0;
+        *(o + 2 * 64 + 31) = vacc2x1;
+        *(o + 3 * 64 + 30) = vacc3x0;
+        *(o + 3 * 64 + 31) = vacc3x1;
+    }
+    { /* columns 32..33 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 32) * va0), vacc0x1 = (*(o + 0 * 64 + 33) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 32) * va1), vacc1x1 = (*(o + 1 * 64 + 33) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 32) * va2), vacc2x1 = (*(o + 2 * 64 + 33) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 32) * va3), vacc3x1 = (*(o + 3 * 64 + 33) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -2833,70 +2959,112 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 33);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 34);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 35);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 36);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 37);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 38);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 39);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 64 + 32) = vacc0x0;
         *(o + 0 * 64 + 33) = vacc0x1;
-        *(o + 0 * 64 + 34) = vacc0x2;
-        *(o + 0 * 64 + 35) = vacc0x3;
-        *(o + 0 * 64 + 36) = vacc0x4;
-        *(o + 0 * 64 + 37) = vacc0x5;
-        *(o + 0 * 64 + 38) = vacc0x6;
-        *(o + 0 * 64 + 39) = vacc0x7;
         *(o + 1 * 64 + 32) = vacc1x0;
         *(o + 1 * 64 + 33) = vacc1x1;
-        *(o + 1 * 64 + 34) = vacc1x2;
-        *(o + 1 * 64 + 35) = vacc1x3;
-        *(o + 1 * 64 + 36) = vacc1x4;
-        *(o + 1 * 64 + 37) = vacc1x5;
-        *(o + 1 * 64 + 38) = vacc1x6;
-        *(o + 1 * 64 + 39) = vacc1x7;
         *(o + 2 * 64 + 32) = vacc2x0;
         *(o + 2 * 64 + 33) = vacc2x1;
-        *(o + 2 * 64 + 34) = vacc2x2;
-        *(o + 2 * 64 + 35) = vacc2x3;
-        *(o + 2 * 64 + 36) = vacc2x4;
-        *(o + 2 * 64 + 37) = vacc2x5;
-        *(o + 2 * 64 + 38) = vacc2x6;
-        *(o + 2 * 64 + 39) = vacc2x7;
         *(o + 3 * 64 + 32) = vacc3x0;
         *(o + 3 * 64 + 33) = vacc3x1;
-        *(o + 3 * 64 + 34) = vacc3x2;
-        *(o + 3 * 64 + 35) = vacc3x3;
-        *(o + 3 * 64 + 36) = vacc3x4;
-        *(o + 3 * 64 + 37) = vacc3x5;
-        *(o + 3 * 64 + 38) = vacc3x6;
-        *(o + 3 * 64 + 39) = vacc3x7;
     }
-    { /* columns 40..47 */
+    { /* columns 34..35 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 40) * va0), vacc0x1 = (*(o + 0 * 64 + 41) * va0), vacc0x2 = (*(o + 0 * 64 + 42) * va0), vacc0x3 = (*(o + 0 * 64 + 43) * va0), vacc0x4 = (*(o + 0 * 64 + 44) * va0), vacc0x5 = (*(o + 0 * 64 + 45) * va0), vacc0x6 = (*(o + 0 * 64 + 46) * va0), vacc0x7 = (*(o + 0 * 64 + 47) * va0);
-        float vacc1x0 = (*(o + 1 * 64 + 40) * va1), vacc1x1 = (*(o + 1 * 64 + 41) * va1), vacc1x2 = (*(o + 1 * 64 + 42) * va1), vacc1x3 = (*(o + 1 * 64 + 43) * va1), vacc1x4 = (*(o + 1 * 64 + 44) * va1), vacc1x5 = (*(o + 1 * 64 + 45) * va1), vacc1x6 = (*(o + 1 * 64 + 46) * va1), vacc1x7 = (*(o + 1 * 64 + 47) * va1);
-        float vacc2x0 = (*(o + 2 * 64 + 40) * va2), vacc2x1 = (*(o + 2 * 64 + 41) * va2), vacc2x2 = (*(o + 2 * 64 + 42) * va2), vacc2x3 = (*(o + 2 * 64 + 43) * va2), vacc2x4 = (*(o + 2 * 64 + 44) * va2), vacc2x5 = (*(o + 2 * 64 + 45) * va2), vacc2x6 = (*(o + 2 * 64 + 46) * va2), vacc2x7 = (*(o + 2 * 64 + 47) * va2);
-        float vacc3x0 = (*(o + 3 * 64 + 40) * va3), vacc3x1 = (*(o + 3 * 64 + 41) * va3), vacc3x2 = (*(o + 3 * 64 + 42) * va3), vacc3x3 = (*(o + 3 * 64 + 43) * va3), vacc3x4 = (*(o + 3 * 64 + 44) * va3), vacc3x5 = (*(o + 3 * 64 + 45) * va3), vacc3x6 = (*(o + 3 * 64 + 46) * va3), vacc3x7 = (*(o + 3 * 64 + 47) * va3);
+        float vacc0x0 = (*(o + 0 * 64 + 34) * va0), vacc0x1 = (*(o + 0 * 64 + 35) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 34) * va1), vacc1x1 = (*(o + 1 * 64 + 35) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 34) * va2), vacc2x1 = (*(o + 2 * 64 + 35) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 34) * va3), vacc3x1 = (*(o + 3 * 64 + 35) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 34);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 34) = vacc0x0;
+        *(o + 0 * 64 + 35) = vacc0x1;
+        *(o + 1 * 64 + 34) = vacc1x0;
+        *(o + 1 * 64 + 35) = vacc1x1;
+        *(o + 2 * 64 + 34) = vacc2x0;
+        *(o + 2 * 64 + 35) = vacc2x1;
+        *(o + 3 * 64 + 34) = vacc3x0;
+        *(o + 3 * 64 + 35) = vacc3x1;
+    }
+    { /* columns 36..37 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 36) * va0), vacc0x1 = (*(o + 0 * 64 + 37) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 36) * va1), vacc1x1 = (*(o + 1 * 64 + 37) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 36) * va2), vacc2x1 = (*(o + 2 * 64 + 37) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 36) * va3), vacc3x1 = (*(o + 3 * 64 + 37) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 36);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 36) = vacc0x0;
+        *(o + 0 * 64 + 37) = vacc0x1;
+        *(o + 1 * 64 + 36) = vacc1x0;
+        *(o + 1 * 64 + 37) = vacc1x1;
+        *(o + 2 * 64 + 36) = vacc2x0;
+        *(o + 2 * 64 + 37) = vacc2x1;
+        *(o + 3 * 64 + 36) = vacc3x0;
+        *(o + 3 * 64 + 37) = vacc3x1;
+    }
+    { /* columns 38..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 38) * va0), vacc0x1 = (*(o + 0 * 64 + 39) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 38) * va1), vacc1x1 = (*(o + 1 * 64 + 39) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 38) * va2), vacc2x1 = (*(o + 2 * 64 + 39) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 38) * va3), vacc3x1 = (*(o + 3 * 64 + 39) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 38);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 38) = vacc0x0;
+        *(o + 0 * 64 + 39) = vacc0x1;
+        *(o + 1 * 64 + 38) = vacc1x0;
+        *(o + 1 * 64 + 39) = vacc1x1;
+        *(o + 2 * 64 + 38) = vacc2x0;
+        *(o + 2 * 64 + 39) = vacc2x1;
+        *(o + 3 * 64 + 38) = vacc3x0;
+        *(o + 3 * 64 + 39) = vacc3x1;
+    }
+    { /* columns 40..41 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 40) * va0), vacc0x1 = (*(o + 0 * 64 + 41) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 40) * va1), vacc1x1 = (*(o + 1 * 64 + 41) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 40) * va2), vacc2x1 = (*(o + 2 * 64 + 41) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 40) * va3), vacc3x1 = (*(o + 3 * 64 + 41) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -2911,70 +3079,112 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 41);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 42);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 43);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 44);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 45);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 46);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 47);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 64 + 40) = vacc0x0;
         *(o + 0 * 64 + 41) = vacc0x1;
-        *(o + 0 * 64 + 42) = vacc0x2;
-        *(o + 0 * 64 + 43) = vacc0x3;
-        *(o + 0 * 64 + 44) = vacc0x4;
-        *(o + 0 * 64 + 45) = vacc0x5;
-        *(o + 0 * 64 + 46) = vacc0x6;
-        *(o + 0 * 64 + 47) = vacc0x7;
         *(o + 1 * 64 + 40) = vacc1x0;
         *(o + 1 * 64 + 41) = vacc1x1;
-        *(o + 1 * 64 + 42) = vacc1x2;
-        *(o + 1 * 64 + 43) = vacc1x3;
-        *(o + 1 * 64 + 44) = vacc1x4;
-        *(o + 1 * 64 + 45) = vacc1x5;
-        *(o + 1 * 64 + 46) = vacc1x6;
-        *(o + 1 * 64 + 47) = vacc1x7;
         *(o + 2 * 64 + 40) = vacc2x0;
         *(o + 2 * 64 + 41) = vacc2x1;
-        *(o + 2 * 64 + 42) = vacc2x2;
-        *(o + 2 * 64 + 43) = vacc2x3;
-        *(o + 2 * 64 + 44) = vacc2x4;
-        *(o + 2 * 64 + 45) = vacc2x5;
-        *(o + 2 * 64 + 46) = vacc2x6;
-        *(o + 2 * 64 + 47) = vacc2x7;
         *(o + 3 * 64 + 40) = vacc3x0;
         *(o + 3 * 64 + 41) = vacc3x1;
-        *(o + 3 * 64 + 42) = vacc3x2;
-        *(o + 3 * 64 + 43) = vacc3x3;
-        *(o + 3 * 64 + 44) = vacc3x4;
-        *(o + 3 * 64 + 45) = vacc3x5;
-        *(o + 3 * 64 + 46) = vacc3x6;
-        *(o + 3 * 64 + 47) = vacc3x7;
     }
-    { /* columns 48..55 */
+    { /* columns 42..43 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 48) * va0), vacc0x1 = (*(o + 0 * 64 + 49) * va0), vacc0x2 = (*(o + 0 * 64 + 50) * va0), vacc0x3 = (*(o + 0 * 64 + 51) * va0), vacc0x4 = (*(o + 0 * 64 + 52) * va0), vacc0x5 = (*(o + 0 * 64 + 53) * va0), vacc0x6 = (*(o + 0 * 64 + 54) * va0), vacc0x7 = (*(o + 0 * 64 + 55) * va0);
-        float vacc1x0 = (*(o + 1 * 64 + 48) * va1), vacc1x1 = (*(o + 1 * 64 + 49) * va1), vacc1x2 = (*(o + 1 * 64 + 50) * va1), vacc1x3 = (*(o + 1 * 64 + 51) * va1), vacc1x4 = (*(o + 1 * 64 + 52) * va1), vacc1x5 = (*(o + 1 * 64 + 53) * va1), vacc1x6 = (*(o + 1 * 64 + 54) * va1), vacc1x7 = (*(o + 1 * 64 + 55) * va1);
-        float vacc2x0 = (*(o + 2 * 64 + 48) * va2), vacc2x1 = (*(o + 2 * 64 + 49) * va2), vacc2x2 = (*(o + 2 * 64 + 50) * va2), vacc2x3 = (*(o + 2 * 64 + 51) * va2), vacc2x4 = (*(o + 2 * 64 + 52) * va2), vacc2x5 = (*(o + 2 * 64 + 53) * va2), vacc2x6 = (*(o + 2 * 64 + 54) * va2), vacc2x7 = (*(o + 2 * 64 + 55) * va2);
-        float vacc3x0 = (*(o + 3 * 64 + 48) * va3), vacc3x1 = (*(o + 3 * 64 + 49) * va3), vacc3x2 = (*(o + 3 * 64 + 50) * va3), vacc3x3 = (*(o + 3 * 64 + 51) * va3), vacc3x4 = (*(o + 3 * 64 + 52) * va3), vacc3x5 = (*(o + 3 * 64 + 53) * va3), vacc3x6 = (*(o + 3 * 64 + 54) * va3), vacc3x7 = (*(o + 3 * 64 + 55) * va3);
+        float vacc0x0 = (*(o + 0 * 64 + 42) * va0), vacc0x1 = (*(o + 0 * 64 + 43) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 42) * va1), vacc1x1 = (*(o + 1 * 64 + 43) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 42) * va2), vacc2x1 = (*(o + 2 * 64 + 43) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 42) * va3), vacc3x1 = (*(o + 3 * 64 + 43) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 42);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 42) = vacc0x0;
+        *(o + 0 * 64 + 43) = vacc0x1;
+        *(o + 1 * 64 + 42) = vacc1x0;
+        *(o + 1 * 64 + 43) = vacc1x1;
+        *(o + 2 * 64 + 42) = vacc2x0;
+        *(o + 2 * 64 + 43) = vacc2x1;
+        *(o + 3 * 64 + 42) = vacc3x0;
+        *(o + 3 * 64 + 43) = vacc3x1;
+    }
+    { /* columns 44..45 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 44) * va0), vacc0x1 = (*(o + 0 * 64 + 45) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 44) * va1), vacc1x1 = (*(o + 1 * 64 + 45) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 44) * va2), vacc2x1 = (*(o + 2 * 64 + 45) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 44) * va3), vacc3x1 = (*(o + 3 * 64 + 45) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 44);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 44) = vacc0x0;
+        *(o + 0 * 64 + 45) = vacc0x1;
+        *(o + 1 * 64 + 44) = vacc1x0;
+        *(o + 1 * 64 + 45) = vacc1x1;
+        *(o + 2 * 64 + 44) = vacc2x0;
+        *(o + 2 * 64 + 45) = vacc2x1;
+        *(o + 3 * 64 + 44) = vacc3x0;
+        *(o + 3 * 64 + 45) = vacc3x1;
+    }
+    { /* columns 46..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 46) * va0), vacc0x1 = (*(o + 0 * 64 + 47) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 46) * va1), vacc1x1 = (*(o + 1 * 64 + 47) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 46) * va2), vacc2x1 = (*(o + 2 * 64 + 47) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 46) * va3), vacc3x1 = (*(o + 3 * 64 + 47) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 46);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 46) = vacc0x0;
+        *(o + 0 * 64 + 47) = vacc0x1;
+        *(o + 1 * 64 + 46) = vacc1x0;
+        *(o + 1 * 64 + 47) = vacc1x1;
+        *(o + 2 * 64 + 46) = vacc2x0;
+        *(o + 2 * 64 + 47) = vacc2x1;
+        *(o + 3 * 64 + 46) = vacc3x0;
+        *(o + 3 * 64 + 47) = vacc3x1;
+    }
+    { /* columns 48..49 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 48) * va0), vacc0x1 = (*(o + 0 * 64 + 49) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 48) * va1), vacc1x1 = (*(o + 1 * 64 + 49) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 48) * va2), vacc2x1 = (*(o + 2 * 64 + 49) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 48) * va3), vacc3x1 = (*(o + 3 * 64 + 49) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -2989,70 +3199,112 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 49);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 50);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 51);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 52);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 53);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 54);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 55);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 64 + 48) = vacc0x0;
         *(o + 0 * 64 + 49) = vacc0x1;
-        *(o + 0 * 64 + 50) = vacc0x2;
-        *(o + 0 * 64 + 51) = vacc0x3;
-        *(o + 0 * 64 + 52) = vacc0x4;
-        *(o + 0 * 64 + 53) = vacc0x5;
-        *(o + 0 * 64 + 54) = vacc0x6;
-        *(o + 0 * 64 + 55) = vacc0x7;
         *(o + 1 * 64 + 48) = vacc1x0;
         *(o + 1 * 64 + 49) = vacc1x1;
-        *(o + 1 * 64 + 50) = vacc1x2;
-        *(o + 1 * 64 + 51) = vacc1x3;
-        *(o + 1 * 64 + 52) = vacc1x4;
-        *(o + 1 * 64 + 53) = vacc1x5;
-        *(o + 1 * 64 + 54) = vacc1x6;
-        *(o + 1 * 64 + 55) = vacc1x7;
         *(o + 2 * 64 + 48) = vacc2x0;
         *(o + 2 * 64 + 49) = vacc2x1;
-        *(o + 2 * 64 + 50) = vacc2x2;
-        *(o + 2 * 64 + 51) = vacc2x3;
-        *(o + 2 * 64 + 52) = vacc2x4;
-        *(o + 2 * 64 + 53) = vacc2x5;
-        *(o + 2 * 64 + 54) = vacc2x6;
-        *(o + 2 * 64 + 55) = vacc2x7;
         *(o + 3 * 64 + 48) = vacc3x0;
         *(o + 3 * 64 + 49) = vacc3x1;
-        *(o + 3 * 64 + 50) = vacc3x2;
-        *(o + 3 * 64 + 51) = vacc3x3;
-        *(o + 3 * 64 + 52) = vacc3x4;
-        *(o + 3 * 64 + 53) = vacc3x5;
-        *(o + 3 * 64 + 54) = vacc3x6;
-        *(o + 3 * 64 + 55) = vacc3x7;
     }
-    { /* columns 56..63 */
+    { /* columns 50..51 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 56) * va0), vacc0x1 = (*(o + 0 * 64 + 57) * va0), vacc0x2 = (*(o + 0 * 64 + 58) * va0), vacc0x3 = (*(o + 0 * 64 + 59) * va0), vacc0x4 = (*(o + 0 * 64 + 60) * va0), vacc0x5 = (*(o + 0 * 64 + 61) * va0), vacc0x6 = (*(o + 0 * 64 + 62) * va0), vacc0x7 = (*(o + 0 * 64 + 63) * va0);
-        float vacc1x0 = (*(o + 1 * 64 + 56) * va1), vacc1x1 = (*(o + 1 * 64 + 57) * va1), vacc1x2 = (*(o + 1 * 64 + 58) * va1), vacc1x3 = (*(o + 1 * 64 + 59) * va1), vacc1x4 = (*(o + 1 * 64 + 60) * va1), vacc1x5 = (*(o + 1 * 64 + 61) * va1), vacc1x6 = (*(o + 1 * 64 + 62) * va1), vacc1x7 = (*(o + 1 * 64 + 63) * va1);
-        float vacc2x0 = (*(o + 2 * 64 + 56) * va2), vacc2x1 = (*(o + 2 * 64 + 57) * va2), vacc2x2 = (*(o + 2 * 64 + 58) * va2), vacc2x3 = (*(o + 2 * 64 + 59) * va2), vacc2x4 = (*(o + 2 * 64 + 60) * va2), vacc2x5 = (*(o + 2 * 64 + 61) * va2), vacc2x6 = (*(o + 2 * 64 + 62) * va2), vacc2x7 = (*(o + 2 * 64 + 63) * va2);
-        float vacc3x0 = (*(o + 3 * 64 + 56) * va3), vacc3x1 = (*(o + 3 * 64 + 57) * va3), vacc3x2 = (*(o + 3 * 64 + 58) * va3), vacc3x3 = (*(o + 3 * 64 + 59) * va3), vacc3x4 = (*(o + 3 * 64 + 60) * va3), vacc3x5 = (*(o + 3 * 64 + 61) * va3), vacc3x6 = (*(o + 3 * 64 + 62) * va3), vacc3x7 = (*(o + 3 * 64 + 63) * va3);
+        float vacc0x0 = (*(o + 0 * 64 + 50) * va0), vacc0x1 = (*(o + 0 * 64 + 51) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 50) * va1), vacc1x1 = (*(o + 1 * 64 + 51) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 50) * va2), vacc2x1 = (*(o + 2 * 64 + 51) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 50) * va3), vacc3x1 = (*(o + 3 * 64 + 51) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 50);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 50) = vacc0x0;
+        *(o + 0 * 64 + 51) = vacc0x1;
+        *(o + 1 * 64 + 50) = vacc1x0;
+        *(o + 1 * 64 + 51) = vacc1x1;
+        *(o + 2 * 64 + 50) = vacc2x0;
+        *(o + 2 * 64 + 51) = vacc2x1;
+        *(o + 3 * 64 + 50) = vacc3x0;
+        *(o + 3 * 64 + 51) = vacc3x1;
+    }
+    { /* columns 52..53 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 52) * va0), vacc0x1 = (*(o + 0 * 64 + 53) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 52) * va1), vacc1x1 = (*(o + 1 * 64 + 53) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 52) * va2), vacc2x1 = (*(o + 2 * 64 + 53) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 52) * va3), vacc3x1 = (*(o + 3 * 64 + 53) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 52);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 52) = vacc0x0;
+        *(o + 0 * 64 + 53) = vacc0x1;
+        *(o + 1 * 64 + 52) = vacc1x0;
+        *(o + 1 * 64 + 53) = vacc1x1;
+        *(o + 2 * 64 + 52) = vacc2x0;
+        *(o + 2 * 64 + 53) = vacc2x1;
+        *(o + 3 * 64 + 52) = vacc3x0;
+        *(o + 3 * 64 + 53) = vacc3x1;
+    }
+    { /* columns 54..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 54) * va0), vacc0x1 = (*(o + 0 * 64 + 55) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 54) * va1), vacc1x1 = (*(o + 1 * 64 + 55) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 54) * va2), vacc2x1 = (*(o + 2 * 64 + 55) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 54) * va3), vacc3x1 = (*(o + 3 * 64 + 55) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 54);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 54) = vacc0x0;
+        *(o + 0 * 64 + 55) = vacc0x1;
+        *(o + 1 * 64 + 54) = vacc1x0;
+        *(o + 1 * 64 + 55) = vacc1x1;
+        *(o + 2 * 64 + 54) = vacc2x0;
+        *(o + 2 * 64 + 55) = vacc2x1;
+        *(o + 3 * 64 + 54) = vacc3x0;
+        *(o + 3 * 64 + 55) = vacc3x1;
+    }
+    { /* columns 56..57 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 56) * va0), vacc0x1 = (*(o + 0 * 64 + 57) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 56) * va1), vacc1x1 = (*(o + 1 * 64 + 57) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 56) * va2), vacc2x1 = (*(o + 2 * 64 + 57) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 56) * va3), vacc3x1 = (*(o + 3 * 64 + 57) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -3067,76 +3319,118 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 57);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 58);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 59);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 60);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 61);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 62);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 63);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 64 + 56) = vacc0x0;
         *(o + 0 * 64 + 57) = vacc0x1;
-        *(o + 0 * 64 + 58) = vacc0x2;
-        *(o + 0 * 64 + 59) = vacc0x3;
-        *(o + 0 * 64 + 60) = vacc0x4;
-        *(o + 0 * 64 + 61) = vacc0x5;
-        *(o + 0 * 64 + 62) = vacc0x6;
-        *(o + 0 * 64 + 63) = vacc0x7;
         *(o + 1 * 64 + 56) = vacc1x0;
         *(o + 1 * 64 + 57) = vacc1x1;
-        *(o + 1 * 64 + 58) = vacc1x2;
-        *(o + 1 * 64 + 59) = vacc1x3;
-        *(o + 1 * 64 + 60) = vacc1x4;
-        *(o + 1 * 64 + 61) = vacc1x5;
-        *(o + 1 * 64 + 62) = vacc1x6;
-        *(o + 1 * 64 + 63) = vacc1x7;
         *(o + 2 * 64 + 56) = vacc2x0;
         *(o + 2 * 64 + 57) = vacc2x1;
-        *(o + 2 * 64 + 58) = vacc2x2;
-        *(o + 2 * 64 + 59) = vacc2x3;
-        *(o + 2 * 64 + 60) = vacc2x4;
-        *(o + 2 * 64 + 61) = vacc2x5;
-        *(o + 2 * 64 + 62) = vacc2x6;
-        *(o + 2 * 64 + 63) = vacc2x7;
         *(o + 3 * 64 + 56) = vacc3x0;
         *(o + 3 * 64 + 57) = vacc3x1;
-        *(o + 3 * 64 + 58) = vacc3x2;
-        *(o + 3 * 64 + 59) = vacc3x3;
-        *(o + 3 * 64 + 60) = vacc3x4;
-        *(o + 3 * 64 + 61) = vacc3x5;
-        *(o + 3 * 64 + 62) = vacc3x6;
-        *(o + 3 * 64 + 63) = vacc3x7;
+    }
+    { /* columns 58..59 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 58) * va0), vacc0x1 = (*(o + 0 * 64 + 59) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 58) * va1), vacc1x1 = (*(o + 1 * 64 + 59) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 58) * va2), vacc2x1 = (*(o + 2 * 64 + 59) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 58) * va3), vacc3x1 = (*(o + 3 * 64 + 59) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 58);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 58) = vacc0x0;
+        *(o + 0 * 64 + 59) = vacc0x1;
+        *(o + 1 * 64 + 58) = vacc1x0;
+        *(o + 1 * 64 + 59) = vacc1x1;
+        *(o + 2 * 64 + 58) = vacc2x0;
+        *(o + 2 * 64 + 59) = vacc2x1;
+        *(o + 3 * 64 + 58) = vacc3x0;
+        *(o + 3 * 64 + 59) = vacc3x1;
+    }
+    { /* columns 60..61 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 60) * va0), vacc0x1 = (*(o + 0 * 64 + 61) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 60) * va1), vacc1x1 = (*(o + 1 * 64 + 61) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 60) * va2), vacc2x1 = (*(o + 2 * 64 + 61) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 60) * va3), vacc3x1 = (*(o + 3 * 64 + 61) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 60);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 60) = vacc0x0;
+        *(o + 0 * 64 + 61) = vacc0x1;
+        *(o + 1 * 64 + 60) = vacc1x0;
+        *(o + 1 * 64 + 61) = vacc1x1;
+        *(o + 2 * 64 + 60) = vacc2x0;
+        *(o + 2 * 64 + 61) = vacc2x1;
+        *(o + 3 * 64 + 60) = vacc3x0;
+        *(o + 3 * 64 + 61) = vacc3x1;
+    }
+    { /* columns 62..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 62) * va0), vacc0x1 = (*(o + 0 * 64 + 63) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 62) * va1), vacc1x1 = (*(o + 1 * 64 + 63) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 62) * va2), vacc2x1 = (*(o + 2 * 64 + 63) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 62) * va3), vacc3x1 = (*(o + 3 * 64 + 63) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 62);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 62) = vacc0x0;
+        *(o + 0 * 64 + 63) = vacc0x1;
+        *(o + 1 * 64 + 62) = vacc1x0;
+        *(o + 1 * 64 + 63) = vacc1x1;
+        *(o + 2 * 64 + 62) = vacc2x0;
+        *(o + 2 * 64 + 63) = vacc2x1;
+        *(o + 3 * 64 + 62) = vacc3x0;
+        *(o + 3 * 64 + 63) = vacc3x1;
     }
 }
 
-/* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 8 chunks of at most 8 vectors.
+/* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
- * 128 FLOPs per key, 10 vector registers. */
+ * 128 FLOPs per key, 4 vector registers. */
 static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
-    { /* columns 0..7 */
+    { /* columns 0..1 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 0) * va0), vacc0x1 = (*(o + 0 * 64 + 1) * va0), vacc0x2 = (*(o + 0 * 64 + 2) * va0), vacc0x3 = (*(o + 0 * 64 + 3) * va0), vacc0x4 = (*(o + 0 * 64 + 4) * va0), vacc0x5 = (*(o + 0 * 64 + 5) * va0), vacc0x6 = (*(o + 0 * 64 + 6) * va0), vacc0x7 = (*(o + 0 * 64 + 7) * va0);
+        float vacc0x0 = (*(o + 0 * 64 + 0) * va0), vacc0x1 = (*(o + 0 * 64 + 1) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -3148,43 +3442,67 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 1);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 2);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 3);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 4);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 5);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 6);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 7);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 64 + 0) = vacc0x0;
         *(o + 0 * 64 + 1) = vacc0x1;
-        *(o + 0 * 64 + 2) = vacc0x2;
-        *(o + 0 * 64 + 3) = vacc0x3;
-        *(o + 0 * 64 + 4) = vacc0x4;
-        *(o + 0 * 64 + 5) = vacc0x5;
-        *(o + 0 * 64 + 6) = vacc0x6;
-        *(o + 0 * 64 + 7) = vacc0x7;
     }
-    { /* columns 8..15 */
+    { /* columns 2..3 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 8) * va0), vacc0x1 = (*(o + 0 * 64 + 9) * va0), vacc0x2 = (*(o + 0 * 64 + 10) * va0), vacc0x3 = (*(o + 0 * 64 + 11) * va0), vacc0x4 = (*(o + 0 * 64 + 12) * va0), vacc0x5 = (*(o + 0 * 64 + 13) * va0), vacc0x6 = (*(o + 0 * 64 + 14) * va0), vacc0x7 = (*(o + 0 * 64 + 15) * va0);
+        float vacc0x0 = (*(o + 0 * 64 + 2) * va0), vacc0x1 = (*(o + 0 * 64 + 3) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 2);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 2) = vacc0x0;
+        *(o + 0 * 64 + 3) = vacc0x1;
+    }
+    { /* columns 4..5 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 4) * va0), vacc0x1 = (*(o + 0 * 64 + 5) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 4);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 4) = vacc0x0;
+        *(o + 0 * 64 + 5) = vacc0x1;
+    }
+    { /* columns 6..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 6) * va0), vacc0x1 = (*(o + 0 * 64 + 7) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 6);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 6) = vacc0x0;
+        *(o + 0 * 64 + 7) = vacc0x1;
+    }
+    { /* columns 8..9 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 8) * va0), vacc0x1 = (*(o + 0 * 64 + 9) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -3196,43 +3514,67 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 9);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 10);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 11);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 12);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 13);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 14);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 15);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 64 + 8) = vacc0x0;
         *(o + 0 * 64 + 9) = vacc0x1;
-        *(o + 0 * 64 + 10) = vacc0x2;
-        *(o + 0 * 64 + 11) = vacc0x3;
-        *(o + 0 * 64 + 12) = vacc0x4;
-        *(o + 0 * 64 + 13) = vacc0x5;
-        *(o + 0 * 64 + 14) = vacc0x6;
-        *(o + 0 * 64 + 15) = vacc0x7;
     }
-    { /* columns 16..23 */
+    { /* columns 10..11 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 16) * va0), vacc0x1 = (*(o + 0 * 64 + 17) * va0), vacc0x2 = (*(o + 0 * 64 + 18) * va0), vacc0x3 = (*(o + 0 * 64 + 19) * va0), vacc0x4 = (*(o + 0 * 64 + 20) * va0), vacc0x5 = (*(o + 0 * 64 + 21) * va0), vacc0x6 = (*(o + 0 * 64 + 22) * va0), vacc0x7 = (*(o + 0 * 64 + 23) * va0);
+        float vacc0x0 = (*(o + 0 * 64 + 10) * va0), vacc0x1 = (*(o + 0 * 64 + 11) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 10);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 10) = vacc0x0;
+        *(o + 0 * 64 + 11) = vacc0x1;
+    }
+    { /* columns 12..13 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 12) * va0), vacc0x1 = (*(o + 0 * 64 + 13) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 12);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 12) = vacc0x0;
+        *(o + 0 * 64 + 13) = vacc0x1;
+    }
+    { /* columns 14..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 14) * va0), vacc0x1 = (*(o + 0 * 64 + 15) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 14);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 14) = vacc0x0;
+        *(o + 0 * 64 + 15) = vacc0x1;
+    }
+    { /* columns 16..17 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 16) * va0), vacc0x1 = (*(o + 0 * 64 + 17) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -3244,43 +3586,67 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 17);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 18);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 19);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 20);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 21);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 22);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 23);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 64 + 16) = vacc0x0;
         *(o + 0 * 64 + 17) = vacc0x1;
-        *(o + 0 * 64 + 18) = vacc0x2;
-        *(o + 0 * 64 + 19) = vacc0x3;
-        *(o + 0 * 64 + 20) = vacc0x4;
-        *(o + 0 * 64 + 21) = vacc0x5;
-        *(o + 0 * 64 + 22) = vacc0x6;
-        *(o + 0 * 64 + 23) = vacc0x7;
     }
-    { /* columns 24..31 */
+    { /* columns 18..19 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 24) * va0), vacc0x1 = (*(o + 0 * 64 + 25) * va0), vacc0x2 = (*(o + 0 * 64 + 26) * va0), vacc0x3 = (*(o + 0 * 64 + 27) * va0), vacc0x4 = (*(o + 0 * 64 + 28) * va0), vacc0x5 = (*(o + 0 * 64 + 29) * va0), vacc0x6 = (*(o + 0 * 64 + 30) * va0), vacc0x7 = (*(o + 0 * 64 + 31) * va0);
+        float vacc0x0 = (*(o + 0 * 64 + 18) * va0), vacc0x1 = (*(o + 0 * 64 + 19) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 18);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 18) = vacc0x0;
+        *(o + 0 * 64 + 19) = vacc0x1;
+    }
+    { /* columns 20..21 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 20) * va0), vacc0x1 = (*(o + 0 * 64 + 21) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 20);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 20) = vacc0x0;
+        *(o + 0 * 64 + 21) = vacc0x1;
+    }
+    { /* columns 22..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 22) * va0), vacc0x1 = (*(o + 0 * 64 + 23) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 22);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 22) = vacc0x0;
+        *(o + 0 * 64 + 23) = vacc0x1;
+    }
+    { /* columns 24..25 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 24) * va0), vacc0x1 = (*(o + 0 * 64 + 25) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -3292,43 +3658,67 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 25);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 26);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 27);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 28);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 29);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 30);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 31);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 64 + 24) = vacc0x0;
         *(o + 0 * 64 + 25) = vacc0x1;
-        *(o + 0 * 64 + 26) = vacc0x2;
-        *(o + 0 * 64 + 27) = vacc0x3;
-        *(o + 0 * 64 + 28) = vacc0x4;
-        *(o + 0 * 64 + 29) = vacc0x5;
-        *(o + 0 * 64 + 30) = vacc0x6;
-        *(o + 0 * 64 + 31) = vacc0x7;
     }
-    { /* columns 32..39 */
+    { /* columns 26..27 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 32) * va0), vacc0x1 = (*(o + 0 * 64 + 33) * va0), vacc0x2 = (*(o + 0 * 64 + 34) * va0), vacc0x3 = (*(o + 0 * 64 + 35) * va0), vacc0x4 = (*(o + 0 * 64 + 36) * va0), vacc0x5 = (*(o + 0 * 64 + 37) * va0), vacc0x6 = (*(o + 0 * 64 + 38) * va0), vacc0x7 = (*(o + 0 * 64 + 39) * va0);
+        float vacc0x0 = (*(o + 0 * 64 + 26) * va0), vacc0x1 = (*(o + 0 * 64 + 27) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 26);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 26) = vacc0x0;
+        *(o + 0 * 64 + 27) = vacc0x1;
+    }
+    { /* columns 28..29 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 28) * va0), vacc0x1 = (*(o + 0 * 64 + 29) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 28);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 28) = vacc0x0;
+        *(o + 0 * 64 + 29) = vacc0x1;
+    }
+    { /* columns 30..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 30) * va0), vacc0x1 = (*(o + 0 * 64 + 31) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 30);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 30) = vacc0x0;
+        *(o + 0 * 64 + 31) = vacc0x1;
+    }
+    { /* columns 32..33 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 32) * va0), vacc0x1 = (*(o + 0 * 64 + 33) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -3340,43 +3730,67 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 33);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 34);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 35);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 36);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 37);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 38);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 39);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 64 + 32) = vacc0x0;
         *(o + 0 * 64 + 33) = vacc0x1;
-        *(o + 0 * 64 + 34) = vacc0x2;
-        *(o + 0 * 64 + 35) = vacc0x3;
-        *(o + 0 * 64 + 36) = vacc0x4;
-        *(o + 0 * 64 + 37) = vacc0x5;
-        *(o + 0 * 64 + 38) = vacc0x6;
-        *(o + 0 * 64 + 39) = vacc0x7;
     }
-    { /* columns 40..47 */
+    { /* columns 34..35 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 40) * va0), vacc0x1 = (*(o + 0 * 64 + 41) * va0), vacc0x2 = (*(o + 0 * 64 + 42) * va0), vacc0x3 = (*(o + 0 * 64 + 43) * va0), vacc0x4 = (*(o + 0 * 64 + 44) * va0), vacc0x5 = (*(o + 0 * 64 + 45) * va0), vacc0x6 = (*(o + 0 * 64 + 46) * va0), vacc0x7 = (*(o + 0 * 64 + 47) * va0);
+        float vacc0x0 = (*(o + 0 * 64 + 34) * va0), vacc0x1 = (*(o + 0 * 64 + 35) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 34);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 34) = vacc0x0;
+        *(o + 0 * 64 + 35) = vacc0x1;
+    }
+    { /* columns 36..37 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 36) * va0), vacc0x1 = (*(o + 0 * 64 + 37) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 36);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 36) = vacc0x0;
+        *(o + 0 * 64 + 37) = vacc0x1;
+    }
+    { /* columns 38..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 38) * va0), vacc0x1 = (*(o + 0 * 64 + 39) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 38);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 38) = vacc0x0;
+        *(o + 0 * 64 + 39) = vacc0x1;
+    }
+    { /* columns 40..41 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 40) * va0), vacc0x1 = (*(o + 0 * 64 + 41) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -3388,43 +3802,67 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 41);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 42);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 43);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 44);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 45);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 46);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 47);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 64 + 40) = vacc0x0;
         *(o + 0 * 64 + 41) = vacc0x1;
-        *(o + 0 * 64 + 42) = vacc0x2;
-        *(o + 0 * 64 + 43) = vacc0x3;
-        *(o + 0 * 64 + 44) = vacc0x4;
-        *(o + 0 * 64 + 45) = vacc0x5;
-        *(o + 0 * 64 + 46) = vacc0x6;
-        *(o + 0 * 64 + 47) = vacc0x7;
     }
-    { /* columns 48..55 */
+    { /* columns 42..43 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 48) * va0), vacc0x1 = (*(o + 0 * 64 + 49) * va0), vacc0x2 = (*(o + 0 * 64 + 50) * va0), vacc0x3 = (*(o + 0 * 64 + 51) * va0), vacc0x4 = (*(o + 0 * 64 + 52) * va0), vacc0x5 = (*(o + 0 * 64 + 53) * va0), vacc0x6 = (*(o + 0 * 64 + 54) * va0), vacc0x7 = (*(o + 0 * 64 + 55) * va0);
+        float vacc0x0 = (*(o + 0 * 64 + 42) * va0), vacc0x1 = (*(o + 0 * 64 + 43) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 42);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 42) = vacc0x0;
+        *(o + 0 * 64 + 43) = vacc0x1;
+    }
+    { /* columns 44..45 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 44) * va0), vacc0x1 = (*(o + 0 * 64 + 45) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 44);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 44) = vacc0x0;
+        *(o + 0 * 64 + 45) = vacc0x1;
+    }
+    { /* columns 46..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 46) * va0), vacc0x1 = (*(o + 0 * 64 + 47) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 46);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 46) = vacc0x0;
+        *(o + 0 * 64 + 47) = vacc0x1;
+    }
+    { /* columns 48..49 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 48) * va0), vacc0x1 = (*(o + 0 * 64 + 49) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -3436,43 +3874,67 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 49);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 50);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 51);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 52);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 53);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 54);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 55);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 64 + 48) = vacc0x0;
         *(o + 0 * 64 + 49) = vacc0x1;
-        *(o + 0 * 64 + 50) = vacc0x2;
-        *(o + 0 * 64 + 51) = vacc0x3;
-        *(o + 0 * 64 + 52) = vacc0x4;
-        *(o + 0 * 64 + 53) = vacc0x5;
-        *(o + 0 * 64 + 54) = vacc0x6;
-        *(o + 0 * 64 + 55) = vacc0x7;
     }
-    { /* columns 56..63 */
+    { /* columns 50..51 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 64 + 56) * va0), vacc0x1 = (*(o + 0 * 64 + 57) * va0), vacc0x2 = (*(o + 0 * 64 + 58) * va0), vacc0x3 = (*(o + 0 * 64 + 59) * va0), vacc0x4 = (*(o + 0 * 64 + 60) * va0), vacc0x5 = (*(o + 0 * 64 + 61) * va0), vacc0x6 = (*(o + 0 * 64 + 62) * va0), vacc0x7 = (*(o + 0 * 64 + 63) * va0);
+        float vacc0x0 = (*(o + 0 * 64 + 50) * va0), vacc0x1 = (*(o + 0 * 64 + 51) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 50);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 50) = vacc0x0;
+        *(o + 0 * 64 + 51) = vacc0x1;
+    }
+    { /* columns 52..53 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 52) * va0), vacc0x1 = (*(o + 0 * 64 + 53) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 52);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 52) = vacc0x0;
+        *(o + 0 * 64 + 53) = vacc0x1;
+    }
+    { /* columns 54..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 54) * va0), vacc0x1 = (*(o + 0 * 64 + 55) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 54);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 54) = vacc0x0;
+        *(o + 0 * 64 + 55) = vacc0x1;
+    }
+    { /* columns 56..57 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 56) * va0), vacc0x1 = (*(o + 0 * 64 + 57) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
@@ -3484,39 +3946,63 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
                 const float vv = *(vr + 57);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 58);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 59);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 60);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 61);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 62);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 63);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 64 + 56) = vacc0x0;
         *(o + 0 * 64 + 57) = vacc0x1;
-        *(o + 0 * 64 + 58) = vacc0x2;
-        *(o + 0 * 64 + 59) = vacc0x3;
-        *(o + 0 * 64 + 60) = vacc0x4;
-        *(o + 0 * 64 + 61) = vacc0x5;
-        *(o + 0 * 64 + 62) = vacc0x6;
-        *(o + 0 * 64 + 63) = vacc0x7;
+    }
+    { /* columns 58..59 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 58) * va0), vacc0x1 = (*(o + 0 * 64 + 59) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 58);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 58) = vacc0x0;
+        *(o + 0 * 64 + 59) = vacc0x1;
+    }
+    { /* columns 60..61 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 60) * va0), vacc0x1 = (*(o + 0 * 64 + 61) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 60);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 60) = vacc0x0;
+        *(o + 0 * 64 + 61) = vacc0x1;
+    }
+    { /* columns 62..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 62) * va0), vacc0x1 = (*(o + 0 * 64 + 63) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 64;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 62);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 62) = vacc0x0;
+        *(o + 0 * 64 + 63) = vacc0x1;
     }
 }
 
@@ -3549,7 +4035,7 @@ static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, 
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.125f;
+        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.18033688f; /* scale * log2(e) */
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -3560,12 +4046,12 @@ static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, 
 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
-        for (c = 0; c < 128; c += 4) {
-            const float *ktc = kt + j0 * 64 + c;
+        for (c = 0; c < 128; c += 2) {
+            const float *ktc = kt + (j0 + c) * 64; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
-                attn_falcon_7b_qk_4x4__scalar(w->q + r * 64, ktc, w->s + r * 128 + c);
+                attn_falcon_7b_qk_4x2__scalar(w->q + r * 64, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
-                attn_falcon_7b_qk_1x4__scalar(w->q + r * 64, ktc, w->s + r * 128 + c);
+                attn_falcon_7b_qk_1x2__scalar(w->q + r * 64, ktc, w->s + r * 128 + c);
         }
 
         /* score terms, mask, online softmax */
@@ -3582,12 +4068,12 @@ static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, 
             for (c = 0; c < 128; c++) mx = mx > sr[c] ? mx : sr[c];
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = expf(w->m[r] - m_ref);
+            w->alpha[r] = exp2f(w->m[r] - m_ref);
             {
                 const float vm = (m_ref);
                 float vsum = 0.0f;
                 for (c = 0; c < 128; c += 1) {
-                    const float e = expf((*(sr + c) - vm));
+                    const float e = exp2f((*(sr + c) - vm));
                     *(sr + c) = e;
                     vsum = (vsum + e);
                 }
@@ -3693,11 +4179,11 @@ static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, 
         *(orow + 62) = (*(acc + 62) * vinv);
         *(orow + 63) = (*(acc + 63) * vinv);
         if (args->lse)
-            args->lse[(b * 71 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] + logf(l);
+            args->lse[(b * 71 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l); /* m is in base 2 */
     }
 }
 
-/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*2 + c][hk][d] and
  * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
 static void attn_falcon_7b_pack__scalar(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
         float *restrict vp, int64_t lkp)
@@ -3711,8 +4197,8 @@ static void attn_falcon_7b_pack__scalar(const attn_args *args, int64_t b, int64_
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
         const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 128) * 8192 + j % 128;
-        for (d = 0; d < 64; d++) kc[d * 128] = kr[d];
+        float *restrict kc = kt + (j / 2) * 128 + j % 2;
+        for (d = 0; d < 64; d++) kc[d * 2] = kr[d];
         memcpy(vp + j * 64, vr, sizeof(float) * 64);
     }
 }

@@ -43,15 +43,17 @@
  * Mask: causal (bottom-right), softcap 50.0f.
  *
  * Algorithm (flash attention, one pass, O(L) memory):
- *   1. K and V are packed once per (batch, kv head): K^T tile by tile,
- *      [Lk/TK][D][TK], so scores vectorize over keys and each tile's panel
- *      is contiguous; V as [Lk][Dvp] rows (Dv padded to whole vectors with
- *      zeros).  Both are zero past Lk_b, and their rows are contiguous, so no
+ *   1. K and V are packed once per (batch, kv head): K^T panel by panel,
+ *      [Lk/NC][D][NC] with NC the scores kernel's key count, so scores
+ *      vectorize over keys and each panel the kernel reads is contiguous;
+ *      V as [Lk][Dvp] rows (Dv padded to whole vectors with zeros).  Both are zero past Lk_b, and their rows are contiguous, so no
  *      read strides by a power of two (which would alias in the L1 cache).
  *   2. Each work unit is (batch, query head, query tile).  For every key
  *      tile it computes S = scale * Q K^T, adds the score terms, masks,
  *      updates the running row max m and sum l, and accumulates
- *      O = exp(m_old - m_new) O + exp(S - m_new) V.
+ *      O = exp(m_old - m_new) O + exp(S - m_new) V.  Scores are kept in
+ *      base 2 (Q is scaled by scale * log2 e, and so are the score terms),
+ *      so every exp is an exp2.
  *   3. Key tiles no row of the query tile sees are skipped; tiles every row
  *      sees fully take the path without mask tests.
  * A unit is computed by one thread in a fixed order, so the output is
@@ -101,36 +103,35 @@ static int attn_gemma2_9b_global_classify(int64_t tq, int64_t j0, const int64_t 
 /* ======================================================================== */
 #if defined(__x86_64__) || defined(_M_X64)
 
-/* exp(x) for x <= 88: 2^n e^r with n = round(x / ln 2) and r reduced in two
- * steps (Cody-Waite), e^r by the degree-6 polynomial of Cephes' expf; x below
- * -87.68 gives exactly 0, NaN stays NaN. */
-__attribute__((target("avx512f"))) static inline __m512 attn_exp__avx512(__m512 x)
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+__attribute__((target("avx512f"))) static inline __m512 attn_exp2__avx512(__m512 x)
 {
     __m512 n, r, y;
-    x = _mm512_min_ps(_mm512_set1_ps(88.0f), x);
-    x = _mm512_max_ps(_mm512_set1_ps(-88.0f), x);
-    n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
-    y = _mm512_set1_ps(1.9875691500e-4f);
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
-    y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    x = _mm512_min_ps(_mm512_set1_ps(127.0f), x);
+    x = _mm512_max_ps(_mm512_set1_ps(-127.0f), x);
+    n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_sub_ps(x, n);
+    y = _mm512_set1_ps(1.535336188319500e-4f);
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.339887440266574e-3f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(9.618437357674640e-3f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.550332471162809e-2f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(2.402264791363012e-1f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(6.931472028550421e-1f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.0f));
     return _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)));
 }
 
 /* tanh(x): the odd Taylor polynomial to x^9 for |x| < 0.3 (error < 1e-7
- * relative), else sign(x) (1 - e) / (1 + e) with e = exp(-2|x|). */
+ * relative), else sign(x) (1 - e) / (1 + e) with e = exp(-2|x|) = 2^(-2|x| log2 e). */
 __attribute__((target("avx512f"))) static inline __m512 attn_tanh__avx512(__m512 x)
 {
     const __m512 zero = _mm512_setzero_ps();
     const __m512 one = _mm512_set1_ps(1.0f);
     const __m512 a = _mm512_max_ps(_mm512_sub_ps(zero, x), x);
     const __m512 x2 = _mm512_mul_ps(x, x);
-    const __m512 e = attn_exp__avx512(_mm512_mul_ps(a, _mm512_set1_ps(-2.0f)));
+    const __m512 e = attn_exp2__avx512(_mm512_mul_ps(a, _mm512_set1_ps(-2.88539008f)));
     __m512 big = _mm512_div_ps(_mm512_sub_ps(one, e), _mm512_add_ps(one, e));
     __m512 small = _mm512_set1_ps(2.18694885e-2f); /* 62/2835 */
     small = _mm512_fmadd_ps(small, x2, _mm512_set1_ps(-5.39682540e-2f)); /* -17/315 */
@@ -142,7 +143,7 @@ __attribute__((target("avx512f"))) static inline __m512 attn_tanh__avx512(__m512
 }
 
 /* Scores S[8][32] = Q[8][256] K^T[256][32] (Q is packed pre-scaled).
- * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (256 floats each); kt: the packed K^T panel (32 floats per d);
  * s: 128 floats per row.  131072 FLOPs, 19 vector registers. */
 __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_qk_8x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -167,8 +168,8 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_qk_8x32__av
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d]);
             const __m512 vq1 = _mm512_set1_ps(q1[d]);
             const __m512 vq2 = _mm512_set1_ps(q2[d]);
@@ -187,8 +188,8 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_qk_8x32__av
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 1 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 1]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 1]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 1]);
@@ -207,8 +208,8 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_qk_8x32__av
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 2 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 2]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 2]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 2]);
@@ -227,8 +228,8 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_qk_8x32__av
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 3 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 3]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 3]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 3]);
@@ -247,8 +248,8 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_qk_8x32__av
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 4 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 4]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 4]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 4]);
@@ -267,8 +268,8 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_qk_8x32__av
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 5 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 5]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 5]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 5]);
@@ -287,8 +288,8 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_qk_8x32__av
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 6 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 6]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 6]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 6]);
@@ -307,8 +308,8 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_qk_8x32__av
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 7 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 7]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 7]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 7]);
@@ -347,7 +348,7 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_qk_8x32__av
 }
 
 /* Scores S[1][32] = Q[1][256] K^T[256][32] (Q is packed pre-scaled).
- * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (256 floats each); kt: the packed K^T panel (32 floats per d);
  * s: 128 floats per row.  16384 FLOPs, 5 vector registers. */
 __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_qk_1x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -358,50 +359,50 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_qk_1x32__av
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 1 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 1]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 2 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 2]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 3 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 3]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 4 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 4]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 5 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 5]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 6 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 6]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 7 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 7]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
@@ -807,7 +808,7 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_unit__avx51
     memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0625f;
+        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0901684401f; /* scale * log2(e) */
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -819,7 +820,7 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_unit__avx51
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < 128; c += 32) {
-            const float *ktc = kt + j0 * 256 + c;
+            const float *ktc = kt + (j0 + c) * 256; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
                 attn_gemma2_9b_global_qk_8x32__avx512(w->q + r * 256, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
@@ -832,7 +833,7 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_unit__avx51
             float mx = -INFINITY, m_new, m_ref, sum;
             for (c = 0; c < 128; c += 16) {
                 __m512 x = _mm512_loadu_ps(sr + c);
-                x = _mm512_mul_ps(_mm512_set1_ps(50.0f), attn_tanh__avx512(_mm512_mul_ps(x, _mm512_set1_ps(0.02f))));  /* softcap */
+                x = _mm512_mul_ps(_mm512_set1_ps(72.134752f), attn_tanh__avx512(_mm512_mul_ps(x, _mm512_set1_ps(0.0138629436f)))); /* softcap, base 2 */
                 _mm512_storeu_ps(sr + c, x);
             }
             if (cls == 1) { /* partially visible: hide what this row does not see */
@@ -849,12 +850,12 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_unit__avx51
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = expf(w->m[r] - m_ref);
+            w->alpha[r] = exp2f(w->m[r] - m_ref);
             {
                 const __m512 vm = _mm512_set1_ps(m_ref);
                 __m512 vsum = _mm512_setzero_ps();
                 for (c = 0; c < 128; c += 16) {
-                    const __m512 e = attn_exp__avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + c), vm));
+                    const __m512 e = attn_exp2__avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + c), vm));
                     _mm512_storeu_ps(sr + c, e);
                     vsum = _mm512_add_ps(vsum, e);
                 }
@@ -912,11 +913,11 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_unit__avx51
         _mm512_storeu_ps(orow + 224, _mm512_mul_ps(_mm512_loadu_ps(acc + 224), vinv));
         _mm512_storeu_ps(orow + 240, _mm512_mul_ps(_mm512_loadu_ps(acc + 240), vinv));
         if (args->lse)
-            args->lse[(b * 16 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] + logf(l);
+            args->lse[(b * 16 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l); /* m is in base 2 */
     }
 }
 
-/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*32 + c][hk][d] and
  * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
 __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_pack__avx512(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
         float *restrict vp, int64_t lkp)
@@ -930,8 +931,8 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_pack__avx51
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
         const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 128) * 32768 + j % 128;
-        for (d = 0; d < 256; d++) kc[d * 128] = kr[d];
+        float *restrict kc = kt + (j / 32) * 8192 + j % 32;
+        for (d = 0; d < 256; d++) kc[d * 32] = kr[d];
         memcpy(vp + j * 256, vr, sizeof(float) * 256);
     }
 }
@@ -1019,36 +1020,35 @@ __attribute__((target("avx2,fma"))) static inline float attn_hmax_avx2(__m256 v)
     return _mm_cvtss_f32(x);
 }
 
-/* exp(x) for x <= 88: 2^n e^r with n = round(x / ln 2) and r reduced in two
- * steps (Cody-Waite), e^r by the degree-6 polynomial of Cephes' expf; x below
- * -87.68 gives exactly 0, NaN stays NaN. */
-__attribute__((target("avx2,fma"))) static inline __m256 attn_exp__avx2(__m256 x)
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+__attribute__((target("avx2,fma"))) static inline __m256 attn_exp2__avx2(__m256 x)
 {
     __m256 n, r, y;
-    x = _mm256_min_ps(_mm256_set1_ps(88.0f), x);
-    x = _mm256_max_ps(_mm256_set1_ps(-88.0f), x);
-    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), x);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
-    y = _mm256_set1_ps(1.9875691500e-4f);
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
-    y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    x = _mm256_min_ps(_mm256_set1_ps(127.0f), x);
+    x = _mm256_max_ps(_mm256_set1_ps(-127.0f), x);
+    n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_sub_ps(x, n);
+    y = _mm256_set1_ps(1.535336188319500e-4f);
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.339887440266574e-3f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(9.618437357674640e-3f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.550332471162809e-2f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(2.402264791363012e-1f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(6.931472028550421e-1f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
     return _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
 }
 
 /* tanh(x): the odd Taylor polynomial to x^9 for |x| < 0.3 (error < 1e-7
- * relative), else sign(x) (1 - e) / (1 + e) with e = exp(-2|x|). */
+ * relative), else sign(x) (1 - e) / (1 + e) with e = exp(-2|x|) = 2^(-2|x| log2 e). */
 __attribute__((target("avx2,fma"))) static inline __m256 attn_tanh__avx2(__m256 x)
 {
     const __m256 zero = _mm256_setzero_ps();
     const __m256 one = _mm256_set1_ps(1.0f);
     const __m256 a = _mm256_max_ps(_mm256_sub_ps(zero, x), x);
     const __m256 x2 = _mm256_mul_ps(x, x);
-    const __m256 e = attn_exp__avx2(_mm256_mul_ps(a, _mm256_set1_ps(-2.0f)));
+    const __m256 e = attn_exp2__avx2(_mm256_mul_ps(a, _mm256_set1_ps(-2.88539008f)));
     __m256 big = _mm256_div_ps(_mm256_sub_ps(one, e), _mm256_add_ps(one, e));
     __m256 small = _mm256_set1_ps(2.18694885e-2f); /* 62/2835 */
     small = _mm256_fmadd_ps(small, x2, _mm256_set1_ps(-5.39682540e-2f)); /* -17/315 */
@@ -1060,7 +1060,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 attn_tanh__avx2(__m256 
 }
 
 /* Scores S[4][16] = Q[4][256] K^T[256][16] (Q is packed pre-scaled).
- * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (256 floats each); kt: the packed K^T panel (16 floats per d);
  * s: 128 floats per row.  32768 FLOPs, 11 vector registers. */
 __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_qk_4x16__avx2(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -1077,8 +1077,8 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_qk_4x16__a
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d]);
             const __m256 vq1 = _mm256_set1_ps(q1[d]);
             const __m256 vq2 = _mm256_set1_ps(q2[d]);
@@ -1089,8 +1089,8 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_qk_4x16__a
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 1 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 1]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 1]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 1]);
@@ -1101,8 +1101,8 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_qk_4x16__a
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 2 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 2]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 2]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 2]);
@@ -1113,8 +1113,8 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_qk_4x16__a
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 3 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 3]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 3]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 3]);
@@ -1125,8 +1125,8 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_qk_4x16__a
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 4 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 4]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 4]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 4]);
@@ -1137,8 +1137,8 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_qk_4x16__a
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 5 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 5]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 5]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 5]);
@@ -1149,8 +1149,8 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_qk_4x16__a
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 6 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 6]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 6]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 6]);
@@ -1161,8 +1161,8 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_qk_4x16__a
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 7 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 7]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 7]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 7]);
@@ -1185,7 +1185,7 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_qk_4x16__a
 }
 
 /* Scores S[1][16] = Q[1][256] K^T[256][16] (Q is packed pre-scaled).
- * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (256 floats each); kt: the packed K^T panel (16 floats per d);
  * s: 128 floats per row.  8192 FLOPs, 5 vector registers. */
 __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_qk_1x16__avx2(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -1196,50 +1196,50 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_qk_1x16__a
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 1 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 1]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 2 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 2]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 3 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 3]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 4 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 4]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 5 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 5]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 6 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 6]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 7 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 7]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
@@ -2067,7 +2067,7 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_unit__avx2
     memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0625f;
+        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0901684401f; /* scale * log2(e) */
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -2079,7 +2079,7 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_unit__avx2
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < 128; c += 16) {
-            const float *ktc = kt + j0 * 256 + c;
+            const float *ktc = kt + (j0 + c) * 256; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
                 attn_gemma2_9b_global_qk_4x16__avx2(w->q + r * 256, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
@@ -2092,7 +2092,7 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_unit__avx2
             float mx = -INFINITY, m_new, m_ref, sum;
             for (c = 0; c < 128; c += 8) {
                 __m256 x = _mm256_loadu_ps(sr + c);
-                x = _mm256_mul_ps(_mm256_set1_ps(50.0f), attn_tanh__avx2(_mm256_mul_ps(x, _mm256_set1_ps(0.02f))));  /* softcap */
+                x = _mm256_mul_ps(_mm256_set1_ps(72.134752f), attn_tanh__avx2(_mm256_mul_ps(x, _mm256_set1_ps(0.0138629436f)))); /* softcap, base 2 */
                 _mm256_storeu_ps(sr + c, x);
             }
             if (cls == 1) { /* partially visible: hide what this row does not see */
@@ -2109,12 +2109,12 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_unit__avx2
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = expf(w->m[r] - m_ref);
+            w->alpha[r] = exp2f(w->m[r] - m_ref);
             {
                 const __m256 vm = _mm256_set1_ps(m_ref);
                 __m256 vsum = _mm256_setzero_ps();
                 for (c = 0; c < 128; c += 8) {
-                    const __m256 e = attn_exp__avx2(_mm256_sub_ps(_mm256_loadu_ps(sr + c), vm));
+                    const __m256 e = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(sr + c), vm));
                     _mm256_storeu_ps(sr + c, e);
                     vsum = _mm256_add_ps(vsum, e);
                 }
@@ -2188,11 +2188,11 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_unit__avx2
         _mm256_storeu_ps(orow + 240, _mm256_mul_ps(_mm256_loadu_ps(acc + 240), vinv));
         _mm256_storeu_ps(orow + 248, _mm256_mul_ps(_mm256_loadu_ps(acc + 248), vinv));
         if (args->lse)
-            args->lse[(b * 16 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] + logf(l);
+            args->lse[(b * 16 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l); /* m is in base 2 */
     }
 }
 
-/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*16 + c][hk][d] and
  * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
 __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_pack__avx2(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
         float *restrict vp, int64_t lkp)
@@ -2206,8 +2206,8 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_pack__avx2
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
         const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 128) * 32768 + j % 128;
-        for (d = 0; d < 256; d++) kc[d * 128] = kr[d];
+        float *restrict kc = kt + (j / 16) * 4096 + j % 16;
+        for (d = 0; d < 256; d++) kc[d * 16] = kr[d];
         memcpy(vp + j * 256, vr, sizeof(float) * 256);
     }
 }
@@ -2300,36 +2300,35 @@ static inline float32x4_t attn_iota_neon(void)
     return vld1q_f32(iota);
 }
 
-/* exp(x) for x <= 88: 2^n e^r with n = round(x / ln 2) and r reduced in two
- * steps (Cody-Waite), e^r by the degree-6 polynomial of Cephes' expf; x below
- * -87.68 gives exactly 0, NaN stays NaN. */
-static inline float32x4_t attn_exp__neon(float32x4_t x)
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+static inline float32x4_t attn_exp2__neon(float32x4_t x)
 {
     float32x4_t n, r, y;
-    x = vminq_f32(vdupq_n_f32(88.0f), x);
-    x = vmaxq_f32(vdupq_n_f32(-88.0f), x);
-    n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
-    r = vfmaq_f32(x, n, vdupq_n_f32(-0.693359375f));
-    r = vfmaq_f32(r, n, vdupq_n_f32(2.12194440e-4f));
-    y = vdupq_n_f32(1.9875691500e-4f);
-    y = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), y, r);
-    y = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), y, r);
-    y = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), y, r);
-    y = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), y, r);
-    y = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), y, r);
-    y = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1.0f)), y, vmulq_f32(r, r));
+    x = vminq_f32(vdupq_n_f32(127.0f), x);
+    x = vmaxq_f32(vdupq_n_f32(-127.0f), x);
+    n = vrndnq_f32(x);
+    r = vsubq_f32(x, n);
+    y = vdupq_n_f32(1.535336188319500e-4f);
+    y = vfmaq_f32(vdupq_n_f32(1.339887440266574e-3f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(9.618437357674640e-3f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(5.550332471162809e-2f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(2.402264791363012e-1f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(6.931472028550421e-1f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(1.0f), y, r);
     return vmulq_f32(y, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23)));
 }
 
 /* tanh(x): the odd Taylor polynomial to x^9 for |x| < 0.3 (error < 1e-7
- * relative), else sign(x) (1 - e) / (1 + e) with e = exp(-2|x|). */
+ * relative), else sign(x) (1 - e) / (1 + e) with e = exp(-2|x|) = 2^(-2|x| log2 e). */
 static inline float32x4_t attn_tanh__neon(float32x4_t x)
 {
     const float32x4_t zero = vdupq_n_f32(0.0f);
     const float32x4_t one = vdupq_n_f32(1.0f);
     const float32x4_t a = vmaxq_f32(vsubq_f32(zero, x), x);
     const float32x4_t x2 = vmulq_f32(x, x);
-    const float32x4_t e = attn_exp__neon(vmulq_f32(a, vdupq_n_f32(-2.0f)));
+    const float32x4_t e = attn_exp2__neon(vmulq_f32(a, vdupq_n_f32(-2.88539008f)));
     float32x4_t big = vdivq_f32(vsubq_f32(one, e), vaddq_f32(one, e));
     float32x4_t small = vdupq_n_f32(2.18694885e-2f); /* 62/2835 */
     small = vfmaq_f32(vdupq_n_f32(-5.39682540e-2f), small, x2); /* -17/315 */
@@ -2341,7 +2340,7 @@ static inline float32x4_t attn_tanh__neon(float32x4_t x)
 }
 
 /* Scores S[8][8] = Q[8][256] K^T[256][8] (Q is packed pre-scaled).
- * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (256 floats each); kt: the packed K^T panel (8 floats per d);
  * s: 128 floats per row.  32768 FLOPs, 19 vector registers. */
 static void attn_gemma2_9b_global_qk_8x8__neon(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -2366,8 +2365,8 @@ static void attn_gemma2_9b_global_qk_8x8__neon(const float *restrict q, const fl
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const float32x4_t vk0 = vld1q_f32(kt + (d) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d]);
@@ -2386,8 +2385,8 @@ static void attn_gemma2_9b_global_qk_8x8__neon(const float *restrict q, const fl
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 1 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 1]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 1]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 1]);
@@ -2406,8 +2405,8 @@ static void attn_gemma2_9b_global_qk_8x8__neon(const float *restrict q, const fl
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 2 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 2]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 2]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 2]);
@@ -2426,8 +2425,8 @@ static void attn_gemma2_9b_global_qk_8x8__neon(const float *restrict q, const fl
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 3 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 3]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 3]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 3]);
@@ -2446,8 +2445,8 @@ static void attn_gemma2_9b_global_qk_8x8__neon(const float *restrict q, const fl
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 4 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 4]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 4]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 4]);
@@ -2466,8 +2465,8 @@ static void attn_gemma2_9b_global_qk_8x8__neon(const float *restrict q, const fl
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 5 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 5]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 5]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 5]);
@@ -2486,8 +2485,8 @@ static void attn_gemma2_9b_global_qk_8x8__neon(const float *restrict q, const fl
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 6 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 6]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 6]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 6]);
@@ -2506,8 +2505,8 @@ static void attn_gemma2_9b_global_qk_8x8__neon(const float *restrict q, const fl
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 7 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 7]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 7]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 7]);
@@ -2546,7 +2545,7 @@ static void attn_gemma2_9b_global_qk_8x8__neon(const float *restrict q, const fl
 }
 
 /* Scores S[1][8] = Q[1][256] K^T[256][8] (Q is packed pre-scaled).
- * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (256 floats each); kt: the packed K^T panel (8 floats per d);
  * s: 128 floats per row.  4096 FLOPs, 5 vector registers. */
 static void attn_gemma2_9b_global_qk_1x8__neon(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -2557,50 +2556,50 @@ static void attn_gemma2_9b_global_qk_1x8__neon(const float *restrict q, const fl
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const float32x4_t vk0 = vld1q_f32(kt + (d) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 1 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 1]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 2 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 2]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 3 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 3]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 4 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 4]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 5 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 5]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 6 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 6]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 7 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 7]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
@@ -4038,7 +4037,7 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
     memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0625f;
+        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0901684401f; /* scale * log2(e) */
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -4050,7 +4049,7 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < 128; c += 8) {
-            const float *ktc = kt + j0 * 256 + c;
+            const float *ktc = kt + (j0 + c) * 256; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
                 attn_gemma2_9b_global_qk_8x8__neon(w->q + r * 256, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
@@ -4063,7 +4062,7 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
             float mx = -INFINITY, m_new, m_ref, sum;
             for (c = 0; c < 128; c += 4) {
                 float32x4_t x = vld1q_f32(sr + c);
-                x = vmulq_f32(vdupq_n_f32(50.0f), attn_tanh__neon(vmulq_f32(x, vdupq_n_f32(0.02f))));  /* softcap */
+                x = vmulq_f32(vdupq_n_f32(72.134752f), attn_tanh__neon(vmulq_f32(x, vdupq_n_f32(0.0138629436f)))); /* softcap, base 2 */
                 vst1q_f32(sr + c, x);
             }
             if (cls == 1) { /* partially visible: hide what this row does not see */
@@ -4080,12 +4079,12 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = expf(w->m[r] - m_ref);
+            w->alpha[r] = exp2f(w->m[r] - m_ref);
             {
                 const float32x4_t vm = vdupq_n_f32(m_ref);
                 float32x4_t vsum = vdupq_n_f32(0.0f);
                 for (c = 0; c < 128; c += 4) {
-                    const float32x4_t e = attn_exp__neon(vsubq_f32(vld1q_f32(sr + c), vm));
+                    const float32x4_t e = attn_exp2__neon(vsubq_f32(vld1q_f32(sr + c), vm));
                     vst1q_f32(sr + c, e);
                     vsum = vaddq_f32(vsum, e);
                 }
@@ -4191,11 +4190,11 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
         vst1q_f32(orow + 248, vmulq_f32(vld1q_f32(acc + 248), vinv));
         vst1q_f32(orow + 252, vmulq_f32(vld1q_f32(acc + 252), vinv));
         if (args->lse)
-            args->lse[(b * 16 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] + logf(l);
+            args->lse[(b * 16 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l); /* m is in base 2 */
     }
 }
 
-/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*8 + c][hk][d] and
  * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
 static void attn_gemma2_9b_global_pack__neon(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
         float *restrict vp, int64_t lkp)
@@ -4209,8 +4208,8 @@ static void attn_gemma2_9b_global_pack__neon(const attn_args *args, int64_t b, i
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
         const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 128) * 32768 + j % 128;
-        for (d = 0; d < 256; d++) kc[d * 128] = kr[d];
+        float *restrict kc = kt + (j / 8) * 2048 + j % 8;
+        for (d = 0; d < 256; d++) kc[d * 8] = kr[d];
         memcpy(vp + j * 256, vr, sizeof(float) * 256);
     }
 }
@@ -4282,16 +4281,17 @@ attn_status attn_gemma2_9b_global_fwd__neon(const attn_args *args)
 /* scalar: 1 lane of f32, 16 registers */
 /* ======================================================================== */
 
-/* Scores S[4][4] = Q[4][256] K^T[256][4] (Q is packed pre-scaled).
- * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
- * s: 128 floats per row.  8192 FLOPs, 21 vector registers. */
-static void attn_gemma2_9b_global_qk_4x4__scalar(const float *restrict q, const float *restrict kt,
+
+/* Scores S[4][2] = Q[4][256] K^T[256][2] (Q is packed pre-scaled).
+ * q: packed query rows (256 floats each); kt: the packed K^T panel (2 floats per d);
+ * s: 128 floats per row.  4096 FLOPs, 11 vector registers. */
+static void attn_gemma2_9b_global_qk_4x2__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float vacc0x0 = 0.0f, vacc0x1 = 0.0f, vacc0x2 = 0.0f, vacc0x3 = 0.0f;
-    float vacc1x0 = 0.0f, vacc1x1 = 0.0f, vacc1x2 = 0.0f, vacc1x3 = 0.0f;
-    float vacc2x0 = 0.0f, vacc2x1 = 0.0f, vacc2x2 = 0.0f, vacc2x3 = 0.0f;
-    float vacc3x0 = 0.0f, vacc3x1 = 0.0f, vacc3x2 = 0.0f, vacc3x3 = 0.0f;
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
+    float vacc1x0 = 0.0f, vacc1x1 = 0.0f;
+    float vacc2x0 = 0.0f, vacc2x1 = 0.0f;
+    float vacc3x0 = 0.0f, vacc3x1 = 0.0f;
     const float *restrict q0 = q + 0;
     const float *restrict q1 = q + 256;
     const float *restrict q2 = q + 512;
@@ -4300,223 +4300,181 @@ static void attn_gemma2_9b_global_qk_4x4__scalar(const float *restrict q, const 
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const float vk0 = *(kt + (d) * 128 + 0);
-            const float vk1 = *(kt + (d) * 128 + 1);
-            const float vk2 = *(kt + (d) * 128 + 2);
-            const float vk3 = *(kt + (d) * 128 + 3);
+            const float vk0 = *(kt + (d) * 2 + 0);
+            const float vk1 = *(kt + (d) * 2 + 1);
             const float vq0 = (q0[d]);
             const float vq1 = (q1[d]);
             const float vq2 = (q2[d]);
             const float vq3 = (q3[d]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 1 */
-            const float vk0 = *(kt + (d + 1) * 128 + 0);
-            const float vk1 = *(kt + (d + 1) * 128 + 1);
-            const float vk2 = *(kt + (d + 1) * 128 + 2);
-            const float vk3 = *(kt + (d + 1) * 128 + 3);
+            const float vk0 = *(kt + (d + 1) * 2 + 0);
+            const float vk1 = *(kt + (d + 1) * 2 + 1);
             const float vq0 = (q0[d + 1]);
             const float vq1 = (q1[d + 1]);
             const float vq2 = (q2[d + 1]);
             const float vq3 = (q3[d + 1]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 2 */
-            const float vk0 = *(kt + (d + 2) * 128 + 0);
-            const float vk1 = *(kt + (d + 2) * 128 + 1);
-            const float vk2 = *(kt + (d + 2) * 128 + 2);
-            const float vk3 = *(kt + (d + 2) * 128 + 3);
+            const float vk0 = *(kt + (d + 2) * 2 + 0);
+            const float vk1 = *(kt + (d + 2) * 2 + 1);
             const float vq0 = (q0[d + 2]);
             const float vq1 = (q1[d + 2]);
             const float vq2 = (q2[d + 2]);
             const float vq3 = (q3[d + 2]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 3 */
-            const float vk0 = *(kt + (d + 3) * 128 + 0);
-            const float vk1 = *(kt + (d + 3) * 128 + 1);
-            const float vk2 = *(kt + (d + 3) * 128 + 2);
-            const float vk3 = *(kt + (d + 3) * 128 + 3);
+            const float vk0 = *(kt + (d + 3) * 2 + 0);
+            const float vk1 = *(kt + (d + 3) * 2 + 1);
             const float vq0 = (q0[d + 3]);
             const float vq1 = (q1[d + 3]);
             const float vq2 = (q2[d + 3]);
             const float vq3 = (q3[d + 3]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 4 */
-            const float vk0 = *(kt + (d + 4) * 128 + 0);
-            const float vk1 = *(kt + (d + 4) * 128 + 1);
-            const float vk2 = *(kt + (d + 4) * 128 + 2);
-            const float vk3 = *(kt + (d + 4) * 128 + 3);
+            const float vk0 = *(kt + (d + 4) * 2 + 0);
+            const float vk1 = *(kt + (d + 4) * 2 + 1);
             const float vq0 = (q0[d + 4]);
             const float vq1 = (q1[d + 4]);
             const float vq2 = (q2[d + 4]);
             const float vq3 = (q3[d + 4]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 5 */
-            const float vk0 = *(kt + (d + 5) * 128 + 0);
-            const float vk1 = *(kt + (d + 5) * 128 + 1);
-            const float vk2 = *(kt + (d + 5) * 128 + 2);
-            const float vk3 = *(kt + (d + 5) * 128 + 3);
+            const float vk0 = *(kt + (d + 5) * 2 + 0);
+            const float vk1 = *(kt + (d + 5) * 2 + 1);
             const float vq0 = (q0[d + 5]);
             const float vq1 = (q1[d + 5]);
             const float vq2 = (q2[d + 5]);
             const float vq3 = (q3[d + 5]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 6 */
-            const float vk0 = *(kt + (d + 6) * 128 + 0);
-            const float vk1 = *(kt + (d + 6) * 128 + 1);
-            const float vk2 = *(kt + (d + 6) * 128 + 2);
-            const float vk3 = *(kt + (d + 6) * 128 + 3);
+            const float vk0 = *(kt + (d + 6) * 2 + 0);
+            const float vk1 = *(kt + (d + 6) * 2 + 1);
             const float vq0 = (q0[d + 6]);
             const float vq1 = (q1[d + 6]);
             const float vq2 = (q2[d + 6]);
             const float vq3 = (q3[d + 6]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 7 */
-            const float vk0 = *(kt + (d + 7) * 128 + 0);
-            const float vk1 = *(kt + (d + 7) * 128 + 1);
-            const float vk2 = *(kt + (d + 7) * 128 + 2);
-            const float vk3 = *(kt + (d + 7) * 128 + 3);
+            const float vk0 = *(kt + (d + 7) * 2 + 0);
+            const float vk1 = *(kt + (d + 7) * 2 + 1);
             const float vq0 = (q0[d + 7]);
             const float vq1 = (q1[d + 7]);
             const float vq2 = (q2[d + 7]);
             const float vq3 = (q3[d + 7]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
     }
 
     *(s + 0 * 128 + 0) = vacc0x0;
     *(s + 0 * 128 + 1) = vacc0x1;
-    *(s + 0 * 128 + 2) = vacc0x2;
-    *(s + 0 * 128 + 3) = vacc0x3;
     *(s + 1 * 128 + 0) = vacc1x0;
     *(s + 1 * 128 + 1) = vacc1x1;
-    *(s + 1 * 128 + 2) = vacc1x2;
-    *(s + 1 * 128 + 3) = vacc1x3;
     *(s + 2 * 128 + 0) = vacc2x0;
     *(s + 2 * 128 + 1) = vacc2x1;
-    *(s + 2 * 128 + 2) = vacc2x2;
-    *(s + 2 * 128 + 3) = vacc2x3;
     *(s + 3 * 128 + 0) = vacc3x0;
     *(s + 3 * 128 + 1) = vacc3x1;
-    *(s + 3 * 128 + 2) = vacc3x2;
-    *(s + 3 * 128 + 3) = vacc3x3;
 }
 
-/* Scores S[1][4] = Q[1][256] K^T[256][4] (Q is packed pre-scaled).
- * q: packed query rows (256 floats each); kt: the packed K^T tile at the first key (128 floats per d);
- * s: 128 floats per row.  2048 FLOPs, 9 vector registers. */
-static void attn_gemma2_9b_global_qk_1x4__scalar(const float *restrict q, const float *restrict kt,
+/* Scores S[1][2] = Q[1][256] K^T[256][2] (Q is packed pre-scaled).
+ * q: packed query rows (256 floats each); kt: the packed K^T panel (2 floats per d);
+ * s: 128 floats per row.  1024 FLOPs, 5 vector registers. */
+static void attn_gemma2_9b_global_qk_1x2__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float vacc0x0 = 0.0f, vacc0x1 = 0.0f, vacc0x2 = 0.0f, vacc0x3 = 0.0f;
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
     const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 256; d += 8) {
         { /* d = d */
-            const float vk0 = *(kt + (d) * 128 + 0);
-            const float vk1 = *(kt + (d) * 128 + 1);
-            const float vk2 = *(kt + (d) * 128 + 2);
-            const float vk3 = *(kt + (d) * 128 + 3);
+            const float vk0 = *(kt + (d) * 2 + 0);
+            const float vk1 = *(kt + (d) * 2 + 1);
             const float vq0 = (q0[d]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 1 */
-            const float vk0 = *(kt + (d + 1) * 128 + 0);
-            const float vk1 = *(kt + (d + 1) * 128 + 1);
-            const float vk2 = *(kt + (d + 1) * 128 + 2);
-            const float vk3 = *(kt + (d + 1) * 128 + 3);
+            const float vk0 = *(kt + (d + 1) * 2 + 0);
+            const float vk1 = *(kt + (d + 1) * 2 + 1);
             const float vq0 = (q0[d + 1]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 2 */
-            const float vk0 = *(kt + (d + 2) * 128 + 0);
-            const float vk1 = *(kt + (d + 2) * 128 + 1);
-            const float vk2 = *(kt + (d + 2) * 128 + 2);
-            const float vk3 = *(kt + (d + 2) * 128 + 3);
+            const float vk0 = *(kt + (d + 2) * 2 + 0);
+            const float vk1 = *(kt + (d + 2) * 2 + 1);
             const float vq0 = (q0[d + 2]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 3 */
-            const float vk0 = *(kt + (d + 3) * 128 + 0);
-            const float vk1 = *(kt + (d + 3) * 128 + 1);
-            const float vk2 = *(kt + (d + 3) * 128 + 2);
-            const float vk3 = *(kt + (d + 3) * 128 + 3);
+            const float vk0 = *(kt + (d + 3) * 2 + 0);
+            const float vk1 = *(kt + (d + 3) * 2 + 1);
             const float vq0 = (q0[d + 3]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 4 */
-            const float vk0 = *(kt + (d + 4) * 128 + 0);
-            const float vk1 = *(kt + (d + 4) * 128 + 1);
-            const float vk2 = *(kt + (d + 4) * 128 + 2);
-            const float vk3 = *(kt + (d + 4) * 128 + 3);
+            const float vk0 = *(kt + (d + 4) * 2 + 0);
+            const float vk1 = *(kt + (d + 4) * 2 + 1);
             const float vq0 = (q0[d + 4]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 5 */
-            const float vk0 = *(kt + (d + 5) * 128 + 0);
-            const float vk1 = *(kt + (d + 5) * 128 + 1);
-            const float vk2 = *(kt + (d + 5) * 128 + 2);
-            const float vk3 = *(kt + (d + 5) * 128 + 3);
+            const float vk0 = *(kt + (d + 5) * 2 + 0);
+            const float vk1 = *(kt + (d + 5) * 2 + 1);
             const float vq0 = (q0[d + 5]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 6 */
-            const float vk0 = *(kt + (d + 6) * 128 + 0);
-            const float vk1 = *(kt + (d + 6) * 128 + 1);
-            const float vk2 = *(kt + (d + 6) * 128 + 2);
-            const float vk3 = *(kt + (d + 6) * 128 + 3);
+            const float vk0 = *(kt + (d + 6) * 2 + 0);
+            const float vk1 = *(kt + (d + 6) * 2 + 1);
             const float vq0 = (q0[d + 6]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 7 */
-            const float vk0 = *(kt + (d + 7) * 128 + 0);
-            const float vk1 = *(kt + (d + 7) * 128 + 1);
-            const float vk2 = *(kt + (d + 7) * 128 + 2);
-            const float vk3 = *(kt + (d + 7) * 128 + 3);
+            const float vk0 = *(kt + (d + 7) * 2 + 0);
+            const float vk1 = *(kt + (d + 7) * 2 + 1);
             const float vq0 = (q0[d + 7]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
     }
 
     *(s + 0 * 128 + 0) = vacc0x0;
     *(s + 0 * 128 + 1) = vacc0x1;
-    *(s + 0 * 128 + 2) = vacc0x2;
-    *(s + 0 * 128 + 3) = vacc0x3;
 }
 
-/* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 32 chunks of at most 8 vectors.
+/* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 128 chunks of at most 2 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 256 floats per row.
- * 2048 FLOPs per key, 37 vector registers. */
+ * 2048 FLOPs per key, 13 vector registers. */
 static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
@@ -4524,12 +4482,12 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
     const float va1 = (alpha[1]);
     const float va2 = (alpha[2]);
     const float va3 = (alpha[3]);
-    { /* columns 0..7 */
+    { /* columns 0..1 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 0) * va0), vacc0x1 = (*(o + 0 * 256 + 1) * va0), vacc0x2 = (*(o + 0 * 256 + 2) * va0), vacc0x3 = (*(o + 0 * 256 + 3) * va0), vacc0x4 = (*(o + 0 * 256 + 4) * va0), vacc0x5 = (*(o + 0 * 256 + 5) * va0), vacc0x6 = (*(o + 0 * 256 + 6) * va0), vacc0x7 = (*(o + 0 * 256 + 7) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 0) * va1), vacc1x1 = (*(o + 1 * 256 + 1) * va1), vacc1x2 = (*(o + 1 * 256 + 2) * va1), vacc1x3 = (*(o + 1 * 256 + 3) * va1), vacc1x4 = (*(o + 1 * 256 + 4) * va1), vacc1x5 = (*(o + 1 * 256 + 5) * va1), vacc1x6 = (*(o + 1 * 256 + 6) * va1), vacc1x7 = (*(o + 1 * 256 + 7) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 0) * va2), vacc2x1 = (*(o + 2 * 256 + 1) * va2), vacc2x2 = (*(o + 2 * 256 + 2) * va2), vacc2x3 = (*(o + 2 * 256 + 3) * va2), vacc2x4 = (*(o + 2 * 256 + 4) * va2), vacc2x5 = (*(o + 2 * 256 + 5) * va2), vacc2x6 = (*(o + 2 * 256 + 6) * va2), vacc2x7 = (*(o + 2 * 256 + 7) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 0) * va3), vacc3x1 = (*(o + 3 * 256 + 1) * va3), vacc3x2 = (*(o + 3 * 256 + 2) * va3), vacc3x3 = (*(o + 3 * 256 + 3) * va3), vacc3x4 = (*(o + 3 * 256 + 4) * va3), vacc3x5 = (*(o + 3 * 256 + 5) * va3), vacc3x6 = (*(o + 3 * 256 + 6) * va3), vacc3x7 = (*(o + 3 * 256 + 7) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 0) * va0), vacc0x1 = (*(o + 0 * 256 + 1) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 0) * va1), vacc1x1 = (*(o + 1 * 256 + 1) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 0) * va2), vacc2x1 = (*(o + 2 * 256 + 1) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 0) * va3), vacc3x1 = (*(o + 3 * 256 + 1) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -4544,70 +4502,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 1);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 2);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 3);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 4);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 5);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 6);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 7);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 0) = vacc0x0;
         *(o + 0 * 256 + 1) = vacc0x1;
-        *(o + 0 * 256 + 2) = vacc0x2;
-        *(o + 0 * 256 + 3) = vacc0x3;
-        *(o + 0 * 256 + 4) = vacc0x4;
-        *(o + 0 * 256 + 5) = vacc0x5;
-        *(o + 0 * 256 + 6) = vacc0x6;
-        *(o + 0 * 256 + 7) = vacc0x7;
         *(o + 1 * 256 + 0) = vacc1x0;
         *(o + 1 * 256 + 1) = vacc1x1;
-        *(o + 1 * 256 + 2) = vacc1x2;
-        *(o + 1 * 256 + 3) = vacc1x3;
-        *(o + 1 * 256 + 4) = vacc1x4;
-        *(o + 1 * 256 + 5) = vacc1x5;
-        *(o + 1 * 256 + 6) = vacc1x6;
-        *(o + 1 * 256 + 7) = vacc1x7;
         *(o + 2 * 256 + 0) = vacc2x0;
         *(o + 2 * 256 + 1) = vacc2x1;
-        *(o + 2 * 256 + 2) = vacc2x2;
-        *(o + 2 * 256 + 3) = vacc2x3;
-        *(o + 2 * 256 + 4) = vacc2x4;
-        *(o + 2 * 256 + 5) = vacc2x5;
-        *(o + 2 * 256 + 6) = vacc2x6;
-        *(o + 2 * 256 + 7) = vacc2x7;
         *(o + 3 * 256 + 0) = vacc3x0;
         *(o + 3 * 256 + 1) = vacc3x1;
-        *(o + 3 * 256 + 2) = vacc3x2;
-        *(o + 3 * 256 + 3) = vacc3x3;
-        *(o + 3 * 256 + 4) = vacc3x4;
-        *(o + 3 * 256 + 5) = vacc3x5;
-        *(o + 3 * 256 + 6) = vacc3x6;
-        *(o + 3 * 256 + 7) = vacc3x7;
     }
-    { /* columns 8..15 */
+    { /* columns 2..3 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 8) * va0), vacc0x1 = (*(o + 0 * 256 + 9) * va0), vacc0x2 = (*(o + 0 * 256 + 10) * va0), vacc0x3 = (*(o + 0 * 256 + 11) * va0), vacc0x4 = (*(o + 0 * 256 + 12) * va0), vacc0x5 = (*(o + 0 * 256 + 13) * va0), vacc0x6 = (*(o + 0 * 256 + 14) * va0), vacc0x7 = (*(o + 0 * 256 + 15) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 8) * va1), vacc1x1 = (*(o + 1 * 256 + 9) * va1), vacc1x2 = (*(o + 1 * 256 + 10) * va1), vacc1x3 = (*(o + 1 * 256 + 11) * va1), vacc1x4 = (*(o + 1 * 256 + 12) * va1), vacc1x5 = (*(o + 1 * 256 + 13) * va1), vacc1x6 = (*(o + 1 * 256 + 14) * va1), vacc1x7 = (*(o + 1 * 256 + 15) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 8) * va2), vacc2x1 = (*(o + 2 * 256 + 9) * va2), vacc2x2 = (*(o + 2 * 256 + 10) * va2), vacc2x3 = (*(o + 2 * 256 + 11) * va2), vacc2x4 = (*(o + 2 * 256 + 12) * va2), vacc2x5 = (*(o + 2 * 256 + 13) * va2), vacc2x6 = (*(o + 2 * 256 + 14) * va2), vacc2x7 = (*(o + 2 * 256 + 15) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 8) * va3), vacc3x1 = (*(o + 3 * 256 + 9) * va3), vacc3x2 = (*(o + 3 * 256 + 10) * va3), vacc3x3 = (*(o + 3 * 256 + 11) * va3), vacc3x4 = (*(o + 3 * 256 + 12) * va3), vacc3x5 = (*(o + 3 * 256 + 13) * va3), vacc3x6 = (*(o + 3 * 256 + 14) * va3), vacc3x7 = (*(o + 3 * 256 + 15) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 2) * va0), vacc0x1 = (*(o + 0 * 256 + 3) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 2) * va1), vacc1x1 = (*(o + 1 * 256 + 3) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 2) * va2), vacc2x1 = (*(o + 2 * 256 + 3) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 2) * va3), vacc3x1 = (*(o + 3 * 256 + 3) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 2);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 2) = vacc0x0;
+        *(o + 0 * 256 + 3) = vacc0x1;
+        *(o + 1 * 256 + 2) = vacc1x0;
+        *(o + 1 * 256 + 3) = vacc1x1;
+        *(o + 2 * 256 + 2) = vacc2x0;
+        *(o + 2 * 256 + 3) = vacc2x1;
+        *(o + 3 * 256 + 2) = vacc3x0;
+        *(o + 3 * 256 + 3) = vacc3x1;
+    }
+    { /* columns 4..5 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 4) * va0), vacc0x1 = (*(o + 0 * 256 + 5) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 4) * va1), vacc1x1 = (*(o + 1 * 256 + 5) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 4) * va2), vacc2x1 = (*(o + 2 * 256 + 5) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 4) * va3), vacc3x1 = (*(o + 3 * 256 + 5) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 4);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 4) = vacc0x0;
+        *(o + 0 * 256 + 5) = vacc0x1;
+        *(o + 1 * 256 + 4) = vacc1x0;
+        *(o + 1 * 256 + 5) = vacc1x1;
+        *(o + 2 * 256 + 4) = vacc2x0;
+        *(o + 2 * 256 + 5) = vacc2x1;
+        *(o + 3 * 256 + 4) = vacc3x0;
+        *(o + 3 * 256 + 5) = vacc3x1;
+    }
+    { /* columns 6..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 6) * va0), vacc0x1 = (*(o + 0 * 256 + 7) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 6) * va1), vacc1x1 = (*(o + 1 * 256 + 7) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 6) * va2), vacc2x1 = (*(o + 2 * 256 + 7) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 6) * va3), vacc3x1 = (*(o + 3 * 256 + 7) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 6);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 6) = vacc0x0;
+        *(o + 0 * 256 + 7) = vacc0x1;
+        *(o + 1 * 256 + 6) = vacc1x0;
+        *(o + 1 * 256 + 7) = vacc1x1;
+        *(o + 2 * 256 + 6) = vacc2x0;
+        *(o + 2 * 256 + 7) = vacc2x1;
+        *(o + 3 * 256 + 6) = vacc3x0;
+        *(o + 3 * 256 + 7) = vacc3x1;
+    }
+    { /* columns 8..9 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 8) * va0), vacc0x1 = (*(o + 0 * 256 + 9) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 8) * va1), vacc1x1 = (*(o + 1 * 256 + 9) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 8) * va2), vacc2x1 = (*(o + 2 * 256 + 9) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 8) * va3), vacc3x1 = (*(o + 3 * 256 + 9) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -4622,70 +4622,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 9);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 10);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 11);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 12);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 13);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 14);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 15);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 8) = vacc0x0;
         *(o + 0 * 256 + 9) = vacc0x1;
-        *(o + 0 * 256 + 10) = vacc0x2;
-        *(o + 0 * 256 + 11) = vacc0x3;
-        *(o + 0 * 256 + 12) = vacc0x4;
-        *(o + 0 * 256 + 13) = vacc0x5;
-        *(o + 0 * 256 + 14) = vacc0x6;
-        *(o + 0 * 256 + 15) = vacc0x7;
         *(o + 1 * 256 + 8) = vacc1x0;
         *(o + 1 * 256 + 9) = vacc1x1;
-        *(o + 1 * 256 + 10) = vacc1x2;
-        *(o + 1 * 256 + 11) = vacc1x3;
-        *(o + 1 * 256 + 12) = vacc1x4;
-        *(o + 1 * 256 + 13) = vacc1x5;
-        *(o + 1 * 256 + 14) = vacc1x6;
-        *(o + 1 * 256 + 15) = vacc1x7;
         *(o + 2 * 256 + 8) = vacc2x0;
         *(o + 2 * 256 + 9) = vacc2x1;
-        *(o + 2 * 256 + 10) = vacc2x2;
-        *(o + 2 * 256 + 11) = vacc2x3;
-        *(o + 2 * 256 + 12) = vacc2x4;
-        *(o + 2 * 256 + 13) = vacc2x5;
-        *(o + 2 * 256 + 14) = vacc2x6;
-        *(o + 2 * 256 + 15) = vacc2x7;
         *(o + 3 * 256 + 8) = vacc3x0;
         *(o + 3 * 256 + 9) = vacc3x1;
-        *(o + 3 * 256 + 10) = vacc3x2;
-        *(o + 3 * 256 + 11) = vacc3x3;
-        *(o + 3 * 256 + 12) = vacc3x4;
-        *(o + 3 * 256 + 13) = vacc3x5;
-        *(o + 3 * 256 + 14) = vacc3x6;
-        *(o + 3 * 256 + 15) = vacc3x7;
     }
-    { /* columns 16..23 */
+    { /* columns 10..11 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 16) * va0), vacc0x1 = (*(o + 0 * 256 + 17) * va0), vacc0x2 = (*(o + 0 * 256 + 18) * va0), vacc0x3 = (*(o + 0 * 256 + 19) * va0), vacc0x4 = (*(o + 0 * 256 + 20) * va0), vacc0x5 = (*(o + 0 * 256 + 21) * va0), vacc0x6 = (*(o + 0 * 256 + 22) * va0), vacc0x7 = (*(o + 0 * 256 + 23) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 16) * va1), vacc1x1 = (*(o + 1 * 256 + 17) * va1), vacc1x2 = (*(o + 1 * 256 + 18) * va1), vacc1x3 = (*(o + 1 * 256 + 19) * va1), vacc1x4 = (*(o + 1 * 256 + 20) * va1), vacc1x5 = (*(o + 1 * 256 + 21) * va1), vacc1x6 = (*(o + 1 * 256 + 22) * va1), vacc1x7 = (*(o + 1 * 256 + 23) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 16) * va2), vacc2x1 = (*(o + 2 * 256 + 17) * va2), vacc2x2 = (*(o + 2 * 256 + 18) * va2), vacc2x3 = (*(o + 2 * 256 + 19) * va2), vacc2x4 = (*(o + 2 * 256 + 20) * va2), vacc2x5 = (*(o + 2 * 256 + 21) * va2), vacc2x6 = (*(o + 2 * 256 + 22) * va2), vacc2x7 = (*(o + 2 * 256 + 23) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 16) * va3), vacc3x1 = (*(o + 3 * 256 + 17) * va3), vacc3x2 = (*(o + 3 * 256 + 18) * va3), vacc3x3 = (*(o + 3 * 256 + 19) * va3), vacc3x4 = (*(o + 3 * 256 + 20) * va3), vacc3x5 = (*(o + 3 * 256 + 21) * va3), vacc3x6 = (*(o + 3 * 256 + 22) * va3), vacc3x7 = (*(o + 3 * 256 + 23) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 10) * va0), vacc0x1 = (*(o + 0 * 256 + 11) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 10) * va1), vacc1x1 = (*(o + 1 * 256 + 11) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 10) * va2), vacc2x1 = (*(o + 2 * 256 + 11) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 10) * va3), vacc3x1 = (*(o + 3 * 256 + 11) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 10);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 10) = vacc0x0;
+        *(o + 0 * 256 + 11) = vacc0x1;
+        *(o + 1 * 256 + 10) = vacc1x0;
+        *(o + 1 * 256 + 11) = vacc1x1;
+        *(o + 2 * 256 + 10) = vacc2x0;
+        *(o + 2 * 256 + 11) = vacc2x1;
+        *(o + 3 * 256 + 10) = vacc3x0;
+        *(o + 3 * 256 + 11) = vacc3x1;
+    }
+    { /* columns 12..13 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 12) * va0), vacc0x1 = (*(o + 0 * 256 + 13) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 12) * va1), vacc1x1 = (*(o + 1 * 256 + 13) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 12) * va2), vacc2x1 = (*(o + 2 * 256 + 13) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 12) * va3), vacc3x1 = (*(o + 3 * 256 + 13) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 12);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 12) = vacc0x0;
+        *(o + 0 * 256 + 13) = vacc0x1;
+        *(o + 1 * 256 + 12) = vacc1x0;
+        *(o + 1 * 256 + 13) = vacc1x1;
+        *(o + 2 * 256 + 12) = vacc2x0;
+        *(o + 2 * 256 + 13) = vacc2x1;
+        *(o + 3 * 256 + 12) = vacc3x0;
+        *(o + 3 * 256 + 13) = vacc3x1;
+    }
+    { /* columns 14..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 14) * va0), vacc0x1 = (*(o + 0 * 256 + 15) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 14) * va1), vacc1x1 = (*(o + 1 * 256 + 15) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 14) * va2), vacc2x1 = (*(o + 2 * 256 + 15) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 14) * va3), vacc3x1 = (*(o + 3 * 256 + 15) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 14);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 14) = vacc0x0;
+        *(o + 0 * 256 + 15) = vacc0x1;
+        *(o + 1 * 256 + 14) = vacc1x0;
+        *(o + 1 * 256 + 15) = vacc1x1;
+        *(o + 2 * 256 + 14) = vacc2x0;
+        *(o + 2 * 256 + 15) = vacc2x1;
+        *(o + 3 * 256 + 14) = vacc3x0;
+        *(o + 3 * 256 + 15) = vacc3x1;
+    }
+    { /* columns 16..17 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 16) * va0), vacc0x1 = (*(o + 0 * 256 + 17) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 16) * va1), vacc1x1 = (*(o + 1 * 256 + 17) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 16) * va2), vacc2x1 = (*(o + 2 * 256 + 17) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 16) * va3), vacc3x1 = (*(o + 3 * 256 + 17) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -4700,70 +4742,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 17);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 18);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 19);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 20);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 21);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 22);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 23);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 16) = vacc0x0;
         *(o + 0 * 256 + 17) = vacc0x1;
-        *(o + 0 * 256 + 18) = vacc0x2;
-        *(o + 0 * 256 + 19) = vacc0x3;
-        *(o + 0 * 256 + 20) = vacc0x4;
-        *(o + 0 * 256 + 21) = vacc0x5;
-        *(o + 0 * 256 + 22) = vacc0x6;
-        *(o + 0 * 256 + 23) = vacc0x7;
         *(o + 1 * 256 + 16) = vacc1x0;
         *(o + 1 * 256 + 17) = vacc1x1;
-        *(o + 1 * 256 + 18) = vacc1x2;
-        *(o + 1 * 256 + 19) = vacc1x3;
-        *(o + 1 * 256 + 20) = vacc1x4;
-        *(o + 1 * 256 + 21) = vacc1x5;
-        *(o + 1 * 256 + 22) = vacc1x6;
-        *(o + 1 * 256 + 23) = vacc1x7;
         *(o + 2 * 256 + 16) = vacc2x0;
         *(o + 2 * 256 + 17) = vacc2x1;
-        *(o + 2 * 256 + 18) = vacc2x2;
-        *(o + 2 * 256 + 19) = vacc2x3;
-        *(o + 2 * 256 + 20) = vacc2x4;
-        *(o + 2 * 256 + 21) = vacc2x5;
-        *(o + 2 * 256 + 22) = vacc2x6;
-        *(o + 2 * 256 + 23) = vacc2x7;
         *(o + 3 * 256 + 16) = vacc3x0;
         *(o + 3 * 256 + 17) = vacc3x1;
-        *(o + 3 * 256 + 18) = vacc3x2;
-        *(o + 3 * 256 + 19) = vacc3x3;
-        *(o + 3 * 256 + 20) = vacc3x4;
-        *(o + 3 * 256 + 21) = vacc3x5;
-        *(o + 3 * 256 + 22) = vacc3x6;
-        *(o + 3 * 256 + 23) = vacc3x7;
     }
-    { /* columns 24..31 */
+    { /* columns 18..19 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 24) * va0), vacc0x1 = (*(o + 0 * 256 + 25) * va0), vacc0x2 = (*(o + 0 * 256 + 26) * va0), vacc0x3 = (*(o + 0 * 256 + 27) * va0), vacc0x4 = (*(o + 0 * 256 + 28) * va0), vacc0x5 = (*(o + 0 * 256 + 29) * va0), vacc0x6 = (*(o + 0 * 256 + 30) * va0), vacc0x7 = (*(o + 0 * 256 + 31) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 24) * va1), vacc1x1 = (*(o + 1 * 256 + 25) * va1), vacc1x2 = (*(o + 1 * 256 + 26) * va1), vacc1x3 = (*(o + 1 * 256 + 27) * va1), vacc1x4 = (*(o + 1 * 256 + 28) * va1), vacc1x5 = (*(o + 1 * 256 + 29) * va1), vacc1x6 = (*(o + 1 * 256 + 30) * va1), vacc1x7 = (*(o + 1 * 256 + 31) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 24) * va2), vacc2x1 = (*(o + 2 * 256 + 25) * va2), vacc2x2 = (*(o + 2 * 256 + 26) * va2), vacc2x3 = (*(o + 2 * 256 + 27) * va2), vacc2x4 = (*(o + 2 * 256 + 28) * va2), vacc2x5 = (*(o + 2 * 256 + 29) * va2), vacc2x6 = (*(o + 2 * 256 + 30) * va2), vacc2x7 = (*(o + 2 * 256 + 31) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 24) * va3), vacc3x1 = (*(o + 3 * 256 + 25) * va3), vacc3x2 = (*(o + 3 * 256 + 26) * va3), vacc3x3 = (*(o + 3 * 256 + 27) * va3), vacc3x4 = (*(o + 3 * 256 + 28) * va3), vacc3x5 = (*(o + 3 * 256 + 29) * va3), vacc3x6 = (*(o + 3 * 256 + 30) * va3), vacc3x7 = (*(o + 3 * 256 + 31) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 18) * va0), vacc0x1 = (*(o + 0 * 256 + 19) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 18) * va1), vacc1x1 = (*(o + 1 * 256 + 19) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 18) * va2), vacc2x1 = (*(o + 2 * 256 + 19) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 18) * va3), vacc3x1 = (*(o + 3 * 256 + 19) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 18);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 18) = vacc0x0;
+        *(o + 0 * 256 + 19) = vacc0x1;
+        *(o + 1 * 256 + 18) = vacc1x0;
+        *(o + 1 * 256 + 19) = vacc1x1;
+        *(o + 2 * 256 + 18) = vacc2x0;
+        *(o + 2 * 256 + 19) = vacc2x1;
+        *(o + 3 * 256 + 18) = vacc3x0;
+        *(o + 3 * 256 + 19) = vacc3x1;
+    }
+    { /* columns 20..21 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 20) * va0), vacc0x1 = (*(o + 0 * 256 + 21) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 20) * va1), vacc1x1 = (*(o + 1 * 256 + 21) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 20) * va2), vacc2x1 = (*(o + 2 * 256 + 21) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 20) * va3), vacc3x1 = (*(o + 3 * 256 + 21) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 20);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 20) = vacc0x0;
+        *(o + 0 * 256 + 21) = vacc0x1;
+        *(o + 1 * 256 + 20) = vacc1x0;
+        *(o + 1 * 256 + 21) = vacc1x1;
+        *(o + 2 * 256 + 20) = vacc2x0;
+        *(o + 2 * 256 + 21) = vacc2x1;
+        *(o + 3 * 256 + 20) = vacc3x0;
+        *(o + 3 * 256 + 21) = vacc3x1;
+    }
+    { /* columns 22..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 22) * va0), vacc0x1 = (*(o + 0 * 256 + 23) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 22) * va1), vacc1x1 = (*(o + 1 * 256 + 23) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 22) * va2), vacc2x1 = (*(o + 2 * 256 + 23) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 22) * va3), vacc3x1 = (*(o + 3 * 256 + 23) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 22);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 22) = vacc0x0;
+        *(o + 0 * 256 + 23) = vacc0x1;
+        *(o + 1 * 256 + 22) = vacc1x0;
+        *(o + 1 * 256 + 23) = vacc1x1;
+        *(o + 2 * 256 + 22) = vacc2x0;
+        *(o + 2 * 256 + 23) = vacc2x1;
+        *(o + 3 * 256 + 22) = vacc3x0;
+        *(o + 3 * 256 + 23) = vacc3x1;
+    }
+    { /* columns 24..25 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 24) * va0), vacc0x1 = (*(o + 0 * 256 + 25) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 24) * va1), vacc1x1 = (*(o + 1 * 256 + 25) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 24) * va2), vacc2x1 = (*(o + 2 * 256 + 25) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 24) * va3), vacc3x1 = (*(o + 3 * 256 + 25) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -4778,70 +4862,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 25);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 26);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 27);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 28);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 29);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 30);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 31);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 24) = vacc0x0;
         *(o + 0 * 256 + 25) = vacc0x1;
-        *(o + 0 * 256 + 26) = vacc0x2;
-        *(o + 0 * 256 + 27) = vacc0x3;
-        *(o + 0 * 256 + 28) = vacc0x4;
-        *(o + 0 * 256 + 29) = vacc0x5;
-        *(o + 0 * 256 + 30) = vacc0x6;
-        *(o + 0 * 256 + 31) = vacc0x7;
         *(o + 1 * 256 + 24) = vacc1x0;
         *(o + 1 * 256 + 25) = vacc1x1;
-        *(o + 1 * 256 + 26) = vacc1x2;
-        *(o + 1 * 256 + 27) = vacc1x3;
-        *(o + 1 * 256 + 28) = vacc1x4;
-        *(o + 1 * 256 + 29) = vacc1x5;
-        *(o + 1 * 256 + 30) = vacc1x6;
-        *(o + 1 * 256 + 31) = vacc1x7;
         *(o + 2 * 256 + 24) = vacc2x0;
         *(o + 2 * 256 + 25) = vacc2x1;
-        *(o + 2 * 256 + 26) = vacc2x2;
-        *(o + 2 * 256 + 27) = vacc2x3;
-        *(o + 2 * 256 + 28) = vacc2x4;
-        *(o + 2 * 256 + 29) = vacc2x5;
-        *(o + 2 * 256 + 30) = vacc2x6;
-        *(o + 2 * 256 + 31) = vacc2x7;
         *(o + 3 * 256 + 24) = vacc3x0;
         *(o + 3 * 256 + 25) = vacc3x1;
-        *(o + 3 * 256 + 26) = vacc3x2;
-        *(o + 3 * 256 + 27) = vacc3x3;
-        *(o + 3 * 256 + 28) = vacc3x4;
-        *(o + 3 * 256 + 29) = vacc3x5;
-        *(o + 3 * 256 + 30) = vacc3x6;
-        *(o + 3 * 256 + 31) = vacc3x7;
     }
-    { /* columns 32..39 */
+    { /* columns 26..27 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 32) * va0), vacc0x1 = (*(o + 0 * 256 + 33) * va0), vacc0x2 = (*(o + 0 * 256 + 34) * va0), vacc0x3 = (*(o + 0 * 256 + 35) * va0), vacc0x4 = (*(o + 0 * 256 + 36) * va0), vacc0x5 = (*(o + 0 * 256 + 37) * va0), vacc0x6 = (*(o + 0 * 256 + 38) * va0), vacc0x7 = (*(o + 0 * 256 + 39) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 32) * va1), vacc1x1 = (*(o + 1 * 256 + 33) * va1), vacc1x2 = (*(o + 1 * 256 + 34) * va1), vacc1x3 = (*(o + 1 * 256 + 35) * va1), vacc1x4 = (*(o + 1 * 256 + 36) * va1), vacc1x5 = (*(o + 1 * 256 + 37) * va1), vacc1x6 = (*(o + 1 * 256 + 38) * va1), vacc1x7 = (*(o + 1 * 256 + 39) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 32) * va2), vacc2x1 = (*(o + 2 * 256 + 33) * va2), vacc2x2 = (*(o + 2 * 256 + 34) * va2), vacc2x3 = (*(o + 2 * 256 + 35) * va2), vacc2x4 = (*(o + 2 * 256 + 36) * va2), vacc2x5 = (*(o + 2 * 256 + 37) * va2), vacc2x6 = (*(o + 2 * 256 + 38) * va2), vacc2x7 = (*(o + 2 * 256 + 39) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 32) * va3), vacc3x1 = (*(o + 3 * 256 + 33) * va3), vacc3x2 = (*(o + 3 * 256 + 34) * va3), vacc3x3 = (*(o + 3 * 256 + 35) * va3), vacc3x4 = (*(o + 3 * 256 + 36) * va3), vacc3x5 = (*(o + 3 * 256 + 37) * va3), vacc3x6 = (*(o + 3 * 256 + 38) * va3), vacc3x7 = (*(o + 3 * 256 + 39) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 26) * va0), vacc0x1 = (*(o + 0 * 256 + 27) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 26) * va1), vacc1x1 = (*(o + 1 * 256 + 27) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 26) * va2), vacc2x1 = (*(o + 2 * 256 + 27) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 26) * va3), vacc3x1 = (*(o + 3 * 256 + 27) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 26);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 26) = vacc0x0;
+        *(o + 0 * 256 + 27) = vacc0x1;
+        *(o + 1 * 256 + 26) = vacc1x0;
+        *(o + 1 * 256 + 27) = vacc1x1;
+        *(o + 2 * 256 + 26) = vacc2x0;
+        *(o + 2 * 256 + 27) = vacc2x1;
+        *(o + 3 * 256 + 26) = vacc3x0;
+        *(o + 3 * 256 + 27) = vacc3x1;
+    }
+    { /* columns 28..29 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 28) * va0), vacc0x1 = (*(o + 0 * 256 + 29) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 28) * va1), vacc1x1 = (*(o + 1 * 256 + 29) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 28) * va2), vacc2x1 = (*(o + 2 * 256 + 29) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 28) * va3), vacc3x1 = (*(o + 3 * 256 + 29) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 28);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 28) = vacc0x0;
+        *(o + 0 * 256 + 29) = vacc0x1;
+        *(o + 1 * 256 + 28) = vacc1x0;
+        *(o + 1 * 256 + 29) = vacc1x1;
+        *(o + 2 * 256 + 28) = vacc2x0;
+        *(o + 2 * 256 + 29) = vacc2x1;
+        *(o + 3 * 256 + 28) = vacc3x0;
+        *(o + 3 * 256 + 29) = vacc3x1;
+    }
+    { /* columns 30..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 30) * va0), vacc0x1 = (*(o + 0 * 256 + 31) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 30) * va1), vacc1x1 = (*(o + 1 * 256 + 31) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 30) * va2), vacc2x1 = (*(o + 2 * 256 + 31) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 30) * va3), vacc3x1 = (*(o + 3 * 256 + 31) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 30);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 30) = vacc0x0;
+        *(o + 0 * 256 + 31) = vacc0x1;
+        *(o + 1 * 256 + 30) = vacc1x0;
+        *(o + 1 * 256 + 31) = vacc1x1;
+        *(o + 2 * 256 + 30) = vacc2x0;
+        *(o + 2 * 256 + 31) = vacc2x1;
+        *(o + 3 * 256 + 30) = vacc3x0;
+        *(o + 3 * 256 + 31) = vacc3x1;
+    }
+    { /* columns 32..33 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 32) * va0), vacc0x1 = (*(o + 0 * 256 + 33) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 32) * va1), vacc1x1 = (*(o + 1 * 256 + 33) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 32) * va2), vacc2x1 = (*(o + 2 * 256 + 33) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 32) * va3), vacc3x1 = (*(o + 3 * 256 + 33) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -4856,70 +4982,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 33);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 34);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 35);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 36);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 37);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 38);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 39);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 32) = vacc0x0;
         *(o + 0 * 256 + 33) = vacc0x1;
-        *(o + 0 * 256 + 34) = vacc0x2;
-        *(o + 0 * 256 + 35) = vacc0x3;
-        *(o + 0 * 256 + 36) = vacc0x4;
-        *(o + 0 * 256 + 37) = vacc0x5;
-        *(o + 0 * 256 + 38) = vacc0x6;
-        *(o + 0 * 256 + 39) = vacc0x7;
         *(o + 1 * 256 + 32) = vacc1x0;
         *(o + 1 * 256 + 33) = vacc1x1;
-        *(o + 1 * 256 + 34) = vacc1x2;
-        *(o + 1 * 256 + 35) = vacc1x3;
-        *(o + 1 * 256 + 36) = vacc1x4;
-        *(o + 1 * 256 + 37) = vacc1x5;
-        *(o + 1 * 256 + 38) = vacc1x6;
-        *(o + 1 * 256 + 39) = vacc1x7;
         *(o + 2 * 256 + 32) = vacc2x0;
         *(o + 2 * 256 + 33) = vacc2x1;
-        *(o + 2 * 256 + 34) = vacc2x2;
-        *(o + 2 * 256 + 35) = vacc2x3;
-        *(o + 2 * 256 + 36) = vacc2x4;
-        *(o + 2 * 256 + 37) = vacc2x5;
-        *(o + 2 * 256 + 38) = vacc2x6;
-        *(o + 2 * 256 + 39) = vacc2x7;
         *(o + 3 * 256 + 32) = vacc3x0;
         *(o + 3 * 256 + 33) = vacc3x1;
-        *(o + 3 * 256 + 34) = vacc3x2;
-        *(o + 3 * 256 + 35) = vacc3x3;
-        *(o + 3 * 256 + 36) = vacc3x4;
-        *(o + 3 * 256 + 37) = vacc3x5;
-        *(o + 3 * 256 + 38) = vacc3x6;
-        *(o + 3 * 256 + 39) = vacc3x7;
     }
-    { /* columns 40..47 */
+    { /* columns 34..35 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 40) * va0), vacc0x1 = (*(o + 0 * 256 + 41) * va0), vacc0x2 = (*(o + 0 * 256 + 42) * va0), vacc0x3 = (*(o + 0 * 256 + 43) * va0), vacc0x4 = (*(o + 0 * 256 + 44) * va0), vacc0x5 = (*(o + 0 * 256 + 45) * va0), vacc0x6 = (*(o + 0 * 256 + 46) * va0), vacc0x7 = (*(o + 0 * 256 + 47) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 40) * va1), vacc1x1 = (*(o + 1 * 256 + 41) * va1), vacc1x2 = (*(o + 1 * 256 + 42) * va1), vacc1x3 = (*(o + 1 * 256 + 43) * va1), vacc1x4 = (*(o + 1 * 256 + 44) * va1), vacc1x5 = (*(o + 1 * 256 + 45) * va1), vacc1x6 = (*(o + 1 * 256 + 46) * va1), vacc1x7 = (*(o + 1 * 256 + 47) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 40) * va2), vacc2x1 = (*(o + 2 * 256 + 41) * va2), vacc2x2 = (*(o + 2 * 256 + 42) * va2), vacc2x3 = (*(o + 2 * 256 + 43) * va2), vacc2x4 = (*(o + 2 * 256 + 44) * va2), vacc2x5 = (*(o + 2 * 256 + 45) * va2), vacc2x6 = (*(o + 2 * 256 + 46) * va2), vacc2x7 = (*(o + 2 * 256 + 47) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 40) * va3), vacc3x1 = (*(o + 3 * 256 + 41) * va3), vacc3x2 = (*(o + 3 * 256 + 42) * va3), vacc3x3 = (*(o + 3 * 256 + 43) * va3), vacc3x4 = (*(o + 3 * 256 + 44) * va3), vacc3x5 = (*(o + 3 * 256 + 45) * va3), vacc3x6 = (*(o + 3 * 256 + 46) * va3), vacc3x7 = (*(o + 3 * 256 + 47) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 34) * va0), vacc0x1 = (*(o + 0 * 256 + 35) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 34) * va1), vacc1x1 = (*(o + 1 * 256 + 35) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 34) * va2), vacc2x1 = (*(o + 2 * 256 + 35) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 34) * va3), vacc3x1 = (*(o + 3 * 256 + 35) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 34);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 34) = vacc0x0;
+        *(o + 0 * 256 + 35) = vacc0x1;
+        *(o + 1 * 256 + 34) = vacc1x0;
+        *(o + 1 * 256 + 35) = vacc1x1;
+        *(o + 2 * 256 + 34) = vacc2x0;
+        *(o + 2 * 256 + 35) = vacc2x1;
+        *(o + 3 * 256 + 34) = vacc3x0;
+        *(o + 3 * 256 + 35) = vacc3x1;
+    }
+    { /* columns 36..37 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 36) * va0), vacc0x1 = (*(o + 0 * 256 + 37) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 36) * va1), vacc1x1 = (*(o + 1 * 256 + 37) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 36) * va2), vacc2x1 = (*(o + 2 * 256 + 37) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 36) * va3), vacc3x1 = (*(o + 3 * 256 + 37) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 36);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 36) = vacc0x0;
+        *(o + 0 * 256 + 37) = vacc0x1;
+        *(o + 1 * 256 + 36) = vacc1x0;
+        *(o + 1 * 256 + 37) = vacc1x1;
+        *(o + 2 * 256 + 36) = vacc2x0;
+        *(o + 2 * 256 + 37) = vacc2x1;
+        *(o + 3 * 256 + 36) = vacc3x0;
+        *(o + 3 * 256 + 37) = vacc3x1;
+    }
+    { /* columns 38..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 38) * va0), vacc0x1 = (*(o + 0 * 256 + 39) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 38) * va1), vacc1x1 = (*(o + 1 * 256 + 39) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 38) * va2), vacc2x1 = (*(o + 2 * 256 + 39) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 38) * va3), vacc3x1 = (*(o + 3 * 256 + 39) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 38);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 38) = vacc0x0;
+        *(o + 0 * 256 + 39) = vacc0x1;
+        *(o + 1 * 256 + 38) = vacc1x0;
+        *(o + 1 * 256 + 39) = vacc1x1;
+        *(o + 2 * 256 + 38) = vacc2x0;
+        *(o + 2 * 256 + 39) = vacc2x1;
+        *(o + 3 * 256 + 38) = vacc3x0;
+        *(o + 3 * 256 + 39) = vacc3x1;
+    }
+    { /* columns 40..41 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 40) * va0), vacc0x1 = (*(o + 0 * 256 + 41) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 40) * va1), vacc1x1 = (*(o + 1 * 256 + 41) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 40) * va2), vacc2x1 = (*(o + 2 * 256 + 41) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 40) * va3), vacc3x1 = (*(o + 3 * 256 + 41) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -4934,70 +5102,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 41);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 42);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 43);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 44);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 45);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 46);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 47);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 40) = vacc0x0;
         *(o + 0 * 256 + 41) = vacc0x1;
-        *(o + 0 * 256 + 42) = vacc0x2;
-        *(o + 0 * 256 + 43) = vacc0x3;
-        *(o + 0 * 256 + 44) = vacc0x4;
-        *(o + 0 * 256 + 45) = vacc0x5;
-        *(o + 0 * 256 + 46) = vacc0x6;
-        *(o + 0 * 256 + 47) = vacc0x7;
         *(o + 1 * 256 + 40) = vacc1x0;
         *(o + 1 * 256 + 41) = vacc1x1;
-        *(o + 1 * 256 + 42) = vacc1x2;
-        *(o + 1 * 256 + 43) = vacc1x3;
-        *(o + 1 * 256 + 44) = vacc1x4;
-        *(o + 1 * 256 + 45) = vacc1x5;
-        *(o + 1 * 256 + 46) = vacc1x6;
-        *(o + 1 * 256 + 47) = vacc1x7;
         *(o + 2 * 256 + 40) = vacc2x0;
         *(o + 2 * 256 + 41) = vacc2x1;
-        *(o + 2 * 256 + 42) = vacc2x2;
-        *(o + 2 * 256 + 43) = vacc2x3;
-        *(o + 2 * 256 + 44) = vacc2x4;
-        *(o + 2 * 256 + 45) = vacc2x5;
-        *(o + 2 * 256 + 46) = vacc2x6;
-        *(o + 2 * 256 + 47) = vacc2x7;
         *(o + 3 * 256 + 40) = vacc3x0;
         *(o + 3 * 256 + 41) = vacc3x1;
-        *(o + 3 * 256 + 42) = vacc3x2;
-        *(o + 3 * 256 + 43) = vacc3x3;
-        *(o + 3 * 256 + 44) = vacc3x4;
-        *(o + 3 * 256 + 45) = vacc3x5;
-        *(o + 3 * 256 + 46) = vacc3x6;
-        *(o + 3 * 256 + 47) = vacc3x7;
     }
-    { /* columns 48..55 */
+    { /* columns 42..43 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 48) * va0), vacc0x1 = (*(o + 0 * 256 + 49) * va0), vacc0x2 = (*(o + 0 * 256 + 50) * va0), vacc0x3 = (*(o + 0 * 256 + 51) * va0), vacc0x4 = (*(o + 0 * 256 + 52) * va0), vacc0x5 = (*(o + 0 * 256 + 53) * va0), vacc0x6 = (*(o + 0 * 256 + 54) * va0), vacc0x7 = (*(o + 0 * 256 + 55) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 48) * va1), vacc1x1 = (*(o + 1 * 256 + 49) * va1), vacc1x2 = (*(o + 1 * 256 + 50) * va1), vacc1x3 = (*(o + 1 * 256 + 51) * va1), vacc1x4 = (*(o + 1 * 256 + 52) * va1), vacc1x5 = (*(o + 1 * 256 + 53) * va1), vacc1x6 = (*(o + 1 * 256 + 54) * va1), vacc1x7 = (*(o + 1 * 256 + 55) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 48) * va2), vacc2x1 = (*(o + 2 * 256 + 49) * va2), vacc2x2 = (*(o + 2 * 256 + 50) * va2), vacc2x3 = (*(o + 2 * 256 + 51) * va2), vacc2x4 = (*(o + 2 * 256 + 52) * va2), vacc2x5 = (*(o + 2 * 256 + 53) * va2), vacc2x6 = (*(o + 2 * 256 + 54) * va2), vacc2x7 = (*(o + 2 * 256 + 55) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 48) * va3), vacc3x1 = (*(o + 3 * 256 + 49) * va3), vacc3x2 = (*(o + 3 * 256 + 50) * va3), vacc3x3 = (*(o + 3 * 256 + 51) * va3), vacc3x4 = (*(o + 3 * 256 + 52) * va3), vacc3x5 = (*(o + 3 * 256 + 53) * va3), vacc3x6 = (*(o + 3 * 256 + 54) * va3), vacc3x7 = (*(o + 3 * 256 + 55) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 42) * va0), vacc0x1 = (*(o + 0 * 256 + 43) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 42) * va1), vacc1x1 = (*(o + 1 * 256 + 43) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 42) * va2), vacc2x1 = (*(o + 2 * 256 + 43) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 42) * va3), vacc3x1 = (*(o + 3 * 256 + 43) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 42);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 42) = vacc0x0;
+        *(o + 0 * 256 + 43) = vacc0x1;
+        *(o + 1 * 256 + 42) = vacc1x0;
+        *(o + 1 * 256 + 43) = vacc1x1;
+        *(o + 2 * 256 + 42) = vacc2x0;
+        *(o + 2 * 256 + 43) = vacc2x1;
+        *(o + 3 * 256 + 42) = vacc3x0;
+        *(o + 3 * 256 + 43) = vacc3x1;
+    }
+    { /* columns 44..45 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 44) * va0), vacc0x1 = (*(o + 0 * 256 + 45) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 44) * va1), vacc1x1 = (*(o + 1 * 256 + 45) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 44) * va2), vacc2x1 = (*(o + 2 * 256 + 45) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 44) * va3), vacc3x1 = (*(o + 3 * 256 + 45) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 44);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 44) = vacc0x0;
+        *(o + 0 * 256 + 45) = vacc0x1;
+        *(o + 1 * 256 + 44) = vacc1x0;
+        *(o + 1 * 256 + 45) = vacc1x1;
+        *(o + 2 * 256 + 44) = vacc2x0;
+        *(o + 2 * 256 + 45) = vacc2x1;
+        *(o + 3 * 256 + 44) = vacc3x0;
+        *(o + 3 * 256 + 45) = vacc3x1;
+    }
+    { /* columns 46..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 46) * va0), vacc0x1 = (*(o + 0 * 256 + 47) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 46) * va1), vacc1x1 = (*(o + 1 * 256 + 47) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 46) * va2), vacc2x1 = (*(o + 2 * 256 + 47) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 46) * va3), vacc3x1 = (*(o + 3 * 256 + 47) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 46);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 46) = vacc0x0;
+        *(o + 0 * 256 + 47) = vacc0x1;
+        *(o + 1 * 256 + 46) = vacc1x0;
+        *(o + 1 * 256 + 47) = vacc1x1;
+        *(o + 2 * 256 + 46) = vacc2x0;
+        *(o + 2 * 256 + 47) = vacc2x1;
+        *(o + 3 * 256 + 46) = vacc3x0;
+        *(o + 3 * 256 + 47) = vacc3x1;
+    }
+    { /* columns 48..49 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 48) * va0), vacc0x1 = (*(o + 0 * 256 + 49) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 48) * va1), vacc1x1 = (*(o + 1 * 256 + 49) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 48) * va2), vacc2x1 = (*(o + 2 * 256 + 49) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 48) * va3), vacc3x1 = (*(o + 3 * 256 + 49) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -5012,70 +5222,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 49);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 50);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 51);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 52);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 53);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 54);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 55);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 48) = vacc0x0;
         *(o + 0 * 256 + 49) = vacc0x1;
-        *(o + 0 * 256 + 50) = vacc0x2;
-        *(o + 0 * 256 + 51) = vacc0x3;
-        *(o + 0 * 256 + 52) = vacc0x4;
-        *(o + 0 * 256 + 53) = vacc0x5;
-        *(o + 0 * 256 + 54) = vacc0x6;
-        *(o + 0 * 256 + 55) = vacc0x7;
         *(o + 1 * 256 + 48) = vacc1x0;
         *(o + 1 * 256 + 49) = vacc1x1;
-        *(o + 1 * 256 + 50) = vacc1x2;
-        *(o + 1 * 256 + 51) = vacc1x3;
-        *(o + 1 * 256 + 52) = vacc1x4;
-        *(o + 1 * 256 + 53) = vacc1x5;
-        *(o + 1 * 256 + 54) = vacc1x6;
-        *(o + 1 * 256 + 55) = vacc1x7;
         *(o + 2 * 256 + 48) = vacc2x0;
         *(o + 2 * 256 + 49) = vacc2x1;
-        *(o + 2 * 256 + 50) = vacc2x2;
-        *(o + 2 * 256 + 51) = vacc2x3;
-        *(o + 2 * 256 + 52) = vacc2x4;
-        *(o + 2 * 256 + 53) = vacc2x5;
-        *(o + 2 * 256 + 54) = vacc2x6;
-        *(o + 2 * 256 + 55) = vacc2x7;
         *(o + 3 * 256 + 48) = vacc3x0;
         *(o + 3 * 256 + 49) = vacc3x1;
-        *(o + 3 * 256 + 50) = vacc3x2;
-        *(o + 3 * 256 + 51) = vacc3x3;
-        *(o + 3 * 256 + 52) = vacc3x4;
-        *(o + 3 * 256 + 53) = vacc3x5;
-        *(o + 3 * 256 + 54) = vacc3x6;
-        *(o + 3 * 256 + 55) = vacc3x7;
     }
-    { /* columns 56..63 */
+    { /* columns 50..51 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 56) * va0), vacc0x1 = (*(o + 0 * 256 + 57) * va0), vacc0x2 = (*(o + 0 * 256 + 58) * va0), vacc0x3 = (*(o + 0 * 256 + 59) * va0), vacc0x4 = (*(o + 0 * 256 + 60) * va0), vacc0x5 = (*(o + 0 * 256 + 61) * va0), vacc0x6 = (*(o + 0 * 256 + 62) * va0), vacc0x7 = (*(o + 0 * 256 + 63) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 56) * va1), vacc1x1 = (*(o + 1 * 256 + 57) * va1), vacc1x2 = (*(o + 1 * 256 + 58) * va1), vacc1x3 = (*(o + 1 * 256 + 59) * va1), vacc1x4 = (*(o + 1 * 256 + 60) * va1), vacc1x5 = (*(o + 1 * 256 + 61) * va1), vacc1x6 = (*(o + 1 * 256 + 62) * va1), vacc1x7 = (*(o + 1 * 256 + 63) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 56) * va2), vacc2x1 = (*(o + 2 * 256 + 57) * va2), vacc2x2 = (*(o + 2 * 256 + 58) * va2), vacc2x3 = (*(o + 2 * 256 + 59) * va2), vacc2x4 = (*(o + 2 * 256 + 60) * va2), vacc2x5 = (*(o + 2 * 256 + 61) * va2), vacc2x6 = (*(o + 2 * 256 + 62) * va2), vacc2x7 = (*(o + 2 * 256 + 63) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 56) * va3), vacc3x1 = (*(o + 3 * 256 + 57) * va3), vacc3x2 = (*(o + 3 * 256 + 58) * va3), vacc3x3 = (*(o + 3 * 256 + 59) * va3), vacc3x4 = (*(o + 3 * 256 + 60) * va3), vacc3x5 = (*(o + 3 * 256 + 61) * va3), vacc3x6 = (*(o + 3 * 256 + 62) * va3), vacc3x7 = (*(o + 3 * 256 + 63) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 50) * va0), vacc0x1 = (*(o + 0 * 256 + 51) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 50) * va1), vacc1x1 = (*(o + 1 * 256 + 51) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 50) * va2), vacc2x1 = (*(o + 2 * 256 + 51) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 50) * va3), vacc3x1 = (*(o + 3 * 256 + 51) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 50);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 50) = vacc0x0;
+        *(o + 0 * 256 + 51) = vacc0x1;
+        *(o + 1 * 256 + 50) = vacc1x0;
+        *(o + 1 * 256 + 51) = vacc1x1;
+        *(o + 2 * 256 + 50) = vacc2x0;
+        *(o + 2 * 256 + 51) = vacc2x1;
+        *(o + 3 * 256 + 50) = vacc3x0;
+        *(o + 3 * 256 + 51) = vacc3x1;
+    }
+    { /* columns 52..53 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 52) * va0), vacc0x1 = (*(o + 0 * 256 + 53) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 52) * va1), vacc1x1 = (*(o + 1 * 256 + 53) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 52) * va2), vacc2x1 = (*(o + 2 * 256 + 53) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 52) * va3), vacc3x1 = (*(o + 3 * 256 + 53) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 52);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 52) = vacc0x0;
+        *(o + 0 * 256 + 53) = vacc0x1;
+        *(o + 1 * 256 + 52) = vacc1x0;
+        *(o + 1 * 256 + 53) = vacc1x1;
+        *(o + 2 * 256 + 52) = vacc2x0;
+        *(o + 2 * 256 + 53) = vacc2x1;
+        *(o + 3 * 256 + 52) = vacc3x0;
+        *(o + 3 * 256 + 53) = vacc3x1;
+    }
+    { /* columns 54..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 54) * va0), vacc0x1 = (*(o + 0 * 256 + 55) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 54) * va1), vacc1x1 = (*(o + 1 * 256 + 55) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 54) * va2), vacc2x1 = (*(o + 2 * 256 + 55) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 54) * va3), vacc3x1 = (*(o + 3 * 256 + 55) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 54);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 54) = vacc0x0;
+        *(o + 0 * 256 + 55) = vacc0x1;
+        *(o + 1 * 256 + 54) = vacc1x0;
+        *(o + 1 * 256 + 55) = vacc1x1;
+        *(o + 2 * 256 + 54) = vacc2x0;
+        *(o + 2 * 256 + 55) = vacc2x1;
+        *(o + 3 * 256 + 54) = vacc3x0;
+        *(o + 3 * 256 + 55) = vacc3x1;
+    }
+    { /* columns 56..57 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 56) * va0), vacc0x1 = (*(o + 0 * 256 + 57) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 56) * va1), vacc1x1 = (*(o + 1 * 256 + 57) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 56) * va2), vacc2x1 = (*(o + 2 * 256 + 57) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 56) * va3), vacc3x1 = (*(o + 3 * 256 + 57) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -5090,70 +5342,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 57);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 58);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 59);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 60);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 61);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 62);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 63);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 56) = vacc0x0;
         *(o + 0 * 256 + 57) = vacc0x1;
-        *(o + 0 * 256 + 58) = vacc0x2;
-        *(o + 0 * 256 + 59) = vacc0x3;
-        *(o + 0 * 256 + 60) = vacc0x4;
-        *(o + 0 * 256 + 61) = vacc0x5;
-        *(o + 0 * 256 + 62) = vacc0x6;
-        *(o + 0 * 256 + 63) = vacc0x7;
         *(o + 1 * 256 + 56) = vacc1x0;
         *(o + 1 * 256 + 57) = vacc1x1;
-        *(o + 1 * 256 + 58) = vacc1x2;
-        *(o + 1 * 256 + 59) = vacc1x3;
-        *(o + 1 * 256 + 60) = vacc1x4;
-        *(o + 1 * 256 + 61) = vacc1x5;
-        *(o + 1 * 256 + 62) = vacc1x6;
-        *(o + 1 * 256 + 63) = vacc1x7;
         *(o + 2 * 256 + 56) = vacc2x0;
         *(o + 2 * 256 + 57) = vacc2x1;
-        *(o + 2 * 256 + 58) = vacc2x2;
-        *(o + 2 * 256 + 59) = vacc2x3;
-        *(o + 2 * 256 + 60) = vacc2x4;
-        *(o + 2 * 256 + 61) = vacc2x5;
-        *(o + 2 * 256 + 62) = vacc2x6;
-        *(o + 2 * 256 + 63) = vacc2x7;
         *(o + 3 * 256 + 56) = vacc3x0;
         *(o + 3 * 256 + 57) = vacc3x1;
-        *(o + 3 * 256 + 58) = vacc3x2;
-        *(o + 3 * 256 + 59) = vacc3x3;
-        *(o + 3 * 256 + 60) = vacc3x4;
-        *(o + 3 * 256 + 61) = vacc3x5;
-        *(o + 3 * 256 + 62) = vacc3x6;
-        *(o + 3 * 256 + 63) = vacc3x7;
     }
-    { /* columns 64..71 */
+    { /* columns 58..59 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 64) * va0), vacc0x1 = (*(o + 0 * 256 + 65) * va0), vacc0x2 = (*(o + 0 * 256 + 66) * va0), vacc0x3 = (*(o + 0 * 256 + 67) * va0), vacc0x4 = (*(o + 0 * 256 + 68) * va0), vacc0x5 = (*(o + 0 * 256 + 69) * va0), vacc0x6 = (*(o + 0 * 256 + 70) * va0), vacc0x7 = (*(o + 0 * 256 + 71) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 64) * va1), vacc1x1 = (*(o + 1 * 256 + 65) * va1), vacc1x2 = (*(o + 1 * 256 + 66) * va1), vacc1x3 = (*(o + 1 * 256 + 67) * va1), vacc1x4 = (*(o + 1 * 256 + 68) * va1), vacc1x5 = (*(o + 1 * 256 + 69) * va1), vacc1x6 = (*(o + 1 * 256 + 70) * va1), vacc1x7 = (*(o + 1 * 256 + 71) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 64) * va2), vacc2x1 = (*(o + 2 * 256 + 65) * va2), vacc2x2 = (*(o + 2 * 256 + 66) * va2), vacc2x3 = (*(o + 2 * 256 + 67) * va2), vacc2x4 = (*(o + 2 * 256 + 68) * va2), vacc2x5 = (*(o + 2 * 256 + 69) * va2), vacc2x6 = (*(o + 2 * 256 + 70) * va2), vacc2x7 = (*(o + 2 * 256 + 71) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 64) * va3), vacc3x1 = (*(o + 3 * 256 + 65) * va3), vacc3x2 = (*(o + 3 * 256 + 66) * va3), vacc3x3 = (*(o + 3 * 256 + 67) * va3), vacc3x4 = (*(o + 3 * 256 + 68) * va3), vacc3x5 = (*(o + 3 * 256 + 69) * va3), vacc3x6 = (*(o + 3 * 256 + 70) * va3), vacc3x7 = (*(o + 3 * 256 + 71) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 58) * va0), vacc0x1 = (*(o + 0 * 256 + 59) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 58) * va1), vacc1x1 = (*(o + 1 * 256 + 59) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 58) * va2), vacc2x1 = (*(o + 2 * 256 + 59) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 58) * va3), vacc3x1 = (*(o + 3 * 256 + 59) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 58);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 58) = vacc0x0;
+        *(o + 0 * 256 + 59) = vacc0x1;
+        *(o + 1 * 256 + 58) = vacc1x0;
+        *(o + 1 * 256 + 59) = vacc1x1;
+        *(o + 2 * 256 + 58) = vacc2x0;
+        *(o + 2 * 256 + 59) = vacc2x1;
+        *(o + 3 * 256 + 58) = vacc3x0;
+        *(o + 3 * 256 + 59) = vacc3x1;
+    }
+    { /* columns 60..61 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 60) * va0), vacc0x1 = (*(o + 0 * 256 + 61) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 60) * va1), vacc1x1 = (*(o + 1 * 256 + 61) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 60) * va2), vacc2x1 = (*(o + 2 * 256 + 61) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 60) * va3), vacc3x1 = (*(o + 3 * 256 + 61) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 60);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 60) = vacc0x0;
+        *(o + 0 * 256 + 61) = vacc0x1;
+        *(o + 1 * 256 + 60) = vacc1x0;
+        *(o + 1 * 256 + 61) = vacc1x1;
+        *(o + 2 * 256 + 60) = vacc2x0;
+        *(o + 2 * 256 + 61) = vacc2x1;
+        *(o + 3 * 256 + 60) = vacc3x0;
+        *(o + 3 * 256 + 61) = vacc3x1;
+    }
+    { /* columns 62..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 62) * va0), vacc0x1 = (*(o + 0 * 256 + 63) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 62) * va1), vacc1x1 = (*(o + 1 * 256 + 63) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 62) * va2), vacc2x1 = (*(o + 2 * 256 + 63) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 62) * va3), vacc3x1 = (*(o + 3 * 256 + 63) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 62);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 62) = vacc0x0;
+        *(o + 0 * 256 + 63) = vacc0x1;
+        *(o + 1 * 256 + 62) = vacc1x0;
+        *(o + 1 * 256 + 63) = vacc1x1;
+        *(o + 2 * 256 + 62) = vacc2x0;
+        *(o + 2 * 256 + 63) = vacc2x1;
+        *(o + 3 * 256 + 62) = vacc3x0;
+        *(o + 3 * 256 + 63) = vacc3x1;
+    }
+    { /* columns 64..65 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 64) * va0), vacc0x1 = (*(o + 0 * 256 + 65) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 64) * va1), vacc1x1 = (*(o + 1 * 256 + 65) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 64) * va2), vacc2x1 = (*(o + 2 * 256 + 65) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 64) * va3), vacc3x1 = (*(o + 3 * 256 + 65) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -5168,70 +5462,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 65);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 66);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 67);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 68);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 69);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 70);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 71);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 64) = vacc0x0;
         *(o + 0 * 256 + 65) = vacc0x1;
-        *(o + 0 * 256 + 66) = vacc0x2;
-        *(o + 0 * 256 + 67) = vacc0x3;
-        *(o + 0 * 256 + 68) = vacc0x4;
-        *(o + 0 * 256 + 69) = vacc0x5;
-        *(o + 0 * 256 + 70) = vacc0x6;
-        *(o + 0 * 256 + 71) = vacc0x7;
         *(o + 1 * 256 + 64) = vacc1x0;
         *(o + 1 * 256 + 65) = vacc1x1;
-        *(o + 1 * 256 + 66) = vacc1x2;
-        *(o + 1 * 256 + 67) = vacc1x3;
-        *(o + 1 * 256 + 68) = vacc1x4;
-        *(o + 1 * 256 + 69) = vacc1x5;
-        *(o + 1 * 256 + 70) = vacc1x6;
-        *(o + 1 * 256 + 71) = vacc1x7;
         *(o + 2 * 256 + 64) = vacc2x0;
         *(o + 2 * 256 + 65) = vacc2x1;
-        *(o + 2 * 256 + 66) = vacc2x2;
-        *(o + 2 * 256 + 67) = vacc2x3;
-        *(o + 2 * 256 + 68) = vacc2x4;
-        *(o + 2 * 256 + 69) = vacc2x5;
-        *(o + 2 * 256 + 70) = vacc2x6;
-        *(o + 2 * 256 + 71) = vacc2x7;
         *(o + 3 * 256 + 64) = vacc3x0;
         *(o + 3 * 256 + 65) = vacc3x1;
-        *(o + 3 * 256 + 66) = vacc3x2;
-        *(o + 3 * 256 + 67) = vacc3x3;
-        *(o + 3 * 256 + 68) = vacc3x4;
-        *(o + 3 * 256 + 69) = vacc3x5;
-        *(o + 3 * 256 + 70) = vacc3x6;
-        *(o + 3 * 256 + 71) = vacc3x7;
     }
-    { /* columns 72..79 */
+    { /* columns 66..67 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 72) * va0), vacc0x1 = (*(o + 0 * 256 + 73) * va0), vacc0x2 = (*(o + 0 * 256 + 74) * va0), vacc0x3 = (*(o + 0 * 256 + 75) * va0), vacc0x4 = (*(o + 0 * 256 + 76) * va0), vacc0x5 = (*(o + 0 * 256 + 77) * va0), vacc0x6 = (*(o + 0 * 256 + 78) * va0), vacc0x7 = (*(o + 0 * 256 + 79) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 72) * va1), vacc1x1 = (*(o + 1 * 256 + 73) * va1), vacc1x2 = (*(o + 1 * 256 + 74) * va1), vacc1x3 = (*(o + 1 * 256 + 75) * va1), vacc1x4 = (*(o + 1 * 256 + 76) * va1), vacc1x5 = (*(o + 1 * 256 + 77) * va1), vacc1x6 = (*(o + 1 * 256 + 78) * va1), vacc1x7 = (*(o + 1 * 256 + 79) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 72) * va2), vacc2x1 = (*(o + 2 * 256 + 73) * va2), vacc2x2 = (*(o + 2 * 256 + 74) * va2), vacc2x3 = (*(o + 2 * 256 + 75) * va2), vacc2x4 = (*(o + 2 * 256 + 76) * va2), vacc2x5 = (*(o + 2 * 256 + 77) * va2), vacc2x6 = (*(o + 2 * 256 + 78) * va2), vacc2x7 = (*(o + 2 * 256 + 79) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 72) * va3), vacc3x1 = (*(o + 3 * 256 + 73) * va3), vacc3x2 = (*(o + 3 * 256 + 74) * va3), vacc3x3 = (*(o + 3 * 256 + 75) * va3), vacc3x4 = (*(o + 3 * 256 + 76) * va3), vacc3x5 = (*(o + 3 * 256 + 77) * va3), vacc3x6 = (*(o + 3 * 256 + 78) * va3), vacc3x7 = (*(o + 3 * 256 + 79) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 66) * va0), vacc0x1 = (*(o + 0 * 256 + 67) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 66) * va1), vacc1x1 = (*(o + 1 * 256 + 67) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 66) * va2), vacc2x1 = (*(o + 2 * 256 + 67) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 66) * va3), vacc3x1 = (*(o + 3 * 256 + 67) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 66);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 67);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 66) = vacc0x0;
+        *(o + 0 * 256 + 67) = vacc0x1;
+        *(o + 1 * 256 + 66) = vacc1x0;
+        *(o + 1 * 256 + 67) = vacc1x1;
+        *(o + 2 * 256 + 66) = vacc2x0;
+        *(o + 2 * 256 + 67) = vacc2x1;
+        *(o + 3 * 256 + 66) = vacc3x0;
+        *(o + 3 * 256 + 67) = vacc3x1;
+    }
+    { /* columns 68..69 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 68) * va0), vacc0x1 = (*(o + 0 * 256 + 69) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 68) * va1), vacc1x1 = (*(o + 1 * 256 + 69) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 68) * va2), vacc2x1 = (*(o + 2 * 256 + 69) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 68) * va3), vacc3x1 = (*(o + 3 * 256 + 69) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 68);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 69);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 68) = vacc0x0;
+        *(o + 0 * 256 + 69) = vacc0x1;
+        *(o + 1 * 256 + 68) = vacc1x0;
+        *(o + 1 * 256 + 69) = vacc1x1;
+        *(o + 2 * 256 + 68) = vacc2x0;
+        *(o + 2 * 256 + 69) = vacc2x1;
+        *(o + 3 * 256 + 68) = vacc3x0;
+        *(o + 3 * 256 + 69) = vacc3x1;
+    }
+    { /* columns 70..71 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 70) * va0), vacc0x1 = (*(o + 0 * 256 + 71) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 70) * va1), vacc1x1 = (*(o + 1 * 256 + 71) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 70) * va2), vacc2x1 = (*(o + 2 * 256 + 71) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 70) * va3), vacc3x1 = (*(o + 3 * 256 + 71) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 70);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 71);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 70) = vacc0x0;
+        *(o + 0 * 256 + 71) = vacc0x1;
+        *(o + 1 * 256 + 70) = vacc1x0;
+        *(o + 1 * 256 + 71) = vacc1x1;
+        *(o + 2 * 256 + 70) = vacc2x0;
+        *(o + 2 * 256 + 71) = vacc2x1;
+        *(o + 3 * 256 + 70) = vacc3x0;
+        *(o + 3 * 256 + 71) = vacc3x1;
+    }
+    { /* columns 72..73 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 72) * va0), vacc0x1 = (*(o + 0 * 256 + 73) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 72) * va1), vacc1x1 = (*(o + 1 * 256 + 73) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 72) * va2), vacc2x1 = (*(o + 2 * 256 + 73) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 72) * va3), vacc3x1 = (*(o + 3 * 256 + 73) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -5246,70 +5582,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 73);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 74);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 75);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 76);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 77);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 78);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 79);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 72) = vacc0x0;
         *(o + 0 * 256 + 73) = vacc0x1;
-        *(o + 0 * 256 + 74) = vacc0x2;
-        *(o + 0 * 256 + 75) = vacc0x3;
-        *(o + 0 * 256 + 76) = vacc0x4;
-        *(o + 0 * 256 + 77) = vacc0x5;
-        *(o + 0 * 256 + 78) = vacc0x6;
-        *(o + 0 * 256 + 79) = vacc0x7;
         *(o + 1 * 256 + 72) = vacc1x0;
         *(o + 1 * 256 + 73) = vacc1x1;
-        *(o + 1 * 256 + 74) = vacc1x2;
-        *(o + 1 * 256 + 75) = vacc1x3;
-        *(o + 1 * 256 + 76) = vacc1x4;
-        *(o + 1 * 256 + 77) = vacc1x5;
-        *(o + 1 * 256 + 78) = vacc1x6;
-        *(o + 1 * 256 + 79) = vacc1x7;
         *(o + 2 * 256 + 72) = vacc2x0;
         *(o + 2 * 256 + 73) = vacc2x1;
-        *(o + 2 * 256 + 74) = vacc2x2;
-        *(o + 2 * 256 + 75) = vacc2x3;
-        *(o + 2 * 256 + 76) = vacc2x4;
-        *(o + 2 * 256 + 77) = vacc2x5;
-        *(o + 2 * 256 + 78) = vacc2x6;
-        *(o + 2 * 256 + 79) = vacc2x7;
         *(o + 3 * 256 + 72) = vacc3x0;
         *(o + 3 * 256 + 73) = vacc3x1;
-        *(o + 3 * 256 + 74) = vacc3x2;
-        *(o + 3 * 256 + 75) = vacc3x3;
-        *(o + 3 * 256 + 76) = vacc3x4;
-        *(o + 3 * 256 + 77) = vacc3x5;
-        *(o + 3 * 256 + 78) = vacc3x6;
-        *(o + 3 * 256 + 79) = vacc3x7;
     }
-    { /* columns 80..87 */
+    { /* columns 74..75 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 80) * va0), vacc0x1 = (*(o + 0 * 256 + 81) * va0), vacc0x2 = (*(o + 0 * 256 + 82) * va0), vacc0x3 = (*(o + 0 * 256 + 83) * va0), vacc0x4 = (*(o + 0 * 256 + 84) * va0), vacc0x5 = (*(o + 0 * 256 + 85) * va0), vacc0x6 = (*(o + 0 * 256 + 86) * va0), vacc0x7 = (*(o + 0 * 256 + 87) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 80) * va1), vacc1x1 = (*(o + 1 * 256 + 81) * va1), vacc1x2 = (*(o + 1 * 256 + 82) * va1), vacc1x3 = (*(o + 1 * 256 + 83) * va1), vacc1x4 = (*(o + 1 * 256 + 84) * va1), vacc1x5 = (*(o + 1 * 256 + 85) * va1), vacc1x6 = (*(o + 1 * 256 + 86) * va1), vacc1x7 = (*(o + 1 * 256 + 87) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 80) * va2), vacc2x1 = (*(o + 2 * 256 + 81) * va2), vacc2x2 = (*(o + 2 * 256 + 82) * va2), vacc2x3 = (*(o + 2 * 256 + 83) * va2), vacc2x4 = (*(o + 2 * 256 + 84) * va2), vacc2x5 = (*(o + 2 * 256 + 85) * va2), vacc2x6 = (*(o + 2 * 256 + 86) * va2), vacc2x7 = (*(o + 2 * 256 + 87) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 80) * va3), vacc3x1 = (*(o + 3 * 256 + 81) * va3), vacc3x2 = (*(o + 3 * 256 + 82) * va3), vacc3x3 = (*(o + 3 * 256 + 83) * va3), vacc3x4 = (*(o + 3 * 256 + 84) * va3), vacc3x5 = (*(o + 3 * 256 + 85) * va3), vacc3x6 = (*(o + 3 * 256 + 86) * va3), vacc3x7 = (*(o + 3 * 256 + 87) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 74) * va0), vacc0x1 = (*(o + 0 * 256 + 75) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 74) * va1), vacc1x1 = (*(o + 1 * 256 + 75) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 74) * va2), vacc2x1 = (*(o + 2 * 256 + 75) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 74) * va3), vacc3x1 = (*(o + 3 * 256 + 75) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 74);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 75);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 74) = vacc0x0;
+        *(o + 0 * 256 + 75) = vacc0x1;
+        *(o + 1 * 256 + 74) = vacc1x0;
+        *(o + 1 * 256 + 75) = vacc1x1;
+        *(o + 2 * 256 + 74) = vacc2x0;
+        *(o + 2 * 256 + 75) = vacc2x1;
+        *(o + 3 * 256 + 74) = vacc3x0;
+        *(o + 3 * 256 + 75) = vacc3x1;
+    }
+    { /* columns 76..77 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 76) * va0), vacc0x1 = (*(o + 0 * 256 + 77) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 76) * va1), vacc1x1 = (*(o + 1 * 256 + 77) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 76) * va2), vacc2x1 = (*(o + 2 * 256 + 77) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 76) * va3), vacc3x1 = (*(o + 3 * 256 + 77) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 76);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 77);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 76) = vacc0x0;
+        *(o + 0 * 256 + 77) = vacc0x1;
+        *(o + 1 * 256 + 76) = vacc1x0;
+        *(o + 1 * 256 + 77) = vacc1x1;
+        *(o + 2 * 256 + 76) = vacc2x0;
+        *(o + 2 * 256 + 77) = vacc2x1;
+        *(o + 3 * 256 + 76) = vacc3x0;
+        *(o + 3 * 256 + 77) = vacc3x1;
+    }
+    { /* columns 78..79 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 78) * va0), vacc0x1 = (*(o + 0 * 256 + 79) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 78) * va1), vacc1x1 = (*(o + 1 * 256 + 79) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 78) * va2), vacc2x1 = (*(o + 2 * 256 + 79) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 78) * va3), vacc3x1 = (*(o + 3 * 256 + 79) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 78);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 79);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 78) = vacc0x0;
+        *(o + 0 * 256 + 79) = vacc0x1;
+        *(o + 1 * 256 + 78) = vacc1x0;
+        *(o + 1 * 256 + 79) = vacc1x1;
+        *(o + 2 * 256 + 78) = vacc2x0;
+        *(o + 2 * 256 + 79) = vacc2x1;
+        *(o + 3 * 256 + 78) = vacc3x0;
+        *(o + 3 * 256 + 79) = vacc3x1;
+    }
+    { /* columns 80..81 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 80) * va0), vacc0x1 = (*(o + 0 * 256 + 81) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 80) * va1), vacc1x1 = (*(o + 1 * 256 + 81) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 80) * va2), vacc2x1 = (*(o + 2 * 256 + 81) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 80) * va3), vacc3x1 = (*(o + 3 * 256 + 81) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -5324,70 +5702,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 81);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 82);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 83);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 84);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 85);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 86);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 87);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 80) = vacc0x0;
         *(o + 0 * 256 + 81) = vacc0x1;
-        *(o + 0 * 256 + 82) = vacc0x2;
-        *(o + 0 * 256 + 83) = vacc0x3;
-        *(o + 0 * 256 + 84) = vacc0x4;
-        *(o + 0 * 256 + 85) = vacc0x5;
-        *(o + 0 * 256 + 86) = vacc0x6;
-        *(o + 0 * 256 + 87) = vacc0x7;
         *(o + 1 * 256 + 80) = vacc1x0;
         *(o + 1 * 256 + 81) = vacc1x1;
-        *(o + 1 * 256 + 82) = vacc1x2;
-        *(o + 1 * 256 + 83) = vacc1x3;
-        *(o + 1 * 256 + 84) = vacc1x4;
-        *(o + 1 * 256 + 85) = vacc1x5;
-        *(o + 1 * 256 + 86) = vacc1x6;
-        *(o + 1 * 256 + 87) = vacc1x7;
         *(o + 2 * 256 + 80) = vacc2x0;
         *(o + 2 * 256 + 81) = vacc2x1;
-        *(o + 2 * 256 + 82) = vacc2x2;
-        *(o + 2 * 256 + 83) = vacc2x3;
-        *(o + 2 * 256 + 84) = vacc2x4;
-        *(o + 2 * 256 + 85) = vacc2x5;
-        *(o + 2 * 256 + 86) = vacc2x6;
-        *(o + 2 * 256 + 87) = vacc2x7;
         *(o + 3 * 256 + 80) = vacc3x0;
         *(o + 3 * 256 + 81) = vacc3x1;
-        *(o + 3 * 256 + 82) = vacc3x2;
-        *(o + 3 * 256 + 83) = vacc3x3;
-        *(o + 3 * 256 + 84) = vacc3x4;
-        *(o + 3 * 256 + 85) = vacc3x5;
-        *(o + 3 * 256 + 86) = vacc3x6;
-        *(o + 3 * 256 + 87) = vacc3x7;
     }
-    { /* columns 88..95 */
+    { /* columns 82..83 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 88) * va0), vacc0x1 = (*(o + 0 * 256 + 89) * va0), vacc0x2 = (*(o + 0 * 256 + 90) * va0), vacc0x3 = (*(o + 0 * 256 + 91) * va0), vacc0x4 = (*(o + 0 * 256 + 92) * va0), vacc0x5 = (*(o + 0 * 256 + 93) * va0), vacc0x6 = (*(o + 0 * 256 + 94) * va0), vacc0x7 = (*(o + 0 * 256 + 95) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 88) * va1), vacc1x1 = (*(o + 1 * 256 + 89) * va1), vacc1x2 = (*(o + 1 * 256 + 90) * va1), vacc1x3 = (*(o + 1 * 256 + 91) * va1), vacc1x4 = (*(o + 1 * 256 + 92) * va1), vacc1x5 = (*(o + 1 * 256 + 93) * va1), vacc1x6 = (*(o + 1 * 256 + 94) * va1), vacc1x7 = (*(o + 1 * 256 + 95) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 88) * va2), vacc2x1 = (*(o + 2 * 256 + 89) * va2), vacc2x2 = (*(o + 2 * 256 + 90) * va2), vacc2x3 = (*(o + 2 * 256 + 91) * va2), vacc2x4 = (*(o + 2 * 256 + 92) * va2), vacc2x5 = (*(o + 2 * 256 + 93) * va2), vacc2x6 = (*(o + 2 * 256 + 94) * va2), vacc2x7 = (*(o + 2 * 256 + 95) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 88) * va3), vacc3x1 = (*(o + 3 * 256 + 89) * va3), vacc3x2 = (*(o + 3 * 256 + 90) * va3), vacc3x3 = (*(o + 3 * 256 + 91) * va3), vacc3x4 = (*(o + 3 * 256 + 92) * va3), vacc3x5 = (*(o + 3 * 256 + 93) * va3), vacc3x6 = (*(o + 3 * 256 + 94) * va3), vacc3x7 = (*(o + 3 * 256 + 95) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 82) * va0), vacc0x1 = (*(o + 0 * 256 + 83) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 82) * va1), vacc1x1 = (*(o + 1 * 256 + 83) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 82) * va2), vacc2x1 = (*(o + 2 * 256 + 83) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 82) * va3), vacc3x1 = (*(o + 3 * 256 + 83) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 82);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 83);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 82) = vacc0x0;
+        *(o + 0 * 256 + 83) = vacc0x1;
+        *(o + 1 * 256 + 82) = vacc1x0;
+        *(o + 1 * 256 + 83) = vacc1x1;
+        *(o + 2 * 256 + 82) = vacc2x0;
+        *(o + 2 * 256 + 83) = vacc2x1;
+        *(o + 3 * 256 + 82) = vacc3x0;
+        *(o + 3 * 256 + 83) = vacc3x1;
+    }
+    { /* columns 84..85 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 84) * va0), vacc0x1 = (*(o + 0 * 256 + 85) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 84) * va1), vacc1x1 = (*(o + 1 * 256 + 85) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 84) * va2), vacc2x1 = (*(o + 2 * 256 + 85) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 84) * va3), vacc3x1 = (*(o + 3 * 256 + 85) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 84);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 85);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 84) = vacc0x0;
+        *(o + 0 * 256 + 85) = vacc0x1;
+        *(o + 1 * 256 + 84) = vacc1x0;
+        *(o + 1 * 256 + 85) = vacc1x1;
+        *(o + 2 * 256 + 84) = vacc2x0;
+        *(o + 2 * 256 + 85) = vacc2x1;
+        *(o + 3 * 256 + 84) = vacc3x0;
+        *(o + 3 * 256 + 85) = vacc3x1;
+    }
+    { /* columns 86..87 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 86) * va0), vacc0x1 = (*(o + 0 * 256 + 87) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 86) * va1), vacc1x1 = (*(o + 1 * 256 + 87) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 86) * va2), vacc2x1 = (*(o + 2 * 256 + 87) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 86) * va3), vacc3x1 = (*(o + 3 * 256 + 87) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 86);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 87);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 86) = vacc0x0;
+        *(o + 0 * 256 + 87) = vacc0x1;
+        *(o + 1 * 256 + 86) = vacc1x0;
+        *(o + 1 * 256 + 87) = vacc1x1;
+        *(o + 2 * 256 + 86) = vacc2x0;
+        *(o + 2 * 256 + 87) = vacc2x1;
+        *(o + 3 * 256 + 86) = vacc3x0;
+        *(o + 3 * 256 + 87) = vacc3x1;
+    }
+    { /* columns 88..89 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 88) * va0), vacc0x1 = (*(o + 0 * 256 + 89) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 88) * va1), vacc1x1 = (*(o + 1 * 256 + 89) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 88) * va2), vacc2x1 = (*(o + 2 * 256 + 89) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 88) * va3), vacc3x1 = (*(o + 3 * 256 + 89) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -5402,70 +5822,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 89);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 90);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 91);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 92);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 93);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 94);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 95);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 88) = vacc0x0;
         *(o + 0 * 256 + 89) = vacc0x1;
-        *(o + 0 * 256 + 90) = vacc0x2;
-        *(o + 0 * 256 + 91) = vacc0x3;
-        *(o + 0 * 256 + 92) = vacc0x4;
-        *(o + 0 * 256 + 93) = vacc0x5;
-        *(o + 0 * 256 + 94) = vacc0x6;
-        *(o + 0 * 256 + 95) = vacc0x7;
         *(o + 1 * 256 + 88) = vacc1x0;
         *(o + 1 * 256 + 89) = vacc1x1;
-        *(o + 1 * 256 + 90) = vacc1x2;
-        *(o + 1 * 256 + 91) = vacc1x3;
-        *(o + 1 * 256 + 92) = vacc1x4;
-        *(o + 1 * 256 + 93) = vacc1x5;
-        *(o + 1 * 256 + 94) = vacc1x6;
-        *(o + 1 * 256 + 95) = vacc1x7;
         *(o + 2 * 256 + 88) = vacc2x0;
         *(o + 2 * 256 + 89) = vacc2x1;
-        *(o + 2 * 256 + 90) = vacc2x2;
-        *(o + 2 * 256 + 91) = vacc2x3;
-        *(o + 2 * 256 + 92) = vacc2x4;
-        *(o + 2 * 256 + 93) = vacc2x5;
-        *(o + 2 * 256 + 94) = vacc2x6;
-        *(o + 2 * 256 + 95) = vacc2x7;
         *(o + 3 * 256 + 88) = vacc3x0;
         *(o + 3 * 256 + 89) = vacc3x1;
-        *(o + 3 * 256 + 90) = vacc3x2;
-        *(o + 3 * 256 + 91) = vacc3x3;
-        *(o + 3 * 256 + 92) = vacc3x4;
-        *(o + 3 * 256 + 93) = vacc3x5;
-        *(o + 3 * 256 + 94) = vacc3x6;
-        *(o + 3 * 256 + 95) = vacc3x7;
     }
-    { /* columns 96..103 */
+    { /* columns 90..91 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 96) * va0), vacc0x1 = (*(o + 0 * 256 + 97) * va0), vacc0x2 = (*(o + 0 * 256 + 98) * va0), vacc0x3 = (*(o + 0 * 256 + 99) * va0), vacc0x4 = (*(o + 0 * 256 + 100) * va0), vacc0x5 = (*(o + 0 * 256 + 101) * va0), vacc0x6 = (*(o + 0 * 256 + 102) * va0), vacc0x7 = (*(o + 0 * 256 + 103) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 96) * va1), vacc1x1 = (*(o + 1 * 256 + 97) * va1), vacc1x2 = (*(o + 1 * 256 + 98) * va1), vacc1x3 = (*(o + 1 * 256 + 99) * va1), vacc1x4 = (*(o + 1 * 256 + 100) * va1), vacc1x5 = (*(o + 1 * 256 + 101) * va1), vacc1x6 = (*(o + 1 * 256 + 102) * va1), vacc1x7 = (*(o + 1 * 256 + 103) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 96) * va2), vacc2x1 = (*(o + 2 * 256 + 97) * va2), vacc2x2 = (*(o + 2 * 256 + 98) * va2), vacc2x3 = (*(o + 2 * 256 + 99) * va2), vacc2x4 = (*(o + 2 * 256 + 100) * va2), vacc2x5 = (*(o + 2 * 256 + 101) * va2), vacc2x6 = (*(o + 2 * 256 + 102) * va2), vacc2x7 = (*(o + 2 * 256 + 103) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 96) * va3), vacc3x1 = (*(o + 3 * 256 + 97) * va3), vacc3x2 = (*(o + 3 * 256 + 98) * va3), vacc3x3 = (*(o + 3 * 256 + 99) * va3), vacc3x4 = (*(o + 3 * 256 + 100) * va3), vacc3x5 = (*(o + 3 * 256 + 101) * va3), vacc3x6 = (*(o + 3 * 256 + 102) * va3), vacc3x7 = (*(o + 3 * 256 + 103) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 90) * va0), vacc0x1 = (*(o + 0 * 256 + 91) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 90) * va1), vacc1x1 = (*(o + 1 * 256 + 91) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 90) * va2), vacc2x1 = (*(o + 2 * 256 + 91) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 90) * va3), vacc3x1 = (*(o + 3 * 256 + 91) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 90);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 91);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 90) = vacc0x0;
+        *(o + 0 * 256 + 91) = vacc0x1;
+        *(o + 1 * 256 + 90) = vacc1x0;
+        *(o + 1 * 256 + 91) = vacc1x1;
+        *(o + 2 * 256 + 90) = vacc2x0;
+        *(o + 2 * 256 + 91) = vacc2x1;
+        *(o + 3 * 256 + 90) = vacc3x0;
+        *(o + 3 * 256 + 91) = vacc3x1;
+    }
+    { /* columns 92..93 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 92) * va0), vacc0x1 = (*(o + 0 * 256 + 93) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 92) * va1), vacc1x1 = (*(o + 1 * 256 + 93) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 92) * va2), vacc2x1 = (*(o + 2 * 256 + 93) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 92) * va3), vacc3x1 = (*(o + 3 * 256 + 93) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 92);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 93);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 92) = vacc0x0;
+        *(o + 0 * 256 + 93) = vacc0x1;
+        *(o + 1 * 256 + 92) = vacc1x0;
+        *(o + 1 * 256 + 93) = vacc1x1;
+        *(o + 2 * 256 + 92) = vacc2x0;
+        *(o + 2 * 256 + 93) = vacc2x1;
+        *(o + 3 * 256 + 92) = vacc3x0;
+        *(o + 3 * 256 + 93) = vacc3x1;
+    }
+    { /* columns 94..95 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 94) * va0), vacc0x1 = (*(o + 0 * 256 + 95) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 94) * va1), vacc1x1 = (*(o + 1 * 256 + 95) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 94) * va2), vacc2x1 = (*(o + 2 * 256 + 95) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 94) * va3), vacc3x1 = (*(o + 3 * 256 + 95) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 94);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 95);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 94) = vacc0x0;
+        *(o + 0 * 256 + 95) = vacc0x1;
+        *(o + 1 * 256 + 94) = vacc1x0;
+        *(o + 1 * 256 + 95) = vacc1x1;
+        *(o + 2 * 256 + 94) = vacc2x0;
+        *(o + 2 * 256 + 95) = vacc2x1;
+        *(o + 3 * 256 + 94) = vacc3x0;
+        *(o + 3 * 256 + 95) = vacc3x1;
+    }
+    { /* columns 96..97 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 96) * va0), vacc0x1 = (*(o + 0 * 256 + 97) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 96) * va1), vacc1x1 = (*(o + 1 * 256 + 97) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 96) * va2), vacc2x1 = (*(o + 2 * 256 + 97) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 96) * va3), vacc3x1 = (*(o + 3 * 256 + 97) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -5480,70 +5942,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 97);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 98);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 99);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 100);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 101);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 102);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 103);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 96) = vacc0x0;
         *(o + 0 * 256 + 97) = vacc0x1;
-        *(o + 0 * 256 + 98) = vacc0x2;
-        *(o + 0 * 256 + 99) = vacc0x3;
-        *(o + 0 * 256 + 100) = vacc0x4;
-        *(o + 0 * 256 + 101) = vacc0x5;
-        *(o + 0 * 256 + 102) = vacc0x6;
-        *(o + 0 * 256 + 103) = vacc0x7;
         *(o + 1 * 256 + 96) = vacc1x0;
         *(o + 1 * 256 + 97) = vacc1x1;
-        *(o + 1 * 256 + 98) = vacc1x2;
-        *(o + 1 * 256 + 99) = vacc1x3;
-        *(o + 1 * 256 + 100) = vacc1x4;
-        *(o + 1 * 256 + 101) = vacc1x5;
-        *(o + 1 * 256 + 102) = vacc1x6;
-        *(o + 1 * 256 + 103) = vacc1x7;
         *(o + 2 * 256 + 96) = vacc2x0;
         *(o + 2 * 256 + 97) = vacc2x1;
-        *(o + 2 * 256 + 98) = vacc2x2;
-        *(o + 2 * 256 + 99) = vacc2x3;
-        *(o + 2 * 256 + 100) = vacc2x4;
-        *(o + 2 * 256 + 101) = vacc2x5;
-        *(o + 2 * 256 + 102) = vacc2x6;
-        *(o + 2 * 256 + 103) = vacc2x7;
         *(o + 3 * 256 + 96) = vacc3x0;
         *(o + 3 * 256 + 97) = vacc3x1;
-        *(o + 3 * 256 + 98) = vacc3x2;
-        *(o + 3 * 256 + 99) = vacc3x3;
-        *(o + 3 * 256 + 100) = vacc3x4;
-        *(o + 3 * 256 + 101) = vacc3x5;
-        *(o + 3 * 256 + 102) = vacc3x6;
-        *(o + 3 * 256 + 103) = vacc3x7;
     }
-    { /* columns 104..111 */
+    { /* columns 98..99 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 104) * va0), vacc0x1 = (*(o + 0 * 256 + 105) * va0), vacc0x2 = (*(o + 0 * 256 + 106) * va0), vacc0x3 = (*(o + 0 * 256 + 107) * va0), vacc0x4 = (*(o + 0 * 256 + 108) * va0), vacc0x5 = (*(o + 0 * 256 + 109) * va0), vacc0x6 = (*(o + 0 * 256 + 110) * va0), vacc0x7 = (*(o + 0 * 256 + 111) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 104) * va1), vacc1x1 = (*(o + 1 * 256 + 105) * va1), vacc1x2 = (*(o + 1 * 256 + 106) * va1), vacc1x3 = (*(o + 1 * 256 + 107) * va1), vacc1x4 = (*(o + 1 * 256 + 108) * va1), vacc1x5 = (*(o + 1 * 256 + 109) * va1), vacc1x6 = (*(o + 1 * 256 + 110) * va1), vacc1x7 = (*(o + 1 * 256 + 111) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 104) * va2), vacc2x1 = (*(o + 2 * 256 + 105) * va2), vacc2x2 = (*(o + 2 * 256 + 106) * va2), vacc2x3 = (*(o + 2 * 256 + 107) * va2), vacc2x4 = (*(o + 2 * 256 + 108) * va2), vacc2x5 = (*(o + 2 * 256 + 109) * va2), vacc2x6 = (*(o + 2 * 256 + 110) * va2), vacc2x7 = (*(o + 2 * 256 + 111) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 104) * va3), vacc3x1 = (*(o + 3 * 256 + 105) * va3), vacc3x2 = (*(o + 3 * 256 + 106) * va3), vacc3x3 = (*(o + 3 * 256 + 107) * va3), vacc3x4 = (*(o + 3 * 256 + 108) * va3), vacc3x5 = (*(o + 3 * 256 + 109) * va3), vacc3x6 = (*(o + 3 * 256 + 110) * va3), vacc3x7 = (*(o + 3 * 256 + 111) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 98) * va0), vacc0x1 = (*(o + 0 * 256 + 99) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 98) * va1), vacc1x1 = (*(o + 1 * 256 + 99) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 98) * va2), vacc2x1 = (*(o + 2 * 256 + 99) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 98) * va3), vacc3x1 = (*(o + 3 * 256 + 99) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 98);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 99);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 98) = vacc0x0;
+        *(o + 0 * 256 + 99) = vacc0x1;
+        *(o + 1 * 256 + 98) = vacc1x0;
+        *(o + 1 * 256 + 99) = vacc1x1;
+        *(o + 2 * 256 + 98) = vacc2x0;
+        *(o + 2 * 256 + 99) = vacc2x1;
+        *(o + 3 * 256 + 98) = vacc3x0;
+        *(o + 3 * 256 + 99) = vacc3x1;
+    }
+    { /* columns 100..101 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 100) * va0), vacc0x1 = (*(o + 0 * 256 + 101) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 100) * va1), vacc1x1 = (*(o + 1 * 256 + 101) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 100) * va2), vacc2x1 = (*(o + 2 * 256 + 101) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 100) * va3), vacc3x1 = (*(o + 3 * 256 + 101) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 100);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 101);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 100) = vacc0x0;
+        *(o + 0 * 256 + 101) = vacc0x1;
+        *(o + 1 * 256 + 100) = vacc1x0;
+        *(o + 1 * 256 + 101) = vacc1x1;
+        *(o + 2 * 256 + 100) = vacc2x0;
+        *(o + 2 * 256 + 101) = vacc2x1;
+        *(o + 3 * 256 + 100) = vacc3x0;
+        *(o + 3 * 256 + 101) = vacc3x1;
+    }
+    { /* columns 102..103 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 102) * va0), vacc0x1 = (*(o + 0 * 256 + 103) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 102) * va1), vacc1x1 = (*(o + 1 * 256 + 103) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 102) * va2), vacc2x1 = (*(o + 2 * 256 + 103) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 102) * va3), vacc3x1 = (*(o + 3 * 256 + 103) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 102);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 103);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 102) = vacc0x0;
+        *(o + 0 * 256 + 103) = vacc0x1;
+        *(o + 1 * 256 + 102) = vacc1x0;
+        *(o + 1 * 256 + 103) = vacc1x1;
+        *(o + 2 * 256 + 102) = vacc2x0;
+        *(o + 2 * 256 + 103) = vacc2x1;
+        *(o + 3 * 256 + 102) = vacc3x0;
+        *(o + 3 * 256 + 103) = vacc3x1;
+    }
+    { /* columns 104..105 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 104) * va0), vacc0x1 = (*(o + 0 * 256 + 105) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 104) * va1), vacc1x1 = (*(o + 1 * 256 + 105) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 104) * va2), vacc2x1 = (*(o + 2 * 256 + 105) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 104) * va3), vacc3x1 = (*(o + 3 * 256 + 105) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -5558,70 +6062,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 105);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 106);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 107);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 108);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 109);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 110);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 111);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 104) = vacc0x0;
         *(o + 0 * 256 + 105) = vacc0x1;
-        *(o + 0 * 256 + 106) = vacc0x2;
-        *(o + 0 * 256 + 107) = vacc0x3;
-        *(o + 0 * 256 + 108) = vacc0x4;
-        *(o + 0 * 256 + 109) = vacc0x5;
-        *(o + 0 * 256 + 110) = vacc0x6;
-        *(o + 0 * 256 + 111) = vacc0x7;
         *(o + 1 * 256 + 104) = vacc1x0;
         *(o + 1 * 256 + 105) = vacc1x1;
-        *(o + 1 * 256 + 106) = vacc1x2;
-        *(o + 1 * 256 + 107) = vacc1x3;
-        *(o + 1 * 256 + 108) = vacc1x4;
-        *(o + 1 * 256 + 109) = vacc1x5;
-        *(o + 1 * 256 + 110) = vacc1x6;
-        *(o + 1 * 256 + 111) = vacc1x7;
         *(o + 2 * 256 + 104) = vacc2x0;
         *(o + 2 * 256 + 105) = vacc2x1;
-        *(o + 2 * 256 + 106) = vacc2x2;
-        *(o + 2 * 256 + 107) = vacc2x3;
-        *(o + 2 * 256 + 108) = vacc2x4;
-        *(o + 2 * 256 + 109) = vacc2x5;
-        *(o + 2 * 256 + 110) = vacc2x6;
-        *(o + 2 * 256 + 111) = vacc2x7;
         *(o + 3 * 256 + 104) = vacc3x0;
         *(o + 3 * 256 + 105) = vacc3x1;
-        *(o + 3 * 256 + 106) = vacc3x2;
-        *(o + 3 * 256 + 107) = vacc3x3;
-        *(o + 3 * 256 + 108) = vacc3x4;
-        *(o + 3 * 256 + 109) = vacc3x5;
-        *(o + 3 * 256 + 110) = vacc3x6;
-        *(o + 3 * 256 + 111) = vacc3x7;
     }
-    { /* columns 112..119 */
+    { /* columns 106..107 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 112) * va0), vacc0x1 = (*(o + 0 * 256 + 113) * va0), vacc0x2 = (*(o + 0 * 256 + 114) * va0), vacc0x3 = (*(o + 0 * 256 + 115) * va0), vacc0x4 = (*(o + 0 * 256 + 116) * va0), vacc0x5 = (*(o + 0 * 256 + 117) * va0), vacc0x6 = (*(o + 0 * 256 + 118) * va0), vacc0x7 = (*(o + 0 * 256 + 119) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 112) * va1), vacc1x1 = (*(o + 1 * 256 + 113) * va1), vacc1x2 = (*(o + 1 * 256 + 114) * va1), vacc1x3 = (*(o + 1 * 256 + 115) * va1), vacc1x4 = (*(o + 1 * 256 + 116) * va1), vacc1x5 = (*(o + 1 * 256 + 117) * va1), vacc1x6 = (*(o + 1 * 256 + 118) * va1), vacc1x7 = (*(o + 1 * 256 + 119) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 112) * va2), vacc2x1 = (*(o + 2 * 256 + 113) * va2), vacc2x2 = (*(o + 2 * 256 + 114) * va2), vacc2x3 = (*(o + 2 * 256 + 115) * va2), vacc2x4 = (*(o + 2 * 256 + 116) * va2), vacc2x5 = (*(o + 2 * 256 + 117) * va2), vacc2x6 = (*(o + 2 * 256 + 118) * va2), vacc2x7 = (*(o + 2 * 256 + 119) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 112) * va3), vacc3x1 = (*(o + 3 * 256 + 113) * va3), vacc3x2 = (*(o + 3 * 256 + 114) * va3), vacc3x3 = (*(o + 3 * 256 + 115) * va3), vacc3x4 = (*(o + 3 * 256 + 116) * va3), vacc3x5 = (*(o + 3 * 256 + 117) * va3), vacc3x6 = (*(o + 3 * 256 + 118) * va3), vacc3x7 = (*(o + 3 * 256 + 119) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 106) * va0), vacc0x1 = (*(o + 0 * 256 + 107) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 106) * va1), vacc1x1 = (*(o + 1 * 256 + 107) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 106) * va2), vacc2x1 = (*(o + 2 * 256 + 107) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 106) * va3), vacc3x1 = (*(o + 3 * 256 + 107) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 106);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 107);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 106) = vacc0x0;
+        *(o + 0 * 256 + 107) = vacc0x1;
+        *(o + 1 * 256 + 106) = vacc1x0;
+        *(o + 1 * 256 + 107) = vacc1x1;
+        *(o + 2 * 256 + 106) = vacc2x0;
+        *(o + 2 * 256 + 107) = vacc2x1;
+        *(o + 3 * 256 + 106) = vacc3x0;
+        *(o + 3 * 256 + 107) = vacc3x1;
+    }
+    { /* columns 108..109 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 108) * va0), vacc0x1 = (*(o + 0 * 256 + 109) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 108) * va1), vacc1x1 = (*(o + 1 * 256 + 109) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 108) * va2), vacc2x1 = (*(o + 2 * 256 + 109) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 108) * va3), vacc3x1 = (*(o + 3 * 256 + 109) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 108);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 109);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 108) = vacc0x0;
+        *(o + 0 * 256 + 109) = vacc0x1;
+        *(o + 1 * 256 + 108) = vacc1x0;
+        *(o + 1 * 256 + 109) = vacc1x1;
+        *(o + 2 * 256 + 108) = vacc2x0;
+        *(o + 2 * 256 + 109) = vacc2x1;
+        *(o + 3 * 256 + 108) = vacc3x0;
+        *(o + 3 * 256 + 109) = vacc3x1;
+    }
+    { /* columns 110..111 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 110) * va0), vacc0x1 = (*(o + 0 * 256 + 111) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 110) * va1), vacc1x1 = (*(o + 1 * 256 + 111) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 110) * va2), vacc2x1 = (*(o + 2 * 256 + 111) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 110) * va3), vacc3x1 = (*(o + 3 * 256 + 111) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 110);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 111);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 110) = vacc0x0;
+        *(o + 0 * 256 + 111) = vacc0x1;
+        *(o + 1 * 256 + 110) = vacc1x0;
+        *(o + 1 * 256 + 111) = vacc1x1;
+        *(o + 2 * 256 + 110) = vacc2x0;
+        *(o + 2 * 256 + 111) = vacc2x1;
+        *(o + 3 * 256 + 110) = vacc3x0;
+        *(o + 3 * 256 + 111) = vacc3x1;
+    }
+    { /* columns 112..113 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 112) * va0), vacc0x1 = (*(o + 0 * 256 + 113) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 112) * va1), vacc1x1 = (*(o + 1 * 256 + 113) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 112) * va2), vacc2x1 = (*(o + 2 * 256 + 113) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 112) * va3), vacc3x1 = (*(o + 3 * 256 + 113) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -5636,70 +6182,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 113);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 114);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 115);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 116);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 117);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 118);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 119);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 112) = vacc0x0;
         *(o + 0 * 256 + 113) = vacc0x1;
-        *(o + 0 * 256 + 114) = vacc0x2;
-        *(o + 0 * 256 + 115) = vacc0x3;
-        *(o + 0 * 256 + 116) = vacc0x4;
-        *(o + 0 * 256 + 117) = vacc0x5;
-        *(o + 0 * 256 + 118) = vacc0x6;
-        *(o + 0 * 256 + 119) = vacc0x7;
         *(o + 1 * 256 + 112) = vacc1x0;
         *(o + 1 * 256 + 113) = vacc1x1;
-        *(o + 1 * 256 + 114) = vacc1x2;
-        *(o + 1 * 256 + 115) = vacc1x3;
-        *(o + 1 * 256 + 116) = vacc1x4;
-        *(o + 1 * 256 + 117) = vacc1x5;
-        *(o + 1 * 256 + 118) = vacc1x6;
-        *(o + 1 * 256 + 119) = vacc1x7;
         *(o + 2 * 256 + 112) = vacc2x0;
         *(o + 2 * 256 + 113) = vacc2x1;
-        *(o + 2 * 256 + 114) = vacc2x2;
-        *(o + 2 * 256 + 115) = vacc2x3;
-        *(o + 2 * 256 + 116) = vacc2x4;
-        *(o + 2 * 256 + 117) = vacc2x5;
-        *(o + 2 * 256 + 118) = vacc2x6;
-        *(o + 2 * 256 + 119) = vacc2x7;
         *(o + 3 * 256 + 112) = vacc3x0;
         *(o + 3 * 256 + 113) = vacc3x1;
-        *(o + 3 * 256 + 114) = vacc3x2;
-        *(o + 3 * 256 + 115) = vacc3x3;
-        *(o + 3 * 256 + 116) = vacc3x4;
-        *(o + 3 * 256 + 117) = vacc3x5;
-        *(o + 3 * 256 + 118) = vacc3x6;
-        *(o + 3 * 256 + 119) = vacc3x7;
     }
-    { /* columns 120..127 */
+    { /* columns 114..115 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 120) * va0), vacc0x1 = (*(o + 0 * 256 + 121) * va0), vacc0x2 = (*(o + 0 * 256 + 122) * va0), vacc0x3 = (*(o + 0 * 256 + 123) * va0), vacc0x4 = (*(o + 0 * 256 + 124) * va0), vacc0x5 = (*(o + 0 * 256 + 125) * va0), vacc0x6 = (*(o + 0 * 256 + 126) * va0), vacc0x7 = (*(o + 0 * 256 + 127) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 120) * va1), vacc1x1 = (*(o + 1 * 256 + 121) * va1), vacc1x2 = (*(o + 1 * 256 + 122) * va1), vacc1x3 = (*(o + 1 * 256 + 123) * va1), vacc1x4 = (*(o + 1 * 256 + 124) * va1), vacc1x5 = (*(o + 1 * 256 + 125) * va1), vacc1x6 = (*(o + 1 * 256 + 126) * va1), vacc1x7 = (*(o + 1 * 256 + 127) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 120) * va2), vacc2x1 = (*(o + 2 * 256 + 121) * va2), vacc2x2 = (*(o + 2 * 256 + 122) * va2), vacc2x3 = (*(o + 2 * 256 + 123) * va2), vacc2x4 = (*(o + 2 * 256 + 124) * va2), vacc2x5 = (*(o + 2 * 256 + 125) * va2), vacc2x6 = (*(o + 2 * 256 + 126) * va2), vacc2x7 = (*(o + 2 * 256 + 127) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 120) * va3), vacc3x1 = (*(o + 3 * 256 + 121) * va3), vacc3x2 = (*(o + 3 * 256 + 122) * va3), vacc3x3 = (*(o + 3 * 256 + 123) * va3), vacc3x4 = (*(o + 3 * 256 + 124) * va3), vacc3x5 = (*(o + 3 * 256 + 125) * va3), vacc3x6 = (*(o + 3 * 256 + 126) * va3), vacc3x7 = (*(o + 3 * 256 + 127) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 114) * va0), vacc0x1 = (*(o + 0 * 256 + 115) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 114) * va1), vacc1x1 = (*(o + 1 * 256 + 115) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 114) * va2), vacc2x1 = (*(o + 2 * 256 + 115) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 114) * va3), vacc3x1 = (*(o + 3 * 256 + 115) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 114);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 115);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 114) = vacc0x0;
+        *(o + 0 * 256 + 115) = vacc0x1;
+        *(o + 1 * 256 + 114) = vacc1x0;
+        *(o + 1 * 256 + 115) = vacc1x1;
+        *(o + 2 * 256 + 114) = vacc2x0;
+        *(o + 2 * 256 + 115) = vacc2x1;
+        *(o + 3 * 256 + 114) = vacc3x0;
+        *(o + 3 * 256 + 115) = vacc3x1;
+    }
+    { /* columns 116..117 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 116) * va0), vacc0x1 = (*(o + 0 * 256 + 117) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 116) * va1), vacc1x1 = (*(o + 1 * 256 + 117) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 116) * va2), vacc2x1 = (*(o + 2 * 256 + 117) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 116) * va3), vacc3x1 = (*(o + 3 * 256 + 117) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 116);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 117);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 116) = vacc0x0;
+        *(o + 0 * 256 + 117) = vacc0x1;
+        *(o + 1 * 256 + 116) = vacc1x0;
+        *(o + 1 * 256 + 117) = vacc1x1;
+        *(o + 2 * 256 + 116) = vacc2x0;
+        *(o + 2 * 256 + 117) = vacc2x1;
+        *(o + 3 * 256 + 116) = vacc3x0;
+        *(o + 3 * 256 + 117) = vacc3x1;
+    }
+    { /* columns 118..119 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 118) * va0), vacc0x1 = (*(o + 0 * 256 + 119) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 118) * va1), vacc1x1 = (*(o + 1 * 256 + 119) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 118) * va2), vacc2x1 = (*(o + 2 * 256 + 119) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 118) * va3), vacc3x1 = (*(o + 3 * 256 + 119) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 118);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 119);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 118) = vacc0x0;
+        *(o + 0 * 256 + 119) = vacc0x1;
+        *(o + 1 * 256 + 118) = vacc1x0;
+        *(o + 1 * 256 + 119) = vacc1x1;
+        *(o + 2 * 256 + 118) = vacc2x0;
+        *(o + 2 * 256 + 119) = vacc2x1;
+        *(o + 3 * 256 + 118) = vacc3x0;
+        *(o + 3 * 256 + 119) = vacc3x1;
+    }
+    { /* columns 120..121 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 120) * va0), vacc0x1 = (*(o + 0 * 256 + 121) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 120) * va1), vacc1x1 = (*(o + 1 * 256 + 121) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 120) * va2), vacc2x1 = (*(o + 2 * 256 + 121) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 120) * va3), vacc3x1 = (*(o + 3 * 256 + 121) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -5714,70 +6302,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 121);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 122);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 123);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 124);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 125);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 126);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 127);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 120) = vacc0x0;
         *(o + 0 * 256 + 121) = vacc0x1;
-        *(o + 0 * 256 + 122) = vacc0x2;
-        *(o + 0 * 256 + 123) = vacc0x3;
-        *(o + 0 * 256 + 124) = vacc0x4;
-        *(o + 0 * 256 + 125) = vacc0x5;
-        *(o + 0 * 256 + 126) = vacc0x6;
-        *(o + 0 * 256 + 127) = vacc0x7;
         *(o + 1 * 256 + 120) = vacc1x0;
         *(o + 1 * 256 + 121) = vacc1x1;
-        *(o + 1 * 256 + 122) = vacc1x2;
-        *(o + 1 * 256 + 123) = vacc1x3;
-        *(o + 1 * 256 + 124) = vacc1x4;
-        *(o + 1 * 256 + 125) = vacc1x5;
-        *(o + 1 * 256 + 126) = vacc1x6;
-        *(o + 1 * 256 + 127) = vacc1x7;
         *(o + 2 * 256 + 120) = vacc2x0;
         *(o + 2 * 256 + 121) = vacc2x1;
-        *(o + 2 * 256 + 122) = vacc2x2;
-        *(o + 2 * 256 + 123) = vacc2x3;
-        *(o + 2 * 256 + 124) = vacc2x4;
-        *(o + 2 * 256 + 125) = vacc2x5;
-        *(o + 2 * 256 + 126) = vacc2x6;
-        *(o + 2 * 256 + 127) = vacc2x7;
         *(o + 3 * 256 + 120) = vacc3x0;
         *(o + 3 * 256 + 121) = vacc3x1;
-        *(o + 3 * 256 + 122) = vacc3x2;
-        *(o + 3 * 256 + 123) = vacc3x3;
-        *(o + 3 * 256 + 124) = vacc3x4;
-        *(o + 3 * 256 + 125) = vacc3x5;
-        *(o + 3 * 256 + 126) = vacc3x6;
-        *(o + 3 * 256 + 127) = vacc3x7;
     }
-    { /* columns 128..135 */
+    { /* columns 122..123 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 128) * va0), vacc0x1 = (*(o + 0 * 256 + 129) * va0), vacc0x2 = (*(o + 0 * 256 + 130) * va0), vacc0x3 = (*(o + 0 * 256 + 131) * va0), vacc0x4 = (*(o + 0 * 256 + 132) * va0), vacc0x5 = (*(o + 0 * 256 + 133) * va0), vacc0x6 = (*(o + 0 * 256 + 134) * va0), vacc0x7 = (*(o + 0 * 256 + 135) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 128) * va1), vacc1x1 = (*(o + 1 * 256 + 129) * va1), vacc1x2 = (*(o + 1 * 256 + 130) * va1), vacc1x3 = (*(o + 1 * 256 + 131) * va1), vacc1x4 = (*(o + 1 * 256 + 132) * va1), vacc1x5 = (*(o + 1 * 256 + 133) * va1), vacc1x6 = (*(o + 1 * 256 + 134) * va1), vacc1x7 = (*(o + 1 * 256 + 135) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 128) * va2), vacc2x1 = (*(o + 2 * 256 + 129) * va2), vacc2x2 = (*(o + 2 * 256 + 130) * va2), vacc2x3 = (*(o + 2 * 256 + 131) * va2), vacc2x4 = (*(o + 2 * 256 + 132) * va2), vacc2x5 = (*(o + 2 * 256 + 133) * va2), vacc2x6 = (*(o + 2 * 256 + 134) * va2), vacc2x7 = (*(o + 2 * 256 + 135) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 128) * va3), vacc3x1 = (*(o + 3 * 256 + 129) * va3), vacc3x2 = (*(o + 3 * 256 + 130) * va3), vacc3x3 = (*(o + 3 * 256 + 131) * va3), vacc3x4 = (*(o + 3 * 256 + 132) * va3), vacc3x5 = (*(o + 3 * 256 + 133) * va3), vacc3x6 = (*(o + 3 * 256 + 134) * va3), vacc3x7 = (*(o + 3 * 256 + 135) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 122) * va0), vacc0x1 = (*(o + 0 * 256 + 123) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 122) * va1), vacc1x1 = (*(o + 1 * 256 + 123) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 122) * va2), vacc2x1 = (*(o + 2 * 256 + 123) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 122) * va3), vacc3x1 = (*(o + 3 * 256 + 123) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 122);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 123);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 122) = vacc0x0;
+        *(o + 0 * 256 + 123) = vacc0x1;
+        *(o + 1 * 256 + 122) = vacc1x0;
+        *(o + 1 * 256 + 123) = vacc1x1;
+        *(o + 2 * 256 + 122) = vacc2x0;
+        *(o + 2 * 256 + 123) = vacc2x1;
+        *(o + 3 * 256 + 122) = vacc3x0;
+        *(o + 3 * 256 + 123) = vacc3x1;
+    }
+    { /* columns 124..125 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 124) * va0), vacc0x1 = (*(o + 0 * 256 + 125) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 124) * va1), vacc1x1 = (*(o + 1 * 256 + 125) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 124) * va2), vacc2x1 = (*(o + 2 * 256 + 125) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 124) * va3), vacc3x1 = (*(o + 3 * 256 + 125) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 124);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 125);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 124) = vacc0x0;
+        *(o + 0 * 256 + 125) = vacc0x1;
+        *(o + 1 * 256 + 124) = vacc1x0;
+        *(o + 1 * 256 + 125) = vacc1x1;
+        *(o + 2 * 256 + 124) = vacc2x0;
+        *(o + 2 * 256 + 125) = vacc2x1;
+        *(o + 3 * 256 + 124) = vacc3x0;
+        *(o + 3 * 256 + 125) = vacc3x1;
+    }
+    { /* columns 126..127 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 126) * va0), vacc0x1 = (*(o + 0 * 256 + 127) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 126) * va1), vacc1x1 = (*(o + 1 * 256 + 127) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 126) * va2), vacc2x1 = (*(o + 2 * 256 + 127) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 126) * va3), vacc3x1 = (*(o + 3 * 256 + 127) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 126);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 127);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 126) = vacc0x0;
+        *(o + 0 * 256 + 127) = vacc0x1;
+        *(o + 1 * 256 + 126) = vacc1x0;
+        *(o + 1 * 256 + 127) = vacc1x1;
+        *(o + 2 * 256 + 126) = vacc2x0;
+        *(o + 2 * 256 + 127) = vacc2x1;
+        *(o + 3 * 256 + 126) = vacc3x0;
+        *(o + 3 * 256 + 127) = vacc3x1;
+    }
+    { /* columns 128..129 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 128) * va0), vacc0x1 = (*(o + 0 * 256 + 129) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 128) * va1), vacc1x1 = (*(o + 1 * 256 + 129) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 128) * va2), vacc2x1 = (*(o + 2 * 256 + 129) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 128) * va3), vacc3x1 = (*(o + 3 * 256 + 129) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -5792,70 +6422,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 129);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 130);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 131);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 132);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 133);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 134);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 135);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 128) = vacc0x0;
         *(o + 0 * 256 + 129) = vacc0x1;
-        *(o + 0 * 256 + 130) = vacc0x2;
-        *(o + 0 * 256 + 131) = vacc0x3;
-        *(o + 0 * 256 + 132) = vacc0x4;
-        *(o + 0 * 256 + 133) = vacc0x5;
-        *(o + 0 * 256 + 134) = vacc0x6;
-        *(o + 0 * 256 + 135) = vacc0x7;
         *(o + 1 * 256 + 128) = vacc1x0;
         *(o + 1 * 256 + 129) = vacc1x1;
-        *(o + 1 * 256 + 130) = vacc1x2;
-        *(o + 1 * 256 + 131) = vacc1x3;
-        *(o + 1 * 256 + 132) = vacc1x4;
-        *(o + 1 * 256 + 133) = vacc1x5;
-        *(o + 1 * 256 + 134) = vacc1x6;
-        *(o + 1 * 256 + 135) = vacc1x7;
         *(o + 2 * 256 + 128) = vacc2x0;
         *(o + 2 * 256 + 129) = vacc2x1;
-        *(o + 2 * 256 + 130) = vacc2x2;
-        *(o + 2 * 256 + 131) = vacc2x3;
-        *(o + 2 * 256 + 132) = vacc2x4;
-        *(o + 2 * 256 + 133) = vacc2x5;
-        *(o + 2 * 256 + 134) = vacc2x6;
-        *(o + 2 * 256 + 135) = vacc2x7;
         *(o + 3 * 256 + 128) = vacc3x0;
         *(o + 3 * 256 + 129) = vacc3x1;
-        *(o + 3 * 256 + 130) = vacc3x2;
-        *(o + 3 * 256 + 131) = vacc3x3;
-        *(o + 3 * 256 + 132) = vacc3x4;
-        *(o + 3 * 256 + 133) = vacc3x5;
-        *(o + 3 * 256 + 134) = vacc3x6;
-        *(o + 3 * 256 + 135) = vacc3x7;
     }
-    { /* columns 136..143 */
+    { /* columns 130..131 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 136) * va0), vacc0x1 = (*(o + 0 * 256 + 137) * va0), vacc0x2 = (*(o + 0 * 256 + 138) * va0), vacc0x3 = (*(o + 0 * 256 + 139) * va0), vacc0x4 = (*(o + 0 * 256 + 140) * va0), vacc0x5 = (*(o + 0 * 256 + 141) * va0), vacc0x6 = (*(o + 0 * 256 + 142) * va0), vacc0x7 = (*(o + 0 * 256 + 143) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 136) * va1), vacc1x1 = (*(o + 1 * 256 + 137) * va1), vacc1x2 = (*(o + 1 * 256 + 138) * va1), vacc1x3 = (*(o + 1 * 256 + 139) * va1), vacc1x4 = (*(o + 1 * 256 + 140) * va1), vacc1x5 = (*(o + 1 * 256 + 141) * va1), vacc1x6 = (*(o + 1 * 256 + 142) * va1), vacc1x7 = (*(o + 1 * 256 + 143) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 136) * va2), vacc2x1 = (*(o + 2 * 256 + 137) * va2), vacc2x2 = (*(o + 2 * 256 + 138) * va2), vacc2x3 = (*(o + 2 * 256 + 139) * va2), vacc2x4 = (*(o + 2 * 256 + 140) * va2), vacc2x5 = (*(o + 2 * 256 + 141) * va2), vacc2x6 = (*(o + 2 * 256 + 142) * va2), vacc2x7 = (*(o + 2 * 256 + 143) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 136) * va3), vacc3x1 = (*(o + 3 * 256 + 137) * va3), vacc3x2 = (*(o + 3 * 256 + 138) * va3), vacc3x3 = (*(o + 3 * 256 + 139) * va3), vacc3x4 = (*(o + 3 * 256 + 140) * va3), vacc3x5 = (*(o + 3 * 256 + 141) * va3), vacc3x6 = (*(o + 3 * 256 + 142) * va3), vacc3x7 = (*(o + 3 * 256 + 143) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 130) * va0), vacc0x1 = (*(o + 0 * 256 + 131) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 130) * va1), vacc1x1 = (*(o + 1 * 256 + 131) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 130) * va2), vacc2x1 = (*(o + 2 * 256 + 131) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 130) * va3), vacc3x1 = (*(o + 3 * 256 + 131) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 130);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 131);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 130) = vacc0x0;
+        *(o + 0 * 256 + 131) = vacc0x1;
+        *(o + 1 * 256 + 130) = vacc1x0;
+        *(o + 1 * 256 + 131) = vacc1x1;
+        *(o + 2 * 256 + 130) = vacc2x0;
+        *(o + 2 * 256 + 131) = vacc2x1;
+        *(o + 3 * 256 + 130) = vacc3x0;
+        *(o + 3 * 256 + 131) = vacc3x1;
+    }
+    { /* columns 132..133 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 132) * va0), vacc0x1 = (*(o + 0 * 256 + 133) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 132) * va1), vacc1x1 = (*(o + 1 * 256 + 133) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 132) * va2), vacc2x1 = (*(o + 2 * 256 + 133) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 132) * va3), vacc3x1 = (*(o + 3 * 256 + 133) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 132);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 133);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 132) = vacc0x0;
+        *(o + 0 * 256 + 133) = vacc0x1;
+        *(o + 1 * 256 + 132) = vacc1x0;
+        *(o + 1 * 256 + 133) = vacc1x1;
+        *(o + 2 * 256 + 132) = vacc2x0;
+        *(o + 2 * 256 + 133) = vacc2x1;
+        *(o + 3 * 256 + 132) = vacc3x0;
+        *(o + 3 * 256 + 133) = vacc3x1;
+    }
+    { /* columns 134..135 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 134) * va0), vacc0x1 = (*(o + 0 * 256 + 135) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 134) * va1), vacc1x1 = (*(o + 1 * 256 + 135) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 134) * va2), vacc2x1 = (*(o + 2 * 256 + 135) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 134) * va3), vacc3x1 = (*(o + 3 * 256 + 135) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 134);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 135);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 134) = vacc0x0;
+        *(o + 0 * 256 + 135) = vacc0x1;
+        *(o + 1 * 256 + 134) = vacc1x0;
+        *(o + 1 * 256 + 135) = vacc1x1;
+        *(o + 2 * 256 + 134) = vacc2x0;
+        *(o + 2 * 256 + 135) = vacc2x1;
+        *(o + 3 * 256 + 134) = vacc3x0;
+        *(o + 3 * 256 + 135) = vacc3x1;
+    }
+    { /* columns 136..137 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 136) * va0), vacc0x1 = (*(o + 0 * 256 + 137) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 136) * va1), vacc1x1 = (*(o + 1 * 256 + 137) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 136) * va2), vacc2x1 = (*(o + 2 * 256 + 137) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 136) * va3), vacc3x1 = (*(o + 3 * 256 + 137) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -5870,70 +6542,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 137);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 138);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 139);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 140);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 141);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 142);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 143);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 136) = vacc0x0;
         *(o + 0 * 256 + 137) = vacc0x1;
-        *(o + 0 * 256 + 138) = vacc0x2;
-        *(o + 0 * 256 + 139) = vacc0x3;
-        *(o + 0 * 256 + 140) = vacc0x4;
-        *(o + 0 * 256 + 141) = vacc0x5;
-        *(o + 0 * 256 + 142) = vacc0x6;
-        *(o + 0 * 256 + 143) = vacc0x7;
         *(o + 1 * 256 + 136) = vacc1x0;
         *(o + 1 * 256 + 137) = vacc1x1;
-        *(o + 1 * 256 + 138) = vacc1x2;
-        *(o + 1 * 256 + 139) = vacc1x3;
-        *(o + 1 * 256 + 140) = vacc1x4;
-        *(o + 1 * 256 + 141) = vacc1x5;
-        *(o + 1 * 256 + 142) = vacc1x6;
-        *(o + 1 * 256 + 143) = vacc1x7;
         *(o + 2 * 256 + 136) = vacc2x0;
         *(o + 2 * 256 + 137) = vacc2x1;
-        *(o + 2 * 256 + 138) = vacc2x2;
-        *(o + 2 * 256 + 139) = vacc2x3;
-        *(o + 2 * 256 + 140) = vacc2x4;
-        *(o + 2 * 256 + 141) = vacc2x5;
-        *(o + 2 * 256 + 142) = vacc2x6;
-        *(o + 2 * 256 + 143) = vacc2x7;
         *(o + 3 * 256 + 136) = vacc3x0;
         *(o + 3 * 256 + 137) = vacc3x1;
-        *(o + 3 * 256 + 138) = vacc3x2;
-        *(o + 3 * 256 + 139) = vacc3x3;
-        *(o + 3 * 256 + 140) = vacc3x4;
-        *(o + 3 * 256 + 141) = vacc3x5;
-        *(o + 3 * 256 + 142) = vacc3x6;
-        *(o + 3 * 256 + 143) = vacc3x7;
     }
-    { /* columns 144..151 */
+    { /* columns 138..139 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 144) * va0), vacc0x1 = (*(o + 0 * 256 + 145) * va0), vacc0x2 = (*(o + 0 * 256 + 146) * va0), vacc0x3 = (*(o + 0 * 256 + 147) * va0), vacc0x4 = (*(o + 0 * 256 + 148) * va0), vacc0x5 = (*(o + 0 * 256 + 149) * va0), vacc0x6 = (*(o + 0 * 256 + 150) * va0), vacc0x7 = (*(o + 0 * 256 + 151) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 144) * va1), vacc1x1 = (*(o + 1 * 256 + 145) * va1), vacc1x2 = (*(o + 1 * 256 + 146) * va1), vacc1x3 = (*(o + 1 * 256 + 147) * va1), vacc1x4 = (*(o + 1 * 256 + 148) * va1), vacc1x5 = (*(o + 1 * 256 + 149) * va1), vacc1x6 = (*(o + 1 * 256 + 150) * va1), vacc1x7 = (*(o + 1 * 256 + 151) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 144) * va2), vacc2x1 = (*(o + 2 * 256 + 145) * va2), vacc2x2 = (*(o + 2 * 256 + 146) * va2), vacc2x3 = (*(o + 2 * 256 + 147) * va2), vacc2x4 = (*(o + 2 * 256 + 148) * va2), vacc2x5 = (*(o + 2 * 256 + 149) * va2), vacc2x6 = (*(o + 2 * 256 + 150) * va2), vacc2x7 = (*(o + 2 * 256 + 151) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 144) * va3), vacc3x1 = (*(o + 3 * 256 + 145) * va3), vacc3x2 = (*(o + 3 * 256 + 146) * va3), vacc3x3 = (*(o + 3 * 256 + 147) * va3), vacc3x4 = (*(o + 3 * 256 + 148) * va3), vacc3x5 = (*(o + 3 * 256 + 149) * va3), vacc3x6 = (*(o + 3 * 256 + 150) * va3), vacc3x7 = (*(o + 3 * 256 + 151) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 138) * va0), vacc0x1 = (*(o + 0 * 256 + 139) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 138) * va1), vacc1x1 = (*(o + 1 * 256 + 139) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 138) * va2), vacc2x1 = (*(o + 2 * 256 + 139) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 138) * va3), vacc3x1 = (*(o + 3 * 256 + 139) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 138);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 139);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 138) = vacc0x0;
+        *(o + 0 * 256 + 139) = vacc0x1;
+        *(o + 1 * 256 + 138) = vacc1x0;
+        *(o + 1 * 256 + 139) = vacc1x1;
+        *(o + 2 * 256 + 138) = vacc2x0;
+        *(o + 2 * 256 + 139) = vacc2x1;
+        *(o + 3 * 256 + 138) = vacc3x0;
+        *(o + 3 * 256 + 139) = vacc3x1;
+    }
+    { /* columns 140..141 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 140) * va0), vacc0x1 = (*(o + 0 * 256 + 141) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 140) * va1), vacc1x1 = (*(o + 1 * 256 + 141) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 140) * va2), vacc2x1 = (*(o + 2 * 256 + 141) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 140) * va3), vacc3x1 = (*(o + 3 * 256 + 141) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 140);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 141);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 140) = vacc0x0;
+        *(o + 0 * 256 + 141) = vacc0x1;
+        *(o + 1 * 256 + 140) = vacc1x0;
+        *(o + 1 * 256 + 141) = vacc1x1;
+        *(o + 2 * 256 + 140) = vacc2x0;
+        *(o + 2 * 256 + 141) = vacc2x1;
+        *(o + 3 * 256 + 140) = vacc3x0;
+        *(o + 3 * 256 + 141) = vacc3x1;
+    }
+    { /* columns 142..143 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 142) * va0), vacc0x1 = (*(o + 0 * 256 + 143) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 142) * va1), vacc1x1 = (*(o + 1 * 256 + 143) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 142) * va2), vacc2x1 = (*(o + 2 * 256 + 143) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 142) * va3), vacc3x1 = (*(o + 3 * 256 + 143) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 142);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 143);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 142) = vacc0x0;
+        *(o + 0 * 256 + 143) = vacc0x1;
+        *(o + 1 * 256 + 142) = vacc1x0;
+        *(o + 1 * 256 + 143) = vacc1x1;
+        *(o + 2 * 256 + 142) = vacc2x0;
+        *(o + 2 * 256 + 143) = vacc2x1;
+        *(o + 3 * 256 + 142) = vacc3x0;
+        *(o + 3 * 256 + 143) = vacc3x1;
+    }
+    { /* columns 144..145 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 144) * va0), vacc0x1 = (*(o + 0 * 256 + 145) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 144) * va1), vacc1x1 = (*(o + 1 * 256 + 145) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 144) * va2), vacc2x1 = (*(o + 2 * 256 + 145) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 144) * va3), vacc3x1 = (*(o + 3 * 256 + 145) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -5948,70 +6662,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 145);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 146);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 147);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 148);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 149);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 150);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 151);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 144) = vacc0x0;
         *(o + 0 * 256 + 145) = vacc0x1;
-        *(o + 0 * 256 + 146) = vacc0x2;
-        *(o + 0 * 256 + 147) = vacc0x3;
-        *(o + 0 * 256 + 148) = vacc0x4;
-        *(o + 0 * 256 + 149) = vacc0x5;
-        *(o + 0 * 256 + 150) = vacc0x6;
-        *(o + 0 * 256 + 151) = vacc0x7;
         *(o + 1 * 256 + 144) = vacc1x0;
         *(o + 1 * 256 + 145) = vacc1x1;
-        *(o + 1 * 256 + 146) = vacc1x2;
-        *(o + 1 * 256 + 147) = vacc1x3;
-        *(o + 1 * 256 + 148) = vacc1x4;
-        *(o + 1 * 256 + 149) = vacc1x5;
-        *(o + 1 * 256 + 150) = vacc1x6;
-        *(o + 1 * 256 + 151) = vacc1x7;
         *(o + 2 * 256 + 144) = vacc2x0;
         *(o + 2 * 256 + 145) = vacc2x1;
-        *(o + 2 * 256 + 146) = vacc2x2;
-        *(o + 2 * 256 + 147) = vacc2x3;
-        *(o + 2 * 256 + 148) = vacc2x4;
-        *(o + 2 * 256 + 149) = vacc2x5;
-        *(o + 2 * 256 + 150) = vacc2x6;
-        *(o + 2 * 256 + 151) = vacc2x7;
         *(o + 3 * 256 + 144) = vacc3x0;
         *(o + 3 * 256 + 145) = vacc3x1;
-        *(o + 3 * 256 + 146) = vacc3x2;
-        *(o + 3 * 256 + 147) = vacc3x3;
-        *(o + 3 * 256 + 148) = vacc3x4;
-        *(o + 3 * 256 + 149) = vacc3x5;
-        *(o + 3 * 256 + 150) = vacc3x6;
-        *(o + 3 * 256 + 151) = vacc3x7;
     }
-    { /* columns 152..159 */
+    { /* columns 146..147 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 152) * va0), vacc0x1 = (*(o + 0 * 256 + 153) * va0), vacc0x2 = (*(o + 0 * 256 + 154) * va0), vacc0x3 = (*(o + 0 * 256 + 155) * va0), vacc0x4 = (*(o + 0 * 256 + 156) * va0), vacc0x5 = (*(o + 0 * 256 + 157) * va0), vacc0x6 = (*(o + 0 * 256 + 158) * va0), vacc0x7 = (*(o + 0 * 256 + 159) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 152) * va1), vacc1x1 = (*(o + 1 * 256 + 153) * va1), vacc1x2 = (*(o + 1 * 256 + 154) * va1), vacc1x3 = (*(o + 1 * 256 + 155) * va1), vacc1x4 = (*(o + 1 * 256 + 156) * va1), vacc1x5 = (*(o + 1 * 256 + 157) * va1), vacc1x6 = (*(o + 1 * 256 + 158) * va1), vacc1x7 = (*(o + 1 * 256 + 159) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 152) * va2), vacc2x1 = (*(o + 2 * 256 + 153) * va2), vacc2x2 = (*(o + 2 * 256 + 154) * va2), vacc2x3 = (*(o + 2 * 256 + 155) * va2), vacc2x4 = (*(o + 2 * 256 + 156) * va2), vacc2x5 = (*(o + 2 * 256 + 157) * va2), vacc2x6 = (*(o + 2 * 256 + 158) * va2), vacc2x7 = (*(o + 2 * 256 + 159) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 152) * va3), vacc3x1 = (*(o + 3 * 256 + 153) * va3), vacc3x2 = (*(o + 3 * 256 + 154) * va3), vacc3x3 = (*(o + 3 * 256 + 155) * va3), vacc3x4 = (*(o + 3 * 256 + 156) * va3), vacc3x5 = (*(o + 3 * 256 + 157) * va3), vacc3x6 = (*(o + 3 * 256 + 158) * va3), vacc3x7 = (*(o + 3 * 256 + 159) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 146) * va0), vacc0x1 = (*(o + 0 * 256 + 147) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 146) * va1), vacc1x1 = (*(o + 1 * 256 + 147) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 146) * va2), vacc2x1 = (*(o + 2 * 256 + 147) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 146) * va3), vacc3x1 = (*(o + 3 * 256 + 147) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 146);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 147);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 146) = vacc0x0;
+        *(o + 0 * 256 + 147) = vacc0x1;
+        *(o + 1 * 256 + 146) = vacc1x0;
+        *(o + 1 * 256 + 147) = vacc1x1;
+        *(o + 2 * 256 + 146) = vacc2x0;
+        *(o + 2 * 256 + 147) = vacc2x1;
+        *(o + 3 * 256 + 146) = vacc3x0;
+        *(o + 3 * 256 + 147) = vacc3x1;
+    }
+    { /* columns 148..149 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 148) * va0), vacc0x1 = (*(o + 0 * 256 + 149) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 148) * va1), vacc1x1 = (*(o + 1 * 256 + 149) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 148) * va2), vacc2x1 = (*(o + 2 * 256 + 149) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 148) * va3), vacc3x1 = (*(o + 3 * 256 + 149) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 148);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 149);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 148) = vacc0x0;
+        *(o + 0 * 256 + 149) = vacc0x1;
+        *(o + 1 * 256 + 148) = vacc1x0;
+        *(o + 1 * 256 + 149) = vacc1x1;
+        *(o + 2 * 256 + 148) = vacc2x0;
+        *(o + 2 * 256 + 149) = vacc2x1;
+        *(o + 3 * 256 + 148) = vacc3x0;
+        *(o + 3 * 256 + 149) = vacc3x1;
+    }
+    { /* columns 150..151 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 150) * va0), vacc0x1 = (*(o + 0 * 256 + 151) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 150) * va1), vacc1x1 = (*(o + 1 * 256 + 151) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 150) * va2), vacc2x1 = (*(o + 2 * 256 + 151) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 150) * va3), vacc3x1 = (*(o + 3 * 256 + 151) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 150);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 151);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 150) = vacc0x0;
+        *(o + 0 * 256 + 151) = vacc0x1;
+        *(o + 1 * 256 + 150) = vacc1x0;
+        *(o + 1 * 256 + 151) = vacc1x1;
+        *(o + 2 * 256 + 150) = vacc2x0;
+        *(o + 2 * 256 + 151) = vacc2x1;
+        *(o + 3 * 256 + 150) = vacc3x0;
+        *(o + 3 * 256 + 151) = vacc3x1;
+    }
+    { /* columns 152..153 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 152) * va0), vacc0x1 = (*(o + 0 * 256 + 153) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 152) * va1), vacc1x1 = (*(o + 1 * 256 + 153) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 152) * va2), vacc2x1 = (*(o + 2 * 256 + 153) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 152) * va3), vacc3x1 = (*(o + 3 * 256 + 153) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -6026,70 +6782,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 153);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 154);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 155);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 156);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 157);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 158);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 159);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 152) = vacc0x0;
         *(o + 0 * 256 + 153) = vacc0x1;
-        *(o + 0 * 256 + 154) = vacc0x2;
-        *(o + 0 * 256 + 155) = vacc0x3;
-        *(o + 0 * 256 + 156) = vacc0x4;
-        *(o + 0 * 256 + 157) = vacc0x5;
-        *(o + 0 * 256 + 158) = vacc0x6;
-        *(o + 0 * 256 + 159) = vacc0x7;
         *(o + 1 * 256 + 152) = vacc1x0;
         *(o + 1 * 256 + 153) = vacc1x1;
-        *(o + 1 * 256 + 154) = vacc1x2;
-        *(o + 1 * 256 + 155) = vacc1x3;
-        *(o + 1 * 256 + 156) = vacc1x4;
-        *(o + 1 * 256 + 157) = vacc1x5;
-        *(o + 1 * 256 + 158) = vacc1x6;
-        *(o + 1 * 256 + 159) = vacc1x7;
         *(o + 2 * 256 + 152) = vacc2x0;
         *(o + 2 * 256 + 153) = vacc2x1;
-        *(o + 2 * 256 + 154) = vacc2x2;
-        *(o + 2 * 256 + 155) = vacc2x3;
-        *(o + 2 * 256 + 156) = vacc2x4;
-        *(o + 2 * 256 + 157) = vacc2x5;
-        *(o + 2 * 256 + 158) = vacc2x6;
-        *(o + 2 * 256 + 159) = vacc2x7;
         *(o + 3 * 256 + 152) = vacc3x0;
         *(o + 3 * 256 + 153) = vacc3x1;
-        *(o + 3 * 256 + 154) = vacc3x2;
-        *(o + 3 * 256 + 155) = vacc3x3;
-        *(o + 3 * 256 + 156) = vacc3x4;
-        *(o + 3 * 256 + 157) = vacc3x5;
-        *(o + 3 * 256 + 158) = vacc3x6;
-        *(o + 3 * 256 + 159) = vacc3x7;
     }
-    { /* columns 160..167 */
+    { /* columns 154..155 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 160) * va0), vacc0x1 = (*(o + 0 * 256 + 161) * va0), vacc0x2 = (*(o + 0 * 256 + 162) * va0), vacc0x3 = (*(o + 0 * 256 + 163) * va0), vacc0x4 = (*(o + 0 * 256 + 164) * va0), vacc0x5 = (*(o + 0 * 256 + 165) * va0), vacc0x6 = (*(o + 0 * 256 + 166) * va0), vacc0x7 = (*(o + 0 * 256 + 167) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 160) * va1), vacc1x1 = (*(o + 1 * 256 + 161) * va1), vacc1x2 = (*(o + 1 * 256 + 162) * va1), vacc1x3 = (*(o + 1 * 256 + 163) * va1), vacc1x4 = (*(o + 1 * 256 + 164) * va1), vacc1x5 = (*(o + 1 * 256 + 165) * va1), vacc1x6 = (*(o + 1 * 256 + 166) * va1), vacc1x7 = (*(o + 1 * 256 + 167) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 160) * va2), vacc2x1 = (*(o + 2 * 256 + 161) * va2), vacc2x2 = (*(o + 2 * 256 + 162) * va2), vacc2x3 = (*(o + 2 * 256 + 163) * va2), vacc2x4 = (*(o + 2 * 256 + 164) * va2), vacc2x5 = (*(o + 2 * 256 + 165) * va2), vacc2x6 = (*(o + 2 * 256 + 166) * va2), vacc2x7 = (*(o + 2 * 256 + 167) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 160) * va3), vacc3x1 = (*(o + 3 * 256 + 161) * va3), vacc3x2 = (*(o + 3 * 256 + 162) * va3), vacc3x3 = (*(o + 3 * 256 + 163) * va3), vacc3x4 = (*(o + 3 * 256 + 164) * va3), vacc3x5 = (*(o + 3 * 256 + 165) * va3), vacc3x6 = (*(o + 3 * 256 + 166) * va3), vacc3x7 = (*(o + 3 * 256 + 167) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 154) * va0), vacc0x1 = (*(o + 0 * 256 + 155) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 154) * va1), vacc1x1 = (*(o + 1 * 256 + 155) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 154) * va2), vacc2x1 = (*(o + 2 * 256 + 155) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 154) * va3), vacc3x1 = (*(o + 3 * 256 + 155) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 154);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 155);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 154) = vacc0x0;
+        *(o + 0 * 256 + 155) = vacc0x1;
+        *(o + 1 * 256 + 154) = vacc1x0;
+        *(o + 1 * 256 + 155) = vacc1x1;
+        *(o + 2 * 256 + 154) = vacc2x0;
+        *(o + 2 * 256 + 155) = vacc2x1;
+        *(o + 3 * 256 + 154) = vacc3x0;
+        *(o + 3 * 256 + 155) = vacc3x1;
+    }
+    { /* columns 156..157 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 156) * va0), vacc0x1 = (*(o + 0 * 256 + 157) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 156) * va1), vacc1x1 = (*(o + 1 * 256 + 157) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 156) * va2), vacc2x1 = (*(o + 2 * 256 + 157) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 156) * va3), vacc3x1 = (*(o + 3 * 256 + 157) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 156);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 157);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 156) = vacc0x0;
+        *(o + 0 * 256 + 157) = vacc0x1;
+        *(o + 1 * 256 + 156) = vacc1x0;
+        *(o + 1 * 256 + 157) = vacc1x1;
+        *(o + 2 * 256 + 156) = vacc2x0;
+        *(o + 2 * 256 + 157) = vacc2x1;
+        *(o + 3 * 256 + 156) = vacc3x0;
+        *(o + 3 * 256 + 157) = vacc3x1;
+    }
+    { /* columns 158..159 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 158) * va0), vacc0x1 = (*(o + 0 * 256 + 159) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 158) * va1), vacc1x1 = (*(o + 1 * 256 + 159) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 158) * va2), vacc2x1 = (*(o + 2 * 256 + 159) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 158) * va3), vacc3x1 = (*(o + 3 * 256 + 159) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 158);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 159);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 158) = vacc0x0;
+        *(o + 0 * 256 + 159) = vacc0x1;
+        *(o + 1 * 256 + 158) = vacc1x0;
+        *(o + 1 * 256 + 159) = vacc1x1;
+        *(o + 2 * 256 + 158) = vacc2x0;
+        *(o + 2 * 256 + 159) = vacc2x1;
+        *(o + 3 * 256 + 158) = vacc3x0;
+        *(o + 3 * 256 + 159) = vacc3x1;
+    }
+    { /* columns 160..161 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 160) * va0), vacc0x1 = (*(o + 0 * 256 + 161) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 160) * va1), vacc1x1 = (*(o + 1 * 256 + 161) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 160) * va2), vacc2x1 = (*(o + 2 * 256 + 161) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 160) * va3), vacc3x1 = (*(o + 3 * 256 + 161) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -6104,70 +6902,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 161);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 162);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 163);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 164);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 165);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 166);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 167);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 160) = vacc0x0;
         *(o + 0 * 256 + 161) = vacc0x1;
-        *(o + 0 * 256 + 162) = vacc0x2;
-        *(o + 0 * 256 + 163) = vacc0x3;
-        *(o + 0 * 256 + 164) = vacc0x4;
-        *(o + 0 * 256 + 165) = vacc0x5;
-        *(o + 0 * 256 + 166) = vacc0x6;
-        *(o + 0 * 256 + 167) = vacc0x7;
         *(o + 1 * 256 + 160) = vacc1x0;
         *(o + 1 * 256 + 161) = vacc1x1;
-        *(o + 1 * 256 + 162) = vacc1x2;
-        *(o + 1 * 256 + 163) = vacc1x3;
-        *(o + 1 * 256 + 164) = vacc1x4;
-        *(o + 1 * 256 + 165) = vacc1x5;
-        *(o + 1 * 256 + 166) = vacc1x6;
-        *(o + 1 * 256 + 167) = vacc1x7;
         *(o + 2 * 256 + 160) = vacc2x0;
         *(o + 2 * 256 + 161) = vacc2x1;
-        *(o + 2 * 256 + 162) = vacc2x2;
-        *(o + 2 * 256 + 163) = vacc2x3;
-        *(o + 2 * 256 + 164) = vacc2x4;
-        *(o + 2 * 256 + 165) = vacc2x5;
-        *(o + 2 * 256 + 166) = vacc2x6;
-        *(o + 2 * 256 + 167) = vacc2x7;
         *(o + 3 * 256 + 160) = vacc3x0;
         *(o + 3 * 256 + 161) = vacc3x1;
-        *(o + 3 * 256 + 162) = vacc3x2;
-        *(o + 3 * 256 + 163) = vacc3x3;
-        *(o + 3 * 256 + 164) = vacc3x4;
-        *(o + 3 * 256 + 165) = vacc3x5;
-        *(o + 3 * 256 + 166) = vacc3x6;
-        *(o + 3 * 256 + 167) = vacc3x7;
     }
-    { /* columns 168..175 */
+    { /* columns 162..163 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 168) * va0), vacc0x1 = (*(o + 0 * 256 + 169) * va0), vacc0x2 = (*(o + 0 * 256 + 170) * va0), vacc0x3 = (*(o + 0 * 256 + 171) * va0), vacc0x4 = (*(o + 0 * 256 + 172) * va0), vacc0x5 = (*(o + 0 * 256 + 173) * va0), vacc0x6 = (*(o + 0 * 256 + 174) * va0), vacc0x7 = (*(o + 0 * 256 + 175) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 168) * va1), vacc1x1 = (*(o + 1 * 256 + 169) * va1), vacc1x2 = (*(o + 1 * 256 + 170) * va1), vacc1x3 = (*(o + 1 * 256 + 171) * va1), vacc1x4 = (*(o + 1 * 256 + 172) * va1), vacc1x5 = (*(o + 1 * 256 + 173) * va1), vacc1x6 = (*(o + 1 * 256 + 174) * va1), vacc1x7 = (*(o + 1 * 256 + 175) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 168) * va2), vacc2x1 = (*(o + 2 * 256 + 169) * va2), vacc2x2 = (*(o + 2 * 256 + 170) * va2), vacc2x3 = (*(o + 2 * 256 + 171) * va2), vacc2x4 = (*(o + 2 * 256 + 172) * va2), vacc2x5 = (*(o + 2 * 256 + 173) * va2), vacc2x6 = (*(o + 2 * 256 + 174) * va2), vacc2x7 = (*(o + 2 * 256 + 175) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 168) * va3), vacc3x1 = (*(o + 3 * 256 + 169) * va3), vacc3x2 = (*(o + 3 * 256 + 170) * va3), vacc3x3 = (*(o + 3 * 256 + 171) * va3), vacc3x4 = (*(o + 3 * 256 + 172) * va3), vacc3x5 = (*(o + 3 * 256 + 173) * va3), vacc3x6 = (*(o + 3 * 256 + 174) * va3), vacc3x7 = (*(o + 3 * 256 + 175) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 162) * va0), vacc0x1 = (*(o + 0 * 256 + 163) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 162) * va1), vacc1x1 = (*(o + 1 * 256 + 163) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 162) * va2), vacc2x1 = (*(o + 2 * 256 + 163) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 162) * va3), vacc3x1 = (*(o + 3 * 256 + 163) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 162);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 163);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 162) = vacc0x0;
+        *(o + 0 * 256 + 163) = vacc0x1;
+        *(o + 1 * 256 + 162) = vacc1x0;
+        *(o + 1 * 256 + 163) = vacc1x1;
+        *(o + 2 * 256 + 162) = vacc2x0;
+        *(o + 2 * 256 + 163) = vacc2x1;
+        *(o + 3 * 256 + 162) = vacc3x0;
+        *(o + 3 * 256 + 163) = vacc3x1;
+    }
+    { /* columns 164..165 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 164) * va0), vacc0x1 = (*(o + 0 * 256 + 165) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 164) * va1), vacc1x1 = (*(o + 1 * 256 + 165) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 164) * va2), vacc2x1 = (*(o + 2 * 256 + 165) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 164) * va3), vacc3x1 = (*(o + 3 * 256 + 165) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 164);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 165);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 164) = vacc0x0;
+        *(o + 0 * 256 + 165) = vacc0x1;
+        *(o + 1 * 256 + 164) = vacc1x0;
+        *(o + 1 * 256 + 165) = vacc1x1;
+        *(o + 2 * 256 + 164) = vacc2x0;
+        *(o + 2 * 256 + 165) = vacc2x1;
+        *(o + 3 * 256 + 164) = vacc3x0;
+        *(o + 3 * 256 + 165) = vacc3x1;
+    }
+    { /* columns 166..167 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 166) * va0), vacc0x1 = (*(o + 0 * 256 + 167) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 166) * va1), vacc1x1 = (*(o + 1 * 256 + 167) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 166) * va2), vacc2x1 = (*(o + 2 * 256 + 167) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 166) * va3), vacc3x1 = (*(o + 3 * 256 + 167) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 166);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 167);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 166) = vacc0x0;
+        *(o + 0 * 256 + 167) = vacc0x1;
+        *(o + 1 * 256 + 166) = vacc1x0;
+        *(o + 1 * 256 + 167) = vacc1x1;
+        *(o + 2 * 256 + 166) = vacc2x0;
+        *(o + 2 * 256 + 167) = vacc2x1;
+        *(o + 3 * 256 + 166) = vacc3x0;
+        *(o + 3 * 256 + 167) = vacc3x1;
+    }
+    { /* columns 168..169 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 168) * va0), vacc0x1 = (*(o + 0 * 256 + 169) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 168) * va1), vacc1x1 = (*(o + 1 * 256 + 169) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 168) * va2), vacc2x1 = (*(o + 2 * 256 + 169) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 168) * va3), vacc3x1 = (*(o + 3 * 256 + 169) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -6182,70 +7022,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 169);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 170);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 171);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 172);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 173);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 174);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 175);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 168) = vacc0x0;
         *(o + 0 * 256 + 169) = vacc0x1;
-        *(o + 0 * 256 + 170) = vacc0x2;
-        *(o + 0 * 256 + 171) = vacc0x3;
-        *(o + 0 * 256 + 172) = vacc0x4;
-        *(o + 0 * 256 + 173) = vacc0x5;
-        *(o + 0 * 256 + 174) = vacc0x6;
-        *(o + 0 * 256 + 175) = vacc0x7;
         *(o + 1 * 256 + 168) = vacc1x0;
         *(o + 1 * 256 + 169) = vacc1x1;
-        *(o + 1 * 256 + 170) = vacc1x2;
-        *(o + 1 * 256 + 171) = vacc1x3;
-        *(o + 1 * 256 + 172) = vacc1x4;
-        *(o + 1 * 256 + 173) = vacc1x5;
-        *(o + 1 * 256 + 174) = vacc1x6;
-        *(o + 1 * 256 + 175) = vacc1x7;
         *(o + 2 * 256 + 168) = vacc2x0;
         *(o + 2 * 256 + 169) = vacc2x1;
-        *(o + 2 * 256 + 170) = vacc2x2;
-        *(o + 2 * 256 + 171) = vacc2x3;
-        *(o + 2 * 256 + 172) = vacc2x4;
-        *(o + 2 * 256 + 173) = vacc2x5;
-        *(o + 2 * 256 + 174) = vacc2x6;
-        *(o + 2 * 256 + 175) = vacc2x7;
         *(o + 3 * 256 + 168) = vacc3x0;
         *(o + 3 * 256 + 169) = vacc3x1;
-        *(o + 3 * 256 + 170) = vacc3x2;
-        *(o + 3 * 256 + 171) = vacc3x3;
-        *(o + 3 * 256 + 172) = vacc3x4;
-        *(o + 3 * 256 + 173) = vacc3x5;
-        *(o + 3 * 256 + 174) = vacc3x6;
-        *(o + 3 * 256 + 175) = vacc3x7;
     }
-    { /* columns 176..183 */
+    { /* columns 170..171 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 176) * va0), vacc0x1 = (*(o + 0 * 256 + 177) * va0), vacc0x2 = (*(o + 0 * 256 + 178) * va0), vacc0x3 = (*(o + 0 * 256 + 179) * va0), vacc0x4 = (*(o + 0 * 256 + 180) * va0), vacc0x5 = (*(o + 0 * 256 + 181) * va0), vacc0x6 = (*(o + 0 * 256 + 182) * va0), vacc0x7 = (*(o + 0 * 256 + 183) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 176) * va1), vacc1x1 = (*(o + 1 * 256 + 177) * va1), vacc1x2 = (*(o + 1 * 256 + 178) * va1), vacc1x3 = (*(o + 1 * 256 + 179) * va1), vacc1x4 = (*(o + 1 * 256 + 180) * va1), vacc1x5 = (*(o + 1 * 256 + 181) * va1), vacc1x6 = (*(o + 1 * 256 + 182) * va1), vacc1x7 = (*(o + 1 * 256 + 183) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 176) * va2), vacc2x1 = (*(o + 2 * 256 + 177) * va2), vacc2x2 = (*(o + 2 * 256 + 178) * va2), vacc2x3 = (*(o + 2 * 256 + 179) * va2), vacc2x4 = (*(o + 2 * 256 + 180) * va2), vacc2x5 = (*(o + 2 * 256 + 181) * va2), vacc2x6 = (*(o + 2 * 256 + 182) * va2), vacc2x7 = (*(o + 2 * 256 + 183) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 176) * va3), vacc3x1 = (*(o + 3 * 256 + 177) * va3), vacc3x2 = (*(o + 3 * 256 + 178) * va3), vacc3x3 = (*(o + 3 * 256 + 179) * va3), vacc3x4 = (*(o + 3 * 256 + 180) * va3), vacc3x5 = (*(o + 3 * 256 + 181) * va3), vacc3x6 = (*(o + 3 * 256 + 182) * va3), vacc3x7 = (*(o + 3 * 256 + 183) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 170) * va0), vacc0x1 = (*(o + 0 * 256 + 171) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 170) * va1), vacc1x1 = (*(o + 1 * 256 + 171) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 170) * va2), vacc2x1 = (*(o + 2 * 256 + 171) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 170) * va3), vacc3x1 = (*(o + 3 * 256 + 171) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 170);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 171);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 170) = vacc0x0;
+        *(o + 0 * 256 + 171) = vacc0x1;
+        *(o + 1 * 256 + 170) = vacc1x0;
+        *(o + 1 * 256 + 171) = vacc1x1;
+        *(o + 2 * 256 + 170) = vacc2x0;
+        *(o + 2 * 256 + 171) = vacc2x1;
+        *(o + 3 * 256 + 170) = vacc3x0;
+        *(o + 3 * 256 + 171) = vacc3x1;
+    }
+    { /* columns 172..173 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 172) * va0), vacc0x1 = (*(o + 0 * 256 + 173) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 172) * va1), vacc1x1 = (*(o + 1 * 256 + 173) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 172) * va2), vacc2x1 = (*(o + 2 * 256 + 173) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 172) * va3), vacc3x1 = (*(o + 3 * 256 + 173) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 172);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 173);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 172) = vacc0x0;
+        *(o + 0 * 256 + 173) = vacc0x1;
+        *(o + 1 * 256 + 172) = vacc1x0;
+        *(o + 1 * 256 + 173) = vacc1x1;
+        *(o + 2 * 256 + 172) = vacc2x0;
+        *(o + 2 * 256 + 173) = vacc2x1;
+        *(o + 3 * 256 + 172) = vacc3x0;
+        *(o + 3 * 256 + 173) = vacc3x1;
+    }
+    { /* columns 174..175 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 174) * va0), vacc0x1 = (*(o + 0 * 256 + 175) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 174) * va1), vacc1x1 = (*(o + 1 * 256 + 175) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 174) * va2), vacc2x1 = (*(o + 2 * 256 + 175) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 174) * va3), vacc3x1 = (*(o + 3 * 256 + 175) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 174);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 175);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 174) = vacc0x0;
+        *(o + 0 * 256 + 175) = vacc0x1;
+        *(o + 1 * 256 + 174) = vacc1x0;
+        *(o + 1 * 256 + 175) = vacc1x1;
+        *(o + 2 * 256 + 174) = vacc2x0;
+        *(o + 2 * 256 + 175) = vacc2x1;
+        *(o + 3 * 256 + 174) = vacc3x0;
+        *(o + 3 * 256 + 175) = vacc3x1;
+    }
+    { /* columns 176..177 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 176) * va0), vacc0x1 = (*(o + 0 * 256 + 177) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 176) * va1), vacc1x1 = (*(o + 1 * 256 + 177) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 176) * va2), vacc2x1 = (*(o + 2 * 256 + 177) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 176) * va3), vacc3x1 = (*(o + 3 * 256 + 177) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -6260,70 +7142,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 177);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 178);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 179);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 180);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 181);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 182);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 183);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 176) = vacc0x0;
         *(o + 0 * 256 + 177) = vacc0x1;
-        *(o + 0 * 256 + 178) = vacc0x2;
-        *(o + 0 * 256 + 179) = vacc0x3;
-        *(o + 0 * 256 + 180) = vacc0x4;
-        *(o + 0 * 256 + 181) = vacc0x5;
-        *(o + 0 * 256 + 182) = vacc0x6;
-        *(o + 0 * 256 + 183) = vacc0x7;
         *(o + 1 * 256 + 176) = vacc1x0;
         *(o + 1 * 256 + 177) = vacc1x1;
-        *(o + 1 * 256 + 178) = vacc1x2;
-        *(o + 1 * 256 + 179) = vacc1x3;
-        *(o + 1 * 256 + 180) = vacc1x4;
-        *(o + 1 * 256 + 181) = vacc1x5;
-        *(o + 1 * 256 + 182) = vacc1x6;
-        *(o + 1 * 256 + 183) = vacc1x7;
         *(o + 2 * 256 + 176) = vacc2x0;
         *(o + 2 * 256 + 177) = vacc2x1;
-        *(o + 2 * 256 + 178) = vacc2x2;
-        *(o + 2 * 256 + 179) = vacc2x3;
-        *(o + 2 * 256 + 180) = vacc2x4;
-        *(o + 2 * 256 + 181) = vacc2x5;
-        *(o + 2 * 256 + 182) = vacc2x6;
-        *(o + 2 * 256 + 183) = vacc2x7;
         *(o + 3 * 256 + 176) = vacc3x0;
         *(o + 3 * 256 + 177) = vacc3x1;
-        *(o + 3 * 256 + 178) = vacc3x2;
-        *(o + 3 * 256 + 179) = vacc3x3;
-        *(o + 3 * 256 + 180) = vacc3x4;
-        *(o + 3 * 256 + 181) = vacc3x5;
-        *(o + 3 * 256 + 182) = vacc3x6;
-        *(o + 3 * 256 + 183) = vacc3x7;
     }
-    { /* columns 184..191 */
+    { /* columns 178..179 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 184) * va0), vacc0x1 = (*(o + 0 * 256 + 185) * va0), vacc0x2 = (*(o + 0 * 256 + 186) * va0), vacc0x3 = (*(o + 0 * 256 + 187) * va0), vacc0x4 = (*(o + 0 * 256 + 188) * va0), vacc0x5 = (*(o + 0 * 256 + 189) * va0), vacc0x6 = (*(o + 0 * 256 + 190) * va0), vacc0x7 = (*(o + 0 * 256 + 191) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 184) * va1), vacc1x1 = (*(o + 1 * 256 + 185) * va1), vacc1x2 = (*(o + 1 * 256 + 186) * va1), vacc1x3 = (*(o + 1 * 256 + 187) * va1), vacc1x4 = (*(o + 1 * 256 + 188) * va1), vacc1x5 = (*(o + 1 * 256 + 189) * va1), vacc1x6 = (*(o + 1 * 256 + 190) * va1), vacc1x7 = (*(o + 1 * 256 + 191) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 184) * va2), vacc2x1 = (*(o + 2 * 256 + 185) * va2), vacc2x2 = (*(o + 2 * 256 + 186) * va2), vacc2x3 = (*(o + 2 * 256 + 187) * va2), vacc2x4 = (*(o + 2 * 256 + 188) * va2), vacc2x5 = (*(o + 2 * 256 + 189) * va2), vacc2x6 = (*(o + 2 * 256 + 190) * va2), vacc2x7 = (*(o + 2 * 256 + 191) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 184) * va3), vacc3x1 = (*(o + 3 * 256 + 185) * va3), vacc3x2 = (*(o + 3 * 256 + 186) * va3), vacc3x3 = (*(o + 3 * 256 + 187) * va3), vacc3x4 = (*(o + 3 * 256 + 188) * va3), vacc3x5 = (*(o + 3 * 256 + 189) * va3), vacc3x6 = (*(o + 3 * 256 + 190) * va3), vacc3x7 = (*(o + 3 * 256 + 191) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 178) * va0), vacc0x1 = (*(o + 0 * 256 + 179) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 178) * va1), vacc1x1 = (*(o + 1 * 256 + 179) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 178) * va2), vacc2x1 = (*(o + 2 * 256 + 179) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 178) * va3), vacc3x1 = (*(o + 3 * 256 + 179) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 178);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 179);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 178) = vacc0x0;
+        *(o + 0 * 256 + 179) = vacc0x1;
+        *(o + 1 * 256 + 178) = vacc1x0;
+        *(o + 1 * 256 + 179) = vacc1x1;
+        *(o + 2 * 256 + 178) = vacc2x0;
+        *(o + 2 * 256 + 179) = vacc2x1;
+        *(o + 3 * 256 + 178) = vacc3x0;
+        *(o + 3 * 256 + 179) = vacc3x1;
+    }
+    { /* columns 180..181 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 180) * va0), vacc0x1 = (*(o + 0 * 256 + 181) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 180) * va1), vacc1x1 = (*(o + 1 * 256 + 181) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 180) * va2), vacc2x1 = (*(o + 2 * 256 + 181) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 180) * va3), vacc3x1 = (*(o + 3 * 256 + 181) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 180);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 181);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 180) = vacc0x0;
+        *(o + 0 * 256 + 181) = vacc0x1;
+        *(o + 1 * 256 + 180) = vacc1x0;
+        *(o + 1 * 256 + 181) = vacc1x1;
+        *(o + 2 * 256 + 180) = vacc2x0;
+        *(o + 2 * 256 + 181) = vacc2x1;
+        *(o + 3 * 256 + 180) = vacc3x0;
+        *(o + 3 * 256 + 181) = vacc3x1;
+    }
+    { /* columns 182..183 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 182) * va0), vacc0x1 = (*(o + 0 * 256 + 183) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 182) * va1), vacc1x1 = (*(o + 1 * 256 + 183) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 182) * va2), vacc2x1 = (*(o + 2 * 256 + 183) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 182) * va3), vacc3x1 = (*(o + 3 * 256 + 183) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 182);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 183);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 182) = vacc0x0;
+        *(o + 0 * 256 + 183) = vacc0x1;
+        *(o + 1 * 256 + 182) = vacc1x0;
+        *(o + 1 * 256 + 183) = vacc1x1;
+        *(o + 2 * 256 + 182) = vacc2x0;
+        *(o + 2 * 256 + 183) = vacc2x1;
+        *(o + 3 * 256 + 182) = vacc3x0;
+        *(o + 3 * 256 + 183) = vacc3x1;
+    }
+    { /* columns 184..185 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 184) * va0), vacc0x1 = (*(o + 0 * 256 + 185) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 184) * va1), vacc1x1 = (*(o + 1 * 256 + 185) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 184) * va2), vacc2x1 = (*(o + 2 * 256 + 185) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 184) * va3), vacc3x1 = (*(o + 3 * 256 + 185) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -6338,70 +7262,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 185);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 186);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 187);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 188);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 189);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 190);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 191);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 184) = vacc0x0;
         *(o + 0 * 256 + 185) = vacc0x1;
-        *(o + 0 * 256 + 186) = vacc0x2;
-        *(o + 0 * 256 + 187) = vacc0x3;
-        *(o + 0 * 256 + 188) = vacc0x4;
-        *(o + 0 * 256 + 189) = vacc0x5;
-        *(o + 0 * 256 + 190) = vacc0x6;
-        *(o + 0 * 256 + 191) = vacc0x7;
         *(o + 1 * 256 + 184) = vacc1x0;
         *(o + 1 * 256 + 185) = vacc1x1;
-        *(o + 1 * 256 + 186) = vacc1x2;
-        *(o + 1 * 256 + 187) = vacc1x3;
-        *(o + 1 * 256 + 188) = vacc1x4;
-        *(o + 1 * 256 + 189) = vacc1x5;
-        *(o + 1 * 256 + 190) = vacc1x6;
-        *(o + 1 * 256 + 191) = vacc1x7;
         *(o + 2 * 256 + 184) = vacc2x0;
         *(o + 2 * 256 + 185) = vacc2x1;
-        *(o + 2 * 256 + 186) = vacc2x2;
-        *(o + 2 * 256 + 187) = vacc2x3;
-        *(o + 2 * 256 + 188) = vacc2x4;
-        *(o + 2 * 256 + 189) = vacc2x5;
-        *(o + 2 * 256 + 190) = vacc2x6;
-        *(o + 2 * 256 + 191) = vacc2x7;
         *(o + 3 * 256 + 184) = vacc3x0;
         *(o + 3 * 256 + 185) = vacc3x1;
-        *(o + 3 * 256 + 186) = vacc3x2;
-        *(o + 3 * 256 + 187) = vacc3x3;
-        *(o + 3 * 256 + 188) = vacc3x4;
-        *(o + 3 * 256 + 189) = vacc3x5;
-        *(o + 3 * 256 + 190) = vacc3x6;
-        *(o + 3 * 256 + 191) = vacc3x7;
     }
-    { /* columns 192..199 */
+    { /* columns 186..187 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 192) * va0), vacc0x1 = (*(o + 0 * 256 + 193) * va0), vacc0x2 = (*(o + 0 * 256 + 194) * va0), vacc0x3 = (*(o + 0 * 256 + 195) * va0), vacc0x4 = (*(o + 0 * 256 + 196) * va0), vacc0x5 = (*(o + 0 * 256 + 197) * va0), vacc0x6 = (*(o + 0 * 256 + 198) * va0), vacc0x7 = (*(o + 0 * 256 + 199) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 192) * va1), vacc1x1 = (*(o + 1 * 256 + 193) * va1), vacc1x2 = (*(o + 1 * 256 + 194) * va1), vacc1x3 = (*(o + 1 * 256 + 195) * va1), vacc1x4 = (*(o + 1 * 256 + 196) * va1), vacc1x5 = (*(o + 1 * 256 + 197) * va1), vacc1x6 = (*(o + 1 * 256 + 198) * va1), vacc1x7 = (*(o + 1 * 256 + 199) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 192) * va2), vacc2x1 = (*(o + 2 * 256 + 193) * va2), vacc2x2 = (*(o + 2 * 256 + 194) * va2), vacc2x3 = (*(o + 2 * 256 + 195) * va2), vacc2x4 = (*(o + 2 * 256 + 196) * va2), vacc2x5 = (*(o + 2 * 256 + 197) * va2), vacc2x6 = (*(o + 2 * 256 + 198) * va2), vacc2x7 = (*(o + 2 * 256 + 199) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 192) * va3), vacc3x1 = (*(o + 3 * 256 + 193) * va3), vacc3x2 = (*(o + 3 * 256 + 194) * va3), vacc3x3 = (*(o + 3 * 256 + 195) * va3), vacc3x4 = (*(o + 3 * 256 + 196) * va3), vacc3x5 = (*(o + 3 * 256 + 197) * va3), vacc3x6 = (*(o + 3 * 256 + 198) * va3), vacc3x7 = (*(o + 3 * 256 + 199) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 186) * va0), vacc0x1 = (*(o + 0 * 256 + 187) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 186) * va1), vacc1x1 = (*(o + 1 * 256 + 187) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 186) * va2), vacc2x1 = (*(o + 2 * 256 + 187) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 186) * va3), vacc3x1 = (*(o + 3 * 256 + 187) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 186);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 187);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 186) = vacc0x0;
+        *(o + 0 * 256 + 187) = vacc0x1;
+        *(o + 1 * 256 + 186) = vacc1x0;
+        *(o + 1 * 256 + 187) = vacc1x1;
+        *(o + 2 * 256 + 186) = vacc2x0;
+        *(o + 2 * 256 + 187) = vacc2x1;
+        *(o + 3 * 256 + 186) = vacc3x0;
+        *(o + 3 * 256 + 187) = vacc3x1;
+    }
+    { /* columns 188..189 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 188) * va0), vacc0x1 = (*(o + 0 * 256 + 189) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 188) * va1), vacc1x1 = (*(o + 1 * 256 + 189) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 188) * va2), vacc2x1 = (*(o + 2 * 256 + 189) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 188) * va3), vacc3x1 = (*(o + 3 * 256 + 189) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 188);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 189);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 188) = vacc0x0;
+        *(o + 0 * 256 + 189) = vacc0x1;
+        *(o + 1 * 256 + 188) = vacc1x0;
+        *(o + 1 * 256 + 189) = vacc1x1;
+        *(o + 2 * 256 + 188) = vacc2x0;
+        *(o + 2 * 256 + 189) = vacc2x1;
+        *(o + 3 * 256 + 188) = vacc3x0;
+        *(o + 3 * 256 + 189) = vacc3x1;
+    }
+    { /* columns 190..191 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 190) * va0), vacc0x1 = (*(o + 0 * 256 + 191) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 190) * va1), vacc1x1 = (*(o + 1 * 256 + 191) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 190) * va2), vacc2x1 = (*(o + 2 * 256 + 191) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 190) * va3), vacc3x1 = (*(o + 3 * 256 + 191) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 190);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 191);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 190) = vacc0x0;
+        *(o + 0 * 256 + 191) = vacc0x1;
+        *(o + 1 * 256 + 190) = vacc1x0;
+        *(o + 1 * 256 + 191) = vacc1x1;
+        *(o + 2 * 256 + 190) = vacc2x0;
+        *(o + 2 * 256 + 191) = vacc2x1;
+        *(o + 3 * 256 + 190) = vacc3x0;
+        *(o + 3 * 256 + 191) = vacc3x1;
+    }
+    { /* columns 192..193 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 192) * va0), vacc0x1 = (*(o + 0 * 256 + 193) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 192) * va1), vacc1x1 = (*(o + 1 * 256 + 193) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 192) * va2), vacc2x1 = (*(o + 2 * 256 + 193) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 192) * va3), vacc3x1 = (*(o + 3 * 256 + 193) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -6416,70 +7382,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 193);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 194);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 195);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 196);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 197);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 198);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 199);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 192) = vacc0x0;
         *(o + 0 * 256 + 193) = vacc0x1;
-        *(o + 0 * 256 + 194) = vacc0x2;
-        *(o + 0 * 256 + 195) = vacc0x3;
-        *(o + 0 * 256 + 196) = vacc0x4;
-        *(o + 0 * 256 + 197) = vacc0x5;
-        *(o + 0 * 256 + 198) = vacc0x6;
-        *(o + 0 * 256 + 199) = vacc0x7;
         *(o + 1 * 256 + 192) = vacc1x0;
         *(o + 1 * 256 + 193) = vacc1x1;
-        *(o + 1 * 256 + 194) = vacc1x2;
-        *(o + 1 * 256 + 195) = vacc1x3;
-        *(o + 1 * 256 + 196) = vacc1x4;
-        *(o + 1 * 256 + 197) = vacc1x5;
-        *(o + 1 * 256 + 198) = vacc1x6;
-        *(o + 1 * 256 + 199) = vacc1x7;
         *(o + 2 * 256 + 192) = vacc2x0;
         *(o + 2 * 256 + 193) = vacc2x1;
-        *(o + 2 * 256 + 194) = vacc2x2;
-        *(o + 2 * 256 + 195) = vacc2x3;
-        *(o + 2 * 256 + 196) = vacc2x4;
-        *(o + 2 * 256 + 197) = vacc2x5;
-        *(o + 2 * 256 + 198) = vacc2x6;
-        *(o + 2 * 256 + 199) = vacc2x7;
         *(o + 3 * 256 + 192) = vacc3x0;
         *(o + 3 * 256 + 193) = vacc3x1;
-        *(o + 3 * 256 + 194) = vacc3x2;
-        *(o + 3 * 256 + 195) = vacc3x3;
-        *(o + 3 * 256 + 196) = vacc3x4;
-        *(o + 3 * 256 + 197) = vacc3x5;
-        *(o + 3 * 256 + 198) = vacc3x6;
-        *(o + 3 * 256 + 199) = vacc3x7;
     }
-    { /* columns 200..207 */
+    { /* columns 194..195 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 200) * va0), vacc0x1 = (*(o + 0 * 256 + 201) * va0), vacc0x2 = (*(o + 0 * 256 + 202) * va0), vacc0x3 = (*(o + 0 * 256 + 203) * va0), vacc0x4 = (*(o + 0 * 256 + 204) * va0), vacc0x5 = (*(o + 0 * 256 + 205) * va0), vacc0x6 = (*(o + 0 * 256 + 206) * va0), vacc0x7 = (*(o + 0 * 256 + 207) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 200) * va1), vacc1x1 = (*(o + 1 * 256 + 201) * va1), vacc1x2 = (*(o + 1 * 256 + 202) * va1), vacc1x3 = (*(o + 1 * 256 + 203) * va1), vacc1x4 = (*(o + 1 * 256 + 204) * va1), vacc1x5 = (*(o + 1 * 256 + 205) * va1), vacc1x6 = (*(o + 1 * 256 + 206) * va1), vacc1x7 = (*(o + 1 * 256 + 207) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 200) * va2), vacc2x1 = (*(o + 2 * 256 + 201) * va2), vacc2x2 = (*(o + 2 * 256 + 202) * va2), vacc2x3 = (*(o + 2 * 256 + 203) * va2), vacc2x4 = (*(o + 2 * 256 + 204) * va2), vacc2x5 = (*(o + 2 * 256 + 205) * va2), vacc2x6 = (*(o + 2 * 256 + 206) * va2), vacc2x7 = (*(o + 2 * 256 + 207) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 200) * va3), vacc3x1 = (*(o + 3 * 256 + 201) * va3), vacc3x2 = (*(o + 3 * 256 + 202) * va3), vacc3x3 = (*(o + 3 * 256 + 203) * va3), vacc3x4 = (*(o + 3 * 256 + 204) * va3), vacc3x5 = (*(o + 3 * 256 + 205) * va3), vacc3x6 = (*(o + 3 * 256 + 206) * va3), vacc3x7 = (*(o + 3 * 256 + 207) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 194) * va0), vacc0x1 = (*(o + 0 * 256 + 195) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 194) * va1), vacc1x1 = (*(o + 1 * 256 + 195) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 194) * va2), vacc2x1 = (*(o + 2 * 256 + 195) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 194) * va3), vacc3x1 = (*(o + 3 * 256 + 195) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 194);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 195);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 194) = vacc0x0;
+        *(o + 0 * 256 + 195) = vacc0x1;
+        *(o + 1 * 256 + 194) = vacc1x0;
+        *(o + 1 * 256 + 195) = vacc1x1;
+        *(o + 2 * 256 + 194) = vacc2x0;
+        *(o + 2 * 256 + 195) = vacc2x1;
+        *(o + 3 * 256 + 194) = vacc3x0;
+        *(o + 3 * 256 + 195) = vacc3x1;
+    }
+    { /* columns 196..197 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 196) * va0), vacc0x1 = (*(o + 0 * 256 + 197) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 196) * va1), vacc1x1 = (*(o + 1 * 256 + 197) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 196) * va2), vacc2x1 = (*(o + 2 * 256 + 197) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 196) * va3), vacc3x1 = (*(o + 3 * 256 + 197) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 196);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 197);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 196) = vacc0x0;
+        *(o + 0 * 256 + 197) = vacc0x1;
+        *(o + 1 * 256 + 196) = vacc1x0;
+        *(o + 1 * 256 + 197) = vacc1x1;
+        *(o + 2 * 256 + 196) = vacc2x0;
+        *(o + 2 * 256 + 197) = vacc2x1;
+        *(o + 3 * 256 + 196) = vacc3x0;
+        *(o + 3 * 256 + 197) = vacc3x1;
+    }
+    { /* columns 198..199 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 198) * va0), vacc0x1 = (*(o + 0 * 256 + 199) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 198) * va1), vacc1x1 = (*(o + 1 * 256 + 199) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 198) * va2), vacc2x1 = (*(o + 2 * 256 + 199) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 198) * va3), vacc3x1 = (*(o + 3 * 256 + 199) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 198);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 199);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 198) = vacc0x0;
+        *(o + 0 * 256 + 199) = vacc0x1;
+        *(o + 1 * 256 + 198) = vacc1x0;
+        *(o + 1 * 256 + 199) = vacc1x1;
+        *(o + 2 * 256 + 198) = vacc2x0;
+        *(o + 2 * 256 + 199) = vacc2x1;
+        *(o + 3 * 256 + 198) = vacc3x0;
+        *(o + 3 * 256 + 199) = vacc3x1;
+    }
+    { /* columns 200..201 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 200) * va0), vacc0x1 = (*(o + 0 * 256 + 201) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 200) * va1), vacc1x1 = (*(o + 1 * 256 + 201) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 200) * va2), vacc2x1 = (*(o + 2 * 256 + 201) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 200) * va3), vacc3x1 = (*(o + 3 * 256 + 201) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -6494,70 +7502,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 201);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 202);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 203);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 204);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 205);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 206);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 207);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 200) = vacc0x0;
         *(o + 0 * 256 + 201) = vacc0x1;
-        *(o + 0 * 256 + 202) = vacc0x2;
-        *(o + 0 * 256 + 203) = vacc0x3;
-        *(o + 0 * 256 + 204) = vacc0x4;
-        *(o + 0 * 256 + 205) = vacc0x5;
-        *(o + 0 * 256 + 206) = vacc0x6;
-        *(o + 0 * 256 + 207) = vacc0x7;
         *(o + 1 * 256 + 200) = vacc1x0;
         *(o + 1 * 256 + 201) = vacc1x1;
-        *(o + 1 * 256 + 202) = vacc1x2;
-        *(o + 1 * 256 + 203) = vacc1x3;
-        *(o + 1 * 256 + 204) = vacc1x4;
-        *(o + 1 * 256 + 205) = vacc1x5;
-        *(o + 1 * 256 + 206) = vacc1x6;
-        *(o + 1 * 256 + 207) = vacc1x7;
         *(o + 2 * 256 + 200) = vacc2x0;
         *(o + 2 * 256 + 201) = vacc2x1;
-        *(o + 2 * 256 + 202) = vacc2x2;
-        *(o + 2 * 256 + 203) = vacc2x3;
-        *(o + 2 * 256 + 204) = vacc2x4;
-        *(o + 2 * 256 + 205) = vacc2x5;
-        *(o + 2 * 256 + 206) = vacc2x6;
-        *(o + 2 * 256 + 207) = vacc2x7;
         *(o + 3 * 256 + 200) = vacc3x0;
         *(o + 3 * 256 + 201) = vacc3x1;
-        *(o + 3 * 256 + 202) = vacc3x2;
-        *(o + 3 * 256 + 203) = vacc3x3;
-        *(o + 3 * 256 + 204) = vacc3x4;
-        *(o + 3 * 256 + 205) = vacc3x5;
-        *(o + 3 * 256 + 206) = vacc3x6;
-        *(o + 3 * 256 + 207) = vacc3x7;
     }
-    { /* columns 208..215 */
+    { /* columns 202..203 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 208) * va0), vacc0x1 = (*(o + 0 * 256 + 209) * va0), vacc0x2 = (*(o + 0 * 256 + 210) * va0), vacc0x3 = (*(o + 0 * 256 + 211) * va0), vacc0x4 = (*(o + 0 * 256 + 212) * va0), vacc0x5 = (*(o + 0 * 256 + 213) * va0), vacc0x6 = (*(o + 0 * 256 + 214) * va0), vacc0x7 = (*(o + 0 * 256 + 215) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 208) * va1), vacc1x1 = (*(o + 1 * 256 + 209) * va1), vacc1x2 = (*(o + 1 * 256 + 210) * va1), vacc1x3 = (*(o + 1 * 256 + 211) * va1), vacc1x4 = (*(o + 1 * 256 + 212) * va1), vacc1x5 = (*(o + 1 * 256 + 213) * va1), vacc1x6 = (*(o + 1 * 256 + 214) * va1), vacc1x7 = (*(o + 1 * 256 + 215) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 208) * va2), vacc2x1 = (*(o + 2 * 256 + 209) * va2), vacc2x2 = (*(o + 2 * 256 + 210) * va2), vacc2x3 = (*(o + 2 * 256 + 211) * va2), vacc2x4 = (*(o + 2 * 256 + 212) * va2), vacc2x5 = (*(o + 2 * 256 + 213) * va2), vacc2x6 = (*(o + 2 * 256 + 214) * va2), vacc2x7 = (*(o + 2 * 256 + 215) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 208) * va3), vacc3x1 = (*(o + 3 * 256 + 209) * va3), vacc3x2 = (*(o + 3 * 256 + 210) * va3), vacc3x3 = (*(o + 3 * 256 + 211) * va3), vacc3x4 = (*(o + 3 * 256 + 212) * va3), vacc3x5 = (*(o + 3 * 256 + 213) * va3), vacc3x6 = (*(o + 3 * 256 + 214) * va3), vacc3x7 = (*(o + 3 * 256 + 215) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 202) * va0), vacc0x1 = (*(o + 0 * 256 + 203) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 202) * va1), vacc1x1 = (*(o + 1 * 256 + 203) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 202) * va2), vacc2x1 = (*(o + 2 * 256 + 203) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 202) * va3), vacc3x1 = (*(o + 3 * 256 + 203) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 202);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 203);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 202) = vacc0x0;
+        *(o + 0 * 256 + 203) = vacc0x1;
+        *(o + 1 * 256 + 202) = vacc1x0;
+        *(o + 1 * 256 + 203) = vacc1x1;
+        *(o + 2 * 256 + 202) = vacc2x0;
+        *(o + 2 * 256 + 203) = vacc2x1;
+        *(o + 3 * 256 + 202) = vacc3x0;
+        *(o + 3 * 256 + 203) = vacc3x1;
+    }
+    { /* columns 204..205 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 204) * va0), vacc0x1 = (*(o + 0 * 256 + 205) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 204) * va1), vacc1x1 = (*(o + 1 * 256 + 205) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 204) * va2), vacc2x1 = (*(o + 2 * 256 + 205) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 204) * va3), vacc3x1 = (*(o + 3 * 256 + 205) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 204);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 205);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 204) = vacc0x0;
+        *(o + 0 * 256 + 205) = vacc0x1;
+        *(o + 1 * 256 + 204) = vacc1x0;
+        *(o + 1 * 256 + 205) = vacc1x1;
+        *(o + 2 * 256 + 204) = vacc2x0;
+        *(o + 2 * 256 + 205) = vacc2x1;
+        *(o + 3 * 256 + 204) = vacc3x0;
+        *(o + 3 * 256 + 205) = vacc3x1;
+    }
+    { /* columns 206..207 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 206) * va0), vacc0x1 = (*(o + 0 * 256 + 207) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 206) * va1), vacc1x1 = (*(o + 1 * 256 + 207) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 206) * va2), vacc2x1 = (*(o + 2 * 256 + 207) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 206) * va3), vacc3x1 = (*(o + 3 * 256 + 207) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 206);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 207);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 206) = vacc0x0;
+        *(o + 0 * 256 + 207) = vacc0x1;
+        *(o + 1 * 256 + 206) = vacc1x0;
+        *(o + 1 * 256 + 207) = vacc1x1;
+        *(o + 2 * 256 + 206) = vacc2x0;
+        *(o + 2 * 256 + 207) = vacc2x1;
+        *(o + 3 * 256 + 206) = vacc3x0;
+        *(o + 3 * 256 + 207) = vacc3x1;
+    }
+    { /* columns 208..209 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 208) * va0), vacc0x1 = (*(o + 0 * 256 + 209) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 208) * va1), vacc1x1 = (*(o + 1 * 256 + 209) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 208) * va2), vacc2x1 = (*(o + 2 * 256 + 209) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 208) * va3), vacc3x1 = (*(o + 3 * 256 + 209) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -6572,70 +7622,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 209);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 210);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 211);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 212);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 213);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 214);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 215);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 208) = vacc0x0;
         *(o + 0 * 256 + 209) = vacc0x1;
-        *(o + 0 * 256 + 210) = vacc0x2;
-        *(o + 0 * 256 + 211) = vacc0x3;
-        *(o + 0 * 256 + 212) = vacc0x4;
-        *(o + 0 * 256 + 213) = vacc0x5;
-        *(o + 0 * 256 + 214) = vacc0x6;
-        *(o + 0 * 256 + 215) = vacc0x7;
         *(o + 1 * 256 + 208) = vacc1x0;
         *(o + 1 * 256 + 209) = vacc1x1;
-        *(o + 1 * 256 + 210) = vacc1x2;
-        *(o + 1 * 256 + 211) = vacc1x3;
-        *(o + 1 * 256 + 212) = vacc1x4;
-        *(o + 1 * 256 + 213) = vacc1x5;
-        *(o + 1 * 256 + 214) = vacc1x6;
-        *(o + 1 * 256 + 215) = vacc1x7;
         *(o + 2 * 256 + 208) = vacc2x0;
         *(o + 2 * 256 + 209) = vacc2x1;
-        *(o + 2 * 256 + 210) = vacc2x2;
-        *(o + 2 * 256 + 211) = vacc2x3;
-        *(o + 2 * 256 + 212) = vacc2x4;
-        *(o + 2 * 256 + 213) = vacc2x5;
-        *(o + 2 * 256 + 214) = vacc2x6;
-        *(o + 2 * 256 + 215) = vacc2x7;
         *(o + 3 * 256 + 208) = vacc3x0;
         *(o + 3 * 256 + 209) = vacc3x1;
-        *(o + 3 * 256 + 210) = vacc3x2;
-        *(o + 3 * 256 + 211) = vacc3x3;
-        *(o + 3 * 256 + 212) = vacc3x4;
-        *(o + 3 * 256 + 213) = vacc3x5;
-        *(o + 3 * 256 + 214) = vacc3x6;
-        *(o + 3 * 256 + 215) = vacc3x7;
     }
-    { /* columns 216..223 */
+    { /* columns 210..211 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 216) * va0), vacc0x1 = (*(o + 0 * 256 + 217) * va0), vacc0x2 = (*(o + 0 * 256 + 218) * va0), vacc0x3 = (*(o + 0 * 256 + 219) * va0), vacc0x4 = (*(o + 0 * 256 + 220) * va0), vacc0x5 = (*(o + 0 * 256 + 221) * va0), vacc0x6 = (*(o + 0 * 256 + 222) * va0), vacc0x7 = (*(o + 0 * 256 + 223) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 216) * va1), vacc1x1 = (*(o + 1 * 256 + 217) * va1), vacc1x2 = (*(o + 1 * 256 + 218) * va1), vacc1x3 = (*(o + 1 * 256 + 219) * va1), vacc1x4 = (*(o + 1 * 256 + 220) * va1), vacc1x5 = (*(o + 1 * 256 + 221) * va1), vacc1x6 = (*(o + 1 * 256 + 222) * va1), vacc1x7 = (*(o + 1 * 256 + 223) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 216) * va2), vacc2x1 = (*(o + 2 * 256 + 217) * va2), vacc2x2 = (*(o + 2 * 256 + 218) * va2), vacc2x3 = (*(o + 2 * 256 + 219) * va2), vacc2x4 = (*(o + 2 * 256 + 220) * va2), vacc2x5 = (*(o + 2 * 256 + 221) * va2), vacc2x6 = (*(o + 2 * 256 + 222) * va2), vacc2x7 = (*(o + 2 * 256 + 223) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 216) * va3), vacc3x1 = (*(o + 3 * 256 + 217) * va3), vacc3x2 = (*(o + 3 * 256 + 218) * va3), vacc3x3 = (*(o + 3 * 256 + 219) * va3), vacc3x4 = (*(o + 3 * 256 + 220) * va3), vacc3x5 = (*(o + 3 * 256 + 221) * va3), vacc3x6 = (*(o + 3 * 256 + 222) * va3), vacc3x7 = (*(o + 3 * 256 + 223) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 210) * va0), vacc0x1 = (*(o + 0 * 256 + 211) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 210) * va1), vacc1x1 = (*(o + 1 * 256 + 211) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 210) * va2), vacc2x1 = (*(o + 2 * 256 + 211) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 210) * va3), vacc3x1 = (*(o + 3 * 256 + 211) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 210);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 211);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 210) = vacc0x0;
+        *(o + 0 * 256 + 211) = vacc0x1;
+        *(o + 1 * 256 + 210) = vacc1x0;
+        *(o + 1 * 256 + 211) = vacc1x1;
+        *(o + 2 * 256 + 210) = vacc2x0;
+        *(o + 2 * 256 + 211) = vacc2x1;
+        *(o + 3 * 256 + 210) = vacc3x0;
+        *(o + 3 * 256 + 211) = vacc3x1;
+    }
+    { /* columns 212..213 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 212) * va0), vacc0x1 = (*(o + 0 * 256 + 213) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 212) * va1), vacc1x1 = (*(o + 1 * 256 + 213) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 212) * va2), vacc2x1 = (*(o + 2 * 256 + 213) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 212) * va3), vacc3x1 = (*(o + 3 * 256 + 213) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 212);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 213);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 212) = vacc0x0;
+        *(o + 0 * 256 + 213) = vacc0x1;
+        *(o + 1 * 256 + 212) = vacc1x0;
+        *(o + 1 * 256 + 213) = vacc1x1;
+        *(o + 2 * 256 + 212) = vacc2x0;
+        *(o + 2 * 256 + 213) = vacc2x1;
+        *(o + 3 * 256 + 212) = vacc3x0;
+        *(o + 3 * 256 + 213) = vacc3x1;
+    }
+    { /* columns 214..215 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 214) * va0), vacc0x1 = (*(o + 0 * 256 + 215) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 214) * va1), vacc1x1 = (*(o + 1 * 256 + 215) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 214) * va2), vacc2x1 = (*(o + 2 * 256 + 215) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 214) * va3), vacc3x1 = (*(o + 3 * 256 + 215) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 214);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 215);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 214) = vacc0x0;
+        *(o + 0 * 256 + 215) = vacc0x1;
+        *(o + 1 * 256 + 214) = vacc1x0;
+        *(o + 1 * 256 + 215) = vacc1x1;
+        *(o + 2 * 256 + 214) = vacc2x0;
+        *(o + 2 * 256 + 215) = vacc2x1;
+        *(o + 3 * 256 + 214) = vacc3x0;
+        *(o + 3 * 256 + 215) = vacc3x1;
+    }
+    { /* columns 216..217 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 216) * va0), vacc0x1 = (*(o + 0 * 256 + 217) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 216) * va1), vacc1x1 = (*(o + 1 * 256 + 217) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 216) * va2), vacc2x1 = (*(o + 2 * 256 + 217) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 216) * va3), vacc3x1 = (*(o + 3 * 256 + 217) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -6650,70 +7742,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 217);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 218);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 219);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 220);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 221);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 222);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 223);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 216) = vacc0x0;
         *(o + 0 * 256 + 217) = vacc0x1;
-        *(o + 0 * 256 + 218) = vacc0x2;
-        *(o + 0 * 256 + 219) = vacc0x3;
-        *(o + 0 * 256 + 220) = vacc0x4;
-        *(o + 0 * 256 + 221) = vacc0x5;
-        *(o + 0 * 256 + 222) = vacc0x6;
-        *(o + 0 * 256 + 223) = vacc0x7;
         *(o + 1 * 256 + 216) = vacc1x0;
         *(o + 1 * 256 + 217) = vacc1x1;
-        *(o + 1 * 256 + 218) = vacc1x2;
-        *(o + 1 * 256 + 219) = vacc1x3;
-        *(o + 1 * 256 + 220) = vacc1x4;
-        *(o + 1 * 256 + 221) = vacc1x5;
-        *(o + 1 * 256 + 222) = vacc1x6;
-        *(o + 1 * 256 + 223) = vacc1x7;
         *(o + 2 * 256 + 216) = vacc2x0;
         *(o + 2 * 256 + 217) = vacc2x1;
-        *(o + 2 * 256 + 218) = vacc2x2;
-        *(o + 2 * 256 + 219) = vacc2x3;
-        *(o + 2 * 256 + 220) = vacc2x4;
-        *(o + 2 * 256 + 221) = vacc2x5;
-        *(o + 2 * 256 + 222) = vacc2x6;
-        *(o + 2 * 256 + 223) = vacc2x7;
         *(o + 3 * 256 + 216) = vacc3x0;
         *(o + 3 * 256 + 217) = vacc3x1;
-        *(o + 3 * 256 + 218) = vacc3x2;
-        *(o + 3 * 256 + 219) = vacc3x3;
-        *(o + 3 * 256 + 220) = vacc3x4;
-        *(o + 3 * 256 + 221) = vacc3x5;
-        *(o + 3 * 256 + 222) = vacc3x6;
-        *(o + 3 * 256 + 223) = vacc3x7;
     }
-    { /* columns 224..231 */
+    { /* columns 218..219 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 224) * va0), vacc0x1 = (*(o + 0 * 256 + 225) * va0), vacc0x2 = (*(o + 0 * 256 + 226) * va0), vacc0x3 = (*(o + 0 * 256 + 227) * va0), vacc0x4 = (*(o + 0 * 256 + 228) * va0), vacc0x5 = (*(o + 0 * 256 + 229) * va0), vacc0x6 = (*(o + 0 * 256 + 230) * va0), vacc0x7 = (*(o + 0 * 256 + 231) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 224) * va1), vacc1x1 = (*(o + 1 * 256 + 225) * va1), vacc1x2 = (*(o + 1 * 256 + 226) * va1), vacc1x3 = (*(o + 1 * 256 + 227) * va1), vacc1x4 = (*(o + 1 * 256 + 228) * va1), vacc1x5 = (*(o + 1 * 256 + 229) * va1), vacc1x6 = (*(o + 1 * 256 + 230) * va1), vacc1x7 = (*(o + 1 * 256 + 231) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 224) * va2), vacc2x1 = (*(o + 2 * 256 + 225) * va2), vacc2x2 = (*(o + 2 * 256 + 226) * va2), vacc2x3 = (*(o + 2 * 256 + 227) * va2), vacc2x4 = (*(o + 2 * 256 + 228) * va2), vacc2x5 = (*(o + 2 * 256 + 229) * va2), vacc2x6 = (*(o + 2 * 256 + 230) * va2), vacc2x7 = (*(o + 2 * 256 + 231) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 224) * va3), vacc3x1 = (*(o + 3 * 256 + 225) * va3), vacc3x2 = (*(o + 3 * 256 + 226) * va3), vacc3x3 = (*(o + 3 * 256 + 227) * va3), vacc3x4 = (*(o + 3 * 256 + 228) * va3), vacc3x5 = (*(o + 3 * 256 + 229) * va3), vacc3x6 = (*(o + 3 * 256 + 230) * va3), vacc3x7 = (*(o + 3 * 256 + 231) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 218) * va0), vacc0x1 = (*(o + 0 * 256 + 219) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 218) * va1), vacc1x1 = (*(o + 1 * 256 + 219) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 218) * va2), vacc2x1 = (*(o + 2 * 256 + 219) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 218) * va3), vacc3x1 = (*(o + 3 * 256 + 219) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 218);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 219);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 218) = vacc0x0;
+        *(o + 0 * 256 + 219) = vacc0x1;
+        *(o + 1 * 256 + 218) = vacc1x0;
+        *(o + 1 * 256 + 219) = vacc1x1;
+        *(o + 2 * 256 + 218) = vacc2x0;
+        *(o + 2 * 256 + 219) = vacc2x1;
+        *(o + 3 * 256 + 218) = vacc3x0;
+        *(o + 3 * 256 + 219) = vacc3x1;
+    }
+    { /* columns 220..221 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 220) * va0), vacc0x1 = (*(o + 0 * 256 + 221) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 220) * va1), vacc1x1 = (*(o + 1 * 256 + 221) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 220) * va2), vacc2x1 = (*(o + 2 * 256 + 221) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 220) * va3), vacc3x1 = (*(o + 3 * 256 + 221) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 220);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 221);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 220) = vacc0x0;
+        *(o + 0 * 256 + 221) = vacc0x1;
+        *(o + 1 * 256 + 220) = vacc1x0;
+        *(o + 1 * 256 + 221) = vacc1x1;
+        *(o + 2 * 256 + 220) = vacc2x0;
+        *(o + 2 * 256 + 221) = vacc2x1;
+        *(o + 3 * 256 + 220) = vacc3x0;
+        *(o + 3 * 256 + 221) = vacc3x1;
+    }
+    { /* columns 222..223 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 222) * va0), vacc0x1 = (*(o + 0 * 256 + 223) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 222) * va1), vacc1x1 = (*(o + 1 * 256 + 223) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 222) * va2), vacc2x1 = (*(o + 2 * 256 + 223) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 222) * va3), vacc3x1 = (*(o + 3 * 256 + 223) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 222);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 223);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 222) = vacc0x0;
+        *(o + 0 * 256 + 223) = vacc0x1;
+        *(o + 1 * 256 + 222) = vacc1x0;
+        *(o + 1 * 256 + 223) = vacc1x1;
+        *(o + 2 * 256 + 222) = vacc2x0;
+        *(o + 2 * 256 + 223) = vacc2x1;
+        *(o + 3 * 256 + 222) = vacc3x0;
+        *(o + 3 * 256 + 223) = vacc3x1;
+    }
+    { /* columns 224..225 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 224) * va0), vacc0x1 = (*(o + 0 * 256 + 225) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 224) * va1), vacc1x1 = (*(o + 1 * 256 + 225) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 224) * va2), vacc2x1 = (*(o + 2 * 256 + 225) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 224) * va3), vacc3x1 = (*(o + 3 * 256 + 225) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -6728,70 +7862,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 225);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 226);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 227);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 228);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 229);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 230);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 231);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 224) = vacc0x0;
         *(o + 0 * 256 + 225) = vacc0x1;
-        *(o + 0 * 256 + 226) = vacc0x2;
-        *(o + 0 * 256 + 227) = vacc0x3;
-        *(o + 0 * 256 + 228) = vacc0x4;
-        *(o + 0 * 256 + 229) = vacc0x5;
-        *(o + 0 * 256 + 230) = vacc0x6;
-        *(o + 0 * 256 + 231) = vacc0x7;
         *(o + 1 * 256 + 224) = vacc1x0;
         *(o + 1 * 256 + 225) = vacc1x1;
-        *(o + 1 * 256 + 226) = vacc1x2;
-        *(o + 1 * 256 + 227) = vacc1x3;
-        *(o + 1 * 256 + 228) = vacc1x4;
-        *(o + 1 * 256 + 229) = vacc1x5;
-        *(o + 1 * 256 + 230) = vacc1x6;
-        *(o + 1 * 256 + 231) = vacc1x7;
         *(o + 2 * 256 + 224) = vacc2x0;
         *(o + 2 * 256 + 225) = vacc2x1;
-        *(o + 2 * 256 + 226) = vacc2x2;
-        *(o + 2 * 256 + 227) = vacc2x3;
-        *(o + 2 * 256 + 228) = vacc2x4;
-        *(o + 2 * 256 + 229) = vacc2x5;
-        *(o + 2 * 256 + 230) = vacc2x6;
-        *(o + 2 * 256 + 231) = vacc2x7;
         *(o + 3 * 256 + 224) = vacc3x0;
         *(o + 3 * 256 + 225) = vacc3x1;
-        *(o + 3 * 256 + 226) = vacc3x2;
-        *(o + 3 * 256 + 227) = vacc3x3;
-        *(o + 3 * 256 + 228) = vacc3x4;
-        *(o + 3 * 256 + 229) = vacc3x5;
-        *(o + 3 * 256 + 230) = vacc3x6;
-        *(o + 3 * 256 + 231) = vacc3x7;
     }
-    { /* columns 232..239 */
+    { /* columns 226..227 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 232) * va0), vacc0x1 = (*(o + 0 * 256 + 233) * va0), vacc0x2 = (*(o + 0 * 256 + 234) * va0), vacc0x3 = (*(o + 0 * 256 + 235) * va0), vacc0x4 = (*(o + 0 * 256 + 236) * va0), vacc0x5 = (*(o + 0 * 256 + 237) * va0), vacc0x6 = (*(o + 0 * 256 + 238) * va0), vacc0x7 = (*(o + 0 * 256 + 239) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 232) * va1), vacc1x1 = (*(o + 1 * 256 + 233) * va1), vacc1x2 = (*(o + 1 * 256 + 234) * va1), vacc1x3 = (*(o + 1 * 256 + 235) * va1), vacc1x4 = (*(o + 1 * 256 + 236) * va1), vacc1x5 = (*(o + 1 * 256 + 237) * va1), vacc1x6 = (*(o + 1 * 256 + 238) * va1), vacc1x7 = (*(o + 1 * 256 + 239) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 232) * va2), vacc2x1 = (*(o + 2 * 256 + 233) * va2), vacc2x2 = (*(o + 2 * 256 + 234) * va2), vacc2x3 = (*(o + 2 * 256 + 235) * va2), vacc2x4 = (*(o + 2 * 256 + 236) * va2), vacc2x5 = (*(o + 2 * 256 + 237) * va2), vacc2x6 = (*(o + 2 * 256 + 238) * va2), vacc2x7 = (*(o + 2 * 256 + 239) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 232) * va3), vacc3x1 = (*(o + 3 * 256 + 233) * va3), vacc3x2 = (*(o + 3 * 256 + 234) * va3), vacc3x3 = (*(o + 3 * 256 + 235) * va3), vacc3x4 = (*(o + 3 * 256 + 236) * va3), vacc3x5 = (*(o + 3 * 256 + 237) * va3), vacc3x6 = (*(o + 3 * 256 + 238) * va3), vacc3x7 = (*(o + 3 * 256 + 239) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 226) * va0), vacc0x1 = (*(o + 0 * 256 + 227) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 226) * va1), vacc1x1 = (*(o + 1 * 256 + 227) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 226) * va2), vacc2x1 = (*(o + 2 * 256 + 227) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 226) * va3), vacc3x1 = (*(o + 3 * 256 + 227) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 226);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 227);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 226) = vacc0x0;
+        *(o + 0 * 256 + 227) = vacc0x1;
+        *(o + 1 * 256 + 226) = vacc1x0;
+        *(o + 1 * 256 + 227) = vacc1x1;
+        *(o + 2 * 256 + 226) = vacc2x0;
+        *(o + 2 * 256 + 227) = vacc2x1;
+        *(o + 3 * 256 + 226) = vacc3x0;
+        *(o + 3 * 256 + 227) = vacc3x1;
+    }
+    { /* columns 228..229 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 228) * va0), vacc0x1 = (*(o + 0 * 256 + 229) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 228) * va1), vacc1x1 = (*(o + 1 * 256 + 229) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 228) * va2), vacc2x1 = (*(o + 2 * 256 + 229) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 228) * va3), vacc3x1 = (*(o + 3 * 256 + 229) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 228);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 229);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 228) = vacc0x0;
+        *(o + 0 * 256 + 229) = vacc0x1;
+        *(o + 1 * 256 + 228) = vacc1x0;
+        *(o + 1 * 256 + 229) = vacc1x1;
+        *(o + 2 * 256 + 228) = vacc2x0;
+        *(o + 2 * 256 + 229) = vacc2x1;
+        *(o + 3 * 256 + 228) = vacc3x0;
+        *(o + 3 * 256 + 229) = vacc3x1;
+    }
+    { /* columns 230..231 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 230) * va0), vacc0x1 = (*(o + 0 * 256 + 231) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 230) * va1), vacc1x1 = (*(o + 1 * 256 + 231) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 230) * va2), vacc2x1 = (*(o + 2 * 256 + 231) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 230) * va3), vacc3x1 = (*(o + 3 * 256 + 231) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 230);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 231);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 230) = vacc0x0;
+        *(o + 0 * 256 + 231) = vacc0x1;
+        *(o + 1 * 256 + 230) = vacc1x0;
+        *(o + 1 * 256 + 231) = vacc1x1;
+        *(o + 2 * 256 + 230) = vacc2x0;
+        *(o + 2 * 256 + 231) = vacc2x1;
+        *(o + 3 * 256 + 230) = vacc3x0;
+        *(o + 3 * 256 + 231) = vacc3x1;
+    }
+    { /* columns 232..233 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 232) * va0), vacc0x1 = (*(o + 0 * 256 + 233) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 232) * va1), vacc1x1 = (*(o + 1 * 256 + 233) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 232) * va2), vacc2x1 = (*(o + 2 * 256 + 233) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 232) * va3), vacc3x1 = (*(o + 3 * 256 + 233) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -6806,70 +7982,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 233);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 234);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 235);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 236);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 237);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 238);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 239);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 232) = vacc0x0;
         *(o + 0 * 256 + 233) = vacc0x1;
-        *(o + 0 * 256 + 234) = vacc0x2;
-        *(o + 0 * 256 + 235) = vacc0x3;
-        *(o + 0 * 256 + 236) = vacc0x4;
-        *(o + 0 * 256 + 237) = vacc0x5;
-        *(o + 0 * 256 + 238) = vacc0x6;
-        *(o + 0 * 256 + 239) = vacc0x7;
         *(o + 1 * 256 + 232) = vacc1x0;
         *(o + 1 * 256 + 233) = vacc1x1;
-        *(o + 1 * 256 + 234) = vacc1x2;
-        *(o + 1 * 256 + 235) = vacc1x3;
-        *(o + 1 * 256 + 236) = vacc1x4;
-        *(o + 1 * 256 + 237) = vacc1x5;
-        *(o + 1 * 256 + 238) = vacc1x6;
-        *(o + 1 * 256 + 239) = vacc1x7;
         *(o + 2 * 256 + 232) = vacc2x0;
         *(o + 2 * 256 + 233) = vacc2x1;
-        *(o + 2 * 256 + 234) = vacc2x2;
-        *(o + 2 * 256 + 235) = vacc2x3;
-        *(o + 2 * 256 + 236) = vacc2x4;
-        *(o + 2 * 256 + 237) = vacc2x5;
-        *(o + 2 * 256 + 238) = vacc2x6;
-        *(o + 2 * 256 + 239) = vacc2x7;
         *(o + 3 * 256 + 232) = vacc3x0;
         *(o + 3 * 256 + 233) = vacc3x1;
-        *(o + 3 * 256 + 234) = vacc3x2;
-        *(o + 3 * 256 + 235) = vacc3x3;
-        *(o + 3 * 256 + 236) = vacc3x4;
-        *(o + 3 * 256 + 237) = vacc3x5;
-        *(o + 3 * 256 + 238) = vacc3x6;
-        *(o + 3 * 256 + 239) = vacc3x7;
     }
-    { /* columns 240..247 */
+    { /* columns 234..235 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 240) * va0), vacc0x1 = (*(o + 0 * 256 + 241) * va0), vacc0x2 = (*(o + 0 * 256 + 242) * va0), vacc0x3 = (*(o + 0 * 256 + 243) * va0), vacc0x4 = (*(o + 0 * 256 + 244) * va0), vacc0x5 = (*(o + 0 * 256 + 245) * va0), vacc0x6 = (*(o + 0 * 256 + 246) * va0), vacc0x7 = (*(o + 0 * 256 + 247) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 240) * va1), vacc1x1 = (*(o + 1 * 256 + 241) * va1), vacc1x2 = (*(o + 1 * 256 + 242) * va1), vacc1x3 = (*(o + 1 * 256 + 243) * va1), vacc1x4 = (*(o + 1 * 256 + 244) * va1), vacc1x5 = (*(o + 1 * 256 + 245) * va1), vacc1x6 = (*(o + 1 * 256 + 246) * va1), vacc1x7 = (*(o + 1 * 256 + 247) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 240) * va2), vacc2x1 = (*(o + 2 * 256 + 241) * va2), vacc2x2 = (*(o + 2 * 256 + 242) * va2), vacc2x3 = (*(o + 2 * 256 + 243) * va2), vacc2x4 = (*(o + 2 * 256 + 244) * va2), vacc2x5 = (*(o + 2 * 256 + 245) * va2), vacc2x6 = (*(o + 2 * 256 + 246) * va2), vacc2x7 = (*(o + 2 * 256 + 247) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 240) * va3), vacc3x1 = (*(o + 3 * 256 + 241) * va3), vacc3x2 = (*(o + 3 * 256 + 242) * va3), vacc3x3 = (*(o + 3 * 256 + 243) * va3), vacc3x4 = (*(o + 3 * 256 + 244) * va3), vacc3x5 = (*(o + 3 * 256 + 245) * va3), vacc3x6 = (*(o + 3 * 256 + 246) * va3), vacc3x7 = (*(o + 3 * 256 + 247) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 234) * va0), vacc0x1 = (*(o + 0 * 256 + 235) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 234) * va1), vacc1x1 = (*(o + 1 * 256 + 235) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 234) * va2), vacc2x1 = (*(o + 2 * 256 + 235) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 234) * va3), vacc3x1 = (*(o + 3 * 256 + 235) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 234);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 235);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 234) = vacc0x0;
+        *(o + 0 * 256 + 235) = vacc0x1;
+        *(o + 1 * 256 + 234) = vacc1x0;
+        *(o + 1 * 256 + 235) = vacc1x1;
+        *(o + 2 * 256 + 234) = vacc2x0;
+        *(o + 2 * 256 + 235) = vacc2x1;
+        *(o + 3 * 256 + 234) = vacc3x0;
+        *(o + 3 * 256 + 235) = vacc3x1;
+    }
+    { /* columns 236..237 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 236) * va0), vacc0x1 = (*(o + 0 * 256 + 237) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 236) * va1), vacc1x1 = (*(o + 1 * 256 + 237) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 236) * va2), vacc2x1 = (*(o + 2 * 256 + 237) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 236) * va3), vacc3x1 = (*(o + 3 * 256 + 237) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 236);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 237);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 236) = vacc0x0;
+        *(o + 0 * 256 + 237) = vacc0x1;
+        *(o + 1 * 256 + 236) = vacc1x0;
+        *(o + 1 * 256 + 237) = vacc1x1;
+        *(o + 2 * 256 + 236) = vacc2x0;
+        *(o + 2 * 256 + 237) = vacc2x1;
+        *(o + 3 * 256 + 236) = vacc3x0;
+        *(o + 3 * 256 + 237) = vacc3x1;
+    }
+    { /* columns 238..239 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 238) * va0), vacc0x1 = (*(o + 0 * 256 + 239) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 238) * va1), vacc1x1 = (*(o + 1 * 256 + 239) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 238) * va2), vacc2x1 = (*(o + 2 * 256 + 239) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 238) * va3), vacc3x1 = (*(o + 3 * 256 + 239) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 238);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 239);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 238) = vacc0x0;
+        *(o + 0 * 256 + 239) = vacc0x1;
+        *(o + 1 * 256 + 238) = vacc1x0;
+        *(o + 1 * 256 + 239) = vacc1x1;
+        *(o + 2 * 256 + 238) = vacc2x0;
+        *(o + 2 * 256 + 239) = vacc2x1;
+        *(o + 3 * 256 + 238) = vacc3x0;
+        *(o + 3 * 256 + 239) = vacc3x1;
+    }
+    { /* columns 240..241 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 240) * va0), vacc0x1 = (*(o + 0 * 256 + 241) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 240) * va1), vacc1x1 = (*(o + 1 * 256 + 241) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 240) * va2), vacc2x1 = (*(o + 2 * 256 + 241) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 240) * va3), vacc3x1 = (*(o + 3 * 256 + 241) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -6884,70 +8102,112 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 241);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 242);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 243);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 244);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 245);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 246);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 247);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 240) = vacc0x0;
         *(o + 0 * 256 + 241) = vacc0x1;
-        *(o + 0 * 256 + 242) = vacc0x2;
-        *(o + 0 * 256 + 243) = vacc0x3;
-        *(o + 0 * 256 + 244) = vacc0x4;
-        *(o + 0 * 256 + 245) = vacc0x5;
-        *(o + 0 * 256 + 246) = vacc0x6;
-        *(o + 0 * 256 + 247) = vacc0x7;
         *(o + 1 * 256 + 240) = vacc1x0;
         *(o + 1 * 256 + 241) = vacc1x1;
-        *(o + 1 * 256 + 242) = vacc1x2;
-        *(o + 1 * 256 + 243) = vacc1x3;
-        *(o + 1 * 256 + 244) = vacc1x4;
-        *(o + 1 * 256 + 245) = vacc1x5;
-        *(o + 1 * 256 + 246) = vacc1x6;
-        *(o + 1 * 256 + 247) = vacc1x7;
         *(o + 2 * 256 + 240) = vacc2x0;
         *(o + 2 * 256 + 241) = vacc2x1;
-        *(o + 2 * 256 + 242) = vacc2x2;
-        *(o + 2 * 256 + 243) = vacc2x3;
-        *(o + 2 * 256 + 244) = vacc2x4;
-        *(o + 2 * 256 + 245) = vacc2x5;
-        *(o + 2 * 256 + 246) = vacc2x6;
-        *(o + 2 * 256 + 247) = vacc2x7;
         *(o + 3 * 256 + 240) = vacc3x0;
         *(o + 3 * 256 + 241) = vacc3x1;
-        *(o + 3 * 256 + 242) = vacc3x2;
-        *(o + 3 * 256 + 243) = vacc3x3;
-        *(o + 3 * 256 + 244) = vacc3x4;
-        *(o + 3 * 256 + 245) = vacc3x5;
-        *(o + 3 * 256 + 246) = vacc3x6;
-        *(o + 3 * 256 + 247) = vacc3x7;
     }
-    { /* columns 248..255 */
+    { /* columns 242..243 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 248) * va0), vacc0x1 = (*(o + 0 * 256 + 249) * va0), vacc0x2 = (*(o + 0 * 256 + 250) * va0), vacc0x3 = (*(o + 0 * 256 + 251) * va0), vacc0x4 = (*(o + 0 * 256 + 252) * va0), vacc0x5 = (*(o + 0 * 256 + 253) * va0), vacc0x6 = (*(o + 0 * 256 + 254) * va0), vacc0x7 = (*(o + 0 * 256 + 255) * va0);
-        float vacc1x0 = (*(o + 1 * 256 + 248) * va1), vacc1x1 = (*(o + 1 * 256 + 249) * va1), vacc1x2 = (*(o + 1 * 256 + 250) * va1), vacc1x3 = (*(o + 1 * 256 + 251) * va1), vacc1x4 = (*(o + 1 * 256 + 252) * va1), vacc1x5 = (*(o + 1 * 256 + 253) * va1), vacc1x6 = (*(o + 1 * 256 + 254) * va1), vacc1x7 = (*(o + 1 * 256 + 255) * va1);
-        float vacc2x0 = (*(o + 2 * 256 + 248) * va2), vacc2x1 = (*(o + 2 * 256 + 249) * va2), vacc2x2 = (*(o + 2 * 256 + 250) * va2), vacc2x3 = (*(o + 2 * 256 + 251) * va2), vacc2x4 = (*(o + 2 * 256 + 252) * va2), vacc2x5 = (*(o + 2 * 256 + 253) * va2), vacc2x6 = (*(o + 2 * 256 + 254) * va2), vacc2x7 = (*(o + 2 * 256 + 255) * va2);
-        float vacc3x0 = (*(o + 3 * 256 + 248) * va3), vacc3x1 = (*(o + 3 * 256 + 249) * va3), vacc3x2 = (*(o + 3 * 256 + 250) * va3), vacc3x3 = (*(o + 3 * 256 + 251) * va3), vacc3x4 = (*(o + 3 * 256 + 252) * va3), vacc3x5 = (*(o + 3 * 256 + 253) * va3), vacc3x6 = (*(o + 3 * 256 + 254) * va3), vacc3x7 = (*(o + 3 * 256 + 255) * va3);
+        float vacc0x0 = (*(o + 0 * 256 + 242) * va0), vacc0x1 = (*(o + 0 * 256 + 243) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 242) * va1), vacc1x1 = (*(o + 1 * 256 + 243) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 242) * va2), vacc2x1 = (*(o + 2 * 256 + 243) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 242) * va3), vacc3x1 = (*(o + 3 * 256 + 243) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 242);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 243);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 242) = vacc0x0;
+        *(o + 0 * 256 + 243) = vacc0x1;
+        *(o + 1 * 256 + 242) = vacc1x0;
+        *(o + 1 * 256 + 243) = vacc1x1;
+        *(o + 2 * 256 + 242) = vacc2x0;
+        *(o + 2 * 256 + 243) = vacc2x1;
+        *(o + 3 * 256 + 242) = vacc3x0;
+        *(o + 3 * 256 + 243) = vacc3x1;
+    }
+    { /* columns 244..245 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 244) * va0), vacc0x1 = (*(o + 0 * 256 + 245) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 244) * va1), vacc1x1 = (*(o + 1 * 256 + 245) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 244) * va2), vacc2x1 = (*(o + 2 * 256 + 245) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 244) * va3), vacc3x1 = (*(o + 3 * 256 + 245) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 244);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 245);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 244) = vacc0x0;
+        *(o + 0 * 256 + 245) = vacc0x1;
+        *(o + 1 * 256 + 244) = vacc1x0;
+        *(o + 1 * 256 + 245) = vacc1x1;
+        *(o + 2 * 256 + 244) = vacc2x0;
+        *(o + 2 * 256 + 245) = vacc2x1;
+        *(o + 3 * 256 + 244) = vacc3x0;
+        *(o + 3 * 256 + 245) = vacc3x1;
+    }
+    { /* columns 246..247 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 246) * va0), vacc0x1 = (*(o + 0 * 256 + 247) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 246) * va1), vacc1x1 = (*(o + 1 * 256 + 247) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 246) * va2), vacc2x1 = (*(o + 2 * 256 + 247) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 246) * va3), vacc3x1 = (*(o + 3 * 256 + 247) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 246);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 247);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 246) = vacc0x0;
+        *(o + 0 * 256 + 247) = vacc0x1;
+        *(o + 1 * 256 + 246) = vacc1x0;
+        *(o + 1 * 256 + 247) = vacc1x1;
+        *(o + 2 * 256 + 246) = vacc2x0;
+        *(o + 2 * 256 + 247) = vacc2x1;
+        *(o + 3 * 256 + 246) = vacc3x0;
+        *(o + 3 * 256 + 247) = vacc3x1;
+    }
+    { /* columns 248..249 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 248) * va0), vacc0x1 = (*(o + 0 * 256 + 249) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 248) * va1), vacc1x1 = (*(o + 1 * 256 + 249) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 248) * va2), vacc2x1 = (*(o + 2 * 256 + 249) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 248) * va3), vacc3x1 = (*(o + 3 * 256 + 249) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -6962,76 +8222,118 @@ static void attn_gemma2_9b_global_pv_4x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 249);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 250);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 251);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 252);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 253);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 254);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 255);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 256 + 248) = vacc0x0;
         *(o + 0 * 256 + 249) = vacc0x1;
-        *(o + 0 * 256 + 250) = vacc0x2;
-        *(o + 0 * 256 + 251) = vacc0x3;
-        *(o + 0 * 256 + 252) = vacc0x4;
-        *(o + 0 * 256 + 253) = vacc0x5;
-        *(o + 0 * 256 + 254) = vacc0x6;
-        *(o + 0 * 256 + 255) = vacc0x7;
         *(o + 1 * 256 + 248) = vacc1x0;
         *(o + 1 * 256 + 249) = vacc1x1;
-        *(o + 1 * 256 + 250) = vacc1x2;
-        *(o + 1 * 256 + 251) = vacc1x3;
-        *(o + 1 * 256 + 252) = vacc1x4;
-        *(o + 1 * 256 + 253) = vacc1x5;
-        *(o + 1 * 256 + 254) = vacc1x6;
-        *(o + 1 * 256 + 255) = vacc1x7;
         *(o + 2 * 256 + 248) = vacc2x0;
         *(o + 2 * 256 + 249) = vacc2x1;
-        *(o + 2 * 256 + 250) = vacc2x2;
-        *(o + 2 * 256 + 251) = vacc2x3;
-        *(o + 2 * 256 + 252) = vacc2x4;
-        *(o + 2 * 256 + 253) = vacc2x5;
-        *(o + 2 * 256 + 254) = vacc2x6;
-        *(o + 2 * 256 + 255) = vacc2x7;
         *(o + 3 * 256 + 248) = vacc3x0;
         *(o + 3 * 256 + 249) = vacc3x1;
-        *(o + 3 * 256 + 250) = vacc3x2;
-        *(o + 3 * 256 + 251) = vacc3x3;
-        *(o + 3 * 256 + 252) = vacc3x4;
-        *(o + 3 * 256 + 253) = vacc3x5;
-        *(o + 3 * 256 + 254) = vacc3x6;
-        *(o + 3 * 256 + 255) = vacc3x7;
+    }
+    { /* columns 250..251 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 250) * va0), vacc0x1 = (*(o + 0 * 256 + 251) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 250) * va1), vacc1x1 = (*(o + 1 * 256 + 251) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 250) * va2), vacc2x1 = (*(o + 2 * 256 + 251) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 250) * va3), vacc3x1 = (*(o + 3 * 256 + 251) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 250);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 251);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 250) = vacc0x0;
+        *(o + 0 * 256 + 251) = vacc0x1;
+        *(o + 1 * 256 + 250) = vacc1x0;
+        *(o + 1 * 256 + 251) = vacc1x1;
+        *(o + 2 * 256 + 250) = vacc2x0;
+        *(o + 2 * 256 + 251) = vacc2x1;
+        *(o + 3 * 256 + 250) = vacc3x0;
+        *(o + 3 * 256 + 251) = vacc3x1;
+    }
+    { /* columns 252..253 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 252) * va0), vacc0x1 = (*(o + 0 * 256 + 253) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 252) * va1), vacc1x1 = (*(o + 1 * 256 + 253) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 252) * va2), vacc2x1 = (*(o + 2 * 256 + 253) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 252) * va3), vacc3x1 = (*(o + 3 * 256 + 253) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 252);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 253);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 252) = vacc0x0;
+        *(o + 0 * 256 + 253) = vacc0x1;
+        *(o + 1 * 256 + 252) = vacc1x0;
+        *(o + 1 * 256 + 253) = vacc1x1;
+        *(o + 2 * 256 + 252) = vacc2x0;
+        *(o + 2 * 256 + 253) = vacc2x1;
+        *(o + 3 * 256 + 252) = vacc3x0;
+        *(o + 3 * 256 + 253) = vacc3x1;
+    }
+    { /* columns 254..255 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 254) * va0), vacc0x1 = (*(o + 0 * 256 + 255) * va0);
+        float vacc1x0 = (*(o + 1 * 256 + 254) * va1), vacc1x1 = (*(o + 1 * 256 + 255) * va1);
+        float vacc2x0 = (*(o + 2 * 256 + 254) * va2), vacc2x1 = (*(o + 2 * 256 + 255) * va2);
+        float vacc3x0 = (*(o + 3 * 256 + 254) * va3), vacc3x1 = (*(o + 3 * 256 + 255) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 254);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 255);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 256 + 254) = vacc0x0;
+        *(o + 0 * 256 + 255) = vacc0x1;
+        *(o + 1 * 256 + 254) = vacc1x0;
+        *(o + 1 * 256 + 255) = vacc1x1;
+        *(o + 2 * 256 + 254) = vacc2x0;
+        *(o + 2 * 256 + 255) = vacc2x1;
+        *(o + 3 * 256 + 254) = vacc3x0;
+        *(o + 3 * 256 + 255) = vacc3x1;
     }
 }
 
-/* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 32 chunks of at most 8 vectors.
+/* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 128 chunks of at most 2 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 256 floats per row.
- * 512 FLOPs per key, 10 vector registers. */
+ * 512 FLOPs per key, 4 vector registers. */
 static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
-    { /* columns 0..7 */
+    { /* columns 0..1 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 0) * va0), vacc0x1 = (*(o + 0 * 256 + 1) * va0), vacc0x2 = (*(o + 0 * 256 + 2) * va0), vacc0x3 = (*(o + 0 * 256 + 3) * va0), vacc0x4 = (*(o + 0 * 256 + 4) * va0), vacc0x5 = (*(o + 0 * 256 + 5) * va0), vacc0x6 = (*(o + 0 * 256 + 6) * va0), vacc0x7 = (*(o + 0 * 256 + 7) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 0) * va0), vacc0x1 = (*(o + 0 * 256 + 1) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7043,43 +8345,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 1);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 2);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 3);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 4);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 5);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 6);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 7);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 0) = vacc0x0;
         *(o + 0 * 256 + 1) = vacc0x1;
-        *(o + 0 * 256 + 2) = vacc0x2;
-        *(o + 0 * 256 + 3) = vacc0x3;
-        *(o + 0 * 256 + 4) = vacc0x4;
-        *(o + 0 * 256 + 5) = vacc0x5;
-        *(o + 0 * 256 + 6) = vacc0x6;
-        *(o + 0 * 256 + 7) = vacc0x7;
     }
-    { /* columns 8..15 */
+    { /* columns 2..3 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 8) * va0), vacc0x1 = (*(o + 0 * 256 + 9) * va0), vacc0x2 = (*(o + 0 * 256 + 10) * va0), vacc0x3 = (*(o + 0 * 256 + 11) * va0), vacc0x4 = (*(o + 0 * 256 + 12) * va0), vacc0x5 = (*(o + 0 * 256 + 13) * va0), vacc0x6 = (*(o + 0 * 256 + 14) * va0), vacc0x7 = (*(o + 0 * 256 + 15) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 2) * va0), vacc0x1 = (*(o + 0 * 256 + 3) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 2);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 2) = vacc0x0;
+        *(o + 0 * 256 + 3) = vacc0x1;
+    }
+    { /* columns 4..5 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 4) * va0), vacc0x1 = (*(o + 0 * 256 + 5) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 4);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 4) = vacc0x0;
+        *(o + 0 * 256 + 5) = vacc0x1;
+    }
+    { /* columns 6..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 6) * va0), vacc0x1 = (*(o + 0 * 256 + 7) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 6);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 6) = vacc0x0;
+        *(o + 0 * 256 + 7) = vacc0x1;
+    }
+    { /* columns 8..9 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 8) * va0), vacc0x1 = (*(o + 0 * 256 + 9) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7091,43 +8417,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 9);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 10);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 11);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 12);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 13);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 14);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 15);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 8) = vacc0x0;
         *(o + 0 * 256 + 9) = vacc0x1;
-        *(o + 0 * 256 + 10) = vacc0x2;
-        *(o + 0 * 256 + 11) = vacc0x3;
-        *(o + 0 * 256 + 12) = vacc0x4;
-        *(o + 0 * 256 + 13) = vacc0x5;
-        *(o + 0 * 256 + 14) = vacc0x6;
-        *(o + 0 * 256 + 15) = vacc0x7;
     }
-    { /* columns 16..23 */
+    { /* columns 10..11 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 16) * va0), vacc0x1 = (*(o + 0 * 256 + 17) * va0), vacc0x2 = (*(o + 0 * 256 + 18) * va0), vacc0x3 = (*(o + 0 * 256 + 19) * va0), vacc0x4 = (*(o + 0 * 256 + 20) * va0), vacc0x5 = (*(o + 0 * 256 + 21) * va0), vacc0x6 = (*(o + 0 * 256 + 22) * va0), vacc0x7 = (*(o + 0 * 256 + 23) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 10) * va0), vacc0x1 = (*(o + 0 * 256 + 11) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 10);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 10) = vacc0x0;
+        *(o + 0 * 256 + 11) = vacc0x1;
+    }
+    { /* columns 12..13 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 12) * va0), vacc0x1 = (*(o + 0 * 256 + 13) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 12);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 12) = vacc0x0;
+        *(o + 0 * 256 + 13) = vacc0x1;
+    }
+    { /* columns 14..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 14) * va0), vacc0x1 = (*(o + 0 * 256 + 15) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 14);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 14) = vacc0x0;
+        *(o + 0 * 256 + 15) = vacc0x1;
+    }
+    { /* columns 16..17 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 16) * va0), vacc0x1 = (*(o + 0 * 256 + 17) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7139,43 +8489,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 17);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 18);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 19);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 20);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 21);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 22);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 23);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 16) = vacc0x0;
         *(o + 0 * 256 + 17) = vacc0x1;
-        *(o + 0 * 256 + 18) = vacc0x2;
-        *(o + 0 * 256 + 19) = vacc0x3;
-        *(o + 0 * 256 + 20) = vacc0x4;
-        *(o + 0 * 256 + 21) = vacc0x5;
-        *(o + 0 * 256 + 22) = vacc0x6;
-        *(o + 0 * 256 + 23) = vacc0x7;
     }
-    { /* columns 24..31 */
+    { /* columns 18..19 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 24) * va0), vacc0x1 = (*(o + 0 * 256 + 25) * va0), vacc0x2 = (*(o + 0 * 256 + 26) * va0), vacc0x3 = (*(o + 0 * 256 + 27) * va0), vacc0x4 = (*(o + 0 * 256 + 28) * va0), vacc0x5 = (*(o + 0 * 256 + 29) * va0), vacc0x6 = (*(o + 0 * 256 + 30) * va0), vacc0x7 = (*(o + 0 * 256 + 31) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 18) * va0), vacc0x1 = (*(o + 0 * 256 + 19) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 18);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 18) = vacc0x0;
+        *(o + 0 * 256 + 19) = vacc0x1;
+    }
+    { /* columns 20..21 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 20) * va0), vacc0x1 = (*(o + 0 * 256 + 21) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 20);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 20) = vacc0x0;
+        *(o + 0 * 256 + 21) = vacc0x1;
+    }
+    { /* columns 22..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 22) * va0), vacc0x1 = (*(o + 0 * 256 + 23) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 22);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 22) = vacc0x0;
+        *(o + 0 * 256 + 23) = vacc0x1;
+    }
+    { /* columns 24..25 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 24) * va0), vacc0x1 = (*(o + 0 * 256 + 25) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7187,43 +8561,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 25);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 26);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 27);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 28);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 29);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 30);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 31);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 24) = vacc0x0;
         *(o + 0 * 256 + 25) = vacc0x1;
-        *(o + 0 * 256 + 26) = vacc0x2;
-        *(o + 0 * 256 + 27) = vacc0x3;
-        *(o + 0 * 256 + 28) = vacc0x4;
-        *(o + 0 * 256 + 29) = vacc0x5;
-        *(o + 0 * 256 + 30) = vacc0x6;
-        *(o + 0 * 256 + 31) = vacc0x7;
     }
-    { /* columns 32..39 */
+    { /* columns 26..27 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 32) * va0), vacc0x1 = (*(o + 0 * 256 + 33) * va0), vacc0x2 = (*(o + 0 * 256 + 34) * va0), vacc0x3 = (*(o + 0 * 256 + 35) * va0), vacc0x4 = (*(o + 0 * 256 + 36) * va0), vacc0x5 = (*(o + 0 * 256 + 37) * va0), vacc0x6 = (*(o + 0 * 256 + 38) * va0), vacc0x7 = (*(o + 0 * 256 + 39) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 26) * va0), vacc0x1 = (*(o + 0 * 256 + 27) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 26);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 26) = vacc0x0;
+        *(o + 0 * 256 + 27) = vacc0x1;
+    }
+    { /* columns 28..29 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 28) * va0), vacc0x1 = (*(o + 0 * 256 + 29) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 28);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 28) = vacc0x0;
+        *(o + 0 * 256 + 29) = vacc0x1;
+    }
+    { /* columns 30..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 30) * va0), vacc0x1 = (*(o + 0 * 256 + 31) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 30);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 30) = vacc0x0;
+        *(o + 0 * 256 + 31) = vacc0x1;
+    }
+    { /* columns 32..33 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 32) * va0), vacc0x1 = (*(o + 0 * 256 + 33) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7235,43 +8633,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 33);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 34);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 35);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 36);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 37);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 38);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 39);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 32) = vacc0x0;
         *(o + 0 * 256 + 33) = vacc0x1;
-        *(o + 0 * 256 + 34) = vacc0x2;
-        *(o + 0 * 256 + 35) = vacc0x3;
-        *(o + 0 * 256 + 36) = vacc0x4;
-        *(o + 0 * 256 + 37) = vacc0x5;
-        *(o + 0 * 256 + 38) = vacc0x6;
-        *(o + 0 * 256 + 39) = vacc0x7;
     }
-    { /* columns 40..47 */
+    { /* columns 34..35 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 40) * va0), vacc0x1 = (*(o + 0 * 256 + 41) * va0), vacc0x2 = (*(o + 0 * 256 + 42) * va0), vacc0x3 = (*(o + 0 * 256 + 43) * va0), vacc0x4 = (*(o + 0 * 256 + 44) * va0), vacc0x5 = (*(o + 0 * 256 + 45) * va0), vacc0x6 = (*(o + 0 * 256 + 46) * va0), vacc0x7 = (*(o + 0 * 256 + 47) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 34) * va0), vacc0x1 = (*(o + 0 * 256 + 35) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 34);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 34) = vacc0x0;
+        *(o + 0 * 256 + 35) = vacc0x1;
+    }
+    { /* columns 36..37 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 36) * va0), vacc0x1 = (*(o + 0 * 256 + 37) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 36);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 36) = vacc0x0;
+        *(o + 0 * 256 + 37) = vacc0x1;
+    }
+    { /* columns 38..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 38) * va0), vacc0x1 = (*(o + 0 * 256 + 39) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 38);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 38) = vacc0x0;
+        *(o + 0 * 256 + 39) = vacc0x1;
+    }
+    { /* columns 40..41 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 40) * va0), vacc0x1 = (*(o + 0 * 256 + 41) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7283,43 +8705,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 41);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 42);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 43);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 44);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 45);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 46);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 47);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 40) = vacc0x0;
         *(o + 0 * 256 + 41) = vacc0x1;
-        *(o + 0 * 256 + 42) = vacc0x2;
-        *(o + 0 * 256 + 43) = vacc0x3;
-        *(o + 0 * 256 + 44) = vacc0x4;
-        *(o + 0 * 256 + 45) = vacc0x5;
-        *(o + 0 * 256 + 46) = vacc0x6;
-        *(o + 0 * 256 + 47) = vacc0x7;
     }
-    { /* columns 48..55 */
+    { /* columns 42..43 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 48) * va0), vacc0x1 = (*(o + 0 * 256 + 49) * va0), vacc0x2 = (*(o + 0 * 256 + 50) * va0), vacc0x3 = (*(o + 0 * 256 + 51) * va0), vacc0x4 = (*(o + 0 * 256 + 52) * va0), vacc0x5 = (*(o + 0 * 256 + 53) * va0), vacc0x6 = (*(o + 0 * 256 + 54) * va0), vacc0x7 = (*(o + 0 * 256 + 55) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 42) * va0), vacc0x1 = (*(o + 0 * 256 + 43) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 42);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 42) = vacc0x0;
+        *(o + 0 * 256 + 43) = vacc0x1;
+    }
+    { /* columns 44..45 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 44) * va0), vacc0x1 = (*(o + 0 * 256 + 45) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 44);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 44) = vacc0x0;
+        *(o + 0 * 256 + 45) = vacc0x1;
+    }
+    { /* columns 46..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 46) * va0), vacc0x1 = (*(o + 0 * 256 + 47) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 46);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 46) = vacc0x0;
+        *(o + 0 * 256 + 47) = vacc0x1;
+    }
+    { /* columns 48..49 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 48) * va0), vacc0x1 = (*(o + 0 * 256 + 49) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7331,43 +8777,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 49);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 50);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 51);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 52);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 53);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 54);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 55);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 48) = vacc0x0;
         *(o + 0 * 256 + 49) = vacc0x1;
-        *(o + 0 * 256 + 50) = vacc0x2;
-        *(o + 0 * 256 + 51) = vacc0x3;
-        *(o + 0 * 256 + 52) = vacc0x4;
-        *(o + 0 * 256 + 53) = vacc0x5;
-        *(o + 0 * 256 + 54) = vacc0x6;
-        *(o + 0 * 256 + 55) = vacc0x7;
     }
-    { /* columns 56..63 */
+    { /* columns 50..51 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 56) * va0), vacc0x1 = (*(o + 0 * 256 + 57) * va0), vacc0x2 = (*(o + 0 * 256 + 58) * va0), vacc0x3 = (*(o + 0 * 256 + 59) * va0), vacc0x4 = (*(o + 0 * 256 + 60) * va0), vacc0x5 = (*(o + 0 * 256 + 61) * va0), vacc0x6 = (*(o + 0 * 256 + 62) * va0), vacc0x7 = (*(o + 0 * 256 + 63) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 50) * va0), vacc0x1 = (*(o + 0 * 256 + 51) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 50);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 50) = vacc0x0;
+        *(o + 0 * 256 + 51) = vacc0x1;
+    }
+    { /* columns 52..53 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 52) * va0), vacc0x1 = (*(o + 0 * 256 + 53) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 52);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 52) = vacc0x0;
+        *(o + 0 * 256 + 53) = vacc0x1;
+    }
+    { /* columns 54..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 54) * va0), vacc0x1 = (*(o + 0 * 256 + 55) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 54);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 54) = vacc0x0;
+        *(o + 0 * 256 + 55) = vacc0x1;
+    }
+    { /* columns 56..57 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 56) * va0), vacc0x1 = (*(o + 0 * 256 + 57) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7379,43 +8849,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 57);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 58);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 59);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 60);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 61);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 62);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 63);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 56) = vacc0x0;
         *(o + 0 * 256 + 57) = vacc0x1;
-        *(o + 0 * 256 + 58) = vacc0x2;
-        *(o + 0 * 256 + 59) = vacc0x3;
-        *(o + 0 * 256 + 60) = vacc0x4;
-        *(o + 0 * 256 + 61) = vacc0x5;
-        *(o + 0 * 256 + 62) = vacc0x6;
-        *(o + 0 * 256 + 63) = vacc0x7;
     }
-    { /* columns 64..71 */
+    { /* columns 58..59 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 64) * va0), vacc0x1 = (*(o + 0 * 256 + 65) * va0), vacc0x2 = (*(o + 0 * 256 + 66) * va0), vacc0x3 = (*(o + 0 * 256 + 67) * va0), vacc0x4 = (*(o + 0 * 256 + 68) * va0), vacc0x5 = (*(o + 0 * 256 + 69) * va0), vacc0x6 = (*(o + 0 * 256 + 70) * va0), vacc0x7 = (*(o + 0 * 256 + 71) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 58) * va0), vacc0x1 = (*(o + 0 * 256 + 59) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 58);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 58) = vacc0x0;
+        *(o + 0 * 256 + 59) = vacc0x1;
+    }
+    { /* columns 60..61 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 60) * va0), vacc0x1 = (*(o + 0 * 256 + 61) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 60);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 60) = vacc0x0;
+        *(o + 0 * 256 + 61) = vacc0x1;
+    }
+    { /* columns 62..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 62) * va0), vacc0x1 = (*(o + 0 * 256 + 63) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 62);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 62) = vacc0x0;
+        *(o + 0 * 256 + 63) = vacc0x1;
+    }
+    { /* columns 64..65 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 64) * va0), vacc0x1 = (*(o + 0 * 256 + 65) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7427,43 +8921,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 65);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 66);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 67);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 68);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 69);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 70);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 71);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 64) = vacc0x0;
         *(o + 0 * 256 + 65) = vacc0x1;
-        *(o + 0 * 256 + 66) = vacc0x2;
-        *(o + 0 * 256 + 67) = vacc0x3;
-        *(o + 0 * 256 + 68) = vacc0x4;
-        *(o + 0 * 256 + 69) = vacc0x5;
-        *(o + 0 * 256 + 70) = vacc0x6;
-        *(o + 0 * 256 + 71) = vacc0x7;
     }
-    { /* columns 72..79 */
+    { /* columns 66..67 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 72) * va0), vacc0x1 = (*(o + 0 * 256 + 73) * va0), vacc0x2 = (*(o + 0 * 256 + 74) * va0), vacc0x3 = (*(o + 0 * 256 + 75) * va0), vacc0x4 = (*(o + 0 * 256 + 76) * va0), vacc0x5 = (*(o + 0 * 256 + 77) * va0), vacc0x6 = (*(o + 0 * 256 + 78) * va0), vacc0x7 = (*(o + 0 * 256 + 79) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 66) * va0), vacc0x1 = (*(o + 0 * 256 + 67) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 66);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 67);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 66) = vacc0x0;
+        *(o + 0 * 256 + 67) = vacc0x1;
+    }
+    { /* columns 68..69 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 68) * va0), vacc0x1 = (*(o + 0 * 256 + 69) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 68);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 69);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 68) = vacc0x0;
+        *(o + 0 * 256 + 69) = vacc0x1;
+    }
+    { /* columns 70..71 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 70) * va0), vacc0x1 = (*(o + 0 * 256 + 71) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 70);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 71);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 70) = vacc0x0;
+        *(o + 0 * 256 + 71) = vacc0x1;
+    }
+    { /* columns 72..73 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 72) * va0), vacc0x1 = (*(o + 0 * 256 + 73) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7475,43 +8993,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 73);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 74);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 75);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 76);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 77);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 78);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 79);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 72) = vacc0x0;
         *(o + 0 * 256 + 73) = vacc0x1;
-        *(o + 0 * 256 + 74) = vacc0x2;
-        *(o + 0 * 256 + 75) = vacc0x3;
-        *(o + 0 * 256 + 76) = vacc0x4;
-        *(o + 0 * 256 + 77) = vacc0x5;
-        *(o + 0 * 256 + 78) = vacc0x6;
-        *(o + 0 * 256 + 79) = vacc0x7;
     }
-    { /* columns 80..87 */
+    { /* columns 74..75 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 80) * va0), vacc0x1 = (*(o + 0 * 256 + 81) * va0), vacc0x2 = (*(o + 0 * 256 + 82) * va0), vacc0x3 = (*(o + 0 * 256 + 83) * va0), vacc0x4 = (*(o + 0 * 256 + 84) * va0), vacc0x5 = (*(o + 0 * 256 + 85) * va0), vacc0x6 = (*(o + 0 * 256 + 86) * va0), vacc0x7 = (*(o + 0 * 256 + 87) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 74) * va0), vacc0x1 = (*(o + 0 * 256 + 75) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 74);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 75);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 74) = vacc0x0;
+        *(o + 0 * 256 + 75) = vacc0x1;
+    }
+    { /* columns 76..77 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 76) * va0), vacc0x1 = (*(o + 0 * 256 + 77) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 76);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 77);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 76) = vacc0x0;
+        *(o + 0 * 256 + 77) = vacc0x1;
+    }
+    { /* columns 78..79 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 78) * va0), vacc0x1 = (*(o + 0 * 256 + 79) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 78);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 79);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 78) = vacc0x0;
+        *(o + 0 * 256 + 79) = vacc0x1;
+    }
+    { /* columns 80..81 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 80) * va0), vacc0x1 = (*(o + 0 * 256 + 81) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7523,43 +9065,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 81);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 82);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 83);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 84);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 85);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 86);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 87);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 80) = vacc0x0;
         *(o + 0 * 256 + 81) = vacc0x1;
-        *(o + 0 * 256 + 82) = vacc0x2;
-        *(o + 0 * 256 + 83) = vacc0x3;
-        *(o + 0 * 256 + 84) = vacc0x4;
-        *(o + 0 * 256 + 85) = vacc0x5;
-        *(o + 0 * 256 + 86) = vacc0x6;
-        *(o + 0 * 256 + 87) = vacc0x7;
     }
-    { /* columns 88..95 */
+    { /* columns 82..83 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 88) * va0), vacc0x1 = (*(o + 0 * 256 + 89) * va0), vacc0x2 = (*(o + 0 * 256 + 90) * va0), vacc0x3 = (*(o + 0 * 256 + 91) * va0), vacc0x4 = (*(o + 0 * 256 + 92) * va0), vacc0x5 = (*(o + 0 * 256 + 93) * va0), vacc0x6 = (*(o + 0 * 256 + 94) * va0), vacc0x7 = (*(o + 0 * 256 + 95) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 82) * va0), vacc0x1 = (*(o + 0 * 256 + 83) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 82);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 83);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 82) = vacc0x0;
+        *(o + 0 * 256 + 83) = vacc0x1;
+    }
+    { /* columns 84..85 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 84) * va0), vacc0x1 = (*(o + 0 * 256 + 85) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 84);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 85);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 84) = vacc0x0;
+        *(o + 0 * 256 + 85) = vacc0x1;
+    }
+    { /* columns 86..87 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 86) * va0), vacc0x1 = (*(o + 0 * 256 + 87) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 86);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 87);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 86) = vacc0x0;
+        *(o + 0 * 256 + 87) = vacc0x1;
+    }
+    { /* columns 88..89 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 88) * va0), vacc0x1 = (*(o + 0 * 256 + 89) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7571,43 +9137,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 89);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 90);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 91);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 92);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 93);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 94);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 95);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 88) = vacc0x0;
         *(o + 0 * 256 + 89) = vacc0x1;
-        *(o + 0 * 256 + 90) = vacc0x2;
-        *(o + 0 * 256 + 91) = vacc0x3;
-        *(o + 0 * 256 + 92) = vacc0x4;
-        *(o + 0 * 256 + 93) = vacc0x5;
-        *(o + 0 * 256 + 94) = vacc0x6;
-        *(o + 0 * 256 + 95) = vacc0x7;
     }
-    { /* columns 96..103 */
+    { /* columns 90..91 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 96) * va0), vacc0x1 = (*(o + 0 * 256 + 97) * va0), vacc0x2 = (*(o + 0 * 256 + 98) * va0), vacc0x3 = (*(o + 0 * 256 + 99) * va0), vacc0x4 = (*(o + 0 * 256 + 100) * va0), vacc0x5 = (*(o + 0 * 256 + 101) * va0), vacc0x6 = (*(o + 0 * 256 + 102) * va0), vacc0x7 = (*(o + 0 * 256 + 103) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 90) * va0), vacc0x1 = (*(o + 0 * 256 + 91) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 90);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 91);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 90) = vacc0x0;
+        *(o + 0 * 256 + 91) = vacc0x1;
+    }
+    { /* columns 92..93 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 92) * va0), vacc0x1 = (*(o + 0 * 256 + 93) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 92);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 93);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 92) = vacc0x0;
+        *(o + 0 * 256 + 93) = vacc0x1;
+    }
+    { /* columns 94..95 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 94) * va0), vacc0x1 = (*(o + 0 * 256 + 95) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 94);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 95);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 94) = vacc0x0;
+        *(o + 0 * 256 + 95) = vacc0x1;
+    }
+    { /* columns 96..97 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 96) * va0), vacc0x1 = (*(o + 0 * 256 + 97) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7619,43 +9209,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 97);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 98);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 99);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 100);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 101);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 102);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 103);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 96) = vacc0x0;
         *(o + 0 * 256 + 97) = vacc0x1;
-        *(o + 0 * 256 + 98) = vacc0x2;
-        *(o + 0 * 256 + 99) = vacc0x3;
-        *(o + 0 * 256 + 100) = vacc0x4;
-        *(o + 0 * 256 + 101) = vacc0x5;
-        *(o + 0 * 256 + 102) = vacc0x6;
-        *(o + 0 * 256 + 103) = vacc0x7;
     }
-    { /* columns 104..111 */
+    { /* columns 98..99 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 104) * va0), vacc0x1 = (*(o + 0 * 256 + 105) * va0), vacc0x2 = (*(o + 0 * 256 + 106) * va0), vacc0x3 = (*(o + 0 * 256 + 107) * va0), vacc0x4 = (*(o + 0 * 256 + 108) * va0), vacc0x5 = (*(o + 0 * 256 + 109) * va0), vacc0x6 = (*(o + 0 * 256 + 110) * va0), vacc0x7 = (*(o + 0 * 256 + 111) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 98) * va0), vacc0x1 = (*(o + 0 * 256 + 99) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 98);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 99);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 98) = vacc0x0;
+        *(o + 0 * 256 + 99) = vacc0x1;
+    }
+    { /* columns 100..101 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 100) * va0), vacc0x1 = (*(o + 0 * 256 + 101) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 100);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 101);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 100) = vacc0x0;
+        *(o + 0 * 256 + 101) = vacc0x1;
+    }
+    { /* columns 102..103 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 102) * va0), vacc0x1 = (*(o + 0 * 256 + 103) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 102);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 103);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 102) = vacc0x0;
+        *(o + 0 * 256 + 103) = vacc0x1;
+    }
+    { /* columns 104..105 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 104) * va0), vacc0x1 = (*(o + 0 * 256 + 105) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7667,43 +9281,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 105);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 106);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 107);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 108);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 109);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 110);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 111);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 104) = vacc0x0;
         *(o + 0 * 256 + 105) = vacc0x1;
-        *(o + 0 * 256 + 106) = vacc0x2;
-        *(o + 0 * 256 + 107) = vacc0x3;
-        *(o + 0 * 256 + 108) = vacc0x4;
-        *(o + 0 * 256 + 109) = vacc0x5;
-        *(o + 0 * 256 + 110) = vacc0x6;
-        *(o + 0 * 256 + 111) = vacc0x7;
     }
-    { /* columns 112..119 */
+    { /* columns 106..107 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 112) * va0), vacc0x1 = (*(o + 0 * 256 + 113) * va0), vacc0x2 = (*(o + 0 * 256 + 114) * va0), vacc0x3 = (*(o + 0 * 256 + 115) * va0), vacc0x4 = (*(o + 0 * 256 + 116) * va0), vacc0x5 = (*(o + 0 * 256 + 117) * va0), vacc0x6 = (*(o + 0 * 256 + 118) * va0), vacc0x7 = (*(o + 0 * 256 + 119) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 106) * va0), vacc0x1 = (*(o + 0 * 256 + 107) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 106);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 107);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 106) = vacc0x0;
+        *(o + 0 * 256 + 107) = vacc0x1;
+    }
+    { /* columns 108..109 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 108) * va0), vacc0x1 = (*(o + 0 * 256 + 109) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 108);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 109);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 108) = vacc0x0;
+        *(o + 0 * 256 + 109) = vacc0x1;
+    }
+    { /* columns 110..111 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 110) * va0), vacc0x1 = (*(o + 0 * 256 + 111) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 110);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 111);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 110) = vacc0x0;
+        *(o + 0 * 256 + 111) = vacc0x1;
+    }
+    { /* columns 112..113 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 112) * va0), vacc0x1 = (*(o + 0 * 256 + 113) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7715,43 +9353,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 113);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 114);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 115);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 116);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 117);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 118);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 119);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 112) = vacc0x0;
         *(o + 0 * 256 + 113) = vacc0x1;
-        *(o + 0 * 256 + 114) = vacc0x2;
-        *(o + 0 * 256 + 115) = vacc0x3;
-        *(o + 0 * 256 + 116) = vacc0x4;
-        *(o + 0 * 256 + 117) = vacc0x5;
-        *(o + 0 * 256 + 118) = vacc0x6;
-        *(o + 0 * 256 + 119) = vacc0x7;
     }
-    { /* columns 120..127 */
+    { /* columns 114..115 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 120) * va0), vacc0x1 = (*(o + 0 * 256 + 121) * va0), vacc0x2 = (*(o + 0 * 256 + 122) * va0), vacc0x3 = (*(o + 0 * 256 + 123) * va0), vacc0x4 = (*(o + 0 * 256 + 124) * va0), vacc0x5 = (*(o + 0 * 256 + 125) * va0), vacc0x6 = (*(o + 0 * 256 + 126) * va0), vacc0x7 = (*(o + 0 * 256 + 127) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 114) * va0), vacc0x1 = (*(o + 0 * 256 + 115) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 114);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 115);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 114) = vacc0x0;
+        *(o + 0 * 256 + 115) = vacc0x1;
+    }
+    { /* columns 116..117 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 116) * va0), vacc0x1 = (*(o + 0 * 256 + 117) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 116);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 117);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 116) = vacc0x0;
+        *(o + 0 * 256 + 117) = vacc0x1;
+    }
+    { /* columns 118..119 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 118) * va0), vacc0x1 = (*(o + 0 * 256 + 119) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 118);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 119);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 118) = vacc0x0;
+        *(o + 0 * 256 + 119) = vacc0x1;
+    }
+    { /* columns 120..121 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 120) * va0), vacc0x1 = (*(o + 0 * 256 + 121) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7763,43 +9425,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 121);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 122);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 123);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 124);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 125);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 126);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 127);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 120) = vacc0x0;
         *(o + 0 * 256 + 121) = vacc0x1;
-        *(o + 0 * 256 + 122) = vacc0x2;
-        *(o + 0 * 256 + 123) = vacc0x3;
-        *(o + 0 * 256 + 124) = vacc0x4;
-        *(o + 0 * 256 + 125) = vacc0x5;
-        *(o + 0 * 256 + 126) = vacc0x6;
-        *(o + 0 * 256 + 127) = vacc0x7;
     }
-    { /* columns 128..135 */
+    { /* columns 122..123 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 128) * va0), vacc0x1 = (*(o + 0 * 256 + 129) * va0), vacc0x2 = (*(o + 0 * 256 + 130) * va0), vacc0x3 = (*(o + 0 * 256 + 131) * va0), vacc0x4 = (*(o + 0 * 256 + 132) * va0), vacc0x5 = (*(o + 0 * 256 + 133) * va0), vacc0x6 = (*(o + 0 * 256 + 134) * va0), vacc0x7 = (*(o + 0 * 256 + 135) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 122) * va0), vacc0x1 = (*(o + 0 * 256 + 123) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 122);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 123);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 122) = vacc0x0;
+        *(o + 0 * 256 + 123) = vacc0x1;
+    }
+    { /* columns 124..125 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 124) * va0), vacc0x1 = (*(o + 0 * 256 + 125) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 124);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 125);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 124) = vacc0x0;
+        *(o + 0 * 256 + 125) = vacc0x1;
+    }
+    { /* columns 126..127 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 126) * va0), vacc0x1 = (*(o + 0 * 256 + 127) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 126);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 127);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 126) = vacc0x0;
+        *(o + 0 * 256 + 127) = vacc0x1;
+    }
+    { /* columns 128..129 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 128) * va0), vacc0x1 = (*(o + 0 * 256 + 129) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7811,43 +9497,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 129);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 130);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 131);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 132);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 133);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 134);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 135);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 128) = vacc0x0;
         *(o + 0 * 256 + 129) = vacc0x1;
-        *(o + 0 * 256 + 130) = vacc0x2;
-        *(o + 0 * 256 + 131) = vacc0x3;
-        *(o + 0 * 256 + 132) = vacc0x4;
-        *(o + 0 * 256 + 133) = vacc0x5;
-        *(o + 0 * 256 + 134) = vacc0x6;
-        *(o + 0 * 256 + 135) = vacc0x7;
     }
-    { /* columns 136..143 */
+    { /* columns 130..131 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 136) * va0), vacc0x1 = (*(o + 0 * 256 + 137) * va0), vacc0x2 = (*(o + 0 * 256 + 138) * va0), vacc0x3 = (*(o + 0 * 256 + 139) * va0), vacc0x4 = (*(o + 0 * 256 + 140) * va0), vacc0x5 = (*(o + 0 * 256 + 141) * va0), vacc0x6 = (*(o + 0 * 256 + 142) * va0), vacc0x7 = (*(o + 0 * 256 + 143) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 130) * va0), vacc0x1 = (*(o + 0 * 256 + 131) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 130);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 131);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 130) = vacc0x0;
+        *(o + 0 * 256 + 131) = vacc0x1;
+    }
+    { /* columns 132..133 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 132) * va0), vacc0x1 = (*(o + 0 * 256 + 133) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 132);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 133);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 132) = vacc0x0;
+        *(o + 0 * 256 + 133) = vacc0x1;
+    }
+    { /* columns 134..135 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 134) * va0), vacc0x1 = (*(o + 0 * 256 + 135) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 134);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 135);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 134) = vacc0x0;
+        *(o + 0 * 256 + 135) = vacc0x1;
+    }
+    { /* columns 136..137 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 136) * va0), vacc0x1 = (*(o + 0 * 256 + 137) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7859,43 +9569,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 137);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 138);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 139);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 140);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 141);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 142);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 143);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 136) = vacc0x0;
         *(o + 0 * 256 + 137) = vacc0x1;
-        *(o + 0 * 256 + 138) = vacc0x2;
-        *(o + 0 * 256 + 139) = vacc0x3;
-        *(o + 0 * 256 + 140) = vacc0x4;
-        *(o + 0 * 256 + 141) = vacc0x5;
-        *(o + 0 * 256 + 142) = vacc0x6;
-        *(o + 0 * 256 + 143) = vacc0x7;
     }
-    { /* columns 144..151 */
+    { /* columns 138..139 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 144) * va0), vacc0x1 = (*(o + 0 * 256 + 145) * va0), vacc0x2 = (*(o + 0 * 256 + 146) * va0), vacc0x3 = (*(o + 0 * 256 + 147) * va0), vacc0x4 = (*(o + 0 * 256 + 148) * va0), vacc0x5 = (*(o + 0 * 256 + 149) * va0), vacc0x6 = (*(o + 0 * 256 + 150) * va0), vacc0x7 = (*(o + 0 * 256 + 151) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 138) * va0), vacc0x1 = (*(o + 0 * 256 + 139) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 138);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 139);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 138) = vacc0x0;
+        *(o + 0 * 256 + 139) = vacc0x1;
+    }
+    { /* columns 140..141 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 140) * va0), vacc0x1 = (*(o + 0 * 256 + 141) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 140);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 141);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 140) = vacc0x0;
+        *(o + 0 * 256 + 141) = vacc0x1;
+    }
+    { /* columns 142..143 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 142) * va0), vacc0x1 = (*(o + 0 * 256 + 143) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 142);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 143);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 142) = vacc0x0;
+        *(o + 0 * 256 + 143) = vacc0x1;
+    }
+    { /* columns 144..145 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 144) * va0), vacc0x1 = (*(o + 0 * 256 + 145) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7907,43 +9641,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 145);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 146);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 147);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 148);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 149);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 150);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 151);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 144) = vacc0x0;
         *(o + 0 * 256 + 145) = vacc0x1;
-        *(o + 0 * 256 + 146) = vacc0x2;
-        *(o + 0 * 256 + 147) = vacc0x3;
-        *(o + 0 * 256 + 148) = vacc0x4;
-        *(o + 0 * 256 + 149) = vacc0x5;
-        *(o + 0 * 256 + 150) = vacc0x6;
-        *(o + 0 * 256 + 151) = vacc0x7;
     }
-    { /* columns 152..159 */
+    { /* columns 146..147 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 152) * va0), vacc0x1 = (*(o + 0 * 256 + 153) * va0), vacc0x2 = (*(o + 0 * 256 + 154) * va0), vacc0x3 = (*(o + 0 * 256 + 155) * va0), vacc0x4 = (*(o + 0 * 256 + 156) * va0), vacc0x5 = (*(o + 0 * 256 + 157) * va0), vacc0x6 = (*(o + 0 * 256 + 158) * va0), vacc0x7 = (*(o + 0 * 256 + 159) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 146) * va0), vacc0x1 = (*(o + 0 * 256 + 147) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 146);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 147);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 146) = vacc0x0;
+        *(o + 0 * 256 + 147) = vacc0x1;
+    }
+    { /* columns 148..149 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 148) * va0), vacc0x1 = (*(o + 0 * 256 + 149) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 148);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 149);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 148) = vacc0x0;
+        *(o + 0 * 256 + 149) = vacc0x1;
+    }
+    { /* columns 150..151 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 150) * va0), vacc0x1 = (*(o + 0 * 256 + 151) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 150);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 151);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 150) = vacc0x0;
+        *(o + 0 * 256 + 151) = vacc0x1;
+    }
+    { /* columns 152..153 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 152) * va0), vacc0x1 = (*(o + 0 * 256 + 153) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -7955,43 +9713,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 153);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 154);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 155);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 156);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 157);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 158);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 159);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 152) = vacc0x0;
         *(o + 0 * 256 + 153) = vacc0x1;
-        *(o + 0 * 256 + 154) = vacc0x2;
-        *(o + 0 * 256 + 155) = vacc0x3;
-        *(o + 0 * 256 + 156) = vacc0x4;
-        *(o + 0 * 256 + 157) = vacc0x5;
-        *(o + 0 * 256 + 158) = vacc0x6;
-        *(o + 0 * 256 + 159) = vacc0x7;
     }
-    { /* columns 160..167 */
+    { /* columns 154..155 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 160) * va0), vacc0x1 = (*(o + 0 * 256 + 161) * va0), vacc0x2 = (*(o + 0 * 256 + 162) * va0), vacc0x3 = (*(o + 0 * 256 + 163) * va0), vacc0x4 = (*(o + 0 * 256 + 164) * va0), vacc0x5 = (*(o + 0 * 256 + 165) * va0), vacc0x6 = (*(o + 0 * 256 + 166) * va0), vacc0x7 = (*(o + 0 * 256 + 167) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 154) * va0), vacc0x1 = (*(o + 0 * 256 + 155) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 154);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 155);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 154) = vacc0x0;
+        *(o + 0 * 256 + 155) = vacc0x1;
+    }
+    { /* columns 156..157 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 156) * va0), vacc0x1 = (*(o + 0 * 256 + 157) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 156);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 157);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 156) = vacc0x0;
+        *(o + 0 * 256 + 157) = vacc0x1;
+    }
+    { /* columns 158..159 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 158) * va0), vacc0x1 = (*(o + 0 * 256 + 159) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 158);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 159);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 158) = vacc0x0;
+        *(o + 0 * 256 + 159) = vacc0x1;
+    }
+    { /* columns 160..161 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 160) * va0), vacc0x1 = (*(o + 0 * 256 + 161) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -8003,43 +9785,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 161);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 162);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 163);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 164);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 165);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 166);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 167);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 160) = vacc0x0;
         *(o + 0 * 256 + 161) = vacc0x1;
-        *(o + 0 * 256 + 162) = vacc0x2;
-        *(o + 0 * 256 + 163) = vacc0x3;
-        *(o + 0 * 256 + 164) = vacc0x4;
-        *(o + 0 * 256 + 165) = vacc0x5;
-        *(o + 0 * 256 + 166) = vacc0x6;
-        *(o + 0 * 256 + 167) = vacc0x7;
     }
-    { /* columns 168..175 */
+    { /* columns 162..163 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 168) * va0), vacc0x1 = (*(o + 0 * 256 + 169) * va0), vacc0x2 = (*(o + 0 * 256 + 170) * va0), vacc0x3 = (*(o + 0 * 256 + 171) * va0), vacc0x4 = (*(o + 0 * 256 + 172) * va0), vacc0x5 = (*(o + 0 * 256 + 173) * va0), vacc0x6 = (*(o + 0 * 256 + 174) * va0), vacc0x7 = (*(o + 0 * 256 + 175) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 162) * va0), vacc0x1 = (*(o + 0 * 256 + 163) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 162);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 163);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 162) = vacc0x0;
+        *(o + 0 * 256 + 163) = vacc0x1;
+    }
+    { /* columns 164..165 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 164) * va0), vacc0x1 = (*(o + 0 * 256 + 165) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 164);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 165);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 164) = vacc0x0;
+        *(o + 0 * 256 + 165) = vacc0x1;
+    }
+    { /* columns 166..167 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 166) * va0), vacc0x1 = (*(o + 0 * 256 + 167) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 166);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 167);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 166) = vacc0x0;
+        *(o + 0 * 256 + 167) = vacc0x1;
+    }
+    { /* columns 168..169 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 168) * va0), vacc0x1 = (*(o + 0 * 256 + 169) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -8051,43 +9857,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 169);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 170);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 171);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 172);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 173);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 174);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 175);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 168) = vacc0x0;
         *(o + 0 * 256 + 169) = vacc0x1;
-        *(o + 0 * 256 + 170) = vacc0x2;
-        *(o + 0 * 256 + 171) = vacc0x3;
-        *(o + 0 * 256 + 172) = vacc0x4;
-        *(o + 0 * 256 + 173) = vacc0x5;
-        *(o + 0 * 256 + 174) = vacc0x6;
-        *(o + 0 * 256 + 175) = vacc0x7;
     }
-    { /* columns 176..183 */
+    { /* columns 170..171 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 176) * va0), vacc0x1 = (*(o + 0 * 256 + 177) * va0), vacc0x2 = (*(o + 0 * 256 + 178) * va0), vacc0x3 = (*(o + 0 * 256 + 179) * va0), vacc0x4 = (*(o + 0 * 256 + 180) * va0), vacc0x5 = (*(o + 0 * 256 + 181) * va0), vacc0x6 = (*(o + 0 * 256 + 182) * va0), vacc0x7 = (*(o + 0 * 256 + 183) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 170) * va0), vacc0x1 = (*(o + 0 * 256 + 171) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 170);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 171);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 170) = vacc0x0;
+        *(o + 0 * 256 + 171) = vacc0x1;
+    }
+    { /* columns 172..173 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 172) * va0), vacc0x1 = (*(o + 0 * 256 + 173) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 172);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 173);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 172) = vacc0x0;
+        *(o + 0 * 256 + 173) = vacc0x1;
+    }
+    { /* columns 174..175 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 174) * va0), vacc0x1 = (*(o + 0 * 256 + 175) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 174);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 175);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 174) = vacc0x0;
+        *(o + 0 * 256 + 175) = vacc0x1;
+    }
+    { /* columns 176..177 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 176) * va0), vacc0x1 = (*(o + 0 * 256 + 177) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -8099,43 +9929,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 177);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 178);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 179);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 180);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 181);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 182);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 183);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 176) = vacc0x0;
         *(o + 0 * 256 + 177) = vacc0x1;
-        *(o + 0 * 256 + 178) = vacc0x2;
-        *(o + 0 * 256 + 179) = vacc0x3;
-        *(o + 0 * 256 + 180) = vacc0x4;
-        *(o + 0 * 256 + 181) = vacc0x5;
-        *(o + 0 * 256 + 182) = vacc0x6;
-        *(o + 0 * 256 + 183) = vacc0x7;
     }
-    { /* columns 184..191 */
+    { /* columns 178..179 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 184) * va0), vacc0x1 = (*(o + 0 * 256 + 185) * va0), vacc0x2 = (*(o + 0 * 256 + 186) * va0), vacc0x3 = (*(o + 0 * 256 + 187) * va0), vacc0x4 = (*(o + 0 * 256 + 188) * va0), vacc0x5 = (*(o + 0 * 256 + 189) * va0), vacc0x6 = (*(o + 0 * 256 + 190) * va0), vacc0x7 = (*(o + 0 * 256 + 191) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 178) * va0), vacc0x1 = (*(o + 0 * 256 + 179) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 178);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 179);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 178) = vacc0x0;
+        *(o + 0 * 256 + 179) = vacc0x1;
+    }
+    { /* columns 180..181 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 180) * va0), vacc0x1 = (*(o + 0 * 256 + 181) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 180);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 181);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 180) = vacc0x0;
+        *(o + 0 * 256 + 181) = vacc0x1;
+    }
+    { /* columns 182..183 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 182) * va0), vacc0x1 = (*(o + 0 * 256 + 183) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 182);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 183);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 182) = vacc0x0;
+        *(o + 0 * 256 + 183) = vacc0x1;
+    }
+    { /* columns 184..185 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 184) * va0), vacc0x1 = (*(o + 0 * 256 + 185) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -8147,43 +10001,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 185);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 186);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 187);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 188);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 189);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 190);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 191);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 184) = vacc0x0;
         *(o + 0 * 256 + 185) = vacc0x1;
-        *(o + 0 * 256 + 186) = vacc0x2;
-        *(o + 0 * 256 + 187) = vacc0x3;
-        *(o + 0 * 256 + 188) = vacc0x4;
-        *(o + 0 * 256 + 189) = vacc0x5;
-        *(o + 0 * 256 + 190) = vacc0x6;
-        *(o + 0 * 256 + 191) = vacc0x7;
     }
-    { /* columns 192..199 */
+    { /* columns 186..187 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 192) * va0), vacc0x1 = (*(o + 0 * 256 + 193) * va0), vacc0x2 = (*(o + 0 * 256 + 194) * va0), vacc0x3 = (*(o + 0 * 256 + 195) * va0), vacc0x4 = (*(o + 0 * 256 + 196) * va0), vacc0x5 = (*(o + 0 * 256 + 197) * va0), vacc0x6 = (*(o + 0 * 256 + 198) * va0), vacc0x7 = (*(o + 0 * 256 + 199) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 186) * va0), vacc0x1 = (*(o + 0 * 256 + 187) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 186);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 187);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 186) = vacc0x0;
+        *(o + 0 * 256 + 187) = vacc0x1;
+    }
+    { /* columns 188..189 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 188) * va0), vacc0x1 = (*(o + 0 * 256 + 189) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 188);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 189);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 188) = vacc0x0;
+        *(o + 0 * 256 + 189) = vacc0x1;
+    }
+    { /* columns 190..191 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 190) * va0), vacc0x1 = (*(o + 0 * 256 + 191) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 190);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 191);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 190) = vacc0x0;
+        *(o + 0 * 256 + 191) = vacc0x1;
+    }
+    { /* columns 192..193 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 192) * va0), vacc0x1 = (*(o + 0 * 256 + 193) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -8195,43 +10073,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 193);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 194);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 195);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 196);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 197);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 198);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 199);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 192) = vacc0x0;
         *(o + 0 * 256 + 193) = vacc0x1;
-        *(o + 0 * 256 + 194) = vacc0x2;
-        *(o + 0 * 256 + 195) = vacc0x3;
-        *(o + 0 * 256 + 196) = vacc0x4;
-        *(o + 0 * 256 + 197) = vacc0x5;
-        *(o + 0 * 256 + 198) = vacc0x6;
-        *(o + 0 * 256 + 199) = vacc0x7;
     }
-    { /* columns 200..207 */
+    { /* columns 194..195 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 200) * va0), vacc0x1 = (*(o + 0 * 256 + 201) * va0), vacc0x2 = (*(o + 0 * 256 + 202) * va0), vacc0x3 = (*(o + 0 * 256 + 203) * va0), vacc0x4 = (*(o + 0 * 256 + 204) * va0), vacc0x5 = (*(o + 0 * 256 + 205) * va0), vacc0x6 = (*(o + 0 * 256 + 206) * va0), vacc0x7 = (*(o + 0 * 256 + 207) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 194) * va0), vacc0x1 = (*(o + 0 * 256 + 195) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 194);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 195);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 194) = vacc0x0;
+        *(o + 0 * 256 + 195) = vacc0x1;
+    }
+    { /* columns 196..197 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 196) * va0), vacc0x1 = (*(o + 0 * 256 + 197) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 196);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 197);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 196) = vacc0x0;
+        *(o + 0 * 256 + 197) = vacc0x1;
+    }
+    { /* columns 198..199 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 198) * va0), vacc0x1 = (*(o + 0 * 256 + 199) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 198);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 199);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 198) = vacc0x0;
+        *(o + 0 * 256 + 199) = vacc0x1;
+    }
+    { /* columns 200..201 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 200) * va0), vacc0x1 = (*(o + 0 * 256 + 201) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -8243,43 +10145,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 201);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 202);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 203);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 204);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 205);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 206);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 207);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 200) = vacc0x0;
         *(o + 0 * 256 + 201) = vacc0x1;
-        *(o + 0 * 256 + 202) = vacc0x2;
-        *(o + 0 * 256 + 203) = vacc0x3;
-        *(o + 0 * 256 + 204) = vacc0x4;
-        *(o + 0 * 256 + 205) = vacc0x5;
-        *(o + 0 * 256 + 206) = vacc0x6;
-        *(o + 0 * 256 + 207) = vacc0x7;
     }
-    { /* columns 208..215 */
+    { /* columns 202..203 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 208) * va0), vacc0x1 = (*(o + 0 * 256 + 209) * va0), vacc0x2 = (*(o + 0 * 256 + 210) * va0), vacc0x3 = (*(o + 0 * 256 + 211) * va0), vacc0x4 = (*(o + 0 * 256 + 212) * va0), vacc0x5 = (*(o + 0 * 256 + 213) * va0), vacc0x6 = (*(o + 0 * 256 + 214) * va0), vacc0x7 = (*(o + 0 * 256 + 215) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 202) * va0), vacc0x1 = (*(o + 0 * 256 + 203) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 202);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 203);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 202) = vacc0x0;
+        *(o + 0 * 256 + 203) = vacc0x1;
+    }
+    { /* columns 204..205 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 204) * va0), vacc0x1 = (*(o + 0 * 256 + 205) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 204);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 205);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 204) = vacc0x0;
+        *(o + 0 * 256 + 205) = vacc0x1;
+    }
+    { /* columns 206..207 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 206) * va0), vacc0x1 = (*(o + 0 * 256 + 207) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 206);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 207);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 206) = vacc0x0;
+        *(o + 0 * 256 + 207) = vacc0x1;
+    }
+    { /* columns 208..209 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 208) * va0), vacc0x1 = (*(o + 0 * 256 + 209) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -8291,43 +10217,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 209);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 210);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 211);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 212);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 213);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 214);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 215);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 208) = vacc0x0;
         *(o + 0 * 256 + 209) = vacc0x1;
-        *(o + 0 * 256 + 210) = vacc0x2;
-        *(o + 0 * 256 + 211) = vacc0x3;
-        *(o + 0 * 256 + 212) = vacc0x4;
-        *(o + 0 * 256 + 213) = vacc0x5;
-        *(o + 0 * 256 + 214) = vacc0x6;
-        *(o + 0 * 256 + 215) = vacc0x7;
     }
-    { /* columns 216..223 */
+    { /* columns 210..211 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 216) * va0), vacc0x1 = (*(o + 0 * 256 + 217) * va0), vacc0x2 = (*(o + 0 * 256 + 218) * va0), vacc0x3 = (*(o + 0 * 256 + 219) * va0), vacc0x4 = (*(o + 0 * 256 + 220) * va0), vacc0x5 = (*(o + 0 * 256 + 221) * va0), vacc0x6 = (*(o + 0 * 256 + 222) * va0), vacc0x7 = (*(o + 0 * 256 + 223) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 210) * va0), vacc0x1 = (*(o + 0 * 256 + 211) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 210);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 211);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 210) = vacc0x0;
+        *(o + 0 * 256 + 211) = vacc0x1;
+    }
+    { /* columns 212..213 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 212) * va0), vacc0x1 = (*(o + 0 * 256 + 213) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 212);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 213);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 212) = vacc0x0;
+        *(o + 0 * 256 + 213) = vacc0x1;
+    }
+    { /* columns 214..215 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 214) * va0), vacc0x1 = (*(o + 0 * 256 + 215) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 214);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 215);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 214) = vacc0x0;
+        *(o + 0 * 256 + 215) = vacc0x1;
+    }
+    { /* columns 216..217 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 216) * va0), vacc0x1 = (*(o + 0 * 256 + 217) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -8339,43 +10289,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 217);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 218);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 219);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 220);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 221);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 222);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 223);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 216) = vacc0x0;
         *(o + 0 * 256 + 217) = vacc0x1;
-        *(o + 0 * 256 + 218) = vacc0x2;
-        *(o + 0 * 256 + 219) = vacc0x3;
-        *(o + 0 * 256 + 220) = vacc0x4;
-        *(o + 0 * 256 + 221) = vacc0x5;
-        *(o + 0 * 256 + 222) = vacc0x6;
-        *(o + 0 * 256 + 223) = vacc0x7;
     }
-    { /* columns 224..231 */
+    { /* columns 218..219 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 224) * va0), vacc0x1 = (*(o + 0 * 256 + 225) * va0), vacc0x2 = (*(o + 0 * 256 + 226) * va0), vacc0x3 = (*(o + 0 * 256 + 227) * va0), vacc0x4 = (*(o + 0 * 256 + 228) * va0), vacc0x5 = (*(o + 0 * 256 + 229) * va0), vacc0x6 = (*(o + 0 * 256 + 230) * va0), vacc0x7 = (*(o + 0 * 256 + 231) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 218) * va0), vacc0x1 = (*(o + 0 * 256 + 219) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 218);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 219);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 218) = vacc0x0;
+        *(o + 0 * 256 + 219) = vacc0x1;
+    }
+    { /* columns 220..221 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 220) * va0), vacc0x1 = (*(o + 0 * 256 + 221) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 220);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 221);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 220) = vacc0x0;
+        *(o + 0 * 256 + 221) = vacc0x1;
+    }
+    { /* columns 222..223 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 222) * va0), vacc0x1 = (*(o + 0 * 256 + 223) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 222);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 223);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 222) = vacc0x0;
+        *(o + 0 * 256 + 223) = vacc0x1;
+    }
+    { /* columns 224..225 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 224) * va0), vacc0x1 = (*(o + 0 * 256 + 225) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -8387,43 +10361,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 225);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 226);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 227);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 228);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 229);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 230);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 231);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 224) = vacc0x0;
         *(o + 0 * 256 + 225) = vacc0x1;
-        *(o + 0 * 256 + 226) = vacc0x2;
-        *(o + 0 * 256 + 227) = vacc0x3;
-        *(o + 0 * 256 + 228) = vacc0x4;
-        *(o + 0 * 256 + 229) = vacc0x5;
-        *(o + 0 * 256 + 230) = vacc0x6;
-        *(o + 0 * 256 + 231) = vacc0x7;
     }
-    { /* columns 232..239 */
+    { /* columns 226..227 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 232) * va0), vacc0x1 = (*(o + 0 * 256 + 233) * va0), vacc0x2 = (*(o + 0 * 256 + 234) * va0), vacc0x3 = (*(o + 0 * 256 + 235) * va0), vacc0x4 = (*(o + 0 * 256 + 236) * va0), vacc0x5 = (*(o + 0 * 256 + 237) * va0), vacc0x6 = (*(o + 0 * 256 + 238) * va0), vacc0x7 = (*(o + 0 * 256 + 239) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 226) * va0), vacc0x1 = (*(o + 0 * 256 + 227) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 226);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 227);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 226) = vacc0x0;
+        *(o + 0 * 256 + 227) = vacc0x1;
+    }
+    { /* columns 228..229 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 228) * va0), vacc0x1 = (*(o + 0 * 256 + 229) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 228);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 229);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 228) = vacc0x0;
+        *(o + 0 * 256 + 229) = vacc0x1;
+    }
+    { /* columns 230..231 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 230) * va0), vacc0x1 = (*(o + 0 * 256 + 231) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 230);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 231);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 230) = vacc0x0;
+        *(o + 0 * 256 + 231) = vacc0x1;
+    }
+    { /* columns 232..233 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 232) * va0), vacc0x1 = (*(o + 0 * 256 + 233) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -8435,43 +10433,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 233);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 234);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 235);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 236);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 237);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 238);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 239);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 232) = vacc0x0;
         *(o + 0 * 256 + 233) = vacc0x1;
-        *(o + 0 * 256 + 234) = vacc0x2;
-        *(o + 0 * 256 + 235) = vacc0x3;
-        *(o + 0 * 256 + 236) = vacc0x4;
-        *(o + 0 * 256 + 237) = vacc0x5;
-        *(o + 0 * 256 + 238) = vacc0x6;
-        *(o + 0 * 256 + 239) = vacc0x7;
     }
-    { /* columns 240..247 */
+    { /* columns 234..235 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 240) * va0), vacc0x1 = (*(o + 0 * 256 + 241) * va0), vacc0x2 = (*(o + 0 * 256 + 242) * va0), vacc0x3 = (*(o + 0 * 256 + 243) * va0), vacc0x4 = (*(o + 0 * 256 + 244) * va0), vacc0x5 = (*(o + 0 * 256 + 245) * va0), vacc0x6 = (*(o + 0 * 256 + 246) * va0), vacc0x7 = (*(o + 0 * 256 + 247) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 234) * va0), vacc0x1 = (*(o + 0 * 256 + 235) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 234);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 235);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 234) = vacc0x0;
+        *(o + 0 * 256 + 235) = vacc0x1;
+    }
+    { /* columns 236..237 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 236) * va0), vacc0x1 = (*(o + 0 * 256 + 237) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 236);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 237);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 236) = vacc0x0;
+        *(o + 0 * 256 + 237) = vacc0x1;
+    }
+    { /* columns 238..239 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 238) * va0), vacc0x1 = (*(o + 0 * 256 + 239) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 238);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 239);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 238) = vacc0x0;
+        *(o + 0 * 256 + 239) = vacc0x1;
+    }
+    { /* columns 240..241 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 240) * va0), vacc0x1 = (*(o + 0 * 256 + 241) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -8483,43 +10505,67 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 241);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 242);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 243);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 244);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 245);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 246);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 247);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 240) = vacc0x0;
         *(o + 0 * 256 + 241) = vacc0x1;
-        *(o + 0 * 256 + 242) = vacc0x2;
-        *(o + 0 * 256 + 243) = vacc0x3;
-        *(o + 0 * 256 + 244) = vacc0x4;
-        *(o + 0 * 256 + 245) = vacc0x5;
-        *(o + 0 * 256 + 246) = vacc0x6;
-        *(o + 0 * 256 + 247) = vacc0x7;
     }
-    { /* columns 248..255 */
+    { /* columns 242..243 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 256 + 248) * va0), vacc0x1 = (*(o + 0 * 256 + 249) * va0), vacc0x2 = (*(o + 0 * 256 + 250) * va0), vacc0x3 = (*(o + 0 * 256 + 251) * va0), vacc0x4 = (*(o + 0 * 256 + 252) * va0), vacc0x5 = (*(o + 0 * 256 + 253) * va0), vacc0x6 = (*(o + 0 * 256 + 254) * va0), vacc0x7 = (*(o + 0 * 256 + 255) * va0);
+        float vacc0x0 = (*(o + 0 * 256 + 242) * va0), vacc0x1 = (*(o + 0 * 256 + 243) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 242);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 243);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 242) = vacc0x0;
+        *(o + 0 * 256 + 243) = vacc0x1;
+    }
+    { /* columns 244..245 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 244) * va0), vacc0x1 = (*(o + 0 * 256 + 245) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 244);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 245);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 244) = vacc0x0;
+        *(o + 0 * 256 + 245) = vacc0x1;
+    }
+    { /* columns 246..247 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 246) * va0), vacc0x1 = (*(o + 0 * 256 + 247) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 246);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 247);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 246) = vacc0x0;
+        *(o + 0 * 256 + 247) = vacc0x1;
+    }
+    { /* columns 248..249 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 248) * va0), vacc0x1 = (*(o + 0 * 256 + 249) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 256;
             const float vp0 = (p[0 * 128 + j]);
@@ -8531,39 +10577,63 @@ static void attn_gemma2_9b_global_pv_1x256__scalar(const float *restrict p, cons
                 const float vv = *(vr + 249);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 250);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 251);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 252);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 253);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 254);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 255);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 256 + 248) = vacc0x0;
         *(o + 0 * 256 + 249) = vacc0x1;
-        *(o + 0 * 256 + 250) = vacc0x2;
-        *(o + 0 * 256 + 251) = vacc0x3;
-        *(o + 0 * 256 + 252) = vacc0x4;
-        *(o + 0 * 256 + 253) = vacc0x5;
-        *(o + 0 * 256 + 254) = vacc0x6;
-        *(o + 0 * 256 + 255) = vacc0x7;
+    }
+    { /* columns 250..251 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 250) * va0), vacc0x1 = (*(o + 0 * 256 + 251) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 250);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 251);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 250) = vacc0x0;
+        *(o + 0 * 256 + 251) = vacc0x1;
+    }
+    { /* columns 252..253 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 252) * va0), vacc0x1 = (*(o + 0 * 256 + 253) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 252);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 253);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 252) = vacc0x0;
+        *(o + 0 * 256 + 253) = vacc0x1;
+    }
+    { /* columns 254..255 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 256 + 254) * va0), vacc0x1 = (*(o + 0 * 256 + 255) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 256;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 254);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 255);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 256 + 254) = vacc0x0;
+        *(o + 0 * 256 + 255) = vacc0x1;
     }
 }
 
@@ -8596,7 +10666,7 @@ static void attn_gemma2_9b_global_unit__scalar(const attn_args *args, const floa
     memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0625f;
+        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0901684401f; /* scale * log2(e) */
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -8607,12 +10677,12 @@ static void attn_gemma2_9b_global_unit__scalar(const attn_args *args, const floa
 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
-        for (c = 0; c < 128; c += 4) {
-            const float *ktc = kt + j0 * 256 + c;
+        for (c = 0; c < 128; c += 2) {
+            const float *ktc = kt + (j0 + c) * 256; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
-                attn_gemma2_9b_global_qk_4x4__scalar(w->q + r * 256, ktc, w->s + r * 128 + c);
+                attn_gemma2_9b_global_qk_4x2__scalar(w->q + r * 256, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
-                attn_gemma2_9b_global_qk_1x4__scalar(w->q + r * 256, ktc, w->s + r * 128 + c);
+                attn_gemma2_9b_global_qk_1x2__scalar(w->q + r * 256, ktc, w->s + r * 128 + c);
         }
 
         /* score terms, mask, online softmax */
@@ -8621,7 +10691,7 @@ static void attn_gemma2_9b_global_unit__scalar(const attn_args *args, const floa
             float mx = -INFINITY, m_new, m_ref, sum;
             for (c = 0; c < 128; c += 1) {
                 float x = *(sr + c);
-                x = ((50.0f) * tanhf((x * (0.02f))));  /* softcap */
+                x = ((72.134752f) * tanhf((x * (0.0138629436f)))); /* softcap, base 2 */
                 *(sr + c) = x;
             }
             if (cls == 1) { /* partially visible: hide what this row does not see */
@@ -8634,12 +10704,12 @@ static void attn_gemma2_9b_global_unit__scalar(const attn_args *args, const floa
             for (c = 0; c < 128; c++) mx = mx > sr[c] ? mx : sr[c];
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = expf(w->m[r] - m_ref);
+            w->alpha[r] = exp2f(w->m[r] - m_ref);
             {
                 const float vm = (m_ref);
                 float vsum = 0.0f;
                 for (c = 0; c < 128; c += 1) {
-                    const float e = expf((*(sr + c) - vm));
+                    const float e = exp2f((*(sr + c) - vm));
                     *(sr + c) = e;
                     vsum = (vsum + e);
                 }
@@ -8937,11 +11007,11 @@ static void attn_gemma2_9b_global_unit__scalar(const attn_args *args, const floa
         *(orow + 254) = (*(acc + 254) * vinv);
         *(orow + 255) = (*(acc + 255) * vinv);
         if (args->lse)
-            args->lse[(b * 16 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] + logf(l);
+            args->lse[(b * 16 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l); /* m is in base 2 */
     }
 }
 
-/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*2 + c][hk][d] and
  * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
 static void attn_gemma2_9b_global_pack__scalar(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
         float *restrict vp, int64_t lkp)
@@ -8955,8 +11025,8 @@ static void attn_gemma2_9b_global_pack__scalar(const attn_args *args, int64_t b,
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
         const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 128) * 32768 + j % 128;
-        for (d = 0; d < 256; d++) kc[d * 128] = kr[d];
+        float *restrict kc = kt + (j / 2) * 512 + j % 2;
+        for (d = 0; d < 256; d++) kc[d * 2] = kr[d];
         memcpy(vp + j * 256, vr, sizeof(float) * 256);
     }
 }

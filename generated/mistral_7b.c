@@ -42,15 +42,17 @@
  * Mask: causal (bottom-right), window left 4095, right 0.
  *
  * Algorithm (flash attention, one pass, O(L) memory):
- *   1. K and V are packed once per (batch, kv head): K^T tile by tile,
- *      [Lk/TK][D][TK], so scores vectorize over keys and each tile's panel
- *      is contiguous; V as [Lk][Dvp] rows (Dv padded to whole vectors with
- *      zeros).  Both are zero past Lk_b, and their rows are contiguous, so no
+ *   1. K and V are packed once per (batch, kv head): K^T panel by panel,
+ *      [Lk/NC][D][NC] with NC the scores kernel's key count, so scores
+ *      vectorize over keys and each panel the kernel reads is contiguous;
+ *      V as [Lk][Dvp] rows (Dv padded to whole vectors with zeros).  Both are zero past Lk_b, and their rows are contiguous, so no
  *      read strides by a power of two (which would alias in the L1 cache).
  *   2. Each work unit is (batch, query head, query tile).  For every key
  *      tile it computes S = scale * Q K^T, adds the score terms, masks,
  *      updates the running row max m and sum l, and accumulates
- *      O = exp(m_old - m_new) O + exp(S - m_new) V.
+ *      O = exp(m_old - m_new) O + exp(S - m_new) V.  Scores are kept in
+ *      base 2 (Q is scaled by scale * log2 e, and so are the score terms),
+ *      so every exp is an exp2.
  *   3. Key tiles no row of the query tile sees are skipped; tiles every row
  *      sees fully take the path without mask tests.
  * A unit is computed by one thread in a fixed order, so the output is
@@ -101,29 +103,28 @@ static int attn_mistral_7b_classify(int64_t tq, int64_t j0, const int64_t *lo, c
 /* ======================================================================== */
 #if defined(__x86_64__) || defined(_M_X64)
 
-/* exp(x) for x <= 88: 2^n e^r with n = round(x / ln 2) and r reduced in two
- * steps (Cody-Waite), e^r by the degree-6 polynomial of Cephes' expf; x below
- * -87.68 gives exactly 0, NaN stays NaN. */
-__attribute__((target("avx512f"))) static inline __m512 attn_exp__avx512(__m512 x)
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+__attribute__((target("avx512f"))) static inline __m512 attn_exp2__avx512(__m512 x)
 {
     __m512 n, r, y;
-    x = _mm512_min_ps(_mm512_set1_ps(88.0f), x);
-    x = _mm512_max_ps(_mm512_set1_ps(-88.0f), x);
-    n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
-    r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
-    y = _mm512_set1_ps(1.9875691500e-4f);
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.3981999507e-3f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(8.3334519073e-3f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(4.1665795894e-2f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.6666665459e-1f));
-    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.0000001201e-1f));
-    y = _mm512_fmadd_ps(y, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    x = _mm512_min_ps(_mm512_set1_ps(127.0f), x);
+    x = _mm512_max_ps(_mm512_set1_ps(-127.0f), x);
+    n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm512_sub_ps(x, n);
+    y = _mm512_set1_ps(1.535336188319500e-4f);
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.339887440266574e-3f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(9.618437357674640e-3f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(5.550332471162809e-2f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(2.402264791363012e-1f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(6.931472028550421e-1f));
+    y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.0f));
     return _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)));
 }
 
 /* Scores S[8][32] = Q[8][128] K^T[128][32] (Q is packed pre-scaled).
- * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (128 floats each); kt: the packed K^T panel (32 floats per d);
  * s: 128 floats per row.  65536 FLOPs, 19 vector registers. */
 __attribute__((target("avx512f"))) static void attn_mistral_7b_qk_8x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -148,8 +149,8 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_qk_8x32__avx512(c
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d]);
             const __m512 vq1 = _mm512_set1_ps(q1[d]);
             const __m512 vq2 = _mm512_set1_ps(q2[d]);
@@ -168,8 +169,8 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_qk_8x32__avx512(c
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 1 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 1]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 1]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 1]);
@@ -188,8 +189,8 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_qk_8x32__avx512(c
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 2 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 2]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 2]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 2]);
@@ -208,8 +209,8 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_qk_8x32__avx512(c
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 3 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 3]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 3]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 3]);
@@ -228,8 +229,8 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_qk_8x32__avx512(c
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 4 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 4]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 4]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 4]);
@@ -248,8 +249,8 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_qk_8x32__avx512(c
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 5 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 5]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 5]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 5]);
@@ -268,8 +269,8 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_qk_8x32__avx512(c
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 6 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 6]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 6]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 6]);
@@ -288,8 +289,8 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_qk_8x32__avx512(c
             vacc7x0 = _mm512_fmadd_ps(vq7, vk0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vq7, vk1, vacc7x1);
         }
         { /* d = d + 7 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 7]);
             const __m512 vq1 = _mm512_set1_ps(q1[d + 7]);
             const __m512 vq2 = _mm512_set1_ps(q2[d + 7]);
@@ -328,7 +329,7 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_qk_8x32__avx512(c
 }
 
 /* Scores S[1][32] = Q[1][128] K^T[128][32] (Q is packed pre-scaled).
- * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (128 floats each); kt: the packed K^T panel (32 floats per d);
  * s: 128 floats per row.  8192 FLOPs, 5 vector registers. */
 __attribute__((target("avx512f"))) static void attn_mistral_7b_qk_1x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -339,50 +340,50 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_qk_1x32__avx512(c
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 1 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 1) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 1) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 1]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 2 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 2) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 2) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 2]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 3 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 3) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 3) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 3]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 4 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 4) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 4) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 4]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 5 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 5) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 5) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 5]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 6 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 6) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 6) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 6]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 7 */
-            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 128 + 0);
-            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 128 + 16);
+            const __m512 vk0 = _mm512_loadu_ps(kt + (d + 7) * 32 + 0);
+            const __m512 vk1 = _mm512_loadu_ps(kt + (d + 7) * 32 + 16);
             const __m512 vq0 = _mm512_set1_ps(q0[d + 7]);
             vacc0x0 = _mm512_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vq0, vk1, vacc0x1);
         }
@@ -616,7 +617,7 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_unit__avx512(cons
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 128; c++) w->q[r * 128 + c] = qr[c] * 0.0883883476f;
+        for (c = 0; c < 128; c++) w->q[r * 128 + c] = qr[c] * 0.127517431f; /* scale * log2(e) */
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -628,7 +629,7 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_unit__avx512(cons
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < 128; c += 32) {
-            const float *ktc = kt + j0 * 128 + c;
+            const float *ktc = kt + (j0 + c) * 128; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
                 attn_mistral_7b_qk_8x32__avx512(w->q + r * 128, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
@@ -653,12 +654,12 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_unit__avx512(cons
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = expf(w->m[r] - m_ref);
+            w->alpha[r] = exp2f(w->m[r] - m_ref);
             {
                 const __m512 vm = _mm512_set1_ps(m_ref);
                 __m512 vsum = _mm512_setzero_ps();
                 for (c = 0; c < 128; c += 16) {
-                    const __m512 e = attn_exp__avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + c), vm));
+                    const __m512 e = attn_exp2__avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + c), vm));
                     _mm512_storeu_ps(sr + c, e);
                     vsum = _mm512_add_ps(vsum, e);
                 }
@@ -708,11 +709,11 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_unit__avx512(cons
         _mm512_storeu_ps(orow + 96, _mm512_mul_ps(_mm512_loadu_ps(acc + 96), vinv));
         _mm512_storeu_ps(orow + 112, _mm512_mul_ps(_mm512_loadu_ps(acc + 112), vinv));
         if (args->lse)
-            args->lse[(b * 32 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] + logf(l);
+            args->lse[(b * 32 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l); /* m is in base 2 */
     }
 }
 
-/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*32 + c][hk][d] and
  * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
 __attribute__((target("avx512f"))) static void attn_mistral_7b_pack__avx512(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
         float *restrict vp, int64_t lkp)
@@ -726,8 +727,8 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_pack__avx512(cons
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
         const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 128) * 16384 + j % 128;
-        for (d = 0; d < 128; d++) kc[d * 128] = kr[d];
+        float *restrict kc = kt + (j / 32) * 4096 + j % 32;
+        for (d = 0; d < 128; d++) kc[d * 32] = kr[d];
         memcpy(vp + j * 128, vr, sizeof(float) * 128);
     }
 }
@@ -815,29 +816,28 @@ __attribute__((target("avx2,fma"))) static inline float attn_hmax_avx2(__m256 v)
     return _mm_cvtss_f32(x);
 }
 
-/* exp(x) for x <= 88: 2^n e^r with n = round(x / ln 2) and r reduced in two
- * steps (Cody-Waite), e^r by the degree-6 polynomial of Cephes' expf; x below
- * -87.68 gives exactly 0, NaN stays NaN. */
-__attribute__((target("avx2,fma"))) static inline __m256 attn_exp__avx2(__m256 x)
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+__attribute__((target("avx2,fma"))) static inline __m256 attn_exp2__avx2(__m256 x)
 {
     __m256 n, r, y;
-    x = _mm256_min_ps(_mm256_set1_ps(88.0f), x);
-    x = _mm256_max_ps(_mm256_set1_ps(-88.0f), x);
-    n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), x);
-    r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
-    y = _mm256_set1_ps(1.9875691500e-4f);
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.3981999507e-3f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(8.3334519073e-3f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(4.1665795894e-2f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.6666665459e-1f));
-    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.0000001201e-1f));
-    y = _mm256_fmadd_ps(y, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    x = _mm256_min_ps(_mm256_set1_ps(127.0f), x);
+    x = _mm256_max_ps(_mm256_set1_ps(-127.0f), x);
+    n = _mm256_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm256_sub_ps(x, n);
+    y = _mm256_set1_ps(1.535336188319500e-4f);
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.339887440266574e-3f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(9.618437357674640e-3f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(5.550332471162809e-2f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(2.402264791363012e-1f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(6.931472028550421e-1f));
+    y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
     return _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
 }
 
 /* Scores S[4][16] = Q[4][128] K^T[128][16] (Q is packed pre-scaled).
- * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (128 floats each); kt: the packed K^T panel (16 floats per d);
  * s: 128 floats per row.  16384 FLOPs, 11 vector registers. */
 __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_4x16__avx2(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -854,8 +854,8 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_4x16__avx2(co
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d]);
             const __m256 vq1 = _mm256_set1_ps(q1[d]);
             const __m256 vq2 = _mm256_set1_ps(q2[d]);
@@ -866,8 +866,8 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_4x16__avx2(co
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 1 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 1]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 1]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 1]);
@@ -878,8 +878,8 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_4x16__avx2(co
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 2 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 2]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 2]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 2]);
@@ -890,8 +890,8 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_4x16__avx2(co
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 3 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 3]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 3]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 3]);
@@ -902,8 +902,8 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_4x16__avx2(co
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 4 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 4]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 4]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 4]);
@@ -914,8 +914,8 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_4x16__avx2(co
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 5 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 5]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 5]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 5]);
@@ -926,8 +926,8 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_4x16__avx2(co
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 6 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 6]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 6]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 6]);
@@ -938,8 +938,8 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_4x16__avx2(co
             vacc3x0 = _mm256_fmadd_ps(vq3, vk0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vq3, vk1, vacc3x1);
         }
         { /* d = d + 7 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 7]);
             const __m256 vq1 = _mm256_set1_ps(q1[d + 7]);
             const __m256 vq2 = _mm256_set1_ps(q2[d + 7]);
@@ -962,7 +962,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_4x16__avx2(co
 }
 
 /* Scores S[1][16] = Q[1][128] K^T[128][16] (Q is packed pre-scaled).
- * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (128 floats each); kt: the packed K^T panel (16 floats per d);
  * s: 128 floats per row.  4096 FLOPs, 5 vector registers. */
 __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_1x16__avx2(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -973,50 +973,50 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_1x16__avx2(co
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 1 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 1) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 1) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 1]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 2 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 2) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 2) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 2]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 3 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 3) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 3) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 3]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 4 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 4) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 4) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 4]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 5 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 5) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 5) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 5]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 6 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 6) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 6) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 6]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
         { /* d = d + 7 */
-            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 128 + 0);
-            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 128 + 8);
+            const __m256 vk0 = _mm256_loadu_ps(kt + (d + 7) * 16 + 0);
+            const __m256 vk1 = _mm256_loadu_ps(kt + (d + 7) * 16 + 8);
             const __m256 vq0 = _mm256_set1_ps(q0[d + 7]);
             vacc0x0 = _mm256_fmadd_ps(vq0, vk0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vq0, vk1, vacc0x1);
         }
@@ -1460,7 +1460,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_unit__avx2(const
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 128; c++) w->q[r * 128 + c] = qr[c] * 0.0883883476f;
+        for (c = 0; c < 128; c++) w->q[r * 128 + c] = qr[c] * 0.127517431f; /* scale * log2(e) */
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -1472,7 +1472,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_unit__avx2(const
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < 128; c += 16) {
-            const float *ktc = kt + j0 * 128 + c;
+            const float *ktc = kt + (j0 + c) * 128; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
                 attn_mistral_7b_qk_4x16__avx2(w->q + r * 128, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
@@ -1497,12 +1497,12 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_unit__avx2(const
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = expf(w->m[r] - m_ref);
+            w->alpha[r] = exp2f(w->m[r] - m_ref);
             {
                 const __m256 vm = _mm256_set1_ps(m_ref);
                 __m256 vsum = _mm256_setzero_ps();
                 for (c = 0; c < 128; c += 8) {
-                    const __m256 e = attn_exp__avx2(_mm256_sub_ps(_mm256_loadu_ps(sr + c), vm));
+                    const __m256 e = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(sr + c), vm));
                     _mm256_storeu_ps(sr + c, e);
                     vsum = _mm256_add_ps(vsum, e);
                 }
@@ -1560,11 +1560,11 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_unit__avx2(const
         _mm256_storeu_ps(orow + 112, _mm256_mul_ps(_mm256_loadu_ps(acc + 112), vinv));
         _mm256_storeu_ps(orow + 120, _mm256_mul_ps(_mm256_loadu_ps(acc + 120), vinv));
         if (args->lse)
-            args->lse[(b * 32 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] + logf(l);
+            args->lse[(b * 32 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l); /* m is in base 2 */
     }
 }
 
-/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*16 + c][hk][d] and
  * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
 __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pack__avx2(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
         float *restrict vp, int64_t lkp)
@@ -1578,8 +1578,8 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pack__avx2(const
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
         const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 128) * 16384 + j % 128;
-        for (d = 0; d < 128; d++) kc[d * 128] = kr[d];
+        float *restrict kc = kt + (j / 16) * 2048 + j % 16;
+        for (d = 0; d < 128; d++) kc[d * 16] = kr[d];
         memcpy(vp + j * 128, vr, sizeof(float) * 128);
     }
 }
@@ -1672,29 +1672,28 @@ static inline float32x4_t attn_iota_neon(void)
     return vld1q_f32(iota);
 }
 
-/* exp(x) for x <= 88: 2^n e^r with n = round(x / ln 2) and r reduced in two
- * steps (Cody-Waite), e^r by the degree-6 polynomial of Cephes' expf; x below
- * -87.68 gives exactly 0, NaN stays NaN. */
-static inline float32x4_t attn_exp__neon(float32x4_t x)
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+static inline float32x4_t attn_exp2__neon(float32x4_t x)
 {
     float32x4_t n, r, y;
-    x = vminq_f32(vdupq_n_f32(88.0f), x);
-    x = vmaxq_f32(vdupq_n_f32(-88.0f), x);
-    n = vrndnq_f32(vmulq_f32(x, vdupq_n_f32(1.44269504088896341f)));
-    r = vfmaq_f32(x, n, vdupq_n_f32(-0.693359375f));
-    r = vfmaq_f32(r, n, vdupq_n_f32(2.12194440e-4f));
-    y = vdupq_n_f32(1.9875691500e-4f);
-    y = vfmaq_f32(vdupq_n_f32(1.3981999507e-3f), y, r);
-    y = vfmaq_f32(vdupq_n_f32(8.3334519073e-3f), y, r);
-    y = vfmaq_f32(vdupq_n_f32(4.1665795894e-2f), y, r);
-    y = vfmaq_f32(vdupq_n_f32(1.6666665459e-1f), y, r);
-    y = vfmaq_f32(vdupq_n_f32(5.0000001201e-1f), y, r);
-    y = vfmaq_f32(vaddq_f32(r, vdupq_n_f32(1.0f)), y, vmulq_f32(r, r));
+    x = vminq_f32(vdupq_n_f32(127.0f), x);
+    x = vmaxq_f32(vdupq_n_f32(-127.0f), x);
+    n = vrndnq_f32(x);
+    r = vsubq_f32(x, n);
+    y = vdupq_n_f32(1.535336188319500e-4f);
+    y = vfmaq_f32(vdupq_n_f32(1.339887440266574e-3f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(9.618437357674640e-3f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(5.550332471162809e-2f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(2.402264791363012e-1f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(6.931472028550421e-1f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(1.0f), y, r);
     return vmulq_f32(y, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23)));
 }
 
 /* Scores S[8][8] = Q[8][128] K^T[128][8] (Q is packed pre-scaled).
- * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (128 floats each); kt: the packed K^T panel (8 floats per d);
  * s: 128 floats per row.  16384 FLOPs, 19 vector registers. */
 static void attn_mistral_7b_qk_8x8__neon(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -1719,8 +1718,8 @@ static void attn_mistral_7b_qk_8x8__neon(const float *restrict q, const float *r
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const float32x4_t vk0 = vld1q_f32(kt + (d) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d]);
@@ -1739,8 +1738,8 @@ static void attn_mistral_7b_qk_8x8__neon(const float *restrict q, const float *r
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 1 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 1]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 1]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 1]);
@@ -1759,8 +1758,8 @@ static void attn_mistral_7b_qk_8x8__neon(const float *restrict q, const float *r
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 2 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 2]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 2]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 2]);
@@ -1779,8 +1778,8 @@ static void attn_mistral_7b_qk_8x8__neon(const float *restrict q, const float *r
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 3 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 3]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 3]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 3]);
@@ -1799,8 +1798,8 @@ static void attn_mistral_7b_qk_8x8__neon(const float *restrict q, const float *r
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 4 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 4]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 4]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 4]);
@@ -1819,8 +1818,8 @@ static void attn_mistral_7b_qk_8x8__neon(const float *restrict q, const float *r
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 5 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 5]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 5]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 5]);
@@ -1839,8 +1838,8 @@ static void attn_mistral_7b_qk_8x8__neon(const float *restrict q, const float *r
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 6 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 6]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 6]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 6]);
@@ -1859,8 +1858,8 @@ static void attn_mistral_7b_qk_8x8__neon(const float *restrict q, const float *r
             vacc7x0 = vfmaq_f32(vacc7x0, vq7, vk0); vacc7x1 = vfmaq_f32(vacc7x1, vq7, vk1);
         }
         { /* d = d + 7 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 7]);
             const float32x4_t vq1 = vdupq_n_f32(q1[d + 7]);
             const float32x4_t vq2 = vdupq_n_f32(q2[d + 7]);
@@ -1899,7 +1898,7 @@ static void attn_mistral_7b_qk_8x8__neon(const float *restrict q, const float *r
 }
 
 /* Scores S[1][8] = Q[1][128] K^T[128][8] (Q is packed pre-scaled).
- * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
+ * q: packed query rows (128 floats each); kt: the packed K^T panel (8 floats per d);
  * s: 128 floats per row.  2048 FLOPs, 5 vector registers. */
 static void attn_mistral_7b_qk_1x8__neon(const float *restrict q, const float *restrict kt,
         float *restrict s)
@@ -1910,50 +1909,50 @@ static void attn_mistral_7b_qk_1x8__neon(const float *restrict q, const float *r
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const float32x4_t vk0 = vld1q_f32(kt + (d) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 1 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 1) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 1) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 1]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 2 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 2) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 2) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 2]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 3 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 3) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 3) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 3]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 4 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 4) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 4) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 4]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 5 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 5) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 5) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 5]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 6 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 6) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 6) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 6]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
         { /* d = d + 7 */
-            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 128 + 0);
-            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 128 + 4);
+            const float32x4_t vk0 = vld1q_f32(kt + (d + 7) * 8 + 0);
+            const float32x4_t vk1 = vld1q_f32(kt + (d + 7) * 8 + 4);
             const float32x4_t vq0 = vdupq_n_f32(q0[d + 7]);
             vacc0x0 = vfmaq_f32(vacc0x0, vq0, vk0); vacc0x1 = vfmaq_f32(vacc0x1, vq0, vk1);
         }
@@ -2703,7 +2702,7 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 128; c++) w->q[r * 128 + c] = qr[c] * 0.0883883476f;
+        for (c = 0; c < 128; c++) w->q[r * 128 + c] = qr[c] * 0.127517431f; /* scale * log2(e) */
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -2715,7 +2714,7 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < 128; c += 8) {
-            const float *ktc = kt + j0 * 128 + c;
+            const float *ktc = kt + (j0 + c) * 128; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
                 attn_mistral_7b_qk_8x8__neon(w->q + r * 128, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
@@ -2740,12 +2739,12 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
             }
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = expf(w->m[r] - m_ref);
+            w->alpha[r] = exp2f(w->m[r] - m_ref);
             {
                 const float32x4_t vm = vdupq_n_f32(m_ref);
                 float32x4_t vsum = vdupq_n_f32(0.0f);
                 for (c = 0; c < 128; c += 4) {
-                    const float32x4_t e = attn_exp__neon(vsubq_f32(vld1q_f32(sr + c), vm));
+                    const float32x4_t e = attn_exp2__neon(vsubq_f32(vld1q_f32(sr + c), vm));
                     vst1q_f32(sr + c, e);
                     vsum = vaddq_f32(vsum, e);
                 }
@@ -2819,11 +2818,11 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
         vst1q_f32(orow + 120, vmulq_f32(vld1q_f32(acc + 120), vinv));
         vst1q_f32(orow + 124, vmulq_f32(vld1q_f32(acc + 124), vinv));
         if (args->lse)
-            args->lse[(b * 32 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] + logf(l);
+            args->lse[(b * 32 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l); /* m is in base 2 */
     }
 }
 
-/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*8 + c][hk][d] and
  * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
 static void attn_mistral_7b_pack__neon(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
         float *restrict vp, int64_t lkp)
@@ -2837,8 +2836,8 @@ static void attn_mistral_7b_pack__neon(const attn_args *args, int64_t b, int64_t
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
         const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 128) * 16384 + j % 128;
-        for (d = 0; d < 128; d++) kc[d * 128] = kr[d];
+        float *restrict kc = kt + (j / 8) * 1024 + j % 8;
+        for (d = 0; d < 128; d++) kc[d * 8] = kr[d];
         memcpy(vp + j * 128, vr, sizeof(float) * 128);
     }
 }
@@ -2910,16 +2909,17 @@ attn_status attn_mistral_7b_fwd__neon(const attn_args *args)
 /* scalar: 1 lane of f32, 16 registers */
 /* ======================================================================== */
 
-/* Scores S[4][4] = Q[4][128] K^T[128][4] (Q is packed pre-scaled).
- * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
- * s: 128 floats per row.  4096 FLOPs, 21 vector registers. */
-static void attn_mistral_7b_qk_4x4__scalar(const float *restrict q, const float *restrict kt,
+
+/* Scores S[4][2] = Q[4][128] K^T[128][2] (Q is packed pre-scaled).
+ * q: packed query rows (128 floats each); kt: the packed K^T panel (2 floats per d);
+ * s: 128 floats per row.  2048 FLOPs, 11 vector registers. */
+static void attn_mistral_7b_qk_4x2__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float vacc0x0 = 0.0f, vacc0x1 = 0.0f, vacc0x2 = 0.0f, vacc0x3 = 0.0f;
-    float vacc1x0 = 0.0f, vacc1x1 = 0.0f, vacc1x2 = 0.0f, vacc1x3 = 0.0f;
-    float vacc2x0 = 0.0f, vacc2x1 = 0.0f, vacc2x2 = 0.0f, vacc2x3 = 0.0f;
-    float vacc3x0 = 0.0f, vacc3x1 = 0.0f, vacc3x2 = 0.0f, vacc3x3 = 0.0f;
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
+    float vacc1x0 = 0.0f, vacc1x1 = 0.0f;
+    float vacc2x0 = 0.0f, vacc2x1 = 0.0f;
+    float vacc3x0 = 0.0f, vacc3x1 = 0.0f;
     const float *restrict q0 = q + 0;
     const float *restrict q1 = q + 128;
     const float *restrict q2 = q + 256;
@@ -2928,223 +2928,181 @@ static void attn_mistral_7b_qk_4x4__scalar(const float *restrict q, const float 
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const float vk0 = *(kt + (d) * 128 + 0);
-            const float vk1 = *(kt + (d) * 128 + 1);
-            const float vk2 = *(kt + (d) * 128 + 2);
-            const float vk3 = *(kt + (d) * 128 + 3);
+            const float vk0 = *(kt + (d) * 2 + 0);
+            const float vk1 = *(kt + (d) * 2 + 1);
             const float vq0 = (q0[d]);
             const float vq1 = (q1[d]);
             const float vq2 = (q2[d]);
             const float vq3 = (q3[d]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 1 */
-            const float vk0 = *(kt + (d + 1) * 128 + 0);
-            const float vk1 = *(kt + (d + 1) * 128 + 1);
-            const float vk2 = *(kt + (d + 1) * 128 + 2);
-            const float vk3 = *(kt + (d + 1) * 128 + 3);
+            const float vk0 = *(kt + (d + 1) * 2 + 0);
+            const float vk1 = *(kt + (d + 1) * 2 + 1);
             const float vq0 = (q0[d + 1]);
             const float vq1 = (q1[d + 1]);
             const float vq2 = (q2[d + 1]);
             const float vq3 = (q3[d + 1]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 2 */
-            const float vk0 = *(kt + (d + 2) * 128 + 0);
-            const float vk1 = *(kt + (d + 2) * 128 + 1);
-            const float vk2 = *(kt + (d + 2) * 128 + 2);
-            const float vk3 = *(kt + (d + 2) * 128 + 3);
+            const float vk0 = *(kt + (d + 2) * 2 + 0);
+            const float vk1 = *(kt + (d + 2) * 2 + 1);
             const float vq0 = (q0[d + 2]);
             const float vq1 = (q1[d + 2]);
             const float vq2 = (q2[d + 2]);
             const float vq3 = (q3[d + 2]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 3 */
-            const float vk0 = *(kt + (d + 3) * 128 + 0);
-            const float vk1 = *(kt + (d + 3) * 128 + 1);
-            const float vk2 = *(kt + (d + 3) * 128 + 2);
-            const float vk3 = *(kt + (d + 3) * 128 + 3);
+            const float vk0 = *(kt + (d + 3) * 2 + 0);
+            const float vk1 = *(kt + (d + 3) * 2 + 1);
             const float vq0 = (q0[d + 3]);
             const float vq1 = (q1[d + 3]);
             const float vq2 = (q2[d + 3]);
             const float vq3 = (q3[d + 3]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 4 */
-            const float vk0 = *(kt + (d + 4) * 128 + 0);
-            const float vk1 = *(kt + (d + 4) * 128 + 1);
-            const float vk2 = *(kt + (d + 4) * 128 + 2);
-            const float vk3 = *(kt + (d + 4) * 128 + 3);
+            const float vk0 = *(kt + (d + 4) * 2 + 0);
+            const float vk1 = *(kt + (d + 4) * 2 + 1);
             const float vq0 = (q0[d + 4]);
             const float vq1 = (q1[d + 4]);
             const float vq2 = (q2[d + 4]);
             const float vq3 = (q3[d + 4]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 5 */
-            const float vk0 = *(kt + (d + 5) * 128 + 0);
-            const float vk1 = *(kt + (d + 5) * 128 + 1);
-            const float vk2 = *(kt + (d + 5) * 128 + 2);
-            const float vk3 = *(kt + (d + 5) * 128 + 3);
+            const float vk0 = *(kt + (d + 5) * 2 + 0);
+            const float vk1 = *(kt + (d + 5) * 2 + 1);
             const float vq0 = (q0[d + 5]);
             const float vq1 = (q1[d + 5]);
             const float vq2 = (q2[d + 5]);
             const float vq3 = (q3[d + 5]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 6 */
-            const float vk0 = *(kt + (d + 6) * 128 + 0);
-            const float vk1 = *(kt + (d + 6) * 128 + 1);
-            const float vk2 = *(kt + (d + 6) * 128 + 2);
-            const float vk3 = *(kt + (d + 6) * 128 + 3);
+            const float vk0 = *(kt + (d + 6) * 2 + 0);
+            const float vk1 = *(kt + (d + 6) * 2 + 1);
             const float vq0 = (q0[d + 6]);
             const float vq1 = (q1[d + 6]);
             const float vq2 = (q2[d + 6]);
             const float vq3 = (q3[d + 6]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
         { /* d = d + 7 */
-            const float vk0 = *(kt + (d + 7) * 128 + 0);
-            const float vk1 = *(kt + (d + 7) * 128 + 1);
-            const float vk2 = *(kt + (d + 7) * 128 + 2);
-            const float vk3 = *(kt + (d + 7) * 128 + 3);
+            const float vk0 = *(kt + (d + 7) * 2 + 0);
+            const float vk1 = *(kt + (d + 7) * 2 + 1);
             const float vq0 = (q0[d + 7]);
             const float vq1 = (q1[d + 7]);
             const float vq2 = (q2[d + 7]);
             const float vq3 = (q3[d + 7]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
-            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1); vacc1x2 = (vq1 * vk2 + vacc1x2); vacc1x3 = (vq1 * vk3 + vacc1x3);
-            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1); vacc2x2 = (vq2 * vk2 + vacc2x2); vacc2x3 = (vq2 * vk3 + vacc2x3);
-            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1); vacc3x2 = (vq3 * vk2 + vacc3x2); vacc3x3 = (vq3 * vk3 + vacc3x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
+            vacc1x0 = (vq1 * vk0 + vacc1x0); vacc1x1 = (vq1 * vk1 + vacc1x1);
+            vacc2x0 = (vq2 * vk0 + vacc2x0); vacc2x1 = (vq2 * vk1 + vacc2x1);
+            vacc3x0 = (vq3 * vk0 + vacc3x0); vacc3x1 = (vq3 * vk1 + vacc3x1);
         }
     }
 
     *(s + 0 * 128 + 0) = vacc0x0;
     *(s + 0 * 128 + 1) = vacc0x1;
-    *(s + 0 * 128 + 2) = vacc0x2;
-    *(s + 0 * 128 + 3) = vacc0x3;
     *(s + 1 * 128 + 0) = vacc1x0;
     *(s + 1 * 128 + 1) = vacc1x1;
-    *(s + 1 * 128 + 2) = vacc1x2;
-    *(s + 1 * 128 + 3) = vacc1x3;
     *(s + 2 * 128 + 0) = vacc2x0;
     *(s + 2 * 128 + 1) = vacc2x1;
-    *(s + 2 * 128 + 2) = vacc2x2;
-    *(s + 2 * 128 + 3) = vacc2x3;
     *(s + 3 * 128 + 0) = vacc3x0;
     *(s + 3 * 128 + 1) = vacc3x1;
-    *(s + 3 * 128 + 2) = vacc3x2;
-    *(s + 3 * 128 + 3) = vacc3x3;
 }
 
-/* Scores S[1][4] = Q[1][128] K^T[128][4] (Q is packed pre-scaled).
- * q: packed query rows (128 floats each); kt: the packed K^T tile at the first key (128 floats per d);
- * s: 128 floats per row.  1024 FLOPs, 9 vector registers. */
-static void attn_mistral_7b_qk_1x4__scalar(const float *restrict q, const float *restrict kt,
+/* Scores S[1][2] = Q[1][128] K^T[128][2] (Q is packed pre-scaled).
+ * q: packed query rows (128 floats each); kt: the packed K^T panel (2 floats per d);
+ * s: 128 floats per row.  512 FLOPs, 5 vector registers. */
+static void attn_mistral_7b_qk_1x2__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
-    float vacc0x0 = 0.0f, vacc0x1 = 0.0f, vacc0x2 = 0.0f, vacc0x3 = 0.0f;
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
     const float *restrict q0 = q + 0;
 
     int64_t d;
     for (d = 0; d < 128; d += 8) {
         { /* d = d */
-            const float vk0 = *(kt + (d) * 128 + 0);
-            const float vk1 = *(kt + (d) * 128 + 1);
-            const float vk2 = *(kt + (d) * 128 + 2);
-            const float vk3 = *(kt + (d) * 128 + 3);
+            const float vk0 = *(kt + (d) * 2 + 0);
+            const float vk1 = *(kt + (d) * 2 + 1);
             const float vq0 = (q0[d]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 1 */
-            const float vk0 = *(kt + (d + 1) * 128 + 0);
-            const float vk1 = *(kt + (d + 1) * 128 + 1);
-            const float vk2 = *(kt + (d + 1) * 128 + 2);
-            const float vk3 = *(kt + (d + 1) * 128 + 3);
+            const float vk0 = *(kt + (d + 1) * 2 + 0);
+            const float vk1 = *(kt + (d + 1) * 2 + 1);
             const float vq0 = (q0[d + 1]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 2 */
-            const float vk0 = *(kt + (d + 2) * 128 + 0);
-            const float vk1 = *(kt + (d + 2) * 128 + 1);
-            const float vk2 = *(kt + (d + 2) * 128 + 2);
-            const float vk3 = *(kt + (d + 2) * 128 + 3);
+            const float vk0 = *(kt + (d + 2) * 2 + 0);
+            const float vk1 = *(kt + (d + 2) * 2 + 1);
             const float vq0 = (q0[d + 2]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 3 */
-            const float vk0 = *(kt + (d + 3) * 128 + 0);
-            const float vk1 = *(kt + (d + 3) * 128 + 1);
-            const float vk2 = *(kt + (d + 3) * 128 + 2);
-            const float vk3 = *(kt + (d + 3) * 128 + 3);
+            const float vk0 = *(kt + (d + 3) * 2 + 0);
+            const float vk1 = *(kt + (d + 3) * 2 + 1);
             const float vq0 = (q0[d + 3]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 4 */
-            const float vk0 = *(kt + (d + 4) * 128 + 0);
-            const float vk1 = *(kt + (d + 4) * 128 + 1);
-            const float vk2 = *(kt + (d + 4) * 128 + 2);
-            const float vk3 = *(kt + (d + 4) * 128 + 3);
+            const float vk0 = *(kt + (d + 4) * 2 + 0);
+            const float vk1 = *(kt + (d + 4) * 2 + 1);
             const float vq0 = (q0[d + 4]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 5 */
-            const float vk0 = *(kt + (d + 5) * 128 + 0);
-            const float vk1 = *(kt + (d + 5) * 128 + 1);
-            const float vk2 = *(kt + (d + 5) * 128 + 2);
-            const float vk3 = *(kt + (d + 5) * 128 + 3);
+            const float vk0 = *(kt + (d + 5) * 2 + 0);
+            const float vk1 = *(kt + (d + 5) * 2 + 1);
             const float vq0 = (q0[d + 5]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 6 */
-            const float vk0 = *(kt + (d + 6) * 128 + 0);
-            const float vk1 = *(kt + (d + 6) * 128 + 1);
-            const float vk2 = *(kt + (d + 6) * 128 + 2);
-            const float vk3 = *(kt + (d + 6) * 128 + 3);
+            const float vk0 = *(kt + (d + 6) * 2 + 0);
+            const float vk1 = *(kt + (d + 6) * 2 + 1);
             const float vq0 = (q0[d + 6]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
         { /* d = d + 7 */
-            const float vk0 = *(kt + (d + 7) * 128 + 0);
-            const float vk1 = *(kt + (d + 7) * 128 + 1);
-            const float vk2 = *(kt + (d + 7) * 128 + 2);
-            const float vk3 = *(kt + (d + 7) * 128 + 3);
+            const float vk0 = *(kt + (d + 7) * 2 + 0);
+            const float vk1 = *(kt + (d + 7) * 2 + 1);
             const float vq0 = (q0[d + 7]);
-            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1); vacc0x2 = (vq0 * vk2 + vacc0x2); vacc0x3 = (vq0 * vk3 + vacc0x3);
+            vacc0x0 = (vq0 * vk0 + vacc0x0); vacc0x1 = (vq0 * vk1 + vacc0x1);
         }
     }
 
     *(s + 0 * 128 + 0) = vacc0x0;
     *(s + 0 * 128 + 1) = vacc0x1;
-    *(s + 0 * 128 + 2) = vacc0x2;
-    *(s + 0 * 128 + 3) = vacc0x3;
 }
 
-/* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 16 chunks of at most 8 vectors.
+/* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 128 floats per row.
- * 1024 FLOPs per key, 37 vector registers. */
+ * 1024 FLOPs per key, 13 vector registers. */
 static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
@@ -3152,12 +3110,12 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
     const float va1 = (alpha[1]);
     const float va2 = (alpha[2]);
     const float va3 = (alpha[3]);
-    { /* columns 0..7 */
+    { /* columns 0..1 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 0) * va0), vacc0x1 = (*(o + 0 * 128 + 1) * va0), vacc0x2 = (*(o + 0 * 128 + 2) * va0), vacc0x3 = (*(o + 0 * 128 + 3) * va0), vacc0x4 = (*(o + 0 * 128 + 4) * va0), vacc0x5 = (*(o + 0 * 128 + 5) * va0), vacc0x6 = (*(o + 0 * 128 + 6) * va0), vacc0x7 = (*(o + 0 * 128 + 7) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 0) * va1), vacc1x1 = (*(o + 1 * 128 + 1) * va1), vacc1x2 = (*(o + 1 * 128 + 2) * va1), vacc1x3 = (*(o + 1 * 128 + 3) * va1), vacc1x4 = (*(o + 1 * 128 + 4) * va1), vacc1x5 = (*(o + 1 * 128 + 5) * va1), vacc1x6 = (*(o + 1 * 128 + 6) * va1), vacc1x7 = (*(o + 1 * 128 + 7) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 0) * va2), vacc2x1 = (*(o + 2 * 128 + 1) * va2), vacc2x2 = (*(o + 2 * 128 + 2) * va2), vacc2x3 = (*(o + 2 * 128 + 3) * va2), vacc2x4 = (*(o + 2 * 128 + 4) * va2), vacc2x5 = (*(o + 2 * 128 + 5) * va2), vacc2x6 = (*(o + 2 * 128 + 6) * va2), vacc2x7 = (*(o + 2 * 128 + 7) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 0) * va3), vacc3x1 = (*(o + 3 * 128 + 1) * va3), vacc3x2 = (*(o + 3 * 128 + 2) * va3), vacc3x3 = (*(o + 3 * 128 + 3) * va3), vacc3x4 = (*(o + 3 * 128 + 4) * va3), vacc3x5 = (*(o + 3 * 128 + 5) * va3), vacc3x6 = (*(o + 3 * 128 + 6) * va3), vacc3x7 = (*(o + 3 * 128 + 7) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 0) * va0), vacc0x1 = (*(o + 0 * 128 + 1) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 0) * va1), vacc1x1 = (*(o + 1 * 128 + 1) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 0) * va2), vacc2x1 = (*(o + 2 * 128 + 1) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 0) * va3), vacc3x1 = (*(o + 3 * 128 + 1) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -3172,70 +3130,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 1);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 2);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 3);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 4);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 5);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 6);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 7);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 0) = vacc0x0;
         *(o + 0 * 128 + 1) = vacc0x1;
-        *(o + 0 * 128 + 2) = vacc0x2;
-        *(o + 0 * 128 + 3) = vacc0x3;
-        *(o + 0 * 128 + 4) = vacc0x4;
-        *(o + 0 * 128 + 5) = vacc0x5;
-        *(o + 0 * 128 + 6) = vacc0x6;
-        *(o + 0 * 128 + 7) = vacc0x7;
         *(o + 1 * 128 + 0) = vacc1x0;
         *(o + 1 * 128 + 1) = vacc1x1;
-        *(o + 1 * 128 + 2) = vacc1x2;
-        *(o + 1 * 128 + 3) = vacc1x3;
-        *(o + 1 * 128 + 4) = vacc1x4;
-        *(o + 1 * 128 + 5) = vacc1x5;
-        *(o + 1 * 128 + 6) = vacc1x6;
-        *(o + 1 * 128 + 7) = vacc1x7;
         *(o + 2 * 128 + 0) = vacc2x0;
         *(o + 2 * 128 + 1) = vacc2x1;
-        *(o + 2 * 128 + 2) = vacc2x2;
-        *(o + 2 * 128 + 3) = vacc2x3;
-        *(o + 2 * 128 + 4) = vacc2x4;
-        *(o + 2 * 128 + 5) = vacc2x5;
-        *(o + 2 * 128 + 6) = vacc2x6;
-        *(o + 2 * 128 + 7) = vacc2x7;
         *(o + 3 * 128 + 0) = vacc3x0;
         *(o + 3 * 128 + 1) = vacc3x1;
-        *(o + 3 * 128 + 2) = vacc3x2;
-        *(o + 3 * 128 + 3) = vacc3x3;
-        *(o + 3 * 128 + 4) = vacc3x4;
-        *(o + 3 * 128 + 5) = vacc3x5;
-        *(o + 3 * 128 + 6) = vacc3x6;
-        *(o + 3 * 128 + 7) = vacc3x7;
     }
-    { /* columns 8..15 */
+    { /* columns 2..3 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 8) * va0), vacc0x1 = (*(o + 0 * 128 + 9) * va0), vacc0x2 = (*(o + 0 * 128 + 10) * va0), vacc0x3 = (*(o + 0 * 128 + 11) * va0), vacc0x4 = (*(o + 0 * 128 + 12) * va0), vacc0x5 = (*(o + 0 * 128 + 13) * va0), vacc0x6 = (*(o + 0 * 128 + 14) * va0), vacc0x7 = (*(o + 0 * 128 + 15) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 8) * va1), vacc1x1 = (*(o + 1 * 128 + 9) * va1), vacc1x2 = (*(o + 1 * 128 + 10) * va1), vacc1x3 = (*(o + 1 * 128 + 11) * va1), vacc1x4 = (*(o + 1 * 128 + 12) * va1), vacc1x5 = (*(o + 1 * 128 + 13) * va1), vacc1x6 = (*(o + 1 * 128 + 14) * va1), vacc1x7 = (*(o + 1 * 128 + 15) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 8) * va2), vacc2x1 = (*(o + 2 * 128 + 9) * va2), vacc2x2 = (*(o + 2 * 128 + 10) * va2), vacc2x3 = (*(o + 2 * 128 + 11) * va2), vacc2x4 = (*(o + 2 * 128 + 12) * va2), vacc2x5 = (*(o + 2 * 128 + 13) * va2), vacc2x6 = (*(o + 2 * 128 + 14) * va2), vacc2x7 = (*(o + 2 * 128 + 15) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 8) * va3), vacc3x1 = (*(o + 3 * 128 + 9) * va3), vacc3x2 = (*(o + 3 * 128 + 10) * va3), vacc3x3 = (*(o + 3 * 128 + 11) * va3), vacc3x4 = (*(o + 3 * 128 + 12) * va3), vacc3x5 = (*(o + 3 * 128 + 13) * va3), vacc3x6 = (*(o + 3 * 128 + 14) * va3), vacc3x7 = (*(o + 3 * 128 + 15) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 2) * va0), vacc0x1 = (*(o + 0 * 128 + 3) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 2) * va1), vacc1x1 = (*(o + 1 * 128 + 3) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 2) * va2), vacc2x1 = (*(o + 2 * 128 + 3) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 2) * va3), vacc3x1 = (*(o + 3 * 128 + 3) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 2);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 2) = vacc0x0;
+        *(o + 0 * 128 + 3) = vacc0x1;
+        *(o + 1 * 128 + 2) = vacc1x0;
+        *(o + 1 * 128 + 3) = vacc1x1;
+        *(o + 2 * 128 + 2) = vacc2x0;
+        *(o + 2 * 128 + 3) = vacc2x1;
+        *(o + 3 * 128 + 2) = vacc3x0;
+        *(o + 3 * 128 + 3) = vacc3x1;
+    }
+    { /* columns 4..5 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 4) * va0), vacc0x1 = (*(o + 0 * 128 + 5) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 4) * va1), vacc1x1 = (*(o + 1 * 128 + 5) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 4) * va2), vacc2x1 = (*(o + 2 * 128 + 5) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 4) * va3), vacc3x1 = (*(o + 3 * 128 + 5) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 4);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 4) = vacc0x0;
+        *(o + 0 * 128 + 5) = vacc0x1;
+        *(o + 1 * 128 + 4) = vacc1x0;
+        *(o + 1 * 128 + 5) = vacc1x1;
+        *(o + 2 * 128 + 4) = vacc2x0;
+        *(o + 2 * 128 + 5) = vacc2x1;
+        *(o + 3 * 128 + 4) = vacc3x0;
+        *(o + 3 * 128 + 5) = vacc3x1;
+    }
+    { /* columns 6..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 6) * va0), vacc0x1 = (*(o + 0 * 128 + 7) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 6) * va1), vacc1x1 = (*(o + 1 * 128 + 7) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 6) * va2), vacc2x1 = (*(o + 2 * 128 + 7) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 6) * va3), vacc3x1 = (*(o + 3 * 128 + 7) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 6);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 6) = vacc0x0;
+        *(o + 0 * 128 + 7) = vacc0x1;
+        *(o + 1 * 128 + 6) = vacc1x0;
+        *(o + 1 * 128 + 7) = vacc1x1;
+        *(o + 2 * 128 + 6) = vacc2x0;
+        *(o + 2 * 128 + 7) = vacc2x1;
+        *(o + 3 * 128 + 6) = vacc3x0;
+        *(o + 3 * 128 + 7) = vacc3x1;
+    }
+    { /* columns 8..9 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 8) * va0), vacc0x1 = (*(o + 0 * 128 + 9) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 8) * va1), vacc1x1 = (*(o + 1 * 128 + 9) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 8) * va2), vacc2x1 = (*(o + 2 * 128 + 9) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 8) * va3), vacc3x1 = (*(o + 3 * 128 + 9) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -3250,70 +3250,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 9);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 10);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 11);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 12);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 13);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 14);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 15);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 8) = vacc0x0;
         *(o + 0 * 128 + 9) = vacc0x1;
-        *(o + 0 * 128 + 10) = vacc0x2;
-        *(o + 0 * 128 + 11) = vacc0x3;
-        *(o + 0 * 128 + 12) = vacc0x4;
-        *(o + 0 * 128 + 13) = vacc0x5;
-        *(o + 0 * 128 + 14) = vacc0x6;
-        *(o + 0 * 128 + 15) = vacc0x7;
         *(o + 1 * 128 + 8) = vacc1x0;
         *(o + 1 * 128 + 9) = vacc1x1;
-        *(o + 1 * 128 + 10) = vacc1x2;
-        *(o + 1 * 128 + 11) = vacc1x3;
-        *(o + 1 * 128 + 12) = vacc1x4;
-        *(o + 1 * 128 + 13) = vacc1x5;
-        *(o + 1 * 128 + 14) = vacc1x6;
-        *(o + 1 * 128 + 15) = vacc1x7;
         *(o + 2 * 128 + 8) = vacc2x0;
         *(o + 2 * 128 + 9) = vacc2x1;
-        *(o + 2 * 128 + 10) = vacc2x2;
-        *(o + 2 * 128 + 11) = vacc2x3;
-        *(o + 2 * 128 + 12) = vacc2x4;
-        *(o + 2 * 128 + 13) = vacc2x5;
-        *(o + 2 * 128 + 14) = vacc2x6;
-        *(o + 2 * 128 + 15) = vacc2x7;
         *(o + 3 * 128 + 8) = vacc3x0;
         *(o + 3 * 128 + 9) = vacc3x1;
-        *(o + 3 * 128 + 10) = vacc3x2;
-        *(o + 3 * 128 + 11) = vacc3x3;
-        *(o + 3 * 128 + 12) = vacc3x4;
-        *(o + 3 * 128 + 13) = vacc3x5;
-        *(o + 3 * 128 + 14) = vacc3x6;
-        *(o + 3 * 128 + 15) = vacc3x7;
     }
-    { /* columns 16..23 */
+    { /* columns 10..11 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 16) * va0), vacc0x1 = (*(o + 0 * 128 + 17) * va0), vacc0x2 = (*(o + 0 * 128 + 18) * va0), vacc0x3 = (*(o + 0 * 128 + 19) * va0), vacc0x4 = (*(o + 0 * 128 + 20) * va0), vacc0x5 = (*(o + 0 * 128 + 21) * va0), vacc0x6 = (*(o + 0 * 128 + 22) * va0), vacc0x7 = (*(o + 0 * 128 + 23) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 16) * va1), vacc1x1 = (*(o + 1 * 128 + 17) * va1), vacc1x2 = (*(o + 1 * 128 + 18) * va1), vacc1x3 = (*(o + 1 * 128 + 19) * va1), vacc1x4 = (*(o + 1 * 128 + 20) * va1), vacc1x5 = (*(o + 1 * 128 + 21) * va1), vacc1x6 = (*(o + 1 * 128 + 22) * va1), vacc1x7 = (*(o + 1 * 128 + 23) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 16) * va2), vacc2x1 = (*(o + 2 * 128 + 17) * va2), vacc2x2 = (*(o + 2 * 128 + 18) * va2), vacc2x3 = (*(o + 2 * 128 + 19) * va2), vacc2x4 = (*(o + 2 * 128 + 20) * va2), vacc2x5 = (*(o + 2 * 128 + 21) * va2), vacc2x6 = (*(o + 2 * 128 + 22) * va2), vacc2x7 = (*(o + 2 * 128 + 23) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 16) * va3), vacc3x1 = (*(o + 3 * 128 + 17) * va3), vacc3x2 = (*(o + 3 * 128 + 18) * va3), vacc3x3 = (*(o + 3 * 128 + 19) * va3), vacc3x4 = (*(o + 3 * 128 + 20) * va3), vacc3x5 = (*(o + 3 * 128 + 21) * va3), vacc3x6 = (*(o + 3 * 128 + 22) * va3), vacc3x7 = (*(o + 3 * 128 + 23) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 10) * va0), vacc0x1 = (*(o + 0 * 128 + 11) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 10) * va1), vacc1x1 = (*(o + 1 * 128 + 11) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 10) * va2), vacc2x1 = (*(o + 2 * 128 + 11) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 10) * va3), vacc3x1 = (*(o + 3 * 128 + 11) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 10);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 10) = vacc0x0;
+        *(o + 0 * 128 + 11) = vacc0x1;
+        *(o + 1 * 128 + 10) = vacc1x0;
+        *(o + 1 * 128 + 11) = vacc1x1;
+        *(o + 2 * 128 + 10) = vacc2x0;
+        *(o + 2 * 128 + 11) = vacc2x1;
+        *(o + 3 * 128 + 10) = vacc3x0;
+        *(o + 3 * 128 + 11) = vacc3x1;
+    }
+    { /* columns 12..13 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 12) * va0), vacc0x1 = (*(o + 0 * 128 + 13) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 12) * va1), vacc1x1 = (*(o + 1 * 128 + 13) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 12) * va2), vacc2x1 = (*(o + 2 * 128 + 13) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 12) * va3), vacc3x1 = (*(o + 3 * 128 + 13) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 12);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 12) = vacc0x0;
+        *(o + 0 * 128 + 13) = vacc0x1;
+        *(o + 1 * 128 + 12) = vacc1x0;
+        *(o + 1 * 128 + 13) = vacc1x1;
+        *(o + 2 * 128 + 12) = vacc2x0;
+        *(o + 2 * 128 + 13) = vacc2x1;
+        *(o + 3 * 128 + 12) = vacc3x0;
+        *(o + 3 * 128 + 13) = vacc3x1;
+    }
+    { /* columns 14..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 14) * va0), vacc0x1 = (*(o + 0 * 128 + 15) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 14) * va1), vacc1x1 = (*(o + 1 * 128 + 15) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 14) * va2), vacc2x1 = (*(o + 2 * 128 + 15) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 14) * va3), vacc3x1 = (*(o + 3 * 128 + 15) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 14);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 14) = vacc0x0;
+        *(o + 0 * 128 + 15) = vacc0x1;
+        *(o + 1 * 128 + 14) = vacc1x0;
+        *(o + 1 * 128 + 15) = vacc1x1;
+        *(o + 2 * 128 + 14) = vacc2x0;
+        *(o + 2 * 128 + 15) = vacc2x1;
+        *(o + 3 * 128 + 14) = vacc3x0;
+        *(o + 3 * 128 + 15) = vacc3x1;
+    }
+    { /* columns 16..17 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 16) * va0), vacc0x1 = (*(o + 0 * 128 + 17) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 16) * va1), vacc1x1 = (*(o + 1 * 128 + 17) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 16) * va2), vacc2x1 = (*(o + 2 * 128 + 17) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 16) * va3), vacc3x1 = (*(o + 3 * 128 + 17) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -3328,70 +3370,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 17);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 18);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 19);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 20);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 21);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 22);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 23);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 16) = vacc0x0;
         *(o + 0 * 128 + 17) = vacc0x1;
-        *(o + 0 * 128 + 18) = vacc0x2;
-        *(o + 0 * 128 + 19) = vacc0x3;
-        *(o + 0 * 128 + 20) = vacc0x4;
-        *(o + 0 * 128 + 21) = vacc0x5;
-        *(o + 0 * 128 + 22) = vacc0x6;
-        *(o + 0 * 128 + 23) = vacc0x7;
         *(o + 1 * 128 + 16) = vacc1x0;
         *(o + 1 * 128 + 17) = vacc1x1;
-        *(o + 1 * 128 + 18) = vacc1x2;
-        *(o + 1 * 128 + 19) = vacc1x3;
-        *(o + 1 * 128 + 20) = vacc1x4;
-        *(o + 1 * 128 + 21) = vacc1x5;
-        *(o + 1 * 128 + 22) = vacc1x6;
-        *(o + 1 * 128 + 23) = vacc1x7;
         *(o + 2 * 128 + 16) = vacc2x0;
         *(o + 2 * 128 + 17) = vacc2x1;
-        *(o + 2 * 128 + 18) = vacc2x2;
-        *(o + 2 * 128 + 19) = vacc2x3;
-        *(o + 2 * 128 + 20) = vacc2x4;
-        *(o + 2 * 128 + 21) = vacc2x5;
-        *(o + 2 * 128 + 22) = vacc2x6;
-        *(o + 2 * 128 + 23) = vacc2x7;
         *(o + 3 * 128 + 16) = vacc3x0;
         *(o + 3 * 128 + 17) = vacc3x1;
-        *(o + 3 * 128 + 18) = vacc3x2;
-        *(o + 3 * 128 + 19) = vacc3x3;
-        *(o + 3 * 128 + 20) = vacc3x4;
-        *(o + 3 * 128 + 21) = vacc3x5;
-        *(o + 3 * 128 + 22) = vacc3x6;
-        *(o + 3 * 128 + 23) = vacc3x7;
     }
-    { /* columns 24..31 */
+    { /* columns 18..19 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 24) * va0), vacc0x1 = (*(o + 0 * 128 + 25) * va0), vacc0x2 = (*(o + 0 * 128 + 26) * va0), vacc0x3 = (*(o + 0 * 128 + 27) * va0), vacc0x4 = (*(o + 0 * 128 + 28) * va0), vacc0x5 = (*(o + 0 * 128 + 29) * va0), vacc0x6 = (*(o + 0 * 128 + 30) * va0), vacc0x7 = (*(o + 0 * 128 + 31) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 24) * va1), vacc1x1 = (*(o + 1 * 128 + 25) * va1), vacc1x2 = (*(o + 1 * 128 + 26) * va1), vacc1x3 = (*(o + 1 * 128 + 27) * va1), vacc1x4 = (*(o + 1 * 128 + 28) * va1), vacc1x5 = (*(o + 1 * 128 + 29) * va1), vacc1x6 = (*(o + 1 * 128 + 30) * va1), vacc1x7 = (*(o + 1 * 128 + 31) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 24) * va2), vacc2x1 = (*(o + 2 * 128 + 25) * va2), vacc2x2 = (*(o + 2 * 128 + 26) * va2), vacc2x3 = (*(o + 2 * 128 + 27) * va2), vacc2x4 = (*(o + 2 * 128 + 28) * va2), vacc2x5 = (*(o + 2 * 128 + 29) * va2), vacc2x6 = (*(o + 2 * 128 + 30) * va2), vacc2x7 = (*(o + 2 * 128 + 31) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 24) * va3), vacc3x1 = (*(o + 3 * 128 + 25) * va3), vacc3x2 = (*(o + 3 * 128 + 26) * va3), vacc3x3 = (*(o + 3 * 128 + 27) * va3), vacc3x4 = (*(o + 3 * 128 + 28) * va3), vacc3x5 = (*(o + 3 * 128 + 29) * va3), vacc3x6 = (*(o + 3 * 128 + 30) * va3), vacc3x7 = (*(o + 3 * 128 + 31) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 18) * va0), vacc0x1 = (*(o + 0 * 128 + 19) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 18) * va1), vacc1x1 = (*(o + 1 * 128 + 19) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 18) * va2), vacc2x1 = (*(o + 2 * 128 + 19) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 18) * va3), vacc3x1 = (*(o + 3 * 128 + 19) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 18);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 18) = vacc0x0;
+        *(o + 0 * 128 + 19) = vacc0x1;
+        *(o + 1 * 128 + 18) = vacc1x0;
+        *(o + 1 * 128 + 19) = vacc1x1;
+        *(o + 2 * 128 + 18) = vacc2x0;
+        *(o + 2 * 128 + 19) = vacc2x1;
+        *(o + 3 * 128 + 18) = vacc3x0;
+        *(o + 3 * 128 + 19) = vacc3x1;
+    }
+    { /* columns 20..21 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 20) * va0), vacc0x1 = (*(o + 0 * 128 + 21) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 20) * va1), vacc1x1 = (*(o + 1 * 128 + 21) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 20) * va2), vacc2x1 = (*(o + 2 * 128 + 21) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 20) * va3), vacc3x1 = (*(o + 3 * 128 + 21) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 20);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 20) = vacc0x0;
+        *(o + 0 * 128 + 21) = vacc0x1;
+        *(o + 1 * 128 + 20) = vacc1x0;
+        *(o + 1 * 128 + 21) = vacc1x1;
+        *(o + 2 * 128 + 20) = vacc2x0;
+        *(o + 2 * 128 + 21) = vacc2x1;
+        *(o + 3 * 128 + 20) = vacc3x0;
+        *(o + 3 * 128 + 21) = vacc3x1;
+    }
+    { /* columns 22..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 22) * va0), vacc0x1 = (*(o + 0 * 128 + 23) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 22) * va1), vacc1x1 = (*(o + 1 * 128 + 23) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 22) * va2), vacc2x1 = (*(o + 2 * 128 + 23) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 22) * va3), vacc3x1 = (*(o + 3 * 128 + 23) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 22);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 22) = vacc0x0;
+        *(o + 0 * 128 + 23) = vacc0x1;
+        *(o + 1 * 128 + 22) = vacc1x0;
+        *(o + 1 * 128 + 23) = vacc1x1;
+        *(o + 2 * 128 + 22) = vacc2x0;
+        *(o + 2 * 128 + 23) = vacc2x1;
+        *(o + 3 * 128 + 22) = vacc3x0;
+        *(o + 3 * 128 + 23) = vacc3x1;
+    }
+    { /* columns 24..25 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 24) * va0), vacc0x1 = (*(o + 0 * 128 + 25) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 24) * va1), vacc1x1 = (*(o + 1 * 128 + 25) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 24) * va2), vacc2x1 = (*(o + 2 * 128 + 25) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 24) * va3), vacc3x1 = (*(o + 3 * 128 + 25) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -3406,70 +3490,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 25);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 26);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 27);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 28);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 29);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 30);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 31);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 24) = vacc0x0;
         *(o + 0 * 128 + 25) = vacc0x1;
-        *(o + 0 * 128 + 26) = vacc0x2;
-        *(o + 0 * 128 + 27) = vacc0x3;
-        *(o + 0 * 128 + 28) = vacc0x4;
-        *(o + 0 * 128 + 29) = vacc0x5;
-        *(o + 0 * 128 + 30) = vacc0x6;
-        *(o + 0 * 128 + 31) = vacc0x7;
         *(o + 1 * 128 + 24) = vacc1x0;
         *(o + 1 * 128 + 25) = vacc1x1;
-        *(o + 1 * 128 + 26) = vacc1x2;
-        *(o + 1 * 128 + 27) = vacc1x3;
-        *(o + 1 * 128 + 28) = vacc1x4;
-        *(o + 1 * 128 + 29) = vacc1x5;
-        *(o + 1 * 128 + 30) = vacc1x6;
-        *(o + 1 * 128 + 31) = vacc1x7;
         *(o + 2 * 128 + 24) = vacc2x0;
         *(o + 2 * 128 + 25) = vacc2x1;
-        *(o + 2 * 128 + 26) = vacc2x2;
-        *(o + 2 * 128 + 27) = vacc2x3;
-        *(o + 2 * 128 + 28) = vacc2x4;
-        *(o + 2 * 128 + 29) = vacc2x5;
-        *(o + 2 * 128 + 30) = vacc2x6;
-        *(o + 2 * 128 + 31) = vacc2x7;
         *(o + 3 * 128 + 24) = vacc3x0;
         *(o + 3 * 128 + 25) = vacc3x1;
-        *(o + 3 * 128 + 26) = vacc3x2;
-        *(o + 3 * 128 + 27) = vacc3x3;
-        *(o + 3 * 128 + 28) = vacc3x4;
-        *(o + 3 * 128 + 29) = vacc3x5;
-        *(o + 3 * 128 + 30) = vacc3x6;
-        *(o + 3 * 128 + 31) = vacc3x7;
     }
-    { /* columns 32..39 */
+    { /* columns 26..27 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 32) * va0), vacc0x1 = (*(o + 0 * 128 + 33) * va0), vacc0x2 = (*(o + 0 * 128 + 34) * va0), vacc0x3 = (*(o + 0 * 128 + 35) * va0), vacc0x4 = (*(o + 0 * 128 + 36) * va0), vacc0x5 = (*(o + 0 * 128 + 37) * va0), vacc0x6 = (*(o + 0 * 128 + 38) * va0), vacc0x7 = (*(o + 0 * 128 + 39) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 32) * va1), vacc1x1 = (*(o + 1 * 128 + 33) * va1), vacc1x2 = (*(o + 1 * 128 + 34) * va1), vacc1x3 = (*(o + 1 * 128 + 35) * va1), vacc1x4 = (*(o + 1 * 128 + 36) * va1), vacc1x5 = (*(o + 1 * 128 + 37) * va1), vacc1x6 = (*(o + 1 * 128 + 38) * va1), vacc1x7 = (*(o + 1 * 128 + 39) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 32) * va2), vacc2x1 = (*(o + 2 * 128 + 33) * va2), vacc2x2 = (*(o + 2 * 128 + 34) * va2), vacc2x3 = (*(o + 2 * 128 + 35) * va2), vacc2x4 = (*(o + 2 * 128 + 36) * va2), vacc2x5 = (*(o + 2 * 128 + 37) * va2), vacc2x6 = (*(o + 2 * 128 + 38) * va2), vacc2x7 = (*(o + 2 * 128 + 39) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 32) * va3), vacc3x1 = (*(o + 3 * 128 + 33) * va3), vacc3x2 = (*(o + 3 * 128 + 34) * va3), vacc3x3 = (*(o + 3 * 128 + 35) * va3), vacc3x4 = (*(o + 3 * 128 + 36) * va3), vacc3x5 = (*(o + 3 * 128 + 37) * va3), vacc3x6 = (*(o + 3 * 128 + 38) * va3), vacc3x7 = (*(o + 3 * 128 + 39) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 26) * va0), vacc0x1 = (*(o + 0 * 128 + 27) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 26) * va1), vacc1x1 = (*(o + 1 * 128 + 27) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 26) * va2), vacc2x1 = (*(o + 2 * 128 + 27) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 26) * va3), vacc3x1 = (*(o + 3 * 128 + 27) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 26);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 26) = vacc0x0;
+        *(o + 0 * 128 + 27) = vacc0x1;
+        *(o + 1 * 128 + 26) = vacc1x0;
+        *(o + 1 * 128 + 27) = vacc1x1;
+        *(o + 2 * 128 + 26) = vacc2x0;
+        *(o + 2 * 128 + 27) = vacc2x1;
+        *(o + 3 * 128 + 26) = vacc3x0;
+        *(o + 3 * 128 + 27) = vacc3x1;
+    }
+    { /* columns 28..29 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 28) * va0), vacc0x1 = (*(o + 0 * 128 + 29) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 28) * va1), vacc1x1 = (*(o + 1 * 128 + 29) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 28) * va2), vacc2x1 = (*(o + 2 * 128 + 29) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 28) * va3), vacc3x1 = (*(o + 3 * 128 + 29) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 28);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 28) = vacc0x0;
+        *(o + 0 * 128 + 29) = vacc0x1;
+        *(o + 1 * 128 + 28) = vacc1x0;
+        *(o + 1 * 128 + 29) = vacc1x1;
+        *(o + 2 * 128 + 28) = vacc2x0;
+        *(o + 2 * 128 + 29) = vacc2x1;
+        *(o + 3 * 128 + 28) = vacc3x0;
+        *(o + 3 * 128 + 29) = vacc3x1;
+    }
+    { /* columns 30..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 30) * va0), vacc0x1 = (*(o + 0 * 128 + 31) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 30) * va1), vacc1x1 = (*(o + 1 * 128 + 31) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 30) * va2), vacc2x1 = (*(o + 2 * 128 + 31) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 30) * va3), vacc3x1 = (*(o + 3 * 128 + 31) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 30);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 30) = vacc0x0;
+        *(o + 0 * 128 + 31) = vacc0x1;
+        *(o + 1 * 128 + 30) = vacc1x0;
+        *(o + 1 * 128 + 31) = vacc1x1;
+        *(o + 2 * 128 + 30) = vacc2x0;
+        *(o + 2 * 128 + 31) = vacc2x1;
+        *(o + 3 * 128 + 30) = vacc3x0;
+        *(o + 3 * 128 + 31) = vacc3x1;
+    }
+    { /* columns 32..33 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 32) * va0), vacc0x1 = (*(o + 0 * 128 + 33) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 32) * va1), vacc1x1 = (*(o + 1 * 128 + 33) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 32) * va2), vacc2x1 = (*(o + 2 * 128 + 33) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 32) * va3), vacc3x1 = (*(o + 3 * 128 + 33) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -3484,70 +3610,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 33);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 34);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 35);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 36);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 37);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 38);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 39);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 32) = vacc0x0;
         *(o + 0 * 128 + 33) = vacc0x1;
-        *(o + 0 * 128 + 34) = vacc0x2;
-        *(o + 0 * 128 + 35) = vacc0x3;
-        *(o + 0 * 128 + 36) = vacc0x4;
-        *(o + 0 * 128 + 37) = vacc0x5;
-        *(o + 0 * 128 + 38) = vacc0x6;
-        *(o + 0 * 128 + 39) = vacc0x7;
         *(o + 1 * 128 + 32) = vacc1x0;
         *(o + 1 * 128 + 33) = vacc1x1;
-        *(o + 1 * 128 + 34) = vacc1x2;
-        *(o + 1 * 128 + 35) = vacc1x3;
-        *(o + 1 * 128 + 36) = vacc1x4;
-        *(o + 1 * 128 + 37) = vacc1x5;
-        *(o + 1 * 128 + 38) = vacc1x6;
-        *(o + 1 * 128 + 39) = vacc1x7;
         *(o + 2 * 128 + 32) = vacc2x0;
         *(o + 2 * 128 + 33) = vacc2x1;
-        *(o + 2 * 128 + 34) = vacc2x2;
-        *(o + 2 * 128 + 35) = vacc2x3;
-        *(o + 2 * 128 + 36) = vacc2x4;
-        *(o + 2 * 128 + 37) = vacc2x5;
-        *(o + 2 * 128 + 38) = vacc2x6;
-        *(o + 2 * 128 + 39) = vacc2x7;
         *(o + 3 * 128 + 32) = vacc3x0;
         *(o + 3 * 128 + 33) = vacc3x1;
-        *(o + 3 * 128 + 34) = vacc3x2;
-        *(o + 3 * 128 + 35) = vacc3x3;
-        *(o + 3 * 128 + 36) = vacc3x4;
-        *(o + 3 * 128 + 37) = vacc3x5;
-        *(o + 3 * 128 + 38) = vacc3x6;
-        *(o + 3 * 128 + 39) = vacc3x7;
     }
-    { /* columns 40..47 */
+    { /* columns 34..35 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 40) * va0), vacc0x1 = (*(o + 0 * 128 + 41) * va0), vacc0x2 = (*(o + 0 * 128 + 42) * va0), vacc0x3 = (*(o + 0 * 128 + 43) * va0), vacc0x4 = (*(o + 0 * 128 + 44) * va0), vacc0x5 = (*(o + 0 * 128 + 45) * va0), vacc0x6 = (*(o + 0 * 128 + 46) * va0), vacc0x7 = (*(o + 0 * 128 + 47) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 40) * va1), vacc1x1 = (*(o + 1 * 128 + 41) * va1), vacc1x2 = (*(o + 1 * 128 + 42) * va1), vacc1x3 = (*(o + 1 * 128 + 43) * va1), vacc1x4 = (*(o + 1 * 128 + 44) * va1), vacc1x5 = (*(o + 1 * 128 + 45) * va1), vacc1x6 = (*(o + 1 * 128 + 46) * va1), vacc1x7 = (*(o + 1 * 128 + 47) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 40) * va2), vacc2x1 = (*(o + 2 * 128 + 41) * va2), vacc2x2 = (*(o + 2 * 128 + 42) * va2), vacc2x3 = (*(o + 2 * 128 + 43) * va2), vacc2x4 = (*(o + 2 * 128 + 44) * va2), vacc2x5 = (*(o + 2 * 128 + 45) * va2), vacc2x6 = (*(o + 2 * 128 + 46) * va2), vacc2x7 = (*(o + 2 * 128 + 47) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 40) * va3), vacc3x1 = (*(o + 3 * 128 + 41) * va3), vacc3x2 = (*(o + 3 * 128 + 42) * va3), vacc3x3 = (*(o + 3 * 128 + 43) * va3), vacc3x4 = (*(o + 3 * 128 + 44) * va3), vacc3x5 = (*(o + 3 * 128 + 45) * va3), vacc3x6 = (*(o + 3 * 128 + 46) * va3), vacc3x7 = (*(o + 3 * 128 + 47) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 34) * va0), vacc0x1 = (*(o + 0 * 128 + 35) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 34) * va1), vacc1x1 = (*(o + 1 * 128 + 35) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 34) * va2), vacc2x1 = (*(o + 2 * 128 + 35) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 34) * va3), vacc3x1 = (*(o + 3 * 128 + 35) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 34);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 34) = vacc0x0;
+        *(o + 0 * 128 + 35) = vacc0x1;
+        *(o + 1 * 128 + 34) = vacc1x0;
+        *(o + 1 * 128 + 35) = vacc1x1;
+        *(o + 2 * 128 + 34) = vacc2x0;
+        *(o + 2 * 128 + 35) = vacc2x1;
+        *(o + 3 * 128 + 34) = vacc3x0;
+        *(o + 3 * 128 + 35) = vacc3x1;
+    }
+    { /* columns 36..37 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 36) * va0), vacc0x1 = (*(o + 0 * 128 + 37) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 36) * va1), vacc1x1 = (*(o + 1 * 128 + 37) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 36) * va2), vacc2x1 = (*(o + 2 * 128 + 37) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 36) * va3), vacc3x1 = (*(o + 3 * 128 + 37) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 36);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 36) = vacc0x0;
+        *(o + 0 * 128 + 37) = vacc0x1;
+        *(o + 1 * 128 + 36) = vacc1x0;
+        *(o + 1 * 128 + 37) = vacc1x1;
+        *(o + 2 * 128 + 36) = vacc2x0;
+        *(o + 2 * 128 + 37) = vacc2x1;
+        *(o + 3 * 128 + 36) = vacc3x0;
+        *(o + 3 * 128 + 37) = vacc3x1;
+    }
+    { /* columns 38..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 38) * va0), vacc0x1 = (*(o + 0 * 128 + 39) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 38) * va1), vacc1x1 = (*(o + 1 * 128 + 39) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 38) * va2), vacc2x1 = (*(o + 2 * 128 + 39) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 38) * va3), vacc3x1 = (*(o + 3 * 128 + 39) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 38);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 38) = vacc0x0;
+        *(o + 0 * 128 + 39) = vacc0x1;
+        *(o + 1 * 128 + 38) = vacc1x0;
+        *(o + 1 * 128 + 39) = vacc1x1;
+        *(o + 2 * 128 + 38) = vacc2x0;
+        *(o + 2 * 128 + 39) = vacc2x1;
+        *(o + 3 * 128 + 38) = vacc3x0;
+        *(o + 3 * 128 + 39) = vacc3x1;
+    }
+    { /* columns 40..41 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 40) * va0), vacc0x1 = (*(o + 0 * 128 + 41) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 40) * va1), vacc1x1 = (*(o + 1 * 128 + 41) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 40) * va2), vacc2x1 = (*(o + 2 * 128 + 41) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 40) * va3), vacc3x1 = (*(o + 3 * 128 + 41) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -3562,70 +3730,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 41);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 42);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 43);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 44);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 45);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 46);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 47);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 40) = vacc0x0;
         *(o + 0 * 128 + 41) = vacc0x1;
-        *(o + 0 * 128 + 42) = vacc0x2;
-        *(o + 0 * 128 + 43) = vacc0x3;
-        *(o + 0 * 128 + 44) = vacc0x4;
-        *(o + 0 * 128 + 45) = vacc0x5;
-        *(o + 0 * 128 + 46) = vacc0x6;
-        *(o + 0 * 128 + 47) = vacc0x7;
         *(o + 1 * 128 + 40) = vacc1x0;
         *(o + 1 * 128 + 41) = vacc1x1;
-        *(o + 1 * 128 + 42) = vacc1x2;
-        *(o + 1 * 128 + 43) = vacc1x3;
-        *(o + 1 * 128 + 44) = vacc1x4;
-        *(o + 1 * 128 + 45) = vacc1x5;
-        *(o + 1 * 128 + 46) = vacc1x6;
-        *(o + 1 * 128 + 47) = vacc1x7;
         *(o + 2 * 128 + 40) = vacc2x0;
         *(o + 2 * 128 + 41) = vacc2x1;
-        *(o + 2 * 128 + 42) = vacc2x2;
-        *(o + 2 * 128 + 43) = vacc2x3;
-        *(o + 2 * 128 + 44) = vacc2x4;
-        *(o + 2 * 128 + 45) = vacc2x5;
-        *(o + 2 * 128 + 46) = vacc2x6;
-        *(o + 2 * 128 + 47) = vacc2x7;
         *(o + 3 * 128 + 40) = vacc3x0;
         *(o + 3 * 128 + 41) = vacc3x1;
-        *(o + 3 * 128 + 42) = vacc3x2;
-        *(o + 3 * 128 + 43) = vacc3x3;
-        *(o + 3 * 128 + 44) = vacc3x4;
-        *(o + 3 * 128 + 45) = vacc3x5;
-        *(o + 3 * 128 + 46) = vacc3x6;
-        *(o + 3 * 128 + 47) = vacc3x7;
     }
-    { /* columns 48..55 */
+    { /* columns 42..43 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 48) * va0), vacc0x1 = (*(o + 0 * 128 + 49) * va0), vacc0x2 = (*(o + 0 * 128 + 50) * va0), vacc0x3 = (*(o + 0 * 128 + 51) * va0), vacc0x4 = (*(o + 0 * 128 + 52) * va0), vacc0x5 = (*(o + 0 * 128 + 53) * va0), vacc0x6 = (*(o + 0 * 128 + 54) * va0), vacc0x7 = (*(o + 0 * 128 + 55) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 48) * va1), vacc1x1 = (*(o + 1 * 128 + 49) * va1), vacc1x2 = (*(o + 1 * 128 + 50) * va1), vacc1x3 = (*(o + 1 * 128 + 51) * va1), vacc1x4 = (*(o + 1 * 128 + 52) * va1), vacc1x5 = (*(o + 1 * 128 + 53) * va1), vacc1x6 = (*(o + 1 * 128 + 54) * va1), vacc1x7 = (*(o + 1 * 128 + 55) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 48) * va2), vacc2x1 = (*(o + 2 * 128 + 49) * va2), vacc2x2 = (*(o + 2 * 128 + 50) * va2), vacc2x3 = (*(o + 2 * 128 + 51) * va2), vacc2x4 = (*(o + 2 * 128 + 52) * va2), vacc2x5 = (*(o + 2 * 128 + 53) * va2), vacc2x6 = (*(o + 2 * 128 + 54) * va2), vacc2x7 = (*(o + 2 * 128 + 55) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 48) * va3), vacc3x1 = (*(o + 3 * 128 + 49) * va3), vacc3x2 = (*(o + 3 * 128 + 50) * va3), vacc3x3 = (*(o + 3 * 128 + 51) * va3), vacc3x4 = (*(o + 3 * 128 + 52) * va3), vacc3x5 = (*(o + 3 * 128 + 53) * va3), vacc3x6 = (*(o + 3 * 128 + 54) * va3), vacc3x7 = (*(o + 3 * 128 + 55) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 42) * va0), vacc0x1 = (*(o + 0 * 128 + 43) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 42) * va1), vacc1x1 = (*(o + 1 * 128 + 43) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 42) * va2), vacc2x1 = (*(o + 2 * 128 + 43) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 42) * va3), vacc3x1 = (*(o + 3 * 128 + 43) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 42);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 42) = vacc0x0;
+        *(o + 0 * 128 + 43) = vacc0x1;
+        *(o + 1 * 128 + 42) = vacc1x0;
+        *(o + 1 * 128 + 43) = vacc1x1;
+        *(o + 2 * 128 + 42) = vacc2x0;
+        *(o + 2 * 128 + 43) = vacc2x1;
+        *(o + 3 * 128 + 42) = vacc3x0;
+        *(o + 3 * 128 + 43) = vacc3x1;
+    }
+    { /* columns 44..45 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 44) * va0), vacc0x1 = (*(o + 0 * 128 + 45) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 44) * va1), vacc1x1 = (*(o + 1 * 128 + 45) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 44) * va2), vacc2x1 = (*(o + 2 * 128 + 45) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 44) * va3), vacc3x1 = (*(o + 3 * 128 + 45) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 44);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 44) = vacc0x0;
+        *(o + 0 * 128 + 45) = vacc0x1;
+        *(o + 1 * 128 + 44) = vacc1x0;
+        *(o + 1 * 128 + 45) = vacc1x1;
+        *(o + 2 * 128 + 44) = vacc2x0;
+        *(o + 2 * 128 + 45) = vacc2x1;
+        *(o + 3 * 128 + 44) = vacc3x0;
+        *(o + 3 * 128 + 45) = vacc3x1;
+    }
+    { /* columns 46..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 46) * va0), vacc0x1 = (*(o + 0 * 128 + 47) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 46) * va1), vacc1x1 = (*(o + 1 * 128 + 47) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 46) * va2), vacc2x1 = (*(o + 2 * 128 + 47) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 46) * va3), vacc3x1 = (*(o + 3 * 128 + 47) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 46);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 46) = vacc0x0;
+        *(o + 0 * 128 + 47) = vacc0x1;
+        *(o + 1 * 128 + 46) = vacc1x0;
+        *(o + 1 * 128 + 47) = vacc1x1;
+        *(o + 2 * 128 + 46) = vacc2x0;
+        *(o + 2 * 128 + 47) = vacc2x1;
+        *(o + 3 * 128 + 46) = vacc3x0;
+        *(o + 3 * 128 + 47) = vacc3x1;
+    }
+    { /* columns 48..49 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 48) * va0), vacc0x1 = (*(o + 0 * 128 + 49) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 48) * va1), vacc1x1 = (*(o + 1 * 128 + 49) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 48) * va2), vacc2x1 = (*(o + 2 * 128 + 49) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 48) * va3), vacc3x1 = (*(o + 3 * 128 + 49) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -3640,70 +3850,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 49);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 50);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 51);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 52);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 53);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 54);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 55);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 48) = vacc0x0;
         *(o + 0 * 128 + 49) = vacc0x1;
-        *(o + 0 * 128 + 50) = vacc0x2;
-        *(o + 0 * 128 + 51) = vacc0x3;
-        *(o + 0 * 128 + 52) = vacc0x4;
-        *(o + 0 * 128 + 53) = vacc0x5;
-        *(o + 0 * 128 + 54) = vacc0x6;
-        *(o + 0 * 128 + 55) = vacc0x7;
         *(o + 1 * 128 + 48) = vacc1x0;
         *(o + 1 * 128 + 49) = vacc1x1;
-        *(o + 1 * 128 + 50) = vacc1x2;
-        *(o + 1 * 128 + 51) = vacc1x3;
-        *(o + 1 * 128 + 52) = vacc1x4;
-        *(o + 1 * 128 + 53) = vacc1x5;
-        *(o + 1 * 128 + 54) = vacc1x6;
-        *(o + 1 * 128 + 55) = vacc1x7;
         *(o + 2 * 128 + 48) = vacc2x0;
         *(o + 2 * 128 + 49) = vacc2x1;
-        *(o + 2 * 128 + 50) = vacc2x2;
-        *(o + 2 * 128 + 51) = vacc2x3;
-        *(o + 2 * 128 + 52) = vacc2x4;
-        *(o + 2 * 128 + 53) = vacc2x5;
-        *(o + 2 * 128 + 54) = vacc2x6;
-        *(o + 2 * 128 + 55) = vacc2x7;
         *(o + 3 * 128 + 48) = vacc3x0;
         *(o + 3 * 128 + 49) = vacc3x1;
-        *(o + 3 * 128 + 50) = vacc3x2;
-        *(o + 3 * 128 + 51) = vacc3x3;
-        *(o + 3 * 128 + 52) = vacc3x4;
-        *(o + 3 * 128 + 53) = vacc3x5;
-        *(o + 3 * 128 + 54) = vacc3x6;
-        *(o + 3 * 128 + 55) = vacc3x7;
     }
-    { /* columns 56..63 */
+    { /* columns 50..51 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 56) * va0), vacc0x1 = (*(o + 0 * 128 + 57) * va0), vacc0x2 = (*(o + 0 * 128 + 58) * va0), vacc0x3 = (*(o + 0 * 128 + 59) * va0), vacc0x4 = (*(o + 0 * 128 + 60) * va0), vacc0x5 = (*(o + 0 * 128 + 61) * va0), vacc0x6 = (*(o + 0 * 128 + 62) * va0), vacc0x7 = (*(o + 0 * 128 + 63) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 56) * va1), vacc1x1 = (*(o + 1 * 128 + 57) * va1), vacc1x2 = (*(o + 1 * 128 + 58) * va1), vacc1x3 = (*(o + 1 * 128 + 59) * va1), vacc1x4 = (*(o + 1 * 128 + 60) * va1), vacc1x5 = (*(o + 1 * 128 + 61) * va1), vacc1x6 = (*(o + 1 * 128 + 62) * va1), vacc1x7 = (*(o + 1 * 128 + 63) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 56) * va2), vacc2x1 = (*(o + 2 * 128 + 57) * va2), vacc2x2 = (*(o + 2 * 128 + 58) * va2), vacc2x3 = (*(o + 2 * 128 + 59) * va2), vacc2x4 = (*(o + 2 * 128 + 60) * va2), vacc2x5 = (*(o + 2 * 128 + 61) * va2), vacc2x6 = (*(o + 2 * 128 + 62) * va2), vacc2x7 = (*(o + 2 * 128 + 63) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 56) * va3), vacc3x1 = (*(o + 3 * 128 + 57) * va3), vacc3x2 = (*(o + 3 * 128 + 58) * va3), vacc3x3 = (*(o + 3 * 128 + 59) * va3), vacc3x4 = (*(o + 3 * 128 + 60) * va3), vacc3x5 = (*(o + 3 * 128 + 61) * va3), vacc3x6 = (*(o + 3 * 128 + 62) * va3), vacc3x7 = (*(o + 3 * 128 + 63) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 50) * va0), vacc0x1 = (*(o + 0 * 128 + 51) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 50) * va1), vacc1x1 = (*(o + 1 * 128 + 51) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 50) * va2), vacc2x1 = (*(o + 2 * 128 + 51) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 50) * va3), vacc3x1 = (*(o + 3 * 128 + 51) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 50);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 50) = vacc0x0;
+        *(o + 0 * 128 + 51) = vacc0x1;
+        *(o + 1 * 128 + 50) = vacc1x0;
+        *(o + 1 * 128 + 51) = vacc1x1;
+        *(o + 2 * 128 + 50) = vacc2x0;
+        *(o + 2 * 128 + 51) = vacc2x1;
+        *(o + 3 * 128 + 50) = vacc3x0;
+        *(o + 3 * 128 + 51) = vacc3x1;
+    }
+    { /* columns 52..53 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 52) * va0), vacc0x1 = (*(o + 0 * 128 + 53) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 52) * va1), vacc1x1 = (*(o + 1 * 128 + 53) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 52) * va2), vacc2x1 = (*(o + 2 * 128 + 53) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 52) * va3), vacc3x1 = (*(o + 3 * 128 + 53) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 52);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 52) = vacc0x0;
+        *(o + 0 * 128 + 53) = vacc0x1;
+        *(o + 1 * 128 + 52) = vacc1x0;
+        *(o + 1 * 128 + 53) = vacc1x1;
+        *(o + 2 * 128 + 52) = vacc2x0;
+        *(o + 2 * 128 + 53) = vacc2x1;
+        *(o + 3 * 128 + 52) = vacc3x0;
+        *(o + 3 * 128 + 53) = vacc3x1;
+    }
+    { /* columns 54..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 54) * va0), vacc0x1 = (*(o + 0 * 128 + 55) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 54) * va1), vacc1x1 = (*(o + 1 * 128 + 55) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 54) * va2), vacc2x1 = (*(o + 2 * 128 + 55) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 54) * va3), vacc3x1 = (*(o + 3 * 128 + 55) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 54);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 54) = vacc0x0;
+        *(o + 0 * 128 + 55) = vacc0x1;
+        *(o + 1 * 128 + 54) = vacc1x0;
+        *(o + 1 * 128 + 55) = vacc1x1;
+        *(o + 2 * 128 + 54) = vacc2x0;
+        *(o + 2 * 128 + 55) = vacc2x1;
+        *(o + 3 * 128 + 54) = vacc3x0;
+        *(o + 3 * 128 + 55) = vacc3x1;
+    }
+    { /* columns 56..57 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 56) * va0), vacc0x1 = (*(o + 0 * 128 + 57) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 56) * va1), vacc1x1 = (*(o + 1 * 128 + 57) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 56) * va2), vacc2x1 = (*(o + 2 * 128 + 57) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 56) * va3), vacc3x1 = (*(o + 3 * 128 + 57) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -3718,70 +3970,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 57);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 58);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 59);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 60);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 61);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 62);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 63);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 56) = vacc0x0;
         *(o + 0 * 128 + 57) = vacc0x1;
-        *(o + 0 * 128 + 58) = vacc0x2;
-        *(o + 0 * 128 + 59) = vacc0x3;
-        *(o + 0 * 128 + 60) = vacc0x4;
-        *(o + 0 * 128 + 61) = vacc0x5;
-        *(o + 0 * 128 + 62) = vacc0x6;
-        *(o + 0 * 128 + 63) = vacc0x7;
         *(o + 1 * 128 + 56) = vacc1x0;
         *(o + 1 * 128 + 57) = vacc1x1;
-        *(o + 1 * 128 + 58) = vacc1x2;
-        *(o + 1 * 128 + 59) = vacc1x3;
-        *(o + 1 * 128 + 60) = vacc1x4;
-        *(o + 1 * 128 + 61) = vacc1x5;
-        *(o + 1 * 128 + 62) = vacc1x6;
-        *(o + 1 * 128 + 63) = vacc1x7;
         *(o + 2 * 128 + 56) = vacc2x0;
         *(o + 2 * 128 + 57) = vacc2x1;
-        *(o + 2 * 128 + 58) = vacc2x2;
-        *(o + 2 * 128 + 59) = vacc2x3;
-        *(o + 2 * 128 + 60) = vacc2x4;
-        *(o + 2 * 128 + 61) = vacc2x5;
-        *(o + 2 * 128 + 62) = vacc2x6;
-        *(o + 2 * 128 + 63) = vacc2x7;
         *(o + 3 * 128 + 56) = vacc3x0;
         *(o + 3 * 128 + 57) = vacc3x1;
-        *(o + 3 * 128 + 58) = vacc3x2;
-        *(o + 3 * 128 + 59) = vacc3x3;
-        *(o + 3 * 128 + 60) = vacc3x4;
-        *(o + 3 * 128 + 61) = vacc3x5;
-        *(o + 3 * 128 + 62) = vacc3x6;
-        *(o + 3 * 128 + 63) = vacc3x7;
     }
-    { /* columns 64..71 */
+    { /* columns 58..59 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 64) * va0), vacc0x1 = (*(o + 0 * 128 + 65) * va0), vacc0x2 = (*(o + 0 * 128 + 66) * va0), vacc0x3 = (*(o + 0 * 128 + 67) * va0), vacc0x4 = (*(o + 0 * 128 + 68) * va0), vacc0x5 = (*(o + 0 * 128 + 69) * va0), vacc0x6 = (*(o + 0 * 128 + 70) * va0), vacc0x7 = (*(o + 0 * 128 + 71) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 64) * va1), vacc1x1 = (*(o + 1 * 128 + 65) * va1), vacc1x2 = (*(o + 1 * 128 + 66) * va1), vacc1x3 = (*(o + 1 * 128 + 67) * va1), vacc1x4 = (*(o + 1 * 128 + 68) * va1), vacc1x5 = (*(o + 1 * 128 + 69) * va1), vacc1x6 = (*(o + 1 * 128 + 70) * va1), vacc1x7 = (*(o + 1 * 128 + 71) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 64) * va2), vacc2x1 = (*(o + 2 * 128 + 65) * va2), vacc2x2 = (*(o + 2 * 128 + 66) * va2), vacc2x3 = (*(o + 2 * 128 + 67) * va2), vacc2x4 = (*(o + 2 * 128 + 68) * va2), vacc2x5 = (*(o + 2 * 128 + 69) * va2), vacc2x6 = (*(o + 2 * 128 + 70) * va2), vacc2x7 = (*(o + 2 * 128 + 71) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 64) * va3), vacc3x1 = (*(o + 3 * 128 + 65) * va3), vacc3x2 = (*(o + 3 * 128 + 66) * va3), vacc3x3 = (*(o + 3 * 128 + 67) * va3), vacc3x4 = (*(o + 3 * 128 + 68) * va3), vacc3x5 = (*(o + 3 * 128 + 69) * va3), vacc3x6 = (*(o + 3 * 128 + 70) * va3), vacc3x7 = (*(o + 3 * 128 + 71) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 58) * va0), vacc0x1 = (*(o + 0 * 128 + 59) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 58) * va1), vacc1x1 = (*(o + 1 * 128 + 59) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 58) * va2), vacc2x1 = (*(o + 2 * 128 + 59) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 58) * va3), vacc3x1 = (*(o + 3 * 128 + 59) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 58);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 58) = vacc0x0;
+        *(o + 0 * 128 + 59) = vacc0x1;
+        *(o + 1 * 128 + 58) = vacc1x0;
+        *(o + 1 * 128 + 59) = vacc1x1;
+        *(o + 2 * 128 + 58) = vacc2x0;
+        *(o + 2 * 128 + 59) = vacc2x1;
+        *(o + 3 * 128 + 58) = vacc3x0;
+        *(o + 3 * 128 + 59) = vacc3x1;
+    }
+    { /* columns 60..61 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 60) * va0), vacc0x1 = (*(o + 0 * 128 + 61) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 60) * va1), vacc1x1 = (*(o + 1 * 128 + 61) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 60) * va2), vacc2x1 = (*(o + 2 * 128 + 61) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 60) * va3), vacc3x1 = (*(o + 3 * 128 + 61) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 60);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 60) = vacc0x0;
+        *(o + 0 * 128 + 61) = vacc0x1;
+        *(o + 1 * 128 + 60) = vacc1x0;
+        *(o + 1 * 128 + 61) = vacc1x1;
+        *(o + 2 * 128 + 60) = vacc2x0;
+        *(o + 2 * 128 + 61) = vacc2x1;
+        *(o + 3 * 128 + 60) = vacc3x0;
+        *(o + 3 * 128 + 61) = vacc3x1;
+    }
+    { /* columns 62..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 62) * va0), vacc0x1 = (*(o + 0 * 128 + 63) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 62) * va1), vacc1x1 = (*(o + 1 * 128 + 63) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 62) * va2), vacc2x1 = (*(o + 2 * 128 + 63) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 62) * va3), vacc3x1 = (*(o + 3 * 128 + 63) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 62);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 62) = vacc0x0;
+        *(o + 0 * 128 + 63) = vacc0x1;
+        *(o + 1 * 128 + 62) = vacc1x0;
+        *(o + 1 * 128 + 63) = vacc1x1;
+        *(o + 2 * 128 + 62) = vacc2x0;
+        *(o + 2 * 128 + 63) = vacc2x1;
+        *(o + 3 * 128 + 62) = vacc3x0;
+        *(o + 3 * 128 + 63) = vacc3x1;
+    }
+    { /* columns 64..65 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 64) * va0), vacc0x1 = (*(o + 0 * 128 + 65) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 64) * va1), vacc1x1 = (*(o + 1 * 128 + 65) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 64) * va2), vacc2x1 = (*(o + 2 * 128 + 65) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 64) * va3), vacc3x1 = (*(o + 3 * 128 + 65) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -3796,70 +4090,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 65);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 66);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 67);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 68);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 69);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 70);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 71);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 64) = vacc0x0;
         *(o + 0 * 128 + 65) = vacc0x1;
-        *(o + 0 * 128 + 66) = vacc0x2;
-        *(o + 0 * 128 + 67) = vacc0x3;
-        *(o + 0 * 128 + 68) = vacc0x4;
-        *(o + 0 * 128 + 69) = vacc0x5;
-        *(o + 0 * 128 + 70) = vacc0x6;
-        *(o + 0 * 128 + 71) = vacc0x7;
         *(o + 1 * 128 + 64) = vacc1x0;
         *(o + 1 * 128 + 65) = vacc1x1;
-        *(o + 1 * 128 + 66) = vacc1x2;
-        *(o + 1 * 128 + 67) = vacc1x3;
-        *(o + 1 * 128 + 68) = vacc1x4;
-        *(o + 1 * 128 + 69) = vacc1x5;
-        *(o + 1 * 128 + 70) = vacc1x6;
-        *(o + 1 * 128 + 71) = vacc1x7;
         *(o + 2 * 128 + 64) = vacc2x0;
         *(o + 2 * 128 + 65) = vacc2x1;
-        *(o + 2 * 128 + 66) = vacc2x2;
-        *(o + 2 * 128 + 67) = vacc2x3;
-        *(o + 2 * 128 + 68) = vacc2x4;
-        *(o + 2 * 128 + 69) = vacc2x5;
-        *(o + 2 * 128 + 70) = vacc2x6;
-        *(o + 2 * 128 + 71) = vacc2x7;
         *(o + 3 * 128 + 64) = vacc3x0;
         *(o + 3 * 128 + 65) = vacc3x1;
-        *(o + 3 * 128 + 66) = vacc3x2;
-        *(o + 3 * 128 + 67) = vacc3x3;
-        *(o + 3 * 128 + 68) = vacc3x4;
-        *(o + 3 * 128 + 69) = vacc3x5;
-        *(o + 3 * 128 + 70) = vacc3x6;
-        *(o + 3 * 128 + 71) = vacc3x7;
     }
-    { /* columns 72..79 */
+    { /* columns 66..67 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 72) * va0), vacc0x1 = (*(o + 0 * 128 + 73) * va0), vacc0x2 = (*(o + 0 * 128 + 74) * va0), vacc0x3 = (*(o + 0 * 128 + 75) * va0), vacc0x4 = (*(o + 0 * 128 + 76) * va0), vacc0x5 = (*(o + 0 * 128 + 77) * va0), vacc0x6 = (*(o + 0 * 128 + 78) * va0), vacc0x7 = (*(o + 0 * 128 + 79) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 72) * va1), vacc1x1 = (*(o + 1 * 128 + 73) * va1), vacc1x2 = (*(o + 1 * 128 + 74) * va1), vacc1x3 = (*(o + 1 * 128 + 75) * va1), vacc1x4 = (*(o + 1 * 128 + 76) * va1), vacc1x5 = (*(o + 1 * 128 + 77) * va1), vacc1x6 = (*(o + 1 * 128 + 78) * va1), vacc1x7 = (*(o + 1 * 128 + 79) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 72) * va2), vacc2x1 = (*(o + 2 * 128 + 73) * va2), vacc2x2 = (*(o + 2 * 128 + 74) * va2), vacc2x3 = (*(o + 2 * 128 + 75) * va2), vacc2x4 = (*(o + 2 * 128 + 76) * va2), vacc2x5 = (*(o + 2 * 128 + 77) * va2), vacc2x6 = (*(o + 2 * 128 + 78) * va2), vacc2x7 = (*(o + 2 * 128 + 79) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 72) * va3), vacc3x1 = (*(o + 3 * 128 + 73) * va3), vacc3x2 = (*(o + 3 * 128 + 74) * va3), vacc3x3 = (*(o + 3 * 128 + 75) * va3), vacc3x4 = (*(o + 3 * 128 + 76) * va3), vacc3x5 = (*(o + 3 * 128 + 77) * va3), vacc3x6 = (*(o + 3 * 128 + 78) * va3), vacc3x7 = (*(o + 3 * 128 + 79) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 66) * va0), vacc0x1 = (*(o + 0 * 128 + 67) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 66) * va1), vacc1x1 = (*(o + 1 * 128 + 67) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 66) * va2), vacc2x1 = (*(o + 2 * 128 + 67) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 66) * va3), vacc3x1 = (*(o + 3 * 128 + 67) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 66);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 67);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 66) = vacc0x0;
+        *(o + 0 * 128 + 67) = vacc0x1;
+        *(o + 1 * 128 + 66) = vacc1x0;
+        *(o + 1 * 128 + 67) = vacc1x1;
+        *(o + 2 * 128 + 66) = vacc2x0;
+        *(o + 2 * 128 + 67) = vacc2x1;
+        *(o + 3 * 128 + 66) = vacc3x0;
+        *(o + 3 * 128 + 67) = vacc3x1;
+    }
+    { /* columns 68..69 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 68) * va0), vacc0x1 = (*(o + 0 * 128 + 69) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 68) * va1), vacc1x1 = (*(o + 1 * 128 + 69) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 68) * va2), vacc2x1 = (*(o + 2 * 128 + 69) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 68) * va3), vacc3x1 = (*(o + 3 * 128 + 69) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 68);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 69);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 68) = vacc0x0;
+        *(o + 0 * 128 + 69) = vacc0x1;
+        *(o + 1 * 128 + 68) = vacc1x0;
+        *(o + 1 * 128 + 69) = vacc1x1;
+        *(o + 2 * 128 + 68) = vacc2x0;
+        *(o + 2 * 128 + 69) = vacc2x1;
+        *(o + 3 * 128 + 68) = vacc3x0;
+        *(o + 3 * 128 + 69) = vacc3x1;
+    }
+    { /* columns 70..71 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 70) * va0), vacc0x1 = (*(o + 0 * 128 + 71) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 70) * va1), vacc1x1 = (*(o + 1 * 128 + 71) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 70) * va2), vacc2x1 = (*(o + 2 * 128 + 71) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 70) * va3), vacc3x1 = (*(o + 3 * 128 + 71) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 70);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 71);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 70) = vacc0x0;
+        *(o + 0 * 128 + 71) = vacc0x1;
+        *(o + 1 * 128 + 70) = vacc1x0;
+        *(o + 1 * 128 + 71) = vacc1x1;
+        *(o + 2 * 128 + 70) = vacc2x0;
+        *(o + 2 * 128 + 71) = vacc2x1;
+        *(o + 3 * 128 + 70) = vacc3x0;
+        *(o + 3 * 128 + 71) = vacc3x1;
+    }
+    { /* columns 72..73 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 72) * va0), vacc0x1 = (*(o + 0 * 128 + 73) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 72) * va1), vacc1x1 = (*(o + 1 * 128 + 73) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 72) * va2), vacc2x1 = (*(o + 2 * 128 + 73) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 72) * va3), vacc3x1 = (*(o + 3 * 128 + 73) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -3874,70 +4210,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 73);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 74);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 75);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 76);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 77);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 78);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 79);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 72) = vacc0x0;
         *(o + 0 * 128 + 73) = vacc0x1;
-        *(o + 0 * 128 + 74) = vacc0x2;
-        *(o + 0 * 128 + 75) = vacc0x3;
-        *(o + 0 * 128 + 76) = vacc0x4;
-        *(o + 0 * 128 + 77) = vacc0x5;
-        *(o + 0 * 128 + 78) = vacc0x6;
-        *(o + 0 * 128 + 79) = vacc0x7;
         *(o + 1 * 128 + 72) = vacc1x0;
         *(o + 1 * 128 + 73) = vacc1x1;
-        *(o + 1 * 128 + 74) = vacc1x2;
-        *(o + 1 * 128 + 75) = vacc1x3;
-        *(o + 1 * 128 + 76) = vacc1x4;
-        *(o + 1 * 128 + 77) = vacc1x5;
-        *(o + 1 * 128 + 78) = vacc1x6;
-        *(o + 1 * 128 + 79) = vacc1x7;
         *(o + 2 * 128 + 72) = vacc2x0;
         *(o + 2 * 128 + 73) = vacc2x1;
-        *(o + 2 * 128 + 74) = vacc2x2;
-        *(o + 2 * 128 + 75) = vacc2x3;
-        *(o + 2 * 128 + 76) = vacc2x4;
-        *(o + 2 * 128 + 77) = vacc2x5;
-        *(o + 2 * 128 + 78) = vacc2x6;
-        *(o + 2 * 128 + 79) = vacc2x7;
         *(o + 3 * 128 + 72) = vacc3x0;
         *(o + 3 * 128 + 73) = vacc3x1;
-        *(o + 3 * 128 + 74) = vacc3x2;
-        *(o + 3 * 128 + 75) = vacc3x3;
-        *(o + 3 * 128 + 76) = vacc3x4;
-        *(o + 3 * 128 + 77) = vacc3x5;
-        *(o + 3 * 128 + 78) = vacc3x6;
-        *(o + 3 * 128 + 79) = vacc3x7;
     }
-    { /* columns 80..87 */
+    { /* columns 74..75 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 80) * va0), vacc0x1 = (*(o + 0 * 128 + 81) * va0), vacc0x2 = (*(o + 0 * 128 + 82) * va0), vacc0x3 = (*(o + 0 * 128 + 83) * va0), vacc0x4 = (*(o + 0 * 128 + 84) * va0), vacc0x5 = (*(o + 0 * 128 + 85) * va0), vacc0x6 = (*(o + 0 * 128 + 86) * va0), vacc0x7 = (*(o + 0 * 128 + 87) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 80) * va1), vacc1x1 = (*(o + 1 * 128 + 81) * va1), vacc1x2 = (*(o + 1 * 128 + 82) * va1), vacc1x3 = (*(o + 1 * 128 + 83) * va1), vacc1x4 = (*(o + 1 * 128 + 84) * va1), vacc1x5 = (*(o + 1 * 128 + 85) * va1), vacc1x6 = (*(o + 1 * 128 + 86) * va1), vacc1x7 = (*(o + 1 * 128 + 87) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 80) * va2), vacc2x1 = (*(o + 2 * 128 + 81) * va2), vacc2x2 = (*(o + 2 * 128 + 82) * va2), vacc2x3 = (*(o + 2 * 128 + 83) * va2), vacc2x4 = (*(o + 2 * 128 + 84) * va2), vacc2x5 = (*(o + 2 * 128 + 85) * va2), vacc2x6 = (*(o + 2 * 128 + 86) * va2), vacc2x7 = (*(o + 2 * 128 + 87) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 80) * va3), vacc3x1 = (*(o + 3 * 128 + 81) * va3), vacc3x2 = (*(o + 3 * 128 + 82) * va3), vacc3x3 = (*(o + 3 * 128 + 83) * va3), vacc3x4 = (*(o + 3 * 128 + 84) * va3), vacc3x5 = (*(o + 3 * 128 + 85) * va3), vacc3x6 = (*(o + 3 * 128 + 86) * va3), vacc3x7 = (*(o + 3 * 128 + 87) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 74) * va0), vacc0x1 = (*(o + 0 * 128 + 75) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 74) * va1), vacc1x1 = (*(o + 1 * 128 + 75) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 74) * va2), vacc2x1 = (*(o + 2 * 128 + 75) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 74) * va3), vacc3x1 = (*(o + 3 * 128 + 75) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 74);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 75);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 74) = vacc0x0;
+        *(o + 0 * 128 + 75) = vacc0x1;
+        *(o + 1 * 128 + 74) = vacc1x0;
+        *(o + 1 * 128 + 75) = vacc1x1;
+        *(o + 2 * 128 + 74) = vacc2x0;
+        *(o + 2 * 128 + 75) = vacc2x1;
+        *(o + 3 * 128 + 74) = vacc3x0;
+        *(o + 3 * 128 + 75) = vacc3x1;
+    }
+    { /* columns 76..77 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 76) * va0), vacc0x1 = (*(o + 0 * 128 + 77) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 76) * va1), vacc1x1 = (*(o + 1 * 128 + 77) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 76) * va2), vacc2x1 = (*(o + 2 * 128 + 77) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 76) * va3), vacc3x1 = (*(o + 3 * 128 + 77) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 76);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 77);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 76) = vacc0x0;
+        *(o + 0 * 128 + 77) = vacc0x1;
+        *(o + 1 * 128 + 76) = vacc1x0;
+        *(o + 1 * 128 + 77) = vacc1x1;
+        *(o + 2 * 128 + 76) = vacc2x0;
+        *(o + 2 * 128 + 77) = vacc2x1;
+        *(o + 3 * 128 + 76) = vacc3x0;
+        *(o + 3 * 128 + 77) = vacc3x1;
+    }
+    { /* columns 78..79 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 78) * va0), vacc0x1 = (*(o + 0 * 128 + 79) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 78) * va1), vacc1x1 = (*(o + 1 * 128 + 79) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 78) * va2), vacc2x1 = (*(o + 2 * 128 + 79) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 78) * va3), vacc3x1 = (*(o + 3 * 128 + 79) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 78);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 79);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 78) = vacc0x0;
+        *(o + 0 * 128 + 79) = vacc0x1;
+        *(o + 1 * 128 + 78) = vacc1x0;
+        *(o + 1 * 128 + 79) = vacc1x1;
+        *(o + 2 * 128 + 78) = vacc2x0;
+        *(o + 2 * 128 + 79) = vacc2x1;
+        *(o + 3 * 128 + 78) = vacc3x0;
+        *(o + 3 * 128 + 79) = vacc3x1;
+    }
+    { /* columns 80..81 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 80) * va0), vacc0x1 = (*(o + 0 * 128 + 81) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 80) * va1), vacc1x1 = (*(o + 1 * 128 + 81) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 80) * va2), vacc2x1 = (*(o + 2 * 128 + 81) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 80) * va3), vacc3x1 = (*(o + 3 * 128 + 81) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -3952,70 +4330,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 81);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 82);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 83);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 84);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 85);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 86);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 87);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 80) = vacc0x0;
         *(o + 0 * 128 + 81) = vacc0x1;
-        *(o + 0 * 128 + 82) = vacc0x2;
-        *(o + 0 * 128 + 83) = vacc0x3;
-        *(o + 0 * 128 + 84) = vacc0x4;
-        *(o + 0 * 128 + 85) = vacc0x5;
-        *(o + 0 * 128 + 86) = vacc0x6;
-        *(o + 0 * 128 + 87) = vacc0x7;
         *(o + 1 * 128 + 80) = vacc1x0;
         *(o + 1 * 128 + 81) = vacc1x1;
-        *(o + 1 * 128 + 82) = vacc1x2;
-        *(o + 1 * 128 + 83) = vacc1x3;
-        *(o + 1 * 128 + 84) = vacc1x4;
-        *(o + 1 * 128 + 85) = vacc1x5;
-        *(o + 1 * 128 + 86) = vacc1x6;
-        *(o + 1 * 128 + 87) = vacc1x7;
         *(o + 2 * 128 + 80) = vacc2x0;
         *(o + 2 * 128 + 81) = vacc2x1;
-        *(o + 2 * 128 + 82) = vacc2x2;
-        *(o + 2 * 128 + 83) = vacc2x3;
-        *(o + 2 * 128 + 84) = vacc2x4;
-        *(o + 2 * 128 + 85) = vacc2x5;
-        *(o + 2 * 128 + 86) = vacc2x6;
-        *(o + 2 * 128 + 87) = vacc2x7;
         *(o + 3 * 128 + 80) = vacc3x0;
         *(o + 3 * 128 + 81) = vacc3x1;
-        *(o + 3 * 128 + 82) = vacc3x2;
-        *(o + 3 * 128 + 83) = vacc3x3;
-        *(o + 3 * 128 + 84) = vacc3x4;
-        *(o + 3 * 128 + 85) = vacc3x5;
-        *(o + 3 * 128 + 86) = vacc3x6;
-        *(o + 3 * 128 + 87) = vacc3x7;
     }
-    { /* columns 88..95 */
+    { /* columns 82..83 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 88) * va0), vacc0x1 = (*(o + 0 * 128 + 89) * va0), vacc0x2 = (*(o + 0 * 128 + 90) * va0), vacc0x3 = (*(o + 0 * 128 + 91) * va0), vacc0x4 = (*(o + 0 * 128 + 92) * va0), vacc0x5 = (*(o + 0 * 128 + 93) * va0), vacc0x6 = (*(o + 0 * 128 + 94) * va0), vacc0x7 = (*(o + 0 * 128 + 95) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 88) * va1), vacc1x1 = (*(o + 1 * 128 + 89) * va1), vacc1x2 = (*(o + 1 * 128 + 90) * va1), vacc1x3 = (*(o + 1 * 128 + 91) * va1), vacc1x4 = (*(o + 1 * 128 + 92) * va1), vacc1x5 = (*(o + 1 * 128 + 93) * va1), vacc1x6 = (*(o + 1 * 128 + 94) * va1), vacc1x7 = (*(o + 1 * 128 + 95) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 88) * va2), vacc2x1 = (*(o + 2 * 128 + 89) * va2), vacc2x2 = (*(o + 2 * 128 + 90) * va2), vacc2x3 = (*(o + 2 * 128 + 91) * va2), vacc2x4 = (*(o + 2 * 128 + 92) * va2), vacc2x5 = (*(o + 2 * 128 + 93) * va2), vacc2x6 = (*(o + 2 * 128 + 94) * va2), vacc2x7 = (*(o + 2 * 128 + 95) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 88) * va3), vacc3x1 = (*(o + 3 * 128 + 89) * va3), vacc3x2 = (*(o + 3 * 128 + 90) * va3), vacc3x3 = (*(o + 3 * 128 + 91) * va3), vacc3x4 = (*(o + 3 * 128 + 92) * va3), vacc3x5 = (*(o + 3 * 128 + 93) * va3), vacc3x6 = (*(o + 3 * 128 + 94) * va3), vacc3x7 = (*(o + 3 * 128 + 95) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 82) * va0), vacc0x1 = (*(o + 0 * 128 + 83) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 82) * va1), vacc1x1 = (*(o + 1 * 128 + 83) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 82) * va2), vacc2x1 = (*(o + 2 * 128 + 83) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 82) * va3), vacc3x1 = (*(o + 3 * 128 + 83) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 82);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 83);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 82) = vacc0x0;
+        *(o + 0 * 128 + 83) = vacc0x1;
+        *(o + 1 * 128 + 82) = vacc1x0;
+        *(o + 1 * 128 + 83) = vacc1x1;
+        *(o + 2 * 128 + 82) = vacc2x0;
+        *(o + 2 * 128 + 83) = vacc2x1;
+        *(o + 3 * 128 + 82) = vacc3x0;
+        *(o + 3 * 128 + 83) = vacc3x1;
+    }
+    { /* columns 84..85 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 84) * va0), vacc0x1 = (*(o + 0 * 128 + 85) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 84) * va1), vacc1x1 = (*(o + 1 * 128 + 85) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 84) * va2), vacc2x1 = (*(o + 2 * 128 + 85) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 84) * va3), vacc3x1 = (*(o + 3 * 128 + 85) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 84);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 85);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 84) = vacc0x0;
+        *(o + 0 * 128 + 85) = vacc0x1;
+        *(o + 1 * 128 + 84) = vacc1x0;
+        *(o + 1 * 128 + 85) = vacc1x1;
+        *(o + 2 * 128 + 84) = vacc2x0;
+        *(o + 2 * 128 + 85) = vacc2x1;
+        *(o + 3 * 128 + 84) = vacc3x0;
+        *(o + 3 * 128 + 85) = vacc3x1;
+    }
+    { /* columns 86..87 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 86) * va0), vacc0x1 = (*(o + 0 * 128 + 87) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 86) * va1), vacc1x1 = (*(o + 1 * 128 + 87) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 86) * va2), vacc2x1 = (*(o + 2 * 128 + 87) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 86) * va3), vacc3x1 = (*(o + 3 * 128 + 87) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 86);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 87);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 86) = vacc0x0;
+        *(o + 0 * 128 + 87) = vacc0x1;
+        *(o + 1 * 128 + 86) = vacc1x0;
+        *(o + 1 * 128 + 87) = vacc1x1;
+        *(o + 2 * 128 + 86) = vacc2x0;
+        *(o + 2 * 128 + 87) = vacc2x1;
+        *(o + 3 * 128 + 86) = vacc3x0;
+        *(o + 3 * 128 + 87) = vacc3x1;
+    }
+    { /* columns 88..89 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 88) * va0), vacc0x1 = (*(o + 0 * 128 + 89) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 88) * va1), vacc1x1 = (*(o + 1 * 128 + 89) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 88) * va2), vacc2x1 = (*(o + 2 * 128 + 89) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 88) * va3), vacc3x1 = (*(o + 3 * 128 + 89) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4030,70 +4450,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 89);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 90);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 91);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 92);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 93);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 94);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 95);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 88) = vacc0x0;
         *(o + 0 * 128 + 89) = vacc0x1;
-        *(o + 0 * 128 + 90) = vacc0x2;
-        *(o + 0 * 128 + 91) = vacc0x3;
-        *(o + 0 * 128 + 92) = vacc0x4;
-        *(o + 0 * 128 + 93) = vacc0x5;
-        *(o + 0 * 128 + 94) = vacc0x6;
-        *(o + 0 * 128 + 95) = vacc0x7;
         *(o + 1 * 128 + 88) = vacc1x0;
         *(o + 1 * 128 + 89) = vacc1x1;
-        *(o + 1 * 128 + 90) = vacc1x2;
-        *(o + 1 * 128 + 91) = vacc1x3;
-        *(o + 1 * 128 + 92) = vacc1x4;
-        *(o + 1 * 128 + 93) = vacc1x5;
-        *(o + 1 * 128 + 94) = vacc1x6;
-        *(o + 1 * 128 + 95) = vacc1x7;
         *(o + 2 * 128 + 88) = vacc2x0;
         *(o + 2 * 128 + 89) = vacc2x1;
-        *(o + 2 * 128 + 90) = vacc2x2;
-        *(o + 2 * 128 + 91) = vacc2x3;
-        *(o + 2 * 128 + 92) = vacc2x4;
-        *(o + 2 * 128 + 93) = vacc2x5;
-        *(o + 2 * 128 + 94) = vacc2x6;
-        *(o + 2 * 128 + 95) = vacc2x7;
         *(o + 3 * 128 + 88) = vacc3x0;
         *(o + 3 * 128 + 89) = vacc3x1;
-        *(o + 3 * 128 + 90) = vacc3x2;
-        *(o + 3 * 128 + 91) = vacc3x3;
-        *(o + 3 * 128 + 92) = vacc3x4;
-        *(o + 3 * 128 + 93) = vacc3x5;
-        *(o + 3 * 128 + 94) = vacc3x6;
-        *(o + 3 * 128 + 95) = vacc3x7;
     }
-    { /* columns 96..103 */
+    { /* columns 90..91 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 96) * va0), vacc0x1 = (*(o + 0 * 128 + 97) * va0), vacc0x2 = (*(o + 0 * 128 + 98) * va0), vacc0x3 = (*(o + 0 * 128 + 99) * va0), vacc0x4 = (*(o + 0 * 128 + 100) * va0), vacc0x5 = (*(o + 0 * 128 + 101) * va0), vacc0x6 = (*(o + 0 * 128 + 102) * va0), vacc0x7 = (*(o + 0 * 128 + 103) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 96) * va1), vacc1x1 = (*(o + 1 * 128 + 97) * va1), vacc1x2 = (*(o + 1 * 128 + 98) * va1), vacc1x3 = (*(o + 1 * 128 + 99) * va1), vacc1x4 = (*(o + 1 * 128 + 100) * va1), vacc1x5 = (*(o + 1 * 128 + 101) * va1), vacc1x6 = (*(o + 1 * 128 + 102) * va1), vacc1x7 = (*(o + 1 * 128 + 103) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 96) * va2), vacc2x1 = (*(o + 2 * 128 + 97) * va2), vacc2x2 = (*(o + 2 * 128 + 98) * va2), vacc2x3 = (*(o + 2 * 128 + 99) * va2), vacc2x4 = (*(o + 2 * 128 + 100) * va2), vacc2x5 = (*(o + 2 * 128 + 101) * va2), vacc2x6 = (*(o + 2 * 128 + 102) * va2), vacc2x7 = (*(o + 2 * 128 + 103) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 96) * va3), vacc3x1 = (*(o + 3 * 128 + 97) * va3), vacc3x2 = (*(o + 3 * 128 + 98) * va3), vacc3x3 = (*(o + 3 * 128 + 99) * va3), vacc3x4 = (*(o + 3 * 128 + 100) * va3), vacc3x5 = (*(o + 3 * 128 + 101) * va3), vacc3x6 = (*(o + 3 * 128 + 102) * va3), vacc3x7 = (*(o + 3 * 128 + 103) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 90) * va0), vacc0x1 = (*(o + 0 * 128 + 91) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 90) * va1), vacc1x1 = (*(o + 1 * 128 + 91) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 90) * va2), vacc2x1 = (*(o + 2 * 128 + 91) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 90) * va3), vacc3x1 = (*(o + 3 * 128 + 91) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 90);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 91);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 90) = vacc0x0;
+        *(o + 0 * 128 + 91) = vacc0x1;
+        *(o + 1 * 128 + 90) = vacc1x0;
+        *(o + 1 * 128 + 91) = vacc1x1;
+        *(o + 2 * 128 + 90) = vacc2x0;
+        *(o + 2 * 128 + 91) = vacc2x1;
+        *(o + 3 * 128 + 90) = vacc3x0;
+        *(o + 3 * 128 + 91) = vacc3x1;
+    }
+    { /* columns 92..93 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 92) * va0), vacc0x1 = (*(o + 0 * 128 + 93) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 92) * va1), vacc1x1 = (*(o + 1 * 128 + 93) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 92) * va2), vacc2x1 = (*(o + 2 * 128 + 93) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 92) * va3), vacc3x1 = (*(o + 3 * 128 + 93) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 92);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 93);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 92) = vacc0x0;
+        *(o + 0 * 128 + 93) = vacc0x1;
+        *(o + 1 * 128 + 92) = vacc1x0;
+        *(o + 1 * 128 + 93) = vacc1x1;
+        *(o + 2 * 128 + 92) = vacc2x0;
+        *(o + 2 * 128 + 93) = vacc2x1;
+        *(o + 3 * 128 + 92) = vacc3x0;
+        *(o + 3 * 128 + 93) = vacc3x1;
+    }
+    { /* columns 94..95 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 94) * va0), vacc0x1 = (*(o + 0 * 128 + 95) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 94) * va1), vacc1x1 = (*(o + 1 * 128 + 95) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 94) * va2), vacc2x1 = (*(o + 2 * 128 + 95) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 94) * va3), vacc3x1 = (*(o + 3 * 128 + 95) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 94);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 95);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 94) = vacc0x0;
+        *(o + 0 * 128 + 95) = vacc0x1;
+        *(o + 1 * 128 + 94) = vacc1x0;
+        *(o + 1 * 128 + 95) = vacc1x1;
+        *(o + 2 * 128 + 94) = vacc2x0;
+        *(o + 2 * 128 + 95) = vacc2x1;
+        *(o + 3 * 128 + 94) = vacc3x0;
+        *(o + 3 * 128 + 95) = vacc3x1;
+    }
+    { /* columns 96..97 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 96) * va0), vacc0x1 = (*(o + 0 * 128 + 97) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 96) * va1), vacc1x1 = (*(o + 1 * 128 + 97) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 96) * va2), vacc2x1 = (*(o + 2 * 128 + 97) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 96) * va3), vacc3x1 = (*(o + 3 * 128 + 97) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4108,70 +4570,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 97);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 98);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 99);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 100);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 101);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 102);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 103);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 96) = vacc0x0;
         *(o + 0 * 128 + 97) = vacc0x1;
-        *(o + 0 * 128 + 98) = vacc0x2;
-        *(o + 0 * 128 + 99) = vacc0x3;
-        *(o + 0 * 128 + 100) = vacc0x4;
-        *(o + 0 * 128 + 101) = vacc0x5;
-        *(o + 0 * 128 + 102) = vacc0x6;
-        *(o + 0 * 128 + 103) = vacc0x7;
         *(o + 1 * 128 + 96) = vacc1x0;
         *(o + 1 * 128 + 97) = vacc1x1;
-        *(o + 1 * 128 + 98) = vacc1x2;
-        *(o + 1 * 128 + 99) = vacc1x3;
-        *(o + 1 * 128 + 100) = vacc1x4;
-        *(o + 1 * 128 + 101) = vacc1x5;
-        *(o + 1 * 128 + 102) = vacc1x6;
-        *(o + 1 * 128 + 103) = vacc1x7;
         *(o + 2 * 128 + 96) = vacc2x0;
         *(o + 2 * 128 + 97) = vacc2x1;
-        *(o + 2 * 128 + 98) = vacc2x2;
-        *(o + 2 * 128 + 99) = vacc2x3;
-        *(o + 2 * 128 + 100) = vacc2x4;
-        *(o + 2 * 128 + 101) = vacc2x5;
-        *(o + 2 * 128 + 102) = vacc2x6;
-        *(o + 2 * 128 + 103) = vacc2x7;
         *(o + 3 * 128 + 96) = vacc3x0;
         *(o + 3 * 128 + 97) = vacc3x1;
-        *(o + 3 * 128 + 98) = vacc3x2;
-        *(o + 3 * 128 + 99) = vacc3x3;
-        *(o + 3 * 128 + 100) = vacc3x4;
-        *(o + 3 * 128 + 101) = vacc3x5;
-        *(o + 3 * 128 + 102) = vacc3x6;
-        *(o + 3 * 128 + 103) = vacc3x7;
     }
-    { /* columns 104..111 */
+    { /* columns 98..99 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 104) * va0), vacc0x1 = (*(o + 0 * 128 + 105) * va0), vacc0x2 = (*(o + 0 * 128 + 106) * va0), vacc0x3 = (*(o + 0 * 128 + 107) * va0), vacc0x4 = (*(o + 0 * 128 + 108) * va0), vacc0x5 = (*(o + 0 * 128 + 109) * va0), vacc0x6 = (*(o + 0 * 128 + 110) * va0), vacc0x7 = (*(o + 0 * 128 + 111) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 104) * va1), vacc1x1 = (*(o + 1 * 128 + 105) * va1), vacc1x2 = (*(o + 1 * 128 + 106) * va1), vacc1x3 = (*(o + 1 * 128 + 107) * va1), vacc1x4 = (*(o + 1 * 128 + 108) * va1), vacc1x5 = (*(o + 1 * 128 + 109) * va1), vacc1x6 = (*(o + 1 * 128 + 110) * va1), vacc1x7 = (*(o + 1 * 128 + 111) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 104) * va2), vacc2x1 = (*(o + 2 * 128 + 105) * va2), vacc2x2 = (*(o + 2 * 128 + 106) * va2), vacc2x3 = (*(o + 2 * 128 + 107) * va2), vacc2x4 = (*(o + 2 * 128 + 108) * va2), vacc2x5 = (*(o + 2 * 128 + 109) * va2), vacc2x6 = (*(o + 2 * 128 + 110) * va2), vacc2x7 = (*(o + 2 * 128 + 111) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 104) * va3), vacc3x1 = (*(o + 3 * 128 + 105) * va3), vacc3x2 = (*(o + 3 * 128 + 106) * va3), vacc3x3 = (*(o + 3 * 128 + 107) * va3), vacc3x4 = (*(o + 3 * 128 + 108) * va3), vacc3x5 = (*(o + 3 * 128 + 109) * va3), vacc3x6 = (*(o + 3 * 128 + 110) * va3), vacc3x7 = (*(o + 3 * 128 + 111) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 98) * va0), vacc0x1 = (*(o + 0 * 128 + 99) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 98) * va1), vacc1x1 = (*(o + 1 * 128 + 99) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 98) * va2), vacc2x1 = (*(o + 2 * 128 + 99) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 98) * va3), vacc3x1 = (*(o + 3 * 128 + 99) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 98);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 99);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 98) = vacc0x0;
+        *(o + 0 * 128 + 99) = vacc0x1;
+        *(o + 1 * 128 + 98) = vacc1x0;
+        *(o + 1 * 128 + 99) = vacc1x1;
+        *(o + 2 * 128 + 98) = vacc2x0;
+        *(o + 2 * 128 + 99) = vacc2x1;
+        *(o + 3 * 128 + 98) = vacc3x0;
+        *(o + 3 * 128 + 99) = vacc3x1;
+    }
+    { /* columns 100..101 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 100) * va0), vacc0x1 = (*(o + 0 * 128 + 101) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 100) * va1), vacc1x1 = (*(o + 1 * 128 + 101) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 100) * va2), vacc2x1 = (*(o + 2 * 128 + 101) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 100) * va3), vacc3x1 = (*(o + 3 * 128 + 101) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 100);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 101);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 100) = vacc0x0;
+        *(o + 0 * 128 + 101) = vacc0x1;
+        *(o + 1 * 128 + 100) = vacc1x0;
+        *(o + 1 * 128 + 101) = vacc1x1;
+        *(o + 2 * 128 + 100) = vacc2x0;
+        *(o + 2 * 128 + 101) = vacc2x1;
+        *(o + 3 * 128 + 100) = vacc3x0;
+        *(o + 3 * 128 + 101) = vacc3x1;
+    }
+    { /* columns 102..103 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 102) * va0), vacc0x1 = (*(o + 0 * 128 + 103) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 102) * va1), vacc1x1 = (*(o + 1 * 128 + 103) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 102) * va2), vacc2x1 = (*(o + 2 * 128 + 103) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 102) * va3), vacc3x1 = (*(o + 3 * 128 + 103) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 102);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 103);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 102) = vacc0x0;
+        *(o + 0 * 128 + 103) = vacc0x1;
+        *(o + 1 * 128 + 102) = vacc1x0;
+        *(o + 1 * 128 + 103) = vacc1x1;
+        *(o + 2 * 128 + 102) = vacc2x0;
+        *(o + 2 * 128 + 103) = vacc2x1;
+        *(o + 3 * 128 + 102) = vacc3x0;
+        *(o + 3 * 128 + 103) = vacc3x1;
+    }
+    { /* columns 104..105 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 104) * va0), vacc0x1 = (*(o + 0 * 128 + 105) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 104) * va1), vacc1x1 = (*(o + 1 * 128 + 105) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 104) * va2), vacc2x1 = (*(o + 2 * 128 + 105) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 104) * va3), vacc3x1 = (*(o + 3 * 128 + 105) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4186,70 +4690,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 105);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 106);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 107);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 108);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 109);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 110);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 111);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 104) = vacc0x0;
         *(o + 0 * 128 + 105) = vacc0x1;
-        *(o + 0 * 128 + 106) = vacc0x2;
-        *(o + 0 * 128 + 107) = vacc0x3;
-        *(o + 0 * 128 + 108) = vacc0x4;
-        *(o + 0 * 128 + 109) = vacc0x5;
-        *(o + 0 * 128 + 110) = vacc0x6;
-        *(o + 0 * 128 + 111) = vacc0x7;
         *(o + 1 * 128 + 104) = vacc1x0;
         *(o + 1 * 128 + 105) = vacc1x1;
-        *(o + 1 * 128 + 106) = vacc1x2;
-        *(o + 1 * 128 + 107) = vacc1x3;
-        *(o + 1 * 128 + 108) = vacc1x4;
-        *(o + 1 * 128 + 109) = vacc1x5;
-        *(o + 1 * 128 + 110) = vacc1x6;
-        *(o + 1 * 128 + 111) = vacc1x7;
         *(o + 2 * 128 + 104) = vacc2x0;
         *(o + 2 * 128 + 105) = vacc2x1;
-        *(o + 2 * 128 + 106) = vacc2x2;
-        *(o + 2 * 128 + 107) = vacc2x3;
-        *(o + 2 * 128 + 108) = vacc2x4;
-        *(o + 2 * 128 + 109) = vacc2x5;
-        *(o + 2 * 128 + 110) = vacc2x6;
-        *(o + 2 * 128 + 111) = vacc2x7;
         *(o + 3 * 128 + 104) = vacc3x0;
         *(o + 3 * 128 + 105) = vacc3x1;
-        *(o + 3 * 128 + 106) = vacc3x2;
-        *(o + 3 * 128 + 107) = vacc3x3;
-        *(o + 3 * 128 + 108) = vacc3x4;
-        *(o + 3 * 128 + 109) = vacc3x5;
-        *(o + 3 * 128 + 110) = vacc3x6;
-        *(o + 3 * 128 + 111) = vacc3x7;
     }
-    { /* columns 112..119 */
+    { /* columns 106..107 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 112) * va0), vacc0x1 = (*(o + 0 * 128 + 113) * va0), vacc0x2 = (*(o + 0 * 128 + 114) * va0), vacc0x3 = (*(o + 0 * 128 + 115) * va0), vacc0x4 = (*(o + 0 * 128 + 116) * va0), vacc0x5 = (*(o + 0 * 128 + 117) * va0), vacc0x6 = (*(o + 0 * 128 + 118) * va0), vacc0x7 = (*(o + 0 * 128 + 119) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 112) * va1), vacc1x1 = (*(o + 1 * 128 + 113) * va1), vacc1x2 = (*(o + 1 * 128 + 114) * va1), vacc1x3 = (*(o + 1 * 128 + 115) * va1), vacc1x4 = (*(o + 1 * 128 + 116) * va1), vacc1x5 = (*(o + 1 * 128 + 117) * va1), vacc1x6 = (*(o + 1 * 128 + 118) * va1), vacc1x7 = (*(o + 1 * 128 + 119) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 112) * va2), vacc2x1 = (*(o + 2 * 128 + 113) * va2), vacc2x2 = (*(o + 2 * 128 + 114) * va2), vacc2x3 = (*(o + 2 * 128 + 115) * va2), vacc2x4 = (*(o + 2 * 128 + 116) * va2), vacc2x5 = (*(o + 2 * 128 + 117) * va2), vacc2x6 = (*(o + 2 * 128 + 118) * va2), vacc2x7 = (*(o + 2 * 128 + 119) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 112) * va3), vacc3x1 = (*(o + 3 * 128 + 113) * va3), vacc3x2 = (*(o + 3 * 128 + 114) * va3), vacc3x3 = (*(o + 3 * 128 + 115) * va3), vacc3x4 = (*(o + 3 * 128 + 116) * va3), vacc3x5 = (*(o + 3 * 128 + 117) * va3), vacc3x6 = (*(o + 3 * 128 + 118) * va3), vacc3x7 = (*(o + 3 * 128 + 119) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 106) * va0), vacc0x1 = (*(o + 0 * 128 + 107) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 106) * va1), vacc1x1 = (*(o + 1 * 128 + 107) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 106) * va2), vacc2x1 = (*(o + 2 * 128 + 107) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 106) * va3), vacc3x1 = (*(o + 3 * 128 + 107) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 106);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 107);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 106) = vacc0x0;
+        *(o + 0 * 128 + 107) = vacc0x1;
+        *(o + 1 * 128 + 106) = vacc1x0;
+        *(o + 1 * 128 + 107) = vacc1x1;
+        *(o + 2 * 128 + 106) = vacc2x0;
+        *(o + 2 * 128 + 107) = vacc2x1;
+        *(o + 3 * 128 + 106) = vacc3x0;
+        *(o + 3 * 128 + 107) = vacc3x1;
+    }
+    { /* columns 108..109 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 108) * va0), vacc0x1 = (*(o + 0 * 128 + 109) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 108) * va1), vacc1x1 = (*(o + 1 * 128 + 109) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 108) * va2), vacc2x1 = (*(o + 2 * 128 + 109) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 108) * va3), vacc3x1 = (*(o + 3 * 128 + 109) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 108);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 109);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 108) = vacc0x0;
+        *(o + 0 * 128 + 109) = vacc0x1;
+        *(o + 1 * 128 + 108) = vacc1x0;
+        *(o + 1 * 128 + 109) = vacc1x1;
+        *(o + 2 * 128 + 108) = vacc2x0;
+        *(o + 2 * 128 + 109) = vacc2x1;
+        *(o + 3 * 128 + 108) = vacc3x0;
+        *(o + 3 * 128 + 109) = vacc3x1;
+    }
+    { /* columns 110..111 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 110) * va0), vacc0x1 = (*(o + 0 * 128 + 111) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 110) * va1), vacc1x1 = (*(o + 1 * 128 + 111) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 110) * va2), vacc2x1 = (*(o + 2 * 128 + 111) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 110) * va3), vacc3x1 = (*(o + 3 * 128 + 111) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 110);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 111);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 110) = vacc0x0;
+        *(o + 0 * 128 + 111) = vacc0x1;
+        *(o + 1 * 128 + 110) = vacc1x0;
+        *(o + 1 * 128 + 111) = vacc1x1;
+        *(o + 2 * 128 + 110) = vacc2x0;
+        *(o + 2 * 128 + 111) = vacc2x1;
+        *(o + 3 * 128 + 110) = vacc3x0;
+        *(o + 3 * 128 + 111) = vacc3x1;
+    }
+    { /* columns 112..113 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 112) * va0), vacc0x1 = (*(o + 0 * 128 + 113) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 112) * va1), vacc1x1 = (*(o + 1 * 128 + 113) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 112) * va2), vacc2x1 = (*(o + 2 * 128 + 113) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 112) * va3), vacc3x1 = (*(o + 3 * 128 + 113) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4264,70 +4810,112 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 113);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 114);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 115);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 116);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 117);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 118);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 119);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 112) = vacc0x0;
         *(o + 0 * 128 + 113) = vacc0x1;
-        *(o + 0 * 128 + 114) = vacc0x2;
-        *(o + 0 * 128 + 115) = vacc0x3;
-        *(o + 0 * 128 + 116) = vacc0x4;
-        *(o + 0 * 128 + 117) = vacc0x5;
-        *(o + 0 * 128 + 118) = vacc0x6;
-        *(o + 0 * 128 + 119) = vacc0x7;
         *(o + 1 * 128 + 112) = vacc1x0;
         *(o + 1 * 128 + 113) = vacc1x1;
-        *(o + 1 * 128 + 114) = vacc1x2;
-        *(o + 1 * 128 + 115) = vacc1x3;
-        *(o + 1 * 128 + 116) = vacc1x4;
-        *(o + 1 * 128 + 117) = vacc1x5;
-        *(o + 1 * 128 + 118) = vacc1x6;
-        *(o + 1 * 128 + 119) = vacc1x7;
         *(o + 2 * 128 + 112) = vacc2x0;
         *(o + 2 * 128 + 113) = vacc2x1;
-        *(o + 2 * 128 + 114) = vacc2x2;
-        *(o + 2 * 128 + 115) = vacc2x3;
-        *(o + 2 * 128 + 116) = vacc2x4;
-        *(o + 2 * 128 + 117) = vacc2x5;
-        *(o + 2 * 128 + 118) = vacc2x6;
-        *(o + 2 * 128 + 119) = vacc2x7;
         *(o + 3 * 128 + 112) = vacc3x0;
         *(o + 3 * 128 + 113) = vacc3x1;
-        *(o + 3 * 128 + 114) = vacc3x2;
-        *(o + 3 * 128 + 115) = vacc3x3;
-        *(o + 3 * 128 + 116) = vacc3x4;
-        *(o + 3 * 128 + 117) = vacc3x5;
-        *(o + 3 * 128 + 118) = vacc3x6;
-        *(o + 3 * 128 + 119) = vacc3x7;
     }
-    { /* columns 120..127 */
+    { /* columns 114..115 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 120) * va0), vacc0x1 = (*(o + 0 * 128 + 121) * va0), vacc0x2 = (*(o + 0 * 128 + 122) * va0), vacc0x3 = (*(o + 0 * 128 + 123) * va0), vacc0x4 = (*(o + 0 * 128 + 124) * va0), vacc0x5 = (*(o + 0 * 128 + 125) * va0), vacc0x6 = (*(o + 0 * 128 + 126) * va0), vacc0x7 = (*(o + 0 * 128 + 127) * va0);
-        float vacc1x0 = (*(o + 1 * 128 + 120) * va1), vacc1x1 = (*(o + 1 * 128 + 121) * va1), vacc1x2 = (*(o + 1 * 128 + 122) * va1), vacc1x3 = (*(o + 1 * 128 + 123) * va1), vacc1x4 = (*(o + 1 * 128 + 124) * va1), vacc1x5 = (*(o + 1 * 128 + 125) * va1), vacc1x6 = (*(o + 1 * 128 + 126) * va1), vacc1x7 = (*(o + 1 * 128 + 127) * va1);
-        float vacc2x0 = (*(o + 2 * 128 + 120) * va2), vacc2x1 = (*(o + 2 * 128 + 121) * va2), vacc2x2 = (*(o + 2 * 128 + 122) * va2), vacc2x3 = (*(o + 2 * 128 + 123) * va2), vacc2x4 = (*(o + 2 * 128 + 124) * va2), vacc2x5 = (*(o + 2 * 128 + 125) * va2), vacc2x6 = (*(o + 2 * 128 + 126) * va2), vacc2x7 = (*(o + 2 * 128 + 127) * va2);
-        float vacc3x0 = (*(o + 3 * 128 + 120) * va3), vacc3x1 = (*(o + 3 * 128 + 121) * va3), vacc3x2 = (*(o + 3 * 128 + 122) * va3), vacc3x3 = (*(o + 3 * 128 + 123) * va3), vacc3x4 = (*(o + 3 * 128 + 124) * va3), vacc3x5 = (*(o + 3 * 128 + 125) * va3), vacc3x6 = (*(o + 3 * 128 + 126) * va3), vacc3x7 = (*(o + 3 * 128 + 127) * va3);
+        float vacc0x0 = (*(o + 0 * 128 + 114) * va0), vacc0x1 = (*(o + 0 * 128 + 115) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 114) * va1), vacc1x1 = (*(o + 1 * 128 + 115) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 114) * va2), vacc2x1 = (*(o + 2 * 128 + 115) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 114) * va3), vacc3x1 = (*(o + 3 * 128 + 115) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 114);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 115);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 114) = vacc0x0;
+        *(o + 0 * 128 + 115) = vacc0x1;
+        *(o + 1 * 128 + 114) = vacc1x0;
+        *(o + 1 * 128 + 115) = vacc1x1;
+        *(o + 2 * 128 + 114) = vacc2x0;
+        *(o + 2 * 128 + 115) = vacc2x1;
+        *(o + 3 * 128 + 114) = vacc3x0;
+        *(o + 3 * 128 + 115) = vacc3x1;
+    }
+    { /* columns 116..117 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 116) * va0), vacc0x1 = (*(o + 0 * 128 + 117) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 116) * va1), vacc1x1 = (*(o + 1 * 128 + 117) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 116) * va2), vacc2x1 = (*(o + 2 * 128 + 117) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 116) * va3), vacc3x1 = (*(o + 3 * 128 + 117) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 116);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 117);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 116) = vacc0x0;
+        *(o + 0 * 128 + 117) = vacc0x1;
+        *(o + 1 * 128 + 116) = vacc1x0;
+        *(o + 1 * 128 + 117) = vacc1x1;
+        *(o + 2 * 128 + 116) = vacc2x0;
+        *(o + 2 * 128 + 117) = vacc2x1;
+        *(o + 3 * 128 + 116) = vacc3x0;
+        *(o + 3 * 128 + 117) = vacc3x1;
+    }
+    { /* columns 118..119 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 118) * va0), vacc0x1 = (*(o + 0 * 128 + 119) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 118) * va1), vacc1x1 = (*(o + 1 * 128 + 119) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 118) * va2), vacc2x1 = (*(o + 2 * 128 + 119) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 118) * va3), vacc3x1 = (*(o + 3 * 128 + 119) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 118);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 119);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 118) = vacc0x0;
+        *(o + 0 * 128 + 119) = vacc0x1;
+        *(o + 1 * 128 + 118) = vacc1x0;
+        *(o + 1 * 128 + 119) = vacc1x1;
+        *(o + 2 * 128 + 118) = vacc2x0;
+        *(o + 2 * 128 + 119) = vacc2x1;
+        *(o + 3 * 128 + 118) = vacc3x0;
+        *(o + 3 * 128 + 119) = vacc3x1;
+    }
+    { /* columns 120..121 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 120) * va0), vacc0x1 = (*(o + 0 * 128 + 121) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 120) * va1), vacc1x1 = (*(o + 1 * 128 + 121) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 120) * va2), vacc2x1 = (*(o + 2 * 128 + 121) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 120) * va3), vacc3x1 = (*(o + 3 * 128 + 121) * va3);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4342,76 +4930,118 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 121);
                 vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
             }
-            {
-                const float vv = *(vr + 122);
-                vacc0x2 = (vp0 * vv + vacc0x2); vacc1x2 = (vp1 * vv + vacc1x2); vacc2x2 = (vp2 * vv + vacc2x2); vacc3x2 = (vp3 * vv + vacc3x2);
-            }
-            {
-                const float vv = *(vr + 123);
-                vacc0x3 = (vp0 * vv + vacc0x3); vacc1x3 = (vp1 * vv + vacc1x3); vacc2x3 = (vp2 * vv + vacc2x3); vacc3x3 = (vp3 * vv + vacc3x3);
-            }
-            {
-                const float vv = *(vr + 124);
-                vacc0x4 = (vp0 * vv + vacc0x4); vacc1x4 = (vp1 * vv + vacc1x4); vacc2x4 = (vp2 * vv + vacc2x4); vacc3x4 = (vp3 * vv + vacc3x4);
-            }
-            {
-                const float vv = *(vr + 125);
-                vacc0x5 = (vp0 * vv + vacc0x5); vacc1x5 = (vp1 * vv + vacc1x5); vacc2x5 = (vp2 * vv + vacc2x5); vacc3x5 = (vp3 * vv + vacc3x5);
-            }
-            {
-                const float vv = *(vr + 126);
-                vacc0x6 = (vp0 * vv + vacc0x6); vacc1x6 = (vp1 * vv + vacc1x6); vacc2x6 = (vp2 * vv + vacc2x6); vacc3x6 = (vp3 * vv + vacc3x6);
-            }
-            {
-                const float vv = *(vr + 127);
-                vacc0x7 = (vp0 * vv + vacc0x7); vacc1x7 = (vp1 * vv + vacc1x7); vacc2x7 = (vp2 * vv + vacc2x7); vacc3x7 = (vp3 * vv + vacc3x7);
-            }
         }
         *(o + 0 * 128 + 120) = vacc0x0;
         *(o + 0 * 128 + 121) = vacc0x1;
-        *(o + 0 * 128 + 122) = vacc0x2;
-        *(o + 0 * 128 + 123) = vacc0x3;
-        *(o + 0 * 128 + 124) = vacc0x4;
-        *(o + 0 * 128 + 125) = vacc0x5;
-        *(o + 0 * 128 + 126) = vacc0x6;
-        *(o + 0 * 128 + 127) = vacc0x7;
         *(o + 1 * 128 + 120) = vacc1x0;
         *(o + 1 * 128 + 121) = vacc1x1;
-        *(o + 1 * 128 + 122) = vacc1x2;
-        *(o + 1 * 128 + 123) = vacc1x3;
-        *(o + 1 * 128 + 124) = vacc1x4;
-        *(o + 1 * 128 + 125) = vacc1x5;
-        *(o + 1 * 128 + 126) = vacc1x6;
-        *(o + 1 * 128 + 127) = vacc1x7;
         *(o + 2 * 128 + 120) = vacc2x0;
         *(o + 2 * 128 + 121) = vacc2x1;
-        *(o + 2 * 128 + 122) = vacc2x2;
-        *(o + 2 * 128 + 123) = vacc2x3;
-        *(o + 2 * 128 + 124) = vacc2x4;
-        *(o + 2 * 128 + 125) = vacc2x5;
-        *(o + 2 * 128 + 126) = vacc2x6;
-        *(o + 2 * 128 + 127) = vacc2x7;
         *(o + 3 * 128 + 120) = vacc3x0;
         *(o + 3 * 128 + 121) = vacc3x1;
-        *(o + 3 * 128 + 122) = vacc3x2;
-        *(o + 3 * 128 + 123) = vacc3x3;
-        *(o + 3 * 128 + 124) = vacc3x4;
-        *(o + 3 * 128 + 125) = vacc3x5;
-        *(o + 3 * 128 + 126) = vacc3x6;
-        *(o + 3 * 128 + 127) = vacc3x7;
+    }
+    { /* columns 122..123 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 122) * va0), vacc0x1 = (*(o + 0 * 128 + 123) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 122) * va1), vacc1x1 = (*(o + 1 * 128 + 123) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 122) * va2), vacc2x1 = (*(o + 2 * 128 + 123) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 122) * va3), vacc3x1 = (*(o + 3 * 128 + 123) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 122);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 123);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 122) = vacc0x0;
+        *(o + 0 * 128 + 123) = vacc0x1;
+        *(o + 1 * 128 + 122) = vacc1x0;
+        *(o + 1 * 128 + 123) = vacc1x1;
+        *(o + 2 * 128 + 122) = vacc2x0;
+        *(o + 2 * 128 + 123) = vacc2x1;
+        *(o + 3 * 128 + 122) = vacc3x0;
+        *(o + 3 * 128 + 123) = vacc3x1;
+    }
+    { /* columns 124..125 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 124) * va0), vacc0x1 = (*(o + 0 * 128 + 125) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 124) * va1), vacc1x1 = (*(o + 1 * 128 + 125) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 124) * va2), vacc2x1 = (*(o + 2 * 128 + 125) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 124) * va3), vacc3x1 = (*(o + 3 * 128 + 125) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 124);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 125);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 124) = vacc0x0;
+        *(o + 0 * 128 + 125) = vacc0x1;
+        *(o + 1 * 128 + 124) = vacc1x0;
+        *(o + 1 * 128 + 125) = vacc1x1;
+        *(o + 2 * 128 + 124) = vacc2x0;
+        *(o + 2 * 128 + 125) = vacc2x1;
+        *(o + 3 * 128 + 124) = vacc3x0;
+        *(o + 3 * 128 + 125) = vacc3x1;
+    }
+    { /* columns 126..127 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 126) * va0), vacc0x1 = (*(o + 0 * 128 + 127) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 126) * va1), vacc1x1 = (*(o + 1 * 128 + 127) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 126) * va2), vacc2x1 = (*(o + 2 * 128 + 127) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 126) * va3), vacc3x1 = (*(o + 3 * 128 + 127) * va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            const float vp1 = (p[1 * 128 + j]);
+            const float vp2 = (p[2 * 128 + j]);
+            const float vp3 = (p[3 * 128 + j]);
+            {
+                const float vv = *(vr + 126);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 127);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 126) = vacc0x0;
+        *(o + 0 * 128 + 127) = vacc0x1;
+        *(o + 1 * 128 + 126) = vacc1x0;
+        *(o + 1 * 128 + 127) = vacc1x1;
+        *(o + 2 * 128 + 126) = vacc2x0;
+        *(o + 2 * 128 + 127) = vacc2x1;
+        *(o + 3 * 128 + 126) = vacc3x0;
+        *(o + 3 * 128 + 127) = vacc3x1;
     }
 }
 
-/* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 16 chunks of at most 8 vectors.
+/* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 128 floats per row.
- * 256 FLOPs per key, 10 vector registers. */
+ * 256 FLOPs per key, 4 vector registers. */
 static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
-    { /* columns 0..7 */
+    { /* columns 0..1 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 0) * va0), vacc0x1 = (*(o + 0 * 128 + 1) * va0), vacc0x2 = (*(o + 0 * 128 + 2) * va0), vacc0x3 = (*(o + 0 * 128 + 3) * va0), vacc0x4 = (*(o + 0 * 128 + 4) * va0), vacc0x5 = (*(o + 0 * 128 + 5) * va0), vacc0x6 = (*(o + 0 * 128 + 6) * va0), vacc0x7 = (*(o + 0 * 128 + 7) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 0) * va0), vacc0x1 = (*(o + 0 * 128 + 1) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4423,43 +5053,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 1);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 2);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 3);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 4);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 5);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 6);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 7);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 0) = vacc0x0;
         *(o + 0 * 128 + 1) = vacc0x1;
-        *(o + 0 * 128 + 2) = vacc0x2;
-        *(o + 0 * 128 + 3) = vacc0x3;
-        *(o + 0 * 128 + 4) = vacc0x4;
-        *(o + 0 * 128 + 5) = vacc0x5;
-        *(o + 0 * 128 + 6) = vacc0x6;
-        *(o + 0 * 128 + 7) = vacc0x7;
     }
-    { /* columns 8..15 */
+    { /* columns 2..3 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 8) * va0), vacc0x1 = (*(o + 0 * 128 + 9) * va0), vacc0x2 = (*(o + 0 * 128 + 10) * va0), vacc0x3 = (*(o + 0 * 128 + 11) * va0), vacc0x4 = (*(o + 0 * 128 + 12) * va0), vacc0x5 = (*(o + 0 * 128 + 13) * va0), vacc0x6 = (*(o + 0 * 128 + 14) * va0), vacc0x7 = (*(o + 0 * 128 + 15) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 2) * va0), vacc0x1 = (*(o + 0 * 128 + 3) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 2);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 2) = vacc0x0;
+        *(o + 0 * 128 + 3) = vacc0x1;
+    }
+    { /* columns 4..5 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 4) * va0), vacc0x1 = (*(o + 0 * 128 + 5) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 4);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 4) = vacc0x0;
+        *(o + 0 * 128 + 5) = vacc0x1;
+    }
+    { /* columns 6..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 6) * va0), vacc0x1 = (*(o + 0 * 128 + 7) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 6);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 6) = vacc0x0;
+        *(o + 0 * 128 + 7) = vacc0x1;
+    }
+    { /* columns 8..9 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 8) * va0), vacc0x1 = (*(o + 0 * 128 + 9) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4471,43 +5125,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 9);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 10);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 11);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 12);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 13);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 14);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 15);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 8) = vacc0x0;
         *(o + 0 * 128 + 9) = vacc0x1;
-        *(o + 0 * 128 + 10) = vacc0x2;
-        *(o + 0 * 128 + 11) = vacc0x3;
-        *(o + 0 * 128 + 12) = vacc0x4;
-        *(o + 0 * 128 + 13) = vacc0x5;
-        *(o + 0 * 128 + 14) = vacc0x6;
-        *(o + 0 * 128 + 15) = vacc0x7;
     }
-    { /* columns 16..23 */
+    { /* columns 10..11 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 16) * va0), vacc0x1 = (*(o + 0 * 128 + 17) * va0), vacc0x2 = (*(o + 0 * 128 + 18) * va0), vacc0x3 = (*(o + 0 * 128 + 19) * va0), vacc0x4 = (*(o + 0 * 128 + 20) * va0), vacc0x5 = (*(o + 0 * 128 + 21) * va0), vacc0x6 = (*(o + 0 * 128 + 22) * va0), vacc0x7 = (*(o + 0 * 128 + 23) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 10) * va0), vacc0x1 = (*(o + 0 * 128 + 11) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 10);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 10) = vacc0x0;
+        *(o + 0 * 128 + 11) = vacc0x1;
+    }
+    { /* columns 12..13 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 12) * va0), vacc0x1 = (*(o + 0 * 128 + 13) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 12);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 12) = vacc0x0;
+        *(o + 0 * 128 + 13) = vacc0x1;
+    }
+    { /* columns 14..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 14) * va0), vacc0x1 = (*(o + 0 * 128 + 15) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 14);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 14) = vacc0x0;
+        *(o + 0 * 128 + 15) = vacc0x1;
+    }
+    { /* columns 16..17 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 16) * va0), vacc0x1 = (*(o + 0 * 128 + 17) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4519,43 +5197,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 17);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 18);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 19);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 20);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 21);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 22);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 23);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 16) = vacc0x0;
         *(o + 0 * 128 + 17) = vacc0x1;
-        *(o + 0 * 128 + 18) = vacc0x2;
-        *(o + 0 * 128 + 19) = vacc0x3;
-        *(o + 0 * 128 + 20) = vacc0x4;
-        *(o + 0 * 128 + 21) = vacc0x5;
-        *(o + 0 * 128 + 22) = vacc0x6;
-        *(o + 0 * 128 + 23) = vacc0x7;
     }
-    { /* columns 24..31 */
+    { /* columns 18..19 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 24) * va0), vacc0x1 = (*(o + 0 * 128 + 25) * va0), vacc0x2 = (*(o + 0 * 128 + 26) * va0), vacc0x3 = (*(o + 0 * 128 + 27) * va0), vacc0x4 = (*(o + 0 * 128 + 28) * va0), vacc0x5 = (*(o + 0 * 128 + 29) * va0), vacc0x6 = (*(o + 0 * 128 + 30) * va0), vacc0x7 = (*(o + 0 * 128 + 31) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 18) * va0), vacc0x1 = (*(o + 0 * 128 + 19) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 18);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 18) = vacc0x0;
+        *(o + 0 * 128 + 19) = vacc0x1;
+    }
+    { /* columns 20..21 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 20) * va0), vacc0x1 = (*(o + 0 * 128 + 21) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 20);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 20) = vacc0x0;
+        *(o + 0 * 128 + 21) = vacc0x1;
+    }
+    { /* columns 22..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 22) * va0), vacc0x1 = (*(o + 0 * 128 + 23) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 22);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 22) = vacc0x0;
+        *(o + 0 * 128 + 23) = vacc0x1;
+    }
+    { /* columns 24..25 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 24) * va0), vacc0x1 = (*(o + 0 * 128 + 25) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4567,43 +5269,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 25);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 26);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 27);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 28);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 29);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 30);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 31);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 24) = vacc0x0;
         *(o + 0 * 128 + 25) = vacc0x1;
-        *(o + 0 * 128 + 26) = vacc0x2;
-        *(o + 0 * 128 + 27) = vacc0x3;
-        *(o + 0 * 128 + 28) = vacc0x4;
-        *(o + 0 * 128 + 29) = vacc0x5;
-        *(o + 0 * 128 + 30) = vacc0x6;
-        *(o + 0 * 128 + 31) = vacc0x7;
     }
-    { /* columns 32..39 */
+    { /* columns 26..27 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 32) * va0), vacc0x1 = (*(o + 0 * 128 + 33) * va0), vacc0x2 = (*(o + 0 * 128 + 34) * va0), vacc0x3 = (*(o + 0 * 128 + 35) * va0), vacc0x4 = (*(o + 0 * 128 + 36) * va0), vacc0x5 = (*(o + 0 * 128 + 37) * va0), vacc0x6 = (*(o + 0 * 128 + 38) * va0), vacc0x7 = (*(o + 0 * 128 + 39) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 26) * va0), vacc0x1 = (*(o + 0 * 128 + 27) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 26);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 26) = vacc0x0;
+        *(o + 0 * 128 + 27) = vacc0x1;
+    }
+    { /* columns 28..29 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 28) * va0), vacc0x1 = (*(o + 0 * 128 + 29) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 28);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 28) = vacc0x0;
+        *(o + 0 * 128 + 29) = vacc0x1;
+    }
+    { /* columns 30..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 30) * va0), vacc0x1 = (*(o + 0 * 128 + 31) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 30);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 30) = vacc0x0;
+        *(o + 0 * 128 + 31) = vacc0x1;
+    }
+    { /* columns 32..33 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 32) * va0), vacc0x1 = (*(o + 0 * 128 + 33) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4615,43 +5341,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 33);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 34);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 35);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 36);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 37);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 38);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 39);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 32) = vacc0x0;
         *(o + 0 * 128 + 33) = vacc0x1;
-        *(o + 0 * 128 + 34) = vacc0x2;
-        *(o + 0 * 128 + 35) = vacc0x3;
-        *(o + 0 * 128 + 36) = vacc0x4;
-        *(o + 0 * 128 + 37) = vacc0x5;
-        *(o + 0 * 128 + 38) = vacc0x6;
-        *(o + 0 * 128 + 39) = vacc0x7;
     }
-    { /* columns 40..47 */
+    { /* columns 34..35 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 40) * va0), vacc0x1 = (*(o + 0 * 128 + 41) * va0), vacc0x2 = (*(o + 0 * 128 + 42) * va0), vacc0x3 = (*(o + 0 * 128 + 43) * va0), vacc0x4 = (*(o + 0 * 128 + 44) * va0), vacc0x5 = (*(o + 0 * 128 + 45) * va0), vacc0x6 = (*(o + 0 * 128 + 46) * va0), vacc0x7 = (*(o + 0 * 128 + 47) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 34) * va0), vacc0x1 = (*(o + 0 * 128 + 35) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 34);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 34) = vacc0x0;
+        *(o + 0 * 128 + 35) = vacc0x1;
+    }
+    { /* columns 36..37 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 36) * va0), vacc0x1 = (*(o + 0 * 128 + 37) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 36);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 36) = vacc0x0;
+        *(o + 0 * 128 + 37) = vacc0x1;
+    }
+    { /* columns 38..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 38) * va0), vacc0x1 = (*(o + 0 * 128 + 39) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 38);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 38) = vacc0x0;
+        *(o + 0 * 128 + 39) = vacc0x1;
+    }
+    { /* columns 40..41 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 40) * va0), vacc0x1 = (*(o + 0 * 128 + 41) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4663,43 +5413,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 41);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 42);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 43);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 44);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 45);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 46);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 47);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 40) = vacc0x0;
         *(o + 0 * 128 + 41) = vacc0x1;
-        *(o + 0 * 128 + 42) = vacc0x2;
-        *(o + 0 * 128 + 43) = vacc0x3;
-        *(o + 0 * 128 + 44) = vacc0x4;
-        *(o + 0 * 128 + 45) = vacc0x5;
-        *(o + 0 * 128 + 46) = vacc0x6;
-        *(o + 0 * 128 + 47) = vacc0x7;
     }
-    { /* columns 48..55 */
+    { /* columns 42..43 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 48) * va0), vacc0x1 = (*(o + 0 * 128 + 49) * va0), vacc0x2 = (*(o + 0 * 128 + 50) * va0), vacc0x3 = (*(o + 0 * 128 + 51) * va0), vacc0x4 = (*(o + 0 * 128 + 52) * va0), vacc0x5 = (*(o + 0 * 128 + 53) * va0), vacc0x6 = (*(o + 0 * 128 + 54) * va0), vacc0x7 = (*(o + 0 * 128 + 55) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 42) * va0), vacc0x1 = (*(o + 0 * 128 + 43) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 42);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 42) = vacc0x0;
+        *(o + 0 * 128 + 43) = vacc0x1;
+    }
+    { /* columns 44..45 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 44) * va0), vacc0x1 = (*(o + 0 * 128 + 45) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 44);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 44) = vacc0x0;
+        *(o + 0 * 128 + 45) = vacc0x1;
+    }
+    { /* columns 46..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 46) * va0), vacc0x1 = (*(o + 0 * 128 + 47) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 46);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 46) = vacc0x0;
+        *(o + 0 * 128 + 47) = vacc0x1;
+    }
+    { /* columns 48..49 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 48) * va0), vacc0x1 = (*(o + 0 * 128 + 49) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4711,43 +5485,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 49);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 50);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 51);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 52);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 53);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 54);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 55);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 48) = vacc0x0;
         *(o + 0 * 128 + 49) = vacc0x1;
-        *(o + 0 * 128 + 50) = vacc0x2;
-        *(o + 0 * 128 + 51) = vacc0x3;
-        *(o + 0 * 128 + 52) = vacc0x4;
-        *(o + 0 * 128 + 53) = vacc0x5;
-        *(o + 0 * 128 + 54) = vacc0x6;
-        *(o + 0 * 128 + 55) = vacc0x7;
     }
-    { /* columns 56..63 */
+    { /* columns 50..51 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 56) * va0), vacc0x1 = (*(o + 0 * 128 + 57) * va0), vacc0x2 = (*(o + 0 * 128 + 58) * va0), vacc0x3 = (*(o + 0 * 128 + 59) * va0), vacc0x4 = (*(o + 0 * 128 + 60) * va0), vacc0x5 = (*(o + 0 * 128 + 61) * va0), vacc0x6 = (*(o + 0 * 128 + 62) * va0), vacc0x7 = (*(o + 0 * 128 + 63) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 50) * va0), vacc0x1 = (*(o + 0 * 128 + 51) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 50);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 50) = vacc0x0;
+        *(o + 0 * 128 + 51) = vacc0x1;
+    }
+    { /* columns 52..53 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 52) * va0), vacc0x1 = (*(o + 0 * 128 + 53) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 52);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 52) = vacc0x0;
+        *(o + 0 * 128 + 53) = vacc0x1;
+    }
+    { /* columns 54..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 54) * va0), vacc0x1 = (*(o + 0 * 128 + 55) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 54);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 54) = vacc0x0;
+        *(o + 0 * 128 + 55) = vacc0x1;
+    }
+    { /* columns 56..57 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 56) * va0), vacc0x1 = (*(o + 0 * 128 + 57) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4759,43 +5557,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 57);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 58);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 59);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 60);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 61);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 62);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 63);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 56) = vacc0x0;
         *(o + 0 * 128 + 57) = vacc0x1;
-        *(o + 0 * 128 + 58) = vacc0x2;
-        *(o + 0 * 128 + 59) = vacc0x3;
-        *(o + 0 * 128 + 60) = vacc0x4;
-        *(o + 0 * 128 + 61) = vacc0x5;
-        *(o + 0 * 128 + 62) = vacc0x6;
-        *(o + 0 * 128 + 63) = vacc0x7;
     }
-    { /* columns 64..71 */
+    { /* columns 58..59 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 64) * va0), vacc0x1 = (*(o + 0 * 128 + 65) * va0), vacc0x2 = (*(o + 0 * 128 + 66) * va0), vacc0x3 = (*(o + 0 * 128 + 67) * va0), vacc0x4 = (*(o + 0 * 128 + 68) * va0), vacc0x5 = (*(o + 0 * 128 + 69) * va0), vacc0x6 = (*(o + 0 * 128 + 70) * va0), vacc0x7 = (*(o + 0 * 128 + 71) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 58) * va0), vacc0x1 = (*(o + 0 * 128 + 59) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 58);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 58) = vacc0x0;
+        *(o + 0 * 128 + 59) = vacc0x1;
+    }
+    { /* columns 60..61 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 60) * va0), vacc0x1 = (*(o + 0 * 128 + 61) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 60);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 60) = vacc0x0;
+        *(o + 0 * 128 + 61) = vacc0x1;
+    }
+    { /* columns 62..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 62) * va0), vacc0x1 = (*(o + 0 * 128 + 63) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 62);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 62) = vacc0x0;
+        *(o + 0 * 128 + 63) = vacc0x1;
+    }
+    { /* columns 64..65 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 64) * va0), vacc0x1 = (*(o + 0 * 128 + 65) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4807,43 +5629,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 65);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 66);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 67);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 68);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 69);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 70);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 71);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 64) = vacc0x0;
         *(o + 0 * 128 + 65) = vacc0x1;
-        *(o + 0 * 128 + 66) = vacc0x2;
-        *(o + 0 * 128 + 67) = vacc0x3;
-        *(o + 0 * 128 + 68) = vacc0x4;
-        *(o + 0 * 128 + 69) = vacc0x5;
-        *(o + 0 * 128 + 70) = vacc0x6;
-        *(o + 0 * 128 + 71) = vacc0x7;
     }
-    { /* columns 72..79 */
+    { /* columns 66..67 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 72) * va0), vacc0x1 = (*(o + 0 * 128 + 73) * va0), vacc0x2 = (*(o + 0 * 128 + 74) * va0), vacc0x3 = (*(o + 0 * 128 + 75) * va0), vacc0x4 = (*(o + 0 * 128 + 76) * va0), vacc0x5 = (*(o + 0 * 128 + 77) * va0), vacc0x6 = (*(o + 0 * 128 + 78) * va0), vacc0x7 = (*(o + 0 * 128 + 79) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 66) * va0), vacc0x1 = (*(o + 0 * 128 + 67) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 66);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 67);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 66) = vacc0x0;
+        *(o + 0 * 128 + 67) = vacc0x1;
+    }
+    { /* columns 68..69 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 68) * va0), vacc0x1 = (*(o + 0 * 128 + 69) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 68);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 69);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 68) = vacc0x0;
+        *(o + 0 * 128 + 69) = vacc0x1;
+    }
+    { /* columns 70..71 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 70) * va0), vacc0x1 = (*(o + 0 * 128 + 71) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 70);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 71);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 70) = vacc0x0;
+        *(o + 0 * 128 + 71) = vacc0x1;
+    }
+    { /* columns 72..73 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 72) * va0), vacc0x1 = (*(o + 0 * 128 + 73) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4855,43 +5701,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 73);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 74);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 75);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 76);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 77);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 78);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 79);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 72) = vacc0x0;
         *(o + 0 * 128 + 73) = vacc0x1;
-        *(o + 0 * 128 + 74) = vacc0x2;
-        *(o + 0 * 128 + 75) = vacc0x3;
-        *(o + 0 * 128 + 76) = vacc0x4;
-        *(o + 0 * 128 + 77) = vacc0x5;
-        *(o + 0 * 128 + 78) = vacc0x6;
-        *(o + 0 * 128 + 79) = vacc0x7;
     }
-    { /* columns 80..87 */
+    { /* columns 74..75 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 80) * va0), vacc0x1 = (*(o + 0 * 128 + 81) * va0), vacc0x2 = (*(o + 0 * 128 + 82) * va0), vacc0x3 = (*(o + 0 * 128 + 83) * va0), vacc0x4 = (*(o + 0 * 128 + 84) * va0), vacc0x5 = (*(o + 0 * 128 + 85) * va0), vacc0x6 = (*(o + 0 * 128 + 86) * va0), vacc0x7 = (*(o + 0 * 128 + 87) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 74) * va0), vacc0x1 = (*(o + 0 * 128 + 75) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 74);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 75);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 74) = vacc0x0;
+        *(o + 0 * 128 + 75) = vacc0x1;
+    }
+    { /* columns 76..77 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 76) * va0), vacc0x1 = (*(o + 0 * 128 + 77) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 76);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 77);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 76) = vacc0x0;
+        *(o + 0 * 128 + 77) = vacc0x1;
+    }
+    { /* columns 78..79 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 78) * va0), vacc0x1 = (*(o + 0 * 128 + 79) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 78);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 79);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 78) = vacc0x0;
+        *(o + 0 * 128 + 79) = vacc0x1;
+    }
+    { /* columns 80..81 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 80) * va0), vacc0x1 = (*(o + 0 * 128 + 81) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4903,43 +5773,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 81);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 82);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 83);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 84);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 85);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 86);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 87);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 80) = vacc0x0;
         *(o + 0 * 128 + 81) = vacc0x1;
-        *(o + 0 * 128 + 82) = vacc0x2;
-        *(o + 0 * 128 + 83) = vacc0x3;
-        *(o + 0 * 128 + 84) = vacc0x4;
-        *(o + 0 * 128 + 85) = vacc0x5;
-        *(o + 0 * 128 + 86) = vacc0x6;
-        *(o + 0 * 128 + 87) = vacc0x7;
     }
-    { /* columns 88..95 */
+    { /* columns 82..83 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 88) * va0), vacc0x1 = (*(o + 0 * 128 + 89) * va0), vacc0x2 = (*(o + 0 * 128 + 90) * va0), vacc0x3 = (*(o + 0 * 128 + 91) * va0), vacc0x4 = (*(o + 0 * 128 + 92) * va0), vacc0x5 = (*(o + 0 * 128 + 93) * va0), vacc0x6 = (*(o + 0 * 128 + 94) * va0), vacc0x7 = (*(o + 0 * 128 + 95) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 82) * va0), vacc0x1 = (*(o + 0 * 128 + 83) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 82);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 83);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 82) = vacc0x0;
+        *(o + 0 * 128 + 83) = vacc0x1;
+    }
+    { /* columns 84..85 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 84) * va0), vacc0x1 = (*(o + 0 * 128 + 85) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 84);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 85);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 84) = vacc0x0;
+        *(o + 0 * 128 + 85) = vacc0x1;
+    }
+    { /* columns 86..87 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 86) * va0), vacc0x1 = (*(o + 0 * 128 + 87) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 86);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 87);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 86) = vacc0x0;
+        *(o + 0 * 128 + 87) = vacc0x1;
+    }
+    { /* columns 88..89 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 88) * va0), vacc0x1 = (*(o + 0 * 128 + 89) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4951,43 +5845,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 89);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 90);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 91);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 92);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 93);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 94);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 95);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 88) = vacc0x0;
         *(o + 0 * 128 + 89) = vacc0x1;
-        *(o + 0 * 128 + 90) = vacc0x2;
-        *(o + 0 * 128 + 91) = vacc0x3;
-        *(o + 0 * 128 + 92) = vacc0x4;
-        *(o + 0 * 128 + 93) = vacc0x5;
-        *(o + 0 * 128 + 94) = vacc0x6;
-        *(o + 0 * 128 + 95) = vacc0x7;
     }
-    { /* columns 96..103 */
+    { /* columns 90..91 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 96) * va0), vacc0x1 = (*(o + 0 * 128 + 97) * va0), vacc0x2 = (*(o + 0 * 128 + 98) * va0), vacc0x3 = (*(o + 0 * 128 + 99) * va0), vacc0x4 = (*(o + 0 * 128 + 100) * va0), vacc0x5 = (*(o + 0 * 128 + 101) * va0), vacc0x6 = (*(o + 0 * 128 + 102) * va0), vacc0x7 = (*(o + 0 * 128 + 103) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 90) * va0), vacc0x1 = (*(o + 0 * 128 + 91) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 90);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 91);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 90) = vacc0x0;
+        *(o + 0 * 128 + 91) = vacc0x1;
+    }
+    { /* columns 92..93 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 92) * va0), vacc0x1 = (*(o + 0 * 128 + 93) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 92);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 93);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 92) = vacc0x0;
+        *(o + 0 * 128 + 93) = vacc0x1;
+    }
+    { /* columns 94..95 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 94) * va0), vacc0x1 = (*(o + 0 * 128 + 95) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 94);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 95);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 94) = vacc0x0;
+        *(o + 0 * 128 + 95) = vacc0x1;
+    }
+    { /* columns 96..97 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 96) * va0), vacc0x1 = (*(o + 0 * 128 + 97) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -4999,43 +5917,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 97);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 98);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 99);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 100);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 101);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 102);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 103);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 96) = vacc0x0;
         *(o + 0 * 128 + 97) = vacc0x1;
-        *(o + 0 * 128 + 98) = vacc0x2;
-        *(o + 0 * 128 + 99) = vacc0x3;
-        *(o + 0 * 128 + 100) = vacc0x4;
-        *(o + 0 * 128 + 101) = vacc0x5;
-        *(o + 0 * 128 + 102) = vacc0x6;
-        *(o + 0 * 128 + 103) = vacc0x7;
     }
-    { /* columns 104..111 */
+    { /* columns 98..99 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 104) * va0), vacc0x1 = (*(o + 0 * 128 + 105) * va0), vacc0x2 = (*(o + 0 * 128 + 106) * va0), vacc0x3 = (*(o + 0 * 128 + 107) * va0), vacc0x4 = (*(o + 0 * 128 + 108) * va0), vacc0x5 = (*(o + 0 * 128 + 109) * va0), vacc0x6 = (*(o + 0 * 128 + 110) * va0), vacc0x7 = (*(o + 0 * 128 + 111) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 98) * va0), vacc0x1 = (*(o + 0 * 128 + 99) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 98);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 99);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 98) = vacc0x0;
+        *(o + 0 * 128 + 99) = vacc0x1;
+    }
+    { /* columns 100..101 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 100) * va0), vacc0x1 = (*(o + 0 * 128 + 101) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 100);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 101);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 100) = vacc0x0;
+        *(o + 0 * 128 + 101) = vacc0x1;
+    }
+    { /* columns 102..103 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 102) * va0), vacc0x1 = (*(o + 0 * 128 + 103) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 102);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 103);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 102) = vacc0x0;
+        *(o + 0 * 128 + 103) = vacc0x1;
+    }
+    { /* columns 104..105 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 104) * va0), vacc0x1 = (*(o + 0 * 128 + 105) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -5047,43 +5989,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 105);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 106);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 107);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 108);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 109);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 110);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 111);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 104) = vacc0x0;
         *(o + 0 * 128 + 105) = vacc0x1;
-        *(o + 0 * 128 + 106) = vacc0x2;
-        *(o + 0 * 128 + 107) = vacc0x3;
-        *(o + 0 * 128 + 108) = vacc0x4;
-        *(o + 0 * 128 + 109) = vacc0x5;
-        *(o + 0 * 128 + 110) = vacc0x6;
-        *(o + 0 * 128 + 111) = vacc0x7;
     }
-    { /* columns 112..119 */
+    { /* columns 106..107 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 112) * va0), vacc0x1 = (*(o + 0 * 128 + 113) * va0), vacc0x2 = (*(o + 0 * 128 + 114) * va0), vacc0x3 = (*(o + 0 * 128 + 115) * va0), vacc0x4 = (*(o + 0 * 128 + 116) * va0), vacc0x5 = (*(o + 0 * 128 + 117) * va0), vacc0x6 = (*(o + 0 * 128 + 118) * va0), vacc0x7 = (*(o + 0 * 128 + 119) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 106) * va0), vacc0x1 = (*(o + 0 * 128 + 107) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 106);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 107);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 106) = vacc0x0;
+        *(o + 0 * 128 + 107) = vacc0x1;
+    }
+    { /* columns 108..109 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 108) * va0), vacc0x1 = (*(o + 0 * 128 + 109) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 108);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 109);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 108) = vacc0x0;
+        *(o + 0 * 128 + 109) = vacc0x1;
+    }
+    { /* columns 110..111 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 110) * va0), vacc0x1 = (*(o + 0 * 128 + 111) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 110);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 111);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 110) = vacc0x0;
+        *(o + 0 * 128 + 111) = vacc0x1;
+    }
+    { /* columns 112..113 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 112) * va0), vacc0x1 = (*(o + 0 * 128 + 113) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -5095,43 +6061,67 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 113);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 114);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 115);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 116);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 117);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 118);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 119);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 112) = vacc0x0;
         *(o + 0 * 128 + 113) = vacc0x1;
-        *(o + 0 * 128 + 114) = vacc0x2;
-        *(o + 0 * 128 + 115) = vacc0x3;
-        *(o + 0 * 128 + 116) = vacc0x4;
-        *(o + 0 * 128 + 117) = vacc0x5;
-        *(o + 0 * 128 + 118) = vacc0x6;
-        *(o + 0 * 128 + 119) = vacc0x7;
     }
-    { /* columns 120..127 */
+    { /* columns 114..115 */
         int64_t j;
-        float vacc0x0 = (*(o + 0 * 128 + 120) * va0), vacc0x1 = (*(o + 0 * 128 + 121) * va0), vacc0x2 = (*(o + 0 * 128 + 122) * va0), vacc0x3 = (*(o + 0 * 128 + 123) * va0), vacc0x4 = (*(o + 0 * 128 + 124) * va0), vacc0x5 = (*(o + 0 * 128 + 125) * va0), vacc0x6 = (*(o + 0 * 128 + 126) * va0), vacc0x7 = (*(o + 0 * 128 + 127) * va0);
+        float vacc0x0 = (*(o + 0 * 128 + 114) * va0), vacc0x1 = (*(o + 0 * 128 + 115) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 114);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 115);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 114) = vacc0x0;
+        *(o + 0 * 128 + 115) = vacc0x1;
+    }
+    { /* columns 116..117 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 116) * va0), vacc0x1 = (*(o + 0 * 128 + 117) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 116);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 117);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 116) = vacc0x0;
+        *(o + 0 * 128 + 117) = vacc0x1;
+    }
+    { /* columns 118..119 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 118) * va0), vacc0x1 = (*(o + 0 * 128 + 119) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 118);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 119);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 118) = vacc0x0;
+        *(o + 0 * 128 + 119) = vacc0x1;
+    }
+    { /* columns 120..121 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 120) * va0), vacc0x1 = (*(o + 0 * 128 + 121) * va0);
         for (j = jlo; j < jhi; j++) {
             const float *restrict vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
@@ -5143,39 +6133,63 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
                 const float vv = *(vr + 121);
                 vacc0x1 = (vp0 * vv + vacc0x1);
             }
-            {
-                const float vv = *(vr + 122);
-                vacc0x2 = (vp0 * vv + vacc0x2);
-            }
-            {
-                const float vv = *(vr + 123);
-                vacc0x3 = (vp0 * vv + vacc0x3);
-            }
-            {
-                const float vv = *(vr + 124);
-                vacc0x4 = (vp0 * vv + vacc0x4);
-            }
-            {
-                const float vv = *(vr + 125);
-                vacc0x5 = (vp0 * vv + vacc0x5);
-            }
-            {
-                const float vv = *(vr + 126);
-                vacc0x6 = (vp0 * vv + vacc0x6);
-            }
-            {
-                const float vv = *(vr + 127);
-                vacc0x7 = (vp0 * vv + vacc0x7);
-            }
         }
         *(o + 0 * 128 + 120) = vacc0x0;
         *(o + 0 * 128 + 121) = vacc0x1;
-        *(o + 0 * 128 + 122) = vacc0x2;
-        *(o + 0 * 128 + 123) = vacc0x3;
-        *(o + 0 * 128 + 124) = vacc0x4;
-        *(o + 0 * 128 + 125) = vacc0x5;
-        *(o + 0 * 128 + 126) = vacc0x6;
-        *(o + 0 * 128 + 127) = vacc0x7;
+    }
+    { /* columns 122..123 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 122) * va0), vacc0x1 = (*(o + 0 * 128 + 123) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 122);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 123);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 122) = vacc0x0;
+        *(o + 0 * 128 + 123) = vacc0x1;
+    }
+    { /* columns 124..125 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 124) * va0), vacc0x1 = (*(o + 0 * 128 + 125) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 124);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 125);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 124) = vacc0x0;
+        *(o + 0 * 128 + 125) = vacc0x1;
+    }
+    { /* columns 126..127 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 126) * va0), vacc0x1 = (*(o + 0 * 128 + 127) * va0);
+        for (j = jlo; j < jhi; j++) {
+            const float *restrict vr = v + j * 128;
+            const float vp0 = (p[0 * 128 + j]);
+            {
+                const float vv = *(vr + 126);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 127);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 126) = vacc0x0;
+        *(o + 0 * 128 + 127) = vacc0x1;
     }
 }
 
@@ -5208,7 +6222,7 @@ static void attn_mistral_7b_unit__scalar(const attn_args *args, const float *kt,
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 128; c++) w->q[r * 128 + c] = qr[c] * 0.0883883476f;
+        for (c = 0; c < 128; c++) w->q[r * 128 + c] = qr[c] * 0.127517431f; /* scale * log2(e) */
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -5219,12 +6233,12 @@ static void attn_mistral_7b_unit__scalar(const attn_args *args, const float *kt,
 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
-        for (c = 0; c < 128; c += 4) {
-            const float *ktc = kt + j0 * 128 + c;
+        for (c = 0; c < 128; c += 2) {
+            const float *ktc = kt + (j0 + c) * 128; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
-                attn_mistral_7b_qk_4x4__scalar(w->q + r * 128, ktc, w->s + r * 128 + c);
+                attn_mistral_7b_qk_4x2__scalar(w->q + r * 128, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
-                attn_mistral_7b_qk_1x4__scalar(w->q + r * 128, ktc, w->s + r * 128 + c);
+                attn_mistral_7b_qk_1x2__scalar(w->q + r * 128, ktc, w->s + r * 128 + c);
         }
 
         /* score terms, mask, online softmax */
@@ -5241,12 +6255,12 @@ static void attn_mistral_7b_unit__scalar(const attn_args *args, const float *kt,
             for (c = 0; c < 128; c++) mx = mx > sr[c] ? mx : sr[c];
             m_new = mx > w->m[r] ? mx : w->m[r];
             m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = expf(w->m[r] - m_ref);
+            w->alpha[r] = exp2f(w->m[r] - m_ref);
             {
                 const float vm = (m_ref);
                 float vsum = 0.0f;
                 for (c = 0; c < 128; c += 1) {
-                    const float e = expf((*(sr + c) - vm));
+                    const float e = exp2f((*(sr + c) - vm));
                     *(sr + c) = e;
                     vsum = (vsum + e);
                 }
@@ -5416,11 +6430,11 @@ static void attn_mistral_7b_unit__scalar(const attn_args *args, const float *kt,
         *(orow + 126) = (*(acc + 126) * vinv);
         *(orow + 127) = (*(acc + 127) * vinv);
         if (args->lse)
-            args->lse[(b * 32 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] + logf(l);
+            args->lse[(b * 32 + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l); /* m is in base 2 */
     }
 }
 
-/* Packs batch b, kv head hk: kt[t][d][c] = K[b][t*128 + c][hk][d] and
+/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*2 + c][hk][d] and
  * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
 static void attn_mistral_7b_pack__scalar(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
         float *restrict vp, int64_t lkp)
@@ -5434,8 +6448,8 @@ static void attn_mistral_7b_pack__scalar(const attn_args *args, int64_t b, int64
     for (j = 0; j < lk; j++) {
         const float *restrict kr = k + j * args->k_stride[1];
         const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 128) * 16384 + j % 128;
-        for (d = 0; d < 128; d++) kc[d * 128] = kr[d];
+        float *restrict kc = kt + (j / 2) * 256 + j % 2;
+        for (d = 0; d < 128; d++) kc[d * 2] = kr[d];
         memcpy(vp + j * 128, vr, sizeof(float) * 128);
     }
 }

@@ -90,8 +90,8 @@ function M.ensure(cfg, display, sets)
     local w, werr = util.write_atomic(tmp .. "/" .. f.name, f.text)
     if w == nil then return fail(werr) end
   end
-  local w, werr = util.write_atomic(tmp .. "/entry.c", ("#include \"%s.h\"\nconst attn_kernel *const attn_entry_kernel = &%s;\n")
-    :format(cfg.name, plan.kernel))
+  local w, werr = util.write_atomic(tmp .. "/entry.c",
+    ("#include \"%s.h\"\nconst attn_kernel *const attn_entry_kernel = &%s;\n"):format(cfg.name, plan.kernel))
   if w == nil then return fail(werr) end
 
   local cc = util.shell_quote(M.compiler())
@@ -113,15 +113,20 @@ function M.ensure(cfg, display, sets)
       objs[#objs + 1] = obj
     end
     for _, t in ipairs(M.TOOLS) do
-      local okl, out = util.run_capture(("%s%s %s %s -o %s -lm"):format(common, omp,
-        q(rt .. "/tools/attn_" .. t .. "_main.c"), table.concat(objs, " "), q(tmp .. "/attn_" .. t)))
+      local function link(defines, libs)
+        return util.run_capture(("%s%s%s %s %s -o %s%s -lm"):format(common, omp, defines,
+          q(rt .. "/tools/attn_" .. t .. "_main.c"), table.concat(objs, " "), q(tmp .. "/attn_" .. t), libs))
+      end
+      -- the bench adds an unfused OpenBLAS baseline when OpenBLAS is installed
+      local okl, out = false, nil
+      if t == "bench" then okl = link(" -DATTN_HAVE_OPENBLAS", " -lopenblas") end
+      if not okl then okl, out = link("", "") end
       if not okl then return nil, out end
     end
     return true
   end
-  local built, out = build(true)
-  if not built then
-    built, out = build(false) -- a compiler without OpenMP still builds a single-threaded kernel
+  if not build(true) then
+    local built, out = build(false) -- a compiler without OpenMP still builds a single-threaded kernel
     if not built then
       return fail(("compiling %s failed:\n%s"):format(cfg.name, out))
     end

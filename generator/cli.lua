@@ -33,7 +33,9 @@ function M.main(argv)
   local parser = M.parser()
   local ok, args = parser:pparse(argv)
   if not ok then
-    io.stderr:write("attngen: ", tostring(args), " (see 'attngen --help')\n")
+    -- one line: argparse puts its "Did you mean ...?" on a line of its own
+    local msg = tostring(args):gsub("%s*\n%s*", " ")
+    io.stderr:write("attngen: ", msg, " (see 'attngen --help')\n")
     return M.EXIT_USAGE
   end
   local cmd = require("commands." .. args.command)

@@ -16,6 +16,10 @@ M.MAX_STRING_BYTES = 64 * 1024      -- the longest string one library call may b
 
 local unpack = table.unpack or unpack -- luacheck: ignore 143
 
+-- "<this file>:<line>: ", to strip from messages raised inside the sandbox machinery
+local SELF_PATTERN = debug.getinfo(1, "S").source:gsub("^@", ""):gsub("%p", "%%%0") .. ":%d+: "
+local PLACEHOLDER = "config" -- the chunk name Lua sees
+
 -- The sandbox's limits are checked by a hook between VM instructions.  A
 -- library call is one instruction, so the calls that can build a string far
 -- larger than their arguments check the size of their result first.  These
@@ -36,9 +40,19 @@ end
 
 local function safe_gsub(str, pattern, repl, n)
   local t = type(repl)
-  if t == "table" then -- a table lookup runs no VM instruction: look it up in Lua
-    local map = repl
-    repl = function(key) return map[key] end
+  if t == "table" or t == "function" then
+    -- count what the replacements add (a table lookup runs no VM instruction,
+    -- and Lua 5.4's string buffers are not part of collectgarbage("count"))
+    local f, map, total = repl, repl, 0
+    if t == "table" then f = function(key) return map[key] end end
+    repl = function(...)
+      local r = f(...)
+      if type(r) == "string" or type(r) == "number" then
+        total = total + #tostring(r)
+        if total > M.MAX_STRING_BYTES then too_large("string.gsub") end
+      end
+      return r
+    end
   elseif (t == "string" or t == "number") and (type(str) == "string" or type(str) == "number") then
     -- each match adds at most the replacement text, and each %1..%9 at
     -- most its capture: matches do not overlap, so all of them add <= #str
@@ -121,21 +135,32 @@ local function run_sandboxed(src, chunkname)
   end
   local safe_string = safe_string_lib()
   local env = sandbox_env(safe_string)
+  -- Lua shortens long chunk names ("...of/a/config.lua:3:"), so the chunk is
+  -- loaded under a short placeholder that messages then trade for the name.
+  -- A message is made one line, whatever the config raised, with no position
+  -- inside this file (a stack overflow can strike while the hook runs).
+  local function named(msg)
+    msg = tostring(msg):gsub("%s*\n%s*", " "):gsub(SELF_PATTERN, "")
+    if msg:sub(1, #PLACEHOLDER + 1) == PLACEHOLDER .. ":" then
+      return chunkname .. msg:sub(#PLACEHOLDER + 1)
+    end
+    return chunkname .. ": " .. msg
+  end
   local fn, err
   if setfenv then -- LuaJIT, Lua 5.1
-    fn, err = loadstring(src, "@" .. chunkname) -- luacheck: ignore 113
+    fn, err = loadstring(src, "=" .. PLACEHOLDER) -- luacheck: ignore 113
     if fn then setfenv(fn, env) end
   else
-    fn, err = load(src, "@" .. chunkname, "t", env)
+    fn, err = load(src, "=" .. PLACEHOLDER, "t", env)
   end
-  if not fn then return nil, (err:gsub("^@", "")) end
+  if not fn then return nil, named(err) end
 
   -- The config runs in its own coroutine with a hook on every instruction:
   -- a coarser hook lets a few instructions (s = s .. s) outgrow any memory
   -- limit before it looks.  LuaJIT's hooks are global, not per coroutine,
   -- so the hook ignores every other thread.
   local co = coroutine.create(fn)
-  local source = "@" .. chunkname
+  local source = "=" .. PLACEHOLDER
   local steps, start, base_kb = 0, os.clock(), 0
   local function stop(msg) -- an error at the config's line, not at a wrapper's
     local level, info = 2, debug.getinfo(2, "Sl")
@@ -175,11 +200,10 @@ local function run_sandboxed(src, chunkname)
   collectgarbage()
 
   if not ok then
-    local msg = tostring(res):gsub("%s*\n%s*", " ") -- one line, whatever the config raised
-    if not msg:find("^" .. chunkname:gsub("%p", "%%%0") .. ":") then
-      msg = chunkname .. ": " .. msg
-    end
-    return nil, msg
+    -- stop() and the wrappers name the file themselves
+    local msg = tostring(res)
+    if msg:sub(1, #chunkname + 1) == chunkname .. ":" then return nil, (msg:gsub("%s*\n%s*", " ")) end
+    return nil, named(msg)
   end
   return true, res
 end

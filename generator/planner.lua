@@ -128,12 +128,17 @@ function M.plan(cfg, opts)
   p.mask = cfg.mask
   -- keys outside [0, Lk_b) or outside a row's span exist only with these
   p.has_spans = p.causal or p.has_left or p.has_right or p.padding
+  -- the kernel keeps scores in base 2: everything that adds to a score is
+  -- scaled by log2(e) once here, and every exp becomes an exp2
+  local LOG2E = 1.4426950408889634
   p.scale = cfg.scale
+  p.qscale = cfg.scale * LOG2E
   p.softcap = cfg.softcap
+  p.softcap2 = cfg.softcap and cfg.softcap * LOG2E
   p.alibi = cfg.alibi
   if cfg.alibi then
     p.alibi_slopes = {}
-    for h, s in ipairs(M.alibi_slopes(cfg.heads_q)) do p.alibi_slopes[h] = util.c_float(s) end
+    for h, s in ipairs(M.alibi_slopes(cfg.heads_q)) do p.alibi_slopes[h] = util.c_float(s * LOG2E) end
   end
 
   p.variants = {}

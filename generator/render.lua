@@ -37,8 +37,20 @@ end
 
 local MASK_ENUM = { none = "ATTN_MASK_NONE", bool = "ATTN_MASK_BOOL", bias = "ATTN_MASK_BIAS" }
 
+local environment
+
+--- Renders a template fragment (no banner) with the plan's environment plus
+-- `extra`; the text has no trailing newline.
+function M.fragment(tmpl, plan, extra)
+  local env = environment(plan)
+  for k, v in pairs(extra or {}) do env[k] = v end
+  local out, err = load_template(tmpl):render(env)
+  if not out then error(("templates/%s: %s"):format(tmpl, tostring(err)), 0) end
+  return (out:gsub("\n+$", ""))
+end
+
 --- The environment templates see: the plan and a few spelling helpers.
-local function environment(plan)
+function environment(plan)
   local includes, seen = {}, {}
   for _, v in ipairs(plan.variants) do
     local isa = v.isa
@@ -61,6 +73,10 @@ local function environment(plan)
     mask_summary = mask_summary(plan),
     mask_enum = MASK_ENUM[plan.mask],
     intrinsic_includes = includes,
+    -- the vector math of one variant (exp2, and tanh when the config softcaps)
+    vmath = function(v)
+      return M.fragment("vmath.c.tmpl", plan, { v = v, with_tanh = plan.softcap ~= nil })
+    end,
   }
 end
 

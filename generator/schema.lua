@@ -25,6 +25,14 @@ local function default(v, d)
   return v
 end
 
+-- A value in a one-line message: control characters (a newline in a
+-- string value) are escaped so the message stays one line.
+local function escape_controls(s)
+  return (s:gsub("%c", function(c) return ("\\%03d"):format(c:byte()) end))
+end
+local function show(v) return escape_controls(tostring(v)) end
+local function quoted(v) return escape_controls((("%q"):format(tostring(v)):gsub("\\\n", "\\n"))) end
+
 local function is_int(v) return type(v) == "number" and v == math.floor(v) and v == v and v < 2 ^ 31 end
 local function list_str(t) return table.concat(t, ", ") end
 local function one_of(v, t)
@@ -62,7 +70,7 @@ end
 
 local function int_in(key, v, lo, hi)
   if not is_int(v) then
-    return ("'%s' must be an integer in %d..%d, got %s"):format(key, lo, hi, tostring(v))
+    return ("'%s' must be an integer in %d..%d, got %s"):format(key, lo, hi, show(v))
   end
   if v < lo or v > hi then
     return ("'%s' must be in %d..%d, got %d"):format(key, lo, hi, v)
@@ -70,12 +78,12 @@ local function int_in(key, v, lo, hi)
 end
 
 local function bool(key, v)
-  if type(v) ~= "boolean" then return ("'%s' must be true or false, got %s"):format(key, tostring(v)) end
+  if type(v) ~= "boolean" then return ("'%s' must be true or false, got %s"):format(key, show(v)) end
 end
 
 local function finite_positive(key, v)
   if type(v) ~= "number" or v ~= v or v <= 0 or v == math.huge then
-    return ("'%s' must be a finite number > 0, got %s"):format(key, tostring(v))
+    return ("'%s' must be a finite number > 0, got %s"):format(key, show(v))
   end
 end
 
@@ -83,7 +91,7 @@ local function check_subkeys(key, t, allowed)
   for k in pairs(t) do
     if not one_of(k, allowed) then
       local hint = M.suggest(k, allowed)
-      return ("'%s' has unknown field '%s' (allowed: %s)%s"):format(key, tostring(k), list_str(allowed),
+      return ("'%s' has unknown field '%s' (allowed: %s)%s"):format(key, show(k), list_str(allowed),
         hint and ("; did you mean '" .. hint .. "'?") or "")
     end
   end
@@ -94,7 +102,7 @@ function M.normalize(raw)
   for k in pairs(raw) do
     if not M.keys[k] then
       local hint = type(k) == "string" and M.suggest(k) or nil
-      return nil, k, ("unknown key '%s'%s"):format(tostring(k),
+      return nil, k, ("unknown key '%s'%s"):format(show(k),
         hint and (" (did you mean '" .. hint .. "'?)") or (" (known keys: " .. list_str(M.order) .. ")"))
     end
   end
@@ -105,7 +113,7 @@ function M.normalize(raw)
   c.name = raw.name
   if type(c.name) ~= "string" or not c.name:match("^[%a_][%w_]*$") or #c.name > 64 then
     return nil, "name", ("'name' is required: a C identifier of at most 64 characters, got %s")
-      :format(raw.name == nil and "nothing" or ("%q"):format(tostring(raw.name)))
+      :format(raw.name == nil and "nothing" or quoted(raw.name))
   end
 
   -- kind
@@ -114,7 +122,7 @@ function M.normalize(raw)
     if PLANNED_KINDS[c.kind] then
       return nil, "kind", ("kind '%s' is not implemented yet (available: %s)"):format(c.kind, list_str(KINDS))
     end
-    return nil, "kind", ("'kind' must be one of %s, got %s"):format(list_str(KINDS), tostring(c.kind))
+    return nil, "kind", ("'kind' must be one of %s, got %s"):format(list_str(KINDS), show(c.kind))
   end
 
   -- heads
@@ -149,7 +157,7 @@ function M.normalize(raw)
     end
     if type(raw.window) ~= "table" then
       return nil, "window", ("'window' must be a table {left=int, right=int} (-1 = unbounded), got %s")
-        :format(tostring(raw.window))
+        :format(show(raw.window))
     end
     err = check_subkeys("window", raw.window, { "left", "right" })
     if err then return nil, "window", err end
@@ -178,7 +186,7 @@ function M.normalize(raw)
 
   c.mask = default(raw.mask, "none")
   if not one_of(c.mask, MASKS) then
-    return nil, "mask", ("'mask' must be one of %s, got %s"):format(list_str(MASKS), tostring(c.mask))
+    return nil, "mask", ("'mask' must be one of %s, got %s"):format(list_str(MASKS), show(c.mask))
   end
 
   -- scale, softcap, alibi
@@ -201,7 +209,7 @@ function M.normalize(raw)
     if PLANNED_DTYPES[c.dtype] then
       return nil, "dtype", ("dtype '%s' is not implemented yet (available: %s)"):format(c.dtype, list_str(DTYPES))
     end
-    return nil, "dtype", ("'dtype' must be one of %s, got %s"):format(list_str(DTYPES), tostring(c.dtype))
+    return nil, "dtype", ("'dtype' must be one of %s, got %s"):format(list_str(DTYPES), show(c.dtype))
   end
 
   -- isa: a list, normalized to the known order (best first)
@@ -216,7 +224,7 @@ function M.normalize(raw)
     for _, n in ipairs(raw.isa) do
       if not one_of(n, ISAS) then
         local hint = type(n) == "string" and M.suggest(n, ISAS) or nil
-        return nil, "isa", ("unknown ISA '%s' in 'isa' (known: %s)%s"):format(tostring(n), list_str(ISAS),
+        return nil, "isa", ("unknown ISA '%s' in 'isa' (known: %s)%s"):format(show(n), list_str(ISAS),
           hint and ("; did you mean '" .. hint .. "'?") or "")
       end
       want[n] = true
@@ -239,7 +247,7 @@ function M.normalize(raw)
     end
     c.tile = { q = q, kv = kv }
   else
-    return nil, "tile", ("'tile' must be \"auto\" or {q=int, kv=int}, got %s"):format(tostring(raw.tile))
+    return nil, "tile", ("'tile' must be \"auto\" or {q=int, kv=int}, got %s"):format(show(raw.tile))
   end
   return c
 end

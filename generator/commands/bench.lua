@@ -13,6 +13,9 @@ function M.add_to_parser(parser)
   c:option("--threads", "Threads (0: OpenMP's default).", "1"):convert(tonumber)
   c:option("--isa", "Time only this ISA variant.")
   c:flag("--json", "Print JSON instead of a table.")
+  c:flag("--no-reference", "Do not time the naive reference.")
+  c:flag("--no-blas", "Do not time the unfused OpenBLAS baseline.")
+  c:option("--blas-core", "OpenBLAS core for the baseline (default: the best for this CPU; 'keep': the environment's).")
 end
 
 function M.run(args)
@@ -20,6 +23,9 @@ function M.run(args)
     "--seq-k", tostring(args.seq_k or args.seq_q), "--threads", tostring(args.threads) }
   tool.pass(argv, "--isa", args.isa)
   tool.pass(argv, "--json", args.json)
+  tool.pass(argv, "--no-reference", args.no_reference)
+  tool.pass(argv, "--no-blas", args.no_blas)
+  tool.pass(argv, "--blas-core", args.blas_core)
   return tool.run("bench", args, argv)
 end
 

@@ -15,7 +15,7 @@
 --   add sub mul div fma(a, b, c) = a*b + c, max min (b wins on NaN)
 --   select_lt(a, b, x, y) = (a < b) ? x : y, round pow2i iota
 --   reduce_add reduce_max
--- optionally helpers(attr) (C text of static helpers), exp(v) and tanh(v)
+-- optionally helpers(attr) (C text of static helpers), exp2(v) and tanh(v)
 -- when the ISA spells them itself (scalar uses libm); otherwise the
 -- template builds them from round/pow2i/select_lt.
 local M = {}
@@ -48,7 +48,7 @@ function M.get(name)
   end
   if isa.lanes > 1 then
     for _, f in ipairs({ "round", "pow2i" }) do
-      if type(isa[f]) ~= "function" and type(isa.exp) ~= "function" then
+      if type(isa[f]) ~= "function" and type(isa.exp2) ~= "function" then
         error(("ISA module '%s' lacks %s()"):format(name, f))
       end
     end

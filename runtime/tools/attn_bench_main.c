@@ -2,21 +2,40 @@
  * attn_bench_main.c - the program behind `attngen bench`.
  *
  * Compiled together with one generated kernel and a one-line file that
- * defines attn_entry_kernel.  Times every variant this CPU runs (or the one
- * --isa names) and the naive reference on one shape with contiguous random
- * inputs, and prints time, GFLOP/s of the visible scores (FLOPs = 2 *
- * visible * (D + Dv), DESIGN.md section 7) and the speed-up over the
- * reference.  A variant's time is the best of repeated runs after a warm-up.
+ * defines attn_entry_kernel.  On one shape with contiguous random inputs it
+ * times, side by side in one run:
+ *   - every ISA variant this CPU runs (or the one --isa names),
+ *   - the naive reference (when it would take less than a few seconds),
+ *   - an unfused baseline, sgemm + softmax + sgemm, when built with OpenBLAS
+ *     (ATTN_HAVE_OPENBLAS), reporting the OpenBLAS core it ran,
+ * and measures the machine's FMA peak per ISA on the spot (independent FMA
+ * chains in registers, on the same number of threads).  GFLOP/s count the
+ * visible scores only: FLOPs = 2 * visible * (D + Dv) (DESIGN.md section 7).
+ * A time is the best of repeated runs after a warm-up.
  * Exit codes: 0, 1 when a kernel fails, 2 on usage errors.
  */
 #ifndef _POSIX_C_SOURCE
-#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, setenv */
 #endif
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#endif
+#if defined(__aarch64__)
+#include <arm_neon.h>
+#endif
+#ifdef ATTN_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
 
 #include "attn_reference.h"
 #include "attn_runtime.h"
@@ -24,10 +43,11 @@
 extern const attn_kernel *const attn_entry_kernel;
 
 static const char usage[] =
-    "usage: attn_bench [--batch B] [--seq-q N] [--seq-k N] [--threads N] [--isa NAME] [--json]\n";
+    "usage: attn_bench [--batch B] [--seq-q N] [--seq-k N] [--threads N] [--isa NAME] [--json]\n"
+    "                  [--no-reference] [--no-blas] [--blas-core NAME|keep]\n";
 
-/* The reference is skipped above this many visible-score MACs (it runs at
-   about 1 GFLOP/s). */
+/* The reference is skipped above this many visible-score multiply-adds (it
+   runs at about 1-2 GFLOP/s). */
 #define REFERENCE_LIMIT 4e9
 
 static double now(void)
@@ -37,7 +57,7 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int parse_int(const char *s, long lo, long hi, long *out)
+static int parse_long(const char *s, long lo, long hi, long *out)
 {
     char *end;
     long v = strtol(s, &end, 10);
@@ -46,14 +66,14 @@ static int parse_int(const char *s, long lo, long hi, long *out)
     return 0;
 }
 
-/* splitmix64 -> uniform in [-1, 1) */
+/* splitmix64 -> uniform in [-1.7, 1.7) */
 static float rnd(uint64_t *state)
 {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
     z ^= z >> 31;
-    return (float)((double)(z >> 11) * (2.0 / 9007199254740992.0) - 1.0);
+    return (float)((double)(z >> 11) * (3.4 / 9007199254740992.0) - 1.7);
 }
 
 static float *random_floats(size_t n, uint64_t seed)
@@ -61,26 +81,272 @@ static float *random_floats(size_t n, uint64_t seed)
     float *p = (float *)malloc(n * sizeof *p + 1);
     size_t i;
     if (p)
-        for (i = 0; i < n; i++) p[i] = rnd(&seed) * 1.7f;
+        for (i = 0; i < n; i++) p[i] = rnd(&seed);
     return p;
 }
 
-typedef struct {
-    const char *name;
-    double seconds;
-    int runs;
-} timing;
+/* ---- FMA peak ------------------------------------------------------------ */
 
-/* Best time of fn over at least 3 runs and ~0.3 s, after one warm-up run. */
-static attn_status time_fn(attn_fwd_fn fn, const attn_args *args, timing *t)
+/* Each thread runs CHAINS independent FMA chains for iters steps; the result
+   feeds a volatile sink so nothing is optimized away. */
+#define CHAINS 12
+static volatile float peak_sink;
+/* twelve named accumulators, so that they live in registers */
+#define FMA12(F)                                                                    \
+    a0 = F(a0); a1 = F(a1); a2 = F(a2); a3 = F(a3); a4 = F(a4); a5 = F(a5);         \
+    a6 = F(a6); a7 = F(a7); a8 = F(a8); a9 = F(a9); a10 = F(a10); a11 = F(a11)
+
+#if defined(__x86_64__) || defined(_M_X64)
+__attribute__((target("avx512f"))) static void fma_loop_avx512(long iters)
 {
-    double total = 0.0, best = 1e30;
-    attn_status st = fn(args);
-    t->runs = 0;
-    while (st == ATTN_OK && (t->runs < 3 || total < 0.3) && t->runs < 1000) {
+    const __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
+    __m512 a0 = _mm512_set1_ps(0.0f), a1 = _mm512_set1_ps(1.0f), a2 = _mm512_set1_ps(2.0f), a3 = _mm512_set1_ps(3.0f), a4 = _mm512_set1_ps(4.0f),
+        a5 = _mm512_set1_ps(5.0f), a6 = _mm512_set1_ps(6.0f), a7 = _mm512_set1_ps(7.0f), a8 = _mm512_set1_ps(8.0f), a9 = _mm512_set1_ps(9.0f),
+        a10 = _mm512_set1_ps(10.0f), a11 = _mm512_set1_ps(11.0f);
+    long i;
+#define STEP(x) _mm512_fmadd_ps(x, b, c)
+    for (i = 0; i < iters; i++) {
+        FMA12(STEP);
+    }
+#undef STEP
+    a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)), _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+    a0 = _mm512_add_ps(a0, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
+    peak_sink = _mm512_reduce_add_ps(a0);
+}
+
+__attribute__((target("avx2,fma"))) static void fma_loop_avx2(long iters)
+{
+    const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
+    __m256 a0 = _mm256_set1_ps(0.0f), a1 = _mm256_set1_ps(1.0f), a2 = _mm256_set1_ps(2.0f), a3 = _mm256_set1_ps(3.0f), a4 = _mm256_set1_ps(4.0f),
+        a5 = _mm256_set1_ps(5.0f), a6 = _mm256_set1_ps(6.0f), a7 = _mm256_set1_ps(7.0f), a8 = _mm256_set1_ps(8.0f), a9 = _mm256_set1_ps(9.0f),
+        a10 = _mm256_set1_ps(10.0f), a11 = _mm256_set1_ps(11.0f);
+    long i;
+#define STEP(x) _mm256_fmadd_ps(x, b, c)
+    for (i = 0; i < iters; i++) {
+        FMA12(STEP);
+    }
+#undef STEP
+    a0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)), _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+    a0 = _mm256_add_ps(a0, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
+    peak_sink = _mm_cvtss_f32(_mm256_castps256_ps128(a0));
+}
+#endif
+
+#if defined(__aarch64__)
+static void fma_loop_neon(long iters)
+{
+    const float32x4_t b = vdupq_n_f32(0.999999f), c = vdupq_n_f32(1e-6f);
+    float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(1.0f), a2 = vdupq_n_f32(2.0f), a3 = vdupq_n_f32(3.0f), a4 = vdupq_n_f32(4.0f),
+        a5 = vdupq_n_f32(5.0f), a6 = vdupq_n_f32(6.0f), a7 = vdupq_n_f32(7.0f), a8 = vdupq_n_f32(8.0f), a9 = vdupq_n_f32(9.0f),
+        a10 = vdupq_n_f32(10.0f), a11 = vdupq_n_f32(11.0f);
+    long i;
+#define STEP(x) vfmaq_f32(c, x, b)
+    for (i = 0; i < iters; i++) {
+        FMA12(STEP);
+    }
+#undef STEP
+    a0 = vaddq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)), vaddq_f32(vaddq_f32(a4, a5), vaddq_f32(a6, a7)));
+    a0 = vaddq_f32(a0, vaddq_f32(vaddq_f32(a8, a9), vaddq_f32(a10, a11)));
+    peak_sink = vaddvq_f32(a0);
+}
+#endif
+
+/* Measured FMA peak of one ISA on `threads` threads, GFLOP/s; 0 when the
+   ISA has no peak loop here (scalar) or cannot run. */
+static double fma_peak(attn_isa isa, int threads)
+{
+    void (*loop)(long) = NULL;
+    int lanes = 0, rep;
+    const long iters = 4000000;
+    double best = 0.0;
+#if defined(__x86_64__) || defined(_M_X64)
+    if (isa == ATTN_ISA_AVX512) { loop = fma_loop_avx512; lanes = 16; }
+    if (isa == ATTN_ISA_AVX2) { loop = fma_loop_avx2; lanes = 8; }
+#endif
+#if defined(__aarch64__)
+    if (isa == ATTN_ISA_NEON) { loop = fma_loop_neon; lanes = 4; }
+#endif
+    if (!loop || !attn_isa_supported(isa)) return 0.0;
+    for (rep = 0; rep < 3; rep++) {
         const double t0 = now();
         double dt;
-        st = fn(args);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+#endif
+        loop(iters);
+        dt = now() - t0;
+        {
+            const double gf = 2.0 * CHAINS * lanes * (double)iters * threads / dt * 1e-9;
+            if (gf > best) best = gf;
+        }
+    }
+    return best;
+}
+
+/* ---- the unfused baseline: sgemm, softmax, sgemm ------------------------- */
+
+#ifdef ATTN_HAVE_OPENBLAS
+/* Whether key j is visible to query position p for the masks a baseline
+   supports (causal, window, padding); the others are not modelled. */
+static int baseline_supports(const attn_spec *s)
+{
+    return s->global_tokens == 0 && s->mask == ATTN_MASK_NONE && s->softcap == 0.0f && !s->alibi;
+}
+
+/* exp without branches or libm, so the row loop vectorizes: Cephes' expf
+   polynomial after a Cody-Waite reduction (the same method as the kernels,
+   so the baseline is not slowed by a scalar libm call). */
+static inline float baseline_exp(float x)
+{
+    union { float f; int32_t i; } u;
+    float n, r, y;
+    x = x < -88.0f ? -88.0f : x;
+    n = floorf(x * 1.44269504f + 0.5f);
+    r = x - n * 0.693359375f + n * 2.12194440e-4f;
+    y = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
+         1.6666665459e-1f) * r + 5.0000001201e-1f;
+    y = y * r * r + r + 1.0f;
+    u.i = ((int32_t)n + 127) << 23;
+    return y * u.f;
+}
+
+/* One masked softmax row: keys [lo, hi) visible, [0, lk) written. */
+#define SOFTMAX_ROW_BODY                                                         \
+    {                                                                            \
+        int64_t j;                                                               \
+        float m = -INFINITY, sum = 0.0f, inv;                                    \
+        for (j = lo; j < hi; j++) m = r[j] > m ? r[j] : m;                       \
+        for (j = 0; j < lk; j++) {                                               \
+            const float e = (j >= lo && j < hi) ? baseline_exp(r[j] - m) : 0.0f; \
+            r[j] = e;                                                            \
+            sum += e;                                                            \
+        }                                                                        \
+        inv = sum > 0.0f ? 1.0f / sum : 0.0f;                                    \
+        for (j = 0; j < lk; j++) r[j] *= inv;                                    \
+    }
+static void softmax_row(float *r, int64_t lk, int64_t lo, int64_t hi) SOFTMAX_ROW_BODY
+#if defined(__x86_64__) || defined(_M_X64)
+/* The same row with AVX-512 intrinsics (gcc -O2 does not vectorize the loop
+   above). */
+__attribute__((target("avx512f"))) static void softmax_row_avx512(float *r, int64_t lk, int64_t lo, int64_t hi)
+{
+    const __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+    __m512 vm = _mm512_set1_ps(-INFINITY), vsum = _mm512_setzero_ps();
+    float m, inv;
+    int64_t j;
+    for (j = lo; j < hi; j += 16) {
+        const __mmask16 k = (__mmask16)(hi - j >= 16 ? 0xFFFF : (1u << (hi - j)) - 1);
+        vm = _mm512_mask_max_ps(vm, k, vm, _mm512_maskz_loadu_ps(k, r + j));
+    }
+    m = _mm512_reduce_max_ps(vm);
+    vm = _mm512_set1_ps(m);
+    for (j = 0; j < lk; j += 16) {
+        const __mmask16 k = (__mmask16)(lk - j >= 16 ? 0xFFFF : (1u << (lk - j)) - 1);
+        const __m512 col = _mm512_add_ps(_mm512_set1_ps((float)j), iota);
+        const __mmask16 vis = _mm512_mask_cmp_ps_mask(
+            _mm512_cmp_ps_mask(col, _mm512_set1_ps((float)lo), _CMP_GE_OQ), col, _mm512_set1_ps((float)hi),
+            _CMP_LT_OQ);
+        __m512 x = _mm512_max_ps(_mm512_set1_ps(-88.0f), _mm512_sub_ps(_mm512_maskz_loadu_ps(k, r + j), vm));
+        const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m512 y;
+        x = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
+        x = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), x);
+        y = _mm512_set1_ps(1.9875691500e-4f);
+        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.3981999507e-3f));
+        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(8.3334519073e-3f));
+        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(4.1665795894e-2f));
+        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459e-1f));
+        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201e-1f));
+        y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
+        y = _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(
+                                 _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)));
+        y = _mm512_maskz_mov_ps(vis, y);
+        _mm512_mask_storeu_ps(r + j, k, y);
+        vsum = _mm512_add_ps(vsum, y);
+    }
+    inv = _mm512_reduce_add_ps(vsum);
+    inv = inv > 0.0f ? 1.0f / inv : 0.0f;
+    for (j = 0; j < lk; j += 16) {
+        const __mmask16 k = (__mmask16)(lk - j >= 16 ? 0xFFFF : (1u << (lk - j)) - 1);
+        _mm512_mask_storeu_ps(r + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, r + j), _mm512_set1_ps(inv)));
+    }
+}
+#else
+#define softmax_row_avx512 softmax_row
+#endif
+
+static attn_status blas_attention(const attn_spec *s, const attn_args *a)
+{
+    const int softmax_avx512 = attn_isa_supported(ATTN_ISA_AVX512);
+    const int64_t Lq = a->seq_q, Lk = a->seq_k;
+    float *S = (float *)malloc(sizeof(float) * (size_t)(Lq * Lk) + 1);
+    int64_t b;
+    int h;
+    if (!S) return ATTN_ERR_NOMEM;
+    for (b = 0; b < a->batch; b++) {
+        const int64_t lk = s->padding ? a->seqlens_k[b] : Lk;
+        for (h = 0; h < s->heads_q; h++) {
+            const int hk = h / (s->heads_q / s->heads_kv);
+            const float *q = a->q + b * a->q_stride[0] + h * a->q_stride[2];
+            const float *k = a->k + b * a->k_stride[0] + hk * a->k_stride[2];
+            const float *v = a->v + b * a->v_stride[0] + hk * a->v_stride[2];
+            float *o = a->o + b * a->o_stride[0] + h * a->o_stride[2];
+            int64_t i;
+            /* S = scale * Q K^T */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Lq, (int)lk, s->head_dim, s->scale,
+                        q, (int)a->q_stride[1], k, (int)a->k_stride[1], 0.0f, S, (int)Lk);
+            /* masked row softmax */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(a->threads > 0 ? a->threads : omp_get_max_threads())
+#endif
+            for (i = 0; i < Lq; i++) {
+                const int64_t p = i + lk - Lq;
+                int64_t lo = 0, hi = lk;
+                if (s->causal && hi > p + 1) hi = p + 1;
+                if (s->window_right >= 0 && hi > p + s->window_right + 1) hi = p + s->window_right + 1;
+                if (s->window_left >= 0 && lo < p - s->window_left) lo = p - s->window_left;
+                if (hi < lo) hi = lo;
+                if (softmax_avx512) softmax_row_avx512(S + i * Lk, lk, lo, hi);
+                else softmax_row(S + i * Lk, lk, lo, hi);
+            }
+            /* O = P V */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Lq, s->head_dim_v, (int)lk, 1.0f, S,
+                        (int)Lk, v, (int)a->v_stride[1], 0.0f, o, (int)a->o_stride[1]);
+        }
+    }
+    free(S);
+    return ATTN_OK;
+}
+#endif
+
+/* ---- timing --------------------------------------------------------------- */
+
+typedef struct {
+    char name[64];
+    double seconds;
+    int runs;
+    double peak; /* GFLOP/s of the ISA it runs on, 0 if none */
+} timing;
+
+typedef attn_status (*run_fn)(const attn_spec *, const attn_args *);
+static attn_fwd_fn current_variant;
+static attn_status run_variant(const attn_spec *s, const attn_args *a)
+{
+    (void)s;
+    return current_variant(a);
+}
+
+/* Best time over at least 3 runs and ~0.5 s, after one warm-up run. */
+static attn_status time_fn(run_fn fn, const attn_spec *s, const attn_args *args, timing *t)
+{
+    double total = 0.0, best = 1e30;
+    attn_status st = fn(s, args);
+    t->runs = 0;
+    while (st == ATTN_OK && (t->runs < 3 || total < 0.5) && t->runs < 1000) {
+        const double t0 = now();
+        double dt;
+        st = fn(s, args);
         dt = now() - t0;
         total += dt;
         if (dt < best) best = dt;
@@ -90,20 +356,50 @@ static attn_status time_fn(attn_fwd_fn fn, const attn_args *args, timing *t)
     return st;
 }
 
+/* Visible scores: visibility does not depend on the head here (the bench's
+   mask is shared by all heads), so count one head and multiply. */
+static int64_t visible_scores(const attn_spec *spec, const attn_args *args)
+{
+    attn_spec one = *spec;
+    one.heads_q = one.heads_kv = 1;
+    return attn_reference_visible_count(&one, args) * spec->heads_q;
+}
+
 int main(int argc, char **argv)
 {
     const attn_kernel *kern = attn_entry_kernel;
     const attn_spec *spec = &kern->spec;
     long batch = 1, seq_q = 512, seq_k = -1, threads = 1;
     const char *isa = NULL;
-    int json = 0, i, n = 0, failed = 0;
+    int json = 0, no_ref = 0, no_blas = 0, i, n = 0, failed = 0;
     attn_args args;
-    timing rows[ATTN_ISA_COUNT + 1];
+    timing rows[ATTN_ISA_COUNT + 2];
     float *q, *k, *v, *o, *lse;
     int32_t *seqlens = NULL;
     void *mask = NULL;
     int64_t visible;
-    double flops, ref_seconds = 0.0;
+    double flops;
+    const char *blas_core = NULL;
+
+#ifdef ATTN_HAVE_OPENBLAS
+    /* OpenBLAS picks its kernels when it loads, from OPENBLAS_CORETYPE or its
+       own CPU detection (Debian's 0.3.21 does not know Zen 5 and takes
+       Haswell).  For a fair baseline we run it with the best core for this
+       CPU: re-run ourselves with OPENBLAS_CORETYPE set, unless
+       --blas-core keep says to leave the environment alone. */
+    {
+        const char *want = attn_isa_supported(ATTN_ISA_AVX512) ? "SkylakeX" : "Haswell";
+        const char *have = getenv("OPENBLAS_CORETYPE");
+        for (i = 1; i < argc; i++) {
+            if (!strcmp(argv[i], "--blas-core") && i + 1 < argc) want = argv[i + 1];
+        }
+        if (strcmp(want, "keep") && (!have || strcmp(have, want)) && !getenv("ATTNGEN_BENCH_REEXEC")) {
+            setenv("OPENBLAS_CORETYPE", want, 1);
+            setenv("ATTNGEN_BENCH_REEXEC", "1", 1);
+            execv("/proc/self/exe", argv);
+        }
+    }
+#endif
 
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -111,7 +407,7 @@ int main(int argc, char **argv)
         long *dst = !strcmp(a, "--batch") ? &batch : !strcmp(a, "--seq-q") ? &seq_q
                   : !strcmp(a, "--seq-k") ? &seq_k : !strcmp(a, "--threads") ? &threads : NULL;
         if (dst) {
-            if (!val || parse_int(val, dst == &threads ? 0 : 1, 1L << 24, dst)) {
+            if (!val || parse_long(val, dst == &threads ? 0 : 1, 1L << 24, dst)) {
                 fprintf(stderr, "attngen: bench: %s needs an integer in range\n", a);
                 return 2;
             }
@@ -121,12 +417,23 @@ int main(int argc, char **argv)
             i++;
         } else if (!strcmp(a, "--json")) {
             json = 1;
+        } else if (!strcmp(a, "--no-reference")) {
+            no_ref = 1;
+        } else if (!strcmp(a, "--no-blas")) {
+            no_blas = 1;
+        } else if (!strcmp(a, "--blas-core") && val) {
+            i++; /* handled above */
         } else {
             fputs(usage, stderr);
             return 2;
         }
     }
     if (seq_k < 0) seq_k = seq_q;
+#ifdef _OPENMP
+    if (threads == 0) threads = omp_get_max_threads();
+#else
+    threads = 1;
+#endif
 
     memset(&args, 0, sizeof args);
     args.batch = batch;
@@ -165,15 +472,17 @@ int main(int argc, char **argv)
     args.seqlens_k = seqlens;
     args.mask = mask;
 
-    visible = attn_reference_visible_count(spec, &args);
+    visible = visible_scores(spec, &args);
     flops = 2.0 * (double)visible * (spec->head_dim + spec->head_dim_v);
 
     for (i = 0; i < kern->n_variants; i++) {
         const attn_variant *var = &kern->variants[i];
         if (isa && strcmp(isa, attn_isa_name(var->isa))) continue;
         if (!attn_isa_supported(var->isa)) continue;
-        rows[n].name = attn_isa_name(var->isa);
-        if (time_fn(var->fwd, &args, &rows[n]) != ATTN_OK) {
+        snprintf(rows[n].name, sizeof rows[n].name, "%s", attn_isa_name(var->isa));
+        rows[n].peak = fma_peak(var->isa, (int)threads);
+        current_variant = var->fwd;
+        if (time_fn(run_variant, spec, &args, &rows[n]) != ATTN_OK) {
             fprintf(stderr, "attngen: bench: %s failed: %s\n", rows[n].name,
                     attn_status_string(var->fwd(&args)));
             failed = 1;
@@ -185,41 +494,56 @@ int main(int argc, char **argv)
         fprintf(stderr, "attngen: bench: no runnable variant named '%s'\n", isa);
         return 2;
     }
-    if ((double)visible * spec->head_dim <= REFERENCE_LIMIT) {
+#ifdef ATTN_HAVE_OPENBLAS
+    if (!no_blas && baseline_supports(spec) &&
+        (double)seq_q * (double)seq_k * 4.0 < 2e9 /* the score matrix of one head */) {
+        openblas_set_num_threads((int)threads);
+        blas_core = openblas_get_corename();
+        snprintf(rows[n].name, sizeof rows[n].name, "openblas");
+        rows[n].peak = 0.0;
+        if (time_fn(blas_attention, spec, &args, &rows[n]) == ATTN_OK) n++;
+    }
+#else
+    (void)no_blas;
+#endif
+    if (!no_ref && (double)visible * spec->head_dim <= REFERENCE_LIMIT) {
         const double t0 = now();
-        if (attn_reference(spec, &args) == ATTN_OK) ref_seconds = now() - t0;
+        if (attn_reference(spec, &args) == ATTN_OK) {
+            snprintf(rows[n].name, sizeof rows[n].name, "reference");
+            rows[n].seconds = now() - t0;
+            rows[n].runs = 1;
+            rows[n].peak = 0.0;
+            n++;
+        }
     }
 
     if (json) {
         printf("{\"config\": \"%s\", \"batch\": %ld, \"seq_q\": %ld, \"seq_k\": %ld, \"threads\": %ld, "
-               "\"visible_scores\": %lld, \"flops\": %.0f, \"results\": [",
-               spec->name, batch, seq_q, seq_k, threads, (long long)visible, flops);
+               "\"heads_q\": %d, \"heads_kv\": %d, \"head_dim\": %d, \"head_dim_v\": %d, "
+               "\"visible_scores\": %lld, \"flops\": %.0f, \"blas_core\": %s%s%s, \"results\": [",
+               spec->name, batch, seq_q, seq_k, threads, spec->heads_q, spec->heads_kv, spec->head_dim,
+               spec->head_dim_v, (long long)visible, flops, blas_core ? "\"" : "", blas_core ? blas_core : "null",
+               blas_core ? "\"" : "");
         for (i = 0; i < n; i++)
-            printf("%s{\"impl\": \"%s\", \"seconds\": %.6g, \"gflops\": %.4g, \"runs\": %d}",
-                   i ? ", " : "", rows[i].name, rows[i].seconds, flops / rows[i].seconds * 1e-9,
+            printf("%s{\"impl\": \"%s\", \"seconds\": %.6g, \"gflops\": %.5g, \"peak_gflops\": %.5g, "
+                   "\"runs\": %d}",
+                   i ? ", " : "", rows[i].name, rows[i].seconds, flops / rows[i].seconds * 1e-9, rows[i].peak,
                    rows[i].runs);
-        if (ref_seconds > 0)
-            printf("%s{\"impl\": \"reference\", \"seconds\": %.6g, \"gflops\": %.4g, \"runs\": 1}",
-                   n ? ", " : "", ref_seconds, flops / ref_seconds * 1e-9);
         printf("]}\n");
     } else {
-        printf("%s: B=%ld Lq=%ld Lk=%ld Hq=%d Hkv=%d D=%d Dv=%d threads=%ld, %.3g visible scores\n",
-               spec->name, batch, seq_q, seq_k, spec->heads_q, spec->heads_kv, spec->head_dim,
-               spec->head_dim_v, threads, (double)visible);
-        printf("  %-10s %12s %10s %14s\n", "impl", "time (ms)", "GFLOP/s", "vs reference");
-        if (ref_seconds > 0)
-            printf("  %-10s %12.3f %10.2f %13.1fx\n", "reference", ref_seconds * 1e3,
-                   flops / ref_seconds * 1e-9, 1.0);
-        else
-            printf("  %-10s %12s %10s %14s\n", "reference", "skipped", "-", "(too slow)");
+        printf("%s: B=%ld Lq=%ld Lk=%ld Hq=%d Hkv=%d D=%d Dv=%d threads=%ld, %.4g visible scores\n", spec->name,
+               batch, seq_q, seq_k, spec->heads_q, spec->heads_kv, spec->head_dim, spec->head_dim_v, threads,
+               (double)visible);
+        printf("  %-10s %12s %10s %16s\n", "impl", "time (ms)", "GFLOP/s", "of FMA peak");
         for (i = 0; i < n; i++) {
-            printf("  %-10s %12.3f %10.2f ", rows[i].name, rows[i].seconds * 1e3,
-                   flops / rows[i].seconds * 1e-9);
-            if (ref_seconds > 0)
-                printf("%13.1fx\n", ref_seconds / rows[i].seconds);
+            const double gf = flops / rows[i].seconds * 1e-9;
+            printf("  %-10s %12.3f %10.2f ", rows[i].name, rows[i].seconds * 1e3, gf);
+            if (rows[i].peak > 0)
+                printf("%6.1f%% of %4.0f\n", 100.0 * gf / rows[i].peak, rows[i].peak);
             else
-                printf("%14s\n", "-");
+                printf("%16s\n", "-");
         }
+        if (blas_core) printf("  (openblas core: %s)\n", blas_core);
     }
     free(q);
     free(k);

@@ -1,0 +1,189 @@
+--- The benchmark suite behind `make bench`.
+--
+-- Runs `attngen bench --json` on the shapes the performance targets name,
+-- in one run (ratios, not absolute times, are what this shared machine can
+-- vouch for), prints one table per target with the ratio and whether it
+-- holds, writes the raw results to bench/results.json and a plot of GFLOP/s
+-- against sequence length per implementation, with the measured FMA peak
+-- as a line, to bench/prefill.svg.
+--
+-- Usage: bin/attngen-lua bench/suite.lua [--quick] [--out DIR]
+local root = os.getenv("ATTNGEN_ROOT") or "."
+package.path = root .. "/generator/?.lua;" .. root .. "/generator/?/init.lua;" .. package.path
+
+local json = require("dkjson")
+local util = require("util")
+local svg = require("svgplot")
+
+local quick, out = false, root .. "/bench"
+do
+  local i = 1
+  while arg[i] do
+    if arg[i] == "--quick" then quick = true
+    elseif arg[i] == "--out" then out = arg[i + 1]; i = i + 1
+    else io.stderr:write("usage: bench/suite.lua [--quick] [--out DIR]\n"); os.exit(2) end
+    i = i + 1
+  end
+end
+
+local L = quick and 1024 or 4096           -- the prefill length of the targets
+local LW = quick and 2048 or 8192          -- sliding-window length
+local LODD = quick and 512 or 2048         -- odd head dims
+
+local tty = os.execute("test -t 1") == true or os.execute("test -t 1") == 0
+local function progress(msg)
+  if tty then io.write("\r\27[K", msg) else io.write(msg, "\n") end
+  io.flush()
+end
+
+--- One `attngen bench` run; returns the decoded JSON.
+local function bench(preset, sets, opts)
+  local cmd = { util.shell_quote(root .. "/bin/attngen"), "bench", preset, "--json" }
+  for _, s in ipairs(sets) do cmd[#cmd + 1] = "--set " .. util.shell_quote(s) end
+  for _, k in ipairs(util.sorted_keys(opts)) do
+    local v = opts[k]
+    cmd[#cmd + 1] = v == true and ("--" .. k) or ("--%s %s"):format(k, util.shell_quote(tostring(v)))
+  end
+  local ok, text = util.run_capture(table.concat(cmd, " "))
+  local line = text:match("({.*})%s*$")
+  if not ok or not line then
+    io.stderr:write("\nattngen: bench failed: ", table.concat(cmd, " "), "\n", text, "\n")
+    os.exit(1)
+  end
+  return json.decode(line)
+end
+
+local function result(r, impl)
+  for _, x in ipairs(r.results) do if x.impl == impl then return x end end
+  return nil
+end
+
+local runs, rows = {}, {}
+local function record(name, r) runs[#runs + 1] = { name = name, data = r } end
+--- A target row: what, measured, the goal, and whether it holds.
+local function target(what, value, goal, holds, fmt)
+  rows[#rows + 1] = { what = what, value = (fmt or "%.2f"):format(value), goal = goal, ok = holds }
+end
+
+local H8 = { "heads_q=8", "heads_kv=8", "causal=false" }
+local function with(base, ...)
+  local t = {}
+  for _, s in ipairs(base) do t[#t + 1] = s end
+  for _, s in ipairs({ ... }) do t[#t + 1] = s end
+  return t
+end
+
+-- 1. D = 128 and D = 64, non-causal, 1 thread, against OpenBLAS and the peak
+for _, d in ipairs({ 128, 64 }) do
+  progress(("prefill D=%d L=%d, 1 thread"):format(d, L))
+  local r = bench("llama3_8b", with(H8, "head_dim=" .. d), { ["seq-q"] = L, threads = 1, isa = "avx512" })
+  record(("prefill D=%d"):format(d), r)
+  local k = result(r, "avx512")
+  local frac = k.gflops / k.peak_gflops
+  target(("D=%d L=%d non-causal, 1 thread: fraction of FMA peak"):format(d, L), frac,
+    d == 128 and ">= 0.80" or ">= 0.70", frac >= (d == 128 and 0.80 or 0.70))
+  local b = result(r, "openblas")
+  if b and d == 128 then
+    target(("D=128 L=%d: speed-up over OpenBLAS (%s)"):format(L, r.blas_core), k.gflops / b.gflops,
+      ">= 1.25", k.gflops / b.gflops >= 1.25)
+  end
+end
+
+-- 2. causal against non-causal at the same shape
+progress(("causal L=%d"):format(L))
+local full = runs[1].data
+local causal = bench("llama3_8b", with(H8, "causal=true"), { ["seq-q"] = L, threads = 1, isa = "avx512" })
+record("prefill causal", causal)
+local speed = result(full, "avx512").seconds / result(causal, "avx512").seconds
+target(("causal vs non-causal at L=%d: speed-up"):format(L), speed, ">= 1.8", speed >= 1.8)
+
+-- 3. sliding window W = 512 at LW against the window's share of non-causal time
+progress(("sliding window 512 at L=%d"):format(LW))
+local wfull = bench("llama3_8b", H8, { ["seq-q"] = LW, threads = 1, isa = "avx512", ["no-reference"] = true })
+local win = bench("llama3_8b", with(H8, "window={left=511,right=0}"),
+  { ["seq-q"] = LW, threads = 1, isa = "avx512", ["no-reference"] = true })
+record("window full", wfull)
+record("window 512", win)
+local share = (512 / LW) * result(wfull, "avx512").seconds
+local wr = result(win, "avx512").seconds / share
+target(("window 512 at L=%d: time / ((W/L) x non-causal time)"):format(LW), wr, "<= 1.3", wr <= 1.3)
+
+-- 4. two threads
+progress(("2 threads L=%d"):format(L))
+local two = bench("llama3_8b", H8, { ["seq-q"] = L, threads = 2, isa = "avx512", ["no-reference"] = true })
+record("prefill 2 threads", two)
+local scale = result(two, "avx512").gflops / result(full, "avx512").gflops
+target(("2 threads vs 1 at L=%d"):format(L), scale, ">= 1.85", scale >= 1.85)
+
+-- 5. odd head dims
+for _, d in ipairs({ 59, 72, 111 }) do
+  progress(("head dim %d at L=%d"):format(d, LODD))
+  local r = bench("llama3_8b", with(H8, "head_dim=" .. d), { ["seq-q"] = LODD, threads = 1, isa = "avx512" })
+  record(("odd D=%d"):format(d), r)
+  local k = result(r, "avx512")
+  target(("D=%d L=%d: fraction of FMA peak"):format(d, LODD), k.gflops / k.peak_gflops, ">= 0.60",
+    k.gflops / k.peak_gflops >= 0.60)
+end
+
+-- 6. the AVX2 variant
+progress(("AVX2 L=%d"):format(L))
+local avx2 = bench("llama3_8b", H8, { ["seq-q"] = L, threads = 1, isa = "avx2", ["no-reference"] = true })
+record("prefill avx2", avx2)
+local a2 = result(avx2, "avx2")
+target(("AVX2 variant, D=128 L=%d: fraction of the AVX2 peak"):format(L), a2.gflops / a2.peak_gflops, ">= 0.70",
+  a2.gflops / a2.peak_gflops >= 0.70)
+
+-- 7. generating and compiling one preset
+progress("generate + compile llama3_8b")
+do
+  local tmp = os.tmpname()
+  os.remove(tmp)
+  local cmd = ("%s/bin/attngen generate -q llama3_8b -o %s && cc -std=c99 -O2 -fopenmp -I%s/runtime -c %s/llama3_8b.c -o %s/k.o")
+    :format(root, tmp, root, tmp, tmp)
+  -- wall time, taken by the shell around the two commands
+  local ok, text = util.run_capture("s=$(date +%s%N); " .. cmd .. " && echo \"@ns=$(( $(date +%s%N) - s ))\"")
+  local ns = tonumber((text or ""):match("@ns=(%d+)"))
+  os.execute("rm -rf " .. util.shell_quote(tmp))
+  if not ok or not ns then io.stderr:write("\ngenerate + compile failed:\n", text or "", "\n"); os.exit(1) end
+  target("generate + compile one preset (seconds)", ns * 1e-9, "< 3", ns * 1e-9 < 3)
+end
+
+-- 8. the sweep for the plot: GFLOP/s against L per implementation
+local series, peak = {}, 0
+local lengths = quick and { 256, 512, 1024 } or { 256, 512, 1024, 2048, 4096 }
+for _, l in ipairs(lengths) do
+  progress(("sweep L=%d"):format(l))
+  local r = bench("llama3_8b", H8, { ["seq-q"] = l, threads = 1 })
+  record(("sweep L=%d"):format(l), r)
+  for _, x in ipairs(r.results) do
+    series[x.impl] = series[x.impl] or {}
+    table.insert(series[x.impl], { l, x.gflops })
+    if x.impl == "avx512" then peak = math.max(peak, x.peak_gflops) end
+  end
+end
+progress("")
+if tty then io.write("\r\27[K") end
+
+-- report
+print(("attngen bench suite (%s): one run, ratios measured side by side"):format(quick and "quick" or "full"))
+print(("%-62s %10s %10s  %s"):format("target", "measured", "goal", "holds"))
+local all = true
+for _, r in ipairs(rows) do
+  print(("%-62s %10s %10s  %s"):format(r.what, r.value, r.goal, r.ok and "yes" or "NO"))
+  all = all and r.ok
+end
+util.makepath(out)
+util.write_atomic(out .. "/results.json", json.encode({ quick = quick, runs = runs, targets = rows },
+  { indent = true }) .. "\n")
+local names = {}
+for n in pairs(series) do names[#names + 1] = n end
+table.sort(names)
+local lines = {}
+for _, n in ipairs(names) do lines[#lines + 1] = { name = n, points = series[n] } end
+util.write_atomic(out .. "/prefill.svg", svg.lines({
+  title = "attngen prefill, fp32, H=8, D=128, non-causal, 1 thread",
+  xlabel = "sequence length (Lq = Lk)", ylabel = "GFLOP/s", logx = true,
+  series = lines, hline = { value = peak, label = ("AVX-512 FMA peak (%.0f)"):format(peak) },
+}))
+print(("wrote %s/results.json and %s/prefill.svg"):format(out, out))
+os.exit(all and 0 or 1)

@@ -1,0 +1,446 @@
+-- bin/attngen as a subprocess: help, presets, generate, run (end to end
+-- against the float64 reference) and the one-line errors of DESIGN.md
+-- section 5.  Compiles C, so tagged #slow.
+local helper = dofile((debug.getinfo(1, "S").source:match("^@(.-)[^/]*$") or "") .. "helper.lua")
+local presets = require("presets")
+local config = require("config")
+
+local EXIT_USAGE = 2
+
+describe("cli #slow", function()
+  local tmp, env, npy_tool
+
+  setup(function()
+    tmp = helper.tmpdir()
+    -- a private cache: builds from other runs neither help nor interfere
+    env = { ATTNGEN_CACHE = tmp .. "/cache" }
+    npy_tool = tmp .. "/npy_tool"
+    local cc = os.getenv("CC") or "cc"
+    local code, _, err = helper.sh(("%s -std=c99 -O2 -Iruntime tests/npy_tool.c runtime/attn_npy.c -o %s -lm")
+      :format(helper.quote(cc), helper.quote(npy_tool)))
+    assert(code == 0, "cannot build tests/npy_tool.c: " .. err)
+  end)
+
+  teardown(function() helper.rmtree(tmp) end)
+
+  local function attngen(args) return helper.attngen(args, { env = env }) end
+
+  --- A fresh folder under tmp.
+  local nfolders = 0
+  local function folder(name)
+    nfolders = nfolders + 1
+    local d = ("%s/%s%d"):format(tmp, name or "d", nfolders)
+    assert(require("pl.dir").makepath(d))
+    return d
+  end
+
+  --- Runs attngen expecting a usage error: exit 2, exactly one line on
+  -- stderr starting with "attngen: ", containing each given substring.
+  local function fails(args, ...)
+    local code, out, err = attngen(args)
+    local cmd = table.concat(args, " ")
+    assert.equal(EXIT_USAGE, code, ("exit code of attngen %s (stderr: %s)"):format(cmd, err))
+    assert.equal("attngen: ", err:sub(1, 9), "stderr: " .. err)
+    assert.equal(1, #helper.lines(err), "not exactly one line: " .. err)
+    assert.equal("\n", err:sub(-1), "no newline at the end: " .. err)
+    for _, s in ipairs({ ... }) do
+      assert.truthy(err:find(s, 1, true), ("expected '%s' in: %s"):format(s, err))
+    end
+    return err, out
+  end
+
+  --- Runs tests/npy_tool with the given arguments (a list, or several).
+  local function npy(...)
+    local args = { ... }
+    if type(args[1]) == "table" then args = args[1] end
+    local parts = { helper.quote(npy_tool) }
+    for _, a in ipairs(args) do parts[#parts + 1] = helper.quote(a) end
+    local code, out, err = helper.sh(table.concat(parts, " "))
+    return code, out, err
+  end
+
+  describe("help and version", function()
+    it("--help exits 0 and lists the commands", function()
+      local code, out = attngen({ "--help" })
+      assert.equal(0, code)
+      assert.truthy(out:find("Usage: attngen", 1, true), out)
+      for _, c in ipairs({ "generate", "run", "check", "bench", "presets" }) do
+        assert.truthy(out:find("\n   " .. c .. " ", 1, true), c)
+      end
+    end)
+
+    it("every command has --help", function()
+      for _, c in ipairs({ "generate", "run", "check", "bench", "presets" }) do
+        local code, out = attngen({ c, "--help" })
+        assert.equal(0, code, c)
+        assert.truthy(out:find("Usage: attngen " .. c, 1, true), out)
+      end
+      local _, out = attngen({ "run", "--help" })
+      assert.truthy(out:find("--reference", 1, true), out)
+    end)
+
+    it("--version exits 0 with the version", function()
+      local code, out = attngen({ "--version" })
+      assert.equal(0, code)
+      assert.equal("attngen " .. require("version").string .. "\n", out)
+    end)
+
+    it("no command, or an unknown one, is a usage error", function()
+      fails({})
+      fails({ "genrate" })
+      fails({ "generate" })
+      fails({ "generate", "gpt2", "--bogus" })
+      fails({ "generate", "gpt2", "--ouptut", "x" }, "Did you mean")
+    end)
+  end)
+
+  describe("presets", function()
+    it("lists every configs/*.lua, sorted, with its description", function()
+      local code, out = attngen({ "presets" })
+      assert.equal(0, code)
+      local listed = {}
+      for _, line in ipairs(helper.lines(out)) do
+        local name, desc = line:match("^(%S+)%s+(.*)$")
+        assert.is_not_nil(name, line)
+        assert.is_true(#desc > 0, "no description for " .. name)
+        listed[#listed + 1] = name
+      end
+      local files = {}
+      for _, f in ipairs(require("pl.dir").getfiles(helper.root .. "/configs", "*.lua")) do
+        files[#files + 1] = f:match("([^/]+)%.lua$")
+      end
+      table.sort(files)
+      assert.same(files, listed)
+      assert.is_true(#listed >= 5)
+    end)
+
+    it("each preset's name equals its file name", function()
+      for _, name in ipairs(presets.list()) do
+        local cfg, err = config.load(helper.root .. "/configs/" .. name .. ".lua")
+        assert.is_table(cfg, err)
+        assert.equal(name, cfg.name)
+      end
+    end)
+  end)
+
+  describe("generate", function()
+    it("writes <name>.h and <name>.c into -o DIR, then says unchanged", function()
+      local out = tmp .. "/gen/nested/dir" -- created as needed
+      local code, stdout, stderr = attngen({ "generate", "gpt2", "configs/test/t_d1.lua", "-o", out })
+      assert.equal(0, code, stderr)
+      assert.same({ "gpt2.c", "gpt2.h", "t_d1.c", "t_d1.h" }, helper.ls(out))
+      for _, f in ipairs({ "gpt2.h", "gpt2.c", "t_d1.h", "t_d1.c" }) do
+        assert.truthy(stdout:find("wrote " .. out .. "/" .. f, 1, true), stdout)
+      end
+      local before = helper.read_file(out .. "/gpt2.c")
+      code, stdout = attngen({ "generate", "gpt2", "configs/test/t_d1.lua", "-o", out })
+      assert.equal(0, code)
+      for _, f in ipairs({ "gpt2.h", "gpt2.c", "t_d1.h", "t_d1.c" }) do
+        assert.truthy(stdout:find("unchanged " .. out .. "/" .. f, 1, true), stdout)
+      end
+      assert.is_nil(stdout:find("wrote", 1, true))
+      assert.equal(before, helper.read_file(out .. "/gpt2.c"))
+      assert.same({ "gpt2.c", "gpt2.h", "t_d1.c", "t_d1.h" }, helper.ls(out))
+    end)
+
+    it("-q prints nothing; --set changes the output and appears in the banner", function()
+      local out = folder("gen")
+      local code, stdout = attngen({ "generate", "-q", "gpt2", "--set", "causal=false", "-o", out })
+      assert.equal(0, code)
+      assert.equal("", stdout)
+      local h = helper.read_file(out .. "/gpt2.h")
+      assert.truthy(h:find(" *   attngen generate gpt2 --set causal=false\n", 1, true), h:sub(1, 300))
+      assert.truthy(h:find(" *   causal = false,", 1, true))
+    end)
+
+    describe("errors: one line, exit 2, nothing written", function()
+      local dir
+      before_each(function() dir = tmp .. "/not_created_" .. tostring(nfolders + 1) nfolders = nfolders + 1 end)
+      after_each(function()
+        assert.is_false(helper.exists(dir), "the output folder was created: " .. dir)
+      end)
+
+      it("unknown preset, with did you mean", function()
+        fails({ "generate", "gtp2", "-o", dir }, "unknown preset 'gtp2'", "did you mean 'gpt2'?")
+        fails({ "generate", "zzzzzzzz", "-o", dir }, "unknown preset 'zzzzzzzz'", "presets: ")
+      end)
+
+      it("missing config file", function()
+        fails({ "generate", "no/such/config.lua", "-o", dir }, "no/such/config.lua", "no such config file")
+        fails({ "generate", "missing.lua", "-o", dir }, "missing.lua")
+      end)
+
+      it("config with an unknown key", function()
+        local p = helper.config_file(folder("cfg"), "bad",
+          'return {\n  name = "bad",\n  heads_q = 4,\n  head_dim = 8,\n  casual = true,\n}\n')
+        fails({ "generate", p, "-o", dir }, p .. ":5: unknown key 'casual'", "did you mean 'causal'?")
+      end)
+
+      it("heads_q not divisible by heads_kv", function()
+        local p = helper.config_file(folder("cfg"), "gqa",
+          'return {\n  name = "gqa",\n  heads_q = 6,\n  heads_kv = 4,\n  head_dim = 8,\n}\n')
+        fails({ "generate", p, "-o", dir }, p .. ":4:", "'heads_kv' (4) must divide 'heads_q' (6)")
+        fails({ "generate", "llama3_8b", "--set", "heads_kv=5", "-o", dir }, "--set heads_kv=5", "must divide")
+      end)
+
+      it("bad --set", function()
+        fails({ "generate", "gpt2", "--set", "heads_q=8x", "-o", dir }, "--set heads_q=8x")
+        fails({ "generate", "gpt2", "--set", "causal", "-o", dir }, "--set causal", "key=value")
+        fails({ "generate", "gpt2", "--set", "head_dmi=3", "-o", dir }, "unknown key 'head_dmi'",
+          "did you mean 'head_dim'?")
+        fails({ "generate", "gpt2", "--set", "window={left=3", "-o", dir }, "--set window={left=3")
+        fails({ "generate", "gpt2", "--set", "heads_q=os.exit(0)", "-o", dir }, "--set heads_q=os.exit(0)")
+      end)
+
+      it("two configs with the same name", function()
+        fails({ "generate", "gpt2", "configs/gpt2.lua", "-o", dir }, "'gpt2' is used twice")
+        local p = helper.config_file(folder("cfg"), "other", 'return { name = "t_d1", heads_q = 1, head_dim = 4 }\n')
+        fails({ "generate", "configs/test/t_d1.lua", p, "-o", dir }, "'t_d1' is used twice")
+      end)
+
+      it("a bad config after good ones writes nothing", function()
+        local p = helper.config_file(folder("cfg"), "late", 'return { name = "late", heads_q = 0, head_dim = 4 }\n')
+        fails({ "generate", "gpt2", "vit_b16", p, "-o", dir }, p .. ":1:", "heads_q")
+      end)
+    end)
+
+    it("an output folder that cannot be made: one line, exit 2, nothing written", function()
+      local d = folder("gen")
+      helper.write_file(d .. "/file", "a regular file\n")
+      fails({ "generate", "gpt2", "-o", d .. "/file/sub" }, d .. "/file/sub")
+      fails({ "generate", "gpt2", "-o", d .. "/file" }, d .. "/file")
+      assert.same({ "file" }, helper.ls(d))
+      assert.equal("a regular file\n", helper.read_file(d .. "/file"))
+    end)
+  end)
+
+  describe("run", function()
+    -- which variants this CPU runs (the runtime's rules: AVX2 and AVX-512
+    -- need FMA too)
+    local function cpu_isas()
+      local isas = { "scalar" }
+      local info = helper.read_file("/proc/cpuinfo") or ""
+      local flags = {}
+      for f in (info:match("\nflags%s*:([^\n]*)") or ""):gmatch("%S+") do flags[f] = true end
+      if flags.avx2 and flags.fma then isas[#isas + 1] = "avx2" end
+      if flags.avx512f and flags.fma then isas[#isas + 1] = "avx512" end
+      if info:find("\nFeatures%s*:[^\n]*asimd") then isas[#isas + 1] = "neon" end
+      return isas
+    end
+    local ISAS = cpu_isas()
+
+    --- Makes inputs for a config: Q, K, V (and seqlens_k, mask); returns the
+    -- argument list for `attngen run` without -o.
+    local function inputs(d, cfg, case)
+      local b, lq, lk = case.batch or 2, case.lq, case.lk
+      local dt = case.dtype or "f32"
+      local function rnd(name, seed, dtype, ...)
+        local p = d .. "/" .. name .. ".npy"
+        local code, _, err = npy("random", p, dtype, tostring(seed), ...)
+        assert(code == 0, err)
+        return p
+      end
+      local args = {
+        "--q", rnd("q", 11, dt, b, lq, cfg.heads_q, cfg.head_dim),
+        "--k", rnd("k", 12, dt, b, lk, cfg.heads_kv, cfg.head_dim),
+        "--v", rnd("v", 13, dt, b, lk, cfg.heads_kv, cfg.head_dim_v),
+      }
+      if cfg.padding then
+        local p = d .. "/s.npy"
+        local argv = { "ints", p }
+        for i = 1, b do argv[#argv + 1] = tostring(case.seqlens and case.seqlens[i] or lk) end
+        assert.equal(0, (npy(argv)))
+        args[#args + 1] = "--seqlens-k"
+        args[#args + 1] = p
+      end
+      if cfg.mask ~= "none" then
+        local dtype = cfg.mask == "bias" and "f32" or (case.mask_dtype or "b1")
+        local p
+        if case.mask_4d then
+          p = rnd("m", 14, dtype, b, cfg.heads_q, lq, lk)
+        else
+          p = rnd("m", 14, dtype, lq, lk)
+        end
+        args[#args + 1] = "--mask"
+        args[#args + 1] = p
+      end
+      return args
+    end
+
+    --- Appends b's items to a copy of a.
+    local function cat(a, b)
+      local t = {}
+      for _, x in ipairs(a) do t[#t + 1] = x end
+      for _, x in ipairs(b) do t[#t + 1] = x end
+      return t
+    end
+
+    local function compare(a, ref)
+      local code, out, err = npy("compare", a, ref)
+      assert.equal(0, code, ("%s vs %s: %s%s"):format(a, ref, out, err))
+    end
+
+    -- each distinct config + --set list compiles once (~3 s); shapes are
+    -- small, with Lq != Lk so that the bottom-right alignment matters
+    local CASES = {
+      { config = "gpt2", lq = 5, lk = 9, what = "preset, causal, Lq < Lk" },
+      { config = "gpt2", lq = 9, lk = 4, what = "preset, causal, Lq > Lk (rows with no key)" },
+      { config = "gpt2", lq = 3, lk = 7, dtype = "f64", batch = 1, what = "f64 inputs" },
+      { config = "bert_base", lq = 6, lk = 9, batch = 3, seqlens = { 9, 4, 0 }, what = "padding, ragged seqlens_k" },
+      { config = "vit_b16", set = { "window={left=3,right=2}" }, lq = 7, lk = 11, what = "two-sided window" },
+      { config = "vit_b16", set = { "causal=true" }, lq = 6, lk = 6, what = "causal via --set" },
+      { config = "mistral_7b", set = { "heads_q=4", "heads_kv=2", "head_dim=16", "sliding_window=4",
+        "global_tokens=2" }, lq = 8, lk = 12, what = "GQA, causal sliding window + global tokens" },
+      { config = "longformer_base", set = { "window={left=2,right=3}" }, lq = 9, lk = 9, seqlens = { 9, 6 },
+        what = "two-sided window, global token, padding" },
+      { config = "vit_b16", set = { 'mask="bool"' }, lq = 5, lk = 8, mask_dtype = "u1", what = "bool mask [Lq][Lk]" },
+      { config = "configs/test/t_bool_mask.lua", lq = 6, lk = 10, mask_4d = true,
+        what = "bool mask [B][Hq][Lq][Lk] with causal" },
+      { config = "configs/test/t_bias_alibi.lua", lq = 5, lk = 7, what = "bias + ALiBi, 6 heads" },
+      { config = "vit_b16", set = { "softcap=1.5" }, lq = 4, lk = 9, what = "softcap" },
+      { config = "vit_b16", set = { "alibi=true", "causal=true" }, lq = 5, lk = 8, what = "ALiBi, 12 heads, causal" },
+    }
+
+    for i, case in ipairs(CASES) do
+      local label = case.config
+      for _, s in ipairs(case.set or {}) do label = label .. " --set " .. s end
+      it(("matches the reference: %s (%s) on %s"):format(label, case.what, table.concat(ISAS, ", ")), function()
+        local sets = {}
+        for _, s in ipairs(case.set or {}) do sets[#sets + 1] = "--set" sets[#sets + 1] = s end
+        local cfg = assert(presets.load(case.config, case.set))
+        local d = folder("run" .. i)
+        local base = cat({ "run", case.config }, sets)
+        base = cat(base, inputs(d, cfg, case))
+        local ref, ref_lse = d .. "/ref.npy", d .. "/ref_lse.npy"
+        local code, _, err = attngen(cat(base, { "--reference", "-o", ref, "--lse", ref_lse }))
+        assert.equal(0, code, err)
+        for _, isa in ipairs(ISAS) do
+          local o, lse = d .. "/o_" .. isa .. ".npy", d .. "/lse_" .. isa .. ".npy"
+          code, _, err = attngen(cat(base, { "--isa", isa, "-o", o, "--lse", lse }))
+          assert.equal(0, code, isa .. ": " .. err)
+          compare(o, ref)
+          compare(lse, ref_lse)
+        end
+        if i == 1 then -- the dispatcher's own choice, and a thread count
+          local o = d .. "/o_auto.npy"
+          code, _, err = attngen(cat(base, { "--threads", "1", "-o", o }))
+          assert.equal(0, code, err)
+          compare(o, ref)
+        end
+      end)
+    end
+
+    it("--reference ignores --isa, even an unknown one", function()
+      local cfg = assert(presets.load("gpt2"))
+      local d = folder("refisa")
+      local args = cat({ "run", "gpt2" }, inputs(d, cfg, { lq = 2, lk = 3, batch = 1 }))
+      local code, _, err = attngen(cat(args, { "--reference", "--isa", "sse9", "-o", d .. "/r.npy" }))
+      assert.equal(0, code, err)
+      fails(cat(args, { "--isa", "sse9", "-o", d .. "/o.npy" }), "sse9")
+      assert.is_false(helper.exists(d .. "/o.npy"))
+    end)
+
+    describe("errors: one line, exit 2, no output file", function()
+      local cfg, d, out, good
+      setup(function()
+        cfg = assert(presets.load("gpt2"))
+        d = folder("runerr")
+        good = cat({ "run", "gpt2" }, inputs(d, cfg, { lq = 3, lk = 5, batch = 1 }))
+      end)
+      before_each(function() out = folder("out") end)
+      after_each(function()
+        assert.same({}, helper.ls(out), "something was written")
+      end)
+
+      --- good's arguments with --q replaced.
+      local function with_q(p)
+        local t = {}
+        for j, a in ipairs(good) do t[j] = (good[j - 1] == "--q") and p or a end
+        return t
+      end
+
+      it("Q of the wrong dtype", function()
+        local p = d .. "/q_u8.npy"
+        assert.equal(0, (npy("random", p, "u1", "1", "1", "3", cfg.heads_q, cfg.head_dim)))
+        fails(cat(with_q(p), { "-o", out .. "/o.npy", "--lse", out .. "/l.npy" }), p, "uint8")
+        p = d .. "/q_i32.npy"
+        assert.equal(0, (npy("random", p, "i32", "1", "1", "3", cfg.heads_q, cfg.head_dim)))
+        fails(cat(with_q(p), { "-o", out .. "/o.npy" }), p, "int32")
+      end)
+
+      it("a truncated file", function()
+        local q = helper.read_file(good[4])
+        local p = helper.write_file(d .. "/q_short.npy", q:sub(1, #q - 100))
+        fails(cat(with_q(p), { "-o", out .. "/o.npy" }), p)
+        p = helper.write_file(d .. "/q_header.npy", q:sub(1, 40))
+        fails(cat(with_q(p), { "-o", out .. "/o.npy" }), p)
+        p = helper.write_file(d .. "/q_empty.npy", "")
+        fails(cat(with_q(p), { "-o", out .. "/o.npy" }), p)
+        p = helper.write_file(d .. "/q_text.npy", "not an npy file at all\n")
+        fails(cat(with_q(p), { "-o", out .. "/o.npy" }), p)
+      end)
+
+      it("a shape that does not match the config", function()
+        local p = d .. "/q_dim.npy"
+        assert.equal(0, (npy("random", p, "f32", "1", "1", "3", cfg.heads_q, cfg.head_dim + 1)))
+        fails(cat(with_q(p), { "-o", out .. "/o.npy" }), p, "head_dim")
+        p = d .. "/q_heads.npy"
+        assert.equal(0, (npy("random", p, "f32", "1", "1", "3", cfg.heads_q - 1, cfg.head_dim)))
+        fails(cat(with_q(p), { "-o", out .. "/o.npy" }), p, "heads_q")
+        p = d .. "/q_2d.npy"
+        assert.equal(0, (npy("random", p, "f32", "1", "3", cfg.head_dim)))
+        fails(cat(with_q(p), { "-o", out .. "/o.npy" }), p, "4-D")
+        p = d .. "/q_batch.npy"
+        assert.equal(0, (npy("random", p, "f32", "1", "2", "3", cfg.heads_q, cfg.head_dim)))
+        fails(cat(with_q(p), { "-o", out .. "/o.npy" }), "batch")
+      end)
+
+      it("a missing input file", function()
+        fails(cat(with_q(d .. "/nope.npy"), { "-o", out .. "/o.npy" }), d .. "/nope.npy")
+      end)
+
+      it("missing --seqlens-k for a padding config", function()
+        local bcfg = assert(presets.load("bert_base"))
+        local args = cat({ "run", "bert_base" }, inputs(folder("pad"), bcfg, { lq = 3, lk = 4, batch = 1 }))
+        local stripped = {}
+        local skip = false
+        for _, a in ipairs(args) do
+          if a == "--seqlens-k" then skip = true
+          elseif skip then skip = false
+          else stripped[#stripped + 1] = a end
+        end
+        fails(cat(stripped, { "-o", out .. "/o.npy" }), "--seqlens-k", "padding")
+      end)
+
+      it("--seqlens-k outside 0..seq_k", function()
+        local bcfg = assert(presets.load("bert_base"))
+        local args = cat({ "run", "bert_base" }, inputs(folder("pad"), bcfg,
+          { lq = 3, lk = 4, batch = 2, seqlens = { 4, 5 } }))
+        fails(cat(args, { "-o", out .. "/o.npy" }), "seqlens_k[1] = 5")
+      end)
+
+      it("a mask given to a config without mask", function()
+        local m = d .. "/m.npy"
+        assert.equal(0, (npy("random", m, "b1", "1", "3", "5")))
+        fails(cat(good, { "--mask", m, "-o", out .. "/o.npy" }), m, "no mask")
+      end)
+
+      it("a mask of the wrong shape", function()
+        local mcfg = assert(presets.load("configs/test/t_bool_mask.lua"))
+        local args = cat({ "run", "configs/test/t_bool_mask.lua" }, inputs(folder("mask"), mcfg,
+          { lq = 3, lk = 4, batch = 1 }))
+        local m = d .. "/m_wrong.npy"
+        assert.equal(0, (npy("random", m, "b1", "1", "4", "3")))
+        for j = 1, #args do if args[j - 1] == "--mask" then args[j] = m end end
+        fails(cat(args, { "-o", out .. "/o.npy" }), m, "shape")
+      end)
+
+      it("-o and --lse the same file, or a bad --threads", function()
+        fails(cat(good, { "-o", out .. "/o.npy", "--lse", out .. "/o.npy" }), "--lse")
+        fails(cat(good, { "-o", out .. "/o.npy", "--threads=-3" }), "--threads")
+        fails(cat(good, { "-o", out .. "/o.npy", "--threads", "many" }), "many")
+        fails(cat(good, { "-o", out .. "/o.npy", "--threads", "-3" }), "-3")
+      end)
+    end)
+  end)
+end)

@@ -1,0 +1,300 @@
+-- The planner: register blocking, tiles, mask paths, ALiBi slopes.
+dofile((debug.getinfo(1, "S").source:match("^@(.-)[^/]*$") or "") .. "helper.lua")
+local schema = require("schema")
+local planner = require("planner")
+local isa_registry = require("isa")
+local naming = require("naming")
+
+local function cfg_of(raw)
+  local base = { name = "p", heads_q = 4, head_dim = 64 }
+  for k, v in pairs(raw or {}) do base[k] = v end
+  return assert(schema.normalize(base))
+end
+
+local function plan_of(raw, opts) return planner.plan(cfg_of(raw), opts) end
+
+--- An integer, also in the sense of Lua 5.3+ (a float 2.0 prints as "2.0"
+-- and would leak into the generated C).
+local function is_integer(x)
+  if math.type then return math.type(x) == "integer" end -- luacheck: ignore 143
+  return type(x) == "number" and x == math.floor(x)
+end
+
+--- Checks the blocking invariants of one variant.
+local function check_variant(v, cfg, tile)
+  local isa = v.isa
+  local where = ("%s, D=%d, Dv=%d, tile.kv=%d"):format(v.name, cfg.head_dim, cfg.head_dim_v, tile.kv)
+  -- scores kernel: MR*NR accumulators + NR K^T loads + 1 broadcast
+  assert.is_true(v.qk.mr >= 1 and v.qk.nr >= 1, where)
+  local qk_need = v.qk.mr * v.qk.nr + v.qk.nr + 1
+  assert.is_true(qk_need <= isa.regs, ("qk blocking %dx%d needs mr*nr + nr + 1 = %d registers, %s has %d (%s)")
+    :format(v.qk.mr, v.qk.nr, qk_need, isa.name, isa.regs, where))
+  assert.equal(v.qk.nr * isa.lanes, v.qk.nc, where)
+  assert.equal(0, tile.kv % v.qk.nc, "nc does not divide tile.kv: " .. where)
+  -- P*V kernel: MR*NVC accumulators + MR broadcasts + 1 V load
+  local pv = v.pv
+  assert.is_true(pv.mr >= 1 and pv.nvc >= 1, where)
+  local pv_need = pv.mr * pv.nvc + pv.mr + 1
+  assert.is_true(pv_need <= isa.regs, ("pv blocking %dx%d needs mr*nvc + mr + 1 = %d registers, %s has %d (%s)")
+    :format(pv.mr, pv.nvc, pv_need, isa.name, isa.regs, where))
+  -- the chunks cover exactly ceil(Dv / lanes) vectors, in order, without overlap
+  local nv = math.ceil(cfg.head_dim_v / isa.lanes)
+  assert.equal(nv, pv.nv, where)
+  assert.equal(#pv.chunks, pv.nchunks, where)
+  local next_first = 0
+  for _, c in ipairs(pv.chunks) do
+    assert.equal(next_first, c.first, where)
+    assert.is_true(c.count >= 1 and c.count <= pv.nvc, where)
+    next_first = c.first + c.count
+  end
+  assert.equal(nv, next_first, "chunks do not cover every vector: " .. where)
+  assert.equal(cfg.head_dim_v % isa.lanes, v.dv_tail, where)
+  assert.equal(tile.kv / isa.lanes, v.kv_vectors, where)
+  -- the row counts the micro-kernels are generated for
+  assert.same(v.qk.mr > 1 and { v.qk.mr, 1 } or { 1 }, v.qk_rows, where)
+  assert.same(pv.mr > 1 and { pv.mr, 1 } or { 1 }, v.pv_rows, where)
+  for _, x in ipairs({ v.qk.mr, v.qk.nr, v.qk.nc, pv.mr, pv.nvc, pv.nchunks, pv.nv, v.dv_tail, v.kv_vectors }) do
+    assert.is_true(is_integer(x), "not an integer in the plan: " .. where)
+  end
+end
+
+describe("planner", function()
+  describe("register blocking", function()
+    local DIMS = { 1, 2, 3, 4, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 48, 59, 64, 72, 80, 96, 111, 112, 128,
+      129, 160, 192, 200, 255, 256, 257, 300, 384, 448, 500, 511, 512 }
+    local TILES = { 16, 32, 48, 64, 80, 96, 112, 128, 144, 192, 256, 512, 4096 }
+    for _, isa in ipairs({ "avx512", "avx2", "neon", "scalar" }) do
+      it(isa .. ": fits the register budget for every head dim and key tile", function()
+        for _, dv in ipairs(DIMS) do
+          for _, kv in ipairs(TILES) do
+            local cfg = cfg_of({ head_dim = 64, head_dim_v = dv, tile = { q = 32, kv = kv }, isa = { isa } })
+            local plan = planner.plan(cfg)
+            assert.equal(1, #plan.variants)
+            check_variant(plan.variants[1], cfg, plan.tile)
+          end
+        end
+        for dv = 1, 512 do
+          local cfg = cfg_of({ head_dim_v = dv, isa = { isa } })
+          local plan = planner.plan(cfg)
+          check_variant(plan.variants[1], cfg, plan.tile)
+        end
+      end)
+    end
+
+    it("the ISA modules state lanes and registers", function()
+      local expect = { avx512 = { 16, 32 }, avx2 = { 8, 16 }, neon = { 4, 32 }, scalar = { 1, 16 } }
+      for name, lr in pairs(expect) do
+        local isa = assert(isa_registry.get(name))
+        assert.equal(lr[1], isa.lanes, name)
+        assert.equal(lr[2], isa.regs, name)
+        assert.equal(name, isa.name)
+      end
+      assert.same({ "avx512", "avx2", "neon", "scalar" }, isa_registry.order)
+      assert.is_nil((isa_registry.get("sse2")))
+      assert.is_false(isa_registry.known("sse2"))
+      assert.is_true(isa_registry.known("neon"))
+    end)
+  end)
+
+  describe("variants", function()
+    it("one per listed ISA, best first, named by the naming module", function()
+      local plan = plan_of({ isa = { "scalar", "avx2" } })
+      assert.equal(2, #plan.variants)
+      assert.equal("avx2", plan.variants[1].name)
+      assert.equal("scalar", plan.variants[2].name)
+      for _, v in ipairs(plan.variants) do
+        assert.equal(naming.variant("p", v.name), v.fn)
+        assert.equal(naming.qk("p", v.qk.mr, v.qk.nc, v.name), v.qk_fn(v.qk.mr))
+        assert.equal(naming.pv("p", 1, plan.Dv, v.name), v.pv_fn(1))
+      end
+      assert.equal("attn_p_fwd", plan.entry)
+      assert.equal("attn_p_kernel", plan.kernel)
+    end)
+
+    it("target attributes only where the ISA needs them", function()
+      local plan = plan_of()
+      for _, v in ipairs(plan.variants) do
+        if v.name == "scalar" then
+          assert.equal("", v.target_attr)
+        elseif v.isa.target then
+          assert.equal(('__attribute__((target("%s")))'):format(v.isa.target), v.target_attr)
+        end
+      end
+    end)
+  end)
+
+  describe("shape", function()
+    it("copies the dims and the GQA group as integers", function()
+      local plan = plan_of({ heads_q = 32, heads_kv = 8, head_dim = 128, head_dim_v = 96 })
+      assert.equal(32, plan.Hq)
+      assert.equal(8, plan.Hkv)
+      assert.equal(4, plan.group)
+      assert.equal(128, plan.D)
+      assert.equal(96, plan.Dv)
+      for _, x in ipairs({ plan.Hq, plan.Hkv, plan.group, plan.D, plan.Dv, plan.tile.q, plan.tile.kv,
+        plan.tile_flops }) do
+        assert.is_true(is_integer(x))
+      end
+      assert.equal(1, plan_of({ heads_q = 12 }).group)
+      assert.equal(71, plan_of({ heads_q = 71, heads_kv = 1 }).group)
+    end)
+
+    it("FLOPs per full tile: 2 * q * kv * (D + Dv)", function()
+      local plan = plan_of({ head_dim = 64, head_dim_v = 32, tile = { q = 16, kv = 32 } })
+      assert.equal(2 * 16 * 32 * 96, plan.tile_flops)
+    end)
+  end)
+
+  describe("tiles", function()
+    it("a tile in the config is used as given", function()
+      local plan = plan_of({ tile = { q = 7, kv = 48 } })
+      assert.same({ q = 7, kv = 48 }, plan.tile)
+      assert.equal("set in the config", plan.tile_reason)
+    end)
+
+    it("\"auto\" without a tuning result takes the heuristic default", function()
+      local plan = plan_of({ tile = "auto" })
+      assert.same(planner.DEFAULT_TILE, plan.tile)
+      assert.truthy(plan.tile_reason:find("heuristic", 1, true), plan.tile_reason)
+      assert.same(planner.DEFAULT_TILE, plan_of().tile)
+      assert.equal(0, planner.DEFAULT_TILE.kv % 16)
+    end)
+
+    it("opts.tile overrides both, with its reason", function()
+      local plan = plan_of({ tile = { q = 8, kv = 16 } }, { tile = { q = 32, kv = 128 }, tile_reason = "tuned" })
+      assert.same({ q = 32, kv = 128 }, plan.tile)
+      assert.equal("tuned", plan.tile_reason)
+      assert.equal("given", plan_of(nil, { tile = { q = 32, kv = 128 } }).tile_reason)
+    end)
+  end)
+
+  describe("mask paths", function()
+    it("nothing at all without masks", function()
+      local p = plan_of()
+      assert.is_false(p.causal)
+      assert.is_false(p.has_left)
+      assert.is_false(p.has_right)
+      assert.is_false(p.has_global)
+      assert.is_false(p.has_spans)
+      assert.is_false(p.padding)
+      assert.equal("none", p.mask)
+      assert.is_nil(p.softcap)
+      assert.is_false(p.alibi)
+      assert.is_nil(p.alibi_slopes)
+    end)
+
+    it("causal: a right bound at the diagonal, no separate right side", function()
+      local p = plan_of({ causal = true })
+      assert.is_true(p.causal)
+      assert.is_false(p.has_left)
+      assert.is_false(p.has_right)
+      assert.is_true(p.has_spans)
+      assert.equal(0, p.window_right)
+    end)
+
+    it("window sides", function()
+      local p = plan_of({ window = { left = 7, right = 3 } })
+      assert.is_true(p.has_left)
+      assert.is_true(p.has_right)
+      assert.equal(7, p.window_left)
+      assert.equal(3, p.window_right)
+      p = plan_of({ window = { left = -1, right = 5 } })
+      assert.is_false(p.has_left)
+      assert.is_true(p.has_right)
+      p = plan_of({ sliding_window = 16, causal = true })
+      assert.is_true(p.has_left)
+      assert.is_false(p.has_right)
+      assert.equal(15, p.window_left)
+    end)
+
+    it("global tokens matter only with a window", function()
+      assert.is_false(plan_of({ global_tokens = 4 }).has_global)
+      assert.is_false(plan_of({ global_tokens = 4, causal = true }).has_global)
+      assert.is_true(plan_of({ global_tokens = 4, sliding_window = 8 }).has_global)
+      assert.is_true(plan_of({ global_tokens = 1, window = { right = 2 } }).has_global)
+      assert.is_false(plan_of({ global_tokens = 0, sliding_window = 8 }).has_global)
+      assert.equal(4, plan_of({ global_tokens = 4 }).global_tokens)
+    end)
+
+    it("padding and mask tensors", function()
+      local p = plan_of({ padding = true, mask = "bias" })
+      assert.is_true(p.padding)
+      assert.is_true(p.has_spans)
+      assert.equal("bias", p.mask)
+      assert.equal("bool", plan_of({ mask = "bool" }).mask)
+    end)
+
+    it("scale and softcap are carried over", function()
+      local p = plan_of({ scale = 0.3, softcap = 30 })
+      assert.equal(0.3, p.scale)
+      assert.equal(30, p.softcap)
+      assert.equal(1 / 8, plan_of().scale)
+    end)
+  end)
+
+  describe("ALiBi slopes", function()
+    local function close(a, b) return math.abs(a - b) <= 1e-15 * math.max(1, math.abs(b)) end
+    local function assert_slopes(expected, got)
+      assert.equal(#expected, #got)
+      for i = 1, #expected do
+        assert.is_true(close(expected[i], got[i]), ("slope %d: expected %.17g, got %.17g"):format(i, expected[i],
+          got[i]))
+      end
+    end
+
+    it("n = 8: 2^-1 .. 2^-8", function()
+      local want = {}
+      for h = 1, 8 do want[h] = 2 ^ -h end
+      assert_slopes(want, planner.alibi_slopes(8))
+    end)
+
+    it("n = 12: the 8 of n = 8, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5", function()
+      local want = {}
+      for h = 1, 8 do want[h] = 2 ^ -h end
+      want[9], want[10], want[11], want[12] = 2 ^ -0.5, 2 ^ -1.5, 2 ^ -2.5, 2 ^ -3.5
+      assert_slopes(want, planner.alibi_slopes(12))
+    end)
+
+    it("n = 1: 2^-8", function()
+      assert_slopes({ 2 ^ -8 }, planner.alibi_slopes(1))
+    end)
+
+    it("powers of two: 2^(-8(h+1)/n)", function()
+      for _, n in ipairs({ 2, 4, 16, 32, 64 }) do
+        local want = {}
+        for h = 0, n - 1 do want[h + 1] = 2 ^ (-8 * (h + 1) / n) end
+        assert_slopes(want, planner.alibi_slopes(n))
+      end
+    end)
+
+    it("other counts: c = 2^floor(log2 n) slopes, then every other slope of 2c", function()
+      for _, n in ipairs({ 3, 5, 6, 7, 20, 24, 40, 71 }) do
+        local c = 1
+        while c * 2 <= n do c = c * 2 end
+        local want = {}
+        for h = 1, c do want[h] = 2 ^ (-8 * h / c) end
+        local k = 0
+        while #want < n do
+          want[#want + 1] = 2 ^ (-8 * (k + 1) / (2 * c))
+          k = k + 2
+        end
+        local got = planner.alibi_slopes(n)
+        assert_slopes(want, got)
+        for i = 1, n do assert.is_true(got[i] > 0 and got[i] < 1) end
+      end
+    end)
+
+    it("the plan spells them as C float literals, one per query head", function()
+      local p = plan_of({ heads_q = 12, alibi = true })
+      assert.equal(12, #p.alibi_slopes)
+      local prev
+      for h, s in ipairs(p.alibi_slopes) do
+        assert.truthy(s:match("^[%d.e%-]+f$"), s)
+        -- in the order of alibi_slopes (whatever constant factor the kernel folds in)
+        local x = tonumber(s:sub(1, -2))
+        if prev and h ~= 9 then assert.is_true(x < prev, "slope " .. h) end
+        prev = x
+      end
+    end)
+  end)
+end)

@@ -1,0 +1,261 @@
+-- Rendering: determinism, the banner, the header, ISA variants, golden files.
+local helper = dofile((debug.getinfo(1, "S").source:match("^@(.-)[^/]*$") or "") .. "helper.lua")
+local config = require("config")
+local schema = require("schema")
+local planner = require("planner")
+local render = require("render")
+local presets = require("presets")
+local util = require("util")
+local version = require("version")
+
+local GOLDEN_DIR = helper.root .. "/tests/golden"
+-- small test configs whose rendered header is kept under tests/golden/
+local GOLDEN = { "t_d3_gqa_causal", "t_longformer_padded" }
+
+local function files_for(raw, command)
+  local cfg = assert(schema.normalize(raw))
+  local files = render.kernel_files(planner.plan(cfg), command or "attngen generate test")
+  return files[1].text, files[2].text, cfg
+end
+
+--- The rendered files of a test config, with the command the CLI would put in the banner.
+local function render_test_config(name)
+  local display = "configs/test/" .. name .. ".lua"
+  local cfg = assert(config.load(helper.root .. "/" .. display))
+  local files = render.kernel_files(planner.plan(cfg), presets.command(display))
+  return files[1].text, files[2].text, cfg
+end
+
+local function banner_of(text)
+  return assert(text:match("^(/%*.-%*/\n)"), "no banner comment at the top")
+end
+
+describe("render", function()
+  local EVERYTHING = { name = "r_all", heads_q = 4, heads_kv = 2, head_dim = 72, causal = true,
+    sliding_window = 40, global_tokens = 4, padding = true, mask = "bias", softcap = 30.0, alibi = true }
+
+  describe("determinism", function()
+    it("rendering the same config twice gives identical text", function()
+      for _, raw in ipairs({ EVERYTHING, { name = "r_small", heads_q = 2, head_dim = 3 } }) do
+        local h1, c1 = files_for(raw)
+        local h2, c2 = files_for(raw)
+        assert.equal(h1, h2)
+        assert.equal(c1, c2)
+      end
+    end)
+
+    it("does not depend on the order a config's table was built in", function()
+      local a = { name = "r_ord", heads_q = 4, head_dim = 16, causal = true, mask = "bool", isa = { "scalar", "avx2" } }
+      local b = {}
+      for _, k in ipairs({ "isa", "mask", "causal", "head_dim", "heads_q", "name" }) do b[k] = a[k] end
+      local ha, ca = files_for(a)
+      local hb, cb = files_for(b)
+      assert.equal(ha, hb)
+      assert.equal(ca, cb)
+    end)
+
+    it("writes integers as integers (Lua 5.3+ would print 2.0)", function()
+      -- a literal like 2.0 is a leak unless a template spells it itself
+      local templates = ""
+      for _, f in ipairs(require("pl.dir").getfiles(helper.root .. "/templates", "*.tmpl")) do
+        templates = templates .. helper.read_file(f)
+      end
+      for _, name in ipairs({ "t_d3_gqa_causal", "t_everything", "t_d111_mqa_window", "t_alibi_causal" }) do
+        local h, c = render_test_config(name)
+        for _, text in ipairs({ h, c }) do
+          for literal in text:gmatch("[^%w_.](%d+%.0)[^%d%w_.]") do
+            assert.truthy(templates:find(literal, 1, true),
+              name .. ": a float-formatted integer in the C text: " .. literal)
+          end
+        end
+      end
+    end)
+
+    describe("generate", function()
+      local tmp
+      before_each(function() tmp = helper.tmpdir() end)
+      after_each(function() helper.rmtree(tmp) end)
+
+      it("writes the files once, then says unchanged and leaves the bytes alone", function()
+        local generate = require("commands.generate")
+        local args = { config = { helper.root .. "/configs/test/t_d1.lua" }, output = tmp, set = {}, quiet = false }
+        local printed = {}
+        local s = stub(_G, "print", function(line) printed[#printed + 1] = line end)
+        finally(function() s:revert() end)
+        assert.equal(0, generate.run(args))
+        assert.same({ "wrote " .. tmp .. "/t_d1.h", "wrote " .. tmp .. "/t_d1.c" }, printed)
+        local h1 = helper.read_file(tmp .. "/t_d1.h")
+        local c1 = helper.read_file(tmp .. "/t_d1.c")
+        printed = {}
+        assert.equal(0, generate.run(args))
+        assert.same({ "unchanged " .. tmp .. "/t_d1.h", "unchanged " .. tmp .. "/t_d1.c" }, printed)
+        assert.equal(h1, helper.read_file(tmp .. "/t_d1.h"))
+        assert.equal(c1, helper.read_file(tmp .. "/t_d1.c"))
+        assert.same({ "t_d1.c", "t_d1.h" }, helper.ls(tmp)) -- no temporary files left
+      end)
+
+      it("write_atomic reports unchanged content", function()
+        local p = tmp .. "/x.txt"
+        assert.is_true(util.write_atomic(p, "abc"))
+        assert.same({ false, "unchanged" }, { util.write_atomic(p, "abc") })
+        assert.is_true(util.write_atomic(p, "abcd"))
+        assert.equal("abcd", helper.read_file(p))
+        assert.same({ "x.txt" }, helper.ls(tmp))
+      end)
+    end)
+  end)
+
+  describe("banner", function()
+    local h, c, cfg = files_for(EVERYTHING, "attngen generate r_all.lua --set causal=true")
+
+    it("starts with the generated / do not edit lines, naming the template", function()
+      for tmpl, text in pairs({ ["sdpa.h.tmpl"] = h, ["sdpa.c.tmpl"] = c }) do
+        local lines = helper.lines(text)
+        assert.equal("/*", lines[1])
+        assert.equal((" * Generated by attngen %s from templates/%s. Do not edit: regenerate with")
+          :format(version.string, tmpl), lines[2])
+        assert.equal(" *   attngen generate r_all.lua --set causal=true", lines[3])
+      end
+    end)
+
+    it("echoes every key of the normalized config", function()
+      for _, text in ipairs({ h, c }) do
+        local banner = banner_of(text)
+        local n = 0
+        for k, v in pairs(cfg) do
+          n = n + 1
+          local line = (" *   %s = %s,\n"):format(k, util.serialize(v))
+          assert.truthy(banner:find(line, 1, true), "banner lacks " .. line)
+        end
+        assert.equal(#schema.order - 1, n) -- all but sliding_window, folded into window
+        assert.truthy(banner:find(" *   window = { left = 39, right = 0 },", 1, true))
+        assert.truthy(banner:find(' *   isa = { "avx512", "avx2", "neon", "scalar" },', 1, true))
+        assert.truthy(banner:find(" *   softcap = 30,", 1, true))
+      end
+    end)
+
+    it("echoes the keys in the schema's order", function()
+      local banner = banner_of(h)
+      local last = 0
+      for _, k in ipairs(schema.order) do
+        local at = banner:find(" *   " .. k .. " = ", 1, true)
+        if cfg[k] ~= nil then
+          assert.is_not_nil(at, k)
+          assert.is_true(at > last, k .. " is out of order")
+          last = at
+        end
+      end
+    end)
+
+    it("states the tile and why", function()
+      local banner = banner_of(h)
+      local t = planner.DEFAULT_TILE
+      assert.truthy(banner:find((" * Tile: q = %d, kv = %d (heuristic"):format(t.q, t.kv), 1, true), banner)
+      local h2 = files_for({ name = "r_t", heads_q = 1, head_dim = 8, tile = { q = 7, kv = 48 } })
+      assert.truthy(banner_of(h2):find(" * Tile: q = 7, kv = 48 (set in the config).", 1, true))
+    end)
+
+    it("contains no date or time", function()
+      for _, text in ipairs({ h, c }) do
+        local banner = banner_of(text)
+        assert.is_nil(text:find("%d%d%d%d%-%d%d%-%d%d"), "a date")
+        assert.is_nil(text:find("%d%d?:%d%d:%d%d"), "a time")
+        assert.is_nil(banner:find(os.date("%Y"), 1, true), "this year")
+        for _, word in ipairs({ "Jan ", "Feb ", "Mar ", "Apr ", "May ", "Jun ", "Jul ", "Aug ", "Sep ", "Oct ",
+          "Nov ", "Dec ", "UTC", "GMT" }) do
+          assert.is_nil(banner:find(word, 1, true), word)
+        end
+      end
+    end)
+  end)
+
+  describe("header", function()
+    it("declares attn_<name>_fwd and attn_<name>_kernel", function()
+      local h = files_for({ name = "r_hdr", heads_q = 2, head_dim = 8 })
+      assert.truthy(h:find("\nattn_status attn_r_hdr_fwd(const attn_args *args);\n", 1, true), h)
+      assert.truthy(h:find("\nextern const attn_kernel attn_r_hdr_kernel;\n", 1, true), h)
+      assert.truthy(h:find('#include "attn_runtime.h"', 1, true))
+      assert.truthy(h:find("#ifndef ATTN_R_HDR_H\n#define ATTN_R_HDR_H\n", 1, true))
+      assert.truthy(h:find('extern "C"', 1, true))
+    end)
+
+    it("the .c includes its header and defines the entry and the kernel", function()
+      local _, c = files_for({ name = "r_c", heads_q = 2, head_dim = 8 })
+      assert.truthy(c:find('#include "r_c.h"', 1, true))
+      assert.truthy(c:find("attn_status attn_r_c_fwd(const attn_args *args)\n", 1, true))
+      assert.truthy(c:find("const attn_kernel attn_r_c_kernel = {", 1, true))
+    end)
+  end)
+
+  describe("ISA variants", function()
+    local ALL = { "avx512", "avx2", "neon", "scalar" }
+
+    local function check_only(isas)
+      local h, c = files_for({ name = "r_isa", heads_q = 2, head_dim = 24, isa = isas })
+      local want = {}
+      for _, i in ipairs(isas) do want[i] = true end
+      for _, isa in ipairs(ALL) do
+        local fn = "attn_r_isa_fwd__" .. isa
+        if want[isa] then
+          assert.truthy(c:find(fn .. "(", 1, true), fn .. " is missing")
+          assert.truthy(h:find(fn .. "(", 1, true), fn .. " is not declared")
+        else
+          assert.is_nil(c:find("__" .. isa .. "%f[^%w]"), "found an " .. isa .. " variant in the .c")
+          assert.is_nil(h:find("__" .. isa .. "%f[^%w]"), "found an " .. isa .. " variant in the .h")
+        end
+      end
+      return h, c
+    end
+
+    it("appear only for the ISAs listed in isa", function()
+      local _, c = check_only({ "scalar" })
+      assert.is_nil(c:find("immintrin.h", 1, true))
+      assert.is_nil(c:find("arm_neon.h", 1, true))
+      assert.is_nil(c:find("_mm", 1, true))
+      _, c = check_only({ "avx2", "scalar" })
+      assert.truthy(c:find("immintrin.h", 1, true))
+      assert.is_nil(c:find("_mm512_", 1, true))
+      assert.is_nil(c:find("arm_neon.h", 1, true))
+      _, c = check_only({ "neon" })
+      assert.truthy(c:find("arm_neon.h", 1, true))
+      assert.is_nil(c:find("immintrin.h", 1, true))
+      _, c = check_only({ "avx512" })
+      assert.truthy(c:find("_mm512_", 1, true))
+      check_only(ALL)
+    end)
+
+    it("guards each variant with its architecture's macro", function()
+      local _, c = files_for({ name = "r_g", heads_q = 2, head_dim = 24 })
+      assert.truthy(c:find("#if defined(__x86_64__)", 1, true))
+      assert.truthy(c:find("#if defined(__aarch64__)", 1, true))
+    end)
+  end)
+
+  describe("golden files", function()
+    local update = os.getenv("ATTNGEN_UPDATE_GOLDEN") == "1"
+
+    for _, name in ipairs(GOLDEN) do
+      it(name .. ".h matches tests/golden/" .. name .. ".h", function()
+        local h = render_test_config(name)
+        local p = GOLDEN_DIR .. "/" .. name .. ".h"
+        if update then
+          require("pl.dir").makepath(GOLDEN_DIR)
+          helper.write_file(p, h)
+        end
+        local want = helper.read_file(p)
+        assert.is_not_nil(want, "missing " .. p .. ": run ATTNGEN_UPDATE_GOLDEN=1 busted tests/spec/render_spec.lua")
+        if want ~= h then
+          -- the first line that differs, to make the failure readable
+          local a, b = helper.lines(want), helper.lines(h)
+          local i = 1
+          while a[i] == b[i] and i <= math.max(#a, #b) do i = i + 1 end
+          error(("%s differs from the rendered header at line %d:\n  golden:   %s\n  rendered: %s\n"
+            .. "If the change is intended (a template or banner change), refresh the golden files with\n"
+            .. "  ATTNGEN_UPDATE_GOLDEN=1 busted tests/spec/render_spec.lua\n"
+            .. "and review the diff (git diff tests/golden) before committing it.")
+            :format(p, i, tostring(a[i]), tostring(b[i])), 0)
+        end
+      end)
+    end
+  end)
+end)

@@ -1,0 +1,332 @@
+-- The config schema (DESIGN.md section 2): defaults, conveniences and errors.
+dofile((debug.getinfo(1, "S").source:match("^@(.-)[^/]*$") or "") .. "helper.lua")
+local schema = require("schema")
+
+local BASE = { name = "t", heads_q = 8, head_dim = 64 }
+
+local function with(changes)
+  local t = {}
+  for k, v in pairs(BASE) do t[k] = v end
+  for k, v in pairs(changes) do t[k] = v end
+  return t
+end
+
+local function without(key)
+  local t = with({})
+  t[key] = nil
+  return t
+end
+
+--- Normalizes raw, expecting failure; returns the offending key and message.
+local function rejects(raw)
+  local cfg, key, msg = schema.normalize(raw)
+  assert.is_nil(cfg, "expected an error, got a config")
+  assert.is_string(msg)
+  assert.is_nil(msg:find("\n"), "message is not one line: " .. msg)
+  return key, msg
+end
+
+--- Expects an error blamed on `key` whose message names it and matches each pattern.
+local function rejects_key(raw, key, ...)
+  local k, msg = rejects(raw)
+  assert.equal(key, k, msg)
+  assert.truthy(msg:find(key, 1, true), ("message does not name '%s': %s"):format(key, msg))
+  for _, pat in ipairs({ ... }) do
+    assert.truthy(msg:find(pat, 1, true), ("expected '%s' in: %s"):format(pat, msg))
+  end
+  return msg
+end
+
+describe("schema", function()
+  describe("defaults", function()
+    local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
+
+    it("fills every key of DESIGN.md section 2 except the optional softcap", function()
+      for _, k in ipairs(schema.order) do
+        if k ~= "softcap" and k ~= "sliding_window" then
+          assert.is_not_nil(cfg[k], "missing default for " .. k)
+        end
+      end
+      assert.is_nil(cfg.softcap)
+      assert.is_nil(cfg.sliding_window) -- folded into window
+    end)
+
+    it("knows exactly the keys of the contract", function()
+      local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
+        "window", "sliding_window", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
+        "dtype", "isa", "tile" }
+      assert.same(expected, schema.order)
+      for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
+    end)
+
+    it("heads_kv = heads_q, head_dim_v = head_dim", function()
+      assert.equal(8, cfg.heads_kv)
+      assert.equal(64, cfg.head_dim_v)
+    end)
+
+    it("scale = 1/sqrt(head_dim)", function()
+      assert.equal(1 / math.sqrt(64), cfg.scale)
+      local c2 = assert(schema.normalize({ name = "m", heads_q = 1, head_dim = 3 }))
+      assert.equal(1 / math.sqrt(3), c2.scale)
+    end)
+
+    it("the rest: sdpa, no masks, f32, all four ISAs best first, tile auto", function()
+      assert.equal("sdpa", cfg.kind)
+      assert.is_false(cfg.causal)
+      assert.same({ left = -1, right = -1 }, cfg.window)
+      assert.equal(0, cfg.global_tokens)
+      assert.is_false(cfg.padding)
+      assert.equal("none", cfg.mask)
+      assert.is_false(cfg.alibi)
+      assert.equal("f32", cfg.dtype)
+      assert.same({ "avx512", "avx2", "neon", "scalar" }, cfg.isa)
+      assert.equal("auto", cfg.tile)
+    end)
+
+    it("keeps given values", function()
+      local c = assert(schema.normalize({ name = "k", kind = "sdpa", heads_q = 6, heads_kv = 3, head_dim = 40,
+        head_dim_v = 24, global_tokens = 2, padding = true, mask = "bias", scale = 0.25, softcap = 30,
+        alibi = true, dtype = "f32", isa = { "scalar", "avx2" }, tile = { q = 8, kv = 32 } }))
+      assert.equal(3, c.heads_kv)
+      assert.equal(24, c.head_dim_v)
+      assert.equal(2, c.global_tokens)
+      assert.is_true(c.padding)
+      assert.equal("bias", c.mask)
+      assert.equal(0.25, c.scale)
+      assert.equal(30, c.softcap)
+      assert.is_true(c.alibi)
+      assert.same({ "avx2", "scalar" }, c.isa) -- normalized to the best-first order
+      assert.same({ q = 8, kv = 32 }, c.tile)
+    end)
+
+    it("does not modify the raw table", function()
+      local raw = { name = "m", heads_q = 4, head_dim = 8, sliding_window = 4, causal = true }
+      assert(schema.normalize(raw))
+      assert.same({ name = "m", heads_q = 4, head_dim = 8, sliding_window = 4, causal = true }, raw)
+    end)
+
+    it("accepts the extremes of every range", function()
+      assert.truthy(schema.normalize(with({ heads_q = 1, head_dim = 1, head_dim_v = 1 })))
+      assert.truthy(schema.normalize(with({ head_dim = 512, head_dim_v = 512 })))
+      assert.truthy(schema.normalize(with({ tile = { q = 1, kv = 16 } })))
+      assert.truthy(schema.normalize(with({ tile = "auto" })))
+      assert.truthy(schema.normalize(with({ name = "_" })))
+      assert.truthy(schema.normalize(with({ name = ("a"):rep(64) })))
+    end)
+  end)
+
+  describe("window conveniences", function()
+    it("sliding_window = W gives window.left = W - 1", function()
+      local c = assert(schema.normalize(with({ sliding_window = 4096 })))
+      assert.same({ left = 4095, right = -1 }, c.window)
+      assert.is_nil(c.sliding_window)
+      c = assert(schema.normalize(with({ sliding_window = 1 })))
+      assert.same({ left = 0, right = -1 }, c.window)
+    end)
+
+    it("causal sets window.right = 0", function()
+      local c = assert(schema.normalize(with({ causal = true })))
+      assert.same({ left = -1, right = 0 }, c.window)
+      assert.is_true(c.causal)
+    end)
+
+    it("causal keeps the window's left side and makes its right side 0", function()
+      local c = assert(schema.normalize(with({ causal = true, window = { left = 7, right = 3 } })))
+      assert.same({ left = 7, right = 0 }, c.window)
+      c = assert(schema.normalize(with({ causal = true, sliding_window = 8 })))
+      assert.same({ left = 7, right = 0 }, c.window)
+    end)
+
+    it("a window side left out is unbounded", function()
+      assert.same({ left = 5, right = -1 }, assert(schema.normalize(with({ window = { left = 5 } }))).window)
+      assert.same({ left = -1, right = 2 }, assert(schema.normalize(with({ window = { right = 2 } }))).window)
+      assert.same({ left = -1, right = -1 }, assert(schema.normalize(with({ window = {} }))).window)
+    end)
+
+    it("window and sliding_window together are an error", function()
+      rejects_key(with({ window = { left = 3, right = 0 }, sliding_window = 4 }), "sliding_window", "window")
+    end)
+
+    it("sliding_window must be an integer >= 1", function()
+      rejects_key(with({ sliding_window = 0 }), "sliding_window")
+      rejects_key(with({ sliding_window = 2.5 }), "sliding_window")
+      rejects_key(with({ sliding_window = "8" }), "sliding_window")
+    end)
+  end)
+
+  describe("errors", function()
+    it("unknown key: did you mean", function()
+      local key, msg = rejects(with({ head_dmi = 64 }))
+      assert.equal("head_dmi", key)
+      assert.truthy(msg:find("unknown key 'head_dmi'", 1, true), msg)
+      assert.truthy(msg:find("did you mean 'head_dim'?", 1, true), msg)
+      key, msg = rejects(with({ casual = true }))
+      assert.equal("casual", key)
+      assert.truthy(msg:find("did you mean 'causal'?", 1, true), msg)
+      key, msg = rejects(with({ Heads_KV = 2 }))
+      assert.equal("Heads_KV", key)
+      assert.truthy(msg:find("did you mean 'heads_kv'?", 1, true), msg)
+    end)
+
+    it("unknown key far from every known one lists the known keys", function()
+      local key, msg = rejects(with({ zzzzzzzzzzzz = 1 }))
+      assert.equal("zzzzzzzzzzzz", key)
+      assert.is_nil(msg:find("did you mean", 1, true))
+      assert.truthy(msg:find("known keys: name, kind,", 1, true), msg)
+    end)
+
+    it("a non-string key is an unknown key", function()
+      local key, msg = rejects(with({ [1] = 64 }))
+      assert.equal(1, key)
+      assert.truthy(msg:find("unknown key '1'", 1, true), msg)
+    end)
+
+    it("missing name, heads_q, head_dim", function()
+      rejects_key(without("name"), "name", "required", "got nothing")
+      rejects_key(without("heads_q"), "heads_q", "required")
+      rejects_key(without("head_dim"), "head_dim", "required")
+    end)
+
+    it("name must be a C identifier of at most 64 characters", function()
+      for _, bad in ipairs({ "", "1abc", "my-model", "a b", "a.b", "é", ("a"):rep(65) }) do
+        rejects_key(with({ name = bad }), "name", "C identifier")
+      end
+      rejects_key(with({ name = 42 }), "name", "C identifier")
+      rejects_key(with({ name = true }), "name", "C identifier")
+    end)
+
+    it("a value with a newline still gives a one-line message", function()
+      rejects_key(with({ name = "a\nb" }), "name")
+      rejects_key(with({ mask = "bool\n" }), "mask")
+      rejects(with({ ["x\ny"] = 1 }))
+    end)
+
+    it("heads_kv must divide heads_q", function()
+      rejects_key(with({ heads_q = 8, heads_kv = 3 }), "heads_kv", "must divide 'heads_q'", "(3)", "(8)")
+      rejects_key(with({ heads_q = 4, heads_kv = 8 }), "heads_kv", "must divide")
+      assert.truthy(schema.normalize(with({ heads_q = 8, heads_kv = 1 })))
+      assert.truthy(schema.normalize(with({ heads_q = 71, heads_kv = 1 })))
+    end)
+
+    it("heads must be >= 1", function()
+      rejects_key(with({ heads_q = 0 }), "heads_q", "got 0")
+      rejects_key(with({ heads_kv = 0 }), "heads_kv")
+      rejects_key(with({ heads_q = -4 }), "heads_q")
+    end)
+
+    it("head dims must be in 1..512", function()
+      rejects_key(with({ head_dim = 0 }), "head_dim", "1..512", "got 0")
+      rejects_key(with({ head_dim = 513 }), "head_dim", "1..512", "got 513")
+      rejects_key(with({ head_dim_v = 0 }), "head_dim_v", "1..512")
+      rejects_key(with({ head_dim_v = 513 }), "head_dim_v", "1..512")
+    end)
+
+    it("integers must be integers", function()
+      rejects_key(with({ heads_q = 2.5 }), "heads_q", "integer", "2.5")
+      rejects_key(with({ heads_kv = 0.5 }), "heads_kv", "integer")
+      rejects_key(with({ head_dim = 63.9 }), "head_dim", "integer")
+      rejects_key(with({ head_dim_v = 1 / 0 }), "head_dim_v", "integer")
+      rejects_key(with({ head_dim = 0 / 0 }), "head_dim", "integer")
+      rejects_key(with({ global_tokens = 1.5 }), "global_tokens", "integer")
+      rejects_key(with({ global_tokens = -1 }), "global_tokens")
+    end)
+
+    it("wrong types", function()
+      rejects_key(with({ heads_q = "8" }), "heads_q", "integer")
+      rejects_key(with({ head_dim = { 64 } }), "head_dim", "integer")
+      rejects_key(with({ causal = "yes" }), "causal", "true or false")
+      rejects_key(with({ causal = 1 }), "causal", "true or false")
+      rejects_key(with({ padding = "true" }), "padding", "true or false")
+      rejects_key(with({ alibi = 0 }), "alibi", "true or false")
+      rejects_key(with({ window = 4 }), "window", "table")
+      rejects_key(with({ isa = "avx2" }), "isa", "list")
+      rejects_key(with({ isa = {} }), "isa", "non-empty list")
+      rejects_key(with({ tile = 64 }), "tile", "\"auto\" or {q=int, kv=int}")
+      rejects_key(with({ tile = "big" }), "tile", "\"auto\"")
+      rejects_key(with({ mask = true }), "mask")
+      rejects_key(with({ kind = 1 }), "kind")
+    end)
+
+    it("scale and softcap must be finite numbers > 0", function()
+      for _, key in ipairs({ "scale", "softcap" }) do
+        for _, bad in ipairs({ 0, -1, 1 / 0, 0 / 0, "0.5", true }) do
+          rejects_key(with({ [key] = bad }), key, "finite number > 0")
+        end
+      end
+      assert.equal(0.01, assert(schema.normalize(with({ scale = 0.01 }))).scale)
+      assert.equal(50, assert(schema.normalize(with({ softcap = 50 }))).softcap)
+    end)
+
+    it("mask: none, bool or bias", function()
+      for _, ok in ipairs({ "none", "bool", "bias" }) do
+        assert.equal(ok, assert(schema.normalize(with({ mask = ok }))).mask)
+      end
+      rejects_key(with({ mask = "boolean" }), "mask", "none, bool, bias", "boolean")
+    end)
+
+    it("dtype: f32; bf16 and f16 are not implemented yet", function()
+      rejects_key(with({ dtype = "bf16" }), "dtype", "not implemented yet", "bf16", "f32")
+      rejects_key(with({ dtype = "f16" }), "dtype", "not implemented yet")
+      local msg = rejects_key(with({ dtype = "f64" }), "dtype", "f32", "f64")
+      assert.is_nil(msg:find("not implemented", 1, true))
+    end)
+
+    it("kind: sdpa; linear, additive, luong are not implemented yet", function()
+      for _, planned in ipairs({ "linear", "additive", "luong" }) do
+        rejects_key(with({ kind = planned }), "kind", "not implemented yet", planned, "sdpa")
+      end
+      local msg = rejects_key(with({ kind = "flash" }), "kind", "sdpa", "flash")
+      assert.is_nil(msg:find("not implemented", 1, true))
+    end)
+
+    it("isa entries must be known ISAs", function()
+      local key, msg = rejects(with({ isa = { "avx2", "avx513" } }))
+      assert.equal("isa", key)
+      assert.truthy(msg:find("unknown ISA 'avx513'", 1, true), msg)
+      assert.truthy(msg:find("avx512, avx2, neon, scalar", 1, true), msg)
+      assert.truthy(msg:find("did you mean 'avx512'?", 1, true), msg)
+      rejects_key(with({ isa = { "sse2" } }), "isa", "unknown ISA 'sse2'")
+      rejects_key(with({ isa = { 1 } }), "isa", "unknown ISA '1'")
+      rejects_key(with({ isa = { "AVX2" } }), "isa", "did you mean 'avx2'?")
+    end)
+
+    it("isa keeps each listed ISA once, best first", function()
+      local cfg = assert(schema.normalize(with({ isa = { "scalar", "avx512", "scalar" } })))
+      assert.same({ "avx512", "scalar" }, cfg.isa)
+      assert.same({ "neon" }, assert(schema.normalize(with({ isa = { "neon" } }))).isa)
+    end)
+
+    it("tile.kv must be a multiple of 16, tile.q in 1..1024", function()
+      rejects_key(with({ tile = { q = 32, kv = 40 } }), "tile", "multiple of 16", "40")
+      rejects_key(with({ tile = { q = 32, kv = 8 } }), "tile", "tile.kv")
+      rejects_key(with({ tile = { q = 0, kv = 64 } }), "tile", "tile.q")
+      rejects_key(with({ tile = { q = 1025, kv = 64 } }), "tile", "tile.q")
+      rejects_key(with({ tile = { q = 32 } }), "tile", "tile.kv")
+      rejects_key(with({ tile = { kv = 32 } }), "tile", "tile.q")
+      rejects_key(with({ tile = { q = 32, kv = 64, kb = 1 } }), "tile", "unknown field 'kb'", "did you mean 'kv'?")
+    end)
+
+    it("window: only left and right, integers >= -1", function()
+      rejects_key(with({ window = { left = 4, rigth = 0 } }), "window", "unknown field 'rigth'",
+        "left, right", "did you mean 'right'?")
+      rejects_key(with({ window = { 4, 0 } }), "window", "unknown field '1'")
+      rejects_key(with({ window = { left = -2 } }), "window", "window.left")
+      rejects_key(with({ window = { left = 1, right = 0.5 } }), "window", "window.right")
+      rejects_key(with({ window = { left = "3" } }), "window", "window.left")
+    end)
+  end)
+
+  describe("suggest", function()
+    it("finds the closest key within a small distance", function()
+      assert.equal("head_dim", schema.suggest("head_dmi"))
+      assert.equal("heads_q", schema.suggest("heads_g"))
+      assert.equal("sliding_window", schema.suggest("slidingwindow"))
+      assert.is_nil(schema.suggest("completely_different_thing"))
+    end)
+
+    it("searches a given list", function()
+      assert.equal("gpt2", schema.suggest("gtp2", { "gpt2", "llama3_8b" }))
+      assert.is_nil(schema.suggest("x", {}))
+    end)
+  end)
+end)
