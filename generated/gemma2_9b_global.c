@@ -98,6 +98,16 @@ static int attn_gemma2_9b_global_classify(int64_t tq, int64_t j0, const int64_t 
     return any ? (all ? 2 : 1) : 0;
 }
 
+/* Whether any of n rows may see a tile column in [c0, c1) (first/last as
+ * classify leaves them); score panels no row of a block sees are skipped. */
+static int attn_gemma2_9b_global_sees(const int64_t *first, const int64_t *last, int n, int64_t c0, int64_t c1)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        if (last[i] > first[i] && first[i] < c1 && last[i] > c0) return 1;
+    return 0;
+}
+
 /* ======================================================================== */
 /* avx512: 16 lanes of f32, 32 registers */
 /* ======================================================================== */
@@ -789,26 +799,40 @@ typedef struct {
 } attn_gemma2_9b_global_scratch__avx512;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-__attribute__((target("avx512f"))) static void attn_gemma2_9b_global_unit__avx512(const attn_args *args, const float *kt, const float *v, int64_t lkp,
+__attribute__((target("avx512f"))) static void attn_gemma2_9b_global_unit__avx512(const attn_args *args, const float *kt, const float *v,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__avx512 *w)
 {
     const int64_t lk = args->seq_k;
-    const int64_t hk = h / 2;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
     const int64_t ntiles = (lk + 127) / 128;
     int64_t r, t, c;
 
-    kt += (b * 8 + hk) * 256 * lkp; /* packed K^T and V of (b, hk) */
-    v += (b * 8 + hk) * 256 * lkp;
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
-    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0901684401f; /* scale * log2(e) */
+        float *restrict qw = w->q + r * 256;
+        const __m512 vs = _mm512_set1_ps(0.0901684401f);
+        _mm512_storeu_ps(qw + 0, _mm512_mul_ps(_mm512_loadu_ps(qr + 0), vs));
+        _mm512_storeu_ps(qw + 16, _mm512_mul_ps(_mm512_loadu_ps(qr + 16), vs));
+        _mm512_storeu_ps(qw + 32, _mm512_mul_ps(_mm512_loadu_ps(qr + 32), vs));
+        _mm512_storeu_ps(qw + 48, _mm512_mul_ps(_mm512_loadu_ps(qr + 48), vs));
+        _mm512_storeu_ps(qw + 64, _mm512_mul_ps(_mm512_loadu_ps(qr + 64), vs));
+        _mm512_storeu_ps(qw + 80, _mm512_mul_ps(_mm512_loadu_ps(qr + 80), vs));
+        _mm512_storeu_ps(qw + 96, _mm512_mul_ps(_mm512_loadu_ps(qr + 96), vs));
+        _mm512_storeu_ps(qw + 112, _mm512_mul_ps(_mm512_loadu_ps(qr + 112), vs));
+        _mm512_storeu_ps(qw + 128, _mm512_mul_ps(_mm512_loadu_ps(qr + 128), vs));
+        _mm512_storeu_ps(qw + 144, _mm512_mul_ps(_mm512_loadu_ps(qr + 144), vs));
+        _mm512_storeu_ps(qw + 160, _mm512_mul_ps(_mm512_loadu_ps(qr + 160), vs));
+        _mm512_storeu_ps(qw + 176, _mm512_mul_ps(_mm512_loadu_ps(qr + 176), vs));
+        _mm512_storeu_ps(qw + 192, _mm512_mul_ps(_mm512_loadu_ps(qr + 192), vs));
+        _mm512_storeu_ps(qw + 208, _mm512_mul_ps(_mm512_loadu_ps(qr + 208), vs));
+        _mm512_storeu_ps(qw + 224, _mm512_mul_ps(_mm512_loadu_ps(qr + 224), vs));
+        _mm512_storeu_ps(qw + 240, _mm512_mul_ps(_mm512_loadu_ps(qr + 240), vs));
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -822,43 +846,50 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_unit__avx51
         for (c = 0; c < 128; c += 32) {
             const float *ktc = kt + (j0 + c) * 256; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
-                attn_gemma2_9b_global_qk_8x32__avx512(w->q + r * 256, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_gemma2_9b_global_sees(w->first + r, w->last + r, 8, c, c + 32))
+                    attn_gemma2_9b_global_qk_8x32__avx512(w->q + r * 256, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
-                attn_gemma2_9b_global_qk_1x32__avx512(w->q + r * 256, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_gemma2_9b_global_sees(w->first + r, w->last + r, 1, c, c + 32))
+                    attn_gemma2_9b_global_qk_1x32__avx512(w->q + r * 256, ktc, w->s + r * 128 + c);
         }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
             float *restrict sr = w->s + r * 128;
-            float mx = -INFINITY, m_new, m_ref, sum;
+            float mx, m_new, m_ref, sum;
             for (c = 0; c < 128; c += 16) {
                 __m512 x = _mm512_loadu_ps(sr + c);
                 x = _mm512_mul_ps(_mm512_set1_ps(72.134752f), attn_tanh__avx512(_mm512_mul_ps(x, _mm512_set1_ps(0.0138629436f)))); /* softcap, base 2 */
                 _mm512_storeu_ps(sr + c, x);
             }
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 128; c++) {
-                    const int64_t j = j0 + c;
-                    const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
-                    if (!seen) sr[c] = -INFINITY;
-                }
+                /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
+                const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > 128 ? 128 : w->lo[r] - j0);
+                const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > 128 ? 128 : w->hi[r] - j0);
+                const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
+                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                for (c = hi; c < 128; c++) sr[c] = -INFINITY;
             }
             {
-                __m512 vmx = _mm512_loadu_ps(sr);
-                for (c = 16; c < 128; c += 16) vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(sr + c));
+                /* max and exp over the vectors holding the columns this row may see;
+                   the others get probability 0 */
+                const int64_t ca = cls == 2 ? 0 : w->first[r] / 16 * 16;
+                const int64_t ce = cls == 2 ? 128 : (w->last[r] + 15) / 16 * 16;
+                const __m512 zero = _mm512_setzero_ps();
+                __m512 vmx = _mm512_set1_ps(-INFINITY), vsum = zero, vm;
+                for (c = ca; c < ce; c += 16) vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(sr + c));
                 mx = _mm512_reduce_max_ps(vmx);
-            }
-            m_new = mx > w->m[r] ? mx : w->m[r];
-            m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = exp2f(w->m[r] - m_ref);
-            {
-                const __m512 vm = _mm512_set1_ps(m_ref);
-                __m512 vsum = _mm512_setzero_ps();
-                for (c = 0; c < 128; c += 16) {
+                m_new = mx > w->m[r] ? mx : w->m[r];
+                m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
+                w->alpha[r] = exp2f(w->m[r] - m_ref);
+                vm = _mm512_set1_ps(m_ref);
+                for (c = 0; c < ca; c += 16) _mm512_storeu_ps(sr + c, zero);
+                for (c = ca; c < ce; c += 16) {
                     const __m512 e = attn_exp2__avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + c), vm));
                     _mm512_storeu_ps(sr + c, e);
                     vsum = _mm512_add_ps(vsum, e);
                 }
+                for (c = ce; c < 128; c += 16) _mm512_storeu_ps(sr + c, zero);
                 sum = _mm512_reduce_add_ps(vsum);
             }
             w->l[r] = w->l[r] * w->alpha[r] + sum;
@@ -917,80 +948,84 @@ __attribute__((target("avx512f"))) static void attn_gemma2_9b_global_unit__avx51
     }
 }
 
-/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*32 + c][hk][d] and
- * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
-__attribute__((target("avx512f"))) static void attn_gemma2_9b_global_pack__avx512(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
-        float *restrict vp, int64_t lkp)
+/* Packs keys [j0, j0 + 32) of batch b, kv head hk: the K^T panel
+ * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
+ * zero for keys at or past Lk_b and for V's padding columns. */
+__attribute__((target("avx512f"))) static void attn_gemma2_9b_global_pack__avx512(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+        float *restrict kt, float *restrict vp)
 {
     const int64_t lk = args->seq_k;
+    const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 32 ? 32 : lk - j0);
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
     const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    int64_t j, d;
-    memset(kt, 0, sizeof(float) * (size_t)(lkp * 256));
-    memset(vp, 0, sizeof(float) * (size_t)(lkp * 256));
-    for (j = 0; j < lk; j++) {
-        const float *restrict kr = k + j * args->k_stride[1];
-        const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 32) * 8192 + j % 32;
-        for (d = 0; d < 256; d++) kc[d * 32] = kr[d];
-        memcpy(vp + j * 256, vr, sizeof(float) * 256);
+    int64_t c, d;
+    if (n < 32) {
+        memset(kt, 0, sizeof(float) * 8192);
+        memset(vp + n * 256, 0, sizeof(float) * (size_t)((32 - n) * 256));
+    }
+    for (c = 0; c < n; c++) {
+        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
+        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        for (d = 0; d < 256; d++) kt[d * 32 + c] = kr[d];
+        memcpy(vp + c * 256, vr, sizeof(float) * 256);
     }
 }
 
+/* Batch by batch and kv head by kv head: all threads pack that head's K and
+ * V, then share its (query head, query tile) units; packed K/V and scratch
+ * are allocated once per call. */
 __attribute__((target("avx512f"))) attn_status attn_gemma2_9b_global_fwd__avx512(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_global_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
     const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
     const int64_t nq = (Lq + 95) / 96;
-    const int64_t units = B * 16 * nq;
     const int threads = args->threads;
     float *kt = NULL, *vp = NULL;
     int failed = 0;
-    int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (lkp > 0) {
-        if ((uint64_t)B * 4096 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
-        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
-        if (!kt || !vp) {
-            attn_free(kt);
-            attn_free(vp);
-            return ATTN_ERR_NOMEM;
-        }
+    if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 512) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
+    if (!kt || !vp) {
+        attn_free(kt);
+        attn_free(vp);
+        return ATTN_ERR_NOMEM;
     }
-
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
-#endif
-    for (u = 0; u < B * 8; u++)
-        if (lkp > 0)
-            attn_gemma2_9b_global_pack__avx512(args, u / 8, u % 8, kt + u * 256 * lkp, vp + u * 256 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     {
         attn_gemma2_9b_global_scratch__avx512 *w = (attn_gemma2_9b_global_scratch__avx512 *)attn_alloc(sizeof(*w));
+        int64_t g, u;
+        if (w) memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
         if (!w) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
             failed = 1;
         }
+        for (g = 0; g < B * 8; g++) { /* every thread walks the same groups */
+            const int64_t b = g / 8, hk = g % 8;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+            for (u = 0; u < lkp / 32; u++)
+                attn_gemma2_9b_global_pack__avx512(args, b, hk, u * 32, kt + u * 8192, vp + u * 8192);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (u = 0; u < units; u++) {
-            /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-            const int64_t qt = nq - 1 - u % nq;
-            const int64_t bh = u / nq;
-            const int64_t i0 = qt * 96;
-            if (w) attn_gemma2_9b_global_unit__avx512(args, kt, vp, lkp, bh / 16, bh % 16, i0,
-                    Lq - i0 < 96 ? Lq - i0 : 96, w);
+            for (u = 0; u < 2 * nq; u++) {
+                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                const int64_t qt = nq - 1 - u % nq;
+                const int64_t h = hk * 2 + u / nq;
+                const int64_t i0 = qt * 96;
+                if (w) attn_gemma2_9b_global_unit__avx512(args, kt, vp, b, h, i0, Lq - i0 < 96 ? Lq - i0 : 96, w);
+            }
         }
         attn_free(w);
     }
@@ -2048,26 +2083,56 @@ typedef struct {
 } attn_gemma2_9b_global_scratch__avx2;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_unit__avx2(const attn_args *args, const float *kt, const float *v, int64_t lkp,
+__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_unit__avx2(const attn_args *args, const float *kt, const float *v,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__avx2 *w)
 {
     const int64_t lk = args->seq_k;
-    const int64_t hk = h / 2;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
     const int64_t ntiles = (lk + 127) / 128;
     int64_t r, t, c;
 
-    kt += (b * 8 + hk) * 256 * lkp; /* packed K^T and V of (b, hk) */
-    v += (b * 8 + hk) * 256 * lkp;
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
-    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0901684401f; /* scale * log2(e) */
+        float *restrict qw = w->q + r * 256;
+        const __m256 vs = _mm256_set1_ps(0.0901684401f);
+        _mm256_storeu_ps(qw + 0, _mm256_mul_ps(_mm256_loadu_ps(qr + 0), vs));
+        _mm256_storeu_ps(qw + 8, _mm256_mul_ps(_mm256_loadu_ps(qr + 8), vs));
+        _mm256_storeu_ps(qw + 16, _mm256_mul_ps(_mm256_loadu_ps(qr + 16), vs));
+        _mm256_storeu_ps(qw + 24, _mm256_mul_ps(_mm256_loadu_ps(qr + 24), vs));
+        _mm256_storeu_ps(qw + 32, _mm256_mul_ps(_mm256_loadu_ps(qr + 32), vs));
+        _mm256_storeu_ps(qw + 40, _mm256_mul_ps(_mm256_loadu_ps(qr + 40), vs));
+        _mm256_storeu_ps(qw + 48, _mm256_mul_ps(_mm256_loadu_ps(qr + 48), vs));
+        _mm256_storeu_ps(qw + 56, _mm256_mul_ps(_mm256_loadu_ps(qr + 56), vs));
+        _mm256_storeu_ps(qw + 64, _mm256_mul_ps(_mm256_loadu_ps(qr + 64), vs));
+        _mm256_storeu_ps(qw + 72, _mm256_mul_ps(_mm256_loadu_ps(qr + 72), vs));
+        _mm256_storeu_ps(qw + 80, _mm256_mul_ps(_mm256_loadu_ps(qr + 80), vs));
+        _mm256_storeu_ps(qw + 88, _mm256_mul_ps(_mm256_loadu_ps(qr + 88), vs));
+        _mm256_storeu_ps(qw + 96, _mm256_mul_ps(_mm256_loadu_ps(qr + 96), vs));
+        _mm256_storeu_ps(qw + 104, _mm256_mul_ps(_mm256_loadu_ps(qr + 104), vs));
+        _mm256_storeu_ps(qw + 112, _mm256_mul_ps(_mm256_loadu_ps(qr + 112), vs));
+        _mm256_storeu_ps(qw + 120, _mm256_mul_ps(_mm256_loadu_ps(qr + 120), vs));
+        _mm256_storeu_ps(qw + 128, _mm256_mul_ps(_mm256_loadu_ps(qr + 128), vs));
+        _mm256_storeu_ps(qw + 136, _mm256_mul_ps(_mm256_loadu_ps(qr + 136), vs));
+        _mm256_storeu_ps(qw + 144, _mm256_mul_ps(_mm256_loadu_ps(qr + 144), vs));
+        _mm256_storeu_ps(qw + 152, _mm256_mul_ps(_mm256_loadu_ps(qr + 152), vs));
+        _mm256_storeu_ps(qw + 160, _mm256_mul_ps(_mm256_loadu_ps(qr + 160), vs));
+        _mm256_storeu_ps(qw + 168, _mm256_mul_ps(_mm256_loadu_ps(qr + 168), vs));
+        _mm256_storeu_ps(qw + 176, _mm256_mul_ps(_mm256_loadu_ps(qr + 176), vs));
+        _mm256_storeu_ps(qw + 184, _mm256_mul_ps(_mm256_loadu_ps(qr + 184), vs));
+        _mm256_storeu_ps(qw + 192, _mm256_mul_ps(_mm256_loadu_ps(qr + 192), vs));
+        _mm256_storeu_ps(qw + 200, _mm256_mul_ps(_mm256_loadu_ps(qr + 200), vs));
+        _mm256_storeu_ps(qw + 208, _mm256_mul_ps(_mm256_loadu_ps(qr + 208), vs));
+        _mm256_storeu_ps(qw + 216, _mm256_mul_ps(_mm256_loadu_ps(qr + 216), vs));
+        _mm256_storeu_ps(qw + 224, _mm256_mul_ps(_mm256_loadu_ps(qr + 224), vs));
+        _mm256_storeu_ps(qw + 232, _mm256_mul_ps(_mm256_loadu_ps(qr + 232), vs));
+        _mm256_storeu_ps(qw + 240, _mm256_mul_ps(_mm256_loadu_ps(qr + 240), vs));
+        _mm256_storeu_ps(qw + 248, _mm256_mul_ps(_mm256_loadu_ps(qr + 248), vs));
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -2081,43 +2146,50 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_unit__avx2
         for (c = 0; c < 128; c += 16) {
             const float *ktc = kt + (j0 + c) * 256; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
-                attn_gemma2_9b_global_qk_4x16__avx2(w->q + r * 256, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_gemma2_9b_global_sees(w->first + r, w->last + r, 4, c, c + 16))
+                    attn_gemma2_9b_global_qk_4x16__avx2(w->q + r * 256, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
-                attn_gemma2_9b_global_qk_1x16__avx2(w->q + r * 256, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_gemma2_9b_global_sees(w->first + r, w->last + r, 1, c, c + 16))
+                    attn_gemma2_9b_global_qk_1x16__avx2(w->q + r * 256, ktc, w->s + r * 128 + c);
         }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
             float *restrict sr = w->s + r * 128;
-            float mx = -INFINITY, m_new, m_ref, sum;
+            float mx, m_new, m_ref, sum;
             for (c = 0; c < 128; c += 8) {
                 __m256 x = _mm256_loadu_ps(sr + c);
                 x = _mm256_mul_ps(_mm256_set1_ps(72.134752f), attn_tanh__avx2(_mm256_mul_ps(x, _mm256_set1_ps(0.0138629436f)))); /* softcap, base 2 */
                 _mm256_storeu_ps(sr + c, x);
             }
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 128; c++) {
-                    const int64_t j = j0 + c;
-                    const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
-                    if (!seen) sr[c] = -INFINITY;
-                }
+                /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
+                const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > 128 ? 128 : w->lo[r] - j0);
+                const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > 128 ? 128 : w->hi[r] - j0);
+                const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
+                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                for (c = hi; c < 128; c++) sr[c] = -INFINITY;
             }
             {
-                __m256 vmx = _mm256_loadu_ps(sr);
-                for (c = 8; c < 128; c += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(sr + c));
+                /* max and exp over the vectors holding the columns this row may see;
+                   the others get probability 0 */
+                const int64_t ca = cls == 2 ? 0 : w->first[r] / 8 * 8;
+                const int64_t ce = cls == 2 ? 128 : (w->last[r] + 7) / 8 * 8;
+                const __m256 zero = _mm256_setzero_ps();
+                __m256 vmx = _mm256_set1_ps(-INFINITY), vsum = zero, vm;
+                for (c = ca; c < ce; c += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(sr + c));
                 mx = attn_hmax_avx2(vmx);
-            }
-            m_new = mx > w->m[r] ? mx : w->m[r];
-            m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = exp2f(w->m[r] - m_ref);
-            {
-                const __m256 vm = _mm256_set1_ps(m_ref);
-                __m256 vsum = _mm256_setzero_ps();
-                for (c = 0; c < 128; c += 8) {
+                m_new = mx > w->m[r] ? mx : w->m[r];
+                m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
+                w->alpha[r] = exp2f(w->m[r] - m_ref);
+                vm = _mm256_set1_ps(m_ref);
+                for (c = 0; c < ca; c += 8) _mm256_storeu_ps(sr + c, zero);
+                for (c = ca; c < ce; c += 8) {
                     const __m256 e = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(sr + c), vm));
                     _mm256_storeu_ps(sr + c, e);
                     vsum = _mm256_add_ps(vsum, e);
                 }
+                for (c = ce; c < 128; c += 8) _mm256_storeu_ps(sr + c, zero);
                 sum = attn_hadd_avx2(vsum);
             }
             w->l[r] = w->l[r] * w->alpha[r] + sum;
@@ -2192,80 +2264,84 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_unit__avx2
     }
 }
 
-/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*16 + c][hk][d] and
- * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
-__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_pack__avx2(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
-        float *restrict vp, int64_t lkp)
+/* Packs keys [j0, j0 + 16) of batch b, kv head hk: the K^T panel
+ * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
+ * zero for keys at or past Lk_b and for V's padding columns. */
+__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_global_pack__avx2(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+        float *restrict kt, float *restrict vp)
 {
     const int64_t lk = args->seq_k;
+    const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 16 ? 16 : lk - j0);
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
     const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    int64_t j, d;
-    memset(kt, 0, sizeof(float) * (size_t)(lkp * 256));
-    memset(vp, 0, sizeof(float) * (size_t)(lkp * 256));
-    for (j = 0; j < lk; j++) {
-        const float *restrict kr = k + j * args->k_stride[1];
-        const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 16) * 4096 + j % 16;
-        for (d = 0; d < 256; d++) kc[d * 16] = kr[d];
-        memcpy(vp + j * 256, vr, sizeof(float) * 256);
+    int64_t c, d;
+    if (n < 16) {
+        memset(kt, 0, sizeof(float) * 4096);
+        memset(vp + n * 256, 0, sizeof(float) * (size_t)((16 - n) * 256));
+    }
+    for (c = 0; c < n; c++) {
+        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
+        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        for (d = 0; d < 256; d++) kt[d * 16 + c] = kr[d];
+        memcpy(vp + c * 256, vr, sizeof(float) * 256);
     }
 }
 
+/* Batch by batch and kv head by kv head: all threads pack that head's K and
+ * V, then share its (query head, query tile) units; packed K/V and scratch
+ * are allocated once per call. */
 __attribute__((target("avx2,fma"))) attn_status attn_gemma2_9b_global_fwd__avx2(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_global_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
     const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
     const int64_t nq = (Lq + 95) / 96;
-    const int64_t units = B * 16 * nq;
     const int threads = args->threads;
     float *kt = NULL, *vp = NULL;
     int failed = 0;
-    int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (lkp > 0) {
-        if ((uint64_t)B * 4096 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
-        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
-        if (!kt || !vp) {
-            attn_free(kt);
-            attn_free(vp);
-            return ATTN_ERR_NOMEM;
-        }
+    if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 512) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
+    if (!kt || !vp) {
+        attn_free(kt);
+        attn_free(vp);
+        return ATTN_ERR_NOMEM;
     }
-
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
-#endif
-    for (u = 0; u < B * 8; u++)
-        if (lkp > 0)
-            attn_gemma2_9b_global_pack__avx2(args, u / 8, u % 8, kt + u * 256 * lkp, vp + u * 256 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     {
         attn_gemma2_9b_global_scratch__avx2 *w = (attn_gemma2_9b_global_scratch__avx2 *)attn_alloc(sizeof(*w));
+        int64_t g, u;
+        if (w) memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
         if (!w) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
             failed = 1;
         }
+        for (g = 0; g < B * 8; g++) { /* every thread walks the same groups */
+            const int64_t b = g / 8, hk = g % 8;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+            for (u = 0; u < lkp / 16; u++)
+                attn_gemma2_9b_global_pack__avx2(args, b, hk, u * 16, kt + u * 4096, vp + u * 4096);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (u = 0; u < units; u++) {
-            /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-            const int64_t qt = nq - 1 - u % nq;
-            const int64_t bh = u / nq;
-            const int64_t i0 = qt * 96;
-            if (w) attn_gemma2_9b_global_unit__avx2(args, kt, vp, lkp, bh / 16, bh % 16, i0,
-                    Lq - i0 < 96 ? Lq - i0 : 96, w);
+            for (u = 0; u < 2 * nq; u++) {
+                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                const int64_t qt = nq - 1 - u % nq;
+                const int64_t h = hk * 2 + u / nq;
+                const int64_t i0 = qt * 96;
+                if (w) attn_gemma2_9b_global_unit__avx2(args, kt, vp, b, h, i0, Lq - i0 < 96 ? Lq - i0 : 96, w);
+            }
         }
         attn_free(w);
     }
@@ -4018,26 +4094,88 @@ typedef struct {
 } attn_gemma2_9b_global_scratch__neon;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float *kt, const float *v, int64_t lkp,
+static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float *kt, const float *v,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__neon *w)
 {
     const int64_t lk = args->seq_k;
-    const int64_t hk = h / 2;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
     const int64_t ntiles = (lk + 127) / 128;
     int64_t r, t, c;
 
-    kt += (b * 8 + hk) * 256 * lkp; /* packed K^T and V of (b, hk) */
-    v += (b * 8 + hk) * 256 * lkp;
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
-    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0901684401f; /* scale * log2(e) */
+        float *restrict qw = w->q + r * 256;
+        const float32x4_t vs = vdupq_n_f32(0.0901684401f);
+        vst1q_f32(qw + 0, vmulq_f32(vld1q_f32(qr + 0), vs));
+        vst1q_f32(qw + 4, vmulq_f32(vld1q_f32(qr + 4), vs));
+        vst1q_f32(qw + 8, vmulq_f32(vld1q_f32(qr + 8), vs));
+        vst1q_f32(qw + 12, vmulq_f32(vld1q_f32(qr + 12), vs));
+        vst1q_f32(qw + 16, vmulq_f32(vld1q_f32(qr + 16), vs));
+        vst1q_f32(qw + 20, vmulq_f32(vld1q_f32(qr + 20), vs));
+        vst1q_f32(qw + 24, vmulq_f32(vld1q_f32(qr + 24), vs));
+        vst1q_f32(qw + 28, vmulq_f32(vld1q_f32(qr + 28), vs));
+        vst1q_f32(qw + 32, vmulq_f32(vld1q_f32(qr + 32), vs));
+        vst1q_f32(qw + 36, vmulq_f32(vld1q_f32(qr + 36), vs));
+        vst1q_f32(qw + 40, vmulq_f32(vld1q_f32(qr + 40), vs));
+        vst1q_f32(qw + 44, vmulq_f32(vld1q_f32(qr + 44), vs));
+        vst1q_f32(qw + 48, vmulq_f32(vld1q_f32(qr + 48), vs));
+        vst1q_f32(qw + 52, vmulq_f32(vld1q_f32(qr + 52), vs));
+        vst1q_f32(qw + 56, vmulq_f32(vld1q_f32(qr + 56), vs));
+        vst1q_f32(qw + 60, vmulq_f32(vld1q_f32(qr + 60), vs));
+        vst1q_f32(qw + 64, vmulq_f32(vld1q_f32(qr + 64), vs));
+        vst1q_f32(qw + 68, vmulq_f32(vld1q_f32(qr + 68), vs));
+        vst1q_f32(qw + 72, vmulq_f32(vld1q_f32(qr + 72), vs));
+        vst1q_f32(qw + 76, vmulq_f32(vld1q_f32(qr + 76), vs));
+        vst1q_f32(qw + 80, vmulq_f32(vld1q_f32(qr + 80), vs));
+        vst1q_f32(qw + 84, vmulq_f32(vld1q_f32(qr + 84), vs));
+        vst1q_f32(qw + 88, vmulq_f32(vld1q_f32(qr + 88), vs));
+        vst1q_f32(qw + 92, vmulq_f32(vld1q_f32(qr + 92), vs));
+        vst1q_f32(qw + 96, vmulq_f32(vld1q_f32(qr + 96), vs));
+        vst1q_f32(qw + 100, vmulq_f32(vld1q_f32(qr + 100), vs));
+        vst1q_f32(qw + 104, vmulq_f32(vld1q_f32(qr + 104), vs));
+        vst1q_f32(qw + 108, vmulq_f32(vld1q_f32(qr + 108), vs));
+        vst1q_f32(qw + 112, vmulq_f32(vld1q_f32(qr + 112), vs));
+        vst1q_f32(qw + 116, vmulq_f32(vld1q_f32(qr + 116), vs));
+        vst1q_f32(qw + 120, vmulq_f32(vld1q_f32(qr + 120), vs));
+        vst1q_f32(qw + 124, vmulq_f32(vld1q_f32(qr + 124), vs));
+        vst1q_f32(qw + 128, vmulq_f32(vld1q_f32(qr + 128), vs));
+        vst1q_f32(qw + 132, vmulq_f32(vld1q_f32(qr + 132), vs));
+        vst1q_f32(qw + 136, vmulq_f32(vld1q_f32(qr + 136), vs));
+        vst1q_f32(qw + 140, vmulq_f32(vld1q_f32(qr + 140), vs));
+        vst1q_f32(qw + 144, vmulq_f32(vld1q_f32(qr + 144), vs));
+        vst1q_f32(qw + 148, vmulq_f32(vld1q_f32(qr + 148), vs));
+        vst1q_f32(qw + 152, vmulq_f32(vld1q_f32(qr + 152), vs));
+        vst1q_f32(qw + 156, vmulq_f32(vld1q_f32(qr + 156), vs));
+        vst1q_f32(qw + 160, vmulq_f32(vld1q_f32(qr + 160), vs));
+        vst1q_f32(qw + 164, vmulq_f32(vld1q_f32(qr + 164), vs));
+        vst1q_f32(qw + 168, vmulq_f32(vld1q_f32(qr + 168), vs));
+        vst1q_f32(qw + 172, vmulq_f32(vld1q_f32(qr + 172), vs));
+        vst1q_f32(qw + 176, vmulq_f32(vld1q_f32(qr + 176), vs));
+        vst1q_f32(qw + 180, vmulq_f32(vld1q_f32(qr + 180), vs));
+        vst1q_f32(qw + 184, vmulq_f32(vld1q_f32(qr + 184), vs));
+        vst1q_f32(qw + 188, vmulq_f32(vld1q_f32(qr + 188), vs));
+        vst1q_f32(qw + 192, vmulq_f32(vld1q_f32(qr + 192), vs));
+        vst1q_f32(qw + 196, vmulq_f32(vld1q_f32(qr + 196), vs));
+        vst1q_f32(qw + 200, vmulq_f32(vld1q_f32(qr + 200), vs));
+        vst1q_f32(qw + 204, vmulq_f32(vld1q_f32(qr + 204), vs));
+        vst1q_f32(qw + 208, vmulq_f32(vld1q_f32(qr + 208), vs));
+        vst1q_f32(qw + 212, vmulq_f32(vld1q_f32(qr + 212), vs));
+        vst1q_f32(qw + 216, vmulq_f32(vld1q_f32(qr + 216), vs));
+        vst1q_f32(qw + 220, vmulq_f32(vld1q_f32(qr + 220), vs));
+        vst1q_f32(qw + 224, vmulq_f32(vld1q_f32(qr + 224), vs));
+        vst1q_f32(qw + 228, vmulq_f32(vld1q_f32(qr + 228), vs));
+        vst1q_f32(qw + 232, vmulq_f32(vld1q_f32(qr + 232), vs));
+        vst1q_f32(qw + 236, vmulq_f32(vld1q_f32(qr + 236), vs));
+        vst1q_f32(qw + 240, vmulq_f32(vld1q_f32(qr + 240), vs));
+        vst1q_f32(qw + 244, vmulq_f32(vld1q_f32(qr + 244), vs));
+        vst1q_f32(qw + 248, vmulq_f32(vld1q_f32(qr + 248), vs));
+        vst1q_f32(qw + 252, vmulq_f32(vld1q_f32(qr + 252), vs));
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -4051,43 +4189,50 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
         for (c = 0; c < 128; c += 8) {
             const float *ktc = kt + (j0 + c) * 256; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
-                attn_gemma2_9b_global_qk_8x8__neon(w->q + r * 256, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_gemma2_9b_global_sees(w->first + r, w->last + r, 8, c, c + 8))
+                    attn_gemma2_9b_global_qk_8x8__neon(w->q + r * 256, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
-                attn_gemma2_9b_global_qk_1x8__neon(w->q + r * 256, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_gemma2_9b_global_sees(w->first + r, w->last + r, 1, c, c + 8))
+                    attn_gemma2_9b_global_qk_1x8__neon(w->q + r * 256, ktc, w->s + r * 128 + c);
         }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
             float *restrict sr = w->s + r * 128;
-            float mx = -INFINITY, m_new, m_ref, sum;
+            float mx, m_new, m_ref, sum;
             for (c = 0; c < 128; c += 4) {
                 float32x4_t x = vld1q_f32(sr + c);
                 x = vmulq_f32(vdupq_n_f32(72.134752f), attn_tanh__neon(vmulq_f32(x, vdupq_n_f32(0.0138629436f)))); /* softcap, base 2 */
                 vst1q_f32(sr + c, x);
             }
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 128; c++) {
-                    const int64_t j = j0 + c;
-                    const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
-                    if (!seen) sr[c] = -INFINITY;
-                }
+                /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
+                const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > 128 ? 128 : w->lo[r] - j0);
+                const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > 128 ? 128 : w->hi[r] - j0);
+                const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
+                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                for (c = hi; c < 128; c++) sr[c] = -INFINITY;
             }
             {
-                float32x4_t vmx = vld1q_f32(sr);
-                for (c = 4; c < 128; c += 4) vmx = vmaxq_f32(vmx, vld1q_f32(sr + c));
+                /* max and exp over the vectors holding the columns this row may see;
+                   the others get probability 0 */
+                const int64_t ca = cls == 2 ? 0 : w->first[r] / 4 * 4;
+                const int64_t ce = cls == 2 ? 128 : (w->last[r] + 3) / 4 * 4;
+                const float32x4_t zero = vdupq_n_f32(0.0f);
+                float32x4_t vmx = vdupq_n_f32(-INFINITY), vsum = zero, vm;
+                for (c = ca; c < ce; c += 4) vmx = vmaxq_f32(vmx, vld1q_f32(sr + c));
                 mx = vmaxvq_f32(vmx);
-            }
-            m_new = mx > w->m[r] ? mx : w->m[r];
-            m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = exp2f(w->m[r] - m_ref);
-            {
-                const float32x4_t vm = vdupq_n_f32(m_ref);
-                float32x4_t vsum = vdupq_n_f32(0.0f);
-                for (c = 0; c < 128; c += 4) {
+                m_new = mx > w->m[r] ? mx : w->m[r];
+                m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
+                w->alpha[r] = exp2f(w->m[r] - m_ref);
+                vm = vdupq_n_f32(m_ref);
+                for (c = 0; c < ca; c += 4) vst1q_f32(sr + c, zero);
+                for (c = ca; c < ce; c += 4) {
                     const float32x4_t e = attn_exp2__neon(vsubq_f32(vld1q_f32(sr + c), vm));
                     vst1q_f32(sr + c, e);
                     vsum = vaddq_f32(vsum, e);
                 }
+                for (c = ce; c < 128; c += 4) vst1q_f32(sr + c, zero);
                 sum = vaddvq_f32(vsum);
             }
             w->l[r] = w->l[r] * w->alpha[r] + sum;
@@ -4194,80 +4339,84 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
     }
 }
 
-/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*8 + c][hk][d] and
- * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
-static void attn_gemma2_9b_global_pack__neon(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
-        float *restrict vp, int64_t lkp)
+/* Packs keys [j0, j0 + 8) of batch b, kv head hk: the K^T panel
+ * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
+ * zero for keys at or past Lk_b and for V's padding columns. */
+static void attn_gemma2_9b_global_pack__neon(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+        float *restrict kt, float *restrict vp)
 {
     const int64_t lk = args->seq_k;
+    const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 8 ? 8 : lk - j0);
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
     const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    int64_t j, d;
-    memset(kt, 0, sizeof(float) * (size_t)(lkp * 256));
-    memset(vp, 0, sizeof(float) * (size_t)(lkp * 256));
-    for (j = 0; j < lk; j++) {
-        const float *restrict kr = k + j * args->k_stride[1];
-        const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 8) * 2048 + j % 8;
-        for (d = 0; d < 256; d++) kc[d * 8] = kr[d];
-        memcpy(vp + j * 256, vr, sizeof(float) * 256);
+    int64_t c, d;
+    if (n < 8) {
+        memset(kt, 0, sizeof(float) * 2048);
+        memset(vp + n * 256, 0, sizeof(float) * (size_t)((8 - n) * 256));
+    }
+    for (c = 0; c < n; c++) {
+        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
+        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        for (d = 0; d < 256; d++) kt[d * 8 + c] = kr[d];
+        memcpy(vp + c * 256, vr, sizeof(float) * 256);
     }
 }
 
+/* Batch by batch and kv head by kv head: all threads pack that head's K and
+ * V, then share its (query head, query tile) units; packed K/V and scratch
+ * are allocated once per call. */
 attn_status attn_gemma2_9b_global_fwd__neon(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_global_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
     const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
     const int64_t nq = (Lq + 95) / 96;
-    const int64_t units = B * 16 * nq;
     const int threads = args->threads;
     float *kt = NULL, *vp = NULL;
     int failed = 0;
-    int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (lkp > 0) {
-        if ((uint64_t)B * 4096 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
-        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
-        if (!kt || !vp) {
-            attn_free(kt);
-            attn_free(vp);
-            return ATTN_ERR_NOMEM;
-        }
+    if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 512) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
+    if (!kt || !vp) {
+        attn_free(kt);
+        attn_free(vp);
+        return ATTN_ERR_NOMEM;
     }
-
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
-#endif
-    for (u = 0; u < B * 8; u++)
-        if (lkp > 0)
-            attn_gemma2_9b_global_pack__neon(args, u / 8, u % 8, kt + u * 256 * lkp, vp + u * 256 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     {
         attn_gemma2_9b_global_scratch__neon *w = (attn_gemma2_9b_global_scratch__neon *)attn_alloc(sizeof(*w));
+        int64_t g, u;
+        if (w) memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
         if (!w) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
             failed = 1;
         }
+        for (g = 0; g < B * 8; g++) { /* every thread walks the same groups */
+            const int64_t b = g / 8, hk = g % 8;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+            for (u = 0; u < lkp / 8; u++)
+                attn_gemma2_9b_global_pack__neon(args, b, hk, u * 8, kt + u * 2048, vp + u * 2048);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (u = 0; u < units; u++) {
-            /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-            const int64_t qt = nq - 1 - u % nq;
-            const int64_t bh = u / nq;
-            const int64_t i0 = qt * 96;
-            if (w) attn_gemma2_9b_global_unit__neon(args, kt, vp, lkp, bh / 16, bh % 16, i0,
-                    Lq - i0 < 96 ? Lq - i0 : 96, w);
+            for (u = 0; u < 2 * nq; u++) {
+                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                const int64_t qt = nq - 1 - u % nq;
+                const int64_t h = hk * 2 + u / nq;
+                const int64_t i0 = qt * 96;
+                if (w) attn_gemma2_9b_global_unit__neon(args, kt, vp, b, h, i0, Lq - i0 < 96 ? Lq - i0 : 96, w);
+            }
         }
         attn_free(w);
     }
@@ -10647,26 +10796,280 @@ typedef struct {
 } attn_gemma2_9b_global_scratch__scalar;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-static void attn_gemma2_9b_global_unit__scalar(const attn_args *args, const float *kt, const float *v, int64_t lkp,
+static void attn_gemma2_9b_global_unit__scalar(const attn_args *args, const float *kt, const float *v,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__scalar *w)
 {
     const int64_t lk = args->seq_k;
-    const int64_t hk = h / 2;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
     const int64_t ntiles = (lk + 127) / 128;
     int64_t r, t, c;
 
-    kt += (b * 8 + hk) * 256 * lkp; /* packed K^T and V of (b, hk) */
-    v += (b * 8 + hk) * 256 * lkp;
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
-    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 256; c++) w->q[r * 256 + c] = qr[c] * 0.0901684401f; /* scale * log2(e) */
+        float *restrict qw = w->q + r * 256;
+        const float vs = (0.0901684401f);
+        *(qw + 0) = (*(qr + 0) * vs);
+        *(qw + 1) = (*(qr + 1) * vs);
+        *(qw + 2) = (*(qr + 2) * vs);
+        *(qw + 3) = (*(qr + 3) * vs);
+        *(qw + 4) = (*(qr + 4) * vs);
+        *(qw + 5) = (*(qr + 5) * vs);
+        *(qw + 6) = (*(qr + 6) * vs);
+        *(qw + 7) = (*(qr + 7) * vs);
+        *(qw + 8) = (*(qr + 8) * vs);
+        *(qw + 9) = (*(qr + 9) * vs);
+        *(qw + 10) = (*(qr + 10) * vs);
+        *(qw + 11) = (*(qr + 11) * vs);
+        *(qw + 12) = (*(qr + 12) * vs);
+        *(qw + 13) = (*(qr + 13) * vs);
+        *(qw + 14) = (*(qr + 14) * vs);
+        *(qw + 15) = (*(qr + 15) * vs);
+        *(qw + 16) = (*(qr + 16) * vs);
+        *(qw + 17) = (*(qr + 17) * vs);
+        *(qw + 18) = (*(qr + 18) * vs);
+        *(qw + 19) = (*(qr + 19) * vs);
+        *(qw + 20) = (*(qr + 20) * vs);
+        *(qw + 21) = (*(qr + 21) * vs);
+        *(qw + 22) = (*(qr + 22) * vs);
+        *(qw + 23) = (*(qr + 23) * vs);
+        *(qw + 24) = (*(qr + 24) * vs);
+        *(qw + 25) = (*(qr + 25) * vs);
+        *(qw + 26) = (*(qr + 26) * vs);
+        *(qw + 27) = (*(qr + 27) * vs);
+        *(qw + 28) = (*(qr + 28) * vs);
+        *(qw + 29) = (*(qr + 29) * vs);
+        *(qw + 30) = (*(qr + 30) * vs);
+        *(qw + 31) = (*(qr + 31) * vs);
+        *(qw + 32) = (*(qr + 32) * vs);
+        *(qw + 33) = (*(qr + 33) * vs);
+        *(qw + 34) = (*(qr + 34) * vs);
+        *(qw + 35) = (*(qr + 35) * vs);
+        *(qw + 36) = (*(qr + 36) * vs);
+        *(qw + 37) = (*(qr + 37) * vs);
+        *(qw + 38) = (*(qr + 38) * vs);
+        *(qw + 39) = (*(qr + 39) * vs);
+        *(qw + 40) = (*(qr + 40) * vs);
+        *(qw + 41) = (*(qr + 41) * vs);
+        *(qw + 42) = (*(qr + 42) * vs);
+        *(qw + 43) = (*(qr + 43) * vs);
+        *(qw + 44) = (*(qr + 44) * vs);
+        *(qw + 45) = (*(qr + 45) * vs);
+        *(qw + 46) = (*(qr + 46) * vs);
+        *(qw + 47) = (*(qr + 47) * vs);
+        *(qw + 48) = (*(qr + 48) * vs);
+        *(qw + 49) = (*(qr + 49) * vs);
+        *(qw + 50) = (*(qr + 50) * vs);
+        *(qw + 51) = (*(qr + 51) * vs);
+        *(qw + 52) = (*(qr + 52) * vs);
+        *(qw + 53) = (*(qr + 53) * vs);
+        *(qw + 54) = (*(qr + 54) * vs);
+        *(qw + 55) = (*(qr + 55) * vs);
+        *(qw + 56) = (*(qr + 56) * vs);
+        *(qw + 57) = (*(qr + 57) * vs);
+        *(qw + 58) = (*(qr + 58) * vs);
+        *(qw + 59) = (*(qr + 59) * vs);
+        *(qw + 60) = (*(qr + 60) * vs);
+        *(qw + 61) = (*(qr + 61) * vs);
+        *(qw + 62) = (*(qr + 62) * vs);
+        *(qw + 63) = (*(qr + 63) * vs);
+        *(qw + 64) = (*(qr + 64) * vs);
+        *(qw + 65) = (*(qr + 65) * vs);
+        *(qw + 66) = (*(qr + 66) * vs);
+        *(qw + 67) = (*(qr + 67) * vs);
+        *(qw + 68) = (*(qr + 68) * vs);
+        *(qw + 69) = (*(qr + 69) * vs);
+        *(qw + 70) = (*(qr + 70) * vs);
+        *(qw + 71) = (*(qr + 71) * vs);
+        *(qw + 72) = (*(qr + 72) * vs);
+        *(qw + 73) = (*(qr + 73) * vs);
+        *(qw + 74) = (*(qr + 74) * vs);
+        *(qw + 75) = (*(qr + 75) * vs);
+        *(qw + 76) = (*(qr + 76) * vs);
+        *(qw + 77) = (*(qr + 77) * vs);
+        *(qw + 78) = (*(qr + 78) * vs);
+        *(qw + 79) = (*(qr + 79) * vs);
+        *(qw + 80) = (*(qr + 80) * vs);
+        *(qw + 81) = (*(qr + 81) * vs);
+        *(qw + 82) = (*(qr + 82) * vs);
+        *(qw + 83) = (*(qr + 83) * vs);
+        *(qw + 84) = (*(qr + 84) * vs);
+        *(qw + 85) = (*(qr + 85) * vs);
+        *(qw + 86) = (*(qr + 86) * vs);
+        *(qw + 87) = (*(qr + 87) * vs);
+        *(qw + 88) = (*(qr + 88) * vs);
+        *(qw + 89) = (*(qr + 89) * vs);
+        *(qw + 90) = (*(qr + 90) * vs);
+        *(qw + 91) = (*(qr + 91) * vs);
+        *(qw + 92) = (*(qr + 92) * vs);
+        *(qw + 93) = (*(qr + 93) * vs);
+        *(qw + 94) = (*(qr + 94) * vs);
+        *(qw + 95) = (*(qr + 95) * vs);
+        *(qw + 96) = (*(qr + 96) * vs);
+        *(qw + 97) = (*(qr + 97) * vs);
+        *(qw + 98) = (*(qr + 98) * vs);
+        *(qw + 99) = (*(qr + 99) * vs);
+        *(qw + 100) = (*(qr + 100) * vs);
+        *(qw + 101) = (*(qr + 101) * vs);
+        *(qw + 102) = (*(qr + 102) * vs);
+        *(qw + 103) = (*(qr + 103) * vs);
+        *(qw + 104) = (*(qr + 104) * vs);
+        *(qw + 105) = (*(qr + 105) * vs);
+        *(qw + 106) = (*(qr + 106) * vs);
+        *(qw + 107) = (*(qr + 107) * vs);
+        *(qw + 108) = (*(qr + 108) * vs);
+        *(qw + 109) = (*(qr + 109) * vs);
+        *(qw + 110) = (*(qr + 110) * vs);
+        *(qw + 111) = (*(qr + 111) * vs);
+        *(qw + 112) = (*(qr + 112) * vs);
+        *(qw + 113) = (*(qr + 113) * vs);
+        *(qw + 114) = (*(qr + 114) * vs);
+        *(qw + 115) = (*(qr + 115) * vs);
+        *(qw + 116) = (*(qr + 116) * vs);
+        *(qw + 117) = (*(qr + 117) * vs);
+        *(qw + 118) = (*(qr + 118) * vs);
+        *(qw + 119) = (*(qr + 119) * vs);
+        *(qw + 120) = (*(qr + 120) * vs);
+        *(qw + 121) = (*(qr + 121) * vs);
+        *(qw + 122) = (*(qr + 122) * vs);
+        *(qw + 123) = (*(qr + 123) * vs);
+        *(qw + 124) = (*(qr + 124) * vs);
+        *(qw + 125) = (*(qr + 125) * vs);
+        *(qw + 126) = (*(qr + 126) * vs);
+        *(qw + 127) = (*(qr + 127) * vs);
+        *(qw + 128) = (*(qr + 128) * vs);
+        *(qw + 129) = (*(qr + 129) * vs);
+        *(qw + 130) = (*(qr + 130) * vs);
+        *(qw + 131) = (*(qr + 131) * vs);
+        *(qw + 132) = (*(qr + 132) * vs);
+        *(qw + 133) = (*(qr + 133) * vs);
+        *(qw + 134) = (*(qr + 134) * vs);
+        *(qw + 135) = (*(qr + 135) * vs);
+        *(qw + 136) = (*(qr + 136) * vs);
+        *(qw + 137) = (*(qr + 137) * vs);
+        *(qw + 138) = (*(qr + 138) * vs);
+        *(qw + 139) = (*(qr + 139) * vs);
+        *(qw + 140) = (*(qr + 140) * vs);
+        *(qw + 141) = (*(qr + 141) * vs);
+        *(qw + 142) = (*(qr + 142) * vs);
+        *(qw + 143) = (*(qr + 143) * vs);
+        *(qw + 144) = (*(qr + 144) * vs);
+        *(qw + 145) = (*(qr + 145) * vs);
+        *(qw + 146) = (*(qr + 146) * vs);
+        *(qw + 147) = (*(qr + 147) * vs);
+        *(qw + 148) = (*(qr + 148) * vs);
+        *(qw + 149) = (*(qr + 149) * vs);
+        *(qw + 150) = (*(qr + 150) * vs);
+        *(qw + 151) = (*(qr + 151) * vs);
+        *(qw + 152) = (*(qr + 152) * vs);
+        *(qw + 153) = (*(qr + 153) * vs);
+        *(qw + 154) = (*(qr + 154) * vs);
+        *(qw + 155) = (*(qr + 155) * vs);
+        *(qw + 156) = (*(qr + 156) * vs);
+        *(qw + 157) = (*(qr + 157) * vs);
+        *(qw + 158) = (*(qr + 158) * vs);
+        *(qw + 159) = (*(qr + 159) * vs);
+        *(qw + 160) = (*(qr + 160) * vs);
+        *(qw + 161) = (*(qr + 161) * vs);
+        *(qw + 162) = (*(qr + 162) * vs);
+        *(qw + 163) = (*(qr + 163) * vs);
+        *(qw + 164) = (*(qr + 164) * vs);
+        *(qw + 165) = (*(qr + 165) * vs);
+        *(qw + 166) = (*(qr + 166) * vs);
+        *(qw + 167) = (*(qr + 167) * vs);
+        *(qw + 168) = (*(qr + 168) * vs);
+        *(qw + 169) = (*(qr + 169) * vs);
+        *(qw + 170) = (*(qr + 170) * vs);
+        *(qw + 171) = (*(qr + 171) * vs);
+        *(qw + 172) = (*(qr + 172) * vs);
+        *(qw + 173) = (*(qr + 173) * vs);
+        *(qw + 174) = (*(qr + 174) * vs);
+        *(qw + 175) = (*(qr + 175) * vs);
+        *(qw + 176) = (*(qr + 176) * vs);
+        *(qw + 177) = (*(qr + 177) * vs);
+        *(qw + 178) = (*(qr + 178) * vs);
+        *(qw + 179) = (*(qr + 179) * vs);
+        *(qw + 180) = (*(qr + 180) * vs);
+        *(qw + 181) = (*(qr + 181) * vs);
+        *(qw + 182) = (*(qr + 182) * vs);
+        *(qw + 183) = (*(qr + 183) * vs);
+        *(qw + 184) = (*(qr + 184) * vs);
+        *(qw + 185) = (*(qr + 185) * vs);
+        *(qw + 186) = (*(qr + 186) * vs);
+        *(qw + 187) = (*(qr + 187) * vs);
+        *(qw + 188) = (*(qr + 188) * vs);
+        *(qw + 189) = (*(qr + 189) * vs);
+        *(qw + 190) = (*(qr + 190) * vs);
+        *(qw + 191) = (*(qr + 191) * vs);
+        *(qw + 192) = (*(qr + 192) * vs);
+        *(qw + 193) = (*(qr + 193) * vs);
+        *(qw + 194) = (*(qr + 194) * vs);
+        *(qw + 195) = (*(qr + 195) * vs);
+        *(qw + 196) = (*(qr + 196) * vs);
+        *(qw + 197) = (*(qr + 197) * vs);
+        *(qw + 198) = (*(qr + 198) * vs);
+        *(qw + 199) = (*(qr + 199) * vs);
+        *(qw + 200) = (*(qr + 200) * vs);
+        *(qw + 201) = (*(qr + 201) * vs);
+        *(qw + 202) = (*(qr + 202) * vs);
+        *(qw + 203) = (*(qr + 203) * vs);
+        *(qw + 204) = (*(qr + 204) * vs);
+        *(qw + 205) = (*(qr + 205) * vs);
+        *(qw + 206) = (*(qr + 206) * vs);
+        *(qw + 207) = (*(qr + 207) * vs);
+        *(qw + 208) = (*(qr + 208) * vs);
+        *(qw + 209) = (*(qr + 209) * vs);
+        *(qw + 210) = (*(qr + 210) * vs);
+        *(qw + 211) = (*(qr + 211) * vs);
+        *(qw + 212) = (*(qr + 212) * vs);
+        *(qw + 213) = (*(qr + 213) * vs);
+        *(qw + 214) = (*(qr + 214) * vs);
+        *(qw + 215) = (*(qr + 215) * vs);
+        *(qw + 216) = (*(qr + 216) * vs);
+        *(qw + 217) = (*(qr + 217) * vs);
+        *(qw + 218) = (*(qr + 218) * vs);
+        *(qw + 219) = (*(qr + 219) * vs);
+        *(qw + 220) = (*(qr + 220) * vs);
+        *(qw + 221) = (*(qr + 221) * vs);
+        *(qw + 222) = (*(qr + 222) * vs);
+        *(qw + 223) = (*(qr + 223) * vs);
+        *(qw + 224) = (*(qr + 224) * vs);
+        *(qw + 225) = (*(qr + 225) * vs);
+        *(qw + 226) = (*(qr + 226) * vs);
+        *(qw + 227) = (*(qr + 227) * vs);
+        *(qw + 228) = (*(qr + 228) * vs);
+        *(qw + 229) = (*(qr + 229) * vs);
+        *(qw + 230) = (*(qr + 230) * vs);
+        *(qw + 231) = (*(qr + 231) * vs);
+        *(qw + 232) = (*(qr + 232) * vs);
+        *(qw + 233) = (*(qr + 233) * vs);
+        *(qw + 234) = (*(qr + 234) * vs);
+        *(qw + 235) = (*(qr + 235) * vs);
+        *(qw + 236) = (*(qr + 236) * vs);
+        *(qw + 237) = (*(qr + 237) * vs);
+        *(qw + 238) = (*(qr + 238) * vs);
+        *(qw + 239) = (*(qr + 239) * vs);
+        *(qw + 240) = (*(qr + 240) * vs);
+        *(qw + 241) = (*(qr + 241) * vs);
+        *(qw + 242) = (*(qr + 242) * vs);
+        *(qw + 243) = (*(qr + 243) * vs);
+        *(qw + 244) = (*(qr + 244) * vs);
+        *(qw + 245) = (*(qr + 245) * vs);
+        *(qw + 246) = (*(qr + 246) * vs);
+        *(qw + 247) = (*(qr + 247) * vs);
+        *(qw + 248) = (*(qr + 248) * vs);
+        *(qw + 249) = (*(qr + 249) * vs);
+        *(qw + 250) = (*(qr + 250) * vs);
+        *(qw + 251) = (*(qr + 251) * vs);
+        *(qw + 252) = (*(qr + 252) * vs);
+        *(qw + 253) = (*(qr + 253) * vs);
+        *(qw + 254) = (*(qr + 254) * vs);
+        *(qw + 255) = (*(qr + 255) * vs);
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -10680,39 +11083,50 @@ static void attn_gemma2_9b_global_unit__scalar(const attn_args *args, const floa
         for (c = 0; c < 128; c += 2) {
             const float *ktc = kt + (j0 + c) * 256; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
-                attn_gemma2_9b_global_qk_4x2__scalar(w->q + r * 256, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_gemma2_9b_global_sees(w->first + r, w->last + r, 4, c, c + 2))
+                    attn_gemma2_9b_global_qk_4x2__scalar(w->q + r * 256, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
-                attn_gemma2_9b_global_qk_1x2__scalar(w->q + r * 256, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_gemma2_9b_global_sees(w->first + r, w->last + r, 1, c, c + 2))
+                    attn_gemma2_9b_global_qk_1x2__scalar(w->q + r * 256, ktc, w->s + r * 128 + c);
         }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
             float *restrict sr = w->s + r * 128;
-            float mx = -INFINITY, m_new, m_ref, sum;
+            float mx, m_new, m_ref, sum;
             for (c = 0; c < 128; c += 1) {
                 float x = *(sr + c);
                 x = ((72.134752f) * tanhf((x * (0.0138629436f)))); /* softcap, base 2 */
                 *(sr + c) = x;
             }
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 128; c++) {
-                    const int64_t j = j0 + c;
-                    const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
-                    if (!seen) sr[c] = -INFINITY;
-                }
+                /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
+                const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > 128 ? 128 : w->lo[r] - j0);
+                const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > 128 ? 128 : w->hi[r] - j0);
+                const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
+                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                for (c = hi; c < 128; c++) sr[c] = -INFINITY;
             }
-            for (c = 0; c < 128; c++) mx = mx > sr[c] ? mx : sr[c];
-            m_new = mx > w->m[r] ? mx : w->m[r];
-            m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = exp2f(w->m[r] - m_ref);
             {
-                const float vm = (m_ref);
-                float vsum = 0.0f;
-                for (c = 0; c < 128; c += 1) {
+                /* max and exp over the vectors holding the columns this row may see;
+                   the others get probability 0 */
+                const int64_t ca = cls == 2 ? 0 : w->first[r] / 1 * 1;
+                const int64_t ce = cls == 2 ? 128 : (w->last[r] + 0) / 1 * 1;
+                const float zero = 0.0f;
+                float vmx = (-INFINITY), vsum = zero, vm;
+                for (c = ca; c < ce; c += 1) vmx = (vmx > *(sr + c) ? vmx : *(sr + c));
+                mx = vmx;
+                m_new = mx > w->m[r] ? mx : w->m[r];
+                m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
+                w->alpha[r] = exp2f(w->m[r] - m_ref);
+                vm = (m_ref);
+                for (c = 0; c < ca; c += 1) *(sr + c) = zero;
+                for (c = ca; c < ce; c += 1) {
                     const float e = exp2f((*(sr + c) - vm));
                     *(sr + c) = e;
                     vsum = (vsum + e);
                 }
+                for (c = ce; c < 128; c += 1) *(sr + c) = zero;
                 sum = vsum;
             }
             w->l[r] = w->l[r] * w->alpha[r] + sum;
@@ -11011,80 +11425,84 @@ static void attn_gemma2_9b_global_unit__scalar(const attn_args *args, const floa
     }
 }
 
-/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*2 + c][hk][d] and
- * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
-static void attn_gemma2_9b_global_pack__scalar(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
-        float *restrict vp, int64_t lkp)
+/* Packs keys [j0, j0 + 2) of batch b, kv head hk: the K^T panel
+ * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
+ * zero for keys at or past Lk_b and for V's padding columns. */
+static void attn_gemma2_9b_global_pack__scalar(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+        float *restrict kt, float *restrict vp)
 {
     const int64_t lk = args->seq_k;
+    const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 2 ? 2 : lk - j0);
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
     const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    int64_t j, d;
-    memset(kt, 0, sizeof(float) * (size_t)(lkp * 256));
-    memset(vp, 0, sizeof(float) * (size_t)(lkp * 256));
-    for (j = 0; j < lk; j++) {
-        const float *restrict kr = k + j * args->k_stride[1];
-        const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 2) * 512 + j % 2;
-        for (d = 0; d < 256; d++) kc[d * 2] = kr[d];
-        memcpy(vp + j * 256, vr, sizeof(float) * 256);
+    int64_t c, d;
+    if (n < 2) {
+        memset(kt, 0, sizeof(float) * 512);
+        memset(vp + n * 256, 0, sizeof(float) * (size_t)((2 - n) * 256));
+    }
+    for (c = 0; c < n; c++) {
+        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
+        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        for (d = 0; d < 256; d++) kt[d * 2 + c] = kr[d];
+        memcpy(vp + c * 256, vr, sizeof(float) * 256);
     }
 }
 
+/* Batch by batch and kv head by kv head: all threads pack that head's K and
+ * V, then share its (query head, query tile) units; packed K/V and scratch
+ * are allocated once per call. */
 attn_status attn_gemma2_9b_global_fwd__scalar(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_global_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
     const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
     const int64_t nq = (Lq + 95) / 96;
-    const int64_t units = B * 16 * nq;
     const int threads = args->threads;
     float *kt = NULL, *vp = NULL;
     int failed = 0;
-    int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (lkp > 0) {
-        if ((uint64_t)B * 4096 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
-        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 2048 * lkp));
-        if (!kt || !vp) {
-            attn_free(kt);
-            attn_free(vp);
-            return ATTN_ERR_NOMEM;
-        }
+    if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 512) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
+    if (!kt || !vp) {
+        attn_free(kt);
+        attn_free(vp);
+        return ATTN_ERR_NOMEM;
     }
-
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
-#endif
-    for (u = 0; u < B * 8; u++)
-        if (lkp > 0)
-            attn_gemma2_9b_global_pack__scalar(args, u / 8, u % 8, kt + u * 256 * lkp, vp + u * 256 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     {
         attn_gemma2_9b_global_scratch__scalar *w = (attn_gemma2_9b_global_scratch__scalar *)attn_alloc(sizeof(*w));
+        int64_t g, u;
+        if (w) memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
         if (!w) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
             failed = 1;
         }
+        for (g = 0; g < B * 8; g++) { /* every thread walks the same groups */
+            const int64_t b = g / 8, hk = g % 8;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+            for (u = 0; u < lkp / 2; u++)
+                attn_gemma2_9b_global_pack__scalar(args, b, hk, u * 2, kt + u * 512, vp + u * 512);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (u = 0; u < units; u++) {
-            /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-            const int64_t qt = nq - 1 - u % nq;
-            const int64_t bh = u / nq;
-            const int64_t i0 = qt * 96;
-            if (w) attn_gemma2_9b_global_unit__scalar(args, kt, vp, lkp, bh / 16, bh % 16, i0,
-                    Lq - i0 < 96 ? Lq - i0 : 96, w);
+            for (u = 0; u < 2 * nq; u++) {
+                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                const int64_t qt = nq - 1 - u % nq;
+                const int64_t h = hk * 2 + u / nq;
+                const int64_t i0 = qt * 96;
+                if (w) attn_gemma2_9b_global_unit__scalar(args, kt, vp, b, h, i0, Lq - i0 < 96 ? Lq - i0 : 96, w);
+            }
         }
         attn_free(w);
     }

@@ -97,6 +97,16 @@ static int attn_whisper_cross_classify(int64_t tq, int64_t j0, const int64_t *lo
     return any ? (all ? 2 : 1) : 0;
 }
 
+/* Whether any of n rows may see a tile column in [c0, c1) (first/last as
+ * classify leaves them); score panels no row of a block sees are skipped. */
+static int attn_whisper_cross_sees(const int64_t *first, const int64_t *last, int n, int64_t c0, int64_t c1)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        if (last[i] > first[i] && first[i] < c1 && last[i] > c0) return 1;
+    return 0;
+}
+
 /* ======================================================================== */
 /* avx512: 16 lanes of f32, 32 registers */
 /* ======================================================================== */
@@ -511,26 +521,28 @@ typedef struct {
 } attn_whisper_cross_scratch__avx512;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_unit__avx512(const attn_args *args, const float *kt, const float *v, int64_t lkp,
+__attribute__((target("avx512f"))) static void attn_whisper_cross_unit__avx512(const attn_args *args, const float *kt, const float *v,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_whisper_cross_scratch__avx512 *w)
 {
     const int64_t lk = args->seqlens_k[b];
-    const int64_t hk = h / 1;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
     const int64_t ntiles = (lk + 127) / 128;
     int64_t r, t, c;
 
-    kt += (b * 12 + hk) * 64 * lkp; /* packed K^T and V of (b, hk) */
-    v += (b * 12 + hk) * 64 * lkp;
     for (r = 0; r < tq; r++) {
         attn_whisper_cross_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
-    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.18033688f; /* scale * log2(e) */
+        float *restrict qw = w->q + r * 64;
+        const __m512 vs = _mm512_set1_ps(0.18033688f);
+        _mm512_storeu_ps(qw + 0, _mm512_mul_ps(_mm512_loadu_ps(qr + 0), vs));
+        _mm512_storeu_ps(qw + 16, _mm512_mul_ps(_mm512_loadu_ps(qr + 16), vs));
+        _mm512_storeu_ps(qw + 32, _mm512_mul_ps(_mm512_loadu_ps(qr + 32), vs));
+        _mm512_storeu_ps(qw + 48, _mm512_mul_ps(_mm512_loadu_ps(qr + 48), vs));
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -544,38 +556,45 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_unit__avx512(c
         for (c = 0; c < 128; c += 32) {
             const float *ktc = kt + (j0 + c) * 64; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
-                attn_whisper_cross_qk_8x32__avx512(w->q + r * 64, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_whisper_cross_sees(w->first + r, w->last + r, 8, c, c + 32))
+                    attn_whisper_cross_qk_8x32__avx512(w->q + r * 64, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
-                attn_whisper_cross_qk_1x32__avx512(w->q + r * 64, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_whisper_cross_sees(w->first + r, w->last + r, 1, c, c + 32))
+                    attn_whisper_cross_qk_1x32__avx512(w->q + r * 64, ktc, w->s + r * 128 + c);
         }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
             float *restrict sr = w->s + r * 128;
-            float mx = -INFINITY, m_new, m_ref, sum;
+            float mx, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 128; c++) {
-                    const int64_t j = j0 + c;
-                    const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
-                    if (!seen) sr[c] = -INFINITY;
-                }
+                /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
+                const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > 128 ? 128 : w->lo[r] - j0);
+                const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > 128 ? 128 : w->hi[r] - j0);
+                const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
+                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                for (c = hi; c < 128; c++) sr[c] = -INFINITY;
             }
             {
-                __m512 vmx = _mm512_loadu_ps(sr);
-                for (c = 16; c < 128; c += 16) vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(sr + c));
+                /* max and exp over the vectors holding the columns this row may see;
+                   the others get probability 0 */
+                const int64_t ca = cls == 2 ? 0 : w->first[r] / 16 * 16;
+                const int64_t ce = cls == 2 ? 128 : (w->last[r] + 15) / 16 * 16;
+                const __m512 zero = _mm512_setzero_ps();
+                __m512 vmx = _mm512_set1_ps(-INFINITY), vsum = zero, vm;
+                for (c = ca; c < ce; c += 16) vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(sr + c));
                 mx = _mm512_reduce_max_ps(vmx);
-            }
-            m_new = mx > w->m[r] ? mx : w->m[r];
-            m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = exp2f(w->m[r] - m_ref);
-            {
-                const __m512 vm = _mm512_set1_ps(m_ref);
-                __m512 vsum = _mm512_setzero_ps();
-                for (c = 0; c < 128; c += 16) {
+                m_new = mx > w->m[r] ? mx : w->m[r];
+                m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
+                w->alpha[r] = exp2f(w->m[r] - m_ref);
+                vm = _mm512_set1_ps(m_ref);
+                for (c = 0; c < ca; c += 16) _mm512_storeu_ps(sr + c, zero);
+                for (c = ca; c < ce; c += 16) {
                     const __m512 e = attn_exp2__avx512(_mm512_sub_ps(_mm512_loadu_ps(sr + c), vm));
                     _mm512_storeu_ps(sr + c, e);
                     vsum = _mm512_add_ps(vsum, e);
                 }
+                for (c = ce; c < 128; c += 16) _mm512_storeu_ps(sr + c, zero);
                 sum = _mm512_reduce_add_ps(vsum);
             }
             w->l[r] = w->l[r] * w->alpha[r] + sum;
@@ -622,80 +641,84 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_unit__avx512(c
     }
 }
 
-/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*32 + c][hk][d] and
- * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_pack__avx512(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
-        float *restrict vp, int64_t lkp)
+/* Packs keys [j0, j0 + 32) of batch b, kv head hk: the K^T panel
+ * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
+ * zero for keys at or past Lk_b and for V's padding columns. */
+__attribute__((target("avx512f"))) static void attn_whisper_cross_pack__avx512(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+        float *restrict kt, float *restrict vp)
 {
     const int64_t lk = args->seqlens_k[b];
+    const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 32 ? 32 : lk - j0);
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
     const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    int64_t j, d;
-    memset(kt, 0, sizeof(float) * (size_t)(lkp * 64));
-    memset(vp, 0, sizeof(float) * (size_t)(lkp * 64));
-    for (j = 0; j < lk; j++) {
-        const float *restrict kr = k + j * args->k_stride[1];
-        const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 32) * 2048 + j % 32;
-        for (d = 0; d < 64; d++) kc[d * 32] = kr[d];
-        memcpy(vp + j * 64, vr, sizeof(float) * 64);
+    int64_t c, d;
+    if (n < 32) {
+        memset(kt, 0, sizeof(float) * 2048);
+        memset(vp + n * 64, 0, sizeof(float) * (size_t)((32 - n) * 64));
+    }
+    for (c = 0; c < n; c++) {
+        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
+        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        for (d = 0; d < 64; d++) kt[d * 32 + c] = kr[d];
+        memcpy(vp + c * 64, vr, sizeof(float) * 64);
     }
 }
 
+/* Batch by batch and kv head by kv head: all threads pack that head's K and
+ * V, then share its (query head, query tile) units; packed K/V and scratch
+ * are allocated once per call. */
 __attribute__((target("avx512f"))) attn_status attn_whisper_cross_fwd__avx512(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_whisper_cross_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
     const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
     const int64_t nq = (Lq + 95) / 96;
-    const int64_t units = B * 12 * nq;
     const int threads = args->threads;
     float *kt = NULL, *vp = NULL;
     int failed = 0;
-    int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (lkp > 0) {
-        if ((uint64_t)B * 1536 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 768 * lkp));
-        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 768 * lkp));
-        if (!kt || !vp) {
-            attn_free(kt);
-            attn_free(vp);
-            return ATTN_ERR_NOMEM;
-        }
+    if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 128) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
+    if (!kt || !vp) {
+        attn_free(kt);
+        attn_free(vp);
+        return ATTN_ERR_NOMEM;
     }
-
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
-#endif
-    for (u = 0; u < B * 12; u++)
-        if (lkp > 0)
-            attn_whisper_cross_pack__avx512(args, u / 12, u % 12, kt + u * 64 * lkp, vp + u * 64 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     {
         attn_whisper_cross_scratch__avx512 *w = (attn_whisper_cross_scratch__avx512 *)attn_alloc(sizeof(*w));
+        int64_t g, u;
+        if (w) memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
         if (!w) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
             failed = 1;
         }
+        for (g = 0; g < B * 12; g++) { /* every thread walks the same groups */
+            const int64_t b = g / 12, hk = g % 12;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+            for (u = 0; u < lkp / 32; u++)
+                attn_whisper_cross_pack__avx512(args, b, hk, u * 32, kt + u * 2048, vp + u * 2048);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (u = 0; u < units; u++) {
-            /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-            const int64_t qt = nq - 1 - u % nq;
-            const int64_t bh = u / nq;
-            const int64_t i0 = qt * 96;
-            if (w) attn_whisper_cross_unit__avx512(args, kt, vp, lkp, bh / 12, bh % 12, i0,
-                    Lq - i0 < 96 ? Lq - i0 : 96, w);
+            for (u = 0; u < 1 * nq; u++) {
+                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                const int64_t qt = nq - 1 - u % nq;
+                const int64_t h = hk * 1 + u / nq;
+                const int64_t i0 = qt * 96;
+                if (w) attn_whisper_cross_unit__avx512(args, kt, vp, b, h, i0, Lq - i0 < 96 ? Lq - i0 : 96, w);
+            }
         }
         attn_free(w);
     }
@@ -1158,26 +1181,32 @@ typedef struct {
 } attn_whisper_cross_scratch__avx2;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-__attribute__((target("avx2,fma"))) static void attn_whisper_cross_unit__avx2(const attn_args *args, const float *kt, const float *v, int64_t lkp,
+__attribute__((target("avx2,fma"))) static void attn_whisper_cross_unit__avx2(const attn_args *args, const float *kt, const float *v,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_whisper_cross_scratch__avx2 *w)
 {
     const int64_t lk = args->seqlens_k[b];
-    const int64_t hk = h / 1;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
     const int64_t ntiles = (lk + 127) / 128;
     int64_t r, t, c;
 
-    kt += (b * 12 + hk) * 64 * lkp; /* packed K^T and V of (b, hk) */
-    v += (b * 12 + hk) * 64 * lkp;
     for (r = 0; r < tq; r++) {
         attn_whisper_cross_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
-    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.18033688f; /* scale * log2(e) */
+        float *restrict qw = w->q + r * 64;
+        const __m256 vs = _mm256_set1_ps(0.18033688f);
+        _mm256_storeu_ps(qw + 0, _mm256_mul_ps(_mm256_loadu_ps(qr + 0), vs));
+        _mm256_storeu_ps(qw + 8, _mm256_mul_ps(_mm256_loadu_ps(qr + 8), vs));
+        _mm256_storeu_ps(qw + 16, _mm256_mul_ps(_mm256_loadu_ps(qr + 16), vs));
+        _mm256_storeu_ps(qw + 24, _mm256_mul_ps(_mm256_loadu_ps(qr + 24), vs));
+        _mm256_storeu_ps(qw + 32, _mm256_mul_ps(_mm256_loadu_ps(qr + 32), vs));
+        _mm256_storeu_ps(qw + 40, _mm256_mul_ps(_mm256_loadu_ps(qr + 40), vs));
+        _mm256_storeu_ps(qw + 48, _mm256_mul_ps(_mm256_loadu_ps(qr + 48), vs));
+        _mm256_storeu_ps(qw + 56, _mm256_mul_ps(_mm256_loadu_ps(qr + 56), vs));
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -1191,38 +1220,45 @@ __attribute__((target("avx2,fma"))) static void attn_whisper_cross_unit__avx2(co
         for (c = 0; c < 128; c += 16) {
             const float *ktc = kt + (j0 + c) * 64; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
-                attn_whisper_cross_qk_4x16__avx2(w->q + r * 64, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_whisper_cross_sees(w->first + r, w->last + r, 4, c, c + 16))
+                    attn_whisper_cross_qk_4x16__avx2(w->q + r * 64, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
-                attn_whisper_cross_qk_1x16__avx2(w->q + r * 64, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_whisper_cross_sees(w->first + r, w->last + r, 1, c, c + 16))
+                    attn_whisper_cross_qk_1x16__avx2(w->q + r * 64, ktc, w->s + r * 128 + c);
         }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
             float *restrict sr = w->s + r * 128;
-            float mx = -INFINITY, m_new, m_ref, sum;
+            float mx, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 128; c++) {
-                    const int64_t j = j0 + c;
-                    const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
-                    if (!seen) sr[c] = -INFINITY;
-                }
+                /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
+                const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > 128 ? 128 : w->lo[r] - j0);
+                const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > 128 ? 128 : w->hi[r] - j0);
+                const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
+                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                for (c = hi; c < 128; c++) sr[c] = -INFINITY;
             }
             {
-                __m256 vmx = _mm256_loadu_ps(sr);
-                for (c = 8; c < 128; c += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(sr + c));
+                /* max and exp over the vectors holding the columns this row may see;
+                   the others get probability 0 */
+                const int64_t ca = cls == 2 ? 0 : w->first[r] / 8 * 8;
+                const int64_t ce = cls == 2 ? 128 : (w->last[r] + 7) / 8 * 8;
+                const __m256 zero = _mm256_setzero_ps();
+                __m256 vmx = _mm256_set1_ps(-INFINITY), vsum = zero, vm;
+                for (c = ca; c < ce; c += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(sr + c));
                 mx = attn_hmax_avx2(vmx);
-            }
-            m_new = mx > w->m[r] ? mx : w->m[r];
-            m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = exp2f(w->m[r] - m_ref);
-            {
-                const __m256 vm = _mm256_set1_ps(m_ref);
-                __m256 vsum = _mm256_setzero_ps();
-                for (c = 0; c < 128; c += 8) {
+                m_new = mx > w->m[r] ? mx : w->m[r];
+                m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
+                w->alpha[r] = exp2f(w->m[r] - m_ref);
+                vm = _mm256_set1_ps(m_ref);
+                for (c = 0; c < ca; c += 8) _mm256_storeu_ps(sr + c, zero);
+                for (c = ca; c < ce; c += 8) {
                     const __m256 e = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(sr + c), vm));
                     _mm256_storeu_ps(sr + c, e);
                     vsum = _mm256_add_ps(vsum, e);
                 }
+                for (c = ce; c < 128; c += 8) _mm256_storeu_ps(sr + c, zero);
                 sum = attn_hadd_avx2(vsum);
             }
             w->l[r] = w->l[r] * w->alpha[r] + sum;
@@ -1273,80 +1309,84 @@ __attribute__((target("avx2,fma"))) static void attn_whisper_cross_unit__avx2(co
     }
 }
 
-/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*16 + c][hk][d] and
- * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
-__attribute__((target("avx2,fma"))) static void attn_whisper_cross_pack__avx2(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
-        float *restrict vp, int64_t lkp)
+/* Packs keys [j0, j0 + 16) of batch b, kv head hk: the K^T panel
+ * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
+ * zero for keys at or past Lk_b and for V's padding columns. */
+__attribute__((target("avx2,fma"))) static void attn_whisper_cross_pack__avx2(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+        float *restrict kt, float *restrict vp)
 {
     const int64_t lk = args->seqlens_k[b];
+    const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 16 ? 16 : lk - j0);
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
     const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    int64_t j, d;
-    memset(kt, 0, sizeof(float) * (size_t)(lkp * 64));
-    memset(vp, 0, sizeof(float) * (size_t)(lkp * 64));
-    for (j = 0; j < lk; j++) {
-        const float *restrict kr = k + j * args->k_stride[1];
-        const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 16) * 1024 + j % 16;
-        for (d = 0; d < 64; d++) kc[d * 16] = kr[d];
-        memcpy(vp + j * 64, vr, sizeof(float) * 64);
+    int64_t c, d;
+    if (n < 16) {
+        memset(kt, 0, sizeof(float) * 1024);
+        memset(vp + n * 64, 0, sizeof(float) * (size_t)((16 - n) * 64));
+    }
+    for (c = 0; c < n; c++) {
+        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
+        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        for (d = 0; d < 64; d++) kt[d * 16 + c] = kr[d];
+        memcpy(vp + c * 64, vr, sizeof(float) * 64);
     }
 }
 
+/* Batch by batch and kv head by kv head: all threads pack that head's K and
+ * V, then share its (query head, query tile) units; packed K/V and scratch
+ * are allocated once per call. */
 __attribute__((target("avx2,fma"))) attn_status attn_whisper_cross_fwd__avx2(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_whisper_cross_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
     const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
     const int64_t nq = (Lq + 95) / 96;
-    const int64_t units = B * 12 * nq;
     const int threads = args->threads;
     float *kt = NULL, *vp = NULL;
     int failed = 0;
-    int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (lkp > 0) {
-        if ((uint64_t)B * 1536 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 768 * lkp));
-        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 768 * lkp));
-        if (!kt || !vp) {
-            attn_free(kt);
-            attn_free(vp);
-            return ATTN_ERR_NOMEM;
-        }
+    if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 128) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
+    if (!kt || !vp) {
+        attn_free(kt);
+        attn_free(vp);
+        return ATTN_ERR_NOMEM;
     }
-
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
-#endif
-    for (u = 0; u < B * 12; u++)
-        if (lkp > 0)
-            attn_whisper_cross_pack__avx2(args, u / 12, u % 12, kt + u * 64 * lkp, vp + u * 64 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     {
         attn_whisper_cross_scratch__avx2 *w = (attn_whisper_cross_scratch__avx2 *)attn_alloc(sizeof(*w));
+        int64_t g, u;
+        if (w) memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
         if (!w) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
             failed = 1;
         }
+        for (g = 0; g < B * 12; g++) { /* every thread walks the same groups */
+            const int64_t b = g / 12, hk = g % 12;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+            for (u = 0; u < lkp / 16; u++)
+                attn_whisper_cross_pack__avx2(args, b, hk, u * 16, kt + u * 1024, vp + u * 1024);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (u = 0; u < units; u++) {
-            /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-            const int64_t qt = nq - 1 - u % nq;
-            const int64_t bh = u / nq;
-            const int64_t i0 = qt * 96;
-            if (w) attn_whisper_cross_unit__avx2(args, kt, vp, lkp, bh / 12, bh % 12, i0,
-                    Lq - i0 < 96 ? Lq - i0 : 96, w);
+            for (u = 0; u < 1 * nq; u++) {
+                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                const int64_t qt = nq - 1 - u % nq;
+                const int64_t h = hk * 1 + u / nq;
+                const int64_t i0 = qt * 96;
+                if (w) attn_whisper_cross_unit__avx2(args, kt, vp, b, h, i0, Lq - i0 < 96 ? Lq - i0 : 96, w);
+            }
         }
         attn_free(w);
     }
@@ -2048,26 +2088,40 @@ typedef struct {
 } attn_whisper_cross_scratch__neon;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-static void attn_whisper_cross_unit__neon(const attn_args *args, const float *kt, const float *v, int64_t lkp,
+static void attn_whisper_cross_unit__neon(const attn_args *args, const float *kt, const float *v,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_whisper_cross_scratch__neon *w)
 {
     const int64_t lk = args->seqlens_k[b];
-    const int64_t hk = h / 1;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
     const int64_t ntiles = (lk + 127) / 128;
     int64_t r, t, c;
 
-    kt += (b * 12 + hk) * 64 * lkp; /* packed K^T and V of (b, hk) */
-    v += (b * 12 + hk) * 64 * lkp;
     for (r = 0; r < tq; r++) {
         attn_whisper_cross_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
-    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.18033688f; /* scale * log2(e) */
+        float *restrict qw = w->q + r * 64;
+        const float32x4_t vs = vdupq_n_f32(0.18033688f);
+        vst1q_f32(qw + 0, vmulq_f32(vld1q_f32(qr + 0), vs));
+        vst1q_f32(qw + 4, vmulq_f32(vld1q_f32(qr + 4), vs));
+        vst1q_f32(qw + 8, vmulq_f32(vld1q_f32(qr + 8), vs));
+        vst1q_f32(qw + 12, vmulq_f32(vld1q_f32(qr + 12), vs));
+        vst1q_f32(qw + 16, vmulq_f32(vld1q_f32(qr + 16), vs));
+        vst1q_f32(qw + 20, vmulq_f32(vld1q_f32(qr + 20), vs));
+        vst1q_f32(qw + 24, vmulq_f32(vld1q_f32(qr + 24), vs));
+        vst1q_f32(qw + 28, vmulq_f32(vld1q_f32(qr + 28), vs));
+        vst1q_f32(qw + 32, vmulq_f32(vld1q_f32(qr + 32), vs));
+        vst1q_f32(qw + 36, vmulq_f32(vld1q_f32(qr + 36), vs));
+        vst1q_f32(qw + 40, vmulq_f32(vld1q_f32(qr + 40), vs));
+        vst1q_f32(qw + 44, vmulq_f32(vld1q_f32(qr + 44), vs));
+        vst1q_f32(qw + 48, vmulq_f32(vld1q_f32(qr + 48), vs));
+        vst1q_f32(qw + 52, vmulq_f32(vld1q_f32(qr + 52), vs));
+        vst1q_f32(qw + 56, vmulq_f32(vld1q_f32(qr + 56), vs));
+        vst1q_f32(qw + 60, vmulq_f32(vld1q_f32(qr + 60), vs));
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -2081,38 +2135,45 @@ static void attn_whisper_cross_unit__neon(const attn_args *args, const float *kt
         for (c = 0; c < 128; c += 8) {
             const float *ktc = kt + (j0 + c) * 64; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
-                attn_whisper_cross_qk_8x8__neon(w->q + r * 64, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_whisper_cross_sees(w->first + r, w->last + r, 8, c, c + 8))
+                    attn_whisper_cross_qk_8x8__neon(w->q + r * 64, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
-                attn_whisper_cross_qk_1x8__neon(w->q + r * 64, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_whisper_cross_sees(w->first + r, w->last + r, 1, c, c + 8))
+                    attn_whisper_cross_qk_1x8__neon(w->q + r * 64, ktc, w->s + r * 128 + c);
         }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
             float *restrict sr = w->s + r * 128;
-            float mx = -INFINITY, m_new, m_ref, sum;
+            float mx, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 128; c++) {
-                    const int64_t j = j0 + c;
-                    const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
-                    if (!seen) sr[c] = -INFINITY;
-                }
+                /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
+                const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > 128 ? 128 : w->lo[r] - j0);
+                const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > 128 ? 128 : w->hi[r] - j0);
+                const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
+                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                for (c = hi; c < 128; c++) sr[c] = -INFINITY;
             }
             {
-                float32x4_t vmx = vld1q_f32(sr);
-                for (c = 4; c < 128; c += 4) vmx = vmaxq_f32(vmx, vld1q_f32(sr + c));
+                /* max and exp over the vectors holding the columns this row may see;
+                   the others get probability 0 */
+                const int64_t ca = cls == 2 ? 0 : w->first[r] / 4 * 4;
+                const int64_t ce = cls == 2 ? 128 : (w->last[r] + 3) / 4 * 4;
+                const float32x4_t zero = vdupq_n_f32(0.0f);
+                float32x4_t vmx = vdupq_n_f32(-INFINITY), vsum = zero, vm;
+                for (c = ca; c < ce; c += 4) vmx = vmaxq_f32(vmx, vld1q_f32(sr + c));
                 mx = vmaxvq_f32(vmx);
-            }
-            m_new = mx > w->m[r] ? mx : w->m[r];
-            m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = exp2f(w->m[r] - m_ref);
-            {
-                const float32x4_t vm = vdupq_n_f32(m_ref);
-                float32x4_t vsum = vdupq_n_f32(0.0f);
-                for (c = 0; c < 128; c += 4) {
+                m_new = mx > w->m[r] ? mx : w->m[r];
+                m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
+                w->alpha[r] = exp2f(w->m[r] - m_ref);
+                vm = vdupq_n_f32(m_ref);
+                for (c = 0; c < ca; c += 4) vst1q_f32(sr + c, zero);
+                for (c = ca; c < ce; c += 4) {
                     const float32x4_t e = attn_exp2__neon(vsubq_f32(vld1q_f32(sr + c), vm));
                     vst1q_f32(sr + c, e);
                     vsum = vaddq_f32(vsum, e);
                 }
+                for (c = ce; c < 128; c += 4) vst1q_f32(sr + c, zero);
                 sum = vaddvq_f32(vsum);
             }
             w->l[r] = w->l[r] * w->alpha[r] + sum;
@@ -2171,80 +2232,84 @@ static void attn_whisper_cross_unit__neon(const attn_args *args, const float *kt
     }
 }
 
-/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*8 + c][hk][d] and
- * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
-static void attn_whisper_cross_pack__neon(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
-        float *restrict vp, int64_t lkp)
+/* Packs keys [j0, j0 + 8) of batch b, kv head hk: the K^T panel
+ * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
+ * zero for keys at or past Lk_b and for V's padding columns. */
+static void attn_whisper_cross_pack__neon(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+        float *restrict kt, float *restrict vp)
 {
     const int64_t lk = args->seqlens_k[b];
+    const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 8 ? 8 : lk - j0);
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
     const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    int64_t j, d;
-    memset(kt, 0, sizeof(float) * (size_t)(lkp * 64));
-    memset(vp, 0, sizeof(float) * (size_t)(lkp * 64));
-    for (j = 0; j < lk; j++) {
-        const float *restrict kr = k + j * args->k_stride[1];
-        const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 8) * 512 + j % 8;
-        for (d = 0; d < 64; d++) kc[d * 8] = kr[d];
-        memcpy(vp + j * 64, vr, sizeof(float) * 64);
+    int64_t c, d;
+    if (n < 8) {
+        memset(kt, 0, sizeof(float) * 512);
+        memset(vp + n * 64, 0, sizeof(float) * (size_t)((8 - n) * 64));
+    }
+    for (c = 0; c < n; c++) {
+        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
+        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        for (d = 0; d < 64; d++) kt[d * 8 + c] = kr[d];
+        memcpy(vp + c * 64, vr, sizeof(float) * 64);
     }
 }
 
+/* Batch by batch and kv head by kv head: all threads pack that head's K and
+ * V, then share its (query head, query tile) units; packed K/V and scratch
+ * are allocated once per call. */
 attn_status attn_whisper_cross_fwd__neon(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_whisper_cross_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
     const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
     const int64_t nq = (Lq + 95) / 96;
-    const int64_t units = B * 12 * nq;
     const int threads = args->threads;
     float *kt = NULL, *vp = NULL;
     int failed = 0;
-    int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (lkp > 0) {
-        if ((uint64_t)B * 1536 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 768 * lkp));
-        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 768 * lkp));
-        if (!kt || !vp) {
-            attn_free(kt);
-            attn_free(vp);
-            return ATTN_ERR_NOMEM;
-        }
+    if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 128) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
+    if (!kt || !vp) {
+        attn_free(kt);
+        attn_free(vp);
+        return ATTN_ERR_NOMEM;
     }
-
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
-#endif
-    for (u = 0; u < B * 12; u++)
-        if (lkp > 0)
-            attn_whisper_cross_pack__neon(args, u / 12, u % 12, kt + u * 64 * lkp, vp + u * 64 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     {
         attn_whisper_cross_scratch__neon *w = (attn_whisper_cross_scratch__neon *)attn_alloc(sizeof(*w));
+        int64_t g, u;
+        if (w) memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
         if (!w) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
             failed = 1;
         }
+        for (g = 0; g < B * 12; g++) { /* every thread walks the same groups */
+            const int64_t b = g / 12, hk = g % 12;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+            for (u = 0; u < lkp / 8; u++)
+                attn_whisper_cross_pack__neon(args, b, hk, u * 8, kt + u * 512, vp + u * 512);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (u = 0; u < units; u++) {
-            /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-            const int64_t qt = nq - 1 - u % nq;
-            const int64_t bh = u / nq;
-            const int64_t i0 = qt * 96;
-            if (w) attn_whisper_cross_unit__neon(args, kt, vp, lkp, bh / 12, bh % 12, i0,
-                    Lq - i0 < 96 ? Lq - i0 : 96, w);
+            for (u = 0; u < 1 * nq; u++) {
+                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                const int64_t qt = nq - 1 - u % nq;
+                const int64_t h = hk * 1 + u / nq;
+                const int64_t i0 = qt * 96;
+                if (w) attn_whisper_cross_unit__neon(args, kt, vp, b, h, i0, Lq - i0 < 96 ? Lq - i0 : 96, w);
+            }
         }
         attn_free(w);
     }
@@ -4016,26 +4081,88 @@ typedef struct {
 } attn_whisper_cross_scratch__scalar;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-static void attn_whisper_cross_unit__scalar(const attn_args *args, const float *kt, const float *v, int64_t lkp,
+static void attn_whisper_cross_unit__scalar(const attn_args *args, const float *kt, const float *v,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_whisper_cross_scratch__scalar *w)
 {
     const int64_t lk = args->seqlens_k[b];
-    const int64_t hk = h / 1;
     const float *q = args->q + b * args->q_stride[0] + i0 * args->q_stride[1] + h * args->q_stride[2];
     const int64_t ntiles = (lk + 127) / 128;
     int64_t r, t, c;
 
-    kt += (b * 12 + hk) * 64 * lkp; /* packed K^T and V of (b, hk) */
-    v += (b * 12 + hk) * 64 * lkp;
     for (r = 0; r < tq; r++) {
         attn_whisper_cross_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
-    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled */
+    for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
         const float *restrict qr = q + r * args->q_stride[1];
-        for (c = 0; c < 64; c++) w->q[r * 64 + c] = qr[c] * 0.18033688f; /* scale * log2(e) */
+        float *restrict qw = w->q + r * 64;
+        const float vs = (0.18033688f);
+        *(qw + 0) = (*(qr + 0) * vs);
+        *(qw + 1) = (*(qr + 1) * vs);
+        *(qw + 2) = (*(qr + 2) * vs);
+        *(qw + 3) = (*(qr + 3) * vs);
+        *(qw + 4) = (*(qr + 4) * vs);
+        *(qw + 5) = (*(qr + 5) * vs);
+        *(qw + 6) = (*(qr + 6) * vs);
+        *(qw + 7) = (*(qr + 7) * vs);
+        *(qw + 8) = (*(qr + 8) * vs);
+        *(qw + 9) = (*(qr + 9) * vs);
+        *(qw + 10) = (*(qr + 10) * vs);
+        *(qw + 11) = (*(qr + 11) * vs);
+        *(qw + 12) = (*(qr + 12) * vs);
+        *(qw + 13) = (*(qr + 13) * vs);
+        *(qw + 14) = (*(qr + 14) * vs);
+        *(qw + 15) = (*(qr + 15) * vs);
+        *(qw + 16) = (*(qr + 16) * vs);
+        *(qw + 17) = (*(qr + 17) * vs);
+        *(qw + 18) = (*(qr + 18) * vs);
+        *(qw + 19) = (*(qr + 19) * vs);
+        *(qw + 20) = (*(qr + 20) * vs);
+        *(qw + 21) = (*(qr + 21) * vs);
+        *(qw + 22) = (*(qr + 22) * vs);
+        *(qw + 23) = (*(qr + 23) * vs);
+        *(qw + 24) = (*(qr + 24) * vs);
+        *(qw + 25) = (*(qr + 25) * vs);
+        *(qw + 26) = (*(qr + 26) * vs);
+        *(qw + 27) = (*(qr + 27) * vs);
+        *(qw + 28) = (*(qr + 28) * vs);
+        *(qw + 29) = (*(qr + 29) * vs);
+        *(qw + 30) = (*(qr + 30) * vs);
+        *(qw + 31) = (*(qr + 31) * vs);
+        *(qw + 32) = (*(qr + 32) * vs);
+        *(qw + 33) = (*(qr + 33) * vs);
+        *(qw + 34) = (*(qr + 34) * vs);
+        *(qw + 35) = (*(qr + 35) * vs);
+        *(qw + 36) = (*(qr + 36) * vs);
+        *(qw + 37) = (*(qr + 37) * vs);
+        *(qw + 38) = (*(qr + 38) * vs);
+        *(qw + 39) = (*(qr + 39) * vs);
+        *(qw + 40) = (*(qr + 40) * vs);
+        *(qw + 41) = (*(qr + 41) * vs);
+        *(qw + 42) = (*(qr + 42) * vs);
+        *(qw + 43) = (*(qr + 43) * vs);
+        *(qw + 44) = (*(qr + 44) * vs);
+        *(qw + 45) = (*(qr + 45) * vs);
+        *(qw + 46) = (*(qr + 46) * vs);
+        *(qw + 47) = (*(qr + 47) * vs);
+        *(qw + 48) = (*(qr + 48) * vs);
+        *(qw + 49) = (*(qr + 49) * vs);
+        *(qw + 50) = (*(qr + 50) * vs);
+        *(qw + 51) = (*(qr + 51) * vs);
+        *(qw + 52) = (*(qr + 52) * vs);
+        *(qw + 53) = (*(qr + 53) * vs);
+        *(qw + 54) = (*(qr + 54) * vs);
+        *(qw + 55) = (*(qr + 55) * vs);
+        *(qw + 56) = (*(qr + 56) * vs);
+        *(qw + 57) = (*(qr + 57) * vs);
+        *(qw + 58) = (*(qr + 58) * vs);
+        *(qw + 59) = (*(qr + 59) * vs);
+        *(qw + 60) = (*(qr + 60) * vs);
+        *(qw + 61) = (*(qr + 61) * vs);
+        *(qw + 62) = (*(qr + 62) * vs);
+        *(qw + 63) = (*(qr + 63) * vs);
     }
 
     for (t = 0; t < ntiles; t++) {
@@ -4049,34 +4176,45 @@ static void attn_whisper_cross_unit__scalar(const attn_args *args, const float *
         for (c = 0; c < 128; c += 2) {
             const float *ktc = kt + (j0 + c) * 64; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
-                attn_whisper_cross_qk_4x2__scalar(w->q + r * 64, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_whisper_cross_sees(w->first + r, w->last + r, 4, c, c + 2))
+                    attn_whisper_cross_qk_4x2__scalar(w->q + r * 64, ktc, w->s + r * 128 + c);
             for (; r < tq; r++)
-                attn_whisper_cross_qk_1x2__scalar(w->q + r * 64, ktc, w->s + r * 128 + c);
+                if (cls == 2 || attn_whisper_cross_sees(w->first + r, w->last + r, 1, c, c + 2))
+                    attn_whisper_cross_qk_1x2__scalar(w->q + r * 64, ktc, w->s + r * 128 + c);
         }
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
             float *restrict sr = w->s + r * 128;
-            float mx = -INFINITY, m_new, m_ref, sum;
+            float mx, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
-                for (c = 0; c < 128; c++) {
-                    const int64_t j = j0 + c;
-                    const int seen = (j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r];
-                    if (!seen) sr[c] = -INFINITY;
-                }
+                /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
+                const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > 128 ? 128 : w->lo[r] - j0);
+                const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > 128 ? 128 : w->hi[r] - j0);
+                const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
+                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                for (c = hi; c < 128; c++) sr[c] = -INFINITY;
             }
-            for (c = 0; c < 128; c++) mx = mx > sr[c] ? mx : sr[c];
-            m_new = mx > w->m[r] ? mx : w->m[r];
-            m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-            w->alpha[r] = exp2f(w->m[r] - m_ref);
             {
-                const float vm = (m_ref);
-                float vsum = 0.0f;
-                for (c = 0; c < 128; c += 1) {
+                /* max and exp over the vectors holding the columns this row may see;
+                   the others get probability 0 */
+                const int64_t ca = cls == 2 ? 0 : w->first[r] / 1 * 1;
+                const int64_t ce = cls == 2 ? 128 : (w->last[r] + 0) / 1 * 1;
+                const float zero = 0.0f;
+                float vmx = (-INFINITY), vsum = zero, vm;
+                for (c = ca; c < ce; c += 1) vmx = (vmx > *(sr + c) ? vmx : *(sr + c));
+                mx = vmx;
+                m_new = mx > w->m[r] ? mx : w->m[r];
+                m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
+                w->alpha[r] = exp2f(w->m[r] - m_ref);
+                vm = (m_ref);
+                for (c = 0; c < ca; c += 1) *(sr + c) = zero;
+                for (c = ca; c < ce; c += 1) {
                     const float e = exp2f((*(sr + c) - vm));
                     *(sr + c) = e;
                     vsum = (vsum + e);
                 }
+                for (c = ce; c < 128; c += 1) *(sr + c) = zero;
                 sum = vsum;
             }
             w->l[r] = w->l[r] * w->alpha[r] + sum;
@@ -4183,80 +4321,84 @@ static void attn_whisper_cross_unit__scalar(const attn_args *args, const float *
     }
 }
 
-/* Packs batch b, kv head hk: kt[n][d][c] = K[b][n*2 + c][hk][d] and
- * vp[j][d] = V[b][j][hk][d] for keys below Lk_b; zeros elsewhere. */
-static void attn_whisper_cross_pack__scalar(const attn_args *args, int64_t b, int64_t hk, float *restrict kt,
-        float *restrict vp, int64_t lkp)
+/* Packs keys [j0, j0 + 2) of batch b, kv head hk: the K^T panel
+ * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
+ * zero for keys at or past Lk_b and for V's padding columns. */
+static void attn_whisper_cross_pack__scalar(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+        float *restrict kt, float *restrict vp)
 {
     const int64_t lk = args->seqlens_k[b];
+    const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 2 ? 2 : lk - j0);
     const float *k = args->k + b * args->k_stride[0] + hk * args->k_stride[2];
     const float *v = args->v + b * args->v_stride[0] + hk * args->v_stride[2];
-    int64_t j, d;
-    memset(kt, 0, sizeof(float) * (size_t)(lkp * 64));
-    memset(vp, 0, sizeof(float) * (size_t)(lkp * 64));
-    for (j = 0; j < lk; j++) {
-        const float *restrict kr = k + j * args->k_stride[1];
-        const float *restrict vr = v + j * args->v_stride[1];
-        float *restrict kc = kt + (j / 2) * 128 + j % 2;
-        for (d = 0; d < 64; d++) kc[d * 2] = kr[d];
-        memcpy(vp + j * 64, vr, sizeof(float) * 64);
+    int64_t c, d;
+    if (n < 2) {
+        memset(kt, 0, sizeof(float) * 128);
+        memset(vp + n * 64, 0, sizeof(float) * (size_t)((2 - n) * 64));
+    }
+    for (c = 0; c < n; c++) {
+        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
+        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        for (d = 0; d < 64; d++) kt[d * 2 + c] = kr[d];
+        memcpy(vp + c * 64, vr, sizeof(float) * 64);
     }
 }
 
+/* Batch by batch and kv head by kv head: all threads pack that head's K and
+ * V, then share its (query head, query tile) units; packed K/V and scratch
+ * are allocated once per call. */
 attn_status attn_whisper_cross_fwd__scalar(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_whisper_cross_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
     const int64_t lkp = (args->seq_k + 127) / 128 * 128; /* keys, rounded up to whole tiles */
     const int64_t nq = (Lq + 95) / 96;
-    const int64_t units = B * 12 * nq;
     const int threads = args->threads;
     float *kt = NULL, *vp = NULL;
     int failed = 0;
-    int64_t u;
     (void)threads;
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
-    if (lkp > 0) {
-        if ((uint64_t)B * 1536 > (uint64_t)INT64_MAX / 4 / (uint64_t)lkp) return ATTN_ERR_TOO_LARGE;
-        kt = (float *)attn_alloc(sizeof(float) * (size_t)(B * 768 * lkp));
-        vp = (float *)attn_alloc(sizeof(float) * (size_t)(B * 768 * lkp));
-        if (!kt || !vp) {
-            attn_free(kt);
-            attn_free(vp);
-            return ATTN_ERR_NOMEM;
-        }
+    if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 128) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
+    if (!kt || !vp) {
+        attn_free(kt);
+        attn_free(vp);
+        return ATTN_ERR_NOMEM;
     }
-
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(threads > 0 ? threads : omp_get_max_threads())
-#endif
-    for (u = 0; u < B * 12; u++)
-        if (lkp > 0)
-            attn_whisper_cross_pack__scalar(args, u / 12, u % 12, kt + u * 64 * lkp, vp + u * 64 * lkp, lkp);
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
 #endif
     {
         attn_whisper_cross_scratch__scalar *w = (attn_whisper_cross_scratch__scalar *)attn_alloc(sizeof(*w));
+        int64_t g, u;
+        if (w) memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
         if (!w) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
             failed = 1;
         }
+        for (g = 0; g < B * 12; g++) { /* every thread walks the same groups */
+            const int64_t b = g / 12, hk = g % 12;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+            for (u = 0; u < lkp / 2; u++)
+                attn_whisper_cross_pack__scalar(args, b, hk, u * 2, kt + u * 128, vp + u * 128);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (u = 0; u < units; u++) {
-            /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-            const int64_t qt = nq - 1 - u % nq;
-            const int64_t bh = u / nq;
-            const int64_t i0 = qt * 96;
-            if (w) attn_whisper_cross_unit__scalar(args, kt, vp, lkp, bh / 12, bh % 12, i0,
-                    Lq - i0 < 96 ? Lq - i0 : 96, w);
+            for (u = 0; u < 1 * nq; u++) {
+                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                const int64_t qt = nq - 1 - u % nq;
+                const int64_t h = hk * 1 + u / nq;
+                const int64_t i0 = qt * 96;
+                if (w) attn_whisper_cross_unit__scalar(args, kt, vp, b, h, i0, Lq - i0 < 96 ? Lq - i0 : 96, w);
+            }
         }
         attn_free(w);
     }
