@@ -138,8 +138,8 @@ progress("generate + compile llama3_8b")
 do
   local tmp = os.tmpname()
   os.remove(tmp)
-  local cmd = ("%s/bin/attngen generate -q llama3_8b -o %s && cc -std=c99 -O2 -fopenmp -I%s/runtime -c %s/llama3_8b.c -o %s/k.o")
-    :format(root, tmp, root, tmp, tmp)
+  local cmd = ("%s/bin/attngen generate -q llama3_8b -o %s && cc -std=c99 -O2 -fopenmp -I%s/runtime"
+    .. " -c %s/llama3_8b.c -o %s/k.o"):format(root, tmp, root, tmp, tmp)
   -- wall time, taken by the shell around the two commands
   local ok, text = util.run_capture("s=$(date +%s%N); " .. cmd .. " && echo \"@ns=$(( $(date +%s%N) - s ))\"")
   local ns = tonumber((text or ""):match("@ns=(%d+)"))

@@ -19,6 +19,7 @@
  *   dtype = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
+ *   decode_max_q = 16,
  * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
  */
 #include "falcon_7b.h"
@@ -57,6 +58,10 @@
  *      sees fully take the path without mask tests.
  * A unit is computed by one thread in a fixed order, so the output is
  * bitwise identical for every thread count.
+ *
+ * restrict qualifies function parameters only: gcc 12 at -O2 turned a
+ * restrict row pointer declared inside a loop into a read one row past the
+ * end of V.
  */
 
 /* Visible keys of the query at position p when Lk_b keys are valid:
@@ -73,13 +78,12 @@ static void attn_falcon_7b_row_span(int64_t p, int64_t lk, int64_t *lo, int64_t 
     *sink_hi = s;
 }
 
-/* How the rows [0, tq) see the key tile [j0, j0 + 128): returns 0 when no row
- * sees a key of it, 2 when every row sees all of it, else 1; first[r]/last[r]
- * bound the tile columns row r may see. */
-static int attn_falcon_7b_classify(int64_t tq, int64_t j0, const int64_t *lo, const int64_t *hi,
+/* How the rows [0, tq) see the keys [j0, j1): returns 0 when no row sees one of
+ * them, 2 when every row sees all of them, else 1; first[r]/last[r] bound the
+ * columns (from j0) row r may see. */
+static int attn_falcon_7b_classify(int64_t tq, int64_t j0, int64_t j1, const int64_t *lo, const int64_t *hi,
                                    const int64_t *sink_hi, int64_t *first, int64_t *last)
 {
-    const int64_t j1 = j0 + 128;
     int any = 0, all = 1;
     int64_t r;
     for (r = 0; r < tq; r++) {
@@ -92,9 +96,23 @@ static int attn_falcon_7b_classify(int64_t tq, int64_t j0, const int64_t *lo, co
         first[r] = n ? f - j0 : 0;
         last[r] = n ? e - j0 : 0;
         any |= n > 0;
-        all &= n == 128;
+        all &= n == j1 - j0;
     }
     return any ? (all ? 2 : 1) : 0;
+}
+
+/* Asks for the cache lines of n floats at p ahead of use (a no-op where the
+ * compiler has no prefetch builtin). */
+static void attn_falcon_7b_prefetch_row(const float *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i);
+    if (n % 16) __builtin_prefetch(p + n - 1);
+#else
+    (void)p;
+    (void)n;
+#endif
 }
 
 /* Whether any of n rows may see a tile column in [c0, c1) (first/last as
@@ -111,6 +129,18 @@ static int attn_falcon_7b_sees(const int64_t *first, const int64_t *last, int n,
 /* avx512: 16 lanes of f32, 32 registers */
 /* ======================================================================== */
 #if defined(__x86_64__) || defined(_M_X64)
+
+/* out[0..3] = the lane sums of x0..x3: pairwise adds within 128-bit lanes,
+ * then across them. */
+__attribute__((target("avx512f"))) static inline void attn_hsum4_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
+{
+    const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(x0, x1), _mm512_unpackhi_ps(x0, x1));
+    const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(x2, x3), _mm512_unpackhi_ps(x2, x3));
+    __m512 s = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, 0x44), _mm512_shuffle_ps(s01, s23, 0xEE));
+    s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0x4E));
+    s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0xB1));
+    _mm_storeu_ps(out, _mm512_castps512_ps128(s));
+}
 
 /* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
  * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
@@ -423,7 +453,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_pv_6x64__avx512(co
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 48), va4);
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 0), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 16), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 32), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 48), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * 128 + j]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * 128 + j]);
@@ -485,7 +515,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_pv_1x64__avx512(co
         int64_t j;
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 48), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 0);
@@ -536,8 +566,8 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
-        const float *restrict qr = q + r * args->q_stride[1];
-        float *restrict qw = w->q + r * 64;
+        const float *qr = q + r * args->q_stride[1];
+        float *qw = w->q + r * 64;
         const __m512 vs = _mm512_set1_ps(0.18033688f);
         _mm512_storeu_ps(qw + 0, _mm512_mul_ps(_mm512_loadu_ps(qr + 0), vs));
         _mm512_storeu_ps(qw + 16, _mm512_mul_ps(_mm512_loadu_ps(qr + 16), vs));
@@ -548,7 +578,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const
     for (t = 0; t < ntiles; t++) {
         const int64_t j0 = t * 128;
         const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
-        const int cls = attn_falcon_7b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        const int cls = attn_falcon_7b_classify(tq, j0, j0 + 128, w->lo, w->hi, w->sink_hi, w->first, w->last);
         if (cls == 0) continue; /* no row sees this tile */
 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
@@ -565,7 +595,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 128;
+            float *sr = w->s + r * 128;
             float mx, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
                 /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
@@ -628,8 +658,8 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const
 
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
-        float *restrict orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
-        const float *restrict acc = w->o + r * 64;
+        float *orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
+        const float *acc = w->o + r * 64;
         const float l = w->l[r];
         const __m512 vinv = _mm512_set1_ps(l == 0.0f ? 0.0f : 1.0f / l);
         _mm512_storeu_ps(orow + 0, _mm512_mul_ps(_mm512_loadu_ps(acc + 0), vinv));
@@ -657,11 +687,736 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_pack__avx512(const
         memset(vp + n * 64, 0, sizeof(float) * (size_t)((32 - n) * 64));
     }
     for (c = 0; c < n; c++) {
-        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
-        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        const float *kr = k + (j0 + c) * args->k_stride[1];
+        const float *vr = v + (j0 + c) * args->v_stride[1];
         for (d = 0; d < 64; d++) kt[d * 32 + c] = kr[d];
         memcpy(vp + c * 64, vr, sizeof(float) * 64);
     }
+}
+
+
+/* ---- decode: up to 16 query rows against a long KV cache ---------------- */
+/*
+ * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * every query row, grouped by kv head, so each K and V row is read once,
+ * straight from the cache tensors (no packing), and the keys of one block are
+ * read for all kv heads together (a contiguous stretch of the cache).
+ * Scores are computed transposed, S^T = K Q^T, with the rows along the
+ * vector lanes: K values broadcast against packed Q^T panels, or, when a kv
+ * head has fewer rows than a panel, dot products along D.  The online
+ * softmax then runs over whole vectors of rows.  Each split leaves its
+ * normalized O and LSE; a merge combines the splits in order.  The split
+ * size does not depend on the thread count, so neither does the result.
+ */
+
+/* S^T[8][32] = K[8][64] Q^T[64][32]: k: 8 K rows (row stride ks);
+ * qt: a packed Q^T panel (32 floats per d); s: row stride sst. */
+__attribute__((target("avx512f"))) static void attn_falcon_7b_dqk_8x32__avx512(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
+    __m512 vacc1x0 = _mm512_setzero_ps(), vacc1x1 = _mm512_setzero_ps();
+    __m512 vacc2x0 = _mm512_setzero_ps(), vacc2x1 = _mm512_setzero_ps();
+    __m512 vacc3x0 = _mm512_setzero_ps(), vacc3x1 = _mm512_setzero_ps();
+    __m512 vacc4x0 = _mm512_setzero_ps(), vacc4x1 = _mm512_setzero_ps();
+    __m512 vacc5x0 = _mm512_setzero_ps(), vacc5x1 = _mm512_setzero_ps();
+    __m512 vacc6x0 = _mm512_setzero_ps(), vacc6x1 = _mm512_setzero_ps();
+    __m512 vacc7x0 = _mm512_setzero_ps(), vacc7x1 = _mm512_setzero_ps();
+    const float *restrict k0 = k + 0 * ks;
+    const float *restrict k1 = k + 1 * ks;
+    const float *restrict k2 = k + 2 * ks;
+    const float *restrict k3 = k + 3 * ks;
+    const float *restrict k4 = k + 4 * ks;
+    const float *restrict k5 = k + 5 * ks;
+    const float *restrict k6 = k + 6 * ks;
+    const float *restrict k7 = k + 7 * ks;
+    int64_t d;
+    for (d = 0; d < 64; d++) {
+        const __m512 vq0 = _mm512_loadu_ps(qt + d * 32 + 0);
+        const __m512 vq1 = _mm512_loadu_ps(qt + d * 32 + 16);
+        {
+            const __m512 vk = _mm512_set1_ps(k0[d]);
+            vacc0x0 = _mm512_fmadd_ps(vk, vq0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vk, vq1, vacc0x1);
+        }
+        {
+            const __m512 vk = _mm512_set1_ps(k1[d]);
+            vacc1x0 = _mm512_fmadd_ps(vk, vq0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vk, vq1, vacc1x1);
+        }
+        {
+            const __m512 vk = _mm512_set1_ps(k2[d]);
+            vacc2x0 = _mm512_fmadd_ps(vk, vq0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vk, vq1, vacc2x1);
+        }
+        {
+            const __m512 vk = _mm512_set1_ps(k3[d]);
+            vacc3x0 = _mm512_fmadd_ps(vk, vq0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vk, vq1, vacc3x1);
+        }
+        {
+            const __m512 vk = _mm512_set1_ps(k4[d]);
+            vacc4x0 = _mm512_fmadd_ps(vk, vq0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vk, vq1, vacc4x1);
+        }
+        {
+            const __m512 vk = _mm512_set1_ps(k5[d]);
+            vacc5x0 = _mm512_fmadd_ps(vk, vq0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vk, vq1, vacc5x1);
+        }
+        {
+            const __m512 vk = _mm512_set1_ps(k6[d]);
+            vacc6x0 = _mm512_fmadd_ps(vk, vq0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vk, vq1, vacc6x1);
+        }
+        {
+            const __m512 vk = _mm512_set1_ps(k7[d]);
+            vacc7x0 = _mm512_fmadd_ps(vk, vq0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vk, vq1, vacc7x1);
+        }
+    }
+    _mm512_storeu_ps(s + 0 * sst + 0, vacc0x0);
+    _mm512_storeu_ps(s + 0 * sst + 16, vacc0x1);
+    _mm512_storeu_ps(s + 1 * sst + 0, vacc1x0);
+    _mm512_storeu_ps(s + 1 * sst + 16, vacc1x1);
+    _mm512_storeu_ps(s + 2 * sst + 0, vacc2x0);
+    _mm512_storeu_ps(s + 2 * sst + 16, vacc2x1);
+    _mm512_storeu_ps(s + 3 * sst + 0, vacc3x0);
+    _mm512_storeu_ps(s + 3 * sst + 16, vacc3x1);
+    _mm512_storeu_ps(s + 4 * sst + 0, vacc4x0);
+    _mm512_storeu_ps(s + 4 * sst + 16, vacc4x1);
+    _mm512_storeu_ps(s + 5 * sst + 0, vacc5x0);
+    _mm512_storeu_ps(s + 5 * sst + 16, vacc5x1);
+    _mm512_storeu_ps(s + 6 * sst + 0, vacc6x0);
+    _mm512_storeu_ps(s + 6 * sst + 16, vacc6x1);
+    _mm512_storeu_ps(s + 7 * sst + 0, vacc7x0);
+    _mm512_storeu_ps(s + 7 * sst + 16, vacc7x1);
+}
+
+/* S^T[1][32] = K[1][64] Q^T[64][32]: k: 1 K rows (row stride ks);
+ * qt: a packed Q^T panel (32 floats per d); s: row stride sst. */
+__attribute__((target("avx512f"))) static void attn_falcon_7b_dqk_1x32__avx512(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
+    const float *restrict k0 = k + 0 * ks;
+    int64_t d;
+    for (d = 0; d < 64; d++) {
+        const __m512 vq0 = _mm512_loadu_ps(qt + d * 32 + 0);
+        const __m512 vq1 = _mm512_loadu_ps(qt + d * 32 + 16);
+        {
+            const __m512 vk = _mm512_set1_ps(k0[d]);
+            vacc0x0 = _mm512_fmadd_ps(vk, vq0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vk, vq1, vacc0x1);
+        }
+    }
+    _mm512_storeu_ps(s + 0 * sst + 0, vacc0x0);
+    _mm512_storeu_ps(s + 0 * sst + 16, vacc0x1);
+}
+
+/* S^T[0][r] = q_r . k0 and S^T[1][r] = q_r . k1 for rows r < R, R a multiple of 4
+ * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
+ * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
+ * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
+__attribute__((target("avx512f"))) static void attn_falcon_7b_ddot__avx512(const float *restrict q, int64_t R, const float *restrict k0,
+        const float *restrict k1, float *restrict s0, float *restrict s1)
+{
+    int64_t r;
+    for (r = 0; r < R; r += 4) {
+        const float *q0 = q + r * 64;
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+        __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps(), b2 = _mm512_setzero_ps(), b3 = _mm512_setzero_ps();
+        {
+            const __m512 x = _mm512_loadu_ps(k0 + 0), y = _mm512_loadu_ps(k1 + 0);
+            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 0);
+            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 0);
+            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 0);
+            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 0);
+            a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
+            a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
+            a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
+            a3 = _mm512_fmadd_ps(q3c, x, a3); b3 = _mm512_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m512 x = _mm512_loadu_ps(k0 + 16), y = _mm512_loadu_ps(k1 + 16);
+            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 16);
+            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 16);
+            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 16);
+            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 16);
+            a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
+            a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
+            a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
+            a3 = _mm512_fmadd_ps(q3c, x, a3); b3 = _mm512_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m512 x = _mm512_loadu_ps(k0 + 32), y = _mm512_loadu_ps(k1 + 32);
+            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 32);
+            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 32);
+            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 32);
+            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 32);
+            a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
+            a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
+            a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
+            a3 = _mm512_fmadd_ps(q3c, x, a3); b3 = _mm512_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m512 x = _mm512_loadu_ps(k0 + 48), y = _mm512_loadu_ps(k1 + 48);
+            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 48);
+            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 48);
+            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 48);
+            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 48);
+            a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
+            a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
+            a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
+            a3 = _mm512_fmadd_ps(q3c, x, a3); b3 = _mm512_fmadd_ps(q3c, y, b3);
+        }
+        attn_hsum4_avx512(a0, a1, a2, a3, s0 + r);
+        attn_hsum4_avx512(b0, b1, b2, b3, s1 + r);
+    }
+}
+
+/* O[6][64] = alpha * O + P^T[0:kb][6]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_6x64__avx512(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    const __m512 va2 = _mm512_set1_ps(alpha[2]);
+    const __m512 va3 = _mm512_set1_ps(alpha[3]);
+    const __m512 va4 = _mm512_set1_ps(alpha[4]);
+    const __m512 va5 = _mm512_set1_ps(alpha[5]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 48), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 48), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 48), va3);
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 48), va4);
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 0), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 16), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 32), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 48), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            const __m512 vp2 = _mm512_set1_ps(p[j * pst + 2]);
+            const __m512 vp3 = _mm512_set1_ps(p[j * pst + 3]);
+            const __m512 vp4 = _mm512_set1_ps(p[j * pst + 4]);
+            const __m512 vp5 = _mm512_set1_ps(p[j * pst + 5]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0); vacc5x0 = _mm512_fmadd_ps(vp5, vv, vacc5x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1); vacc4x1 = _mm512_fmadd_ps(vp4, vv, vacc4x1); vacc5x1 = _mm512_fmadd_ps(vp5, vv, vacc5x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2); vacc4x2 = _mm512_fmadd_ps(vp4, vv, vacc4x2); vacc5x2 = _mm512_fmadd_ps(vp5, vv, vacc5x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3); vacc4x3 = _mm512_fmadd_ps(vp4, vv, vacc4x3); vacc5x3 = _mm512_fmadd_ps(vp5, vv, vacc5x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 64 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 64 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 64 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 64 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 64 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 64 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 64 + 48, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 64 + 0, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 64 + 16, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 64 + 32, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 64 + 48, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 64 + 0, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 64 + 16, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 64 + 32, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 64 + 48, vacc3x3);
+        _mm512_storeu_ps(o + 4 * 64 + 0, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 64 + 16, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 64 + 32, vacc4x2);
+        _mm512_storeu_ps(o + 4 * 64 + 48, vacc4x3);
+        _mm512_storeu_ps(o + 5 * 64 + 0, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 64 + 16, vacc5x1);
+        _mm512_storeu_ps(o + 5 * 64 + 32, vacc5x2);
+        _mm512_storeu_ps(o + 5 * 64 + 48, vacc5x3);
+    }
+}
+
+/* O[5][64] = alpha * O + P^T[0:kb][5]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_5x64__avx512(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    const __m512 va2 = _mm512_set1_ps(alpha[2]);
+    const __m512 va3 = _mm512_set1_ps(alpha[3]);
+    const __m512 va4 = _mm512_set1_ps(alpha[4]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 48), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 48), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 48), va3);
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 48), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            const __m512 vp2 = _mm512_set1_ps(p[j * pst + 2]);
+            const __m512 vp3 = _mm512_set1_ps(p[j * pst + 3]);
+            const __m512 vp4 = _mm512_set1_ps(p[j * pst + 4]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1); vacc4x1 = _mm512_fmadd_ps(vp4, vv, vacc4x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2); vacc4x2 = _mm512_fmadd_ps(vp4, vv, vacc4x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3); vacc4x3 = _mm512_fmadd_ps(vp4, vv, vacc4x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 64 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 64 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 64 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 64 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 64 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 64 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 64 + 48, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 64 + 0, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 64 + 16, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 64 + 32, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 64 + 48, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 64 + 0, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 64 + 16, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 64 + 32, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 64 + 48, vacc3x3);
+        _mm512_storeu_ps(o + 4 * 64 + 0, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 64 + 16, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 64 + 32, vacc4x2);
+        _mm512_storeu_ps(o + 4 * 64 + 48, vacc4x3);
+    }
+}
+
+/* O[4][64] = alpha * O + P^T[0:kb][4]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_4x64__avx512(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    const __m512 va2 = _mm512_set1_ps(alpha[2]);
+    const __m512 va3 = _mm512_set1_ps(alpha[3]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 48), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 48), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 48), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            const __m512 vp2 = _mm512_set1_ps(p[j * pst + 2]);
+            const __m512 vp3 = _mm512_set1_ps(p[j * pst + 3]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 64 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 64 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 64 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 64 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 64 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 64 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 64 + 48, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 64 + 0, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 64 + 16, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 64 + 32, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 64 + 48, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 64 + 0, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 64 + 16, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 64 + 32, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 64 + 48, vacc3x3);
+    }
+}
+
+/* O[3][64] = alpha * O + P^T[0:kb][3]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_3x64__avx512(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    const __m512 va2 = _mm512_set1_ps(alpha[2]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 48), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 48), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            const __m512 vp2 = _mm512_set1_ps(p[j * pst + 2]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 64 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 64 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 64 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 64 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 64 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 64 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 64 + 48, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 64 + 0, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 64 + 16, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 64 + 32, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 64 + 48, vacc2x3);
+    }
+}
+
+/* O[2][64] = alpha * O + P^T[0:kb][2]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_2x64__avx512(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 48), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 64 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 64 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 64 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 64 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 64 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 64 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 64 + 48, vacc1x3);
+    }
+}
+
+/* O[1][64] = alpha * O + P^T[0:kb][1]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_1x64__avx512(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 48), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 64 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 64 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 64 + 48, vacc0x3);
+    }
+}
+
+/* Per-thread scratch of the avx512 decode path: up to 1136 rows. */
+typedef struct {
+    float qt[1152 * 64];        /* Q^T in panels of 32 rows, times scale * log2(e) */
+    float q[1152 * 64];       /* the same rows, row-major (zero-padded to whole vectors) */
+    float s[64 * 1152];       /* S^T, then P^T: key-major */
+    float o[1152 * 64];      /* unnormalized output rows */
+    float m[1152], l[1152], alpha[1152];
+    int64_t lo[1152], hi[1152], sink_hi[1152], first[1152], last[1152];
+} attn_falcon_7b_dscratch__avx512;
+
+/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+ * g * Lq + i is query i of head hk * 71 + g (glp: a kv head's rows, padded).
+ * Writes each real row's normalized partial output and LSE (natural log),
+ * indexed by h * Lq + i. */
+__attribute__((target("avx512f"))) static void attn_falcon_7b_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_falcon_7b_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = args->seq_q, gl = 71 * Lq;
+    /* fewer rows than a panel: dot products, each kv head's rows padded to 4,
+       all padded once to whole vectors; else each kv head's rows padded to panels */
+    const int dots = gl < 32;
+    const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
+    const int64_t rp = dots ? (1 * glp + 15) / 16 * 16 : 1 * glp;
+    const int64_t lk = args->seq_k;
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, c, j0, hk;
+
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+        float *qc = w->qt + (r / 32) * 2048 + r % 32;
+        float *qw = w->q + r * 64;
+        int64_t d;
+        if (r < 1 * glp && rr < gl) {
+            const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] +
+                                       ((r / glp) * 71 + g) * args->q_stride[2];
+            for (d = 0; d < 64; d++) qc[d * 32] = qw[d] = qr[d] * 0.18033688f;
+            attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+        } else { /* padding rows: zero queries that see everything, never read back */
+            for (d = 0; d < 64; d++) qc[d * 32] = qw[d] = 0.0f;
+            w->lo[r] = 0;
+            w->hi[r] = lk;
+            w->sink_hi[r] = 0;
+        }
+        w->m[r] = -INFINITY;
+        w->l[r] = 0.0f;
+    }
+    memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
+    memset(w->s, 0, sizeof(float) * (size_t)(64 * rp)); /* padding rows' scores stay finite */
+
+    for (j0 = j_begin; j0 < j_end; j0 += 64) {
+        const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+        const int cls = attn_falcon_7b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        if (cls == 0) continue;
+
+        /* Consecutive keys of one kv head lie a whole row of heads apart (often
+           4 KiB, a page): read the cache in address order, every kv head of a
+           key before the next key, and fetch V rows the same way ahead of P V. */
+        if (dots) { /* keys in pairs; a lone last key pairs with itself */
+            for (c = 0; c < kb; c += 2) {
+                const int64_t c1 = c + 1 < kb ? c + 1 : c;
+                for (hk = 0; hk < 1; hk++) {
+                    const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                    if (j0 + c + 9 < j_end) { /* the keys 8 ahead, in address order */
+                        attn_falcon_7b_prefetch_row(kh + (j0 + c + 8) * ks, 64);
+                        attn_falcon_7b_prefetch_row(kh + (j0 + c + 9) * ks, 64);
+                        attn_falcon_7b_prefetch_row(vh + (j0 + c + 8) * vs, 64);
+                        attn_falcon_7b_prefetch_row(vh + (j0 + c + 9) * vs, 64);
+                    }
+                    attn_falcon_7b_ddot__avx512(w->q + hk * glp * 64, glp, kh + (j0 + c) * ks,
+                            kh + (j0 + c1) * ks, w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                }
+            }
+        } else {
+            for (hk = 0; hk < 1; hk++) { /* S^T = K Q^T, panel by panel */
+                const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                for (c = 0; c < kb; c++) attn_falcon_7b_prefetch_row(vh + (j0 + c) * vs, 64);
+                for (r = hk * glp; r < (hk + 1) * glp; r += 32) {
+                    const float *qt = w->qt + r * 64;
+                    for (c = 0; c + 8 <= kb; c += 8)
+                        attn_falcon_7b_dqk_8x32__avx512(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                    for (; c < kb; c++)
+                        attn_falcon_7b_dqk_1x32__avx512(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                }
+            }
+        }
+        if (cls == 1) /* hide what each row does not see */
+            for (r = 0; r < rp; r++)
+                for (c = 0; c < kb; c++) {
+                    const int64_t j = j0 + c;
+                    if (!((j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r])) w->s[c * rp + r] = -INFINITY;
+                }
+
+        /* online softmax over whole vectors of rows */
+        for (r = 0; r < rp; r += 16) {
+            const __m512 m_old = _mm512_loadu_ps(w->m + r);
+            __m512 mx = _mm512_set1_ps(-INFINITY), m_ref, vsum = _mm512_setzero_ps(), alpha;
+            for (c = 0; c < kb; c++) mx = _mm512_max_ps(mx, _mm512_loadu_ps(w->s + c * rp + r));
+            mx = _mm512_max_ps(m_old, mx);
+            /* a row that has seen nothing yet subtracts 0 */
+            m_ref = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(mx, _mm512_set1_ps(-3.0e38f), _CMP_LT_OQ), mx, _mm512_setzero_ps());
+            alpha = attn_exp2__avx512(_mm512_sub_ps(m_old, m_ref));
+            for (c = 0; c < kb; c++) {
+                const __m512 e = attn_exp2__avx512(_mm512_sub_ps(_mm512_loadu_ps(w->s + c * rp + r), m_ref));
+                _mm512_storeu_ps(w->s + c * rp + r, e);
+                vsum = _mm512_add_ps(vsum, e);
+            }
+            _mm512_storeu_ps(w->l + r, _mm512_fmadd_ps(_mm512_loadu_ps(w->l + r), alpha, vsum));
+            _mm512_storeu_ps(w->m + r, mx);
+            _mm512_storeu_ps(w->alpha + r, alpha);
+        }
+
+        /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
+        for (hk = 0; hk < 1; hk++) {
+            const float *vh = v + hk * args->v_stride[2] + j0 * vs;
+            for (r = hk * glp; r < hk * glp + gl; r += 6) {
+                switch (hk * glp + gl - r >= 6 ? 6 : hk * glp + gl - r) {
+                case 6:
+                    attn_falcon_7b_dpv_6x64__avx512(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 5:
+                    attn_falcon_7b_dpv_5x64__avx512(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 4:
+                    attn_falcon_7b_dpv_4x64__avx512(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 3:
+                    attn_falcon_7b_dpv_3x64__avx512(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 2:
+                    attn_falcon_7b_dpv_2x64__avx512(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 1:
+                    attn_falcon_7b_dpv_1x64__avx512(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, h = (r / glp) * 71 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        int64_t d;
+        if (r >= 1 * glp || rr >= gl) continue; /* a padding row */
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+    }
+}
+
+/* Combines the splits of query i, head h of batch b in split order; opart and
+ * lpart point at the batch's partials, split after split. */
+static void attn_falcon_7b_dmerge__avx512(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *opart, const float *lpart)
+{
+    const int64_t Lq = args->seq_q, R = 71 * Lq, h = row / Lq, i = row % Lq;
+    float *o = args->o + b * args->o_stride[0] + i * args->o_stride[1] + h * args->o_stride[2];
+    float mx = -INFINITY, sum = 0.0f;
+    int64_t s, d;
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        mx = (x > mx || x != x) ? x : mx; /* NaN wins */
+    }
+    for (d = 0; d < 64; d++) o[d] = 0.0f;
+    if (mx == -INFINITY) { /* no split saw a key */
+        if (args->lse) args->lse[(b * 71 + h) * Lq + i] = -INFINITY;
+        return;
+    }
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        const float wgt = x == -INFINITY ? 0.0f : expf(x - mx);
+        if (wgt == 0.0f) continue; /* a split that saw nothing, or nothing that counts */
+        sum += wgt;
+        for (d = 0; d < 64; d++) o[d] += wgt * opart[(s * R + row) * 64 + d];
+    }
+    for (d = 0; d < 64; d++) o[d] /= sum;
+    if (args->lse) args->lse[(b * 71 + h) * Lq + i] = mx + logf(sum);
+}
+
+/* The decode path: units of (batch, split), then the merge. */
+__attribute__((target("avx512f"))) static attn_status attn_falcon_7b_decode__avx512(const attn_args *args)
+{
+    const int64_t B = args->batch, R = 71 * args->seq_q;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
+    const int64_t units = B * nsplit;
+    const int threads = args->threads;
+    float *opart, *lpart;
+    int failed = 0;
+    (void)threads;
+
+    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (64 + 1))) return ATTN_ERR_TOO_LARGE;
+    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 64));
+    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
+    if (!opart || !lpart) {
+        attn_free(opart);
+        attn_free(lpart);
+        return ATTN_ERR_NOMEM;
+    }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#endif
+    {
+        attn_falcon_7b_dscratch__avx512 *w = (attn_falcon_7b_dscratch__avx512 *)attn_alloc(sizeof(*w));
+        int64_t u;
+        if (!w) {
+#ifdef _OPENMP
+#pragma omp critical
+#endif
+            failed = 1;
+        }
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (u = 0; u < units; u++) /* u = b * nsplit + split */
+            if (w) attn_falcon_7b_dunit__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (u = 0; u < B * R; u++)
+            if (!failed)
+                attn_falcon_7b_dmerge__avx512(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * 64,
+                        lpart + (u / R) * nsplit * R);
+        attn_free(w);
+    }
+    attn_free(opart);
+    attn_free(lpart);
+    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
@@ -680,6 +1435,7 @@ __attribute__((target("avx512f"))) attn_status attn_falcon_7b_fwd__avx512(const 
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
+    if (Lq <= 16) return attn_falcon_7b_decode__avx512(args); /* few query rows: decode path */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 128) return ATTN_ERR_TOO_LARGE;
     kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
     vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
@@ -739,6 +1495,13 @@ __attribute__((target("avx2,fma"))) static inline float attn_hadd_avx2(__m256 v)
     x = _mm_add_ps(x, _mm_movehl_ps(x, x));
     x = _mm_add_ss(x, _mm_movehdup_ps(x));
     return _mm_cvtss_f32(x);
+}
+__attribute__((target("avx2,fma"))) static inline void attn_hsum4_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
+{
+    const __m256 s01 = _mm256_add_ps(_mm256_unpacklo_ps(x0, x1), _mm256_unpackhi_ps(x0, x1));
+    const __m256 s23 = _mm256_add_ps(_mm256_unpacklo_ps(x2, x3), _mm256_unpackhi_ps(x2, x3));
+    const __m256 s = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, 0x44), _mm256_shuffle_ps(s01, s23, 0xEE));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
 }
 __attribute__((target("avx2,fma"))) static inline float attn_hmax_avx2(__m256 v)
 {
@@ -975,7 +1738,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_pv_4x64__avx2(con
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 8), va2);
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 0), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 8), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
             const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
@@ -1005,7 +1768,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_pv_4x64__avx2(con
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 24), va2);
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 16), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 24), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
             const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
@@ -1035,7 +1798,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_pv_4x64__avx2(con
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 40), va2);
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 32), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 40), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
             const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
@@ -1065,7 +1828,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_pv_4x64__avx2(con
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 56), va2);
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 48), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 56), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
             const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
@@ -1101,7 +1864,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_pv_1x64__avx2(con
         int64_t j;
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 0);
@@ -1119,7 +1882,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_pv_1x64__avx2(con
         int64_t j;
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 16);
@@ -1137,7 +1900,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_pv_1x64__avx2(con
         int64_t j;
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 32);
@@ -1155,7 +1918,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_pv_1x64__avx2(con
         int64_t j;
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 48);
@@ -1196,8 +1959,8 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const 
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
-        const float *restrict qr = q + r * args->q_stride[1];
-        float *restrict qw = w->q + r * 64;
+        const float *qr = q + r * args->q_stride[1];
+        float *qw = w->q + r * 64;
         const __m256 vs = _mm256_set1_ps(0.18033688f);
         _mm256_storeu_ps(qw + 0, _mm256_mul_ps(_mm256_loadu_ps(qr + 0), vs));
         _mm256_storeu_ps(qw + 8, _mm256_mul_ps(_mm256_loadu_ps(qr + 8), vs));
@@ -1212,7 +1975,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const 
     for (t = 0; t < ntiles; t++) {
         const int64_t j0 = t * 128;
         const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
-        const int cls = attn_falcon_7b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        const int cls = attn_falcon_7b_classify(tq, j0, j0 + 128, w->lo, w->hi, w->sink_hi, w->first, w->last);
         if (cls == 0) continue; /* no row sees this tile */
 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
@@ -1229,7 +1992,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const 
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 128;
+            float *sr = w->s + r * 128;
             float mx, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
                 /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
@@ -1292,8 +2055,8 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_unit__avx2(const 
 
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
-        float *restrict orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
-        const float *restrict acc = w->o + r * 64;
+        float *orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
+        const float *acc = w->o + r * 64;
         const float l = w->l[r];
         const __m256 vinv = _mm256_set1_ps(l == 0.0f ? 0.0f : 1.0f / l);
         _mm256_storeu_ps(orow + 0, _mm256_mul_ps(_mm256_loadu_ps(acc + 0), vinv));
@@ -1325,11 +2088,843 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_pack__avx2(const 
         memset(vp + n * 64, 0, sizeof(float) * (size_t)((16 - n) * 64));
     }
     for (c = 0; c < n; c++) {
-        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
-        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        const float *kr = k + (j0 + c) * args->k_stride[1];
+        const float *vr = v + (j0 + c) * args->v_stride[1];
         for (d = 0; d < 64; d++) kt[d * 16 + c] = kr[d];
         memcpy(vp + c * 64, vr, sizeof(float) * 64);
     }
+}
+
+
+/* ---- decode: up to 16 query rows against a long KV cache ---------------- */
+/*
+ * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * every query row, grouped by kv head, so each K and V row is read once,
+ * straight from the cache tensors (no packing), and the keys of one block are
+ * read for all kv heads together (a contiguous stretch of the cache).
+ * Scores are computed transposed, S^T = K Q^T, with the rows along the
+ * vector lanes: K values broadcast against packed Q^T panels, or, when a kv
+ * head has fewer rows than a panel, dot products along D.  The online
+ * softmax then runs over whole vectors of rows.  Each split leaves its
+ * normalized O and LSE; a merge combines the splits in order.  The split
+ * size does not depend on the thread count, so neither does the result.
+ */
+
+/* S^T[4][16] = K[4][64] Q^T[64][16]: k: 4 K rows (row stride ks);
+ * qt: a packed Q^T panel (16 floats per d); s: row stride sst. */
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_dqk_4x16__avx2(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
+    __m256 vacc1x0 = _mm256_setzero_ps(), vacc1x1 = _mm256_setzero_ps();
+    __m256 vacc2x0 = _mm256_setzero_ps(), vacc2x1 = _mm256_setzero_ps();
+    __m256 vacc3x0 = _mm256_setzero_ps(), vacc3x1 = _mm256_setzero_ps();
+    const float *restrict k0 = k + 0 * ks;
+    const float *restrict k1 = k + 1 * ks;
+    const float *restrict k2 = k + 2 * ks;
+    const float *restrict k3 = k + 3 * ks;
+    int64_t d;
+    for (d = 0; d < 64; d++) {
+        const __m256 vq0 = _mm256_loadu_ps(qt + d * 16 + 0);
+        const __m256 vq1 = _mm256_loadu_ps(qt + d * 16 + 8);
+        {
+            const __m256 vk = _mm256_set1_ps(k0[d]);
+            vacc0x0 = _mm256_fmadd_ps(vk, vq0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vk, vq1, vacc0x1);
+        }
+        {
+            const __m256 vk = _mm256_set1_ps(k1[d]);
+            vacc1x0 = _mm256_fmadd_ps(vk, vq0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vk, vq1, vacc1x1);
+        }
+        {
+            const __m256 vk = _mm256_set1_ps(k2[d]);
+            vacc2x0 = _mm256_fmadd_ps(vk, vq0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vk, vq1, vacc2x1);
+        }
+        {
+            const __m256 vk = _mm256_set1_ps(k3[d]);
+            vacc3x0 = _mm256_fmadd_ps(vk, vq0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vk, vq1, vacc3x1);
+        }
+    }
+    _mm256_storeu_ps(s + 0 * sst + 0, vacc0x0);
+    _mm256_storeu_ps(s + 0 * sst + 8, vacc0x1);
+    _mm256_storeu_ps(s + 1 * sst + 0, vacc1x0);
+    _mm256_storeu_ps(s + 1 * sst + 8, vacc1x1);
+    _mm256_storeu_ps(s + 2 * sst + 0, vacc2x0);
+    _mm256_storeu_ps(s + 2 * sst + 8, vacc2x1);
+    _mm256_storeu_ps(s + 3 * sst + 0, vacc3x0);
+    _mm256_storeu_ps(s + 3 * sst + 8, vacc3x1);
+}
+
+/* S^T[1][16] = K[1][64] Q^T[64][16]: k: 1 K rows (row stride ks);
+ * qt: a packed Q^T panel (16 floats per d); s: row stride sst. */
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_dqk_1x16__avx2(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
+    const float *restrict k0 = k + 0 * ks;
+    int64_t d;
+    for (d = 0; d < 64; d++) {
+        const __m256 vq0 = _mm256_loadu_ps(qt + d * 16 + 0);
+        const __m256 vq1 = _mm256_loadu_ps(qt + d * 16 + 8);
+        {
+            const __m256 vk = _mm256_set1_ps(k0[d]);
+            vacc0x0 = _mm256_fmadd_ps(vk, vq0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vk, vq1, vacc0x1);
+        }
+    }
+    _mm256_storeu_ps(s + 0 * sst + 0, vacc0x0);
+    _mm256_storeu_ps(s + 0 * sst + 8, vacc0x1);
+}
+
+/* S^T[0][r] = q_r . k0 and S^T[1][r] = q_r . k1 for rows r < R, R a multiple of 4
+ * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
+ * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
+ * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_ddot__avx2(const float *restrict q, int64_t R, const float *restrict k0,
+        const float *restrict k1, float *restrict s0, float *restrict s1)
+{
+    int64_t r;
+    for (r = 0; r < R; r += 4) {
+        const float *q0 = q + r * 64;
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+        __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps(), b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 0), y = _mm256_loadu_ps(k1 + 0);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 0);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 0);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 0);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 0);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 8), y = _mm256_loadu_ps(k1 + 8);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 8);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 8);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 8);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 8);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 16), y = _mm256_loadu_ps(k1 + 16);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 16);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 16);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 16);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 16);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 24), y = _mm256_loadu_ps(k1 + 24);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 24);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 24);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 24);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 24);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 32), y = _mm256_loadu_ps(k1 + 32);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 32);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 32);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 32);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 32);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 40), y = _mm256_loadu_ps(k1 + 40);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 40);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 40);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 40);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 40);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 48), y = _mm256_loadu_ps(k1 + 48);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 48);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 48);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 48);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 48);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 56), y = _mm256_loadu_ps(k1 + 56);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 56);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 56);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 56);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 56);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        attn_hsum4_avx2(a0, a1, a2, a3, s0 + r);
+        attn_hsum4_avx2(b0, b1, b2, b3, s1 + r);
+    }
+}
+
+/* O[4][64] = alpha * O + P^T[0:kb][4]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_dpv_4x64__avx2(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    { /* columns 0..15 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 0), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 8), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            const __m256 vp3 = _mm256_set1_ps(p[j * pst + 3]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 8);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 0, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 0, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 0, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 8, vacc3x1);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 24), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 24), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 16), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 24), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            const __m256 vp3 = _mm256_set1_ps(p[j * pst + 3]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 16);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 24);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 24, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 16, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 24, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 16, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 24, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 16, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 24, vacc3x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 40), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 40), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 32), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 40), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            const __m256 vp3 = _mm256_set1_ps(p[j * pst + 3]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 32);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 40);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 40, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 32, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 40, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 32, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 40, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 32, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 40, vacc3x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 56), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 56), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 48), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 56), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            const __m256 vp3 = _mm256_set1_ps(p[j * pst + 3]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 48);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 56);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 56, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 48, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 56, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 48, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 56, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 48, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 56, vacc3x1);
+    }
+}
+
+/* O[3][64] = alpha * O + P^T[0:kb][3]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_dpv_3x64__avx2(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    { /* columns 0..15 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 8), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 8);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 0, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 0, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 8, vacc2x1);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 24), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 24), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 16);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 24);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 24, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 16, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 24, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 16, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 24, vacc2x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 40), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 40), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 32);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 40);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 40, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 32, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 40, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 32, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 40, vacc2x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 56), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 56), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 48);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 56);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 56, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 48, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 56, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 48, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 56, vacc2x1);
+    }
+}
+
+/* O[2][64] = alpha * O + P^T[0:kb][2]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_dpv_2x64__avx2(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    { /* columns 0..15 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 8), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 8);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 0, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 8, vacc1x1);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 24), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 16);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 24);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 24, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 16, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 24, vacc1x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 40), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 32);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 40);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 40, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 32, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 40, vacc1x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 56), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 48);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 56);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 56, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 48, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 56, vacc1x1);
+    }
+}
+
+/* O[1][64] = alpha * O + P^T[0:kb][1]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_dpv_1x64__avx2(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    { /* columns 0..15 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 8);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 8, vacc0x1);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 16);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 24);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 24, vacc0x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 32);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 40);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 40, vacc0x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 48);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 56);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 56, vacc0x1);
+    }
+}
+
+/* Per-thread scratch of the avx2 decode path: up to 1136 rows. */
+typedef struct {
+    float qt[1136 * 64];        /* Q^T in panels of 16 rows, times scale * log2(e) */
+    float q[1136 * 64];       /* the same rows, row-major (zero-padded to whole vectors) */
+    float s[64 * 1136];       /* S^T, then P^T: key-major */
+    float o[1136 * 64];      /* unnormalized output rows */
+    float m[1136], l[1136], alpha[1136];
+    int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
+} attn_falcon_7b_dscratch__avx2;
+
+/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+ * g * Lq + i is query i of head hk * 71 + g (glp: a kv head's rows, padded).
+ * Writes each real row's normalized partial output and LSE (natural log),
+ * indexed by h * Lq + i. */
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_falcon_7b_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = args->seq_q, gl = 71 * Lq;
+    /* fewer rows than a panel: dot products, each kv head's rows padded to 4,
+       all padded once to whole vectors; else each kv head's rows padded to panels */
+    const int dots = gl < 16;
+    const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
+    const int64_t rp = dots ? (1 * glp + 7) / 8 * 8 : 1 * glp;
+    const int64_t lk = args->seq_k;
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, c, j0, hk;
+
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+        float *qc = w->qt + (r / 16) * 1024 + r % 16;
+        float *qw = w->q + r * 64;
+        int64_t d;
+        if (r < 1 * glp && rr < gl) {
+            const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] +
+                                       ((r / glp) * 71 + g) * args->q_stride[2];
+            for (d = 0; d < 64; d++) qc[d * 16] = qw[d] = qr[d] * 0.18033688f;
+            attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+        } else { /* padding rows: zero queries that see everything, never read back */
+            for (d = 0; d < 64; d++) qc[d * 16] = qw[d] = 0.0f;
+            w->lo[r] = 0;
+            w->hi[r] = lk;
+            w->sink_hi[r] = 0;
+        }
+        w->m[r] = -INFINITY;
+        w->l[r] = 0.0f;
+    }
+    memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
+    memset(w->s, 0, sizeof(float) * (size_t)(64 * rp)); /* padding rows' scores stay finite */
+
+    for (j0 = j_begin; j0 < j_end; j0 += 64) {
+        const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+        const int cls = attn_falcon_7b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        if (cls == 0) continue;
+
+        /* Consecutive keys of one kv head lie a whole row of heads apart (often
+           4 KiB, a page): read the cache in address order, every kv head of a
+           key before the next key, and fetch V rows the same way ahead of P V. */
+        if (dots) { /* keys in pairs; a lone last key pairs with itself */
+            for (c = 0; c < kb; c += 2) {
+                const int64_t c1 = c + 1 < kb ? c + 1 : c;
+                for (hk = 0; hk < 1; hk++) {
+                    const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                    if (j0 + c + 9 < j_end) { /* the keys 8 ahead, in address order */
+                        attn_falcon_7b_prefetch_row(kh + (j0 + c + 8) * ks, 64);
+                        attn_falcon_7b_prefetch_row(kh + (j0 + c + 9) * ks, 64);
+                        attn_falcon_7b_prefetch_row(vh + (j0 + c + 8) * vs, 64);
+                        attn_falcon_7b_prefetch_row(vh + (j0 + c + 9) * vs, 64);
+                    }
+                    attn_falcon_7b_ddot__avx2(w->q + hk * glp * 64, glp, kh + (j0 + c) * ks,
+                            kh + (j0 + c1) * ks, w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                }
+            }
+        } else {
+            for (hk = 0; hk < 1; hk++) { /* S^T = K Q^T, panel by panel */
+                const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                for (c = 0; c < kb; c++) attn_falcon_7b_prefetch_row(vh + (j0 + c) * vs, 64);
+                for (r = hk * glp; r < (hk + 1) * glp; r += 16) {
+                    const float *qt = w->qt + r * 64;
+                    for (c = 0; c + 4 <= kb; c += 4)
+                        attn_falcon_7b_dqk_4x16__avx2(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                    for (; c < kb; c++)
+                        attn_falcon_7b_dqk_1x16__avx2(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                }
+            }
+        }
+        if (cls == 1) /* hide what each row does not see */
+            for (r = 0; r < rp; r++)
+                for (c = 0; c < kb; c++) {
+                    const int64_t j = j0 + c;
+                    if (!((j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r])) w->s[c * rp + r] = -INFINITY;
+                }
+
+        /* online softmax over whole vectors of rows */
+        for (r = 0; r < rp; r += 8) {
+            const __m256 m_old = _mm256_loadu_ps(w->m + r);
+            __m256 mx = _mm256_set1_ps(-INFINITY), m_ref, vsum = _mm256_setzero_ps(), alpha;
+            for (c = 0; c < kb; c++) mx = _mm256_max_ps(mx, _mm256_loadu_ps(w->s + c * rp + r));
+            mx = _mm256_max_ps(m_old, mx);
+            /* a row that has seen nothing yet subtracts 0 */
+            m_ref = _mm256_blendv_ps(mx, _mm256_setzero_ps(), _mm256_cmp_ps(mx, _mm256_set1_ps(-3.0e38f), _CMP_LT_OQ));
+            alpha = attn_exp2__avx2(_mm256_sub_ps(m_old, m_ref));
+            for (c = 0; c < kb; c++) {
+                const __m256 e = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(w->s + c * rp + r), m_ref));
+                _mm256_storeu_ps(w->s + c * rp + r, e);
+                vsum = _mm256_add_ps(vsum, e);
+            }
+            _mm256_storeu_ps(w->l + r, _mm256_fmadd_ps(_mm256_loadu_ps(w->l + r), alpha, vsum));
+            _mm256_storeu_ps(w->m + r, mx);
+            _mm256_storeu_ps(w->alpha + r, alpha);
+        }
+
+        /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
+        for (hk = 0; hk < 1; hk++) {
+            const float *vh = v + hk * args->v_stride[2] + j0 * vs;
+            for (r = hk * glp; r < hk * glp + gl; r += 4) {
+                switch (hk * glp + gl - r >= 4 ? 4 : hk * glp + gl - r) {
+                case 4:
+                    attn_falcon_7b_dpv_4x64__avx2(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 3:
+                    attn_falcon_7b_dpv_3x64__avx2(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 2:
+                    attn_falcon_7b_dpv_2x64__avx2(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 1:
+                    attn_falcon_7b_dpv_1x64__avx2(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, h = (r / glp) * 71 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        int64_t d;
+        if (r >= 1 * glp || rr >= gl) continue; /* a padding row */
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+    }
+}
+
+/* Combines the splits of query i, head h of batch b in split order; opart and
+ * lpart point at the batch's partials, split after split. */
+static void attn_falcon_7b_dmerge__avx2(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *opart, const float *lpart)
+{
+    const int64_t Lq = args->seq_q, R = 71 * Lq, h = row / Lq, i = row % Lq;
+    float *o = args->o + b * args->o_stride[0] + i * args->o_stride[1] + h * args->o_stride[2];
+    float mx = -INFINITY, sum = 0.0f;
+    int64_t s, d;
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        mx = (x > mx || x != x) ? x : mx; /* NaN wins */
+    }
+    for (d = 0; d < 64; d++) o[d] = 0.0f;
+    if (mx == -INFINITY) { /* no split saw a key */
+        if (args->lse) args->lse[(b * 71 + h) * Lq + i] = -INFINITY;
+        return;
+    }
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        const float wgt = x == -INFINITY ? 0.0f : expf(x - mx);
+        if (wgt == 0.0f) continue; /* a split that saw nothing, or nothing that counts */
+        sum += wgt;
+        for (d = 0; d < 64; d++) o[d] += wgt * opart[(s * R + row) * 64 + d];
+    }
+    for (d = 0; d < 64; d++) o[d] /= sum;
+    if (args->lse) args->lse[(b * 71 + h) * Lq + i] = mx + logf(sum);
+}
+
+/* The decode path: units of (batch, split), then the merge. */
+__attribute__((target("avx2,fma"))) static attn_status attn_falcon_7b_decode__avx2(const attn_args *args)
+{
+    const int64_t B = args->batch, R = 71 * args->seq_q;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
+    const int64_t units = B * nsplit;
+    const int threads = args->threads;
+    float *opart, *lpart;
+    int failed = 0;
+    (void)threads;
+
+    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (64 + 1))) return ATTN_ERR_TOO_LARGE;
+    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 64));
+    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
+    if (!opart || !lpart) {
+        attn_free(opart);
+        attn_free(lpart);
+        return ATTN_ERR_NOMEM;
+    }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#endif
+    {
+        attn_falcon_7b_dscratch__avx2 *w = (attn_falcon_7b_dscratch__avx2 *)attn_alloc(sizeof(*w));
+        int64_t u;
+        if (!w) {
+#ifdef _OPENMP
+#pragma omp critical
+#endif
+            failed = 1;
+        }
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (u = 0; u < units; u++) /* u = b * nsplit + split */
+            if (w) attn_falcon_7b_dunit__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (u = 0; u < B * R; u++)
+            if (!failed)
+                attn_falcon_7b_dmerge__avx2(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * 64,
+                        lpart + (u / R) * nsplit * R);
+        attn_free(w);
+    }
+    attn_free(opart);
+    attn_free(lpart);
+    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
@@ -1348,6 +2943,7 @@ __attribute__((target("avx2,fma"))) attn_status attn_falcon_7b_fwd__avx2(const a
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
+    if (Lq <= 16) return attn_falcon_7b_decode__avx2(args); /* few query rows: decode path */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 128) return ATTN_ERR_TOO_LARGE;
     kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
     vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
@@ -1732,7 +3328,7 @@ static void attn_falcon_7b_pv_6x64__neon(const float *restrict p, const float *r
         float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 0), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 4), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 8), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 12), va4);
         float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 64 + 0), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 64 + 4), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 64 + 8), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 64 + 12), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
             const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
@@ -1790,7 +3386,7 @@ static void attn_falcon_7b_pv_6x64__neon(const float *restrict p, const float *r
         float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 16), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 20), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 24), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 28), va4);
         float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 64 + 16), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 64 + 20), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 64 + 24), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 64 + 28), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
             const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
@@ -1848,7 +3444,7 @@ static void attn_falcon_7b_pv_6x64__neon(const float *restrict p, const float *r
         float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 32), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 36), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 40), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 44), va4);
         float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 64 + 32), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 64 + 36), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 64 + 40), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 64 + 44), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
             const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
@@ -1906,7 +3502,7 @@ static void attn_falcon_7b_pv_6x64__neon(const float *restrict p, const float *r
         float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 48), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 52), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 56), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 60), va4);
         float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 64 + 48), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 64 + 52), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 64 + 56), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 64 + 60), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
             const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
@@ -1968,7 +3564,7 @@ static void attn_falcon_7b_pv_1x64__neon(const float *restrict p, const float *r
         int64_t j;
         float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 12), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 0);
@@ -1996,7 +3592,7 @@ static void attn_falcon_7b_pv_1x64__neon(const float *restrict p, const float *r
         int64_t j;
         float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 28), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 16);
@@ -2024,7 +3620,7 @@ static void attn_falcon_7b_pv_1x64__neon(const float *restrict p, const float *r
         int64_t j;
         float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 44), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 32);
@@ -2052,7 +3648,7 @@ static void attn_falcon_7b_pv_1x64__neon(const float *restrict p, const float *r
         int64_t j;
         float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 60), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 48);
@@ -2103,8 +3699,8 @@ static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, co
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
-        const float *restrict qr = q + r * args->q_stride[1];
-        float *restrict qw = w->q + r * 64;
+        const float *qr = q + r * args->q_stride[1];
+        float *qw = w->q + r * 64;
         const float32x4_t vs = vdupq_n_f32(0.18033688f);
         vst1q_f32(qw + 0, vmulq_f32(vld1q_f32(qr + 0), vs));
         vst1q_f32(qw + 4, vmulq_f32(vld1q_f32(qr + 4), vs));
@@ -2127,7 +3723,7 @@ static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, co
     for (t = 0; t < ntiles; t++) {
         const int64_t j0 = t * 128;
         const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
-        const int cls = attn_falcon_7b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        const int cls = attn_falcon_7b_classify(tq, j0, j0 + 128, w->lo, w->hi, w->sink_hi, w->first, w->last);
         if (cls == 0) continue; /* no row sees this tile */
 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
@@ -2144,7 +3740,7 @@ static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, co
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 128;
+            float *sr = w->s + r * 128;
             float mx, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
                 /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
@@ -2207,8 +3803,8 @@ static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, co
 
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
-        float *restrict orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
-        const float *restrict acc = w->o + r * 64;
+        float *orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
+        const float *acc = w->o + r * 64;
         const float l = w->l[r];
         const float32x4_t vinv = vdupq_n_f32(l == 0.0f ? 0.0f : 1.0f / l);
         vst1q_f32(orow + 0, vmulq_f32(vld1q_f32(acc + 0), vinv));
@@ -2248,11 +3844,1642 @@ static void attn_falcon_7b_pack__neon(const attn_args *args, int64_t b, int64_t 
         memset(vp + n * 64, 0, sizeof(float) * (size_t)((8 - n) * 64));
     }
     for (c = 0; c < n; c++) {
-        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
-        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        const float *kr = k + (j0 + c) * args->k_stride[1];
+        const float *vr = v + (j0 + c) * args->v_stride[1];
         for (d = 0; d < 64; d++) kt[d * 8 + c] = kr[d];
         memcpy(vp + c * 64, vr, sizeof(float) * 64);
     }
+}
+
+
+/* ---- decode: up to 16 query rows against a long KV cache ---------------- */
+/*
+ * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * every query row, grouped by kv head, so each K and V row is read once,
+ * straight from the cache tensors (no packing), and the keys of one block are
+ * read for all kv heads together (a contiguous stretch of the cache).
+ * Scores are computed transposed, S^T = K Q^T, with the rows along the
+ * vector lanes: K values broadcast against packed Q^T panels, or, when a kv
+ * head has fewer rows than a panel, dot products along D.  The online
+ * softmax then runs over whole vectors of rows.  Each split leaves its
+ * normalized O and LSE; a merge combines the splits in order.  The split
+ * size does not depend on the thread count, so neither does the result.
+ */
+
+/* S^T[8][8] = K[8][64] Q^T[64][8]: k: 8 K rows (row stride ks);
+ * qt: a packed Q^T panel (8 floats per d); s: row stride sst. */
+static void attn_falcon_7b_dqk_8x8__neon(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc1x0 = vdupq_n_f32(0.0f), vacc1x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc2x0 = vdupq_n_f32(0.0f), vacc2x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc3x0 = vdupq_n_f32(0.0f), vacc3x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc4x0 = vdupq_n_f32(0.0f), vacc4x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc5x0 = vdupq_n_f32(0.0f), vacc5x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc6x0 = vdupq_n_f32(0.0f), vacc6x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc7x0 = vdupq_n_f32(0.0f), vacc7x1 = vdupq_n_f32(0.0f);
+    const float *restrict k0 = k + 0 * ks;
+    const float *restrict k1 = k + 1 * ks;
+    const float *restrict k2 = k + 2 * ks;
+    const float *restrict k3 = k + 3 * ks;
+    const float *restrict k4 = k + 4 * ks;
+    const float *restrict k5 = k + 5 * ks;
+    const float *restrict k6 = k + 6 * ks;
+    const float *restrict k7 = k + 7 * ks;
+    int64_t d;
+    for (d = 0; d < 64; d++) {
+        const float32x4_t vq0 = vld1q_f32(qt + d * 8 + 0);
+        const float32x4_t vq1 = vld1q_f32(qt + d * 8 + 4);
+        {
+            const float32x4_t vk = vdupq_n_f32(k0[d]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vk, vq0); vacc0x1 = vfmaq_f32(vacc0x1, vk, vq1);
+        }
+        {
+            const float32x4_t vk = vdupq_n_f32(k1[d]);
+            vacc1x0 = vfmaq_f32(vacc1x0, vk, vq0); vacc1x1 = vfmaq_f32(vacc1x1, vk, vq1);
+        }
+        {
+            const float32x4_t vk = vdupq_n_f32(k2[d]);
+            vacc2x0 = vfmaq_f32(vacc2x0, vk, vq0); vacc2x1 = vfmaq_f32(vacc2x1, vk, vq1);
+        }
+        {
+            const float32x4_t vk = vdupq_n_f32(k3[d]);
+            vacc3x0 = vfmaq_f32(vacc3x0, vk, vq0); vacc3x1 = vfmaq_f32(vacc3x1, vk, vq1);
+        }
+        {
+            const float32x4_t vk = vdupq_n_f32(k4[d]);
+            vacc4x0 = vfmaq_f32(vacc4x0, vk, vq0); vacc4x1 = vfmaq_f32(vacc4x1, vk, vq1);
+        }
+        {
+            const float32x4_t vk = vdupq_n_f32(k5[d]);
+            vacc5x0 = vfmaq_f32(vacc5x0, vk, vq0); vacc5x1 = vfmaq_f32(vacc5x1, vk, vq1);
+        }
+        {
+            const float32x4_t vk = vdupq_n_f32(k6[d]);
+            vacc6x0 = vfmaq_f32(vacc6x0, vk, vq0); vacc6x1 = vfmaq_f32(vacc6x1, vk, vq1);
+        }
+        {
+            const float32x4_t vk = vdupq_n_f32(k7[d]);
+            vacc7x0 = vfmaq_f32(vacc7x0, vk, vq0); vacc7x1 = vfmaq_f32(vacc7x1, vk, vq1);
+        }
+    }
+    vst1q_f32(s + 0 * sst + 0, vacc0x0);
+    vst1q_f32(s + 0 * sst + 4, vacc0x1);
+    vst1q_f32(s + 1 * sst + 0, vacc1x0);
+    vst1q_f32(s + 1 * sst + 4, vacc1x1);
+    vst1q_f32(s + 2 * sst + 0, vacc2x0);
+    vst1q_f32(s + 2 * sst + 4, vacc2x1);
+    vst1q_f32(s + 3 * sst + 0, vacc3x0);
+    vst1q_f32(s + 3 * sst + 4, vacc3x1);
+    vst1q_f32(s + 4 * sst + 0, vacc4x0);
+    vst1q_f32(s + 4 * sst + 4, vacc4x1);
+    vst1q_f32(s + 5 * sst + 0, vacc5x0);
+    vst1q_f32(s + 5 * sst + 4, vacc5x1);
+    vst1q_f32(s + 6 * sst + 0, vacc6x0);
+    vst1q_f32(s + 6 * sst + 4, vacc6x1);
+    vst1q_f32(s + 7 * sst + 0, vacc7x0);
+    vst1q_f32(s + 7 * sst + 4, vacc7x1);
+}
+
+/* S^T[1][8] = K[1][64] Q^T[64][8]: k: 1 K rows (row stride ks);
+ * qt: a packed Q^T panel (8 floats per d); s: row stride sst. */
+static void attn_falcon_7b_dqk_1x8__neon(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
+    const float *restrict k0 = k + 0 * ks;
+    int64_t d;
+    for (d = 0; d < 64; d++) {
+        const float32x4_t vq0 = vld1q_f32(qt + d * 8 + 0);
+        const float32x4_t vq1 = vld1q_f32(qt + d * 8 + 4);
+        {
+            const float32x4_t vk = vdupq_n_f32(k0[d]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vk, vq0); vacc0x1 = vfmaq_f32(vacc0x1, vk, vq1);
+        }
+    }
+    vst1q_f32(s + 0 * sst + 0, vacc0x0);
+    vst1q_f32(s + 0 * sst + 4, vacc0x1);
+}
+
+/* S^T[0][r] = q_r . k0 and S^T[1][r] = q_r . k1 for rows r < R, R a multiple of 4
+ * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
+ * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
+ * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
+static void attn_falcon_7b_ddot__neon(const float *restrict q, int64_t R, const float *restrict k0,
+        const float *restrict k1, float *restrict s0, float *restrict s1)
+{
+    int64_t r;
+    for (r = 0; r < R; r += 4) {
+        const float *q0 = q + r * 64;
+        float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f);
+        float32x4_t b0 = vdupq_n_f32(0.0f), b1 = vdupq_n_f32(0.0f), b2 = vdupq_n_f32(0.0f), b3 = vdupq_n_f32(0.0f);
+        {
+            const float32x4_t x = vld1q_f32(k0 + 0), y = vld1q_f32(k1 + 0);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 0);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 0);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 0);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 0);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 4), y = vld1q_f32(k1 + 4);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 4);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 4);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 4);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 4);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 8), y = vld1q_f32(k1 + 8);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 8);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 8);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 8);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 8);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 12), y = vld1q_f32(k1 + 12);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 12);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 12);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 12);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 12);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 16), y = vld1q_f32(k1 + 16);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 16);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 16);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 16);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 16);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 20), y = vld1q_f32(k1 + 20);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 20);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 20);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 20);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 20);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 24), y = vld1q_f32(k1 + 24);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 24);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 24);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 24);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 24);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 28), y = vld1q_f32(k1 + 28);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 28);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 28);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 28);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 28);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 32), y = vld1q_f32(k1 + 32);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 32);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 32);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 32);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 32);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 36), y = vld1q_f32(k1 + 36);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 36);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 36);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 36);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 36);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 40), y = vld1q_f32(k1 + 40);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 40);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 40);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 40);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 40);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 44), y = vld1q_f32(k1 + 44);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 44);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 44);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 44);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 44);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 48), y = vld1q_f32(k1 + 48);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 48);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 48);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 48);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 48);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 52), y = vld1q_f32(k1 + 52);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 52);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 52);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 52);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 52);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 56), y = vld1q_f32(k1 + 56);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 56);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 56);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 56);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 56);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 60), y = vld1q_f32(k1 + 60);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + 60);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + 60);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + 60);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + 60);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        vst1q_f32(s0 + r, vpaddq_f32(vpaddq_f32(a0, a1), vpaddq_f32(a2, a3)));
+        vst1q_f32(s1 + r, vpaddq_f32(vpaddq_f32(b0, b1), vpaddq_f32(b2, b3)));
+    }
+}
+
+/* O[6][64] = alpha * O + P^T[0:kb][6]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+static void attn_falcon_7b_dpv_6x64__neon(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    const float32x4_t va2 = vdupq_n_f32(alpha[2]);
+    const float32x4_t va3 = vdupq_n_f32(alpha[3]);
+    const float32x4_t va4 = vdupq_n_f32(alpha[4]);
+    const float32x4_t va5 = vdupq_n_f32(alpha[5]);
+    { /* columns 0..15 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 12), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 12), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 0), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 8), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 12), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 0), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 4), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 8), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 12), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 0), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 4), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 8), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 12), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 64 + 0), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 64 + 4), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 64 + 8), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 64 + 12), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            const float32x4_t vp5 = vdupq_n_f32(p[j * pst + 5]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 0);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 8);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 12);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 0, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 4, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 8, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 12, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 0, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 4, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 8, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 12, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 0, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 4, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 8, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 12, vacc2x3);
+        vst1q_f32(o + 3 * 64 + 0, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 4, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 8, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 12, vacc3x3);
+        vst1q_f32(o + 4 * 64 + 0, vacc4x0);
+        vst1q_f32(o + 4 * 64 + 4, vacc4x1);
+        vst1q_f32(o + 4 * 64 + 8, vacc4x2);
+        vst1q_f32(o + 4 * 64 + 12, vacc4x3);
+        vst1q_f32(o + 5 * 64 + 0, vacc5x0);
+        vst1q_f32(o + 5 * 64 + 4, vacc5x1);
+        vst1q_f32(o + 5 * 64 + 8, vacc5x2);
+        vst1q_f32(o + 5 * 64 + 12, vacc5x3);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 28), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 16), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 20), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 24), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 28), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 16), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 20), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 24), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 28), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 16), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 20), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 24), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 28), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 16), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 20), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 24), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 28), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 64 + 16), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 64 + 20), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 64 + 24), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 64 + 28), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            const float32x4_t vp5 = vdupq_n_f32(p[j * pst + 5]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 28, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 16, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 20, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 24, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 28, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 16, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 20, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 24, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 28, vacc2x3);
+        vst1q_f32(o + 3 * 64 + 16, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 20, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 24, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 28, vacc3x3);
+        vst1q_f32(o + 4 * 64 + 16, vacc4x0);
+        vst1q_f32(o + 4 * 64 + 20, vacc4x1);
+        vst1q_f32(o + 4 * 64 + 24, vacc4x2);
+        vst1q_f32(o + 4 * 64 + 28, vacc4x3);
+        vst1q_f32(o + 5 * 64 + 16, vacc5x0);
+        vst1q_f32(o + 5 * 64 + 20, vacc5x1);
+        vst1q_f32(o + 5 * 64 + 24, vacc5x2);
+        vst1q_f32(o + 5 * 64 + 28, vacc5x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 44), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 32), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 36), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 40), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 44), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 32), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 36), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 40), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 44), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 32), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 36), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 40), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 44), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 32), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 36), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 40), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 44), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 64 + 32), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 64 + 36), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 64 + 40), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 64 + 44), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            const float32x4_t vp5 = vdupq_n_f32(p[j * pst + 5]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 32);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 36);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 40);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 44);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 44, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 32, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 36, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 40, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 44, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 32, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 36, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 40, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 44, vacc2x3);
+        vst1q_f32(o + 3 * 64 + 32, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 36, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 40, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 44, vacc3x3);
+        vst1q_f32(o + 4 * 64 + 32, vacc4x0);
+        vst1q_f32(o + 4 * 64 + 36, vacc4x1);
+        vst1q_f32(o + 4 * 64 + 40, vacc4x2);
+        vst1q_f32(o + 4 * 64 + 44, vacc4x3);
+        vst1q_f32(o + 5 * 64 + 32, vacc5x0);
+        vst1q_f32(o + 5 * 64 + 36, vacc5x1);
+        vst1q_f32(o + 5 * 64 + 40, vacc5x2);
+        vst1q_f32(o + 5 * 64 + 44, vacc5x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 60), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 48), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 52), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 56), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 60), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 48), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 52), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 56), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 60), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 48), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 52), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 56), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 60), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 48), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 52), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 56), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 60), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 64 + 48), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 64 + 52), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 64 + 56), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 64 + 60), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            const float32x4_t vp5 = vdupq_n_f32(p[j * pst + 5]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 52);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 56);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 60);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 60, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 48, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 52, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 56, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 60, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 48, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 52, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 56, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 60, vacc2x3);
+        vst1q_f32(o + 3 * 64 + 48, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 52, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 56, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 60, vacc3x3);
+        vst1q_f32(o + 4 * 64 + 48, vacc4x0);
+        vst1q_f32(o + 4 * 64 + 52, vacc4x1);
+        vst1q_f32(o + 4 * 64 + 56, vacc4x2);
+        vst1q_f32(o + 4 * 64 + 60, vacc4x3);
+        vst1q_f32(o + 5 * 64 + 48, vacc5x0);
+        vst1q_f32(o + 5 * 64 + 52, vacc5x1);
+        vst1q_f32(o + 5 * 64 + 56, vacc5x2);
+        vst1q_f32(o + 5 * 64 + 60, vacc5x3);
+    }
+}
+
+/* O[5][64] = alpha * O + P^T[0:kb][5]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+static void attn_falcon_7b_dpv_5x64__neon(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    const float32x4_t va2 = vdupq_n_f32(alpha[2]);
+    const float32x4_t va3 = vdupq_n_f32(alpha[3]);
+    const float32x4_t va4 = vdupq_n_f32(alpha[4]);
+    { /* columns 0..15 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 12), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 12), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 0), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 8), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 12), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 0), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 4), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 8), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 12), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 0), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 4), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 8), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 12), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 0);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 8);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 12);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 0, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 4, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 8, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 12, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 0, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 4, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 8, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 12, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 0, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 4, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 8, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 12, vacc2x3);
+        vst1q_f32(o + 3 * 64 + 0, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 4, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 8, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 12, vacc3x3);
+        vst1q_f32(o + 4 * 64 + 0, vacc4x0);
+        vst1q_f32(o + 4 * 64 + 4, vacc4x1);
+        vst1q_f32(o + 4 * 64 + 8, vacc4x2);
+        vst1q_f32(o + 4 * 64 + 12, vacc4x3);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 28), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 16), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 20), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 24), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 28), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 16), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 20), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 24), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 28), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 16), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 20), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 24), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 28), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 16), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 20), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 24), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 28), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 28, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 16, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 20, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 24, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 28, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 16, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 20, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 24, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 28, vacc2x3);
+        vst1q_f32(o + 3 * 64 + 16, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 20, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 24, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 28, vacc3x3);
+        vst1q_f32(o + 4 * 64 + 16, vacc4x0);
+        vst1q_f32(o + 4 * 64 + 20, vacc4x1);
+        vst1q_f32(o + 4 * 64 + 24, vacc4x2);
+        vst1q_f32(o + 4 * 64 + 28, vacc4x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 44), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 32), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 36), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 40), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 44), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 32), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 36), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 40), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 44), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 32), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 36), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 40), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 44), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 32), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 36), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 40), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 44), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 32);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 36);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 40);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 44);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 44, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 32, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 36, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 40, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 44, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 32, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 36, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 40, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 44, vacc2x3);
+        vst1q_f32(o + 3 * 64 + 32, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 36, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 40, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 44, vacc3x3);
+        vst1q_f32(o + 4 * 64 + 32, vacc4x0);
+        vst1q_f32(o + 4 * 64 + 36, vacc4x1);
+        vst1q_f32(o + 4 * 64 + 40, vacc4x2);
+        vst1q_f32(o + 4 * 64 + 44, vacc4x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 60), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 48), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 52), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 56), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 60), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 48), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 52), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 56), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 60), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 48), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 52), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 56), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 60), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 64 + 48), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 64 + 52), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 64 + 56), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 64 + 60), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 52);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 56);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 60);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 60, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 48, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 52, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 56, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 60, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 48, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 52, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 56, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 60, vacc2x3);
+        vst1q_f32(o + 3 * 64 + 48, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 52, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 56, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 60, vacc3x3);
+        vst1q_f32(o + 4 * 64 + 48, vacc4x0);
+        vst1q_f32(o + 4 * 64 + 52, vacc4x1);
+        vst1q_f32(o + 4 * 64 + 56, vacc4x2);
+        vst1q_f32(o + 4 * 64 + 60, vacc4x3);
+    }
+}
+
+/* O[4][64] = alpha * O + P^T[0:kb][4]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+static void attn_falcon_7b_dpv_4x64__neon(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    const float32x4_t va2 = vdupq_n_f32(alpha[2]);
+    const float32x4_t va3 = vdupq_n_f32(alpha[3]);
+    { /* columns 0..15 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 12), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 12), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 0), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 8), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 12), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 0), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 4), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 8), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 12), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 0);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 8);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 12);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 0, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 4, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 8, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 12, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 0, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 4, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 8, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 12, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 0, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 4, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 8, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 12, vacc2x3);
+        vst1q_f32(o + 3 * 64 + 0, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 4, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 8, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 12, vacc3x3);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 28), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 16), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 20), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 24), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 28), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 16), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 20), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 24), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 28), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 16), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 20), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 24), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 28), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 28, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 16, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 20, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 24, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 28, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 16, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 20, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 24, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 28, vacc2x3);
+        vst1q_f32(o + 3 * 64 + 16, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 20, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 24, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 28, vacc3x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 44), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 32), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 36), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 40), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 44), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 32), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 36), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 40), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 44), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 32), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 36), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 40), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 44), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 32);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 36);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 40);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 44);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 44, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 32, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 36, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 40, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 44, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 32, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 36, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 40, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 44, vacc2x3);
+        vst1q_f32(o + 3 * 64 + 32, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 36, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 40, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 44, vacc3x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 60), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 48), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 52), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 56), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 60), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 48), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 52), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 56), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 60), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 64 + 48), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 64 + 52), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 64 + 56), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 64 + 60), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 52);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 56);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 60);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 60, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 48, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 52, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 56, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 60, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 48, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 52, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 56, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 60, vacc2x3);
+        vst1q_f32(o + 3 * 64 + 48, vacc3x0);
+        vst1q_f32(o + 3 * 64 + 52, vacc3x1);
+        vst1q_f32(o + 3 * 64 + 56, vacc3x2);
+        vst1q_f32(o + 3 * 64 + 60, vacc3x3);
+    }
+}
+
+/* O[3][64] = alpha * O + P^T[0:kb][3]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+static void attn_falcon_7b_dpv_3x64__neon(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    const float32x4_t va2 = vdupq_n_f32(alpha[2]);
+    { /* columns 0..15 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 12), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 12), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 0), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 8), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 12), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 0);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 8);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 12);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 0, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 4, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 8, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 12, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 0, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 4, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 8, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 12, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 0, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 4, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 8, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 12, vacc2x3);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 28), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 16), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 20), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 24), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 28), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 16), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 20), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 24), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 28), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 28, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 16, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 20, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 24, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 28, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 16, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 20, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 24, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 28, vacc2x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 44), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 32), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 36), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 40), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 44), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 32), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 36), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 40), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 44), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 32);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 36);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 40);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 44);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 44, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 32, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 36, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 40, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 44, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 32, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 36, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 40, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 44, vacc2x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 60), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 48), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 52), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 56), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 60), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 64 + 48), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 64 + 52), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 64 + 56), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 64 + 60), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 52);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 56);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 60);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 60, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 48, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 52, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 56, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 60, vacc1x3);
+        vst1q_f32(o + 2 * 64 + 48, vacc2x0);
+        vst1q_f32(o + 2 * 64 + 52, vacc2x1);
+        vst1q_f32(o + 2 * 64 + 56, vacc2x2);
+        vst1q_f32(o + 2 * 64 + 60, vacc2x3);
+    }
+}
+
+/* O[2][64] = alpha * O + P^T[0:kb][2]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+static void attn_falcon_7b_dpv_2x64__neon(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    { /* columns 0..15 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 12), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 12), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 0);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 8);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 12);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 0, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 4, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 8, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 12, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 0, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 4, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 8, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 12, vacc1x3);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 28), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 16), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 20), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 24), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 28), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 28, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 16, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 20, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 24, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 28, vacc1x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 44), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 32), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 36), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 40), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 44), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 32);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 36);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 40);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 44);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 44, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 32, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 36, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 40, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 44, vacc1x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 60), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 64 + 48), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 64 + 52), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 64 + 56), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 64 + 60), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 52);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 56);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 60);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 60, vacc0x3);
+        vst1q_f32(o + 1 * 64 + 48, vacc1x0);
+        vst1q_f32(o + 1 * 64 + 52, vacc1x1);
+        vst1q_f32(o + 1 * 64 + 56, vacc1x2);
+        vst1q_f32(o + 1 * 64 + 60, vacc1x3);
+    }
+}
+
+/* O[1][64] = alpha * O + P^T[0:kb][1]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+static void attn_falcon_7b_dpv_1x64__neon(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    { /* columns 0..15 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 12), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 0);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 8);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 12);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 0, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 4, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 8, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 12, vacc0x3);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 28), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 28, vacc0x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 44), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 32);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 36);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 40);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 44);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 44, vacc0x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 64 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 64 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 64 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 64 + 60), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 52);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 56);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 60);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 64 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 64 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 64 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 64 + 60, vacc0x3);
+    }
+}
+
+/* Per-thread scratch of the neon decode path: up to 1136 rows. */
+typedef struct {
+    float qt[1136 * 64];        /* Q^T in panels of 8 rows, times scale * log2(e) */
+    float q[1136 * 64];       /* the same rows, row-major (zero-padded to whole vectors) */
+    float s[64 * 1136];       /* S^T, then P^T: key-major */
+    float o[1136 * 64];      /* unnormalized output rows */
+    float m[1136], l[1136], alpha[1136];
+    int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
+} attn_falcon_7b_dscratch__neon;
+
+/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+ * g * Lq + i is query i of head hk * 71 + g (glp: a kv head's rows, padded).
+ * Writes each real row's normalized partial output and LSE (natural log),
+ * indexed by h * Lq + i. */
+static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_falcon_7b_dscratch__neon *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = args->seq_q, gl = 71 * Lq;
+    /* fewer rows than a panel: dot products, each kv head's rows padded to 4,
+       all padded once to whole vectors; else each kv head's rows padded to panels */
+    const int dots = gl < 8;
+    const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
+    const int64_t rp = dots ? (1 * glp + 3) / 4 * 4 : 1 * glp;
+    const int64_t lk = args->seq_k;
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, c, j0, hk;
+
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+        float *qc = w->qt + (r / 8) * 512 + r % 8;
+        float *qw = w->q + r * 64;
+        int64_t d;
+        if (r < 1 * glp && rr < gl) {
+            const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] +
+                                       ((r / glp) * 71 + g) * args->q_stride[2];
+            for (d = 0; d < 64; d++) qc[d * 8] = qw[d] = qr[d] * 0.18033688f;
+            attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+        } else { /* padding rows: zero queries that see everything, never read back */
+            for (d = 0; d < 64; d++) qc[d * 8] = qw[d] = 0.0f;
+            w->lo[r] = 0;
+            w->hi[r] = lk;
+            w->sink_hi[r] = 0;
+        }
+        w->m[r] = -INFINITY;
+        w->l[r] = 0.0f;
+    }
+    memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
+    memset(w->s, 0, sizeof(float) * (size_t)(64 * rp)); /* padding rows' scores stay finite */
+
+    for (j0 = j_begin; j0 < j_end; j0 += 64) {
+        const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+        const int cls = attn_falcon_7b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        if (cls == 0) continue;
+
+        /* Consecutive keys of one kv head lie a whole row of heads apart (often
+           4 KiB, a page): read the cache in address order, every kv head of a
+           key before the next key, and fetch V rows the same way ahead of P V. */
+        if (dots) { /* keys in pairs; a lone last key pairs with itself */
+            for (c = 0; c < kb; c += 2) {
+                const int64_t c1 = c + 1 < kb ? c + 1 : c;
+                for (hk = 0; hk < 1; hk++) {
+                    const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                    if (j0 + c + 9 < j_end) { /* the keys 8 ahead, in address order */
+                        attn_falcon_7b_prefetch_row(kh + (j0 + c + 8) * ks, 64);
+                        attn_falcon_7b_prefetch_row(kh + (j0 + c + 9) * ks, 64);
+                        attn_falcon_7b_prefetch_row(vh + (j0 + c + 8) * vs, 64);
+                        attn_falcon_7b_prefetch_row(vh + (j0 + c + 9) * vs, 64);
+                    }
+                    attn_falcon_7b_ddot__neon(w->q + hk * glp * 64, glp, kh + (j0 + c) * ks,
+                            kh + (j0 + c1) * ks, w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                }
+            }
+        } else {
+            for (hk = 0; hk < 1; hk++) { /* S^T = K Q^T, panel by panel */
+                const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                for (c = 0; c < kb; c++) attn_falcon_7b_prefetch_row(vh + (j0 + c) * vs, 64);
+                for (r = hk * glp; r < (hk + 1) * glp; r += 8) {
+                    const float *qt = w->qt + r * 64;
+                    for (c = 0; c + 8 <= kb; c += 8)
+                        attn_falcon_7b_dqk_8x8__neon(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                    for (; c < kb; c++)
+                        attn_falcon_7b_dqk_1x8__neon(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                }
+            }
+        }
+        if (cls == 1) /* hide what each row does not see */
+            for (r = 0; r < rp; r++)
+                for (c = 0; c < kb; c++) {
+                    const int64_t j = j0 + c;
+                    if (!((j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r])) w->s[c * rp + r] = -INFINITY;
+                }
+
+        /* online softmax over whole vectors of rows */
+        for (r = 0; r < rp; r += 4) {
+            const float32x4_t m_old = vld1q_f32(w->m + r);
+            float32x4_t mx = vdupq_n_f32(-INFINITY), m_ref, vsum = vdupq_n_f32(0.0f), alpha;
+            for (c = 0; c < kb; c++) mx = vmaxq_f32(mx, vld1q_f32(w->s + c * rp + r));
+            mx = vmaxq_f32(m_old, mx);
+            /* a row that has seen nothing yet subtracts 0 */
+            m_ref = vbslq_f32(vcltq_f32(mx, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mx);
+            alpha = attn_exp2__neon(vsubq_f32(m_old, m_ref));
+            for (c = 0; c < kb; c++) {
+                const float32x4_t e = attn_exp2__neon(vsubq_f32(vld1q_f32(w->s + c * rp + r), m_ref));
+                vst1q_f32(w->s + c * rp + r, e);
+                vsum = vaddq_f32(vsum, e);
+            }
+            vst1q_f32(w->l + r, vfmaq_f32(vsum, vld1q_f32(w->l + r), alpha));
+            vst1q_f32(w->m + r, mx);
+            vst1q_f32(w->alpha + r, alpha);
+        }
+
+        /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
+        for (hk = 0; hk < 1; hk++) {
+            const float *vh = v + hk * args->v_stride[2] + j0 * vs;
+            for (r = hk * glp; r < hk * glp + gl; r += 6) {
+                switch (hk * glp + gl - r >= 6 ? 6 : hk * glp + gl - r) {
+                case 6:
+                    attn_falcon_7b_dpv_6x64__neon(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 5:
+                    attn_falcon_7b_dpv_5x64__neon(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 4:
+                    attn_falcon_7b_dpv_4x64__neon(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 3:
+                    attn_falcon_7b_dpv_3x64__neon(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 2:
+                    attn_falcon_7b_dpv_2x64__neon(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 1:
+                    attn_falcon_7b_dpv_1x64__neon(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, h = (r / glp) * 71 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        int64_t d;
+        if (r >= 1 * glp || rr >= gl) continue; /* a padding row */
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+    }
+}
+
+/* Combines the splits of query i, head h of batch b in split order; opart and
+ * lpart point at the batch's partials, split after split. */
+static void attn_falcon_7b_dmerge__neon(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *opart, const float *lpart)
+{
+    const int64_t Lq = args->seq_q, R = 71 * Lq, h = row / Lq, i = row % Lq;
+    float *o = args->o + b * args->o_stride[0] + i * args->o_stride[1] + h * args->o_stride[2];
+    float mx = -INFINITY, sum = 0.0f;
+    int64_t s, d;
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        mx = (x > mx || x != x) ? x : mx; /* NaN wins */
+    }
+    for (d = 0; d < 64; d++) o[d] = 0.0f;
+    if (mx == -INFINITY) { /* no split saw a key */
+        if (args->lse) args->lse[(b * 71 + h) * Lq + i] = -INFINITY;
+        return;
+    }
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        const float wgt = x == -INFINITY ? 0.0f : expf(x - mx);
+        if (wgt == 0.0f) continue; /* a split that saw nothing, or nothing that counts */
+        sum += wgt;
+        for (d = 0; d < 64; d++) o[d] += wgt * opart[(s * R + row) * 64 + d];
+    }
+    for (d = 0; d < 64; d++) o[d] /= sum;
+    if (args->lse) args->lse[(b * 71 + h) * Lq + i] = mx + logf(sum);
+}
+
+/* The decode path: units of (batch, split), then the merge. */
+static attn_status attn_falcon_7b_decode__neon(const attn_args *args)
+{
+    const int64_t B = args->batch, R = 71 * args->seq_q;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
+    const int64_t units = B * nsplit;
+    const int threads = args->threads;
+    float *opart, *lpart;
+    int failed = 0;
+    (void)threads;
+
+    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (64 + 1))) return ATTN_ERR_TOO_LARGE;
+    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 64));
+    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
+    if (!opart || !lpart) {
+        attn_free(opart);
+        attn_free(lpart);
+        return ATTN_ERR_NOMEM;
+    }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#endif
+    {
+        attn_falcon_7b_dscratch__neon *w = (attn_falcon_7b_dscratch__neon *)attn_alloc(sizeof(*w));
+        int64_t u;
+        if (!w) {
+#ifdef _OPENMP
+#pragma omp critical
+#endif
+            failed = 1;
+        }
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (u = 0; u < units; u++) /* u = b * nsplit + split */
+            if (w) attn_falcon_7b_dunit__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (u = 0; u < B * R; u++)
+            if (!failed)
+                attn_falcon_7b_dmerge__neon(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * 64,
+                        lpart + (u / R) * nsplit * R);
+        attn_free(w);
+    }
+    attn_free(opart);
+    attn_free(lpart);
+    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
@@ -2271,6 +5498,7 @@ attn_status attn_falcon_7b_fwd__neon(const attn_args *args)
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
+    if (Lq <= 16) return attn_falcon_7b_decode__neon(args); /* few query rows: decode path */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 128) return ATTN_ERR_TOO_LARGE;
     kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
     vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
@@ -2323,11 +5551,17 @@ attn_status attn_falcon_7b_fwd__neon(const attn_args *args)
 /* scalar: 1 lane of f32, 16 registers */
 /* ======================================================================== */
 
+#if defined(__GNUC__) && !defined(__clang__)
+#define ATTN_NO_AUTOVEC __attribute__((optimize("no-tree-vectorize")))
+#else
+#define ATTN_NO_AUTOVEC
+#endif
+
 
 /* Scores S[4][2] = Q[4][64] K^T[64][2] (Q is packed pre-scaled).
  * q: packed query rows (64 floats each); kt: the packed K^T panel (2 floats per d);
  * s: 128 floats per row.  1024 FLOPs, 11 vector registers. */
-static void attn_falcon_7b_qk_4x2__scalar(const float *restrict q, const float *restrict kt,
+ATTN_NO_AUTOVEC static void attn_falcon_7b_qk_4x2__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -2452,7 +5686,7 @@ static void attn_falcon_7b_qk_4x2__scalar(const float *restrict q, const float *
 /* Scores S[1][2] = Q[1][64] K^T[64][2] (Q is packed pre-scaled).
  * q: packed query rows (64 floats each); kt: the packed K^T panel (2 floats per d);
  * s: 128 floats per row.  256 FLOPs, 5 vector registers. */
-static void attn_falcon_7b_qk_1x2__scalar(const float *restrict q, const float *restrict kt,
+ATTN_NO_AUTOVEC static void attn_falcon_7b_qk_1x2__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -2517,7 +5751,7 @@ static void attn_falcon_7b_qk_1x2__scalar(const float *restrict q, const float *
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
-static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+ATTN_NO_AUTOVEC static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -2531,7 +5765,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 0) * va2), vacc2x1 = (*(o + 2 * 64 + 1) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 0) * va3), vacc3x1 = (*(o + 3 * 64 + 1) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2561,7 +5795,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 2) * va2), vacc2x1 = (*(o + 2 * 64 + 3) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 2) * va3), vacc3x1 = (*(o + 3 * 64 + 3) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2591,7 +5825,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 4) * va2), vacc2x1 = (*(o + 2 * 64 + 5) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 4) * va3), vacc3x1 = (*(o + 3 * 64 + 5) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2621,7 +5855,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 6) * va2), vacc2x1 = (*(o + 2 * 64 + 7) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 6) * va3), vacc3x1 = (*(o + 3 * 64 + 7) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2651,7 +5885,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 8) * va2), vacc2x1 = (*(o + 2 * 64 + 9) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 8) * va3), vacc3x1 = (*(o + 3 * 64 + 9) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2681,7 +5915,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 10) * va2), vacc2x1 = (*(o + 2 * 64 + 11) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 10) * va3), vacc3x1 = (*(o + 3 * 64 + 11) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2711,7 +5945,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 12) * va2), vacc2x1 = (*(o + 2 * 64 + 13) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 12) * va3), vacc3x1 = (*(o + 3 * 64 + 13) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2741,7 +5975,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 14) * va2), vacc2x1 = (*(o + 2 * 64 + 15) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 14) * va3), vacc3x1 = (*(o + 3 * 64 + 15) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2771,7 +6005,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 16) * va2), vacc2x1 = (*(o + 2 * 64 + 17) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 16) * va3), vacc3x1 = (*(o + 3 * 64 + 17) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2801,7 +6035,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 18) * va2), vacc2x1 = (*(o + 2 * 64 + 19) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 18) * va3), vacc3x1 = (*(o + 3 * 64 + 19) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2831,7 +6065,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 20) * va2), vacc2x1 = (*(o + 2 * 64 + 21) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 20) * va3), vacc3x1 = (*(o + 3 * 64 + 21) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2861,7 +6095,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 22) * va2), vacc2x1 = (*(o + 2 * 64 + 23) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 22) * va3), vacc3x1 = (*(o + 3 * 64 + 23) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2891,7 +6125,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 24) * va2), vacc2x1 = (*(o + 2 * 64 + 25) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 24) * va3), vacc3x1 = (*(o + 3 * 64 + 25) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2921,7 +6155,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 26) * va2), vacc2x1 = (*(o + 2 * 64 + 27) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 26) * va3), vacc3x1 = (*(o + 3 * 64 + 27) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2951,7 +6185,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 28) * va2), vacc2x1 = (*(o + 2 * 64 + 29) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 28) * va3), vacc3x1 = (*(o + 3 * 64 + 29) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -2981,7 +6215,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 30) * va2), vacc2x1 = (*(o + 2 * 64 + 31) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 30) * va3), vacc3x1 = (*(o + 3 * 64 + 31) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3011,7 +6245,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 32) * va2), vacc2x1 = (*(o + 2 * 64 + 33) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 32) * va3), vacc3x1 = (*(o + 3 * 64 + 33) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3041,7 +6275,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 34) * va2), vacc2x1 = (*(o + 2 * 64 + 35) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 34) * va3), vacc3x1 = (*(o + 3 * 64 + 35) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3071,7 +6305,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 36) * va2), vacc2x1 = (*(o + 2 * 64 + 37) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 36) * va3), vacc3x1 = (*(o + 3 * 64 + 37) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3101,7 +6335,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 38) * va2), vacc2x1 = (*(o + 2 * 64 + 39) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 38) * va3), vacc3x1 = (*(o + 3 * 64 + 39) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3131,7 +6365,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 40) * va2), vacc2x1 = (*(o + 2 * 64 + 41) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 40) * va3), vacc3x1 = (*(o + 3 * 64 + 41) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3161,7 +6395,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 42) * va2), vacc2x1 = (*(o + 2 * 64 + 43) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 42) * va3), vacc3x1 = (*(o + 3 * 64 + 43) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3191,7 +6425,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 44) * va2), vacc2x1 = (*(o + 2 * 64 + 45) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 44) * va3), vacc3x1 = (*(o + 3 * 64 + 45) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3221,7 +6455,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 46) * va2), vacc2x1 = (*(o + 2 * 64 + 47) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 46) * va3), vacc3x1 = (*(o + 3 * 64 + 47) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3251,7 +6485,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 48) * va2), vacc2x1 = (*(o + 2 * 64 + 49) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 48) * va3), vacc3x1 = (*(o + 3 * 64 + 49) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3281,7 +6515,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 50) * va2), vacc2x1 = (*(o + 2 * 64 + 51) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 50) * va3), vacc3x1 = (*(o + 3 * 64 + 51) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3311,7 +6545,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 52) * va2), vacc2x1 = (*(o + 2 * 64 + 53) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 52) * va3), vacc3x1 = (*(o + 3 * 64 + 53) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3341,7 +6575,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 54) * va2), vacc2x1 = (*(o + 2 * 64 + 55) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 54) * va3), vacc3x1 = (*(o + 3 * 64 + 55) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3371,7 +6605,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 56) * va2), vacc2x1 = (*(o + 2 * 64 + 57) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 56) * va3), vacc3x1 = (*(o + 3 * 64 + 57) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3401,7 +6635,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 58) * va2), vacc2x1 = (*(o + 2 * 64 + 59) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 58) * va3), vacc3x1 = (*(o + 3 * 64 + 59) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3431,7 +6665,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 60) * va2), vacc2x1 = (*(o + 2 * 64 + 61) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 60) * va3), vacc3x1 = (*(o + 3 * 64 + 61) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3461,7 +6695,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
         float vacc2x0 = (*(o + 2 * 64 + 62) * va2), vacc2x1 = (*(o + 2 * 64 + 63) * va2);
         float vacc3x0 = (*(o + 3 * 64 + 62) * va3), vacc3x1 = (*(o + 3 * 64 + 63) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3489,7 +6723,7 @@ static void attn_falcon_7b_pv_4x64__scalar(const float *restrict p, const float 
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
-static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+ATTN_NO_AUTOVEC static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -3497,7 +6731,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 0) * va0), vacc0x1 = (*(o + 0 * 64 + 1) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 0);
@@ -3515,7 +6749,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 2) * va0), vacc0x1 = (*(o + 0 * 64 + 3) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 2);
@@ -3533,7 +6767,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 4) * va0), vacc0x1 = (*(o + 0 * 64 + 5) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 4);
@@ -3551,7 +6785,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 6) * va0), vacc0x1 = (*(o + 0 * 64 + 7) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 6);
@@ -3569,7 +6803,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 8) * va0), vacc0x1 = (*(o + 0 * 64 + 9) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 8);
@@ -3587,7 +6821,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 10) * va0), vacc0x1 = (*(o + 0 * 64 + 11) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 10);
@@ -3605,7 +6839,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 12) * va0), vacc0x1 = (*(o + 0 * 64 + 13) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 12);
@@ -3623,7 +6857,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 14) * va0), vacc0x1 = (*(o + 0 * 64 + 15) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 14);
@@ -3641,7 +6875,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 16) * va0), vacc0x1 = (*(o + 0 * 64 + 17) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 16);
@@ -3659,7 +6893,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 18) * va0), vacc0x1 = (*(o + 0 * 64 + 19) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 18);
@@ -3677,7 +6911,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 20) * va0), vacc0x1 = (*(o + 0 * 64 + 21) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 20);
@@ -3695,7 +6929,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 22) * va0), vacc0x1 = (*(o + 0 * 64 + 23) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 22);
@@ -3713,7 +6947,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 24) * va0), vacc0x1 = (*(o + 0 * 64 + 25) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 24);
@@ -3731,7 +6965,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 26) * va0), vacc0x1 = (*(o + 0 * 64 + 27) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 26);
@@ -3749,7 +6983,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 28) * va0), vacc0x1 = (*(o + 0 * 64 + 29) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 28);
@@ -3767,7 +7001,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 30) * va0), vacc0x1 = (*(o + 0 * 64 + 31) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 30);
@@ -3785,7 +7019,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 32) * va0), vacc0x1 = (*(o + 0 * 64 + 33) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 32);
@@ -3803,7 +7037,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 34) * va0), vacc0x1 = (*(o + 0 * 64 + 35) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 34);
@@ -3821,7 +7055,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 36) * va0), vacc0x1 = (*(o + 0 * 64 + 37) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 36);
@@ -3839,7 +7073,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 38) * va0), vacc0x1 = (*(o + 0 * 64 + 39) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 38);
@@ -3857,7 +7091,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 40) * va0), vacc0x1 = (*(o + 0 * 64 + 41) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 40);
@@ -3875,7 +7109,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 42) * va0), vacc0x1 = (*(o + 0 * 64 + 43) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 42);
@@ -3893,7 +7127,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 44) * va0), vacc0x1 = (*(o + 0 * 64 + 45) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 44);
@@ -3911,7 +7145,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 46) * va0), vacc0x1 = (*(o + 0 * 64 + 47) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 46);
@@ -3929,7 +7163,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 48) * va0), vacc0x1 = (*(o + 0 * 64 + 49) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 48);
@@ -3947,7 +7181,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 50) * va0), vacc0x1 = (*(o + 0 * 64 + 51) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 50);
@@ -3965,7 +7199,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 52) * va0), vacc0x1 = (*(o + 0 * 64 + 53) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 52);
@@ -3983,7 +7217,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 54) * va0), vacc0x1 = (*(o + 0 * 64 + 55) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 54);
@@ -4001,7 +7235,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 56) * va0), vacc0x1 = (*(o + 0 * 64 + 57) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 56);
@@ -4019,7 +7253,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 58) * va0), vacc0x1 = (*(o + 0 * 64 + 59) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 58);
@@ -4037,7 +7271,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 60) * va0), vacc0x1 = (*(o + 0 * 64 + 61) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 60);
@@ -4055,7 +7289,7 @@ static void attn_falcon_7b_pv_1x64__scalar(const float *restrict p, const float 
         int64_t j;
         float vacc0x0 = (*(o + 0 * 64 + 62) * va0), vacc0x1 = (*(o + 0 * 64 + 63) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 64;
+            const float *vr = v + j * 64;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 62);
@@ -4081,7 +7315,7 @@ typedef struct {
 } attn_falcon_7b_scratch__scalar;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, const float *v,
+ATTN_NO_AUTOVEC static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, const float *v,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_falcon_7b_scratch__scalar *w)
 {
     const int64_t lk = args->seq_k;
@@ -4096,8 +7330,8 @@ static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, 
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
-        const float *restrict qr = q + r * args->q_stride[1];
-        float *restrict qw = w->q + r * 64;
+        const float *qr = q + r * args->q_stride[1];
+        float *qw = w->q + r * 64;
         const float vs = (0.18033688f);
         *(qw + 0) = (*(qr + 0) * vs);
         *(qw + 1) = (*(qr + 1) * vs);
@@ -4168,7 +7402,7 @@ static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, 
     for (t = 0; t < ntiles; t++) {
         const int64_t j0 = t * 128;
         const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
-        const int cls = attn_falcon_7b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        const int cls = attn_falcon_7b_classify(tq, j0, j0 + 128, w->lo, w->hi, w->sink_hi, w->first, w->last);
         if (cls == 0) continue; /* no row sees this tile */
 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
@@ -4185,7 +7419,7 @@ static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, 
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 128;
+            float *sr = w->s + r * 128;
             float mx, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
                 /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
@@ -4248,8 +7482,8 @@ static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, 
 
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
-        float *restrict orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
-        const float *restrict acc = w->o + r * 64;
+        float *orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
+        const float *acc = w->o + r * 64;
         const float l = w->l[r];
         const float vinv = (l == 0.0f ? 0.0f : 1.0f / l);
         *(orow + 0) = (*(acc + 0) * vinv);
@@ -4324,7 +7558,7 @@ static void attn_falcon_7b_unit__scalar(const attn_args *args, const float *kt, 
 /* Packs keys [j0, j0 + 2) of batch b, kv head hk: the K^T panel
  * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
  * zero for keys at or past Lk_b and for V's padding columns. */
-static void attn_falcon_7b_pack__scalar(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+ATTN_NO_AUTOVEC static void attn_falcon_7b_pack__scalar(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
         float *restrict kt, float *restrict vp)
 {
     const int64_t lk = args->seq_k;
@@ -4337,17 +7571,4153 @@ static void attn_falcon_7b_pack__scalar(const attn_args *args, int64_t b, int64_
         memset(vp + n * 64, 0, sizeof(float) * (size_t)((2 - n) * 64));
     }
     for (c = 0; c < n; c++) {
-        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
-        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        const float *kr = k + (j0 + c) * args->k_stride[1];
+        const float *vr = v + (j0 + c) * args->v_stride[1];
         for (d = 0; d < 64; d++) kt[d * 2 + c] = kr[d];
         memcpy(vp + c * 64, vr, sizeof(float) * 64);
     }
 }
 
+
+/* ---- decode: up to 16 query rows against a long KV cache ---------------- */
+/*
+ * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * every query row, grouped by kv head, so each K and V row is read once,
+ * straight from the cache tensors (no packing), and the keys of one block are
+ * read for all kv heads together (a contiguous stretch of the cache).
+ * Scores are computed transposed, S^T = K Q^T, with the rows along the
+ * vector lanes: K values broadcast against packed Q^T panels, or, when a kv
+ * head has fewer rows than a panel, dot products along D.  The online
+ * softmax then runs over whole vectors of rows.  Each split leaves its
+ * normalized O and LSE; a merge combines the splits in order.  The split
+ * size does not depend on the thread count, so neither does the result.
+ */
+
+/* S^T[4][2] = K[4][64] Q^T[64][2]: k: 4 K rows (row stride ks);
+ * qt: a packed Q^T panel (2 floats per d); s: row stride sst. */
+ATTN_NO_AUTOVEC static void attn_falcon_7b_dqk_4x2__scalar(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
+    float vacc1x0 = 0.0f, vacc1x1 = 0.0f;
+    float vacc2x0 = 0.0f, vacc2x1 = 0.0f;
+    float vacc3x0 = 0.0f, vacc3x1 = 0.0f;
+    const float *restrict k0 = k + 0 * ks;
+    const float *restrict k1 = k + 1 * ks;
+    const float *restrict k2 = k + 2 * ks;
+    const float *restrict k3 = k + 3 * ks;
+    int64_t d;
+    for (d = 0; d < 64; d++) {
+        const float vq0 = *(qt + d * 2 + 0);
+        const float vq1 = *(qt + d * 2 + 1);
+        {
+            const float vk = (k0[d]);
+            vacc0x0 = (vk * vq0 + vacc0x0); vacc0x1 = (vk * vq1 + vacc0x1);
+        }
+        {
+            const float vk = (k1[d]);
+            vacc1x0 = (vk * vq0 + vacc1x0); vacc1x1 = (vk * vq1 + vacc1x1);
+        }
+        {
+            const float vk = (k2[d]);
+            vacc2x0 = (vk * vq0 + vacc2x0); vacc2x1 = (vk * vq1 + vacc2x1);
+        }
+        {
+            const float vk = (k3[d]);
+            vacc3x0 = (vk * vq0 + vacc3x0); vacc3x1 = (vk * vq1 + vacc3x1);
+        }
+    }
+    *(s + 0 * sst + 0) = vacc0x0;
+    *(s + 0 * sst + 1) = vacc0x1;
+    *(s + 1 * sst + 0) = vacc1x0;
+    *(s + 1 * sst + 1) = vacc1x1;
+    *(s + 2 * sst + 0) = vacc2x0;
+    *(s + 2 * sst + 1) = vacc2x1;
+    *(s + 3 * sst + 0) = vacc3x0;
+    *(s + 3 * sst + 1) = vacc3x1;
+}
+
+/* S^T[1][2] = K[1][64] Q^T[64][2]: k: 1 K rows (row stride ks);
+ * qt: a packed Q^T panel (2 floats per d); s: row stride sst. */
+ATTN_NO_AUTOVEC static void attn_falcon_7b_dqk_1x2__scalar(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
+    const float *restrict k0 = k + 0 * ks;
+    int64_t d;
+    for (d = 0; d < 64; d++) {
+        const float vq0 = *(qt + d * 2 + 0);
+        const float vq1 = *(qt + d * 2 + 1);
+        {
+            const float vk = (k0[d]);
+            vacc0x0 = (vk * vq0 + vacc0x0); vacc0x1 = (vk * vq1 + vacc0x1);
+        }
+    }
+    *(s + 0 * sst + 0) = vacc0x0;
+    *(s + 0 * sst + 1) = vacc0x1;
+}
+
+/* S^T[0][r] = q_r . k0 and S^T[1][r] = q_r . k1 for rows r < R, R a multiple of 4
+ * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
+ * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
+ * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
+ATTN_NO_AUTOVEC static void attn_falcon_7b_ddot__scalar(const float *restrict q, int64_t R, const float *restrict k0,
+        const float *restrict k1, float *restrict s0, float *restrict s1)
+{
+    int64_t r;
+    for (r = 0; r < R; r += 4) {
+        const float *q0 = q + r * 64;
+        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+        float b0 = 0.0f, b1 = 0.0f, b2 = 0.0f, b3 = 0.0f;
+        {
+            const float x = *(k0 + 0), y = *(k1 + 0);
+            const float q0c = *(q0 + 0 * 64 + 0);
+            const float q1c = *(q0 + 1 * 64 + 0);
+            const float q2c = *(q0 + 2 * 64 + 0);
+            const float q3c = *(q0 + 3 * 64 + 0);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 1), y = *(k1 + 1);
+            const float q0c = *(q0 + 0 * 64 + 1);
+            const float q1c = *(q0 + 1 * 64 + 1);
+            const float q2c = *(q0 + 2 * 64 + 1);
+            const float q3c = *(q0 + 3 * 64 + 1);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 2), y = *(k1 + 2);
+            const float q0c = *(q0 + 0 * 64 + 2);
+            const float q1c = *(q0 + 1 * 64 + 2);
+            const float q2c = *(q0 + 2 * 64 + 2);
+            const float q3c = *(q0 + 3 * 64 + 2);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 3), y = *(k1 + 3);
+            const float q0c = *(q0 + 0 * 64 + 3);
+            const float q1c = *(q0 + 1 * 64 + 3);
+            const float q2c = *(q0 + 2 * 64 + 3);
+            const float q3c = *(q0 + 3 * 64 + 3);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 4), y = *(k1 + 4);
+            const float q0c = *(q0 + 0 * 64 + 4);
+            const float q1c = *(q0 + 1 * 64 + 4);
+            const float q2c = *(q0 + 2 * 64 + 4);
+            const float q3c = *(q0 + 3 * 64 + 4);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 5), y = *(k1 + 5);
+            const float q0c = *(q0 + 0 * 64 + 5);
+            const float q1c = *(q0 + 1 * 64 + 5);
+            const float q2c = *(q0 + 2 * 64 + 5);
+            const float q3c = *(q0 + 3 * 64 + 5);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 6), y = *(k1 + 6);
+            const float q0c = *(q0 + 0 * 64 + 6);
+            const float q1c = *(q0 + 1 * 64 + 6);
+            const float q2c = *(q0 + 2 * 64 + 6);
+            const float q3c = *(q0 + 3 * 64 + 6);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 7), y = *(k1 + 7);
+            const float q0c = *(q0 + 0 * 64 + 7);
+            const float q1c = *(q0 + 1 * 64 + 7);
+            const float q2c = *(q0 + 2 * 64 + 7);
+            const float q3c = *(q0 + 3 * 64 + 7);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 8), y = *(k1 + 8);
+            const float q0c = *(q0 + 0 * 64 + 8);
+            const float q1c = *(q0 + 1 * 64 + 8);
+            const float q2c = *(q0 + 2 * 64 + 8);
+            const float q3c = *(q0 + 3 * 64 + 8);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 9), y = *(k1 + 9);
+            const float q0c = *(q0 + 0 * 64 + 9);
+            const float q1c = *(q0 + 1 * 64 + 9);
+            const float q2c = *(q0 + 2 * 64 + 9);
+            const float q3c = *(q0 + 3 * 64 + 9);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 10), y = *(k1 + 10);
+            const float q0c = *(q0 + 0 * 64 + 10);
+            const float q1c = *(q0 + 1 * 64 + 10);
+            const float q2c = *(q0 + 2 * 64 + 10);
+            const float q3c = *(q0 + 3 * 64 + 10);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 11), y = *(k1 + 11);
+            const float q0c = *(q0 + 0 * 64 + 11);
+            const float q1c = *(q0 + 1 * 64 + 11);
+            const float q2c = *(q0 + 2 * 64 + 11);
+            const float q3c = *(q0 + 3 * 64 + 11);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 12), y = *(k1 + 12);
+            const float q0c = *(q0 + 0 * 64 + 12);
+            const float q1c = *(q0 + 1 * 64 + 12);
+            const float q2c = *(q0 + 2 * 64 + 12);
+            const float q3c = *(q0 + 3 * 64 + 12);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 13), y = *(k1 + 13);
+            const float q0c = *(q0 + 0 * 64 + 13);
+            const float q1c = *(q0 + 1 * 64 + 13);
+            const float q2c = *(q0 + 2 * 64 + 13);
+            const float q3c = *(q0 + 3 * 64 + 13);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 14), y = *(k1 + 14);
+            const float q0c = *(q0 + 0 * 64 + 14);
+            const float q1c = *(q0 + 1 * 64 + 14);
+            const float q2c = *(q0 + 2 * 64 + 14);
+            const float q3c = *(q0 + 3 * 64 + 14);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 15), y = *(k1 + 15);
+            const float q0c = *(q0 + 0 * 64 + 15);
+            const float q1c = *(q0 + 1 * 64 + 15);
+            const float q2c = *(q0 + 2 * 64 + 15);
+            const float q3c = *(q0 + 3 * 64 + 15);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 16), y = *(k1 + 16);
+            const float q0c = *(q0 + 0 * 64 + 16);
+            const float q1c = *(q0 + 1 * 64 + 16);
+            const float q2c = *(q0 + 2 * 64 + 16);
+            const float q3c = *(q0 + 3 * 64 + 16);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 17), y = *(k1 + 17);
+            const float q0c = *(q0 + 0 * 64 + 17);
+            const float q1c = *(q0 + 1 * 64 + 17);
+            const float q2c = *(q0 + 2 * 64 + 17);
+            const float q3c = *(q0 + 3 * 64 + 17);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 18), y = *(k1 + 18);
+            const float q0c = *(q0 + 0 * 64 + 18);
+            const float q1c = *(q0 + 1 * 64 + 18);
+            const float q2c = *(q0 + 2 * 64 + 18);
+            const float q3c = *(q0 + 3 * 64 + 18);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 19), y = *(k1 + 19);
+            const float q0c = *(q0 + 0 * 64 + 19);
+            const float q1c = *(q0 + 1 * 64 + 19);
+            const float q2c = *(q0 + 2 * 64 + 19);
+            const float q3c = *(q0 + 3 * 64 + 19);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 20), y = *(k1 + 20);
+            const float q0c = *(q0 + 0 * 64 + 20);
+            const float q1c = *(q0 + 1 * 64 + 20);
+            const float q2c = *(q0 + 2 * 64 + 20);
+            const float q3c = *(q0 + 3 * 64 + 20);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 21), y = *(k1 + 21);
+            const float q0c = *(q0 + 0 * 64 + 21);
+            const float q1c = *(q0 + 1 * 64 + 21);
+            const float q2c = *(q0 + 2 * 64 + 21);
+            const float q3c = *(q0 + 3 * 64 + 21);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 22), y = *(k1 + 22);
+            const float q0c = *(q0 + 0 * 64 + 22);
+            const float q1c = *(q0 + 1 * 64 + 22);
+            const float q2c = *(q0 + 2 * 64 + 22);
+            const float q3c = *(q0 + 3 * 64 + 22);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 23), y = *(k1 + 23);
+            const float q0c = *(q0 + 0 * 64 + 23);
+            const float q1c = *(q0 + 1 * 64 + 23);
+            const float q2c = *(q0 + 2 * 64 + 23);
+            const float q3c = *(q0 + 3 * 64 + 23);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 24), y = *(k1 + 24);
+            const float q0c = *(q0 + 0 * 64 + 24);
+            const float q1c = *(q0 + 1 * 64 + 24);
+            const float q2c = *(q0 + 2 * 64 + 24);
+            const float q3c = *(q0 + 3 * 64 + 24);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 25), y = *(k1 + 25);
+            const float q0c = *(q0 + 0 * 64 + 25);
+            const float q1c = *(q0 + 1 * 64 + 25);
+            const float q2c = *(q0 + 2 * 64 + 25);
+            const float q3c = *(q0 + 3 * 64 + 25);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 26), y = *(k1 + 26);
+            const float q0c = *(q0 + 0 * 64 + 26);
+            const float q1c = *(q0 + 1 * 64 + 26);
+            const float q2c = *(q0 + 2 * 64 + 26);
+            const float q3c = *(q0 + 3 * 64 + 26);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 27), y = *(k1 + 27);
+            const float q0c = *(q0 + 0 * 64 + 27);
+            const float q1c = *(q0 + 1 * 64 + 27);
+            const float q2c = *(q0 + 2 * 64 + 27);
+            const float q3c = *(q0 + 3 * 64 + 27);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 28), y = *(k1 + 28);
+            const float q0c = *(q0 + 0 * 64 + 28);
+            const float q1c = *(q0 + 1 * 64 + 28);
+            const float q2c = *(q0 + 2 * 64 + 28);
+            const float q3c = *(q0 + 3 * 64 + 28);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 29), y = *(k1 + 29);
+            const float q0c = *(q0 + 0 * 64 + 29);
+            const float q1c = *(q0 + 1 * 64 + 29);
+            const float q2c = *(q0 + 2 * 64 + 29);
+            const float q3c = *(q0 + 3 * 64 + 29);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 30), y = *(k1 + 30);
+            const float q0c = *(q0 + 0 * 64 + 30);
+            const float q1c = *(q0 + 1 * 64 + 30);
+            const float q2c = *(q0 + 2 * 64 + 30);
+            const float q3c = *(q0 + 3 * 64 + 30);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 31), y = *(k1 + 31);
+            const float q0c = *(q0 + 0 * 64 + 31);
+            const float q1c = *(q0 + 1 * 64 + 31);
+            const float q2c = *(q0 + 2 * 64 + 31);
+            const float q3c = *(q0 + 3 * 64 + 31);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 32), y = *(k1 + 32);
+            const float q0c = *(q0 + 0 * 64 + 32);
+            const float q1c = *(q0 + 1 * 64 + 32);
+            const float q2c = *(q0 + 2 * 64 + 32);
+            const float q3c = *(q0 + 3 * 64 + 32);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 33), y = *(k1 + 33);
+            const float q0c = *(q0 + 0 * 64 + 33);
+            const float q1c = *(q0 + 1 * 64 + 33);
+            const float q2c = *(q0 + 2 * 64 + 33);
+            const float q3c = *(q0 + 3 * 64 + 33);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 34), y = *(k1 + 34);
+            const float q0c = *(q0 + 0 * 64 + 34);
+            const float q1c = *(q0 + 1 * 64 + 34);
+            const float q2c = *(q0 + 2 * 64 + 34);
+            const float q3c = *(q0 + 3 * 64 + 34);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 35), y = *(k1 + 35);
+            const float q0c = *(q0 + 0 * 64 + 35);
+            const float q1c = *(q0 + 1 * 64 + 35);
+            const float q2c = *(q0 + 2 * 64 + 35);
+            const float q3c = *(q0 + 3 * 64 + 35);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 36), y = *(k1 + 36);
+            const float q0c = *(q0 + 0 * 64 + 36);
+            const float q1c = *(q0 + 1 * 64 + 36);
+            const float q2c = *(q0 + 2 * 64 + 36);
+            const float q3c = *(q0 + 3 * 64 + 36);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 37), y = *(k1 + 37);
+            const float q0c = *(q0 + 0 * 64 + 37);
+            const float q1c = *(q0 + 1 * 64 + 37);
+            const float q2c = *(q0 + 2 * 64 + 37);
+            const float q3c = *(q0 + 3 * 64 + 37);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 38), y = *(k1 + 38);
+            const float q0c = *(q0 + 0 * 64 + 38);
+            const float q1c = *(q0 + 1 * 64 + 38);
+            const float q2c = *(q0 + 2 * 64 + 38);
+            const float q3c = *(q0 + 3 * 64 + 38);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 39), y = *(k1 + 39);
+            const float q0c = *(q0 + 0 * 64 + 39);
+            const float q1c = *(q0 + 1 * 64 + 39);
+            const float q2c = *(q0 + 2 * 64 + 39);
+            const float q3c = *(q0 + 3 * 64 + 39);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 40), y = *(k1 + 40);
+            const float q0c = *(q0 + 0 * 64 + 40);
+            const float q1c = *(q0 + 1 * 64 + 40);
+            const float q2c = *(q0 + 2 * 64 + 40);
+            const float q3c = *(q0 + 3 * 64 + 40);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 41), y = *(k1 + 41);
+            const float q0c = *(q0 + 0 * 64 + 41);
+            const float q1c = *(q0 + 1 * 64 + 41);
+            const float q2c = *(q0 + 2 * 64 + 41);
+            const float q3c = *(q0 + 3 * 64 + 41);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 42), y = *(k1 + 42);
+            const float q0c = *(q0 + 0 * 64 + 42);
+            const float q1c = *(q0 + 1 * 64 + 42);
+            const float q2c = *(q0 + 2 * 64 + 42);
+            const float q3c = *(q0 + 3 * 64 + 42);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 43), y = *(k1 + 43);
+            const float q0c = *(q0 + 0 * 64 + 43);
+            const float q1c = *(q0 + 1 * 64 + 43);
+            const float q2c = *(q0 + 2 * 64 + 43);
+            const float q3c = *(q0 + 3 * 64 + 43);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 44), y = *(k1 + 44);
+            const float q0c = *(q0 + 0 * 64 + 44);
+            const float q1c = *(q0 + 1 * 64 + 44);
+            const float q2c = *(q0 + 2 * 64 + 44);
+            const float q3c = *(q0 + 3 * 64 + 44);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 45), y = *(k1 + 45);
+            const float q0c = *(q0 + 0 * 64 + 45);
+            const float q1c = *(q0 + 1 * 64 + 45);
+            const float q2c = *(q0 + 2 * 64 + 45);
+            const float q3c = *(q0 + 3 * 64 + 45);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 46), y = *(k1 + 46);
+            const float q0c = *(q0 + 0 * 64 + 46);
+            const float q1c = *(q0 + 1 * 64 + 46);
+            const float q2c = *(q0 + 2 * 64 + 46);
+            const float q3c = *(q0 + 3 * 64 + 46);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 47), y = *(k1 + 47);
+            const float q0c = *(q0 + 0 * 64 + 47);
+            const float q1c = *(q0 + 1 * 64 + 47);
+            const float q2c = *(q0 + 2 * 64 + 47);
+            const float q3c = *(q0 + 3 * 64 + 47);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 48), y = *(k1 + 48);
+            const float q0c = *(q0 + 0 * 64 + 48);
+            const float q1c = *(q0 + 1 * 64 + 48);
+            const float q2c = *(q0 + 2 * 64 + 48);
+            const float q3c = *(q0 + 3 * 64 + 48);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 49), y = *(k1 + 49);
+            const float q0c = *(q0 + 0 * 64 + 49);
+            const float q1c = *(q0 + 1 * 64 + 49);
+            const float q2c = *(q0 + 2 * 64 + 49);
+            const float q3c = *(q0 + 3 * 64 + 49);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 50), y = *(k1 + 50);
+            const float q0c = *(q0 + 0 * 64 + 50);
+            const float q1c = *(q0 + 1 * 64 + 50);
+            const float q2c = *(q0 + 2 * 64 + 50);
+            const float q3c = *(q0 + 3 * 64 + 50);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 51), y = *(k1 + 51);
+            const float q0c = *(q0 + 0 * 64 + 51);
+            const float q1c = *(q0 + 1 * 64 + 51);
+            const float q2c = *(q0 + 2 * 64 + 51);
+            const float q3c = *(q0 + 3 * 64 + 51);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 52), y = *(k1 + 52);
+            const float q0c = *(q0 + 0 * 64 + 52);
+            const float q1c = *(q0 + 1 * 64 + 52);
+            const float q2c = *(q0 + 2 * 64 + 52);
+            const float q3c = *(q0 + 3 * 64 + 52);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 53), y = *(k1 + 53);
+            const float q0c = *(q0 + 0 * 64 + 53);
+            const float q1c = *(q0 + 1 * 64 + 53);
+            const float q2c = *(q0 + 2 * 64 + 53);
+            const float q3c = *(q0 + 3 * 64 + 53);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 54), y = *(k1 + 54);
+            const float q0c = *(q0 + 0 * 64 + 54);
+            const float q1c = *(q0 + 1 * 64 + 54);
+            const float q2c = *(q0 + 2 * 64 + 54);
+            const float q3c = *(q0 + 3 * 64 + 54);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 55), y = *(k1 + 55);
+            const float q0c = *(q0 + 0 * 64 + 55);
+            const float q1c = *(q0 + 1 * 64 + 55);
+            const float q2c = *(q0 + 2 * 64 + 55);
+            const float q3c = *(q0 + 3 * 64 + 55);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 56), y = *(k1 + 56);
+            const float q0c = *(q0 + 0 * 64 + 56);
+            const float q1c = *(q0 + 1 * 64 + 56);
+            const float q2c = *(q0 + 2 * 64 + 56);
+            const float q3c = *(q0 + 3 * 64 + 56);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 57), y = *(k1 + 57);
+            const float q0c = *(q0 + 0 * 64 + 57);
+            const float q1c = *(q0 + 1 * 64 + 57);
+            const float q2c = *(q0 + 2 * 64 + 57);
+            const float q3c = *(q0 + 3 * 64 + 57);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 58), y = *(k1 + 58);
+            const float q0c = *(q0 + 0 * 64 + 58);
+            const float q1c = *(q0 + 1 * 64 + 58);
+            const float q2c = *(q0 + 2 * 64 + 58);
+            const float q3c = *(q0 + 3 * 64 + 58);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 59), y = *(k1 + 59);
+            const float q0c = *(q0 + 0 * 64 + 59);
+            const float q1c = *(q0 + 1 * 64 + 59);
+            const float q2c = *(q0 + 2 * 64 + 59);
+            const float q3c = *(q0 + 3 * 64 + 59);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 60), y = *(k1 + 60);
+            const float q0c = *(q0 + 0 * 64 + 60);
+            const float q1c = *(q0 + 1 * 64 + 60);
+            const float q2c = *(q0 + 2 * 64 + 60);
+            const float q3c = *(q0 + 3 * 64 + 60);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 61), y = *(k1 + 61);
+            const float q0c = *(q0 + 0 * 64 + 61);
+            const float q1c = *(q0 + 1 * 64 + 61);
+            const float q2c = *(q0 + 2 * 64 + 61);
+            const float q3c = *(q0 + 3 * 64 + 61);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 62), y = *(k1 + 62);
+            const float q0c = *(q0 + 0 * 64 + 62);
+            const float q1c = *(q0 + 1 * 64 + 62);
+            const float q2c = *(q0 + 2 * 64 + 62);
+            const float q3c = *(q0 + 3 * 64 + 62);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 63), y = *(k1 + 63);
+            const float q0c = *(q0 + 0 * 64 + 63);
+            const float q1c = *(q0 + 1 * 64 + 63);
+            const float q2c = *(q0 + 2 * 64 + 63);
+            const float q3c = *(q0 + 3 * 64 + 63);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        (s0 + r)[0] = a0, (s0 + r)[1] = a1, (s0 + r)[2] = a2, (s0 + r)[3] = a3;
+        (s1 + r)[0] = b0, (s1 + r)[1] = b1, (s1 + r)[2] = b2, (s1 + r)[3] = b3;
+    }
+}
+
+/* O[4][64] = alpha * O + P^T[0:kb][4]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+ATTN_NO_AUTOVEC static void attn_falcon_7b_dpv_4x64__scalar(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float va0 = (alpha[0]);
+    const float va1 = (alpha[1]);
+    const float va2 = (alpha[2]);
+    const float va3 = (alpha[3]);
+    { /* columns 0..1 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 0) * va0), vacc0x1 = (*(o + 0 * 64 + 1) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 0) * va1), vacc1x1 = (*(o + 1 * 64 + 1) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 0) * va2), vacc2x1 = (*(o + 2 * 64 + 1) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 0) * va3), vacc3x1 = (*(o + 3 * 64 + 1) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 0);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 1);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 0) = vacc0x0;
+        *(o + 0 * 64 + 1) = vacc0x1;
+        *(o + 1 * 64 + 0) = vacc1x0;
+        *(o + 1 * 64 + 1) = vacc1x1;
+        *(o + 2 * 64 + 0) = vacc2x0;
+        *(o + 2 * 64 + 1) = vacc2x1;
+        *(o + 3 * 64 + 0) = vacc3x0;
+        *(o + 3 * 64 + 1) = vacc3x1;
+    }
+    { /* columns 2..3 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 2) * va0), vacc0x1 = (*(o + 0 * 64 + 3) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 2) * va1), vacc1x1 = (*(o + 1 * 64 + 3) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 2) * va2), vacc2x1 = (*(o + 2 * 64 + 3) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 2) * va3), vacc3x1 = (*(o + 3 * 64 + 3) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 2);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 2) = vacc0x0;
+        *(o + 0 * 64 + 3) = vacc0x1;
+        *(o + 1 * 64 + 2) = vacc1x0;
+        *(o + 1 * 64 + 3) = vacc1x1;
+        *(o + 2 * 64 + 2) = vacc2x0;
+        *(o + 2 * 64 + 3) = vacc2x1;
+        *(o + 3 * 64 + 2) = vacc3x0;
+        *(o + 3 * 64 + 3) = vacc3x1;
+    }
+    { /* columns 4..5 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 4) * va0), vacc0x1 = (*(o + 0 * 64 + 5) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 4) * va1), vacc1x1 = (*(o + 1 * 64 + 5) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 4) * va2), vacc2x1 = (*(o + 2 * 64 + 5) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 4) * va3), vacc3x1 = (*(o + 3 * 64 + 5) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 4);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 4) = vacc0x0;
+        *(o + 0 * 64 + 5) = vacc0x1;
+        *(o + 1 * 64 + 4) = vacc1x0;
+        *(o + 1 * 64 + 5) = vacc1x1;
+        *(o + 2 * 64 + 4) = vacc2x0;
+        *(o + 2 * 64 + 5) = vacc2x1;
+        *(o + 3 * 64 + 4) = vacc3x0;
+        *(o + 3 * 64 + 5) = vacc3x1;
+    }
+    { /* columns 6..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 6) * va0), vacc0x1 = (*(o + 0 * 64 + 7) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 6) * va1), vacc1x1 = (*(o + 1 * 64 + 7) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 6) * va2), vacc2x1 = (*(o + 2 * 64 + 7) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 6) * va3), vacc3x1 = (*(o + 3 * 64 + 7) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 6);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 6) = vacc0x0;
+        *(o + 0 * 64 + 7) = vacc0x1;
+        *(o + 1 * 64 + 6) = vacc1x0;
+        *(o + 1 * 64 + 7) = vacc1x1;
+        *(o + 2 * 64 + 6) = vacc2x0;
+        *(o + 2 * 64 + 7) = vacc2x1;
+        *(o + 3 * 64 + 6) = vacc3x0;
+        *(o + 3 * 64 + 7) = vacc3x1;
+    }
+    { /* columns 8..9 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 8) * va0), vacc0x1 = (*(o + 0 * 64 + 9) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 8) * va1), vacc1x1 = (*(o + 1 * 64 + 9) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 8) * va2), vacc2x1 = (*(o + 2 * 64 + 9) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 8) * va3), vacc3x1 = (*(o + 3 * 64 + 9) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 8);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 9);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 8) = vacc0x0;
+        *(o + 0 * 64 + 9) = vacc0x1;
+        *(o + 1 * 64 + 8) = vacc1x0;
+        *(o + 1 * 64 + 9) = vacc1x1;
+        *(o + 2 * 64 + 8) = vacc2x0;
+        *(o + 2 * 64 + 9) = vacc2x1;
+        *(o + 3 * 64 + 8) = vacc3x0;
+        *(o + 3 * 64 + 9) = vacc3x1;
+    }
+    { /* columns 10..11 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 10) * va0), vacc0x1 = (*(o + 0 * 64 + 11) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 10) * va1), vacc1x1 = (*(o + 1 * 64 + 11) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 10) * va2), vacc2x1 = (*(o + 2 * 64 + 11) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 10) * va3), vacc3x1 = (*(o + 3 * 64 + 11) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 10);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 10) = vacc0x0;
+        *(o + 0 * 64 + 11) = vacc0x1;
+        *(o + 1 * 64 + 10) = vacc1x0;
+        *(o + 1 * 64 + 11) = vacc1x1;
+        *(o + 2 * 64 + 10) = vacc2x0;
+        *(o + 2 * 64 + 11) = vacc2x1;
+        *(o + 3 * 64 + 10) = vacc3x0;
+        *(o + 3 * 64 + 11) = vacc3x1;
+    }
+    { /* columns 12..13 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 12) * va0), vacc0x1 = (*(o + 0 * 64 + 13) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 12) * va1), vacc1x1 = (*(o + 1 * 64 + 13) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 12) * va2), vacc2x1 = (*(o + 2 * 64 + 13) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 12) * va3), vacc3x1 = (*(o + 3 * 64 + 13) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 12);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 12) = vacc0x0;
+        *(o + 0 * 64 + 13) = vacc0x1;
+        *(o + 1 * 64 + 12) = vacc1x0;
+        *(o + 1 * 64 + 13) = vacc1x1;
+        *(o + 2 * 64 + 12) = vacc2x0;
+        *(o + 2 * 64 + 13) = vacc2x1;
+        *(o + 3 * 64 + 12) = vacc3x0;
+        *(o + 3 * 64 + 13) = vacc3x1;
+    }
+    { /* columns 14..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 14) * va0), vacc0x1 = (*(o + 0 * 64 + 15) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 14) * va1), vacc1x1 = (*(o + 1 * 64 + 15) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 14) * va2), vacc2x1 = (*(o + 2 * 64 + 15) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 14) * va3), vacc3x1 = (*(o + 3 * 64 + 15) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 14);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 14) = vacc0x0;
+        *(o + 0 * 64 + 15) = vacc0x1;
+        *(o + 1 * 64 + 14) = vacc1x0;
+        *(o + 1 * 64 + 15) = vacc1x1;
+        *(o + 2 * 64 + 14) = vacc2x0;
+        *(o + 2 * 64 + 15) = vacc2x1;
+        *(o + 3 * 64 + 14) = vacc3x0;
+        *(o + 3 * 64 + 15) = vacc3x1;
+    }
+    { /* columns 16..17 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 16) * va0), vacc0x1 = (*(o + 0 * 64 + 17) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 16) * va1), vacc1x1 = (*(o + 1 * 64 + 17) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 16) * va2), vacc2x1 = (*(o + 2 * 64 + 17) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 16) * va3), vacc3x1 = (*(o + 3 * 64 + 17) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 16);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 17);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 16) = vacc0x0;
+        *(o + 0 * 64 + 17) = vacc0x1;
+        *(o + 1 * 64 + 16) = vacc1x0;
+        *(o + 1 * 64 + 17) = vacc1x1;
+        *(o + 2 * 64 + 16) = vacc2x0;
+        *(o + 2 * 64 + 17) = vacc2x1;
+        *(o + 3 * 64 + 16) = vacc3x0;
+        *(o + 3 * 64 + 17) = vacc3x1;
+    }
+    { /* columns 18..19 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 18) * va0), vacc0x1 = (*(o + 0 * 64 + 19) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 18) * va1), vacc1x1 = (*(o + 1 * 64 + 19) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 18) * va2), vacc2x1 = (*(o + 2 * 64 + 19) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 18) * va3), vacc3x1 = (*(o + 3 * 64 + 19) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 18);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 18) = vacc0x0;
+        *(o + 0 * 64 + 19) = vacc0x1;
+        *(o + 1 * 64 + 18) = vacc1x0;
+        *(o + 1 * 64 + 19) = vacc1x1;
+        *(o + 2 * 64 + 18) = vacc2x0;
+        *(o + 2 * 64 + 19) = vacc2x1;
+        *(o + 3 * 64 + 18) = vacc3x0;
+        *(o + 3 * 64 + 19) = vacc3x1;
+    }
+    { /* columns 20..21 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 20) * va0), vacc0x1 = (*(o + 0 * 64 + 21) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 20) * va1), vacc1x1 = (*(o + 1 * 64 + 21) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 20) * va2), vacc2x1 = (*(o + 2 * 64 + 21) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 20) * va3), vacc3x1 = (*(o + 3 * 64 + 21) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 20);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 20) = vacc0x0;
+        *(o + 0 * 64 + 21) = vacc0x1;
+        *(o + 1 * 64 + 20) = vacc1x0;
+        *(o + 1 * 64 + 21) = vacc1x1;
+        *(o + 2 * 64 + 20) = vacc2x0;
+        *(o + 2 * 64 + 21) = vacc2x1;
+        *(o + 3 * 64 + 20) = vacc3x0;
+        *(o + 3 * 64 + 21) = vacc3x1;
+    }
+    { /* columns 22..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 22) * va0), vacc0x1 = (*(o + 0 * 64 + 23) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 22) * va1), vacc1x1 = (*(o + 1 * 64 + 23) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 22) * va2), vacc2x1 = (*(o + 2 * 64 + 23) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 22) * va3), vacc3x1 = (*(o + 3 * 64 + 23) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 22);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 22) = vacc0x0;
+        *(o + 0 * 64 + 23) = vacc0x1;
+        *(o + 1 * 64 + 22) = vacc1x0;
+        *(o + 1 * 64 + 23) = vacc1x1;
+        *(o + 2 * 64 + 22) = vacc2x0;
+        *(o + 2 * 64 + 23) = vacc2x1;
+        *(o + 3 * 64 + 22) = vacc3x0;
+        *(o + 3 * 64 + 23) = vacc3x1;
+    }
+    { /* columns 24..25 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 24) * va0), vacc0x1 = (*(o + 0 * 64 + 25) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 24) * va1), vacc1x1 = (*(o + 1 * 64 + 25) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 24) * va2), vacc2x1 = (*(o + 2 * 64 + 25) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 24) * va3), vacc3x1 = (*(o + 3 * 64 + 25) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 24);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 25);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 24) = vacc0x0;
+        *(o + 0 * 64 + 25) = vacc0x1;
+        *(o + 1 * 64 + 24) = vacc1x0;
+        *(o + 1 * 64 + 25) = vacc1x1;
+        *(o + 2 * 64 + 24) = vacc2x0;
+        *(o + 2 * 64 + 25) = vacc2x1;
+        *(o + 3 * 64 + 24) = vacc3x0;
+        *(o + 3 * 64 + 25) = vacc3x1;
+    }
+    { /* columns 26..27 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 26) * va0), vacc0x1 = (*(o + 0 * 64 + 27) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 26) * va1), vacc1x1 = (*(o + 1 * 64 + 27) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 26) * va2), vacc2x1 = (*(o + 2 * 64 + 27) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 26) * va3), vacc3x1 = (*(o + 3 * 64 + 27) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 26);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 26) = vacc0x0;
+        *(o + 0 * 64 + 27) = vacc0x1;
+        *(o + 1 * 64 + 26) = vacc1x0;
+        *(o + 1 * 64 + 27) = vacc1x1;
+        *(o + 2 * 64 + 26) = vacc2x0;
+        *(o + 2 * 64 + 27) = vacc2x1;
+        *(o + 3 * 64 + 26) = vacc3x0;
+        *(o + 3 * 64 + 27) = vacc3x1;
+    }
+    { /* columns 28..29 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 28) * va0), vacc0x1 = (*(o + 0 * 64 + 29) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 28) * va1), vacc1x1 = (*(o + 1 * 64 + 29) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 28) * va2), vacc2x1 = (*(o + 2 * 64 + 29) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 28) * va3), vacc3x1 = (*(o + 3 * 64 + 29) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 28);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 28) = vacc0x0;
+        *(o + 0 * 64 + 29) = vacc0x1;
+        *(o + 1 * 64 + 28) = vacc1x0;
+        *(o + 1 * 64 + 29) = vacc1x1;
+        *(o + 2 * 64 + 28) = vacc2x0;
+        *(o + 2 * 64 + 29) = vacc2x1;
+        *(o + 3 * 64 + 28) = vacc3x0;
+        *(o + 3 * 64 + 29) = vacc3x1;
+    }
+    { /* columns 30..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 30) * va0), vacc0x1 = (*(o + 0 * 64 + 31) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 30) * va1), vacc1x1 = (*(o + 1 * 64 + 31) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 30) * va2), vacc2x1 = (*(o + 2 * 64 + 31) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 30) * va3), vacc3x1 = (*(o + 3 * 64 + 31) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 30);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 30) = vacc0x0;
+        *(o + 0 * 64 + 31) = vacc0x1;
+        *(o + 1 * 64 + 30) = vacc1x0;
+        *(o + 1 * 64 + 31) = vacc1x1;
+        *(o + 2 * 64 + 30) = vacc2x0;
+        *(o + 2 * 64 + 31) = vacc2x1;
+        *(o + 3 * 64 + 30) = vacc3x0;
+        *(o + 3 * 64 + 31) = vacc3x1;
+    }
+    { /* columns 32..33 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 32) * va0), vacc0x1 = (*(o + 0 * 64 + 33) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 32) * va1), vacc1x1 = (*(o + 1 * 64 + 33) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 32) * va2), vacc2x1 = (*(o + 2 * 64 + 33) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 32) * va3), vacc3x1 = (*(o + 3 * 64 + 33) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 32);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 33);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 32) = vacc0x0;
+        *(o + 0 * 64 + 33) = vacc0x1;
+        *(o + 1 * 64 + 32) = vacc1x0;
+        *(o + 1 * 64 + 33) = vacc1x1;
+        *(o + 2 * 64 + 32) = vacc2x0;
+        *(o + 2 * 64 + 33) = vacc2x1;
+        *(o + 3 * 64 + 32) = vacc3x0;
+        *(o + 3 * 64 + 33) = vacc3x1;
+    }
+    { /* columns 34..35 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 34) * va0), vacc0x1 = (*(o + 0 * 64 + 35) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 34) * va1), vacc1x1 = (*(o + 1 * 64 + 35) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 34) * va2), vacc2x1 = (*(o + 2 * 64 + 35) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 34) * va3), vacc3x1 = (*(o + 3 * 64 + 35) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 34);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 34) = vacc0x0;
+        *(o + 0 * 64 + 35) = vacc0x1;
+        *(o + 1 * 64 + 34) = vacc1x0;
+        *(o + 1 * 64 + 35) = vacc1x1;
+        *(o + 2 * 64 + 34) = vacc2x0;
+        *(o + 2 * 64 + 35) = vacc2x1;
+        *(o + 3 * 64 + 34) = vacc3x0;
+        *(o + 3 * 64 + 35) = vacc3x1;
+    }
+    { /* columns 36..37 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 36) * va0), vacc0x1 = (*(o + 0 * 64 + 37) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 36) * va1), vacc1x1 = (*(o + 1 * 64 + 37) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 36) * va2), vacc2x1 = (*(o + 2 * 64 + 37) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 36) * va3), vacc3x1 = (*(o + 3 * 64 + 37) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 36);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 36) = vacc0x0;
+        *(o + 0 * 64 + 37) = vacc0x1;
+        *(o + 1 * 64 + 36) = vacc1x0;
+        *(o + 1 * 64 + 37) = vacc1x1;
+        *(o + 2 * 64 + 36) = vacc2x0;
+        *(o + 2 * 64 + 37) = vacc2x1;
+        *(o + 3 * 64 + 36) = vacc3x0;
+        *(o + 3 * 64 + 37) = vacc3x1;
+    }
+    { /* columns 38..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 38) * va0), vacc0x1 = (*(o + 0 * 64 + 39) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 38) * va1), vacc1x1 = (*(o + 1 * 64 + 39) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 38) * va2), vacc2x1 = (*(o + 2 * 64 + 39) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 38) * va3), vacc3x1 = (*(o + 3 * 64 + 39) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 38);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 38) = vacc0x0;
+        *(o + 0 * 64 + 39) = vacc0x1;
+        *(o + 1 * 64 + 38) = vacc1x0;
+        *(o + 1 * 64 + 39) = vacc1x1;
+        *(o + 2 * 64 + 38) = vacc2x0;
+        *(o + 2 * 64 + 39) = vacc2x1;
+        *(o + 3 * 64 + 38) = vacc3x0;
+        *(o + 3 * 64 + 39) = vacc3x1;
+    }
+    { /* columns 40..41 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 40) * va0), vacc0x1 = (*(o + 0 * 64 + 41) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 40) * va1), vacc1x1 = (*(o + 1 * 64 + 41) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 40) * va2), vacc2x1 = (*(o + 2 * 64 + 41) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 40) * va3), vacc3x1 = (*(o + 3 * 64 + 41) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 40);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 41);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 40) = vacc0x0;
+        *(o + 0 * 64 + 41) = vacc0x1;
+        *(o + 1 * 64 + 40) = vacc1x0;
+        *(o + 1 * 64 + 41) = vacc1x1;
+        *(o + 2 * 64 + 40) = vacc2x0;
+        *(o + 2 * 64 + 41) = vacc2x1;
+        *(o + 3 * 64 + 40) = vacc3x0;
+        *(o + 3 * 64 + 41) = vacc3x1;
+    }
+    { /* columns 42..43 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 42) * va0), vacc0x1 = (*(o + 0 * 64 + 43) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 42) * va1), vacc1x1 = (*(o + 1 * 64 + 43) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 42) * va2), vacc2x1 = (*(o + 2 * 64 + 43) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 42) * va3), vacc3x1 = (*(o + 3 * 64 + 43) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 42);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 42) = vacc0x0;
+        *(o + 0 * 64 + 43) = vacc0x1;
+        *(o + 1 * 64 + 42) = vacc1x0;
+        *(o + 1 * 64 + 43) = vacc1x1;
+        *(o + 2 * 64 + 42) = vacc2x0;
+        *(o + 2 * 64 + 43) = vacc2x1;
+        *(o + 3 * 64 + 42) = vacc3x0;
+        *(o + 3 * 64 + 43) = vacc3x1;
+    }
+    { /* columns 44..45 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 44) * va0), vacc0x1 = (*(o + 0 * 64 + 45) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 44) * va1), vacc1x1 = (*(o + 1 * 64 + 45) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 44) * va2), vacc2x1 = (*(o + 2 * 64 + 45) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 44) * va3), vacc3x1 = (*(o + 3 * 64 + 45) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 44);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 44) = vacc0x0;
+        *(o + 0 * 64 + 45) = vacc0x1;
+        *(o + 1 * 64 + 44) = vacc1x0;
+        *(o + 1 * 64 + 45) = vacc1x1;
+        *(o + 2 * 64 + 44) = vacc2x0;
+        *(o + 2 * 64 + 45) = vacc2x1;
+        *(o + 3 * 64 + 44) = vacc3x0;
+        *(o + 3 * 64 + 45) = vacc3x1;
+    }
+    { /* columns 46..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 46) * va0), vacc0x1 = (*(o + 0 * 64 + 47) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 46) * va1), vacc1x1 = (*(o + 1 * 64 + 47) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 46) * va2), vacc2x1 = (*(o + 2 * 64 + 47) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 46) * va3), vacc3x1 = (*(o + 3 * 64 + 47) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 46);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 46) = vacc0x0;
+        *(o + 0 * 64 + 47) = vacc0x1;
+        *(o + 1 * 64 + 46) = vacc1x0;
+        *(o + 1 * 64 + 47) = vacc1x1;
+        *(o + 2 * 64 + 46) = vacc2x0;
+        *(o + 2 * 64 + 47) = vacc2x1;
+        *(o + 3 * 64 + 46) = vacc3x0;
+        *(o + 3 * 64 + 47) = vacc3x1;
+    }
+    { /* columns 48..49 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 48) * va0), vacc0x1 = (*(o + 0 * 64 + 49) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 48) * va1), vacc1x1 = (*(o + 1 * 64 + 49) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 48) * va2), vacc2x1 = (*(o + 2 * 64 + 49) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 48) * va3), vacc3x1 = (*(o + 3 * 64 + 49) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 48);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 49);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 48) = vacc0x0;
+        *(o + 0 * 64 + 49) = vacc0x1;
+        *(o + 1 * 64 + 48) = vacc1x0;
+        *(o + 1 * 64 + 49) = vacc1x1;
+        *(o + 2 * 64 + 48) = vacc2x0;
+        *(o + 2 * 64 + 49) = vacc2x1;
+        *(o + 3 * 64 + 48) = vacc3x0;
+        *(o + 3 * 64 + 49) = vacc3x1;
+    }
+    { /* columns 50..51 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 50) * va0), vacc0x1 = (*(o + 0 * 64 + 51) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 50) * va1), vacc1x1 = (*(o + 1 * 64 + 51) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 50) * va2), vacc2x1 = (*(o + 2 * 64 + 51) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 50) * va3), vacc3x1 = (*(o + 3 * 64 + 51) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 50);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 50) = vacc0x0;
+        *(o + 0 * 64 + 51) = vacc0x1;
+        *(o + 1 * 64 + 50) = vacc1x0;
+        *(o + 1 * 64 + 51) = vacc1x1;
+        *(o + 2 * 64 + 50) = vacc2x0;
+        *(o + 2 * 64 + 51) = vacc2x1;
+        *(o + 3 * 64 + 50) = vacc3x0;
+        *(o + 3 * 64 + 51) = vacc3x1;
+    }
+    { /* columns 52..53 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 52) * va0), vacc0x1 = (*(o + 0 * 64 + 53) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 52) * va1), vacc1x1 = (*(o + 1 * 64 + 53) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 52) * va2), vacc2x1 = (*(o + 2 * 64 + 53) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 52) * va3), vacc3x1 = (*(o + 3 * 64 + 53) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 52);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 52) = vacc0x0;
+        *(o + 0 * 64 + 53) = vacc0x1;
+        *(o + 1 * 64 + 52) = vacc1x0;
+        *(o + 1 * 64 + 53) = vacc1x1;
+        *(o + 2 * 64 + 52) = vacc2x0;
+        *(o + 2 * 64 + 53) = vacc2x1;
+        *(o + 3 * 64 + 52) = vacc3x0;
+        *(o + 3 * 64 + 53) = vacc3x1;
+    }
+    { /* columns 54..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 54) * va0), vacc0x1 = (*(o + 0 * 64 + 55) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 54) * va1), vacc1x1 = (*(o + 1 * 64 + 55) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 54) * va2), vacc2x1 = (*(o + 2 * 64 + 55) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 54) * va3), vacc3x1 = (*(o + 3 * 64 + 55) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 54);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 54) = vacc0x0;
+        *(o + 0 * 64 + 55) = vacc0x1;
+        *(o + 1 * 64 + 54) = vacc1x0;
+        *(o + 1 * 64 + 55) = vacc1x1;
+        *(o + 2 * 64 + 54) = vacc2x0;
+        *(o + 2 * 64 + 55) = vacc2x1;
+        *(o + 3 * 64 + 54) = vacc3x0;
+        *(o + 3 * 64 + 55) = vacc3x1;
+    }
+    { /* columns 56..57 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 56) * va0), vacc0x1 = (*(o + 0 * 64 + 57) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 56) * va1), vacc1x1 = (*(o + 1 * 64 + 57) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 56) * va2), vacc2x1 = (*(o + 2 * 64 + 57) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 56) * va3), vacc3x1 = (*(o + 3 * 64 + 57) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 56);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 57);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 56) = vacc0x0;
+        *(o + 0 * 64 + 57) = vacc0x1;
+        *(o + 1 * 64 + 56) = vacc1x0;
+        *(o + 1 * 64 + 57) = vacc1x1;
+        *(o + 2 * 64 + 56) = vacc2x0;
+        *(o + 2 * 64 + 57) = vacc2x1;
+        *(o + 3 * 64 + 56) = vacc3x0;
+        *(o + 3 * 64 + 57) = vacc3x1;
+    }
+    { /* columns 58..59 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 58) * va0), vacc0x1 = (*(o + 0 * 64 + 59) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 58) * va1), vacc1x1 = (*(o + 1 * 64 + 59) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 58) * va2), vacc2x1 = (*(o + 2 * 64 + 59) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 58) * va3), vacc3x1 = (*(o + 3 * 64 + 59) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 58);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 58) = vacc0x0;
+        *(o + 0 * 64 + 59) = vacc0x1;
+        *(o + 1 * 64 + 58) = vacc1x0;
+        *(o + 1 * 64 + 59) = vacc1x1;
+        *(o + 2 * 64 + 58) = vacc2x0;
+        *(o + 2 * 64 + 59) = vacc2x1;
+        *(o + 3 * 64 + 58) = vacc3x0;
+        *(o + 3 * 64 + 59) = vacc3x1;
+    }
+    { /* columns 60..61 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 60) * va0), vacc0x1 = (*(o + 0 * 64 + 61) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 60) * va1), vacc1x1 = (*(o + 1 * 64 + 61) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 60) * va2), vacc2x1 = (*(o + 2 * 64 + 61) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 60) * va3), vacc3x1 = (*(o + 3 * 64 + 61) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 60);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 60) = vacc0x0;
+        *(o + 0 * 64 + 61) = vacc0x1;
+        *(o + 1 * 64 + 60) = vacc1x0;
+        *(o + 1 * 64 + 61) = vacc1x1;
+        *(o + 2 * 64 + 60) = vacc2x0;
+        *(o + 2 * 64 + 61) = vacc2x1;
+        *(o + 3 * 64 + 60) = vacc3x0;
+        *(o + 3 * 64 + 61) = vacc3x1;
+    }
+    { /* columns 62..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 62) * va0), vacc0x1 = (*(o + 0 * 64 + 63) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 62) * va1), vacc1x1 = (*(o + 1 * 64 + 63) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 62) * va2), vacc2x1 = (*(o + 2 * 64 + 63) * va2);
+        float vacc3x0 = (*(o + 3 * 64 + 62) * va3), vacc3x1 = (*(o + 3 * 64 + 63) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 62);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 64 + 62) = vacc0x0;
+        *(o + 0 * 64 + 63) = vacc0x1;
+        *(o + 1 * 64 + 62) = vacc1x0;
+        *(o + 1 * 64 + 63) = vacc1x1;
+        *(o + 2 * 64 + 62) = vacc2x0;
+        *(o + 2 * 64 + 63) = vacc2x1;
+        *(o + 3 * 64 + 62) = vacc3x0;
+        *(o + 3 * 64 + 63) = vacc3x1;
+    }
+}
+
+/* O[3][64] = alpha * O + P^T[0:kb][3]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+ATTN_NO_AUTOVEC static void attn_falcon_7b_dpv_3x64__scalar(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float va0 = (alpha[0]);
+    const float va1 = (alpha[1]);
+    const float va2 = (alpha[2]);
+    { /* columns 0..1 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 0) * va0), vacc0x1 = (*(o + 0 * 64 + 1) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 0) * va1), vacc1x1 = (*(o + 1 * 64 + 1) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 0) * va2), vacc2x1 = (*(o + 2 * 64 + 1) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 0);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 1);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 0) = vacc0x0;
+        *(o + 0 * 64 + 1) = vacc0x1;
+        *(o + 1 * 64 + 0) = vacc1x0;
+        *(o + 1 * 64 + 1) = vacc1x1;
+        *(o + 2 * 64 + 0) = vacc2x0;
+        *(o + 2 * 64 + 1) = vacc2x1;
+    }
+    { /* columns 2..3 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 2) * va0), vacc0x1 = (*(o + 0 * 64 + 3) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 2) * va1), vacc1x1 = (*(o + 1 * 64 + 3) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 2) * va2), vacc2x1 = (*(o + 2 * 64 + 3) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 2);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 2) = vacc0x0;
+        *(o + 0 * 64 + 3) = vacc0x1;
+        *(o + 1 * 64 + 2) = vacc1x0;
+        *(o + 1 * 64 + 3) = vacc1x1;
+        *(o + 2 * 64 + 2) = vacc2x0;
+        *(o + 2 * 64 + 3) = vacc2x1;
+    }
+    { /* columns 4..5 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 4) * va0), vacc0x1 = (*(o + 0 * 64 + 5) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 4) * va1), vacc1x1 = (*(o + 1 * 64 + 5) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 4) * va2), vacc2x1 = (*(o + 2 * 64 + 5) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 4);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 4) = vacc0x0;
+        *(o + 0 * 64 + 5) = vacc0x1;
+        *(o + 1 * 64 + 4) = vacc1x0;
+        *(o + 1 * 64 + 5) = vacc1x1;
+        *(o + 2 * 64 + 4) = vacc2x0;
+        *(o + 2 * 64 + 5) = vacc2x1;
+    }
+    { /* columns 6..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 6) * va0), vacc0x1 = (*(o + 0 * 64 + 7) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 6) * va1), vacc1x1 = (*(o + 1 * 64 + 7) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 6) * va2), vacc2x1 = (*(o + 2 * 64 + 7) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 6);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 6) = vacc0x0;
+        *(o + 0 * 64 + 7) = vacc0x1;
+        *(o + 1 * 64 + 6) = vacc1x0;
+        *(o + 1 * 64 + 7) = vacc1x1;
+        *(o + 2 * 64 + 6) = vacc2x0;
+        *(o + 2 * 64 + 7) = vacc2x1;
+    }
+    { /* columns 8..9 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 8) * va0), vacc0x1 = (*(o + 0 * 64 + 9) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 8) * va1), vacc1x1 = (*(o + 1 * 64 + 9) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 8) * va2), vacc2x1 = (*(o + 2 * 64 + 9) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 8);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 9);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 8) = vacc0x0;
+        *(o + 0 * 64 + 9) = vacc0x1;
+        *(o + 1 * 64 + 8) = vacc1x0;
+        *(o + 1 * 64 + 9) = vacc1x1;
+        *(o + 2 * 64 + 8) = vacc2x0;
+        *(o + 2 * 64 + 9) = vacc2x1;
+    }
+    { /* columns 10..11 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 10) * va0), vacc0x1 = (*(o + 0 * 64 + 11) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 10) * va1), vacc1x1 = (*(o + 1 * 64 + 11) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 10) * va2), vacc2x1 = (*(o + 2 * 64 + 11) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 10);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 10) = vacc0x0;
+        *(o + 0 * 64 + 11) = vacc0x1;
+        *(o + 1 * 64 + 10) = vacc1x0;
+        *(o + 1 * 64 + 11) = vacc1x1;
+        *(o + 2 * 64 + 10) = vacc2x0;
+        *(o + 2 * 64 + 11) = vacc2x1;
+    }
+    { /* columns 12..13 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 12) * va0), vacc0x1 = (*(o + 0 * 64 + 13) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 12) * va1), vacc1x1 = (*(o + 1 * 64 + 13) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 12) * va2), vacc2x1 = (*(o + 2 * 64 + 13) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 12);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 12) = vacc0x0;
+        *(o + 0 * 64 + 13) = vacc0x1;
+        *(o + 1 * 64 + 12) = vacc1x0;
+        *(o + 1 * 64 + 13) = vacc1x1;
+        *(o + 2 * 64 + 12) = vacc2x0;
+        *(o + 2 * 64 + 13) = vacc2x1;
+    }
+    { /* columns 14..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 14) * va0), vacc0x1 = (*(o + 0 * 64 + 15) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 14) * va1), vacc1x1 = (*(o + 1 * 64 + 15) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 14) * va2), vacc2x1 = (*(o + 2 * 64 + 15) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 14);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 14) = vacc0x0;
+        *(o + 0 * 64 + 15) = vacc0x1;
+        *(o + 1 * 64 + 14) = vacc1x0;
+        *(o + 1 * 64 + 15) = vacc1x1;
+        *(o + 2 * 64 + 14) = vacc2x0;
+        *(o + 2 * 64 + 15) = vacc2x1;
+    }
+    { /* columns 16..17 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 16) * va0), vacc0x1 = (*(o + 0 * 64 + 17) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 16) * va1), vacc1x1 = (*(o + 1 * 64 + 17) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 16) * va2), vacc2x1 = (*(o + 2 * 64 + 17) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 16);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 17);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 16) = vacc0x0;
+        *(o + 0 * 64 + 17) = vacc0x1;
+        *(o + 1 * 64 + 16) = vacc1x0;
+        *(o + 1 * 64 + 17) = vacc1x1;
+        *(o + 2 * 64 + 16) = vacc2x0;
+        *(o + 2 * 64 + 17) = vacc2x1;
+    }
+    { /* columns 18..19 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 18) * va0), vacc0x1 = (*(o + 0 * 64 + 19) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 18) * va1), vacc1x1 = (*(o + 1 * 64 + 19) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 18) * va2), vacc2x1 = (*(o + 2 * 64 + 19) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 18);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 18) = vacc0x0;
+        *(o + 0 * 64 + 19) = vacc0x1;
+        *(o + 1 * 64 + 18) = vacc1x0;
+        *(o + 1 * 64 + 19) = vacc1x1;
+        *(o + 2 * 64 + 18) = vacc2x0;
+        *(o + 2 * 64 + 19) = vacc2x1;
+    }
+    { /* columns 20..21 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 20) * va0), vacc0x1 = (*(o + 0 * 64 + 21) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 20) * va1), vacc1x1 = (*(o + 1 * 64 + 21) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 20) * va2), vacc2x1 = (*(o + 2 * 64 + 21) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 20);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 20) = vacc0x0;
+        *(o + 0 * 64 + 21) = vacc0x1;
+        *(o + 1 * 64 + 20) = vacc1x0;
+        *(o + 1 * 64 + 21) = vacc1x1;
+        *(o + 2 * 64 + 20) = vacc2x0;
+        *(o + 2 * 64 + 21) = vacc2x1;
+    }
+    { /* columns 22..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 22) * va0), vacc0x1 = (*(o + 0 * 64 + 23) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 22) * va1), vacc1x1 = (*(o + 1 * 64 + 23) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 22) * va2), vacc2x1 = (*(o + 2 * 64 + 23) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 22);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 22) = vacc0x0;
+        *(o + 0 * 64 + 23) = vacc0x1;
+        *(o + 1 * 64 + 22) = vacc1x0;
+        *(o + 1 * 64 + 23) = vacc1x1;
+        *(o + 2 * 64 + 22) = vacc2x0;
+        *(o + 2 * 64 + 23) = vacc2x1;
+    }
+    { /* columns 24..25 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 24) * va0), vacc0x1 = (*(o + 0 * 64 + 25) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 24) * va1), vacc1x1 = (*(o + 1 * 64 + 25) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 24) * va2), vacc2x1 = (*(o + 2 * 64 + 25) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 24);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 25);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 24) = vacc0x0;
+        *(o + 0 * 64 + 25) = vacc0x1;
+        *(o + 1 * 64 + 24) = vacc1x0;
+        *(o + 1 * 64 + 25) = vacc1x1;
+        *(o + 2 * 64 + 24) = vacc2x0;
+        *(o + 2 * 64 + 25) = vacc2x1;
+    }
+    { /* columns 26..27 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 26) * va0), vacc0x1 = (*(o + 0 * 64 + 27) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 26) * va1), vacc1x1 = (*(o + 1 * 64 + 27) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 26) * va2), vacc2x1 = (*(o + 2 * 64 + 27) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 26);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 26) = vacc0x0;
+        *(o + 0 * 64 + 27) = vacc0x1;
+        *(o + 1 * 64 + 26) = vacc1x0;
+        *(o + 1 * 64 + 27) = vacc1x1;
+        *(o + 2 * 64 + 26) = vacc2x0;
+        *(o + 2 * 64 + 27) = vacc2x1;
+    }
+    { /* columns 28..29 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 28) * va0), vacc0x1 = (*(o + 0 * 64 + 29) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 28) * va1), vacc1x1 = (*(o + 1 * 64 + 29) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 28) * va2), vacc2x1 = (*(o + 2 * 64 + 29) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 28);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 28) = vacc0x0;
+        *(o + 0 * 64 + 29) = vacc0x1;
+        *(o + 1 * 64 + 28) = vacc1x0;
+        *(o + 1 * 64 + 29) = vacc1x1;
+        *(o + 2 * 64 + 28) = vacc2x0;
+        *(o + 2 * 64 + 29) = vacc2x1;
+    }
+    { /* columns 30..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 30) * va0), vacc0x1 = (*(o + 0 * 64 + 31) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 30) * va1), vacc1x1 = (*(o + 1 * 64 + 31) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 30) * va2), vacc2x1 = (*(o + 2 * 64 + 31) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 30);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 30) = vacc0x0;
+        *(o + 0 * 64 + 31) = vacc0x1;
+        *(o + 1 * 64 + 30) = vacc1x0;
+        *(o + 1 * 64 + 31) = vacc1x1;
+        *(o + 2 * 64 + 30) = vacc2x0;
+        *(o + 2 * 64 + 31) = vacc2x1;
+    }
+    { /* columns 32..33 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 32) * va0), vacc0x1 = (*(o + 0 * 64 + 33) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 32) * va1), vacc1x1 = (*(o + 1 * 64 + 33) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 32) * va2), vacc2x1 = (*(o + 2 * 64 + 33) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 32);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 33);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 32) = vacc0x0;
+        *(o + 0 * 64 + 33) = vacc0x1;
+        *(o + 1 * 64 + 32) = vacc1x0;
+        *(o + 1 * 64 + 33) = vacc1x1;
+        *(o + 2 * 64 + 32) = vacc2x0;
+        *(o + 2 * 64 + 33) = vacc2x1;
+    }
+    { /* columns 34..35 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 34) * va0), vacc0x1 = (*(o + 0 * 64 + 35) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 34) * va1), vacc1x1 = (*(o + 1 * 64 + 35) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 34) * va2), vacc2x1 = (*(o + 2 * 64 + 35) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 34);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 34) = vacc0x0;
+        *(o + 0 * 64 + 35) = vacc0x1;
+        *(o + 1 * 64 + 34) = vacc1x0;
+        *(o + 1 * 64 + 35) = vacc1x1;
+        *(o + 2 * 64 + 34) = vacc2x0;
+        *(o + 2 * 64 + 35) = vacc2x1;
+    }
+    { /* columns 36..37 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 36) * va0), vacc0x1 = (*(o + 0 * 64 + 37) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 36) * va1), vacc1x1 = (*(o + 1 * 64 + 37) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 36) * va2), vacc2x1 = (*(o + 2 * 64 + 37) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 36);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 36) = vacc0x0;
+        *(o + 0 * 64 + 37) = vacc0x1;
+        *(o + 1 * 64 + 36) = vacc1x0;
+        *(o + 1 * 64 + 37) = vacc1x1;
+        *(o + 2 * 64 + 36) = vacc2x0;
+        *(o + 2 * 64 + 37) = vacc2x1;
+    }
+    { /* columns 38..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 38) * va0), vacc0x1 = (*(o + 0 * 64 + 39) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 38) * va1), vacc1x1 = (*(o + 1 * 64 + 39) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 38) * va2), vacc2x1 = (*(o + 2 * 64 + 39) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 38);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 38) = vacc0x0;
+        *(o + 0 * 64 + 39) = vacc0x1;
+        *(o + 1 * 64 + 38) = vacc1x0;
+        *(o + 1 * 64 + 39) = vacc1x1;
+        *(o + 2 * 64 + 38) = vacc2x0;
+        *(o + 2 * 64 + 39) = vacc2x1;
+    }
+    { /* columns 40..41 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 40) * va0), vacc0x1 = (*(o + 0 * 64 + 41) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 40) * va1), vacc1x1 = (*(o + 1 * 64 + 41) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 40) * va2), vacc2x1 = (*(o + 2 * 64 + 41) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 40);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 41);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 40) = vacc0x0;
+        *(o + 0 * 64 + 41) = vacc0x1;
+        *(o + 1 * 64 + 40) = vacc1x0;
+        *(o + 1 * 64 + 41) = vacc1x1;
+        *(o + 2 * 64 + 40) = vacc2x0;
+        *(o + 2 * 64 + 41) = vacc2x1;
+    }
+    { /* columns 42..43 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 42) * va0), vacc0x1 = (*(o + 0 * 64 + 43) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 42) * va1), vacc1x1 = (*(o + 1 * 64 + 43) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 42) * va2), vacc2x1 = (*(o + 2 * 64 + 43) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 42);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 42) = vacc0x0;
+        *(o + 0 * 64 + 43) = vacc0x1;
+        *(o + 1 * 64 + 42) = vacc1x0;
+        *(o + 1 * 64 + 43) = vacc1x1;
+        *(o + 2 * 64 + 42) = vacc2x0;
+        *(o + 2 * 64 + 43) = vacc2x1;
+    }
+    { /* columns 44..45 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 44) * va0), vacc0x1 = (*(o + 0 * 64 + 45) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 44) * va1), vacc1x1 = (*(o + 1 * 64 + 45) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 44) * va2), vacc2x1 = (*(o + 2 * 64 + 45) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 44);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 44) = vacc0x0;
+        *(o + 0 * 64 + 45) = vacc0x1;
+        *(o + 1 * 64 + 44) = vacc1x0;
+        *(o + 1 * 64 + 45) = vacc1x1;
+        *(o + 2 * 64 + 44) = vacc2x0;
+        *(o + 2 * 64 + 45) = vacc2x1;
+    }
+    { /* columns 46..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 46) * va0), vacc0x1 = (*(o + 0 * 64 + 47) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 46) * va1), vacc1x1 = (*(o + 1 * 64 + 47) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 46) * va2), vacc2x1 = (*(o + 2 * 64 + 47) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 46);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 46) = vacc0x0;
+        *(o + 0 * 64 + 47) = vacc0x1;
+        *(o + 1 * 64 + 46) = vacc1x0;
+        *(o + 1 * 64 + 47) = vacc1x1;
+        *(o + 2 * 64 + 46) = vacc2x0;
+        *(o + 2 * 64 + 47) = vacc2x1;
+    }
+    { /* columns 48..49 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 48) * va0), vacc0x1 = (*(o + 0 * 64 + 49) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 48) * va1), vacc1x1 = (*(o + 1 * 64 + 49) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 48) * va2), vacc2x1 = (*(o + 2 * 64 + 49) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 48);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 49);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 48) = vacc0x0;
+        *(o + 0 * 64 + 49) = vacc0x1;
+        *(o + 1 * 64 + 48) = vacc1x0;
+        *(o + 1 * 64 + 49) = vacc1x1;
+        *(o + 2 * 64 + 48) = vacc2x0;
+        *(o + 2 * 64 + 49) = vacc2x1;
+    }
+    { /* columns 50..51 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 50) * va0), vacc0x1 = (*(o + 0 * 64 + 51) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 50) * va1), vacc1x1 = (*(o + 1 * 64 + 51) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 50) * va2), vacc2x1 = (*(o + 2 * 64 + 51) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 50);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 50) = vacc0x0;
+        *(o + 0 * 64 + 51) = vacc0x1;
+        *(o + 1 * 64 + 50) = vacc1x0;
+        *(o + 1 * 64 + 51) = vacc1x1;
+        *(o + 2 * 64 + 50) = vacc2x0;
+        *(o + 2 * 64 + 51) = vacc2x1;
+    }
+    { /* columns 52..53 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 52) * va0), vacc0x1 = (*(o + 0 * 64 + 53) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 52) * va1), vacc1x1 = (*(o + 1 * 64 + 53) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 52) * va2), vacc2x1 = (*(o + 2 * 64 + 53) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 52);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 52) = vacc0x0;
+        *(o + 0 * 64 + 53) = vacc0x1;
+        *(o + 1 * 64 + 52) = vacc1x0;
+        *(o + 1 * 64 + 53) = vacc1x1;
+        *(o + 2 * 64 + 52) = vacc2x0;
+        *(o + 2 * 64 + 53) = vacc2x1;
+    }
+    { /* columns 54..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 54) * va0), vacc0x1 = (*(o + 0 * 64 + 55) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 54) * va1), vacc1x1 = (*(o + 1 * 64 + 55) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 54) * va2), vacc2x1 = (*(o + 2 * 64 + 55) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 54);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 54) = vacc0x0;
+        *(o + 0 * 64 + 55) = vacc0x1;
+        *(o + 1 * 64 + 54) = vacc1x0;
+        *(o + 1 * 64 + 55) = vacc1x1;
+        *(o + 2 * 64 + 54) = vacc2x0;
+        *(o + 2 * 64 + 55) = vacc2x1;
+    }
+    { /* columns 56..57 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 56) * va0), vacc0x1 = (*(o + 0 * 64 + 57) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 56) * va1), vacc1x1 = (*(o + 1 * 64 + 57) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 56) * va2), vacc2x1 = (*(o + 2 * 64 + 57) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 56);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 57);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 56) = vacc0x0;
+        *(o + 0 * 64 + 57) = vacc0x1;
+        *(o + 1 * 64 + 56) = vacc1x0;
+        *(o + 1 * 64 + 57) = vacc1x1;
+        *(o + 2 * 64 + 56) = vacc2x0;
+        *(o + 2 * 64 + 57) = vacc2x1;
+    }
+    { /* columns 58..59 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 58) * va0), vacc0x1 = (*(o + 0 * 64 + 59) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 58) * va1), vacc1x1 = (*(o + 1 * 64 + 59) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 58) * va2), vacc2x1 = (*(o + 2 * 64 + 59) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 58);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 58) = vacc0x0;
+        *(o + 0 * 64 + 59) = vacc0x1;
+        *(o + 1 * 64 + 58) = vacc1x0;
+        *(o + 1 * 64 + 59) = vacc1x1;
+        *(o + 2 * 64 + 58) = vacc2x0;
+        *(o + 2 * 64 + 59) = vacc2x1;
+    }
+    { /* columns 60..61 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 60) * va0), vacc0x1 = (*(o + 0 * 64 + 61) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 60) * va1), vacc1x1 = (*(o + 1 * 64 + 61) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 60) * va2), vacc2x1 = (*(o + 2 * 64 + 61) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 60);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 60) = vacc0x0;
+        *(o + 0 * 64 + 61) = vacc0x1;
+        *(o + 1 * 64 + 60) = vacc1x0;
+        *(o + 1 * 64 + 61) = vacc1x1;
+        *(o + 2 * 64 + 60) = vacc2x0;
+        *(o + 2 * 64 + 61) = vacc2x1;
+    }
+    { /* columns 62..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 62) * va0), vacc0x1 = (*(o + 0 * 64 + 63) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 62) * va1), vacc1x1 = (*(o + 1 * 64 + 63) * va1);
+        float vacc2x0 = (*(o + 2 * 64 + 62) * va2), vacc2x1 = (*(o + 2 * 64 + 63) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 62);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 64 + 62) = vacc0x0;
+        *(o + 0 * 64 + 63) = vacc0x1;
+        *(o + 1 * 64 + 62) = vacc1x0;
+        *(o + 1 * 64 + 63) = vacc1x1;
+        *(o + 2 * 64 + 62) = vacc2x0;
+        *(o + 2 * 64 + 63) = vacc2x1;
+    }
+}
+
+/* O[2][64] = alpha * O + P^T[0:kb][2]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+ATTN_NO_AUTOVEC static void attn_falcon_7b_dpv_2x64__scalar(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float va0 = (alpha[0]);
+    const float va1 = (alpha[1]);
+    { /* columns 0..1 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 0) * va0), vacc0x1 = (*(o + 0 * 64 + 1) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 0) * va1), vacc1x1 = (*(o + 1 * 64 + 1) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 0);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 1);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 0) = vacc0x0;
+        *(o + 0 * 64 + 1) = vacc0x1;
+        *(o + 1 * 64 + 0) = vacc1x0;
+        *(o + 1 * 64 + 1) = vacc1x1;
+    }
+    { /* columns 2..3 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 2) * va0), vacc0x1 = (*(o + 0 * 64 + 3) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 2) * va1), vacc1x1 = (*(o + 1 * 64 + 3) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 2);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 2) = vacc0x0;
+        *(o + 0 * 64 + 3) = vacc0x1;
+        *(o + 1 * 64 + 2) = vacc1x0;
+        *(o + 1 * 64 + 3) = vacc1x1;
+    }
+    { /* columns 4..5 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 4) * va0), vacc0x1 = (*(o + 0 * 64 + 5) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 4) * va1), vacc1x1 = (*(o + 1 * 64 + 5) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 4);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 4) = vacc0x0;
+        *(o + 0 * 64 + 5) = vacc0x1;
+        *(o + 1 * 64 + 4) = vacc1x0;
+        *(o + 1 * 64 + 5) = vacc1x1;
+    }
+    { /* columns 6..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 6) * va0), vacc0x1 = (*(o + 0 * 64 + 7) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 6) * va1), vacc1x1 = (*(o + 1 * 64 + 7) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 6);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 6) = vacc0x0;
+        *(o + 0 * 64 + 7) = vacc0x1;
+        *(o + 1 * 64 + 6) = vacc1x0;
+        *(o + 1 * 64 + 7) = vacc1x1;
+    }
+    { /* columns 8..9 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 8) * va0), vacc0x1 = (*(o + 0 * 64 + 9) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 8) * va1), vacc1x1 = (*(o + 1 * 64 + 9) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 8);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 9);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 8) = vacc0x0;
+        *(o + 0 * 64 + 9) = vacc0x1;
+        *(o + 1 * 64 + 8) = vacc1x0;
+        *(o + 1 * 64 + 9) = vacc1x1;
+    }
+    { /* columns 10..11 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 10) * va0), vacc0x1 = (*(o + 0 * 64 + 11) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 10) * va1), vacc1x1 = (*(o + 1 * 64 + 11) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 10);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 10) = vacc0x0;
+        *(o + 0 * 64 + 11) = vacc0x1;
+        *(o + 1 * 64 + 10) = vacc1x0;
+        *(o + 1 * 64 + 11) = vacc1x1;
+    }
+    { /* columns 12..13 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 12) * va0), vacc0x1 = (*(o + 0 * 64 + 13) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 12) * va1), vacc1x1 = (*(o + 1 * 64 + 13) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 12);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 12) = vacc0x0;
+        *(o + 0 * 64 + 13) = vacc0x1;
+        *(o + 1 * 64 + 12) = vacc1x0;
+        *(o + 1 * 64 + 13) = vacc1x1;
+    }
+    { /* columns 14..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 14) * va0), vacc0x1 = (*(o + 0 * 64 + 15) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 14) * va1), vacc1x1 = (*(o + 1 * 64 + 15) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 14);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 14) = vacc0x0;
+        *(o + 0 * 64 + 15) = vacc0x1;
+        *(o + 1 * 64 + 14) = vacc1x0;
+        *(o + 1 * 64 + 15) = vacc1x1;
+    }
+    { /* columns 16..17 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 16) * va0), vacc0x1 = (*(o + 0 * 64 + 17) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 16) * va1), vacc1x1 = (*(o + 1 * 64 + 17) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 16);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 17);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 16) = vacc0x0;
+        *(o + 0 * 64 + 17) = vacc0x1;
+        *(o + 1 * 64 + 16) = vacc1x0;
+        *(o + 1 * 64 + 17) = vacc1x1;
+    }
+    { /* columns 18..19 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 18) * va0), vacc0x1 = (*(o + 0 * 64 + 19) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 18) * va1), vacc1x1 = (*(o + 1 * 64 + 19) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 18);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 18) = vacc0x0;
+        *(o + 0 * 64 + 19) = vacc0x1;
+        *(o + 1 * 64 + 18) = vacc1x0;
+        *(o + 1 * 64 + 19) = vacc1x1;
+    }
+    { /* columns 20..21 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 20) * va0), vacc0x1 = (*(o + 0 * 64 + 21) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 20) * va1), vacc1x1 = (*(o + 1 * 64 + 21) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 20);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 20) = vacc0x0;
+        *(o + 0 * 64 + 21) = vacc0x1;
+        *(o + 1 * 64 + 20) = vacc1x0;
+        *(o + 1 * 64 + 21) = vacc1x1;
+    }
+    { /* columns 22..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 22) * va0), vacc0x1 = (*(o + 0 * 64 + 23) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 22) * va1), vacc1x1 = (*(o + 1 * 64 + 23) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 22);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 22) = vacc0x0;
+        *(o + 0 * 64 + 23) = vacc0x1;
+        *(o + 1 * 64 + 22) = vacc1x0;
+        *(o + 1 * 64 + 23) = vacc1x1;
+    }
+    { /* columns 24..25 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 24) * va0), vacc0x1 = (*(o + 0 * 64 + 25) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 24) * va1), vacc1x1 = (*(o + 1 * 64 + 25) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 24);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 25);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 24) = vacc0x0;
+        *(o + 0 * 64 + 25) = vacc0x1;
+        *(o + 1 * 64 + 24) = vacc1x0;
+        *(o + 1 * 64 + 25) = vacc1x1;
+    }
+    { /* columns 26..27 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 26) * va0), vacc0x1 = (*(o + 0 * 64 + 27) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 26) * va1), vacc1x1 = (*(o + 1 * 64 + 27) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 26);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 26) = vacc0x0;
+        *(o + 0 * 64 + 27) = vacc0x1;
+        *(o + 1 * 64 + 26) = vacc1x0;
+        *(o + 1 * 64 + 27) = vacc1x1;
+    }
+    { /* columns 28..29 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 28) * va0), vacc0x1 = (*(o + 0 * 64 + 29) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 28) * va1), vacc1x1 = (*(o + 1 * 64 + 29) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 28);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 28) = vacc0x0;
+        *(o + 0 * 64 + 29) = vacc0x1;
+        *(o + 1 * 64 + 28) = vacc1x0;
+        *(o + 1 * 64 + 29) = vacc1x1;
+    }
+    { /* columns 30..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 30) * va0), vacc0x1 = (*(o + 0 * 64 + 31) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 30) * va1), vacc1x1 = (*(o + 1 * 64 + 31) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 30);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 30) = vacc0x0;
+        *(o + 0 * 64 + 31) = vacc0x1;
+        *(o + 1 * 64 + 30) = vacc1x0;
+        *(o + 1 * 64 + 31) = vacc1x1;
+    }
+    { /* columns 32..33 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 32) * va0), vacc0x1 = (*(o + 0 * 64 + 33) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 32) * va1), vacc1x1 = (*(o + 1 * 64 + 33) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 32);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 33);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 32) = vacc0x0;
+        *(o + 0 * 64 + 33) = vacc0x1;
+        *(o + 1 * 64 + 32) = vacc1x0;
+        *(o + 1 * 64 + 33) = vacc1x1;
+    }
+    { /* columns 34..35 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 34) * va0), vacc0x1 = (*(o + 0 * 64 + 35) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 34) * va1), vacc1x1 = (*(o + 1 * 64 + 35) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 34);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 34) = vacc0x0;
+        *(o + 0 * 64 + 35) = vacc0x1;
+        *(o + 1 * 64 + 34) = vacc1x0;
+        *(o + 1 * 64 + 35) = vacc1x1;
+    }
+    { /* columns 36..37 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 36) * va0), vacc0x1 = (*(o + 0 * 64 + 37) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 36) * va1), vacc1x1 = (*(o + 1 * 64 + 37) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 36);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 36) = vacc0x0;
+        *(o + 0 * 64 + 37) = vacc0x1;
+        *(o + 1 * 64 + 36) = vacc1x0;
+        *(o + 1 * 64 + 37) = vacc1x1;
+    }
+    { /* columns 38..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 38) * va0), vacc0x1 = (*(o + 0 * 64 + 39) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 38) * va1), vacc1x1 = (*(o + 1 * 64 + 39) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 38);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 38) = vacc0x0;
+        *(o + 0 * 64 + 39) = vacc0x1;
+        *(o + 1 * 64 + 38) = vacc1x0;
+        *(o + 1 * 64 + 39) = vacc1x1;
+    }
+    { /* columns 40..41 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 40) * va0), vacc0x1 = (*(o + 0 * 64 + 41) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 40) * va1), vacc1x1 = (*(o + 1 * 64 + 41) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 40);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 41);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 40) = vacc0x0;
+        *(o + 0 * 64 + 41) = vacc0x1;
+        *(o + 1 * 64 + 40) = vacc1x0;
+        *(o + 1 * 64 + 41) = vacc1x1;
+    }
+    { /* columns 42..43 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 42) * va0), vacc0x1 = (*(o + 0 * 64 + 43) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 42) * va1), vacc1x1 = (*(o + 1 * 64 + 43) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 42);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 42) = vacc0x0;
+        *(o + 0 * 64 + 43) = vacc0x1;
+        *(o + 1 * 64 + 42) = vacc1x0;
+        *(o + 1 * 64 + 43) = vacc1x1;
+    }
+    { /* columns 44..45 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 44) * va0), vacc0x1 = (*(o + 0 * 64 + 45) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 44) * va1), vacc1x1 = (*(o + 1 * 64 + 45) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 44);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 44) = vacc0x0;
+        *(o + 0 * 64 + 45) = vacc0x1;
+        *(o + 1 * 64 + 44) = vacc1x0;
+        *(o + 1 * 64 + 45) = vacc1x1;
+    }
+    { /* columns 46..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 46) * va0), vacc0x1 = (*(o + 0 * 64 + 47) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 46) * va1), vacc1x1 = (*(o + 1 * 64 + 47) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 46);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 46) = vacc0x0;
+        *(o + 0 * 64 + 47) = vacc0x1;
+        *(o + 1 * 64 + 46) = vacc1x0;
+        *(o + 1 * 64 + 47) = vacc1x1;
+    }
+    { /* columns 48..49 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 48) * va0), vacc0x1 = (*(o + 0 * 64 + 49) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 48) * va1), vacc1x1 = (*(o + 1 * 64 + 49) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 48);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 49);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 48) = vacc0x0;
+        *(o + 0 * 64 + 49) = vacc0x1;
+        *(o + 1 * 64 + 48) = vacc1x0;
+        *(o + 1 * 64 + 49) = vacc1x1;
+    }
+    { /* columns 50..51 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 50) * va0), vacc0x1 = (*(o + 0 * 64 + 51) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 50) * va1), vacc1x1 = (*(o + 1 * 64 + 51) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 50);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 50) = vacc0x0;
+        *(o + 0 * 64 + 51) = vacc0x1;
+        *(o + 1 * 64 + 50) = vacc1x0;
+        *(o + 1 * 64 + 51) = vacc1x1;
+    }
+    { /* columns 52..53 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 52) * va0), vacc0x1 = (*(o + 0 * 64 + 53) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 52) * va1), vacc1x1 = (*(o + 1 * 64 + 53) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 52);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 52) = vacc0x0;
+        *(o + 0 * 64 + 53) = vacc0x1;
+        *(o + 1 * 64 + 52) = vacc1x0;
+        *(o + 1 * 64 + 53) = vacc1x1;
+    }
+    { /* columns 54..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 54) * va0), vacc0x1 = (*(o + 0 * 64 + 55) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 54) * va1), vacc1x1 = (*(o + 1 * 64 + 55) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 54);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 54) = vacc0x0;
+        *(o + 0 * 64 + 55) = vacc0x1;
+        *(o + 1 * 64 + 54) = vacc1x0;
+        *(o + 1 * 64 + 55) = vacc1x1;
+    }
+    { /* columns 56..57 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 56) * va0), vacc0x1 = (*(o + 0 * 64 + 57) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 56) * va1), vacc1x1 = (*(o + 1 * 64 + 57) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 56);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 57);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 56) = vacc0x0;
+        *(o + 0 * 64 + 57) = vacc0x1;
+        *(o + 1 * 64 + 56) = vacc1x0;
+        *(o + 1 * 64 + 57) = vacc1x1;
+    }
+    { /* columns 58..59 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 58) * va0), vacc0x1 = (*(o + 0 * 64 + 59) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 58) * va1), vacc1x1 = (*(o + 1 * 64 + 59) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 58);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 58) = vacc0x0;
+        *(o + 0 * 64 + 59) = vacc0x1;
+        *(o + 1 * 64 + 58) = vacc1x0;
+        *(o + 1 * 64 + 59) = vacc1x1;
+    }
+    { /* columns 60..61 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 60) * va0), vacc0x1 = (*(o + 0 * 64 + 61) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 60) * va1), vacc1x1 = (*(o + 1 * 64 + 61) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 60);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 60) = vacc0x0;
+        *(o + 0 * 64 + 61) = vacc0x1;
+        *(o + 1 * 64 + 60) = vacc1x0;
+        *(o + 1 * 64 + 61) = vacc1x1;
+    }
+    { /* columns 62..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 62) * va0), vacc0x1 = (*(o + 0 * 64 + 63) * va0);
+        float vacc1x0 = (*(o + 1 * 64 + 62) * va1), vacc1x1 = (*(o + 1 * 64 + 63) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 62);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 64 + 62) = vacc0x0;
+        *(o + 0 * 64 + 63) = vacc0x1;
+        *(o + 1 * 64 + 62) = vacc1x0;
+        *(o + 1 * 64 + 63) = vacc1x1;
+    }
+}
+
+/* O[1][64] = alpha * O + P^T[0:kb][1]^T V[0:kb][64]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+ATTN_NO_AUTOVEC static void attn_falcon_7b_dpv_1x64__scalar(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float va0 = (alpha[0]);
+    { /* columns 0..1 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 0) * va0), vacc0x1 = (*(o + 0 * 64 + 1) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 0);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 1);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 0) = vacc0x0;
+        *(o + 0 * 64 + 1) = vacc0x1;
+    }
+    { /* columns 2..3 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 2) * va0), vacc0x1 = (*(o + 0 * 64 + 3) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 2);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 2) = vacc0x0;
+        *(o + 0 * 64 + 3) = vacc0x1;
+    }
+    { /* columns 4..5 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 4) * va0), vacc0x1 = (*(o + 0 * 64 + 5) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 4);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 4) = vacc0x0;
+        *(o + 0 * 64 + 5) = vacc0x1;
+    }
+    { /* columns 6..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 6) * va0), vacc0x1 = (*(o + 0 * 64 + 7) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 6);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 6) = vacc0x0;
+        *(o + 0 * 64 + 7) = vacc0x1;
+    }
+    { /* columns 8..9 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 8) * va0), vacc0x1 = (*(o + 0 * 64 + 9) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 8);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 9);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 8) = vacc0x0;
+        *(o + 0 * 64 + 9) = vacc0x1;
+    }
+    { /* columns 10..11 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 10) * va0), vacc0x1 = (*(o + 0 * 64 + 11) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 10);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 10) = vacc0x0;
+        *(o + 0 * 64 + 11) = vacc0x1;
+    }
+    { /* columns 12..13 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 12) * va0), vacc0x1 = (*(o + 0 * 64 + 13) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 12);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 12) = vacc0x0;
+        *(o + 0 * 64 + 13) = vacc0x1;
+    }
+    { /* columns 14..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 14) * va0), vacc0x1 = (*(o + 0 * 64 + 15) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 14);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 14) = vacc0x0;
+        *(o + 0 * 64 + 15) = vacc0x1;
+    }
+    { /* columns 16..17 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 16) * va0), vacc0x1 = (*(o + 0 * 64 + 17) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 16);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 17);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 16) = vacc0x0;
+        *(o + 0 * 64 + 17) = vacc0x1;
+    }
+    { /* columns 18..19 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 18) * va0), vacc0x1 = (*(o + 0 * 64 + 19) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 18);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 18) = vacc0x0;
+        *(o + 0 * 64 + 19) = vacc0x1;
+    }
+    { /* columns 20..21 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 20) * va0), vacc0x1 = (*(o + 0 * 64 + 21) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 20);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 20) = vacc0x0;
+        *(o + 0 * 64 + 21) = vacc0x1;
+    }
+    { /* columns 22..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 22) * va0), vacc0x1 = (*(o + 0 * 64 + 23) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 22);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 22) = vacc0x0;
+        *(o + 0 * 64 + 23) = vacc0x1;
+    }
+    { /* columns 24..25 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 24) * va0), vacc0x1 = (*(o + 0 * 64 + 25) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 24);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 25);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 24) = vacc0x0;
+        *(o + 0 * 64 + 25) = vacc0x1;
+    }
+    { /* columns 26..27 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 26) * va0), vacc0x1 = (*(o + 0 * 64 + 27) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 26);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 26) = vacc0x0;
+        *(o + 0 * 64 + 27) = vacc0x1;
+    }
+    { /* columns 28..29 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 28) * va0), vacc0x1 = (*(o + 0 * 64 + 29) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 28);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 28) = vacc0x0;
+        *(o + 0 * 64 + 29) = vacc0x1;
+    }
+    { /* columns 30..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 30) * va0), vacc0x1 = (*(o + 0 * 64 + 31) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 30);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 30) = vacc0x0;
+        *(o + 0 * 64 + 31) = vacc0x1;
+    }
+    { /* columns 32..33 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 32) * va0), vacc0x1 = (*(o + 0 * 64 + 33) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 32);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 33);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 32) = vacc0x0;
+        *(o + 0 * 64 + 33) = vacc0x1;
+    }
+    { /* columns 34..35 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 34) * va0), vacc0x1 = (*(o + 0 * 64 + 35) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 34);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 34) = vacc0x0;
+        *(o + 0 * 64 + 35) = vacc0x1;
+    }
+    { /* columns 36..37 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 36) * va0), vacc0x1 = (*(o + 0 * 64 + 37) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 36);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 36) = vacc0x0;
+        *(o + 0 * 64 + 37) = vacc0x1;
+    }
+    { /* columns 38..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 38) * va0), vacc0x1 = (*(o + 0 * 64 + 39) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 38);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 38) = vacc0x0;
+        *(o + 0 * 64 + 39) = vacc0x1;
+    }
+    { /* columns 40..41 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 40) * va0), vacc0x1 = (*(o + 0 * 64 + 41) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 40);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 41);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 40) = vacc0x0;
+        *(o + 0 * 64 + 41) = vacc0x1;
+    }
+    { /* columns 42..43 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 42) * va0), vacc0x1 = (*(o + 0 * 64 + 43) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 42);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 42) = vacc0x0;
+        *(o + 0 * 64 + 43) = vacc0x1;
+    }
+    { /* columns 44..45 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 44) * va0), vacc0x1 = (*(o + 0 * 64 + 45) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 44);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 44) = vacc0x0;
+        *(o + 0 * 64 + 45) = vacc0x1;
+    }
+    { /* columns 46..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 46) * va0), vacc0x1 = (*(o + 0 * 64 + 47) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 46);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 46) = vacc0x0;
+        *(o + 0 * 64 + 47) = vacc0x1;
+    }
+    { /* columns 48..49 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 48) * va0), vacc0x1 = (*(o + 0 * 64 + 49) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 48);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 49);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 48) = vacc0x0;
+        *(o + 0 * 64 + 49) = vacc0x1;
+    }
+    { /* columns 50..51 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 50) * va0), vacc0x1 = (*(o + 0 * 64 + 51) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 50);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 50) = vacc0x0;
+        *(o + 0 * 64 + 51) = vacc0x1;
+    }
+    { /* columns 52..53 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 52) * va0), vacc0x1 = (*(o + 0 * 64 + 53) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 52);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 52) = vacc0x0;
+        *(o + 0 * 64 + 53) = vacc0x1;
+    }
+    { /* columns 54..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 54) * va0), vacc0x1 = (*(o + 0 * 64 + 55) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 54);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 54) = vacc0x0;
+        *(o + 0 * 64 + 55) = vacc0x1;
+    }
+    { /* columns 56..57 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 56) * va0), vacc0x1 = (*(o + 0 * 64 + 57) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 56);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 57);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 56) = vacc0x0;
+        *(o + 0 * 64 + 57) = vacc0x1;
+    }
+    { /* columns 58..59 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 58) * va0), vacc0x1 = (*(o + 0 * 64 + 59) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 58);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 58) = vacc0x0;
+        *(o + 0 * 64 + 59) = vacc0x1;
+    }
+    { /* columns 60..61 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 60) * va0), vacc0x1 = (*(o + 0 * 64 + 61) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 60);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 60) = vacc0x0;
+        *(o + 0 * 64 + 61) = vacc0x1;
+    }
+    { /* columns 62..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 64 + 62) * va0), vacc0x1 = (*(o + 0 * 64 + 63) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 62);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 64 + 62) = vacc0x0;
+        *(o + 0 * 64 + 63) = vacc0x1;
+    }
+}
+
+/* Per-thread scratch of the scalar decode path: up to 1136 rows. */
+typedef struct {
+    float qt[1136 * 64];        /* Q^T in panels of 2 rows, times scale * log2(e) */
+    float q[1136 * 64];       /* the same rows, row-major (zero-padded to whole vectors) */
+    float s[64 * 1136];       /* S^T, then P^T: key-major */
+    float o[1136 * 64];      /* unnormalized output rows */
+    float m[1136], l[1136], alpha[1136];
+    int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
+} attn_falcon_7b_dscratch__scalar;
+
+/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+ * g * Lq + i is query i of head hk * 71 + g (glp: a kv head's rows, padded).
+ * Writes each real row's normalized partial output and LSE (natural log),
+ * indexed by h * Lq + i. */
+ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_falcon_7b_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = args->seq_q, gl = 71 * Lq;
+    /* fewer rows than a panel: dot products, each kv head's rows padded to 4,
+       all padded once to whole vectors; else each kv head's rows padded to panels */
+    const int dots = gl < 2;
+    const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
+    const int64_t rp = dots ? (1 * glp + 0) / 1 * 1 : 1 * glp;
+    const int64_t lk = args->seq_k;
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, c, j0, hk;
+
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+        float *qc = w->qt + (r / 2) * 128 + r % 2;
+        float *qw = w->q + r * 64;
+        int64_t d;
+        if (r < 1 * glp && rr < gl) {
+            const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] +
+                                       ((r / glp) * 71 + g) * args->q_stride[2];
+            for (d = 0; d < 64; d++) qc[d * 2] = qw[d] = qr[d] * 0.18033688f;
+            attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+        } else { /* padding rows: zero queries that see everything, never read back */
+            for (d = 0; d < 64; d++) qc[d * 2] = qw[d] = 0.0f;
+            w->lo[r] = 0;
+            w->hi[r] = lk;
+            w->sink_hi[r] = 0;
+        }
+        w->m[r] = -INFINITY;
+        w->l[r] = 0.0f;
+    }
+    memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
+    memset(w->s, 0, sizeof(float) * (size_t)(64 * rp)); /* padding rows' scores stay finite */
+
+    for (j0 = j_begin; j0 < j_end; j0 += 64) {
+        const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+        const int cls = attn_falcon_7b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        if (cls == 0) continue;
+
+        /* Consecutive keys of one kv head lie a whole row of heads apart (often
+           4 KiB, a page): read the cache in address order, every kv head of a
+           key before the next key, and fetch V rows the same way ahead of P V. */
+        if (dots) { /* keys in pairs; a lone last key pairs with itself */
+            for (c = 0; c < kb; c += 2) {
+                const int64_t c1 = c + 1 < kb ? c + 1 : c;
+                for (hk = 0; hk < 1; hk++) {
+                    const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                    if (j0 + c + 9 < j_end) { /* the keys 8 ahead, in address order */
+                        attn_falcon_7b_prefetch_row(kh + (j0 + c + 8) * ks, 64);
+                        attn_falcon_7b_prefetch_row(kh + (j0 + c + 9) * ks, 64);
+                        attn_falcon_7b_prefetch_row(vh + (j0 + c + 8) * vs, 64);
+                        attn_falcon_7b_prefetch_row(vh + (j0 + c + 9) * vs, 64);
+                    }
+                    attn_falcon_7b_ddot__scalar(w->q + hk * glp * 64, glp, kh + (j0 + c) * ks,
+                            kh + (j0 + c1) * ks, w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                }
+            }
+        } else {
+            for (hk = 0; hk < 1; hk++) { /* S^T = K Q^T, panel by panel */
+                const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                for (c = 0; c < kb; c++) attn_falcon_7b_prefetch_row(vh + (j0 + c) * vs, 64);
+                for (r = hk * glp; r < (hk + 1) * glp; r += 2) {
+                    const float *qt = w->qt + r * 64;
+                    for (c = 0; c + 4 <= kb; c += 4)
+                        attn_falcon_7b_dqk_4x2__scalar(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                    for (; c < kb; c++)
+                        attn_falcon_7b_dqk_1x2__scalar(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                }
+            }
+        }
+        if (cls == 1) /* hide what each row does not see */
+            for (r = 0; r < rp; r++)
+                for (c = 0; c < kb; c++) {
+                    const int64_t j = j0 + c;
+                    if (!((j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r])) w->s[c * rp + r] = -INFINITY;
+                }
+
+        /* online softmax over whole vectors of rows */
+        for (r = 0; r < rp; r += 1) {
+            const float m_old = *(w->m + r);
+            float mx = (-INFINITY), m_ref, vsum = 0.0f, alpha;
+            for (c = 0; c < kb; c++) mx = (mx > *(w->s + c * rp + r) ? mx : *(w->s + c * rp + r));
+            mx = (m_old > mx ? m_old : mx);
+            /* a row that has seen nothing yet subtracts 0 */
+            m_ref = ((mx < (-3.0e38f)) ? 0.0f : mx);
+            alpha = exp2f((m_old - m_ref));
+            for (c = 0; c < kb; c++) {
+                const float e = exp2f((*(w->s + c * rp + r) - m_ref));
+                *(w->s + c * rp + r) = e;
+                vsum = (vsum + e);
+            }
+            *(w->l + r) = (*(w->l + r) * alpha + vsum);
+            *(w->m + r) = mx;
+            *(w->alpha + r) = alpha;
+        }
+
+        /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
+        for (hk = 0; hk < 1; hk++) {
+            const float *vh = v + hk * args->v_stride[2] + j0 * vs;
+            for (r = hk * glp; r < hk * glp + gl; r += 4) {
+                switch (hk * glp + gl - r >= 4 ? 4 : hk * glp + gl - r) {
+                case 4:
+                    attn_falcon_7b_dpv_4x64__scalar(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 3:
+                    attn_falcon_7b_dpv_3x64__scalar(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 2:
+                    attn_falcon_7b_dpv_2x64__scalar(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                case 1:
+                    attn_falcon_7b_dpv_1x64__scalar(w->s + r, rp, vh, vs, kb, w->o + r * 64, w->alpha + r);
+                    break;
+                }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, h = (r / glp) * 71 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        int64_t d;
+        if (r >= 1 * glp || rr >= gl) continue; /* a padding row */
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+    }
+}
+
+/* Combines the splits of query i, head h of batch b in split order; opart and
+ * lpart point at the batch's partials, split after split. */
+static void attn_falcon_7b_dmerge__scalar(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *opart, const float *lpart)
+{
+    const int64_t Lq = args->seq_q, R = 71 * Lq, h = row / Lq, i = row % Lq;
+    float *o = args->o + b * args->o_stride[0] + i * args->o_stride[1] + h * args->o_stride[2];
+    float mx = -INFINITY, sum = 0.0f;
+    int64_t s, d;
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        mx = (x > mx || x != x) ? x : mx; /* NaN wins */
+    }
+    for (d = 0; d < 64; d++) o[d] = 0.0f;
+    if (mx == -INFINITY) { /* no split saw a key */
+        if (args->lse) args->lse[(b * 71 + h) * Lq + i] = -INFINITY;
+        return;
+    }
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        const float wgt = x == -INFINITY ? 0.0f : expf(x - mx);
+        if (wgt == 0.0f) continue; /* a split that saw nothing, or nothing that counts */
+        sum += wgt;
+        for (d = 0; d < 64; d++) o[d] += wgt * opart[(s * R + row) * 64 + d];
+    }
+    for (d = 0; d < 64; d++) o[d] /= sum;
+    if (args->lse) args->lse[(b * 71 + h) * Lq + i] = mx + logf(sum);
+}
+
+/* The decode path: units of (batch, split), then the merge. */
+ATTN_NO_AUTOVEC static attn_status attn_falcon_7b_decode__scalar(const attn_args *args)
+{
+    const int64_t B = args->batch, R = 71 * args->seq_q;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
+    const int64_t units = B * nsplit;
+    const int threads = args->threads;
+    float *opart, *lpart;
+    int failed = 0;
+    (void)threads;
+
+    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (64 + 1))) return ATTN_ERR_TOO_LARGE;
+    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 64));
+    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
+    if (!opart || !lpart) {
+        attn_free(opart);
+        attn_free(lpart);
+        return ATTN_ERR_NOMEM;
+    }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#endif
+    {
+        attn_falcon_7b_dscratch__scalar *w = (attn_falcon_7b_dscratch__scalar *)attn_alloc(sizeof(*w));
+        int64_t u;
+        if (!w) {
+#ifdef _OPENMP
+#pragma omp critical
+#endif
+            failed = 1;
+        }
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (u = 0; u < units; u++) /* u = b * nsplit + split */
+            if (w) attn_falcon_7b_dunit__scalar(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (u = 0; u < B * R; u++)
+            if (!failed)
+                attn_falcon_7b_dmerge__scalar(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * 64,
+                        lpart + (u / R) * nsplit * R);
+        attn_free(w);
+    }
+    attn_free(opart);
+    attn_free(lpart);
+    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+}
+
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
  * are allocated once per call. */
-attn_status attn_falcon_7b_fwd__scalar(const attn_args *args)
+ATTN_NO_AUTOVEC attn_status attn_falcon_7b_fwd__scalar(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_falcon_7b_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
@@ -4360,6 +11730,7 @@ attn_status attn_falcon_7b_fwd__scalar(const attn_args *args)
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
+    if (Lq <= 16) return attn_falcon_7b_decode__scalar(args); /* few query rows: decode path */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 128) return ATTN_ERR_TOO_LARGE;
     kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
     vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));

@@ -19,6 +19,7 @@
  *   dtype = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
+ *   decode_max_q = 16,
  * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
  */
 #ifndef ATTN_FALCON_7B_H

@@ -19,6 +19,7 @@
  *   dtype = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
+ *   decode_max_q = 16,
  * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
  */
 #include "mistral_7b.h"
@@ -57,6 +58,10 @@
  *      sees fully take the path without mask tests.
  * A unit is computed by one thread in a fixed order, so the output is
  * bitwise identical for every thread count.
+ *
+ * restrict qualifies function parameters only: gcc 12 at -O2 turned a
+ * restrict row pointer declared inside a loop into a read one row past the
+ * end of V.
  */
 
 /* Visible keys of the query at position p when Lk_b keys are valid:
@@ -74,13 +79,12 @@ static void attn_mistral_7b_row_span(int64_t p, int64_t lk, int64_t *lo, int64_t
     *sink_hi = s;
 }
 
-/* How the rows [0, tq) see the key tile [j0, j0 + 128): returns 0 when no row
- * sees a key of it, 2 when every row sees all of it, else 1; first[r]/last[r]
- * bound the tile columns row r may see. */
-static int attn_mistral_7b_classify(int64_t tq, int64_t j0, const int64_t *lo, const int64_t *hi,
+/* How the rows [0, tq) see the keys [j0, j1): returns 0 when no row sees one of
+ * them, 2 when every row sees all of them, else 1; first[r]/last[r] bound the
+ * columns (from j0) row r may see. */
+static int attn_mistral_7b_classify(int64_t tq, int64_t j0, int64_t j1, const int64_t *lo, const int64_t *hi,
                                    const int64_t *sink_hi, int64_t *first, int64_t *last)
 {
-    const int64_t j1 = j0 + 128;
     int any = 0, all = 1;
     int64_t r;
     for (r = 0; r < tq; r++) {
@@ -93,9 +97,23 @@ static int attn_mistral_7b_classify(int64_t tq, int64_t j0, const int64_t *lo, c
         first[r] = n ? f - j0 : 0;
         last[r] = n ? e - j0 : 0;
         any |= n > 0;
-        all &= n == 128;
+        all &= n == j1 - j0;
     }
     return any ? (all ? 2 : 1) : 0;
+}
+
+/* Asks for the cache lines of n floats at p ahead of use (a no-op where the
+ * compiler has no prefetch builtin). */
+static void attn_mistral_7b_prefetch_row(const float *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i);
+    if (n % 16) __builtin_prefetch(p + n - 1);
+#else
+    (void)p;
+    (void)n;
+#endif
 }
 
 /* Whether any of n rows may see a tile column in [c0, c1) (first/last as
@@ -112,6 +130,18 @@ static int attn_mistral_7b_sees(const int64_t *first, const int64_t *last, int n
 /* avx512: 16 lanes of f32, 32 registers */
 /* ======================================================================== */
 #if defined(__x86_64__) || defined(_M_X64)
+
+/* out[0..3] = the lane sums of x0..x3: pairwise adds within 128-bit lanes,
+ * then across them. */
+__attribute__((target("avx512f"))) static inline void attn_hsum4_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
+{
+    const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(x0, x1), _mm512_unpackhi_ps(x0, x1));
+    const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(x2, x3), _mm512_unpackhi_ps(x2, x3));
+    __m512 s = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, 0x44), _mm512_shuffle_ps(s01, s23, 0xEE));
+    s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0x4E));
+    s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0xB1));
+    _mm_storeu_ps(out, _mm512_castps512_ps128(s));
+}
 
 /* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
  * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
@@ -424,7 +454,7 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_pv_6x128__avx512(
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 48), va4);
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 0), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 16), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 32), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 48), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * 128 + j]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * 128 + j]);
@@ -482,7 +512,7 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_pv_6x128__avx512(
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 64), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 80), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 96), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 112), va4);
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 64), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 80), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 96), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 112), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * 128 + j]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * 128 + j]);
@@ -544,7 +574,7 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_pv_1x128__avx512(
         int64_t j;
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 0);
@@ -572,7 +602,7 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_pv_1x128__avx512(
         int64_t j;
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m512 vp0 = _mm512_set1_ps(p[0 * 128 + j]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 64);
@@ -623,8 +653,8 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_unit__avx512(cons
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
-        const float *restrict qr = q + r * args->q_stride[1];
-        float *restrict qw = w->q + r * 128;
+        const float *qr = q + r * args->q_stride[1];
+        float *qw = w->q + r * 128;
         const __m512 vs = _mm512_set1_ps(0.127517431f);
         _mm512_storeu_ps(qw + 0, _mm512_mul_ps(_mm512_loadu_ps(qr + 0), vs));
         _mm512_storeu_ps(qw + 16, _mm512_mul_ps(_mm512_loadu_ps(qr + 16), vs));
@@ -639,7 +669,7 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_unit__avx512(cons
     for (t = 0; t < ntiles; t++) {
         const int64_t j0 = t * 128;
         const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
-        const int cls = attn_mistral_7b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        const int cls = attn_mistral_7b_classify(tq, j0, j0 + 128, w->lo, w->hi, w->sink_hi, w->first, w->last);
         if (cls == 0) continue; /* no row sees this tile */
 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
@@ -656,7 +686,7 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_unit__avx512(cons
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 128;
+            float *sr = w->s + r * 128;
             float mx, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
                 /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
@@ -719,8 +749,8 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_unit__avx512(cons
 
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
-        float *restrict orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
-        const float *restrict acc = w->o + r * 128;
+        float *orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
+        const float *acc = w->o + r * 128;
         const float l = w->l[r];
         const __m512 vinv = _mm512_set1_ps(l == 0.0f ? 0.0f : 1.0f / l);
         _mm512_storeu_ps(orow + 0, _mm512_mul_ps(_mm512_loadu_ps(acc + 0), vinv));
@@ -752,11 +782,1038 @@ __attribute__((target("avx512f"))) static void attn_mistral_7b_pack__avx512(cons
         memset(vp + n * 128, 0, sizeof(float) * (size_t)((32 - n) * 128));
     }
     for (c = 0; c < n; c++) {
-        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
-        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        const float *kr = k + (j0 + c) * args->k_stride[1];
+        const float *vr = v + (j0 + c) * args->v_stride[1];
         for (d = 0; d < 128; d++) kt[d * 32 + c] = kr[d];
         memcpy(vp + c * 128, vr, sizeof(float) * 128);
     }
+}
+
+
+/* ---- decode: up to 16 query rows against a long KV cache ---------------- */
+/*
+ * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * every query row, grouped by kv head, so each K and V row is read once,
+ * straight from the cache tensors (no packing), and the keys of one block are
+ * read for all kv heads together (a contiguous stretch of the cache).
+ * Scores are computed transposed, S^T = K Q^T, with the rows along the
+ * vector lanes: K values broadcast against packed Q^T panels, or, when a kv
+ * head has fewer rows than a panel, dot products along D.  The online
+ * softmax then runs over whole vectors of rows.  Each split leaves its
+ * normalized O and LSE; a merge combines the splits in order.  The split
+ * size does not depend on the thread count, so neither does the result.
+ */
+
+/* S^T[8][32] = K[8][128] Q^T[128][32]: k: 8 K rows (row stride ks);
+ * qt: a packed Q^T panel (32 floats per d); s: row stride sst. */
+__attribute__((target("avx512f"))) static void attn_mistral_7b_dqk_8x32__avx512(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
+    __m512 vacc1x0 = _mm512_setzero_ps(), vacc1x1 = _mm512_setzero_ps();
+    __m512 vacc2x0 = _mm512_setzero_ps(), vacc2x1 = _mm512_setzero_ps();
+    __m512 vacc3x0 = _mm512_setzero_ps(), vacc3x1 = _mm512_setzero_ps();
+    __m512 vacc4x0 = _mm512_setzero_ps(), vacc4x1 = _mm512_setzero_ps();
+    __m512 vacc5x0 = _mm512_setzero_ps(), vacc5x1 = _mm512_setzero_ps();
+    __m512 vacc6x0 = _mm512_setzero_ps(), vacc6x1 = _mm512_setzero_ps();
+    __m512 vacc7x0 = _mm512_setzero_ps(), vacc7x1 = _mm512_setzero_ps();
+    const float *restrict k0 = k + 0 * ks;
+    const float *restrict k1 = k + 1 * ks;
+    const float *restrict k2 = k + 2 * ks;
+    const float *restrict k3 = k + 3 * ks;
+    const float *restrict k4 = k + 4 * ks;
+    const float *restrict k5 = k + 5 * ks;
+    const float *restrict k6 = k + 6 * ks;
+    const float *restrict k7 = k + 7 * ks;
+    int64_t d;
+    for (d = 0; d < 128; d++) {
+        const __m512 vq0 = _mm512_loadu_ps(qt + d * 32 + 0);
+        const __m512 vq1 = _mm512_loadu_ps(qt + d * 32 + 16);
+        {
+            const __m512 vk = _mm512_set1_ps(k0[d]);
+            vacc0x0 = _mm512_fmadd_ps(vk, vq0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vk, vq1, vacc0x1);
+        }
+        {
+            const __m512 vk = _mm512_set1_ps(k1[d]);
+            vacc1x0 = _mm512_fmadd_ps(vk, vq0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vk, vq1, vacc1x1);
+        }
+        {
+            const __m512 vk = _mm512_set1_ps(k2[d]);
+            vacc2x0 = _mm512_fmadd_ps(vk, vq0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vk, vq1, vacc2x1);
+        }
+        {
+            const __m512 vk = _mm512_set1_ps(k3[d]);
+            vacc3x0 = _mm512_fmadd_ps(vk, vq0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vk, vq1, vacc3x1);
+        }
+        {
+            const __m512 vk = _mm512_set1_ps(k4[d]);
+            vacc4x0 = _mm512_fmadd_ps(vk, vq0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vk, vq1, vacc4x1);
+        }
+        {
+            const __m512 vk = _mm512_set1_ps(k5[d]);
+            vacc5x0 = _mm512_fmadd_ps(vk, vq0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vk, vq1, vacc5x1);
+        }
+        {
+            const __m512 vk = _mm512_set1_ps(k6[d]);
+            vacc6x0 = _mm512_fmadd_ps(vk, vq0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vk, vq1, vacc6x1);
+        }
+        {
+            const __m512 vk = _mm512_set1_ps(k7[d]);
+            vacc7x0 = _mm512_fmadd_ps(vk, vq0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vk, vq1, vacc7x1);
+        }
+    }
+    _mm512_storeu_ps(s + 0 * sst + 0, vacc0x0);
+    _mm512_storeu_ps(s + 0 * sst + 16, vacc0x1);
+    _mm512_storeu_ps(s + 1 * sst + 0, vacc1x0);
+    _mm512_storeu_ps(s + 1 * sst + 16, vacc1x1);
+    _mm512_storeu_ps(s + 2 * sst + 0, vacc2x0);
+    _mm512_storeu_ps(s + 2 * sst + 16, vacc2x1);
+    _mm512_storeu_ps(s + 3 * sst + 0, vacc3x0);
+    _mm512_storeu_ps(s + 3 * sst + 16, vacc3x1);
+    _mm512_storeu_ps(s + 4 * sst + 0, vacc4x0);
+    _mm512_storeu_ps(s + 4 * sst + 16, vacc4x1);
+    _mm512_storeu_ps(s + 5 * sst + 0, vacc5x0);
+    _mm512_storeu_ps(s + 5 * sst + 16, vacc5x1);
+    _mm512_storeu_ps(s + 6 * sst + 0, vacc6x0);
+    _mm512_storeu_ps(s + 6 * sst + 16, vacc6x1);
+    _mm512_storeu_ps(s + 7 * sst + 0, vacc7x0);
+    _mm512_storeu_ps(s + 7 * sst + 16, vacc7x1);
+}
+
+/* S^T[1][32] = K[1][128] Q^T[128][32]: k: 1 K rows (row stride ks);
+ * qt: a packed Q^T panel (32 floats per d); s: row stride sst. */
+__attribute__((target("avx512f"))) static void attn_mistral_7b_dqk_1x32__avx512(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
+    const float *restrict k0 = k + 0 * ks;
+    int64_t d;
+    for (d = 0; d < 128; d++) {
+        const __m512 vq0 = _mm512_loadu_ps(qt + d * 32 + 0);
+        const __m512 vq1 = _mm512_loadu_ps(qt + d * 32 + 16);
+        {
+            const __m512 vk = _mm512_set1_ps(k0[d]);
+            vacc0x0 = _mm512_fmadd_ps(vk, vq0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vk, vq1, vacc0x1);
+        }
+    }
+    _mm512_storeu_ps(s + 0 * sst + 0, vacc0x0);
+    _mm512_storeu_ps(s + 0 * sst + 16, vacc0x1);
+}
+
+/* S^T[0][r] = q_r . k0 and S^T[1][r] = q_r . k1 for rows r < R, R a multiple of 4
+ * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
+ * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
+ * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
+__attribute__((target("avx512f"))) static void attn_mistral_7b_ddot__avx512(const float *restrict q, int64_t R, const float *restrict k0,
+        const float *restrict k1, float *restrict s0, float *restrict s1)
+{
+    int64_t r;
+    for (r = 0; r < R; r += 4) {
+        const float *q0 = q + r * 128;
+        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+        __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps(), b2 = _mm512_setzero_ps(), b3 = _mm512_setzero_ps();
+        {
+            const __m512 x = _mm512_loadu_ps(k0 + 0), y = _mm512_loadu_ps(k1 + 0);
+            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 0);
+            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 0);
+            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 0);
+            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 0);
+            a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
+            a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
+            a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
+            a3 = _mm512_fmadd_ps(q3c, x, a3); b3 = _mm512_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m512 x = _mm512_loadu_ps(k0 + 16), y = _mm512_loadu_ps(k1 + 16);
+            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 16);
+            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 16);
+            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 16);
+            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 16);
+            a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
+            a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
+            a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
+            a3 = _mm512_fmadd_ps(q3c, x, a3); b3 = _mm512_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m512 x = _mm512_loadu_ps(k0 + 32), y = _mm512_loadu_ps(k1 + 32);
+            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 32);
+            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 32);
+            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 32);
+            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 32);
+            a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
+            a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
+            a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
+            a3 = _mm512_fmadd_ps(q3c, x, a3); b3 = _mm512_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m512 x = _mm512_loadu_ps(k0 + 48), y = _mm512_loadu_ps(k1 + 48);
+            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 48);
+            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 48);
+            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 48);
+            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 48);
+            a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
+            a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
+            a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
+            a3 = _mm512_fmadd_ps(q3c, x, a3); b3 = _mm512_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m512 x = _mm512_loadu_ps(k0 + 64), y = _mm512_loadu_ps(k1 + 64);
+            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 64);
+            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 64);
+            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 64);
+            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 64);
+            a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
+            a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
+            a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
+            a3 = _mm512_fmadd_ps(q3c, x, a3); b3 = _mm512_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m512 x = _mm512_loadu_ps(k0 + 80), y = _mm512_loadu_ps(k1 + 80);
+            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 80);
+            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 80);
+            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 80);
+            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 80);
+            a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
+            a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
+            a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
+            a3 = _mm512_fmadd_ps(q3c, x, a3); b3 = _mm512_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m512 x = _mm512_loadu_ps(k0 + 96), y = _mm512_loadu_ps(k1 + 96);
+            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 96);
+            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 96);
+            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 96);
+            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 96);
+            a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
+            a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
+            a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
+            a3 = _mm512_fmadd_ps(q3c, x, a3); b3 = _mm512_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m512 x = _mm512_loadu_ps(k0 + 112), y = _mm512_loadu_ps(k1 + 112);
+            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 112);
+            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 112);
+            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 112);
+            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 112);
+            a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
+            a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
+            a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
+            a3 = _mm512_fmadd_ps(q3c, x, a3); b3 = _mm512_fmadd_ps(q3c, y, b3);
+        }
+        attn_hsum4_avx512(a0, a1, a2, a3, s0 + r);
+        attn_hsum4_avx512(b0, b1, b2, b3, s1 + r);
+    }
+}
+
+/* O[6][128] = alpha * O + P^T[0:kb][6]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx512f"))) static void attn_mistral_7b_dpv_6x128__avx512(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    const __m512 va2 = _mm512_set1_ps(alpha[2]);
+    const __m512 va3 = _mm512_set1_ps(alpha[3]);
+    const __m512 va4 = _mm512_set1_ps(alpha[4]);
+    const __m512 va5 = _mm512_set1_ps(alpha[5]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 48), va3);
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 48), va4);
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 0), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 16), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 32), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 48), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            const __m512 vp2 = _mm512_set1_ps(p[j * pst + 2]);
+            const __m512 vp3 = _mm512_set1_ps(p[j * pst + 3]);
+            const __m512 vp4 = _mm512_set1_ps(p[j * pst + 4]);
+            const __m512 vp5 = _mm512_set1_ps(p[j * pst + 5]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0); vacc5x0 = _mm512_fmadd_ps(vp5, vv, vacc5x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1); vacc4x1 = _mm512_fmadd_ps(vp4, vv, vacc4x1); vacc5x1 = _mm512_fmadd_ps(vp5, vv, vacc5x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2); vacc4x2 = _mm512_fmadd_ps(vp4, vv, vacc4x2); vacc5x2 = _mm512_fmadd_ps(vp5, vv, vacc5x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3); vacc4x3 = _mm512_fmadd_ps(vp4, vv, vacc4x3); vacc5x3 = _mm512_fmadd_ps(vp5, vv, vacc5x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 48, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 0, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 16, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 32, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 48, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 128 + 0, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 128 + 16, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 128 + 32, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 128 + 48, vacc3x3);
+        _mm512_storeu_ps(o + 4 * 128 + 0, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 128 + 16, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 128 + 32, vacc4x2);
+        _mm512_storeu_ps(o + 4 * 128 + 48, vacc4x3);
+        _mm512_storeu_ps(o + 5 * 128 + 0, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 128 + 16, vacc5x1);
+        _mm512_storeu_ps(o + 5 * 128 + 32, vacc5x2);
+        _mm512_storeu_ps(o + 5 * 128 + 48, vacc5x3);
+    }
+    { /* columns 64..127 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 64), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 80), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 96), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 112), va3);
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 64), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 80), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 96), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 112), va4);
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 64), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 80), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 96), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 112), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            const __m512 vp2 = _mm512_set1_ps(p[j * pst + 2]);
+            const __m512 vp3 = _mm512_set1_ps(p[j * pst + 3]);
+            const __m512 vp4 = _mm512_set1_ps(p[j * pst + 4]);
+            const __m512 vp5 = _mm512_set1_ps(p[j * pst + 5]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0); vacc5x0 = _mm512_fmadd_ps(vp5, vv, vacc5x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1); vacc4x1 = _mm512_fmadd_ps(vp4, vv, vacc4x1); vacc5x1 = _mm512_fmadd_ps(vp5, vv, vacc5x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2); vacc4x2 = _mm512_fmadd_ps(vp4, vv, vacc4x2); vacc5x2 = _mm512_fmadd_ps(vp5, vv, vacc5x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3); vacc4x3 = _mm512_fmadd_ps(vp4, vv, vacc4x3); vacc5x3 = _mm512_fmadd_ps(vp5, vv, vacc5x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 80, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 96, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 112, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 64, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 80, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 96, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 112, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 128 + 64, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 128 + 80, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 128 + 96, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 128 + 112, vacc3x3);
+        _mm512_storeu_ps(o + 4 * 128 + 64, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 128 + 80, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 128 + 96, vacc4x2);
+        _mm512_storeu_ps(o + 4 * 128 + 112, vacc4x3);
+        _mm512_storeu_ps(o + 5 * 128 + 64, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 128 + 80, vacc5x1);
+        _mm512_storeu_ps(o + 5 * 128 + 96, vacc5x2);
+        _mm512_storeu_ps(o + 5 * 128 + 112, vacc5x3);
+    }
+}
+
+/* O[5][128] = alpha * O + P^T[0:kb][5]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx512f"))) static void attn_mistral_7b_dpv_5x128__avx512(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    const __m512 va2 = _mm512_set1_ps(alpha[2]);
+    const __m512 va3 = _mm512_set1_ps(alpha[3]);
+    const __m512 va4 = _mm512_set1_ps(alpha[4]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 48), va3);
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 48), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            const __m512 vp2 = _mm512_set1_ps(p[j * pst + 2]);
+            const __m512 vp3 = _mm512_set1_ps(p[j * pst + 3]);
+            const __m512 vp4 = _mm512_set1_ps(p[j * pst + 4]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1); vacc4x1 = _mm512_fmadd_ps(vp4, vv, vacc4x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2); vacc4x2 = _mm512_fmadd_ps(vp4, vv, vacc4x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3); vacc4x3 = _mm512_fmadd_ps(vp4, vv, vacc4x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 48, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 0, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 16, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 32, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 48, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 128 + 0, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 128 + 16, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 128 + 32, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 128 + 48, vacc3x3);
+        _mm512_storeu_ps(o + 4 * 128 + 0, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 128 + 16, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 128 + 32, vacc4x2);
+        _mm512_storeu_ps(o + 4 * 128 + 48, vacc4x3);
+    }
+    { /* columns 64..127 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 64), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 80), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 96), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 112), va3);
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 64), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 80), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 96), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 112), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            const __m512 vp2 = _mm512_set1_ps(p[j * pst + 2]);
+            const __m512 vp3 = _mm512_set1_ps(p[j * pst + 3]);
+            const __m512 vp4 = _mm512_set1_ps(p[j * pst + 4]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1); vacc4x1 = _mm512_fmadd_ps(vp4, vv, vacc4x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2); vacc4x2 = _mm512_fmadd_ps(vp4, vv, vacc4x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3); vacc4x3 = _mm512_fmadd_ps(vp4, vv, vacc4x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 80, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 96, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 112, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 64, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 80, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 96, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 112, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 128 + 64, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 128 + 80, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 128 + 96, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 128 + 112, vacc3x3);
+        _mm512_storeu_ps(o + 4 * 128 + 64, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 128 + 80, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 128 + 96, vacc4x2);
+        _mm512_storeu_ps(o + 4 * 128 + 112, vacc4x3);
+    }
+}
+
+/* O[4][128] = alpha * O + P^T[0:kb][4]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx512f"))) static void attn_mistral_7b_dpv_4x128__avx512(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    const __m512 va2 = _mm512_set1_ps(alpha[2]);
+    const __m512 va3 = _mm512_set1_ps(alpha[3]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 48), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            const __m512 vp2 = _mm512_set1_ps(p[j * pst + 2]);
+            const __m512 vp3 = _mm512_set1_ps(p[j * pst + 3]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 48, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 0, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 16, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 32, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 48, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 128 + 0, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 128 + 16, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 128 + 32, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 128 + 48, vacc3x3);
+    }
+    { /* columns 64..127 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 64), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 80), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 96), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 112), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            const __m512 vp2 = _mm512_set1_ps(p[j * pst + 2]);
+            const __m512 vp3 = _mm512_set1_ps(p[j * pst + 3]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 80, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 96, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 112, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 64, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 80, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 96, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 112, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 128 + 64, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 128 + 80, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 128 + 96, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 128 + 112, vacc3x3);
+    }
+}
+
+/* O[3][128] = alpha * O + P^T[0:kb][3]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx512f"))) static void attn_mistral_7b_dpv_3x128__avx512(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    const __m512 va2 = _mm512_set1_ps(alpha[2]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            const __m512 vp2 = _mm512_set1_ps(p[j * pst + 2]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 48, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 0, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 16, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 32, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 48, vacc2x3);
+    }
+    { /* columns 64..127 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            const __m512 vp2 = _mm512_set1_ps(p[j * pst + 2]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 80, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 96, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 112, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 64, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 80, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 96, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 112, vacc2x3);
+    }
+}
+
+/* O[2][128] = alpha * O + P^T[0:kb][2]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx512f"))) static void attn_mistral_7b_dpv_2x128__avx512(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 48, vacc1x3);
+    }
+    { /* columns 64..127 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            const __m512 vp1 = _mm512_set1_ps(p[j * pst + 1]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 80, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 96, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 112, vacc1x3);
+    }
+}
+
+/* O[1][128] = alpha * O + P^T[0:kb][1]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx512f"))) static void attn_mistral_7b_dpv_1x128__avx512(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 48, vacc0x3);
+    }
+    { /* columns 64..127 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[j * pst + 0]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x3);
+    }
+}
+
+/* Per-thread scratch of the avx512 decode path: up to 512 rows. */
+typedef struct {
+    float qt[512 * 128];        /* Q^T in panels of 32 rows, times scale * log2(e) */
+    float q[512 * 128];       /* the same rows, row-major (zero-padded to whole vectors) */
+    float s[64 * 512];       /* S^T, then P^T: key-major */
+    float o[512 * 128];      /* unnormalized output rows */
+    float m[512], l[512], alpha[512];
+    int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
+} attn_mistral_7b_dscratch__avx512;
+
+/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+ * g * Lq + i is query i of head hk * 4 + g (glp: a kv head's rows, padded).
+ * Writes each real row's normalized partial output and LSE (natural log),
+ * indexed by h * Lq + i. */
+__attribute__((target("avx512f"))) static void attn_mistral_7b_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_mistral_7b_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = args->seq_q, gl = 4 * Lq;
+    /* fewer rows than a panel: dot products, each kv head's rows padded to 4,
+       all padded once to whole vectors; else each kv head's rows padded to panels */
+    const int dots = gl < 32;
+    const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
+    const int64_t rp = dots ? (8 * glp + 15) / 16 * 16 : 8 * glp;
+    const int64_t lk = args->seq_k;
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, c, j0, hk;
+
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+        float *qc = w->qt + (r / 32) * 4096 + r % 32;
+        float *qw = w->q + r * 128;
+        int64_t d;
+        if (r < 8 * glp && rr < gl) {
+            const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] +
+                                       ((r / glp) * 4 + g) * args->q_stride[2];
+            for (d = 0; d < 128; d++) qc[d * 32] = qw[d] = qr[d] * 0.127517431f;
+            attn_mistral_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+        } else { /* padding rows: zero queries that see everything, never read back */
+            for (d = 0; d < 128; d++) qc[d * 32] = qw[d] = 0.0f;
+            w->lo[r] = 0;
+            w->hi[r] = lk;
+            w->sink_hi[r] = 0;
+        }
+        w->m[r] = -INFINITY;
+        w->l[r] = 0.0f;
+    }
+    memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
+    memset(w->s, 0, sizeof(float) * (size_t)(64 * rp)); /* padding rows' scores stay finite */
+
+    for (j0 = j_begin; j0 < j_end; j0 += 64) {
+        const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+        const int cls = attn_mistral_7b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        if (cls == 0) continue;
+
+        /* Consecutive keys of one kv head lie a whole row of heads apart (often
+           4 KiB, a page): read the cache in address order, every kv head of a
+           key before the next key, and fetch V rows the same way ahead of P V. */
+        if (dots) { /* keys in pairs; a lone last key pairs with itself */
+            for (c = 0; c < kb; c += 2) {
+                const int64_t c1 = c + 1 < kb ? c + 1 : c;
+                for (hk = 0; hk < 8; hk++) {
+                    const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                    if (j0 + c + 9 < j_end) { /* the keys 8 ahead, in address order */
+                        attn_mistral_7b_prefetch_row(kh + (j0 + c + 8) * ks, 128);
+                        attn_mistral_7b_prefetch_row(kh + (j0 + c + 9) * ks, 128);
+                        attn_mistral_7b_prefetch_row(vh + (j0 + c + 8) * vs, 128);
+                        attn_mistral_7b_prefetch_row(vh + (j0 + c + 9) * vs, 128);
+                    }
+                    attn_mistral_7b_ddot__avx512(w->q + hk * glp * 128, glp, kh + (j0 + c) * ks,
+                            kh + (j0 + c1) * ks, w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                }
+            }
+        } else {
+            for (hk = 0; hk < 8; hk++) { /* S^T = K Q^T, panel by panel */
+                const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                for (c = 0; c < kb; c++) attn_mistral_7b_prefetch_row(vh + (j0 + c) * vs, 128);
+                for (r = hk * glp; r < (hk + 1) * glp; r += 32) {
+                    const float *qt = w->qt + r * 128;
+                    for (c = 0; c + 8 <= kb; c += 8)
+                        attn_mistral_7b_dqk_8x32__avx512(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                    for (; c < kb; c++)
+                        attn_mistral_7b_dqk_1x32__avx512(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                }
+            }
+        }
+        if (cls == 1) /* hide what each row does not see */
+            for (r = 0; r < rp; r++)
+                for (c = 0; c < kb; c++) {
+                    const int64_t j = j0 + c;
+                    if (!((j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r])) w->s[c * rp + r] = -INFINITY;
+                }
+
+        /* online softmax over whole vectors of rows */
+        for (r = 0; r < rp; r += 16) {
+            const __m512 m_old = _mm512_loadu_ps(w->m + r);
+            __m512 mx = _mm512_set1_ps(-INFINITY), m_ref, vsum = _mm512_setzero_ps(), alpha;
+            for (c = 0; c < kb; c++) mx = _mm512_max_ps(mx, _mm512_loadu_ps(w->s + c * rp + r));
+            mx = _mm512_max_ps(m_old, mx);
+            /* a row that has seen nothing yet subtracts 0 */
+            m_ref = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(mx, _mm512_set1_ps(-3.0e38f), _CMP_LT_OQ), mx, _mm512_setzero_ps());
+            alpha = attn_exp2__avx512(_mm512_sub_ps(m_old, m_ref));
+            for (c = 0; c < kb; c++) {
+                const __m512 e = attn_exp2__avx512(_mm512_sub_ps(_mm512_loadu_ps(w->s + c * rp + r), m_ref));
+                _mm512_storeu_ps(w->s + c * rp + r, e);
+                vsum = _mm512_add_ps(vsum, e);
+            }
+            _mm512_storeu_ps(w->l + r, _mm512_fmadd_ps(_mm512_loadu_ps(w->l + r), alpha, vsum));
+            _mm512_storeu_ps(w->m + r, mx);
+            _mm512_storeu_ps(w->alpha + r, alpha);
+        }
+
+        /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
+        for (hk = 0; hk < 8; hk++) {
+            const float *vh = v + hk * args->v_stride[2] + j0 * vs;
+            for (r = hk * glp; r < hk * glp + gl; r += 6) {
+                switch (hk * glp + gl - r >= 6 ? 6 : hk * glp + gl - r) {
+                case 6:
+                    attn_mistral_7b_dpv_6x128__avx512(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 5:
+                    attn_mistral_7b_dpv_5x128__avx512(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 4:
+                    attn_mistral_7b_dpv_4x128__avx512(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 3:
+                    attn_mistral_7b_dpv_3x128__avx512(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 2:
+                    attn_mistral_7b_dpv_2x128__avx512(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 1:
+                    attn_mistral_7b_dpv_1x128__avx512(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, h = (r / glp) * 4 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        int64_t d;
+        if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
+        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->o[r * 128 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+    }
+}
+
+/* Combines the splits of query i, head h of batch b in split order; opart and
+ * lpart point at the batch's partials, split after split. */
+static void attn_mistral_7b_dmerge__avx512(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *opart, const float *lpart)
+{
+    const int64_t Lq = args->seq_q, R = 32 * Lq, h = row / Lq, i = row % Lq;
+    float *o = args->o + b * args->o_stride[0] + i * args->o_stride[1] + h * args->o_stride[2];
+    float mx = -INFINITY, sum = 0.0f;
+    int64_t s, d;
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        mx = (x > mx || x != x) ? x : mx; /* NaN wins */
+    }
+    for (d = 0; d < 128; d++) o[d] = 0.0f;
+    if (mx == -INFINITY) { /* no split saw a key */
+        if (args->lse) args->lse[(b * 32 + h) * Lq + i] = -INFINITY;
+        return;
+    }
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        const float wgt = x == -INFINITY ? 0.0f : expf(x - mx);
+        if (wgt == 0.0f) continue; /* a split that saw nothing, or nothing that counts */
+        sum += wgt;
+        for (d = 0; d < 128; d++) o[d] += wgt * opart[(s * R + row) * 128 + d];
+    }
+    for (d = 0; d < 128; d++) o[d] /= sum;
+    if (args->lse) args->lse[(b * 32 + h) * Lq + i] = mx + logf(sum);
+}
+
+/* The decode path: units of (batch, split), then the merge. */
+__attribute__((target("avx512f"))) static attn_status attn_mistral_7b_decode__avx512(const attn_args *args)
+{
+    const int64_t B = args->batch, R = 32 * args->seq_q;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
+    const int64_t units = B * nsplit;
+    const int threads = args->threads;
+    float *opart, *lpart;
+    int failed = 0;
+    (void)threads;
+
+    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (128 + 1))) return ATTN_ERR_TOO_LARGE;
+    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 128));
+    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
+    if (!opart || !lpart) {
+        attn_free(opart);
+        attn_free(lpart);
+        return ATTN_ERR_NOMEM;
+    }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#endif
+    {
+        attn_mistral_7b_dscratch__avx512 *w = (attn_mistral_7b_dscratch__avx512 *)attn_alloc(sizeof(*w));
+        int64_t u;
+        if (!w) {
+#ifdef _OPENMP
+#pragma omp critical
+#endif
+            failed = 1;
+        }
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (u = 0; u < units; u++) /* u = b * nsplit + split */
+            if (w) attn_mistral_7b_dunit__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (u = 0; u < B * R; u++)
+            if (!failed)
+                attn_mistral_7b_dmerge__avx512(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * 128,
+                        lpart + (u / R) * nsplit * R);
+        attn_free(w);
+    }
+    attn_free(opart);
+    attn_free(lpart);
+    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
@@ -775,6 +1832,7 @@ __attribute__((target("avx512f"))) attn_status attn_mistral_7b_fwd__avx512(const
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
+    if (Lq <= 16) return attn_mistral_7b_decode__avx512(args); /* few query rows: decode path */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 256) return ATTN_ERR_TOO_LARGE;
     kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 128));
     vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 128));
@@ -834,6 +1892,13 @@ __attribute__((target("avx2,fma"))) static inline float attn_hadd_avx2(__m256 v)
     x = _mm_add_ps(x, _mm_movehl_ps(x, x));
     x = _mm_add_ss(x, _mm_movehdup_ps(x));
     return _mm_cvtss_f32(x);
+}
+__attribute__((target("avx2,fma"))) static inline void attn_hsum4_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
+{
+    const __m256 s01 = _mm256_add_ps(_mm256_unpacklo_ps(x0, x1), _mm256_unpackhi_ps(x0, x1));
+    const __m256 s23 = _mm256_add_ps(_mm256_unpacklo_ps(x2, x3), _mm256_unpackhi_ps(x2, x3));
+    const __m256 s = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, 0x44), _mm256_shuffle_ps(s01, s23, 0xEE));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
 }
 __attribute__((target("avx2,fma"))) static inline float attn_hmax_avx2(__m256 v)
 {
@@ -1070,7 +2135,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_4x128__avx2(c
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 8), va2);
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 0), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 8), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
             const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
@@ -1100,7 +2165,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_4x128__avx2(c
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 24), va2);
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 16), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 24), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
             const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
@@ -1130,7 +2195,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_4x128__avx2(c
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 40), va2);
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 32), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 40), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
             const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
@@ -1160,7 +2225,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_4x128__avx2(c
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 56), va2);
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 48), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 56), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
             const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
@@ -1190,7 +2255,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_4x128__avx2(c
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 72), va2);
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 64), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 72), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
             const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
@@ -1220,7 +2285,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_4x128__avx2(c
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 80), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 88), va2);
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 80), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 88), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
             const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
@@ -1250,7 +2315,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_4x128__avx2(c
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 96), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 104), va2);
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 96), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 104), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
             const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
@@ -1280,7 +2345,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_4x128__avx2(c
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 120), va2);
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 112), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 120), va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             const __m256 vp1 = _mm256_set1_ps(p[1 * 128 + j]);
             const __m256 vp2 = _mm256_set1_ps(p[2 * 128 + j]);
@@ -1316,7 +2381,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_1x128__avx2(c
         int64_t j;
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 8), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 0);
@@ -1334,7 +2399,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_1x128__avx2(c
         int64_t j;
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 24), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 16);
@@ -1352,7 +2417,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_1x128__avx2(c
         int64_t j;
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 40), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 32);
@@ -1370,7 +2435,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_1x128__avx2(c
         int64_t j;
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 56), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 48);
@@ -1388,7 +2453,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_1x128__avx2(c
         int64_t j;
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 72), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 64);
@@ -1406,7 +2471,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_1x128__avx2(c
         int64_t j;
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 80), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 88), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 80);
@@ -1424,7 +2489,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_1x128__avx2(c
         int64_t j;
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 96), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 104), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 96);
@@ -1442,7 +2507,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_1x128__avx2(c
         int64_t j;
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const __m256 vp0 = _mm256_set1_ps(p[0 * 128 + j]);
             {
                 const __m256 vv = _mm256_loadu_ps(vr + 112);
@@ -1483,8 +2548,8 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_unit__avx2(const
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
-        const float *restrict qr = q + r * args->q_stride[1];
-        float *restrict qw = w->q + r * 128;
+        const float *qr = q + r * args->q_stride[1];
+        float *qw = w->q + r * 128;
         const __m256 vs = _mm256_set1_ps(0.127517431f);
         _mm256_storeu_ps(qw + 0, _mm256_mul_ps(_mm256_loadu_ps(qr + 0), vs));
         _mm256_storeu_ps(qw + 8, _mm256_mul_ps(_mm256_loadu_ps(qr + 8), vs));
@@ -1507,7 +2572,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_unit__avx2(const
     for (t = 0; t < ntiles; t++) {
         const int64_t j0 = t * 128;
         const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
-        const int cls = attn_mistral_7b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        const int cls = attn_mistral_7b_classify(tq, j0, j0 + 128, w->lo, w->hi, w->sink_hi, w->first, w->last);
         if (cls == 0) continue; /* no row sees this tile */
 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
@@ -1524,7 +2589,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_unit__avx2(const
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 128;
+            float *sr = w->s + r * 128;
             float mx, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
                 /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
@@ -1587,8 +2652,8 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_unit__avx2(const
 
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
-        float *restrict orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
-        const float *restrict acc = w->o + r * 128;
+        float *orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
+        const float *acc = w->o + r * 128;
         const float l = w->l[r];
         const __m256 vinv = _mm256_set1_ps(l == 0.0f ? 0.0f : 1.0f / l);
         _mm256_storeu_ps(orow + 0, _mm256_mul_ps(_mm256_loadu_ps(acc + 0), vinv));
@@ -1628,11 +2693,1315 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pack__avx2(const
         memset(vp + n * 128, 0, sizeof(float) * (size_t)((16 - n) * 128));
     }
     for (c = 0; c < n; c++) {
-        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
-        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        const float *kr = k + (j0 + c) * args->k_stride[1];
+        const float *vr = v + (j0 + c) * args->v_stride[1];
         for (d = 0; d < 128; d++) kt[d * 16 + c] = kr[d];
         memcpy(vp + c * 128, vr, sizeof(float) * 128);
     }
+}
+
+
+/* ---- decode: up to 16 query rows against a long KV cache ---------------- */
+/*
+ * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * every query row, grouped by kv head, so each K and V row is read once,
+ * straight from the cache tensors (no packing), and the keys of one block are
+ * read for all kv heads together (a contiguous stretch of the cache).
+ * Scores are computed transposed, S^T = K Q^T, with the rows along the
+ * vector lanes: K values broadcast against packed Q^T panels, or, when a kv
+ * head has fewer rows than a panel, dot products along D.  The online
+ * softmax then runs over whole vectors of rows.  Each split leaves its
+ * normalized O and LSE; a merge combines the splits in order.  The split
+ * size does not depend on the thread count, so neither does the result.
+ */
+
+/* S^T[4][16] = K[4][128] Q^T[128][16]: k: 4 K rows (row stride ks);
+ * qt: a packed Q^T panel (16 floats per d); s: row stride sst. */
+__attribute__((target("avx2,fma"))) static void attn_mistral_7b_dqk_4x16__avx2(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
+    __m256 vacc1x0 = _mm256_setzero_ps(), vacc1x1 = _mm256_setzero_ps();
+    __m256 vacc2x0 = _mm256_setzero_ps(), vacc2x1 = _mm256_setzero_ps();
+    __m256 vacc3x0 = _mm256_setzero_ps(), vacc3x1 = _mm256_setzero_ps();
+    const float *restrict k0 = k + 0 * ks;
+    const float *restrict k1 = k + 1 * ks;
+    const float *restrict k2 = k + 2 * ks;
+    const float *restrict k3 = k + 3 * ks;
+    int64_t d;
+    for (d = 0; d < 128; d++) {
+        const __m256 vq0 = _mm256_loadu_ps(qt + d * 16 + 0);
+        const __m256 vq1 = _mm256_loadu_ps(qt + d * 16 + 8);
+        {
+            const __m256 vk = _mm256_set1_ps(k0[d]);
+            vacc0x0 = _mm256_fmadd_ps(vk, vq0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vk, vq1, vacc0x1);
+        }
+        {
+            const __m256 vk = _mm256_set1_ps(k1[d]);
+            vacc1x0 = _mm256_fmadd_ps(vk, vq0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vk, vq1, vacc1x1);
+        }
+        {
+            const __m256 vk = _mm256_set1_ps(k2[d]);
+            vacc2x0 = _mm256_fmadd_ps(vk, vq0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vk, vq1, vacc2x1);
+        }
+        {
+            const __m256 vk = _mm256_set1_ps(k3[d]);
+            vacc3x0 = _mm256_fmadd_ps(vk, vq0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vk, vq1, vacc3x1);
+        }
+    }
+    _mm256_storeu_ps(s + 0 * sst + 0, vacc0x0);
+    _mm256_storeu_ps(s + 0 * sst + 8, vacc0x1);
+    _mm256_storeu_ps(s + 1 * sst + 0, vacc1x0);
+    _mm256_storeu_ps(s + 1 * sst + 8, vacc1x1);
+    _mm256_storeu_ps(s + 2 * sst + 0, vacc2x0);
+    _mm256_storeu_ps(s + 2 * sst + 8, vacc2x1);
+    _mm256_storeu_ps(s + 3 * sst + 0, vacc3x0);
+    _mm256_storeu_ps(s + 3 * sst + 8, vacc3x1);
+}
+
+/* S^T[1][16] = K[1][128] Q^T[128][16]: k: 1 K rows (row stride ks);
+ * qt: a packed Q^T panel (16 floats per d); s: row stride sst. */
+__attribute__((target("avx2,fma"))) static void attn_mistral_7b_dqk_1x16__avx2(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
+    const float *restrict k0 = k + 0 * ks;
+    int64_t d;
+    for (d = 0; d < 128; d++) {
+        const __m256 vq0 = _mm256_loadu_ps(qt + d * 16 + 0);
+        const __m256 vq1 = _mm256_loadu_ps(qt + d * 16 + 8);
+        {
+            const __m256 vk = _mm256_set1_ps(k0[d]);
+            vacc0x0 = _mm256_fmadd_ps(vk, vq0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vk, vq1, vacc0x1);
+        }
+    }
+    _mm256_storeu_ps(s + 0 * sst + 0, vacc0x0);
+    _mm256_storeu_ps(s + 0 * sst + 8, vacc0x1);
+}
+
+/* S^T[0][r] = q_r . k0 and S^T[1][r] = q_r . k1 for rows r < R, R a multiple of 4
+ * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
+ * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
+ * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
+__attribute__((target("avx2,fma"))) static void attn_mistral_7b_ddot__avx2(const float *restrict q, int64_t R, const float *restrict k0,
+        const float *restrict k1, float *restrict s0, float *restrict s1)
+{
+    int64_t r;
+    for (r = 0; r < R; r += 4) {
+        const float *q0 = q + r * 128;
+        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+        __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps(), b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 0), y = _mm256_loadu_ps(k1 + 0);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 0);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 0);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 0);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 0);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 8), y = _mm256_loadu_ps(k1 + 8);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 8);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 8);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 8);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 8);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 16), y = _mm256_loadu_ps(k1 + 16);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 16);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 16);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 16);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 16);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 24), y = _mm256_loadu_ps(k1 + 24);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 24);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 24);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 24);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 24);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 32), y = _mm256_loadu_ps(k1 + 32);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 32);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 32);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 32);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 32);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 40), y = _mm256_loadu_ps(k1 + 40);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 40);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 40);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 40);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 40);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 48), y = _mm256_loadu_ps(k1 + 48);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 48);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 48);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 48);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 48);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 56), y = _mm256_loadu_ps(k1 + 56);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 56);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 56);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 56);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 56);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 64), y = _mm256_loadu_ps(k1 + 64);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 64);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 64);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 64);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 64);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 72), y = _mm256_loadu_ps(k1 + 72);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 72);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 72);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 72);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 72);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 80), y = _mm256_loadu_ps(k1 + 80);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 80);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 80);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 80);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 80);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 88), y = _mm256_loadu_ps(k1 + 88);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 88);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 88);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 88);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 88);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 96), y = _mm256_loadu_ps(k1 + 96);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 96);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 96);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 96);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 96);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 104), y = _mm256_loadu_ps(k1 + 104);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 104);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 104);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 104);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 104);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 112), y = _mm256_loadu_ps(k1 + 112);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 112);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 112);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 112);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 112);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        {
+            const __m256 x = _mm256_loadu_ps(k0 + 120), y = _mm256_loadu_ps(k1 + 120);
+            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + 120);
+            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + 120);
+            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + 120);
+            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + 120);
+            a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
+            a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
+            a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
+            a3 = _mm256_fmadd_ps(q3c, x, a3); b3 = _mm256_fmadd_ps(q3c, y, b3);
+        }
+        attn_hsum4_avx2(a0, a1, a2, a3, s0 + r);
+        attn_hsum4_avx2(b0, b1, b2, b3, s1 + r);
+    }
+}
+
+/* O[4][128] = alpha * O + P^T[0:kb][4]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx2,fma"))) static void attn_mistral_7b_dpv_4x128__avx2(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    { /* columns 0..15 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 0), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 8), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            const __m256 vp3 = _mm256_set1_ps(p[j * pst + 3]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 8);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 0, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 0, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 0, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 8, vacc3x1);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 24), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 24), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 24), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 16), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 24), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            const __m256 vp3 = _mm256_set1_ps(p[j * pst + 3]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 16);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 24);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 24, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 16, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 24, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 16, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 24, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 16, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 24, vacc3x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 40), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 40), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 40), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 32), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 40), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            const __m256 vp3 = _mm256_set1_ps(p[j * pst + 3]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 32);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 40);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 40, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 32, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 40, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 32, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 40, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 32, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 40, vacc3x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 56), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 56), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 56), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 48), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 56), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            const __m256 vp3 = _mm256_set1_ps(p[j * pst + 3]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 48);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 56);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 48, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 56, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 48, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 56, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 48, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 56, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 48, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 56, vacc3x1);
+    }
+    { /* columns 64..79 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 72), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 72), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 72), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 64), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 72), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            const __m256 vp3 = _mm256_set1_ps(p[j * pst + 3]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 64);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 72);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 72, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 72, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 64, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 72, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 64, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 72, vacc3x1);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 80), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 88), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 80), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 88), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 80), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 88), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 80), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 88), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            const __m256 vp3 = _mm256_set1_ps(p[j * pst + 3]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 80);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 88);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 80, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 88, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 80, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 88, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 80, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 88, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 80, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 88, vacc3x1);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 96), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 104), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 96), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 104), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 96), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 104), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 96), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 104), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            const __m256 vp3 = _mm256_set1_ps(p[j * pst + 3]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 96);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 104);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 96, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 104, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 96, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 104, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 96, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 104, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 96, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 104, vacc3x1);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 120), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 112), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 120), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            const __m256 vp3 = _mm256_set1_ps(p[j * pst + 3]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 112);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 120);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 112, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 120, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 112, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 120, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 112, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 120, vacc3x1);
+    }
+}
+
+/* O[3][128] = alpha * O + P^T[0:kb][3]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx2,fma"))) static void attn_mistral_7b_dpv_3x128__avx2(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    { /* columns 0..15 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 8), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 8);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 0, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 0, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 8, vacc2x1);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 24), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 24), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 24), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 16);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 24);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 24, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 16, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 24, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 16, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 24, vacc2x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 40), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 40), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 40), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 32);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 40);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 40, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 32, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 40, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 32, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 40, vacc2x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 56), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 56), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 56), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 48);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 56);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 48, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 56, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 48, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 56, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 48, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 56, vacc2x1);
+    }
+    { /* columns 64..79 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 72), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 72), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 72), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 64);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 72);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 72, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 72, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 64, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 72, vacc2x1);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 80), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 88), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 80), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 88), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 80), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 88), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 80);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 88);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 80, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 88, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 80, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 88, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 80, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 88, vacc2x1);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 96), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 104), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 96), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 104), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 96), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 104), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 96);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 104);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 96, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 104, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 96, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 104, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 96, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 104, vacc2x1);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 120), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            const __m256 vp2 = _mm256_set1_ps(p[j * pst + 2]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 112);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 120);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 112, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 120, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 112, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 120, vacc2x1);
+    }
+}
+
+/* O[2][128] = alpha * O + P^T[0:kb][2]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx2,fma"))) static void attn_mistral_7b_dpv_2x128__avx2(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    { /* columns 0..15 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 8), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 8);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 0, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 8, vacc1x1);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 24), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 24), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 16);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 24);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 24, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 16, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 24, vacc1x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 40), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 40), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 32);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 40);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 40, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 32, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 40, vacc1x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 56), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 56), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 48);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 56);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 48, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 56, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 48, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 56, vacc1x1);
+    }
+    { /* columns 64..79 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 72), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 72), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 64);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 72);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 72, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 72, vacc1x1);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 80), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 88), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 80), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 88), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 80);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 88);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 80, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 88, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 80, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 88, vacc1x1);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 96), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 104), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 96), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 104), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 96);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 104);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 96, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 104, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 96, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 104, vacc1x1);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            const __m256 vp1 = _mm256_set1_ps(p[j * pst + 1]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 112);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 120);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 112, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 120, vacc1x1);
+    }
+}
+
+/* O[1][128] = alpha * O + P^T[0:kb][1]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+__attribute__((target("avx2,fma"))) static void attn_mistral_7b_dpv_1x128__avx2(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    { /* columns 0..15 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 8), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 0);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 8);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 8, vacc0x1);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 24), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 16);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 24);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 24, vacc0x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 40), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 32);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 40);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 40, vacc0x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 56), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 48);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 56);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 48, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 56, vacc0x1);
+    }
+    { /* columns 64..79 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 72), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 64);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 72);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 72, vacc0x1);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 80), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 88), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 80);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 88);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 80, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 88, vacc0x1);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 96), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 104), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 96);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 104);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 96, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 104, vacc0x1);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vp0 = _mm256_set1_ps(p[j * pst + 0]);
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 112);
+                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
+            }
+            {
+                const __m256 vv = _mm256_loadu_ps(vr + 120);
+                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
+    }
+}
+
+/* Per-thread scratch of the avx2 decode path: up to 512 rows. */
+typedef struct {
+    float qt[512 * 128];        /* Q^T in panels of 16 rows, times scale * log2(e) */
+    float q[512 * 128];       /* the same rows, row-major (zero-padded to whole vectors) */
+    float s[64 * 512];       /* S^T, then P^T: key-major */
+    float o[512 * 128];      /* unnormalized output rows */
+    float m[512], l[512], alpha[512];
+    int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
+} attn_mistral_7b_dscratch__avx2;
+
+/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+ * g * Lq + i is query i of head hk * 4 + g (glp: a kv head's rows, padded).
+ * Writes each real row's normalized partial output and LSE (natural log),
+ * indexed by h * Lq + i. */
+__attribute__((target("avx2,fma"))) static void attn_mistral_7b_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_mistral_7b_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = args->seq_q, gl = 4 * Lq;
+    /* fewer rows than a panel: dot products, each kv head's rows padded to 4,
+       all padded once to whole vectors; else each kv head's rows padded to panels */
+    const int dots = gl < 16;
+    const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
+    const int64_t rp = dots ? (8 * glp + 7) / 8 * 8 : 8 * glp;
+    const int64_t lk = args->seq_k;
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, c, j0, hk;
+
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+        float *qc = w->qt + (r / 16) * 2048 + r % 16;
+        float *qw = w->q + r * 128;
+        int64_t d;
+        if (r < 8 * glp && rr < gl) {
+            const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] +
+                                       ((r / glp) * 4 + g) * args->q_stride[2];
+            for (d = 0; d < 128; d++) qc[d * 16] = qw[d] = qr[d] * 0.127517431f;
+            attn_mistral_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+        } else { /* padding rows: zero queries that see everything, never read back */
+            for (d = 0; d < 128; d++) qc[d * 16] = qw[d] = 0.0f;
+            w->lo[r] = 0;
+            w->hi[r] = lk;
+            w->sink_hi[r] = 0;
+        }
+        w->m[r] = -INFINITY;
+        w->l[r] = 0.0f;
+    }
+    memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
+    memset(w->s, 0, sizeof(float) * (size_t)(64 * rp)); /* padding rows' scores stay finite */
+
+    for (j0 = j_begin; j0 < j_end; j0 += 64) {
+        const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+        const int cls = attn_mistral_7b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        if (cls == 0) continue;
+
+        /* Consecutive keys of one kv head lie a whole row of heads apart (often
+           4 KiB, a page): read the cache in address order, every kv head of a
+           key before the next key, and fetch V rows the same way ahead of P V. */
+        if (dots) { /* keys in pairs; a lone last key pairs with itself */
+            for (c = 0; c < kb; c += 2) {
+                const int64_t c1 = c + 1 < kb ? c + 1 : c;
+                for (hk = 0; hk < 8; hk++) {
+                    const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                    if (j0 + c + 9 < j_end) { /* the keys 8 ahead, in address order */
+                        attn_mistral_7b_prefetch_row(kh + (j0 + c + 8) * ks, 128);
+                        attn_mistral_7b_prefetch_row(kh + (j0 + c + 9) * ks, 128);
+                        attn_mistral_7b_prefetch_row(vh + (j0 + c + 8) * vs, 128);
+                        attn_mistral_7b_prefetch_row(vh + (j0 + c + 9) * vs, 128);
+                    }
+                    attn_mistral_7b_ddot__avx2(w->q + hk * glp * 128, glp, kh + (j0 + c) * ks,
+                            kh + (j0 + c1) * ks, w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                }
+            }
+        } else {
+            for (hk = 0; hk < 8; hk++) { /* S^T = K Q^T, panel by panel */
+                const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                for (c = 0; c < kb; c++) attn_mistral_7b_prefetch_row(vh + (j0 + c) * vs, 128);
+                for (r = hk * glp; r < (hk + 1) * glp; r += 16) {
+                    const float *qt = w->qt + r * 128;
+                    for (c = 0; c + 4 <= kb; c += 4)
+                        attn_mistral_7b_dqk_4x16__avx2(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                    for (; c < kb; c++)
+                        attn_mistral_7b_dqk_1x16__avx2(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                }
+            }
+        }
+        if (cls == 1) /* hide what each row does not see */
+            for (r = 0; r < rp; r++)
+                for (c = 0; c < kb; c++) {
+                    const int64_t j = j0 + c;
+                    if (!((j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r])) w->s[c * rp + r] = -INFINITY;
+                }
+
+        /* online softmax over whole vectors of rows */
+        for (r = 0; r < rp; r += 8) {
+            const __m256 m_old = _mm256_loadu_ps(w->m + r);
+            __m256 mx = _mm256_set1_ps(-INFINITY), m_ref, vsum = _mm256_setzero_ps(), alpha;
+            for (c = 0; c < kb; c++) mx = _mm256_max_ps(mx, _mm256_loadu_ps(w->s + c * rp + r));
+            mx = _mm256_max_ps(m_old, mx);
+            /* a row that has seen nothing yet subtracts 0 */
+            m_ref = _mm256_blendv_ps(mx, _mm256_setzero_ps(), _mm256_cmp_ps(mx, _mm256_set1_ps(-3.0e38f), _CMP_LT_OQ));
+            alpha = attn_exp2__avx2(_mm256_sub_ps(m_old, m_ref));
+            for (c = 0; c < kb; c++) {
+                const __m256 e = attn_exp2__avx2(_mm256_sub_ps(_mm256_loadu_ps(w->s + c * rp + r), m_ref));
+                _mm256_storeu_ps(w->s + c * rp + r, e);
+                vsum = _mm256_add_ps(vsum, e);
+            }
+            _mm256_storeu_ps(w->l + r, _mm256_fmadd_ps(_mm256_loadu_ps(w->l + r), alpha, vsum));
+            _mm256_storeu_ps(w->m + r, mx);
+            _mm256_storeu_ps(w->alpha + r, alpha);
+        }
+
+        /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
+        for (hk = 0; hk < 8; hk++) {
+            const float *vh = v + hk * args->v_stride[2] + j0 * vs;
+            for (r = hk * glp; r < hk * glp + gl; r += 4) {
+                switch (hk * glp + gl - r >= 4 ? 4 : hk * glp + gl - r) {
+                case 4:
+                    attn_mistral_7b_dpv_4x128__avx2(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 3:
+                    attn_mistral_7b_dpv_3x128__avx2(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 2:
+                    attn_mistral_7b_dpv_2x128__avx2(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 1:
+                    attn_mistral_7b_dpv_1x128__avx2(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, h = (r / glp) * 4 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        int64_t d;
+        if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
+        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->o[r * 128 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+    }
+}
+
+/* Combines the splits of query i, head h of batch b in split order; opart and
+ * lpart point at the batch's partials, split after split. */
+static void attn_mistral_7b_dmerge__avx2(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *opart, const float *lpart)
+{
+    const int64_t Lq = args->seq_q, R = 32 * Lq, h = row / Lq, i = row % Lq;
+    float *o = args->o + b * args->o_stride[0] + i * args->o_stride[1] + h * args->o_stride[2];
+    float mx = -INFINITY, sum = 0.0f;
+    int64_t s, d;
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        mx = (x > mx || x != x) ? x : mx; /* NaN wins */
+    }
+    for (d = 0; d < 128; d++) o[d] = 0.0f;
+    if (mx == -INFINITY) { /* no split saw a key */
+        if (args->lse) args->lse[(b * 32 + h) * Lq + i] = -INFINITY;
+        return;
+    }
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        const float wgt = x == -INFINITY ? 0.0f : expf(x - mx);
+        if (wgt == 0.0f) continue; /* a split that saw nothing, or nothing that counts */
+        sum += wgt;
+        for (d = 0; d < 128; d++) o[d] += wgt * opart[(s * R + row) * 128 + d];
+    }
+    for (d = 0; d < 128; d++) o[d] /= sum;
+    if (args->lse) args->lse[(b * 32 + h) * Lq + i] = mx + logf(sum);
+}
+
+/* The decode path: units of (batch, split), then the merge. */
+__attribute__((target("avx2,fma"))) static attn_status attn_mistral_7b_decode__avx2(const attn_args *args)
+{
+    const int64_t B = args->batch, R = 32 * args->seq_q;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
+    const int64_t units = B * nsplit;
+    const int threads = args->threads;
+    float *opart, *lpart;
+    int failed = 0;
+    (void)threads;
+
+    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (128 + 1))) return ATTN_ERR_TOO_LARGE;
+    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 128));
+    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
+    if (!opart || !lpart) {
+        attn_free(opart);
+        attn_free(lpart);
+        return ATTN_ERR_NOMEM;
+    }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#endif
+    {
+        attn_mistral_7b_dscratch__avx2 *w = (attn_mistral_7b_dscratch__avx2 *)attn_alloc(sizeof(*w));
+        int64_t u;
+        if (!w) {
+#ifdef _OPENMP
+#pragma omp critical
+#endif
+            failed = 1;
+        }
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (u = 0; u < units; u++) /* u = b * nsplit + split */
+            if (w) attn_mistral_7b_dunit__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (u = 0; u < B * R; u++)
+            if (!failed)
+                attn_mistral_7b_dmerge__avx2(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * 128,
+                        lpart + (u / R) * nsplit * R);
+        attn_free(w);
+    }
+    attn_free(opart);
+    attn_free(lpart);
+    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
@@ -1651,6 +4020,7 @@ __attribute__((target("avx2,fma"))) attn_status attn_mistral_7b_fwd__avx2(const 
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
+    if (Lq <= 16) return attn_mistral_7b_decode__avx2(args); /* few query rows: decode path */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 256) return ATTN_ERR_TOO_LARGE;
     kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 128));
     vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 128));
@@ -2035,7 +4405,7 @@ static void attn_mistral_7b_pv_6x128__neon(const float *restrict p, const float 
         float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 0), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 4), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 8), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 12), va4);
         float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 0), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 4), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 8), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 12), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
             const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
@@ -2093,7 +4463,7 @@ static void attn_mistral_7b_pv_6x128__neon(const float *restrict p, const float 
         float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 16), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 20), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 24), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 28), va4);
         float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 16), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 20), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 24), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 28), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
             const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
@@ -2151,7 +4521,7 @@ static void attn_mistral_7b_pv_6x128__neon(const float *restrict p, const float 
         float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 32), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 36), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 40), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 44), va4);
         float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 32), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 36), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 40), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 44), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
             const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
@@ -2209,7 +4579,7 @@ static void attn_mistral_7b_pv_6x128__neon(const float *restrict p, const float 
         float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 48), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 52), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 56), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 60), va4);
         float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 48), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 52), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 56), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 60), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
             const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
@@ -2267,7 +4637,7 @@ static void attn_mistral_7b_pv_6x128__neon(const float *restrict p, const float 
         float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 64), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 68), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 72), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 76), va4);
         float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 64), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 68), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 72), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 76), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
             const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
@@ -2325,7 +4695,7 @@ static void attn_mistral_7b_pv_6x128__neon(const float *restrict p, const float 
         float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 80), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 84), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 88), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 92), va4);
         float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 80), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 84), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 88), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 92), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
             const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
@@ -2383,7 +4753,7 @@ static void attn_mistral_7b_pv_6x128__neon(const float *restrict p, const float 
         float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 96), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 100), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 104), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 108), va4);
         float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 96), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 100), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 104), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 108), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
             const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
@@ -2441,7 +4811,7 @@ static void attn_mistral_7b_pv_6x128__neon(const float *restrict p, const float 
         float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 112), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 116), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 120), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 124), va4);
         float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 112), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 116), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 120), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 124), va5);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             const float32x4_t vp1 = vdupq_n_f32(p[1 * 128 + j]);
             const float32x4_t vp2 = vdupq_n_f32(p[2 * 128 + j]);
@@ -2503,7 +4873,7 @@ static void attn_mistral_7b_pv_1x128__neon(const float *restrict p, const float 
         int64_t j;
         float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 12), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 0);
@@ -2531,7 +4901,7 @@ static void attn_mistral_7b_pv_1x128__neon(const float *restrict p, const float 
         int64_t j;
         float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 28), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 16);
@@ -2559,7 +4929,7 @@ static void attn_mistral_7b_pv_1x128__neon(const float *restrict p, const float 
         int64_t j;
         float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 44), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 32);
@@ -2587,7 +4957,7 @@ static void attn_mistral_7b_pv_1x128__neon(const float *restrict p, const float 
         int64_t j;
         float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 60), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 48);
@@ -2615,7 +4985,7 @@ static void attn_mistral_7b_pv_1x128__neon(const float *restrict p, const float 
         int64_t j;
         float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 64), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 68), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 72), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 76), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 64);
@@ -2643,7 +5013,7 @@ static void attn_mistral_7b_pv_1x128__neon(const float *restrict p, const float 
         int64_t j;
         float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 80), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 84), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 88), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 92), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 80);
@@ -2671,7 +5041,7 @@ static void attn_mistral_7b_pv_1x128__neon(const float *restrict p, const float 
         int64_t j;
         float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 96), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 100), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 104), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 108), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 96);
@@ -2699,7 +5069,7 @@ static void attn_mistral_7b_pv_1x128__neon(const float *restrict p, const float 
         int64_t j;
         float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float32x4_t vp0 = vdupq_n_f32(p[0 * 128 + j]);
             {
                 const float32x4_t vv = vld1q_f32(vr + 112);
@@ -2750,8 +5120,8 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
-        const float *restrict qr = q + r * args->q_stride[1];
-        float *restrict qw = w->q + r * 128;
+        const float *qr = q + r * args->q_stride[1];
+        float *qw = w->q + r * 128;
         const float32x4_t vs = vdupq_n_f32(0.127517431f);
         vst1q_f32(qw + 0, vmulq_f32(vld1q_f32(qr + 0), vs));
         vst1q_f32(qw + 4, vmulq_f32(vld1q_f32(qr + 4), vs));
@@ -2790,7 +5160,7 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
     for (t = 0; t < ntiles; t++) {
         const int64_t j0 = t * 128;
         const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
-        const int cls = attn_mistral_7b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        const int cls = attn_mistral_7b_classify(tq, j0, j0 + 128, w->lo, w->hi, w->sink_hi, w->first, w->last);
         if (cls == 0) continue; /* no row sees this tile */
 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
@@ -2807,7 +5177,7 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 128;
+            float *sr = w->s + r * 128;
             float mx, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
                 /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
@@ -2870,8 +5240,8 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
 
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
-        float *restrict orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
-        const float *restrict acc = w->o + r * 128;
+        float *orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
+        const float *acc = w->o + r * 128;
         const float l = w->l[r];
         const float32x4_t vinv = vdupq_n_f32(l == 0.0f ? 0.0f : 1.0f / l);
         vst1q_f32(orow + 0, vmulq_f32(vld1q_f32(acc + 0), vinv));
@@ -2927,11 +5297,2850 @@ static void attn_mistral_7b_pack__neon(const attn_args *args, int64_t b, int64_t
         memset(vp + n * 128, 0, sizeof(float) * (size_t)((8 - n) * 128));
     }
     for (c = 0; c < n; c++) {
-        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
-        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        const float *kr = k + (j0 + c) * args->k_stride[1];
+        const float *vr = v + (j0 + c) * args->v_stride[1];
         for (d = 0; d < 128; d++) kt[d * 8 + c] = kr[d];
         memcpy(vp + c * 128, vr, sizeof(float) * 128);
     }
+}
+
+
+/* ---- decode: up to 16 query rows against a long KV cache ---------------- */
+/*
+ * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * every query row, grouped by kv head, so each K and V row is read once,
+ * straight from the cache tensors (no packing), and the keys of one block are
+ * read for all kv heads together (a contiguous stretch of the cache).
+ * Scores are computed transposed, S^T = K Q^T, with the rows along the
+ * vector lanes: K values broadcast against packed Q^T panels, or, when a kv
+ * head has fewer rows than a panel, dot products along D.  The online
+ * softmax then runs over whole vectors of rows.  Each split leaves its
+ * normalized O and LSE; a merge combines the splits in order.  The split
+ * size does not depend on the thread count, so neither does the result.
+ */
+
+/* S^T[8][8] = K[8][128] Q^T[128][8]: k: 8 K rows (row stride ks);
+ * qt: a packed Q^T panel (8 floats per d); s: row stride sst. */
+static void attn_mistral_7b_dqk_8x8__neon(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc1x0 = vdupq_n_f32(0.0f), vacc1x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc2x0 = vdupq_n_f32(0.0f), vacc2x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc3x0 = vdupq_n_f32(0.0f), vacc3x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc4x0 = vdupq_n_f32(0.0f), vacc4x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc5x0 = vdupq_n_f32(0.0f), vacc5x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc6x0 = vdupq_n_f32(0.0f), vacc6x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc7x0 = vdupq_n_f32(0.0f), vacc7x1 = vdupq_n_f32(0.0f);
+    const float *restrict k0 = k + 0 * ks;
+    const float *restrict k1 = k + 1 * ks;
+    const float *restrict k2 = k + 2 * ks;
+    const float *restrict k3 = k + 3 * ks;
+    const float *restrict k4 = k + 4 * ks;
+    const float *restrict k5 = k + 5 * ks;
+    const float *restrict k6 = k + 6 * ks;
+    const float *restrict k7 = k + 7 * ks;
+    int64_t d;
+    for (d = 0; d < 128; d++) {
+        const float32x4_t vq0 = vld1q_f32(qt + d * 8 + 0);
+        const float32x4_t vq1 = vld1q_f32(qt + d * 8 + 4);
+        {
+            const float32x4_t vk = vdupq_n_f32(k0[d]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vk, vq0); vacc0x1 = vfmaq_f32(vacc0x1, vk, vq1);
+        }
+        {
+            const float32x4_t vk = vdupq_n_f32(k1[d]);
+            vacc1x0 = vfmaq_f32(vacc1x0, vk, vq0); vacc1x1 = vfmaq_f32(vacc1x1, vk, vq1);
+        }
+        {
+            const float32x4_t vk = vdupq_n_f32(k2[d]);
+            vacc2x0 = vfmaq_f32(vacc2x0, vk, vq0); vacc2x1 = vfmaq_f32(vacc2x1, vk, vq1);
+        }
+        {
+            const float32x4_t vk = vdupq_n_f32(k3[d]);
+            vacc3x0 = vfmaq_f32(vacc3x0, vk, vq0); vacc3x1 = vfmaq_f32(vacc3x1, vk, vq1);
+        }
+        {
+            const float32x4_t vk = vdupq_n_f32(k4[d]);
+            vacc4x0 = vfmaq_f32(vacc4x0, vk, vq0); vacc4x1 = vfmaq_f32(vacc4x1, vk, vq1);
+        }
+        {
+            const float32x4_t vk = vdupq_n_f32(k5[d]);
+            vacc5x0 = vfmaq_f32(vacc5x0, vk, vq0); vacc5x1 = vfmaq_f32(vacc5x1, vk, vq1);
+        }
+        {
+            const float32x4_t vk = vdupq_n_f32(k6[d]);
+            vacc6x0 = vfmaq_f32(vacc6x0, vk, vq0); vacc6x1 = vfmaq_f32(vacc6x1, vk, vq1);
+        }
+        {
+            const float32x4_t vk = vdupq_n_f32(k7[d]);
+            vacc7x0 = vfmaq_f32(vacc7x0, vk, vq0); vacc7x1 = vfmaq_f32(vacc7x1, vk, vq1);
+        }
+    }
+    vst1q_f32(s + 0 * sst + 0, vacc0x0);
+    vst1q_f32(s + 0 * sst + 4, vacc0x1);
+    vst1q_f32(s + 1 * sst + 0, vacc1x0);
+    vst1q_f32(s + 1 * sst + 4, vacc1x1);
+    vst1q_f32(s + 2 * sst + 0, vacc2x0);
+    vst1q_f32(s + 2 * sst + 4, vacc2x1);
+    vst1q_f32(s + 3 * sst + 0, vacc3x0);
+    vst1q_f32(s + 3 * sst + 4, vacc3x1);
+    vst1q_f32(s + 4 * sst + 0, vacc4x0);
+    vst1q_f32(s + 4 * sst + 4, vacc4x1);
+    vst1q_f32(s + 5 * sst + 0, vacc5x0);
+    vst1q_f32(s + 5 * sst + 4, vacc5x1);
+    vst1q_f32(s + 6 * sst + 0, vacc6x0);
+    vst1q_f32(s + 6 * sst + 4, vacc6x1);
+    vst1q_f32(s + 7 * sst + 0, vacc7x0);
+    vst1q_f32(s + 7 * sst + 4, vacc7x1);
+}
+
+/* S^T[1][8] = K[1][128] Q^T[128][8]: k: 1 K rows (row stride ks);
+ * qt: a packed Q^T panel (8 floats per d); s: row stride sst. */
+static void attn_mistral_7b_dqk_1x8__neon(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
+    const float *restrict k0 = k + 0 * ks;
+    int64_t d;
+    for (d = 0; d < 128; d++) {
+        const float32x4_t vq0 = vld1q_f32(qt + d * 8 + 0);
+        const float32x4_t vq1 = vld1q_f32(qt + d * 8 + 4);
+        {
+            const float32x4_t vk = vdupq_n_f32(k0[d]);
+            vacc0x0 = vfmaq_f32(vacc0x0, vk, vq0); vacc0x1 = vfmaq_f32(vacc0x1, vk, vq1);
+        }
+    }
+    vst1q_f32(s + 0 * sst + 0, vacc0x0);
+    vst1q_f32(s + 0 * sst + 4, vacc0x1);
+}
+
+/* S^T[0][r] = q_r . k0 and S^T[1][r] = q_r . k1 for rows r < R, R a multiple of 4
+ * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
+ * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
+ * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
+static void attn_mistral_7b_ddot__neon(const float *restrict q, int64_t R, const float *restrict k0,
+        const float *restrict k1, float *restrict s0, float *restrict s1)
+{
+    int64_t r;
+    for (r = 0; r < R; r += 4) {
+        const float *q0 = q + r * 128;
+        float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f);
+        float32x4_t b0 = vdupq_n_f32(0.0f), b1 = vdupq_n_f32(0.0f), b2 = vdupq_n_f32(0.0f), b3 = vdupq_n_f32(0.0f);
+        {
+            const float32x4_t x = vld1q_f32(k0 + 0), y = vld1q_f32(k1 + 0);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 0);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 0);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 0);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 0);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 4), y = vld1q_f32(k1 + 4);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 4);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 4);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 4);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 4);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 8), y = vld1q_f32(k1 + 8);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 8);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 8);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 8);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 8);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 12), y = vld1q_f32(k1 + 12);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 12);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 12);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 12);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 12);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 16), y = vld1q_f32(k1 + 16);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 16);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 16);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 16);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 16);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 20), y = vld1q_f32(k1 + 20);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 20);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 20);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 20);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 20);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 24), y = vld1q_f32(k1 + 24);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 24);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 24);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 24);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 24);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 28), y = vld1q_f32(k1 + 28);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 28);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 28);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 28);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 28);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 32), y = vld1q_f32(k1 + 32);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 32);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 32);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 32);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 32);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 36), y = vld1q_f32(k1 + 36);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 36);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 36);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 36);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 36);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 40), y = vld1q_f32(k1 + 40);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 40);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 40);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 40);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 40);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 44), y = vld1q_f32(k1 + 44);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 44);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 44);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 44);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 44);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 48), y = vld1q_f32(k1 + 48);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 48);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 48);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 48);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 48);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 52), y = vld1q_f32(k1 + 52);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 52);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 52);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 52);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 52);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 56), y = vld1q_f32(k1 + 56);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 56);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 56);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 56);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 56);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 60), y = vld1q_f32(k1 + 60);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 60);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 60);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 60);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 60);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 64), y = vld1q_f32(k1 + 64);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 64);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 64);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 64);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 64);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 68), y = vld1q_f32(k1 + 68);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 68);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 68);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 68);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 68);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 72), y = vld1q_f32(k1 + 72);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 72);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 72);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 72);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 72);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 76), y = vld1q_f32(k1 + 76);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 76);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 76);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 76);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 76);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 80), y = vld1q_f32(k1 + 80);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 80);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 80);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 80);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 80);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 84), y = vld1q_f32(k1 + 84);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 84);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 84);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 84);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 84);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 88), y = vld1q_f32(k1 + 88);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 88);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 88);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 88);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 88);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 92), y = vld1q_f32(k1 + 92);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 92);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 92);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 92);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 92);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 96), y = vld1q_f32(k1 + 96);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 96);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 96);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 96);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 96);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 100), y = vld1q_f32(k1 + 100);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 100);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 100);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 100);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 100);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 104), y = vld1q_f32(k1 + 104);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 104);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 104);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 104);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 104);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 108), y = vld1q_f32(k1 + 108);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 108);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 108);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 108);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 108);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 112), y = vld1q_f32(k1 + 112);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 112);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 112);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 112);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 112);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 116), y = vld1q_f32(k1 + 116);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 116);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 116);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 116);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 116);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 120), y = vld1q_f32(k1 + 120);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 120);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 120);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 120);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 120);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        {
+            const float32x4_t x = vld1q_f32(k0 + 124), y = vld1q_f32(k1 + 124);
+            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + 124);
+            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + 124);
+            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + 124);
+            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + 124);
+            a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
+            a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
+            a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
+            a3 = vfmaq_f32(a3, q3c, x); b3 = vfmaq_f32(b3, q3c, y);
+        }
+        vst1q_f32(s0 + r, vpaddq_f32(vpaddq_f32(a0, a1), vpaddq_f32(a2, a3)));
+        vst1q_f32(s1 + r, vpaddq_f32(vpaddq_f32(b0, b1), vpaddq_f32(b2, b3)));
+    }
+}
+
+/* O[6][128] = alpha * O + P^T[0:kb][6]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+static void attn_mistral_7b_dpv_6x128__neon(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    const float32x4_t va2 = vdupq_n_f32(alpha[2]);
+    const float32x4_t va3 = vdupq_n_f32(alpha[3]);
+    const float32x4_t va4 = vdupq_n_f32(alpha[4]);
+    const float32x4_t va5 = vdupq_n_f32(alpha[5]);
+    { /* columns 0..15 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 12), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 12), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 0), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 8), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 12), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 0), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 4), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 8), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 12), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 0), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 4), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 8), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 12), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 0), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 4), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 8), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 12), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            const float32x4_t vp5 = vdupq_n_f32(p[j * pst + 5]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 0);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 8);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 12);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 0, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 4, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 8, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 12, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 0, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 4, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 8, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 12, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 0, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 4, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 8, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 12, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 0, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 4, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 8, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 12, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 0, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 4, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 8, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 12, vacc4x3);
+        vst1q_f32(o + 5 * 128 + 0, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 4, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 8, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 12, vacc5x3);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 28), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 16), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 20), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 24), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 28), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 16), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 20), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 24), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 28), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 16), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 20), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 24), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 28), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 16), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 20), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 24), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 28), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 16), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 20), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 24), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 28), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            const float32x4_t vp5 = vdupq_n_f32(p[j * pst + 5]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 28, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 16, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 20, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 24, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 28, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 16, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 20, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 24, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 28, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 16, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 20, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 24, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 28, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 16, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 20, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 24, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 28, vacc4x3);
+        vst1q_f32(o + 5 * 128 + 16, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 20, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 24, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 28, vacc5x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 44), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 32), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 36), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 40), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 44), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 32), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 36), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 40), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 44), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 32), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 36), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 40), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 44), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 32), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 36), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 40), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 44), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 32), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 36), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 40), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 44), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            const float32x4_t vp5 = vdupq_n_f32(p[j * pst + 5]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 32);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 36);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 40);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 44);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 44, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 32, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 36, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 40, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 44, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 32, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 36, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 40, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 44, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 32, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 36, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 40, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 44, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 32, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 36, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 40, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 44, vacc4x3);
+        vst1q_f32(o + 5 * 128 + 32, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 36, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 40, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 44, vacc5x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 60), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 48), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 52), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 56), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 60), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 48), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 52), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 56), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 60), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 48), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 52), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 56), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 60), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 48), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 52), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 56), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 60), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 48), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 52), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 56), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 60), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            const float32x4_t vp5 = vdupq_n_f32(p[j * pst + 5]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 52);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 56);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 60);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 60, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 48, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 52, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 56, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 60, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 48, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 52, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 56, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 60, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 48, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 52, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 56, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 60, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 48, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 52, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 56, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 60, vacc4x3);
+        vst1q_f32(o + 5 * 128 + 48, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 52, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 56, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 60, vacc5x3);
+    }
+    { /* columns 64..79 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 64), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 68), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 72), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 76), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 64), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 68), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 72), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 76), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 64), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 68), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 72), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 76), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 64), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 68), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 72), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 76), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 64), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 68), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 72), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 76), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 64), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 68), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 72), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 76), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            const float32x4_t vp5 = vdupq_n_f32(p[j * pst + 5]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 64);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 68);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 72);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 76);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 64, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 68, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 72, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 76, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 64, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 68, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 72, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 76, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 64, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 68, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 72, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 76, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 64, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 68, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 72, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 76, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 64, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 68, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 72, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 76, vacc4x3);
+        vst1q_f32(o + 5 * 128 + 64, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 68, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 72, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 76, vacc5x3);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 80), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 84), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 88), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 92), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 80), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 84), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 88), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 92), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 80), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 84), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 88), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 92), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 80), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 84), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 88), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 92), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 80), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 84), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 88), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 92), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 80), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 84), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 88), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 92), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            const float32x4_t vp5 = vdupq_n_f32(p[j * pst + 5]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 80);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 84);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 88);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 92);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 80, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 84, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 88, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 92, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 80, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 84, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 88, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 92, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 80, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 84, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 88, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 92, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 80, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 84, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 88, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 92, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 80, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 84, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 88, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 92, vacc4x3);
+        vst1q_f32(o + 5 * 128 + 80, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 84, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 88, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 92, vacc5x3);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 96), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 100), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 104), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 108), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 96), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 100), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 104), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 108), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 96), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 100), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 104), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 108), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 96), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 100), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 104), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 108), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 96), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 100), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 104), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 108), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 96), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 100), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 104), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 108), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            const float32x4_t vp5 = vdupq_n_f32(p[j * pst + 5]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 96);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 100);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 104);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 108);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 96, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 100, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 104, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 108, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 96, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 100, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 104, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 108, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 96, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 100, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 104, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 108, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 96, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 100, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 104, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 108, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 96, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 100, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 104, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 108, vacc4x3);
+        vst1q_f32(o + 5 * 128 + 96, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 100, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 104, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 108, vacc5x3);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 112), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 116), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 120), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 124), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 112), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 116), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 120), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 124), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 112), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 116), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 120), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 124), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 112), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 116), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 120), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 124), va4);
+        float32x4_t vacc5x0 = vmulq_f32(vld1q_f32(o + 5 * 128 + 112), va5), vacc5x1 = vmulq_f32(vld1q_f32(o + 5 * 128 + 116), va5), vacc5x2 = vmulq_f32(vld1q_f32(o + 5 * 128 + 120), va5), vacc5x3 = vmulq_f32(vld1q_f32(o + 5 * 128 + 124), va5);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            const float32x4_t vp5 = vdupq_n_f32(p[j * pst + 5]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 112);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv); vacc5x0 = vfmaq_f32(vacc5x0, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 116);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv); vacc5x1 = vfmaq_f32(vacc5x1, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 120);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv); vacc5x2 = vfmaq_f32(vacc5x2, vp5, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 124);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv); vacc5x3 = vfmaq_f32(vacc5x3, vp5, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 124, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 112, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 116, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 120, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 124, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 112, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 116, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 120, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 124, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 112, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 116, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 120, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 124, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 112, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 116, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 120, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 124, vacc4x3);
+        vst1q_f32(o + 5 * 128 + 112, vacc5x0);
+        vst1q_f32(o + 5 * 128 + 116, vacc5x1);
+        vst1q_f32(o + 5 * 128 + 120, vacc5x2);
+        vst1q_f32(o + 5 * 128 + 124, vacc5x3);
+    }
+}
+
+/* O[5][128] = alpha * O + P^T[0:kb][5]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+static void attn_mistral_7b_dpv_5x128__neon(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    const float32x4_t va2 = vdupq_n_f32(alpha[2]);
+    const float32x4_t va3 = vdupq_n_f32(alpha[3]);
+    const float32x4_t va4 = vdupq_n_f32(alpha[4]);
+    { /* columns 0..15 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 12), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 12), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 0), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 8), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 12), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 0), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 4), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 8), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 12), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 0), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 4), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 8), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 12), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 0);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 8);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 12);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 0, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 4, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 8, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 12, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 0, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 4, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 8, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 12, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 0, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 4, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 8, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 12, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 0, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 4, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 8, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 12, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 0, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 4, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 8, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 12, vacc4x3);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 28), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 16), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 20), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 24), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 28), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 16), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 20), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 24), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 28), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 16), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 20), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 24), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 28), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 16), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 20), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 24), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 28), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 28, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 16, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 20, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 24, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 28, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 16, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 20, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 24, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 28, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 16, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 20, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 24, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 28, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 16, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 20, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 24, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 28, vacc4x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 44), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 32), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 36), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 40), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 44), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 32), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 36), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 40), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 44), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 32), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 36), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 40), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 44), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 32), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 36), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 40), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 44), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 32);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 36);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 40);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 44);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 44, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 32, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 36, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 40, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 44, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 32, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 36, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 40, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 44, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 32, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 36, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 40, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 44, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 32, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 36, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 40, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 44, vacc4x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 60), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 48), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 52), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 56), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 60), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 48), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 52), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 56), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 60), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 48), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 52), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 56), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 60), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 48), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 52), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 56), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 60), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 52);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 56);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 60);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 60, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 48, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 52, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 56, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 60, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 48, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 52, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 56, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 60, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 48, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 52, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 56, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 60, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 48, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 52, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 56, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 60, vacc4x3);
+    }
+    { /* columns 64..79 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 64), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 68), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 72), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 76), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 64), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 68), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 72), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 76), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 64), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 68), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 72), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 76), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 64), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 68), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 72), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 76), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 64), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 68), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 72), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 76), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 64);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 68);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 72);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 76);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 64, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 68, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 72, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 76, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 64, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 68, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 72, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 76, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 64, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 68, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 72, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 76, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 64, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 68, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 72, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 76, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 64, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 68, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 72, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 76, vacc4x3);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 80), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 84), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 88), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 92), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 80), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 84), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 88), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 92), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 80), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 84), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 88), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 92), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 80), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 84), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 88), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 92), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 80), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 84), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 88), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 92), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 80);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 84);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 88);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 92);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 80, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 84, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 88, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 92, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 80, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 84, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 88, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 92, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 80, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 84, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 88, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 92, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 80, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 84, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 88, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 92, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 80, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 84, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 88, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 92, vacc4x3);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 96), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 100), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 104), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 108), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 96), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 100), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 104), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 108), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 96), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 100), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 104), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 108), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 96), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 100), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 104), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 108), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 96), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 100), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 104), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 108), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 96);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 100);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 104);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 108);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 96, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 100, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 104, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 108, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 96, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 100, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 104, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 108, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 96, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 100, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 104, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 108, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 96, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 100, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 104, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 108, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 96, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 100, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 104, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 108, vacc4x3);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 112), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 116), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 120), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 124), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 112), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 116), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 120), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 124), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 112), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 116), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 120), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 124), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 112), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 116), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 120), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 124), va4);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            const float32x4_t vp4 = vdupq_n_f32(p[j * pst + 4]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 112);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 116);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 120);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 124);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 124, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 112, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 116, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 120, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 124, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 112, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 116, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 120, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 124, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 112, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 116, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 120, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 124, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 112, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 116, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 120, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 124, vacc4x3);
+    }
+}
+
+/* O[4][128] = alpha * O + P^T[0:kb][4]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+static void attn_mistral_7b_dpv_4x128__neon(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    const float32x4_t va2 = vdupq_n_f32(alpha[2]);
+    const float32x4_t va3 = vdupq_n_f32(alpha[3]);
+    { /* columns 0..15 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 12), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 12), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 0), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 8), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 12), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 0), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 4), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 8), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 12), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 0);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 8);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 12);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 0, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 4, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 8, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 12, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 0, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 4, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 8, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 12, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 0, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 4, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 8, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 12, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 0, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 4, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 8, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 12, vacc3x3);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 28), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 16), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 20), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 24), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 28), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 16), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 20), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 24), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 28), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 16), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 20), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 24), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 28), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 28, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 16, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 20, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 24, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 28, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 16, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 20, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 24, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 28, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 16, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 20, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 24, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 28, vacc3x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 44), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 32), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 36), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 40), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 44), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 32), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 36), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 40), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 44), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 32), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 36), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 40), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 44), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 32);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 36);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 40);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 44);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 44, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 32, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 36, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 40, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 44, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 32, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 36, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 40, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 44, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 32, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 36, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 40, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 44, vacc3x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 60), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 48), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 52), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 56), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 60), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 48), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 52), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 56), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 60), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 48), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 52), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 56), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 60), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 52);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 56);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 60);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 60, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 48, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 52, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 56, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 60, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 48, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 52, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 56, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 60, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 48, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 52, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 56, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 60, vacc3x3);
+    }
+    { /* columns 64..79 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 64), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 68), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 72), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 76), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 64), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 68), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 72), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 76), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 64), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 68), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 72), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 76), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 64), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 68), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 72), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 76), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 64);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 68);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 72);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 76);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 64, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 68, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 72, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 76, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 64, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 68, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 72, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 76, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 64, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 68, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 72, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 76, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 64, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 68, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 72, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 76, vacc3x3);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 80), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 84), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 88), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 92), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 80), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 84), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 88), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 92), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 80), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 84), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 88), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 92), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 80), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 84), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 88), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 92), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 80);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 84);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 88);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 92);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 80, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 84, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 88, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 92, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 80, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 84, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 88, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 92, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 80, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 84, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 88, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 92, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 80, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 84, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 88, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 92, vacc3x3);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 96), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 100), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 104), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 108), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 96), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 100), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 104), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 108), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 96), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 100), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 104), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 108), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 96), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 100), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 104), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 108), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 96);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 100);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 104);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 108);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 96, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 100, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 104, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 108, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 96, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 100, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 104, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 108, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 96, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 100, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 104, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 108, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 96, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 100, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 104, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 108, vacc3x3);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 112), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 116), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 120), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 124), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 112), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 116), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 120), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 124), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 112), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 116), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 120), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 124), va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            const float32x4_t vp3 = vdupq_n_f32(p[j * pst + 3]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 112);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 116);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 120);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 124);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 124, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 112, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 116, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 120, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 124, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 112, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 116, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 120, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 124, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 112, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 116, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 120, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 124, vacc3x3);
+    }
+}
+
+/* O[3][128] = alpha * O + P^T[0:kb][3]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+static void attn_mistral_7b_dpv_3x128__neon(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    const float32x4_t va2 = vdupq_n_f32(alpha[2]);
+    { /* columns 0..15 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 12), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 12), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 0), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 8), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 12), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 0);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 8);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 12);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 0, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 4, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 8, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 12, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 0, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 4, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 8, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 12, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 0, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 4, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 8, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 12, vacc2x3);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 28), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 16), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 20), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 24), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 28), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 16), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 20), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 24), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 28), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 28, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 16, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 20, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 24, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 28, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 16, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 20, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 24, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 28, vacc2x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 44), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 32), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 36), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 40), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 44), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 32), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 36), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 40), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 44), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 32);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 36);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 40);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 44);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 44, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 32, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 36, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 40, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 44, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 32, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 36, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 40, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 44, vacc2x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 60), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 48), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 52), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 56), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 60), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 48), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 52), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 56), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 60), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 52);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 56);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 60);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 60, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 48, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 52, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 56, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 60, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 48, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 52, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 56, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 60, vacc2x3);
+    }
+    { /* columns 64..79 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 64), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 68), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 72), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 76), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 64), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 68), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 72), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 76), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 64), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 68), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 72), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 76), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 64);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 68);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 72);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 76);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 64, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 68, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 72, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 76, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 64, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 68, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 72, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 76, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 64, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 68, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 72, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 76, vacc2x3);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 80), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 84), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 88), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 92), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 80), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 84), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 88), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 92), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 80), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 84), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 88), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 92), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 80);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 84);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 88);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 92);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 80, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 84, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 88, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 92, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 80, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 84, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 88, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 92, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 80, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 84, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 88, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 92, vacc2x3);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 96), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 100), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 104), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 108), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 96), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 100), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 104), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 108), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 96), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 100), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 104), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 108), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 96);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 100);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 104);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 108);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 96, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 100, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 104, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 108, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 96, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 100, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 104, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 108, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 96, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 100, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 104, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 108, vacc2x3);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 112), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 116), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 120), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 124), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 112), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 116), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 120), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 124), va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            const float32x4_t vp2 = vdupq_n_f32(p[j * pst + 2]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 112);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 116);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 120);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 124);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 124, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 112, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 116, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 120, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 124, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 112, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 116, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 120, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 124, vacc2x3);
+    }
+}
+
+/* O[2][128] = alpha * O + P^T[0:kb][2]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+static void attn_mistral_7b_dpv_2x128__neon(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    { /* columns 0..15 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 12), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 0), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 8), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 12), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 0);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 8);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 12);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 0, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 4, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 8, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 12, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 0, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 4, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 8, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 12, vacc1x3);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 28), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 16), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 20), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 24), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 28), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 28, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 16, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 20, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 24, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 28, vacc1x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 44), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 32), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 36), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 40), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 44), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 32);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 36);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 40);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 44);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 44, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 32, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 36, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 40, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 44, vacc1x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 60), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 48), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 52), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 56), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 60), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 52);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 56);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 60);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 60, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 48, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 52, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 56, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 60, vacc1x3);
+    }
+    { /* columns 64..79 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 64), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 68), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 72), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 76), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 64), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 68), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 72), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 76), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 64);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 68);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 72);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 76);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 64, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 68, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 72, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 76, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 64, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 68, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 72, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 76, vacc1x3);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 80), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 84), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 88), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 92), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 80), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 84), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 88), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 92), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 80);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 84);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 88);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 92);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 80, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 84, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 88, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 92, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 80, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 84, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 88, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 92, vacc1x3);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 96), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 100), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 104), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 108), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 96), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 100), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 104), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 108), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 96);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 100);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 104);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 108);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 96, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 100, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 104, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 108, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 96, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 100, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 104, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 108, vacc1x3);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 112), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 116), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 120), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 124), va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            const float32x4_t vp1 = vdupq_n_f32(p[j * pst + 1]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 112);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 116);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 120);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 124);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 124, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 112, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 116, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 120, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 124, vacc1x3);
+    }
+}
+
+/* O[1][128] = alpha * O + P^T[0:kb][1]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+static void attn_mistral_7b_dpv_1x128__neon(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    { /* columns 0..15 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 0), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 8), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 12), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 0);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 8);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 12);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 0, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 4, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 8, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 12, vacc0x3);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 16), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 20), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 24), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 28), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 16);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 20);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 24);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 28);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 16, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 20, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 24, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 28, vacc0x3);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 32), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 36), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 40), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 44), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 32);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 36);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 40);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 44);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 32, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 36, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 40, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 44, vacc0x3);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 48), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 52), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 56), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 60), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 48);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 52);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 56);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 60);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 48, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 52, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 56, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 60, vacc0x3);
+    }
+    { /* columns 64..79 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 64), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 68), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 72), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 76), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 64);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 68);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 72);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 76);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 64, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 68, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 72, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 76, vacc0x3);
+    }
+    { /* columns 80..95 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 80), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 84), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 88), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 92), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 80);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 84);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 88);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 92);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 80, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 84, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 88, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 92, vacc0x3);
+    }
+    { /* columns 96..111 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 96), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 100), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 104), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 108), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 96);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 100);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 104);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 108);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 96, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 100, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 104, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 108, vacc0x3);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[j * pst + 0]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 112);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 116);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 120);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 124);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 124, vacc0x3);
+    }
+}
+
+/* Per-thread scratch of the neon decode path: up to 512 rows. */
+typedef struct {
+    float qt[512 * 128];        /* Q^T in panels of 8 rows, times scale * log2(e) */
+    float q[512 * 128];       /* the same rows, row-major (zero-padded to whole vectors) */
+    float s[64 * 512];       /* S^T, then P^T: key-major */
+    float o[512 * 128];      /* unnormalized output rows */
+    float m[512], l[512], alpha[512];
+    int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
+} attn_mistral_7b_dscratch__neon;
+
+/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+ * g * Lq + i is query i of head hk * 4 + g (glp: a kv head's rows, padded).
+ * Writes each real row's normalized partial output and LSE (natural log),
+ * indexed by h * Lq + i. */
+static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_mistral_7b_dscratch__neon *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = args->seq_q, gl = 4 * Lq;
+    /* fewer rows than a panel: dot products, each kv head's rows padded to 4,
+       all padded once to whole vectors; else each kv head's rows padded to panels */
+    const int dots = gl < 8;
+    const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
+    const int64_t rp = dots ? (8 * glp + 3) / 4 * 4 : 8 * glp;
+    const int64_t lk = args->seq_k;
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, c, j0, hk;
+
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+        float *qc = w->qt + (r / 8) * 1024 + r % 8;
+        float *qw = w->q + r * 128;
+        int64_t d;
+        if (r < 8 * glp && rr < gl) {
+            const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] +
+                                       ((r / glp) * 4 + g) * args->q_stride[2];
+            for (d = 0; d < 128; d++) qc[d * 8] = qw[d] = qr[d] * 0.127517431f;
+            attn_mistral_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+        } else { /* padding rows: zero queries that see everything, never read back */
+            for (d = 0; d < 128; d++) qc[d * 8] = qw[d] = 0.0f;
+            w->lo[r] = 0;
+            w->hi[r] = lk;
+            w->sink_hi[r] = 0;
+        }
+        w->m[r] = -INFINITY;
+        w->l[r] = 0.0f;
+    }
+    memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
+    memset(w->s, 0, sizeof(float) * (size_t)(64 * rp)); /* padding rows' scores stay finite */
+
+    for (j0 = j_begin; j0 < j_end; j0 += 64) {
+        const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+        const int cls = attn_mistral_7b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        if (cls == 0) continue;
+
+        /* Consecutive keys of one kv head lie a whole row of heads apart (often
+           4 KiB, a page): read the cache in address order, every kv head of a
+           key before the next key, and fetch V rows the same way ahead of P V. */
+        if (dots) { /* keys in pairs; a lone last key pairs with itself */
+            for (c = 0; c < kb; c += 2) {
+                const int64_t c1 = c + 1 < kb ? c + 1 : c;
+                for (hk = 0; hk < 8; hk++) {
+                    const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                    if (j0 + c + 9 < j_end) { /* the keys 8 ahead, in address order */
+                        attn_mistral_7b_prefetch_row(kh + (j0 + c + 8) * ks, 128);
+                        attn_mistral_7b_prefetch_row(kh + (j0 + c + 9) * ks, 128);
+                        attn_mistral_7b_prefetch_row(vh + (j0 + c + 8) * vs, 128);
+                        attn_mistral_7b_prefetch_row(vh + (j0 + c + 9) * vs, 128);
+                    }
+                    attn_mistral_7b_ddot__neon(w->q + hk * glp * 128, glp, kh + (j0 + c) * ks,
+                            kh + (j0 + c1) * ks, w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                }
+            }
+        } else {
+            for (hk = 0; hk < 8; hk++) { /* S^T = K Q^T, panel by panel */
+                const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                for (c = 0; c < kb; c++) attn_mistral_7b_prefetch_row(vh + (j0 + c) * vs, 128);
+                for (r = hk * glp; r < (hk + 1) * glp; r += 8) {
+                    const float *qt = w->qt + r * 128;
+                    for (c = 0; c + 8 <= kb; c += 8)
+                        attn_mistral_7b_dqk_8x8__neon(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                    for (; c < kb; c++)
+                        attn_mistral_7b_dqk_1x8__neon(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                }
+            }
+        }
+        if (cls == 1) /* hide what each row does not see */
+            for (r = 0; r < rp; r++)
+                for (c = 0; c < kb; c++) {
+                    const int64_t j = j0 + c;
+                    if (!((j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r])) w->s[c * rp + r] = -INFINITY;
+                }
+
+        /* online softmax over whole vectors of rows */
+        for (r = 0; r < rp; r += 4) {
+            const float32x4_t m_old = vld1q_f32(w->m + r);
+            float32x4_t mx = vdupq_n_f32(-INFINITY), m_ref, vsum = vdupq_n_f32(0.0f), alpha;
+            for (c = 0; c < kb; c++) mx = vmaxq_f32(mx, vld1q_f32(w->s + c * rp + r));
+            mx = vmaxq_f32(m_old, mx);
+            /* a row that has seen nothing yet subtracts 0 */
+            m_ref = vbslq_f32(vcltq_f32(mx, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mx);
+            alpha = attn_exp2__neon(vsubq_f32(m_old, m_ref));
+            for (c = 0; c < kb; c++) {
+                const float32x4_t e = attn_exp2__neon(vsubq_f32(vld1q_f32(w->s + c * rp + r), m_ref));
+                vst1q_f32(w->s + c * rp + r, e);
+                vsum = vaddq_f32(vsum, e);
+            }
+            vst1q_f32(w->l + r, vfmaq_f32(vsum, vld1q_f32(w->l + r), alpha));
+            vst1q_f32(w->m + r, mx);
+            vst1q_f32(w->alpha + r, alpha);
+        }
+
+        /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
+        for (hk = 0; hk < 8; hk++) {
+            const float *vh = v + hk * args->v_stride[2] + j0 * vs;
+            for (r = hk * glp; r < hk * glp + gl; r += 6) {
+                switch (hk * glp + gl - r >= 6 ? 6 : hk * glp + gl - r) {
+                case 6:
+                    attn_mistral_7b_dpv_6x128__neon(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 5:
+                    attn_mistral_7b_dpv_5x128__neon(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 4:
+                    attn_mistral_7b_dpv_4x128__neon(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 3:
+                    attn_mistral_7b_dpv_3x128__neon(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 2:
+                    attn_mistral_7b_dpv_2x128__neon(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 1:
+                    attn_mistral_7b_dpv_1x128__neon(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, h = (r / glp) * 4 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        int64_t d;
+        if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
+        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->o[r * 128 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+    }
+}
+
+/* Combines the splits of query i, head h of batch b in split order; opart and
+ * lpart point at the batch's partials, split after split. */
+static void attn_mistral_7b_dmerge__neon(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *opart, const float *lpart)
+{
+    const int64_t Lq = args->seq_q, R = 32 * Lq, h = row / Lq, i = row % Lq;
+    float *o = args->o + b * args->o_stride[0] + i * args->o_stride[1] + h * args->o_stride[2];
+    float mx = -INFINITY, sum = 0.0f;
+    int64_t s, d;
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        mx = (x > mx || x != x) ? x : mx; /* NaN wins */
+    }
+    for (d = 0; d < 128; d++) o[d] = 0.0f;
+    if (mx == -INFINITY) { /* no split saw a key */
+        if (args->lse) args->lse[(b * 32 + h) * Lq + i] = -INFINITY;
+        return;
+    }
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        const float wgt = x == -INFINITY ? 0.0f : expf(x - mx);
+        if (wgt == 0.0f) continue; /* a split that saw nothing, or nothing that counts */
+        sum += wgt;
+        for (d = 0; d < 128; d++) o[d] += wgt * opart[(s * R + row) * 128 + d];
+    }
+    for (d = 0; d < 128; d++) o[d] /= sum;
+    if (args->lse) args->lse[(b * 32 + h) * Lq + i] = mx + logf(sum);
+}
+
+/* The decode path: units of (batch, split), then the merge. */
+static attn_status attn_mistral_7b_decode__neon(const attn_args *args)
+{
+    const int64_t B = args->batch, R = 32 * args->seq_q;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
+    const int64_t units = B * nsplit;
+    const int threads = args->threads;
+    float *opart, *lpart;
+    int failed = 0;
+    (void)threads;
+
+    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (128 + 1))) return ATTN_ERR_TOO_LARGE;
+    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 128));
+    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
+    if (!opart || !lpart) {
+        attn_free(opart);
+        attn_free(lpart);
+        return ATTN_ERR_NOMEM;
+    }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#endif
+    {
+        attn_mistral_7b_dscratch__neon *w = (attn_mistral_7b_dscratch__neon *)attn_alloc(sizeof(*w));
+        int64_t u;
+        if (!w) {
+#ifdef _OPENMP
+#pragma omp critical
+#endif
+            failed = 1;
+        }
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (u = 0; u < units; u++) /* u = b * nsplit + split */
+            if (w) attn_mistral_7b_dunit__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (u = 0; u < B * R; u++)
+            if (!failed)
+                attn_mistral_7b_dmerge__neon(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * 128,
+                        lpart + (u / R) * nsplit * R);
+        attn_free(w);
+    }
+    attn_free(opart);
+    attn_free(lpart);
+    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
@@ -2950,6 +8159,7 @@ attn_status attn_mistral_7b_fwd__neon(const attn_args *args)
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
+    if (Lq <= 16) return attn_mistral_7b_decode__neon(args); /* few query rows: decode path */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 256) return ATTN_ERR_TOO_LARGE;
     kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 128));
     vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 128));
@@ -3002,11 +8212,17 @@ attn_status attn_mistral_7b_fwd__neon(const attn_args *args)
 /* scalar: 1 lane of f32, 16 registers */
 /* ======================================================================== */
 
+#if defined(__GNUC__) && !defined(__clang__)
+#define ATTN_NO_AUTOVEC __attribute__((optimize("no-tree-vectorize")))
+#else
+#define ATTN_NO_AUTOVEC
+#endif
+
 
 /* Scores S[4][2] = Q[4][128] K^T[128][2] (Q is packed pre-scaled).
  * q: packed query rows (128 floats each); kt: the packed K^T panel (2 floats per d);
  * s: 128 floats per row.  2048 FLOPs, 11 vector registers. */
-static void attn_mistral_7b_qk_4x2__scalar(const float *restrict q, const float *restrict kt,
+ATTN_NO_AUTOVEC static void attn_mistral_7b_qk_4x2__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -3131,7 +8347,7 @@ static void attn_mistral_7b_qk_4x2__scalar(const float *restrict q, const float 
 /* Scores S[1][2] = Q[1][128] K^T[128][2] (Q is packed pre-scaled).
  * q: packed query rows (128 floats each); kt: the packed K^T panel (2 floats per d);
  * s: 128 floats per row.  512 FLOPs, 5 vector registers. */
-static void attn_mistral_7b_qk_1x2__scalar(const float *restrict q, const float *restrict kt,
+ATTN_NO_AUTOVEC static void attn_mistral_7b_qk_1x2__scalar(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -3196,7 +8412,7 @@ static void attn_mistral_7b_qk_1x2__scalar(const float *restrict q, const float 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+ATTN_NO_AUTOVEC static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -3210,7 +8426,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 0) * va2), vacc2x1 = (*(o + 2 * 128 + 1) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 0) * va3), vacc3x1 = (*(o + 3 * 128 + 1) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3240,7 +8456,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 2) * va2), vacc2x1 = (*(o + 2 * 128 + 3) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 2) * va3), vacc3x1 = (*(o + 3 * 128 + 3) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3270,7 +8486,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 4) * va2), vacc2x1 = (*(o + 2 * 128 + 5) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 4) * va3), vacc3x1 = (*(o + 3 * 128 + 5) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3300,7 +8516,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 6) * va2), vacc2x1 = (*(o + 2 * 128 + 7) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 6) * va3), vacc3x1 = (*(o + 3 * 128 + 7) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3330,7 +8546,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 8) * va2), vacc2x1 = (*(o + 2 * 128 + 9) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 8) * va3), vacc3x1 = (*(o + 3 * 128 + 9) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3360,7 +8576,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 10) * va2), vacc2x1 = (*(o + 2 * 128 + 11) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 10) * va3), vacc3x1 = (*(o + 3 * 128 + 11) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3390,7 +8606,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 12) * va2), vacc2x1 = (*(o + 2 * 128 + 13) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 12) * va3), vacc3x1 = (*(o + 3 * 128 + 13) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3420,7 +8636,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 14) * va2), vacc2x1 = (*(o + 2 * 128 + 15) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 14) * va3), vacc3x1 = (*(o + 3 * 128 + 15) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3450,7 +8666,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 16) * va2), vacc2x1 = (*(o + 2 * 128 + 17) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 16) * va3), vacc3x1 = (*(o + 3 * 128 + 17) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3480,7 +8696,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 18) * va2), vacc2x1 = (*(o + 2 * 128 + 19) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 18) * va3), vacc3x1 = (*(o + 3 * 128 + 19) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3510,7 +8726,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 20) * va2), vacc2x1 = (*(o + 2 * 128 + 21) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 20) * va3), vacc3x1 = (*(o + 3 * 128 + 21) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3540,7 +8756,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 22) * va2), vacc2x1 = (*(o + 2 * 128 + 23) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 22) * va3), vacc3x1 = (*(o + 3 * 128 + 23) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3570,7 +8786,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 24) * va2), vacc2x1 = (*(o + 2 * 128 + 25) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 24) * va3), vacc3x1 = (*(o + 3 * 128 + 25) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3600,7 +8816,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 26) * va2), vacc2x1 = (*(o + 2 * 128 + 27) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 26) * va3), vacc3x1 = (*(o + 3 * 128 + 27) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3630,7 +8846,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 28) * va2), vacc2x1 = (*(o + 2 * 128 + 29) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 28) * va3), vacc3x1 = (*(o + 3 * 128 + 29) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3660,7 +8876,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 30) * va2), vacc2x1 = (*(o + 2 * 128 + 31) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 30) * va3), vacc3x1 = (*(o + 3 * 128 + 31) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3690,7 +8906,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 32) * va2), vacc2x1 = (*(o + 2 * 128 + 33) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 32) * va3), vacc3x1 = (*(o + 3 * 128 + 33) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3720,7 +8936,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 34) * va2), vacc2x1 = (*(o + 2 * 128 + 35) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 34) * va3), vacc3x1 = (*(o + 3 * 128 + 35) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3750,7 +8966,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 36) * va2), vacc2x1 = (*(o + 2 * 128 + 37) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 36) * va3), vacc3x1 = (*(o + 3 * 128 + 37) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3780,7 +8996,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 38) * va2), vacc2x1 = (*(o + 2 * 128 + 39) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 38) * va3), vacc3x1 = (*(o + 3 * 128 + 39) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3810,7 +9026,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 40) * va2), vacc2x1 = (*(o + 2 * 128 + 41) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 40) * va3), vacc3x1 = (*(o + 3 * 128 + 41) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3840,7 +9056,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 42) * va2), vacc2x1 = (*(o + 2 * 128 + 43) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 42) * va3), vacc3x1 = (*(o + 3 * 128 + 43) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3870,7 +9086,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 44) * va2), vacc2x1 = (*(o + 2 * 128 + 45) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 44) * va3), vacc3x1 = (*(o + 3 * 128 + 45) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3900,7 +9116,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 46) * va2), vacc2x1 = (*(o + 2 * 128 + 47) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 46) * va3), vacc3x1 = (*(o + 3 * 128 + 47) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3930,7 +9146,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 48) * va2), vacc2x1 = (*(o + 2 * 128 + 49) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 48) * va3), vacc3x1 = (*(o + 3 * 128 + 49) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3960,7 +9176,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 50) * va2), vacc2x1 = (*(o + 2 * 128 + 51) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 50) * va3), vacc3x1 = (*(o + 3 * 128 + 51) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -3990,7 +9206,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 52) * va2), vacc2x1 = (*(o + 2 * 128 + 53) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 52) * va3), vacc3x1 = (*(o + 3 * 128 + 53) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4020,7 +9236,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 54) * va2), vacc2x1 = (*(o + 2 * 128 + 55) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 54) * va3), vacc3x1 = (*(o + 3 * 128 + 55) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4050,7 +9266,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 56) * va2), vacc2x1 = (*(o + 2 * 128 + 57) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 56) * va3), vacc3x1 = (*(o + 3 * 128 + 57) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4080,7 +9296,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 58) * va2), vacc2x1 = (*(o + 2 * 128 + 59) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 58) * va3), vacc3x1 = (*(o + 3 * 128 + 59) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4110,7 +9326,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 60) * va2), vacc2x1 = (*(o + 2 * 128 + 61) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 60) * va3), vacc3x1 = (*(o + 3 * 128 + 61) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4140,7 +9356,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 62) * va2), vacc2x1 = (*(o + 2 * 128 + 63) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 62) * va3), vacc3x1 = (*(o + 3 * 128 + 63) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4170,7 +9386,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 64) * va2), vacc2x1 = (*(o + 2 * 128 + 65) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 64) * va3), vacc3x1 = (*(o + 3 * 128 + 65) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4200,7 +9416,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 66) * va2), vacc2x1 = (*(o + 2 * 128 + 67) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 66) * va3), vacc3x1 = (*(o + 3 * 128 + 67) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4230,7 +9446,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 68) * va2), vacc2x1 = (*(o + 2 * 128 + 69) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 68) * va3), vacc3x1 = (*(o + 3 * 128 + 69) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4260,7 +9476,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 70) * va2), vacc2x1 = (*(o + 2 * 128 + 71) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 70) * va3), vacc3x1 = (*(o + 3 * 128 + 71) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4290,7 +9506,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 72) * va2), vacc2x1 = (*(o + 2 * 128 + 73) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 72) * va3), vacc3x1 = (*(o + 3 * 128 + 73) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4320,7 +9536,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 74) * va2), vacc2x1 = (*(o + 2 * 128 + 75) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 74) * va3), vacc3x1 = (*(o + 3 * 128 + 75) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4350,7 +9566,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 76) * va2), vacc2x1 = (*(o + 2 * 128 + 77) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 76) * va3), vacc3x1 = (*(o + 3 * 128 + 77) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4380,7 +9596,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 78) * va2), vacc2x1 = (*(o + 2 * 128 + 79) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 78) * va3), vacc3x1 = (*(o + 3 * 128 + 79) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4410,7 +9626,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 80) * va2), vacc2x1 = (*(o + 2 * 128 + 81) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 80) * va3), vacc3x1 = (*(o + 3 * 128 + 81) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4440,7 +9656,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 82) * va2), vacc2x1 = (*(o + 2 * 128 + 83) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 82) * va3), vacc3x1 = (*(o + 3 * 128 + 83) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4470,7 +9686,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 84) * va2), vacc2x1 = (*(o + 2 * 128 + 85) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 84) * va3), vacc3x1 = (*(o + 3 * 128 + 85) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4500,7 +9716,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 86) * va2), vacc2x1 = (*(o + 2 * 128 + 87) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 86) * va3), vacc3x1 = (*(o + 3 * 128 + 87) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4530,7 +9746,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 88) * va2), vacc2x1 = (*(o + 2 * 128 + 89) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 88) * va3), vacc3x1 = (*(o + 3 * 128 + 89) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4560,7 +9776,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 90) * va2), vacc2x1 = (*(o + 2 * 128 + 91) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 90) * va3), vacc3x1 = (*(o + 3 * 128 + 91) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4590,7 +9806,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 92) * va2), vacc2x1 = (*(o + 2 * 128 + 93) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 92) * va3), vacc3x1 = (*(o + 3 * 128 + 93) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4620,7 +9836,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 94) * va2), vacc2x1 = (*(o + 2 * 128 + 95) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 94) * va3), vacc3x1 = (*(o + 3 * 128 + 95) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4650,7 +9866,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 96) * va2), vacc2x1 = (*(o + 2 * 128 + 97) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 96) * va3), vacc3x1 = (*(o + 3 * 128 + 97) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4680,7 +9896,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 98) * va2), vacc2x1 = (*(o + 2 * 128 + 99) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 98) * va3), vacc3x1 = (*(o + 3 * 128 + 99) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4710,7 +9926,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 100) * va2), vacc2x1 = (*(o + 2 * 128 + 101) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 100) * va3), vacc3x1 = (*(o + 3 * 128 + 101) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4740,7 +9956,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 102) * va2), vacc2x1 = (*(o + 2 * 128 + 103) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 102) * va3), vacc3x1 = (*(o + 3 * 128 + 103) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4770,7 +9986,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 104) * va2), vacc2x1 = (*(o + 2 * 128 + 105) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 104) * va3), vacc3x1 = (*(o + 3 * 128 + 105) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4800,7 +10016,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 106) * va2), vacc2x1 = (*(o + 2 * 128 + 107) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 106) * va3), vacc3x1 = (*(o + 3 * 128 + 107) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4830,7 +10046,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 108) * va2), vacc2x1 = (*(o + 2 * 128 + 109) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 108) * va3), vacc3x1 = (*(o + 3 * 128 + 109) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4860,7 +10076,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 110) * va2), vacc2x1 = (*(o + 2 * 128 + 111) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 110) * va3), vacc3x1 = (*(o + 3 * 128 + 111) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4890,7 +10106,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 112) * va2), vacc2x1 = (*(o + 2 * 128 + 113) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 112) * va3), vacc3x1 = (*(o + 3 * 128 + 113) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4920,7 +10136,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 114) * va2), vacc2x1 = (*(o + 2 * 128 + 115) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 114) * va3), vacc3x1 = (*(o + 3 * 128 + 115) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4950,7 +10166,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 116) * va2), vacc2x1 = (*(o + 2 * 128 + 117) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 116) * va3), vacc3x1 = (*(o + 3 * 128 + 117) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -4980,7 +10196,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 118) * va2), vacc2x1 = (*(o + 2 * 128 + 119) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 118) * va3), vacc3x1 = (*(o + 3 * 128 + 119) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -5010,7 +10226,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 120) * va2), vacc2x1 = (*(o + 2 * 128 + 121) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 120) * va3), vacc3x1 = (*(o + 3 * 128 + 121) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -5040,7 +10256,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 122) * va2), vacc2x1 = (*(o + 2 * 128 + 123) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 122) * va3), vacc3x1 = (*(o + 3 * 128 + 123) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -5070,7 +10286,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 124) * va2), vacc2x1 = (*(o + 2 * 128 + 125) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 124) * va3), vacc3x1 = (*(o + 3 * 128 + 125) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -5100,7 +10316,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
         float vacc2x0 = (*(o + 2 * 128 + 126) * va2), vacc2x1 = (*(o + 2 * 128 + 127) * va2);
         float vacc3x0 = (*(o + 3 * 128 + 126) * va3), vacc3x1 = (*(o + 3 * 128 + 127) * va3);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             const float vp1 = (p[1 * 128 + j]);
             const float vp2 = (p[2 * 128 + j]);
@@ -5128,7 +10344,7 @@ static void attn_mistral_7b_pv_4x128__scalar(const float *restrict p, const floa
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+ATTN_NO_AUTOVEC static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -5136,7 +10352,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 0) * va0), vacc0x1 = (*(o + 0 * 128 + 1) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 0);
@@ -5154,7 +10370,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 2) * va0), vacc0x1 = (*(o + 0 * 128 + 3) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 2);
@@ -5172,7 +10388,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 4) * va0), vacc0x1 = (*(o + 0 * 128 + 5) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 4);
@@ -5190,7 +10406,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 6) * va0), vacc0x1 = (*(o + 0 * 128 + 7) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 6);
@@ -5208,7 +10424,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 8) * va0), vacc0x1 = (*(o + 0 * 128 + 9) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 8);
@@ -5226,7 +10442,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 10) * va0), vacc0x1 = (*(o + 0 * 128 + 11) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 10);
@@ -5244,7 +10460,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 12) * va0), vacc0x1 = (*(o + 0 * 128 + 13) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 12);
@@ -5262,7 +10478,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 14) * va0), vacc0x1 = (*(o + 0 * 128 + 15) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 14);
@@ -5280,7 +10496,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 16) * va0), vacc0x1 = (*(o + 0 * 128 + 17) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 16);
@@ -5298,7 +10514,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 18) * va0), vacc0x1 = (*(o + 0 * 128 + 19) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 18);
@@ -5316,7 +10532,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 20) * va0), vacc0x1 = (*(o + 0 * 128 + 21) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 20);
@@ -5334,7 +10550,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 22) * va0), vacc0x1 = (*(o + 0 * 128 + 23) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 22);
@@ -5352,7 +10568,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 24) * va0), vacc0x1 = (*(o + 0 * 128 + 25) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 24);
@@ -5370,7 +10586,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 26) * va0), vacc0x1 = (*(o + 0 * 128 + 27) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 26);
@@ -5388,7 +10604,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 28) * va0), vacc0x1 = (*(o + 0 * 128 + 29) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 28);
@@ -5406,7 +10622,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 30) * va0), vacc0x1 = (*(o + 0 * 128 + 31) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 30);
@@ -5424,7 +10640,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 32) * va0), vacc0x1 = (*(o + 0 * 128 + 33) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 32);
@@ -5442,7 +10658,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 34) * va0), vacc0x1 = (*(o + 0 * 128 + 35) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 34);
@@ -5460,7 +10676,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 36) * va0), vacc0x1 = (*(o + 0 * 128 + 37) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 36);
@@ -5478,7 +10694,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 38) * va0), vacc0x1 = (*(o + 0 * 128 + 39) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 38);
@@ -5496,7 +10712,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 40) * va0), vacc0x1 = (*(o + 0 * 128 + 41) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 40);
@@ -5514,7 +10730,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 42) * va0), vacc0x1 = (*(o + 0 * 128 + 43) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 42);
@@ -5532,7 +10748,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 44) * va0), vacc0x1 = (*(o + 0 * 128 + 45) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 44);
@@ -5550,7 +10766,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 46) * va0), vacc0x1 = (*(o + 0 * 128 + 47) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 46);
@@ -5568,7 +10784,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 48) * va0), vacc0x1 = (*(o + 0 * 128 + 49) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 48);
@@ -5586,7 +10802,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 50) * va0), vacc0x1 = (*(o + 0 * 128 + 51) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 50);
@@ -5604,7 +10820,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 52) * va0), vacc0x1 = (*(o + 0 * 128 + 53) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 52);
@@ -5622,7 +10838,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 54) * va0), vacc0x1 = (*(o + 0 * 128 + 55) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 54);
@@ -5640,7 +10856,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 56) * va0), vacc0x1 = (*(o + 0 * 128 + 57) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 56);
@@ -5658,7 +10874,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 58) * va0), vacc0x1 = (*(o + 0 * 128 + 59) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 58);
@@ -5676,7 +10892,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 60) * va0), vacc0x1 = (*(o + 0 * 128 + 61) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 60);
@@ -5694,7 +10910,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 62) * va0), vacc0x1 = (*(o + 0 * 128 + 63) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 62);
@@ -5712,7 +10928,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 64) * va0), vacc0x1 = (*(o + 0 * 128 + 65) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 64);
@@ -5730,7 +10946,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 66) * va0), vacc0x1 = (*(o + 0 * 128 + 67) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 66);
@@ -5748,7 +10964,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 68) * va0), vacc0x1 = (*(o + 0 * 128 + 69) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 68);
@@ -5766,7 +10982,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 70) * va0), vacc0x1 = (*(o + 0 * 128 + 71) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 70);
@@ -5784,7 +11000,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 72) * va0), vacc0x1 = (*(o + 0 * 128 + 73) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 72);
@@ -5802,7 +11018,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 74) * va0), vacc0x1 = (*(o + 0 * 128 + 75) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 74);
@@ -5820,7 +11036,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 76) * va0), vacc0x1 = (*(o + 0 * 128 + 77) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 76);
@@ -5838,7 +11054,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 78) * va0), vacc0x1 = (*(o + 0 * 128 + 79) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 78);
@@ -5856,7 +11072,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 80) * va0), vacc0x1 = (*(o + 0 * 128 + 81) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 80);
@@ -5874,7 +11090,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 82) * va0), vacc0x1 = (*(o + 0 * 128 + 83) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 82);
@@ -5892,7 +11108,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 84) * va0), vacc0x1 = (*(o + 0 * 128 + 85) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 84);
@@ -5910,7 +11126,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 86) * va0), vacc0x1 = (*(o + 0 * 128 + 87) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 86);
@@ -5928,7 +11144,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 88) * va0), vacc0x1 = (*(o + 0 * 128 + 89) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 88);
@@ -5946,7 +11162,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 90) * va0), vacc0x1 = (*(o + 0 * 128 + 91) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 90);
@@ -5964,7 +11180,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 92) * va0), vacc0x1 = (*(o + 0 * 128 + 93) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 92);
@@ -5982,7 +11198,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 94) * va0), vacc0x1 = (*(o + 0 * 128 + 95) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 94);
@@ -6000,7 +11216,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 96) * va0), vacc0x1 = (*(o + 0 * 128 + 97) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 96);
@@ -6018,7 +11234,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 98) * va0), vacc0x1 = (*(o + 0 * 128 + 99) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 98);
@@ -6036,7 +11252,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 100) * va0), vacc0x1 = (*(o + 0 * 128 + 101) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 100);
@@ -6054,7 +11270,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 102) * va0), vacc0x1 = (*(o + 0 * 128 + 103) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 102);
@@ -6072,7 +11288,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 104) * va0), vacc0x1 = (*(o + 0 * 128 + 105) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 104);
@@ -6090,7 +11306,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 106) * va0), vacc0x1 = (*(o + 0 * 128 + 107) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 106);
@@ -6108,7 +11324,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 108) * va0), vacc0x1 = (*(o + 0 * 128 + 109) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 108);
@@ -6126,7 +11342,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 110) * va0), vacc0x1 = (*(o + 0 * 128 + 111) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 110);
@@ -6144,7 +11360,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 112) * va0), vacc0x1 = (*(o + 0 * 128 + 113) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 112);
@@ -6162,7 +11378,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 114) * va0), vacc0x1 = (*(o + 0 * 128 + 115) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 114);
@@ -6180,7 +11396,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 116) * va0), vacc0x1 = (*(o + 0 * 128 + 117) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 116);
@@ -6198,7 +11414,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 118) * va0), vacc0x1 = (*(o + 0 * 128 + 119) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 118);
@@ -6216,7 +11432,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 120) * va0), vacc0x1 = (*(o + 0 * 128 + 121) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 120);
@@ -6234,7 +11450,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 122) * va0), vacc0x1 = (*(o + 0 * 128 + 123) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 122);
@@ -6252,7 +11468,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 124) * va0), vacc0x1 = (*(o + 0 * 128 + 125) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 124);
@@ -6270,7 +11486,7 @@ static void attn_mistral_7b_pv_1x128__scalar(const float *restrict p, const floa
         int64_t j;
         float vacc0x0 = (*(o + 0 * 128 + 126) * va0), vacc0x1 = (*(o + 0 * 128 + 127) * va0);
         for (j = jlo; j < jhi; j++) {
-            const float *restrict vr = v + j * 128;
+            const float *vr = v + j * 128;
             const float vp0 = (p[0 * 128 + j]);
             {
                 const float vv = *(vr + 126);
@@ -6296,7 +11512,7 @@ typedef struct {
 } attn_mistral_7b_scratch__scalar;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-static void attn_mistral_7b_unit__scalar(const attn_args *args, const float *kt, const float *v,
+ATTN_NO_AUTOVEC static void attn_mistral_7b_unit__scalar(const attn_args *args, const float *kt, const float *v,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_mistral_7b_scratch__scalar *w)
 {
     const int64_t lk = args->seq_k;
@@ -6311,8 +11527,8 @@ static void attn_mistral_7b_unit__scalar(const attn_args *args, const float *kt,
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
     for (r = 0; r < tq; r++) { /* Q rows, contiguous and pre-scaled by scale * log2(e) */
-        const float *restrict qr = q + r * args->q_stride[1];
-        float *restrict qw = w->q + r * 128;
+        const float *qr = q + r * args->q_stride[1];
+        float *qw = w->q + r * 128;
         const float vs = (0.127517431f);
         *(qw + 0) = (*(qr + 0) * vs);
         *(qw + 1) = (*(qr + 1) * vs);
@@ -6447,7 +11663,7 @@ static void attn_mistral_7b_unit__scalar(const attn_args *args, const float *kt,
     for (t = 0; t < ntiles; t++) {
         const int64_t j0 = t * 128;
         const int64_t jn = lk - j0 < 128 ? lk - j0 : 128; /* keys of this tile that exist */
-        const int cls = attn_mistral_7b_classify(tq, j0, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        const int cls = attn_mistral_7b_classify(tq, j0, j0 + 128, w->lo, w->hi, w->sink_hi, w->first, w->last);
         if (cls == 0) continue; /* no row sees this tile */
 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
@@ -6464,7 +11680,7 @@ static void attn_mistral_7b_unit__scalar(const attn_args *args, const float *kt,
 
         /* score terms, mask, online softmax */
         for (r = 0; r < tq; r++) {
-            float *restrict sr = w->s + r * 128;
+            float *sr = w->s + r * 128;
             float mx, m_new, m_ref, sum;
             if (cls == 1) { /* partially visible: hide what this row does not see */
                 /* in tile columns the row sees [0, sk) and [lo, hi), with sk <= lo <= hi */
@@ -6527,8 +11743,8 @@ static void attn_mistral_7b_unit__scalar(const attn_args *args, const float *kt,
 
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
-        float *restrict orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
-        const float *restrict acc = w->o + r * 128;
+        float *orow = args->o + b * args->o_stride[0] + (i0 + r) * args->o_stride[1] + h * args->o_stride[2];
+        const float *acc = w->o + r * 128;
         const float l = w->l[r];
         const float vinv = (l == 0.0f ? 0.0f : 1.0f / l);
         *(orow + 0) = (*(acc + 0) * vinv);
@@ -6667,7 +11883,7 @@ static void attn_mistral_7b_unit__scalar(const attn_args *args, const float *kt,
 /* Packs keys [j0, j0 + 2) of batch b, kv head hk: the K^T panel
  * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
  * zero for keys at or past Lk_b and for V's padding columns. */
-static void attn_mistral_7b_pack__scalar(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+ATTN_NO_AUTOVEC static void attn_mistral_7b_pack__scalar(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
         float *restrict kt, float *restrict vp)
 {
     const int64_t lk = args->seq_k;
@@ -6680,17 +11896,7929 @@ static void attn_mistral_7b_pack__scalar(const attn_args *args, int64_t b, int64
         memset(vp + n * 128, 0, sizeof(float) * (size_t)((2 - n) * 128));
     }
     for (c = 0; c < n; c++) {
-        const float *restrict kr = k + (j0 + c) * args->k_stride[1];
-        const float *restrict vr = v + (j0 + c) * args->v_stride[1];
+        const float *kr = k + (j0 + c) * args->k_stride[1];
+        const float *vr = v + (j0 + c) * args->v_stride[1];
         for (d = 0; d < 128; d++) kt[d * 2 + c] = kr[d];
         memcpy(vp + c * 128, vr, sizeof(float) * 128);
     }
 }
 
+
+/* ---- decode: up to 16 query rows against a long KV cache ---------------- */
+/*
+ * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * every query row, grouped by kv head, so each K and V row is read once,
+ * straight from the cache tensors (no packing), and the keys of one block are
+ * read for all kv heads together (a contiguous stretch of the cache).
+ * Scores are computed transposed, S^T = K Q^T, with the rows along the
+ * vector lanes: K values broadcast against packed Q^T panels, or, when a kv
+ * head has fewer rows than a panel, dot products along D.  The online
+ * softmax then runs over whole vectors of rows.  Each split leaves its
+ * normalized O and LSE; a merge combines the splits in order.  The split
+ * size does not depend on the thread count, so neither does the result.
+ */
+
+/* S^T[4][2] = K[4][128] Q^T[128][2]: k: 4 K rows (row stride ks);
+ * qt: a packed Q^T panel (2 floats per d); s: row stride sst. */
+ATTN_NO_AUTOVEC static void attn_mistral_7b_dqk_4x2__scalar(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
+    float vacc1x0 = 0.0f, vacc1x1 = 0.0f;
+    float vacc2x0 = 0.0f, vacc2x1 = 0.0f;
+    float vacc3x0 = 0.0f, vacc3x1 = 0.0f;
+    const float *restrict k0 = k + 0 * ks;
+    const float *restrict k1 = k + 1 * ks;
+    const float *restrict k2 = k + 2 * ks;
+    const float *restrict k3 = k + 3 * ks;
+    int64_t d;
+    for (d = 0; d < 128; d++) {
+        const float vq0 = *(qt + d * 2 + 0);
+        const float vq1 = *(qt + d * 2 + 1);
+        {
+            const float vk = (k0[d]);
+            vacc0x0 = (vk * vq0 + vacc0x0); vacc0x1 = (vk * vq1 + vacc0x1);
+        }
+        {
+            const float vk = (k1[d]);
+            vacc1x0 = (vk * vq0 + vacc1x0); vacc1x1 = (vk * vq1 + vacc1x1);
+        }
+        {
+            const float vk = (k2[d]);
+            vacc2x0 = (vk * vq0 + vacc2x0); vacc2x1 = (vk * vq1 + vacc2x1);
+        }
+        {
+            const float vk = (k3[d]);
+            vacc3x0 = (vk * vq0 + vacc3x0); vacc3x1 = (vk * vq1 + vacc3x1);
+        }
+    }
+    *(s + 0 * sst + 0) = vacc0x0;
+    *(s + 0 * sst + 1) = vacc0x1;
+    *(s + 1 * sst + 0) = vacc1x0;
+    *(s + 1 * sst + 1) = vacc1x1;
+    *(s + 2 * sst + 0) = vacc2x0;
+    *(s + 2 * sst + 1) = vacc2x1;
+    *(s + 3 * sst + 0) = vacc3x0;
+    *(s + 3 * sst + 1) = vacc3x1;
+}
+
+/* S^T[1][2] = K[1][128] Q^T[128][2]: k: 1 K rows (row stride ks);
+ * qt: a packed Q^T panel (2 floats per d); s: row stride sst. */
+ATTN_NO_AUTOVEC static void attn_mistral_7b_dqk_1x2__scalar(const float *restrict k, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t sst)
+{
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
+    const float *restrict k0 = k + 0 * ks;
+    int64_t d;
+    for (d = 0; d < 128; d++) {
+        const float vq0 = *(qt + d * 2 + 0);
+        const float vq1 = *(qt + d * 2 + 1);
+        {
+            const float vk = (k0[d]);
+            vacc0x0 = (vk * vq0 + vacc0x0); vacc0x1 = (vk * vq1 + vacc0x1);
+        }
+    }
+    *(s + 0 * sst + 0) = vacc0x0;
+    *(s + 0 * sst + 1) = vacc0x1;
+}
+
+/* S^T[0][r] = q_r . k0 and S^T[1][r] = q_r . k1 for rows r < R, R a multiple of 4
+ * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
+ * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
+ * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
+ATTN_NO_AUTOVEC static void attn_mistral_7b_ddot__scalar(const float *restrict q, int64_t R, const float *restrict k0,
+        const float *restrict k1, float *restrict s0, float *restrict s1)
+{
+    int64_t r;
+    for (r = 0; r < R; r += 4) {
+        const float *q0 = q + r * 128;
+        float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+        float b0 = 0.0f, b1 = 0.0f, b2 = 0.0f, b3 = 0.0f;
+        {
+            const float x = *(k0 + 0), y = *(k1 + 0);
+            const float q0c = *(q0 + 0 * 128 + 0);
+            const float q1c = *(q0 + 1 * 128 + 0);
+            const float q2c = *(q0 + 2 * 128 + 0);
+            const float q3c = *(q0 + 3 * 128 + 0);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 1), y = *(k1 + 1);
+            const float q0c = *(q0 + 0 * 128 + 1);
+            const float q1c = *(q0 + 1 * 128 + 1);
+            const float q2c = *(q0 + 2 * 128 + 1);
+            const float q3c = *(q0 + 3 * 128 + 1);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 2), y = *(k1 + 2);
+            const float q0c = *(q0 + 0 * 128 + 2);
+            const float q1c = *(q0 + 1 * 128 + 2);
+            const float q2c = *(q0 + 2 * 128 + 2);
+            const float q3c = *(q0 + 3 * 128 + 2);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 3), y = *(k1 + 3);
+            const float q0c = *(q0 + 0 * 128 + 3);
+            const float q1c = *(q0 + 1 * 128 + 3);
+            const float q2c = *(q0 + 2 * 128 + 3);
+            const float q3c = *(q0 + 3 * 128 + 3);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 4), y = *(k1 + 4);
+            const float q0c = *(q0 + 0 * 128 + 4);
+            const float q1c = *(q0 + 1 * 128 + 4);
+            const float q2c = *(q0 + 2 * 128 + 4);
+            const float q3c = *(q0 + 3 * 128 + 4);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 5), y = *(k1 + 5);
+            const float q0c = *(q0 + 0 * 128 + 5);
+            const float q1c = *(q0 + 1 * 128 + 5);
+            const float q2c = *(q0 + 2 * 128 + 5);
+            const float q3c = *(q0 + 3 * 128 + 5);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 6), y = *(k1 + 6);
+            const float q0c = *(q0 + 0 * 128 + 6);
+            const float q1c = *(q0 + 1 * 128 + 6);
+            const float q2c = *(q0 + 2 * 128 + 6);
+            const float q3c = *(q0 + 3 * 128 + 6);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 7), y = *(k1 + 7);
+            const float q0c = *(q0 + 0 * 128 + 7);
+            const float q1c = *(q0 + 1 * 128 + 7);
+            const float q2c = *(q0 + 2 * 128 + 7);
+            const float q3c = *(q0 + 3 * 128 + 7);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 8), y = *(k1 + 8);
+            const float q0c = *(q0 + 0 * 128 + 8);
+            const float q1c = *(q0 + 1 * 128 + 8);
+            const float q2c = *(q0 + 2 * 128 + 8);
+            const float q3c = *(q0 + 3 * 128 + 8);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 9), y = *(k1 + 9);
+            const float q0c = *(q0 + 0 * 128 + 9);
+            const float q1c = *(q0 + 1 * 128 + 9);
+            const float q2c = *(q0 + 2 * 128 + 9);
+            const float q3c = *(q0 + 3 * 128 + 9);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 10), y = *(k1 + 10);
+            const float q0c = *(q0 + 0 * 128 + 10);
+            const float q1c = *(q0 + 1 * 128 + 10);
+            const float q2c = *(q0 + 2 * 128 + 10);
+            const float q3c = *(q0 + 3 * 128 + 10);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 11), y = *(k1 + 11);
+            const float q0c = *(q0 + 0 * 128 + 11);
+            const float q1c = *(q0 + 1 * 128 + 11);
+            const float q2c = *(q0 + 2 * 128 + 11);
+            const float q3c = *(q0 + 3 * 128 + 11);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 12), y = *(k1 + 12);
+            const float q0c = *(q0 + 0 * 128 + 12);
+            const float q1c = *(q0 + 1 * 128 + 12);
+            const float q2c = *(q0 + 2 * 128 + 12);
+            const float q3c = *(q0 + 3 * 128 + 12);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 13), y = *(k1 + 13);
+            const float q0c = *(q0 + 0 * 128 + 13);
+            const float q1c = *(q0 + 1 * 128 + 13);
+            const float q2c = *(q0 + 2 * 128 + 13);
+            const float q3c = *(q0 + 3 * 128 + 13);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 14), y = *(k1 + 14);
+            const float q0c = *(q0 + 0 * 128 + 14);
+            const float q1c = *(q0 + 1 * 128 + 14);
+            const float q2c = *(q0 + 2 * 128 + 14);
+            const float q3c = *(q0 + 3 * 128 + 14);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 15), y = *(k1 + 15);
+            const float q0c = *(q0 + 0 * 128 + 15);
+            const float q1c = *(q0 + 1 * 128 + 15);
+            const float q2c = *(q0 + 2 * 128 + 15);
+            const float q3c = *(q0 + 3 * 128 + 15);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 16), y = *(k1 + 16);
+            const float q0c = *(q0 + 0 * 128 + 16);
+            const float q1c = *(q0 + 1 * 128 + 16);
+            const float q2c = *(q0 + 2 * 128 + 16);
+            const float q3c = *(q0 + 3 * 128 + 16);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 17), y = *(k1 + 17);
+            const float q0c = *(q0 + 0 * 128 + 17);
+            const float q1c = *(q0 + 1 * 128 + 17);
+            const float q2c = *(q0 + 2 * 128 + 17);
+            const float q3c = *(q0 + 3 * 128 + 17);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 18), y = *(k1 + 18);
+            const float q0c = *(q0 + 0 * 128 + 18);
+            const float q1c = *(q0 + 1 * 128 + 18);
+            const float q2c = *(q0 + 2 * 128 + 18);
+            const float q3c = *(q0 + 3 * 128 + 18);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 19), y = *(k1 + 19);
+            const float q0c = *(q0 + 0 * 128 + 19);
+            const float q1c = *(q0 + 1 * 128 + 19);
+            const float q2c = *(q0 + 2 * 128 + 19);
+            const float q3c = *(q0 + 3 * 128 + 19);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 20), y = *(k1 + 20);
+            const float q0c = *(q0 + 0 * 128 + 20);
+            const float q1c = *(q0 + 1 * 128 + 20);
+            const float q2c = *(q0 + 2 * 128 + 20);
+            const float q3c = *(q0 + 3 * 128 + 20);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 21), y = *(k1 + 21);
+            const float q0c = *(q0 + 0 * 128 + 21);
+            const float q1c = *(q0 + 1 * 128 + 21);
+            const float q2c = *(q0 + 2 * 128 + 21);
+            const float q3c = *(q0 + 3 * 128 + 21);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 22), y = *(k1 + 22);
+            const float q0c = *(q0 + 0 * 128 + 22);
+            const float q1c = *(q0 + 1 * 128 + 22);
+            const float q2c = *(q0 + 2 * 128 + 22);
+            const float q3c = *(q0 + 3 * 128 + 22);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 23), y = *(k1 + 23);
+            const float q0c = *(q0 + 0 * 128 + 23);
+            const float q1c = *(q0 + 1 * 128 + 23);
+            const float q2c = *(q0 + 2 * 128 + 23);
+            const float q3c = *(q0 + 3 * 128 + 23);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 24), y = *(k1 + 24);
+            const float q0c = *(q0 + 0 * 128 + 24);
+            const float q1c = *(q0 + 1 * 128 + 24);
+            const float q2c = *(q0 + 2 * 128 + 24);
+            const float q3c = *(q0 + 3 * 128 + 24);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 25), y = *(k1 + 25);
+            const float q0c = *(q0 + 0 * 128 + 25);
+            const float q1c = *(q0 + 1 * 128 + 25);
+            const float q2c = *(q0 + 2 * 128 + 25);
+            const float q3c = *(q0 + 3 * 128 + 25);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 26), y = *(k1 + 26);
+            const float q0c = *(q0 + 0 * 128 + 26);
+            const float q1c = *(q0 + 1 * 128 + 26);
+            const float q2c = *(q0 + 2 * 128 + 26);
+            const float q3c = *(q0 + 3 * 128 + 26);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 27), y = *(k1 + 27);
+            const float q0c = *(q0 + 0 * 128 + 27);
+            const float q1c = *(q0 + 1 * 128 + 27);
+            const float q2c = *(q0 + 2 * 128 + 27);
+            const float q3c = *(q0 + 3 * 128 + 27);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 28), y = *(k1 + 28);
+            const float q0c = *(q0 + 0 * 128 + 28);
+            const float q1c = *(q0 + 1 * 128 + 28);
+            const float q2c = *(q0 + 2 * 128 + 28);
+            const float q3c = *(q0 + 3 * 128 + 28);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 29), y = *(k1 + 29);
+            const float q0c = *(q0 + 0 * 128 + 29);
+            const float q1c = *(q0 + 1 * 128 + 29);
+            const float q2c = *(q0 + 2 * 128 + 29);
+            const float q3c = *(q0 + 3 * 128 + 29);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 30), y = *(k1 + 30);
+            const float q0c = *(q0 + 0 * 128 + 30);
+            const float q1c = *(q0 + 1 * 128 + 30);
+            const float q2c = *(q0 + 2 * 128 + 30);
+            const float q3c = *(q0 + 3 * 128 + 30);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 31), y = *(k1 + 31);
+            const float q0c = *(q0 + 0 * 128 + 31);
+            const float q1c = *(q0 + 1 * 128 + 31);
+            const float q2c = *(q0 + 2 * 128 + 31);
+            const float q3c = *(q0 + 3 * 128 + 31);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 32), y = *(k1 + 32);
+            const float q0c = *(q0 + 0 * 128 + 32);
+            const float q1c = *(q0 + 1 * 128 + 32);
+            const float q2c = *(q0 + 2 * 128 + 32);
+            const float q3c = *(q0 + 3 * 128 + 32);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 33), y = *(k1 + 33);
+            const float q0c = *(q0 + 0 * 128 + 33);
+            const float q1c = *(q0 + 1 * 128 + 33);
+            const float q2c = *(q0 + 2 * 128 + 33);
+            const float q3c = *(q0 + 3 * 128 + 33);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 34), y = *(k1 + 34);
+            const float q0c = *(q0 + 0 * 128 + 34);
+            const float q1c = *(q0 + 1 * 128 + 34);
+            const float q2c = *(q0 + 2 * 128 + 34);
+            const float q3c = *(q0 + 3 * 128 + 34);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 35), y = *(k1 + 35);
+            const float q0c = *(q0 + 0 * 128 + 35);
+            const float q1c = *(q0 + 1 * 128 + 35);
+            const float q2c = *(q0 + 2 * 128 + 35);
+            const float q3c = *(q0 + 3 * 128 + 35);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 36), y = *(k1 + 36);
+            const float q0c = *(q0 + 0 * 128 + 36);
+            const float q1c = *(q0 + 1 * 128 + 36);
+            const float q2c = *(q0 + 2 * 128 + 36);
+            const float q3c = *(q0 + 3 * 128 + 36);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 37), y = *(k1 + 37);
+            const float q0c = *(q0 + 0 * 128 + 37);
+            const float q1c = *(q0 + 1 * 128 + 37);
+            const float q2c = *(q0 + 2 * 128 + 37);
+            const float q3c = *(q0 + 3 * 128 + 37);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 38), y = *(k1 + 38);
+            const float q0c = *(q0 + 0 * 128 + 38);
+            const float q1c = *(q0 + 1 * 128 + 38);
+            const float q2c = *(q0 + 2 * 128 + 38);
+            const float q3c = *(q0 + 3 * 128 + 38);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 39), y = *(k1 + 39);
+            const float q0c = *(q0 + 0 * 128 + 39);
+            const float q1c = *(q0 + 1 * 128 + 39);
+            const float q2c = *(q0 + 2 * 128 + 39);
+            const float q3c = *(q0 + 3 * 128 + 39);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 40), y = *(k1 + 40);
+            const float q0c = *(q0 + 0 * 128 + 40);
+            const float q1c = *(q0 + 1 * 128 + 40);
+            const float q2c = *(q0 + 2 * 128 + 40);
+            const float q3c = *(q0 + 3 * 128 + 40);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 41), y = *(k1 + 41);
+            const float q0c = *(q0 + 0 * 128 + 41);
+            const float q1c = *(q0 + 1 * 128 + 41);
+            const float q2c = *(q0 + 2 * 128 + 41);
+            const float q3c = *(q0 + 3 * 128 + 41);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 42), y = *(k1 + 42);
+            const float q0c = *(q0 + 0 * 128 + 42);
+            const float q1c = *(q0 + 1 * 128 + 42);
+            const float q2c = *(q0 + 2 * 128 + 42);
+            const float q3c = *(q0 + 3 * 128 + 42);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 43), y = *(k1 + 43);
+            const float q0c = *(q0 + 0 * 128 + 43);
+            const float q1c = *(q0 + 1 * 128 + 43);
+            const float q2c = *(q0 + 2 * 128 + 43);
+            const float q3c = *(q0 + 3 * 128 + 43);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 44), y = *(k1 + 44);
+            const float q0c = *(q0 + 0 * 128 + 44);
+            const float q1c = *(q0 + 1 * 128 + 44);
+            const float q2c = *(q0 + 2 * 128 + 44);
+            const float q3c = *(q0 + 3 * 128 + 44);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 45), y = *(k1 + 45);
+            const float q0c = *(q0 + 0 * 128 + 45);
+            const float q1c = *(q0 + 1 * 128 + 45);
+            const float q2c = *(q0 + 2 * 128 + 45);
+            const float q3c = *(q0 + 3 * 128 + 45);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 46), y = *(k1 + 46);
+            const float q0c = *(q0 + 0 * 128 + 46);
+            const float q1c = *(q0 + 1 * 128 + 46);
+            const float q2c = *(q0 + 2 * 128 + 46);
+            const float q3c = *(q0 + 3 * 128 + 46);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 47), y = *(k1 + 47);
+            const float q0c = *(q0 + 0 * 128 + 47);
+            const float q1c = *(q0 + 1 * 128 + 47);
+            const float q2c = *(q0 + 2 * 128 + 47);
+            const float q3c = *(q0 + 3 * 128 + 47);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 48), y = *(k1 + 48);
+            const float q0c = *(q0 + 0 * 128 + 48);
+            const float q1c = *(q0 + 1 * 128 + 48);
+            const float q2c = *(q0 + 2 * 128 + 48);
+            const float q3c = *(q0 + 3 * 128 + 48);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 49), y = *(k1 + 49);
+            const float q0c = *(q0 + 0 * 128 + 49);
+            const float q1c = *(q0 + 1 * 128 + 49);
+            const float q2c = *(q0 + 2 * 128 + 49);
+            const float q3c = *(q0 + 3 * 128 + 49);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 50), y = *(k1 + 50);
+            const float q0c = *(q0 + 0 * 128 + 50);
+            const float q1c = *(q0 + 1 * 128 + 50);
+            const float q2c = *(q0 + 2 * 128 + 50);
+            const float q3c = *(q0 + 3 * 128 + 50);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 51), y = *(k1 + 51);
+            const float q0c = *(q0 + 0 * 128 + 51);
+            const float q1c = *(q0 + 1 * 128 + 51);
+            const float q2c = *(q0 + 2 * 128 + 51);
+            const float q3c = *(q0 + 3 * 128 + 51);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 52), y = *(k1 + 52);
+            const float q0c = *(q0 + 0 * 128 + 52);
+            const float q1c = *(q0 + 1 * 128 + 52);
+            const float q2c = *(q0 + 2 * 128 + 52);
+            const float q3c = *(q0 + 3 * 128 + 52);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 53), y = *(k1 + 53);
+            const float q0c = *(q0 + 0 * 128 + 53);
+            const float q1c = *(q0 + 1 * 128 + 53);
+            const float q2c = *(q0 + 2 * 128 + 53);
+            const float q3c = *(q0 + 3 * 128 + 53);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 54), y = *(k1 + 54);
+            const float q0c = *(q0 + 0 * 128 + 54);
+            const float q1c = *(q0 + 1 * 128 + 54);
+            const float q2c = *(q0 + 2 * 128 + 54);
+            const float q3c = *(q0 + 3 * 128 + 54);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 55), y = *(k1 + 55);
+            const float q0c = *(q0 + 0 * 128 + 55);
+            const float q1c = *(q0 + 1 * 128 + 55);
+            const float q2c = *(q0 + 2 * 128 + 55);
+            const float q3c = *(q0 + 3 * 128 + 55);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 56), y = *(k1 + 56);
+            const float q0c = *(q0 + 0 * 128 + 56);
+            const float q1c = *(q0 + 1 * 128 + 56);
+            const float q2c = *(q0 + 2 * 128 + 56);
+            const float q3c = *(q0 + 3 * 128 + 56);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 57), y = *(k1 + 57);
+            const float q0c = *(q0 + 0 * 128 + 57);
+            const float q1c = *(q0 + 1 * 128 + 57);
+            const float q2c = *(q0 + 2 * 128 + 57);
+            const float q3c = *(q0 + 3 * 128 + 57);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 58), y = *(k1 + 58);
+            const float q0c = *(q0 + 0 * 128 + 58);
+            const float q1c = *(q0 + 1 * 128 + 58);
+            const float q2c = *(q0 + 2 * 128 + 58);
+            const float q3c = *(q0 + 3 * 128 + 58);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 59), y = *(k1 + 59);
+            const float q0c = *(q0 + 0 * 128 + 59);
+            const float q1c = *(q0 + 1 * 128 + 59);
+            const float q2c = *(q0 + 2 * 128 + 59);
+            const float q3c = *(q0 + 3 * 128 + 59);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 60), y = *(k1 + 60);
+            const float q0c = *(q0 + 0 * 128 + 60);
+            const float q1c = *(q0 + 1 * 128 + 60);
+            const float q2c = *(q0 + 2 * 128 + 60);
+            const float q3c = *(q0 + 3 * 128 + 60);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 61), y = *(k1 + 61);
+            const float q0c = *(q0 + 0 * 128 + 61);
+            const float q1c = *(q0 + 1 * 128 + 61);
+            const float q2c = *(q0 + 2 * 128 + 61);
+            const float q3c = *(q0 + 3 * 128 + 61);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 62), y = *(k1 + 62);
+            const float q0c = *(q0 + 0 * 128 + 62);
+            const float q1c = *(q0 + 1 * 128 + 62);
+            const float q2c = *(q0 + 2 * 128 + 62);
+            const float q3c = *(q0 + 3 * 128 + 62);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 63), y = *(k1 + 63);
+            const float q0c = *(q0 + 0 * 128 + 63);
+            const float q1c = *(q0 + 1 * 128 + 63);
+            const float q2c = *(q0 + 2 * 128 + 63);
+            const float q3c = *(q0 + 3 * 128 + 63);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 64), y = *(k1 + 64);
+            const float q0c = *(q0 + 0 * 128 + 64);
+            const float q1c = *(q0 + 1 * 128 + 64);
+            const float q2c = *(q0 + 2 * 128 + 64);
+            const float q3c = *(q0 + 3 * 128 + 64);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 65), y = *(k1 + 65);
+            const float q0c = *(q0 + 0 * 128 + 65);
+            const float q1c = *(q0 + 1 * 128 + 65);
+            const float q2c = *(q0 + 2 * 128 + 65);
+            const float q3c = *(q0 + 3 * 128 + 65);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 66), y = *(k1 + 66);
+            const float q0c = *(q0 + 0 * 128 + 66);
+            const float q1c = *(q0 + 1 * 128 + 66);
+            const float q2c = *(q0 + 2 * 128 + 66);
+            const float q3c = *(q0 + 3 * 128 + 66);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 67), y = *(k1 + 67);
+            const float q0c = *(q0 + 0 * 128 + 67);
+            const float q1c = *(q0 + 1 * 128 + 67);
+            const float q2c = *(q0 + 2 * 128 + 67);
+            const float q3c = *(q0 + 3 * 128 + 67);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 68), y = *(k1 + 68);
+            const float q0c = *(q0 + 0 * 128 + 68);
+            const float q1c = *(q0 + 1 * 128 + 68);
+            const float q2c = *(q0 + 2 * 128 + 68);
+            const float q3c = *(q0 + 3 * 128 + 68);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 69), y = *(k1 + 69);
+            const float q0c = *(q0 + 0 * 128 + 69);
+            const float q1c = *(q0 + 1 * 128 + 69);
+            const float q2c = *(q0 + 2 * 128 + 69);
+            const float q3c = *(q0 + 3 * 128 + 69);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 70), y = *(k1 + 70);
+            const float q0c = *(q0 + 0 * 128 + 70);
+            const float q1c = *(q0 + 1 * 128 + 70);
+            const float q2c = *(q0 + 2 * 128 + 70);
+            const float q3c = *(q0 + 3 * 128 + 70);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 71), y = *(k1 + 71);
+            const float q0c = *(q0 + 0 * 128 + 71);
+            const float q1c = *(q0 + 1 * 128 + 71);
+            const float q2c = *(q0 + 2 * 128 + 71);
+            const float q3c = *(q0 + 3 * 128 + 71);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 72), y = *(k1 + 72);
+            const float q0c = *(q0 + 0 * 128 + 72);
+            const float q1c = *(q0 + 1 * 128 + 72);
+            const float q2c = *(q0 + 2 * 128 + 72);
+            const float q3c = *(q0 + 3 * 128 + 72);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 73), y = *(k1 + 73);
+            const float q0c = *(q0 + 0 * 128 + 73);
+            const float q1c = *(q0 + 1 * 128 + 73);
+            const float q2c = *(q0 + 2 * 128 + 73);
+            const float q3c = *(q0 + 3 * 128 + 73);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 74), y = *(k1 + 74);
+            const float q0c = *(q0 + 0 * 128 + 74);
+            const float q1c = *(q0 + 1 * 128 + 74);
+            const float q2c = *(q0 + 2 * 128 + 74);
+            const float q3c = *(q0 + 3 * 128 + 74);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 75), y = *(k1 + 75);
+            const float q0c = *(q0 + 0 * 128 + 75);
+            const float q1c = *(q0 + 1 * 128 + 75);
+            const float q2c = *(q0 + 2 * 128 + 75);
+            const float q3c = *(q0 + 3 * 128 + 75);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 76), y = *(k1 + 76);
+            const float q0c = *(q0 + 0 * 128 + 76);
+            const float q1c = *(q0 + 1 * 128 + 76);
+            const float q2c = *(q0 + 2 * 128 + 76);
+            const float q3c = *(q0 + 3 * 128 + 76);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 77), y = *(k1 + 77);
+            const float q0c = *(q0 + 0 * 128 + 77);
+            const float q1c = *(q0 + 1 * 128 + 77);
+            const float q2c = *(q0 + 2 * 128 + 77);
+            const float q3c = *(q0 + 3 * 128 + 77);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 78), y = *(k1 + 78);
+            const float q0c = *(q0 + 0 * 128 + 78);
+            const float q1c = *(q0 + 1 * 128 + 78);
+            const float q2c = *(q0 + 2 * 128 + 78);
+            const float q3c = *(q0 + 3 * 128 + 78);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 79), y = *(k1 + 79);
+            const float q0c = *(q0 + 0 * 128 + 79);
+            const float q1c = *(q0 + 1 * 128 + 79);
+            const float q2c = *(q0 + 2 * 128 + 79);
+            const float q3c = *(q0 + 3 * 128 + 79);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 80), y = *(k1 + 80);
+            const float q0c = *(q0 + 0 * 128 + 80);
+            const float q1c = *(q0 + 1 * 128 + 80);
+            const float q2c = *(q0 + 2 * 128 + 80);
+            const float q3c = *(q0 + 3 * 128 + 80);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 81), y = *(k1 + 81);
+            const float q0c = *(q0 + 0 * 128 + 81);
+            const float q1c = *(q0 + 1 * 128 + 81);
+            const float q2c = *(q0 + 2 * 128 + 81);
+            const float q3c = *(q0 + 3 * 128 + 81);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 82), y = *(k1 + 82);
+            const float q0c = *(q0 + 0 * 128 + 82);
+            const float q1c = *(q0 + 1 * 128 + 82);
+            const float q2c = *(q0 + 2 * 128 + 82);
+            const float q3c = *(q0 + 3 * 128 + 82);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 83), y = *(k1 + 83);
+            const float q0c = *(q0 + 0 * 128 + 83);
+            const float q1c = *(q0 + 1 * 128 + 83);
+            const float q2c = *(q0 + 2 * 128 + 83);
+            const float q3c = *(q0 + 3 * 128 + 83);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 84), y = *(k1 + 84);
+            const float q0c = *(q0 + 0 * 128 + 84);
+            const float q1c = *(q0 + 1 * 128 + 84);
+            const float q2c = *(q0 + 2 * 128 + 84);
+            const float q3c = *(q0 + 3 * 128 + 84);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 85), y = *(k1 + 85);
+            const float q0c = *(q0 + 0 * 128 + 85);
+            const float q1c = *(q0 + 1 * 128 + 85);
+            const float q2c = *(q0 + 2 * 128 + 85);
+            const float q3c = *(q0 + 3 * 128 + 85);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 86), y = *(k1 + 86);
+            const float q0c = *(q0 + 0 * 128 + 86);
+            const float q1c = *(q0 + 1 * 128 + 86);
+            const float q2c = *(q0 + 2 * 128 + 86);
+            const float q3c = *(q0 + 3 * 128 + 86);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 87), y = *(k1 + 87);
+            const float q0c = *(q0 + 0 * 128 + 87);
+            const float q1c = *(q0 + 1 * 128 + 87);
+            const float q2c = *(q0 + 2 * 128 + 87);
+            const float q3c = *(q0 + 3 * 128 + 87);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 88), y = *(k1 + 88);
+            const float q0c = *(q0 + 0 * 128 + 88);
+            const float q1c = *(q0 + 1 * 128 + 88);
+            const float q2c = *(q0 + 2 * 128 + 88);
+            const float q3c = *(q0 + 3 * 128 + 88);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 89), y = *(k1 + 89);
+            const float q0c = *(q0 + 0 * 128 + 89);
+            const float q1c = *(q0 + 1 * 128 + 89);
+            const float q2c = *(q0 + 2 * 128 + 89);
+            const float q3c = *(q0 + 3 * 128 + 89);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 90), y = *(k1 + 90);
+            const float q0c = *(q0 + 0 * 128 + 90);
+            const float q1c = *(q0 + 1 * 128 + 90);
+            const float q2c = *(q0 + 2 * 128 + 90);
+            const float q3c = *(q0 + 3 * 128 + 90);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 91), y = *(k1 + 91);
+            const float q0c = *(q0 + 0 * 128 + 91);
+            const float q1c = *(q0 + 1 * 128 + 91);
+            const float q2c = *(q0 + 2 * 128 + 91);
+            const float q3c = *(q0 + 3 * 128 + 91);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 92), y = *(k1 + 92);
+            const float q0c = *(q0 + 0 * 128 + 92);
+            const float q1c = *(q0 + 1 * 128 + 92);
+            const float q2c = *(q0 + 2 * 128 + 92);
+            const float q3c = *(q0 + 3 * 128 + 92);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 93), y = *(k1 + 93);
+            const float q0c = *(q0 + 0 * 128 + 93);
+            const float q1c = *(q0 + 1 * 128 + 93);
+            const float q2c = *(q0 + 2 * 128 + 93);
+            const float q3c = *(q0 + 3 * 128 + 93);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 94), y = *(k1 + 94);
+            const float q0c = *(q0 + 0 * 128 + 94);
+            const float q1c = *(q0 + 1 * 128 + 94);
+            const float q2c = *(q0 + 2 * 128 + 94);
+            const float q3c = *(q0 + 3 * 128 + 94);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 95), y = *(k1 + 95);
+            const float q0c = *(q0 + 0 * 128 + 95);
+            const float q1c = *(q0 + 1 * 128 + 95);
+            const float q2c = *(q0 + 2 * 128 + 95);
+            const float q3c = *(q0 + 3 * 128 + 95);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 96), y = *(k1 + 96);
+            const float q0c = *(q0 + 0 * 128 + 96);
+            const float q1c = *(q0 + 1 * 128 + 96);
+            const float q2c = *(q0 + 2 * 128 + 96);
+            const float q3c = *(q0 + 3 * 128 + 96);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 97), y = *(k1 + 97);
+            const float q0c = *(q0 + 0 * 128 + 97);
+            const float q1c = *(q0 + 1 * 128 + 97);
+            const float q2c = *(q0 + 2 * 128 + 97);
+            const float q3c = *(q0 + 3 * 128 + 97);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 98), y = *(k1 + 98);
+            const float q0c = *(q0 + 0 * 128 + 98);
+            const float q1c = *(q0 + 1 * 128 + 98);
+            const float q2c = *(q0 + 2 * 128 + 98);
+            const float q3c = *(q0 + 3 * 128 + 98);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 99), y = *(k1 + 99);
+            const float q0c = *(q0 + 0 * 128 + 99);
+            const float q1c = *(q0 + 1 * 128 + 99);
+            const float q2c = *(q0 + 2 * 128 + 99);
+            const float q3c = *(q0 + 3 * 128 + 99);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 100), y = *(k1 + 100);
+            const float q0c = *(q0 + 0 * 128 + 100);
+            const float q1c = *(q0 + 1 * 128 + 100);
+            const float q2c = *(q0 + 2 * 128 + 100);
+            const float q3c = *(q0 + 3 * 128 + 100);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 101), y = *(k1 + 101);
+            const float q0c = *(q0 + 0 * 128 + 101);
+            const float q1c = *(q0 + 1 * 128 + 101);
+            const float q2c = *(q0 + 2 * 128 + 101);
+            const float q3c = *(q0 + 3 * 128 + 101);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 102), y = *(k1 + 102);
+            const float q0c = *(q0 + 0 * 128 + 102);
+            const float q1c = *(q0 + 1 * 128 + 102);
+            const float q2c = *(q0 + 2 * 128 + 102);
+            const float q3c = *(q0 + 3 * 128 + 102);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 103), y = *(k1 + 103);
+            const float q0c = *(q0 + 0 * 128 + 103);
+            const float q1c = *(q0 + 1 * 128 + 103);
+            const float q2c = *(q0 + 2 * 128 + 103);
+            const float q3c = *(q0 + 3 * 128 + 103);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 104), y = *(k1 + 104);
+            const float q0c = *(q0 + 0 * 128 + 104);
+            const float q1c = *(q0 + 1 * 128 + 104);
+            const float q2c = *(q0 + 2 * 128 + 104);
+            const float q3c = *(q0 + 3 * 128 + 104);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 105), y = *(k1 + 105);
+            const float q0c = *(q0 + 0 * 128 + 105);
+            const float q1c = *(q0 + 1 * 128 + 105);
+            const float q2c = *(q0 + 2 * 128 + 105);
+            const float q3c = *(q0 + 3 * 128 + 105);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 106), y = *(k1 + 106);
+            const float q0c = *(q0 + 0 * 128 + 106);
+            const float q1c = *(q0 + 1 * 128 + 106);
+            const float q2c = *(q0 + 2 * 128 + 106);
+            const float q3c = *(q0 + 3 * 128 + 106);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 107), y = *(k1 + 107);
+            const float q0c = *(q0 + 0 * 128 + 107);
+            const float q1c = *(q0 + 1 * 128 + 107);
+            const float q2c = *(q0 + 2 * 128 + 107);
+            const float q3c = *(q0 + 3 * 128 + 107);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 108), y = *(k1 + 108);
+            const float q0c = *(q0 + 0 * 128 + 108);
+            const float q1c = *(q0 + 1 * 128 + 108);
+            const float q2c = *(q0 + 2 * 128 + 108);
+            const float q3c = *(q0 + 3 * 128 + 108);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 109), y = *(k1 + 109);
+            const float q0c = *(q0 + 0 * 128 + 109);
+            const float q1c = *(q0 + 1 * 128 + 109);
+            const float q2c = *(q0 + 2 * 128 + 109);
+            const float q3c = *(q0 + 3 * 128 + 109);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 110), y = *(k1 + 110);
+            const float q0c = *(q0 + 0 * 128 + 110);
+            const float q1c = *(q0 + 1 * 128 + 110);
+            const float q2c = *(q0 + 2 * 128 + 110);
+            const float q3c = *(q0 + 3 * 128 + 110);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 111), y = *(k1 + 111);
+            const float q0c = *(q0 + 0 * 128 + 111);
+            const float q1c = *(q0 + 1 * 128 + 111);
+            const float q2c = *(q0 + 2 * 128 + 111);
+            const float q3c = *(q0 + 3 * 128 + 111);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 112), y = *(k1 + 112);
+            const float q0c = *(q0 + 0 * 128 + 112);
+            const float q1c = *(q0 + 1 * 128 + 112);
+            const float q2c = *(q0 + 2 * 128 + 112);
+            const float q3c = *(q0 + 3 * 128 + 112);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 113), y = *(k1 + 113);
+            const float q0c = *(q0 + 0 * 128 + 113);
+            const float q1c = *(q0 + 1 * 128 + 113);
+            const float q2c = *(q0 + 2 * 128 + 113);
+            const float q3c = *(q0 + 3 * 128 + 113);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 114), y = *(k1 + 114);
+            const float q0c = *(q0 + 0 * 128 + 114);
+            const float q1c = *(q0 + 1 * 128 + 114);
+            const float q2c = *(q0 + 2 * 128 + 114);
+            const float q3c = *(q0 + 3 * 128 + 114);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 115), y = *(k1 + 115);
+            const float q0c = *(q0 + 0 * 128 + 115);
+            const float q1c = *(q0 + 1 * 128 + 115);
+            const float q2c = *(q0 + 2 * 128 + 115);
+            const float q3c = *(q0 + 3 * 128 + 115);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 116), y = *(k1 + 116);
+            const float q0c = *(q0 + 0 * 128 + 116);
+            const float q1c = *(q0 + 1 * 128 + 116);
+            const float q2c = *(q0 + 2 * 128 + 116);
+            const float q3c = *(q0 + 3 * 128 + 116);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 117), y = *(k1 + 117);
+            const float q0c = *(q0 + 0 * 128 + 117);
+            const float q1c = *(q0 + 1 * 128 + 117);
+            const float q2c = *(q0 + 2 * 128 + 117);
+            const float q3c = *(q0 + 3 * 128 + 117);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 118), y = *(k1 + 118);
+            const float q0c = *(q0 + 0 * 128 + 118);
+            const float q1c = *(q0 + 1 * 128 + 118);
+            const float q2c = *(q0 + 2 * 128 + 118);
+            const float q3c = *(q0 + 3 * 128 + 118);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 119), y = *(k1 + 119);
+            const float q0c = *(q0 + 0 * 128 + 119);
+            const float q1c = *(q0 + 1 * 128 + 119);
+            const float q2c = *(q0 + 2 * 128 + 119);
+            const float q3c = *(q0 + 3 * 128 + 119);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 120), y = *(k1 + 120);
+            const float q0c = *(q0 + 0 * 128 + 120);
+            const float q1c = *(q0 + 1 * 128 + 120);
+            const float q2c = *(q0 + 2 * 128 + 120);
+            const float q3c = *(q0 + 3 * 128 + 120);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 121), y = *(k1 + 121);
+            const float q0c = *(q0 + 0 * 128 + 121);
+            const float q1c = *(q0 + 1 * 128 + 121);
+            const float q2c = *(q0 + 2 * 128 + 121);
+            const float q3c = *(q0 + 3 * 128 + 121);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 122), y = *(k1 + 122);
+            const float q0c = *(q0 + 0 * 128 + 122);
+            const float q1c = *(q0 + 1 * 128 + 122);
+            const float q2c = *(q0 + 2 * 128 + 122);
+            const float q3c = *(q0 + 3 * 128 + 122);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 123), y = *(k1 + 123);
+            const float q0c = *(q0 + 0 * 128 + 123);
+            const float q1c = *(q0 + 1 * 128 + 123);
+            const float q2c = *(q0 + 2 * 128 + 123);
+            const float q3c = *(q0 + 3 * 128 + 123);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 124), y = *(k1 + 124);
+            const float q0c = *(q0 + 0 * 128 + 124);
+            const float q1c = *(q0 + 1 * 128 + 124);
+            const float q2c = *(q0 + 2 * 128 + 124);
+            const float q3c = *(q0 + 3 * 128 + 124);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 125), y = *(k1 + 125);
+            const float q0c = *(q0 + 0 * 128 + 125);
+            const float q1c = *(q0 + 1 * 128 + 125);
+            const float q2c = *(q0 + 2 * 128 + 125);
+            const float q3c = *(q0 + 3 * 128 + 125);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 126), y = *(k1 + 126);
+            const float q0c = *(q0 + 0 * 128 + 126);
+            const float q1c = *(q0 + 1 * 128 + 126);
+            const float q2c = *(q0 + 2 * 128 + 126);
+            const float q3c = *(q0 + 3 * 128 + 126);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        {
+            const float x = *(k0 + 127), y = *(k1 + 127);
+            const float q0c = *(q0 + 0 * 128 + 127);
+            const float q1c = *(q0 + 1 * 128 + 127);
+            const float q2c = *(q0 + 2 * 128 + 127);
+            const float q3c = *(q0 + 3 * 128 + 127);
+            a0 = (q0c * x + a0); b0 = (q0c * y + b0);
+            a1 = (q1c * x + a1); b1 = (q1c * y + b1);
+            a2 = (q2c * x + a2); b2 = (q2c * y + b2);
+            a3 = (q3c * x + a3); b3 = (q3c * y + b3);
+        }
+        (s0 + r)[0] = a0, (s0 + r)[1] = a1, (s0 + r)[2] = a2, (s0 + r)[3] = a3;
+        (s1 + r)[0] = b0, (s1 + r)[1] = b1, (s1 + r)[2] = b2, (s1 + r)[3] = b3;
+    }
+}
+
+/* O[4][128] = alpha * O + P^T[0:kb][4]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+ATTN_NO_AUTOVEC static void attn_mistral_7b_dpv_4x128__scalar(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float va0 = (alpha[0]);
+    const float va1 = (alpha[1]);
+    const float va2 = (alpha[2]);
+    const float va3 = (alpha[3]);
+    { /* columns 0..1 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 0) * va0), vacc0x1 = (*(o + 0 * 128 + 1) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 0) * va1), vacc1x1 = (*(o + 1 * 128 + 1) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 0) * va2), vacc2x1 = (*(o + 2 * 128 + 1) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 0) * va3), vacc3x1 = (*(o + 3 * 128 + 1) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 0);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 1);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 0) = vacc0x0;
+        *(o + 0 * 128 + 1) = vacc0x1;
+        *(o + 1 * 128 + 0) = vacc1x0;
+        *(o + 1 * 128 + 1) = vacc1x1;
+        *(o + 2 * 128 + 0) = vacc2x0;
+        *(o + 2 * 128 + 1) = vacc2x1;
+        *(o + 3 * 128 + 0) = vacc3x0;
+        *(o + 3 * 128 + 1) = vacc3x1;
+    }
+    { /* columns 2..3 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 2) * va0), vacc0x1 = (*(o + 0 * 128 + 3) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 2) * va1), vacc1x1 = (*(o + 1 * 128 + 3) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 2) * va2), vacc2x1 = (*(o + 2 * 128 + 3) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 2) * va3), vacc3x1 = (*(o + 3 * 128 + 3) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 2);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 2) = vacc0x0;
+        *(o + 0 * 128 + 3) = vacc0x1;
+        *(o + 1 * 128 + 2) = vacc1x0;
+        *(o + 1 * 128 + 3) = vacc1x1;
+        *(o + 2 * 128 + 2) = vacc2x0;
+        *(o + 2 * 128 + 3) = vacc2x1;
+        *(o + 3 * 128 + 2) = vacc3x0;
+        *(o + 3 * 128 + 3) = vacc3x1;
+    }
+    { /* columns 4..5 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 4) * va0), vacc0x1 = (*(o + 0 * 128 + 5) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 4) * va1), vacc1x1 = (*(o + 1 * 128 + 5) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 4) * va2), vacc2x1 = (*(o + 2 * 128 + 5) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 4) * va3), vacc3x1 = (*(o + 3 * 128 + 5) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 4);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 4) = vacc0x0;
+        *(o + 0 * 128 + 5) = vacc0x1;
+        *(o + 1 * 128 + 4) = vacc1x0;
+        *(o + 1 * 128 + 5) = vacc1x1;
+        *(o + 2 * 128 + 4) = vacc2x0;
+        *(o + 2 * 128 + 5) = vacc2x1;
+        *(o + 3 * 128 + 4) = vacc3x0;
+        *(o + 3 * 128 + 5) = vacc3x1;
+    }
+    { /* columns 6..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 6) * va0), vacc0x1 = (*(o + 0 * 128 + 7) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 6) * va1), vacc1x1 = (*(o + 1 * 128 + 7) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 6) * va2), vacc2x1 = (*(o + 2 * 128 + 7) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 6) * va3), vacc3x1 = (*(o + 3 * 128 + 7) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 6);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 6) = vacc0x0;
+        *(o + 0 * 128 + 7) = vacc0x1;
+        *(o + 1 * 128 + 6) = vacc1x0;
+        *(o + 1 * 128 + 7) = vacc1x1;
+        *(o + 2 * 128 + 6) = vacc2x0;
+        *(o + 2 * 128 + 7) = vacc2x1;
+        *(o + 3 * 128 + 6) = vacc3x0;
+        *(o + 3 * 128 + 7) = vacc3x1;
+    }
+    { /* columns 8..9 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 8) * va0), vacc0x1 = (*(o + 0 * 128 + 9) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 8) * va1), vacc1x1 = (*(o + 1 * 128 + 9) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 8) * va2), vacc2x1 = (*(o + 2 * 128 + 9) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 8) * va3), vacc3x1 = (*(o + 3 * 128 + 9) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 8);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 9);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 8) = vacc0x0;
+        *(o + 0 * 128 + 9) = vacc0x1;
+        *(o + 1 * 128 + 8) = vacc1x0;
+        *(o + 1 * 128 + 9) = vacc1x1;
+        *(o + 2 * 128 + 8) = vacc2x0;
+        *(o + 2 * 128 + 9) = vacc2x1;
+        *(o + 3 * 128 + 8) = vacc3x0;
+        *(o + 3 * 128 + 9) = vacc3x1;
+    }
+    { /* columns 10..11 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 10) * va0), vacc0x1 = (*(o + 0 * 128 + 11) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 10) * va1), vacc1x1 = (*(o + 1 * 128 + 11) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 10) * va2), vacc2x1 = (*(o + 2 * 128 + 11) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 10) * va3), vacc3x1 = (*(o + 3 * 128 + 11) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 10);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 10) = vacc0x0;
+        *(o + 0 * 128 + 11) = vacc0x1;
+        *(o + 1 * 128 + 10) = vacc1x0;
+        *(o + 1 * 128 + 11) = vacc1x1;
+        *(o + 2 * 128 + 10) = vacc2x0;
+        *(o + 2 * 128 + 11) = vacc2x1;
+        *(o + 3 * 128 + 10) = vacc3x0;
+        *(o + 3 * 128 + 11) = vacc3x1;
+    }
+    { /* columns 12..13 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 12) * va0), vacc0x1 = (*(o + 0 * 128 + 13) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 12) * va1), vacc1x1 = (*(o + 1 * 128 + 13) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 12) * va2), vacc2x1 = (*(o + 2 * 128 + 13) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 12) * va3), vacc3x1 = (*(o + 3 * 128 + 13) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 12);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 12) = vacc0x0;
+        *(o + 0 * 128 + 13) = vacc0x1;
+        *(o + 1 * 128 + 12) = vacc1x0;
+        *(o + 1 * 128 + 13) = vacc1x1;
+        *(o + 2 * 128 + 12) = vacc2x0;
+        *(o + 2 * 128 + 13) = vacc2x1;
+        *(o + 3 * 128 + 12) = vacc3x0;
+        *(o + 3 * 128 + 13) = vacc3x1;
+    }
+    { /* columns 14..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 14) * va0), vacc0x1 = (*(o + 0 * 128 + 15) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 14) * va1), vacc1x1 = (*(o + 1 * 128 + 15) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 14) * va2), vacc2x1 = (*(o + 2 * 128 + 15) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 14) * va3), vacc3x1 = (*(o + 3 * 128 + 15) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 14);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 14) = vacc0x0;
+        *(o + 0 * 128 + 15) = vacc0x1;
+        *(o + 1 * 128 + 14) = vacc1x0;
+        *(o + 1 * 128 + 15) = vacc1x1;
+        *(o + 2 * 128 + 14) = vacc2x0;
+        *(o + 2 * 128 + 15) = vacc2x1;
+        *(o + 3 * 128 + 14) = vacc3x0;
+        *(o + 3 * 128 + 15) = vacc3x1;
+    }
+    { /* columns 16..17 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 16) * va0), vacc0x1 = (*(o + 0 * 128 + 17) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 16) * va1), vacc1x1 = (*(o + 1 * 128 + 17) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 16) * va2), vacc2x1 = (*(o + 2 * 128 + 17) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 16) * va3), vacc3x1 = (*(o + 3 * 128 + 17) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 16);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 17);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 16) = vacc0x0;
+        *(o + 0 * 128 + 17) = vacc0x1;
+        *(o + 1 * 128 + 16) = vacc1x0;
+        *(o + 1 * 128 + 17) = vacc1x1;
+        *(o + 2 * 128 + 16) = vacc2x0;
+        *(o + 2 * 128 + 17) = vacc2x1;
+        *(o + 3 * 128 + 16) = vacc3x0;
+        *(o + 3 * 128 + 17) = vacc3x1;
+    }
+    { /* columns 18..19 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 18) * va0), vacc0x1 = (*(o + 0 * 128 + 19) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 18) * va1), vacc1x1 = (*(o + 1 * 128 + 19) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 18) * va2), vacc2x1 = (*(o + 2 * 128 + 19) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 18) * va3), vacc3x1 = (*(o + 3 * 128 + 19) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 18);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 18) = vacc0x0;
+        *(o + 0 * 128 + 19) = vacc0x1;
+        *(o + 1 * 128 + 18) = vacc1x0;
+        *(o + 1 * 128 + 19) = vacc1x1;
+        *(o + 2 * 128 + 18) = vacc2x0;
+        *(o + 2 * 128 + 19) = vacc2x1;
+        *(o + 3 * 128 + 18) = vacc3x0;
+        *(o + 3 * 128 + 19) = vacc3x1;
+    }
+    { /* columns 20..21 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 20) * va0), vacc0x1 = (*(o + 0 * 128 + 21) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 20) * va1), vacc1x1 = (*(o + 1 * 128 + 21) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 20) * va2), vacc2x1 = (*(o + 2 * 128 + 21) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 20) * va3), vacc3x1 = (*(o + 3 * 128 + 21) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 20);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 20) = vacc0x0;
+        *(o + 0 * 128 + 21) = vacc0x1;
+        *(o + 1 * 128 + 20) = vacc1x0;
+        *(o + 1 * 128 + 21) = vacc1x1;
+        *(o + 2 * 128 + 20) = vacc2x0;
+        *(o + 2 * 128 + 21) = vacc2x1;
+        *(o + 3 * 128 + 20) = vacc3x0;
+        *(o + 3 * 128 + 21) = vacc3x1;
+    }
+    { /* columns 22..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 22) * va0), vacc0x1 = (*(o + 0 * 128 + 23) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 22) * va1), vacc1x1 = (*(o + 1 * 128 + 23) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 22) * va2), vacc2x1 = (*(o + 2 * 128 + 23) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 22) * va3), vacc3x1 = (*(o + 3 * 128 + 23) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 22);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 22) = vacc0x0;
+        *(o + 0 * 128 + 23) = vacc0x1;
+        *(o + 1 * 128 + 22) = vacc1x0;
+        *(o + 1 * 128 + 23) = vacc1x1;
+        *(o + 2 * 128 + 22) = vacc2x0;
+        *(o + 2 * 128 + 23) = vacc2x1;
+        *(o + 3 * 128 + 22) = vacc3x0;
+        *(o + 3 * 128 + 23) = vacc3x1;
+    }
+    { /* columns 24..25 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 24) * va0), vacc0x1 = (*(o + 0 * 128 + 25) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 24) * va1), vacc1x1 = (*(o + 1 * 128 + 25) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 24) * va2), vacc2x1 = (*(o + 2 * 128 + 25) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 24) * va3), vacc3x1 = (*(o + 3 * 128 + 25) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 24);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 25);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 24) = vacc0x0;
+        *(o + 0 * 128 + 25) = vacc0x1;
+        *(o + 1 * 128 + 24) = vacc1x0;
+        *(o + 1 * 128 + 25) = vacc1x1;
+        *(o + 2 * 128 + 24) = vacc2x0;
+        *(o + 2 * 128 + 25) = vacc2x1;
+        *(o + 3 * 128 + 24) = vacc3x0;
+        *(o + 3 * 128 + 25) = vacc3x1;
+    }
+    { /* columns 26..27 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 26) * va0), vacc0x1 = (*(o + 0 * 128 + 27) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 26) * va1), vacc1x1 = (*(o + 1 * 128 + 27) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 26) * va2), vacc2x1 = (*(o + 2 * 128 + 27) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 26) * va3), vacc3x1 = (*(o + 3 * 128 + 27) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 26);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 26) = vacc0x0;
+        *(o + 0 * 128 + 27) = vacc0x1;
+        *(o + 1 * 128 + 26) = vacc1x0;
+        *(o + 1 * 128 + 27) = vacc1x1;
+        *(o + 2 * 128 + 26) = vacc2x0;
+        *(o + 2 * 128 + 27) = vacc2x1;
+        *(o + 3 * 128 + 26) = vacc3x0;
+        *(o + 3 * 128 + 27) = vacc3x1;
+    }
+    { /* columns 28..29 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 28) * va0), vacc0x1 = (*(o + 0 * 128 + 29) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 28) * va1), vacc1x1 = (*(o + 1 * 128 + 29) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 28) * va2), vacc2x1 = (*(o + 2 * 128 + 29) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 28) * va3), vacc3x1 = (*(o + 3 * 128 + 29) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 28);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 28) = vacc0x0;
+        *(o + 0 * 128 + 29) = vacc0x1;
+        *(o + 1 * 128 + 28) = vacc1x0;
+        *(o + 1 * 128 + 29) = vacc1x1;
+        *(o + 2 * 128 + 28) = vacc2x0;
+        *(o + 2 * 128 + 29) = vacc2x1;
+        *(o + 3 * 128 + 28) = vacc3x0;
+        *(o + 3 * 128 + 29) = vacc3x1;
+    }
+    { /* columns 30..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 30) * va0), vacc0x1 = (*(o + 0 * 128 + 31) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 30) * va1), vacc1x1 = (*(o + 1 * 128 + 31) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 30) * va2), vacc2x1 = (*(o + 2 * 128 + 31) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 30) * va3), vacc3x1 = (*(o + 3 * 128 + 31) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 30);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 30) = vacc0x0;
+        *(o + 0 * 128 + 31) = vacc0x1;
+        *(o + 1 * 128 + 30) = vacc1x0;
+        *(o + 1 * 128 + 31) = vacc1x1;
+        *(o + 2 * 128 + 30) = vacc2x0;
+        *(o + 2 * 128 + 31) = vacc2x1;
+        *(o + 3 * 128 + 30) = vacc3x0;
+        *(o + 3 * 128 + 31) = vacc3x1;
+    }
+    { /* columns 32..33 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 32) * va0), vacc0x1 = (*(o + 0 * 128 + 33) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 32) * va1), vacc1x1 = (*(o + 1 * 128 + 33) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 32) * va2), vacc2x1 = (*(o + 2 * 128 + 33) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 32) * va3), vacc3x1 = (*(o + 3 * 128 + 33) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 32);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 33);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 32) = vacc0x0;
+        *(o + 0 * 128 + 33) = vacc0x1;
+        *(o + 1 * 128 + 32) = vacc1x0;
+        *(o + 1 * 128 + 33) = vacc1x1;
+        *(o + 2 * 128 + 32) = vacc2x0;
+        *(o + 2 * 128 + 33) = vacc2x1;
+        *(o + 3 * 128 + 32) = vacc3x0;
+        *(o + 3 * 128 + 33) = vacc3x1;
+    }
+    { /* columns 34..35 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 34) * va0), vacc0x1 = (*(o + 0 * 128 + 35) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 34) * va1), vacc1x1 = (*(o + 1 * 128 + 35) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 34) * va2), vacc2x1 = (*(o + 2 * 128 + 35) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 34) * va3), vacc3x1 = (*(o + 3 * 128 + 35) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 34);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 34) = vacc0x0;
+        *(o + 0 * 128 + 35) = vacc0x1;
+        *(o + 1 * 128 + 34) = vacc1x0;
+        *(o + 1 * 128 + 35) = vacc1x1;
+        *(o + 2 * 128 + 34) = vacc2x0;
+        *(o + 2 * 128 + 35) = vacc2x1;
+        *(o + 3 * 128 + 34) = vacc3x0;
+        *(o + 3 * 128 + 35) = vacc3x1;
+    }
+    { /* columns 36..37 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 36) * va0), vacc0x1 = (*(o + 0 * 128 + 37) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 36) * va1), vacc1x1 = (*(o + 1 * 128 + 37) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 36) * va2), vacc2x1 = (*(o + 2 * 128 + 37) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 36) * va3), vacc3x1 = (*(o + 3 * 128 + 37) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 36);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 36) = vacc0x0;
+        *(o + 0 * 128 + 37) = vacc0x1;
+        *(o + 1 * 128 + 36) = vacc1x0;
+        *(o + 1 * 128 + 37) = vacc1x1;
+        *(o + 2 * 128 + 36) = vacc2x0;
+        *(o + 2 * 128 + 37) = vacc2x1;
+        *(o + 3 * 128 + 36) = vacc3x0;
+        *(o + 3 * 128 + 37) = vacc3x1;
+    }
+    { /* columns 38..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 38) * va0), vacc0x1 = (*(o + 0 * 128 + 39) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 38) * va1), vacc1x1 = (*(o + 1 * 128 + 39) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 38) * va2), vacc2x1 = (*(o + 2 * 128 + 39) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 38) * va3), vacc3x1 = (*(o + 3 * 128 + 39) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 38);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 38) = vacc0x0;
+        *(o + 0 * 128 + 39) = vacc0x1;
+        *(o + 1 * 128 + 38) = vacc1x0;
+        *(o + 1 * 128 + 39) = vacc1x1;
+        *(o + 2 * 128 + 38) = vacc2x0;
+        *(o + 2 * 128 + 39) = vacc2x1;
+        *(o + 3 * 128 + 38) = vacc3x0;
+        *(o + 3 * 128 + 39) = vacc3x1;
+    }
+    { /* columns 40..41 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 40) * va0), vacc0x1 = (*(o + 0 * 128 + 41) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 40) * va1), vacc1x1 = (*(o + 1 * 128 + 41) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 40) * va2), vacc2x1 = (*(o + 2 * 128 + 41) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 40) * va3), vacc3x1 = (*(o + 3 * 128 + 41) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 40);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 41);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 40) = vacc0x0;
+        *(o + 0 * 128 + 41) = vacc0x1;
+        *(o + 1 * 128 + 40) = vacc1x0;
+        *(o + 1 * 128 + 41) = vacc1x1;
+        *(o + 2 * 128 + 40) = vacc2x0;
+        *(o + 2 * 128 + 41) = vacc2x1;
+        *(o + 3 * 128 + 40) = vacc3x0;
+        *(o + 3 * 128 + 41) = vacc3x1;
+    }
+    { /* columns 42..43 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 42) * va0), vacc0x1 = (*(o + 0 * 128 + 43) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 42) * va1), vacc1x1 = (*(o + 1 * 128 + 43) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 42) * va2), vacc2x1 = (*(o + 2 * 128 + 43) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 42) * va3), vacc3x1 = (*(o + 3 * 128 + 43) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 42);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 42) = vacc0x0;
+        *(o + 0 * 128 + 43) = vacc0x1;
+        *(o + 1 * 128 + 42) = vacc1x0;
+        *(o + 1 * 128 + 43) = vacc1x1;
+        *(o + 2 * 128 + 42) = vacc2x0;
+        *(o + 2 * 128 + 43) = vacc2x1;
+        *(o + 3 * 128 + 42) = vacc3x0;
+        *(o + 3 * 128 + 43) = vacc3x1;
+    }
+    { /* columns 44..45 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 44) * va0), vacc0x1 = (*(o + 0 * 128 + 45) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 44) * va1), vacc1x1 = (*(o + 1 * 128 + 45) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 44) * va2), vacc2x1 = (*(o + 2 * 128 + 45) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 44) * va3), vacc3x1 = (*(o + 3 * 128 + 45) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 44);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 44) = vacc0x0;
+        *(o + 0 * 128 + 45) = vacc0x1;
+        *(o + 1 * 128 + 44) = vacc1x0;
+        *(o + 1 * 128 + 45) = vacc1x1;
+        *(o + 2 * 128 + 44) = vacc2x0;
+        *(o + 2 * 128 + 45) = vacc2x1;
+        *(o + 3 * 128 + 44) = vacc3x0;
+        *(o + 3 * 128 + 45) = vacc3x1;
+    }
+    { /* columns 46..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 46) * va0), vacc0x1 = (*(o + 0 * 128 + 47) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 46) * va1), vacc1x1 = (*(o + 1 * 128 + 47) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 46) * va2), vacc2x1 = (*(o + 2 * 128 + 47) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 46) * va3), vacc3x1 = (*(o + 3 * 128 + 47) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 46);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 46) = vacc0x0;
+        *(o + 0 * 128 + 47) = vacc0x1;
+        *(o + 1 * 128 + 46) = vacc1x0;
+        *(o + 1 * 128 + 47) = vacc1x1;
+        *(o + 2 * 128 + 46) = vacc2x0;
+        *(o + 2 * 128 + 47) = vacc2x1;
+        *(o + 3 * 128 + 46) = vacc3x0;
+        *(o + 3 * 128 + 47) = vacc3x1;
+    }
+    { /* columns 48..49 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 48) * va0), vacc0x1 = (*(o + 0 * 128 + 49) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 48) * va1), vacc1x1 = (*(o + 1 * 128 + 49) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 48) * va2), vacc2x1 = (*(o + 2 * 128 + 49) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 48) * va3), vacc3x1 = (*(o + 3 * 128 + 49) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 48);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 49);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 48) = vacc0x0;
+        *(o + 0 * 128 + 49) = vacc0x1;
+        *(o + 1 * 128 + 48) = vacc1x0;
+        *(o + 1 * 128 + 49) = vacc1x1;
+        *(o + 2 * 128 + 48) = vacc2x0;
+        *(o + 2 * 128 + 49) = vacc2x1;
+        *(o + 3 * 128 + 48) = vacc3x0;
+        *(o + 3 * 128 + 49) = vacc3x1;
+    }
+    { /* columns 50..51 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 50) * va0), vacc0x1 = (*(o + 0 * 128 + 51) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 50) * va1), vacc1x1 = (*(o + 1 * 128 + 51) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 50) * va2), vacc2x1 = (*(o + 2 * 128 + 51) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 50) * va3), vacc3x1 = (*(o + 3 * 128 + 51) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 50);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 50) = vacc0x0;
+        *(o + 0 * 128 + 51) = vacc0x1;
+        *(o + 1 * 128 + 50) = vacc1x0;
+        *(o + 1 * 128 + 51) = vacc1x1;
+        *(o + 2 * 128 + 50) = vacc2x0;
+        *(o + 2 * 128 + 51) = vacc2x1;
+        *(o + 3 * 128 + 50) = vacc3x0;
+        *(o + 3 * 128 + 51) = vacc3x1;
+    }
+    { /* columns 52..53 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 52) * va0), vacc0x1 = (*(o + 0 * 128 + 53) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 52) * va1), vacc1x1 = (*(o + 1 * 128 + 53) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 52) * va2), vacc2x1 = (*(o + 2 * 128 + 53) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 52) * va3), vacc3x1 = (*(o + 3 * 128 + 53) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 52);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 52) = vacc0x0;
+        *(o + 0 * 128 + 53) = vacc0x1;
+        *(o + 1 * 128 + 52) = vacc1x0;
+        *(o + 1 * 128 + 53) = vacc1x1;
+        *(o + 2 * 128 + 52) = vacc2x0;
+        *(o + 2 * 128 + 53) = vacc2x1;
+        *(o + 3 * 128 + 52) = vacc3x0;
+        *(o + 3 * 128 + 53) = vacc3x1;
+    }
+    { /* columns 54..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 54) * va0), vacc0x1 = (*(o + 0 * 128 + 55) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 54) * va1), vacc1x1 = (*(o + 1 * 128 + 55) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 54) * va2), vacc2x1 = (*(o + 2 * 128 + 55) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 54) * va3), vacc3x1 = (*(o + 3 * 128 + 55) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 54);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 54) = vacc0x0;
+        *(o + 0 * 128 + 55) = vacc0x1;
+        *(o + 1 * 128 + 54) = vacc1x0;
+        *(o + 1 * 128 + 55) = vacc1x1;
+        *(o + 2 * 128 + 54) = vacc2x0;
+        *(o + 2 * 128 + 55) = vacc2x1;
+        *(o + 3 * 128 + 54) = vacc3x0;
+        *(o + 3 * 128 + 55) = vacc3x1;
+    }
+    { /* columns 56..57 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 56) * va0), vacc0x1 = (*(o + 0 * 128 + 57) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 56) * va1), vacc1x1 = (*(o + 1 * 128 + 57) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 56) * va2), vacc2x1 = (*(o + 2 * 128 + 57) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 56) * va3), vacc3x1 = (*(o + 3 * 128 + 57) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 56);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 57);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 56) = vacc0x0;
+        *(o + 0 * 128 + 57) = vacc0x1;
+        *(o + 1 * 128 + 56) = vacc1x0;
+        *(o + 1 * 128 + 57) = vacc1x1;
+        *(o + 2 * 128 + 56) = vacc2x0;
+        *(o + 2 * 128 + 57) = vacc2x1;
+        *(o + 3 * 128 + 56) = vacc3x0;
+        *(o + 3 * 128 + 57) = vacc3x1;
+    }
+    { /* columns 58..59 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 58) * va0), vacc0x1 = (*(o + 0 * 128 + 59) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 58) * va1), vacc1x1 = (*(o + 1 * 128 + 59) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 58) * va2), vacc2x1 = (*(o + 2 * 128 + 59) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 58) * va3), vacc3x1 = (*(o + 3 * 128 + 59) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 58);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 58) = vacc0x0;
+        *(o + 0 * 128 + 59) = vacc0x1;
+        *(o + 1 * 128 + 58) = vacc1x0;
+        *(o + 1 * 128 + 59) = vacc1x1;
+        *(o + 2 * 128 + 58) = vacc2x0;
+        *(o + 2 * 128 + 59) = vacc2x1;
+        *(o + 3 * 128 + 58) = vacc3x0;
+        *(o + 3 * 128 + 59) = vacc3x1;
+    }
+    { /* columns 60..61 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 60) * va0), vacc0x1 = (*(o + 0 * 128 + 61) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 60) * va1), vacc1x1 = (*(o + 1 * 128 + 61) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 60) * va2), vacc2x1 = (*(o + 2 * 128 + 61) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 60) * va3), vacc3x1 = (*(o + 3 * 128 + 61) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 60);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 60) = vacc0x0;
+        *(o + 0 * 128 + 61) = vacc0x1;
+        *(o + 1 * 128 + 60) = vacc1x0;
+        *(o + 1 * 128 + 61) = vacc1x1;
+        *(o + 2 * 128 + 60) = vacc2x0;
+        *(o + 2 * 128 + 61) = vacc2x1;
+        *(o + 3 * 128 + 60) = vacc3x0;
+        *(o + 3 * 128 + 61) = vacc3x1;
+    }
+    { /* columns 62..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 62) * va0), vacc0x1 = (*(o + 0 * 128 + 63) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 62) * va1), vacc1x1 = (*(o + 1 * 128 + 63) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 62) * va2), vacc2x1 = (*(o + 2 * 128 + 63) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 62) * va3), vacc3x1 = (*(o + 3 * 128 + 63) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 62);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 62) = vacc0x0;
+        *(o + 0 * 128 + 63) = vacc0x1;
+        *(o + 1 * 128 + 62) = vacc1x0;
+        *(o + 1 * 128 + 63) = vacc1x1;
+        *(o + 2 * 128 + 62) = vacc2x0;
+        *(o + 2 * 128 + 63) = vacc2x1;
+        *(o + 3 * 128 + 62) = vacc3x0;
+        *(o + 3 * 128 + 63) = vacc3x1;
+    }
+    { /* columns 64..65 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 64) * va0), vacc0x1 = (*(o + 0 * 128 + 65) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 64) * va1), vacc1x1 = (*(o + 1 * 128 + 65) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 64) * va2), vacc2x1 = (*(o + 2 * 128 + 65) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 64) * va3), vacc3x1 = (*(o + 3 * 128 + 65) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 64);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 65);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 64) = vacc0x0;
+        *(o + 0 * 128 + 65) = vacc0x1;
+        *(o + 1 * 128 + 64) = vacc1x0;
+        *(o + 1 * 128 + 65) = vacc1x1;
+        *(o + 2 * 128 + 64) = vacc2x0;
+        *(o + 2 * 128 + 65) = vacc2x1;
+        *(o + 3 * 128 + 64) = vacc3x0;
+        *(o + 3 * 128 + 65) = vacc3x1;
+    }
+    { /* columns 66..67 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 66) * va0), vacc0x1 = (*(o + 0 * 128 + 67) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 66) * va1), vacc1x1 = (*(o + 1 * 128 + 67) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 66) * va2), vacc2x1 = (*(o + 2 * 128 + 67) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 66) * va3), vacc3x1 = (*(o + 3 * 128 + 67) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 66);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 67);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 66) = vacc0x0;
+        *(o + 0 * 128 + 67) = vacc0x1;
+        *(o + 1 * 128 + 66) = vacc1x0;
+        *(o + 1 * 128 + 67) = vacc1x1;
+        *(o + 2 * 128 + 66) = vacc2x0;
+        *(o + 2 * 128 + 67) = vacc2x1;
+        *(o + 3 * 128 + 66) = vacc3x0;
+        *(o + 3 * 128 + 67) = vacc3x1;
+    }
+    { /* columns 68..69 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 68) * va0), vacc0x1 = (*(o + 0 * 128 + 69) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 68) * va1), vacc1x1 = (*(o + 1 * 128 + 69) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 68) * va2), vacc2x1 = (*(o + 2 * 128 + 69) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 68) * va3), vacc3x1 = (*(o + 3 * 128 + 69) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 68);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 69);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 68) = vacc0x0;
+        *(o + 0 * 128 + 69) = vacc0x1;
+        *(o + 1 * 128 + 68) = vacc1x0;
+        *(o + 1 * 128 + 69) = vacc1x1;
+        *(o + 2 * 128 + 68) = vacc2x0;
+        *(o + 2 * 128 + 69) = vacc2x1;
+        *(o + 3 * 128 + 68) = vacc3x0;
+        *(o + 3 * 128 + 69) = vacc3x1;
+    }
+    { /* columns 70..71 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 70) * va0), vacc0x1 = (*(o + 0 * 128 + 71) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 70) * va1), vacc1x1 = (*(o + 1 * 128 + 71) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 70) * va2), vacc2x1 = (*(o + 2 * 128 + 71) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 70) * va3), vacc3x1 = (*(o + 3 * 128 + 71) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 70);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 71);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 70) = vacc0x0;
+        *(o + 0 * 128 + 71) = vacc0x1;
+        *(o + 1 * 128 + 70) = vacc1x0;
+        *(o + 1 * 128 + 71) = vacc1x1;
+        *(o + 2 * 128 + 70) = vacc2x0;
+        *(o + 2 * 128 + 71) = vacc2x1;
+        *(o + 3 * 128 + 70) = vacc3x0;
+        *(o + 3 * 128 + 71) = vacc3x1;
+    }
+    { /* columns 72..73 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 72) * va0), vacc0x1 = (*(o + 0 * 128 + 73) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 72) * va1), vacc1x1 = (*(o + 1 * 128 + 73) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 72) * va2), vacc2x1 = (*(o + 2 * 128 + 73) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 72) * va3), vacc3x1 = (*(o + 3 * 128 + 73) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 72);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 73);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 72) = vacc0x0;
+        *(o + 0 * 128 + 73) = vacc0x1;
+        *(o + 1 * 128 + 72) = vacc1x0;
+        *(o + 1 * 128 + 73) = vacc1x1;
+        *(o + 2 * 128 + 72) = vacc2x0;
+        *(o + 2 * 128 + 73) = vacc2x1;
+        *(o + 3 * 128 + 72) = vacc3x0;
+        *(o + 3 * 128 + 73) = vacc3x1;
+    }
+    { /* columns 74..75 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 74) * va0), vacc0x1 = (*(o + 0 * 128 + 75) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 74) * va1), vacc1x1 = (*(o + 1 * 128 + 75) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 74) * va2), vacc2x1 = (*(o + 2 * 128 + 75) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 74) * va3), vacc3x1 = (*(o + 3 * 128 + 75) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 74);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 75);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 74) = vacc0x0;
+        *(o + 0 * 128 + 75) = vacc0x1;
+        *(o + 1 * 128 + 74) = vacc1x0;
+        *(o + 1 * 128 + 75) = vacc1x1;
+        *(o + 2 * 128 + 74) = vacc2x0;
+        *(o + 2 * 128 + 75) = vacc2x1;
+        *(o + 3 * 128 + 74) = vacc3x0;
+        *(o + 3 * 128 + 75) = vacc3x1;
+    }
+    { /* columns 76..77 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 76) * va0), vacc0x1 = (*(o + 0 * 128 + 77) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 76) * va1), vacc1x1 = (*(o + 1 * 128 + 77) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 76) * va2), vacc2x1 = (*(o + 2 * 128 + 77) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 76) * va3), vacc3x1 = (*(o + 3 * 128 + 77) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 76);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 77);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 76) = vacc0x0;
+        *(o + 0 * 128 + 77) = vacc0x1;
+        *(o + 1 * 128 + 76) = vacc1x0;
+        *(o + 1 * 128 + 77) = vacc1x1;
+        *(o + 2 * 128 + 76) = vacc2x0;
+        *(o + 2 * 128 + 77) = vacc2x1;
+        *(o + 3 * 128 + 76) = vacc3x0;
+        *(o + 3 * 128 + 77) = vacc3x1;
+    }
+    { /* columns 78..79 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 78) * va0), vacc0x1 = (*(o + 0 * 128 + 79) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 78) * va1), vacc1x1 = (*(o + 1 * 128 + 79) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 78) * va2), vacc2x1 = (*(o + 2 * 128 + 79) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 78) * va3), vacc3x1 = (*(o + 3 * 128 + 79) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 78);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 79);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 78) = vacc0x0;
+        *(o + 0 * 128 + 79) = vacc0x1;
+        *(o + 1 * 128 + 78) = vacc1x0;
+        *(o + 1 * 128 + 79) = vacc1x1;
+        *(o + 2 * 128 + 78) = vacc2x0;
+        *(o + 2 * 128 + 79) = vacc2x1;
+        *(o + 3 * 128 + 78) = vacc3x0;
+        *(o + 3 * 128 + 79) = vacc3x1;
+    }
+    { /* columns 80..81 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 80) * va0), vacc0x1 = (*(o + 0 * 128 + 81) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 80) * va1), vacc1x1 = (*(o + 1 * 128 + 81) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 80) * va2), vacc2x1 = (*(o + 2 * 128 + 81) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 80) * va3), vacc3x1 = (*(o + 3 * 128 + 81) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 80);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 81);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 80) = vacc0x0;
+        *(o + 0 * 128 + 81) = vacc0x1;
+        *(o + 1 * 128 + 80) = vacc1x0;
+        *(o + 1 * 128 + 81) = vacc1x1;
+        *(o + 2 * 128 + 80) = vacc2x0;
+        *(o + 2 * 128 + 81) = vacc2x1;
+        *(o + 3 * 128 + 80) = vacc3x0;
+        *(o + 3 * 128 + 81) = vacc3x1;
+    }
+    { /* columns 82..83 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 82) * va0), vacc0x1 = (*(o + 0 * 128 + 83) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 82) * va1), vacc1x1 = (*(o + 1 * 128 + 83) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 82) * va2), vacc2x1 = (*(o + 2 * 128 + 83) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 82) * va3), vacc3x1 = (*(o + 3 * 128 + 83) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 82);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 83);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 82) = vacc0x0;
+        *(o + 0 * 128 + 83) = vacc0x1;
+        *(o + 1 * 128 + 82) = vacc1x0;
+        *(o + 1 * 128 + 83) = vacc1x1;
+        *(o + 2 * 128 + 82) = vacc2x0;
+        *(o + 2 * 128 + 83) = vacc2x1;
+        *(o + 3 * 128 + 82) = vacc3x0;
+        *(o + 3 * 128 + 83) = vacc3x1;
+    }
+    { /* columns 84..85 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 84) * va0), vacc0x1 = (*(o + 0 * 128 + 85) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 84) * va1), vacc1x1 = (*(o + 1 * 128 + 85) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 84) * va2), vacc2x1 = (*(o + 2 * 128 + 85) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 84) * va3), vacc3x1 = (*(o + 3 * 128 + 85) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 84);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 85);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 84) = vacc0x0;
+        *(o + 0 * 128 + 85) = vacc0x1;
+        *(o + 1 * 128 + 84) = vacc1x0;
+        *(o + 1 * 128 + 85) = vacc1x1;
+        *(o + 2 * 128 + 84) = vacc2x0;
+        *(o + 2 * 128 + 85) = vacc2x1;
+        *(o + 3 * 128 + 84) = vacc3x0;
+        *(o + 3 * 128 + 85) = vacc3x1;
+    }
+    { /* columns 86..87 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 86) * va0), vacc0x1 = (*(o + 0 * 128 + 87) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 86) * va1), vacc1x1 = (*(o + 1 * 128 + 87) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 86) * va2), vacc2x1 = (*(o + 2 * 128 + 87) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 86) * va3), vacc3x1 = (*(o + 3 * 128 + 87) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 86);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 87);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 86) = vacc0x0;
+        *(o + 0 * 128 + 87) = vacc0x1;
+        *(o + 1 * 128 + 86) = vacc1x0;
+        *(o + 1 * 128 + 87) = vacc1x1;
+        *(o + 2 * 128 + 86) = vacc2x0;
+        *(o + 2 * 128 + 87) = vacc2x1;
+        *(o + 3 * 128 + 86) = vacc3x0;
+        *(o + 3 * 128 + 87) = vacc3x1;
+    }
+    { /* columns 88..89 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 88) * va0), vacc0x1 = (*(o + 0 * 128 + 89) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 88) * va1), vacc1x1 = (*(o + 1 * 128 + 89) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 88) * va2), vacc2x1 = (*(o + 2 * 128 + 89) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 88) * va3), vacc3x1 = (*(o + 3 * 128 + 89) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 88);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 89);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 88) = vacc0x0;
+        *(o + 0 * 128 + 89) = vacc0x1;
+        *(o + 1 * 128 + 88) = vacc1x0;
+        *(o + 1 * 128 + 89) = vacc1x1;
+        *(o + 2 * 128 + 88) = vacc2x0;
+        *(o + 2 * 128 + 89) = vacc2x1;
+        *(o + 3 * 128 + 88) = vacc3x0;
+        *(o + 3 * 128 + 89) = vacc3x1;
+    }
+    { /* columns 90..91 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 90) * va0), vacc0x1 = (*(o + 0 * 128 + 91) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 90) * va1), vacc1x1 = (*(o + 1 * 128 + 91) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 90) * va2), vacc2x1 = (*(o + 2 * 128 + 91) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 90) * va3), vacc3x1 = (*(o + 3 * 128 + 91) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 90);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 91);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 90) = vacc0x0;
+        *(o + 0 * 128 + 91) = vacc0x1;
+        *(o + 1 * 128 + 90) = vacc1x0;
+        *(o + 1 * 128 + 91) = vacc1x1;
+        *(o + 2 * 128 + 90) = vacc2x0;
+        *(o + 2 * 128 + 91) = vacc2x1;
+        *(o + 3 * 128 + 90) = vacc3x0;
+        *(o + 3 * 128 + 91) = vacc3x1;
+    }
+    { /* columns 92..93 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 92) * va0), vacc0x1 = (*(o + 0 * 128 + 93) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 92) * va1), vacc1x1 = (*(o + 1 * 128 + 93) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 92) * va2), vacc2x1 = (*(o + 2 * 128 + 93) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 92) * va3), vacc3x1 = (*(o + 3 * 128 + 93) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 92);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 93);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 92) = vacc0x0;
+        *(o + 0 * 128 + 93) = vacc0x1;
+        *(o + 1 * 128 + 92) = vacc1x0;
+        *(o + 1 * 128 + 93) = vacc1x1;
+        *(o + 2 * 128 + 92) = vacc2x0;
+        *(o + 2 * 128 + 93) = vacc2x1;
+        *(o + 3 * 128 + 92) = vacc3x0;
+        *(o + 3 * 128 + 93) = vacc3x1;
+    }
+    { /* columns 94..95 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 94) * va0), vacc0x1 = (*(o + 0 * 128 + 95) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 94) * va1), vacc1x1 = (*(o + 1 * 128 + 95) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 94) * va2), vacc2x1 = (*(o + 2 * 128 + 95) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 94) * va3), vacc3x1 = (*(o + 3 * 128 + 95) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 94);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 95);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 94) = vacc0x0;
+        *(o + 0 * 128 + 95) = vacc0x1;
+        *(o + 1 * 128 + 94) = vacc1x0;
+        *(o + 1 * 128 + 95) = vacc1x1;
+        *(o + 2 * 128 + 94) = vacc2x0;
+        *(o + 2 * 128 + 95) = vacc2x1;
+        *(o + 3 * 128 + 94) = vacc3x0;
+        *(o + 3 * 128 + 95) = vacc3x1;
+    }
+    { /* columns 96..97 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 96) * va0), vacc0x1 = (*(o + 0 * 128 + 97) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 96) * va1), vacc1x1 = (*(o + 1 * 128 + 97) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 96) * va2), vacc2x1 = (*(o + 2 * 128 + 97) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 96) * va3), vacc3x1 = (*(o + 3 * 128 + 97) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 96);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 97);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 96) = vacc0x0;
+        *(o + 0 * 128 + 97) = vacc0x1;
+        *(o + 1 * 128 + 96) = vacc1x0;
+        *(o + 1 * 128 + 97) = vacc1x1;
+        *(o + 2 * 128 + 96) = vacc2x0;
+        *(o + 2 * 128 + 97) = vacc2x1;
+        *(o + 3 * 128 + 96) = vacc3x0;
+        *(o + 3 * 128 + 97) = vacc3x1;
+    }
+    { /* columns 98..99 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 98) * va0), vacc0x1 = (*(o + 0 * 128 + 99) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 98) * va1), vacc1x1 = (*(o + 1 * 128 + 99) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 98) * va2), vacc2x1 = (*(o + 2 * 128 + 99) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 98) * va3), vacc3x1 = (*(o + 3 * 128 + 99) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 98);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 99);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 98) = vacc0x0;
+        *(o + 0 * 128 + 99) = vacc0x1;
+        *(o + 1 * 128 + 98) = vacc1x0;
+        *(o + 1 * 128 + 99) = vacc1x1;
+        *(o + 2 * 128 + 98) = vacc2x0;
+        *(o + 2 * 128 + 99) = vacc2x1;
+        *(o + 3 * 128 + 98) = vacc3x0;
+        *(o + 3 * 128 + 99) = vacc3x1;
+    }
+    { /* columns 100..101 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 100) * va0), vacc0x1 = (*(o + 0 * 128 + 101) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 100) * va1), vacc1x1 = (*(o + 1 * 128 + 101) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 100) * va2), vacc2x1 = (*(o + 2 * 128 + 101) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 100) * va3), vacc3x1 = (*(o + 3 * 128 + 101) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 100);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 101);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 100) = vacc0x0;
+        *(o + 0 * 128 + 101) = vacc0x1;
+        *(o + 1 * 128 + 100) = vacc1x0;
+        *(o + 1 * 128 + 101) = vacc1x1;
+        *(o + 2 * 128 + 100) = vacc2x0;
+        *(o + 2 * 128 + 101) = vacc2x1;
+        *(o + 3 * 128 + 100) = vacc3x0;
+        *(o + 3 * 128 + 101) = vacc3x1;
+    }
+    { /* columns 102..103 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 102) * va0), vacc0x1 = (*(o + 0 * 128 + 103) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 102) * va1), vacc1x1 = (*(o + 1 * 128 + 103) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 102) * va2), vacc2x1 = (*(o + 2 * 128 + 103) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 102) * va3), vacc3x1 = (*(o + 3 * 128 + 103) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 102);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 103);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 102) = vacc0x0;
+        *(o + 0 * 128 + 103) = vacc0x1;
+        *(o + 1 * 128 + 102) = vacc1x0;
+        *(o + 1 * 128 + 103) = vacc1x1;
+        *(o + 2 * 128 + 102) = vacc2x0;
+        *(o + 2 * 128 + 103) = vacc2x1;
+        *(o + 3 * 128 + 102) = vacc3x0;
+        *(o + 3 * 128 + 103) = vacc3x1;
+    }
+    { /* columns 104..105 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 104) * va0), vacc0x1 = (*(o + 0 * 128 + 105) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 104) * va1), vacc1x1 = (*(o + 1 * 128 + 105) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 104) * va2), vacc2x1 = (*(o + 2 * 128 + 105) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 104) * va3), vacc3x1 = (*(o + 3 * 128 + 105) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 104);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 105);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 104) = vacc0x0;
+        *(o + 0 * 128 + 105) = vacc0x1;
+        *(o + 1 * 128 + 104) = vacc1x0;
+        *(o + 1 * 128 + 105) = vacc1x1;
+        *(o + 2 * 128 + 104) = vacc2x0;
+        *(o + 2 * 128 + 105) = vacc2x1;
+        *(o + 3 * 128 + 104) = vacc3x0;
+        *(o + 3 * 128 + 105) = vacc3x1;
+    }
+    { /* columns 106..107 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 106) * va0), vacc0x1 = (*(o + 0 * 128 + 107) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 106) * va1), vacc1x1 = (*(o + 1 * 128 + 107) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 106) * va2), vacc2x1 = (*(o + 2 * 128 + 107) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 106) * va3), vacc3x1 = (*(o + 3 * 128 + 107) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 106);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 107);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 106) = vacc0x0;
+        *(o + 0 * 128 + 107) = vacc0x1;
+        *(o + 1 * 128 + 106) = vacc1x0;
+        *(o + 1 * 128 + 107) = vacc1x1;
+        *(o + 2 * 128 + 106) = vacc2x0;
+        *(o + 2 * 128 + 107) = vacc2x1;
+        *(o + 3 * 128 + 106) = vacc3x0;
+        *(o + 3 * 128 + 107) = vacc3x1;
+    }
+    { /* columns 108..109 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 108) * va0), vacc0x1 = (*(o + 0 * 128 + 109) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 108) * va1), vacc1x1 = (*(o + 1 * 128 + 109) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 108) * va2), vacc2x1 = (*(o + 2 * 128 + 109) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 108) * va3), vacc3x1 = (*(o + 3 * 128 + 109) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 108);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 109);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 108) = vacc0x0;
+        *(o + 0 * 128 + 109) = vacc0x1;
+        *(o + 1 * 128 + 108) = vacc1x0;
+        *(o + 1 * 128 + 109) = vacc1x1;
+        *(o + 2 * 128 + 108) = vacc2x0;
+        *(o + 2 * 128 + 109) = vacc2x1;
+        *(o + 3 * 128 + 108) = vacc3x0;
+        *(o + 3 * 128 + 109) = vacc3x1;
+    }
+    { /* columns 110..111 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 110) * va0), vacc0x1 = (*(o + 0 * 128 + 111) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 110) * va1), vacc1x1 = (*(o + 1 * 128 + 111) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 110) * va2), vacc2x1 = (*(o + 2 * 128 + 111) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 110) * va3), vacc3x1 = (*(o + 3 * 128 + 111) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 110);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 111);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 110) = vacc0x0;
+        *(o + 0 * 128 + 111) = vacc0x1;
+        *(o + 1 * 128 + 110) = vacc1x0;
+        *(o + 1 * 128 + 111) = vacc1x1;
+        *(o + 2 * 128 + 110) = vacc2x0;
+        *(o + 2 * 128 + 111) = vacc2x1;
+        *(o + 3 * 128 + 110) = vacc3x0;
+        *(o + 3 * 128 + 111) = vacc3x1;
+    }
+    { /* columns 112..113 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 112) * va0), vacc0x1 = (*(o + 0 * 128 + 113) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 112) * va1), vacc1x1 = (*(o + 1 * 128 + 113) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 112) * va2), vacc2x1 = (*(o + 2 * 128 + 113) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 112) * va3), vacc3x1 = (*(o + 3 * 128 + 113) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 112);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 113);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 112) = vacc0x0;
+        *(o + 0 * 128 + 113) = vacc0x1;
+        *(o + 1 * 128 + 112) = vacc1x0;
+        *(o + 1 * 128 + 113) = vacc1x1;
+        *(o + 2 * 128 + 112) = vacc2x0;
+        *(o + 2 * 128 + 113) = vacc2x1;
+        *(o + 3 * 128 + 112) = vacc3x0;
+        *(o + 3 * 128 + 113) = vacc3x1;
+    }
+    { /* columns 114..115 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 114) * va0), vacc0x1 = (*(o + 0 * 128 + 115) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 114) * va1), vacc1x1 = (*(o + 1 * 128 + 115) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 114) * va2), vacc2x1 = (*(o + 2 * 128 + 115) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 114) * va3), vacc3x1 = (*(o + 3 * 128 + 115) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 114);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 115);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 114) = vacc0x0;
+        *(o + 0 * 128 + 115) = vacc0x1;
+        *(o + 1 * 128 + 114) = vacc1x0;
+        *(o + 1 * 128 + 115) = vacc1x1;
+        *(o + 2 * 128 + 114) = vacc2x0;
+        *(o + 2 * 128 + 115) = vacc2x1;
+        *(o + 3 * 128 + 114) = vacc3x0;
+        *(o + 3 * 128 + 115) = vacc3x1;
+    }
+    { /* columns 116..117 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 116) * va0), vacc0x1 = (*(o + 0 * 128 + 117) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 116) * va1), vacc1x1 = (*(o + 1 * 128 + 117) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 116) * va2), vacc2x1 = (*(o + 2 * 128 + 117) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 116) * va3), vacc3x1 = (*(o + 3 * 128 + 117) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 116);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 117);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 116) = vacc0x0;
+        *(o + 0 * 128 + 117) = vacc0x1;
+        *(o + 1 * 128 + 116) = vacc1x0;
+        *(o + 1 * 128 + 117) = vacc1x1;
+        *(o + 2 * 128 + 116) = vacc2x0;
+        *(o + 2 * 128 + 117) = vacc2x1;
+        *(o + 3 * 128 + 116) = vacc3x0;
+        *(o + 3 * 128 + 117) = vacc3x1;
+    }
+    { /* columns 118..119 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 118) * va0), vacc0x1 = (*(o + 0 * 128 + 119) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 118) * va1), vacc1x1 = (*(o + 1 * 128 + 119) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 118) * va2), vacc2x1 = (*(o + 2 * 128 + 119) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 118) * va3), vacc3x1 = (*(o + 3 * 128 + 119) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 118);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 119);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 118) = vacc0x0;
+        *(o + 0 * 128 + 119) = vacc0x1;
+        *(o + 1 * 128 + 118) = vacc1x0;
+        *(o + 1 * 128 + 119) = vacc1x1;
+        *(o + 2 * 128 + 118) = vacc2x0;
+        *(o + 2 * 128 + 119) = vacc2x1;
+        *(o + 3 * 128 + 118) = vacc3x0;
+        *(o + 3 * 128 + 119) = vacc3x1;
+    }
+    { /* columns 120..121 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 120) * va0), vacc0x1 = (*(o + 0 * 128 + 121) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 120) * va1), vacc1x1 = (*(o + 1 * 128 + 121) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 120) * va2), vacc2x1 = (*(o + 2 * 128 + 121) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 120) * va3), vacc3x1 = (*(o + 3 * 128 + 121) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 120);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 121);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 120) = vacc0x0;
+        *(o + 0 * 128 + 121) = vacc0x1;
+        *(o + 1 * 128 + 120) = vacc1x0;
+        *(o + 1 * 128 + 121) = vacc1x1;
+        *(o + 2 * 128 + 120) = vacc2x0;
+        *(o + 2 * 128 + 121) = vacc2x1;
+        *(o + 3 * 128 + 120) = vacc3x0;
+        *(o + 3 * 128 + 121) = vacc3x1;
+    }
+    { /* columns 122..123 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 122) * va0), vacc0x1 = (*(o + 0 * 128 + 123) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 122) * va1), vacc1x1 = (*(o + 1 * 128 + 123) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 122) * va2), vacc2x1 = (*(o + 2 * 128 + 123) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 122) * va3), vacc3x1 = (*(o + 3 * 128 + 123) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 122);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 123);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 122) = vacc0x0;
+        *(o + 0 * 128 + 123) = vacc0x1;
+        *(o + 1 * 128 + 122) = vacc1x0;
+        *(o + 1 * 128 + 123) = vacc1x1;
+        *(o + 2 * 128 + 122) = vacc2x0;
+        *(o + 2 * 128 + 123) = vacc2x1;
+        *(o + 3 * 128 + 122) = vacc3x0;
+        *(o + 3 * 128 + 123) = vacc3x1;
+    }
+    { /* columns 124..125 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 124) * va0), vacc0x1 = (*(o + 0 * 128 + 125) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 124) * va1), vacc1x1 = (*(o + 1 * 128 + 125) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 124) * va2), vacc2x1 = (*(o + 2 * 128 + 125) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 124) * va3), vacc3x1 = (*(o + 3 * 128 + 125) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 124);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 125);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 124) = vacc0x0;
+        *(o + 0 * 128 + 125) = vacc0x1;
+        *(o + 1 * 128 + 124) = vacc1x0;
+        *(o + 1 * 128 + 125) = vacc1x1;
+        *(o + 2 * 128 + 124) = vacc2x0;
+        *(o + 2 * 128 + 125) = vacc2x1;
+        *(o + 3 * 128 + 124) = vacc3x0;
+        *(o + 3 * 128 + 125) = vacc3x1;
+    }
+    { /* columns 126..127 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 126) * va0), vacc0x1 = (*(o + 0 * 128 + 127) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 126) * va1), vacc1x1 = (*(o + 1 * 128 + 127) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 126) * va2), vacc2x1 = (*(o + 2 * 128 + 127) * va2);
+        float vacc3x0 = (*(o + 3 * 128 + 126) * va3), vacc3x1 = (*(o + 3 * 128 + 127) * va3);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            const float vp3 = (p[j * pst + 3]);
+            {
+                const float vv = *(vr + 126);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0); vacc3x0 = (vp3 * vv + vacc3x0);
+            }
+            {
+                const float vv = *(vr + 127);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1); vacc3x1 = (vp3 * vv + vacc3x1);
+            }
+        }
+        *(o + 0 * 128 + 126) = vacc0x0;
+        *(o + 0 * 128 + 127) = vacc0x1;
+        *(o + 1 * 128 + 126) = vacc1x0;
+        *(o + 1 * 128 + 127) = vacc1x1;
+        *(o + 2 * 128 + 126) = vacc2x0;
+        *(o + 2 * 128 + 127) = vacc2x1;
+        *(o + 3 * 128 + 126) = vacc3x0;
+        *(o + 3 * 128 + 127) = vacc3x1;
+    }
+}
+
+/* O[3][128] = alpha * O + P^T[0:kb][3]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+ATTN_NO_AUTOVEC static void attn_mistral_7b_dpv_3x128__scalar(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float va0 = (alpha[0]);
+    const float va1 = (alpha[1]);
+    const float va2 = (alpha[2]);
+    { /* columns 0..1 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 0) * va0), vacc0x1 = (*(o + 0 * 128 + 1) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 0) * va1), vacc1x1 = (*(o + 1 * 128 + 1) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 0) * va2), vacc2x1 = (*(o + 2 * 128 + 1) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 0);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 1);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 0) = vacc0x0;
+        *(o + 0 * 128 + 1) = vacc0x1;
+        *(o + 1 * 128 + 0) = vacc1x0;
+        *(o + 1 * 128 + 1) = vacc1x1;
+        *(o + 2 * 128 + 0) = vacc2x0;
+        *(o + 2 * 128 + 1) = vacc2x1;
+    }
+    { /* columns 2..3 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 2) * va0), vacc0x1 = (*(o + 0 * 128 + 3) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 2) * va1), vacc1x1 = (*(o + 1 * 128 + 3) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 2) * va2), vacc2x1 = (*(o + 2 * 128 + 3) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 2);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 2) = vacc0x0;
+        *(o + 0 * 128 + 3) = vacc0x1;
+        *(o + 1 * 128 + 2) = vacc1x0;
+        *(o + 1 * 128 + 3) = vacc1x1;
+        *(o + 2 * 128 + 2) = vacc2x0;
+        *(o + 2 * 128 + 3) = vacc2x1;
+    }
+    { /* columns 4..5 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 4) * va0), vacc0x1 = (*(o + 0 * 128 + 5) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 4) * va1), vacc1x1 = (*(o + 1 * 128 + 5) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 4) * va2), vacc2x1 = (*(o + 2 * 128 + 5) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 4);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 4) = vacc0x0;
+        *(o + 0 * 128 + 5) = vacc0x1;
+        *(o + 1 * 128 + 4) = vacc1x0;
+        *(o + 1 * 128 + 5) = vacc1x1;
+        *(o + 2 * 128 + 4) = vacc2x0;
+        *(o + 2 * 128 + 5) = vacc2x1;
+    }
+    { /* columns 6..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 6) * va0), vacc0x1 = (*(o + 0 * 128 + 7) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 6) * va1), vacc1x1 = (*(o + 1 * 128 + 7) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 6) * va2), vacc2x1 = (*(o + 2 * 128 + 7) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 6);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 6) = vacc0x0;
+        *(o + 0 * 128 + 7) = vacc0x1;
+        *(o + 1 * 128 + 6) = vacc1x0;
+        *(o + 1 * 128 + 7) = vacc1x1;
+        *(o + 2 * 128 + 6) = vacc2x0;
+        *(o + 2 * 128 + 7) = vacc2x1;
+    }
+    { /* columns 8..9 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 8) * va0), vacc0x1 = (*(o + 0 * 128 + 9) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 8) * va1), vacc1x1 = (*(o + 1 * 128 + 9) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 8) * va2), vacc2x1 = (*(o + 2 * 128 + 9) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 8);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 9);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 8) = vacc0x0;
+        *(o + 0 * 128 + 9) = vacc0x1;
+        *(o + 1 * 128 + 8) = vacc1x0;
+        *(o + 1 * 128 + 9) = vacc1x1;
+        *(o + 2 * 128 + 8) = vacc2x0;
+        *(o + 2 * 128 + 9) = vacc2x1;
+    }
+    { /* columns 10..11 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 10) * va0), vacc0x1 = (*(o + 0 * 128 + 11) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 10) * va1), vacc1x1 = (*(o + 1 * 128 + 11) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 10) * va2), vacc2x1 = (*(o + 2 * 128 + 11) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 10);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 10) = vacc0x0;
+        *(o + 0 * 128 + 11) = vacc0x1;
+        *(o + 1 * 128 + 10) = vacc1x0;
+        *(o + 1 * 128 + 11) = vacc1x1;
+        *(o + 2 * 128 + 10) = vacc2x0;
+        *(o + 2 * 128 + 11) = vacc2x1;
+    }
+    { /* columns 12..13 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 12) * va0), vacc0x1 = (*(o + 0 * 128 + 13) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 12) * va1), vacc1x1 = (*(o + 1 * 128 + 13) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 12) * va2), vacc2x1 = (*(o + 2 * 128 + 13) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 12);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 12) = vacc0x0;
+        *(o + 0 * 128 + 13) = vacc0x1;
+        *(o + 1 * 128 + 12) = vacc1x0;
+        *(o + 1 * 128 + 13) = vacc1x1;
+        *(o + 2 * 128 + 12) = vacc2x0;
+        *(o + 2 * 128 + 13) = vacc2x1;
+    }
+    { /* columns 14..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 14) * va0), vacc0x1 = (*(o + 0 * 128 + 15) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 14) * va1), vacc1x1 = (*(o + 1 * 128 + 15) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 14) * va2), vacc2x1 = (*(o + 2 * 128 + 15) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 14);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 14) = vacc0x0;
+        *(o + 0 * 128 + 15) = vacc0x1;
+        *(o + 1 * 128 + 14) = vacc1x0;
+        *(o + 1 * 128 + 15) = vacc1x1;
+        *(o + 2 * 128 + 14) = vacc2x0;
+        *(o + 2 * 128 + 15) = vacc2x1;
+    }
+    { /* columns 16..17 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 16) * va0), vacc0x1 = (*(o + 0 * 128 + 17) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 16) * va1), vacc1x1 = (*(o + 1 * 128 + 17) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 16) * va2), vacc2x1 = (*(o + 2 * 128 + 17) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 16);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 17);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 16) = vacc0x0;
+        *(o + 0 * 128 + 17) = vacc0x1;
+        *(o + 1 * 128 + 16) = vacc1x0;
+        *(o + 1 * 128 + 17) = vacc1x1;
+        *(o + 2 * 128 + 16) = vacc2x0;
+        *(o + 2 * 128 + 17) = vacc2x1;
+    }
+    { /* columns 18..19 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 18) * va0), vacc0x1 = (*(o + 0 * 128 + 19) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 18) * va1), vacc1x1 = (*(o + 1 * 128 + 19) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 18) * va2), vacc2x1 = (*(o + 2 * 128 + 19) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 18);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 18) = vacc0x0;
+        *(o + 0 * 128 + 19) = vacc0x1;
+        *(o + 1 * 128 + 18) = vacc1x0;
+        *(o + 1 * 128 + 19) = vacc1x1;
+        *(o + 2 * 128 + 18) = vacc2x0;
+        *(o + 2 * 128 + 19) = vacc2x1;
+    }
+    { /* columns 20..21 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 20) * va0), vacc0x1 = (*(o + 0 * 128 + 21) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 20) * va1), vacc1x1 = (*(o + 1 * 128 + 21) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 20) * va2), vacc2x1 = (*(o + 2 * 128 + 21) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 20);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 20) = vacc0x0;
+        *(o + 0 * 128 + 21) = vacc0x1;
+        *(o + 1 * 128 + 20) = vacc1x0;
+        *(o + 1 * 128 + 21) = vacc1x1;
+        *(o + 2 * 128 + 20) = vacc2x0;
+        *(o + 2 * 128 + 21) = vacc2x1;
+    }
+    { /* columns 22..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 22) * va0), vacc0x1 = (*(o + 0 * 128 + 23) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 22) * va1), vacc1x1 = (*(o + 1 * 128 + 23) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 22) * va2), vacc2x1 = (*(o + 2 * 128 + 23) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 22);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 22) = vacc0x0;
+        *(o + 0 * 128 + 23) = vacc0x1;
+        *(o + 1 * 128 + 22) = vacc1x0;
+        *(o + 1 * 128 + 23) = vacc1x1;
+        *(o + 2 * 128 + 22) = vacc2x0;
+        *(o + 2 * 128 + 23) = vacc2x1;
+    }
+    { /* columns 24..25 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 24) * va0), vacc0x1 = (*(o + 0 * 128 + 25) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 24) * va1), vacc1x1 = (*(o + 1 * 128 + 25) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 24) * va2), vacc2x1 = (*(o + 2 * 128 + 25) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 24);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 25);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 24) = vacc0x0;
+        *(o + 0 * 128 + 25) = vacc0x1;
+        *(o + 1 * 128 + 24) = vacc1x0;
+        *(o + 1 * 128 + 25) = vacc1x1;
+        *(o + 2 * 128 + 24) = vacc2x0;
+        *(o + 2 * 128 + 25) = vacc2x1;
+    }
+    { /* columns 26..27 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 26) * va0), vacc0x1 = (*(o + 0 * 128 + 27) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 26) * va1), vacc1x1 = (*(o + 1 * 128 + 27) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 26) * va2), vacc2x1 = (*(o + 2 * 128 + 27) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 26);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 26) = vacc0x0;
+        *(o + 0 * 128 + 27) = vacc0x1;
+        *(o + 1 * 128 + 26) = vacc1x0;
+        *(o + 1 * 128 + 27) = vacc1x1;
+        *(o + 2 * 128 + 26) = vacc2x0;
+        *(o + 2 * 128 + 27) = vacc2x1;
+    }
+    { /* columns 28..29 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 28) * va0), vacc0x1 = (*(o + 0 * 128 + 29) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 28) * va1), vacc1x1 = (*(o + 1 * 128 + 29) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 28) * va2), vacc2x1 = (*(o + 2 * 128 + 29) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 28);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 28) = vacc0x0;
+        *(o + 0 * 128 + 29) = vacc0x1;
+        *(o + 1 * 128 + 28) = vacc1x0;
+        *(o + 1 * 128 + 29) = vacc1x1;
+        *(o + 2 * 128 + 28) = vacc2x0;
+        *(o + 2 * 128 + 29) = vacc2x1;
+    }
+    { /* columns 30..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 30) * va0), vacc0x1 = (*(o + 0 * 128 + 31) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 30) * va1), vacc1x1 = (*(o + 1 * 128 + 31) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 30) * va2), vacc2x1 = (*(o + 2 * 128 + 31) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 30);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 30) = vacc0x0;
+        *(o + 0 * 128 + 31) = vacc0x1;
+        *(o + 1 * 128 + 30) = vacc1x0;
+        *(o + 1 * 128 + 31) = vacc1x1;
+        *(o + 2 * 128 + 30) = vacc2x0;
+        *(o + 2 * 128 + 31) = vacc2x1;
+    }
+    { /* columns 32..33 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 32) * va0), vacc0x1 = (*(o + 0 * 128 + 33) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 32) * va1), vacc1x1 = (*(o + 1 * 128 + 33) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 32) * va2), vacc2x1 = (*(o + 2 * 128 + 33) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 32);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 33);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 32) = vacc0x0;
+        *(o + 0 * 128 + 33) = vacc0x1;
+        *(o + 1 * 128 + 32) = vacc1x0;
+        *(o + 1 * 128 + 33) = vacc1x1;
+        *(o + 2 * 128 + 32) = vacc2x0;
+        *(o + 2 * 128 + 33) = vacc2x1;
+    }
+    { /* columns 34..35 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 34) * va0), vacc0x1 = (*(o + 0 * 128 + 35) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 34) * va1), vacc1x1 = (*(o + 1 * 128 + 35) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 34) * va2), vacc2x1 = (*(o + 2 * 128 + 35) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 34);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 34) = vacc0x0;
+        *(o + 0 * 128 + 35) = vacc0x1;
+        *(o + 1 * 128 + 34) = vacc1x0;
+        *(o + 1 * 128 + 35) = vacc1x1;
+        *(o + 2 * 128 + 34) = vacc2x0;
+        *(o + 2 * 128 + 35) = vacc2x1;
+    }
+    { /* columns 36..37 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 36) * va0), vacc0x1 = (*(o + 0 * 128 + 37) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 36) * va1), vacc1x1 = (*(o + 1 * 128 + 37) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 36) * va2), vacc2x1 = (*(o + 2 * 128 + 37) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 36);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 36) = vacc0x0;
+        *(o + 0 * 128 + 37) = vacc0x1;
+        *(o + 1 * 128 + 36) = vacc1x0;
+        *(o + 1 * 128 + 37) = vacc1x1;
+        *(o + 2 * 128 + 36) = vacc2x0;
+        *(o + 2 * 128 + 37) = vacc2x1;
+    }
+    { /* columns 38..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 38) * va0), vacc0x1 = (*(o + 0 * 128 + 39) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 38) * va1), vacc1x1 = (*(o + 1 * 128 + 39) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 38) * va2), vacc2x1 = (*(o + 2 * 128 + 39) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 38);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 38) = vacc0x0;
+        *(o + 0 * 128 + 39) = vacc0x1;
+        *(o + 1 * 128 + 38) = vacc1x0;
+        *(o + 1 * 128 + 39) = vacc1x1;
+        *(o + 2 * 128 + 38) = vacc2x0;
+        *(o + 2 * 128 + 39) = vacc2x1;
+    }
+    { /* columns 40..41 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 40) * va0), vacc0x1 = (*(o + 0 * 128 + 41) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 40) * va1), vacc1x1 = (*(o + 1 * 128 + 41) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 40) * va2), vacc2x1 = (*(o + 2 * 128 + 41) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 40);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 41);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 40) = vacc0x0;
+        *(o + 0 * 128 + 41) = vacc0x1;
+        *(o + 1 * 128 + 40) = vacc1x0;
+        *(o + 1 * 128 + 41) = vacc1x1;
+        *(o + 2 * 128 + 40) = vacc2x0;
+        *(o + 2 * 128 + 41) = vacc2x1;
+    }
+    { /* columns 42..43 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 42) * va0), vacc0x1 = (*(o + 0 * 128 + 43) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 42) * va1), vacc1x1 = (*(o + 1 * 128 + 43) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 42) * va2), vacc2x1 = (*(o + 2 * 128 + 43) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 42);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 42) = vacc0x0;
+        *(o + 0 * 128 + 43) = vacc0x1;
+        *(o + 1 * 128 + 42) = vacc1x0;
+        *(o + 1 * 128 + 43) = vacc1x1;
+        *(o + 2 * 128 + 42) = vacc2x0;
+        *(o + 2 * 128 + 43) = vacc2x1;
+    }
+    { /* columns 44..45 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 44) * va0), vacc0x1 = (*(o + 0 * 128 + 45) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 44) * va1), vacc1x1 = (*(o + 1 * 128 + 45) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 44) * va2), vacc2x1 = (*(o + 2 * 128 + 45) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 44);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 44) = vacc0x0;
+        *(o + 0 * 128 + 45) = vacc0x1;
+        *(o + 1 * 128 + 44) = vacc1x0;
+        *(o + 1 * 128 + 45) = vacc1x1;
+        *(o + 2 * 128 + 44) = vacc2x0;
+        *(o + 2 * 128 + 45) = vacc2x1;
+    }
+    { /* columns 46..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 46) * va0), vacc0x1 = (*(o + 0 * 128 + 47) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 46) * va1), vacc1x1 = (*(o + 1 * 128 + 47) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 46) * va2), vacc2x1 = (*(o + 2 * 128 + 47) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 46);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 46) = vacc0x0;
+        *(o + 0 * 128 + 47) = vacc0x1;
+        *(o + 1 * 128 + 46) = vacc1x0;
+        *(o + 1 * 128 + 47) = vacc1x1;
+        *(o + 2 * 128 + 46) = vacc2x0;
+        *(o + 2 * 128 + 47) = vacc2x1;
+    }
+    { /* columns 48..49 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 48) * va0), vacc0x1 = (*(o + 0 * 128 + 49) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 48) * va1), vacc1x1 = (*(o + 1 * 128 + 49) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 48) * va2), vacc2x1 = (*(o + 2 * 128 + 49) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 48);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 49);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 48) = vacc0x0;
+        *(o + 0 * 128 + 49) = vacc0x1;
+        *(o + 1 * 128 + 48) = vacc1x0;
+        *(o + 1 * 128 + 49) = vacc1x1;
+        *(o + 2 * 128 + 48) = vacc2x0;
+        *(o + 2 * 128 + 49) = vacc2x1;
+    }
+    { /* columns 50..51 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 50) * va0), vacc0x1 = (*(o + 0 * 128 + 51) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 50) * va1), vacc1x1 = (*(o + 1 * 128 + 51) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 50) * va2), vacc2x1 = (*(o + 2 * 128 + 51) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 50);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 50) = vacc0x0;
+        *(o + 0 * 128 + 51) = vacc0x1;
+        *(o + 1 * 128 + 50) = vacc1x0;
+        *(o + 1 * 128 + 51) = vacc1x1;
+        *(o + 2 * 128 + 50) = vacc2x0;
+        *(o + 2 * 128 + 51) = vacc2x1;
+    }
+    { /* columns 52..53 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 52) * va0), vacc0x1 = (*(o + 0 * 128 + 53) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 52) * va1), vacc1x1 = (*(o + 1 * 128 + 53) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 52) * va2), vacc2x1 = (*(o + 2 * 128 + 53) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 52);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 52) = vacc0x0;
+        *(o + 0 * 128 + 53) = vacc0x1;
+        *(o + 1 * 128 + 52) = vacc1x0;
+        *(o + 1 * 128 + 53) = vacc1x1;
+        *(o + 2 * 128 + 52) = vacc2x0;
+        *(o + 2 * 128 + 53) = vacc2x1;
+    }
+    { /* columns 54..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 54) * va0), vacc0x1 = (*(o + 0 * 128 + 55) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 54) * va1), vacc1x1 = (*(o + 1 * 128 + 55) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 54) * va2), vacc2x1 = (*(o + 2 * 128 + 55) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 54);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 54) = vacc0x0;
+        *(o + 0 * 128 + 55) = vacc0x1;
+        *(o + 1 * 128 + 54) = vacc1x0;
+        *(o + 1 * 128 + 55) = vacc1x1;
+        *(o + 2 * 128 + 54) = vacc2x0;
+        *(o + 2 * 128 + 55) = vacc2x1;
+    }
+    { /* columns 56..57 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 56) * va0), vacc0x1 = (*(o + 0 * 128 + 57) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 56) * va1), vacc1x1 = (*(o + 1 * 128 + 57) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 56) * va2), vacc2x1 = (*(o + 2 * 128 + 57) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 56);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 57);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 56) = vacc0x0;
+        *(o + 0 * 128 + 57) = vacc0x1;
+        *(o + 1 * 128 + 56) = vacc1x0;
+        *(o + 1 * 128 + 57) = vacc1x1;
+        *(o + 2 * 128 + 56) = vacc2x0;
+        *(o + 2 * 128 + 57) = vacc2x1;
+    }
+    { /* columns 58..59 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 58) * va0), vacc0x1 = (*(o + 0 * 128 + 59) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 58) * va1), vacc1x1 = (*(o + 1 * 128 + 59) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 58) * va2), vacc2x1 = (*(o + 2 * 128 + 59) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 58);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 58) = vacc0x0;
+        *(o + 0 * 128 + 59) = vacc0x1;
+        *(o + 1 * 128 + 58) = vacc1x0;
+        *(o + 1 * 128 + 59) = vacc1x1;
+        *(o + 2 * 128 + 58) = vacc2x0;
+        *(o + 2 * 128 + 59) = vacc2x1;
+    }
+    { /* columns 60..61 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 60) * va0), vacc0x1 = (*(o + 0 * 128 + 61) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 60) * va1), vacc1x1 = (*(o + 1 * 128 + 61) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 60) * va2), vacc2x1 = (*(o + 2 * 128 + 61) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 60);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 60) = vacc0x0;
+        *(o + 0 * 128 + 61) = vacc0x1;
+        *(o + 1 * 128 + 60) = vacc1x0;
+        *(o + 1 * 128 + 61) = vacc1x1;
+        *(o + 2 * 128 + 60) = vacc2x0;
+        *(o + 2 * 128 + 61) = vacc2x1;
+    }
+    { /* columns 62..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 62) * va0), vacc0x1 = (*(o + 0 * 128 + 63) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 62) * va1), vacc1x1 = (*(o + 1 * 128 + 63) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 62) * va2), vacc2x1 = (*(o + 2 * 128 + 63) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 62);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 62) = vacc0x0;
+        *(o + 0 * 128 + 63) = vacc0x1;
+        *(o + 1 * 128 + 62) = vacc1x0;
+        *(o + 1 * 128 + 63) = vacc1x1;
+        *(o + 2 * 128 + 62) = vacc2x0;
+        *(o + 2 * 128 + 63) = vacc2x1;
+    }
+    { /* columns 64..65 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 64) * va0), vacc0x1 = (*(o + 0 * 128 + 65) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 64) * va1), vacc1x1 = (*(o + 1 * 128 + 65) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 64) * va2), vacc2x1 = (*(o + 2 * 128 + 65) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 64);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 65);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 64) = vacc0x0;
+        *(o + 0 * 128 + 65) = vacc0x1;
+        *(o + 1 * 128 + 64) = vacc1x0;
+        *(o + 1 * 128 + 65) = vacc1x1;
+        *(o + 2 * 128 + 64) = vacc2x0;
+        *(o + 2 * 128 + 65) = vacc2x1;
+    }
+    { /* columns 66..67 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 66) * va0), vacc0x1 = (*(o + 0 * 128 + 67) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 66) * va1), vacc1x1 = (*(o + 1 * 128 + 67) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 66) * va2), vacc2x1 = (*(o + 2 * 128 + 67) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 66);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 67);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 66) = vacc0x0;
+        *(o + 0 * 128 + 67) = vacc0x1;
+        *(o + 1 * 128 + 66) = vacc1x0;
+        *(o + 1 * 128 + 67) = vacc1x1;
+        *(o + 2 * 128 + 66) = vacc2x0;
+        *(o + 2 * 128 + 67) = vacc2x1;
+    }
+    { /* columns 68..69 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 68) * va0), vacc0x1 = (*(o + 0 * 128 + 69) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 68) * va1), vacc1x1 = (*(o + 1 * 128 + 69) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 68) * va2), vacc2x1 = (*(o + 2 * 128 + 69) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 68);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 69);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 68) = vacc0x0;
+        *(o + 0 * 128 + 69) = vacc0x1;
+        *(o + 1 * 128 + 68) = vacc1x0;
+        *(o + 1 * 128 + 69) = vacc1x1;
+        *(o + 2 * 128 + 68) = vacc2x0;
+        *(o + 2 * 128 + 69) = vacc2x1;
+    }
+    { /* columns 70..71 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 70) * va0), vacc0x1 = (*(o + 0 * 128 + 71) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 70) * va1), vacc1x1 = (*(o + 1 * 128 + 71) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 70) * va2), vacc2x1 = (*(o + 2 * 128 + 71) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 70);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 71);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 70) = vacc0x0;
+        *(o + 0 * 128 + 71) = vacc0x1;
+        *(o + 1 * 128 + 70) = vacc1x0;
+        *(o + 1 * 128 + 71) = vacc1x1;
+        *(o + 2 * 128 + 70) = vacc2x0;
+        *(o + 2 * 128 + 71) = vacc2x1;
+    }
+    { /* columns 72..73 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 72) * va0), vacc0x1 = (*(o + 0 * 128 + 73) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 72) * va1), vacc1x1 = (*(o + 1 * 128 + 73) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 72) * va2), vacc2x1 = (*(o + 2 * 128 + 73) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 72);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 73);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 72) = vacc0x0;
+        *(o + 0 * 128 + 73) = vacc0x1;
+        *(o + 1 * 128 + 72) = vacc1x0;
+        *(o + 1 * 128 + 73) = vacc1x1;
+        *(o + 2 * 128 + 72) = vacc2x0;
+        *(o + 2 * 128 + 73) = vacc2x1;
+    }
+    { /* columns 74..75 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 74) * va0), vacc0x1 = (*(o + 0 * 128 + 75) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 74) * va1), vacc1x1 = (*(o + 1 * 128 + 75) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 74) * va2), vacc2x1 = (*(o + 2 * 128 + 75) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 74);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 75);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 74) = vacc0x0;
+        *(o + 0 * 128 + 75) = vacc0x1;
+        *(o + 1 * 128 + 74) = vacc1x0;
+        *(o + 1 * 128 + 75) = vacc1x1;
+        *(o + 2 * 128 + 74) = vacc2x0;
+        *(o + 2 * 128 + 75) = vacc2x1;
+    }
+    { /* columns 76..77 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 76) * va0), vacc0x1 = (*(o + 0 * 128 + 77) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 76) * va1), vacc1x1 = (*(o + 1 * 128 + 77) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 76) * va2), vacc2x1 = (*(o + 2 * 128 + 77) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 76);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 77);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 76) = vacc0x0;
+        *(o + 0 * 128 + 77) = vacc0x1;
+        *(o + 1 * 128 + 76) = vacc1x0;
+        *(o + 1 * 128 + 77) = vacc1x1;
+        *(o + 2 * 128 + 76) = vacc2x0;
+        *(o + 2 * 128 + 77) = vacc2x1;
+    }
+    { /* columns 78..79 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 78) * va0), vacc0x1 = (*(o + 0 * 128 + 79) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 78) * va1), vacc1x1 = (*(o + 1 * 128 + 79) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 78) * va2), vacc2x1 = (*(o + 2 * 128 + 79) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 78);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 79);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 78) = vacc0x0;
+        *(o + 0 * 128 + 79) = vacc0x1;
+        *(o + 1 * 128 + 78) = vacc1x0;
+        *(o + 1 * 128 + 79) = vacc1x1;
+        *(o + 2 * 128 + 78) = vacc2x0;
+        *(o + 2 * 128 + 79) = vacc2x1;
+    }
+    { /* columns 80..81 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 80) * va0), vacc0x1 = (*(o + 0 * 128 + 81) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 80) * va1), vacc1x1 = (*(o + 1 * 128 + 81) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 80) * va2), vacc2x1 = (*(o + 2 * 128 + 81) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 80);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 81);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 80) = vacc0x0;
+        *(o + 0 * 128 + 81) = vacc0x1;
+        *(o + 1 * 128 + 80) = vacc1x0;
+        *(o + 1 * 128 + 81) = vacc1x1;
+        *(o + 2 * 128 + 80) = vacc2x0;
+        *(o + 2 * 128 + 81) = vacc2x1;
+    }
+    { /* columns 82..83 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 82) * va0), vacc0x1 = (*(o + 0 * 128 + 83) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 82) * va1), vacc1x1 = (*(o + 1 * 128 + 83) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 82) * va2), vacc2x1 = (*(o + 2 * 128 + 83) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 82);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 83);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 82) = vacc0x0;
+        *(o + 0 * 128 + 83) = vacc0x1;
+        *(o + 1 * 128 + 82) = vacc1x0;
+        *(o + 1 * 128 + 83) = vacc1x1;
+        *(o + 2 * 128 + 82) = vacc2x0;
+        *(o + 2 * 128 + 83) = vacc2x1;
+    }
+    { /* columns 84..85 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 84) * va0), vacc0x1 = (*(o + 0 * 128 + 85) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 84) * va1), vacc1x1 = (*(o + 1 * 128 + 85) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 84) * va2), vacc2x1 = (*(o + 2 * 128 + 85) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 84);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 85);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 84) = vacc0x0;
+        *(o + 0 * 128 + 85) = vacc0x1;
+        *(o + 1 * 128 + 84) = vacc1x0;
+        *(o + 1 * 128 + 85) = vacc1x1;
+        *(o + 2 * 128 + 84) = vacc2x0;
+        *(o + 2 * 128 + 85) = vacc2x1;
+    }
+    { /* columns 86..87 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 86) * va0), vacc0x1 = (*(o + 0 * 128 + 87) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 86) * va1), vacc1x1 = (*(o + 1 * 128 + 87) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 86) * va2), vacc2x1 = (*(o + 2 * 128 + 87) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 86);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 87);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 86) = vacc0x0;
+        *(o + 0 * 128 + 87) = vacc0x1;
+        *(o + 1 * 128 + 86) = vacc1x0;
+        *(o + 1 * 128 + 87) = vacc1x1;
+        *(o + 2 * 128 + 86) = vacc2x0;
+        *(o + 2 * 128 + 87) = vacc2x1;
+    }
+    { /* columns 88..89 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 88) * va0), vacc0x1 = (*(o + 0 * 128 + 89) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 88) * va1), vacc1x1 = (*(o + 1 * 128 + 89) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 88) * va2), vacc2x1 = (*(o + 2 * 128 + 89) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 88);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 89);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 88) = vacc0x0;
+        *(o + 0 * 128 + 89) = vacc0x1;
+        *(o + 1 * 128 + 88) = vacc1x0;
+        *(o + 1 * 128 + 89) = vacc1x1;
+        *(o + 2 * 128 + 88) = vacc2x0;
+        *(o + 2 * 128 + 89) = vacc2x1;
+    }
+    { /* columns 90..91 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 90) * va0), vacc0x1 = (*(o + 0 * 128 + 91) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 90) * va1), vacc1x1 = (*(o + 1 * 128 + 91) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 90) * va2), vacc2x1 = (*(o + 2 * 128 + 91) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 90);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 91);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 90) = vacc0x0;
+        *(o + 0 * 128 + 91) = vacc0x1;
+        *(o + 1 * 128 + 90) = vacc1x0;
+        *(o + 1 * 128 + 91) = vacc1x1;
+        *(o + 2 * 128 + 90) = vacc2x0;
+        *(o + 2 * 128 + 91) = vacc2x1;
+    }
+    { /* columns 92..93 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 92) * va0), vacc0x1 = (*(o + 0 * 128 + 93) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 92) * va1), vacc1x1 = (*(o + 1 * 128 + 93) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 92) * va2), vacc2x1 = (*(o + 2 * 128 + 93) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 92);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 93);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 92) = vacc0x0;
+        *(o + 0 * 128 + 93) = vacc0x1;
+        *(o + 1 * 128 + 92) = vacc1x0;
+        *(o + 1 * 128 + 93) = vacc1x1;
+        *(o + 2 * 128 + 92) = vacc2x0;
+        *(o + 2 * 128 + 93) = vacc2x1;
+    }
+    { /* columns 94..95 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 94) * va0), vacc0x1 = (*(o + 0 * 128 + 95) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 94) * va1), vacc1x1 = (*(o + 1 * 128 + 95) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 94) * va2), vacc2x1 = (*(o + 2 * 128 + 95) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 94);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 95);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 94) = vacc0x0;
+        *(o + 0 * 128 + 95) = vacc0x1;
+        *(o + 1 * 128 + 94) = vacc1x0;
+        *(o + 1 * 128 + 95) = vacc1x1;
+        *(o + 2 * 128 + 94) = vacc2x0;
+        *(o + 2 * 128 + 95) = vacc2x1;
+    }
+    { /* columns 96..97 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 96) * va0), vacc0x1 = (*(o + 0 * 128 + 97) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 96) * va1), vacc1x1 = (*(o + 1 * 128 + 97) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 96) * va2), vacc2x1 = (*(o + 2 * 128 + 97) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 96);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 97);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 96) = vacc0x0;
+        *(o + 0 * 128 + 97) = vacc0x1;
+        *(o + 1 * 128 + 96) = vacc1x0;
+        *(o + 1 * 128 + 97) = vacc1x1;
+        *(o + 2 * 128 + 96) = vacc2x0;
+        *(o + 2 * 128 + 97) = vacc2x1;
+    }
+    { /* columns 98..99 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 98) * va0), vacc0x1 = (*(o + 0 * 128 + 99) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 98) * va1), vacc1x1 = (*(o + 1 * 128 + 99) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 98) * va2), vacc2x1 = (*(o + 2 * 128 + 99) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 98);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 99);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 98) = vacc0x0;
+        *(o + 0 * 128 + 99) = vacc0x1;
+        *(o + 1 * 128 + 98) = vacc1x0;
+        *(o + 1 * 128 + 99) = vacc1x1;
+        *(o + 2 * 128 + 98) = vacc2x0;
+        *(o + 2 * 128 + 99) = vacc2x1;
+    }
+    { /* columns 100..101 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 100) * va0), vacc0x1 = (*(o + 0 * 128 + 101) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 100) * va1), vacc1x1 = (*(o + 1 * 128 + 101) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 100) * va2), vacc2x1 = (*(o + 2 * 128 + 101) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 100);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 101);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 100) = vacc0x0;
+        *(o + 0 * 128 + 101) = vacc0x1;
+        *(o + 1 * 128 + 100) = vacc1x0;
+        *(o + 1 * 128 + 101) = vacc1x1;
+        *(o + 2 * 128 + 100) = vacc2x0;
+        *(o + 2 * 128 + 101) = vacc2x1;
+    }
+    { /* columns 102..103 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 102) * va0), vacc0x1 = (*(o + 0 * 128 + 103) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 102) * va1), vacc1x1 = (*(o + 1 * 128 + 103) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 102) * va2), vacc2x1 = (*(o + 2 * 128 + 103) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 102);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 103);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 102) = vacc0x0;
+        *(o + 0 * 128 + 103) = vacc0x1;
+        *(o + 1 * 128 + 102) = vacc1x0;
+        *(o + 1 * 128 + 103) = vacc1x1;
+        *(o + 2 * 128 + 102) = vacc2x0;
+        *(o + 2 * 128 + 103) = vacc2x1;
+    }
+    { /* columns 104..105 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 104) * va0), vacc0x1 = (*(o + 0 * 128 + 105) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 104) * va1), vacc1x1 = (*(o + 1 * 128 + 105) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 104) * va2), vacc2x1 = (*(o + 2 * 128 + 105) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 104);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 105);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 104) = vacc0x0;
+        *(o + 0 * 128 + 105) = vacc0x1;
+        *(o + 1 * 128 + 104) = vacc1x0;
+        *(o + 1 * 128 + 105) = vacc1x1;
+        *(o + 2 * 128 + 104) = vacc2x0;
+        *(o + 2 * 128 + 105) = vacc2x1;
+    }
+    { /* columns 106..107 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 106) * va0), vacc0x1 = (*(o + 0 * 128 + 107) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 106) * va1), vacc1x1 = (*(o + 1 * 128 + 107) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 106) * va2), vacc2x1 = (*(o + 2 * 128 + 107) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 106);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 107);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 106) = vacc0x0;
+        *(o + 0 * 128 + 107) = vacc0x1;
+        *(o + 1 * 128 + 106) = vacc1x0;
+        *(o + 1 * 128 + 107) = vacc1x1;
+        *(o + 2 * 128 + 106) = vacc2x0;
+        *(o + 2 * 128 + 107) = vacc2x1;
+    }
+    { /* columns 108..109 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 108) * va0), vacc0x1 = (*(o + 0 * 128 + 109) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 108) * va1), vacc1x1 = (*(o + 1 * 128 + 109) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 108) * va2), vacc2x1 = (*(o + 2 * 128 + 109) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 108);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 109);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 108) = vacc0x0;
+        *(o + 0 * 128 + 109) = vacc0x1;
+        *(o + 1 * 128 + 108) = vacc1x0;
+        *(o + 1 * 128 + 109) = vacc1x1;
+        *(o + 2 * 128 + 108) = vacc2x0;
+        *(o + 2 * 128 + 109) = vacc2x1;
+    }
+    { /* columns 110..111 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 110) * va0), vacc0x1 = (*(o + 0 * 128 + 111) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 110) * va1), vacc1x1 = (*(o + 1 * 128 + 111) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 110) * va2), vacc2x1 = (*(o + 2 * 128 + 111) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 110);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 111);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 110) = vacc0x0;
+        *(o + 0 * 128 + 111) = vacc0x1;
+        *(o + 1 * 128 + 110) = vacc1x0;
+        *(o + 1 * 128 + 111) = vacc1x1;
+        *(o + 2 * 128 + 110) = vacc2x0;
+        *(o + 2 * 128 + 111) = vacc2x1;
+    }
+    { /* columns 112..113 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 112) * va0), vacc0x1 = (*(o + 0 * 128 + 113) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 112) * va1), vacc1x1 = (*(o + 1 * 128 + 113) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 112) * va2), vacc2x1 = (*(o + 2 * 128 + 113) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 112);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 113);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 112) = vacc0x0;
+        *(o + 0 * 128 + 113) = vacc0x1;
+        *(o + 1 * 128 + 112) = vacc1x0;
+        *(o + 1 * 128 + 113) = vacc1x1;
+        *(o + 2 * 128 + 112) = vacc2x0;
+        *(o + 2 * 128 + 113) = vacc2x1;
+    }
+    { /* columns 114..115 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 114) * va0), vacc0x1 = (*(o + 0 * 128 + 115) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 114) * va1), vacc1x1 = (*(o + 1 * 128 + 115) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 114) * va2), vacc2x1 = (*(o + 2 * 128 + 115) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 114);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 115);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 114) = vacc0x0;
+        *(o + 0 * 128 + 115) = vacc0x1;
+        *(o + 1 * 128 + 114) = vacc1x0;
+        *(o + 1 * 128 + 115) = vacc1x1;
+        *(o + 2 * 128 + 114) = vacc2x0;
+        *(o + 2 * 128 + 115) = vacc2x1;
+    }
+    { /* columns 116..117 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 116) * va0), vacc0x1 = (*(o + 0 * 128 + 117) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 116) * va1), vacc1x1 = (*(o + 1 * 128 + 117) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 116) * va2), vacc2x1 = (*(o + 2 * 128 + 117) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 116);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 117);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 116) = vacc0x0;
+        *(o + 0 * 128 + 117) = vacc0x1;
+        *(o + 1 * 128 + 116) = vacc1x0;
+        *(o + 1 * 128 + 117) = vacc1x1;
+        *(o + 2 * 128 + 116) = vacc2x0;
+        *(o + 2 * 128 + 117) = vacc2x1;
+    }
+    { /* columns 118..119 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 118) * va0), vacc0x1 = (*(o + 0 * 128 + 119) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 118) * va1), vacc1x1 = (*(o + 1 * 128 + 119) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 118) * va2), vacc2x1 = (*(o + 2 * 128 + 119) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 118);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 119);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 118) = vacc0x0;
+        *(o + 0 * 128 + 119) = vacc0x1;
+        *(o + 1 * 128 + 118) = vacc1x0;
+        *(o + 1 * 128 + 119) = vacc1x1;
+        *(o + 2 * 128 + 118) = vacc2x0;
+        *(o + 2 * 128 + 119) = vacc2x1;
+    }
+    { /* columns 120..121 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 120) * va0), vacc0x1 = (*(o + 0 * 128 + 121) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 120) * va1), vacc1x1 = (*(o + 1 * 128 + 121) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 120) * va2), vacc2x1 = (*(o + 2 * 128 + 121) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 120);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 121);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 120) = vacc0x0;
+        *(o + 0 * 128 + 121) = vacc0x1;
+        *(o + 1 * 128 + 120) = vacc1x0;
+        *(o + 1 * 128 + 121) = vacc1x1;
+        *(o + 2 * 128 + 120) = vacc2x0;
+        *(o + 2 * 128 + 121) = vacc2x1;
+    }
+    { /* columns 122..123 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 122) * va0), vacc0x1 = (*(o + 0 * 128 + 123) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 122) * va1), vacc1x1 = (*(o + 1 * 128 + 123) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 122) * va2), vacc2x1 = (*(o + 2 * 128 + 123) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 122);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 123);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 122) = vacc0x0;
+        *(o + 0 * 128 + 123) = vacc0x1;
+        *(o + 1 * 128 + 122) = vacc1x0;
+        *(o + 1 * 128 + 123) = vacc1x1;
+        *(o + 2 * 128 + 122) = vacc2x0;
+        *(o + 2 * 128 + 123) = vacc2x1;
+    }
+    { /* columns 124..125 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 124) * va0), vacc0x1 = (*(o + 0 * 128 + 125) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 124) * va1), vacc1x1 = (*(o + 1 * 128 + 125) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 124) * va2), vacc2x1 = (*(o + 2 * 128 + 125) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 124);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 125);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 124) = vacc0x0;
+        *(o + 0 * 128 + 125) = vacc0x1;
+        *(o + 1 * 128 + 124) = vacc1x0;
+        *(o + 1 * 128 + 125) = vacc1x1;
+        *(o + 2 * 128 + 124) = vacc2x0;
+        *(o + 2 * 128 + 125) = vacc2x1;
+    }
+    { /* columns 126..127 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 126) * va0), vacc0x1 = (*(o + 0 * 128 + 127) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 126) * va1), vacc1x1 = (*(o + 1 * 128 + 127) * va1);
+        float vacc2x0 = (*(o + 2 * 128 + 126) * va2), vacc2x1 = (*(o + 2 * 128 + 127) * va2);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            const float vp2 = (p[j * pst + 2]);
+            {
+                const float vv = *(vr + 126);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0); vacc2x0 = (vp2 * vv + vacc2x0);
+            }
+            {
+                const float vv = *(vr + 127);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1); vacc2x1 = (vp2 * vv + vacc2x1);
+            }
+        }
+        *(o + 0 * 128 + 126) = vacc0x0;
+        *(o + 0 * 128 + 127) = vacc0x1;
+        *(o + 1 * 128 + 126) = vacc1x0;
+        *(o + 1 * 128 + 127) = vacc1x1;
+        *(o + 2 * 128 + 126) = vacc2x0;
+        *(o + 2 * 128 + 127) = vacc2x1;
+    }
+}
+
+/* O[2][128] = alpha * O + P^T[0:kb][2]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+ATTN_NO_AUTOVEC static void attn_mistral_7b_dpv_2x128__scalar(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float va0 = (alpha[0]);
+    const float va1 = (alpha[1]);
+    { /* columns 0..1 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 0) * va0), vacc0x1 = (*(o + 0 * 128 + 1) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 0) * va1), vacc1x1 = (*(o + 1 * 128 + 1) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 0);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 1);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 0) = vacc0x0;
+        *(o + 0 * 128 + 1) = vacc0x1;
+        *(o + 1 * 128 + 0) = vacc1x0;
+        *(o + 1 * 128 + 1) = vacc1x1;
+    }
+    { /* columns 2..3 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 2) * va0), vacc0x1 = (*(o + 0 * 128 + 3) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 2) * va1), vacc1x1 = (*(o + 1 * 128 + 3) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 2);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 2) = vacc0x0;
+        *(o + 0 * 128 + 3) = vacc0x1;
+        *(o + 1 * 128 + 2) = vacc1x0;
+        *(o + 1 * 128 + 3) = vacc1x1;
+    }
+    { /* columns 4..5 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 4) * va0), vacc0x1 = (*(o + 0 * 128 + 5) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 4) * va1), vacc1x1 = (*(o + 1 * 128 + 5) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 4);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 4) = vacc0x0;
+        *(o + 0 * 128 + 5) = vacc0x1;
+        *(o + 1 * 128 + 4) = vacc1x0;
+        *(o + 1 * 128 + 5) = vacc1x1;
+    }
+    { /* columns 6..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 6) * va0), vacc0x1 = (*(o + 0 * 128 + 7) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 6) * va1), vacc1x1 = (*(o + 1 * 128 + 7) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 6);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 6) = vacc0x0;
+        *(o + 0 * 128 + 7) = vacc0x1;
+        *(o + 1 * 128 + 6) = vacc1x0;
+        *(o + 1 * 128 + 7) = vacc1x1;
+    }
+    { /* columns 8..9 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 8) * va0), vacc0x1 = (*(o + 0 * 128 + 9) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 8) * va1), vacc1x1 = (*(o + 1 * 128 + 9) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 8);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 9);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 8) = vacc0x0;
+        *(o + 0 * 128 + 9) = vacc0x1;
+        *(o + 1 * 128 + 8) = vacc1x0;
+        *(o + 1 * 128 + 9) = vacc1x1;
+    }
+    { /* columns 10..11 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 10) * va0), vacc0x1 = (*(o + 0 * 128 + 11) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 10) * va1), vacc1x1 = (*(o + 1 * 128 + 11) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 10);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 10) = vacc0x0;
+        *(o + 0 * 128 + 11) = vacc0x1;
+        *(o + 1 * 128 + 10) = vacc1x0;
+        *(o + 1 * 128 + 11) = vacc1x1;
+    }
+    { /* columns 12..13 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 12) * va0), vacc0x1 = (*(o + 0 * 128 + 13) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 12) * va1), vacc1x1 = (*(o + 1 * 128 + 13) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 12);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 12) = vacc0x0;
+        *(o + 0 * 128 + 13) = vacc0x1;
+        *(o + 1 * 128 + 12) = vacc1x0;
+        *(o + 1 * 128 + 13) = vacc1x1;
+    }
+    { /* columns 14..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 14) * va0), vacc0x1 = (*(o + 0 * 128 + 15) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 14) * va1), vacc1x1 = (*(o + 1 * 128 + 15) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 14);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 14) = vacc0x0;
+        *(o + 0 * 128 + 15) = vacc0x1;
+        *(o + 1 * 128 + 14) = vacc1x0;
+        *(o + 1 * 128 + 15) = vacc1x1;
+    }
+    { /* columns 16..17 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 16) * va0), vacc0x1 = (*(o + 0 * 128 + 17) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 16) * va1), vacc1x1 = (*(o + 1 * 128 + 17) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 16);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 17);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 16) = vacc0x0;
+        *(o + 0 * 128 + 17) = vacc0x1;
+        *(o + 1 * 128 + 16) = vacc1x0;
+        *(o + 1 * 128 + 17) = vacc1x1;
+    }
+    { /* columns 18..19 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 18) * va0), vacc0x1 = (*(o + 0 * 128 + 19) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 18) * va1), vacc1x1 = (*(o + 1 * 128 + 19) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 18);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 18) = vacc0x0;
+        *(o + 0 * 128 + 19) = vacc0x1;
+        *(o + 1 * 128 + 18) = vacc1x0;
+        *(o + 1 * 128 + 19) = vacc1x1;
+    }
+    { /* columns 20..21 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 20) * va0), vacc0x1 = (*(o + 0 * 128 + 21) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 20) * va1), vacc1x1 = (*(o + 1 * 128 + 21) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 20);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 20) = vacc0x0;
+        *(o + 0 * 128 + 21) = vacc0x1;
+        *(o + 1 * 128 + 20) = vacc1x0;
+        *(o + 1 * 128 + 21) = vacc1x1;
+    }
+    { /* columns 22..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 22) * va0), vacc0x1 = (*(o + 0 * 128 + 23) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 22) * va1), vacc1x1 = (*(o + 1 * 128 + 23) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 22);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 22) = vacc0x0;
+        *(o + 0 * 128 + 23) = vacc0x1;
+        *(o + 1 * 128 + 22) = vacc1x0;
+        *(o + 1 * 128 + 23) = vacc1x1;
+    }
+    { /* columns 24..25 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 24) * va0), vacc0x1 = (*(o + 0 * 128 + 25) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 24) * va1), vacc1x1 = (*(o + 1 * 128 + 25) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 24);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 25);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 24) = vacc0x0;
+        *(o + 0 * 128 + 25) = vacc0x1;
+        *(o + 1 * 128 + 24) = vacc1x0;
+        *(o + 1 * 128 + 25) = vacc1x1;
+    }
+    { /* columns 26..27 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 26) * va0), vacc0x1 = (*(o + 0 * 128 + 27) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 26) * va1), vacc1x1 = (*(o + 1 * 128 + 27) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 26);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 26) = vacc0x0;
+        *(o + 0 * 128 + 27) = vacc0x1;
+        *(o + 1 * 128 + 26) = vacc1x0;
+        *(o + 1 * 128 + 27) = vacc1x1;
+    }
+    { /* columns 28..29 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 28) * va0), vacc0x1 = (*(o + 0 * 128 + 29) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 28) * va1), vacc1x1 = (*(o + 1 * 128 + 29) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 28);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 28) = vacc0x0;
+        *(o + 0 * 128 + 29) = vacc0x1;
+        *(o + 1 * 128 + 28) = vacc1x0;
+        *(o + 1 * 128 + 29) = vacc1x1;
+    }
+    { /* columns 30..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 30) * va0), vacc0x1 = (*(o + 0 * 128 + 31) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 30) * va1), vacc1x1 = (*(o + 1 * 128 + 31) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 30);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 30) = vacc0x0;
+        *(o + 0 * 128 + 31) = vacc0x1;
+        *(o + 1 * 128 + 30) = vacc1x0;
+        *(o + 1 * 128 + 31) = vacc1x1;
+    }
+    { /* columns 32..33 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 32) * va0), vacc0x1 = (*(o + 0 * 128 + 33) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 32) * va1), vacc1x1 = (*(o + 1 * 128 + 33) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 32);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 33);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 32) = vacc0x0;
+        *(o + 0 * 128 + 33) = vacc0x1;
+        *(o + 1 * 128 + 32) = vacc1x0;
+        *(o + 1 * 128 + 33) = vacc1x1;
+    }
+    { /* columns 34..35 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 34) * va0), vacc0x1 = (*(o + 0 * 128 + 35) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 34) * va1), vacc1x1 = (*(o + 1 * 128 + 35) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 34);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 34) = vacc0x0;
+        *(o + 0 * 128 + 35) = vacc0x1;
+        *(o + 1 * 128 + 34) = vacc1x0;
+        *(o + 1 * 128 + 35) = vacc1x1;
+    }
+    { /* columns 36..37 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 36) * va0), vacc0x1 = (*(o + 0 * 128 + 37) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 36) * va1), vacc1x1 = (*(o + 1 * 128 + 37) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 36);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 36) = vacc0x0;
+        *(o + 0 * 128 + 37) = vacc0x1;
+        *(o + 1 * 128 + 36) = vacc1x0;
+        *(o + 1 * 128 + 37) = vacc1x1;
+    }
+    { /* columns 38..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 38) * va0), vacc0x1 = (*(o + 0 * 128 + 39) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 38) * va1), vacc1x1 = (*(o + 1 * 128 + 39) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 38);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 38) = vacc0x0;
+        *(o + 0 * 128 + 39) = vacc0x1;
+        *(o + 1 * 128 + 38) = vacc1x0;
+        *(o + 1 * 128 + 39) = vacc1x1;
+    }
+    { /* columns 40..41 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 40) * va0), vacc0x1 = (*(o + 0 * 128 + 41) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 40) * va1), vacc1x1 = (*(o + 1 * 128 + 41) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 40);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 41);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 40) = vacc0x0;
+        *(o + 0 * 128 + 41) = vacc0x1;
+        *(o + 1 * 128 + 40) = vacc1x0;
+        *(o + 1 * 128 + 41) = vacc1x1;
+    }
+    { /* columns 42..43 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 42) * va0), vacc0x1 = (*(o + 0 * 128 + 43) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 42) * va1), vacc1x1 = (*(o + 1 * 128 + 43) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 42);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 42) = vacc0x0;
+        *(o + 0 * 128 + 43) = vacc0x1;
+        *(o + 1 * 128 + 42) = vacc1x0;
+        *(o + 1 * 128 + 43) = vacc1x1;
+    }
+    { /* columns 44..45 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 44) * va0), vacc0x1 = (*(o + 0 * 128 + 45) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 44) * va1), vacc1x1 = (*(o + 1 * 128 + 45) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 44);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 44) = vacc0x0;
+        *(o + 0 * 128 + 45) = vacc0x1;
+        *(o + 1 * 128 + 44) = vacc1x0;
+        *(o + 1 * 128 + 45) = vacc1x1;
+    }
+    { /* columns 46..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 46) * va0), vacc0x1 = (*(o + 0 * 128 + 47) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 46) * va1), vacc1x1 = (*(o + 1 * 128 + 47) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 46);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 46) = vacc0x0;
+        *(o + 0 * 128 + 47) = vacc0x1;
+        *(o + 1 * 128 + 46) = vacc1x0;
+        *(o + 1 * 128 + 47) = vacc1x1;
+    }
+    { /* columns 48..49 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 48) * va0), vacc0x1 = (*(o + 0 * 128 + 49) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 48) * va1), vacc1x1 = (*(o + 1 * 128 + 49) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 48);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 49);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 48) = vacc0x0;
+        *(o + 0 * 128 + 49) = vacc0x1;
+        *(o + 1 * 128 + 48) = vacc1x0;
+        *(o + 1 * 128 + 49) = vacc1x1;
+    }
+    { /* columns 50..51 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 50) * va0), vacc0x1 = (*(o + 0 * 128 + 51) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 50) * va1), vacc1x1 = (*(o + 1 * 128 + 51) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 50);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 50) = vacc0x0;
+        *(o + 0 * 128 + 51) = vacc0x1;
+        *(o + 1 * 128 + 50) = vacc1x0;
+        *(o + 1 * 128 + 51) = vacc1x1;
+    }
+    { /* columns 52..53 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 52) * va0), vacc0x1 = (*(o + 0 * 128 + 53) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 52) * va1), vacc1x1 = (*(o + 1 * 128 + 53) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 52);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 52) = vacc0x0;
+        *(o + 0 * 128 + 53) = vacc0x1;
+        *(o + 1 * 128 + 52) = vacc1x0;
+        *(o + 1 * 128 + 53) = vacc1x1;
+    }
+    { /* columns 54..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 54) * va0), vacc0x1 = (*(o + 0 * 128 + 55) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 54) * va1), vacc1x1 = (*(o + 1 * 128 + 55) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 54);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 54) = vacc0x0;
+        *(o + 0 * 128 + 55) = vacc0x1;
+        *(o + 1 * 128 + 54) = vacc1x0;
+        *(o + 1 * 128 + 55) = vacc1x1;
+    }
+    { /* columns 56..57 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 56) * va0), vacc0x1 = (*(o + 0 * 128 + 57) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 56) * va1), vacc1x1 = (*(o + 1 * 128 + 57) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 56);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 57);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 56) = vacc0x0;
+        *(o + 0 * 128 + 57) = vacc0x1;
+        *(o + 1 * 128 + 56) = vacc1x0;
+        *(o + 1 * 128 + 57) = vacc1x1;
+    }
+    { /* columns 58..59 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 58) * va0), vacc0x1 = (*(o + 0 * 128 + 59) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 58) * va1), vacc1x1 = (*(o + 1 * 128 + 59) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 58);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 58) = vacc0x0;
+        *(o + 0 * 128 + 59) = vacc0x1;
+        *(o + 1 * 128 + 58) = vacc1x0;
+        *(o + 1 * 128 + 59) = vacc1x1;
+    }
+    { /* columns 60..61 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 60) * va0), vacc0x1 = (*(o + 0 * 128 + 61) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 60) * va1), vacc1x1 = (*(o + 1 * 128 + 61) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 60);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 60) = vacc0x0;
+        *(o + 0 * 128 + 61) = vacc0x1;
+        *(o + 1 * 128 + 60) = vacc1x0;
+        *(o + 1 * 128 + 61) = vacc1x1;
+    }
+    { /* columns 62..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 62) * va0), vacc0x1 = (*(o + 0 * 128 + 63) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 62) * va1), vacc1x1 = (*(o + 1 * 128 + 63) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 62);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 62) = vacc0x0;
+        *(o + 0 * 128 + 63) = vacc0x1;
+        *(o + 1 * 128 + 62) = vacc1x0;
+        *(o + 1 * 128 + 63) = vacc1x1;
+    }
+    { /* columns 64..65 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 64) * va0), vacc0x1 = (*(o + 0 * 128 + 65) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 64) * va1), vacc1x1 = (*(o + 1 * 128 + 65) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 64);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 65);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 64) = vacc0x0;
+        *(o + 0 * 128 + 65) = vacc0x1;
+        *(o + 1 * 128 + 64) = vacc1x0;
+        *(o + 1 * 128 + 65) = vacc1x1;
+    }
+    { /* columns 66..67 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 66) * va0), vacc0x1 = (*(o + 0 * 128 + 67) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 66) * va1), vacc1x1 = (*(o + 1 * 128 + 67) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 66);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 67);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 66) = vacc0x0;
+        *(o + 0 * 128 + 67) = vacc0x1;
+        *(o + 1 * 128 + 66) = vacc1x0;
+        *(o + 1 * 128 + 67) = vacc1x1;
+    }
+    { /* columns 68..69 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 68) * va0), vacc0x1 = (*(o + 0 * 128 + 69) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 68) * va1), vacc1x1 = (*(o + 1 * 128 + 69) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 68);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 69);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 68) = vacc0x0;
+        *(o + 0 * 128 + 69) = vacc0x1;
+        *(o + 1 * 128 + 68) = vacc1x0;
+        *(o + 1 * 128 + 69) = vacc1x1;
+    }
+    { /* columns 70..71 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 70) * va0), vacc0x1 = (*(o + 0 * 128 + 71) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 70) * va1), vacc1x1 = (*(o + 1 * 128 + 71) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 70);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 71);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 70) = vacc0x0;
+        *(o + 0 * 128 + 71) = vacc0x1;
+        *(o + 1 * 128 + 70) = vacc1x0;
+        *(o + 1 * 128 + 71) = vacc1x1;
+    }
+    { /* columns 72..73 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 72) * va0), vacc0x1 = (*(o + 0 * 128 + 73) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 72) * va1), vacc1x1 = (*(o + 1 * 128 + 73) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 72);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 73);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 72) = vacc0x0;
+        *(o + 0 * 128 + 73) = vacc0x1;
+        *(o + 1 * 128 + 72) = vacc1x0;
+        *(o + 1 * 128 + 73) = vacc1x1;
+    }
+    { /* columns 74..75 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 74) * va0), vacc0x1 = (*(o + 0 * 128 + 75) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 74) * va1), vacc1x1 = (*(o + 1 * 128 + 75) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 74);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 75);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 74) = vacc0x0;
+        *(o + 0 * 128 + 75) = vacc0x1;
+        *(o + 1 * 128 + 74) = vacc1x0;
+        *(o + 1 * 128 + 75) = vacc1x1;
+    }
+    { /* columns 76..77 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 76) * va0), vacc0x1 = (*(o + 0 * 128 + 77) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 76) * va1), vacc1x1 = (*(o + 1 * 128 + 77) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 76);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 77);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 76) = vacc0x0;
+        *(o + 0 * 128 + 77) = vacc0x1;
+        *(o + 1 * 128 + 76) = vacc1x0;
+        *(o + 1 * 128 + 77) = vacc1x1;
+    }
+    { /* columns 78..79 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 78) * va0), vacc0x1 = (*(o + 0 * 128 + 79) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 78) * va1), vacc1x1 = (*(o + 1 * 128 + 79) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 78);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 79);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 78) = vacc0x0;
+        *(o + 0 * 128 + 79) = vacc0x1;
+        *(o + 1 * 128 + 78) = vacc1x0;
+        *(o + 1 * 128 + 79) = vacc1x1;
+    }
+    { /* columns 80..81 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 80) * va0), vacc0x1 = (*(o + 0 * 128 + 81) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 80) * va1), vacc1x1 = (*(o + 1 * 128 + 81) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 80);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 81);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 80) = vacc0x0;
+        *(o + 0 * 128 + 81) = vacc0x1;
+        *(o + 1 * 128 + 80) = vacc1x0;
+        *(o + 1 * 128 + 81) = vacc1x1;
+    }
+    { /* columns 82..83 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 82) * va0), vacc0x1 = (*(o + 0 * 128 + 83) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 82) * va1), vacc1x1 = (*(o + 1 * 128 + 83) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 82);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 83);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 82) = vacc0x0;
+        *(o + 0 * 128 + 83) = vacc0x1;
+        *(o + 1 * 128 + 82) = vacc1x0;
+        *(o + 1 * 128 + 83) = vacc1x1;
+    }
+    { /* columns 84..85 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 84) * va0), vacc0x1 = (*(o + 0 * 128 + 85) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 84) * va1), vacc1x1 = (*(o + 1 * 128 + 85) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 84);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 85);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 84) = vacc0x0;
+        *(o + 0 * 128 + 85) = vacc0x1;
+        *(o + 1 * 128 + 84) = vacc1x0;
+        *(o + 1 * 128 + 85) = vacc1x1;
+    }
+    { /* columns 86..87 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 86) * va0), vacc0x1 = (*(o + 0 * 128 + 87) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 86) * va1), vacc1x1 = (*(o + 1 * 128 + 87) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 86);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 87);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 86) = vacc0x0;
+        *(o + 0 * 128 + 87) = vacc0x1;
+        *(o + 1 * 128 + 86) = vacc1x0;
+        *(o + 1 * 128 + 87) = vacc1x1;
+    }
+    { /* columns 88..89 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 88) * va0), vacc0x1 = (*(o + 0 * 128 + 89) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 88) * va1), vacc1x1 = (*(o + 1 * 128 + 89) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 88);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 89);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 88) = vacc0x0;
+        *(o + 0 * 128 + 89) = vacc0x1;
+        *(o + 1 * 128 + 88) = vacc1x0;
+        *(o + 1 * 128 + 89) = vacc1x1;
+    }
+    { /* columns 90..91 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 90) * va0), vacc0x1 = (*(o + 0 * 128 + 91) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 90) * va1), vacc1x1 = (*(o + 1 * 128 + 91) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 90);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 91);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 90) = vacc0x0;
+        *(o + 0 * 128 + 91) = vacc0x1;
+        *(o + 1 * 128 + 90) = vacc1x0;
+        *(o + 1 * 128 + 91) = vacc1x1;
+    }
+    { /* columns 92..93 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 92) * va0), vacc0x1 = (*(o + 0 * 128 + 93) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 92) * va1), vacc1x1 = (*(o + 1 * 128 + 93) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 92);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 93);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 92) = vacc0x0;
+        *(o + 0 * 128 + 93) = vacc0x1;
+        *(o + 1 * 128 + 92) = vacc1x0;
+        *(o + 1 * 128 + 93) = vacc1x1;
+    }
+    { /* columns 94..95 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 94) * va0), vacc0x1 = (*(o + 0 * 128 + 95) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 94) * va1), vacc1x1 = (*(o + 1 * 128 + 95) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 94);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 95);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 94) = vacc0x0;
+        *(o + 0 * 128 + 95) = vacc0x1;
+        *(o + 1 * 128 + 94) = vacc1x0;
+        *(o + 1 * 128 + 95) = vacc1x1;
+    }
+    { /* columns 96..97 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 96) * va0), vacc0x1 = (*(o + 0 * 128 + 97) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 96) * va1), vacc1x1 = (*(o + 1 * 128 + 97) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 96);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 97);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 96) = vacc0x0;
+        *(o + 0 * 128 + 97) = vacc0x1;
+        *(o + 1 * 128 + 96) = vacc1x0;
+        *(o + 1 * 128 + 97) = vacc1x1;
+    }
+    { /* columns 98..99 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 98) * va0), vacc0x1 = (*(o + 0 * 128 + 99) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 98) * va1), vacc1x1 = (*(o + 1 * 128 + 99) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 98);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 99);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 98) = vacc0x0;
+        *(o + 0 * 128 + 99) = vacc0x1;
+        *(o + 1 * 128 + 98) = vacc1x0;
+        *(o + 1 * 128 + 99) = vacc1x1;
+    }
+    { /* columns 100..101 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 100) * va0), vacc0x1 = (*(o + 0 * 128 + 101) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 100) * va1), vacc1x1 = (*(o + 1 * 128 + 101) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 100);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 101);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 100) = vacc0x0;
+        *(o + 0 * 128 + 101) = vacc0x1;
+        *(o + 1 * 128 + 100) = vacc1x0;
+        *(o + 1 * 128 + 101) = vacc1x1;
+    }
+    { /* columns 102..103 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 102) * va0), vacc0x1 = (*(o + 0 * 128 + 103) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 102) * va1), vacc1x1 = (*(o + 1 * 128 + 103) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 102);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 103);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 102) = vacc0x0;
+        *(o + 0 * 128 + 103) = vacc0x1;
+        *(o + 1 * 128 + 102) = vacc1x0;
+        *(o + 1 * 128 + 103) = vacc1x1;
+    }
+    { /* columns 104..105 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 104) * va0), vacc0x1 = (*(o + 0 * 128 + 105) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 104) * va1), vacc1x1 = (*(o + 1 * 128 + 105) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 104);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 105);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 104) = vacc0x0;
+        *(o + 0 * 128 + 105) = vacc0x1;
+        *(o + 1 * 128 + 104) = vacc1x0;
+        *(o + 1 * 128 + 105) = vacc1x1;
+    }
+    { /* columns 106..107 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 106) * va0), vacc0x1 = (*(o + 0 * 128 + 107) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 106) * va1), vacc1x1 = (*(o + 1 * 128 + 107) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 106);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 107);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 106) = vacc0x0;
+        *(o + 0 * 128 + 107) = vacc0x1;
+        *(o + 1 * 128 + 106) = vacc1x0;
+        *(o + 1 * 128 + 107) = vacc1x1;
+    }
+    { /* columns 108..109 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 108) * va0), vacc0x1 = (*(o + 0 * 128 + 109) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 108) * va1), vacc1x1 = (*(o + 1 * 128 + 109) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 108);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 109);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 108) = vacc0x0;
+        *(o + 0 * 128 + 109) = vacc0x1;
+        *(o + 1 * 128 + 108) = vacc1x0;
+        *(o + 1 * 128 + 109) = vacc1x1;
+    }
+    { /* columns 110..111 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 110) * va0), vacc0x1 = (*(o + 0 * 128 + 111) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 110) * va1), vacc1x1 = (*(o + 1 * 128 + 111) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 110);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 111);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 110) = vacc0x0;
+        *(o + 0 * 128 + 111) = vacc0x1;
+        *(o + 1 * 128 + 110) = vacc1x0;
+        *(o + 1 * 128 + 111) = vacc1x1;
+    }
+    { /* columns 112..113 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 112) * va0), vacc0x1 = (*(o + 0 * 128 + 113) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 112) * va1), vacc1x1 = (*(o + 1 * 128 + 113) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 112);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 113);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 112) = vacc0x0;
+        *(o + 0 * 128 + 113) = vacc0x1;
+        *(o + 1 * 128 + 112) = vacc1x0;
+        *(o + 1 * 128 + 113) = vacc1x1;
+    }
+    { /* columns 114..115 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 114) * va0), vacc0x1 = (*(o + 0 * 128 + 115) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 114) * va1), vacc1x1 = (*(o + 1 * 128 + 115) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 114);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 115);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 114) = vacc0x0;
+        *(o + 0 * 128 + 115) = vacc0x1;
+        *(o + 1 * 128 + 114) = vacc1x0;
+        *(o + 1 * 128 + 115) = vacc1x1;
+    }
+    { /* columns 116..117 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 116) * va0), vacc0x1 = (*(o + 0 * 128 + 117) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 116) * va1), vacc1x1 = (*(o + 1 * 128 + 117) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 116);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 117);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 116) = vacc0x0;
+        *(o + 0 * 128 + 117) = vacc0x1;
+        *(o + 1 * 128 + 116) = vacc1x0;
+        *(o + 1 * 128 + 117) = vacc1x1;
+    }
+    { /* columns 118..119 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 118) * va0), vacc0x1 = (*(o + 0 * 128 + 119) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 118) * va1), vacc1x1 = (*(o + 1 * 128 + 119) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 118);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 119);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 118) = vacc0x0;
+        *(o + 0 * 128 + 119) = vacc0x1;
+        *(o + 1 * 128 + 118) = vacc1x0;
+        *(o + 1 * 128 + 119) = vacc1x1;
+    }
+    { /* columns 120..121 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 120) * va0), vacc0x1 = (*(o + 0 * 128 + 121) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 120) * va1), vacc1x1 = (*(o + 1 * 128 + 121) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 120);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 121);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 120) = vacc0x0;
+        *(o + 0 * 128 + 121) = vacc0x1;
+        *(o + 1 * 128 + 120) = vacc1x0;
+        *(o + 1 * 128 + 121) = vacc1x1;
+    }
+    { /* columns 122..123 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 122) * va0), vacc0x1 = (*(o + 0 * 128 + 123) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 122) * va1), vacc1x1 = (*(o + 1 * 128 + 123) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 122);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 123);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 122) = vacc0x0;
+        *(o + 0 * 128 + 123) = vacc0x1;
+        *(o + 1 * 128 + 122) = vacc1x0;
+        *(o + 1 * 128 + 123) = vacc1x1;
+    }
+    { /* columns 124..125 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 124) * va0), vacc0x1 = (*(o + 0 * 128 + 125) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 124) * va1), vacc1x1 = (*(o + 1 * 128 + 125) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 124);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 125);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 124) = vacc0x0;
+        *(o + 0 * 128 + 125) = vacc0x1;
+        *(o + 1 * 128 + 124) = vacc1x0;
+        *(o + 1 * 128 + 125) = vacc1x1;
+    }
+    { /* columns 126..127 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 126) * va0), vacc0x1 = (*(o + 0 * 128 + 127) * va0);
+        float vacc1x0 = (*(o + 1 * 128 + 126) * va1), vacc1x1 = (*(o + 1 * 128 + 127) * va1);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            const float vp1 = (p[j * pst + 1]);
+            {
+                const float vv = *(vr + 126);
+                vacc0x0 = (vp0 * vv + vacc0x0); vacc1x0 = (vp1 * vv + vacc1x0);
+            }
+            {
+                const float vv = *(vr + 127);
+                vacc0x1 = (vp0 * vv + vacc0x1); vacc1x1 = (vp1 * vv + vacc1x1);
+            }
+        }
+        *(o + 0 * 128 + 126) = vacc0x0;
+        *(o + 0 * 128 + 127) = vacc0x1;
+        *(o + 1 * 128 + 126) = vacc1x0;
+        *(o + 1 * 128 + 127) = vacc1x1;
+    }
+}
+
+/* O[1][128] = alpha * O + P^T[0:kb][1]^T V[0:kb][128]: p: P^T at the first row
+ * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
+ATTN_NO_AUTOVEC static void attn_mistral_7b_dpv_1x128__scalar(const float *restrict p, int64_t pst,
+        const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
+{
+    const float va0 = (alpha[0]);
+    { /* columns 0..1 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 0) * va0), vacc0x1 = (*(o + 0 * 128 + 1) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 0);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 1);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 0) = vacc0x0;
+        *(o + 0 * 128 + 1) = vacc0x1;
+    }
+    { /* columns 2..3 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 2) * va0), vacc0x1 = (*(o + 0 * 128 + 3) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 2);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 3);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 2) = vacc0x0;
+        *(o + 0 * 128 + 3) = vacc0x1;
+    }
+    { /* columns 4..5 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 4) * va0), vacc0x1 = (*(o + 0 * 128 + 5) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 4);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 5);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 4) = vacc0x0;
+        *(o + 0 * 128 + 5) = vacc0x1;
+    }
+    { /* columns 6..7 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 6) * va0), vacc0x1 = (*(o + 0 * 128 + 7) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 6);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 7);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 6) = vacc0x0;
+        *(o + 0 * 128 + 7) = vacc0x1;
+    }
+    { /* columns 8..9 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 8) * va0), vacc0x1 = (*(o + 0 * 128 + 9) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 8);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 9);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 8) = vacc0x0;
+        *(o + 0 * 128 + 9) = vacc0x1;
+    }
+    { /* columns 10..11 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 10) * va0), vacc0x1 = (*(o + 0 * 128 + 11) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 10);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 11);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 10) = vacc0x0;
+        *(o + 0 * 128 + 11) = vacc0x1;
+    }
+    { /* columns 12..13 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 12) * va0), vacc0x1 = (*(o + 0 * 128 + 13) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 12);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 13);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 12) = vacc0x0;
+        *(o + 0 * 128 + 13) = vacc0x1;
+    }
+    { /* columns 14..15 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 14) * va0), vacc0x1 = (*(o + 0 * 128 + 15) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 14);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 15);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 14) = vacc0x0;
+        *(o + 0 * 128 + 15) = vacc0x1;
+    }
+    { /* columns 16..17 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 16) * va0), vacc0x1 = (*(o + 0 * 128 + 17) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 16);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 17);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 16) = vacc0x0;
+        *(o + 0 * 128 + 17) = vacc0x1;
+    }
+    { /* columns 18..19 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 18) * va0), vacc0x1 = (*(o + 0 * 128 + 19) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 18);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 19);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 18) = vacc0x0;
+        *(o + 0 * 128 + 19) = vacc0x1;
+    }
+    { /* columns 20..21 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 20) * va0), vacc0x1 = (*(o + 0 * 128 + 21) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 20);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 21);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 20) = vacc0x0;
+        *(o + 0 * 128 + 21) = vacc0x1;
+    }
+    { /* columns 22..23 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 22) * va0), vacc0x1 = (*(o + 0 * 128 + 23) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 22);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 23);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 22) = vacc0x0;
+        *(o + 0 * 128 + 23) = vacc0x1;
+    }
+    { /* columns 24..25 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 24) * va0), vacc0x1 = (*(o + 0 * 128 + 25) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 24);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 25);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 24) = vacc0x0;
+        *(o + 0 * 128 + 25) = vacc0x1;
+    }
+    { /* columns 26..27 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 26) * va0), vacc0x1 = (*(o + 0 * 128 + 27) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 26);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 27);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 26) = vacc0x0;
+        *(o + 0 * 128 + 27) = vacc0x1;
+    }
+    { /* columns 28..29 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 28) * va0), vacc0x1 = (*(o + 0 * 128 + 29) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 28);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 29);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 28) = vacc0x0;
+        *(o + 0 * 128 + 29) = vacc0x1;
+    }
+    { /* columns 30..31 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 30) * va0), vacc0x1 = (*(o + 0 * 128 + 31) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 30);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 31);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 30) = vacc0x0;
+        *(o + 0 * 128 + 31) = vacc0x1;
+    }
+    { /* columns 32..33 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 32) * va0), vacc0x1 = (*(o + 0 * 128 + 33) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 32);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 33);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 32) = vacc0x0;
+        *(o + 0 * 128 + 33) = vacc0x1;
+    }
+    { /* columns 34..35 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 34) * va0), vacc0x1 = (*(o + 0 * 128 + 35) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 34);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 35);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 34) = vacc0x0;
+        *(o + 0 * 128 + 35) = vacc0x1;
+    }
+    { /* columns 36..37 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 36) * va0), vacc0x1 = (*(o + 0 * 128 + 37) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 36);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 37);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 36) = vacc0x0;
+        *(o + 0 * 128 + 37) = vacc0x1;
+    }
+    { /* columns 38..39 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 38) * va0), vacc0x1 = (*(o + 0 * 128 + 39) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 38);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 39);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 38) = vacc0x0;
+        *(o + 0 * 128 + 39) = vacc0x1;
+    }
+    { /* columns 40..41 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 40) * va0), vacc0x1 = (*(o + 0 * 128 + 41) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 40);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 41);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 40) = vacc0x0;
+        *(o + 0 * 128 + 41) = vacc0x1;
+    }
+    { /* columns 42..43 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 42) * va0), vacc0x1 = (*(o + 0 * 128 + 43) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 42);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 43);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 42) = vacc0x0;
+        *(o + 0 * 128 + 43) = vacc0x1;
+    }
+    { /* columns 44..45 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 44) * va0), vacc0x1 = (*(o + 0 * 128 + 45) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 44);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 45);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 44) = vacc0x0;
+        *(o + 0 * 128 + 45) = vacc0x1;
+    }
+    { /* columns 46..47 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 46) * va0), vacc0x1 = (*(o + 0 * 128 + 47) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 46);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 47);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 46) = vacc0x0;
+        *(o + 0 * 128 + 47) = vacc0x1;
+    }
+    { /* columns 48..49 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 48) * va0), vacc0x1 = (*(o + 0 * 128 + 49) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 48);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 49);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 48) = vacc0x0;
+        *(o + 0 * 128 + 49) = vacc0x1;
+    }
+    { /* columns 50..51 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 50) * va0), vacc0x1 = (*(o + 0 * 128 + 51) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 50);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 51);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 50) = vacc0x0;
+        *(o + 0 * 128 + 51) = vacc0x1;
+    }
+    { /* columns 52..53 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 52) * va0), vacc0x1 = (*(o + 0 * 128 + 53) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 52);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 53);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 52) = vacc0x0;
+        *(o + 0 * 128 + 53) = vacc0x1;
+    }
+    { /* columns 54..55 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 54) * va0), vacc0x1 = (*(o + 0 * 128 + 55) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 54);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 55);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 54) = vacc0x0;
+        *(o + 0 * 128 + 55) = vacc0x1;
+    }
+    { /* columns 56..57 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 56) * va0), vacc0x1 = (*(o + 0 * 128 + 57) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 56);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 57);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 56) = vacc0x0;
+        *(o + 0 * 128 + 57) = vacc0x1;
+    }
+    { /* columns 58..59 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 58) * va0), vacc0x1 = (*(o + 0 * 128 + 59) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 58);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 59);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 58) = vacc0x0;
+        *(o + 0 * 128 + 59) = vacc0x1;
+    }
+    { /* columns 60..61 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 60) * va0), vacc0x1 = (*(o + 0 * 128 + 61) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 60);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 61);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 60) = vacc0x0;
+        *(o + 0 * 128 + 61) = vacc0x1;
+    }
+    { /* columns 62..63 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 62) * va0), vacc0x1 = (*(o + 0 * 128 + 63) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 62);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 63);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 62) = vacc0x0;
+        *(o + 0 * 128 + 63) = vacc0x1;
+    }
+    { /* columns 64..65 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 64) * va0), vacc0x1 = (*(o + 0 * 128 + 65) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 64);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 65);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 64) = vacc0x0;
+        *(o + 0 * 128 + 65) = vacc0x1;
+    }
+    { /* columns 66..67 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 66) * va0), vacc0x1 = (*(o + 0 * 128 + 67) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 66);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 67);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 66) = vacc0x0;
+        *(o + 0 * 128 + 67) = vacc0x1;
+    }
+    { /* columns 68..69 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 68) * va0), vacc0x1 = (*(o + 0 * 128 + 69) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 68);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 69);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 68) = vacc0x0;
+        *(o + 0 * 128 + 69) = vacc0x1;
+    }
+    { /* columns 70..71 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 70) * va0), vacc0x1 = (*(o + 0 * 128 + 71) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 70);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 71);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 70) = vacc0x0;
+        *(o + 0 * 128 + 71) = vacc0x1;
+    }
+    { /* columns 72..73 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 72) * va0), vacc0x1 = (*(o + 0 * 128 + 73) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 72);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 73);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 72) = vacc0x0;
+        *(o + 0 * 128 + 73) = vacc0x1;
+    }
+    { /* columns 74..75 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 74) * va0), vacc0x1 = (*(o + 0 * 128 + 75) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 74);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 75);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 74) = vacc0x0;
+        *(o + 0 * 128 + 75) = vacc0x1;
+    }
+    { /* columns 76..77 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 76) * va0), vacc0x1 = (*(o + 0 * 128 + 77) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 76);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 77);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 76) = vacc0x0;
+        *(o + 0 * 128 + 77) = vacc0x1;
+    }
+    { /* columns 78..79 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 78) * va0), vacc0x1 = (*(o + 0 * 128 + 79) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 78);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 79);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 78) = vacc0x0;
+        *(o + 0 * 128 + 79) = vacc0x1;
+    }
+    { /* columns 80..81 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 80) * va0), vacc0x1 = (*(o + 0 * 128 + 81) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 80);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 81);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 80) = vacc0x0;
+        *(o + 0 * 128 + 81) = vacc0x1;
+    }
+    { /* columns 82..83 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 82) * va0), vacc0x1 = (*(o + 0 * 128 + 83) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 82);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 83);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 82) = vacc0x0;
+        *(o + 0 * 128 + 83) = vacc0x1;
+    }
+    { /* columns 84..85 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 84) * va0), vacc0x1 = (*(o + 0 * 128 + 85) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 84);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 85);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 84) = vacc0x0;
+        *(o + 0 * 128 + 85) = vacc0x1;
+    }
+    { /* columns 86..87 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 86) * va0), vacc0x1 = (*(o + 0 * 128 + 87) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 86);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 87);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 86) = vacc0x0;
+        *(o + 0 * 128 + 87) = vacc0x1;
+    }
+    { /* columns 88..89 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 88) * va0), vacc0x1 = (*(o + 0 * 128 + 89) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 88);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 89);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 88) = vacc0x0;
+        *(o + 0 * 128 + 89) = vacc0x1;
+    }
+    { /* columns 90..91 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 90) * va0), vacc0x1 = (*(o + 0 * 128 + 91) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 90);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 91);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 90) = vacc0x0;
+        *(o + 0 * 128 + 91) = vacc0x1;
+    }
+    { /* columns 92..93 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 92) * va0), vacc0x1 = (*(o + 0 * 128 + 93) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 92);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 93);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 92) = vacc0x0;
+        *(o + 0 * 128 + 93) = vacc0x1;
+    }
+    { /* columns 94..95 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 94) * va0), vacc0x1 = (*(o + 0 * 128 + 95) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 94);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 95);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 94) = vacc0x0;
+        *(o + 0 * 128 + 95) = vacc0x1;
+    }
+    { /* columns 96..97 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 96) * va0), vacc0x1 = (*(o + 0 * 128 + 97) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 96);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 97);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 96) = vacc0x0;
+        *(o + 0 * 128 + 97) = vacc0x1;
+    }
+    { /* columns 98..99 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 98) * va0), vacc0x1 = (*(o + 0 * 128 + 99) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 98);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 99);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 98) = vacc0x0;
+        *(o + 0 * 128 + 99) = vacc0x1;
+    }
+    { /* columns 100..101 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 100) * va0), vacc0x1 = (*(o + 0 * 128 + 101) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 100);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 101);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 100) = vacc0x0;
+        *(o + 0 * 128 + 101) = vacc0x1;
+    }
+    { /* columns 102..103 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 102) * va0), vacc0x1 = (*(o + 0 * 128 + 103) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 102);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 103);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 102) = vacc0x0;
+        *(o + 0 * 128 + 103) = vacc0x1;
+    }
+    { /* columns 104..105 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 104) * va0), vacc0x1 = (*(o + 0 * 128 + 105) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 104);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 105);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 104) = vacc0x0;
+        *(o + 0 * 128 + 105) = vacc0x1;
+    }
+    { /* columns 106..107 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 106) * va0), vacc0x1 = (*(o + 0 * 128 + 107) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 106);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 107);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 106) = vacc0x0;
+        *(o + 0 * 128 + 107) = vacc0x1;
+    }
+    { /* columns 108..109 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 108) * va0), vacc0x1 = (*(o + 0 * 128 + 109) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 108);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 109);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 108) = vacc0x0;
+        *(o + 0 * 128 + 109) = vacc0x1;
+    }
+    { /* columns 110..111 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 110) * va0), vacc0x1 = (*(o + 0 * 128 + 111) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 110);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 111);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 110) = vacc0x0;
+        *(o + 0 * 128 + 111) = vacc0x1;
+    }
+    { /* columns 112..113 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 112) * va0), vacc0x1 = (*(o + 0 * 128 + 113) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 112);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 113);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 112) = vacc0x0;
+        *(o + 0 * 128 + 113) = vacc0x1;
+    }
+    { /* columns 114..115 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 114) * va0), vacc0x1 = (*(o + 0 * 128 + 115) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 114);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 115);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 114) = vacc0x0;
+        *(o + 0 * 128 + 115) = vacc0x1;
+    }
+    { /* columns 116..117 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 116) * va0), vacc0x1 = (*(o + 0 * 128 + 117) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 116);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 117);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 116) = vacc0x0;
+        *(o + 0 * 128 + 117) = vacc0x1;
+    }
+    { /* columns 118..119 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 118) * va0), vacc0x1 = (*(o + 0 * 128 + 119) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 118);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 119);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 118) = vacc0x0;
+        *(o + 0 * 128 + 119) = vacc0x1;
+    }
+    { /* columns 120..121 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 120) * va0), vacc0x1 = (*(o + 0 * 128 + 121) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 120);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 121);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 120) = vacc0x0;
+        *(o + 0 * 128 + 121) = vacc0x1;
+    }
+    { /* columns 122..123 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 122) * va0), vacc0x1 = (*(o + 0 * 128 + 123) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 122);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 123);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 122) = vacc0x0;
+        *(o + 0 * 128 + 123) = vacc0x1;
+    }
+    { /* columns 124..125 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 124) * va0), vacc0x1 = (*(o + 0 * 128 + 125) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 124);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 125);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 124) = vacc0x0;
+        *(o + 0 * 128 + 125) = vacc0x1;
+    }
+    { /* columns 126..127 */
+        int64_t j;
+        float vacc0x0 = (*(o + 0 * 128 + 126) * va0), vacc0x1 = (*(o + 0 * 128 + 127) * va0);
+        for (j = 0; j < kb; j++) {
+            const float *vr = v + j * vs;
+            const float vp0 = (p[j * pst + 0]);
+            {
+                const float vv = *(vr + 126);
+                vacc0x0 = (vp0 * vv + vacc0x0);
+            }
+            {
+                const float vv = *(vr + 127);
+                vacc0x1 = (vp0 * vv + vacc0x1);
+            }
+        }
+        *(o + 0 * 128 + 126) = vacc0x0;
+        *(o + 0 * 128 + 127) = vacc0x1;
+    }
+}
+
+/* Per-thread scratch of the scalar decode path: up to 512 rows. */
+typedef struct {
+    float qt[512 * 128];        /* Q^T in panels of 2 rows, times scale * log2(e) */
+    float q[512 * 128];       /* the same rows, row-major (zero-padded to whole vectors) */
+    float s[64 * 512];       /* S^T, then P^T: key-major */
+    float o[512 * 128];      /* unnormalized output rows */
+    float m[512], l[512], alpha[512];
+    int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
+} attn_mistral_7b_dscratch__scalar;
+
+/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+ * g * Lq + i is query i of head hk * 4 + g (glp: a kv head's rows, padded).
+ * Writes each real row's normalized partial output and LSE (natural log),
+ * indexed by h * Lq + i. */
+ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_mistral_7b_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = args->seq_q, gl = 4 * Lq;
+    /* fewer rows than a panel: dot products, each kv head's rows padded to 4,
+       all padded once to whole vectors; else each kv head's rows padded to panels */
+    const int dots = gl < 2;
+    const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
+    const int64_t rp = dots ? (8 * glp + 0) / 1 * 1 : 8 * glp;
+    const int64_t lk = args->seq_k;
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, c, j0, hk;
+
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+        float *qc = w->qt + (r / 2) * 256 + r % 2;
+        float *qw = w->q + r * 128;
+        int64_t d;
+        if (r < 8 * glp && rr < gl) {
+            const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] +
+                                       ((r / glp) * 4 + g) * args->q_stride[2];
+            for (d = 0; d < 128; d++) qc[d * 2] = qw[d] = qr[d] * 0.127517431f;
+            attn_mistral_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+        } else { /* padding rows: zero queries that see everything, never read back */
+            for (d = 0; d < 128; d++) qc[d * 2] = qw[d] = 0.0f;
+            w->lo[r] = 0;
+            w->hi[r] = lk;
+            w->sink_hi[r] = 0;
+        }
+        w->m[r] = -INFINITY;
+        w->l[r] = 0.0f;
+    }
+    memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
+    memset(w->s, 0, sizeof(float) * (size_t)(64 * rp)); /* padding rows' scores stay finite */
+
+    for (j0 = j_begin; j0 < j_end; j0 += 64) {
+        const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+        const int cls = attn_mistral_7b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        if (cls == 0) continue;
+
+        /* Consecutive keys of one kv head lie a whole row of heads apart (often
+           4 KiB, a page): read the cache in address order, every kv head of a
+           key before the next key, and fetch V rows the same way ahead of P V. */
+        if (dots) { /* keys in pairs; a lone last key pairs with itself */
+            for (c = 0; c < kb; c += 2) {
+                const int64_t c1 = c + 1 < kb ? c + 1 : c;
+                for (hk = 0; hk < 8; hk++) {
+                    const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                    if (j0 + c + 9 < j_end) { /* the keys 8 ahead, in address order */
+                        attn_mistral_7b_prefetch_row(kh + (j0 + c + 8) * ks, 128);
+                        attn_mistral_7b_prefetch_row(kh + (j0 + c + 9) * ks, 128);
+                        attn_mistral_7b_prefetch_row(vh + (j0 + c + 8) * vs, 128);
+                        attn_mistral_7b_prefetch_row(vh + (j0 + c + 9) * vs, 128);
+                    }
+                    attn_mistral_7b_ddot__scalar(w->q + hk * glp * 128, glp, kh + (j0 + c) * ks,
+                            kh + (j0 + c1) * ks, w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                }
+            }
+        } else {
+            for (hk = 0; hk < 8; hk++) { /* S^T = K Q^T, panel by panel */
+                const float *kh = k + hk * args->k_stride[2], *vh = v + hk * args->v_stride[2];
+                for (c = 0; c < kb; c++) attn_mistral_7b_prefetch_row(vh + (j0 + c) * vs, 128);
+                for (r = hk * glp; r < (hk + 1) * glp; r += 2) {
+                    const float *qt = w->qt + r * 128;
+                    for (c = 0; c + 4 <= kb; c += 4)
+                        attn_mistral_7b_dqk_4x2__scalar(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                    for (; c < kb; c++)
+                        attn_mistral_7b_dqk_1x2__scalar(kh + (j0 + c) * ks, ks, qt, w->s + c * rp + r, rp);
+                }
+            }
+        }
+        if (cls == 1) /* hide what each row does not see */
+            for (r = 0; r < rp; r++)
+                for (c = 0; c < kb; c++) {
+                    const int64_t j = j0 + c;
+                    if (!((j >= w->lo[r] && j < w->hi[r]) || j < w->sink_hi[r])) w->s[c * rp + r] = -INFINITY;
+                }
+
+        /* online softmax over whole vectors of rows */
+        for (r = 0; r < rp; r += 1) {
+            const float m_old = *(w->m + r);
+            float mx = (-INFINITY), m_ref, vsum = 0.0f, alpha;
+            for (c = 0; c < kb; c++) mx = (mx > *(w->s + c * rp + r) ? mx : *(w->s + c * rp + r));
+            mx = (m_old > mx ? m_old : mx);
+            /* a row that has seen nothing yet subtracts 0 */
+            m_ref = ((mx < (-3.0e38f)) ? 0.0f : mx);
+            alpha = exp2f((m_old - m_ref));
+            for (c = 0; c < kb; c++) {
+                const float e = exp2f((*(w->s + c * rp + r) - m_ref));
+                *(w->s + c * rp + r) = e;
+                vsum = (vsum + e);
+            }
+            *(w->l + r) = (*(w->l + r) * alpha + vsum);
+            *(w->m + r) = mx;
+            *(w->alpha + r) = alpha;
+        }
+
+        /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
+        for (hk = 0; hk < 8; hk++) {
+            const float *vh = v + hk * args->v_stride[2] + j0 * vs;
+            for (r = hk * glp; r < hk * glp + gl; r += 4) {
+                switch (hk * glp + gl - r >= 4 ? 4 : hk * glp + gl - r) {
+                case 4:
+                    attn_mistral_7b_dpv_4x128__scalar(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 3:
+                    attn_mistral_7b_dpv_3x128__scalar(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 2:
+                    attn_mistral_7b_dpv_2x128__scalar(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                case 1:
+                    attn_mistral_7b_dpv_1x128__scalar(w->s + r, rp, vh, vs, kb, w->o + r * 128, w->alpha + r);
+                    break;
+                }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < rp; r++) {
+        const int64_t rr = r % glp, h = (r / glp) * 4 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        int64_t d;
+        if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
+        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->o[r * 128 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+    }
+}
+
+/* Combines the splits of query i, head h of batch b in split order; opart and
+ * lpart point at the batch's partials, split after split. */
+static void attn_mistral_7b_dmerge__scalar(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *opart, const float *lpart)
+{
+    const int64_t Lq = args->seq_q, R = 32 * Lq, h = row / Lq, i = row % Lq;
+    float *o = args->o + b * args->o_stride[0] + i * args->o_stride[1] + h * args->o_stride[2];
+    float mx = -INFINITY, sum = 0.0f;
+    int64_t s, d;
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        mx = (x > mx || x != x) ? x : mx; /* NaN wins */
+    }
+    for (d = 0; d < 128; d++) o[d] = 0.0f;
+    if (mx == -INFINITY) { /* no split saw a key */
+        if (args->lse) args->lse[(b * 32 + h) * Lq + i] = -INFINITY;
+        return;
+    }
+    for (s = 0; s < nsplit; s++) {
+        const float x = lpart[s * R + row];
+        const float wgt = x == -INFINITY ? 0.0f : expf(x - mx);
+        if (wgt == 0.0f) continue; /* a split that saw nothing, or nothing that counts */
+        sum += wgt;
+        for (d = 0; d < 128; d++) o[d] += wgt * opart[(s * R + row) * 128 + d];
+    }
+    for (d = 0; d < 128; d++) o[d] /= sum;
+    if (args->lse) args->lse[(b * 32 + h) * Lq + i] = mx + logf(sum);
+}
+
+/* The decode path: units of (batch, split), then the merge. */
+ATTN_NO_AUTOVEC static attn_status attn_mistral_7b_decode__scalar(const attn_args *args)
+{
+    const int64_t B = args->batch, R = 32 * args->seq_q;
+    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
+    const int64_t units = B * nsplit;
+    const int threads = args->threads;
+    float *opart, *lpart;
+    int failed = 0;
+    (void)threads;
+
+    if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (128 + 1))) return ATTN_ERR_TOO_LARGE;
+    opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 128));
+    lpart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R));
+    if (!opart || !lpart) {
+        attn_free(opart);
+        attn_free(lpart);
+        return ATTN_ERR_NOMEM;
+    }
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads > 0 ? threads : omp_get_max_threads())
+#endif
+    {
+        attn_mistral_7b_dscratch__scalar *w = (attn_mistral_7b_dscratch__scalar *)attn_alloc(sizeof(*w));
+        int64_t u;
+        if (!w) {
+#ifdef _OPENMP
+#pragma omp critical
+#endif
+            failed = 1;
+        }
+#ifdef _OPENMP
+#pragma omp for schedule(dynamic, 1)
+#endif
+        for (u = 0; u < units; u++) /* u = b * nsplit + split */
+            if (w) attn_mistral_7b_dunit__scalar(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (u = 0; u < B * R; u++)
+            if (!failed)
+                attn_mistral_7b_dmerge__scalar(args, u / R, u % R, nsplit, opart + (u / R) * nsplit * R * 128,
+                        lpart + (u / R) * nsplit * R);
+        attn_free(w);
+    }
+    attn_free(opart);
+    attn_free(lpart);
+    return failed ? ATTN_ERR_NOMEM : ATTN_OK;
+}
+
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
  * are allocated once per call. */
-attn_status attn_mistral_7b_fwd__scalar(const attn_args *args)
+ATTN_NO_AUTOVEC attn_status attn_mistral_7b_fwd__scalar(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_mistral_7b_kernel.spec, args);
     const int64_t B = args->batch, Lq = args->seq_q;
@@ -6703,6 +19831,7 @@ attn_status attn_mistral_7b_fwd__scalar(const attn_args *args)
 
     if (st != ATTN_OK) return st;
     if (B == 0 || Lq == 0) return ATTN_OK;
+    if (Lq <= 16) return attn_mistral_7b_decode__scalar(args); /* few query rows: decode path */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / 256) return ATTN_ERR_TOO_LARGE;
     kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 128));
     vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 128));

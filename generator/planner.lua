@@ -13,6 +13,13 @@ local M = {}
 --- Heuristic tiles when the config says "auto" and no tuning result exists.
 M.DEFAULT_TILE = { q = 96, kv = 128 }
 
+--- Decode: keys per split (one unit of parallel work, merged by LSE) and
+-- keys per block inside a split (one pass of scores, softmax, P*V).
+M.DECODE_CHUNK = 512
+M.DECODE_BLOCK = 64
+--- Keys ahead that the decode path prefetches K and V rows.
+M.DECODE_PREFETCH = 8
+
 --- Head-dim steps per iteration of the scores kernel's reduction loop; the
 -- remainder (D mod QK_UNROLL) is unrolled after it.  Unrolling all of D
 -- makes one basic block of D*(MR*NR + MR + NR) statements, which costs
@@ -80,10 +87,18 @@ local function plan_variant(cfg, plan, isa)
   -- the two row counts each micro-kernel is generated for: a full block, and 1 for the rest
   v.qk_rows = qk.mr > 1 and { qk.mr, 1 } or { 1 }
   v.pv_rows = pv.mr > 1 and { pv.mr, 1 } or { 1 }
+  -- decode: S^T = K Q^T with keys broadcast (MR of them) and query rows along
+  -- the lanes (NR vectors): the scores kernel's blocking with the roles swapped
+  v.dqk = { mr = qk.mr, nr = qk.nr, nc = qk.nr * isa.lanes }
+  v.dqk_rows = qk.mr > 1 and { qk.mr, 1 } or { 1 }
+  -- fewer rows than a panel: dot products of packed rows (stride: D in whole vectors)
+  v.dq_stride = math.ceil(cfg.head_dim / isa.lanes) * isa.lanes
+  v.dpv_rows = {}
+  for mr = pv.mr, 1, -1 do v.dpv_rows[#v.dpv_rows + 1] = mr end
   v.fn = naming.variant(cfg.name, isa.name)
   v.qk_fn = function(mr) return naming.qk(cfg.name, mr, v.qk.nc, isa.name) end
   v.pv_fn = function(mr) return naming.pv(cfg.name, mr, cfg.head_dim_v, isa.name) end
-  v.target_attr = isa.target and ('__attribute__((target("%s")))'):format(isa.target) or ""
+  v.target_attr = isa.target and ('__attribute__((target("%s")))'):format(isa.target) or (isa.attr or "")
   -- registers each kernel keeps live, for the cost comments
   v.qk.regs = qk.mr * qk.nr + qk.nr + qk.mr
   v.pv.regs = pv.mr * pv.nvc + pv.nvc + pv.mr
@@ -140,6 +155,11 @@ function M.plan(cfg, opts)
     p.alibi_slopes = {}
     for h, s in ipairs(M.alibi_slopes(cfg.heads_q)) do p.alibi_slopes[h] = util.c_float(s * LOG2E) end
   end
+
+  -- decode path: taken when Lq <= max_q; keys split in fixed chunks (the
+  -- split count depends on Lk only, never on the thread count)
+  p.decode = { max_q = cfg.decode_max_q, chunk = M.DECODE_CHUNK, block = M.DECODE_BLOCK,
+    prefetch = M.DECODE_PREFETCH }
 
   p.variants = {}
   for _, name in ipairs(cfg.isa) do

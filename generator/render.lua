@@ -77,6 +77,8 @@ function environment(plan)
     vmath = function(v)
       return M.fragment("vmath.c.tmpl", plan, { v = v, with_tanh = plan.softcap ~= nil })
     end,
+    -- the decode path of one variant
+    decode = function(v) return M.fragment("decode.c.tmpl", plan, { v = v }) end,
   }
 end
 

@@ -5,6 +5,9 @@
 local M = {}
 
 local KINDS = { "sdpa" }
+
+--- Query rows up to which the decode path runs (measured: see README).
+M.DEFAULT_DECODE_MAX_Q = 16
 local PLANNED_KINDS = { linear = true, additive = true, luong = true }
 local MASKS = { "none", "bool", "bias" }
 local DTYPES = { "f32" }
@@ -15,7 +18,7 @@ local ISAS = { "avx512", "avx2", "neon", "scalar" }
 M.order = {
   "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window",
   "sliding_window", "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "dtype",
-  "isa", "tile",
+  "isa", "tile", "decode_max_q",
 }
 M.keys = {}
 for _, k in ipairs(M.order) do M.keys[k] = true end
@@ -232,6 +235,11 @@ function M.normalize(raw)
     c.isa = {}
     for _, n in ipairs(ISAS) do if want[n] then c.isa[#c.isa + 1] = n end end
   end
+
+  -- decode path threshold (an attngen extension of the contract's keys)
+  c.decode_max_q = default(raw.decode_max_q, M.DEFAULT_DECODE_MAX_Q)
+  err = int_in("decode_max_q", c.decode_max_q, 0, 64)
+  if err then return nil, "decode_max_q", err end
 
   -- tile
   if raw.tile == nil or raw.tile == "auto" then

@@ -43,7 +43,7 @@ busted_suite() {
 }
 
 echo "== lint"
-check luacheck luacheck -q generator tests
+check luacheck luacheck -q generator tests bench
 
 echo "== Lua specs (LuaJIT, Lua 5.1, Lua 5.4)"
 busted_suite "busted (luajit)" luajit

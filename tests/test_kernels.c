@@ -243,3 +243,73 @@ Test(entry, large_logits_do_not_overflow)
     free(got);
     problem_free(&p);
 }
+
+/* ---- the decode path: few query rows against long caches ---------------- */
+
+extern const attn_kernel attn_t_everything_kernel, attn_t_d111_mqa_window_kernel, attn_t_bool_mask_kernel,
+    attn_llama3_8b_kernel;
+
+/* Lq in {1, 2, 3, 7, 16} against caches of {1, 17, 113, 1025, 4099} keys
+ * (and 32768 for Lq 1 and 16), ragged batches where the config pads, on
+ * every ISA this CPU runs: Lq <= 16 takes the decode path (split KV merged
+ * by LSE, all query heads of a kv head together). */
+static void run_decode(const attn_kernel *k)
+{
+    static const int64_t lqs[] = { 1, 2, 3, 7, 16 };
+    static const int64_t lks[] = { 1, 17, 113, 1025, 4099, 32768 };
+    int i, a, b, ran = 0;
+    for (i = 0; i < k->n_variants; i++) {
+        const attn_variant *v = &k->variants[i];
+        if (!attn_isa_supported(v->isa)) continue;
+        for (a = 0; a < 5; a++)
+            for (b = 0; b < 6; b++) {
+                attn_case c;
+                attn_verify_result res;
+                char shape[160];
+                attn_status st;
+                if (lks[b] == 32768 && lqs[a] != 1 && lqs[a] != 16) continue;
+                memset(&c, 0, sizeof c);
+                c.batch = lks[b] > 4099 ? 1 : 2;
+                c.seq_q = lqs[a];
+                c.seq_k = lks[b];
+                c.ragged = k->spec.padding;
+                c.strided = (a + b) % 2;
+                c.threads = 1 + (a + b) % 2;
+                c.seed = (uint64_t)(100 * a + b + 1);
+                st = attn_verify_case(k, v, &c, &res);
+                attn_verify_case_string(&c, shape, sizeof shape);
+                cr_assert_eq(st, ATTN_OK, "%s/%s %s: %s (%s)", k->spec.name, attn_isa_name(v->isa), shape,
+                             attn_status_string(st), res.first_failure);
+                cr_expect_eq(res.failures, 0, "%s/%s %s: %d elements off; first: %s", k->spec.name,
+                             attn_isa_name(v->isa), shape, res.failures, res.first_failure);
+                ran++;
+            }
+    }
+    cr_assert_gt(ran, 0, "%s: no runnable variant", k->spec.name);
+}
+
+Test(decode, everything) { run_decode(&attn_t_everything_kernel); }
+Test(decode, mqa_window) { run_decode(&attn_t_d111_mqa_window_kernel); }
+Test(decode, bool_mask) { run_decode(&attn_t_bool_mask_kernel); }
+Test(decode, padding_causal) { run_decode(&attn_t_padding_causal_kernel); }
+
+/* Split KV and its merge give the same bits for 1 and 2 threads. */
+Test(decode, threads_bitwise)
+{
+    const attn_kernel *ks[] = { &attn_llama3_8b_kernel, &attn_t_everything_kernel, &attn_t_d111_mqa_window_kernel };
+    int i, j;
+    for (i = 0; i < 3; i++)
+        for (j = 0; j < ks[i]->n_variants; j++) {
+            const attn_variant *v = &ks[i]->variants[j];
+            attn_case c;
+            if (!attn_isa_supported(v->isa)) continue;
+            memset(&c, 0, sizeof c);
+            c.batch = 2;
+            c.seq_q = 3;
+            c.seq_k = 5000;
+            c.ragged = ks[i]->spec.padding;
+            c.seed = 11;
+            cr_expect_eq(attn_verify_bitwise_threads(ks[i], v, &c, 1, 2), 1, "%s/%s: decode differs for 1 and 2 threads",
+                         ks[i]->spec.name, attn_isa_name(v->isa));
+        }
+}

@@ -48,6 +48,8 @@ function M.iota() return "_mm256_set_ps(7.0f, 6.0f, 5.0f, 4.0f, 3.0f, 2.0f, 1.0f
 -- Horizontal reductions are small static helpers (see M.helpers).
 function M.reduce_add(v) return ("attn_hadd_avx2(%s)"):format(v) end
 function M.reduce_max(v) return ("attn_hmax_avx2(%s)"):format(v) end
+-- out[0..3] = the sums of a, b, c, d (a statement)
+function M.hsum4(a, b, c, d, out) return ("attn_hsum4_avx2(%s, %s, %s, %s, %s)"):format(a, b, c, d, out) end
 function M.helpers(attr)
   return (([[
 ATTR static inline float attn_hadd_avx2(__m256 v)
@@ -56,6 +58,13 @@ ATTR static inline float attn_hadd_avx2(__m256 v)
     x = _mm_add_ps(x, _mm_movehl_ps(x, x));
     x = _mm_add_ss(x, _mm_movehdup_ps(x));
     return _mm_cvtss_f32(x);
+}
+ATTR static inline void attn_hsum4_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
+{
+    const __m256 s01 = _mm256_add_ps(_mm256_unpacklo_ps(x0, x1), _mm256_unpackhi_ps(x0, x1));
+    const __m256 s23 = _mm256_add_ps(_mm256_unpacklo_ps(x2, x3), _mm256_unpackhi_ps(x2, x3));
+    const __m256 s = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, 0x44), _mm256_shuffle_ps(s01, s23, 0xEE));
+    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
 }
 ATTR static inline float attn_hmax_avx2(__m256 v)
 {

@@ -56,5 +56,22 @@ function M.iota()
 end
 function M.reduce_add(v) return ("_mm512_reduce_add_ps(%s)"):format(v) end
 function M.reduce_max(v) return ("_mm512_reduce_max_ps(%s)"):format(v) end
+-- out[0..3] = the sums of a, b, c, d (a statement)
+function M.hsum4(a, b, c, d, out) return ("attn_hsum4_avx512(%s, %s, %s, %s, %s)"):format(a, b, c, d, out) end
+function M.helpers(attr)
+  return (([[
+/* out[0..3] = the lane sums of x0..x3: pairwise adds within 128-bit lanes,
+ * then across them. */
+ATTR static inline void attn_hsum4_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
+{
+    const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(x0, x1), _mm512_unpackhi_ps(x0, x1));
+    const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(x2, x3), _mm512_unpackhi_ps(x2, x3));
+    __m512 s = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, 0x44), _mm512_shuffle_ps(s01, s23, 0xEE));
+    s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0x4E));
+    s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0xB1));
+    _mm_storeu_ps(out, _mm512_castps512_ps128(s));
+}
+]]):gsub("ATTR ", attr))
+end
 
 return M

@@ -14,7 +14,8 @@
 --   zero() set1(x) load(p) store(p, v) loadn(p, n) storen(p, v, n)
 --   add sub mul div fma(a, b, c) = a*b + c, max min (b wins on NaN)
 --   select_lt(a, b, x, y) = (a < b) ? x : y, round pow2i iota
---   reduce_add reduce_max
+--   reduce_add reduce_max, hsum4(a, b, c, d, out) (a statement: out[0..3] =
+--   the sums of four vectors)
 -- optionally helpers(attr) (C text of static helpers), exp2(v) and tanh(v)
 -- when the ISA spells them itself (scalar uses libm); otherwise the
 -- template builds them from round/pow2i/select_lt.
@@ -25,7 +26,7 @@ M.order = { "avx512", "avx2", "neon", "scalar" }
 
 local REQUIRED = {
   "zero", "set1", "load", "store", "loadn", "storen", "add", "sub", "mul", "div", "fma",
-  "max", "min", "select_lt", "iota", "reduce_add", "reduce_max",
+  "max", "min", "select_lt", "iota", "reduce_add", "reduce_max", "hsum4",
 }
 
 local cache = {}

@@ -37,6 +37,10 @@ end
 function M.iota() return "attn_iota_neon()" end
 function M.reduce_add(v) return ("vaddvq_f32(%s)"):format(v) end
 function M.reduce_max(v) return ("vmaxvq_f32(%s)"):format(v) end
+-- out[0..3] = the sums of a, b, c, d (a statement)
+function M.hsum4(a, b, c, d, out)
+  return ("vst1q_f32(%s, vpaddq_f32(vpaddq_f32(%s, %s), vpaddq_f32(%s, %s)))"):format(out, a, b, c, d)
+end
 function M.helpers(attr)
   return (([[
 ATTR static inline float32x4_t attn_loadn_neon(const float *p, int n)

@@ -13,6 +13,16 @@ local M = {
   include = nil,
   target = nil,
   libm = true,      -- exp2 and tanh come from <math.h>
+  -- gcc 12's -O2 auto-vectorizer turns the P*V row loop of this variant into
+  -- paired loads that read one row past V (a guard-page test catches it);
+  -- the variant is plain C, so it opts out of that pass
+  attr = "ATTN_NO_AUTOVEC",
+  defines = [[
+#if defined(__GNUC__) && !defined(__clang__)
+#define ATTN_NO_AUTOVEC __attribute__((optimize("no-tree-vectorize")))
+#else
+#define ATTN_NO_AUTOVEC
+#endif]],
 }
 
 function M.zero() return "0.0f" end
@@ -34,6 +44,9 @@ function M.select_lt(a, b, x, y) return ("((%s < %s) ? %s : %s)"):format(a, b, x
 function M.iota() return "0.0f" end
 function M.reduce_add(v) return v end
 function M.reduce_max(v) return v end
+function M.hsum4(a, b, c, d, out)
+  return ("(%s)[0] = %s, (%s)[1] = %s, (%s)[2] = %s, (%s)[3] = %s"):format(out, a, out, b, out, c, out, d)
+end
 function M.exp2(v) return ("exp2f(%s)"):format(v) end
 function M.tanh(v) return ("tanhf(%s)"):format(v) end
 return M

@@ -51,12 +51,18 @@ describe("schema", function()
       assert.is_nil(cfg.sliding_window) -- folded into window
     end)
 
-    it("knows exactly the keys of the contract", function()
+    it("knows exactly the keys of the contract, and the decode_max_q extension", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
-        "dtype", "isa", "tile" }
+        "dtype", "isa", "tile", "decode_max_q" }
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
+    end)
+
+    it("decode_max_q: 16 by default, 0 turns the decode path off, at most 64", function()
+      assert.equal(16, schema.normalize(with({})).decode_max_q)
+      assert.equal(0, schema.normalize(with({ decode_max_q = 0 })).decode_max_q)
+      rejects_key(with({ decode_max_q = 65 }), "decode_max_q", "0..64")
     end)
 
     it("heads_kv = heads_q, head_dim_v = head_dim", function()
