@@ -88,4 +88,90 @@ function M.lines(spec)
   return table.concat(out, "\n") .. "\n"
 end
 
+-- viridis at five stops, for the heatmap's colour scale
+local VIRIDIS = { { 68, 1, 84 }, { 59, 82, 139 }, { 33, 145, 140 }, { 94, 201, 98 }, { 253, 231, 37 } }
+
+local function viridis(r)
+  r = math.max(0, math.min(1, r)) * (#VIRIDIS - 1)
+  local i = math.min(math.floor(r), #VIRIDIS - 2)
+  local f = r - i
+  local a, b = VIRIDIS[i + 1], VIRIDIS[i + 2]
+  local c = {}
+  for k = 1, 3 do c[k] = math.floor(a[k] + f * (b[k] - a[k]) + 0.5) end
+  return ("#%02x%02x%02x"):format(c[1], c[2], c[3]), (0.299 * c[1] + 0.587 * c[2] + 0.114 * c[3]) > 140
+end
+
+--- Heatmaps, one panel under the other.
+-- spec: { title, subtitle, panels = { { title, xlabel, ylabel, rows = {labels}, cols = {labels},
+--   values = { [row] = { [col] = number or nil } }, mark = {row, col} or nil } } }
+-- Each panel has its own colour scale (its minimum to its maximum); cells show
+-- their value, cells without one stay blank, the marked cell is outlined.
+function M.heatmap(spec)
+  local out = {}
+  local function add(...) out[#out + 1] = table.concat({ ... }) end
+  local CW, CH, PL, PT, PB, GAP = 40, 20, 70, 46, 40, 16
+  local top0 = spec.subtitle and MT + 16 or MT
+  -- wide enough for the titles (about 7 px per character at 12-14 px)
+  local width = math.max(480, 20 + 7.5 * #(spec.title or ""), 20 + 6.5 * #(spec.subtitle or ""))
+  local height = top0
+  for _, p in ipairs(spec.panels) do
+    width = math.max(width, PL + #p.cols * CW + 20)
+    height = height + PT + #p.rows * CH + PB + GAP
+  end
+  width = math.floor(width)
+  add(('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">')
+    :format(width, height))
+  add(('<rect width="%d" height="%d" fill="white"/>'):format(width, height))
+  add(('<text x="10" y="22" font-size="14">%s</text>'):format(esc(spec.title or "")))
+  if spec.subtitle then add(('<text x="10" y="40">%s</text>'):format(esc(spec.subtitle))) end
+  local y0 = top0
+  for _, p in ipairs(spec.panels) do
+    local vmin, vmax = math.huge, -math.huge
+    for r = 1, #p.rows do
+      for c = 1, #p.cols do
+        local v = p.values[r] and p.values[r][c]
+        if v then vmin, vmax = math.min(vmin, v), math.max(vmax, v) end
+      end
+    end
+    local top = y0 + PT
+    add(('<text x="%d" y="%d" font-size="13">%s</text>'):format(PL, y0 + 16, esc(p.title or "")))
+    if vmax >= vmin then
+      add(('<text x="%d" y="%d" font-size="10">colour: %.1f (dark) to %.1f (light)</text>')
+        :format(PL, y0 + 30, vmin, vmax))
+    end
+    for c, label in ipairs(p.cols) do
+      add(('<text x="%d" y="%d" text-anchor="middle" font-size="10">%s</text>')
+        :format(PL + (c - 0.5) * CW, top - 4, esc(label)))
+    end
+    for r, label in ipairs(p.rows) do
+      local y = top + (r - 1) * CH
+      add(('<text x="%d" y="%d" text-anchor="end" font-size="10">%s</text>'):format(PL - 4, y + 14, esc(label)))
+      for c = 1, #p.cols do
+        local v = p.values[r] and p.values[r][c]
+        local x = PL + (c - 1) * CW
+        if v then
+          local color, light = viridis(vmax > vmin and (v - vmin) / (vmax - vmin) or 1)
+          add(('<rect x="%d" y="%d" width="%d" height="%d" fill="%s"/>'):format(x, y, CW, CH, color))
+          add(('<text x="%d" y="%d" text-anchor="middle" font-size="9" fill="%s">%s</text>')
+            :format(x + CW / 2, y + 14, light and "black" or "white", (v < 100 and "%.1f" or "%.0f"):format(v)))
+        else
+          add(('<rect x="%d" y="%d" width="%d" height="%d" fill="#eee"/>'):format(x, y, CW, CH))
+        end
+      end
+    end
+    if p.mark then
+      add(('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#d62728" stroke-width="3"/>')
+        :format(PL + (p.mark[2] - 1) * CW, top + (p.mark[1] - 1) * CH, CW, CH))
+    end
+    local bottom = top + #p.rows * CH
+    add(('<text x="%d" y="%d" text-anchor="middle">%s</text>'):format(PL + #p.cols * CW / 2, bottom + 18,
+      esc(p.xlabel or "")))
+    add(('<text x="14" y="%d" transform="rotate(-90 14 %d)" text-anchor="middle">%s</text>')
+      :format(top + #p.rows * CH / 2, top + #p.rows * CH / 2, esc(p.ylabel or "")))
+    y0 = bottom + PB + GAP
+  end
+  add("</svg>")
+  return table.concat(out, "\n") .. "\n"
+end
+
 return M

@@ -5,7 +5,7 @@ set -eu
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-bin/attngen generate -q configs/*.lua -o "$tmp/generated" >/dev/null
+ATTNGEN_TUNE_DB=none bin/attngen generate -q configs/*.lua -o "$tmp/generated" >/dev/null
 if ! diff -r -q generated "$tmp/generated" >/dev/null; then
   echo "generated/ differs from a fresh 'make generate':"
   diff -r generated "$tmp/generated" | head -n 40
