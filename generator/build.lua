@@ -10,6 +10,7 @@ local dir = require("pl.dir")
 local planner = require("planner")
 local render = require("render")
 local presets = require("presets")
+local tunedb = require("tunedb")
 local util = require("util")
 local version = require("version")
 
@@ -53,23 +54,61 @@ local function compiler_id()
   return compiler_id_cache
 end
 
+--- The line of a compiler's output that says what went wrong (the first
+-- one mentioning an error, else the first), for a one-line message.
+function M.first_error(out)
+  local first
+  for line in (tostring(out or "") .. "\n"):gmatch("([^\n]*)\n") do
+    line = line:gsub("^%s+", ""):gsub("%s+$", "")
+    if line ~= "" then
+      first = first or line
+      if line:lower():find("error", 1, true) then return line end
+    end
+  end
+  return first or "no output"
+end
+
 local function read_all(files)
   local parts = {}
   for _, f in ipairs(files) do parts[#parts + 1] = util.read_file(f) or "" end
   return table.concat(parts)
 end
 
+--- Publishes a complete build folder tmp as entry (marker: a file every
+-- complete entry holds).  The rename is atomic; if another process won the
+-- race, its entry is used.  Returns entry or nil, err.
+local function publish(tmp, entry, marker)
+  local renamed = os.rename(tmp, entry)
+  if not renamed and path.isdir(entry) and not path.isfile(entry .. "/" .. marker) then
+    dir.rmtree(entry) -- an incomplete entry (left by a killed build of an older attngen): replace it
+    renamed = os.rename(tmp, entry)
+  end
+  if not renamed then
+    dir.rmtree(tmp)
+    if not path.isfile(entry .. "/" .. marker) then
+      return nil, ("cannot publish the build into %s"):format(entry)
+    end
+  end
+  return entry
+end
+
 --- Builds (or finds) the tools for a config.  Returns the entry folder,
 -- holding the executables attn_run, attn_check, attn_bench; or nil, err.
+-- A config with tile = "auto" takes its tiles from the tuning file (tunedb).
 function M.ensure(cfg, display, sets)
-  local plan = planner.plan(cfg)
+  local popts, perr = tunedb.plan_options(cfg)
+  if not popts then return nil, perr end
+  local plan = planner.plan(cfg, popts)
   local files = render.kernel_files(plan, presets.command(display, sets))
   local cid, cerr = compiler_id()
   if not cid then return nil, cerr end
 
   local rt = util.root .. "/runtime"
   local inputs = {}
-  for _, f in ipairs(RUNTIME_SOURCES) do inputs[#inputs + 1] = rt .. "/" .. f end
+  for _, f in ipairs(RUNTIME_SOURCES) do
+    inputs[#inputs + 1] = rt .. "/" .. f
+    inputs[#inputs + 1] = rt .. "/" .. f:gsub("%.c$", ".h") -- a header change rebuilds too
+  end
   for _, t in ipairs(M.TOOLS) do inputs[#inputs + 1] = rt .. "/tools/attn_" .. t .. "_main.c" end
   local key = M.hash(files[1].text .. files[2].text .. read_all(inputs) .. version.string .. cid
     .. (os.getenv("CFLAGS") or ""))
@@ -128,22 +167,74 @@ function M.ensure(cfg, display, sets)
   if not build(true) then
     local built, out = build(false) -- a compiler without OpenMP still builds a single-threaded kernel
     if not built then
-      return fail(("compiling %s failed:\n%s"):format(cfg.name, out))
+      return fail(("compiling %s with '%s' failed: %s"):format(cfg.name, M.compiler(), M.first_error(out)))
     end
   end
-  -- publish: the rename is atomic; if another process won the race, use its entry
-  local renamed = os.rename(tmp, entry)
-  if not renamed and path.isdir(entry) and not path.isfile(entry .. "/attn_" .. M.TOOLS[#M.TOOLS]) then
-    dir.rmtree(entry) -- an incomplete entry (left by a killed build of an older attngen): replace it
-    renamed = os.rename(tmp, entry)
+  -- a "compiler" that exits 0 without writing the programs must not leave
+  -- an entry that looks complete
+  for _, t in ipairs(M.TOOLS) do
+    if not path.isfile(tmp .. "/attn_" .. t) then
+      return fail(("compiling %s with '%s' produced no attn_%s (is CC a C compiler?)")
+        :format(cfg.name, M.compiler(), t))
+    end
   end
-  if not renamed then
+  return publish(tmp, entry, "attn_" .. M.TOOLS[#M.TOOLS])
+end
+
+--- Builds (or finds) the timing program of `attngen tune`: the generated
+-- files of every candidate and their table (files: {name, text} as
+-- tune.sources returns them) with the runtime and
+-- runtime/tools/attn_tune_main.c, compiled in one compiler invocation into
+-- one executable.  Cached like the tools, keyed by every input.  Returns the
+-- executable's path, whether it was built now, or nil, err.
+function M.ensure_tuner(name, files)
+  local cid, cerr = compiler_id()
+  if not cid then return nil, cerr end
+  local rt = util.root .. "/runtime"
+  local runtime = { rt .. "/attn_runtime.c", rt .. "/attn_reference.c" }
+  local driver = rt .. "/tools/attn_tune_main.c"
+  local headers = { rt .. "/attn_runtime.h", rt .. "/attn_reference.h" }
+  local texts = {}
+  for _, f in ipairs(files) do texts[#texts + 1] = f.name .. "\n" .. f.text end
+  local key = M.hash(table.concat(texts) .. read_all(runtime) .. read_all(headers) .. read_all({ driver })
+    .. version.string .. cid
+    .. (os.getenv("CFLAGS") or ""))
+  local cache = M.cache_dir()
+  local entry = ("%s/tune-%s-%s"):format(cache, name, key)
+  if path.isfile(entry .. "/attn_tune") then return entry .. "/attn_tune", false end
+
+  local ok, err = util.makepath(cache)
+  if not ok then return nil, err end
+  local tmp = ("%s/.build-tune-%s-%s"):format(cache, name, util.unique_suffix())
+  ok, err = util.makepath(tmp)
+  if not ok then return nil, err end
+  local q = util.shell_quote
+  local units = {}
+  for _, f in ipairs(files) do
+    local w, werr = util.write_atomic(tmp .. "/" .. f.name, f.text)
+    if w == nil then
+      dir.rmtree(tmp)
+      return nil, werr
+    end
+    if f.name:match("%.c$") then units[#units + 1] = q(tmp .. "/" .. f.name) end
+  end
+  for _, src in ipairs(runtime) do units[#units + 1] = q(src) end
+  units[#units + 1] = q(driver)
+  local cflags = "-std=c99 -O2 -D_POSIX_C_SOURCE=200809L " .. (os.getenv("CFLAGS") or "")
+  local function compile(omp)
+    return util.run_capture(("%s %s%s -I%s -I%s %s -o %s -lm"):format(q(M.compiler()), cflags, omp, q(tmp), q(rt),
+      table.concat(units, " "), q(tmp .. "/attn_tune")))
+  end
+  local built, out = compile(" -fopenmp")
+  if not built then built, out = compile("") end -- a compiler without OpenMP: single-threaded kernels
+  if not built or not path.isfile(tmp .. "/attn_tune") then
     dir.rmtree(tmp)
-    if not path.isfile(entry .. "/attn_" .. M.TOOLS[#M.TOOLS]) then
-      return nil, ("cannot publish the build into %s"):format(entry)
-    end
+    return nil, ("compiling the tuning candidates of %s with '%s' failed: %s"):format(name, M.compiler(),
+      built and "it produced no program (is CC a C compiler?)" or M.first_error(out))
   end
-  return entry
+  local published, perr = publish(tmp, entry, "attn_tune")
+  if not published then return nil, perr end
+  return entry .. "/attn_tune", true
 end
 
 return M

@@ -13,6 +13,8 @@ M.MAX_INSTRUCTIONS = 1000000        -- VM instructions before we give up
 M.MAX_SECONDS = 2                   -- CPU time before we give up (one instruction can be slow)
 M.MAX_MEMORY_KB = 64 * 1024         -- heap growth allowed while it runs
 M.MAX_STRING_BYTES = 64 * 1024      -- the longest string one library call may build
+M.MAX_MATCH_STEPS = 1e8             -- worst-case steps of one pattern search (~0.1 s)
+M.CLOCK_EVERY = 128                 -- instructions between two looks at the CPU time
 
 local unpack = table.unpack or unpack -- luacheck: ignore 143
 
@@ -38,7 +40,102 @@ local function safe_rep(str, n, sep)
   return (string.rep(str, n, sep))
 end
 
+-- Pattern searches run in C, where the hook cannot stop them, and Lua's
+-- matcher backtracks: ("x"):rep(6e4):find(".-.-.-y") would run for days.
+-- Before a search, a bound on its steps is computed from the pattern and
+-- the subject's length n: an item repeated with *, + or - (and a %b, and a
+-- back-reference %1..%9) can retry the rest of the pattern at each of n + 1
+-- places, a ? at two; each try costs at most the pattern's length, and an
+-- unanchored search (and every gmatch and gsub) starts at n + 1 places.
+-- Searches over the bound are refused.  Only string.byte and arithmetic are
+-- used here: the config may have replaced the fields of its string table.
+local byte = string.byte
+local B_PCT, B_OPEN, B_CLOSE, B_LB, B_RB = byte("%()[]", 1, 5)
+local B_CARET, B_DOLLAR, B_STAR, B_PLUS, B_MINUS, B_QMARK = byte("^$*+-?", 1, 6)
+local B_0, B_9, B_b, B_f = byte("09bf", 1, 4)
+
+--- Index just past the set "[...]" that starts at i (Lua's classEnd rules).
+local function set_end(p, i, m)
+  local j = i + 1
+  if byte(p, j) == B_CARET then j = j + 1 end
+  repeat -- the first character of a set is never its end: "[]]" is a set
+    if j > m then return j end
+    if byte(p, j) == B_PCT then j = j + 1 end
+    j = j + 1
+  until byte(p, j) == B_RB
+  return j + 1
+end
+
+local function match_steps(p, n, every_start)
+  local m = #p
+  local steps, i = (m + 1) * 1.0, 1 -- a float: Lua 5.4's integers would wrap around
+  local anchored = byte(p, 1) == B_CARET
+  if anchored then i = 2 end
+  if every_start or not anchored then steps = steps * (n + 1) end
+  while i <= m and steps <= M.MAX_MATCH_STEPS do
+    local c, single = byte(p, i), true
+    if c == B_PCT then
+      local d = byte(p, i + 1)
+      if d == B_b then
+        steps, i, single = steps * (n + 1), i + 4, false
+      elseif d == B_f then
+        i, single = set_end(p, i + 2, m), false
+      elseif d and d >= B_0 and d <= B_9 then
+        steps, i, single = steps * (n + 1), i + 2, false
+      else
+        i = i + 2
+      end
+    elseif c == B_LB then
+      i = set_end(p, i, m)
+    elseif c == B_OPEN or c == B_CLOSE or (c == B_DOLLAR and i == m) then
+      i, single = i + 1, false
+    else
+      i = i + 1
+    end
+    if single then
+      local q = byte(p, i)
+      if q == B_STAR or q == B_PLUS or q == B_MINUS then
+        steps, i = steps * (n + 1), i + 1
+      elseif q == B_QMARK then
+        steps, i = steps * 2, i + 1
+      end
+    end
+  end
+  return steps
+end
+
+--- Refuses a search of `pattern` in `str` whose bound is over the budget.
+-- Arguments of the wrong type are left to the library's own errors.
+local function check_search(what, str, pattern, every_start, plain)
+  local ts, tp = type(str), type(pattern)
+  if (ts ~= "string" and ts ~= "number") or (tp ~= "string" and tp ~= "number") then return end
+  local n, p = #tostring(str), tostring(pattern)
+  local steps = plain and (n + 1.0) * (#p + 1) or match_steps(p, n, every_start)
+  if steps > M.MAX_MATCH_STEPS then
+    error(("%s: pattern too complex for a subject of %d bytes (a search could take more than %.3g "
+      .. "steps)"):format(what, n, M.MAX_MATCH_STEPS), 3)
+  end
+  if steps > 1e5 then M.heavy_call = true end -- the hook then looks at the clock at once
+end
+
+local function safe_find(str, pattern, init, plain)
+  check_search("string.find", str, pattern, false, plain)
+  return string.find(str, pattern, init, plain)
+end
+
+local function safe_match(str, pattern, init)
+  check_search("string.match", str, pattern, false)
+  return string.match(str, pattern, init)
+end
+
+local function safe_gmatch(str, pattern)
+  -- all the iterator's calls together search from each start at most once
+  check_search("string.gmatch", str, pattern, true)
+  return string.gmatch(str, pattern)
+end
+
 local function safe_gsub(str, pattern, repl, n)
+  check_search("string.gsub", str, pattern, true)
   local t = type(repl)
   if t == "table" or t == "function" then
     -- count what the replacements add (a table lookup runs no VM instruction,
@@ -94,6 +191,17 @@ local function safe_concat(list, sep, i, j)
   return (table.concat(list, sep, i, j))
 end
 
+-- table.sort compares in C; with the default comparison (or a library
+-- function as the comparison), sorting many long strings takes seconds the
+-- hook cannot see.  Each comparison goes through a Lua function instead, so
+-- that the instruction and time budgets see every step.
+local function less(a, b) return a < b end
+local function safe_sort(list, comp)
+  if comp ~= nil and type(comp) ~= "function" then return table.sort(list, comp) end -- its own error
+  local f = comp or less
+  table.sort(list, function(a, b) return f(a, b) end)
+end
+
 -- The only globals a config sees: pure functions over data.
 local function sandbox_env(safe_string)
   local function copy(t, names)
@@ -101,8 +209,8 @@ local function sandbox_env(safe_string)
     for _, n in ipairs(names) do r[n] = t[n] end
     return r
   end
-  local tbl = copy(table, { "insert", "remove", "sort" })
-  tbl.concat = safe_concat
+  local tbl = copy(table, { "insert", "remove" })
+  tbl.concat, tbl.sort = safe_concat, safe_sort
   return {
     math = copy(math, { "abs", "ceil", "floor", "max", "min", "sqrt", "huge", "pi", "fmod",
       "log", "exp", "pow" }),
@@ -116,11 +224,11 @@ end
 
 local function safe_string_lib()
   local s = {}
-  for _, n in ipairs({ "byte", "char", "find", "gmatch", "len", "lower", "match", "reverse",
-    "sub", "upper" }) do
+  for _, n in ipairs({ "byte", "char", "len", "lower", "reverse", "sub", "upper" }) do
     s[n] = string[n]
   end
   s.rep, s.gsub, s.format = safe_rep, safe_gsub, safe_format
+  s.find, s.match, s.gmatch = safe_find, safe_match, safe_gmatch
   return s
 end
 
@@ -146,13 +254,19 @@ local function run_sandboxed(src, chunkname)
     end
     return chunkname .. ": " .. msg
   end
-  local fn, err
-  if setfenv then -- LuaJIT, Lua 5.1
-    fn, err = loadstring(src, "=" .. PLACEHOLDER) -- luacheck: ignore 113
-    if fn then setfenv(fn, env) end
-  else
-    fn, err = load(src, "=" .. PLACEHOLDER, "t", env)
+  -- Lua 5.4 hands a parser's "C stack overflow" (deeply nested source) to
+  -- the message handler in force, the CLI's traceback or a test runner's:
+  -- the source is compiled under a handler that keeps the message as it is.
+  local function compile()
+    if setfenv then -- LuaJIT, Lua 5.1
+      local f, e = loadstring(src, "=" .. PLACEHOLDER) -- luacheck: ignore 113
+      if f then setfenv(f, env) end
+      return f, e
+    end
+    return load(src, "=" .. PLACEHOLDER, "t", env)
   end
+  local compiled, fn, err = xpcall(compile, function(m) return m end)
+  if not compiled then fn, err = nil, fn end
   if not fn then return nil, named(err) end
 
   -- The config runs in its own coroutine with a hook on every instruction:
@@ -177,9 +291,10 @@ local function run_sandboxed(src, chunkname)
     if coroutine.running() ~= co then return end
     steps = steps + 1
     if steps > M.MAX_INSTRUCTIONS then stop("config runs too long (instruction budget exceeded)") end
-    if steps % 1024 == 0 and os.clock() - start > M.MAX_SECONDS then
+    if (steps % M.CLOCK_EVERY == 0 or M.heavy_call) and os.clock() - start > M.MAX_SECONDS then
       stop(string.format("config runs too long (more than %g s)", M.MAX_SECONDS))
     end
+    M.heavy_call = false
     if collectgarbage("count") - base_kb > M.MAX_MEMORY_KB then stop("config uses too much memory") end
   end
 
@@ -191,10 +306,15 @@ local function run_sandboxed(src, chunkname)
 
   local jit_was_on = jit and jit.status and jit.status()
   if jit then jit.off() end -- hooks do not fire in compiled traces
+  -- LuaJIT has one hook for all threads: the host's (a profiler, a
+  -- coverage tool) is put back afterwards
+  local host_hook, host_mask, host_count = debug.gethook()
   base_kb = collectgarbage("count")
+  M.heavy_call = false
   debug.sethook(co, hook, "", 1)
   local ok, res = coroutine.resume(co)
   debug.sethook(co)
+  if type(host_hook) == "function" then debug.sethook(host_hook, host_mask, host_count) end
   if jit and jit_was_on then jit.on() end
   smeta.__index = saved_index
   collectgarbage()

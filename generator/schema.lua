@@ -2,6 +2,12 @@
 -- and allowed values.  normalize() turns a raw table into a config with
 -- every key present and the conveniences (sliding_window, causal) folded
 -- into the window.
+--- Names a kernel cannot take: its header <name>.h would share the include
+-- guard ATTN_<NAME>_H of a runtime header (attn_runtime.h, ...), or take the
+-- file name of one (or of a vendored folder's attngen.h and example.c).
+local RESERVED_NAMES = { runtime = true, reference = true, npy = true, verify = true,
+  attn_runtime = true, attn_reference = true, attn_npy = true, attn_verify = true, attngen = true, example = true }
+
 local M = {}
 
 local KINDS = { "sdpa" }
@@ -117,6 +123,10 @@ function M.normalize(raw)
   if type(c.name) ~= "string" or not c.name:match("^[%a_][%w_]*$") or #c.name > 64 then
     return nil, "name", ("'name' is required: a C identifier of at most 64 characters, got %s")
       :format(raw.name == nil and "nothing" or quoted(raw.name))
+  end
+  if RESERVED_NAMES[c.name:lower()] then
+    return nil, "name", ("'name' %s is taken by the runtime's or a vendored folder's own files; choose another")
+      :format(quoted(c.name))
   end
 
   -- kind

@@ -47,10 +47,28 @@ function M.write_atomic(p, content)
   return true
 end
 
+--- Writes each {path = p, text = t} with write_atomic and prints "wrote p"
+-- or "unchanged p" unless quiet.  Returns true, or nil and a one-line error
+-- at the first file that cannot be written.
+function M.write_all(files, quiet)
+  for _, f in ipairs(files) do
+    local wrote, werr = M.write_atomic(f.path, f.text)
+    if wrote == nil then return nil, ("%s: cannot write: %s"):format(f.path, tostring(werr)) end
+    if not quiet then print((wrote and "wrote " or "unchanged ") .. f.path) end
+  end
+  return true
+end
+
 function M.makepath(p)
   if path.isdir(p) then return true end
   local ok, err = dir.makepath(p)
-  if not ok then return nil, ("cannot create folder '%s': %s"):format(p, tostring(err)) end
+  -- another process may create it or a parent at the same moment, and then
+  -- mkdir fails with "exists": retry, and accept the folder however it came
+  for _ = 1, 8 do
+    if ok or path.isdir(p) then return true end
+    ok, err = dir.makepath(p)
+  end
+  if not ok and not path.isdir(p) then return nil, ("cannot create folder '%s': %s"):format(p, tostring(err)) end
   return true
 end
 

@@ -186,7 +186,9 @@ static int add_mul_checked(int64_t *acc, int64_t a, int64_t b)
  * Whether every element offset of a tensor with these extents and element
  * strides fits: the largest offset, sum (extent - 1) * stride, must fit in
  * int64 and, as a byte offset, in ptrdiff_t (so pointer arithmetic on it is
- * defined).  A tensor with an empty dim has no elements and always fits.
+ * defined).  A dim of extent 0 adds nothing, but the other dims still
+ * count: a tensor with an empty dim has no elements, yet kernels form
+ * offsets along its other dims (a mask's query rows when seq_k is 0).
  */
 static int span_fits(int ndim, const int64_t *extent, const int64_t *stride,
                      size_t elem_size)
@@ -194,10 +196,7 @@ static int span_fits(int ndim, const int64_t *extent, const int64_t *stride,
     int64_t last = 0;
     int d;
     for (d = 0; d < ndim; d++)
-        if (extent[d] == 0)
-            return 1;
-    for (d = 0; d < ndim; d++)
-        if (!add_mul_checked(&last, extent[d] - 1, stride[d]))
+        if (extent[d] > 0 && !add_mul_checked(&last, extent[d] - 1, stride[d]))
             return 0;
     /* the element one past the last must be addressable too */
     if (last == INT64_MAX)

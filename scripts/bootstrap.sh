@@ -22,6 +22,8 @@ make:/usr/bin/make
 gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc
 libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/include/stdio.h
 qemu-user:/usr/bin/qemu-aarch64
+valgrind:/usr/bin/valgrind
+libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
 "
 OPTIONAL="
 libopenblas-dev:/usr/include/x86_64-linux-gnu/cblas.h
@@ -37,6 +39,10 @@ for entry in $want; do
   # libomp-dev ships omp.h under the clang tree; accept any clang's copy
   if [ "$pkg" = libomp-dev ]; then
     ls /usr/lib/llvm-*/lib/clang/*/include/omp.h >/dev/null 2>&1 && continue
+  fi
+  # libclang-rt-14-dev (libFuzzer, the sanitizer runtimes): any 14.x point release
+  if [ "$pkg" = libclang-rt-14-dev ]; then
+    ls /usr/lib/llvm-14/lib/clang/*/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1 && continue
   fi
   [ -e "$file" ] || missing="$missing $pkg"
 done

@@ -2,6 +2,7 @@
 local presets = require("presets")
 local planner = require("planner")
 local render = require("render")
+local tunedb = require("tunedb")
 local util = require("util")
 
 local M = {}
@@ -14,10 +15,15 @@ function M.add_to_parser(parser)
   c:flag("-q --quiet", "Print nothing on success.")
 end
 
---- Plans and renders a config; returns the list of files (name, text).
--- The banner's command leaves out -o: the text does not depend on the folder.
+--- Plans and renders a config; returns the list of files (name, text) and
+-- the plan, or nil and a one-line error.  A config with tile = "auto" takes
+-- its tiles from the tuning file (tunedb; ATTNGEN_TUNE_DB=none: the
+-- heuristic).  The banner's command leaves out -o: the text does not depend
+-- on the folder.
 function M.files(cfg, display, sets)
-  local plan = planner.plan(cfg)
+  local popts, err = tunedb.plan_options(cfg)
+  if not popts then return nil, err end
+  local plan = planner.plan(cfg, popts)
   return render.kernel_files(plan, presets.command(display, sets)), plan
 end
 
@@ -32,17 +38,24 @@ function M.run(args)
         :format(arg, cfg.name, names[cfg.name])
     end
     names[cfg.name] = arg
-    local files = M.files(cfg, display, args.set)
+    local files, ferr = M.files(cfg, display, args.set)
+    if not files then return nil, ferr end
     for _, f in ipairs(files) do outputs[#outputs + 1] = f end
+  end
+  -- a destination that is a folder (or a device) fails before anything is written
+  local path = require("pl.path")
+  for _, f in ipairs(outputs) do
+    local dest = args.output .. "/" .. f.name
+    if path.exists(dest) and not path.isfile(dest) then
+      return nil, ("%s: exists and is not a regular file; not replacing it"):format(dest)
+    end
   end
   local ok, err = util.makepath(args.output)
   if not ok then return nil, err end
-  for _, f in ipairs(outputs) do
-    local dest = args.output .. "/" .. f.name
-    local wrote, werr = util.write_atomic(dest, f.text)
-    if wrote == nil then return nil, ("%s: cannot write: %s"):format(dest, tostring(werr)) end
-    if not args.quiet then print((wrote and "wrote " or "unchanged ") .. dest) end
-  end
+  local files = {}
+  for _, f in ipairs(outputs) do files[#files + 1] = { path = args.output .. "/" .. f.name, text = f.text } end
+  local wrote, werr = util.write_all(files, args.quiet)
+  if not wrote then return nil, werr end
   return 0
 end
 

@@ -5,8 +5,10 @@
  * defines attn_entry_kernel.  Reads Q/K/V (and seqlens_k, mask) from .npy
  * files, checks every shape against the kernel's config, runs the kernel
  * (or, with --reference, the naive float64 reference of attn_reference.h)
- * and writes O (and LSE) atomically.  Any error: one line on stderr,
- * "attngen: <file>: <what is wrong>", exit code 2, no output written.
+ * and writes O (and LSE) atomically: each into a staging file next to it,
+ * renamed into place once both are complete.  Any error: one line on
+ * stderr, "attngen: <file>: <what is wrong>", exit code 2, no output
+ * written and the files that were there before left as they were.
  */
 #include <errno.h>
 #include <limits.h>
@@ -14,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "attn_npy.h"
 #include "attn_reference.h"
@@ -103,6 +107,34 @@ static bshd check_bshd(const char *path, const attn_npy *a, const char *len_name
     t.batch = off ? a->shape[0] : 1;
     t.len = a->shape[off];
     return t;
+}
+
+/* An output path that exists must be a regular file: publishing the result
+   renames over it, which would replace a FIFO or a device, or fail on a
+   folder only after all the work. */
+static void check_output_path(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+        fail(path, "exists and is not a regular file; not replacing it");
+}
+
+/* Writes an output to "<path>.tmp.<pid>", next to path; returns that name. */
+static char *write_staged(const char *path, int ndim, const int64_t *shape, const float *data,
+                          char *err, size_t errlen)
+{
+    const size_t len = strlen(path) + 32;
+    char *staged = (char *)malloc(len);
+    if (staged == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    snprintf(staged, len, "%s.tmp.%ld", path, (long)getpid());
+    if (attn_npy_write(staged, ATTN_NPY_F32, ndim, shape, data, err, errlen) != 0) {
+        free(staged);
+        return NULL;
+    }
+    return staged;
 }
 
 /* Parses a non-negative int option value. */
@@ -195,6 +227,9 @@ int main(int argc, char **argv)
     if (o_path == NULL) fail("-o", "required (where to write the output)");
     if (lse_path != NULL && strcmp(lse_path, o_path) == 0)
         fail("--lse", "must differ from -o");
+    check_output_path(o_path);
+    if (lse_path != NULL)
+        check_output_path(lse_path);
     if (s_path != NULL && !spec->padding)
         fail(s_path, "the config '%s' has no padding, so --seqlens-k is not accepted",
              spec->name);
@@ -322,16 +357,34 @@ int main(int argc, char **argv)
         fail(spec->name, "%s", attn_status_string(st));
 
     {
+        /* both outputs complete before either replaces what was there */
         const int drop_batch = qt.ndim == 3;
-        if (attn_npy_write(o_path, ATTN_NPY_F32, 4 - drop_batch, o_shape + drop_batch, o, err,
-                           sizeof err) != 0)
+        char *o_staged, *lse_staged = NULL;
+        o_staged = write_staged(o_path, 4 - drop_batch, o_shape + drop_batch, o, err, sizeof err);
+        if (o_staged == NULL)
             fail(o_path, "%s", err);
-        if (lse_path != NULL && attn_npy_write(lse_path, ATTN_NPY_F32, 3 - drop_batch,
-                                               lse_shape + drop_batch, lse, err,
-                                               sizeof err) != 0) {
-            remove(o_path); /* leave no half of the result behind */
-            fail(lse_path, "%s", err);
+        if (lse_path != NULL) {
+            lse_staged = write_staged(lse_path, 3 - drop_batch, lse_shape + drop_batch, lse, err,
+                                      sizeof err);
+            if (lse_staged == NULL) {
+                remove(o_staged);
+                fail(lse_path, "%s", err);
+            }
         }
+        if (rename(o_staged, o_path) != 0) {
+            const int e = errno;
+            remove(o_staged);
+            if (lse_staged != NULL)
+                remove(lse_staged);
+            fail(o_path, "cannot rename the finished file over it: %s", strerror(e));
+        }
+        if (lse_staged != NULL && rename(lse_staged, lse_path) != 0) {
+            const int e = errno;
+            remove(lse_staged);
+            fail(lse_path, "cannot rename the finished file over it: %s", strerror(e));
+        }
+        free(o_staged);
+        free(lse_staged);
     }
     attn_npy_free(&qa);
     attn_npy_free(&ka);

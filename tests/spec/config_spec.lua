@@ -350,6 +350,124 @@ return { name = string.format("m%d", math.floor(2.5)), heads_q = 4, head_dim = 8
       sandbox_says('string.format("%5.2f|%q|%s", 3.14159, "q", 7) == " 3.14|\\"q\\"|7"')
     end)
 
+    it("every attempt to reach outside is a one-line error at its line", function()
+      for _, attempt in ipairs({
+        'io.open("/etc/passwd")', 'os.remove("x")', 'require("os")', 'load("return 1")()',
+        'dofile("/etc/passwd")', 'loadfile("/etc/passwd")', 'debug.getinfo(1)', 'string.dump(print)',
+        '("x").dump(function() end)', 'rawset(_G, "x", 1)', 'setmetatable(_ENV or {}, {})',
+        'getmetatable("").__index.dump(print)', 'coroutine.wrap(print)', 'package.loaded.os.exit()',
+        'collectgarbage("stop")', '_G.string.dump(print)', 'jit.off()', 'print("x")', 'module("m")',
+      }) do
+        local err = blocked("local x = 1\nlocal y = " .. attempt .. "\nreturn {}\n")
+        assert.truthy(err:find(":2: ", 1, true), err)
+      end
+    end)
+
+    it("a pattern search that could run for hours is refused before it starts", function()
+      -- the matcher runs in C, where the instruction hook cannot stop it
+      local t0 = os.clock()
+      local big = 'local s = ("a"):rep(60000)\n'
+      local err = blocked(big .. 'local r = s:find(("a?"):rep(1e4) .. ("a"):rep(1e4))\n',
+        "string.find: pattern too complex for a subject of 60000 bytes")
+      assert.truthy(err:find(":2: ", 1, true), err)
+      blocked(big .. 'local r = string.find(s, ".-.-.-.-.-.-.-.-b")\n', "string.find: pattern too complex")
+      blocked(big .. 'local r = s:match("^a*a*a*b")\n', "string.match: pattern too complex")
+      blocked(big .. 'for w in s:gmatch(".-.-b") do end\n', "string.gmatch: pattern too complex")
+      blocked(big .. 'local r = s:gsub("a-a-b", "")\n', "string.gsub: pattern too complex")
+      blocked(big .. 'local r = s:find("%b()%b()")\n', "pattern too complex")
+      blocked(big .. 'local r = s:find("(a*)%1b")\n', "pattern too complex")
+      blocked(big .. 'local r = s:find("[%a%d%s%p]*[%a%d%s%p]*b")\n', "pattern too complex")
+      -- a plain search compares the needle at every place
+      blocked(big .. 's = s .. s .. s .. s .. s .. s .. s .. s\nlocal r = s:find(("a"):rep(50000) .. "b", 1, true)\n',
+        "string.find: pattern too complex")
+      -- replacing the config's own string functions does not fool the check
+      blocked(big .. 'string.byte = function() return 0 end\nstring.sub = function() return "" end\n'
+        .. 'local r = s:find(".-.-b")\n', "pattern too complex")
+      assert.is_true(os.clock() - t0 < 2, "took " .. (os.clock() - t0) .. " s")
+      -- ordinary searches, also over long subjects, still work
+      sandbox_says('("a-b"):match("^(%w+)%-(%w+)$") == "a"')
+      sandbox_says('select(2, ("x_1 y_22"):gsub("(%a)_(%d+)", "%2%1")) == 2')
+      sandbox_says('("[x]"):find("[]]") == 3 and ("a.b"):find(".", 1, true) == 2')
+      sandbox_says('("abc def"):gsub("%f[%w]%w+", "W") == "W W"')
+      sandbox_says('("(a(b))c"):match("%b()") == "(a(b))" and ("xyxy"):find("(xy)%1") == 1')
+      sandbox_says('select(2, ("x"):rep(60000):gsub("x", "")) == 60000')
+      sandbox_says('("x"):rep(60000):match("^x*$") ~= nil and ("x"):rep(60000):find("y", 1, true) == nil')
+      sandbox_says('(function() local n = 0 for _ in ("a b c"):gmatch("%a") do n = n + 1 end return n == 3 end)()')
+    end)
+
+    it("a loop of allowed searches stops at the time limit", function()
+      local saved = config.MAX_SECONDS
+      config.MAX_SECONDS = 0.5
+      finally(function() config.MAX_SECONDS = saved end)
+      -- each search is under the budget (some ms), so only the clock stops
+      -- the loop: the instruction budget alone would allow minutes of them
+      local t0 = os.clock()
+      blocked('local s = ("x"):rep(4900)\nwhile true do s:find("x*y") end\n', "more than 0.5 s")
+      assert.is_true(os.clock() - t0 < 1.5, "took " .. (os.clock() - t0) .. " s")
+    end)
+
+    it("table.sort cannot hide long work in C", function()
+      local t0 = os.clock()
+      -- comparing long equal strings in C: ~20 s with the library's own sort
+      blocked('local s = ("x"):rep(60000)\nlocal t = {}\nfor i = 1, 3e5 do t[i] = s end\ntable.sort(t)\n',
+        "too long")
+      blocked('local s = ("x"):rep(60000)\nlocal t = {}\nfor i = 1, 3e5 do t[i] = s end\n'
+        .. 'table.sort(t, string.upper)\n')
+      assert.is_true(os.clock() - t0 < 5, "took " .. (os.clock() - t0) .. " s")
+      sandbox_says('(function() local t = { 3, 1, 2 } table.sort(t) return t[1] == 1 and t[3] == 3 end)()')
+      sandbox_says('(function() local t = { "b", "c", "a" } table.sort(t, function(a, b) return a > b end) '
+        .. 'return table.concat(t) == "cba" end)()')
+      blocked('table.sort({ 1, "x", 2 })\n', "attempt to compare")
+      blocked('table.sort({ 2, 1 }, 3)\n', "sort")
+    end)
+
+    it("the string metatable and the generator's string library are out of reach", function()
+      sandbox_says('("").__index == nil and ("").__metatable == nil and ("").gsub ~= nil')
+      blocked('local s = "x"\ns.upper = 1\n', "index")
+      -- a config that rewrites its string table...
+      local cfg, err = config.load(file([[
+string.find = function() return 1 end
+string.gsub = function() return "pwned", 0 end
+string.format = function() return "pwned" end
+string.__index = { upper = function() return "pwned" end }
+return { name = ("m"):format() .. ("x"):find("y"), heads_q = 1, head_dim = 1 }
+]]))
+      assert.is_table(cfg, err)
+      assert.equal("pwned1", cfg.name)
+      -- ...changes nothing for the generator or for the next config
+      assert.equal(string, getmetatable("").__index)
+      assert.equal(nil, ("x"):find("y"))
+      assert.equal("M", ("m"):upper())
+      assert.equal("a_b", (("a-b"):gsub("-", "_")))
+      sandbox_says('("x"):find("y") == nil and ("m"):format() == "m" and ("a"):upper() == "A"')
+    end)
+
+    it("puts the host's debug hook back", function()
+      local calls = 0
+      local function host_hook() calls = calls + 1 end
+      debug.sethook(host_hook, "", 1e9)
+      finally(function() debug.sethook() end)
+      assert(config.load(file(GOOD)))
+      assert.equal(host_hook, debug.gethook())
+      fails("while true do end\n")
+      local h, mask, count = debug.gethook()
+      assert.equal(host_hook, h)
+      assert.equal("", mask)
+      assert.equal(1e9, count)
+    end)
+
+    it("deeply nested source is a one-line error, not a crash", function()
+      -- (Lua 5.4 passes the parser's C stack overflow to the message handler
+      -- in force: the test runner's here, the CLI's traceback in attngen)
+      for _, src in ipairs({ "return " .. ("{"):rep(30000) .. ("}"):rep(30000) .. "\n",
+        "return " .. ("("):rep(30000) .. "1" .. (")"):rep(30000) .. "\n",
+        "local x = " .. ("- "):rep(30000) .. "1\n" }) do
+        local err = fails(src)
+        assert.truthy(err:find("syntax levels", 1, true) or err:find("C stack overflow", 1, true), err)
+        assert.is_nil(err:find("traceback", 1, true), err)
+      end
+    end)
+
     it("parse_override: values are sandboxed too", function()
       local key, err = config.parse_override("heads_q=io.write('x')")
       assert.is_nil(key)

@@ -201,6 +201,14 @@ describe("schema", function()
       rejects_key(with({ name = true }), "name", "C identifier")
     end)
 
+    it("names that would clash with the runtime's headers or a vendored folder's files", function()
+      local taken = { "runtime", "Runtime", "reference", "npy", "verify", "attn_runtime", "attngen", "example" }
+      for _, bad in ipairs(taken) do
+        rejects_key(with({ name = bad }), "name", "choose another")
+      end
+      assert.truthy(schema.normalize(with({ name = "runtime2" })))
+    end)
+
     it("a value with a newline still gives a one-line message", function()
       rejects_key(with({ name = "a\nb" }), "name")
       rejects_key(with({ mask = "bool\n" }), "mask")

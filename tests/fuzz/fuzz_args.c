@@ -1,0 +1,683 @@
+/*
+ * fuzz_args.c - libFuzzer target for a kernel entry point's argument
+ * validation and, for arguments it accepts, the kernel itself.
+ *
+ * The input is decoded into an attn_args (shapes, strides, thread count,
+ * seqlens_k, which pointers are NULL) for one of the kernels listed in
+ * fuzz_kernels.h (KERNEL(name) lines, written by the Makefile).  Then:
+ *
+ *  1. attn_check_args runs with every non-NULL tensor pointer aimed at
+ *     ASan-poisoned memory, and its status must be consistent with the
+ *     args: NULL_ARG exactly when a required pointer is NULL; SHAPE, STRIDE,
+ *     THREADS, SEQLENS only when a length, stride, thread count or seqlens_k
+ *     value is out of range; OK only when none is.
+ *  2. A rejected call goes through the entry point too (the dispatching
+ *     attn_<name>_fwd or one ISA variant's fwd): it must return the same
+ *     status without touching a tensor (any access hits poisoned memory).
+ *  3. An accepted call small enough to run gets buffers of exactly the
+ *     size its shapes and strides span (so ASan sees any access outside a
+ *     tensor), inputs N(0,1) with NaN in the gaps between elements, O
+ *     pre-filled with a sentinel; the entry point must return ATTN_OK, O
+ *     and LSE must match attn_reference within the tolerance of DESIGN.md
+ *     section 6, and O's gaps must still hold the sentinel.
+ *
+ * Input layout (missing bytes read as 0):
+ *   kernel (1 byte, index mod the number of kernels)
+ *   entry  (1 byte: 0 the dispatching entry point, n > 0 variant (n-1) mod
+ *          n_variants, or the entry point when this CPU cannot run it)
+ *   flags  (1 byte: bits 0-3 Q, K, V, O NULL; 4 LSE requested; 5 seqlens_k
+ *          NULL; 6 mask NULL; 7 sparse bool mask / -inf bias entries)
+ *   batch, seq_q, seq_k (length fields)
+ *   strides Q {h, s, b}, K {h, s, b}, V {h, s, b}, O {h, s, b},
+ *           mask {j, i, h, b} (stride fields, innermost first)
+ *   threads (1 byte, as int8), seed (4 bytes)
+ *   seqlens_k[b] for b < 64 (seqlen fields; later batches get full length)
+ * A length field is a byte m: m < 0xE0 the value m; 0xE0..0xEF the value
+ * 224 + ((m - 0xE0) << 8 | next byte); 0xF0..0xF7 a boundary value
+ * (special[]); 0xF8..0xFF the next 8 bytes as a little-endian int64.
+ * A stride field is m < 0x80: the contiguous stride plus a gap of m
+ * elements; 0x80..0xEF: the value m - 0x80; then as for lengths.
+ * A seqlen field is m < 0x80: seq_k - m (at least 0); 0x80..0xEF: m - 0x80;
+ * 0xF0..0xFF: by m & 7, -1, seq_k + 1, INT32_MIN, INT32_MAX, 0, seq_k, 1, seq_k - 1.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_reference.h"
+#include "attn_runtime.h"
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) __asan_poison_memory_region((p), (n))
+#endif
+#endif
+#ifndef POISON
+#define POISON(p, n) ((void)(p), (void)(n))
+#endif
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define KERNEL(name) extern const attn_kernel attn_##name##_kernel;
+#include "fuzz_kernels.h"
+#undef KERNEL
+
+static const attn_kernel *const kernels[] = {
+#define KERNEL(name) &attn_##name##_kernel,
+#include "fuzz_kernels.h"
+#undef KERNEL
+};
+#define N_KERNELS ((int)(sizeof kernels / sizeof kernels[0]))
+
+/* Runs are skipped above these: the fuzzer should stay fast. */
+#define MAX_WORK ((int64_t)1 << 20)     /* B * Hq * Lq * Lk * (D + Dv) */
+#define MAX_ELEMS ((int64_t)1 << 22)    /* elements spanned or visited per tensor */
+#define MAX_LENGTH ((int64_t)1 << 16)   /* batch, seq_q, seq_k */
+#define MAX_SEQLENS 1024                /* seqlens_k entries we allocate */
+#define SEQLEN_FIELDS 64
+
+#define TOL_ABS 1e-5
+#define TOL_REL 1e-5
+#define O_GAP_BITS 0x7fc0deadu
+
+/* ---- input decoding ------------------------------------------------------ */
+
+typedef struct {
+    const uint8_t *p, *end;
+} input;
+
+static unsigned next_byte(input *in)
+{
+    return in->p < in->end ? *in->p++ : 0u;
+}
+
+static int64_t next_i64(input *in)
+{
+    uint64_t v = 0;
+    int i;
+    for (i = 0; i < 8; i++)
+        v |= (uint64_t)next_byte(in) << (8 * i);
+    return (int64_t)v;
+}
+
+static const int64_t special[8] = {
+    -1, INT64_MIN, INT64_MAX, (int64_t)1 << 62, ((int64_t)1 << 62) + 1,
+    ((int64_t)1 << 61) - 1, ((int64_t)1 << 61) - 2, ((int64_t)1 << 32) + 1,
+};
+
+static int64_t length_field(input *in)
+{
+    const unsigned m = next_byte(in);
+    if (m < 0xE0)
+        return m;
+    if (m < 0xF0)
+        return 224 + (int64_t)(((m - 0xE0) << 8) | next_byte(in));
+    if (m < 0xF8)
+        return special[m - 0xF0];
+    return next_i64(in);
+}
+
+/* a + b for a, b >= 0, saturating */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
+/* a * b for a, b >= 0, saturating */
+static int64_t sat_mul(int64_t a, int64_t b)
+{
+    if (a == 0 || b == 0)
+        return 0;
+    return a > INT64_MAX / b ? INT64_MAX : a * b;
+}
+
+/* Elements spanned by dims (innermost first; negative parts count as 0). */
+static int64_t natural(const int64_t *ext, const int64_t *str, int n)
+{
+    int64_t span = 1;
+    int d;
+    for (d = 0; d < n; d++)
+        if (ext[d] > 1 && str[d] > 0)
+            span = sat_add(span, sat_mul(ext[d] - 1, str[d]));
+    return span;
+}
+
+static int64_t stride_field(input *in, int64_t contiguous)
+{
+    const unsigned m = next_byte(in);
+    if (m < 0x80)
+        return sat_add(contiguous, m);
+    if (m < 0xF0)
+        return m - 0x80;
+    if (m < 0xF8)
+        return special[m - 0xF0];
+    return next_i64(in);
+}
+
+/* Strides of a [batch][seq][heads][inner] tensor whose last dim has
+   stride 1: str[2] (h), str[1] (s), str[0] (b), decoded in that order. */
+static void decode_strides3(input *in, int64_t *str, int64_t seq, int64_t heads, int64_t inner)
+{
+    int64_t ext[3], s[3];
+    ext[0] = inner;
+    s[0] = 1;
+    ext[1] = heads;
+    s[1] = str[2] = stride_field(in, natural(ext, s, 1));
+    ext[2] = seq;
+    s[2] = str[1] = stride_field(in, natural(ext, s, 2));
+    str[0] = stride_field(in, natural(ext, s, 3));
+}
+
+/* mask [b][h][i][j]: j, i, h, b */
+static void decode_strides4(input *in, int64_t *str, const int64_t *ext4)
+{
+    int64_t ext[4], s[4];
+    int d;
+    for (d = 3; d >= 0; d--) {
+        const int n = 3 - d; /* dims already decoded */
+        str[d] = stride_field(in, n == 0 ? 1 : natural(ext, s, n));
+        ext[n] = ext4[d];
+        s[n] = str[d];
+    }
+}
+
+static int32_t seqlen_field(input *in, int64_t seq_k)
+{
+    const unsigned m = next_byte(in);
+    const int64_t lk = seq_k < 0 ? 0 : seq_k > INT32_MAX ? INT32_MAX : seq_k;
+    int64_t v;
+    if (m < 0x80)
+        v = lk - (int64_t)m < 0 ? 0 : lk - (int64_t)m;
+    else if (m < 0xF0)
+        v = m - 0x80;
+    else {
+        const int64_t table[8] = {-1, lk + 1, INT32_MIN, INT32_MAX, 0, lk, 1, lk - 1};
+        v = table[(m - 0xF0) & 7];
+    }
+    return (int32_t)(v > INT32_MAX ? INT32_MAX : v);
+}
+
+/* ---- helpers --------------------------------------------------------------- */
+
+static const attn_kernel *cur_kernel;
+static const char *cur_entry;
+
+#ifdef __GNUC__
+__attribute__((noreturn, format(printf, 1, 2)))
+#endif
+static void die(const char *fmt, ...);
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "fuzz_args: %s (%s): ", cur_kernel ? cur_kernel->spec.name : "?",
+            cur_entry ? cur_entry : "?");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    abort(); /* libFuzzer saves the input as a crash artifact */
+}
+
+/* Memory no tensor access may touch (ASan reports use-after-poison). */
+static float poison_area[64];
+
+static void *poisoned(void)
+{
+    static int done;
+    if (!done) {
+        POISON(poison_area, sizeof poison_area);
+        done = 1;
+    }
+    return poison_area + 16;
+}
+
+static uint64_t rng_next(uint64_t *s) /* splitmix64 */
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static double rng_unit(uint64_t *s) /* (0, 1] */
+{
+    return ((double)(rng_next(s) >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+}
+
+static float rng_normal(uint64_t *s)
+{
+    const double u1 = rng_unit(s), u2 = rng_unit(s);
+    return (float)(sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2));
+}
+
+static float bits_float(uint32_t bits)
+{
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* A 4-D tensor layout (the last dim may have a stride other than 1). */
+typedef struct {
+    int64_t ext[4], str[4];
+    int64_t span;  /* elements from offset 0 to the last one, plus 1; 0 if empty */
+    int64_t count; /* logical elements (saturating) */
+} layout;
+
+/* Only called once attn_check_args accepted the args: offsets fit. */
+static void set_layout(layout *l, int64_t e0, int64_t e1, int64_t e2, int64_t e3,
+                       const int64_t *str3, int64_t str_last)
+{
+    int d;
+    l->ext[0] = e0;
+    l->ext[1] = e1;
+    l->ext[2] = e2;
+    l->ext[3] = e3;
+    memcpy(l->str, str3, 3 * sizeof *str3);
+    l->str[3] = str_last;
+    l->count = 1;
+    for (d = 0; d < 4; d++)
+        l->count = sat_mul(l->count, l->ext[d]);
+    l->span = 0;
+    if (l->count > 0) {
+        l->span = 1;
+        for (d = 0; d < 4; d++)
+            l->span += (l->ext[d] - 1) * l->str[d];
+    }
+}
+
+/* Whether distinct logical elements have distinct offsets. */
+static int injective(const layout *l)
+{
+    int64_t ext[4], str[4], reach = 0;
+    int n = 0, d, i;
+    if (l->count == 0)
+        return 1; /* no elements: the strides were never checked */
+    for (d = 0; d < 4; d++) {
+        if (l->ext[d] <= 1)
+            continue;
+        /* insertion by stride */
+        for (i = n; i > 0 && str[i - 1] > l->str[d]; i--) {
+            str[i] = str[i - 1];
+            ext[i] = ext[i - 1];
+        }
+        str[i] = l->str[d];
+        ext[i] = l->ext[d];
+        n++;
+    }
+    for (i = 0; i < n; i++) {
+        if (str[i] <= reach)
+            return 0;
+        reach += (ext[i] - 1) * str[i];
+    }
+    return 1;
+}
+
+static int64_t offset_of(const layout *l, int64_t a, int64_t b, int64_t c, int64_t d)
+{
+    return a * l->str[0] + b * l->str[1] + c * l->str[2] + d * l->str[3];
+}
+
+static void *alloc_elems(int64_t n, size_t esize)
+{
+    void *p;
+    if (n == 0)
+        return poisoned();
+    p = malloc((size_t)n * esize);
+    if (p == NULL)
+        die("out of memory (%lld elements)", (long long)n);
+    return p;
+}
+
+static void release(void *p)
+{
+    if (p != poisoned())
+        free(p);
+}
+
+/* Inputs: NaN everywhere, then N(0,1) at every logical element. */
+static float *make_input(const layout *l, uint64_t *rng)
+{
+    float *buf = (float *)alloc_elems(l->span, sizeof(float));
+    int64_t a, b, c, d;
+    if (l->span == 0)
+        return buf;
+    for (a = 0; a < l->span; a++)
+        buf[a] = NAN;
+    for (a = 0; a < l->ext[0]; a++)
+        for (b = 0; b < l->ext[1]; b++)
+            for (c = 0; c < l->ext[2]; c++)
+                for (d = 0; d < l->ext[3]; d++)
+                    buf[offset_of(l, a, b, c, d)] = rng_normal(rng);
+    return buf;
+}
+
+static float *make_output(const layout *l)
+{
+    float *buf = (float *)alloc_elems(l->span, sizeof(float));
+    const float gap = bits_float(O_GAP_BITS);
+    int64_t i;
+    for (i = 0; i < l->span; i++)
+        buf[i] = gap;
+    return buf;
+}
+
+static int close_enough(float x, float ref)
+{
+    if (isnan(x) || isnan(ref))
+        return isnan(x) && isnan(ref);
+    if (isinf(x) || isinf(ref))
+        return x == ref;
+    return fabs((double)x - (double)ref) <= TOL_ABS + TOL_REL * fabs((double)ref);
+}
+
+/* ---- the checks ------------------------------------------------------------ */
+
+static int any_negative(const int64_t *v, int n)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        if (v[i] < 0)
+            return 1;
+    return 0;
+}
+
+static int all_below(const int64_t *v, int n, int64_t limit)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        if (v[i] >= limit)
+            return 0;
+    return 1;
+}
+
+/* Step 1: the status must agree with what is wrong with the args. */
+static void check_status(const attn_spec *spec, const attn_args *a, attn_status st)
+{
+    const int has_mask = spec->mask != ATTN_MASK_NONE;
+    const int null_arg = a->q == NULL || a->k == NULL || a->v == NULL || a->o == NULL ||
+                         (spec->padding && a->seqlens_k == NULL) || (has_mask && a->mask == NULL);
+    const int bad_shape = a->batch < 0 || a->seq_q < 0 || a->seq_k < 0;
+    const int bad_stride = any_negative(a->q_stride, 3) || any_negative(a->k_stride, 3) ||
+                           any_negative(a->v_stride, 3) || any_negative(a->o_stride, 3) ||
+                           (has_mask && any_negative(a->mask_stride, 4));
+    int bad_seqlens = 0;
+    int64_t b;
+
+    if (spec->padding && !null_arg && !bad_shape && a->batch <= MAX_SEQLENS)
+        for (b = 0; b < a->batch; b++)
+            bad_seqlens |= a->seqlens_k[b] < 0 || a->seqlens_k[b] > a->seq_k;
+
+    if ((st == ATTN_ERR_NULL_ARG) != null_arg)
+        die("status '%s' but a required pointer is %s", attn_status_string(st),
+            null_arg ? "NULL" : "not NULL");
+    switch (st) {
+    case ATTN_OK:
+        if (bad_shape || bad_stride || a->threads < 0 || bad_seqlens)
+            die("accepted bad args (shape %d, stride %d, threads %d, seqlens %d)", bad_shape,
+                bad_stride, a->threads, bad_seqlens);
+        break;
+    case ATTN_ERR_NULL_ARG: break;
+    case ATTN_ERR_SHAPE:
+        if (!bad_shape)
+            die("'%s' but no length is negative", attn_status_string(st));
+        break;
+    case ATTN_ERR_STRIDE:
+        if (!bad_stride)
+            die("'%s' but no stride is negative", attn_status_string(st));
+        break;
+    case ATTN_ERR_THREADS:
+        if (a->threads >= 0)
+            die("'%s' with threads = %d", attn_status_string(st), a->threads);
+        break;
+    case ATTN_ERR_SEQLENS:
+        if (!spec->padding || (a->batch <= MAX_SEQLENS && !bad_seqlens))
+            die("'%s' but every seqlens_k value is in range", attn_status_string(st));
+        break;
+    case ATTN_ERR_TOO_LARGE:
+        /* with lengths below 2^24 and strides below 2^28 every offset (and
+           LSE's B * Hq * Lq) stays far below 2^61 */
+        if (a->batch < ((int64_t)1 << 24) && a->seq_q < ((int64_t)1 << 24) &&
+            a->seq_k < ((int64_t)1 << 24) && all_below(a->q_stride, 3, (int64_t)1 << 28) &&
+            all_below(a->k_stride, 3, (int64_t)1 << 28) &&
+            all_below(a->v_stride, 3, (int64_t)1 << 28) &&
+            all_below(a->o_stride, 3, (int64_t)1 << 28) &&
+            (!has_mask || all_below(a->mask_stride, 4, (int64_t)1 << 28)))
+            die("'%s' for lengths below 2^24 and strides below 2^28", attn_status_string(st));
+        break;
+    default:
+        die("attn_check_args returned '%s' (%d)", attn_status_string(st), (int)st);
+    }
+}
+
+/* Step 3: run an accepted call on real buffers and compare with the reference. */
+static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a,
+                            uint64_t seed, int sparse)
+{
+    const int64_t B = a->batch, Lq = a->seq_q, Lk = a->seq_k;
+    const int64_t Hq = spec->heads_q, Hkv = spec->heads_kv;
+    const int64_t D = spec->head_dim, Dv = spec->head_dim_v;
+    const int has_mask = spec->mask != ATTN_MASK_NONE;
+    layout lq, lk, lv, lo, lm;
+    float *q, *k, *v, *o, *o_ref, *lse = NULL, *lse_ref = NULL;
+    void *mask = NULL;
+    unsigned char *written;
+    int o_injective;
+    int64_t work, lse_count = 0, bb, i, h, d;
+    attn_args ref;
+    attn_status st;
+
+    /* loops run over every (b, h, i) and (b, h, j) even when a dim is
+       empty, and scratch memory grows with each length on its own */
+    work = sat_mul(sat_mul(sat_mul(B, Hq), sat_mul(Lq > 0 ? Lq : 1, Lk > 0 ? Lk : 1)), D + Dv);
+    if (work > MAX_WORK || B > MAX_LENGTH || Lq > MAX_LENGTH || Lk > MAX_LENGTH)
+        return;
+    set_layout(&lq, B, Lq, Hq, D, a->q_stride, 1);
+    set_layout(&lk, B, Lk, Hkv, D, a->k_stride, 1);
+    set_layout(&lv, B, Lk, Hkv, Dv, a->v_stride, 1);
+    set_layout(&lo, B, Lq, Hq, Dv, a->o_stride, 1);
+    memset(&lm, 0, sizeof lm);
+    if (has_mask)
+        set_layout(&lm, B, Hq, Lq, Lk, a->mask_stride, a->mask_stride[3]);
+    if (lq.span > MAX_ELEMS || lk.span > MAX_ELEMS || lv.span > MAX_ELEMS ||
+        lo.span > MAX_ELEMS || lq.count > MAX_ELEMS || lk.count > MAX_ELEMS ||
+        lv.count > MAX_ELEMS || lo.count > MAX_ELEMS ||
+        (has_mask && (lm.span > MAX_ELEMS || lm.count > MAX_ELEMS)))
+        return;
+    if (a->lse != NULL) {
+        lse_count = sat_mul(sat_mul(B, Hq), Lq);
+        if (lse_count > MAX_ELEMS)
+            return;
+    }
+
+    q = make_input(&lq, &seed);
+    k = make_input(&lk, &seed);
+    v = make_input(&lv, &seed);
+    o = make_output(&lo);
+    o_ref = make_output(&lo);
+    if (has_mask && a->mask != NULL) {
+        if (spec->mask == ATTN_MASK_BOOL) {
+            unsigned char *m = (unsigned char *)alloc_elems(lm.span, 1);
+            int64_t x, y, z, w;
+            if (lm.span > 0)
+                memset(m, 0, (size_t)lm.span);
+            for (x = 0; x < B; x++)
+                for (y = 0; y < Hq; y++)
+                    for (z = 0; z < Lq; z++)
+                        for (w = 0; w < Lk; w++)
+                            m[offset_of(&lm, x, y, z, w)] =
+                                rng_unit(&seed) < (sparse ? 0.2 : 0.8);
+            mask = m;
+        } else {
+            float *m = make_input(&lm, &seed);
+            int64_t x, y, z, w;
+            if (sparse)
+                for (x = 0; x < B; x++)
+                    for (y = 0; y < Hq; y++)
+                        for (z = 0; z < Lq; z++)
+                            for (w = 0; w < Lk; w++)
+                                if ((rng_next(&seed) & 7) == 0)
+                                    m[offset_of(&lm, x, y, z, w)] = -INFINITY;
+            mask = m;
+        }
+        a->mask = mask;
+    }
+    if (a->lse != NULL) {
+        lse = (float *)alloc_elems(lse_count, sizeof(float));
+        lse_ref = (float *)alloc_elems(lse_count, sizeof(float));
+        for (i = 0; i < lse_count; i++)
+            lse[i] = lse_ref[i] = bits_float(O_GAP_BITS);
+    }
+    a->q = q;
+    a->k = k;
+    a->v = v;
+    a->o = o;
+    a->lse = lse;
+
+    st = fwd(a);
+    if (st != ATTN_OK)
+        die("accepted args, then the entry point returned '%s'", attn_status_string(st));
+    ref = *a;
+    ref.o = o_ref;
+    ref.lse = lse_ref;
+    st = attn_reference(spec, &ref);
+    if (st != ATTN_OK)
+        die("the reference returned '%s'", attn_status_string(st));
+
+    /* every logical element of O written and close to the reference; when
+       O's elements alias each other, only that nothing else was written */
+    o_injective = injective(&lo);
+    written = (unsigned char *)calloc((size_t)lo.span + 1, 1);
+    if (written == NULL)
+        die("out of memory");
+    for (bb = 0; bb < B; bb++)
+        for (i = 0; i < Lq; i++)
+            for (h = 0; h < Hq; h++)
+                for (d = 0; d < Dv; d++) {
+                    const int64_t off = offset_of(&lo, bb, i, h, d);
+                    written[off] = 1;
+                    if (o_injective && !close_enough(o[off], o_ref[off]))
+                        die("O[b=%lld][i=%lld][h=%lld][d=%lld] = %.9g, reference %.9g "
+                            "(B=%lld Lq=%lld Lk=%lld)",
+                            (long long)bb, (long long)i, (long long)h, (long long)d, o[off],
+                            o_ref[off], (long long)B, (long long)Lq, (long long)Lk);
+                }
+    for (i = 0; i < lo.span; i++) {
+        uint32_t bits;
+        memcpy(&bits, &o[i], sizeof bits);
+        if (!written[i] && bits != O_GAP_BITS)
+            die("wrote O's gap at offset %lld (B=%lld Lq=%lld Lk=%lld)", (long long)i,
+                (long long)B, (long long)Lq, (long long)Lk);
+    }
+    free(written);
+    for (i = 0; i < lse_count; i++)
+        if (!close_enough(lse[i], lse_ref[i]))
+            die("LSE[%lld] = %.9g, reference %.9g (B=%lld Lq=%lld Lk=%lld)", (long long)i,
+                lse[i], lse_ref[i], (long long)B, (long long)Lq, (long long)Lk);
+
+    release(q);
+    release(k);
+    release(v);
+    release(o);
+    release(o_ref);
+    if (lse != NULL) {
+        release(lse);
+        release(lse_ref);
+    }
+    if (mask != NULL)
+        release(mask);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    input in;
+    const attn_kernel *kernel;
+    const attn_spec *spec;
+    attn_fwd_fn fwd;
+    attn_args a;
+    unsigned entry, flags;
+    int32_t *seqlens = NULL;
+    int64_t ext4[4];
+    uint64_t seed = 0;
+    attn_status st, st2;
+    int i;
+
+    in.p = data;
+    in.end = data + size;
+    kernel = kernels[next_byte(&in) % N_KERNELS];
+    spec = &kernel->spec;
+    cur_kernel = kernel;
+    entry = next_byte(&in);
+    fwd = kernel->fwd;
+    cur_entry = "entry point";
+    if (entry > 0 && kernel->n_variants > 0) {
+        const attn_variant *var = &kernel->variants[(entry - 1) % (unsigned)kernel->n_variants];
+        if (attn_isa_supported(var->isa)) {
+            fwd = var->fwd;
+            cur_entry = attn_isa_name(var->isa);
+        }
+    }
+    flags = next_byte(&in);
+
+    memset(&a, 0, sizeof a);
+    a.batch = length_field(&in);
+    a.seq_q = length_field(&in);
+    a.seq_k = length_field(&in);
+    decode_strides3(&in, a.q_stride, a.seq_q, spec->heads_q, spec->head_dim);
+    decode_strides3(&in, a.k_stride, a.seq_k, spec->heads_kv, spec->head_dim);
+    decode_strides3(&in, a.v_stride, a.seq_k, spec->heads_kv, spec->head_dim_v);
+    decode_strides3(&in, a.o_stride, a.seq_q, spec->heads_q, spec->head_dim_v);
+    ext4[0] = a.batch;
+    ext4[1] = spec->heads_q;
+    ext4[2] = a.seq_q;
+    ext4[3] = a.seq_k;
+    decode_strides4(&in, a.mask_stride, ext4);
+    a.threads = (int)(int8_t)next_byte(&in);
+    for (i = 0; i < 4; i++)
+        seed |= (uint64_t)next_byte(&in) << (8 * i);
+
+    /* pointers: NULL, or poisoned memory no access may touch */
+    a.q = (flags & 1) ? NULL : (const float *)poisoned();
+    a.k = (flags & 2) ? NULL : (const float *)poisoned();
+    a.v = (flags & 4) ? NULL : (const float *)poisoned();
+    a.o = (flags & 8) ? NULL : (float *)poisoned();
+    a.lse = (flags & 16) ? (float *)poisoned() : NULL;
+    a.mask = (flags & 64) ? NULL : poisoned();
+    if (!(flags & 32)) {
+        if (spec->padding && a.batch > 0 && a.batch <= MAX_SEQLENS) {
+            const int32_t full = (int32_t)(a.seq_k < 0 ? 0 : a.seq_k > INT32_MAX ? INT32_MAX
+                                                                                : a.seq_k);
+            int64_t b;
+            seqlens = (int32_t *)malloc((size_t)a.batch * sizeof *seqlens);
+            if (seqlens == NULL)
+                die("out of memory");
+            for (b = 0; b < a.batch; b++)
+                seqlens[b] = b < SEQLEN_FIELDS ? seqlen_field(&in, a.seq_k) : full;
+            a.seqlens_k = seqlens;
+        } else if (spec->padding && a.batch > MAX_SEQLENS && a.batch <= ((int64_t)1 << 62)) {
+            return 0; /* attn_check_args may read batch entries: we cannot provide them */
+        } else {
+            a.seqlens_k = (const int32_t *)poisoned();
+        }
+    }
+
+    st = attn_check_args(spec, &a);
+    check_status(spec, &a, st);
+    if (st != ATTN_OK) {
+        st2 = fwd(&a);
+        if (st2 != st)
+            die("attn_check_args says '%s', the entry point '%s'", attn_status_string(st),
+                attn_status_string(st2));
+    } else if (a.q != NULL) {
+        run_and_compare(spec, fwd, &a, seed, (flags & 128) != 0);
+    }
+    free(seqlens);
+    return 0;
+}

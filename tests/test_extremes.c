@@ -1,0 +1,635 @@
+/*
+ * test_extremes.c - every generated kernel at the edges of the float range
+ * and of the shapes, on every ISA this CPU runs.
+ *
+ * The kernels come from build/kernel_list.h (one KERNEL(name) per config,
+ * as in test_kernels.c).  Each test runs every kernel on two shapes, one
+ * on the decode path (Lq = 7) and one on the tiled path (Lq = 37), and
+ * compares with the float64 reference (attn_reference.h) or, where no
+ * float32 kernel can match it elementwise, with the rules of DESIGN.md
+ * section 3:
+ *   - logits near the float range: Q and K scaled by 1e3 and 1e4;
+ *   - +inf and -inf in K, NaN in Q, K and V, +inf in V;
+ *   - denormal inputs, with flush-to-zero and denormals-are-zero off (the
+ *     C default) and on;
+ *   - rows with no visible key: seqlens_k = 0, an all-false bool mask row,
+ *     an all -inf bias row, causal rows past the keys;
+ *   - Lq = 1 and Lk = 1, head dims 1 and 512 (t_d1, t_d512, t_dv512).
+ * Inputs and outputs sit against guard pages, so an over-read faults.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#define HAVE_MXCSR 1
+#define MXCSR_FTZ 0x8000u
+#define MXCSR_DAZ 0x0040u
+#endif
+
+#include "attn_reference.h"
+#include "attn_runtime.h"
+#include "attn_verify.h"
+
+#define KERNEL(name) extern const attn_kernel attn_##name##_kernel;
+#include "kernel_list.h"
+#undef KERNEL
+
+static const attn_kernel *const kernels[] = {
+#define KERNEL(name) &attn_##name##_kernel,
+#include "kernel_list.h"
+#undef KERNEL
+};
+#define N_KERNELS ((int)(sizeof kernels / sizeof kernels[0]))
+
+/* the float32 unit roundoff */
+#define U32 (1.0 / 16777216.0)
+/* DESIGN.md section 6 */
+#define TOL_ABS 1e-5
+#define TOL_REL 1e-5
+
+/* (Lq, Lk): the decode path (Lq <= 16) and the tiled path */
+static const int64_t shapes[][2] = { { 7, 19 }, { 37, 45 } };
+#define N_SHAPES 2
+#define BATCH 2
+
+/* ---- one problem: inputs, kernel outputs, reference outputs ------------- */
+
+typedef struct {
+    const attn_spec *s;
+    int64_t nb, lq, lk;
+    attn_guard_buf g[9];
+    float *q, *k, *v, *o, *lse, *ro, *rlse, *bias;
+    unsigned char *keep;
+    int32_t *seqlens;
+    attn_args a, ra; /* the kernel's (o, lse) and the reference's (ro, rlse) */
+} problem;
+
+static uint64_t rng_next(uint64_t *state) /* splitmix64 */
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* uniform in [-1, 1) */
+static float rng_unit(uint64_t *state)
+{
+    return (float)((double)(rng_next(state) >> 11) / 4503599627370496.0 - 1.0);
+}
+
+static void *guarded(attn_guard_buf *g, size_t count, size_t size)
+{
+    cr_assert_eq(attn_guard_alloc(g, count * size), 0, "cannot map %zu bytes", count * size);
+    return g->ptr;
+}
+
+/* Contiguous BSHD inputs of N(0,1)-like scale (uniform in [-1, 1)), a
+   dense [B][Hq][Lq][Lk] mask (80% kept, or a bias in [-1, 1)) and
+   seqlens_k = {Lk, Lk - Lk/3}. */
+static void problem_init(problem *p, const attn_spec *s, int64_t lq, int64_t lk, uint64_t seed)
+{
+    const int64_t B = BATCH, Hq = s->heads_q, Hkv = s->heads_kv, D = s->head_dim, Dv = s->head_dim_v;
+    const size_t nq = (size_t)(B * lq * Hq * D), nk = (size_t)(B * lk * Hkv * D);
+    const size_t nv = (size_t)(B * lk * Hkv * Dv), no = (size_t)(B * lq * Hq * Dv);
+    const size_t nl = (size_t)(B * Hq * lq), nm = (size_t)(B * Hq * lq * lk);
+    size_t i;
+
+    memset(p, 0, sizeof *p);
+    p->s = s;
+    p->nb = B;
+    p->lq = lq;
+    p->lk = lk;
+    p->q = (float *)guarded(&p->g[0], nq, sizeof(float));
+    p->k = (float *)guarded(&p->g[1], nk, sizeof(float));
+    p->v = (float *)guarded(&p->g[2], nv, sizeof(float));
+    p->o = (float *)guarded(&p->g[3], no, sizeof(float));
+    p->lse = (float *)guarded(&p->g[4], nl, sizeof(float));
+    p->ro = (float *)guarded(&p->g[5], no, sizeof(float));
+    p->rlse = (float *)guarded(&p->g[6], nl, sizeof(float));
+    p->seqlens = (int32_t *)guarded(&p->g[7], B, sizeof(int32_t));
+    for (i = 0; i < nq; i++) p->q[i] = rng_unit(&seed);
+    for (i = 0; i < nk; i++) p->k[i] = rng_unit(&seed);
+    for (i = 0; i < nv; i++) p->v[i] = rng_unit(&seed);
+    p->seqlens[0] = (int32_t)lk;
+    p->seqlens[1] = (int32_t)(lk - lk / 3);
+
+    p->a.batch = B;
+    p->a.seq_q = lq;
+    p->a.seq_k = lk;
+    attn_args_set_contiguous(&p->a, s);
+    p->a.q = p->q;
+    p->a.k = p->k;
+    p->a.v = p->v;
+    p->a.o = p->o;
+    p->a.lse = p->lse;
+    p->a.threads = 1;
+    if (s->padding)
+        p->a.seqlens_k = p->seqlens;
+    if (s->mask == ATTN_MASK_BOOL) {
+        p->keep = (unsigned char *)guarded(&p->g[8], nm, 1);
+        for (i = 0; i < nm; i++) p->keep[i] = (rng_next(&seed) % 10) < 8;
+        p->a.mask = p->keep;
+    } else if (s->mask == ATTN_MASK_BIAS) {
+        p->bias = (float *)guarded(&p->g[8], nm, sizeof(float));
+        for (i = 0; i < nm; i++) p->bias[i] = rng_unit(&seed);
+        p->a.mask = p->bias;
+    }
+    p->a.mask_stride[0] = Hq * lq * lk;
+    p->a.mask_stride[1] = lq * lk;
+    p->a.mask_stride[2] = lk;
+    p->a.mask_stride[3] = 1;
+    p->ra = p->a;
+    p->ra.o = p->ro;
+    p->ra.lse = p->rlse;
+}
+
+static void problem_free(problem *p)
+{
+    int i;
+    for (i = 0; i < 9; i++) attn_guard_free(&p->g[i]);
+}
+
+static float *q_at(const problem *p, int64_t b, int64_t i, int64_t h)
+{
+    return p->q + ((b * p->lq + i) * p->s->heads_q + h) * p->s->head_dim;
+}
+static float *k_at(const problem *p, int64_t b, int64_t j, int64_t hk)
+{
+    return p->k + ((b * p->lk + j) * p->s->heads_kv + hk) * p->s->head_dim;
+}
+static float *v_at(const problem *p, int64_t b, int64_t j, int64_t hk)
+{
+    return p->v + ((b * p->lk + j) * p->s->heads_kv + hk) * p->s->head_dim_v;
+}
+static int64_t o_index(const problem *p, int64_t b, int64_t i, int64_t h)
+{
+    return ((b * p->lq + i) * p->s->heads_q + h) * p->s->head_dim_v;
+}
+static int64_t lse_index(const problem *p, int64_t b, int64_t i, int64_t h)
+{
+    return (b * p->s->heads_q + h) * p->lq + i;
+}
+static int64_t valid_keys(const problem *p, int64_t b)
+{
+    return p->s->padding ? p->seqlens[b] : p->lk;
+}
+
+/* Runs the reference, then the variant on the same inputs (its outputs
+   poisoned first, so an element it does not write is caught). */
+static void run_both(problem *p, const attn_variant *v)
+{
+    const size_t no = (size_t)(p->nb * p->lq * p->s->heads_q * p->s->head_dim_v);
+    const size_t nl = (size_t)(p->nb * p->s->heads_q * p->lq);
+    size_t i;
+    attn_status st = attn_reference(p->s, &p->ra);
+    cr_assert_eq(st, ATTN_OK, "%s: the reference failed: %s", p->s->name, attn_status_string(st));
+    for (i = 0; i < no; i++) p->o[i] = 12345.0f;
+    for (i = 0; i < nl; i++) p->lse[i] = 12345.0f;
+    st = attn_check_args(p->s, &p->a);
+    if (st == ATTN_OK) st = v->fwd(&p->a);
+    cr_assert_eq(st, ATTN_OK, "%s/%s: %s", p->s->name, attn_isa_name(v->isa), attn_status_string(st));
+}
+
+/* ---- comparisons --------------------------------------------------------- */
+
+typedef struct {
+    int fails;
+    char first[320];
+} tally;
+
+#ifdef __GNUC__
+__attribute__((format(printf, 2, 3)))
+#endif
+static void miss(tally *t, const char *fmt, ...)
+{
+    if (t->fails++ == 0) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(t->first, sizeof t->first, fmt, ap);
+        va_end(ap);
+    }
+}
+
+/* x agrees with ref: both NaN, the same infinity, or finite and within tol */
+static int agrees(double x, double ref, double tol)
+{
+    if (isnan(ref)) return isnan(x);
+    if (isinf(ref)) return x == ref;
+    return isfinite(x) && fabs(x - ref) <= tol;
+}
+
+/* The reference's rules, elementwise (NaN and infinities included): a row
+   with no visible key is O = 0 exactly and LSE = -inf. */
+static void compare_with_reference(const problem *p, tally *t)
+{
+    const attn_spec *s = p->s;
+    int64_t b, i, h, d;
+    for (b = 0; b < p->nb; b++)
+        for (h = 0; h < s->heads_q; h++)
+            for (i = 0; i < p->lq; i++) {
+                const double lse = p->lse[lse_index(p, b, i, h)], rlse = p->rlse[lse_index(p, b, i, h)];
+                const float *o = p->o + o_index(p, b, i, h), *ro = p->ro + o_index(p, b, i, h);
+                if (!agrees(lse, rlse, TOL_ABS + TOL_REL * fabs(rlse)))
+                    miss(t, "LSE[b=%lld h=%lld i=%lld] = %g, reference %g", (long long)b, (long long)h,
+                         (long long)i, lse, rlse);
+                for (d = 0; d < s->head_dim_v; d++) {
+                    const int empty = isinf(rlse) && rlse < 0;
+                    if (empty ? o[d] != 0.0f : !agrees(o[d], ro[d], TOL_ABS + TOL_REL * fabs(ro[d])))
+                        miss(t, "O[b=%lld i=%lld h=%lld d=%lld] = %g, reference %g%s", (long long)b, (long long)i,
+                             (long long)h, (long long)d, (double)o[d], (double)ro[d], empty ? " (no visible key)" : "");
+                }
+            }
+}
+
+/*
+ * Logits near the float range.  A float32 dot product of D terms is off by
+ * at most gamma_D * sum_d |q_d k_d| with gamma_D ~ D * 2^-24 (any order of
+ * summation, FMA or not); scaling by scale * log2(e) and subtracting the
+ * running max add a few roundings of the score's size.  So every score of
+ * a row is off by at most
+ *     delta = (D + 8) * 2^-24 * 1.5 * scale * max_j sum_d |q_d k_jd|
+ * (plus a few roundings of the softcap when there is one).  LSE is
+ * 1-Lipschitz in the scores: |LSE - ref| <= delta (+ DESIGN.md's
+ * tolerance).  Each softmax weight moves by a factor within e^(+-2 delta),
+ * so |O - ref| <= (e^(2 delta) - 1) * max_j |V_j| (+ tolerance): at 1e3 and
+ * 1e4, delta is ~10..1000 and that bound says nothing, but O must still be
+ * finite and a convex combination of the V rows: within [min_j V_j, max_j
+ * V_j] for each dim, over the row's valid keys (a superset of its visible
+ * ones).  A row with no visible key is O = 0, LSE = -inf.
+ */
+static void compare_large(const problem *p, tally *t)
+{
+    const attn_spec *s = p->s;
+    const int group = s->heads_q / s->heads_kv;
+    int64_t b, i, h, j, d;
+    for (b = 0; b < p->nb; b++)
+        for (h = 0; h < s->heads_q; h++)
+            for (i = 0; i < p->lq; i++) {
+                const int64_t hk = h / group, lkb = valid_keys(p, b);
+                const double lse = p->lse[lse_index(p, b, i, h)], rlse = p->rlse[lse_index(p, b, i, h)];
+                const float *q = q_at(p, b, i, h);
+                const float *o = p->o + o_index(p, b, i, h), *ro = p->ro + o_index(p, b, i, h);
+                double dots = 0.0, delta, growth;
+                for (j = 0; j < lkb; j++) {
+                    const float *k = k_at(p, b, j, hk);
+                    double sum = 0.0;
+                    for (d = 0; d < s->head_dim; d++) sum += fabs((double)q[d] * (double)k[d]);
+                    if (sum > dots) dots = sum;
+                }
+                delta = (s->head_dim + 8) * U32 * 1.5 * (double)s->scale * dots + 8 * U32 * (double)s->softcap;
+                growth = 2 * delta < 80 ? expm1(2 * delta) : INFINITY;
+                if (isinf(rlse) && rlse < 0) {
+                    if (!(isinf(lse) && lse < 0))
+                        miss(t, "LSE[b=%lld h=%lld i=%lld] = %g, want -inf (no visible key)", (long long)b,
+                             (long long)h, (long long)i, lse);
+                    for (d = 0; d < s->head_dim_v; d++)
+                        if (o[d] != 0.0f)
+                            miss(t, "O[b=%lld i=%lld h=%lld d=%lld] = %g, want 0 (no visible key)", (long long)b,
+                                 (long long)i, (long long)h, (long long)d, (double)o[d]);
+                    continue;
+                }
+                cr_assert(isfinite(rlse), "%s: the reference's LSE is %g", s->name, rlse);
+                if (!isfinite(lse) || fabs(lse - rlse) > TOL_ABS + TOL_REL * fabs(rlse) + delta)
+                    miss(t, "LSE[b=%lld h=%lld i=%lld] = %.9g, reference %.9g, allowed error %g", (long long)b,
+                         (long long)h, (long long)i, lse, rlse, TOL_ABS + TOL_REL * fabs(rlse) + delta);
+                for (d = 0; d < s->head_dim_v; d++) {
+                    double lo = INFINITY, hi = -INFINITY, vmax = 0.0;
+                    for (j = 0; j < lkb; j++) {
+                        const double x = v_at(p, b, j, hk)[d];
+                        if (x < lo) lo = x;
+                        if (x > hi) hi = x;
+                        if (fabs(x) > vmax) vmax = fabs(x);
+                    }
+                    if (!isfinite(o[d]) || o[d] < lo - 1e-5 * vmax || o[d] > hi + 1e-5 * vmax)
+                        miss(t, "O[b=%lld i=%lld h=%lld d=%lld] = %g, outside the values' range [%g, %g]",
+                             (long long)b, (long long)i, (long long)h, (long long)d, (double)o[d], lo, hi);
+                    else if (fabs(o[d] - ro[d]) > TOL_ABS + TOL_REL * fabs(ro[d]) + growth * vmax)
+                        miss(t, "O[b=%lld i=%lld h=%lld d=%lld] = %g, reference %g, allowed error %g", (long long)b,
+                             (long long)i, (long long)h, (long long)d, (double)o[d], (double)ro[d],
+                             TOL_ABS + TOL_REL * fabs(ro[d]) + growth * vmax);
+                }
+            }
+}
+
+/*
+ * O from denormal values (|V| ~ 1e-39): each product p * v and each sum of
+ * them is rounded to a multiple of 2^-149 at worst, so O is off by at most
+ * a few times Lk * 2^-149 (~1e-43) besides the usual relative error;
+ * flushing denormals to zero would be off by |O| itself (~1e-40).
+ */
+static void compare_denormal_o(const problem *p, tally *t)
+{
+    const attn_spec *s = p->s;
+    const double tol = (4.0 * (double)p->lk + 16.0) * ldexp(1.0, -149);
+    int64_t b, i, h, d;
+    int nonzero = 0;
+    for (b = 0; b < p->nb; b++)
+        for (h = 0; h < s->heads_q; h++)
+            for (i = 0; i < p->lq; i++) {
+                const float *o = p->o + o_index(p, b, i, h), *ro = p->ro + o_index(p, b, i, h);
+                for (d = 0; d < s->head_dim_v; d++) {
+                    nonzero += ro[d] != 0.0f;
+                    if (!agrees(o[d], ro[d], tol + TOL_REL * fabs(ro[d])))
+                        miss(t, "O[b=%lld i=%lld h=%lld d=%lld] = %g, reference %g (denormal)", (long long)b,
+                             (long long)i, (long long)h, (long long)d, (double)o[d], (double)ro[d]);
+                }
+            }
+    cr_assert_gt(nonzero, 0, "%s: the reference's O is all zero: the case tests nothing", s->name);
+}
+
+/* ---- running every kernel on every ISA ---------------------------------- */
+
+typedef void (*case_fn)(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t);
+
+/* Runs fn for each kernel the filter accepts (NULL: all), each runnable
+   variant and each shape; expects no miss.  Returns the number of runs. */
+static int for_each(int (*accept)(const attn_spec *), case_fn fn, const char *what)
+{
+    int n, i, sh, ran = 0;
+    for (n = 0; n < N_KERNELS; n++) {
+        const attn_kernel *k = kernels[n];
+        if (accept != NULL && !accept(&k->spec)) continue;
+        for (i = 0; i < k->n_variants; i++) {
+            const attn_variant *v = &k->variants[i];
+            if (!attn_isa_supported(v->isa)) continue;
+            for (sh = 0; sh < N_SHAPES; sh++) {
+                tally t;
+                memset(&t, 0, sizeof t);
+                fn(k, v, shapes[sh][0], shapes[sh][1], &t);
+                cr_expect_eq(t.fails, 0, "%s/%s %s, Lq=%lld Lk=%lld: %d elements off; first: %s", k->spec.name,
+                             attn_isa_name(v->isa), what, (long long)shapes[sh][0], (long long)shapes[sh][1],
+                             t.fails, t.first);
+                ran++;
+            }
+        }
+    }
+    cr_assert_gt(ran, 0, "%s: nothing ran", what);
+    return ran;
+}
+
+/* ---- logits near the float range ----------------------------------------- */
+
+static void scaled_logits(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t, float f)
+{
+    problem p;
+    size_t i;
+    problem_init(&p, &k->spec, lq, lk, 101);
+    for (i = 0; i < (size_t)(p.nb * lq * k->spec.heads_q * k->spec.head_dim); i++) p.q[i] *= f;
+    for (i = 0; i < (size_t)(p.nb * lk * k->spec.heads_kv * k->spec.head_dim); i++) p.k[i] *= f;
+    run_both(&p, v);
+    compare_large(&p, t);
+    problem_free(&p);
+}
+
+static void logits_1e3(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+{
+    scaled_logits(k, v, lq, lk, t, 1e3f);
+}
+
+static void logits_1e4(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+{
+    scaled_logits(k, v, lq, lk, t, 1e4f);
+}
+
+Test(extremes, logits_scaled_by_1e3) { for_each(NULL, logits_1e3, "Q and K x 1e3"); }
+Test(extremes, logits_scaled_by_1e4) { for_each(NULL, logits_1e4, "Q and K x 1e4"); }
+
+/* ---- infinities and NaN --------------------------------------------------- */
+
+/* +inf and -inf in single elements of K: scores of +-inf (depending on the
+   sign of q), which the reference turns into NaN (+inf) or a zero weight
+   (-inf); a whole row of -inf scores is a row with no visible key. */
+static void inf_in_k(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+{
+    const attn_spec *s = &k->spec;
+    problem p;
+    int64_t i, j, h;
+    problem_init(&p, s, lq, lk, 202);
+    k_at(&p, 0, 1, 0)[0] = INFINITY;
+    k_at(&p, 0, lk - 2, s->heads_kv - 1)[s->head_dim - 1] = -INFINITY;
+    /* batch 1, kv head 0: every key's first element -inf and every query's
+       first element positive: all its scores are -inf */
+    for (j = 0; j < lk; j++) k_at(&p, 1, j, 0)[0] = -INFINITY;
+    for (i = 0; i < lq; i++)
+        for (h = 0; h < s->heads_q / s->heads_kv; h++) q_at(&p, 1, i, h)[0] = 0.5f;
+    run_both(&p, v);
+    compare_with_reference(&p, t);
+    problem_free(&p);
+}
+
+/* NaN in one element of Q and of K: NaN in exactly the outputs the
+   reference gives NaN (rows that see the key; a NaN key that a row does
+   not see must not reach it). */
+static void nan_in_q_k(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+{
+    const attn_spec *s = &k->spec;
+    problem p;
+    problem_init(&p, s, lq, lk, 303);
+    q_at(&p, 0, lq - 1, 0)[0] = NAN;
+    q_at(&p, 1, lq / 2, s->heads_q - 1)[s->head_dim - 1] = NAN;
+    k_at(&p, 0, lk / 2, 0)[s->head_dim - 1] = NAN;
+    k_at(&p, 1, 1, s->heads_kv - 1)[0] = NAN;
+    run_both(&p, v);
+    compare_with_reference(&p, t);
+    problem_free(&p);
+}
+
+/* Configs where every row sees every valid key: a NaN or an infinity in V
+   reaches every row (docs/semantics.md: a masked key inside a partly
+   visible tile may turn a row to NaN through a zero weight, so configs with
+   masks are left to nan_in_q_k). */
+static int sees_every_key(const attn_spec *s)
+{
+    return !s->causal && s->window_left < 0 && s->window_right < 0 && s->mask == ATTN_MASK_NONE;
+}
+
+static void nan_inf_in_v(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+{
+    const attn_spec *s = &k->spec;
+    problem p;
+    problem_init(&p, s, lq, lk, 404);
+    v_at(&p, 0, 0, 0)[s->head_dim_v - 1] = NAN;
+    v_at(&p, 1, 1, s->heads_kv - 1)[0] = INFINITY;
+    v_at(&p, 0, lk - 1, s->heads_kv - 1)[0] = -INFINITY;
+    run_both(&p, v);
+    compare_with_reference(&p, t);
+    problem_free(&p);
+}
+
+Test(extremes, inf_in_k) { for_each(NULL, inf_in_k, "+-inf in K"); }
+Test(extremes, nan_in_q_and_k) { for_each(NULL, nan_in_q_k, "NaN in Q and K"); }
+Test(extremes, nan_and_inf_in_v) { for_each(sees_every_key, nan_inf_in_v, "NaN and +-inf in V"); }
+
+/* ---- denormals ------------------------------------------------------------ */
+
+#ifdef HAVE_MXCSR
+static unsigned set_flush(int on)
+{
+    const unsigned old = _mm_getcsr();
+    _mm_setcsr(on ? (old | MXCSR_FTZ | MXCSR_DAZ) : (old & ~(MXCSR_FTZ | MXCSR_DAZ)));
+    return old;
+}
+#endif
+
+/* Q and K denormal (scores underflow to 0: a uniform softmax), V normal.
+   With flush is 1 the kernel runs with FTZ and DAZ on (it then sees
+   zeros, and must still give the uniform average); the reference always
+   runs with them off. */
+static void denormal_qk_run(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t, int flush)
+{
+    const attn_spec *s = &k->spec;
+    problem p;
+    size_t i;
+    problem_init(&p, s, lq, lk, 505);
+    for (i = 0; i < (size_t)(p.nb * lq * s->heads_q * s->head_dim); i++) p.q[i] *= 1e-39f;
+    for (i = 0; i < (size_t)(p.nb * lk * s->heads_kv * s->head_dim); i++) p.k[i] *= 1e-39f;
+    cr_assert(fpclassify(p.q[0]) == FP_SUBNORMAL || p.q[0] == 0.0f);
+#ifdef HAVE_MXCSR
+    {
+        unsigned saved = set_flush(0);
+        cr_assert_eq(attn_reference(s, &p.ra), ATTN_OK);
+        set_flush(flush);
+        cr_assert_eq(attn_check_args(s, &p.a), ATTN_OK);
+        cr_assert_eq(v->fwd(&p.a), ATTN_OK);
+        _mm_setcsr(saved);
+    }
+#else
+    (void)flush;
+    run_both(&p, v);
+#endif
+    compare_with_reference(&p, t);
+    problem_free(&p);
+}
+
+static void denormal_qk(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+{
+    denormal_qk_run(k, v, lq, lk, t, 0);
+}
+
+static void denormal_qk_flushed(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+{
+    denormal_qk_run(k, v, lq, lk, t, 1);
+}
+
+/* V denormal, Q and K normal: O is denormal and, with FTZ and DAZ off,
+   must match the reference down to the denormals' own rounding. */
+static void denormal_v(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+{
+    const attn_spec *s = &k->spec;
+    problem p;
+    size_t i;
+    problem_init(&p, s, lq, lk, 606);
+    for (i = 0; i < (size_t)(p.nb * lk * s->heads_kv * s->head_dim_v); i++) p.v[i] *= 1e-39f;
+#ifdef HAVE_MXCSR
+    {
+        unsigned saved = set_flush(0);
+        run_both(&p, v);
+        _mm_setcsr(saved);
+    }
+#else
+    run_both(&p, v);
+#endif
+    compare_denormal_o(&p, t);
+    problem_free(&p);
+}
+
+Test(extremes, denormal_q_and_k) { for_each(NULL, denormal_qk, "denormal Q and K"); }
+Test(extremes, denormal_q_and_k_with_ftz_daz) { for_each(NULL, denormal_qk_flushed, "denormal Q and K, FTZ+DAZ on"); }
+Test(extremes, denormal_v) { for_each(NULL, denormal_v, "denormal V"); }
+
+/* ---- rows with no visible key --------------------------------------------- */
+
+static int can_hide_rows(const attn_spec *s)
+{
+    return s->padding || s->mask != ATTN_MASK_NONE || s->causal;
+}
+
+/* seqlens_k[0] = 0 (padding), an all-false mask row or an all -inf bias
+   row (i = 1, every b and h), and, with causal, Lq > Lk_b (the first rows
+   are past the keys): O = 0 and LSE = -inf there, the reference elsewhere. */
+static void empty_rows(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+{
+    const attn_spec *s = &k->spec;
+    problem p;
+    int64_t b, h, j, empty = 0, r;
+    /* with causal only, the keys are fewer than the queries */
+    if (!s->padding && s->mask == ATTN_MASK_NONE) lk = lq / 2;
+    problem_init(&p, s, lq, lk, 707);
+    p.seqlens[0] = 0;
+    for (b = 0; b < p.nb; b++)
+        for (h = 0; h < s->heads_q; h++)
+            for (j = 0; j < lk; j++) {
+                const int64_t m = b * p.a.mask_stride[0] + h * p.a.mask_stride[1] + 1 * p.a.mask_stride[2] + j;
+                if (s->mask == ATTN_MASK_BOOL) p.keep[m] = 0;
+                if (s->mask == ATTN_MASK_BIAS) p.bias[m] = -INFINITY;
+            }
+    run_both(&p, v);
+    for (r = 0; r < p.nb * s->heads_q * lq; r++) empty += isinf(p.rlse[r]) && p.rlse[r] < 0;
+    cr_assert_gt(empty, 0, "%s: no empty row in the case", s->name);
+    compare_with_reference(&p, t);
+    problem_free(&p);
+}
+
+Test(extremes, rows_with_no_visible_key) { for_each(can_hide_rows, empty_rows, "rows with no visible key"); }
+
+/* ---- Lq = 1, Lk = 1, head dims 1 and 512 --------------------------------- */
+
+/* attn_verify_case (guard pages, strided layouts with NaN gaps, ragged
+   seqlens with NaN past them) on shapes with a single query or key. */
+static void verify_shapes(const attn_kernel *k, const int64_t (*lens)[2], int n, int threads)
+{
+    int i, c, ran = 0;
+    for (i = 0; i < k->n_variants; i++) {
+        const attn_variant *v = &k->variants[i];
+        if (!attn_isa_supported(v->isa)) continue;
+        for (c = 0; c < 2 * n; c++) {
+            attn_case cs;
+            attn_verify_result res;
+            char shape[160];
+            attn_status st;
+            memset(&cs, 0, sizeof cs);
+            cs.batch = 1 + c % 2;
+            cs.seq_q = lens[c / 2][0];
+            cs.seq_k = lens[c / 2][1];
+            cs.strided = c % 2;
+            cs.ragged = k->spec.padding && c % 2;
+            cs.threads = threads;
+            cs.seed = (uint64_t)(31 * c + 7);
+            st = attn_verify_case(k, v, &cs, &res);
+            attn_verify_case_string(&cs, shape, sizeof shape);
+            cr_assert_eq(st, ATTN_OK, "%s/%s %s: %s (%s)", k->spec.name, attn_isa_name(v->isa), shape,
+                         attn_status_string(st), res.first_failure);
+            cr_expect_eq(res.failures, 0, "%s/%s %s: %d elements off; first: %s", k->spec.name,
+                         attn_isa_name(v->isa), shape, res.failures, res.first_failure);
+            ran++;
+        }
+    }
+    cr_assert_gt(ran, 0, "%s: no runnable variant", k->spec.name);
+}
+
+Test(extremes, one_query_or_one_key)
+{
+    static const int64_t lens[][2] = { { 1, 1 }, { 1, 2 }, { 2, 1 }, { 1, 37 }, { 37, 1 }, { 1, 300 }, { 300, 1 } };
+    int n;
+    for (n = 0; n < N_KERNELS; n++) verify_shapes(kernels[n], lens, 7, 1 + n % 2);
+}
+
+static void head_dim_edges(const attn_kernel *k, int expect_dim)
+{
+    static const int64_t lens[][2] = { { 1, 1 }, { 1, 300 }, { 64, 129 }, { 129, 64 }, { 17, 17 } };
+    cr_assert(k->spec.head_dim == expect_dim || k->spec.head_dim_v == expect_dim, "%s: head dims %d and %d",
+              k->spec.name, k->spec.head_dim, k->spec.head_dim_v);
+    verify_shapes(k, lens, 5, 1);
+    verify_shapes(k, lens, 5, 2);
+}
+
+Test(extremes, head_dim_1) { head_dim_edges(&attn_t_d1_kernel, 1); }
+Test(extremes, head_dim_512) { head_dim_edges(&attn_t_d512_kernel, 512); }
+Test(extremes, head_dim_v_512) { head_dim_edges(&attn_t_dv512_kernel, 512); }
