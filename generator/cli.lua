@@ -11,7 +11,12 @@ M.EXIT_FAIL = 1    -- the work ran and found a problem (a check failed)
 M.EXIT_USAGE = 2   -- bad input: config, files, arguments
 M.EXIT_INTERNAL = 70
 
-M.commands = { "generate", "run", "check", "bench", "presets" }
+M.commands = { "generate", "run", "check", "bench", "tune", "vendor", "import-hf", "presets" }
+
+--- The module of a command: generator/commands/<name with - as _>.lua.
+function M.module(name)
+  return require("commands." .. name:gsub("-", "_"))
+end
 
 function M.parser()
   local parser = argparse("attngen", "Ahead-of-time generator of CPU attention kernels in C.")
@@ -23,7 +28,7 @@ function M.parser()
     os.exit(0)
   end)
   for _, name in ipairs(M.commands) do
-    require("commands." .. name).add_to_parser(parser)
+    M.module(name).add_to_parser(parser)
   end
   return parser
 end
@@ -38,7 +43,7 @@ function M.main(argv)
     io.stderr:write("attngen: ", msg, " (see 'attngen --help')\n")
     return M.EXIT_USAGE
   end
-  local cmd = require("commands." .. args.command)
+  local cmd = M.module(args.command)
   local code, err = cmd.run(args)
   if code == nil then
     io.stderr:write("attngen: ", tostring(err), "\n")

@@ -72,6 +72,14 @@ local function pv_blocking(isa, dv)
   end
   best.chunks = chunks
   best.nv = nv
+  -- many chunks (plain C, one float per "vector"): the leading full chunks,
+  -- all but the last, run as a C loop instead of unrolled code (compile time)
+  best.looped_chunks = 0
+  if #chunks > 4 then
+    local full = 0
+    while full < #chunks - 1 and chunks[full + 1].count == best.nvc do full = full + 1 end
+    best.looped_chunks = full
+  end
   return best
 end
 
@@ -83,7 +91,9 @@ local function plan_variant(cfg, plan, isa)
   v.qk = { mr = qk.mr, nr = qk.nr, nc = qk.nr * isa.lanes, unroll = M.QK_UNROLL }
   v.pv = pv
   v.dv_tail = cfg.head_dim_v % isa.lanes -- lanes used by the last vector, 0 = full
-  v.kv_vectors = math.floor(plan.tile.kv / isa.lanes) -- exact (tile.kv is a multiple of 16)
+  -- K^T panels are packed lanes x lanes blocks at a time through registers
+  -- where the ISA spells a transpose and D holds at least one block
+  v.transpose_pack = isa.transpose ~= nil and cfg.head_dim >= isa.lanes
   -- the two row counts each micro-kernel is generated for: a full block, and 1 for the rest
   v.qk_rows = qk.mr > 1 and { qk.mr, 1 } or { 1 }
   v.pv_rows = pv.mr > 1 and { pv.mr, 1 } or { 1 }
@@ -93,8 +103,15 @@ local function plan_variant(cfg, plan, isa)
   v.dqk_rows = qk.mr > 1 and { qk.mr, 1 } or { 1 }
   -- fewer rows than a panel: dot products of packed rows (stride: D in whole vectors)
   v.dq_stride = math.ceil(cfg.head_dim / isa.lanes) * isa.lanes
+  -- decode P*V: a kernel for every row count up to MR on vector ISAs (a kv
+  -- head's rows are often fewer than MR: Llama-3's 4 at Lq = 1); plain C
+  -- (one float per "vector", Dv unrolled) keeps MR and 1, for compile time
   v.dpv_rows = {}
-  for mr = pv.mr, 1, -1 do v.dpv_rows[#v.dpv_rows + 1] = mr end
+  if isa.lanes > 1 then
+    for mr = pv.mr, 1, -1 do v.dpv_rows[#v.dpv_rows + 1] = mr end
+  else
+    v.dpv_rows = pv.mr > 1 and { pv.mr, 1 } or { 1 }
+  end
   v.fn = naming.variant(cfg.name, isa.name)
   v.qk_fn = function(mr) return naming.qk(cfg.name, mr, v.qk.nc, isa.name) end
   v.pv_fn = function(mr) return naming.pv(cfg.name, mr, cfg.head_dim_v, isa.name) end
@@ -106,7 +123,9 @@ local function plan_variant(cfg, plan, isa)
 end
 
 --- Turns a normalized config into the plan.  `opts.tile` overrides the
--- tile choice (the tuner uses it); `opts.tile_reason` says why.
+-- tile choice (the tuner uses it); `opts.tile_reason` says why.  Likewise
+-- `opts.decode_block` and `opts.decode_chunk` override the decode path's
+-- constants, and `opts.decode_reason` says why.
 function M.plan(cfg, opts)
   opts = opts or {}
   local p = {
@@ -158,8 +177,9 @@ function M.plan(cfg, opts)
 
   -- decode path: taken when Lq <= max_q; keys split in fixed chunks (the
   -- split count depends on Lk only, never on the thread count)
-  p.decode = { max_q = cfg.decode_max_q, chunk = M.DECODE_CHUNK, block = M.DECODE_BLOCK,
-    prefetch = M.DECODE_PREFETCH }
+  p.decode = { max_q = cfg.decode_max_q, chunk = opts.decode_chunk or M.DECODE_CHUNK,
+    block = opts.decode_block or M.DECODE_BLOCK, prefetch = M.DECODE_PREFETCH,
+    reason = (opts.decode_block or opts.decode_chunk) and (opts.decode_reason or "given") or nil }
 
   p.variants = {}
   for _, name in ipairs(cfg.isa) do

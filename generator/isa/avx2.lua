@@ -50,8 +50,14 @@ function M.reduce_add(v) return ("attn_hadd_avx2(%s)"):format(v) end
 function M.reduce_max(v) return ("attn_hmax_avx2(%s)"):format(v) end
 -- out[0..3] = the sums of a, b, c, d (a statement)
 function M.hsum4(a, b, c, d, out) return ("attn_hsum4_avx2(%s, %s, %s, %s, %s)"):format(a, b, c, d, out) end
-function M.helpers(attr)
-  return (([[
+-- transpose(src, ss, dst, ds): a statement; the 8 x 8 block of src (rows ss
+-- floats apart) goes to dst transposed (rows ds apart).
+function M.transpose(src, ss, dst, ds)
+  return ("attn_transpose8_avx2(%s, %s, %s, %s)"):format(src, ss, dst, ds)
+end
+
+function M.helpers(attr, opts)
+  local text = (([[
 ATTR static inline float attn_hadd_avx2(__m256 v)
 {
     __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -74,6 +80,36 @@ ATTR static inline float attn_hmax_avx2(__m256 v)
     return _mm_cvtss_f32(x);
 }
 ]]):gsub("ATTR ", attr))
+  if opts and opts.transpose then
+    text = text .. (([[
+
+/* dst[d][c] = src[c][d] for an 8 x 8 block (src rows ss apart, dst rows ds apart):
+ * 32-bit and 64-bit interleaves, then the 128-bit halves. */
+ATTR static inline void attn_transpose8_avx2(const float *src, int64_t ss, float *dst, int64_t ds)
+{
+    const __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ss);
+    const __m256 r2 = _mm256_loadu_ps(src + 2 * ss), r3 = _mm256_loadu_ps(src + 3 * ss);
+    const __m256 r4 = _mm256_loadu_ps(src + 4 * ss), r5 = _mm256_loadu_ps(src + 5 * ss);
+    const __m256 r6 = _mm256_loadu_ps(src + 6 * ss), r7 = _mm256_loadu_ps(src + 7 * ss);
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+                 t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+                 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+                 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
+                 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
+                 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(dst + ds, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(dst + 2 * ds, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(dst + 3 * ds, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(dst + 4 * ds, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(dst + 5 * ds, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(dst + 6 * ds, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(dst + 7 * ds, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+]]):gsub("ATTR ", attr))
+  end
+  return text
 end
 
 return M

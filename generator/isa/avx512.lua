@@ -10,7 +10,6 @@ local M = {
   qk_block = { mr = 8, nr = 2 },
   pv_block = { mr = 6, nvc = 4 },
   vec = "__m512",
-  mask_type = "__mmask16",
   arch_guard = "defined(__x86_64__) || defined(_M_X64)",
   include = "immintrin.h",
   target = 'avx512f',
@@ -58,8 +57,53 @@ function M.reduce_add(v) return ("_mm512_reduce_add_ps(%s)"):format(v) end
 function M.reduce_max(v) return ("_mm512_reduce_max_ps(%s)"):format(v) end
 -- out[0..3] = the sums of a, b, c, d (a statement)
 function M.hsum4(a, b, c, d, out) return ("attn_hsum4_avx512(%s, %s, %s, %s, %s)"):format(a, b, c, d, out) end
-function M.helpers(attr)
-  return (([[
+-- transpose(src, ss, dst, ds): a statement; the 16 x 16 block of src (rows ss
+-- floats apart) goes to dst transposed (rows ds apart).
+function M.transpose(src, ss, dst, ds)
+  return ("attn_transpose16_avx512(%s, %s, %s, %s)"):format(src, ss, dst, ds)
+end
+
+--- C text of the 16 x 16 transpose, fully unrolled: 32-bit, 64-bit and two
+-- 128-bit-lane interleaves (64 shuffles for 256 floats).
+local function transpose16()
+  local L = {}
+  local function add(fmt, ...) L[#L + 1] = "    " .. fmt:format(...) end
+  local function names(prefix)
+    local t = {}
+    for i = 0, 15 do t[#t + 1] = prefix .. i end
+    return table.concat(t, ", ")
+  end
+  add("__m512 %s;", names("r"))
+  add("__m512 %s;", names("t"))
+  for i = 0, 15 do add("r%d = _mm512_loadu_ps(src + %d * ss);", i, i) end
+  for i = 0, 15, 2 do
+    add("t%d = _mm512_unpacklo_ps(r%d, r%d);", i, i, i + 1)
+    add("t%d = _mm512_unpackhi_ps(r%d, r%d);", i + 1, i, i + 1)
+  end
+  local function pd(op, a, b)
+    return ("_mm512_castpd_ps(_mm512_%s_pd(_mm512_castps_pd(t%d), _mm512_castps_pd(t%d)))"):format(op, a, b)
+  end
+  for i = 0, 15, 4 do
+    add("r%d = %s;", i, pd("unpacklo", i, i + 2))
+    add("r%d = %s;", i + 1, pd("unpackhi", i, i + 2))
+    add("r%d = %s;", i + 2, pd("unpacklo", i + 1, i + 3))
+    add("r%d = %s;", i + 3, pd("unpackhi", i + 1, i + 3))
+  end
+  for i = 0, 3 do
+    add("t%d = _mm512_shuffle_f32x4(r%d, r%d, 0x88);", i, i, i + 4)
+    add("t%d = _mm512_shuffle_f32x4(r%d, r%d, 0xDD);", i + 4, i, i + 4)
+    add("t%d = _mm512_shuffle_f32x4(r%d, r%d, 0x88);", i + 8, i + 8, i + 12)
+    add("t%d = _mm512_shuffle_f32x4(r%d, r%d, 0xDD);", i + 12, i + 8, i + 12)
+  end
+  for i = 0, 7 do
+    add("_mm512_storeu_ps(dst + %d * ds, _mm512_shuffle_f32x4(t%d, t%d, 0x88));", i, i, i + 8)
+    add("_mm512_storeu_ps(dst + %d * ds, _mm512_shuffle_f32x4(t%d, t%d, 0xDD));", i + 8, i, i + 8)
+  end
+  return table.concat(L, "\n")
+end
+
+function M.helpers(attr, opts)
+  local text = (([[
 /* out[0..3] = the lane sums of x0..x3: pairwise adds within 128-bit lanes,
  * then across them. */
 ATTR static inline void attn_hsum4_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
@@ -72,6 +116,17 @@ ATTR static inline void attn_hsum4_avx512(__m512 x0, __m512 x1, __m512 x2, __m51
     _mm_storeu_ps(out, _mm512_castps512_ps128(s));
 }
 ]]):gsub("ATTR ", attr))
+  if opts and opts.transpose then
+    text = text .. (([[
+
+/* dst[d][c] = src[c][d] for a 16 x 16 block (src rows ss apart, dst rows ds apart). */
+ATTR static inline void attn_transpose16_avx512(const float *src, int64_t ss, float *dst, int64_t ds)
+{
+TRANSPOSE
+}
+]]):gsub("ATTR ", attr):gsub("TRANSPOSE", function() return transpose16() end))
+  end
+  return text
 end
 
 return M

@@ -16,7 +16,9 @@
 --   select_lt(a, b, x, y) = (a < b) ? x : y, round pow2i iota
 --   reduce_add reduce_max, hsum4(a, b, c, d, out) (a statement: out[0..3] =
 --   the sums of four vectors)
--- optionally helpers(attr) (C text of static helpers), exp2(v) and tanh(v)
+-- optionally helpers(attr) (C text of static helpers), transpose(src, ss,
+-- dst, ds) (a statement: a lanes x lanes block transposed through registers;
+-- without it K is packed by plain loops), exp2(v) and tanh(v)
 -- when the ISA spells them itself (scalar uses libm); otherwise the
 -- template builds them from round/pow2i/select_lt.
 local M = {}
