@@ -5,7 +5,9 @@
 -- vouch for), prints one table per target with the ratio and whether it
 -- holds, writes the raw results to bench/results.json and a plot of GFLOP/s
 -- against sequence length per implementation, with the measured FMA peak
--- as a line, to bench/prefill.svg.
+-- as a line, to bench/prefill.svg.  Decode shapes report K/V bytes read per
+-- second against the read bandwidth the bench measures, and a sweep over
+-- the query rows shows where the decode path stops paying.
 --
 -- Usage: bin/attngen-lua bench/suite.lua [--quick] [--out DIR]
 local root = os.getenv("ATTNGEN_ROOT") or "."
@@ -148,7 +150,54 @@ do
   target("generate + compile one preset (seconds)", ns * 1e-9, "< 3", ns * 1e-9 < 3)
 end
 
--- 8. the sweep for the plot: GFLOP/s against L per implementation
+-- 8. decode: few query rows against a long KV cache, K/V bytes read per
+-- second against the read bandwidth the bench measures in the same run
+local LK = quick and { 4096, 8192 } or { 4096, 32768 }
+local decode_rows = {}
+local function decode(preset, lk, threads, sets)
+  progress(("decode %s Lk=%d, %d thread%s"):format(preset, lk, threads, threads == 1 and "" or "s"))
+  local r = bench(preset, sets or {}, { ["seq-q"] = 1, ["seq-k"] = lk, threads = threads, isa = "avx512",
+    ["no-reference"] = true })
+  record(("decode %s Lk=%d threads=%d"):format(preset, lk, threads), r)
+  local k, b = result(r, "avx512"), result(r, "openblas")
+  decode_rows[#decode_rows + 1] = { preset = preset, lk = lk, threads = threads, ms = k.seconds * 1e3,
+    gbs = k.kv_gbs, bw = r.read_gbs, blas_ms = b and b.seconds * 1e3 }
+  return r, k
+end
+for _, lk in ipairs(LK) do
+  local r, k = decode("llama3_8b", lk, 1)
+  local goal = lk >= 32768 and 0.80 or 0.70
+  target(("decode Llama-3-8B Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):format(lk), k.kv_gbs / r.read_gbs,
+    (">= %.2f"):format(goal), k.kv_gbs / r.read_gbs >= goal)
+end
+do
+  local lk = LK[#LK]
+  local one = result(runs[#runs].data, "avx512")
+  local _, k2 = decode("llama3_8b", lk, 2)
+  target(("decode Llama-3-8B Lk=%d: 2 threads vs 1"):format(lk), one.seconds / k2.seconds, ">= 1.6",
+    one.seconds / k2.seconds >= 1.6)
+end
+for _, lk in ipairs(LK) do
+  decode("mistral_7b", lk, 1)
+  decode("falcon_7b", lk, 1)
+end
+
+-- 9. where the decode path stops paying: Lq rows against a 4096-key cache,
+-- decode path forced on (decode_max_q = 64) and off (0)
+local crossover = {}
+for _, lq in ipairs(quick and { 1, 16, 64 } or { 1, 4, 8, 16, 32, 64 }) do
+  progress(("decode threshold Lq=%d"):format(lq))
+  local t = {}
+  for _, mq in ipairs({ 64, 0 }) do
+    local r = bench("llama3_8b", { "decode_max_q=" .. mq }, { ["seq-q"] = lq, ["seq-k"] = 4096, threads = 1,
+      isa = "avx512", ["no-reference"] = true, ["no-blas"] = true })
+    record(("threshold Lq=%d decode_max_q=%d"):format(lq, mq), r)
+    t[mq] = result(r, "avx512").seconds
+  end
+  crossover[#crossover + 1] = { lq = lq, decode_ms = t[64] * 1e3, prefill_ms = t[0] * 1e3 }
+end
+
+-- 10. the sweep for the plot: GFLOP/s against L per implementation
 local series, peak = {}, 0
 local lengths = quick and { 256, 512, 1024 } or { 256, 512, 1024, 2048, 4096 }
 for _, l in ipairs(lengths) do
@@ -172,8 +221,23 @@ for _, r in ipairs(rows) do
   print(("%-62s %10s %10s  %s"):format(r.what, r.value, r.goal, r.ok and "yes" or "NO"))
   all = all and r.ok
 end
+print()
+print("decode, Lq = 1, AVX-512 (K/V: bytes every implementation must read; read BW: measured in the same run)")
+print(("%-12s %7s %7s %10s %10s %10s %8s %12s"):format("model", "Lk", "threads", "time (ms)", "K/V GB/s",
+  "read BW", "of BW", "OpenBLAS ms"))
+for _, d in ipairs(decode_rows) do
+  print(("%-12s %7d %7d %10.3f %10.2f %10.2f %7.0f%% %12s"):format(d.preset, d.lk, d.threads, d.ms, d.gbs, d.bw,
+    100 * d.gbs / d.bw, d.blas_ms and ("%.2f"):format(d.blas_ms) or "-"))
+end
+print()
+print("decode path against the prefill kernel, Llama-3-8B, Lk = 4096, 1 thread (decode_max_q picks)")
+print(("%6s %14s %14s"):format("Lq", "decode (ms)", "prefill (ms)"))
+for _, c in ipairs(crossover) do
+  print(("%6d %14.3f %14.3f"):format(c.lq, c.decode_ms, c.prefill_ms))
+end
 util.makepath(out)
-util.write_atomic(out .. "/results.json", json.encode({ quick = quick, runs = runs, targets = rows },
+util.write_atomic(out .. "/results.json", json.encode({ quick = quick, runs = runs, targets = rows,
+  decode = decode_rows, decode_threshold = crossover },
   { indent = true }) .. "\n")
 local names = {}
 for n in pairs(series) do names[#names + 1] = n end

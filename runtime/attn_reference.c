@@ -103,6 +103,29 @@ int64_t attn_reference_visible_count(const attn_spec *spec, const attn_args *arg
     return n;
 }
 
+int64_t attn_reference_keys_read(const attn_spec *spec, const attn_args *args)
+{
+    const int group = spec->heads_q / spec->heads_kv;
+    int64_t b, i, j, n = 0;
+    int hk, g;
+
+    if (attn_check_args(spec, args) != ATTN_OK)
+        return -1;
+    for (b = 0; b < args->batch; b++) {
+        const int64_t lk_b = spec->padding ? args->seqlens_k[b] : args->seq_k;
+        for (hk = 0; hk < spec->heads_kv; hk++)
+            for (j = 0; j < lk_b; j++) {
+                int seen = 0;
+                /* the last rows see the most keys: look at them first */
+                for (g = 0; g < group && !seen; g++)
+                    for (i = args->seq_q - 1; i >= 0 && !seen; i--)
+                        seen = key_visible(spec, args, b, hk * group + g, i, j, lk_b, i + lk_b - args->seq_q);
+                n += seen;
+            }
+    }
+    return n;
+}
+
 attn_status attn_reference(const attn_spec *spec, const attn_args *args)
 {
     attn_status st = attn_check_args(spec, args);

@@ -27,6 +27,13 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args);
  */
 int64_t attn_reference_visible_count(const attn_spec *spec, const attn_args *args);
 
+/*
+ * The number of (b, kv head, j) key rows that some query row of the kv
+ * head's group sees: the K and V rows a forward pass must read at least
+ * once (bytes = count * (D + Dv) * sizeof(float)).  -1 when the args are bad.
+ */
+int64_t attn_reference_keys_read(const attn_spec *spec, const attn_args *args);
+
 /* The ALiBi paper's slope of head h (0-based) out of n heads. NaN when
    h is outside 0..n-1. */
 double attn_reference_alibi_slope(int h, int n);

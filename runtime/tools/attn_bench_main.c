@@ -9,7 +9,9 @@
  *   - an unfused baseline, sgemm + softmax + sgemm, when built with OpenBLAS
  *     (ATTN_HAVE_OPENBLAS), reporting the OpenBLAS core it ran,
  * and measures the machine's FMA peak per ISA on the spot (independent FMA
- * chains in registers, on the same number of threads).  GFLOP/s count the
+ * chains in registers, on the same number of threads).  With few query rows
+ * (decode) it also reports the K/V bytes read per second against the read
+ * bandwidth it measures (a 1 GiB streaming sum).  GFLOP/s count the
  * visible scores only: FLOPs = 2 * visible * (D + Dv) (DESIGN.md section 7).
  * A time is the best of repeated runs after a warm-up.
  * Exit codes: 0, 1 when a kernel fails, 2 on usage errors.
@@ -53,6 +55,10 @@ static const char usage[] =
 /* The reference is skipped above this many visible-score multiply-adds (it
    runs at about 1-2 GFLOP/s). */
 #define REFERENCE_LIMIT 4e9
+
+/* Up to this many query rows the bench reports K/V bytes read per second
+   against the measured read bandwidth. */
+#define DECODE_ROWS 64
 
 static double now(void)
 {
@@ -194,6 +200,75 @@ static double fma_peak(attn_isa isa, int threads)
     return best;
 }
 
+/* ---- read bandwidth ------------------------------------------------------ */
+
+/* Sums of a buffer far larger than the caches, four independent chains; the
+   result feeds a volatile sink. */
+static volatile float read_sink;
+
+#if defined(__x86_64__) || defined(_M_X64)
+__attribute__((target("avx512f"))) static float read_sum_avx512(const float *p, size_t n)
+{
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    size_t i;
+    for (i = 0; i + 64 <= n; i += 64) {
+        a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
+        a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
+        a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
+        a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+    }
+    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
+}
+#endif
+
+static float read_sum(const float *p, size_t n)
+{
+    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
+    size_t i;
+#if defined(__x86_64__) || defined(_M_X64)
+    if (attn_isa_supported(ATTN_ISA_AVX512)) return read_sum_avx512(p, n);
+#endif
+    for (i = 0; i + 4 <= n; i += 4) { /* the compiler vectorizes this at -O2 and above */
+        a0 += p[i];
+        a1 += p[i + 1];
+        a2 += p[i + 2];
+        a3 += p[i + 3];
+    }
+    return (a0 + a1) + (a2 + a3);
+}
+
+/* Streaming read bandwidth on `threads` threads, GB/s: the best of five
+   passes over 1 GiB (each thread reads its own contiguous share, as the
+   decode kernels read their KV splits).  0 when the buffer cannot be had. */
+static double read_bandwidth(int threads)
+{
+    const size_t n = (size_t)1 << 28; /* floats: 1 GiB */
+    float *buf = random_floats(n, 7);
+    double best = 0.0;
+    int rep;
+    if (!buf) return 0.0;
+    for (rep = 0; rep < 5; rep++) {
+        const double t0 = now();
+        double dt;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(threads)
+        {
+            const size_t share = n / (size_t)omp_get_num_threads() / 64 * 64;
+            const size_t t = (size_t)omp_get_thread_num();
+            const float x = read_sum(buf + t * share, share);
+#pragma omp critical
+            read_sink += x;
+        }
+#else
+        read_sink += read_sum(buf, n);
+#endif
+        dt = now() - t0;
+        if (n * sizeof(float) / dt * 1e-9 > best) best = n * sizeof(float) / dt * 1e-9;
+    }
+    free(buf);
+    return best;
+}
+
 /* ---- the unfused baseline: sgemm, softmax, sgemm ------------------------- */
 
 #ifdef ATTN_HAVE_OPENBLAS
@@ -287,46 +362,63 @@ __attribute__((target("avx512f"))) static void softmax_row_avx512(float *r, int6
 #define softmax_row_avx512 softmax_row
 #endif
 
+/* One sgemm for the scores of a whole GQA group (its G heads' query rows
+   stacked: each K row is read once per group, as a grouped implementation
+   would), the masked row softmax, one sgemm for O. */
 static attn_status blas_attention(const attn_spec *s, const attn_args *a)
 {
     const int softmax_avx512 = attn_isa_supported(ATTN_ISA_AVX512);
-    const int64_t Lq = a->seq_q, Lk = a->seq_k;
-    float *S = (float *)malloc(sizeof(float) * (size_t)(Lq * Lk) + 1);
-    int64_t b;
-    int h;
-    if (!S) return ATTN_ERR_NOMEM;
+    const int G = s->heads_q / s->heads_kv, D = s->head_dim, Dv = s->head_dim_v;
+    const int64_t Lq = a->seq_q, Lk = a->seq_k, R = G * Lq; /* row g * Lq + i */
+    float *S = (float *)malloc(sizeof(float) * (size_t)(R * Lk) + 1);
+    float *Q = (float *)malloc(sizeof(float) * (size_t)(R * D) + 1);
+    float *O = (float *)malloc(sizeof(float) * (size_t)(R * Dv) + 1);
+    int64_t b, i, r;
+    int hk, g;
+    if (!S || !Q || !O) {
+        free(S);
+        free(Q);
+        free(O);
+        return ATTN_ERR_NOMEM;
+    }
     for (b = 0; b < a->batch; b++) {
         const int64_t lk = s->padding ? a->seqlens_k[b] : Lk;
-        for (h = 0; h < s->heads_q; h++) {
-            const int hk = h / (s->heads_q / s->heads_kv);
-            const float *q = a->q + b * a->q_stride[0] + h * a->q_stride[2];
+        for (hk = 0; hk < s->heads_kv; hk++) {
             const float *k = a->k + b * a->k_stride[0] + hk * a->k_stride[2];
             const float *v = a->v + b * a->v_stride[0] + hk * a->v_stride[2];
-            float *o = a->o + b * a->o_stride[0] + h * a->o_stride[2];
-            int64_t i;
+            for (g = 0; g < G; g++)
+                for (i = 0; i < Lq; i++)
+                    memcpy(Q + (g * Lq + i) * D, a->q + b * a->q_stride[0] + i * a->q_stride[1] + (hk * G + g) * a->q_stride[2],
+                           sizeof(float) * (size_t)D);
             /* S = scale * Q K^T */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)Lq, (int)lk, s->head_dim, s->scale,
-                        q, (int)a->q_stride[1], k, (int)a->k_stride[1], 0.0f, S, (int)Lk);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)R, (int)lk, D, s->scale, Q, D, k,
+                        (int)a->k_stride[1], 0.0f, S, (int)Lk);
             /* masked row softmax */
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(a->threads > 0 ? a->threads : omp_get_max_threads())
 #endif
-            for (i = 0; i < Lq; i++) {
-                const int64_t p = i + lk - Lq;
+            for (r = 0; r < R; r++) {
+                const int64_t p = r % Lq + lk - Lq;
                 int64_t lo = 0, hi = lk;
                 if (s->causal && hi > p + 1) hi = p + 1;
                 if (s->window_right >= 0 && hi > p + s->window_right + 1) hi = p + s->window_right + 1;
                 if (s->window_left >= 0 && lo < p - s->window_left) lo = p - s->window_left;
                 if (hi < lo) hi = lo;
-                if (softmax_avx512) softmax_row_avx512(S + i * Lk, lk, lo, hi);
-                else softmax_row(S + i * Lk, lk, lo, hi);
+                if (softmax_avx512) softmax_row_avx512(S + r * Lk, lk, lo, hi);
+                else softmax_row(S + r * Lk, lk, lo, hi);
             }
             /* O = P V */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)Lq, s->head_dim_v, (int)lk, 1.0f, S,
-                        (int)Lk, v, (int)a->v_stride[1], 0.0f, o, (int)a->o_stride[1]);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)R, Dv, (int)lk, 1.0f, S, (int)Lk, v,
+                        (int)a->v_stride[1], 0.0f, O, Dv);
+            for (g = 0; g < G; g++)
+                for (i = 0; i < Lq; i++)
+                    memcpy(a->o + b * a->o_stride[0] + i * a->o_stride[1] + (hk * G + g) * a->o_stride[2],
+                           O + (g * Lq + i) * Dv, sizeof(float) * (size_t)Dv);
         }
     }
     free(S);
+    free(Q);
+    free(O);
     return ATTN_OK;
 }
 #endif
@@ -390,7 +482,7 @@ int main(int argc, char **argv)
     int32_t *seqlens = NULL;
     void *mask = NULL;
     int64_t visible;
-    double flops;
+    double flops, kv_bytes = 0.0, read_bw = 0.0;
     const char *blas_core = NULL;
 
 #ifdef ATTN_HAVE_OPENBLAS
@@ -486,6 +578,12 @@ int main(int argc, char **argv)
 
     visible = visible_scores(spec, &args);
     flops = 2.0 * (double)visible * (spec->head_dim + spec->head_dim_v);
+    /* Few query rows: the work is reading K and V.  Count the bytes every
+       implementation must read and measure what the machine can read. */
+    if (seq_q <= DECODE_ROWS) {
+        kv_bytes = (double)attn_reference_keys_read(spec, &args) * (spec->head_dim + spec->head_dim_v) * sizeof(float);
+        read_bw = read_bandwidth((int)threads);
+    }
 
     for (i = 0; i < kern->n_variants; i++) {
         const attn_variant *var = &kern->variants[i];
@@ -508,7 +606,7 @@ int main(int argc, char **argv)
     }
 #ifdef ATTN_HAVE_OPENBLAS
     if (!no_blas && baseline_supports(spec) &&
-        (double)seq_q * (double)seq_k * 4.0 < 2e9 /* the score matrix of one head */) {
+        (double)seq_q * (spec->heads_q / spec->heads_kv) * (double)seq_k * 4.0 < 2e9 /* one group's scores */) {
         openblas_set_num_threads((int)threads);
         blas_core = openblas_get_corename();
         snprintf(rows[n].name, sizeof rows[n].name, "openblas");
@@ -532,29 +630,37 @@ int main(int argc, char **argv)
     if (json) {
         printf("{\"config\": \"%s\", \"batch\": %ld, \"seq_q\": %ld, \"seq_k\": %ld, \"threads\": %ld, "
                "\"heads_q\": %d, \"heads_kv\": %d, \"head_dim\": %d, \"head_dim_v\": %d, "
-               "\"visible_scores\": %lld, \"flops\": %.0f, \"blas_core\": %s%s%s, \"results\": [",
+               "\"visible_scores\": %lld, \"flops\": %.0f, \"kv_bytes\": %.0f, \"read_gbs\": %.4g, "
+               "\"blas_core\": %s%s%s, \"results\": [",
                spec->name, batch, seq_q, seq_k, threads, spec->heads_q, spec->heads_kv, spec->head_dim,
-               spec->head_dim_v, (long long)visible, flops, blas_core ? "\"" : "", blas_core ? blas_core : "null",
-               blas_core ? "\"" : "");
+               spec->head_dim_v, (long long)visible, flops, kv_bytes, read_bw, blas_core ? "\"" : "",
+               blas_core ? blas_core : "null", blas_core ? "\"" : "");
         for (i = 0; i < n; i++)
             printf("%s{\"impl\": \"%s\", \"seconds\": %.6g, \"gflops\": %.5g, \"peak_gflops\": %.5g, "
-                   "\"runs\": %d}",
+                   "\"kv_gbs\": %.5g, \"runs\": %d}",
                    i ? ", " : "", rows[i].name, rows[i].seconds, flops / rows[i].seconds * 1e-9, rows[i].peak,
-                   rows[i].runs);
+                   kv_bytes / rows[i].seconds * 1e-9, rows[i].runs);
         printf("]}\n");
     } else {
         printf("%s: B=%ld Lq=%ld Lk=%ld Hq=%d Hkv=%d D=%d Dv=%d threads=%ld, %.4g visible scores\n", spec->name,
                batch, seq_q, seq_k, spec->heads_q, spec->heads_kv, spec->head_dim, spec->head_dim_v, threads,
                (double)visible);
-        printf("  %-10s %12s %10s %16s\n", "impl", "time (ms)", "GFLOP/s", "of FMA peak");
+        printf("  %-10s %12s %10s %16s", "impl", "time (ms)", "GFLOP/s", "of FMA peak");
+        if (read_bw > 0) printf(" %10s %16s", "K/V GB/s", "of read BW");
+        printf("\n");
         for (i = 0; i < n; i++) {
-            const double gf = flops / rows[i].seconds * 1e-9;
+            const double gf = flops / rows[i].seconds * 1e-9, kv = kv_bytes / rows[i].seconds * 1e-9;
             printf("  %-10s %12.3f %10.2f ", rows[i].name, rows[i].seconds * 1e3, gf);
             if (rows[i].peak > 0)
-                printf("%6.1f%% of %4.0f\n", 100.0 * gf / rows[i].peak, rows[i].peak);
+                printf("%6.1f%% of %4.0f", 100.0 * gf / rows[i].peak, rows[i].peak);
             else
-                printf("%16s\n", "-");
+                printf("%16s", "-");
+            if (read_bw > 0) printf(" %10.2f %6.1f%% of %4.1f", kv, 100.0 * kv / read_bw, read_bw);
+            printf("\n");
         }
+        if (read_bw > 0)
+            printf("  (K/V: %.1f MB read at least once; read bandwidth measured on %ld thread%s)\n", kv_bytes * 1e-6,
+                   threads, threads == 1 ? "" : "s");
         if (blas_core) printf("  (openblas core: %s)\n", blas_core);
     }
     free(q);
