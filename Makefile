@@ -1,7 +1,10 @@
 # attngen: generate, verify and benchmark CPU attention kernels.
 #   make demo       generate the default preset, verify it, time it against the reference
-#   make test       every check (lint, Lua specs, generated/ freshness, strict compiles, kernels)
-#   make generate   regenerate generated/ from configs/
+#   make test       every check (lint, Lua specs, generated/ freshness, strict compiles, vendoring,
+#                   kernels, AArch64 under qemu, concurrency, sanitizers, valgrind, a short fuzz run)
+#   make generate   regenerate generated/ from configs/ (never reads a tuning file)
+#   make bench      the benchmark suite (prefill and decode targets, bench/results.json, bench/prefill.svg)
+#   make sanitize / valgrind-run / fuzz / fuzz-long / vendor-test   parts of make test, or longer runs
 # Both demo and test install missing Debian packages first (scripts/bootstrap.sh).
 
 ATTNGEN  := bin/attngen
@@ -13,7 +16,7 @@ JOBS     ?= 2
 PRESETS      := $(sort $(basename $(notdir $(wildcard configs/*.lua))))
 TEST_CONFIGS := $(sort $(basename $(notdir $(wildcard configs/test/*.lua))))
 
-.PHONY: all bootstrap generate demo test lint check-generated clean neon-check bench bench-quick
+.PHONY: all bootstrap generate demo test lint check-generated clean neon-check bench bench-quick vendor-test
 .SECONDARY:
 
 all: demo
@@ -22,7 +25,7 @@ bootstrap:
 	@scripts/bootstrap.sh
 
 generate: bootstrap
-	$(ATTNGEN) generate -q configs/*.lua -o generated
+	ATTNGEN_TUNE_DB=none $(ATTNGEN) generate -q configs/*.lua -o generated
 
 demo: bootstrap
 	$(ATTNGEN) generate $(PRESET) -o $(BUILD)/demo
@@ -44,7 +47,7 @@ RUNTIME_SRC := runtime/attn_runtime.c runtime/attn_reference.c runtime/attn_npy.
 
 $(TEST_GEN)/%.c $(TEST_GEN)/%.h: configs/test/%.lua $(wildcard generator/*.lua generator/*/*.lua templates/*)
 	@mkdir -p $(TEST_GEN)
-	$(ATTNGEN) generate -q $< -o $(TEST_GEN)
+	ATTNGEN_TUNE_DB=none $(ATTNGEN) generate -q $< -o $(TEST_GEN)
 
 $(KOBJ)/preset_%.o: generated/%.c generated/%.h runtime/attn_runtime.h
 	@mkdir -p $(KOBJ)
@@ -72,12 +75,16 @@ $(BUILD)/vmath.c: tests/gen_vmath.lua templates/vmath.c.tmpl templates/vmath_tes
 	@mkdir -p $(BUILD)
 	ATTNGEN_ROOT=$(CURDIR) $(firstword $(shell command -v luajit lua5.4 lua5.1)) tests/gen_vmath.lua $@
 
-$(BUILD)/test_kernels: tests/test_kernels.c tests/test_vmath.c $(BUILD)/vmath.c $(BUILD)/kernel_list.h $(KERNEL_OBJS) $(RUNTIME_OBJS)
-	$(CC) $(TEST_CFLAGS) -I$(BUILD) tests/test_kernels.c tests/test_vmath.c $(BUILD)/vmath.c $(KERNEL_OBJS) \
-	  $(RUNTIME_OBJS) -o $@ -lcriterion -lm
+$(BUILD)/test_kernels: tests/test_kernels.c tests/test_vmath.c tests/test_extremes.c tests/test_threads.c \
+  $(BUILD)/vmath.c $(BUILD)/kernel_list.h $(KERNEL_OBJS) $(RUNTIME_OBJS)
+	$(CC) $(TEST_CFLAGS) -pthread -I$(BUILD) tests/test_kernels.c tests/test_vmath.c tests/test_extremes.c \
+	  tests/test_threads.c $(BUILD)/vmath.c $(KERNEL_OBJS) $(RUNTIME_OBJS) -o $@ -lcriterion -lm
 
 check-generated:
 	@tests/check_generated.sh
+
+vendor-test:
+	@JOBS=$(JOBS) tests/vendor_test.sh
 
 clean:
 	rm -rf $(BUILD)
@@ -117,3 +124,130 @@ bench: bootstrap
 
 bench-quick: bootstrap
 	ATTNGEN_ROOT=$(CURDIR) $(firstword $(shell command -v luajit lua5.4 lua5.1)) bench/suite.lua --quick --out $(BUILD)/bench
+
+# --- sanitizers, valgrind and libFuzzer ---
+#   make sanitize      the runtime, the check and run tools and a sample of kernels
+#                      under AddressSanitizer + UndefinedBehaviorSanitizer
+#   make valgrind-run  the run tool of small configs under valgrind memcheck
+#   make fuzz          each libFuzzer target for FUZZ_SECONDS (default 30)
+#   make fuzz-long     each libFuzzer target for FUZZ_LONG_SECONDS (default 600)
+# Kernels are compiled at -O0 here: with the sanitizers -O1 costs 5-30 times
+# longer to compile a generated file (minutes for the largest presets), while
+# -O0 keeps every memory access in place for ASan to see.
+
+.PHONY: sanitize valgrind-run fuzz fuzz-long
+
+SAN_DIR      := $(BUILD)/san
+SAN_CC       ?= gcc
+SAN_PRESETS  ?= llama3_8b gemma2_9b_local bert_base
+SAN_TESTS    ?= t_everything t_bool_mask t_odd_dims t_longformer_padded t_small_tiles
+SAN_KERNELS  := $(SAN_PRESETS) $(SAN_TESTS)
+# the run tool on .npy inputs: padding + bias mask, and a bool mask
+SAN_RUN      ?= t_everything t_bool_mask
+SAN_FLAGS    := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g
+SAN_CFLAGS   := -std=c99 -fopenmp -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
+	$(if $(findstring clang,$(SAN_CC)),,-Wno-format-truncation) -Iruntime $(SAN_FLAGS)
+SAN_RT_OBJS  := $(RUNTIME_SRC:runtime/%.c=$(SAN_DIR)/rt_%.o)
+
+$(SAN_DIR)/rt_%.o: runtime/%.c runtime/*.h
+	@mkdir -p $(SAN_DIR)
+	$(SAN_CC) $(SAN_CFLAGS) -O1 -c $< -o $@
+
+$(SAN_DIR)/tool_%.o: runtime/tools/attn_%_main.c runtime/*.h
+	@mkdir -p $(SAN_DIR)
+	$(SAN_CC) $(SAN_CFLAGS) -O1 -c $< -o $@
+
+$(SAN_DIR)/k_%.o: generated/%.c generated/%.h runtime/attn_runtime.h
+	@mkdir -p $(SAN_DIR)
+	$(SAN_CC) $(SAN_CFLAGS) -O0 -Igenerated -c $< -o $@
+
+$(SAN_DIR)/k_%.o: $(TEST_GEN)/%.c $(TEST_GEN)/%.h runtime/attn_runtime.h
+	@mkdir -p $(SAN_DIR)
+	$(SAN_CC) $(SAN_CFLAGS) -O0 -I$(TEST_GEN) -c $< -o $@
+
+$(SAN_DIR)/%_entry.o: $(SAN_DIR)/k_%.o
+	@printf '#include "attn_runtime.h"\nextern const attn_kernel attn_%s_kernel;\nconst attn_kernel *const attn_entry_kernel = &attn_%s_kernel;\n' $* $* > $(@:.o=.c)
+	$(SAN_CC) $(SAN_CFLAGS) -O1 -c $(@:.o=.c) -o $@
+
+$(SAN_DIR)/%_check: $(SAN_DIR)/k_%.o $(SAN_DIR)/%_entry.o $(SAN_DIR)/tool_check.o $(SAN_RT_OBJS)
+	$(SAN_CC) $(SAN_CFLAGS) $^ -o $@ -lm
+
+$(SAN_DIR)/%_run: $(SAN_DIR)/k_%.o $(SAN_DIR)/%_entry.o $(SAN_DIR)/tool_run.o $(SAN_RT_OBJS)
+	$(SAN_CC) $(SAN_CFLAGS) $^ -o $@ -lm
+
+$(SAN_DIR)/npy_tool: tests/npy_tool.c $(SAN_DIR)/rt_attn_npy.o
+	$(SAN_CC) $(SAN_CFLAGS) -O1 $^ -o $@ -lm
+
+# one check tool per kernel, run for every ISA variant this CPU can run
+san-check-%: $(SAN_DIR)/%_check
+	@tests/sanitize.sh check $< $* $(SAN_DIR)/results
+
+san-run-%: $(SAN_DIR)/%_run $(SAN_DIR)/npy_tool
+	@tests/sanitize.sh run $< $* $(SAN_DIR)/results $(SAN_DIR)/npy_tool
+
+sanitize: bootstrap $(SAN_KERNELS:%=san-check-%) $(SAN_RUN:%=san-run-%)
+	@tests/sanitize.sh summary $(SAN_DIR)/results $(SAN_KERNELS) $(SAN_RUN:%=run-%)
+
+# valgrind: plain builds (valgrind knows no AVX-512 and hides it from the
+# program, so the kernels dispatch to AVX2 there)
+VG_DIR     := $(BUILD)/valgrind
+VG_CFLAGS  := -std=c99 -O1 -g -fopenmp -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Iruntime
+VG_RUN     ?= t_everything t_bool_mask
+
+$(VG_DIR)/%_run: $(TEST_GEN)/%.c $(TEST_GEN)/%.h $(RUNTIME_SRC) runtime/*.h runtime/tools/attn_run_main.c
+	@mkdir -p $(VG_DIR)
+	@printf '#include "%s.h"\nconst attn_kernel *const attn_entry_kernel = &attn_%s_kernel;\n' $* $* > $(VG_DIR)/$*_entry.c
+	$(CC) $(VG_CFLAGS) -I$(TEST_GEN) $< $(VG_DIR)/$*_entry.c $(RUNTIME_SRC) runtime/tools/attn_run_main.c -o $@ -lm
+
+$(VG_DIR)/npy_tool: tests/npy_tool.c runtime/attn_npy.c runtime/attn_npy.h
+	@mkdir -p $(VG_DIR)
+	$(CC) $(VG_CFLAGS) tests/npy_tool.c runtime/attn_npy.c -o $@ -lm
+
+valgrind-run: bootstrap $(VG_RUN:%=$(VG_DIR)/%_run) $(VG_DIR)/npy_tool
+	@tests/sanitize.sh valgrind $(VG_DIR) $(VG_RUN)
+
+# libFuzzer (clang): the .npy reader, and argument validation + kernels
+FUZZ_DIR          := $(BUILD)/fuzz
+FUZZ_CC           ?= clang
+FUZZ_SECONDS      ?= 30
+FUZZ_LONG_SECONDS ?= 600
+FUZZ_KERNELS      ?= t_everything t_bool_mask t_odd_dims t_small_tiles t_tile48
+FUZZ_SAN          := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g
+FUZZ_CFLAGS       := -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Wno-unknown-pragmas -Iruntime
+FUZZ_RT_OBJS      := $(FUZZ_DIR)/rt_attn_runtime.o $(FUZZ_DIR)/ref_attn_reference.o
+# comparison tracing only where inputs are decided (the runtime's checks,
+# the .npy parser); elsewhere edge coverage, which costs far less
+FUZZ_EDGES        := -fsanitize=fuzzer-no-link -fno-sanitize-coverage=trace-cmp
+
+$(FUZZ_DIR)/rt_%.o: runtime/%.c runtime/*.h
+	@mkdir -p $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer-no-link -O1 -c $< -o $@
+
+# the reference is the oracle, not under test: sanitized, no coverage
+$(FUZZ_DIR)/ref_%.o: runtime/%.c runtime/*.h
+	@mkdir -p $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -O2 -c $< -o $@
+
+# kernels: -O0 (see above), without OpenMP (one thread per input)
+$(FUZZ_DIR)/k_%.o: $(TEST_GEN)/%.c $(TEST_GEN)/%.h runtime/attn_runtime.h
+	@mkdir -p $(FUZZ_DIR)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) $(FUZZ_EDGES) -O0 -I$(TEST_GEN) -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_kernels.h: Makefile
+	@mkdir -p $(FUZZ_DIR)
+	@{ echo '/* written by the Makefile (FUZZ_KERNELS): KERNEL(name) per kernel */'; \
+	   for n in $(FUZZ_KERNELS); do echo "KERNEL($$n)"; done; } > $@
+
+$(FUZZ_DIR)/fuzz_npy: tests/fuzz/fuzz_npy.c $(FUZZ_DIR)/rt_attn_npy.o
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -O1 $^ -o $@ -lm
+
+$(FUZZ_DIR)/fuzz_args: tests/fuzz/fuzz_args.c $(FUZZ_DIR)/fuzz_kernels.h $(FUZZ_RT_OBJS) $(FUZZ_KERNELS:%=$(FUZZ_DIR)/k_%.o)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -fno-sanitize-coverage=trace-cmp -O1 \
+	  -I$(FUZZ_DIR) $< $(FUZZ_RT_OBJS) \
+	  $(FUZZ_KERNELS:%=$(FUZZ_DIR)/k_%.o) -o $@ -lm
+
+fuzz: bootstrap $(FUZZ_DIR)/fuzz_npy $(FUZZ_DIR)/fuzz_args
+	@tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR) fuzz_npy fuzz_args
+
+fuzz-long: bootstrap $(FUZZ_DIR)/fuzz_npy $(FUZZ_DIR)/fuzz_args
+	@tests/fuzz/run.sh $(FUZZ_LONG_SECONDS) $(FUZZ_DIR) fuzz_npy fuzz_args

@@ -64,6 +64,16 @@ for c in generated/*.c; do
 done
 record "strict compiles" "$pass" "$fail"
 
+echo "== attngen vendor: the folder builds alone (gcc, clang, make, CMake, C++), vs the reference"
+JOBS=$JOBS tests/vendor_test.sh >"$LOG/vendor.log" 2>&1
+rc=$?
+summary=$(grep -E '^vendor: [0-9]+ passed, [0-9]+ failed$' "$LOG/vendor.log" | tail -n 1)
+ok=$(echo "$summary" | sed -E 's/^vendor: ([0-9]+) passed.*/\1/')
+bad=$(echo "$summary" | sed -E 's/.* ([0-9]+) failed$/\1/')
+[ -n "$summary" ] || { ok=0; bad=1; }
+if [ "$rc" -ne 0 ] || [ "$bad" -gt 0 ]; then cat "$LOG/vendor.log"; [ "$bad" -gt 0 ] || bad=1; fi
+record "vendor" "$ok" "$bad"
+
 echo "== kernels against the reference (Criterion)"
 if make -s -j"$JOBS" build/test_kernels >"$LOG/build-kernels.log" 2>&1; then
   ./build/test_kernels -j"$JOBS" >"$LOG/kernels.log" 2>&1
@@ -88,6 +98,14 @@ if make -s -j"$JOBS" neon-check >"$LOG/neon.log" 2>&1; then
 else
   cat "$LOG/neon.log"; record "kernels (aarch64, qemu)" 0 1
 fi
+
+echo "== concurrency: 16 attngen processes on one cache and one output folder"
+check concurrency tests/concurrency.sh
+
+echo "== sanitizers (ASan + UBSan), valgrind, libFuzzer"
+check sanitize make -s -j"$JOBS" sanitize && tail -n 1 "$LOG/sanitize.log"
+check valgrind make -s -j"$JOBS" valgrind-run && tail -n 1 "$LOG/valgrind.log"
+check fuzz make -s fuzz FUZZ_SECONDS=30 && grep '^fuzz: ' "$LOG/fuzz.log"
 
 echo
 [ -n "$failed_suites" ] && echo "failed suites:$failed_suites"
