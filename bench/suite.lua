@@ -164,15 +164,17 @@ local function decode(preset, lk, threads, sets)
     gbs = k.kv_gbs, bw = r.read_gbs, blas_ms = b and b.seconds * 1e3 }
   return r, k
 end
+local one_thread = {} -- Llama-3-8B, 1 thread, by cache length
 for _, lk in ipairs(LK) do
   local r, k = decode("llama3_8b", lk, 1)
+  one_thread[lk] = k
   local goal = lk >= 32768 and 0.80 or 0.70
   target(("decode Llama-3-8B Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):format(lk), k.kv_gbs / r.read_gbs,
     (">= %.2f"):format(goal), k.kv_gbs / r.read_gbs >= goal)
 end
 do
   local lk = LK[#LK]
-  local one = result(runs[#runs].data, "avx512")
+  local one = one_thread[lk]
   local _, k2 = decode("llama3_8b", lk, 2)
   target(("decode Llama-3-8B Lk=%d: 2 threads vs 1"):format(lk), one.seconds / k2.seconds, ">= 1.6",
     one.seconds / k2.seconds >= 1.6)

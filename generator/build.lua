@@ -7,10 +7,7 @@
 -- uses it.  A folder in the cache is therefore always complete.
 local path = require("pl.path")
 local dir = require("pl.dir")
-local planner = require("planner")
-local render = require("render")
-local presets = require("presets")
-local tunedb = require("tunedb")
+local generate = require("commands.generate")
 local util = require("util")
 local version = require("version")
 
@@ -94,12 +91,11 @@ end
 
 --- Builds (or finds) the tools for a config.  Returns the entry folder,
 -- holding the executables attn_run, attn_check, attn_bench; or nil, err.
--- A config with tile = "auto" takes its tiles from the tuning file (tunedb).
+-- The kernel is rendered as `generate` writes it (tile = "auto": the tuning
+-- file's tiles).
 function M.ensure(cfg, display, sets)
-  local popts, perr = tunedb.plan_options(cfg)
-  if not popts then return nil, perr end
-  local plan = planner.plan(cfg, popts)
-  local files = render.kernel_files(plan, presets.command(display, sets))
+  local files, plan = generate.files(cfg, display, sets)
+  if not files then return nil, plan end
   local cid, cerr = compiler_id()
   if not cid then return nil, cerr end
 

@@ -106,11 +106,11 @@ local function plan_variant(cfg, plan, isa)
   -- decode P*V: a kernel for every row count up to MR on vector ISAs (a kv
   -- head's rows are often fewer than MR: Llama-3's 4 at Lq = 1); plain C
   -- (one float per "vector", Dv unrolled) keeps MR and 1, for compile time
-  v.dpv_rows = {}
   if isa.lanes > 1 then
+    v.dpv_rows = {}
     for mr = pv.mr, 1, -1 do v.dpv_rows[#v.dpv_rows + 1] = mr end
   else
-    v.dpv_rows = pv.mr > 1 and { pv.mr, 1 } or { 1 }
+    v.dpv_rows = v.pv_rows
   end
   v.fn = naming.variant(cfg.name, isa.name)
   v.qk_fn = function(mr) return naming.qk(cfg.name, mr, v.qk.nc, isa.name) end

@@ -61,15 +61,14 @@ end
 
 function M.makepath(p)
   if path.isdir(p) then return true end
-  local ok, err = dir.makepath(p)
   -- another process may create it or a parent at the same moment, and then
   -- mkdir fails with "exists": retry, and accept the folder however it came
+  local ok, err
   for _ = 1, 8 do
-    if ok or path.isdir(p) then return true end
     ok, err = dir.makepath(p)
+    if ok or path.isdir(p) then return true end
   end
-  if not ok and not path.isdir(p) then return nil, ("cannot create folder '%s': %s"):format(p, tostring(err)) end
-  return true
+  return nil, ("cannot create folder '%s': %s"):format(p, tostring(err))
 end
 
 --- Quotes a string for /bin/sh.

@@ -1,4 +1,5 @@
 --- attngen generate CONFIG... [-o DIR] [--set key=value]...
+local path = require("pl.path")
 local presets = require("presets")
 local planner = require("planner")
 local render = require("render")
@@ -43,7 +44,6 @@ function M.run(args)
     for _, f in ipairs(files) do outputs[#outputs + 1] = f end
   end
   -- a destination that is a folder (or a device) fails before anything is written
-  local path = require("pl.path")
   for _, f in ipairs(outputs) do
     local dest = args.output .. "/" .. f.name
     if path.exists(dest) and not path.isfile(dest) then
