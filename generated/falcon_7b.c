@@ -130,20 +130,26 @@ static int attn_falcon_7b_sees(const int64_t *first, const int64_t *last, int n,
 /* ======================================================================== */
 #if defined(__x86_64__) || defined(_M_X64)
 
-/* out[0..3] = the lane sums of x0..x3: pairwise adds within 128-bit lanes,
- * then across them. */
-__attribute__((target("avx512f"))) static inline void attn_hsum4_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
+/* The lane sums of x0..x3 as one __m128: pairwise adds within 128-bit
+ * lanes, then across them. */
+__attribute__((target("avx512f,fma"))) static inline __m128 attn_hsum4q_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3)
 {
     const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(x0, x1), _mm512_unpackhi_ps(x0, x1));
     const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(x2, x3), _mm512_unpackhi_ps(x2, x3));
     __m512 s = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, 0x44), _mm512_shuffle_ps(s01, s23, 0xEE));
     s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0x4E));
     s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0xB1));
-    _mm_storeu_ps(out, _mm512_castps512_ps128(s));
+    return _mm512_castps512_ps128(s);
+}
+
+/* out[0..3] = the lane sums of x0..x3. */
+__attribute__((target("avx512f,fma"))) static inline void attn_hsum4_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
+{
+    _mm_storeu_ps(out, attn_hsum4q_avx512(x0, x1, x2, x3));
 }
 
 /* dst[d][c] = src[c][d] for a 16 x 16 block (src rows ss apart, dst rows ds apart). */
-__attribute__((target("avx512f"))) static inline void attn_transpose16_avx512(const float *src, int64_t ss, float *dst, int64_t ds)
+__attribute__((target("avx512f,fma"))) static inline void attn_transpose16_avx512(const float *src, int64_t ss, float *dst, int64_t ds)
 {
     __m512 r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15;
     __m512 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15;
@@ -232,7 +238,7 @@ __attribute__((target("avx512f"))) static inline void attn_transpose16_avx512(co
 /* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
  * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
  * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
-__attribute__((target("avx512f"))) static inline __m512 attn_exp2__avx512(__m512 x)
+__attribute__((target("avx512f,fma"))) static inline __m512 attn_exp2__avx512(__m512 x)
 {
     __m512 n, r, y;
     x = _mm512_min_ps(_mm512_set1_ps(127.0f), x);
@@ -252,7 +258,7 @@ __attribute__((target("avx512f"))) static inline __m512 attn_exp2__avx512(__m512
 /* Scores S[8][32] = Q[8][64] K^T[64][32] (Q is packed pre-scaled).
  * q: packed query rows (64 floats each); kt: the packed K^T panel (32 floats per d);
  * s: 128 floats per row.  32768 FLOPs, 19 vector registers. */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_qk_8x32__avx512(const float *restrict q, const float *restrict kt,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_qk_8x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -457,7 +463,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_qk_8x32__avx512(co
 /* Scores S[1][32] = Q[1][64] K^T[64][32] (Q is packed pre-scaled).
  * q: packed query rows (64 floats each); kt: the packed K^T panel (32 floats per d);
  * s: 128 floats per row.  4096 FLOPs, 5 vector registers. */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_qk_1x32__avx512(const float *restrict q, const float *restrict kt,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_qk_1x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -522,7 +528,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_qk_1x32__avx512(co
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_pv_6x64__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_6x64__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -594,7 +600,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_pv_6x64__avx512(co
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_pv_1x64__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_1x64__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -638,7 +644,7 @@ typedef struct {
 } attn_falcon_7b_scratch__avx512;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const attn_args *args, const float *kt, const float *v,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_unit__avx512(const attn_args *args, const float *kt, const float *v,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_falcon_7b_scratch__avx512 *w)
 {
     const int64_t lk = args->seq_k;
@@ -761,7 +767,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_unit__avx512(const
 /* Packs keys [j0, j0 + 32) of batch b, kv head hk: the K^T panel
  * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
  * zero for keys at or past Lk_b and for V's padding columns. */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_pack__avx512(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pack__avx512(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
         float *restrict kt, float *restrict vp)
 {
     const int64_t lk = args->seq_k;
@@ -805,7 +811,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_pack__avx512(const
 
 /* S^T[8][32] = K[8][64] Q^T[64][32]: k: 8 K rows (row stride ks);
  * qt: a packed Q^T panel (32 floats per d); s: row stride sst. */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_dqk_8x32__avx512(const float *restrict k, int64_t ks,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dqk_8x32__avx512(const float *restrict k, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t sst)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -881,7 +887,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_dqk_8x32__avx512(c
 
 /* S^T[1][32] = K[1][64] Q^T[64][32]: k: 1 K rows (row stride ks);
  * qt: a packed Q^T panel (32 floats per d); s: row stride sst. */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_dqk_1x32__avx512(const float *restrict k, int64_t ks,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dqk_1x32__avx512(const float *restrict k, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t sst)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -903,7 +909,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_dqk_1x32__avx512(c
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_ddot__avx512(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_ddot__avx512(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -962,7 +968,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_ddot__avx512(const
 
 /* O[6][64] = alpha * O + P^T[0:kb][6]^T V[0:kb][64]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_6x64__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dpv_6x64__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1033,7 +1039,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_6x64__avx512(c
 
 /* O[5][64] = alpha * O + P^T[0:kb][5]^T V[0:kb][64]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_5x64__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dpv_5x64__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1097,7 +1103,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_5x64__avx512(c
 
 /* O[4][64] = alpha * O + P^T[0:kb][4]^T V[0:kb][64]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_4x64__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dpv_4x64__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1154,7 +1160,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_4x64__avx512(c
 
 /* O[3][64] = alpha * O + P^T[0:kb][3]^T V[0:kb][64]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_3x64__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dpv_3x64__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1204,7 +1210,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_3x64__avx512(c
 
 /* O[2][64] = alpha * O + P^T[0:kb][2]^T V[0:kb][64]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_2x64__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dpv_2x64__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1247,7 +1253,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_2x64__avx512(c
 
 /* O[1][64] = alpha * O + P^T[0:kb][1]^T V[0:kb][64]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_dpv_1x64__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dpv_1x64__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1295,7 +1301,7 @@ typedef struct {
  * g * Lq + i is query i of head hk * 71 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-__attribute__((target("avx512f"))) static void attn_falcon_7b_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin,
         attn_falcon_7b_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 71 * Lq;
@@ -1442,6 +1448,7 @@ __attribute__((target("avx512f"))) static void attn_falcon_7b_dunit__avx512(cons
     }
 }
 
+
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_falcon_7b_dmerge__avx512(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
@@ -1472,7 +1479,7 @@ static void attn_falcon_7b_dmerge__avx512(const attn_args *args, int64_t b, int6
 }
 
 /* The decode path: units of (batch, split), then the merge. */
-__attribute__((target("avx512f"))) static attn_status attn_falcon_7b_decode__avx512(const attn_args *args)
+__attribute__((target("avx512f,fma"))) static attn_status attn_falcon_7b_decode__avx512(const attn_args *args)
 {
     const int64_t B = args->batch, R = 71 * args->seq_q;
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
@@ -1506,7 +1513,9 @@ __attribute__((target("avx512f"))) static attn_status attn_falcon_7b_decode__avx
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) attn_falcon_7b_dunit__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            if (w) {
+                attn_falcon_7b_dunit__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
@@ -1524,7 +1533,7 @@ __attribute__((target("avx512f"))) static attn_status attn_falcon_7b_decode__avx
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
  * are allocated once per call. */
-__attribute__((target("avx512f"))) attn_status attn_falcon_7b_fwd__avx512(const attn_args *args)
+__attribute__((target("avx512f,fma"))) attn_status attn_falcon_7b_fwd__avx512(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_falcon_7b_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
@@ -1601,12 +1610,16 @@ __attribute__((target("avx2,fma"))) static inline float attn_hadd_avx2(__m256 v)
     x = _mm_add_ss(x, _mm_movehdup_ps(x));
     return _mm_cvtss_f32(x);
 }
-__attribute__((target("avx2,fma"))) static inline void attn_hsum4_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
+__attribute__((target("avx2,fma"))) static inline __m128 attn_hsum4q_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3)
 {
     const __m256 s01 = _mm256_add_ps(_mm256_unpacklo_ps(x0, x1), _mm256_unpackhi_ps(x0, x1));
     const __m256 s23 = _mm256_add_ps(_mm256_unpacklo_ps(x2, x3), _mm256_unpackhi_ps(x2, x3));
     const __m256 s = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, 0x44), _mm256_shuffle_ps(s01, s23, 0xEE));
-    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
+    return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+}
+__attribute__((target("avx2,fma"))) static inline void attn_hsum4_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
+{
+    _mm_storeu_ps(out, attn_hsum4q_avx2(x0, x1, x2, x3));
 }
 __attribute__((target("avx2,fma"))) static inline float attn_hmax_avx2(__m256 v)
 {
@@ -2989,6 +3002,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_dunit__avx2(const
     }
 }
 
+
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_falcon_7b_dmerge__avx2(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
@@ -3053,7 +3067,9 @@ __attribute__((target("avx2,fma"))) static attn_status attn_falcon_7b_decode__av
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) attn_falcon_7b_dunit__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            if (w) {
+                attn_falcon_7b_dunit__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
@@ -3154,6 +3170,13 @@ static inline void attn_storen_neon(float *p, float32x4_t v, int n)
     int i;
     vst1q_f32(t, v);
     for (i = 0; i < n; i++) p[i] = t[i];
+}
+static inline float32x4_t attn_set4_neon(float a, float b, float c, float d)
+{
+    float32x4_t v = vdupq_n_f32(a);
+    v = vsetq_lane_f32(b, v, 1);
+    v = vsetq_lane_f32(c, v, 2);
+    return vsetq_lane_f32(d, v, 3);
 }
 static inline float32x4_t attn_iota_neon(void)
 {
@@ -5391,6 +5414,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
     }
 }
 
+
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_falcon_7b_dmerge__neon(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
@@ -5455,7 +5479,9 @@ static attn_status attn_falcon_7b_decode__neon(const attn_args *args)
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) attn_falcon_7b_dunit__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            if (w) {
+                attn_falcon_7b_dunit__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
@@ -6493,6 +6519,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
     }
 }
 
+
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_falcon_7b_dmerge__scalar(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
@@ -6557,7 +6584,9 @@ ATTN_NO_AUTOVEC static attn_status attn_falcon_7b_decode__scalar(const attn_args
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) attn_falcon_7b_dunit__scalar(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            if (w) {
+                attn_falcon_7b_dunit__scalar(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif

@@ -64,6 +64,19 @@
  * end of V.
  */
 
+/* The streaming decode path inlines its per-key steps into the loop over kv
+ * heads (gcc would call them) and keeps the rare rescale out of line, so
+ * that the compiler leaves the rows' O in memory around it. */
+#ifndef ATTN_NOINLINE
+#if defined(__GNUC__)
+#define ATTN_NOINLINE __attribute__((noinline))
+#define ATTN_INLINE __attribute__((always_inline)) inline
+#else
+#define ATTN_NOINLINE
+#define ATTN_INLINE inline
+#endif
+#endif
+
 /* Visible keys of the query at position p when Lk_b keys are valid:
  * [0, *sink_hi) and [*lo, *hi) (DESIGN.md section 3). */
 static void attn_llama3_8b_row_span(int64_t p, int64_t lk, int64_t *lo, int64_t *hi, int64_t *sink_hi)
@@ -115,6 +128,18 @@ static void attn_llama3_8b_prefetch_row(const float *p, int n)
 #endif
 }
 
+/* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not
+ * see the key (its span, tested when partial), and what
+ * is added to its score (base 2). */
+static inline int attn_llama3_8b_shidden(const attn_args *args, const int64_t *lo, const int64_t *hi, const int64_t *sink_hi,
+        int64_t b, int64_t hk, int64_t rr, int64_t R, int64_t j, int partial)
+{
+    const int64_t r = hk * R + rr;
+    (void)args;
+    (void)b;
+    return partial && !((j >= lo[r] && j < hi[r]) || j < sink_hi[r]);
+}
+
 /* Whether any of n rows may see a tile column in [c0, c1) (first/last as
  * classify leaves them); score panels no row of a block sees are skipped. */
 static int attn_llama3_8b_sees(const int64_t *first, const int64_t *last, int n, int64_t c0, int64_t c1)
@@ -130,20 +155,26 @@ static int attn_llama3_8b_sees(const int64_t *first, const int64_t *last, int n,
 /* ======================================================================== */
 #if defined(__x86_64__) || defined(_M_X64)
 
-/* out[0..3] = the lane sums of x0..x3: pairwise adds within 128-bit lanes,
- * then across them. */
-__attribute__((target("avx512f"))) static inline void attn_hsum4_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
+/* The lane sums of x0..x3 as one __m128: pairwise adds within 128-bit
+ * lanes, then across them. */
+__attribute__((target("avx512f,fma"))) static inline __m128 attn_hsum4q_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3)
 {
     const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(x0, x1), _mm512_unpackhi_ps(x0, x1));
     const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(x2, x3), _mm512_unpackhi_ps(x2, x3));
     __m512 s = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, 0x44), _mm512_shuffle_ps(s01, s23, 0xEE));
     s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0x4E));
     s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0xB1));
-    _mm_storeu_ps(out, _mm512_castps512_ps128(s));
+    return _mm512_castps512_ps128(s);
+}
+
+/* out[0..3] = the lane sums of x0..x3. */
+__attribute__((target("avx512f,fma"))) static inline void attn_hsum4_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
+{
+    _mm_storeu_ps(out, attn_hsum4q_avx512(x0, x1, x2, x3));
 }
 
 /* dst[d][c] = src[c][d] for a 16 x 16 block (src rows ss apart, dst rows ds apart). */
-__attribute__((target("avx512f"))) static inline void attn_transpose16_avx512(const float *src, int64_t ss, float *dst, int64_t ds)
+__attribute__((target("avx512f,fma"))) static inline void attn_transpose16_avx512(const float *src, int64_t ss, float *dst, int64_t ds)
 {
     __m512 r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15;
     __m512 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15;
@@ -232,7 +263,7 @@ __attribute__((target("avx512f"))) static inline void attn_transpose16_avx512(co
 /* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
  * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
  * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
-__attribute__((target("avx512f"))) static inline __m512 attn_exp2__avx512(__m512 x)
+__attribute__((target("avx512f,fma"))) static inline __m512 attn_exp2__avx512(__m512 x)
 {
     __m512 n, r, y;
     x = _mm512_min_ps(_mm512_set1_ps(127.0f), x);
@@ -249,10 +280,30 @@ __attribute__((target("avx512f"))) static inline __m512 attn_exp2__avx512(__m512
     return _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)));
 }
 
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+__attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2__avx512_q4(__m128 x)
+{
+    __m128 n, r, y;
+    x = _mm_min_ps(_mm_set1_ps(127.0f), x);
+    x = _mm_max_ps(_mm_set1_ps(-127.0f), x);
+    n = _mm_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm_sub_ps(x, n);
+    y = _mm_set1_ps(1.535336188319500e-4f);
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(1.339887440266574e-3f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(9.618437357674640e-3f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(5.550332471162809e-2f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(2.402264791363012e-1f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(6.931472028550421e-1f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(1.0f));
+    return _mm_mul_ps(y, _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23)));
+}
+
 /* Scores S[8][32] = Q[8][128] K^T[128][32] (Q is packed pre-scaled).
  * q: packed query rows (128 floats each); kt: the packed K^T panel (32 floats per d);
  * s: 128 floats per row.  65536 FLOPs, 19 vector registers. */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_qk_8x32__avx512(const float *restrict q, const float *restrict kt,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_qk_8x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -457,7 +508,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_qk_8x32__avx512(co
 /* Scores S[1][32] = Q[1][128] K^T[128][32] (Q is packed pre-scaled).
  * q: packed query rows (128 floats each); kt: the packed K^T panel (32 floats per d);
  * s: 128 floats per row.  8192 FLOPs, 5 vector registers. */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_qk_1x32__avx512(const float *restrict q, const float *restrict kt,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_qk_1x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -522,7 +573,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_qk_1x32__avx512(co
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_pv_6x128__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_6x128__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -652,7 +703,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_pv_6x128__avx512(c
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_pv_1x128__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_1x128__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -724,7 +775,7 @@ typedef struct {
 } attn_llama3_8b_scratch__avx512;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_unit__avx512(const attn_args *args, const float *kt, const float *v,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_unit__avx512(const attn_args *args, const float *kt, const float *v,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_llama3_8b_scratch__avx512 *w)
 {
     const int64_t lk = args->seq_k;
@@ -855,7 +906,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_unit__avx512(const
 /* Packs keys [j0, j0 + 32) of batch b, kv head hk: the K^T panel
  * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
  * zero for keys at or past Lk_b and for V's padding columns. */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_pack__avx512(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pack__avx512(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
         float *restrict kt, float *restrict vp)
 {
     const int64_t lk = args->seq_k;
@@ -899,7 +950,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_pack__avx512(const
 
 /* S^T[8][32] = K[8][128] Q^T[128][32]: k: 8 K rows (row stride ks);
  * qt: a packed Q^T panel (32 floats per d); s: row stride sst. */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_dqk_8x32__avx512(const float *restrict k, int64_t ks,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dqk_8x32__avx512(const float *restrict k, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t sst)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -975,7 +1026,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_dqk_8x32__avx512(c
 
 /* S^T[1][32] = K[1][128] Q^T[128][32]: k: 1 K rows (row stride ks);
  * qt: a packed Q^T panel (32 floats per d); s: row stride sst. */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_dqk_1x32__avx512(const float *restrict k, int64_t ks,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dqk_1x32__avx512(const float *restrict k, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t sst)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -997,7 +1048,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_dqk_1x32__avx512(c
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_ddot__avx512(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_ddot__avx512(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -1100,7 +1151,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_ddot__avx512(const
 
 /* O[6][128] = alpha * O + P^T[0:kb][6]^T V[0:kb][128]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_dpv_6x128__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dpv_6x128__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1229,7 +1280,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_dpv_6x128__avx512(
 
 /* O[5][128] = alpha * O + P^T[0:kb][5]^T V[0:kb][128]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_dpv_5x128__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dpv_5x128__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1345,7 +1396,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_dpv_5x128__avx512(
 
 /* O[4][128] = alpha * O + P^T[0:kb][4]^T V[0:kb][128]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_dpv_4x128__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dpv_4x128__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1448,7 +1499,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_dpv_4x128__avx512(
 
 /* O[3][128] = alpha * O + P^T[0:kb][3]^T V[0:kb][128]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_dpv_3x128__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dpv_3x128__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1538,7 +1589,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_dpv_3x128__avx512(
 
 /* O[2][128] = alpha * O + P^T[0:kb][2]^T V[0:kb][128]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_dpv_2x128__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dpv_2x128__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1615,7 +1666,7 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_dpv_2x128__avx512(
 
 /* O[1][128] = alpha * O + P^T[0:kb][1]^T V[0:kb][128]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_dpv_1x128__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dpv_1x128__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1679,6 +1730,10 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_dpv_1x128__avx512(
 
 /* Per-thread scratch of the avx512 decode path: up to 512 rows. */
 typedef struct {
+    /* the streaming path's rows, adjacent so that they share L1 with nothing
+       but the cache rows being read: Q (times scale * log2(e)), unnormalized
+       O, and each kv head's running max and sum (4 slots a head) */
+    float sq[32 * 128], so[32 * 128], sm[32], sl[32];
     float qt[512 * 128];        /* Q^T in panels of 32 rows, times scale * log2(e) */
     float q[512 * 128];       /* the same rows, row-major (zero-padded to whole vectors) */
     float s[64 * 512];       /* S^T, then P^T: key-major */
@@ -1691,7 +1746,7 @@ typedef struct {
  * g * Lq + i is query i of head hk * 4 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-__attribute__((target("avx512f"))) static void attn_llama3_8b_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin,
         attn_llama3_8b_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 4 * Lq;
@@ -1838,6 +1893,309 @@ __attribute__((target("avx512f"))) static void attn_llama3_8b_dunit__avx512(cons
     }
 }
 
+
+/* ---- streaming decode: up to 1 query row against the cache, key by key ---- */
+/*
+ * Every query row of every head stays in L1 (32768 bytes of Q and O
+ * per query row) while the cache is read once, in address order: for each key,
+ * each kv head's rows take its K row (scores), update their running max and
+ * sum, and add its V row.  The scores of one head are computed while the
+ * P*V of the previous one runs.  The running max is lazy: it moves only when
+ * a score passes it by more than 8 (base 2), so O is seldom rescaled and the
+ * weights 2^(s - m) stay at most 256.  Rows: r = hk * R + g * Lq + i for query
+ * i of head hk * 4 + g, R = 4 * Lq.  docs/decode.md has the measurements
+ * behind this order of reads.
+ */
+
+/* O[4 rows] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_srescale4__avx512(float *restrict o, __m128 alpha)
+{
+    const __m512 s = _mm512_broadcast_f32x4(alpha);
+    int64_t c;
+    const __m512 a0 = _mm512_permute_ps(s, 0x00);
+    const __m512 a1 = _mm512_permute_ps(s, 0x55);
+    const __m512 a2 = _mm512_permute_ps(s, 0xAA);
+    const __m512 a3 = _mm512_permute_ps(s, 0xFF);
+    for (c = 0; c < 128; c += 16) {
+        _mm512_storeu_ps(o + 0 + c, _mm512_mul_ps(a0, _mm512_loadu_ps(o + 0 + c)));
+        _mm512_storeu_ps(o + 128 + c, _mm512_mul_ps(a1, _mm512_loadu_ps(o + 128 + c)));
+        _mm512_storeu_ps(o + 256 + c, _mm512_mul_ps(a2, _mm512_loadu_ps(o + 256 + c)));
+        _mm512_storeu_ps(o + 384 + c, _mm512_mul_ps(a3, _mm512_loadu_ps(o + 384 + c)));
+    }
+}
+
+/* The scores of 4 rows (q: rows 128 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_sqk4__avx512(const float *restrict q, const float *restrict k, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m512 a0 = _mm512_setzero_ps();
+    __m512 a1 = _mm512_setzero_ps();
+    __m512 a2 = _mm512_setzero_ps();
+    __m512 a3 = _mm512_setzero_ps();
+    __m128 s, mv, lv;
+    {
+        const __m512 x = _mm512_loadu_ps(k + 0);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 0), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 0), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 0), x, a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 0), x, a3);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 16);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 16), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 16), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 16), x, a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 16), x, a3);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 32);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 32), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 32), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 32), x, a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 32), x, a3);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 48);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 48), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 48), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 48), x, a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 48), x, a3);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 64);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 64), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 64), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 64), x, a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 64), x, a3);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 80);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 80), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 80), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 80), x, a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 80), x, a3);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 96);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 96), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 96), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 96), x, a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 96), x, a3);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 112);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 112), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 112), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 112), x, a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 112), x, a3);
+    }
+    s = attn_hsum4q_avx512(a0, a1, a2, a3);
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    mv = _mm_loadu_ps(m);
+    lv = _mm_loadu_ps(l);
+    if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const __m128 mn = _mm_max_ps(mv, s);
+        const __m128 alpha = attn_exp2__avx512_q4(_mm_sub_ps(mv, _mm_blendv_ps(mn, _mm_setzero_ps(), _mm_cmp_ps(mn, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+        lv = _mm_mul_ps(lv, alpha);
+        mv = mn;
+        _mm_storeu_ps(m, mv);
+        attn_llama3_8b_srescale4__avx512(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__avx512_q4(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+    _mm_storeu_ps(l, _mm_add_ps(lv, s));
+    return s;
+}
+
+/* O[4 rows] += p_r V: one V row. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_spv4__avx512(__m128 p, const float *restrict v, float *restrict o)
+{
+    const __m512 s = _mm512_broadcast_f32x4(p);
+    const __m512 p0 = _mm512_permute_ps(s, 0x00);
+    const __m512 p1 = _mm512_permute_ps(s, 0x55);
+    const __m512 p2 = _mm512_permute_ps(s, 0xAA);
+    const __m512 p3 = _mm512_permute_ps(s, 0xFF);
+    {
+        const __m512 x = _mm512_loadu_ps(v + 0);
+        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 0)));
+        _mm512_storeu_ps(o + 128 + 0, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 0)));
+        _mm512_storeu_ps(o + 256 + 0, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 0)));
+        _mm512_storeu_ps(o + 384 + 0, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 0)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 16);
+        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 16)));
+        _mm512_storeu_ps(o + 128 + 16, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 16)));
+        _mm512_storeu_ps(o + 256 + 16, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 16)));
+        _mm512_storeu_ps(o + 384 + 16, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 16)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 32);
+        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 32)));
+        _mm512_storeu_ps(o + 128 + 32, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 32)));
+        _mm512_storeu_ps(o + 256 + 32, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 32)));
+        _mm512_storeu_ps(o + 384 + 32, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 32)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 48);
+        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 48)));
+        _mm512_storeu_ps(o + 128 + 48, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 48)));
+        _mm512_storeu_ps(o + 256 + 48, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 48)));
+        _mm512_storeu_ps(o + 384 + 48, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 48)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 64);
+        _mm512_storeu_ps(o + 0 + 64, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 64)));
+        _mm512_storeu_ps(o + 128 + 64, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 64)));
+        _mm512_storeu_ps(o + 256 + 64, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 64)));
+        _mm512_storeu_ps(o + 384 + 64, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 64)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 80);
+        _mm512_storeu_ps(o + 0 + 80, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 80)));
+        _mm512_storeu_ps(o + 128 + 80, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 80)));
+        _mm512_storeu_ps(o + 256 + 80, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 80)));
+        _mm512_storeu_ps(o + 384 + 80, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 80)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 96);
+        _mm512_storeu_ps(o + 0 + 96, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 96)));
+        _mm512_storeu_ps(o + 128 + 96, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 96)));
+        _mm512_storeu_ps(o + 256 + 96, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 96)));
+        _mm512_storeu_ps(o + 384 + 96, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 96)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 112);
+        _mm512_storeu_ps(o + 0 + 112, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 112)));
+        _mm512_storeu_ps(o + 128 + 112, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 112)));
+        _mm512_storeu_ps(o + 256 + 112, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 112)));
+        _mm512_storeu_ps(o + 384 + 112, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 112)));
+    }
+}
+
+/* The score terms of kv head hk's 4 rows at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+__attribute__((target("avx512f,fma"))) static inline __m128 attn_llama3_8b_sterms4__avx512(const attn_args *args, const attn_llama3_8b_dscratch__avx512 *w,
+        int64_t b, int64_t hk, int64_t j, int partial, __m128 *add)
+{
+    const float h0 = attn_llama3_8b_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h1 = attn_llama3_8b_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 1, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h2 = attn_llama3_8b_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 2, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h3 = attn_llama3_8b_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 3, 4, j, partial) ? -INFINITY : 0.0f;
+    *add = _mm_setzero_ps();
+    return _mm_set_ps(h3, h2, h1, h0);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 4 rows per kv head
+ * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit4__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_llama3_8b_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 1, n = 32;
+    const int64_t lk = args->seq_k;
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 4, h = (r / 4) * 4 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 128; d++) w->sq[r * 128 + d] = qr[d] * 0.127517431f;
+        attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 32; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+
+    cls = attn_llama3_8b_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        __m128 p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_llama3_8b_sqk4__avx512(w->sq + (0) * 512, k + j_begin * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 512);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_llama3_8b_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_llama3_8b_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 8; hk++) {
+                    const int64_t hn = hk + 1 < 8 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_llama3_8b_sqk4__avx512(w->sq + (hn) * 512, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 512) : p;
+                    attn_llama3_8b_spv4__avx512(p, vj + hk * vh, w->so + (hk) * 512);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 8; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_llama3_8b_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_llama3_8b_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_llama3_8b_sqk4__avx512(w->sq + (hk) * 512, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 512);
+                    attn_llama3_8b_spv4__avx512(p, vv + j * vs, w->so + (hk) * 512);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_llama3_8b_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_llama3_8b_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_llama3_8b_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 8; hk++) {
+                        __m128 add;
+                        const __m128 hide = attn_llama3_8b_sterms4__avx512(args, w, b, hk, j, partial, &add);
+                        attn_llama3_8b_spv4__avx512(attn_llama3_8b_sqk4__avx512(w->sq + (hk) * 512, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 512), v + j * vs + hk * vh, w->so + (hk) * 512);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 8; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        __m128 add;
+                        const __m128 hide = attn_llama3_8b_sterms4__avx512(args, w, b, hk, j, partial, &add);
+                        attn_llama3_8b_spv4__avx512(attn_llama3_8b_sqk4__avx512(w->sq + (hk) * 512, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 512), v + hk * vh + j * vs, w->so + (hk) * 512);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 4, h = (r / 4) * 4 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->so[r * 128 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_llama3_8b_dmerge__avx512(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
@@ -1868,7 +2226,7 @@ static void attn_llama3_8b_dmerge__avx512(const attn_args *args, int64_t b, int6
 }
 
 /* The decode path: units of (batch, split), then the merge. */
-__attribute__((target("avx512f"))) static attn_status attn_llama3_8b_decode__avx512(const attn_args *args)
+__attribute__((target("avx512f,fma"))) static attn_status attn_llama3_8b_decode__avx512(const attn_args *args)
 {
     const int64_t B = args->batch, R = 32 * args->seq_q;
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
@@ -1902,7 +2260,16 @@ __attribute__((target("avx512f"))) static attn_status attn_llama3_8b_decode__avx
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) attn_llama3_8b_dunit__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+            if (w) {
+                switch (4 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                case 4:
+                    attn_llama3_8b_sunit4__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+                    continue;
+                default:
+                    break;
+                }
+                attn_llama3_8b_dunit__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+            }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
@@ -1920,7 +2287,7 @@ __attribute__((target("avx512f"))) static attn_status attn_llama3_8b_decode__avx
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
  * are allocated once per call. */
-__attribute__((target("avx512f"))) attn_status attn_llama3_8b_fwd__avx512(const attn_args *args)
+__attribute__((target("avx512f,fma"))) attn_status attn_llama3_8b_fwd__avx512(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_llama3_8b_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
@@ -1997,12 +2364,16 @@ __attribute__((target("avx2,fma"))) static inline float attn_hadd_avx2(__m256 v)
     x = _mm_add_ss(x, _mm_movehdup_ps(x));
     return _mm_cvtss_f32(x);
 }
-__attribute__((target("avx2,fma"))) static inline void attn_hsum4_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
+__attribute__((target("avx2,fma"))) static inline __m128 attn_hsum4q_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3)
 {
     const __m256 s01 = _mm256_add_ps(_mm256_unpacklo_ps(x0, x1), _mm256_unpackhi_ps(x0, x1));
     const __m256 s23 = _mm256_add_ps(_mm256_unpacklo_ps(x2, x3), _mm256_unpackhi_ps(x2, x3));
     const __m256 s = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, 0x44), _mm256_shuffle_ps(s01, s23, 0xEE));
-    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
+    return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+}
+__attribute__((target("avx2,fma"))) static inline void attn_hsum4_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
+{
+    _mm_storeu_ps(out, attn_hsum4q_avx2(x0, x1, x2, x3));
 }
 __attribute__((target("avx2,fma"))) static inline float attn_hmax_avx2(__m256 v)
 {
@@ -2055,6 +2426,26 @@ __attribute__((target("avx2,fma"))) static inline __m256 attn_exp2__avx2(__m256 
     y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(6.931472028550421e-1f));
     y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
     return _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+}
+
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+__attribute__((target("avx2,fma"))) static inline __m128 attn_exp2__avx2_q4(__m128 x)
+{
+    __m128 n, r, y;
+    x = _mm_min_ps(_mm_set1_ps(127.0f), x);
+    x = _mm_max_ps(_mm_set1_ps(-127.0f), x);
+    n = _mm_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm_sub_ps(x, n);
+    y = _mm_set1_ps(1.535336188319500e-4f);
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(1.339887440266574e-3f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(9.618437357674640e-3f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(5.550332471162809e-2f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(2.402264791363012e-1f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(6.931472028550421e-1f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(1.0f));
+    return _mm_mul_ps(y, _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23)));
 }
 
 /* Scores S[4][16] = Q[4][128] K^T[128][16] (Q is packed pre-scaled).
@@ -2888,6 +3279,10 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_dpv_1x128__avx2(c
 
 /* Per-thread scratch of the avx2 decode path: up to 512 rows. */
 typedef struct {
+    /* the streaming path's rows, adjacent so that they share L1 with nothing
+       but the cache rows being read: Q (times scale * log2(e)), unnormalized
+       O, and each kv head's running max and sum (4 slots a head) */
+    float sq[32 * 128], so[32 * 128], sm[32], sl[32];
     float qt[512 * 128];        /* Q^T in panels of 16 rows, times scale * log2(e) */
     float q[512 * 128];       /* the same rows, row-major (zero-padded to whole vectors) */
     float s[64 * 512];       /* S^T, then P^T: key-major */
@@ -3037,6 +3432,213 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_dunit__avx2(const
     }
 }
 
+
+/* ---- streaming decode: up to 1 query row against the cache, key by key ---- */
+/*
+ * Every query row of every head stays in L1 (32768 bytes of Q and O
+ * per query row) while the cache is read once, in address order: for each key,
+ * each kv head's rows take its K row (scores), update their running max and
+ * sum, and add its V row.  The scores of one head are computed while the
+ * P*V of the previous one runs.  The running max is lazy: it moves only when
+ * a score passes it by more than 8 (base 2), so O is seldom rescaled and the
+ * weights 2^(s - m) stay at most 256.  Rows: r = hk * R + g * Lq + i for query
+ * i of head hk * 4 + g, R = 4 * Lq.  docs/decode.md has the measurements
+ * behind this order of reads.
+ */
+
+/* O[4 rows] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE __attribute__((target("avx2,fma"))) static void attn_llama3_8b_srescale4__avx2(float *restrict o, __m128 alpha)
+{
+    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
+    int64_t c;
+    const __m256 a0 = _mm256_permute_ps(s, 0x00);
+    const __m256 a1 = _mm256_permute_ps(s, 0x55);
+    const __m256 a2 = _mm256_permute_ps(s, 0xAA);
+    const __m256 a3 = _mm256_permute_ps(s, 0xFF);
+    for (c = 0; c < 128; c += 8) {
+        _mm256_storeu_ps(o + 0 + c, _mm256_mul_ps(a0, _mm256_loadu_ps(o + 0 + c)));
+        _mm256_storeu_ps(o + 128 + c, _mm256_mul_ps(a1, _mm256_loadu_ps(o + 128 + c)));
+        _mm256_storeu_ps(o + 256 + c, _mm256_mul_ps(a2, _mm256_loadu_ps(o + 256 + c)));
+        _mm256_storeu_ps(o + 384 + c, _mm256_mul_ps(a3, _mm256_loadu_ps(o + 384 + c)));
+    }
+}
+
+/* The scores of 4 rows (q: rows 128 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+__attribute__((target("avx2,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_sqk4__avx2(const float *restrict q, const float *restrict k, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m256 a0 = _mm256_setzero_ps();
+    __m256 a1 = _mm256_setzero_ps();
+    __m256 a2 = _mm256_setzero_ps();
+    __m256 a3 = _mm256_setzero_ps();
+    __m128 s, mv, lv;
+    int64_t c;
+    for (c = 0; c < 128; c += 8) {
+        const __m256 x = _mm256_loadu_ps(k + c);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + c), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + c), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 256 + c), x, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 384 + c), x, a3);
+    }
+    s = attn_hsum4q_avx2(a0, a1, a2, a3);
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    mv = _mm_loadu_ps(m);
+    lv = _mm_loadu_ps(l);
+    if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const __m128 mn = _mm_max_ps(mv, s);
+        const __m128 alpha = attn_exp2__avx2_q4(_mm_sub_ps(mv, _mm_blendv_ps(mn, _mm_setzero_ps(), _mm_cmp_ps(mn, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+        lv = _mm_mul_ps(lv, alpha);
+        mv = mn;
+        _mm_storeu_ps(m, mv);
+        attn_llama3_8b_srescale4__avx2(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__avx2_q4(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+    _mm_storeu_ps(l, _mm_add_ps(lv, s));
+    return s;
+}
+
+/* O[4 rows] += p_r V: one V row. */
+__attribute__((target("avx2,fma"))) static ATTN_INLINE void attn_llama3_8b_spv4__avx2(__m128 p, const float *restrict v, float *restrict o)
+{
+    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
+    const __m256 p0 = _mm256_permute_ps(s, 0x00);
+    const __m256 p1 = _mm256_permute_ps(s, 0x55);
+    const __m256 p2 = _mm256_permute_ps(s, 0xAA);
+    const __m256 p3 = _mm256_permute_ps(s, 0xFF);
+    int64_t c;
+    for (c = 0; c < 128; c += 8) {
+        const __m256 x = _mm256_loadu_ps(v + c);
+        _mm256_storeu_ps(o + 0 + c, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + c)));
+        _mm256_storeu_ps(o + 128 + c, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 128 + c)));
+        _mm256_storeu_ps(o + 256 + c, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 256 + c)));
+        _mm256_storeu_ps(o + 384 + c, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 384 + c)));
+    }
+}
+
+/* The score terms of kv head hk's 4 rows at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+__attribute__((target("avx2,fma"))) static inline __m128 attn_llama3_8b_sterms4__avx2(const attn_args *args, const attn_llama3_8b_dscratch__avx2 *w,
+        int64_t b, int64_t hk, int64_t j, int partial, __m128 *add)
+{
+    const float h0 = attn_llama3_8b_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h1 = attn_llama3_8b_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 1, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h2 = attn_llama3_8b_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 2, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h3 = attn_llama3_8b_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 3, 4, j, partial) ? -INFINITY : 0.0f;
+    *add = _mm_setzero_ps();
+    return _mm_set_ps(h3, h2, h1, h0);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 4 rows per kv head
+ * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+__attribute__((target("avx2,fma"))) static void attn_llama3_8b_sunit4__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_llama3_8b_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 1, n = 32;
+    const int64_t lk = args->seq_k;
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 4, h = (r / 4) * 4 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 128; d++) w->sq[r * 128 + d] = qr[d] * 0.127517431f;
+        attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 32; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+
+    cls = attn_llama3_8b_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        __m128 p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_llama3_8b_sqk4__avx2(w->sq + (0) * 512, k + j_begin * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 512);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_llama3_8b_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_llama3_8b_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 8; hk++) {
+                    const int64_t hn = hk + 1 < 8 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_llama3_8b_sqk4__avx2(w->sq + (hn) * 512, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 512) : p;
+                    attn_llama3_8b_spv4__avx2(p, vj + hk * vh, w->so + (hk) * 512);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 8; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_llama3_8b_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_llama3_8b_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_llama3_8b_sqk4__avx2(w->sq + (hk) * 512, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 512);
+                    attn_llama3_8b_spv4__avx2(p, vv + j * vs, w->so + (hk) * 512);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_llama3_8b_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_llama3_8b_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_llama3_8b_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 8; hk++) {
+                        __m128 add;
+                        const __m128 hide = attn_llama3_8b_sterms4__avx2(args, w, b, hk, j, partial, &add);
+                        attn_llama3_8b_spv4__avx2(attn_llama3_8b_sqk4__avx2(w->sq + (hk) * 512, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 512), v + j * vs + hk * vh, w->so + (hk) * 512);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 8; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        __m128 add;
+                        const __m128 hide = attn_llama3_8b_sterms4__avx2(args, w, b, hk, j, partial, &add);
+                        attn_llama3_8b_spv4__avx2(attn_llama3_8b_sqk4__avx2(w->sq + (hk) * 512, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 512), v + hk * vh + j * vs, w->so + (hk) * 512);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 4, h = (r / 4) * 4 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->so[r * 128 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_llama3_8b_dmerge__avx2(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
@@ -3101,7 +3703,16 @@ __attribute__((target("avx2,fma"))) static attn_status attn_llama3_8b_decode__av
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) attn_llama3_8b_dunit__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+            if (w) {
+                switch (4 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                case 4:
+                    attn_llama3_8b_sunit4__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+                    continue;
+                default:
+                    break;
+                }
+                attn_llama3_8b_dunit__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+            }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
@@ -3203,6 +3814,13 @@ static inline void attn_storen_neon(float *p, float32x4_t v, int n)
     vst1q_f32(t, v);
     for (i = 0; i < n; i++) p[i] = t[i];
 }
+static inline float32x4_t attn_set4_neon(float a, float b, float c, float d)
+{
+    float32x4_t v = vdupq_n_f32(a);
+    v = vsetq_lane_f32(b, v, 1);
+    v = vsetq_lane_f32(c, v, 2);
+    return vsetq_lane_f32(d, v, 3);
+}
 static inline float32x4_t attn_iota_neon(void)
 {
     static const float iota[4] = {0.0f, 1.0f, 2.0f, 3.0f};
@@ -3213,6 +3831,26 @@ static inline float32x4_t attn_iota_neon(void)
  * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
  * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
 static inline float32x4_t attn_exp2__neon(float32x4_t x)
+{
+    float32x4_t n, r, y;
+    x = vminq_f32(vdupq_n_f32(127.0f), x);
+    x = vmaxq_f32(vdupq_n_f32(-127.0f), x);
+    n = vrndnq_f32(x);
+    r = vsubq_f32(x, n);
+    y = vdupq_n_f32(1.535336188319500e-4f);
+    y = vfmaq_f32(vdupq_n_f32(1.339887440266574e-3f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(9.618437357674640e-3f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(5.550332471162809e-2f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(2.402264791363012e-1f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(6.931472028550421e-1f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(1.0f), y, r);
+    return vmulq_f32(y, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23)));
+}
+
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+static inline float32x4_t attn_exp2__neon_q4(float32x4_t x)
 {
     float32x4_t n, r, y;
     x = vminq_f32(vdupq_n_f32(127.0f), x);
@@ -4624,6 +5262,10 @@ static void attn_llama3_8b_dpv_1x128__neon(const float *restrict p, int64_t pst,
 
 /* Per-thread scratch of the neon decode path: up to 512 rows. */
 typedef struct {
+    /* the streaming path's rows, adjacent so that they share L1 with nothing
+       but the cache rows being read: Q (times scale * log2(e)), unnormalized
+       O, and each kv head's running max and sum (4 slots a head) */
+    float sq[32 * 128], so[32 * 128], sm[32], sl[32];
     float qt[512 * 128];        /* Q^T in panels of 8 rows, times scale * log2(e) */
     float q[512 * 128];       /* the same rows, row-major (zero-padded to whole vectors) */
     float s[64 * 512];       /* S^T, then P^T: key-major */
@@ -4783,6 +5425,213 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
     }
 }
 
+
+/* ---- streaming decode: up to 1 query row against the cache, key by key ---- */
+/*
+ * Every query row of every head stays in L1 (32768 bytes of Q and O
+ * per query row) while the cache is read once, in address order: for each key,
+ * each kv head's rows take its K row (scores), update their running max and
+ * sum, and add its V row.  The scores of one head are computed while the
+ * P*V of the previous one runs.  The running max is lazy: it moves only when
+ * a score passes it by more than 8 (base 2), so O is seldom rescaled and the
+ * weights 2^(s - m) stay at most 256.  Rows: r = hk * R + g * Lq + i for query
+ * i of head hk * 4 + g, R = 4 * Lq.  docs/decode.md has the measurements
+ * behind this order of reads.
+ */
+
+/* O[4 rows] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE static void attn_llama3_8b_srescale4__neon(float *restrict o, float32x4_t alpha)
+{
+    const float32x4_t s = alpha;
+    int64_t c;
+    const float32x4_t a0 = vdupq_laneq_f32(s, 0);
+    const float32x4_t a1 = vdupq_laneq_f32(s, 1);
+    const float32x4_t a2 = vdupq_laneq_f32(s, 2);
+    const float32x4_t a3 = vdupq_laneq_f32(s, 3);
+    for (c = 0; c < 128; c += 4) {
+        vst1q_f32(o + 0 + c, vmulq_f32(a0, vld1q_f32(o + 0 + c)));
+        vst1q_f32(o + 128 + c, vmulq_f32(a1, vld1q_f32(o + 128 + c)));
+        vst1q_f32(o + 256 + c, vmulq_f32(a2, vld1q_f32(o + 256 + c)));
+        vst1q_f32(o + 384 + c, vmulq_f32(a3, vld1q_f32(o + 384 + c)));
+    }
+}
+
+/* The scores of 4 rows (q: rows 128 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+static ATTN_INLINE float32x4_t attn_llama3_8b_sqk4__neon(const float *restrict q, const float *restrict k, int terms,
+        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    float32x4_t a0 = vdupq_n_f32(0.0f);
+    float32x4_t a1 = vdupq_n_f32(0.0f);
+    float32x4_t a2 = vdupq_n_f32(0.0f);
+    float32x4_t a3 = vdupq_n_f32(0.0f);
+    float32x4_t s, mv, lv;
+    int64_t c;
+    for (c = 0; c < 128; c += 4) {
+        const float32x4_t x = vld1q_f32(k + c);
+        a0 = vfmaq_f32(a0, vld1q_f32(q + 0 + c), x);
+        a1 = vfmaq_f32(a1, vld1q_f32(q + 128 + c), x);
+        a2 = vfmaq_f32(a2, vld1q_f32(q + 256 + c), x);
+        a3 = vfmaq_f32(a3, vld1q_f32(q + 384 + c), x);
+    }
+    s = vpaddq_f32(vpaddq_f32(a0, a1), vpaddq_f32(a2, a3));
+    if (terms) /* a literal at every call: the branch folds away */
+        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
+    mv = vld1q_f32(m);
+    lv = vld1q_f32(l);
+    if ((vmaxvq_u32(vcgtq_f32(s, vaddq_f32(mv, vdupq_n_f32(8.0f)))) != 0)) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const float32x4_t mn = vmaxq_f32(mv, s);
+        const float32x4_t alpha = attn_exp2__neon_q4(vsubq_f32(mv, vbslq_f32(vcltq_f32(mn, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mn)));
+        lv = vmulq_f32(lv, alpha);
+        mv = mn;
+        vst1q_f32(m, mv);
+        attn_llama3_8b_srescale4__neon(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__neon_q4(vsubq_f32(s, vbslq_f32(vcltq_f32(mv, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mv)));
+    vst1q_f32(l, vaddq_f32(lv, s));
+    return s;
+}
+
+/* O[4 rows] += p_r V: one V row. */
+static ATTN_INLINE void attn_llama3_8b_spv4__neon(float32x4_t p, const float *restrict v, float *restrict o)
+{
+    const float32x4_t s = p;
+    const float32x4_t p0 = vdupq_laneq_f32(s, 0);
+    const float32x4_t p1 = vdupq_laneq_f32(s, 1);
+    const float32x4_t p2 = vdupq_laneq_f32(s, 2);
+    const float32x4_t p3 = vdupq_laneq_f32(s, 3);
+    int64_t c;
+    for (c = 0; c < 128; c += 4) {
+        const float32x4_t x = vld1q_f32(v + c);
+        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0, x));
+        vst1q_f32(o + 128 + c, vfmaq_f32(vld1q_f32(o + 128 + c), p1, x));
+        vst1q_f32(o + 256 + c, vfmaq_f32(vld1q_f32(o + 256 + c), p2, x));
+        vst1q_f32(o + 384 + c, vfmaq_f32(vld1q_f32(o + 384 + c), p3, x));
+    }
+}
+
+/* The score terms of kv head hk's 4 rows at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+static inline float32x4_t attn_llama3_8b_sterms4__neon(const attn_args *args, const attn_llama3_8b_dscratch__neon *w,
+        int64_t b, int64_t hk, int64_t j, int partial, float32x4_t *add)
+{
+    const float h0 = attn_llama3_8b_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h1 = attn_llama3_8b_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 1, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h2 = attn_llama3_8b_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 2, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h3 = attn_llama3_8b_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 3, 4, j, partial) ? -INFINITY : 0.0f;
+    *add = vdupq_n_f32(0.0f);
+    return attn_set4_neon(h0, h1, h2, h3);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 4 rows per kv head
+ * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+static void attn_llama3_8b_sunit4__neon(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_llama3_8b_dscratch__neon *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 1, n = 32;
+    const int64_t lk = args->seq_k;
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 4, h = (r / 4) * 4 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 128; d++) w->sq[r * 128 + d] = qr[d] * 0.127517431f;
+        attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 32; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 128));
+
+    cls = attn_llama3_8b_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        float32x4_t p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_llama3_8b_sqk4__neon(w->sq + (0) * 512, k + j_begin * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 512);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_llama3_8b_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_llama3_8b_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 8; hk++) {
+                    const int64_t hn = hk + 1 < 8 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_llama3_8b_sqk4__neon(w->sq + (hn) * 512, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 512) : p;
+                    attn_llama3_8b_spv4__neon(p, vj + hk * vh, w->so + (hk) * 512);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 8; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_llama3_8b_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_llama3_8b_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_llama3_8b_sqk4__neon(w->sq + (hk) * 512, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 512);
+                    attn_llama3_8b_spv4__neon(p, vv + j * vs, w->so + (hk) * 512);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_llama3_8b_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_llama3_8b_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_llama3_8b_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 8; hk++) {
+                        float32x4_t add;
+                        const float32x4_t hide = attn_llama3_8b_sterms4__neon(args, w, b, hk, j, partial, &add);
+                        attn_llama3_8b_spv4__neon(attn_llama3_8b_sqk4__neon(w->sq + (hk) * 512, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 512), v + j * vs + hk * vh, w->so + (hk) * 512);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 8; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        float32x4_t add;
+                        const float32x4_t hide = attn_llama3_8b_sterms4__neon(args, w, b, hk, j, partial, &add);
+                        attn_llama3_8b_spv4__neon(attn_llama3_8b_sqk4__neon(w->sq + (hk) * 512, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 512), v + hk * vh + j * vs, w->so + (hk) * 512);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 4, h = (r / 4) * 4 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->so[r * 128 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_llama3_8b_dmerge__neon(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
@@ -4847,7 +5696,16 @@ static attn_status attn_llama3_8b_decode__neon(const attn_args *args)
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) attn_llama3_8b_dunit__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+            if (w) {
+                switch (4 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                case 4:
+                    attn_llama3_8b_sunit4__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+                    continue;
+                default:
+                    break;
+                }
+                attn_llama3_8b_dunit__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+            }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
@@ -6013,6 +6871,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
     }
 }
 
+
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_llama3_8b_dmerge__scalar(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
@@ -6077,7 +6936,9 @@ ATTN_NO_AUTOVEC static attn_status attn_llama3_8b_decode__scalar(const attn_args
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) attn_llama3_8b_dunit__scalar(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+            if (w) {
+                attn_llama3_8b_dunit__scalar(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+            }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif

@@ -64,6 +64,19 @@
  * end of V.
  */
 
+/* The streaming decode path inlines its per-key steps into the loop over kv
+ * heads (gcc would call them) and keeps the rare rescale out of line, so
+ * that the compiler leaves the rows' O in memory around it. */
+#ifndef ATTN_NOINLINE
+#if defined(__GNUC__)
+#define ATTN_NOINLINE __attribute__((noinline))
+#define ATTN_INLINE __attribute__((always_inline)) inline
+#else
+#define ATTN_NOINLINE
+#define ATTN_INLINE inline
+#endif
+#endif
+
 /* Visible keys of the query at position p when Lk_b keys are valid:
  * [0, *sink_hi) and [*lo, *hi) (DESIGN.md section 3). */
 static void attn_whisper_cross_row_span(int64_t p, int64_t lk, int64_t *lo, int64_t *hi, int64_t *sink_hi)
@@ -115,6 +128,18 @@ static void attn_whisper_cross_prefetch_row(const float *p, int n)
 #endif
 }
 
+/* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not
+ * see the key (its span, tested when partial), and what
+ * is added to its score (base 2). */
+static inline int attn_whisper_cross_shidden(const attn_args *args, const int64_t *lo, const int64_t *hi, const int64_t *sink_hi,
+        int64_t b, int64_t hk, int64_t rr, int64_t R, int64_t j, int partial)
+{
+    const int64_t r = hk * R + rr;
+    (void)args;
+    (void)b;
+    return partial && !((j >= lo[r] && j < hi[r]) || j < sink_hi[r]);
+}
+
 /* Whether any of n rows may see a tile column in [c0, c1) (first/last as
  * classify leaves them); score panels no row of a block sees are skipped. */
 static int attn_whisper_cross_sees(const int64_t *first, const int64_t *last, int n, int64_t c0, int64_t c1)
@@ -130,20 +155,26 @@ static int attn_whisper_cross_sees(const int64_t *first, const int64_t *last, in
 /* ======================================================================== */
 #if defined(__x86_64__) || defined(_M_X64)
 
-/* out[0..3] = the lane sums of x0..x3: pairwise adds within 128-bit lanes,
- * then across them. */
-__attribute__((target("avx512f"))) static inline void attn_hsum4_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
+/* The lane sums of x0..x3 as one __m128: pairwise adds within 128-bit
+ * lanes, then across them. */
+__attribute__((target("avx512f,fma"))) static inline __m128 attn_hsum4q_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3)
 {
     const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(x0, x1), _mm512_unpackhi_ps(x0, x1));
     const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(x2, x3), _mm512_unpackhi_ps(x2, x3));
     __m512 s = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, 0x44), _mm512_shuffle_ps(s01, s23, 0xEE));
     s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0x4E));
     s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0xB1));
-    _mm_storeu_ps(out, _mm512_castps512_ps128(s));
+    return _mm512_castps512_ps128(s);
+}
+
+/* out[0..3] = the lane sums of x0..x3. */
+__attribute__((target("avx512f,fma"))) static inline void attn_hsum4_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
+{
+    _mm_storeu_ps(out, attn_hsum4q_avx512(x0, x1, x2, x3));
 }
 
 /* dst[d][c] = src[c][d] for a 16 x 16 block (src rows ss apart, dst rows ds apart). */
-__attribute__((target("avx512f"))) static inline void attn_transpose16_avx512(const float *src, int64_t ss, float *dst, int64_t ds)
+__attribute__((target("avx512f,fma"))) static inline void attn_transpose16_avx512(const float *src, int64_t ss, float *dst, int64_t ds)
 {
     __m512 r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15;
     __m512 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15;
@@ -232,7 +263,7 @@ __attribute__((target("avx512f"))) static inline void attn_transpose16_avx512(co
 /* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
  * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
  * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
-__attribute__((target("avx512f"))) static inline __m512 attn_exp2__avx512(__m512 x)
+__attribute__((target("avx512f,fma"))) static inline __m512 attn_exp2__avx512(__m512 x)
 {
     __m512 n, r, y;
     x = _mm512_min_ps(_mm512_set1_ps(127.0f), x);
@@ -249,10 +280,30 @@ __attribute__((target("avx512f"))) static inline __m512 attn_exp2__avx512(__m512
     return _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)));
 }
 
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+__attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2__avx512_q4(__m128 x)
+{
+    __m128 n, r, y;
+    x = _mm_min_ps(_mm_set1_ps(127.0f), x);
+    x = _mm_max_ps(_mm_set1_ps(-127.0f), x);
+    n = _mm_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm_sub_ps(x, n);
+    y = _mm_set1_ps(1.535336188319500e-4f);
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(1.339887440266574e-3f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(9.618437357674640e-3f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(5.550332471162809e-2f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(2.402264791363012e-1f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(6.931472028550421e-1f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(1.0f));
+    return _mm_mul_ps(y, _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23)));
+}
+
 /* Scores S[8][32] = Q[8][64] K^T[64][32] (Q is packed pre-scaled).
  * q: packed query rows (64 floats each); kt: the packed K^T panel (32 floats per d);
  * s: 128 floats per row.  32768 FLOPs, 19 vector registers. */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_qk_8x32__avx512(const float *restrict q, const float *restrict kt,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_qk_8x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -457,7 +508,7 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_qk_8x32__avx51
 /* Scores S[1][32] = Q[1][64] K^T[64][32] (Q is packed pre-scaled).
  * q: packed query rows (64 floats each); kt: the packed K^T panel (32 floats per d);
  * s: 128 floats per row.  4096 FLOPs, 5 vector registers. */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_qk_1x32__avx512(const float *restrict q, const float *restrict kt,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_qk_1x32__avx512(const float *restrict q, const float *restrict kt,
         float *restrict s)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -522,7 +573,7 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_qk_1x32__avx51
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_pv_6x64__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_pv_6x64__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -594,7 +645,7 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_pv_6x64__avx51
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: 128 floats per row; v: packed V at the tile's first key; v and o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_pv_1x64__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_pv_1x64__avx512(const float *restrict p, const float *restrict v, int64_t jlo, int64_t jhi,
         float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -638,7 +689,7 @@ typedef struct {
 } attn_whisper_cross_scratch__avx512;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_unit__avx512(const attn_args *args, const float *kt, const float *v,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_unit__avx512(const attn_args *args, const float *kt, const float *v,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_whisper_cross_scratch__avx512 *w)
 {
     const int64_t lk = args->seqlens_k[b];
@@ -761,7 +812,7 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_unit__avx512(c
 /* Packs keys [j0, j0 + 32) of batch b, kv head hk: the K^T panel
  * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
  * zero for keys at or past Lk_b and for V's padding columns. */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_pack__avx512(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_pack__avx512(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
         float *restrict kt, float *restrict vp)
 {
     const int64_t lk = args->seqlens_k[b];
@@ -805,7 +856,7 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_pack__avx512(c
 
 /* S^T[8][32] = K[8][64] Q^T[64][32]: k: 8 K rows (row stride ks);
  * qt: a packed Q^T panel (32 floats per d); s: row stride sst. */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_dqk_8x32__avx512(const float *restrict k, int64_t ks,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dqk_8x32__avx512(const float *restrict k, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t sst)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -881,7 +932,7 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_dqk_8x32__avx5
 
 /* S^T[1][32] = K[1][64] Q^T[64][32]: k: 1 K rows (row stride ks);
  * qt: a packed Q^T panel (32 floats per d); s: row stride sst. */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_dqk_1x32__avx512(const float *restrict k, int64_t ks,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dqk_1x32__avx512(const float *restrict k, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t sst)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -903,7 +954,7 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_dqk_1x32__avx5
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (64 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_ddot__avx512(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_ddot__avx512(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -962,7 +1013,7 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_ddot__avx512(c
 
 /* O[6][64] = alpha * O + P^T[0:kb][6]^T V[0:kb][64]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_dpv_6x64__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dpv_6x64__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1033,7 +1084,7 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_dpv_6x64__avx5
 
 /* O[5][64] = alpha * O + P^T[0:kb][5]^T V[0:kb][64]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_dpv_5x64__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dpv_5x64__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1097,7 +1148,7 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_dpv_5x64__avx5
 
 /* O[4][64] = alpha * O + P^T[0:kb][4]^T V[0:kb][64]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_dpv_4x64__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dpv_4x64__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1154,7 +1205,7 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_dpv_4x64__avx5
 
 /* O[3][64] = alpha * O + P^T[0:kb][3]^T V[0:kb][64]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_dpv_3x64__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dpv_3x64__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1204,7 +1255,7 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_dpv_3x64__avx5
 
 /* O[2][64] = alpha * O + P^T[0:kb][2]^T V[0:kb][64]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_dpv_2x64__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dpv_2x64__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1247,7 +1298,7 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_dpv_2x64__avx5
 
 /* O[1][64] = alpha * O + P^T[0:kb][1]^T V[0:kb][64]: p: P^T at the first row
  * (key stride pst); v: V at the first key (row stride vs, read only to Dv). */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_dpv_1x64__avx512(const float *restrict p, int64_t pst,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dpv_1x64__avx512(const float *restrict p, int64_t pst,
         const float *restrict v, int64_t vs, int64_t kb, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1283,6 +1334,10 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_dpv_1x64__avx5
 
 /* Per-thread scratch of the avx512 decode path: up to 192 rows. */
 typedef struct {
+    /* the streaming path's rows, adjacent so that they share L1 with nothing
+       but the cache rows being read: Q (times scale * log2(e)), unnormalized
+       O, and each kv head's running max and sum (4 slots a head) */
+    float sq[48 * 64], so[48 * 64], sm[48], sl[48];
     float qt[384 * 64];        /* Q^T in panels of 32 rows, times scale * log2(e) */
     float q[384 * 64];       /* the same rows, row-major (zero-padded to whole vectors) */
     float s[64 * 384];       /* S^T, then P^T: key-major */
@@ -1295,7 +1350,7 @@ typedef struct {
  * g * Lq + i is query i of head hk * 1 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-__attribute__((target("avx512f"))) static void attn_whisper_cross_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin,
         attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 1 * Lq;
@@ -1442,6 +1497,874 @@ __attribute__((target("avx512f"))) static void attn_whisper_cross_dunit__avx512(
     }
 }
 
+
+/* ---- streaming decode: up to 4 query rows against the cache, key by key ---- */
+/*
+ * Every query row of every head stays in L1 (6144 bytes of Q and O
+ * per query row) while the cache is read once, in address order: for each key,
+ * each kv head's rows take its K row (scores), update their running max and
+ * sum, and add its V row.  The scores of one head are computed while the
+ * P*V of the previous one runs.  The running max is lazy: it moves only when
+ * a score passes it by more than 8 (base 2), so O is seldom rescaled and the
+ * weights 2^(s - m) stay at most 256.  Rows: r = hk * R + g * Lq + i for query
+ * i of head hk * 1 + g, R = 1 * Lq.  docs/decode.md has the measurements
+ * behind this order of reads.
+ */
+
+/* O[1 row] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_srescale1__avx512(float *restrict o, __m128 alpha)
+{
+    const __m512 s = _mm512_broadcast_f32x4(alpha);
+    int64_t c;
+    const __m512 a0 = _mm512_permute_ps(s, 0x00);
+    for (c = 0; c < 64; c += 16) {
+        _mm512_storeu_ps(o + 0 + c, _mm512_mul_ps(a0, _mm512_loadu_ps(o + 0 + c)));
+    }
+}
+
+/* The scores of 1 row (q: rows 64 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 1 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk1__avx512(const float *restrict q, const float *restrict k, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m512 a0 = _mm512_setzero_ps();
+    __m128 s, mv, lv;
+    {
+        const __m512 x = _mm512_loadu_ps(k + 0);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 0), x, a0);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 16);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 16), x, a0);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 32);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 32), x, a0);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 48);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 48), x, a0);
+    }
+    s = attn_hsum4q_avx512(a0, _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    mv = _mm_loadu_ps(m);
+    lv = _mm_loadu_ps(l);
+    if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const __m128 mn = _mm_max_ps(mv, s);
+        const __m128 alpha = attn_exp2__avx512_q4(_mm_sub_ps(mv, _mm_blendv_ps(mn, _mm_setzero_ps(), _mm_cmp_ps(mn, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+        lv = _mm_mul_ps(lv, alpha);
+        mv = mn;
+        _mm_storeu_ps(m, mv);
+        attn_whisper_cross_srescale1__avx512(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__avx512_q4(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+    _mm_storeu_ps(l, _mm_add_ps(lv, s));
+    return s;
+}
+
+/* O[1 row] += p_r V: one V row. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_whisper_cross_spv1__avx512(__m128 p, const float *restrict v, float *restrict o)
+{
+    const __m512 s = _mm512_broadcast_f32x4(p);
+    const __m512 p0 = _mm512_permute_ps(s, 0x00);
+    {
+        const __m512 x = _mm512_loadu_ps(v + 0);
+        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 0)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 16);
+        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 16)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 32);
+        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 32)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 48);
+        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 48)));
+    }
+}
+
+/* The score terms of kv head hk's 1 row at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+__attribute__((target("avx512f,fma"))) static inline __m128 attn_whisper_cross_sterms1__avx512(const attn_args *args, const attn_whisper_cross_dscratch__avx512 *w,
+        int64_t b, int64_t hk, int64_t j, int partial, __m128 *add)
+{
+    const float h0 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 1, j, partial) ? -INFINITY : 0.0f;
+    *add = _mm_setzero_ps();
+    return _mm_set_ps(0.0f, 0.0f, 0.0f, h0);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 1 row per kv head
+ * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit1__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 1, n = 12;
+    const int64_t lk = args->seqlens_k[b];
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 1, h = (r / 1) * 1 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 64; d++) w->sq[r * 64 + d] = qr[d] * 0.18033688f;
+        attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 48; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+
+    cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        __m128 p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_whisper_cross_sqk1__avx512(w->sq + (0) * 64, k + j_begin * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 64);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 12; hk++) {
+                    const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_whisper_cross_sqk1__avx512(w->sq + (hn) * 64, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 64) : p;
+                    attn_whisper_cross_spv1__avx512(p, vj + hk * vh, w->so + (hk) * 64);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 12; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_whisper_cross_sqk1__avx512(w->sq + (hk) * 64, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 64);
+                    attn_whisper_cross_spv1__avx512(p, vv + j * vs, w->so + (hk) * 64);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_whisper_cross_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 12; hk++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms1__avx512(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv1__avx512(attn_whisper_cross_sqk1__avx512(w->sq + (hk) * 64, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 64), v + j * vs + hk * vh, w->so + (hk) * 64);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 12; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms1__avx512(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv1__avx512(attn_whisper_cross_sqk1__avx512(w->sq + (hk) * 64, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 64), v + hk * vh + j * vs, w->so + (hk) * 64);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 1, h = (r / 1) * 1 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 1) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 1) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
+/* O[2 rows] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_srescale2__avx512(float *restrict o, __m128 alpha)
+{
+    const __m512 s = _mm512_broadcast_f32x4(alpha);
+    int64_t c;
+    const __m512 a0 = _mm512_permute_ps(s, 0x00);
+    const __m512 a1 = _mm512_permute_ps(s, 0x55);
+    for (c = 0; c < 64; c += 16) {
+        _mm512_storeu_ps(o + 0 + c, _mm512_mul_ps(a0, _mm512_loadu_ps(o + 0 + c)));
+        _mm512_storeu_ps(o + 64 + c, _mm512_mul_ps(a1, _mm512_loadu_ps(o + 64 + c)));
+    }
+}
+
+/* The scores of 2 rows (q: rows 64 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 2 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk2__avx512(const float *restrict q, const float *restrict k, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m512 a0 = _mm512_setzero_ps();
+    __m512 a1 = _mm512_setzero_ps();
+    __m128 s, mv, lv;
+    {
+        const __m512 x = _mm512_loadu_ps(k + 0);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 0), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 0), x, a1);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 16);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 16), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 16), x, a1);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 32);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 32), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 32), x, a1);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 48);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 48), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 48), x, a1);
+    }
+    s = attn_hsum4q_avx512(a0, a1, _mm512_setzero_ps(), _mm512_setzero_ps());
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    mv = _mm_loadu_ps(m);
+    lv = _mm_loadu_ps(l);
+    if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const __m128 mn = _mm_max_ps(mv, s);
+        const __m128 alpha = attn_exp2__avx512_q4(_mm_sub_ps(mv, _mm_blendv_ps(mn, _mm_setzero_ps(), _mm_cmp_ps(mn, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+        lv = _mm_mul_ps(lv, alpha);
+        mv = mn;
+        _mm_storeu_ps(m, mv);
+        attn_whisper_cross_srescale2__avx512(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__avx512_q4(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+    _mm_storeu_ps(l, _mm_add_ps(lv, s));
+    return s;
+}
+
+/* O[2 rows] += p_r V: one V row. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_whisper_cross_spv2__avx512(__m128 p, const float *restrict v, float *restrict o)
+{
+    const __m512 s = _mm512_broadcast_f32x4(p);
+    const __m512 p0 = _mm512_permute_ps(s, 0x00);
+    const __m512 p1 = _mm512_permute_ps(s, 0x55);
+    {
+        const __m512 x = _mm512_loadu_ps(v + 0);
+        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 0)));
+        _mm512_storeu_ps(o + 64 + 0, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 0)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 16);
+        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 16)));
+        _mm512_storeu_ps(o + 64 + 16, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 16)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 32);
+        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 32)));
+        _mm512_storeu_ps(o + 64 + 32, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 32)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 48);
+        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 48)));
+        _mm512_storeu_ps(o + 64 + 48, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 48)));
+    }
+}
+
+/* The score terms of kv head hk's 2 rows at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+__attribute__((target("avx512f,fma"))) static inline __m128 attn_whisper_cross_sterms2__avx512(const attn_args *args, const attn_whisper_cross_dscratch__avx512 *w,
+        int64_t b, int64_t hk, int64_t j, int partial, __m128 *add)
+{
+    const float h0 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 2, j, partial) ? -INFINITY : 0.0f;
+    const float h1 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 1, 2, j, partial) ? -INFINITY : 0.0f;
+    *add = _mm_setzero_ps();
+    return _mm_set_ps(0.0f, 0.0f, h1, h0);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 2 rows per kv head
+ * (Lq = 2).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit2__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 2, n = 24;
+    const int64_t lk = args->seqlens_k[b];
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 2, h = (r / 2) * 1 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 64; d++) w->sq[r * 64 + d] = qr[d] * 0.18033688f;
+        attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 48; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+
+    cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        __m128 p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_whisper_cross_sqk2__avx512(w->sq + (0) * 128, k + j_begin * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 128);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 12; hk++) {
+                    const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_whisper_cross_sqk2__avx512(w->sq + (hn) * 128, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 128) : p;
+                    attn_whisper_cross_spv2__avx512(p, vj + hk * vh, w->so + (hk) * 128);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 12; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_whisper_cross_sqk2__avx512(w->sq + (hk) * 128, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 128);
+                    attn_whisper_cross_spv2__avx512(p, vv + j * vs, w->so + (hk) * 128);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_whisper_cross_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 12; hk++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms2__avx512(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv2__avx512(attn_whisper_cross_sqk2__avx512(w->sq + (hk) * 128, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 128), v + j * vs + hk * vh, w->so + (hk) * 128);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 12; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms2__avx512(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv2__avx512(attn_whisper_cross_sqk2__avx512(w->sq + (hk) * 128, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 128), v + hk * vh + j * vs, w->so + (hk) * 128);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 2, h = (r / 2) * 1 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 2) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 2) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
+/* O[3 rows] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_srescale3__avx512(float *restrict o, __m128 alpha)
+{
+    const __m512 s = _mm512_broadcast_f32x4(alpha);
+    int64_t c;
+    const __m512 a0 = _mm512_permute_ps(s, 0x00);
+    const __m512 a1 = _mm512_permute_ps(s, 0x55);
+    const __m512 a2 = _mm512_permute_ps(s, 0xAA);
+    for (c = 0; c < 64; c += 16) {
+        _mm512_storeu_ps(o + 0 + c, _mm512_mul_ps(a0, _mm512_loadu_ps(o + 0 + c)));
+        _mm512_storeu_ps(o + 64 + c, _mm512_mul_ps(a1, _mm512_loadu_ps(o + 64 + c)));
+        _mm512_storeu_ps(o + 128 + c, _mm512_mul_ps(a2, _mm512_loadu_ps(o + 128 + c)));
+    }
+}
+
+/* The scores of 3 rows (q: rows 64 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 3 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk3__avx512(const float *restrict q, const float *restrict k, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m512 a0 = _mm512_setzero_ps();
+    __m512 a1 = _mm512_setzero_ps();
+    __m512 a2 = _mm512_setzero_ps();
+    __m128 s, mv, lv;
+    {
+        const __m512 x = _mm512_loadu_ps(k + 0);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 0), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 0), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 0), x, a2);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 16);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 16), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 16), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 16), x, a2);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 32);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 32), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 32), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 32), x, a2);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 48);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 48), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 48), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 48), x, a2);
+    }
+    s = attn_hsum4q_avx512(a0, a1, a2, _mm512_setzero_ps());
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    mv = _mm_loadu_ps(m);
+    lv = _mm_loadu_ps(l);
+    if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const __m128 mn = _mm_max_ps(mv, s);
+        const __m128 alpha = attn_exp2__avx512_q4(_mm_sub_ps(mv, _mm_blendv_ps(mn, _mm_setzero_ps(), _mm_cmp_ps(mn, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+        lv = _mm_mul_ps(lv, alpha);
+        mv = mn;
+        _mm_storeu_ps(m, mv);
+        attn_whisper_cross_srescale3__avx512(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__avx512_q4(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+    _mm_storeu_ps(l, _mm_add_ps(lv, s));
+    return s;
+}
+
+/* O[3 rows] += p_r V: one V row. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_whisper_cross_spv3__avx512(__m128 p, const float *restrict v, float *restrict o)
+{
+    const __m512 s = _mm512_broadcast_f32x4(p);
+    const __m512 p0 = _mm512_permute_ps(s, 0x00);
+    const __m512 p1 = _mm512_permute_ps(s, 0x55);
+    const __m512 p2 = _mm512_permute_ps(s, 0xAA);
+    {
+        const __m512 x = _mm512_loadu_ps(v + 0);
+        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 0)));
+        _mm512_storeu_ps(o + 64 + 0, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 0)));
+        _mm512_storeu_ps(o + 128 + 0, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 0)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 16);
+        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 16)));
+        _mm512_storeu_ps(o + 64 + 16, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 16)));
+        _mm512_storeu_ps(o + 128 + 16, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 16)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 32);
+        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 32)));
+        _mm512_storeu_ps(o + 64 + 32, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 32)));
+        _mm512_storeu_ps(o + 128 + 32, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 32)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 48);
+        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 48)));
+        _mm512_storeu_ps(o + 64 + 48, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 48)));
+        _mm512_storeu_ps(o + 128 + 48, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 48)));
+    }
+}
+
+/* The score terms of kv head hk's 3 rows at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+__attribute__((target("avx512f,fma"))) static inline __m128 attn_whisper_cross_sterms3__avx512(const attn_args *args, const attn_whisper_cross_dscratch__avx512 *w,
+        int64_t b, int64_t hk, int64_t j, int partial, __m128 *add)
+{
+    const float h0 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 3, j, partial) ? -INFINITY : 0.0f;
+    const float h1 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 1, 3, j, partial) ? -INFINITY : 0.0f;
+    const float h2 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 2, 3, j, partial) ? -INFINITY : 0.0f;
+    *add = _mm_setzero_ps();
+    return _mm_set_ps(0.0f, h2, h1, h0);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 3 rows per kv head
+ * (Lq = 3).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit3__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 3, n = 36;
+    const int64_t lk = args->seqlens_k[b];
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 3, h = (r / 3) * 1 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 64; d++) w->sq[r * 64 + d] = qr[d] * 0.18033688f;
+        attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 48; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+
+    cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        __m128 p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_whisper_cross_sqk3__avx512(w->sq + (0) * 192, k + j_begin * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 192);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 12; hk++) {
+                    const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_whisper_cross_sqk3__avx512(w->sq + (hn) * 192, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 192) : p;
+                    attn_whisper_cross_spv3__avx512(p, vj + hk * vh, w->so + (hk) * 192);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 12; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_whisper_cross_sqk3__avx512(w->sq + (hk) * 192, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 192);
+                    attn_whisper_cross_spv3__avx512(p, vv + j * vs, w->so + (hk) * 192);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_whisper_cross_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 12; hk++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms3__avx512(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv3__avx512(attn_whisper_cross_sqk3__avx512(w->sq + (hk) * 192, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 192), v + j * vs + hk * vh, w->so + (hk) * 192);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 12; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms3__avx512(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv3__avx512(attn_whisper_cross_sqk3__avx512(w->sq + (hk) * 192, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 192), v + hk * vh + j * vs, w->so + (hk) * 192);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 3, h = (r / 3) * 1 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 3) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 3) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
+/* O[4 rows] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_srescale4__avx512(float *restrict o, __m128 alpha)
+{
+    const __m512 s = _mm512_broadcast_f32x4(alpha);
+    int64_t c;
+    const __m512 a0 = _mm512_permute_ps(s, 0x00);
+    const __m512 a1 = _mm512_permute_ps(s, 0x55);
+    const __m512 a2 = _mm512_permute_ps(s, 0xAA);
+    const __m512 a3 = _mm512_permute_ps(s, 0xFF);
+    for (c = 0; c < 64; c += 16) {
+        _mm512_storeu_ps(o + 0 + c, _mm512_mul_ps(a0, _mm512_loadu_ps(o + 0 + c)));
+        _mm512_storeu_ps(o + 64 + c, _mm512_mul_ps(a1, _mm512_loadu_ps(o + 64 + c)));
+        _mm512_storeu_ps(o + 128 + c, _mm512_mul_ps(a2, _mm512_loadu_ps(o + 128 + c)));
+        _mm512_storeu_ps(o + 192 + c, _mm512_mul_ps(a3, _mm512_loadu_ps(o + 192 + c)));
+    }
+}
+
+/* The scores of 4 rows (q: rows 64 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk4__avx512(const float *restrict q, const float *restrict k, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m512 a0 = _mm512_setzero_ps();
+    __m512 a1 = _mm512_setzero_ps();
+    __m512 a2 = _mm512_setzero_ps();
+    __m512 a3 = _mm512_setzero_ps();
+    __m128 s, mv, lv;
+    {
+        const __m512 x = _mm512_loadu_ps(k + 0);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 0), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 0), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 0), x, a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 192 + 0), x, a3);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 16);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 16), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 16), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 16), x, a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 192 + 16), x, a3);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 32);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 32), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 32), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 32), x, a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 192 + 32), x, a3);
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(k + 48);
+        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 48), x, a0);
+        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 48), x, a1);
+        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 48), x, a2);
+        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 192 + 48), x, a3);
+    }
+    s = attn_hsum4q_avx512(a0, a1, a2, a3);
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    mv = _mm_loadu_ps(m);
+    lv = _mm_loadu_ps(l);
+    if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const __m128 mn = _mm_max_ps(mv, s);
+        const __m128 alpha = attn_exp2__avx512_q4(_mm_sub_ps(mv, _mm_blendv_ps(mn, _mm_setzero_ps(), _mm_cmp_ps(mn, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+        lv = _mm_mul_ps(lv, alpha);
+        mv = mn;
+        _mm_storeu_ps(m, mv);
+        attn_whisper_cross_srescale4__avx512(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__avx512_q4(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+    _mm_storeu_ps(l, _mm_add_ps(lv, s));
+    return s;
+}
+
+/* O[4 rows] += p_r V: one V row. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_whisper_cross_spv4__avx512(__m128 p, const float *restrict v, float *restrict o)
+{
+    const __m512 s = _mm512_broadcast_f32x4(p);
+    const __m512 p0 = _mm512_permute_ps(s, 0x00);
+    const __m512 p1 = _mm512_permute_ps(s, 0x55);
+    const __m512 p2 = _mm512_permute_ps(s, 0xAA);
+    const __m512 p3 = _mm512_permute_ps(s, 0xFF);
+    {
+        const __m512 x = _mm512_loadu_ps(v + 0);
+        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 0)));
+        _mm512_storeu_ps(o + 64 + 0, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 0)));
+        _mm512_storeu_ps(o + 128 + 0, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 0)));
+        _mm512_storeu_ps(o + 192 + 0, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 192 + 0)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 16);
+        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 16)));
+        _mm512_storeu_ps(o + 64 + 16, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 16)));
+        _mm512_storeu_ps(o + 128 + 16, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 16)));
+        _mm512_storeu_ps(o + 192 + 16, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 192 + 16)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 32);
+        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 32)));
+        _mm512_storeu_ps(o + 64 + 32, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 32)));
+        _mm512_storeu_ps(o + 128 + 32, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 32)));
+        _mm512_storeu_ps(o + 192 + 32, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 192 + 32)));
+    }
+    {
+        const __m512 x = _mm512_loadu_ps(v + 48);
+        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 48)));
+        _mm512_storeu_ps(o + 64 + 48, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 48)));
+        _mm512_storeu_ps(o + 128 + 48, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 48)));
+        _mm512_storeu_ps(o + 192 + 48, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 192 + 48)));
+    }
+}
+
+/* The score terms of kv head hk's 4 rows at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+__attribute__((target("avx512f,fma"))) static inline __m128 attn_whisper_cross_sterms4__avx512(const attn_args *args, const attn_whisper_cross_dscratch__avx512 *w,
+        int64_t b, int64_t hk, int64_t j, int partial, __m128 *add)
+{
+    const float h0 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h1 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 1, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h2 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 2, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h3 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 3, 4, j, partial) ? -INFINITY : 0.0f;
+    *add = _mm_setzero_ps();
+    return _mm_set_ps(h3, h2, h1, h0);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 4 rows per kv head
+ * (Lq = 4).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit4__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 4, n = 48;
+    const int64_t lk = args->seqlens_k[b];
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 4, h = (r / 4) * 1 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 64; d++) w->sq[r * 64 + d] = qr[d] * 0.18033688f;
+        attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 48; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+
+    cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        __m128 p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_whisper_cross_sqk4__avx512(w->sq + (0) * 256, k + j_begin * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 256);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 12; hk++) {
+                    const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_whisper_cross_sqk4__avx512(w->sq + (hn) * 256, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 256) : p;
+                    attn_whisper_cross_spv4__avx512(p, vj + hk * vh, w->so + (hk) * 256);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 12; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_whisper_cross_sqk4__avx512(w->sq + (hk) * 256, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 256);
+                    attn_whisper_cross_spv4__avx512(p, vv + j * vs, w->so + (hk) * 256);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_whisper_cross_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 12; hk++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms4__avx512(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv4__avx512(attn_whisper_cross_sqk4__avx512(w->sq + (hk) * 256, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 256), v + j * vs + hk * vh, w->so + (hk) * 256);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 12; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms4__avx512(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv4__avx512(attn_whisper_cross_sqk4__avx512(w->sq + (hk) * 256, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 256), v + hk * vh + j * vs, w->so + (hk) * 256);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 4, h = (r / 4) * 1 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_whisper_cross_dmerge__avx512(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
@@ -1472,7 +2395,7 @@ static void attn_whisper_cross_dmerge__avx512(const attn_args *args, int64_t b, 
 }
 
 /* The decode path: units of (batch, split), then the merge. */
-__attribute__((target("avx512f"))) static attn_status attn_whisper_cross_decode__avx512(const attn_args *args)
+__attribute__((target("avx512f,fma"))) static attn_status attn_whisper_cross_decode__avx512(const attn_args *args)
 {
     const int64_t B = args->batch, R = 12 * args->seq_q;
     const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
@@ -1506,7 +2429,25 @@ __attribute__((target("avx512f"))) static attn_status attn_whisper_cross_decode_
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) attn_whisper_cross_dunit__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            if (w) {
+                switch (1 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                case 1:
+                    attn_whisper_cross_sunit1__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    continue;
+                case 2:
+                    attn_whisper_cross_sunit2__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    continue;
+                case 3:
+                    attn_whisper_cross_sunit3__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    continue;
+                case 4:
+                    attn_whisper_cross_sunit4__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    continue;
+                default:
+                    break;
+                }
+                attn_whisper_cross_dunit__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
@@ -1524,7 +2465,7 @@ __attribute__((target("avx512f"))) static attn_status attn_whisper_cross_decode_
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
  * are allocated once per call. */
-__attribute__((target("avx512f"))) attn_status attn_whisper_cross_fwd__avx512(const attn_args *args)
+__attribute__((target("avx512f,fma"))) attn_status attn_whisper_cross_fwd__avx512(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_whisper_cross_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
@@ -1601,12 +2542,16 @@ __attribute__((target("avx2,fma"))) static inline float attn_hadd_avx2(__m256 v)
     x = _mm_add_ss(x, _mm_movehdup_ps(x));
     return _mm_cvtss_f32(x);
 }
-__attribute__((target("avx2,fma"))) static inline void attn_hsum4_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
+__attribute__((target("avx2,fma"))) static inline __m128 attn_hsum4q_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3)
 {
     const __m256 s01 = _mm256_add_ps(_mm256_unpacklo_ps(x0, x1), _mm256_unpackhi_ps(x0, x1));
     const __m256 s23 = _mm256_add_ps(_mm256_unpacklo_ps(x2, x3), _mm256_unpackhi_ps(x2, x3));
     const __m256 s = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, 0x44), _mm256_shuffle_ps(s01, s23, 0xEE));
-    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
+    return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+}
+__attribute__((target("avx2,fma"))) static inline void attn_hsum4_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
+{
+    _mm_storeu_ps(out, attn_hsum4q_avx2(x0, x1, x2, x3));
 }
 __attribute__((target("avx2,fma"))) static inline float attn_hmax_avx2(__m256 v)
 {
@@ -1659,6 +2604,26 @@ __attribute__((target("avx2,fma"))) static inline __m256 attn_exp2__avx2(__m256 
     y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(6.931472028550421e-1f));
     y = _mm256_fmadd_ps(y, r, _mm256_set1_ps(1.0f));
     return _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
+}
+
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+__attribute__((target("avx2,fma"))) static inline __m128 attn_exp2__avx2_q4(__m128 x)
+{
+    __m128 n, r, y;
+    x = _mm_min_ps(_mm_set1_ps(127.0f), x);
+    x = _mm_max_ps(_mm_set1_ps(-127.0f), x);
+    n = _mm_round_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    r = _mm_sub_ps(x, n);
+    y = _mm_set1_ps(1.535336188319500e-4f);
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(1.339887440266574e-3f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(9.618437357674640e-3f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(5.550332471162809e-2f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(2.402264791363012e-1f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(6.931472028550421e-1f));
+    y = _mm_fmadd_ps(y, r, _mm_set1_ps(1.0f));
+    return _mm_mul_ps(y, _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23)));
 }
 
 /* Scores S[4][16] = Q[4][64] K^T[64][16] (Q is packed pre-scaled).
@@ -2840,6 +3805,10 @@ __attribute__((target("avx2,fma"))) static void attn_whisper_cross_dpv_1x64__avx
 
 /* Per-thread scratch of the avx2 decode path: up to 192 rows. */
 typedef struct {
+    /* the streaming path's rows, adjacent so that they share L1 with nothing
+       but the cache rows being read: Q (times scale * log2(e)), unnormalized
+       O, and each kv head's running max and sum (4 slots a head) */
+    float sq[48 * 64], so[48 * 64], sm[48], sl[48];
     float qt[192 * 64];        /* Q^T in panels of 16 rows, times scale * log2(e) */
     float q[192 * 64];       /* the same rows, row-major (zero-padded to whole vectors) */
     float s[64 * 192];       /* S^T, then P^T: key-major */
@@ -2989,6 +3958,1050 @@ __attribute__((target("avx2,fma"))) static void attn_whisper_cross_dunit__avx2(c
     }
 }
 
+
+/* ---- streaming decode: up to 4 query rows against the cache, key by key ---- */
+/*
+ * Every query row of every head stays in L1 (6144 bytes of Q and O
+ * per query row) while the cache is read once, in address order: for each key,
+ * each kv head's rows take its K row (scores), update their running max and
+ * sum, and add its V row.  The scores of one head are computed while the
+ * P*V of the previous one runs.  The running max is lazy: it moves only when
+ * a score passes it by more than 8 (base 2), so O is seldom rescaled and the
+ * weights 2^(s - m) stay at most 256.  Rows: r = hk * R + g * Lq + i for query
+ * i of head hk * 1 + g, R = 1 * Lq.  docs/decode.md has the measurements
+ * behind this order of reads.
+ */
+
+/* O[1 row] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE __attribute__((target("avx2,fma"))) static void attn_whisper_cross_srescale1__avx2(float *restrict o, __m128 alpha)
+{
+    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
+    int64_t c;
+    const __m256 a0 = _mm256_permute_ps(s, 0x00);
+    for (c = 0; c < 64; c += 8) {
+        _mm256_storeu_ps(o + 0 + c, _mm256_mul_ps(a0, _mm256_loadu_ps(o + 0 + c)));
+    }
+}
+
+/* The scores of 1 row (q: rows 64 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 1 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+__attribute__((target("avx2,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk1__avx2(const float *restrict q, const float *restrict k, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m256 a0 = _mm256_setzero_ps();
+    __m128 s, mv, lv;
+    {
+        const __m256 x = _mm256_loadu_ps(k + 0);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 0), x, a0);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 8);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 8), x, a0);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 16);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 16), x, a0);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 24);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 24), x, a0);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 32);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 32), x, a0);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 40);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 40), x, a0);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 48);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 48), x, a0);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 56);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 56), x, a0);
+    }
+    s = attn_hsum4q_avx2(a0, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    mv = _mm_loadu_ps(m);
+    lv = _mm_loadu_ps(l);
+    if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const __m128 mn = _mm_max_ps(mv, s);
+        const __m128 alpha = attn_exp2__avx2_q4(_mm_sub_ps(mv, _mm_blendv_ps(mn, _mm_setzero_ps(), _mm_cmp_ps(mn, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+        lv = _mm_mul_ps(lv, alpha);
+        mv = mn;
+        _mm_storeu_ps(m, mv);
+        attn_whisper_cross_srescale1__avx2(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__avx2_q4(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+    _mm_storeu_ps(l, _mm_add_ps(lv, s));
+    return s;
+}
+
+/* O[1 row] += p_r V: one V row. */
+__attribute__((target("avx2,fma"))) static ATTN_INLINE void attn_whisper_cross_spv1__avx2(__m128 p, const float *restrict v, float *restrict o)
+{
+    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
+    const __m256 p0 = _mm256_permute_ps(s, 0x00);
+    {
+        const __m256 x = _mm256_loadu_ps(v + 0);
+        _mm256_storeu_ps(o + 0 + 0, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 0)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 8);
+        _mm256_storeu_ps(o + 0 + 8, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 8)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 16);
+        _mm256_storeu_ps(o + 0 + 16, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 16)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 24);
+        _mm256_storeu_ps(o + 0 + 24, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 24)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 32);
+        _mm256_storeu_ps(o + 0 + 32, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 32)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 40);
+        _mm256_storeu_ps(o + 0 + 40, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 40)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 48);
+        _mm256_storeu_ps(o + 0 + 48, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 48)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 56);
+        _mm256_storeu_ps(o + 0 + 56, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 56)));
+    }
+}
+
+/* The score terms of kv head hk's 1 row at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+__attribute__((target("avx2,fma"))) static inline __m128 attn_whisper_cross_sterms1__avx2(const attn_args *args, const attn_whisper_cross_dscratch__avx2 *w,
+        int64_t b, int64_t hk, int64_t j, int partial, __m128 *add)
+{
+    const float h0 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 1, j, partial) ? -INFINITY : 0.0f;
+    *add = _mm_setzero_ps();
+    return _mm_set_ps(0.0f, 0.0f, 0.0f, h0);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 1 row per kv head
+ * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+__attribute__((target("avx2,fma"))) static void attn_whisper_cross_sunit1__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_whisper_cross_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 1, n = 12;
+    const int64_t lk = args->seqlens_k[b];
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 1, h = (r / 1) * 1 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 64; d++) w->sq[r * 64 + d] = qr[d] * 0.18033688f;
+        attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 48; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+
+    cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        __m128 p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_whisper_cross_sqk1__avx2(w->sq + (0) * 64, k + j_begin * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 64);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 12; hk++) {
+                    const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_whisper_cross_sqk1__avx2(w->sq + (hn) * 64, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 64) : p;
+                    attn_whisper_cross_spv1__avx2(p, vj + hk * vh, w->so + (hk) * 64);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 12; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_whisper_cross_sqk1__avx2(w->sq + (hk) * 64, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 64);
+                    attn_whisper_cross_spv1__avx2(p, vv + j * vs, w->so + (hk) * 64);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_whisper_cross_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 12; hk++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms1__avx2(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv1__avx2(attn_whisper_cross_sqk1__avx2(w->sq + (hk) * 64, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 64), v + j * vs + hk * vh, w->so + (hk) * 64);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 12; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms1__avx2(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv1__avx2(attn_whisper_cross_sqk1__avx2(w->sq + (hk) * 64, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 64), v + hk * vh + j * vs, w->so + (hk) * 64);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 1, h = (r / 1) * 1 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 1) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 1) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
+/* O[2 rows] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE __attribute__((target("avx2,fma"))) static void attn_whisper_cross_srescale2__avx2(float *restrict o, __m128 alpha)
+{
+    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
+    int64_t c;
+    const __m256 a0 = _mm256_permute_ps(s, 0x00);
+    const __m256 a1 = _mm256_permute_ps(s, 0x55);
+    for (c = 0; c < 64; c += 8) {
+        _mm256_storeu_ps(o + 0 + c, _mm256_mul_ps(a0, _mm256_loadu_ps(o + 0 + c)));
+        _mm256_storeu_ps(o + 64 + c, _mm256_mul_ps(a1, _mm256_loadu_ps(o + 64 + c)));
+    }
+}
+
+/* The scores of 2 rows (q: rows 64 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 2 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+__attribute__((target("avx2,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk2__avx2(const float *restrict q, const float *restrict k, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m256 a0 = _mm256_setzero_ps();
+    __m256 a1 = _mm256_setzero_ps();
+    __m128 s, mv, lv;
+    {
+        const __m256 x = _mm256_loadu_ps(k + 0);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 0), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 0), x, a1);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 8);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 8), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 8), x, a1);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 16);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 16), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 16), x, a1);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 24);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 24), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 24), x, a1);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 32);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 32), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 32), x, a1);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 40);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 40), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 40), x, a1);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 48);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 48), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 48), x, a1);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 56);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 56), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 56), x, a1);
+    }
+    s = attn_hsum4q_avx2(a0, a1, _mm256_setzero_ps(), _mm256_setzero_ps());
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    mv = _mm_loadu_ps(m);
+    lv = _mm_loadu_ps(l);
+    if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const __m128 mn = _mm_max_ps(mv, s);
+        const __m128 alpha = attn_exp2__avx2_q4(_mm_sub_ps(mv, _mm_blendv_ps(mn, _mm_setzero_ps(), _mm_cmp_ps(mn, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+        lv = _mm_mul_ps(lv, alpha);
+        mv = mn;
+        _mm_storeu_ps(m, mv);
+        attn_whisper_cross_srescale2__avx2(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__avx2_q4(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+    _mm_storeu_ps(l, _mm_add_ps(lv, s));
+    return s;
+}
+
+/* O[2 rows] += p_r V: one V row. */
+__attribute__((target("avx2,fma"))) static ATTN_INLINE void attn_whisper_cross_spv2__avx2(__m128 p, const float *restrict v, float *restrict o)
+{
+    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
+    const __m256 p0 = _mm256_permute_ps(s, 0x00);
+    const __m256 p1 = _mm256_permute_ps(s, 0x55);
+    {
+        const __m256 x = _mm256_loadu_ps(v + 0);
+        _mm256_storeu_ps(o + 0 + 0, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 0)));
+        _mm256_storeu_ps(o + 64 + 0, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 0)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 8);
+        _mm256_storeu_ps(o + 0 + 8, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 8)));
+        _mm256_storeu_ps(o + 64 + 8, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 8)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 16);
+        _mm256_storeu_ps(o + 0 + 16, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 16)));
+        _mm256_storeu_ps(o + 64 + 16, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 16)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 24);
+        _mm256_storeu_ps(o + 0 + 24, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 24)));
+        _mm256_storeu_ps(o + 64 + 24, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 24)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 32);
+        _mm256_storeu_ps(o + 0 + 32, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 32)));
+        _mm256_storeu_ps(o + 64 + 32, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 32)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 40);
+        _mm256_storeu_ps(o + 0 + 40, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 40)));
+        _mm256_storeu_ps(o + 64 + 40, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 40)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 48);
+        _mm256_storeu_ps(o + 0 + 48, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 48)));
+        _mm256_storeu_ps(o + 64 + 48, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 48)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 56);
+        _mm256_storeu_ps(o + 0 + 56, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 56)));
+        _mm256_storeu_ps(o + 64 + 56, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 56)));
+    }
+}
+
+/* The score terms of kv head hk's 2 rows at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+__attribute__((target("avx2,fma"))) static inline __m128 attn_whisper_cross_sterms2__avx2(const attn_args *args, const attn_whisper_cross_dscratch__avx2 *w,
+        int64_t b, int64_t hk, int64_t j, int partial, __m128 *add)
+{
+    const float h0 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 2, j, partial) ? -INFINITY : 0.0f;
+    const float h1 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 1, 2, j, partial) ? -INFINITY : 0.0f;
+    *add = _mm_setzero_ps();
+    return _mm_set_ps(0.0f, 0.0f, h1, h0);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 2 rows per kv head
+ * (Lq = 2).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+__attribute__((target("avx2,fma"))) static void attn_whisper_cross_sunit2__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_whisper_cross_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 2, n = 24;
+    const int64_t lk = args->seqlens_k[b];
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 2, h = (r / 2) * 1 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 64; d++) w->sq[r * 64 + d] = qr[d] * 0.18033688f;
+        attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 48; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+
+    cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        __m128 p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_whisper_cross_sqk2__avx2(w->sq + (0) * 128, k + j_begin * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 128);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 12; hk++) {
+                    const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_whisper_cross_sqk2__avx2(w->sq + (hn) * 128, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 128) : p;
+                    attn_whisper_cross_spv2__avx2(p, vj + hk * vh, w->so + (hk) * 128);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 12; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_whisper_cross_sqk2__avx2(w->sq + (hk) * 128, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 128);
+                    attn_whisper_cross_spv2__avx2(p, vv + j * vs, w->so + (hk) * 128);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_whisper_cross_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 12; hk++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms2__avx2(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv2__avx2(attn_whisper_cross_sqk2__avx2(w->sq + (hk) * 128, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 128), v + j * vs + hk * vh, w->so + (hk) * 128);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 12; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms2__avx2(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv2__avx2(attn_whisper_cross_sqk2__avx2(w->sq + (hk) * 128, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 128), v + hk * vh + j * vs, w->so + (hk) * 128);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 2, h = (r / 2) * 1 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 2) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 2) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
+/* O[3 rows] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE __attribute__((target("avx2,fma"))) static void attn_whisper_cross_srescale3__avx2(float *restrict o, __m128 alpha)
+{
+    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
+    int64_t c;
+    const __m256 a0 = _mm256_permute_ps(s, 0x00);
+    const __m256 a1 = _mm256_permute_ps(s, 0x55);
+    const __m256 a2 = _mm256_permute_ps(s, 0xAA);
+    for (c = 0; c < 64; c += 8) {
+        _mm256_storeu_ps(o + 0 + c, _mm256_mul_ps(a0, _mm256_loadu_ps(o + 0 + c)));
+        _mm256_storeu_ps(o + 64 + c, _mm256_mul_ps(a1, _mm256_loadu_ps(o + 64 + c)));
+        _mm256_storeu_ps(o + 128 + c, _mm256_mul_ps(a2, _mm256_loadu_ps(o + 128 + c)));
+    }
+}
+
+/* The scores of 3 rows (q: rows 64 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 3 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+__attribute__((target("avx2,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk3__avx2(const float *restrict q, const float *restrict k, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m256 a0 = _mm256_setzero_ps();
+    __m256 a1 = _mm256_setzero_ps();
+    __m256 a2 = _mm256_setzero_ps();
+    __m128 s, mv, lv;
+    {
+        const __m256 x = _mm256_loadu_ps(k + 0);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 0), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 0), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 0), x, a2);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 8);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 8), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 8), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 8), x, a2);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 16);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 16), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 16), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 16), x, a2);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 24);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 24), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 24), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 24), x, a2);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 32);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 32), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 32), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 32), x, a2);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 40);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 40), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 40), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 40), x, a2);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 48);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 48), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 48), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 48), x, a2);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 56);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 56), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 56), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 56), x, a2);
+    }
+    s = attn_hsum4q_avx2(a0, a1, a2, _mm256_setzero_ps());
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    mv = _mm_loadu_ps(m);
+    lv = _mm_loadu_ps(l);
+    if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const __m128 mn = _mm_max_ps(mv, s);
+        const __m128 alpha = attn_exp2__avx2_q4(_mm_sub_ps(mv, _mm_blendv_ps(mn, _mm_setzero_ps(), _mm_cmp_ps(mn, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+        lv = _mm_mul_ps(lv, alpha);
+        mv = mn;
+        _mm_storeu_ps(m, mv);
+        attn_whisper_cross_srescale3__avx2(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__avx2_q4(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+    _mm_storeu_ps(l, _mm_add_ps(lv, s));
+    return s;
+}
+
+/* O[3 rows] += p_r V: one V row. */
+__attribute__((target("avx2,fma"))) static ATTN_INLINE void attn_whisper_cross_spv3__avx2(__m128 p, const float *restrict v, float *restrict o)
+{
+    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
+    const __m256 p0 = _mm256_permute_ps(s, 0x00);
+    const __m256 p1 = _mm256_permute_ps(s, 0x55);
+    const __m256 p2 = _mm256_permute_ps(s, 0xAA);
+    {
+        const __m256 x = _mm256_loadu_ps(v + 0);
+        _mm256_storeu_ps(o + 0 + 0, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 0)));
+        _mm256_storeu_ps(o + 64 + 0, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 0)));
+        _mm256_storeu_ps(o + 128 + 0, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 0)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 8);
+        _mm256_storeu_ps(o + 0 + 8, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 8)));
+        _mm256_storeu_ps(o + 64 + 8, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 8)));
+        _mm256_storeu_ps(o + 128 + 8, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 8)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 16);
+        _mm256_storeu_ps(o + 0 + 16, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 16)));
+        _mm256_storeu_ps(o + 64 + 16, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 16)));
+        _mm256_storeu_ps(o + 128 + 16, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 16)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 24);
+        _mm256_storeu_ps(o + 0 + 24, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 24)));
+        _mm256_storeu_ps(o + 64 + 24, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 24)));
+        _mm256_storeu_ps(o + 128 + 24, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 24)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 32);
+        _mm256_storeu_ps(o + 0 + 32, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 32)));
+        _mm256_storeu_ps(o + 64 + 32, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 32)));
+        _mm256_storeu_ps(o + 128 + 32, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 32)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 40);
+        _mm256_storeu_ps(o + 0 + 40, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 40)));
+        _mm256_storeu_ps(o + 64 + 40, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 40)));
+        _mm256_storeu_ps(o + 128 + 40, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 40)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 48);
+        _mm256_storeu_ps(o + 0 + 48, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 48)));
+        _mm256_storeu_ps(o + 64 + 48, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 48)));
+        _mm256_storeu_ps(o + 128 + 48, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 48)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 56);
+        _mm256_storeu_ps(o + 0 + 56, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 56)));
+        _mm256_storeu_ps(o + 64 + 56, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 56)));
+        _mm256_storeu_ps(o + 128 + 56, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 56)));
+    }
+}
+
+/* The score terms of kv head hk's 3 rows at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+__attribute__((target("avx2,fma"))) static inline __m128 attn_whisper_cross_sterms3__avx2(const attn_args *args, const attn_whisper_cross_dscratch__avx2 *w,
+        int64_t b, int64_t hk, int64_t j, int partial, __m128 *add)
+{
+    const float h0 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 3, j, partial) ? -INFINITY : 0.0f;
+    const float h1 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 1, 3, j, partial) ? -INFINITY : 0.0f;
+    const float h2 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 2, 3, j, partial) ? -INFINITY : 0.0f;
+    *add = _mm_setzero_ps();
+    return _mm_set_ps(0.0f, h2, h1, h0);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 3 rows per kv head
+ * (Lq = 3).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+__attribute__((target("avx2,fma"))) static void attn_whisper_cross_sunit3__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_whisper_cross_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 3, n = 36;
+    const int64_t lk = args->seqlens_k[b];
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 3, h = (r / 3) * 1 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 64; d++) w->sq[r * 64 + d] = qr[d] * 0.18033688f;
+        attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 48; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+
+    cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        __m128 p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_whisper_cross_sqk3__avx2(w->sq + (0) * 192, k + j_begin * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 192);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 12; hk++) {
+                    const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_whisper_cross_sqk3__avx2(w->sq + (hn) * 192, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 192) : p;
+                    attn_whisper_cross_spv3__avx2(p, vj + hk * vh, w->so + (hk) * 192);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 12; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_whisper_cross_sqk3__avx2(w->sq + (hk) * 192, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 192);
+                    attn_whisper_cross_spv3__avx2(p, vv + j * vs, w->so + (hk) * 192);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_whisper_cross_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 12; hk++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms3__avx2(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv3__avx2(attn_whisper_cross_sqk3__avx2(w->sq + (hk) * 192, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 192), v + j * vs + hk * vh, w->so + (hk) * 192);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 12; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms3__avx2(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv3__avx2(attn_whisper_cross_sqk3__avx2(w->sq + (hk) * 192, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 192), v + hk * vh + j * vs, w->so + (hk) * 192);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 3, h = (r / 3) * 1 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 3) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 3) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
+/* O[4 rows] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE __attribute__((target("avx2,fma"))) static void attn_whisper_cross_srescale4__avx2(float *restrict o, __m128 alpha)
+{
+    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
+    int64_t c;
+    const __m256 a0 = _mm256_permute_ps(s, 0x00);
+    const __m256 a1 = _mm256_permute_ps(s, 0x55);
+    const __m256 a2 = _mm256_permute_ps(s, 0xAA);
+    const __m256 a3 = _mm256_permute_ps(s, 0xFF);
+    for (c = 0; c < 64; c += 8) {
+        _mm256_storeu_ps(o + 0 + c, _mm256_mul_ps(a0, _mm256_loadu_ps(o + 0 + c)));
+        _mm256_storeu_ps(o + 64 + c, _mm256_mul_ps(a1, _mm256_loadu_ps(o + 64 + c)));
+        _mm256_storeu_ps(o + 128 + c, _mm256_mul_ps(a2, _mm256_loadu_ps(o + 128 + c)));
+        _mm256_storeu_ps(o + 192 + c, _mm256_mul_ps(a3, _mm256_loadu_ps(o + 192 + c)));
+    }
+}
+
+/* The scores of 4 rows (q: rows 64 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+__attribute__((target("avx2,fma"))) static ATTN_INLINE __m128 attn_whisper_cross_sqk4__avx2(const float *restrict q, const float *restrict k, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m256 a0 = _mm256_setzero_ps();
+    __m256 a1 = _mm256_setzero_ps();
+    __m256 a2 = _mm256_setzero_ps();
+    __m256 a3 = _mm256_setzero_ps();
+    __m128 s, mv, lv;
+    {
+        const __m256 x = _mm256_loadu_ps(k + 0);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 0), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 0), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 0), x, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 0), x, a3);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 8);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 8), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 8), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 8), x, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 8), x, a3);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 16);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 16), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 16), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 16), x, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 16), x, a3);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 24);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 24), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 24), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 24), x, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 24), x, a3);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 32);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 32), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 32), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 32), x, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 32), x, a3);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 40);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 40), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 40), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 40), x, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 40), x, a3);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 48);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 48), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 48), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 48), x, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 48), x, a3);
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(k + 56);
+        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 56), x, a0);
+        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 56), x, a1);
+        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 56), x, a2);
+        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 56), x, a3);
+    }
+    s = attn_hsum4q_avx2(a0, a1, a2, a3);
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    mv = _mm_loadu_ps(m);
+    lv = _mm_loadu_ps(l);
+    if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const __m128 mn = _mm_max_ps(mv, s);
+        const __m128 alpha = attn_exp2__avx2_q4(_mm_sub_ps(mv, _mm_blendv_ps(mn, _mm_setzero_ps(), _mm_cmp_ps(mn, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+        lv = _mm_mul_ps(lv, alpha);
+        mv = mn;
+        _mm_storeu_ps(m, mv);
+        attn_whisper_cross_srescale4__avx2(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__avx2_q4(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
+    _mm_storeu_ps(l, _mm_add_ps(lv, s));
+    return s;
+}
+
+/* O[4 rows] += p_r V: one V row. */
+__attribute__((target("avx2,fma"))) static ATTN_INLINE void attn_whisper_cross_spv4__avx2(__m128 p, const float *restrict v, float *restrict o)
+{
+    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
+    const __m256 p0 = _mm256_permute_ps(s, 0x00);
+    const __m256 p1 = _mm256_permute_ps(s, 0x55);
+    const __m256 p2 = _mm256_permute_ps(s, 0xAA);
+    const __m256 p3 = _mm256_permute_ps(s, 0xFF);
+    {
+        const __m256 x = _mm256_loadu_ps(v + 0);
+        _mm256_storeu_ps(o + 0 + 0, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 0)));
+        _mm256_storeu_ps(o + 64 + 0, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 0)));
+        _mm256_storeu_ps(o + 128 + 0, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 0)));
+        _mm256_storeu_ps(o + 192 + 0, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 0)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 8);
+        _mm256_storeu_ps(o + 0 + 8, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 8)));
+        _mm256_storeu_ps(o + 64 + 8, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 8)));
+        _mm256_storeu_ps(o + 128 + 8, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 8)));
+        _mm256_storeu_ps(o + 192 + 8, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 8)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 16);
+        _mm256_storeu_ps(o + 0 + 16, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 16)));
+        _mm256_storeu_ps(o + 64 + 16, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 16)));
+        _mm256_storeu_ps(o + 128 + 16, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 16)));
+        _mm256_storeu_ps(o + 192 + 16, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 16)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 24);
+        _mm256_storeu_ps(o + 0 + 24, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 24)));
+        _mm256_storeu_ps(o + 64 + 24, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 24)));
+        _mm256_storeu_ps(o + 128 + 24, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 24)));
+        _mm256_storeu_ps(o + 192 + 24, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 24)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 32);
+        _mm256_storeu_ps(o + 0 + 32, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 32)));
+        _mm256_storeu_ps(o + 64 + 32, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 32)));
+        _mm256_storeu_ps(o + 128 + 32, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 32)));
+        _mm256_storeu_ps(o + 192 + 32, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 32)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 40);
+        _mm256_storeu_ps(o + 0 + 40, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 40)));
+        _mm256_storeu_ps(o + 64 + 40, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 40)));
+        _mm256_storeu_ps(o + 128 + 40, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 40)));
+        _mm256_storeu_ps(o + 192 + 40, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 40)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 48);
+        _mm256_storeu_ps(o + 0 + 48, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 48)));
+        _mm256_storeu_ps(o + 64 + 48, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 48)));
+        _mm256_storeu_ps(o + 128 + 48, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 48)));
+        _mm256_storeu_ps(o + 192 + 48, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 48)));
+    }
+    {
+        const __m256 x = _mm256_loadu_ps(v + 56);
+        _mm256_storeu_ps(o + 0 + 56, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 56)));
+        _mm256_storeu_ps(o + 64 + 56, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 56)));
+        _mm256_storeu_ps(o + 128 + 56, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 56)));
+        _mm256_storeu_ps(o + 192 + 56, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 56)));
+    }
+}
+
+/* The score terms of kv head hk's 4 rows at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+__attribute__((target("avx2,fma"))) static inline __m128 attn_whisper_cross_sterms4__avx2(const attn_args *args, const attn_whisper_cross_dscratch__avx2 *w,
+        int64_t b, int64_t hk, int64_t j, int partial, __m128 *add)
+{
+    const float h0 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h1 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 1, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h2 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 2, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h3 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 3, 4, j, partial) ? -INFINITY : 0.0f;
+    *add = _mm_setzero_ps();
+    return _mm_set_ps(h3, h2, h1, h0);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 4 rows per kv head
+ * (Lq = 4).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+__attribute__((target("avx2,fma"))) static void attn_whisper_cross_sunit4__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_whisper_cross_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 4, n = 48;
+    const int64_t lk = args->seqlens_k[b];
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 4, h = (r / 4) * 1 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 64; d++) w->sq[r * 64 + d] = qr[d] * 0.18033688f;
+        attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 48; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+
+    cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        __m128 p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_whisper_cross_sqk4__avx2(w->sq + (0) * 256, k + j_begin * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 256);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 12; hk++) {
+                    const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_whisper_cross_sqk4__avx2(w->sq + (hn) * 256, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 256) : p;
+                    attn_whisper_cross_spv4__avx2(p, vj + hk * vh, w->so + (hk) * 256);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 12; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_whisper_cross_sqk4__avx2(w->sq + (hk) * 256, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 256);
+                    attn_whisper_cross_spv4__avx2(p, vv + j * vs, w->so + (hk) * 256);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_whisper_cross_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 12; hk++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms4__avx2(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv4__avx2(attn_whisper_cross_sqk4__avx2(w->sq + (hk) * 256, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 256), v + j * vs + hk * vh, w->so + (hk) * 256);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 12; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        __m128 add;
+                        const __m128 hide = attn_whisper_cross_sterms4__avx2(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv4__avx2(attn_whisper_cross_sqk4__avx2(w->sq + (hk) * 256, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 256), v + hk * vh + j * vs, w->so + (hk) * 256);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 4, h = (r / 4) * 1 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_whisper_cross_dmerge__avx2(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
@@ -3053,7 +5066,25 @@ __attribute__((target("avx2,fma"))) static attn_status attn_whisper_cross_decode
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) attn_whisper_cross_dunit__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            if (w) {
+                switch (1 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                case 1:
+                    attn_whisper_cross_sunit1__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    continue;
+                case 2:
+                    attn_whisper_cross_sunit2__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    continue;
+                case 3:
+                    attn_whisper_cross_sunit3__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    continue;
+                case 4:
+                    attn_whisper_cross_sunit4__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    continue;
+                default:
+                    break;
+                }
+                attn_whisper_cross_dunit__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
@@ -3155,6 +5186,13 @@ static inline void attn_storen_neon(float *p, float32x4_t v, int n)
     vst1q_f32(t, v);
     for (i = 0; i < n; i++) p[i] = t[i];
 }
+static inline float32x4_t attn_set4_neon(float a, float b, float c, float d)
+{
+    float32x4_t v = vdupq_n_f32(a);
+    v = vsetq_lane_f32(b, v, 1);
+    v = vsetq_lane_f32(c, v, 2);
+    return vsetq_lane_f32(d, v, 3);
+}
 static inline float32x4_t attn_iota_neon(void)
 {
     static const float iota[4] = {0.0f, 1.0f, 2.0f, 3.0f};
@@ -3165,6 +5203,26 @@ static inline float32x4_t attn_iota_neon(void)
  * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
  * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
 static inline float32x4_t attn_exp2__neon(float32x4_t x)
+{
+    float32x4_t n, r, y;
+    x = vminq_f32(vdupq_n_f32(127.0f), x);
+    x = vmaxq_f32(vdupq_n_f32(-127.0f), x);
+    n = vrndnq_f32(x);
+    r = vsubq_f32(x, n);
+    y = vdupq_n_f32(1.535336188319500e-4f);
+    y = vfmaq_f32(vdupq_n_f32(1.339887440266574e-3f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(9.618437357674640e-3f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(5.550332471162809e-2f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(2.402264791363012e-1f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(6.931472028550421e-1f), y, r);
+    y = vfmaq_f32(vdupq_n_f32(1.0f), y, r);
+    return vmulq_f32(y, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23)));
+}
+
+/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
+ * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
+ * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+static inline float32x4_t attn_exp2__neon_q4(float32x4_t x)
 {
     float32x4_t n, r, y;
     x = vminq_f32(vdupq_n_f32(127.0f), x);
@@ -5232,6 +7290,10 @@ static void attn_whisper_cross_dpv_1x64__neon(const float *restrict p, int64_t p
 
 /* Per-thread scratch of the neon decode path: up to 192 rows. */
 typedef struct {
+    /* the streaming path's rows, adjacent so that they share L1 with nothing
+       but the cache rows being read: Q (times scale * log2(e)), unnormalized
+       O, and each kv head's running max and sum (4 slots a head) */
+    float sq[48 * 64], so[48 * 64], sm[48], sl[48];
     float qt[192 * 64];        /* Q^T in panels of 8 rows, times scale * log2(e) */
     float q[192 * 64];       /* the same rows, row-major (zero-padded to whole vectors) */
     float s[64 * 192];       /* S^T, then P^T: key-major */
@@ -5391,6 +7453,750 @@ static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int
     }
 }
 
+
+/* ---- streaming decode: up to 4 query rows against the cache, key by key ---- */
+/*
+ * Every query row of every head stays in L1 (6144 bytes of Q and O
+ * per query row) while the cache is read once, in address order: for each key,
+ * each kv head's rows take its K row (scores), update their running max and
+ * sum, and add its V row.  The scores of one head are computed while the
+ * P*V of the previous one runs.  The running max is lazy: it moves only when
+ * a score passes it by more than 8 (base 2), so O is seldom rescaled and the
+ * weights 2^(s - m) stay at most 256.  Rows: r = hk * R + g * Lq + i for query
+ * i of head hk * 1 + g, R = 1 * Lq.  docs/decode.md has the measurements
+ * behind this order of reads.
+ */
+
+/* O[1 row] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE static void attn_whisper_cross_srescale1__neon(float *restrict o, float32x4_t alpha)
+{
+    const float32x4_t s = alpha;
+    int64_t c;
+    const float32x4_t a0 = vdupq_laneq_f32(s, 0);
+    for (c = 0; c < 64; c += 4) {
+        vst1q_f32(o + 0 + c, vmulq_f32(a0, vld1q_f32(o + 0 + c)));
+    }
+}
+
+/* The scores of 1 row (q: rows 64 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 1 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+static ATTN_INLINE float32x4_t attn_whisper_cross_sqk1__neon(const float *restrict q, const float *restrict k, int terms,
+        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    float32x4_t a0 = vdupq_n_f32(0.0f);
+    float32x4_t s, mv, lv;
+    int64_t c;
+    for (c = 0; c < 64; c += 4) {
+        const float32x4_t x = vld1q_f32(k + c);
+        a0 = vfmaq_f32(a0, vld1q_f32(q + 0 + c), x);
+    }
+    s = vpaddq_f32(vpaddq_f32(a0, vdupq_n_f32(0.0f)), vpaddq_f32(vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)));
+    if (terms) /* a literal at every call: the branch folds away */
+        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
+    mv = vld1q_f32(m);
+    lv = vld1q_f32(l);
+    if ((vmaxvq_u32(vcgtq_f32(s, vaddq_f32(mv, vdupq_n_f32(8.0f)))) != 0)) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const float32x4_t mn = vmaxq_f32(mv, s);
+        const float32x4_t alpha = attn_exp2__neon_q4(vsubq_f32(mv, vbslq_f32(vcltq_f32(mn, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mn)));
+        lv = vmulq_f32(lv, alpha);
+        mv = mn;
+        vst1q_f32(m, mv);
+        attn_whisper_cross_srescale1__neon(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__neon_q4(vsubq_f32(s, vbslq_f32(vcltq_f32(mv, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mv)));
+    vst1q_f32(l, vaddq_f32(lv, s));
+    return s;
+}
+
+/* O[1 row] += p_r V: one V row. */
+static ATTN_INLINE void attn_whisper_cross_spv1__neon(float32x4_t p, const float *restrict v, float *restrict o)
+{
+    const float32x4_t s = p;
+    const float32x4_t p0 = vdupq_laneq_f32(s, 0);
+    int64_t c;
+    for (c = 0; c < 64; c += 4) {
+        const float32x4_t x = vld1q_f32(v + c);
+        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0, x));
+    }
+}
+
+/* The score terms of kv head hk's 1 row at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+static inline float32x4_t attn_whisper_cross_sterms1__neon(const attn_args *args, const attn_whisper_cross_dscratch__neon *w,
+        int64_t b, int64_t hk, int64_t j, int partial, float32x4_t *add)
+{
+    const float h0 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 1, j, partial) ? -INFINITY : 0.0f;
+    *add = vdupq_n_f32(0.0f);
+    return attn_set4_neon(h0, 0.0f, 0.0f, 0.0f);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 1 row per kv head
+ * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+static void attn_whisper_cross_sunit1__neon(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_whisper_cross_dscratch__neon *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 1, n = 12;
+    const int64_t lk = args->seqlens_k[b];
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 1, h = (r / 1) * 1 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 64; d++) w->sq[r * 64 + d] = qr[d] * 0.18033688f;
+        attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 48; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+
+    cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        float32x4_t p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_whisper_cross_sqk1__neon(w->sq + (0) * 64, k + j_begin * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 64);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 12; hk++) {
+                    const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_whisper_cross_sqk1__neon(w->sq + (hn) * 64, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 64) : p;
+                    attn_whisper_cross_spv1__neon(p, vj + hk * vh, w->so + (hk) * 64);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 12; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_whisper_cross_sqk1__neon(w->sq + (hk) * 64, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 64);
+                    attn_whisper_cross_spv1__neon(p, vv + j * vs, w->so + (hk) * 64);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_whisper_cross_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 12; hk++) {
+                        float32x4_t add;
+                        const float32x4_t hide = attn_whisper_cross_sterms1__neon(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv1__neon(attn_whisper_cross_sqk1__neon(w->sq + (hk) * 64, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 64), v + j * vs + hk * vh, w->so + (hk) * 64);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 12; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        float32x4_t add;
+                        const float32x4_t hide = attn_whisper_cross_sterms1__neon(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv1__neon(attn_whisper_cross_sqk1__neon(w->sq + (hk) * 64, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 64), v + hk * vh + j * vs, w->so + (hk) * 64);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 1, h = (r / 1) * 1 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 1) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 1) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
+/* O[2 rows] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE static void attn_whisper_cross_srescale2__neon(float *restrict o, float32x4_t alpha)
+{
+    const float32x4_t s = alpha;
+    int64_t c;
+    const float32x4_t a0 = vdupq_laneq_f32(s, 0);
+    const float32x4_t a1 = vdupq_laneq_f32(s, 1);
+    for (c = 0; c < 64; c += 4) {
+        vst1q_f32(o + 0 + c, vmulq_f32(a0, vld1q_f32(o + 0 + c)));
+        vst1q_f32(o + 64 + c, vmulq_f32(a1, vld1q_f32(o + 64 + c)));
+    }
+}
+
+/* The scores of 2 rows (q: rows 64 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 2 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+static ATTN_INLINE float32x4_t attn_whisper_cross_sqk2__neon(const float *restrict q, const float *restrict k, int terms,
+        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    float32x4_t a0 = vdupq_n_f32(0.0f);
+    float32x4_t a1 = vdupq_n_f32(0.0f);
+    float32x4_t s, mv, lv;
+    int64_t c;
+    for (c = 0; c < 64; c += 4) {
+        const float32x4_t x = vld1q_f32(k + c);
+        a0 = vfmaq_f32(a0, vld1q_f32(q + 0 + c), x);
+        a1 = vfmaq_f32(a1, vld1q_f32(q + 64 + c), x);
+    }
+    s = vpaddq_f32(vpaddq_f32(a0, a1), vpaddq_f32(vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)));
+    if (terms) /* a literal at every call: the branch folds away */
+        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
+    mv = vld1q_f32(m);
+    lv = vld1q_f32(l);
+    if ((vmaxvq_u32(vcgtq_f32(s, vaddq_f32(mv, vdupq_n_f32(8.0f)))) != 0)) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const float32x4_t mn = vmaxq_f32(mv, s);
+        const float32x4_t alpha = attn_exp2__neon_q4(vsubq_f32(mv, vbslq_f32(vcltq_f32(mn, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mn)));
+        lv = vmulq_f32(lv, alpha);
+        mv = mn;
+        vst1q_f32(m, mv);
+        attn_whisper_cross_srescale2__neon(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__neon_q4(vsubq_f32(s, vbslq_f32(vcltq_f32(mv, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mv)));
+    vst1q_f32(l, vaddq_f32(lv, s));
+    return s;
+}
+
+/* O[2 rows] += p_r V: one V row. */
+static ATTN_INLINE void attn_whisper_cross_spv2__neon(float32x4_t p, const float *restrict v, float *restrict o)
+{
+    const float32x4_t s = p;
+    const float32x4_t p0 = vdupq_laneq_f32(s, 0);
+    const float32x4_t p1 = vdupq_laneq_f32(s, 1);
+    int64_t c;
+    for (c = 0; c < 64; c += 4) {
+        const float32x4_t x = vld1q_f32(v + c);
+        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0, x));
+        vst1q_f32(o + 64 + c, vfmaq_f32(vld1q_f32(o + 64 + c), p1, x));
+    }
+}
+
+/* The score terms of kv head hk's 2 rows at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+static inline float32x4_t attn_whisper_cross_sterms2__neon(const attn_args *args, const attn_whisper_cross_dscratch__neon *w,
+        int64_t b, int64_t hk, int64_t j, int partial, float32x4_t *add)
+{
+    const float h0 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 2, j, partial) ? -INFINITY : 0.0f;
+    const float h1 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 1, 2, j, partial) ? -INFINITY : 0.0f;
+    *add = vdupq_n_f32(0.0f);
+    return attn_set4_neon(h0, h1, 0.0f, 0.0f);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 2 rows per kv head
+ * (Lq = 2).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+static void attn_whisper_cross_sunit2__neon(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_whisper_cross_dscratch__neon *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 2, n = 24;
+    const int64_t lk = args->seqlens_k[b];
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 2, h = (r / 2) * 1 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 64; d++) w->sq[r * 64 + d] = qr[d] * 0.18033688f;
+        attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 48; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+
+    cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        float32x4_t p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_whisper_cross_sqk2__neon(w->sq + (0) * 128, k + j_begin * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 128);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 12; hk++) {
+                    const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_whisper_cross_sqk2__neon(w->sq + (hn) * 128, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 128) : p;
+                    attn_whisper_cross_spv2__neon(p, vj + hk * vh, w->so + (hk) * 128);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 12; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_whisper_cross_sqk2__neon(w->sq + (hk) * 128, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 128);
+                    attn_whisper_cross_spv2__neon(p, vv + j * vs, w->so + (hk) * 128);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_whisper_cross_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 12; hk++) {
+                        float32x4_t add;
+                        const float32x4_t hide = attn_whisper_cross_sterms2__neon(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv2__neon(attn_whisper_cross_sqk2__neon(w->sq + (hk) * 128, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 128), v + j * vs + hk * vh, w->so + (hk) * 128);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 12; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        float32x4_t add;
+                        const float32x4_t hide = attn_whisper_cross_sterms2__neon(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv2__neon(attn_whisper_cross_sqk2__neon(w->sq + (hk) * 128, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 128), v + hk * vh + j * vs, w->so + (hk) * 128);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 2, h = (r / 2) * 1 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 2) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 2) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
+/* O[3 rows] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE static void attn_whisper_cross_srescale3__neon(float *restrict o, float32x4_t alpha)
+{
+    const float32x4_t s = alpha;
+    int64_t c;
+    const float32x4_t a0 = vdupq_laneq_f32(s, 0);
+    const float32x4_t a1 = vdupq_laneq_f32(s, 1);
+    const float32x4_t a2 = vdupq_laneq_f32(s, 2);
+    for (c = 0; c < 64; c += 4) {
+        vst1q_f32(o + 0 + c, vmulq_f32(a0, vld1q_f32(o + 0 + c)));
+        vst1q_f32(o + 64 + c, vmulq_f32(a1, vld1q_f32(o + 64 + c)));
+        vst1q_f32(o + 128 + c, vmulq_f32(a2, vld1q_f32(o + 128 + c)));
+    }
+}
+
+/* The scores of 3 rows (q: rows 64 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 3 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+static ATTN_INLINE float32x4_t attn_whisper_cross_sqk3__neon(const float *restrict q, const float *restrict k, int terms,
+        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    float32x4_t a0 = vdupq_n_f32(0.0f);
+    float32x4_t a1 = vdupq_n_f32(0.0f);
+    float32x4_t a2 = vdupq_n_f32(0.0f);
+    float32x4_t s, mv, lv;
+    int64_t c;
+    for (c = 0; c < 64; c += 4) {
+        const float32x4_t x = vld1q_f32(k + c);
+        a0 = vfmaq_f32(a0, vld1q_f32(q + 0 + c), x);
+        a1 = vfmaq_f32(a1, vld1q_f32(q + 64 + c), x);
+        a2 = vfmaq_f32(a2, vld1q_f32(q + 128 + c), x);
+    }
+    s = vpaddq_f32(vpaddq_f32(a0, a1), vpaddq_f32(a2, vdupq_n_f32(0.0f)));
+    if (terms) /* a literal at every call: the branch folds away */
+        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
+    mv = vld1q_f32(m);
+    lv = vld1q_f32(l);
+    if ((vmaxvq_u32(vcgtq_f32(s, vaddq_f32(mv, vdupq_n_f32(8.0f)))) != 0)) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const float32x4_t mn = vmaxq_f32(mv, s);
+        const float32x4_t alpha = attn_exp2__neon_q4(vsubq_f32(mv, vbslq_f32(vcltq_f32(mn, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mn)));
+        lv = vmulq_f32(lv, alpha);
+        mv = mn;
+        vst1q_f32(m, mv);
+        attn_whisper_cross_srescale3__neon(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__neon_q4(vsubq_f32(s, vbslq_f32(vcltq_f32(mv, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mv)));
+    vst1q_f32(l, vaddq_f32(lv, s));
+    return s;
+}
+
+/* O[3 rows] += p_r V: one V row. */
+static ATTN_INLINE void attn_whisper_cross_spv3__neon(float32x4_t p, const float *restrict v, float *restrict o)
+{
+    const float32x4_t s = p;
+    const float32x4_t p0 = vdupq_laneq_f32(s, 0);
+    const float32x4_t p1 = vdupq_laneq_f32(s, 1);
+    const float32x4_t p2 = vdupq_laneq_f32(s, 2);
+    int64_t c;
+    for (c = 0; c < 64; c += 4) {
+        const float32x4_t x = vld1q_f32(v + c);
+        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0, x));
+        vst1q_f32(o + 64 + c, vfmaq_f32(vld1q_f32(o + 64 + c), p1, x));
+        vst1q_f32(o + 128 + c, vfmaq_f32(vld1q_f32(o + 128 + c), p2, x));
+    }
+}
+
+/* The score terms of kv head hk's 3 rows at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+static inline float32x4_t attn_whisper_cross_sterms3__neon(const attn_args *args, const attn_whisper_cross_dscratch__neon *w,
+        int64_t b, int64_t hk, int64_t j, int partial, float32x4_t *add)
+{
+    const float h0 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 3, j, partial) ? -INFINITY : 0.0f;
+    const float h1 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 1, 3, j, partial) ? -INFINITY : 0.0f;
+    const float h2 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 2, 3, j, partial) ? -INFINITY : 0.0f;
+    *add = vdupq_n_f32(0.0f);
+    return attn_set4_neon(h0, h1, h2, 0.0f);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 3 rows per kv head
+ * (Lq = 3).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+static void attn_whisper_cross_sunit3__neon(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_whisper_cross_dscratch__neon *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 3, n = 36;
+    const int64_t lk = args->seqlens_k[b];
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 3, h = (r / 3) * 1 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 64; d++) w->sq[r * 64 + d] = qr[d] * 0.18033688f;
+        attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 48; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+
+    cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        float32x4_t p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_whisper_cross_sqk3__neon(w->sq + (0) * 192, k + j_begin * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 192);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 12; hk++) {
+                    const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_whisper_cross_sqk3__neon(w->sq + (hn) * 192, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 192) : p;
+                    attn_whisper_cross_spv3__neon(p, vj + hk * vh, w->so + (hk) * 192);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 12; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_whisper_cross_sqk3__neon(w->sq + (hk) * 192, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 192);
+                    attn_whisper_cross_spv3__neon(p, vv + j * vs, w->so + (hk) * 192);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_whisper_cross_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 12; hk++) {
+                        float32x4_t add;
+                        const float32x4_t hide = attn_whisper_cross_sterms3__neon(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv3__neon(attn_whisper_cross_sqk3__neon(w->sq + (hk) * 192, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 192), v + j * vs + hk * vh, w->so + (hk) * 192);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 12; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        float32x4_t add;
+                        const float32x4_t hide = attn_whisper_cross_sterms3__neon(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv3__neon(attn_whisper_cross_sqk3__neon(w->sq + (hk) * 192, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 192), v + hk * vh + j * vs, w->so + (hk) * 192);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 3, h = (r / 3) * 1 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 3) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 3) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
+/* O[4 rows] *= lane r of alpha: the running max moved. */
+ATTN_NOINLINE static void attn_whisper_cross_srescale4__neon(float *restrict o, float32x4_t alpha)
+{
+    const float32x4_t s = alpha;
+    int64_t c;
+    const float32x4_t a0 = vdupq_laneq_f32(s, 0);
+    const float32x4_t a1 = vdupq_laneq_f32(s, 1);
+    const float32x4_t a2 = vdupq_laneq_f32(s, 2);
+    const float32x4_t a3 = vdupq_laneq_f32(s, 3);
+    for (c = 0; c < 64; c += 4) {
+        vst1q_f32(o + 0 + c, vmulq_f32(a0, vld1q_f32(o + 0 + c)));
+        vst1q_f32(o + 64 + c, vmulq_f32(a1, vld1q_f32(o + 64 + c)));
+        vst1q_f32(o + 128 + c, vmulq_f32(a2, vld1q_f32(o + 128 + c)));
+        vst1q_f32(o + 192 + c, vmulq_f32(a3, vld1q_f32(o + 192 + c)));
+    }
+}
+
+/* The scores of 4 rows (q: rows 64 floats apart) against one K row, with
+ * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
+ * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
+ * O, rescaled when the max moves. */
+static ATTN_INLINE float32x4_t attn_whisper_cross_sqk4__neon(const float *restrict q, const float *restrict k, int terms,
+        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    float32x4_t a0 = vdupq_n_f32(0.0f);
+    float32x4_t a1 = vdupq_n_f32(0.0f);
+    float32x4_t a2 = vdupq_n_f32(0.0f);
+    float32x4_t a3 = vdupq_n_f32(0.0f);
+    float32x4_t s, mv, lv;
+    int64_t c;
+    for (c = 0; c < 64; c += 4) {
+        const float32x4_t x = vld1q_f32(k + c);
+        a0 = vfmaq_f32(a0, vld1q_f32(q + 0 + c), x);
+        a1 = vfmaq_f32(a1, vld1q_f32(q + 64 + c), x);
+        a2 = vfmaq_f32(a2, vld1q_f32(q + 128 + c), x);
+        a3 = vfmaq_f32(a3, vld1q_f32(q + 192 + c), x);
+    }
+    s = vpaddq_f32(vpaddq_f32(a0, a1), vpaddq_f32(a2, a3));
+    if (terms) /* a literal at every call: the branch folds away */
+        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
+    mv = vld1q_f32(m);
+    lv = vld1q_f32(l);
+    if ((vmaxvq_u32(vcgtq_f32(s, vaddq_f32(mv, vdupq_n_f32(8.0f)))) != 0)) {
+        /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
+        const float32x4_t mn = vmaxq_f32(mv, s);
+        const float32x4_t alpha = attn_exp2__neon_q4(vsubq_f32(mv, vbslq_f32(vcltq_f32(mn, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mn)));
+        lv = vmulq_f32(lv, alpha);
+        mv = mn;
+        vst1q_f32(m, mv);
+        attn_whisper_cross_srescale4__neon(o, alpha);
+    }
+    /* a row that has seen nothing yet subtracts 0 */
+    s = attn_exp2__neon_q4(vsubq_f32(s, vbslq_f32(vcltq_f32(mv, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mv)));
+    vst1q_f32(l, vaddq_f32(lv, s));
+    return s;
+}
+
+/* O[4 rows] += p_r V: one V row. */
+static ATTN_INLINE void attn_whisper_cross_spv4__neon(float32x4_t p, const float *restrict v, float *restrict o)
+{
+    const float32x4_t s = p;
+    const float32x4_t p0 = vdupq_laneq_f32(s, 0);
+    const float32x4_t p1 = vdupq_laneq_f32(s, 1);
+    const float32x4_t p2 = vdupq_laneq_f32(s, 2);
+    const float32x4_t p3 = vdupq_laneq_f32(s, 3);
+    int64_t c;
+    for (c = 0; c < 64; c += 4) {
+        const float32x4_t x = vld1q_f32(v + c);
+        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0, x));
+        vst1q_f32(o + 64 + c, vfmaq_f32(vld1q_f32(o + 64 + c), p1, x));
+        vst1q_f32(o + 128 + c, vfmaq_f32(vld1q_f32(o + 128 + c), p2, x));
+        vst1q_f32(o + 192 + c, vfmaq_f32(vld1q_f32(o + 192 + c), p3, x));
+    }
+}
+
+/* The score terms of kv head hk's 4 rows at key j, one per lane: *add (base 2)
+ * and the hiding vector (-inf where the row does not see the key, else 0). */
+static inline float32x4_t attn_whisper_cross_sterms4__neon(const attn_args *args, const attn_whisper_cross_dscratch__neon *w,
+        int64_t b, int64_t hk, int64_t j, int partial, float32x4_t *add)
+{
+    const float h0 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h1 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 1, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h2 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 2, 4, j, partial) ? -INFINITY : 0.0f;
+    const float h3 = attn_whisper_cross_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 3, 4, j, partial) ? -INFINITY : 0.0f;
+    *add = vdupq_n_f32(0.0f);
+    return attn_set4_neon(h0, h1, h2, h3);
+}
+
+/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 4 rows per kv head
+ * (Lq = 4).  Writes each row's normalized partial output and LSE (natural
+ * log), indexed by h * Lq + i, as the decode unit does. */
+static void attn_whisper_cross_sunit4__neon(const attn_args *args, int64_t b, int64_t j_begin,
+        attn_whisper_cross_dscratch__neon *w, float *restrict opart, float *restrict lpart)
+{
+    const int64_t Lq = 4, n = 48;
+    const int64_t lk = args->seqlens_k[b];
+    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
+    const float *k = args->k + b * args->k_stride[0];
+    const float *v = args->v + b * args->v_stride[0];
+    int64_t r, j, j0, hk, d;
+    int cls;
+
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 4, h = (r / 4) * 1 + rr / Lq, i = rr % Lq;
+        const float *qr = args->q + b * args->q_stride[0] + i * args->q_stride[1] + h * args->q_stride[2];
+        for (d = 0; d < 64; d++) w->sq[r * 64 + d] = qr[d] * 0.18033688f;
+        attn_whisper_cross_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+    }
+    for (r = 0; r < 48; r++) {
+        w->sm[r] = -INFINITY;
+        w->sl[r] = 0.0f;
+    }
+    memset(w->so, 0, sizeof(float) * (size_t)(n * 64));
+
+    cls = attn_whisper_cross_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
+    if (cls == 2) { /* every row sees every key of the split: nothing is added to a score */
+        float32x4_t p, pn;
+        if (kh < ks) { /* a key's kv heads are adjacent: read key by key, each whole, in address order */
+            /* one step ahead: the next head's scores while this head's P*V runs
+               (never the same head's: its max may move, and p with it) */
+            p = attn_whisper_cross_sqk4__neon(w->sq + (0) * 256, k + j_begin * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4, w->sl + (0) * 4,
+                    w->so + (0) * 256);
+            for (j = j_begin; j < j_end; j++) {
+                const float *kj = k + j * ks, *vj = v + j * vs;
+                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
+                    attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                    attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                }
+                for (hk = 0; hk < 12; hk++) {
+                    const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
+                    const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
+                    pn = kn ? attn_whisper_cross_sqk4__neon(w->sq + (hn) * 256, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
+                    w->so + (hn) * 256) : p;
+                    attn_whisper_cross_spv4__neon(p, vj + hk * vh, w->so + (hk) * 256);
+                    p = pn;
+                }
+            }
+        } else { /* a kv head's keys are adjacent: read head by head */
+            for (hk = 0; hk < 12; hk++) {
+                const float *kk = k + hk * kh, *vv = v + hk * vh;
+                for (j = j_begin; j < j_end; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(kk + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(vv + (j + 8) * vs, 16);
+                    }
+                    p = attn_whisper_cross_sqk4__neon(w->sq + (hk) * 256, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 256);
+                    attn_whisper_cross_spv4__neon(p, vv + j * vs, w->so + (hk) * 256);
+                }
+            }
+        }
+    } else
+    if (cls != 0) { /* block by block, with the score terms on each key */
+        for (j0 = j_begin; j0 < j_end; j0 += 64) {
+            const int64_t kb = j_end - j0 < 64 ? j_end - j0 : 64; /* keys of this block */
+            const int seen = attn_whisper_cross_classify(n, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+            const int partial = seen == 1; /* some row misses some key: test each */
+            if (seen == 0) continue; /* no row sees these keys: not even read */
+            if (kh < ks) {
+                for (j = j0; j < j0 + kb; j++) {
+                    if (j + 8 < j_end) {
+                        attn_whisper_cross_prefetch_row(k + (j + 8) * ks, 16);
+                        attn_whisper_cross_prefetch_row(v + (j + 8) * vs, 16);
+                    }
+                    for (hk = 0; hk < 12; hk++) {
+                        float32x4_t add;
+                        const float32x4_t hide = attn_whisper_cross_sterms4__neon(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv4__neon(attn_whisper_cross_sqk4__neon(w->sq + (hk) * 256, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 256), v + j * vs + hk * vh, w->so + (hk) * 256);
+                    }
+                }
+            } else {
+                for (hk = 0; hk < 12; hk++)
+                    for (j = j0; j < j0 + kb; j++) {
+                        float32x4_t add;
+                        const float32x4_t hide = attn_whisper_cross_sterms4__neon(args, w, b, hk, j, partial, &add);
+                        attn_whisper_cross_spv4__neon(attn_whisper_cross_sqk4__neon(w->sq + (hk) * 256, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
+                    w->so + (hk) * 256), v + hk * vh + j * vs, w->so + (hk) * 256);
+                    }
+            }
+        }
+    }
+
+    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    for (r = 0; r < n; r++) {
+        const int64_t rr = r % 4, h = (r / 4) * 1 + rr / Lq, row = h * Lq + rr % Lq;
+        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
+        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
+        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+    }
+}
+
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_whisper_cross_dmerge__neon(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
@@ -5455,7 +8261,25 @@ static attn_status attn_whisper_cross_decode__neon(const attn_args *args)
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) attn_whisper_cross_dunit__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            if (w) {
+                switch (1 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                case 1:
+                    attn_whisper_cross_sunit1__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    continue;
+                case 2:
+                    attn_whisper_cross_sunit2__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    continue;
+                case 3:
+                    attn_whisper_cross_sunit3__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    continue;
+                case 4:
+                    attn_whisper_cross_sunit4__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    continue;
+                default:
+                    break;
+                }
+                attn_whisper_cross_dunit__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
@@ -6493,6 +9317,7 @@ ATTN_NO_AUTOVEC static void attn_whisper_cross_dunit__scalar(const attn_args *ar
     }
 }
 
+
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_whisper_cross_dmerge__scalar(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
@@ -6557,7 +9382,9 @@ ATTN_NO_AUTOVEC static attn_status attn_whisper_cross_decode__scalar(const attn_
 #pragma omp for schedule(dynamic, 1)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
-            if (w) attn_whisper_cross_dunit__scalar(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            if (w) {
+                attn_whisper_cross_dunit__scalar(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+            }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif

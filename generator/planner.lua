@@ -20,6 +20,16 @@ M.DECODE_BLOCK = 64
 --- Keys ahead that the decode path prefetches K and V rows.
 M.DECODE_PREFETCH = 8
 
+--- The streaming decode path reads the cache one key at a time, every kv
+-- head of it, against all query rows held in L1: it is generated where the
+-- ISA has four-float registers (isa.q4) and taken for up to 4 rows per kv
+-- head while the rows' Q and O fit STREAM_L1 bytes (a conservative L1).
+-- It touches the first line of the key STREAM_PREFETCH keys ahead, in K and
+-- in V: one line per page starts the hardware prefetcher on it, while a
+-- prefetch of every line would outrun the core's miss buffers.
+M.STREAM_L1 = 32 * 1024
+M.STREAM_PREFETCH = 8
+
 --- Head-dim steps per iteration of the scores kernel's reduction loop; the
 -- remainder (D mod QK_UNROLL) is unrolled after it.  Unrolling all of D
 -- makes one basic block of D*(MR*NR + MR + NR) statements, which costs
@@ -111,6 +121,17 @@ local function plan_variant(cfg, plan, isa)
     for mr = pv.mr, 1, -1 do v.dpv_rows[#v.dpv_rows + 1] = mr end
   else
     v.dpv_rows = v.pv_rows
+  end
+  -- streaming decode: query rows per call it serves, and the rows per kv
+  -- head (group * Lq, at most 4) each needs a step kernel for
+  if isa.q4 and plan.decode.max_q > 0 and plan.group <= 4 then
+    local dvp = pv.nv * isa.lanes
+    local bytes_per_q = plan.Hq * (v.dq_stride + dvp) * 4 -- Q and O of one query row of every head
+    local max_q = math.min(math.floor(4 / plan.group), math.floor(M.STREAM_L1 / bytes_per_q), plan.decode.max_q)
+    if max_q >= 1 then
+      v.stream = { max_q = max_q, rows = {}, prefetch = M.STREAM_PREFETCH }
+      for lq = 1, max_q do v.stream.rows[lq] = plan.group * lq end
+    end
   end
   v.fn = naming.variant(cfg.name, isa.name)
   v.qk_fn = function(mr) return naming.qk(cfg.name, mr, v.qk.nc, isa.name) end

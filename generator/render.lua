@@ -59,8 +59,11 @@ function environment(plan)
       includes[#includes + 1] = { guard = isa.arch_guard or "1", header = isa.include }
     end
   end
+  local has_stream = false
+  for _, v in ipairs(plan.variants) do has_stream = has_stream or v.stream ~= nil end
   return {
     p = plan,
+    has_stream = has_stream,
     ipairs = ipairs, math = math, table = table, string = string, tostring = tostring,
     upper = string.upper,
     c_float = util.c_float,
@@ -76,6 +79,12 @@ function environment(plan)
     -- the vector math of one variant (exp2, and tanh when the config softcaps)
     vmath = function(v)
       return M.fragment("vmath.c.tmpl", plan, { v = v, with_tanh = plan.softcap ~= nil })
+    end,
+    -- the same math on the four-float registers of the streaming decode path
+    -- (isa.q4), named with the suffix "_q4"
+    vmath_q4 = function(v)
+      local qv = { isa = v.isa.q4, name = v.name .. "_q4", target_attr = v.target_attr }
+      return M.fragment("vmath.c.tmpl", plan, { v = qv, with_tanh = plan.softcap ~= nil })
     end,
     -- the decode path of one variant
     decode = function(v) return M.fragment("decode.c.tmpl", plan, { v = v }) end,

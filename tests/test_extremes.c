@@ -3,12 +3,15 @@
  * and of the shapes, on every ISA this CPU runs.
  *
  * The kernels come from build/kernel_list.h (one KERNEL(name) per config,
- * as in test_kernels.c).  Each test runs every kernel on two shapes, one
- * on the decode path (Lq = 7) and one on the tiled path (Lq = 37), and
+ * as in test_kernels.c).  Each test runs every kernel on three shapes: one
+ * query row against 150 keys (the streaming decode path where the kernel
+ * has it), Lq = 7 (the decode path) and Lq = 37 (the tiled path), and
  * compares with the float64 reference (attn_reference.h) or, where no
  * float32 kernel can match it elementwise, with the rules of DESIGN.md
  * section 3:
  *   - logits near the float range: Q and K scaled by 1e3 and 1e4;
+ *   - logits that grow along the keys, so that the running max moves again
+ *     and again (the streaming path moves it lazily);
  *   - +inf and -inf in K, NaN in Q, K and V, +inf in V;
  *   - denormal inputs, with flush-to-zero and denormals-are-zero off (the
  *     C default) and on;
@@ -53,9 +56,10 @@ static const attn_kernel *const kernels[] = {
 #define TOL_ABS 1e-5
 #define TOL_REL 1e-5
 
-/* (Lq, Lk): the decode path (Lq <= 16) and the tiled path */
-static const int64_t shapes[][2] = { { 7, 19 }, { 37, 45 } };
-#define N_SHAPES 2
+/* (Lq, Lk): the streaming decode path (one query row: up to 4 rows a kv
+   head), the decode path (Lq <= 16) and the tiled path */
+static const int64_t shapes[][2] = { { 1, 150 }, { 7, 19 }, { 37, 45 } };
+#define N_SHAPES 3
 #define BATCH 2
 
 /* ---- one problem: inputs, kernel outputs, reference outputs ------------- */
@@ -401,6 +405,24 @@ static void logits_1e4(const attn_kernel *k, const attn_variant *v, int64_t lq, 
 Test(extremes, logits_scaled_by_1e3) { for_each(NULL, logits_1e3, "Q and K x 1e3"); }
 Test(extremes, logits_scaled_by_1e4) { for_each(NULL, logits_1e4, "Q and K x 1e4"); }
 
+/* K row j times 1 + j / 2: the largest score of a row grows by a few units
+   from key to key, past any fixed lead of the running max. */
+static void growing_logits(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+{
+    problem p;
+    int64_t b, j, hk, d;
+    problem_init(&p, &k->spec, lq, lk, 103);
+    for (b = 0; b < p.nb; b++)
+        for (j = 0; j < lk; j++)
+            for (hk = 0; hk < k->spec.heads_kv; hk++)
+                for (d = 0; d < k->spec.head_dim; d++) k_at(&p, b, j, hk)[d] *= 1.0f + 0.5f * (float)j;
+    run_both(&p, v);
+    compare_large(&p, t);
+    problem_free(&p);
+}
+
+Test(extremes, growing_logits) { for_each(NULL, growing_logits, "K row j x (1 + j / 2)"); }
+
 /* ---- infinities and NaN --------------------------------------------------- */
 
 /* +inf and -inf in single elements of K: scores of +-inf (depending on the
@@ -552,12 +574,14 @@ static int can_hide_rows(const attn_spec *s)
 }
 
 /* seqlens_k[0] = 0 (padding), an all-false mask row or an all -inf bias
-   row (i = 1, every b and h), and, with causal, Lq > Lk_b (the first rows
-   are past the keys): O = 0 and LSE = -inf there, the reference elsewhere. */
+   row (i = 1, or 0 when Lq = 1; every b and h), and, with causal, Lq > Lk_b
+   (the first rows are past the keys): O = 0 and LSE = -inf there, the
+   reference elsewhere. */
 static void empty_rows(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
 {
     const attn_spec *s = &k->spec;
     problem p;
+    const int64_t row = lq > 1 ? 1 : 0;
     int64_t b, h, j, empty = 0, r;
     /* with causal only, the keys are fewer than the queries */
     if (!s->padding && s->mask == ATTN_MASK_NONE) lk = lq / 2;
@@ -566,7 +590,7 @@ static void empty_rows(const attn_kernel *k, const attn_variant *v, int64_t lq, 
     for (b = 0; b < p.nb; b++)
         for (h = 0; h < s->heads_q; h++)
             for (j = 0; j < lk; j++) {
-                const int64_t m = b * p.a.mask_stride[0] + h * p.a.mask_stride[1] + 1 * p.a.mask_stride[2] + j;
+                const int64_t m = b * p.a.mask_stride[0] + h * p.a.mask_stride[1] + row * p.a.mask_stride[2] + j;
                 if (s->mask == ATTN_MASK_BOOL) p.keep[m] = 0;
                 if (s->mask == ATTN_MASK_BIAS) p.bias[m] = -INFINITY;
             }

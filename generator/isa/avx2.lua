@@ -15,6 +15,13 @@ local M = {
   target = 'avx2,fma',
 }
 
+
+-- four floats in registers (isa/init.lua, "q4"), SSE spellings
+M.q4 = require("isa.sse_q4")(
+  function(v) return ("_mm256_insertf128_ps(_mm256_castps128_ps256(%s), %s, 1)"):format(v, v) end,
+  function(s, r) return ("_mm256_permute_ps(%s, 0x%02X)"):format(s, r * 0x55) end,
+  function(a, b, c, d) return ("attn_hsum4q_avx2(%s, %s, %s, %s)"):format(a, b, c, d) end)
+
 function M.zero() return "_mm256_setzero_ps()" end
 function M.set1(x) return ("_mm256_set1_ps(%s)"):format(x) end
 function M.load(p) return ("_mm256_loadu_ps(%s)"):format(p) end
@@ -65,12 +72,16 @@ ATTR static inline float attn_hadd_avx2(__m256 v)
     x = _mm_add_ss(x, _mm_movehdup_ps(x));
     return _mm_cvtss_f32(x);
 }
-ATTR static inline void attn_hsum4_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
+ATTR static inline __m128 attn_hsum4q_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3)
 {
     const __m256 s01 = _mm256_add_ps(_mm256_unpacklo_ps(x0, x1), _mm256_unpackhi_ps(x0, x1));
     const __m256 s23 = _mm256_add_ps(_mm256_unpacklo_ps(x2, x3), _mm256_unpackhi_ps(x2, x3));
     const __m256 s = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, 0x44), _mm256_shuffle_ps(s01, s23, 0xEE));
-    _mm_storeu_ps(out, _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1)));
+    return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
+}
+ATTR static inline void attn_hsum4_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
+{
+    _mm_storeu_ps(out, attn_hsum4q_avx2(x0, x1, x2, x3));
 }
 ATTR static inline float attn_hmax_avx2(__m256 v)
 {

@@ -12,8 +12,15 @@ local M = {
   vec = "__m512",
   arch_guard = "defined(__x86_64__) || defined(_M_X64)",
   include = "immintrin.h",
-  target = 'avx512f',
+  target = 'avx512f,fma', -- every AVX-512F CPU has FMA3 (the dispatcher checks both)
 }
+
+
+-- four floats in registers (isa/init.lua, "q4"), SSE spellings
+M.q4 = require("isa.sse_q4")(
+  function(v) return ("_mm512_broadcast_f32x4(%s)"):format(v) end,
+  function(s, r) return ("_mm512_permute_ps(%s, 0x%02X)"):format(s, r * 0x55) end,
+  function(a, b, c, d) return ("attn_hsum4q_avx512(%s, %s, %s, %s)"):format(a, b, c, d) end)
 
 function M.zero() return "_mm512_setzero_ps()" end
 function M.set1(x) return ("_mm512_set1_ps(%s)"):format(x) end
@@ -104,16 +111,22 @@ end
 
 function M.helpers(attr, opts)
   local text = (([[
-/* out[0..3] = the lane sums of x0..x3: pairwise adds within 128-bit lanes,
- * then across them. */
-ATTR static inline void attn_hsum4_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
+/* The lane sums of x0..x3 as one __m128: pairwise adds within 128-bit
+ * lanes, then across them. */
+ATTR static inline __m128 attn_hsum4q_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3)
 {
     const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(x0, x1), _mm512_unpackhi_ps(x0, x1));
     const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(x2, x3), _mm512_unpackhi_ps(x2, x3));
     __m512 s = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, 0x44), _mm512_shuffle_ps(s01, s23, 0xEE));
     s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0x4E));
     s = _mm512_add_ps(s, _mm512_shuffle_f32x4(s, s, 0xB1));
-    _mm_storeu_ps(out, _mm512_castps512_ps128(s));
+    return _mm512_castps512_ps128(s);
+}
+
+/* out[0..3] = the lane sums of x0..x3. */
+ATTR static inline void attn_hsum4_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
+{
+    _mm_storeu_ps(out, attn_hsum4q_avx512(x0, x1, x2, x3));
 }
 ]]):gsub("ATTR ", attr))
   if opts and opts.transpose then

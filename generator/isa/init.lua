@@ -16,7 +16,13 @@
 --   select_lt(a, b, x, y) = (a < b) ? x : y, round pow2i iota
 --   reduce_add reduce_max, hsum4(a, b, c, d, out) (a statement: out[0..3] =
 --   the sums of four vectors)
--- optionally helpers(attr) (C text of static helpers), transpose(src, ss,
+-- optionally helpers(attr) (C text of static helpers), q4 (a table: four
+-- floats held in registers, for the streaming decode path; without it that
+-- path is not generated: vec, zero set1 set4 load store add sub mul div fma
+-- max min select_lt round pow2i as above, any_gt(a, b) nonzero when a lane of
+-- a is greater than b, hsum4(a, b, c, d) the sums of four full vectors as a
+-- q4, spread(v) a q4 copied into every group of four lanes of a full vector,
+-- lane(s, r) lane r of each such group), transpose(src, ss,
 -- dst, ds) (a statement: a lanes x lanes block transposed through registers;
 -- without it K is packed by plain loops), exp2(v) and tanh(v)
 -- when the ISA spells them itself (scalar uses libm); otherwise the

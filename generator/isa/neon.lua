@@ -41,6 +41,19 @@ function M.reduce_max(v) return ("vmaxvq_f32(%s)"):format(v) end
 function M.hsum4(a, b, c, d, out)
   return ("vst1q_f32(%s, vpaddq_f32(vpaddq_f32(%s, %s), vpaddq_f32(%s, %s)))"):format(out, a, b, c, d)
 end
+--- Four floats in registers (isa/init.lua, "q4"): a NEON vector is one.
+M.q4 = {
+  vec = "float32x4_t",
+  zero = M.zero, set1 = M.set1, load = M.load, store = M.store,
+  set4 = function(a, b, c, d) return ("attn_set4_neon(%s, %s, %s, %s)"):format(a, b, c, d) end,
+  add = M.add, sub = M.sub, mul = M.mul, div = M.div, fma = M.fma, max = M.max, min = M.min,
+  select_lt = M.select_lt, round = M.round, pow2i = M.pow2i,
+  any_gt = function(a, b) return ("(vmaxvq_u32(vcgtq_f32(%s, %s)) != 0)"):format(a, b) end,
+  hsum4 = function(a, b, c, d) return ("vpaddq_f32(vpaddq_f32(%s, %s), vpaddq_f32(%s, %s))"):format(a, b, c, d) end,
+  spread = function(v) return v end,
+  lane = function(s, r) return ("vdupq_laneq_f32(%s, %d)"):format(s, r) end,
+}
+
 function M.helpers(attr)
   return (([[
 ATTR static inline float32x4_t attn_loadn_neon(const float *p, int n)
@@ -56,6 +69,13 @@ ATTR static inline void attn_storen_neon(float *p, float32x4_t v, int n)
     int i;
     vst1q_f32(t, v);
     for (i = 0; i < n; i++) p[i] = t[i];
+}
+ATTR static inline float32x4_t attn_set4_neon(float a, float b, float c, float d)
+{
+    float32x4_t v = vdupq_n_f32(a);
+    v = vsetq_lane_f32(b, v, 1);
+    v = vsetq_lane_f32(c, v, 2);
+    return vsetq_lane_f32(d, v, 3);
 }
 ATTR static inline float32x4_t attn_iota_neon(void)
 {
