@@ -70,9 +70,14 @@
 #ifndef ATTN_NOINLINE
 #if defined(__GNUC__)
 #define ATTN_NOINLINE __attribute__((noinline))
-#define ATTN_INLINE __attribute__((always_inline)) inline
 #else
 #define ATTN_NOINLINE
+#endif
+#endif
+#ifndef ATTN_INLINE
+#if defined(__GNUC__)
+#define ATTN_INLINE __attribute__((always_inline)) inline
+#else
 #define ATTN_INLINE inline
 #endif
 #endif
