@@ -172,15 +172,19 @@ local function sleep(seconds) util.execute(("sleep %s"):format(seconds)) end
 local function lock(file)
   local dir = file .. ".lock"
   local deadline = os.time() + M.LOCK_WAIT
+  local vanished = 0
   while true do
     local ok, err = lfs.mkdir(dir)
     if ok then return dir end
     local attr = lfs.attributes(dir)
     if not attr then
-      -- not there, yet mkdir failed: the folder is not writable
-      return nil, ("cannot lock the tuning file %s: %s"):format(file, tostring(err))
-    end
-    if os.time() - attr.modification > M.LOCK_STALE then
+      -- mkdir failed, yet there is no lock: its holder released it in between
+      -- (try again at once), or, again and again, the folder takes no lock
+      vanished = vanished + 1
+      if vanished > 100 then
+        return nil, ("cannot lock the tuning file %s: %s"):format(file, tostring(err))
+      end
+    elseif os.time() - attr.modification > M.LOCK_STALE then
       lfs.rmdir(dir) -- left by a killed process
     elseif os.time() > deadline then
       return nil, ("cannot lock the tuning file %s: %s has been held for %d s (remove it if no tune is running)")

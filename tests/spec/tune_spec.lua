@@ -260,9 +260,11 @@ if not ok then io.stderr:write(err, "\n") os.exit(1) end
       local lua = lua_cmd()
       local jobs = {}
       for i = 1, 8 do
-        jobs[#jobs + 1] = ("%s %s %s e%d %d & "):format(helper.quote(lua), helper.quote(script), helper.quote(f), i, i)
+        -- each writer's failure reaches the group's stderr, which the test reads
+        jobs[#jobs + 1] = ("{ %s %s %s e%d %d || echo \"writer e%d failed\" >&2; } & "):format(helper.quote(lua),
+          helper.quote(script), helper.quote(f), i, i, i)
       end
-      local code, _, err = helper.sh(table.concat(jobs) .. "wait")
+      local code, _, err = helper.sh("{ " .. table.concat(jobs) .. "wait; }")
       assert.equal(0, code, err)
       assert.equal("", err)
       local db = assert(tunedb.load(f))
