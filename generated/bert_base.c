@@ -119,6 +119,16 @@ static int attn_bert_base_classify(int64_t tq, int64_t j0, int64_t j1, const int
     return any ? (all ? 2 : 1) : 0;
 }
 
+/* A decode split's result for one row: O / l into op and the LSE (natural
+ * log, m in base 2) into lp; a row that saw nothing gives 0 and -inf. */
+static void attn_bert_base_dresult(const float *o, float m, float l, float *op, float *lp)
+{
+    const float inv = l == 0.0f ? 0.0f : 1.0f / l;
+    int64_t d;
+    for (d = 0; d < 64; d++) op[d] = o[d] * inv;
+    *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
+}
+
 /* Asks for the cache lines of n floats at p ahead of use (a no-op where the
  * compiler has no prefetch builtin). */
 static void attn_bert_base_prefetch_row(const float *p, int n)
@@ -142,7 +152,8 @@ static inline int attn_bert_base_shidden(const attn_args *args, const int64_t *l
     const int64_t r = hk * R + rr;
     (void)args;
     (void)b;
-    return partial && !((j >= lo[r] && j < hi[r]) || j < sink_hi[r]);
+    if (partial && !((j >= lo[r] && j < hi[r]) || j < sink_hi[r])) return 1;
+    return 0;
 }
 
 /* Whether any of n rows may see a tile column in [c0, c1) (first/last as
@@ -1491,14 +1502,11 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 12 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * 64, lpart + row);
     }
 }
 
@@ -1701,12 +1709,11 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_sunit1__avx512
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 1, h = (r / 1) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 1) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 1) * 4 + rr] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -1908,12 +1915,11 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_sunit2__avx512
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 2) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 2) * 4 + rr] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -2128,12 +2134,11 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_sunit3__avx512
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 3, h = (r / 3) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 3) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 3) * 4 + rr] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -2361,12 +2366,11 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_sunit4__avx512
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -3952,14 +3956,11 @@ __attribute__((target("avx2,fma"))) static void attn_bert_base_dunit__avx2(const
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 12 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * 64, lpart + row);
     }
 }
 
@@ -4194,12 +4195,11 @@ __attribute__((target("avx2,fma"))) static void attn_bert_base_sunit1__avx2(cons
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 1, h = (r / 1) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 1) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 1) * 4 + rr] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -4441,12 +4441,11 @@ __attribute__((target("avx2,fma"))) static void attn_bert_base_sunit2__avx2(cons
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 2) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 2) * 4 + rr] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -4709,12 +4708,11 @@ __attribute__((target("avx2,fma"))) static void attn_bert_base_sunit3__avx2(cons
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 3, h = (r / 3) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 3) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 3) * 4 + rr] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -4998,12 +4996,11 @@ __attribute__((target("avx2,fma"))) static void attn_bert_base_sunit4__avx2(cons
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -7447,14 +7444,11 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 12 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * 64, lpart + row);
     }
 }
 
@@ -7635,12 +7629,11 @@ static void attn_bert_base_sunit1__neon(const attn_args *args, int64_t b, int64_
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 1, h = (r / 1) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 1) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 1) * 4 + rr] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -7814,12 +7807,11 @@ static void attn_bert_base_sunit2__neon(const attn_args *args, int64_t b, int64_
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 2) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 2) * 4 + rr] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -8000,12 +7992,11 @@ static void attn_bert_base_sunit3__neon(const attn_args *args, int64_t b, int64_
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 3, h = (r / 3) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 3) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 3) * 4 + rr] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -8193,12 +8184,11 @@ static void attn_bert_base_sunit4__neon(const attn_args *args, int64_t b, int64_
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -9311,14 +9301,11 @@ ATTN_NO_AUTOVEC static void attn_bert_base_dunit__scalar(const attn_args *args, 
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 12 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_bert_base_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * 64, lpart + row);
     }
 }
 

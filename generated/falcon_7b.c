@@ -101,6 +101,16 @@ static int attn_falcon_7b_classify(int64_t tq, int64_t j0, int64_t j1, const int
     return any ? (all ? 2 : 1) : 0;
 }
 
+/* A decode split's result for one row: O / l into op and the LSE (natural
+ * log, m in base 2) into lp; a row that saw nothing gives 0 and -inf. */
+static void attn_falcon_7b_dresult(const float *o, float m, float l, float *op, float *lp)
+{
+    const float inv = l == 0.0f ? 0.0f : 1.0f / l;
+    int64_t d;
+    for (d = 0; d < 64; d++) op[d] = o[d] * inv;
+    *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
+}
+
 /* Asks for the cache lines of n floats at p ahead of use (a no-op where the
  * compiler has no prefetch builtin). */
 static void attn_falcon_7b_prefetch_row(const float *p, int n)
@@ -1437,14 +1447,11 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 71 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 1 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_falcon_7b_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * 64, lpart + row);
     }
 }
 
@@ -2991,14 +2998,11 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_dunit__avx2(const
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 71 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 1 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_falcon_7b_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * 64, lpart + row);
     }
 }
 
@@ -5403,14 +5407,11 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 71 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 1 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_falcon_7b_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * 64, lpart + row);
     }
 }
 
@@ -6508,14 +6509,11 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 71 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 1 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_falcon_7b_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * 64, lpart + row);
     }
 }
 

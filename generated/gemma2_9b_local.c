@@ -121,6 +121,16 @@ static int attn_gemma2_9b_local_classify(int64_t tq, int64_t j0, int64_t j1, con
     return any ? (all ? 2 : 1) : 0;
 }
 
+/* A decode split's result for one row: O / l into op and the LSE (natural
+ * log, m in base 2) into lp; a row that saw nothing gives 0 and -inf. */
+static void attn_gemma2_9b_local_dresult(const float *o, float m, float l, float *op, float *lp)
+{
+    const float inv = l == 0.0f ? 0.0f : 1.0f / l;
+    int64_t d;
+    for (d = 0; d < 256; d++) op[d] = o[d] * inv;
+    *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
+}
+
 /* Asks for the cache lines of n floats at p ahead of use (a no-op where the
  * compiler has no prefetch builtin). */
 static void attn_gemma2_9b_local_prefetch_row(const float *p, int n)
@@ -144,7 +154,8 @@ static inline int attn_gemma2_9b_local_shidden(const attn_args *args, const int6
     const int64_t r = hk * R + rr;
     (void)args;
     (void)b;
-    return partial && !((j >= lo[r] && j < hi[r]) || j < sink_hi[r]);
+    if (partial && !((j >= lo[r] && j < hi[r]) || j < sink_hi[r])) return 1;
+    return 0;
 }
 
 /* Whether any of n rows may see a tile column in [c0, c1) (first/last as
@@ -2567,14 +2578,11 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 2 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 256; d++) opart[row * 256 + d] = w->o[r * 256 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_gemma2_9b_local_dresult(w->o + r * 256, w->m[r], w->l[r], opart + row * 256, lpart + row);
     }
 }
 
@@ -2763,12 +2771,11 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit2__
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * 2 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 2) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 256; d++) opart[row * 256 + d] = w->so[r * 256 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 2) * 4 + rr] * 0.693147181f + logf(l);
+        attn_gemma2_9b_local_dresult(w->so + r * 256, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * 256,
+                lpart + row);
     }
 }
 
@@ -4079,14 +4086,11 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_dunit__avx2
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 2 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 256; d++) opart[row * 256 + d] = w->o[r * 256 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_gemma2_9b_local_dresult(w->o + r * 256, w->m[r], w->l[r], opart + row * 256, lpart + row);
     }
 }
 
@@ -4275,12 +4279,11 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_sunit2__avx
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * 2 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 2) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 256; d++) opart[row * 256 + d] = w->so[r * 256 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 2) * 4 + rr] * 0.693147181f + logf(l);
+        attn_gemma2_9b_local_dresult(w->so + r * 256, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * 256,
+                lpart + row);
     }
 }
 
@@ -6173,14 +6176,11 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 2 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 256; d++) opart[row * 256 + d] = w->o[r * 256 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_gemma2_9b_local_dresult(w->o + r * 256, w->m[r], w->l[r], opart + row * 256, lpart + row);
     }
 }
 
@@ -6369,12 +6369,11 @@ static void attn_gemma2_9b_local_sunit2__neon(const attn_args *args, int64_t b, 
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * 2 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 2) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 256; d++) opart[row * 256 + d] = w->so[r * 256 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 2) * 4 + rr] * 0.693147181f + logf(l);
+        attn_gemma2_9b_local_dresult(w->so + r * 256, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * 256,
+                lpart + row);
     }
 }
 
@@ -7874,14 +7873,11 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_dunit__scalar(const attn_args *
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 2 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 256; d++) opart[row * 256 + d] = w->o[r * 256 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_gemma2_9b_local_dresult(w->o + r * 256, w->m[r], w->l[r], opart + row * 256, lpart + row);
     }
 }
 

@@ -119,6 +119,16 @@ static int attn_llama3_8b_classify(int64_t tq, int64_t j0, int64_t j1, const int
     return any ? (all ? 2 : 1) : 0;
 }
 
+/* A decode split's result for one row: O / l into op and the LSE (natural
+ * log, m in base 2) into lp; a row that saw nothing gives 0 and -inf. */
+static void attn_llama3_8b_dresult(const float *o, float m, float l, float *op, float *lp)
+{
+    const float inv = l == 0.0f ? 0.0f : 1.0f / l;
+    int64_t d;
+    for (d = 0; d < 128; d++) op[d] = o[d] * inv;
+    *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
+}
+
 /* Asks for the cache lines of n floats at p ahead of use (a no-op where the
  * compiler has no prefetch builtin). */
 static void attn_llama3_8b_prefetch_row(const float *p, int n)
@@ -142,7 +152,8 @@ static inline int attn_llama3_8b_shidden(const attn_args *args, const int64_t *l
     const int64_t r = hk * R + rr;
     (void)args;
     (void)b;
-    return partial && !((j >= lo[r] && j < hi[r]) || j < sink_hi[r]);
+    if (partial && !((j >= lo[r] && j < hi[r]) || j < sink_hi[r])) return 1;
+    return 0;
 }
 
 /* Whether any of n rows may see a tile column in [c0, c1) (first/last as
@@ -1887,14 +1898,11 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 4 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->o[r * 128 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_llama3_8b_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * 128, lpart + row);
     }
 }
 
@@ -2192,12 +2200,11 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit4__avx512
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * 4 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->so[r * 128 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+        attn_llama3_8b_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * 128,
+                lpart + row);
     }
 }
 
@@ -3426,14 +3433,11 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_dunit__avx2(const
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 4 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->o[r * 128 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_llama3_8b_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * 128, lpart + row);
     }
 }
 
@@ -3635,12 +3639,11 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_sunit4__avx2(cons
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * 4 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->so[r * 128 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+        attn_llama3_8b_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * 128,
+                lpart + row);
     }
 }
 
@@ -5419,14 +5422,11 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 4 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->o[r * 128 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_llama3_8b_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * 128, lpart + row);
     }
 }
 
@@ -5628,12 +5628,11 @@ static void attn_llama3_8b_sunit4__neon(const attn_args *args, int64_t b, int64_
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * 4 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->so[r * 128 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+        attn_llama3_8b_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * 128,
+                lpart + row);
     }
 }
 
@@ -6865,14 +6864,11 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 4 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->o[r * 128 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_llama3_8b_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * 128, lpart + row);
     }
 }
 

@@ -125,6 +125,16 @@ static int attn_longformer_base_classify(int64_t tq, int64_t j0, int64_t j1, con
     return any ? (all ? 2 : 1) : 0;
 }
 
+/* A decode split's result for one row: O / l into op and the LSE (natural
+ * log, m in base 2) into lp; a row that saw nothing gives 0 and -inf. */
+static void attn_longformer_base_dresult(const float *o, float m, float l, float *op, float *lp)
+{
+    const float inv = l == 0.0f ? 0.0f : 1.0f / l;
+    int64_t d;
+    for (d = 0; d < 64; d++) op[d] = o[d] * inv;
+    *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
+}
+
 /* Asks for the cache lines of n floats at p ahead of use (a no-op where the
  * compiler has no prefetch builtin). */
 static void attn_longformer_base_prefetch_row(const float *p, int n)
@@ -148,7 +158,8 @@ static inline int attn_longformer_base_shidden(const attn_args *args, const int6
     const int64_t r = hk * R + rr;
     (void)args;
     (void)b;
-    return partial && !((j >= lo[r] && j < hi[r]) || j < sink_hi[r]);
+    if (partial && !((j >= lo[r] && j < hi[r]) || j < sink_hi[r])) return 1;
+    return 0;
 }
 
 /* Whether any of n rows may see a tile column in [c0, c1) (first/last as
@@ -1497,14 +1508,11 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 12 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * 64, lpart + row);
     }
 }
 
@@ -1707,12 +1715,11 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit1__
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 1, h = (r / 1) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 1) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 1) * 4 + rr] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -1914,12 +1921,11 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit2__
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 2) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 2) * 4 + rr] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -2134,12 +2140,11 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit3__
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 3, h = (r / 3) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 3) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 3) * 4 + rr] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -2367,12 +2372,11 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit4__
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -3958,14 +3962,11 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_dunit__avx2
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 12 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * 64, lpart + row);
     }
 }
 
@@ -4200,12 +4201,11 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit1__avx
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 1, h = (r / 1) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 1) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 1) * 4 + rr] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -4447,12 +4447,11 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit2__avx
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 2) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 2) * 4 + rr] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -4715,12 +4714,11 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit3__avx
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 3, h = (r / 3) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 3) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 3) * 4 + rr] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -5004,12 +5002,11 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit4__avx
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -7453,14 +7450,11 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 12 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * 64, lpart + row);
     }
 }
 
@@ -7641,12 +7635,11 @@ static void attn_longformer_base_sunit1__neon(const attn_args *args, int64_t b, 
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 1, h = (r / 1) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 1) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 1) * 4 + rr] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 1) * 4 + rr], w->sl[(r / 1) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -7820,12 +7813,11 @@ static void attn_longformer_base_sunit2__neon(const attn_args *args, int64_t b, 
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 2) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 2) * 4 + rr] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 2) * 4 + rr], w->sl[(r / 2) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -8006,12 +7998,11 @@ static void attn_longformer_base_sunit3__neon(const attn_args *args, int64_t b, 
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 3, h = (r / 3) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 3) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 3) * 4 + rr] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 3) * 4 + rr], w->sl[(r / 3) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -8199,12 +8190,11 @@ static void attn_longformer_base_sunit4__neon(const attn_args *args, int64_t b, 
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->so[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->so + r * 64, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * 64,
+                lpart + row);
     }
 }
 
@@ -9317,14 +9307,11 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_dunit__scalar(const attn_args *
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 1 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 12 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 64; d++) opart[row * 64 + d] = w->o[r * 64 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_longformer_base_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * 64, lpart + row);
     }
 }
 

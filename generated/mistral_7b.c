@@ -120,6 +120,16 @@ static int attn_mistral_7b_classify(int64_t tq, int64_t j0, int64_t j1, const in
     return any ? (all ? 2 : 1) : 0;
 }
 
+/* A decode split's result for one row: O / l into op and the LSE (natural
+ * log, m in base 2) into lp; a row that saw nothing gives 0 and -inf. */
+static void attn_mistral_7b_dresult(const float *o, float m, float l, float *op, float *lp)
+{
+    const float inv = l == 0.0f ? 0.0f : 1.0f / l;
+    int64_t d;
+    for (d = 0; d < 128; d++) op[d] = o[d] * inv;
+    *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
+}
+
 /* Asks for the cache lines of n floats at p ahead of use (a no-op where the
  * compiler has no prefetch builtin). */
 static void attn_mistral_7b_prefetch_row(const float *p, int n)
@@ -143,7 +153,8 @@ static inline int attn_mistral_7b_shidden(const attn_args *args, const int64_t *
     const int64_t r = hk * R + rr;
     (void)args;
     (void)b;
-    return partial && !((j >= lo[r] && j < hi[r]) || j < sink_hi[r]);
+    if (partial && !((j >= lo[r] && j < hi[r]) || j < sink_hi[r])) return 1;
+    return 0;
 }
 
 /* Whether any of n rows may see a tile column in [c0, c1) (first/last as
@@ -1888,14 +1899,11 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 4 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->o[r * 128 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_mistral_7b_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * 128, lpart + row);
     }
 }
 
@@ -2193,12 +2201,11 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit4__avx51
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * 4 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->so[r * 128 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+        attn_mistral_7b_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * 128,
+                lpart + row);
     }
 }
 
@@ -3427,14 +3434,11 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_dunit__avx2(cons
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 4 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->o[r * 128 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_mistral_7b_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * 128, lpart + row);
     }
 }
 
@@ -3636,12 +3640,11 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_sunit4__avx2(con
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * 4 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->so[r * 128 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+        attn_mistral_7b_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * 128,
+                lpart + row);
     }
 }
 
@@ -5420,14 +5423,11 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 4 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->o[r * 128 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_mistral_7b_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * 128, lpart + row);
     }
 }
 
@@ -5629,12 +5629,11 @@ static void attn_mistral_7b_sunit4__neon(const attn_args *args, int64_t b, int64
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * 4 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->sl[(r / 4) * 4 + rr], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->so[r * 128 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->sm[(r / 4) * 4 + rr] * 0.693147181f + logf(l);
+        attn_mistral_7b_dresult(w->so + r * 128, w->sm[(r / 4) * 4 + rr], w->sl[(r / 4) * 4 + rr], opart + row * 128,
+                lpart + row);
     }
 }
 
@@ -6866,14 +6865,11 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
         }
     }
 
-    /* the split's result: O / l and LSE; rows that saw nothing give 0 and -inf */
+    /* the split's result */
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * 4 + rr / Lq, row = h * Lq + rr % Lq;
-        const float l = w->l[r], inv = l == 0.0f ? 0.0f : 1.0f / l;
-        int64_t d;
         if (r >= 8 * glp || rr >= gl) continue; /* a padding row */
-        for (d = 0; d < 128; d++) opart[row * 128 + d] = w->o[r * 128 + d] * inv;
-        lpart[row] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
+        attn_mistral_7b_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * 128, lpart + row);
     }
 }
 
