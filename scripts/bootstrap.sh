@@ -16,7 +16,9 @@ lua-busted:/usr/bin/busted
 lua-check:/usr/bin/luacheck
 libcriterion-dev:/usr/include/criterion/criterion.h
 gcc:/usr/bin/gcc
+g++:/usr/bin/g++
 clang:/usr/bin/clang
+cmake:/usr/bin/cmake
 libomp-dev:/usr/include/omp.h
 make:/usr/bin/make
 gcc-aarch64-linux-gnu:/usr/bin/aarch64-linux-gnu-gcc
