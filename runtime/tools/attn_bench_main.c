@@ -2,7 +2,8 @@
  * attn_bench_main.c - the program behind `attngen bench`.
  *
  * Compiled together with one generated kernel and a one-line file that
- * defines attn_entry_kernel.  On one shape with contiguous random inputs it
+ * defines attn_entry_kernel.  On one shape with contiguous random inputs (K
+ * and V [B][Lk][Hkv][D], or [B][Hkv][Lk][D] with --kv-layout bhsd) it
  * times, side by side in one run:
  *   - every ISA variant this CPU runs (or the one --isa names),
  *   - the naive reference (when it would take less than a few seconds),
@@ -50,7 +51,7 @@ extern const attn_kernel *const attn_entry_kernel;
 
 static const char usage[] =
     "usage: attn_bench [--batch B] [--seq-q N] [--seq-k N] [--threads N] [--isa NAME] [--json]\n"
-    "                  [--no-reference] [--no-blas] [--blas-core NAME|keep]\n";
+    "                  [--kv-layout bshd|bhsd] [--no-reference] [--no-blas] [--blas-core NAME|keep]\n";
 
 /* The reference is skipped above this many visible-score multiply-adds (it
    runs at about 1-2 GFLOP/s). */
@@ -475,7 +476,7 @@ int main(int argc, char **argv)
     const attn_spec *spec = &kern->spec;
     long batch = 1, seq_q = 512, seq_k = -1, threads = 1;
     const char *isa = NULL;
-    int json = 0, no_ref = 0, no_blas = 0, i, n = 0, failed = 0;
+    int json = 0, no_ref = 0, no_blas = 0, head_major = 0, i, n = 0, failed = 0;
     attn_args args;
     timing rows[ATTN_ISA_COUNT + 2];
     float *q, *k, *v, *o, *lse;
@@ -519,6 +520,9 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "--isa") && val) {
             isa = val;
             i++;
+        } else if (!strcmp(a, "--kv-layout") && val && (!strcmp(val, "bshd") || !strcmp(val, "bhsd"))) {
+            head_major = !strcmp(val, "bhsd");
+            i++;
         } else if (!strcmp(a, "--json")) {
             json = 1;
         } else if (!strcmp(a, "--no-reference")) {
@@ -545,6 +549,14 @@ int main(int argc, char **argv)
     args.seq_k = seq_k;
     args.threads = (int)threads;
     attn_args_set_contiguous(&args, spec);
+    if (head_major) { /* K and V as [B][Hkv][Lk][D]: a kv head's keys adjacent */
+        args.k_stride[0] = spec->heads_kv * seq_k * spec->head_dim;
+        args.v_stride[0] = spec->heads_kv * seq_k * spec->head_dim_v;
+        args.k_stride[1] = spec->head_dim;
+        args.v_stride[1] = spec->head_dim_v;
+        args.k_stride[2] = seq_k * spec->head_dim;
+        args.v_stride[2] = seq_k * spec->head_dim_v;
+    }
     q = random_floats((size_t)(batch * seq_q * spec->heads_q * spec->head_dim), 1);
     k = random_floats((size_t)(batch * seq_k * spec->heads_kv * spec->head_dim), 2);
     v = random_floats((size_t)(batch * seq_k * spec->heads_kv * spec->head_dim_v), 3);

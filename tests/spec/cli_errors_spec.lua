@@ -307,6 +307,8 @@ local CASES = {
     msg = "%-%-batch" },
   { name = "bench --seq-q 1.5", argv = { "bench", EVERYTHING, "--seq-q", "1.5", "--no-blas", "--no-reference" },
     msg = "%-%-seq%-q" },
+  { name = "bench --kv-layout bhld",
+    argv = { "bench", EVERYTHING, "--kv-layout", "bhld", "--no-blas", "--no-reference" }, msg = "%-%-kv%-layout" },
 }
 
 describe("cli errors #slow", function()
