@@ -2712,16 +2712,16 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit2__
                     w->so + (0) * 512);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gemma2_9b_local_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gemma2_9b_local_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 8; hk++) {
                     const int64_t hn = hk + 1 < 8 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gemma2_9b_local_sqk2__avx512(w->sq + (hn) * 512, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 512) : p;
                     attn_gemma2_9b_local_spv2__avx512(p, vj + hk * vh, w->so + (hk) * 512);
+                    if (j + 2 < j_end) {
+                        attn_gemma2_9b_local_prefetch_row(kj + 2 * ks + hk * kh, 256);
+                        attn_gemma2_9b_local_prefetch_row(vj + 2 * vs + hk * vh, 256);
+                    }
                     p = pn;
                 }
             }
@@ -2729,13 +2729,13 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit2__
             for (hk = 0; hk < 8; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gemma2_9b_local_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gemma2_9b_local_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gemma2_9b_local_sqk2__avx512(w->sq + (hk) * 512, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512);
                     attn_gemma2_9b_local_spv2__avx512(p, vv + j * vs, w->so + (hk) * 512);
+                    if (j + 8 < j_end) {
+                        attn_gemma2_9b_local_prefetch_row(kk + (j + 8) * ks, 256);
+                        attn_gemma2_9b_local_prefetch_row(vv + (j + 8) * vs, 256);
+                    }
                 }
             }
         }
@@ -2747,18 +2747,17 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit2__
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gemma2_9b_local_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gemma2_9b_local_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 8; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gemma2_9b_local_sterms2__avx512(args, w, b, hk, j, partial, &add);
                         attn_gemma2_9b_local_spv2__avx512(attn_gemma2_9b_local_sqk2__avx512(w->sq + (hk) * 512, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + j * vs + hk * vh, w->so + (hk) * 512);
+                        if (j + 2 < j_end) {
+                            attn_gemma2_9b_local_prefetch_row(k + (j + 2) * ks + hk * kh, 256);
+                            attn_gemma2_9b_local_prefetch_row(v + (j + 2) * vs + hk * vh, 256);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 8; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -2766,6 +2765,10 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit2__
                         const __m128 hide = attn_gemma2_9b_local_sterms2__avx512(args, w, b, hk, j, partial, &add);
                         attn_gemma2_9b_local_spv2__avx512(attn_gemma2_9b_local_sqk2__avx512(w->sq + (hk) * 512, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + hk * vh + j * vs, w->so + (hk) * 512);
+                        if (j + 8 < j_end) {
+                            attn_gemma2_9b_local_prefetch_row(k + hk * kh + (j + 8) * ks, 256);
+                            attn_gemma2_9b_local_prefetch_row(v + hk * vh + (j + 8) * vs, 256);
+                        }
                     }
             }
         }
@@ -4220,16 +4223,16 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_sunit2__avx
                     w->so + (0) * 512);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gemma2_9b_local_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gemma2_9b_local_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 8; hk++) {
                     const int64_t hn = hk + 1 < 8 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gemma2_9b_local_sqk2__avx2(w->sq + (hn) * 512, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 512) : p;
                     attn_gemma2_9b_local_spv2__avx2(p, vj + hk * vh, w->so + (hk) * 512);
+                    if (j + 2 < j_end) {
+                        attn_gemma2_9b_local_prefetch_row(kj + 2 * ks + hk * kh, 256);
+                        attn_gemma2_9b_local_prefetch_row(vj + 2 * vs + hk * vh, 256);
+                    }
                     p = pn;
                 }
             }
@@ -4237,13 +4240,13 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_sunit2__avx
             for (hk = 0; hk < 8; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gemma2_9b_local_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gemma2_9b_local_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gemma2_9b_local_sqk2__avx2(w->sq + (hk) * 512, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512);
                     attn_gemma2_9b_local_spv2__avx2(p, vv + j * vs, w->so + (hk) * 512);
+                    if (j + 8 < j_end) {
+                        attn_gemma2_9b_local_prefetch_row(kk + (j + 8) * ks, 256);
+                        attn_gemma2_9b_local_prefetch_row(vv + (j + 8) * vs, 256);
+                    }
                 }
             }
         }
@@ -4255,18 +4258,17 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_sunit2__avx
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gemma2_9b_local_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gemma2_9b_local_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 8; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gemma2_9b_local_sterms2__avx2(args, w, b, hk, j, partial, &add);
                         attn_gemma2_9b_local_spv2__avx2(attn_gemma2_9b_local_sqk2__avx2(w->sq + (hk) * 512, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + j * vs + hk * vh, w->so + (hk) * 512);
+                        if (j + 2 < j_end) {
+                            attn_gemma2_9b_local_prefetch_row(k + (j + 2) * ks + hk * kh, 256);
+                            attn_gemma2_9b_local_prefetch_row(v + (j + 2) * vs + hk * vh, 256);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 8; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -4274,6 +4276,10 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_sunit2__avx
                         const __m128 hide = attn_gemma2_9b_local_sterms2__avx2(args, w, b, hk, j, partial, &add);
                         attn_gemma2_9b_local_spv2__avx2(attn_gemma2_9b_local_sqk2__avx2(w->sq + (hk) * 512, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + hk * vh + j * vs, w->so + (hk) * 512);
+                        if (j + 8 < j_end) {
+                            attn_gemma2_9b_local_prefetch_row(k + hk * kh + (j + 8) * ks, 256);
+                            attn_gemma2_9b_local_prefetch_row(v + hk * vh + (j + 8) * vs, 256);
+                        }
                     }
             }
         }
@@ -6310,16 +6316,16 @@ static void attn_gemma2_9b_local_sunit2__neon(const attn_args *args, int64_t b, 
                     w->so + (0) * 512);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gemma2_9b_local_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gemma2_9b_local_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 8; hk++) {
                     const int64_t hn = hk + 1 < 8 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gemma2_9b_local_sqk2__neon(w->sq + (hn) * 512, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 512) : p;
                     attn_gemma2_9b_local_spv2__neon(p, vj + hk * vh, w->so + (hk) * 512);
+                    if (j + 2 < j_end) {
+                        attn_gemma2_9b_local_prefetch_row(kj + 2 * ks + hk * kh, 256);
+                        attn_gemma2_9b_local_prefetch_row(vj + 2 * vs + hk * vh, 256);
+                    }
                     p = pn;
                 }
             }
@@ -6327,13 +6333,13 @@ static void attn_gemma2_9b_local_sunit2__neon(const attn_args *args, int64_t b, 
             for (hk = 0; hk < 8; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gemma2_9b_local_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gemma2_9b_local_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gemma2_9b_local_sqk2__neon(w->sq + (hk) * 512, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512);
                     attn_gemma2_9b_local_spv2__neon(p, vv + j * vs, w->so + (hk) * 512);
+                    if (j + 8 < j_end) {
+                        attn_gemma2_9b_local_prefetch_row(kk + (j + 8) * ks, 256);
+                        attn_gemma2_9b_local_prefetch_row(vv + (j + 8) * vs, 256);
+                    }
                 }
             }
         }
@@ -6345,18 +6351,17 @@ static void attn_gemma2_9b_local_sunit2__neon(const attn_args *args, int64_t b, 
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gemma2_9b_local_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gemma2_9b_local_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 8; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gemma2_9b_local_sterms2__neon(args, w, b, hk, j, partial, &add);
                         attn_gemma2_9b_local_spv2__neon(attn_gemma2_9b_local_sqk2__neon(w->sq + (hk) * 512, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + j * vs + hk * vh, w->so + (hk) * 512);
+                        if (j + 2 < j_end) {
+                            attn_gemma2_9b_local_prefetch_row(k + (j + 2) * ks + hk * kh, 256);
+                            attn_gemma2_9b_local_prefetch_row(v + (j + 2) * vs + hk * vh, 256);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 8; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -6364,6 +6369,10 @@ static void attn_gemma2_9b_local_sunit2__neon(const attn_args *args, int64_t b, 
                         const float32x4_t hide = attn_gemma2_9b_local_sterms2__neon(args, w, b, hk, j, partial, &add);
                         attn_gemma2_9b_local_spv2__neon(attn_gemma2_9b_local_sqk2__neon(w->sq + (hk) * 512, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + hk * vh + j * vs, w->so + (hk) * 512);
+                        if (j + 8 < j_end) {
+                            attn_gemma2_9b_local_prefetch_row(k + hk * kh + (j + 8) * ks, 256);
+                            attn_gemma2_9b_local_prefetch_row(v + hk * vh + (j + 8) * vs, 256);
+                        }
                     }
             }
         }

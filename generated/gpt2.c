@@ -1650,16 +1650,16 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit1__avx512(cons
                     w->so + (0) * 64);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gpt2_sqk1__avx512(w->sq + (hn) * 64, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 64) : p;
                     attn_gpt2_spv1__avx512(p, vj + hk * vh, w->so + (hk) * 64);
+                    if (j + 2 < j_end) {
+                        attn_gpt2_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_gpt2_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -1667,13 +1667,13 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit1__avx512(cons
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gpt2_sqk1__avx512(w->sq + (hk) * 64, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64);
                     attn_gpt2_spv1__avx512(p, vv + j * vs, w->so + (hk) * 64);
+                    if (j + 8 < j_end) {
+                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -1685,18 +1685,17 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit1__avx512(cons
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gpt2_sterms1__avx512(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv1__avx512(attn_gpt2_sqk1__avx512(w->sq + (hk) * 64, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64), v + j * vs + hk * vh, w->so + (hk) * 64);
+                        if (j + 2 < j_end) {
+                            attn_gpt2_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_gpt2_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -1704,6 +1703,10 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit1__avx512(cons
                         const __m128 hide = attn_gpt2_sterms1__avx512(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv1__avx512(attn_gpt2_sqk1__avx512(w->sq + (hk) * 64, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64), v + hk * vh + j * vs, w->so + (hk) * 64);
+                        if (j + 8 < j_end) {
+                            attn_gpt2_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_gpt2_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -1856,16 +1859,16 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit2__avx512(cons
                     w->so + (0) * 128);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gpt2_sqk2__avx512(w->sq + (hn) * 128, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 128) : p;
                     attn_gpt2_spv2__avx512(p, vj + hk * vh, w->so + (hk) * 128);
+                    if (j + 2 < j_end) {
+                        attn_gpt2_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_gpt2_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -1873,13 +1876,13 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit2__avx512(cons
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gpt2_sqk2__avx512(w->sq + (hk) * 128, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128);
                     attn_gpt2_spv2__avx512(p, vv + j * vs, w->so + (hk) * 128);
+                    if (j + 8 < j_end) {
+                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -1891,18 +1894,17 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit2__avx512(cons
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gpt2_sterms2__avx512(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv2__avx512(attn_gpt2_sqk2__avx512(w->sq + (hk) * 128, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128), v + j * vs + hk * vh, w->so + (hk) * 128);
+                        if (j + 2 < j_end) {
+                            attn_gpt2_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_gpt2_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -1910,6 +1912,10 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit2__avx512(cons
                         const __m128 hide = attn_gpt2_sterms2__avx512(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv2__avx512(attn_gpt2_sqk2__avx512(w->sq + (hk) * 128, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128), v + hk * vh + j * vs, w->so + (hk) * 128);
+                        if (j + 8 < j_end) {
+                            attn_gpt2_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_gpt2_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -2075,16 +2081,16 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit3__avx512(cons
                     w->so + (0) * 192);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gpt2_sqk3__avx512(w->sq + (hn) * 192, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 192) : p;
                     attn_gpt2_spv3__avx512(p, vj + hk * vh, w->so + (hk) * 192);
+                    if (j + 2 < j_end) {
+                        attn_gpt2_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_gpt2_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -2092,13 +2098,13 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit3__avx512(cons
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gpt2_sqk3__avx512(w->sq + (hk) * 192, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192);
                     attn_gpt2_spv3__avx512(p, vv + j * vs, w->so + (hk) * 192);
+                    if (j + 8 < j_end) {
+                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -2110,18 +2116,17 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit3__avx512(cons
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gpt2_sterms3__avx512(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv3__avx512(attn_gpt2_sqk3__avx512(w->sq + (hk) * 192, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192), v + j * vs + hk * vh, w->so + (hk) * 192);
+                        if (j + 2 < j_end) {
+                            attn_gpt2_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_gpt2_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -2129,6 +2134,10 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit3__avx512(cons
                         const __m128 hide = attn_gpt2_sterms3__avx512(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv3__avx512(attn_gpt2_sqk3__avx512(w->sq + (hk) * 192, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192), v + hk * vh + j * vs, w->so + (hk) * 192);
+                        if (j + 8 < j_end) {
+                            attn_gpt2_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_gpt2_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -2307,16 +2316,16 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit4__avx512(cons
                     w->so + (0) * 256);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gpt2_sqk4__avx512(w->sq + (hn) * 256, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 256) : p;
                     attn_gpt2_spv4__avx512(p, vj + hk * vh, w->so + (hk) * 256);
+                    if (j + 2 < j_end) {
+                        attn_gpt2_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_gpt2_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -2324,13 +2333,13 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit4__avx512(cons
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gpt2_sqk4__avx512(w->sq + (hk) * 256, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256);
                     attn_gpt2_spv4__avx512(p, vv + j * vs, w->so + (hk) * 256);
+                    if (j + 8 < j_end) {
+                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -2342,18 +2351,17 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit4__avx512(cons
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gpt2_sterms4__avx512(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv4__avx512(attn_gpt2_sqk4__avx512(w->sq + (hk) * 256, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256), v + j * vs + hk * vh, w->so + (hk) * 256);
+                        if (j + 2 < j_end) {
+                            attn_gpt2_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_gpt2_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -2361,6 +2369,10 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit4__avx512(cons
                         const __m128 hide = attn_gpt2_sterms4__avx512(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv4__avx512(attn_gpt2_sqk4__avx512(w->sq + (hk) * 256, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256), v + hk * vh + j * vs, w->so + (hk) * 256);
+                        if (j + 8 < j_end) {
+                            attn_gpt2_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_gpt2_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -4136,16 +4148,16 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit1__avx2(const att
                     w->so + (0) * 64);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gpt2_sqk1__avx2(w->sq + (hn) * 64, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 64) : p;
                     attn_gpt2_spv1__avx2(p, vj + hk * vh, w->so + (hk) * 64);
+                    if (j + 2 < j_end) {
+                        attn_gpt2_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_gpt2_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -4153,13 +4165,13 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit1__avx2(const att
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gpt2_sqk1__avx2(w->sq + (hk) * 64, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64);
                     attn_gpt2_spv1__avx2(p, vv + j * vs, w->so + (hk) * 64);
+                    if (j + 8 < j_end) {
+                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -4171,18 +4183,17 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit1__avx2(const att
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gpt2_sterms1__avx2(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv1__avx2(attn_gpt2_sqk1__avx2(w->sq + (hk) * 64, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64), v + j * vs + hk * vh, w->so + (hk) * 64);
+                        if (j + 2 < j_end) {
+                            attn_gpt2_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_gpt2_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -4190,6 +4201,10 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit1__avx2(const att
                         const __m128 hide = attn_gpt2_sterms1__avx2(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv1__avx2(attn_gpt2_sqk1__avx2(w->sq + (hk) * 64, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64), v + hk * vh + j * vs, w->so + (hk) * 64);
+                        if (j + 8 < j_end) {
+                            attn_gpt2_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_gpt2_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -4382,16 +4397,16 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit2__avx2(const att
                     w->so + (0) * 128);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gpt2_sqk2__avx2(w->sq + (hn) * 128, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 128) : p;
                     attn_gpt2_spv2__avx2(p, vj + hk * vh, w->so + (hk) * 128);
+                    if (j + 2 < j_end) {
+                        attn_gpt2_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_gpt2_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -4399,13 +4414,13 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit2__avx2(const att
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gpt2_sqk2__avx2(w->sq + (hk) * 128, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128);
                     attn_gpt2_spv2__avx2(p, vv + j * vs, w->so + (hk) * 128);
+                    if (j + 8 < j_end) {
+                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -4417,18 +4432,17 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit2__avx2(const att
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gpt2_sterms2__avx2(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv2__avx2(attn_gpt2_sqk2__avx2(w->sq + (hk) * 128, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128), v + j * vs + hk * vh, w->so + (hk) * 128);
+                        if (j + 2 < j_end) {
+                            attn_gpt2_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_gpt2_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -4436,6 +4450,10 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit2__avx2(const att
                         const __m128 hide = attn_gpt2_sterms2__avx2(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv2__avx2(attn_gpt2_sqk2__avx2(w->sq + (hk) * 128, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128), v + hk * vh + j * vs, w->so + (hk) * 128);
+                        if (j + 8 < j_end) {
+                            attn_gpt2_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_gpt2_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -4649,16 +4667,16 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit3__avx2(const att
                     w->so + (0) * 192);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gpt2_sqk3__avx2(w->sq + (hn) * 192, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 192) : p;
                     attn_gpt2_spv3__avx2(p, vj + hk * vh, w->so + (hk) * 192);
+                    if (j + 2 < j_end) {
+                        attn_gpt2_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_gpt2_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -4666,13 +4684,13 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit3__avx2(const att
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gpt2_sqk3__avx2(w->sq + (hk) * 192, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192);
                     attn_gpt2_spv3__avx2(p, vv + j * vs, w->so + (hk) * 192);
+                    if (j + 8 < j_end) {
+                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -4684,18 +4702,17 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit3__avx2(const att
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gpt2_sterms3__avx2(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv3__avx2(attn_gpt2_sqk3__avx2(w->sq + (hk) * 192, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192), v + j * vs + hk * vh, w->so + (hk) * 192);
+                        if (j + 2 < j_end) {
+                            attn_gpt2_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_gpt2_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -4703,6 +4720,10 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit3__avx2(const att
                         const __m128 hide = attn_gpt2_sterms3__avx2(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv3__avx2(attn_gpt2_sqk3__avx2(w->sq + (hk) * 192, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192), v + hk * vh + j * vs, w->so + (hk) * 192);
+                        if (j + 8 < j_end) {
+                            attn_gpt2_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_gpt2_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -4937,16 +4958,16 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit4__avx2(const att
                     w->so + (0) * 256);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gpt2_sqk4__avx2(w->sq + (hn) * 256, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 256) : p;
                     attn_gpt2_spv4__avx2(p, vj + hk * vh, w->so + (hk) * 256);
+                    if (j + 2 < j_end) {
+                        attn_gpt2_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_gpt2_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -4954,13 +4975,13 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit4__avx2(const att
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gpt2_sqk4__avx2(w->sq + (hk) * 256, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256);
                     attn_gpt2_spv4__avx2(p, vv + j * vs, w->so + (hk) * 256);
+                    if (j + 8 < j_end) {
+                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -4972,18 +4993,17 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit4__avx2(const att
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_gpt2_sterms4__avx2(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv4__avx2(attn_gpt2_sqk4__avx2(w->sq + (hk) * 256, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256), v + j * vs + hk * vh, w->so + (hk) * 256);
+                        if (j + 2 < j_end) {
+                            attn_gpt2_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_gpt2_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -4991,6 +5011,10 @@ __attribute__((target("avx2,fma"))) static void attn_gpt2_sunit4__avx2(const att
                         const __m128 hide = attn_gpt2_sterms4__avx2(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv4__avx2(attn_gpt2_sqk4__avx2(w->sq + (hk) * 256, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256), v + hk * vh + j * vs, w->so + (hk) * 256);
+                        if (j + 8 < j_end) {
+                            attn_gpt2_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_gpt2_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -7570,16 +7594,16 @@ static void attn_gpt2_sunit1__neon(const attn_args *args, int64_t b, int64_t j_b
                     w->so + (0) * 64);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gpt2_sqk1__neon(w->sq + (hn) * 64, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 64) : p;
                     attn_gpt2_spv1__neon(p, vj + hk * vh, w->so + (hk) * 64);
+                    if (j + 2 < j_end) {
+                        attn_gpt2_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_gpt2_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -7587,13 +7611,13 @@ static void attn_gpt2_sunit1__neon(const attn_args *args, int64_t b, int64_t j_b
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gpt2_sqk1__neon(w->sq + (hk) * 64, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64);
                     attn_gpt2_spv1__neon(p, vv + j * vs, w->so + (hk) * 64);
+                    if (j + 8 < j_end) {
+                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -7605,18 +7629,17 @@ static void attn_gpt2_sunit1__neon(const attn_args *args, int64_t b, int64_t j_b
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gpt2_sterms1__neon(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv1__neon(attn_gpt2_sqk1__neon(w->sq + (hk) * 64, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64), v + j * vs + hk * vh, w->so + (hk) * 64);
+                        if (j + 2 < j_end) {
+                            attn_gpt2_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_gpt2_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -7624,6 +7647,10 @@ static void attn_gpt2_sunit1__neon(const attn_args *args, int64_t b, int64_t j_b
                         const float32x4_t hide = attn_gpt2_sterms1__neon(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv1__neon(attn_gpt2_sqk1__neon(w->sq + (hk) * 64, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64), v + hk * vh + j * vs, w->so + (hk) * 64);
+                        if (j + 8 < j_end) {
+                            attn_gpt2_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_gpt2_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -7748,16 +7775,16 @@ static void attn_gpt2_sunit2__neon(const attn_args *args, int64_t b, int64_t j_b
                     w->so + (0) * 128);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gpt2_sqk2__neon(w->sq + (hn) * 128, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 128) : p;
                     attn_gpt2_spv2__neon(p, vj + hk * vh, w->so + (hk) * 128);
+                    if (j + 2 < j_end) {
+                        attn_gpt2_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_gpt2_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -7765,13 +7792,13 @@ static void attn_gpt2_sunit2__neon(const attn_args *args, int64_t b, int64_t j_b
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gpt2_sqk2__neon(w->sq + (hk) * 128, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128);
                     attn_gpt2_spv2__neon(p, vv + j * vs, w->so + (hk) * 128);
+                    if (j + 8 < j_end) {
+                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -7783,18 +7810,17 @@ static void attn_gpt2_sunit2__neon(const attn_args *args, int64_t b, int64_t j_b
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gpt2_sterms2__neon(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv2__neon(attn_gpt2_sqk2__neon(w->sq + (hk) * 128, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128), v + j * vs + hk * vh, w->so + (hk) * 128);
+                        if (j + 2 < j_end) {
+                            attn_gpt2_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_gpt2_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -7802,6 +7828,10 @@ static void attn_gpt2_sunit2__neon(const attn_args *args, int64_t b, int64_t j_b
                         const float32x4_t hide = attn_gpt2_sterms2__neon(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv2__neon(attn_gpt2_sqk2__neon(w->sq + (hk) * 128, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128), v + hk * vh + j * vs, w->so + (hk) * 128);
+                        if (j + 8 < j_end) {
+                            attn_gpt2_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_gpt2_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -7933,16 +7963,16 @@ static void attn_gpt2_sunit3__neon(const attn_args *args, int64_t b, int64_t j_b
                     w->so + (0) * 192);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gpt2_sqk3__neon(w->sq + (hn) * 192, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 192) : p;
                     attn_gpt2_spv3__neon(p, vj + hk * vh, w->so + (hk) * 192);
+                    if (j + 2 < j_end) {
+                        attn_gpt2_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_gpt2_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -7950,13 +7980,13 @@ static void attn_gpt2_sunit3__neon(const attn_args *args, int64_t b, int64_t j_b
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gpt2_sqk3__neon(w->sq + (hk) * 192, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192);
                     attn_gpt2_spv3__neon(p, vv + j * vs, w->so + (hk) * 192);
+                    if (j + 8 < j_end) {
+                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -7968,18 +7998,17 @@ static void attn_gpt2_sunit3__neon(const attn_args *args, int64_t b, int64_t j_b
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gpt2_sterms3__neon(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv3__neon(attn_gpt2_sqk3__neon(w->sq + (hk) * 192, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192), v + j * vs + hk * vh, w->so + (hk) * 192);
+                        if (j + 2 < j_end) {
+                            attn_gpt2_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_gpt2_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -7987,6 +8016,10 @@ static void attn_gpt2_sunit3__neon(const attn_args *args, int64_t b, int64_t j_b
                         const float32x4_t hide = attn_gpt2_sterms3__neon(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv3__neon(attn_gpt2_sqk3__neon(w->sq + (hk) * 192, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192), v + hk * vh + j * vs, w->so + (hk) * 192);
+                        if (j + 8 < j_end) {
+                            attn_gpt2_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_gpt2_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -8125,16 +8158,16 @@ static void attn_gpt2_sunit4__neon(const attn_args *args, int64_t b, int64_t j_b
                     w->so + (0) * 256);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_gpt2_sqk4__neon(w->sq + (hn) * 256, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 256) : p;
                     attn_gpt2_spv4__neon(p, vj + hk * vh, w->so + (hk) * 256);
+                    if (j + 2 < j_end) {
+                        attn_gpt2_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_gpt2_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -8142,13 +8175,13 @@ static void attn_gpt2_sunit4__neon(const attn_args *args, int64_t b, int64_t j_b
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_gpt2_sqk4__neon(w->sq + (hk) * 256, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256);
                     attn_gpt2_spv4__neon(p, vv + j * vs, w->so + (hk) * 256);
+                    if (j + 8 < j_end) {
+                        attn_gpt2_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_gpt2_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -8160,18 +8193,17 @@ static void attn_gpt2_sunit4__neon(const attn_args *args, int64_t b, int64_t j_b
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_gpt2_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_gpt2_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_gpt2_sterms4__neon(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv4__neon(attn_gpt2_sqk4__neon(w->sq + (hk) * 256, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256), v + j * vs + hk * vh, w->so + (hk) * 256);
+                        if (j + 2 < j_end) {
+                            attn_gpt2_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_gpt2_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -8179,6 +8211,10 @@ static void attn_gpt2_sunit4__neon(const attn_args *args, int64_t b, int64_t j_b
                         const float32x4_t hide = attn_gpt2_sterms4__neon(args, w, b, hk, j, partial, &add);
                         attn_gpt2_spv4__neon(attn_gpt2_sqk4__neon(w->sq + (hk) * 256, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256), v + hk * vh + j * vs, w->so + (hk) * 256);
+                        if (j + 8 < j_end) {
+                            attn_gpt2_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_gpt2_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }

@@ -2141,16 +2141,16 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit4__avx512
                     w->so + (0) * 512);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_llama3_8b_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_llama3_8b_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 8; hk++) {
                     const int64_t hn = hk + 1 < 8 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_llama3_8b_sqk4__avx512(w->sq + (hn) * 512, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 512) : p;
                     attn_llama3_8b_spv4__avx512(p, vj + hk * vh, w->so + (hk) * 512);
+                    if (j + 2 < j_end) {
+                        attn_llama3_8b_prefetch_row(kj + 2 * ks + hk * kh, 128);
+                        attn_llama3_8b_prefetch_row(vj + 2 * vs + hk * vh, 128);
+                    }
                     p = pn;
                 }
             }
@@ -2158,13 +2158,13 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit4__avx512
             for (hk = 0; hk < 8; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_llama3_8b_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_llama3_8b_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_llama3_8b_sqk4__avx512(w->sq + (hk) * 512, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512);
                     attn_llama3_8b_spv4__avx512(p, vv + j * vs, w->so + (hk) * 512);
+                    if (j + 8 < j_end) {
+                        attn_llama3_8b_prefetch_row(kk + (j + 8) * ks, 128);
+                        attn_llama3_8b_prefetch_row(vv + (j + 8) * vs, 128);
+                    }
                 }
             }
         }
@@ -2176,18 +2176,17 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit4__avx512
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_llama3_8b_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_llama3_8b_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 8; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_sterms4__avx512(args, w, b, hk, j, partial, &add);
                         attn_llama3_8b_spv4__avx512(attn_llama3_8b_sqk4__avx512(w->sq + (hk) * 512, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + j * vs + hk * vh, w->so + (hk) * 512);
+                        if (j + 2 < j_end) {
+                            attn_llama3_8b_prefetch_row(k + (j + 2) * ks + hk * kh, 128);
+                            attn_llama3_8b_prefetch_row(v + (j + 2) * vs + hk * vh, 128);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 8; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -2195,6 +2194,10 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit4__avx512
                         const __m128 hide = attn_llama3_8b_sterms4__avx512(args, w, b, hk, j, partial, &add);
                         attn_llama3_8b_spv4__avx512(attn_llama3_8b_sqk4__avx512(w->sq + (hk) * 512, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + hk * vh + j * vs, w->so + (hk) * 512);
+                        if (j + 8 < j_end) {
+                            attn_llama3_8b_prefetch_row(k + hk * kh + (j + 8) * ks, 128);
+                            attn_llama3_8b_prefetch_row(v + hk * vh + (j + 8) * vs, 128);
+                        }
                     }
             }
         }
@@ -3580,16 +3583,16 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_sunit4__avx2(cons
                     w->so + (0) * 512);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_llama3_8b_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_llama3_8b_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 8; hk++) {
                     const int64_t hn = hk + 1 < 8 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_llama3_8b_sqk4__avx2(w->sq + (hn) * 512, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 512) : p;
                     attn_llama3_8b_spv4__avx2(p, vj + hk * vh, w->so + (hk) * 512);
+                    if (j + 2 < j_end) {
+                        attn_llama3_8b_prefetch_row(kj + 2 * ks + hk * kh, 128);
+                        attn_llama3_8b_prefetch_row(vj + 2 * vs + hk * vh, 128);
+                    }
                     p = pn;
                 }
             }
@@ -3597,13 +3600,13 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_sunit4__avx2(cons
             for (hk = 0; hk < 8; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_llama3_8b_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_llama3_8b_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_llama3_8b_sqk4__avx2(w->sq + (hk) * 512, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512);
                     attn_llama3_8b_spv4__avx2(p, vv + j * vs, w->so + (hk) * 512);
+                    if (j + 8 < j_end) {
+                        attn_llama3_8b_prefetch_row(kk + (j + 8) * ks, 128);
+                        attn_llama3_8b_prefetch_row(vv + (j + 8) * vs, 128);
+                    }
                 }
             }
         }
@@ -3615,18 +3618,17 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_sunit4__avx2(cons
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_llama3_8b_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_llama3_8b_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 8; hk++) {
                         __m128 add;
                         const __m128 hide = attn_llama3_8b_sterms4__avx2(args, w, b, hk, j, partial, &add);
                         attn_llama3_8b_spv4__avx2(attn_llama3_8b_sqk4__avx2(w->sq + (hk) * 512, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + j * vs + hk * vh, w->so + (hk) * 512);
+                        if (j + 2 < j_end) {
+                            attn_llama3_8b_prefetch_row(k + (j + 2) * ks + hk * kh, 128);
+                            attn_llama3_8b_prefetch_row(v + (j + 2) * vs + hk * vh, 128);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 8; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -3634,6 +3636,10 @@ __attribute__((target("avx2,fma"))) static void attn_llama3_8b_sunit4__avx2(cons
                         const __m128 hide = attn_llama3_8b_sterms4__avx2(args, w, b, hk, j, partial, &add);
                         attn_llama3_8b_spv4__avx2(attn_llama3_8b_sqk4__avx2(w->sq + (hk) * 512, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + hk * vh + j * vs, w->so + (hk) * 512);
+                        if (j + 8 < j_end) {
+                            attn_llama3_8b_prefetch_row(k + hk * kh + (j + 8) * ks, 128);
+                            attn_llama3_8b_prefetch_row(v + hk * vh + (j + 8) * vs, 128);
+                        }
                     }
             }
         }
@@ -5569,16 +5575,16 @@ static void attn_llama3_8b_sunit4__neon(const attn_args *args, int64_t b, int64_
                     w->so + (0) * 512);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_llama3_8b_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_llama3_8b_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 8; hk++) {
                     const int64_t hn = hk + 1 < 8 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_llama3_8b_sqk4__neon(w->sq + (hn) * 512, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 512) : p;
                     attn_llama3_8b_spv4__neon(p, vj + hk * vh, w->so + (hk) * 512);
+                    if (j + 2 < j_end) {
+                        attn_llama3_8b_prefetch_row(kj + 2 * ks + hk * kh, 128);
+                        attn_llama3_8b_prefetch_row(vj + 2 * vs + hk * vh, 128);
+                    }
                     p = pn;
                 }
             }
@@ -5586,13 +5592,13 @@ static void attn_llama3_8b_sunit4__neon(const attn_args *args, int64_t b, int64_
             for (hk = 0; hk < 8; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_llama3_8b_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_llama3_8b_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_llama3_8b_sqk4__neon(w->sq + (hk) * 512, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512);
                     attn_llama3_8b_spv4__neon(p, vv + j * vs, w->so + (hk) * 512);
+                    if (j + 8 < j_end) {
+                        attn_llama3_8b_prefetch_row(kk + (j + 8) * ks, 128);
+                        attn_llama3_8b_prefetch_row(vv + (j + 8) * vs, 128);
+                    }
                 }
             }
         }
@@ -5604,18 +5610,17 @@ static void attn_llama3_8b_sunit4__neon(const attn_args *args, int64_t b, int64_
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_llama3_8b_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_llama3_8b_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 8; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_llama3_8b_sterms4__neon(args, w, b, hk, j, partial, &add);
                         attn_llama3_8b_spv4__neon(attn_llama3_8b_sqk4__neon(w->sq + (hk) * 512, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + j * vs + hk * vh, w->so + (hk) * 512);
+                        if (j + 2 < j_end) {
+                            attn_llama3_8b_prefetch_row(k + (j + 2) * ks + hk * kh, 128);
+                            attn_llama3_8b_prefetch_row(v + (j + 2) * vs + hk * vh, 128);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 8; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -5623,6 +5628,10 @@ static void attn_llama3_8b_sunit4__neon(const attn_args *args, int64_t b, int64_
                         const float32x4_t hide = attn_llama3_8b_sterms4__neon(args, w, b, hk, j, partial, &add);
                         attn_llama3_8b_spv4__neon(attn_llama3_8b_sqk4__neon(w->sq + (hk) * 512, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + hk * vh + j * vs, w->so + (hk) * 512);
+                        if (j + 8 < j_end) {
+                            attn_llama3_8b_prefetch_row(k + hk * kh + (j + 8) * ks, 128);
+                            attn_llama3_8b_prefetch_row(v + hk * vh + (j + 8) * vs, 128);
+                        }
                     }
             }
         }

@@ -1656,16 +1656,16 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit1__
                     w->so + (0) * 64);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_longformer_base_sqk1__avx512(w->sq + (hn) * 64, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 64) : p;
                     attn_longformer_base_spv1__avx512(p, vj + hk * vh, w->so + (hk) * 64);
+                    if (j + 2 < j_end) {
+                        attn_longformer_base_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_longformer_base_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -1673,13 +1673,13 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit1__
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_longformer_base_sqk1__avx512(w->sq + (hk) * 64, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64);
                     attn_longformer_base_spv1__avx512(p, vv + j * vs, w->so + (hk) * 64);
+                    if (j + 8 < j_end) {
+                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -1691,18 +1691,17 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit1__
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms1__avx512(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv1__avx512(attn_longformer_base_sqk1__avx512(w->sq + (hk) * 64, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64), v + j * vs + hk * vh, w->so + (hk) * 64);
+                        if (j + 2 < j_end) {
+                            attn_longformer_base_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_longformer_base_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -1710,6 +1709,10 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit1__
                         const __m128 hide = attn_longformer_base_sterms1__avx512(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv1__avx512(attn_longformer_base_sqk1__avx512(w->sq + (hk) * 64, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64), v + hk * vh + j * vs, w->so + (hk) * 64);
+                        if (j + 8 < j_end) {
+                            attn_longformer_base_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_longformer_base_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -1862,16 +1865,16 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit2__
                     w->so + (0) * 128);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_longformer_base_sqk2__avx512(w->sq + (hn) * 128, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 128) : p;
                     attn_longformer_base_spv2__avx512(p, vj + hk * vh, w->so + (hk) * 128);
+                    if (j + 2 < j_end) {
+                        attn_longformer_base_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_longformer_base_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -1879,13 +1882,13 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit2__
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_longformer_base_sqk2__avx512(w->sq + (hk) * 128, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128);
                     attn_longformer_base_spv2__avx512(p, vv + j * vs, w->so + (hk) * 128);
+                    if (j + 8 < j_end) {
+                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -1897,18 +1900,17 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit2__
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms2__avx512(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv2__avx512(attn_longformer_base_sqk2__avx512(w->sq + (hk) * 128, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128), v + j * vs + hk * vh, w->so + (hk) * 128);
+                        if (j + 2 < j_end) {
+                            attn_longformer_base_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_longformer_base_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -1916,6 +1918,10 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit2__
                         const __m128 hide = attn_longformer_base_sterms2__avx512(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv2__avx512(attn_longformer_base_sqk2__avx512(w->sq + (hk) * 128, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128), v + hk * vh + j * vs, w->so + (hk) * 128);
+                        if (j + 8 < j_end) {
+                            attn_longformer_base_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_longformer_base_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -2081,16 +2087,16 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit3__
                     w->so + (0) * 192);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_longformer_base_sqk3__avx512(w->sq + (hn) * 192, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 192) : p;
                     attn_longformer_base_spv3__avx512(p, vj + hk * vh, w->so + (hk) * 192);
+                    if (j + 2 < j_end) {
+                        attn_longformer_base_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_longformer_base_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -2098,13 +2104,13 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit3__
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_longformer_base_sqk3__avx512(w->sq + (hk) * 192, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192);
                     attn_longformer_base_spv3__avx512(p, vv + j * vs, w->so + (hk) * 192);
+                    if (j + 8 < j_end) {
+                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -2116,18 +2122,17 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit3__
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms3__avx512(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv3__avx512(attn_longformer_base_sqk3__avx512(w->sq + (hk) * 192, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192), v + j * vs + hk * vh, w->so + (hk) * 192);
+                        if (j + 2 < j_end) {
+                            attn_longformer_base_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_longformer_base_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -2135,6 +2140,10 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit3__
                         const __m128 hide = attn_longformer_base_sterms3__avx512(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv3__avx512(attn_longformer_base_sqk3__avx512(w->sq + (hk) * 192, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192), v + hk * vh + j * vs, w->so + (hk) * 192);
+                        if (j + 8 < j_end) {
+                            attn_longformer_base_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_longformer_base_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -2313,16 +2322,16 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit4__
                     w->so + (0) * 256);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_longformer_base_sqk4__avx512(w->sq + (hn) * 256, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 256) : p;
                     attn_longformer_base_spv4__avx512(p, vj + hk * vh, w->so + (hk) * 256);
+                    if (j + 2 < j_end) {
+                        attn_longformer_base_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_longformer_base_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -2330,13 +2339,13 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit4__
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_longformer_base_sqk4__avx512(w->sq + (hk) * 256, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256);
                     attn_longformer_base_spv4__avx512(p, vv + j * vs, w->so + (hk) * 256);
+                    if (j + 8 < j_end) {
+                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -2348,18 +2357,17 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit4__
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms4__avx512(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv4__avx512(attn_longformer_base_sqk4__avx512(w->sq + (hk) * 256, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256), v + j * vs + hk * vh, w->so + (hk) * 256);
+                        if (j + 2 < j_end) {
+                            attn_longformer_base_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_longformer_base_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -2367,6 +2375,10 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit4__
                         const __m128 hide = attn_longformer_base_sterms4__avx512(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv4__avx512(attn_longformer_base_sqk4__avx512(w->sq + (hk) * 256, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256), v + hk * vh + j * vs, w->so + (hk) * 256);
+                        if (j + 8 < j_end) {
+                            attn_longformer_base_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_longformer_base_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -4142,16 +4154,16 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit1__avx
                     w->so + (0) * 64);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_longformer_base_sqk1__avx2(w->sq + (hn) * 64, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 64) : p;
                     attn_longformer_base_spv1__avx2(p, vj + hk * vh, w->so + (hk) * 64);
+                    if (j + 2 < j_end) {
+                        attn_longformer_base_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_longformer_base_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -4159,13 +4171,13 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit1__avx
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_longformer_base_sqk1__avx2(w->sq + (hk) * 64, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64);
                     attn_longformer_base_spv1__avx2(p, vv + j * vs, w->so + (hk) * 64);
+                    if (j + 8 < j_end) {
+                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -4177,18 +4189,17 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit1__avx
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms1__avx2(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv1__avx2(attn_longformer_base_sqk1__avx2(w->sq + (hk) * 64, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64), v + j * vs + hk * vh, w->so + (hk) * 64);
+                        if (j + 2 < j_end) {
+                            attn_longformer_base_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_longformer_base_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -4196,6 +4207,10 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit1__avx
                         const __m128 hide = attn_longformer_base_sterms1__avx2(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv1__avx2(attn_longformer_base_sqk1__avx2(w->sq + (hk) * 64, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64), v + hk * vh + j * vs, w->so + (hk) * 64);
+                        if (j + 8 < j_end) {
+                            attn_longformer_base_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_longformer_base_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -4388,16 +4403,16 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit2__avx
                     w->so + (0) * 128);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_longformer_base_sqk2__avx2(w->sq + (hn) * 128, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 128) : p;
                     attn_longformer_base_spv2__avx2(p, vj + hk * vh, w->so + (hk) * 128);
+                    if (j + 2 < j_end) {
+                        attn_longformer_base_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_longformer_base_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -4405,13 +4420,13 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit2__avx
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_longformer_base_sqk2__avx2(w->sq + (hk) * 128, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128);
                     attn_longformer_base_spv2__avx2(p, vv + j * vs, w->so + (hk) * 128);
+                    if (j + 8 < j_end) {
+                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -4423,18 +4438,17 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit2__avx
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms2__avx2(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv2__avx2(attn_longformer_base_sqk2__avx2(w->sq + (hk) * 128, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128), v + j * vs + hk * vh, w->so + (hk) * 128);
+                        if (j + 2 < j_end) {
+                            attn_longformer_base_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_longformer_base_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -4442,6 +4456,10 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit2__avx
                         const __m128 hide = attn_longformer_base_sterms2__avx2(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv2__avx2(attn_longformer_base_sqk2__avx2(w->sq + (hk) * 128, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128), v + hk * vh + j * vs, w->so + (hk) * 128);
+                        if (j + 8 < j_end) {
+                            attn_longformer_base_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_longformer_base_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -4655,16 +4673,16 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit3__avx
                     w->so + (0) * 192);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_longformer_base_sqk3__avx2(w->sq + (hn) * 192, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 192) : p;
                     attn_longformer_base_spv3__avx2(p, vj + hk * vh, w->so + (hk) * 192);
+                    if (j + 2 < j_end) {
+                        attn_longformer_base_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_longformer_base_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -4672,13 +4690,13 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit3__avx
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_longformer_base_sqk3__avx2(w->sq + (hk) * 192, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192);
                     attn_longformer_base_spv3__avx2(p, vv + j * vs, w->so + (hk) * 192);
+                    if (j + 8 < j_end) {
+                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -4690,18 +4708,17 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit3__avx
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms3__avx2(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv3__avx2(attn_longformer_base_sqk3__avx2(w->sq + (hk) * 192, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192), v + j * vs + hk * vh, w->so + (hk) * 192);
+                        if (j + 2 < j_end) {
+                            attn_longformer_base_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_longformer_base_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -4709,6 +4726,10 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit3__avx
                         const __m128 hide = attn_longformer_base_sterms3__avx2(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv3__avx2(attn_longformer_base_sqk3__avx2(w->sq + (hk) * 192, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192), v + hk * vh + j * vs, w->so + (hk) * 192);
+                        if (j + 8 < j_end) {
+                            attn_longformer_base_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_longformer_base_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -4943,16 +4964,16 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit4__avx
                     w->so + (0) * 256);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_longformer_base_sqk4__avx2(w->sq + (hn) * 256, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 256) : p;
                     attn_longformer_base_spv4__avx2(p, vj + hk * vh, w->so + (hk) * 256);
+                    if (j + 2 < j_end) {
+                        attn_longformer_base_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_longformer_base_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -4960,13 +4981,13 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit4__avx
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_longformer_base_sqk4__avx2(w->sq + (hk) * 256, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256);
                     attn_longformer_base_spv4__avx2(p, vv + j * vs, w->so + (hk) * 256);
+                    if (j + 8 < j_end) {
+                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -4978,18 +4999,17 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit4__avx
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         __m128 add;
                         const __m128 hide = attn_longformer_base_sterms4__avx2(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv4__avx2(attn_longformer_base_sqk4__avx2(w->sq + (hk) * 256, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256), v + j * vs + hk * vh, w->so + (hk) * 256);
+                        if (j + 2 < j_end) {
+                            attn_longformer_base_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_longformer_base_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -4997,6 +5017,10 @@ __attribute__((target("avx2,fma"))) static void attn_longformer_base_sunit4__avx
                         const __m128 hide = attn_longformer_base_sterms4__avx2(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv4__avx2(attn_longformer_base_sqk4__avx2(w->sq + (hk) * 256, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256), v + hk * vh + j * vs, w->so + (hk) * 256);
+                        if (j + 8 < j_end) {
+                            attn_longformer_base_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_longformer_base_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -7576,16 +7600,16 @@ static void attn_longformer_base_sunit1__neon(const attn_args *args, int64_t b, 
                     w->so + (0) * 64);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_longformer_base_sqk1__neon(w->sq + (hn) * 64, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 64) : p;
                     attn_longformer_base_spv1__neon(p, vj + hk * vh, w->so + (hk) * 64);
+                    if (j + 2 < j_end) {
+                        attn_longformer_base_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_longformer_base_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -7593,13 +7617,13 @@ static void attn_longformer_base_sunit1__neon(const attn_args *args, int64_t b, 
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_longformer_base_sqk1__neon(w->sq + (hk) * 64, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64);
                     attn_longformer_base_spv1__neon(p, vv + j * vs, w->so + (hk) * 64);
+                    if (j + 8 < j_end) {
+                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -7611,18 +7635,17 @@ static void attn_longformer_base_sunit1__neon(const attn_args *args, int64_t b, 
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms1__neon(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv1__neon(attn_longformer_base_sqk1__neon(w->sq + (hk) * 64, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64), v + j * vs + hk * vh, w->so + (hk) * 64);
+                        if (j + 2 < j_end) {
+                            attn_longformer_base_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_longformer_base_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -7630,6 +7653,10 @@ static void attn_longformer_base_sunit1__neon(const attn_args *args, int64_t b, 
                         const float32x4_t hide = attn_longformer_base_sterms1__neon(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv1__neon(attn_longformer_base_sqk1__neon(w->sq + (hk) * 64, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 64), v + hk * vh + j * vs, w->so + (hk) * 64);
+                        if (j + 8 < j_end) {
+                            attn_longformer_base_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_longformer_base_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -7754,16 +7781,16 @@ static void attn_longformer_base_sunit2__neon(const attn_args *args, int64_t b, 
                     w->so + (0) * 128);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_longformer_base_sqk2__neon(w->sq + (hn) * 128, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 128) : p;
                     attn_longformer_base_spv2__neon(p, vj + hk * vh, w->so + (hk) * 128);
+                    if (j + 2 < j_end) {
+                        attn_longformer_base_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_longformer_base_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -7771,13 +7798,13 @@ static void attn_longformer_base_sunit2__neon(const attn_args *args, int64_t b, 
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_longformer_base_sqk2__neon(w->sq + (hk) * 128, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128);
                     attn_longformer_base_spv2__neon(p, vv + j * vs, w->so + (hk) * 128);
+                    if (j + 8 < j_end) {
+                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -7789,18 +7816,17 @@ static void attn_longformer_base_sunit2__neon(const attn_args *args, int64_t b, 
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms2__neon(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv2__neon(attn_longformer_base_sqk2__neon(w->sq + (hk) * 128, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128), v + j * vs + hk * vh, w->so + (hk) * 128);
+                        if (j + 2 < j_end) {
+                            attn_longformer_base_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_longformer_base_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -7808,6 +7834,10 @@ static void attn_longformer_base_sunit2__neon(const attn_args *args, int64_t b, 
                         const float32x4_t hide = attn_longformer_base_sterms2__neon(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv2__neon(attn_longformer_base_sqk2__neon(w->sq + (hk) * 128, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 128), v + hk * vh + j * vs, w->so + (hk) * 128);
+                        if (j + 8 < j_end) {
+                            attn_longformer_base_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_longformer_base_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -7939,16 +7969,16 @@ static void attn_longformer_base_sunit3__neon(const attn_args *args, int64_t b, 
                     w->so + (0) * 192);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_longformer_base_sqk3__neon(w->sq + (hn) * 192, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 192) : p;
                     attn_longformer_base_spv3__neon(p, vj + hk * vh, w->so + (hk) * 192);
+                    if (j + 2 < j_end) {
+                        attn_longformer_base_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_longformer_base_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -7956,13 +7986,13 @@ static void attn_longformer_base_sunit3__neon(const attn_args *args, int64_t b, 
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_longformer_base_sqk3__neon(w->sq + (hk) * 192, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192);
                     attn_longformer_base_spv3__neon(p, vv + j * vs, w->so + (hk) * 192);
+                    if (j + 8 < j_end) {
+                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -7974,18 +8004,17 @@ static void attn_longformer_base_sunit3__neon(const attn_args *args, int64_t b, 
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms3__neon(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv3__neon(attn_longformer_base_sqk3__neon(w->sq + (hk) * 192, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192), v + j * vs + hk * vh, w->so + (hk) * 192);
+                        if (j + 2 < j_end) {
+                            attn_longformer_base_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_longformer_base_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -7993,6 +8022,10 @@ static void attn_longformer_base_sunit3__neon(const attn_args *args, int64_t b, 
                         const float32x4_t hide = attn_longformer_base_sterms3__neon(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv3__neon(attn_longformer_base_sqk3__neon(w->sq + (hk) * 192, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 192), v + hk * vh + j * vs, w->so + (hk) * 192);
+                        if (j + 8 < j_end) {
+                            attn_longformer_base_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_longformer_base_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }
@@ -8131,16 +8164,16 @@ static void attn_longformer_base_sunit4__neon(const attn_args *args, int64_t b, 
                     w->so + (0) * 256);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 12; hk++) {
                     const int64_t hn = hk + 1 < 12 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_longformer_base_sqk4__neon(w->sq + (hn) * 256, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 256) : p;
                     attn_longformer_base_spv4__neon(p, vj + hk * vh, w->so + (hk) * 256);
+                    if (j + 2 < j_end) {
+                        attn_longformer_base_prefetch_row(kj + 2 * ks + hk * kh, 64);
+                        attn_longformer_base_prefetch_row(vj + 2 * vs + hk * vh, 64);
+                    }
                     p = pn;
                 }
             }
@@ -8148,13 +8181,13 @@ static void attn_longformer_base_sunit4__neon(const attn_args *args, int64_t b, 
             for (hk = 0; hk < 12; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_longformer_base_sqk4__neon(w->sq + (hk) * 256, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256);
                     attn_longformer_base_spv4__neon(p, vv + j * vs, w->so + (hk) * 256);
+                    if (j + 8 < j_end) {
+                        attn_longformer_base_prefetch_row(kk + (j + 8) * ks, 64);
+                        attn_longformer_base_prefetch_row(vv + (j + 8) * vs, 64);
+                    }
                 }
             }
         }
@@ -8166,18 +8199,17 @@ static void attn_longformer_base_sunit4__neon(const attn_args *args, int64_t b, 
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_longformer_base_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_longformer_base_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 12; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_longformer_base_sterms4__neon(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv4__neon(attn_longformer_base_sqk4__neon(w->sq + (hk) * 256, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256), v + j * vs + hk * vh, w->so + (hk) * 256);
+                        if (j + 2 < j_end) {
+                            attn_longformer_base_prefetch_row(k + (j + 2) * ks + hk * kh, 64);
+                            attn_longformer_base_prefetch_row(v + (j + 2) * vs + hk * vh, 64);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 12; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -8185,6 +8217,10 @@ static void attn_longformer_base_sunit4__neon(const attn_args *args, int64_t b, 
                         const float32x4_t hide = attn_longformer_base_sterms4__neon(args, w, b, hk, j, partial, &add);
                         attn_longformer_base_spv4__neon(attn_longformer_base_sqk4__neon(w->sq + (hk) * 256, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 256), v + hk * vh + j * vs, w->so + (hk) * 256);
+                        if (j + 8 < j_end) {
+                            attn_longformer_base_prefetch_row(k + hk * kh + (j + 8) * ks, 64);
+                            attn_longformer_base_prefetch_row(v + hk * vh + (j + 8) * vs, 64);
+                        }
                     }
             }
         }

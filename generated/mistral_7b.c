@@ -2142,16 +2142,16 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit4__avx51
                     w->so + (0) * 512);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_mistral_7b_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_mistral_7b_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 8; hk++) {
                     const int64_t hn = hk + 1 < 8 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_mistral_7b_sqk4__avx512(w->sq + (hn) * 512, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 512) : p;
                     attn_mistral_7b_spv4__avx512(p, vj + hk * vh, w->so + (hk) * 512);
+                    if (j + 2 < j_end) {
+                        attn_mistral_7b_prefetch_row(kj + 2 * ks + hk * kh, 128);
+                        attn_mistral_7b_prefetch_row(vj + 2 * vs + hk * vh, 128);
+                    }
                     p = pn;
                 }
             }
@@ -2159,13 +2159,13 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit4__avx51
             for (hk = 0; hk < 8; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_mistral_7b_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_mistral_7b_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_mistral_7b_sqk4__avx512(w->sq + (hk) * 512, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512);
                     attn_mistral_7b_spv4__avx512(p, vv + j * vs, w->so + (hk) * 512);
+                    if (j + 8 < j_end) {
+                        attn_mistral_7b_prefetch_row(kk + (j + 8) * ks, 128);
+                        attn_mistral_7b_prefetch_row(vv + (j + 8) * vs, 128);
+                    }
                 }
             }
         }
@@ -2177,18 +2177,17 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit4__avx51
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_mistral_7b_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_mistral_7b_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 8; hk++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_sterms4__avx512(args, w, b, hk, j, partial, &add);
                         attn_mistral_7b_spv4__avx512(attn_mistral_7b_sqk4__avx512(w->sq + (hk) * 512, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + j * vs + hk * vh, w->so + (hk) * 512);
+                        if (j + 2 < j_end) {
+                            attn_mistral_7b_prefetch_row(k + (j + 2) * ks + hk * kh, 128);
+                            attn_mistral_7b_prefetch_row(v + (j + 2) * vs + hk * vh, 128);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 8; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -2196,6 +2195,10 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit4__avx51
                         const __m128 hide = attn_mistral_7b_sterms4__avx512(args, w, b, hk, j, partial, &add);
                         attn_mistral_7b_spv4__avx512(attn_mistral_7b_sqk4__avx512(w->sq + (hk) * 512, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + hk * vh + j * vs, w->so + (hk) * 512);
+                        if (j + 8 < j_end) {
+                            attn_mistral_7b_prefetch_row(k + hk * kh + (j + 8) * ks, 128);
+                            attn_mistral_7b_prefetch_row(v + hk * vh + (j + 8) * vs, 128);
+                        }
                     }
             }
         }
@@ -3581,16 +3584,16 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_sunit4__avx2(con
                     w->so + (0) * 512);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_mistral_7b_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_mistral_7b_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 8; hk++) {
                     const int64_t hn = hk + 1 < 8 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_mistral_7b_sqk4__avx2(w->sq + (hn) * 512, kn, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 512) : p;
                     attn_mistral_7b_spv4__avx2(p, vj + hk * vh, w->so + (hk) * 512);
+                    if (j + 2 < j_end) {
+                        attn_mistral_7b_prefetch_row(kj + 2 * ks + hk * kh, 128);
+                        attn_mistral_7b_prefetch_row(vj + 2 * vs + hk * vh, 128);
+                    }
                     p = pn;
                 }
             }
@@ -3598,13 +3601,13 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_sunit4__avx2(con
             for (hk = 0; hk < 8; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_mistral_7b_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_mistral_7b_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_mistral_7b_sqk4__avx2(w->sq + (hk) * 512, kk + j * ks, 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512);
                     attn_mistral_7b_spv4__avx2(p, vv + j * vs, w->so + (hk) * 512);
+                    if (j + 8 < j_end) {
+                        attn_mistral_7b_prefetch_row(kk + (j + 8) * ks, 128);
+                        attn_mistral_7b_prefetch_row(vv + (j + 8) * vs, 128);
+                    }
                 }
             }
         }
@@ -3616,18 +3619,17 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_sunit4__avx2(con
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_mistral_7b_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_mistral_7b_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 8; hk++) {
                         __m128 add;
                         const __m128 hide = attn_mistral_7b_sterms4__avx2(args, w, b, hk, j, partial, &add);
                         attn_mistral_7b_spv4__avx2(attn_mistral_7b_sqk4__avx2(w->sq + (hk) * 512, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + j * vs + hk * vh, w->so + (hk) * 512);
+                        if (j + 2 < j_end) {
+                            attn_mistral_7b_prefetch_row(k + (j + 2) * ks + hk * kh, 128);
+                            attn_mistral_7b_prefetch_row(v + (j + 2) * vs + hk * vh, 128);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 8; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -3635,6 +3637,10 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_sunit4__avx2(con
                         const __m128 hide = attn_mistral_7b_sterms4__avx2(args, w, b, hk, j, partial, &add);
                         attn_mistral_7b_spv4__avx2(attn_mistral_7b_sqk4__avx2(w->sq + (hk) * 512, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + hk * vh + j * vs, w->so + (hk) * 512);
+                        if (j + 8 < j_end) {
+                            attn_mistral_7b_prefetch_row(k + hk * kh + (j + 8) * ks, 128);
+                            attn_mistral_7b_prefetch_row(v + hk * vh + (j + 8) * vs, 128);
+                        }
                     }
             }
         }
@@ -5570,16 +5576,16 @@ static void attn_mistral_7b_sunit4__neon(const attn_args *args, int64_t b, int64
                     w->so + (0) * 512);
             for (j = j_begin; j < j_end; j++) {
                 const float *kj = k + j * ks, *vj = v + j * vs;
-                if (j + 8 < j_end) { /* one line a page: the hardware prefetcher takes the rest */
-                    attn_mistral_7b_prefetch_row(k + (j + 8) * ks, 16);
-                    attn_mistral_7b_prefetch_row(v + (j + 8) * vs, 16);
-                }
                 for (hk = 0; hk < 8; hk++) {
                     const int64_t hn = hk + 1 < 8 ? hk + 1 : 0;
                     const float *kn = hn > 0 ? kj + hn * kh : j + 1 < j_end ? kj + ks : NULL;
                     pn = kn ? attn_mistral_7b_sqk4__neon(w->sq + (hn) * 512, kn, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4, w->sl + (hn) * 4,
                     w->so + (hn) * 512) : p;
                     attn_mistral_7b_spv4__neon(p, vj + hk * vh, w->so + (hk) * 512);
+                    if (j + 2 < j_end) {
+                        attn_mistral_7b_prefetch_row(kj + 2 * ks + hk * kh, 128);
+                        attn_mistral_7b_prefetch_row(vj + 2 * vs + hk * vh, 128);
+                    }
                     p = pn;
                 }
             }
@@ -5587,13 +5593,13 @@ static void attn_mistral_7b_sunit4__neon(const attn_args *args, int64_t b, int64
             for (hk = 0; hk < 8; hk++) {
                 const float *kk = k + hk * kh, *vv = v + hk * vh;
                 for (j = j_begin; j < j_end; j++) {
-                    if (j + 8 < j_end) {
-                        attn_mistral_7b_prefetch_row(kk + (j + 8) * ks, 16);
-                        attn_mistral_7b_prefetch_row(vv + (j + 8) * vs, 16);
-                    }
                     p = attn_mistral_7b_sqk4__neon(w->sq + (hk) * 512, kk + j * ks, 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512);
                     attn_mistral_7b_spv4__neon(p, vv + j * vs, w->so + (hk) * 512);
+                    if (j + 8 < j_end) {
+                        attn_mistral_7b_prefetch_row(kk + (j + 8) * ks, 128);
+                        attn_mistral_7b_prefetch_row(vv + (j + 8) * vs, 128);
+                    }
                 }
             }
         }
@@ -5605,18 +5611,17 @@ static void attn_mistral_7b_sunit4__neon(const attn_args *args, int64_t b, int64
             const int partial = seen == 1; /* some row misses some key: test each */
             if (seen == 0) continue; /* no row sees these keys: not even read */
             if (kh < ks) {
-                for (j = j0; j < j0 + kb; j++) {
-                    if (j + 8 < j_end) {
-                        attn_mistral_7b_prefetch_row(k + (j + 8) * ks, 16);
-                        attn_mistral_7b_prefetch_row(v + (j + 8) * vs, 16);
-                    }
+                for (j = j0; j < j0 + kb; j++)
                     for (hk = 0; hk < 8; hk++) {
                         float32x4_t add;
                         const float32x4_t hide = attn_mistral_7b_sterms4__neon(args, w, b, hk, j, partial, &add);
                         attn_mistral_7b_spv4__neon(attn_mistral_7b_sqk4__neon(w->sq + (hk) * 512, k + j * ks + hk * kh, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + j * vs + hk * vh, w->so + (hk) * 512);
+                        if (j + 2 < j_end) {
+                            attn_mistral_7b_prefetch_row(k + (j + 2) * ks + hk * kh, 128);
+                            attn_mistral_7b_prefetch_row(v + (j + 2) * vs + hk * vh, 128);
+                        }
                     }
-                }
             } else {
                 for (hk = 0; hk < 8; hk++)
                     for (j = j0; j < j0 + kb; j++) {
@@ -5624,6 +5629,10 @@ static void attn_mistral_7b_sunit4__neon(const attn_args *args, int64_t b, int64
                         const float32x4_t hide = attn_mistral_7b_sterms4__neon(args, w, b, hk, j, partial, &add);
                         attn_mistral_7b_spv4__neon(attn_mistral_7b_sqk4__neon(w->sq + (hk) * 512, k + hk * kh + j * ks, 1, add, hide, w->sm + (hk) * 4, w->sl + (hk) * 4,
                     w->so + (hk) * 512), v + hk * vh + j * vs, w->so + (hk) * 512);
+                        if (j + 8 < j_end) {
+                            attn_mistral_7b_prefetch_row(k + hk * kh + (j + 8) * ks, 128);
+                            attn_mistral_7b_prefetch_row(v + hk * vh + (j + 8) * vs, 128);
+                        }
                     }
             }
         }

@@ -24,11 +24,14 @@ M.DECODE_PREFETCH = 8
 -- head of it, against all query rows held in L1: it is generated where the
 -- ISA has four-float registers (isa.q4) and taken for up to 4 rows per kv
 -- head while the rows' Q and O fit STREAM_L1 bytes (a conservative L1).
--- It touches the first line of the key STREAM_PREFETCH keys ahead, in K and
--- in V: one line per page starts the hardware prefetcher on it, while a
--- prefetch of every line would outrun the core's miss buffers.
+-- After a kv head's P*V at key j it prefetches every line of that head's K
+-- and V rows at key j + STREAM_PREFETCH (a cache with a key's kv heads
+-- adjacent: 2 pages ahead for Llama-3-8B) or j + STREAM_PREFETCH_HEAD_MAJOR
+-- (a kv head's keys adjacent: 4 KiB ahead at D = 128), so that they are in
+-- L1 when that key comes; docs/decode.md has the measurements.
 M.STREAM_L1 = 32 * 1024
-M.STREAM_PREFETCH = 8
+M.STREAM_PREFETCH = 2
+M.STREAM_PREFETCH_HEAD_MAJOR = 8
 
 --- Head-dim steps per iteration of the scores kernel's reduction loop; the
 -- remainder (D mod QK_UNROLL) is unrolled after it.  Unrolling all of D
@@ -129,7 +132,8 @@ local function plan_variant(cfg, plan, isa)
     local bytes_per_q = plan.Hq * (v.dq_stride + dvp) * 4 -- Q and O of one query row of every head
     local max_q = math.min(math.floor(4 / plan.group), math.floor(M.STREAM_L1 / bytes_per_q), plan.decode.max_q)
     if max_q >= 1 then
-      v.stream = { max_q = max_q, rows = {}, prefetch = M.STREAM_PREFETCH }
+      v.stream = { max_q = max_q, rows = {}, prefetch = M.STREAM_PREFETCH,
+        prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR }
       for lq = 1, max_q do v.stream.rows[lq] = plan.group * lq end
     end
   end
