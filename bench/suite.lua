@@ -62,9 +62,13 @@ end
 
 local runs, rows = {}, {}
 local function record(name, r) runs[#runs + 1] = { name = name, data = r } end
---- A target row: what, measured, the goal, and whether it holds.
+--- A target row: what, measured, the goal, and whether it holds.  A value
+-- that rounds to the goal's own figure gets one more digit, so that a miss
+-- by less than the rounding does not read "0.80 >= 0.80 NO".
 local function target(what, value, goal, holds, fmt)
-  rows[#rows + 1] = { what = what, value = (fmt or "%.2f"):format(value), goal = goal, ok = holds }
+  local shown = (fmt or "%.2f"):format(value)
+  if not fmt and tonumber(shown) == tonumber(goal:match("[%d.]+$")) then shown = ("%.3f"):format(value) end
+  rows[#rows + 1] = { what = what, value = shown, goal = goal, ok = holds }
 end
 
 local H8 = { "heads_q=8", "heads_kv=8", "causal=false" }
@@ -217,10 +221,10 @@ if tty then io.write("\r\27[K") end
 
 -- report
 print(("attngen bench suite (%s): one run, ratios measured side by side"):format(quick and "quick" or "full"))
-print(("%-62s %10s %10s  %s"):format("target", "measured", "goal", "holds"))
+print(("%-70s %10s %10s  %s"):format("target", "measured", "goal", "holds"))
 local all = true
 for _, r in ipairs(rows) do
-  print(("%-62s %10s %10s  %s"):format(r.what, r.value, r.goal, r.ok and "yes" or "NO"))
+  print(("%-70s %10s %10s  %s"):format(r.what, r.value, r.goal, r.ok and "yes" or "NO"))
   all = all and r.ok
 end
 print()
