@@ -119,6 +119,51 @@ static void check_output_path(const char *path)
         fail(path, "exists and is not a regular file; not replacing it");
 }
 
+/* Where a path points: the file's device and inode when it exists, else its
+   folder's and its last component (an output not yet written), so that
+   "o.npy" and "./o.npy" compare equal.  0 when neither can be found. */
+typedef struct {
+    dev_t dev;
+    ino_t ino;
+    const char *name; /* NULL: dev/ino are the file's own */
+} file_id;
+
+static int get_file_id(const char *path, char *dir, size_t dirlen, file_id *id)
+{
+    struct stat st;
+    const char *slash = strrchr(path, '/');
+    if (stat(path, &st) == 0) {
+        id->dev = st.st_dev;
+        id->ino = st.st_ino;
+        id->name = NULL;
+        return 1;
+    }
+    if (slash == NULL) {
+        snprintf(dir, dirlen, ".");
+        id->name = path;
+    } else {
+        snprintf(dir, dirlen, "%.*s", (int)(slash - path) + (slash == path), path);
+        id->name = slash + 1;
+    }
+    if (stat(dir, &st) != 0)
+        return 0;
+    id->dev = st.st_dev;
+    id->ino = st.st_ino;
+    return 1;
+}
+
+/* Whether two paths name the same file (or the same file to be). */
+static int same_file(const char *a, const char *b)
+{
+    char da[4096], db[4096];
+    file_id ia, ib;
+    if (!get_file_id(a, da, sizeof da, &ia) || !get_file_id(b, db, sizeof db, &ib))
+        return strcmp(a, b) == 0;
+    if ((ia.name == NULL) != (ib.name == NULL) || ia.dev != ib.dev || ia.ino != ib.ino)
+        return 0;
+    return ia.name == NULL || strcmp(ia.name, ib.name) == 0;
+}
+
 /* Writes an output to "<path>.tmp.<pid>", next to path; returns that name. */
 static char *write_staged(const char *path, int ndim, const int64_t *shape, const float *data,
                           char *err, size_t errlen)
@@ -225,8 +270,20 @@ int main(int argc, char **argv)
     if (k_path == NULL) fail("--k", "required (the key tensor)");
     if (v_path == NULL) fail("--v", "required (the value tensor)");
     if (o_path == NULL) fail("-o", "required (where to write the output)");
-    if (lse_path != NULL && strcmp(lse_path, o_path) == 0)
+    if (lse_path != NULL && same_file(lse_path, o_path))
         fail("--lse", "must differ from -o");
+    {
+        /* an output must not replace an input */
+        const char *in_opt[5] = { "--q", "--k", "--v", "--seqlens-k", "--mask" };
+        const char *in_path[5] = { q_path, k_path, v_path, s_path, m_path };
+        const char *out_opt[2] = { "-o", "--lse" };
+        const char *out_path[2] = { o_path, lse_path };
+        int a, b;
+        for (a = 0; a < 2; a++)
+            for (b = 0; b < 5; b++)
+                if (out_path[a] != NULL && in_path[b] != NULL && same_file(out_path[a], in_path[b]))
+                    fail(out_opt[a], "'%s' is the %s input; not replacing an input", out_path[a], in_opt[b]);
+    }
     check_output_path(o_path);
     if (lse_path != NULL)
         check_output_path(lse_path);

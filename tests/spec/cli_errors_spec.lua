@@ -293,6 +293,16 @@ local CASES = {
     end, argv = run({}, "--lse", "l.npy"), msg = "^l%.npy: exists and is not a regular file" },
   { name = "-o and --lse the same file", setup = inputs, argv = run({}, "--lse", "o.npy"),
     msg = "^%-%-lse: must differ from %-o$" },
+  { name = "-o and --lse the same file, spelled two ways", setup = inputs, argv = run({}, "--lse", "./o.npy"),
+    msg = "^%-%-lse: must differ from %-o$" },
+  { name = "-o one of the inputs", setup = function(d)
+      inputs(d)
+      helper.write_file(d .. "/q.orig", helper.read_file(d .. "/q.npy"))
+    end, argv = run({ no_output = true }, "-o", "./q.npy"),
+    msg = "^%-o: '%./q%.npy' is the %-%-q input; not replacing an input$",
+    after = function(d) assert.equal(helper.read_file(d .. "/q.orig"), helper.read_file(d .. "/q.npy")) end },
+  { name = "--lse one of the inputs", setup = inputs, argv = run({}, "--lse", "m.npy"),
+    msg = "^%-%-lse: 'm%.npy' is the %-%-mask input; not replacing an input$" },
   { name = "no -o", setup = inputs, argv = run({ no_output = true }), msg = "%-o" },
 
   -- options of the tools
