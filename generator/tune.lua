@@ -2,7 +2,7 @@
 -- timing program's protocol and the choice of the fastest.
 --
 -- Two shape buckets are tuned separately: prefill (Lq = Lk = each --seq) picks
--- the tile {q, kv} of the flash kernel; decode (one query row against a long
+-- the tile {q, kv} of the flash kernel; decode (few query rows against a long
 -- KV cache) picks the decode path's block of keys per pass.  Every candidate
 -- is the config under another name (attn_<config>_q96k128_...) with only the
 -- chosen ISA, so all of them link into one program
@@ -205,6 +205,23 @@ local function candidate_config(cfg, isa_name, bucket, t)
   return c
 end
 
+--- The query rows at which decode candidates are timed on isa_name: the
+-- fewest that take the blocked decode kernel, whose keys per block are what
+-- the candidates differ in.  The streaming kernel (up to stream.max_q rows)
+-- reads a split that every row sees in full without blocks, so timing it
+-- would pick by noise.  Returns the rows and, when they are not 1, a note
+-- saying why; 1 when the streaming kernel takes every decode shape (then
+-- the block matters only on masked splits).
+function M.decode_rows(cfg, isa_name)
+  local c = candidate_config(cfg, isa_name, "decode", { block = planner.DECODE_BLOCK, chunk = planner.DECODE_CHUNK })
+  local st = planner.plan(c, {}).variants[1].stream
+  if st and st.max_q < cfg.decode_max_q then
+    return st.max_q + 1, ("decode candidates are timed at Lq = %d: the streaming kernel takes Lq <= %d"
+      .. " and reads fully visible keys without blocks"):format(st.max_q + 1, st.max_q)
+  end
+  return 1
+end
+
 --- The generated files of every candidate and the table the timing program
 -- reads.  cands: as M.candidates returns (buckets may be empty).  Returns
 -- files ({name, text}, .h and .c of each candidate, then attn_tune_table.c)
@@ -253,7 +270,7 @@ end
 
 --- The timing program's arguments: options, then shapes in order (prefill
 -- shortest first, so racing prunes on the cheapest shape).
--- o: { isa, threads, seqs, decode_seq, prefill = bool, decode = bool, exhaustive, count }
+-- o: { isa, threads, seqs, decode_seq, decode_q (default 1), prefill = bool, decode = bool, exhaustive, count }
 function M.driver_args(o)
   local argv = { "--isa", o.isa, "--threads", tostring(o.threads), "--min-runs", tostring(M.MIN_RUNS),
     "--min-time", tostring(M.MIN_TIME) }
@@ -274,7 +291,7 @@ function M.driver_args(o)
     -- decode runs are timed with cold caches: twice the last-level cache written before each
     argv[#argv + 1] = "--flush-decode"
     argv[#argv + 1] = ("%d"):format(2 * M.caches().l3)
-    argv[#argv + 1] = ("decode:1:%d"):format(o.decode_seq)
+    argv[#argv + 1] = ("decode:%d:%d"):format(o.decode_q or 1, o.decode_seq)
   end
   return argv
 end

@@ -19,7 +19,9 @@ function M.add_to_parser(parser)
   c:option("--set", "Override a config key: key=value (a Lua literal); repeatable."):count("*")
   c:option("--seq", "Prefill sequence lengths, Lq = Lk, comma-separated.", table.concat(tune.DEFAULT_SEQS, ","))
     :argname("N,...")
-  c:option("--decode-seq", "Keys of the decode shape (one query row).", tostring(tune.DEFAULT_DECODE_SEQ))
+  c:option("--decode-seq",
+    "Keys of the decode shape (timed at the fewest query rows that take the blocked decode kernel).",
+    tostring(tune.DEFAULT_DECODE_SEQ))
     :argname("N"):convert(tonumber)
   c:option("--only", "Tune one bucket only."):choices({ "prefill", "decode" })
   c:option("--isa", "ISA variant to tune (default: the best of the config's that this CPU runs).")
@@ -265,8 +267,10 @@ function M.run(args)
   -- time them
   local results, shapes, failures, nresults = {}, {}, {}, 0
   local progress = progress_printer()
+  local decode_q, why = tune.decode_rows(cfg, isa)
+  if do_decode and #cands.decode > 0 and why then print(why) end
   local argv = tune.driver_args({ isa = isa, threads = args.threads, seqs = seqs, decode_seq = args.decode_seq,
-    prefill = do_prefill and #cands.prefill > 0, decode = do_decode and #cands.decode > 0,
+    decode_q = decode_q, prefill = do_prefill and #cands.prefill > 0, decode = do_decode and #cands.decode > 0,
     exhaustive = args.exhaustive, count = #cands.prefill })
   local threads, clock = args.threads, nil
   local rok, rerr = tune.run_driver(exe, argv, function(ev)

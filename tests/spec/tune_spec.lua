@@ -144,6 +144,24 @@ describe("tune", function()
       assert.is_true(cands.decode[2].heuristic)
     end)
 
+    it("decode candidates are timed at the fewest query rows that take the blocked decode kernel", function()
+      -- Llama-3-8B's shape: 4 query heads per kv head, so the streaming kernel serves Lq = 1 only
+      local llama = cfg_of({ heads_q = 32, heads_kv = 8, head_dim = 128 })
+      local rows, why = tune.decode_rows(llama, "avx512")
+      assert.equal(2, rows)
+      assert.truthy(why:find("Lq = 2", 1, true), why)
+      assert.equal(2, (tune.decode_rows(llama, "avx2")))
+      assert.equal(3, (tune.decode_rows(cfg_of(), "avx512"))) -- 2 per kv head: streaming up to Lq = 2
+      assert.equal(1, (tune.decode_rows(llama, "scalar"))) -- no streaming kernel
+      assert.equal(1, (tune.decode_rows(cfg_of({ heads_q = 8, heads_kv = 1 }), "avx512"))) -- group of 8
+      local rows1, why1 = tune.decode_rows(cfg_of({ decode_max_q = 2 }), "avx512") -- streaming takes all
+      assert.equal(1, rows1)
+      assert.is_nil(why1)
+      local argv = tune.driver_args({ isa = "avx512", threads = 1, seqs = {}, decode_seq = 4096, decode_q = 2,
+        decode = true, exhaustive = true })
+      assert.equal("decode:2:4096", argv[#argv])
+    end)
+
     it("candidate sources: one ISA, renamed, and a table naming every kernel", function()
       local cfg = cfg_of({ name = "src" })
       local cands = tune.candidates(cfg, "avx2", { tiles = { { q = 8, kv = 32 } }, blocks = { 16 } })
@@ -444,7 +462,8 @@ if not ok then io.stderr:write(err, "\n") os.exit(1) end
         assert.truthy(log:find("recorded 2 results in", 1, true), log)
         -- not a terminal: one plain line per timed candidate
         assert.truthy(log:find("prefill 64x64 +%d/2 +q48 kv64 +[%d.]+ GFLOP/s"), log)
-        assert.truthy(log:find("decode 1x256 +%d/2 +block 32 chunk 512"), log)
+        -- MHA: the streaming kernel takes Lq <= 4, so decode is timed at 5 rows
+        assert.truthy(log:find("decode 5x256 +%d/2 +block 32 chunk 512"), log)
       end
       local text = assert(helper.read_file(db))
       local parsed = json.decode(text)
@@ -464,7 +483,7 @@ if not ok then io.stderr:write(err, "\n") os.exit(1) end
       local svg = assert(helper.read_file(d .. "/tx.svg"))
       assert.truthy(svg:find("^<svg"))
       assert.truthy(svg:find("prefill, Lq = 64, Lk = 64", 1, true))
-      assert.truthy(svg:find("decode, Lq = 1, Lk = 256", 1, true))
+      assert.truthy(svg:find("decode, Lq = 5, Lk = 256", 1, true))
       assert.truthy(svg:find('stroke="#d62728"', 1, true))
       -- generate with tile = "auto" now takes the tuned tiles
       local out = d .. "/gen"
