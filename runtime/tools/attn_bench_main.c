@@ -461,6 +461,14 @@ static attn_status time_fn(run_fn fn, const attn_spec *s, const attn_args *args,
     return st;
 }
 
+/* The strides (batch, key, head) of a [B][heads][len][dim] tensor. */
+static void head_major_strides(int64_t stride[3], int64_t heads, int64_t len, int64_t dim)
+{
+    stride[0] = heads * len * dim;
+    stride[1] = dim;
+    stride[2] = len * dim;
+}
+
 /* Visible scores: visibility does not depend on the head here (the bench's
    mask is shared by all heads), so count one head and multiply. */
 static int64_t visible_scores(const attn_spec *spec, const attn_args *args)
@@ -550,12 +558,8 @@ int main(int argc, char **argv)
     args.threads = (int)threads;
     attn_args_set_contiguous(&args, spec);
     if (head_major) { /* K and V as [B][Hkv][Lk][D]: a kv head's keys adjacent */
-        args.k_stride[0] = spec->heads_kv * seq_k * spec->head_dim;
-        args.v_stride[0] = spec->heads_kv * seq_k * spec->head_dim_v;
-        args.k_stride[1] = spec->head_dim;
-        args.v_stride[1] = spec->head_dim_v;
-        args.k_stride[2] = seq_k * spec->head_dim;
-        args.v_stride[2] = seq_k * spec->head_dim_v;
+        head_major_strides(args.k_stride, spec->heads_kv, seq_k, spec->head_dim);
+        head_major_strides(args.v_stride, spec->heads_kv, seq_k, spec->head_dim_v);
     }
     q = random_floats((size_t)(batch * seq_q * spec->heads_q * spec->head_dim), 1);
     k = random_floats((size_t)(batch * seq_k * spec->heads_kv * spec->head_dim), 2);
