@@ -235,6 +235,16 @@ for _, d in ipairs(decode_rows) do
   print(("%-12s %7d %7d %10.3f %10.2f %10.2f %7.0f%% %12s"):format(d.preset, d.lk, d.threads, d.ms, d.gbs, d.bw,
     100 * d.gbs / d.bw, d.blas_ms and ("%.2f"):format(d.blas_ms) or "-"))
 end
+do -- what the machine itself gives a second thread: the ceiling of the 2-thread target
+  local bw = {}
+  for _, d in ipairs(decode_rows) do
+    if d.preset == "llama3_8b" and d.lk == LK[#LK] then bw[d.threads] = d.bw end
+  end
+  if bw[1] and bw[2] then
+    print(("read BW, 2 threads vs 1 at Lk=%d: %.2f (the speed-up of a kernel at the same fraction of both)")
+      :format(LK[#LK], bw[2] / bw[1]))
+  end
+end
 print()
 print("decode path against the prefill kernel, Llama-3-8B, Lk = 4096, 1 thread (decode_max_q picks)")
 print(("%6s %14s %14s"):format("Lq", "decode (ms)", "prefill (ms)"))
