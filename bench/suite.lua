@@ -67,7 +67,12 @@ local function record(name, r) runs[#runs + 1] = { name = name, data = r } end
 -- by less than the rounding does not read "0.80 >= 0.80 NO".
 local function target(what, value, goal, holds, fmt)
   local shown = (fmt or "%.2f"):format(value)
-  if not fmt and tonumber(shown) == tonumber(goal:match("[%d.]+$")) then shown = ("%.3f"):format(value) end
+  -- a value that rounds to its goal's figure gets the digits that tell them apart
+  local g, digits = tonumber(goal:match("[%d.]+$")), 3
+  while not fmt and tonumber(shown) == g and value ~= g and digits <= 6 do
+    shown = ("%." .. digits .. "f"):format(value)
+    digits = digits + 1
+  end
   rows[#rows + 1] = { what = what, value = shown, goal = goal, ok = holds }
 end
 
