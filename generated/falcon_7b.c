@@ -807,7 +807,8 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pack__avx512(c
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -1307,11 +1308,11 @@ typedef struct {
     int64_t lo[1152], hi[1152], sink_hi[1152], first[1152], last[1152];
 } attn_falcon_7b_dscratch__avx512;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 71 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_falcon_7b_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 71 * Lq;
@@ -1321,7 +1322,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
     const int64_t rp = dots ? (1 * glp + 15) / 16 * 16 : 1 * glp;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -1489,12 +1490,16 @@ static void attn_falcon_7b_dmerge__avx512(const attn_args *args, int64_t b, int6
 __attribute__((target("avx512f,fma"))) static attn_status attn_falcon_7b_decode__avx512(const attn_args *args)
 {
     const int64_t B = args->batch, R = 71 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (64 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 64));
@@ -1521,7 +1526,7 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_falcon_7b_decode_
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                attn_falcon_7b_dunit__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                attn_falcon_7b_dunit__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -2255,7 +2260,8 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_pack__avx2(const 
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -2868,11 +2874,11 @@ typedef struct {
     int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
 } attn_falcon_7b_dscratch__avx2;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 71 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-__attribute__((target("avx2,fma"))) static void attn_falcon_7b_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx2,fma"))) static void attn_falcon_7b_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_falcon_7b_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 71 * Lq;
@@ -2882,7 +2888,7 @@ __attribute__((target("avx2,fma"))) static void attn_falcon_7b_dunit__avx2(const
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
     const int64_t rp = dots ? (1 * glp + 7) / 8 * 8 : 1 * glp;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -3040,12 +3046,16 @@ static void attn_falcon_7b_dmerge__avx2(const attn_args *args, int64_t b, int64_
 __attribute__((target("avx2,fma"))) static attn_status attn_falcon_7b_decode__avx2(const attn_args *args)
 {
     const int64_t B = args->batch, R = 71 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (64 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 64));
@@ -3072,7 +3082,7 @@ __attribute__((target("avx2,fma"))) static attn_status attn_falcon_7b_decode__av
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                attn_falcon_7b_dunit__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                attn_falcon_7b_dunit__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -4025,7 +4035,8 @@ static void attn_falcon_7b_pack__neon(const attn_args *args, int64_t b, int64_t 
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -5267,11 +5278,11 @@ typedef struct {
     int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
 } attn_falcon_7b_dscratch__neon;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 71 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin,
+static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_falcon_7b_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 71 * Lq;
@@ -5281,7 +5292,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
     const int64_t rp = dots ? (1 * glp + 3) / 4 * 4 : 1 * glp;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -5449,12 +5460,16 @@ static void attn_falcon_7b_dmerge__neon(const attn_args *args, int64_t b, int64_
 static attn_status attn_falcon_7b_decode__neon(const attn_args *args)
 {
     const int64_t B = args->batch, R = 71 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (64 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 64));
@@ -5481,7 +5496,7 @@ static attn_status attn_falcon_7b_decode__neon(const attn_args *args)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                attn_falcon_7b_dunit__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                attn_falcon_7b_dunit__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -6159,7 +6174,8 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_pack__scalar(const attn_args *args, i
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -6389,11 +6405,11 @@ typedef struct {
     int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
 } attn_falcon_7b_dscratch__scalar;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 71 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin,
+ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_falcon_7b_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 71 * Lq;
@@ -6403,7 +6419,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
     const int64_t rp = dots ? (1 * glp + 0) / 1 * 1 : 1 * glp;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -6551,12 +6567,16 @@ static void attn_falcon_7b_dmerge__scalar(const attn_args *args, int64_t b, int6
 ATTN_NO_AUTOVEC static attn_status attn_falcon_7b_decode__scalar(const attn_args *args)
 {
     const int64_t B = args->batch, R = 71 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (64 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 64));
@@ -6583,7 +6603,7 @@ ATTN_NO_AUTOVEC static attn_status attn_falcon_7b_decode__scalar(const attn_args
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                attn_falcon_7b_dunit__scalar(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                attn_falcon_7b_dunit__scalar(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)

@@ -1185,7 +1185,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pack__av
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -2431,11 +2432,11 @@ typedef struct {
     int64_t lo[256], hi[256], sink_hi[256], first[256], last[256];
 } attn_gemma2_9b_local_dscratch__avx512;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 2 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_gemma2_9b_local_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 2 * Lq;
@@ -2445,7 +2446,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
     const int64_t rp = dots ? (8 * glp + 15) / 16 * 16 : 8 * glp;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -2675,15 +2676,15 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_gemma2_9b_local
     return _mm_set_ps(0.0f, 0.0f, h1, h0);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 2 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 2 rows per kv head
  * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit2__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit2__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_gemma2_9b_local_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 1, n = 16;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -2815,12 +2816,16 @@ static void attn_gemma2_9b_local_dmerge__avx512(const attn_args *args, int64_t b
 __attribute__((target("avx512f,fma"))) static attn_status attn_gemma2_9b_local_decode__avx512(const attn_args *args)
 {
     const int64_t B = args->batch, R = 16 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (256 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 256));
@@ -2849,12 +2854,12 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_gemma2_9b_local_d
             if (w) {
                 switch (2 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
                 case 2:
-                    attn_gemma2_9b_local_sunit2__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 256, lpart + u * R);
+                    attn_gemma2_9b_local_sunit2__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 256, lpart + u * R);
                     continue;
                 default:
                     break;
                 }
-                attn_gemma2_9b_local_dunit__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 256, lpart + u * R);
+                attn_gemma2_9b_local_dunit__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 256, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -3603,7 +3608,8 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_pack__avx2(
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -3952,11 +3958,11 @@ typedef struct {
     int64_t lo[256], hi[256], sink_hi[256], first[256], last[256];
 } attn_gemma2_9b_local_dscratch__avx2;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 2 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_gemma2_9b_local_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 2 * Lq;
@@ -3966,7 +3972,7 @@ __attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_dunit__avx2
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
     const int64_t rp = dots ? (8 * glp + 7) / 8 * 8 : 8 * glp;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -4186,15 +4192,15 @@ __attribute__((target("avx2,fma"))) static inline __m128 attn_gemma2_9b_local_st
     return _mm_set_ps(0.0f, 0.0f, h1, h0);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 2 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 2 rows per kv head
  * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_sunit2__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx2,fma"))) static void attn_gemma2_9b_local_sunit2__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_gemma2_9b_local_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 1, n = 16;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -4326,12 +4332,16 @@ static void attn_gemma2_9b_local_dmerge__avx2(const attn_args *args, int64_t b, 
 __attribute__((target("avx2,fma"))) static attn_status attn_gemma2_9b_local_decode__avx2(const attn_args *args)
 {
     const int64_t B = args->batch, R = 16 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (256 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 256));
@@ -4360,12 +4370,12 @@ __attribute__((target("avx2,fma"))) static attn_status attn_gemma2_9b_local_deco
             if (w) {
                 switch (2 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
                 case 2:
-                    attn_gemma2_9b_local_sunit2__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 256, lpart + u * R);
+                    attn_gemma2_9b_local_sunit2__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 256, lpart + u * R);
                     continue;
                 default:
                     break;
                 }
-                attn_gemma2_9b_local_dunit__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 256, lpart + u * R);
+                attn_gemma2_9b_local_dunit__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 256, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -5305,7 +5315,8 @@ static void attn_gemma2_9b_local_pack__neon(const attn_args *args, int64_t b, in
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -6035,11 +6046,11 @@ typedef struct {
     int64_t lo[256], hi[256], sink_hi[256], first[256], last[256];
 } attn_gemma2_9b_local_dscratch__neon;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 2 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin,
+static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_gemma2_9b_local_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 2 * Lq;
@@ -6049,7 +6060,7 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
     const int64_t rp = dots ? (8 * glp + 3) / 4 * 4 : 8 * glp;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -6279,15 +6290,15 @@ static inline float32x4_t attn_gemma2_9b_local_sterms2__neon(const attn_args *ar
     return attn_set4_neon(h0, h1, 0.0f, 0.0f);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 2 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 2 rows per kv head
  * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-static void attn_gemma2_9b_local_sunit2__neon(const attn_args *args, int64_t b, int64_t j_begin,
+static void attn_gemma2_9b_local_sunit2__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_gemma2_9b_local_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 1, n = 16;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -6419,12 +6430,16 @@ static void attn_gemma2_9b_local_dmerge__neon(const attn_args *args, int64_t b, 
 static attn_status attn_gemma2_9b_local_decode__neon(const attn_args *args)
 {
     const int64_t B = args->batch, R = 16 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (256 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 256));
@@ -6453,12 +6468,12 @@ static attn_status attn_gemma2_9b_local_decode__neon(const attn_args *args)
             if (w) {
                 switch (2 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
                 case 2:
-                    attn_gemma2_9b_local_sunit2__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 256, lpart + u * R);
+                    attn_gemma2_9b_local_sunit2__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 256, lpart + u * R);
                     continue;
                 default:
                     break;
                 }
-                attn_gemma2_9b_local_dunit__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 256, lpart + u * R);
+                attn_gemma2_9b_local_dunit__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 256, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -7525,7 +7540,8 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_pack__scalar(const attn_args *a
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -7755,11 +7771,11 @@ typedef struct {
     int64_t lo[256], hi[256], sink_hi[256], first[256], last[256];
 } attn_gemma2_9b_local_dscratch__scalar;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 2 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin,
+ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_gemma2_9b_local_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 2 * Lq;
@@ -7769,7 +7785,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_dunit__scalar(const attn_args *
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
     const int64_t rp = dots ? (8 * glp + 0) / 1 * 1 : 8 * glp;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -7924,12 +7940,16 @@ static void attn_gemma2_9b_local_dmerge__scalar(const attn_args *args, int64_t b
 ATTN_NO_AUTOVEC static attn_status attn_gemma2_9b_local_decode__scalar(const attn_args *args)
 {
     const int64_t B = args->batch, R = 16 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (256 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 256));
@@ -7956,7 +7976,7 @@ ATTN_NO_AUTOVEC static attn_status attn_gemma2_9b_local_decode__scalar(const att
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                attn_gemma2_9b_local_dunit__scalar(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 256, lpart + u * R);
+                attn_gemma2_9b_local_dunit__scalar(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 256, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)

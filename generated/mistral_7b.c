@@ -953,7 +953,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pack__avx512(
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -1759,11 +1760,11 @@ typedef struct {
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
 } attn_mistral_7b_dscratch__avx512;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 4 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 4 * Lq;
@@ -1773,7 +1774,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
     const int64_t rp = dots ? (8 * glp + 15) / 16 * 16 : 8 * glp;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -2105,15 +2106,15 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_mistral_7b_ster
     return _mm_set_ps(h3, h2, h1, h0);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 4 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 4 rows per kv head
  * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit4__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit4__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 1, n = 32;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -2245,12 +2246,16 @@ static void attn_mistral_7b_dmerge__avx512(const attn_args *args, int64_t b, int
 __attribute__((target("avx512f,fma"))) static attn_status attn_mistral_7b_decode__avx512(const attn_args *args)
 {
     const int64_t B = args->batch, R = 32 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (128 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 128));
@@ -2279,12 +2284,12 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_mistral_7b_decode
             if (w) {
                 switch (4 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
                 case 4:
-                    attn_mistral_7b_sunit4__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+                    attn_mistral_7b_sunit4__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 128, lpart + u * R);
                     continue;
                 default:
                     break;
                 }
-                attn_mistral_7b_dunit__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+                attn_mistral_7b_dunit__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 128, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -2958,7 +2963,8 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pack__avx2(const
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -3307,11 +3313,11 @@ typedef struct {
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
 } attn_mistral_7b_dscratch__avx2;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 4 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx2,fma"))) static void attn_mistral_7b_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 4 * Lq;
@@ -3321,7 +3327,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_dunit__avx2(cons
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
     const int64_t rp = dots ? (8 * glp + 7) / 8 * 8 : 8 * glp;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -3547,15 +3553,15 @@ __attribute__((target("avx2,fma"))) static inline __m128 attn_mistral_7b_sterms4
     return _mm_set_ps(h3, h2, h1, h0);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 4 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 4 rows per kv head
  * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_sunit4__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx2,fma"))) static void attn_mistral_7b_sunit4__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 1, n = 32;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -3687,12 +3693,16 @@ static void attn_mistral_7b_dmerge__avx2(const attn_args *args, int64_t b, int64
 __attribute__((target("avx2,fma"))) static attn_status attn_mistral_7b_decode__avx2(const attn_args *args)
 {
     const int64_t B = args->batch, R = 32 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (128 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 128));
@@ -3721,12 +3731,12 @@ __attribute__((target("avx2,fma"))) static attn_status attn_mistral_7b_decode__a
             if (w) {
                 switch (4 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
                 case 4:
-                    attn_mistral_7b_sunit4__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+                    attn_mistral_7b_sunit4__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 128, lpart + u * R);
                     continue;
                 default:
                     break;
                 }
-                attn_mistral_7b_dunit__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+                attn_mistral_7b_dunit__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 128, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -4559,7 +4569,8 @@ static void attn_mistral_7b_pack__neon(const attn_args *args, int64_t b, int64_t
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -5289,11 +5300,11 @@ typedef struct {
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
 } attn_mistral_7b_dscratch__neon;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 4 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin,
+static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 4 * Lq;
@@ -5303,7 +5314,7 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
     const int64_t rp = dots ? (8 * glp + 3) / 4 * 4 : 8 * glp;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -5539,15 +5550,15 @@ static inline float32x4_t attn_mistral_7b_sterms4__neon(const attn_args *args, c
     return attn_set4_neon(h0, h1, h2, h3);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 4 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 4 rows per kv head
  * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-static void attn_mistral_7b_sunit4__neon(const attn_args *args, int64_t b, int64_t j_begin,
+static void attn_mistral_7b_sunit4__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 1, n = 32;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -5679,12 +5690,16 @@ static void attn_mistral_7b_dmerge__neon(const attn_args *args, int64_t b, int64
 static attn_status attn_mistral_7b_decode__neon(const attn_args *args)
 {
     const int64_t B = args->batch, R = 32 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (128 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 128));
@@ -5713,12 +5728,12 @@ static attn_status attn_mistral_7b_decode__neon(const attn_args *args)
             if (w) {
                 switch (4 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
                 case 4:
-                    attn_mistral_7b_sunit4__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+                    attn_mistral_7b_sunit4__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 128, lpart + u * R);
                     continue;
                 default:
                     break;
                 }
-                attn_mistral_7b_dunit__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+                attn_mistral_7b_dunit__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 128, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -6524,7 +6539,8 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_pack__scalar(const attn_args *args, 
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -6754,11 +6770,11 @@ typedef struct {
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
 } attn_mistral_7b_dscratch__scalar;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 4 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin,
+ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 4 * Lq;
@@ -6768,7 +6784,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
     const int64_t rp = dots ? (8 * glp + 0) / 1 * 1 : 8 * glp;
     const int64_t lk = args->seq_k;
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -6916,12 +6932,16 @@ static void attn_mistral_7b_dmerge__scalar(const attn_args *args, int64_t b, int
 ATTN_NO_AUTOVEC static attn_status attn_mistral_7b_decode__scalar(const attn_args *args)
 {
     const int64_t B = args->batch, R = 32 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (128 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 128));
@@ -6948,7 +6968,7 @@ ATTN_NO_AUTOVEC static attn_status attn_mistral_7b_decode__scalar(const attn_arg
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                attn_mistral_7b_dunit__scalar(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 128, lpart + u * R);
+                attn_mistral_7b_dunit__scalar(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 128, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)

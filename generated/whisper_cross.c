@@ -858,7 +858,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_pack__avx5
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -1362,11 +1363,11 @@ typedef struct {
     int64_t lo[384], hi[384], sink_hi[384], first[384], last[384];
 } attn_whisper_cross_dscratch__avx512;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 1 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 1 * Lq;
@@ -1376,7 +1377,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
     const int64_t rp = dots ? (12 * glp + 15) / 16 * 16 : 12 * glp;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -1613,15 +1614,15 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_whisper_cross_s
     return _mm_set_ps(0.0f, 0.0f, 0.0f, h0);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 1 row per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 1 row per kv head
  * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit1__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit1__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 1, n = 12;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -1822,15 +1823,15 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_whisper_cross_s
     return _mm_set_ps(0.0f, 0.0f, h1, h0);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 2 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 2 rows per kv head
  * (Lq = 2).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit2__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit2__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 2, n = 24;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -2044,15 +2045,15 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_whisper_cross_s
     return _mm_set_ps(0.0f, h2, h1, h0);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 3 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 3 rows per kv head
  * (Lq = 3).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit3__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit3__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 3, n = 36;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -2279,15 +2280,15 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_whisper_cross_s
     return _mm_set_ps(h3, h2, h1, h0);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 4 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 4 rows per kv head
  * (Lq = 4).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit4__avx512(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit4__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 4, n = 48;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -2419,12 +2420,16 @@ static void attn_whisper_cross_dmerge__avx512(const attn_args *args, int64_t b, 
 __attribute__((target("avx512f,fma"))) static attn_status attn_whisper_cross_decode__avx512(const attn_args *args)
 {
     const int64_t B = args->batch, R = 12 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (64 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 64));
@@ -2453,21 +2458,21 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_whisper_cross_dec
             if (w) {
                 switch (1 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
                 case 1:
-                    attn_whisper_cross_sunit1__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    attn_whisper_cross_sunit1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
                     continue;
                 case 2:
-                    attn_whisper_cross_sunit2__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    attn_whisper_cross_sunit2__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
                     continue;
                 case 3:
-                    attn_whisper_cross_sunit3__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    attn_whisper_cross_sunit3__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
                     continue;
                 case 4:
-                    attn_whisper_cross_sunit4__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    attn_whisper_cross_sunit4__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
                     continue;
                 default:
                     break;
                 }
-                attn_whisper_cross_dunit__avx512(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                attn_whisper_cross_dunit__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -3221,7 +3226,8 @@ __attribute__((target("avx2,fma"))) static void attn_whisper_cross_pack__avx2(co
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -3838,11 +3844,11 @@ typedef struct {
     int64_t lo[192], hi[192], sink_hi[192], first[192], last[192];
 } attn_whisper_cross_dscratch__avx2;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 1 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-__attribute__((target("avx2,fma"))) static void attn_whisper_cross_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx2,fma"))) static void attn_whisper_cross_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 1 * Lq;
@@ -3852,7 +3858,7 @@ __attribute__((target("avx2,fma"))) static void attn_whisper_cross_dunit__avx2(c
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
     const int64_t rp = dots ? (12 * glp + 7) / 8 * 8 : 12 * glp;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -4111,15 +4117,15 @@ __attribute__((target("avx2,fma"))) static inline __m128 attn_whisper_cross_ster
     return _mm_set_ps(0.0f, 0.0f, 0.0f, h0);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 1 row per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 1 row per kv head
  * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-__attribute__((target("avx2,fma"))) static void attn_whisper_cross_sunit1__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx2,fma"))) static void attn_whisper_cross_sunit1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 1, n = 12;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -4360,15 +4366,15 @@ __attribute__((target("avx2,fma"))) static inline __m128 attn_whisper_cross_ster
     return _mm_set_ps(0.0f, 0.0f, h1, h0);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 2 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 2 rows per kv head
  * (Lq = 2).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-__attribute__((target("avx2,fma"))) static void attn_whisper_cross_sunit2__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx2,fma"))) static void attn_whisper_cross_sunit2__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 2, n = 24;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -4630,15 +4636,15 @@ __attribute__((target("avx2,fma"))) static inline __m128 attn_whisper_cross_ster
     return _mm_set_ps(0.0f, h2, h1, h0);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 3 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 3 rows per kv head
  * (Lq = 3).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-__attribute__((target("avx2,fma"))) static void attn_whisper_cross_sunit3__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx2,fma"))) static void attn_whisper_cross_sunit3__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 3, n = 36;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -4921,15 +4927,15 @@ __attribute__((target("avx2,fma"))) static inline __m128 attn_whisper_cross_ster
     return _mm_set_ps(h3, h2, h1, h0);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 4 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 4 rows per kv head
  * (Lq = 4).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-__attribute__((target("avx2,fma"))) static void attn_whisper_cross_sunit4__avx2(const attn_args *args, int64_t b, int64_t j_begin,
+__attribute__((target("avx2,fma"))) static void attn_whisper_cross_sunit4__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 4, n = 48;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -5061,12 +5067,16 @@ static void attn_whisper_cross_dmerge__avx2(const attn_args *args, int64_t b, in
 __attribute__((target("avx2,fma"))) static attn_status attn_whisper_cross_decode__avx2(const attn_args *args)
 {
     const int64_t B = args->batch, R = 12 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (64 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 64));
@@ -5095,21 +5105,21 @@ __attribute__((target("avx2,fma"))) static attn_status attn_whisper_cross_decode
             if (w) {
                 switch (1 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
                 case 1:
-                    attn_whisper_cross_sunit1__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    attn_whisper_cross_sunit1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
                     continue;
                 case 2:
-                    attn_whisper_cross_sunit2__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    attn_whisper_cross_sunit2__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
                     continue;
                 case 3:
-                    attn_whisper_cross_sunit3__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    attn_whisper_cross_sunit3__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
                     continue;
                 case 4:
-                    attn_whisper_cross_sunit4__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    attn_whisper_cross_sunit4__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
                     continue;
                 default:
                     break;
                 }
-                attn_whisper_cross_dunit__avx2(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                attn_whisper_cross_dunit__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -6082,7 +6092,8 @@ static void attn_whisper_cross_pack__neon(const attn_args *args, int64_t b, int6
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -7328,11 +7339,11 @@ typedef struct {
     int64_t lo[192], hi[192], sink_hi[192], first[192], last[192];
 } attn_whisper_cross_dscratch__neon;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 1 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin,
+static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 1 * Lq;
@@ -7342,7 +7353,7 @@ static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
     const int64_t rp = dots ? (12 * glp + 3) / 4 * 4 : 12 * glp;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -7557,15 +7568,15 @@ static inline float32x4_t attn_whisper_cross_sterms1__neon(const attn_args *args
     return attn_set4_neon(h0, 0.0f, 0.0f, 0.0f);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 1 row per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 1 row per kv head
  * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-static void attn_whisper_cross_sunit1__neon(const attn_args *args, int64_t b, int64_t j_begin,
+static void attn_whisper_cross_sunit1__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 1, n = 12;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -7738,15 +7749,15 @@ static inline float32x4_t attn_whisper_cross_sterms2__neon(const attn_args *args
     return attn_set4_neon(h0, h1, 0.0f, 0.0f);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 2 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 2 rows per kv head
  * (Lq = 2).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-static void attn_whisper_cross_sunit2__neon(const attn_args *args, int64_t b, int64_t j_begin,
+static void attn_whisper_cross_sunit2__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 2, n = 24;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -7926,15 +7937,15 @@ static inline float32x4_t attn_whisper_cross_sterms3__neon(const attn_args *args
     return attn_set4_neon(h0, h1, h2, 0.0f);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 3 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 3 rows per kv head
  * (Lq = 3).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-static void attn_whisper_cross_sunit3__neon(const attn_args *args, int64_t b, int64_t j_begin,
+static void attn_whisper_cross_sunit3__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 3, n = 36;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -8121,15 +8132,15 @@ static inline float32x4_t attn_whisper_cross_sterms4__neon(const attn_args *args
     return attn_set4_neon(h0, h1, h2, h3);
 }
 
-/* One streaming unit: batch b, keys [j_begin, j_begin + 512), 4 rows per kv head
+/* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 4 rows per kv head
  * (Lq = 4).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-static void attn_whisper_cross_sunit4__neon(const attn_args *args, int64_t b, int64_t j_begin,
+static void attn_whisper_cross_sunit4__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 4, n = 48;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1], kh = args->k_stride[2], vh = args->v_stride[2];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -8261,12 +8272,16 @@ static void attn_whisper_cross_dmerge__neon(const attn_args *args, int64_t b, in
 static attn_status attn_whisper_cross_decode__neon(const attn_args *args)
 {
     const int64_t B = args->batch, R = 12 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (64 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 64));
@@ -8295,21 +8310,21 @@ static attn_status attn_whisper_cross_decode__neon(const attn_args *args)
             if (w) {
                 switch (1 * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
                 case 1:
-                    attn_whisper_cross_sunit1__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    attn_whisper_cross_sunit1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
                     continue;
                 case 2:
-                    attn_whisper_cross_sunit2__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    attn_whisper_cross_sunit2__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
                     continue;
                 case 3:
-                    attn_whisper_cross_sunit3__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    attn_whisper_cross_sunit3__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
                     continue;
                 case 4:
-                    attn_whisper_cross_sunit4__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                    attn_whisper_cross_sunit4__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
                     continue;
                 default:
                     break;
                 }
-                attn_whisper_cross_dunit__neon(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                attn_whisper_cross_dunit__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)
@@ -8987,7 +9002,8 @@ ATTN_NO_AUTOVEC static void attn_whisper_cross_pack__scalar(const attn_args *arg
 
 /* ---- decode: up to 16 query rows against a long KV cache ---------------- */
 /*
- * A unit is (batch, split of 512 keys).  Its rows are every query head times
+ * A unit is (batch, split of `chunk` keys: 512, doubled while a sequence would
+ * have more than 32 splits).  Its rows are every query head times
  * every query row, grouped by kv head, so each K and V row is read once,
  * straight from the cache tensors (no packing), and the keys of one block are
  * read for all kv heads together (a contiguous stretch of the cache).
@@ -9217,11 +9233,11 @@ typedef struct {
     int64_t lo[192], hi[192], sink_hi[192], first[192], last[192];
 } attn_whisper_cross_dscratch__scalar;
 
-/* One decode unit: batch b, keys [j_begin, j_begin + 512).  Row r' = hk * glp +
+/* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * 1 + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-ATTN_NO_AUTOVEC static void attn_whisper_cross_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin,
+ATTN_NO_AUTOVEC static void attn_whisper_cross_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_whisper_cross_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = 1 * Lq;
@@ -9231,7 +9247,7 @@ ATTN_NO_AUTOVEC static void attn_whisper_cross_dunit__scalar(const attn_args *ar
     const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
     const int64_t rp = dots ? (12 * glp + 0) / 1 * 1 : 12 * glp;
     const int64_t lk = args->seqlens_k[b];
-    const int64_t j_end = j_begin + 512 < lk ? j_begin + 512 : lk;
+    const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const int64_t ks = args->k_stride[1], vs = args->v_stride[1];
     const float *k = args->k + b * args->k_stride[0];
     const float *v = args->v + b * args->v_stride[0];
@@ -9379,12 +9395,16 @@ static void attn_whisper_cross_dmerge__scalar(const attn_args *args, int64_t b, 
 ATTN_NO_AUTOVEC static attn_status attn_whisper_cross_decode__scalar(const attn_args *args)
 {
     const int64_t B = args->batch, R = 12 * args->seq_q;
-    const int64_t nsplit = args->seq_k > 0 ? (args->seq_k + 511) / 512 : 1;
-    const int64_t units = B * nsplit;
+    int64_t chunk = 512, nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
+
+    /* keys per split: from seq_k alone, so the result is the same for any thread count */
+    while (args->seq_k > chunk * 32 && chunk <= INT64_MAX / 64) chunk *= 2;
+    nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
+    units = B * nsplit;
 
     if ((uint64_t)units > (uint64_t)INT64_MAX / 4 / (uint64_t)(R * (64 + 1))) return ATTN_ERR_TOO_LARGE;
     opart = (float *)attn_alloc(sizeof(float) * (size_t)(units * R * 64));
@@ -9411,7 +9431,7 @@ ATTN_NO_AUTOVEC static attn_status attn_whisper_cross_decode__scalar(const attn_
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                attn_whisper_cross_dunit__scalar(args, u / nsplit, (u % nsplit) * 512, w, opart + u * R * 64, lpart + u * R);
+                attn_whisper_cross_dunit__scalar(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * 64, lpart + u * R);
             }
 #ifdef _OPENMP
 #pragma omp for schedule(static)

@@ -293,23 +293,28 @@ Test(decode, mqa_window) { run_decode(&attn_t_d111_mqa_window_kernel); }
 Test(decode, bool_mask) { run_decode(&attn_t_bool_mask_kernel); }
 Test(decode, padding_causal) { run_decode(&attn_t_padding_causal_kernel); }
 
-/* Split KV and its merge give the same bits for 1 and 2 threads. */
+/* Split KV and its merge give the same bits for 1 and 2 threads: the blocked
+   kernel (Lq = 3), and the streaming one (Lq = 1) on a cache long enough for
+   splits of 1024 keys. */
 Test(decode, threads_bitwise)
 {
     const attn_kernel *ks[] = { &attn_llama3_8b_kernel, &attn_t_everything_kernel, &attn_t_d111_mqa_window_kernel };
-    int i, j;
+    const int64_t shapes[][2] = { { 3, 5000 }, { 1, 20000 } }; /* Lq, Lk */
+    int i, j, s;
     for (i = 0; i < 3; i++)
-        for (j = 0; j < ks[i]->n_variants; j++) {
-            const attn_variant *v = &ks[i]->variants[j];
-            attn_case c;
-            if (!attn_isa_supported(v->isa)) continue;
-            memset(&c, 0, sizeof c);
-            c.batch = 2;
-            c.seq_q = 3;
-            c.seq_k = 5000;
-            c.ragged = ks[i]->spec.padding;
-            c.seed = 11;
-            cr_expect_eq(attn_verify_bitwise_threads(ks[i], v, &c, 1, 2), 1, "%s/%s: decode differs for 1 and 2 threads",
-                         ks[i]->spec.name, attn_isa_name(v->isa));
-        }
+        for (j = 0; j < ks[i]->n_variants; j++)
+            for (s = 0; s < 2; s++) {
+                const attn_variant *v = &ks[i]->variants[j];
+                attn_case c;
+                if (!attn_isa_supported(v->isa)) continue;
+                memset(&c, 0, sizeof c);
+                c.batch = 2;
+                c.seq_q = shapes[s][0];
+                c.seq_k = shapes[s][1];
+                c.ragged = ks[i]->spec.padding;
+                c.seed = 11;
+                cr_expect_eq(attn_verify_bitwise_threads(ks[i], v, &c, 1, 2), 1,
+                             "%s/%s: decode differs for 1 and 2 threads at Lq=%d Lk=%d", ks[i]->spec.name,
+                             attn_isa_name(v->isa), (int)c.seq_q, (int)c.seq_k);
+            }
 }
