@@ -63,11 +63,10 @@ end
 local runs, rows = {}, {}
 local function record(name, r) runs[#runs + 1] = { name = name, data = r } end
 --- A target row: what, measured, the goal, and whether it holds.  A value
--- that rounds to the goal's own figure gets one more digit, so that a miss
--- by less than the rounding does not read "0.80 >= 0.80 NO".
+-- that rounds to the goal's own figure gets the digits that tell them apart,
+-- so that a miss by less than the rounding does not read "0.80 >= 0.80 NO".
 local function target(what, value, goal, holds, fmt)
   local shown = (fmt or "%.2f"):format(value)
-  -- a value that rounds to its goal's figure gets the digits that tell them apart
   local g, digits = tonumber(goal:match("[%d.]+$")), 3
   while not fmt and tonumber(shown) == g and value ~= g and digits <= 6 do
     shown = ("%." .. digits .. "f"):format(value)
