@@ -36,7 +36,7 @@ test: bootstrap
 	@JOBS=$(JOBS) tests/run.sh
 
 lint: bootstrap
-	luacheck -q generator tests
+	luacheck -q generator tests bench
 
 # --- the kernel test binary: every preset (from generated/) and test config ---
 

@@ -65,14 +65,19 @@ local function record(name, r) runs[#runs + 1] = { name = name, data = r } end
 --- A target row: what, measured, the goal, and whether it holds.  A value
 -- that rounds to the goal's own figure gets the digits that tell them apart,
 -- so that a miss by less than the rounding does not read "0.80 >= 0.80 NO".
-local function target(what, value, goal, holds, fmt)
+local function target(what, value, goal, holds, fmt, at)
   local shown = (fmt or "%.2f"):format(value)
   local g, digits = tonumber(goal:match("[%d.]+$")), 3
   while not fmt and tonumber(shown) == g and value ~= g and digits <= 6 do
     shown = ("%." .. digits .. "f"):format(value)
     digits = digits + 1
   end
-  rows[#rows + 1] = { what = what, value = shown, goal = goal, ok = holds }
+  rows[at or #rows + 1] = { what = what, value = shown, goal = goal, ok = holds }
+end
+--- A place in the target table for a row measured later (`target(..., at)`).
+local function reserve()
+  rows[#rows + 1] = false
+  return #rows
 end
 
 local H8 = { "heads_q=8", "heads_kv=8", "causal=false" }
@@ -161,35 +166,48 @@ end
 -- 8. decode: few query rows against a long KV cache, K/V bytes read per
 -- second against the read bandwidth the bench measures in the same run
 local LK = quick and { 4096, 8192 } or { 4096, 32768 }
+local LONG = LK[#LK]
 local decode_rows = {}
-local function decode(preset, lk, threads, sets)
-  progress(("decode %s Lk=%d, %d thread%s"):format(preset, lk, threads, threads == 1 and "" or "s"))
-  local r = bench(preset, sets or {}, { ["seq-q"] = 1, ["seq-k"] = lk, threads = threads, isa = "avx512",
-    ["no-reference"] = true })
-  record(("decode %s Lk=%d threads=%d"):format(preset, lk, threads), r)
+local function decode_row(preset, lk, threads, r)
   local k, b = result(r, "avx512"), result(r, "openblas")
-  decode_rows[#decode_rows + 1] = { preset = preset, lk = lk, threads = threads, ms = k.seconds * 1e3,
-    gbs = k.kv_gbs, bw = r.read_gbs, blas_ms = b and b.seconds * 1e3 }
-  return r, k
+  return { preset = preset, lk = lk, threads = threads, ms = k.seconds * 1e3, gbs = k.kv_gbs, bw = r.read_gbs,
+    blas_ms = b and b.seconds * 1e3 }
 end
-local one_thread = {} -- Llama-3-8B, 1 thread, by cache length
-for _, lk in ipairs(LK) do
-  local r, k = decode("llama3_8b", lk, 1)
-  one_thread[lk] = k
-  local goal = lk >= 32768 and 0.80 or 0.70
-  target(("decode Llama-3-8B Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):format(lk), k.kv_gbs / r.read_gbs,
-    (">= %.2f"):format(goal), k.kv_gbs / r.read_gbs >= goal)
+local function decode(preset, lk, threads, round)
+  progress(("decode %s Lk=%d, %d thread%s%s"):format(preset, lk, threads, threads == 1 and "" or "s",
+    round and (", round " .. round) or ""))
+  local r = bench(preset, {}, { ["seq-q"] = 1, ["seq-k"] = lk, threads = threads, isa = "avx512",
+    ["no-reference"] = true })
+  record(("decode %s Lk=%d threads=%d%s"):format(preset, lk, threads, round and (" round=" .. round) or ""), r)
+  return r, result(r, "avx512")
 end
 do
-  local lk = LK[#LK]
-  local one = one_thread[lk]
-  local _, k2 = decode("llama3_8b", lk, 2)
-  target(("decode Llama-3-8B Lk=%d: 2 threads vs 1"):format(lk), one.seconds / k2.seconds, ">= 1.6",
-    one.seconds / k2.seconds >= 1.6)
+  local r, k = decode("llama3_8b", LK[1], 1)
+  decode_rows[#decode_rows + 1] = decode_row("llama3_8b", LK[1], 1, r)
+  target(("decode Llama-3-8B Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):format(LK[1]), k.kv_gbs / r.read_gbs,
+    ">= 0.70", k.kv_gbs / r.read_gbs >= 0.70)
 end
+-- The long-cache targets are measured in rounds spread over the suite: this
+-- machine has phases of seconds to minutes in which compute runs at half
+-- speed while streaming reads do not, and one such phase would otherwise
+-- decide both targets.  A round is one thread then two, each with the read
+-- bandwidth measured in the same bench run; the round with the shortest
+-- one-thread time (the least disturbed) gives both targets, and every round
+-- is printed.
+local ROUNDS = quick and 2 or 3
+local rounds = {}
+local long_slots = { reserve(), reserve() }
+local decode_at = #decode_rows + 1 -- where the kept round's rows go in the table
+local function decode_round()
+  local n = #rounds + 1
+  local r1 = decode("llama3_8b", LONG, 1, n)
+  local r2 = decode("llama3_8b", LONG, 2, n)
+  rounds[n] = { one = decode_row("llama3_8b", LONG, 1, r1), two = decode_row("llama3_8b", LONG, 2, r2) }
+end
+decode_round()
 for _, lk in ipairs(LK) do
-  decode("mistral_7b", lk, 1)
-  decode("falcon_7b", lk, 1)
+  decode_rows[#decode_rows + 1] = decode_row("mistral_7b", lk, 1, (decode("mistral_7b", lk, 1)))
+  decode_rows[#decode_rows + 1] = decode_row("falcon_7b", lk, 1, (decode("falcon_7b", lk, 1)))
 end
 
 -- 9. where the decode path stops paying: Lq rows against a 4096-key cache,
@@ -207,6 +225,8 @@ for _, lq in ipairs(quick and { 1, 16, 64 } or { 1, 4, 8, 16, 32, 64 }) do
   crossover[#crossover + 1] = { lq = lq, decode_ms = t[64] * 1e3, prefill_ms = t[0] * 1e3 }
 end
 
+if ROUNDS >= 2 then decode_round() end
+
 -- 10. the sweep for the plot: GFLOP/s against L per implementation
 local series, peak = {}, 0
 local lengths = quick and { 256, 512, 1024 } or { 256, 512, 1024, 2048, 4096 }
@@ -220,8 +240,24 @@ for _, l in ipairs(lengths) do
     if x.impl == "avx512" then peak = math.max(peak, x.peak_gflops) end
   end
 end
+if ROUNDS >= 3 then decode_round() end
 progress("")
 if tty then io.write("\r\27[K") end
+
+-- the long-cache decode targets from the least disturbed round
+local kept = 1
+for n, rd in ipairs(rounds) do
+  if rd.one.ms < rounds[kept].one.ms then kept = n end
+end
+do
+  local one, pair = rounds[kept].one, rounds[kept].two
+  target(("decode Llama-3-8B Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):format(LONG), one.gbs / one.bw,
+    ">= 0.80", one.gbs / one.bw >= 0.80, nil, long_slots[1])
+  target(("decode Llama-3-8B Lk=%d: 2 threads vs 1"):format(LONG), one.ms / pair.ms, ">= 1.6", one.ms / pair.ms >= 1.6,
+    nil, long_slots[2])
+  table.insert(decode_rows, decode_at, pair)
+  table.insert(decode_rows, decode_at, one)
+end
 
 -- report
 print(("attngen bench suite (%s): one run, ratios measured side by side"):format(quick and "quick" or "full"))
@@ -239,15 +275,16 @@ for _, d in ipairs(decode_rows) do
   print(("%-12s %7d %7d %10.3f %10.2f %10.2f %7.0f%% %12s"):format(d.preset, d.lk, d.threads, d.ms, d.gbs, d.bw,
     100 * d.gbs / d.bw, d.blas_ms and ("%.2f"):format(d.blas_ms) or "-"))
 end
-do -- what the machine itself gives a second thread: the ceiling of the 2-thread target
-  local bw = {}
-  for _, d in ipairs(decode_rows) do
-    if d.preset == "llama3_8b" and d.lk == LK[#LK] then bw[d.threads] = d.bw end
-  end
-  if bw[1] and bw[2] then
-    print(("read BW, 2 threads vs 1 at Lk=%d: %.2f (the speed-up of a kernel at the same fraction of both)")
-      :format(LK[#LK], bw[2] / bw[1]))
-  end
+print()
+-- every round of the long-cache targets; the last column, what the machine
+-- itself gives a second thread, is the ceiling of the two-thread target
+print(("Llama-3-8B Lq=1 Lk=%d in %d rounds over the suite (*: the least disturbed, which gives the targets)")
+  :format(LONG, #rounds))
+print(("%7s %14s %8s %16s %8s %16s"):format("round", "1 thread (ms)", "of BW", "2 threads (ms)", "2 vs 1",
+  "read BW 2 vs 1"))
+for n, rd in ipairs(rounds) do
+  print(("%7s %14.3f %7.0f%% %16.3f %8.2f %16.2f"):format((n == kept and "* " or "") .. n, rd.one.ms,
+    100 * rd.one.gbs / rd.one.bw, rd.two.ms, rd.one.ms / rd.two.ms, rd.two.bw / rd.one.bw))
 end
 print()
 print("decode path against the prefill kernel, Llama-3-8B, Lk = 4096, 1 thread (decode_max_q picks)")
@@ -257,7 +294,7 @@ for _, c in ipairs(crossover) do
 end
 util.makepath(out)
 util.write_atomic(out .. "/results.json", json.encode({ quick = quick, runs = runs, targets = rows,
-  decode = decode_rows, decode_threshold = crossover },
+  decode = decode_rows, decode_rounds = rounds, decode_round_kept = kept, decode_threshold = crossover },
   { indent = true }) .. "\n")
 local names = {}
 for n in pairs(series) do names[#names + 1] = n end
