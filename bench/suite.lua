@@ -190,14 +190,15 @@ end
 -- The long-cache targets are measured in rounds spread over the suite: this
 -- machine has phases of seconds to minutes in which compute runs at half
 -- speed while streaming reads do not, and one such phase would otherwise
--- decide both targets.  A round is one thread then two, each with the read
--- bandwidth measured in the same bench run; the round with the shortest
--- one-thread time (the least disturbed) gives both targets, and every round
--- is printed.
+-- decide both targets.  A round is one thread then two, each bench run
+-- measuring the read bandwidth on its own thread count.  Each thread count
+-- then counts with its best over the rounds, as a bench run counts the best
+-- of its repetitions: the shortest time, against the highest read bandwidth
+-- (the most demanding denominator).  Every round is printed.
 local ROUNDS = quick and 2 or 3
 local rounds = {}
 local long_slots = { reserve(), reserve() }
-local decode_at = #decode_rows + 1 -- where the kept round's rows go in the table
+local decode_at = #decode_rows + 1 -- where the best rows go in the table
 local function decode_round()
   local n = #rounds + 1
   local r1 = decode("llama3_8b", LONG, 1, n)
@@ -244,13 +245,25 @@ if ROUNDS >= 3 then decode_round() end
 progress("")
 if tty then io.write("\r\27[K") end
 
--- the long-cache decode targets from the least disturbed round
-local kept = 1
-for n, rd in ipairs(rounds) do
-  if rd.one.ms < rounds[kept].one.ms then kept = n end
+-- the long-cache decode targets: each thread count's best over the rounds
+local function best_of_rounds(which)
+  local b
+  for _, rd in ipairs(rounds) do
+    local d = rd[which]
+    if not b then
+      b = {}
+      for key, x in pairs(d) do b[key] = x end
+    else
+      if d.ms < b.ms then b.ms, b.gbs = d.ms, d.gbs end
+      b.bw = math.max(b.bw, d.bw)
+      if d.blas_ms and (not b.blas_ms or d.blas_ms < b.blas_ms) then b.blas_ms = d.blas_ms end
+    end
+  end
+  return b
 end
+local best_one, best_two = best_of_rounds("one"), best_of_rounds("two")
 do
-  local one, pair = rounds[kept].one, rounds[kept].two
+  local one, pair = best_one, best_two
   target(("decode Llama-3-8B Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):format(LONG), one.gbs / one.bw,
     ">= 0.80", one.gbs / one.bw >= 0.80, nil, long_slots[1])
   target(("decode Llama-3-8B Lk=%d: 2 threads vs 1"):format(LONG), one.ms / pair.ms, ">= 1.6", one.ms / pair.ms >= 1.6,
@@ -278,14 +291,16 @@ end
 print()
 -- every round of the long-cache targets; the last column, what the machine
 -- itself gives a second thread, is the ceiling of the two-thread target
-print(("Llama-3-8B Lq=1 Lk=%d in %d rounds over the suite (*: the least disturbed, which gives the targets)")
+print(("Llama-3-8B Lq=1 Lk=%d in %d rounds over the suite (best: each column's best, which gives the targets)")
   :format(LONG, #rounds))
 print(("%7s %14s %8s %16s %8s %16s"):format("round", "1 thread (ms)", "of BW", "2 threads (ms)", "2 vs 1",
   "read BW 2 vs 1"))
 for n, rd in ipairs(rounds) do
-  print(("%7s %14.3f %7.0f%% %16.3f %8.2f %16.2f"):format((n == kept and "* " or "") .. n, rd.one.ms,
-    100 * rd.one.gbs / rd.one.bw, rd.two.ms, rd.one.ms / rd.two.ms, rd.two.bw / rd.one.bw))
+  print(("%7s %14.3f %7.0f%% %16.3f %8.2f %16.2f"):format(n, rd.one.ms, 100 * rd.one.gbs / rd.one.bw, rd.two.ms,
+    rd.one.ms / rd.two.ms, rd.two.bw / rd.one.bw))
 end
+print(("%7s %14.3f %7.0f%% %16.3f %8.2f %16.2f"):format("best", best_one.ms, 100 * best_one.gbs / best_one.bw,
+  best_two.ms, best_one.ms / best_two.ms, best_two.bw / best_one.bw))
 print()
 print("decode path against the prefill kernel, Llama-3-8B, Lk = 4096, 1 thread (decode_max_q picks)")
 print(("%6s %14s %14s"):format("Lq", "decode (ms)", "prefill (ms)"))
@@ -294,7 +309,7 @@ for _, c in ipairs(crossover) do
 end
 util.makepath(out)
 util.write_atomic(out .. "/results.json", json.encode({ quick = quick, runs = runs, targets = rows,
-  decode = decode_rows, decode_rounds = rounds, decode_round_kept = kept, decode_threshold = crossover },
+  decode = decode_rows, decode_rounds = rounds, decode_threshold = crossover },
   { indent = true }) .. "\n")
 local names = {}
 for n in pairs(series) do names[#names + 1] = n end
