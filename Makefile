@@ -153,7 +153,7 @@ $(SAN_DIR)/rt_%.o: runtime/%.c runtime/*.h
 	@mkdir -p $(SAN_DIR)
 	$(SAN_CC) $(SAN_CFLAGS) -O1 -c $< -o $@
 
-$(SAN_DIR)/tool_%.o: runtime/tools/attn_%_main.c runtime/*.h
+$(SAN_DIR)/tool_%.o: runtime/tools/attn_%_main.c runtime/*.h runtime/tools/*.h
 	@mkdir -p $(SAN_DIR)
 	$(SAN_CC) $(SAN_CFLAGS) -O1 -c $< -o $@
 

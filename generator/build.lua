@@ -106,6 +106,7 @@ function M.ensure(cfg, display, sets)
     inputs[#inputs + 1] = rt .. "/" .. f:gsub("%.c$", ".h") -- a header change rebuilds too
   end
   for _, t in ipairs(M.TOOLS) do inputs[#inputs + 1] = rt .. "/tools/attn_" .. t .. "_main.c" end
+  inputs[#inputs + 1] = rt .. "/tools/attn_tool_inputs.h"
   local key = M.hash(files[1].text .. files[2].text .. read_all(inputs) .. version.string .. cid
     .. (os.getenv("CFLAGS") or ""))
   local cache = M.cache_dir()
@@ -189,7 +190,7 @@ function M.ensure_tuner(name, files)
   local rt = util.root .. "/runtime"
   local runtime = { rt .. "/attn_runtime.c", rt .. "/attn_reference.c" }
   local driver = rt .. "/tools/attn_tune_main.c"
-  local headers = { rt .. "/attn_runtime.h", rt .. "/attn_reference.h" }
+  local headers = { rt .. "/attn_runtime.h", rt .. "/attn_reference.h", rt .. "/tools/attn_tool_inputs.h" }
   local texts = {}
   for _, f in ipairs(files) do texts[#texts + 1] = f.name .. "\n" .. f.text end
   local key = M.hash(table.concat(texts) .. read_all(runtime) .. read_all(headers) .. read_all({ driver })

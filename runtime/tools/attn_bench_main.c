@@ -31,7 +31,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <sys/mman.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -47,6 +46,7 @@
 
 #include "attn_reference.h"
 #include "attn_runtime.h"
+#include "attn_tool_inputs.h"
 
 extern const attn_kernel *const attn_entry_kernel;
 
@@ -76,32 +76,6 @@ static int parse_long(const char *s, long lo, long hi, long *out)
     if (*s == '\0' || *end != '\0' || v < lo || v > hi) return -1;
     *out = v;
     return 0;
-}
-
-/* splitmix64 -> uniform in [-1.7, 1.7) */
-static float rnd(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (float)((double)(z >> 11) * (3.4 / 9007199254740992.0) - 1.7);
-}
-
-/* Tensors as a serving engine would hold them: 2 MiB aligned and, where the
-   kernel offers transparent huge pages on request, backed by them (a KV
-   cache read with a stride of a page otherwise costs a TLB miss per row). */
-static float *random_floats(size_t n, uint64_t seed)
-{
-    const size_t bytes = (n * sizeof(float) + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
-    float *p = NULL;
-    size_t i;
-    if (posix_memalign((void **)&p, (size_t)2 << 20, bytes) != 0) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, bytes, MADV_HUGEPAGE);
-#endif
-    for (i = 0; i < n; i++) p[i] = rnd(&seed);
-    return p;
 }
 
 /* ---- FMA peak ------------------------------------------------------------ */
@@ -245,7 +219,7 @@ static float read_sum(const float *p, size_t n)
 static double read_bandwidth(int threads)
 {
     const size_t n = (size_t)1 << 28; /* floats: 1 GiB */
-    float *buf = random_floats(n, 7);
+    float *buf = attn_tool_random_floats(n, 7);
     double best = 0.0;
     int rep;
     if (!buf) return 0.0;
@@ -562,9 +536,9 @@ int main(int argc, char **argv)
         head_major_strides(args.k_stride, spec->heads_kv, seq_k, spec->head_dim);
         head_major_strides(args.v_stride, spec->heads_kv, seq_k, spec->head_dim_v);
     }
-    q = random_floats((size_t)(batch * seq_q * spec->heads_q * spec->head_dim), 1);
-    k = random_floats((size_t)(batch * seq_k * spec->heads_kv * spec->head_dim), 2);
-    v = random_floats((size_t)(batch * seq_k * spec->heads_kv * spec->head_dim_v), 3);
+    q = attn_tool_random_floats((size_t)(batch * seq_q * spec->heads_q * spec->head_dim), 1);
+    k = attn_tool_random_floats((size_t)(batch * seq_k * spec->heads_kv * spec->head_dim), 2);
+    v = attn_tool_random_floats((size_t)(batch * seq_k * spec->heads_kv * spec->head_dim_v), 3);
     o = (float *)malloc(sizeof(float) * (size_t)(batch * seq_q * spec->heads_q * spec->head_dim_v));
     lse = (float *)malloc(sizeof(float) * (size_t)(batch * spec->heads_q * seq_q));
     if (spec->padding) {

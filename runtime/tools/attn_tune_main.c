@@ -31,6 +31,9 @@
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #endif
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
+#endif
 
 #include <math.h>
 #include <stdio.h>
@@ -43,6 +46,7 @@
 
 #include "attn_reference.h"
 #include "attn_runtime.h"
+#include "attn_tool_inputs.h"
 
 /* The generated table; the same declaration is written into it. */
 typedef struct attn_tune_candidate {
@@ -161,25 +165,6 @@ static int parse_shape(const char *s, shape *out)
     return parse_long(c2 + 1, 1, 1L << 24, &out->seq_k);
 }
 
-/* splitmix64 -> uniform in [-1.7, 1.7), the inputs attn_bench uses */
-static float rnd(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
-    return (float)((double)(z >> 11) * (3.4 / 9007199254740992.0) - 1.7);
-}
-
-static float *random_floats(size_t n, uint64_t seed)
-{
-    float *p = (float *)malloc(sizeof(float) * (n ? n : 1));
-    size_t i;
-    if (p)
-        for (i = 0; i < n; i++) p[i] = rnd(&seed);
-    return p;
-}
-
 /* The variant of a kernel for an ISA, or NULL. */
 static attn_fwd_fn variant_fn(const attn_kernel *k, const char *isa)
 {
@@ -277,9 +262,9 @@ static int run_shape(const shape *sh, const options *options_in, const int *aliv
     args.threads = opt->threads;
     attn_args_set_contiguous(&args, spec);
     no = (size_t)(opt->batch * sh->seq_q * spec->heads_q * spec->head_dim_v);
-    q = random_floats((size_t)(opt->batch * sh->seq_q * spec->heads_q * spec->head_dim), 1);
-    k = random_floats((size_t)(opt->batch * sh->seq_k * spec->heads_kv * spec->head_dim), 2);
-    v = random_floats((size_t)(opt->batch * sh->seq_k * spec->heads_kv * spec->head_dim_v), 3);
+    q = attn_tool_random_floats((size_t)(opt->batch * sh->seq_q * spec->heads_q * spec->head_dim), 1);
+    k = attn_tool_random_floats((size_t)(opt->batch * sh->seq_k * spec->heads_kv * spec->head_dim), 2);
+    v = attn_tool_random_floats((size_t)(opt->batch * sh->seq_k * spec->heads_kv * spec->head_dim_v), 3);
     o = (float *)malloc(sizeof(float) * no);
     ref = (float *)malloc(sizeof(float) * no);
     lse = (float *)malloc(sizeof(float) * (size_t)(opt->batch * spec->heads_q * sh->seq_q));
