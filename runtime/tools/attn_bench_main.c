@@ -213,16 +213,18 @@ static float read_sum(const float *p, size_t n)
     return (a0 + a1) + (a2 + a3);
 }
 
+/* The buffer of the read bandwidth: 1 GiB of floats, far larger than the
+   caches.  Allocated once a run (faulting in 1 GiB takes seconds). */
+#define READ_BW_FLOATS ((size_t)1 << 28)
+
 /* Streaming read bandwidth on `threads` threads, GB/s: the best of five
-   passes over 1 GiB (each thread reads its own contiguous share, as the
-   decode kernels read their KV splits).  0 when the buffer cannot be had. */
-static double read_bandwidth(int threads)
+   passes over buf, READ_BW_FLOATS floats (each thread reads its own
+   contiguous share, as the decode kernels read their KV splits). */
+static double read_bandwidth(const float *buf, int threads)
 {
-    const size_t n = (size_t)1 << 28; /* floats: 1 GiB */
-    float *buf = attn_tool_random_floats(n, 7);
+    const size_t n = READ_BW_FLOATS;
     double best = 0.0;
     int rep;
-    if (!buf) return 0.0;
     for (rep = 0; rep < 5; rep++) {
         const double t0 = now();
         double dt;
@@ -241,7 +243,6 @@ static double read_bandwidth(int threads)
         dt = now() - t0;
         if (n * sizeof(float) / dt * 1e-9 > best) best = n * sizeof(float) / dt * 1e-9;
     }
-    free(buf);
     return best;
 }
 
@@ -462,7 +463,7 @@ int main(int argc, char **argv)
     int json = 0, no_ref = 0, no_blas = 0, head_major = 0, i, n = 0, failed = 0;
     attn_args args;
     timing rows[ATTN_ISA_COUNT + 2];
-    float *q, *k, *v, *o, *lse;
+    float *q, *k, *v, *o, *lse, *bw_buf = NULL;
     int32_t *seqlens = NULL;
     void *mask = NULL;
     int64_t visible;
@@ -573,7 +574,8 @@ int main(int argc, char **argv)
        implementation must read and measure what the machine can read. */
     if (seq_q <= DECODE_ROWS) {
         kv_bytes = (double)attn_reference_keys_read(spec, &args) * (spec->head_dim + spec->head_dim_v) * sizeof(float);
-        read_bw = read_bandwidth((int)threads);
+        bw_buf = attn_tool_random_floats(READ_BW_FLOATS, 7); /* no buffer: no bandwidth reported */
+        if (bw_buf) read_bw = read_bandwidth(bw_buf, (int)threads);
     }
 
     for (i = 0; i < kern->n_variants; i++) {
@@ -598,9 +600,10 @@ int main(int argc, char **argv)
     /* The memory system of a shared machine changes speed within minutes:
        measure again after the kernels and keep the better, so that a slow
        minute before them does not flatter their share of it. */
-    if (read_bw > 0) {
-        const double again = read_bandwidth((int)threads);
+    if (bw_buf) {
+        const double again = read_bandwidth(bw_buf, (int)threads);
         if (again > read_bw) read_bw = again;
+        free(bw_buf);
     }
 #ifdef ATTN_HAVE_OPENBLAS
     if (!no_blas && baseline_supports(spec) &&
