@@ -7,7 +7,7 @@
 -- uses it.  A folder in the cache is therefore always complete.
 local path = require("pl.path")
 local dir = require("pl.dir")
-local generate = require("commands.generate")
+local kernel_files = require("kernel_files")
 local util = require("util")
 local version = require("version")
 
@@ -17,13 +17,8 @@ M.TOOLS = { "run", "check", "bench" }
 
 local RUNTIME_SOURCES = { "attn_runtime.c", "attn_reference.c", "attn_npy.c", "attn_verify.c" }
 
-function M.cache_dir()
-  local c = os.getenv("ATTNGEN_CACHE")
-  if c and c ~= "" then return c end
-  local xdg = os.getenv("XDG_CACHE_HOME")
-  if xdg and xdg ~= "" then return xdg .. "/attngen" end
-  return (os.getenv("HOME") or "/tmp") .. "/.cache/attngen"
-end
+--- The build cache (util.cache_dir, which the tuning file also lives in).
+M.cache_dir = util.cache_dir
 
 function M.compiler() return os.getenv("CC") or "cc" end
 
@@ -94,7 +89,7 @@ end
 -- The kernel is rendered as `generate` writes it (tile = "auto": the tuning
 -- file's tiles).
 function M.ensure(cfg, display, sets)
-  local files, plan = generate.files(cfg, display, sets)
+  local files, plan = kernel_files.render(cfg, display, sets)
   if not files then return nil, plan end
   local cid, cerr = compiler_id()
   if not cid then return nil, cerr end
@@ -126,9 +121,10 @@ function M.ensure(cfg, display, sets)
     local w, werr = util.write_atomic(tmp .. "/" .. f.name, f.text)
     if w == nil then return fail(werr) end
   end
-  local w, werr = util.write_atomic(tmp .. "/entry.c",
-    ("#include \"%s.h\"\nconst attn_kernel *const attn_entry_kernel = &%s;\n"):format(cfg.name, plan.kernel))
-  if w == nil then return fail(werr) end
+  -- the tools reach the kernel through attn_entry_kernel, which
+  -- runtime/tools/attn_entry.c defines from -DATTN_ENTRY_KERNEL
+  local entry_unit = ("%s -DATTN_ENTRY_KERNEL=%s"):format(util.shell_quote(rt .. "/tools/attn_entry.c"),
+    util.shell_quote(plan.kernel))
 
   local cc = util.shell_quote(M.compiler())
   local q = util.shell_quote
@@ -140,7 +136,7 @@ function M.ensure(cfg, display, sets)
   local function build(openmp)
     local omp = openmp and " -fopenmp" or ""
     local objs = {}
-    local units = { q(tmp .. "/" .. cfg.name .. ".c"), q(tmp .. "/entry.c") }
+    local units = { q(tmp .. "/" .. cfg.name .. ".c"), entry_unit }
     for _, src in ipairs(srcs) do units[#units + 1] = src end
     for i, src in ipairs(units) do
       local obj = q(("%s/o%d.o"):format(tmp, i))

@@ -11,10 +11,10 @@
 --
 -- Where it lives: $ATTNGEN_TUNE_DB when set ("none" turns tuning results off:
 -- every tile = "auto" takes the planner's heuristic), else tune.json in the
--- build cache ($ATTNGEN_CACHE).  Writers merge under a lock (a folder
--- <file>.lock, taken with an atomic mkdir) and publish with a rename, so
--- concurrent tunes into one file lose nothing and readers never see half a
--- file.
+-- build cache (util.cache_dir: $ATTNGEN_CACHE unless set otherwise).
+-- Writers merge under a lock (a folder <file>.lock, taken with an atomic
+-- mkdir) and publish with a rename, so concurrent tunes into one file lose
+-- nothing and readers never see half a file.
 local path = require("pl.path")
 local lfs = require("lfs")
 local json = require("dkjson")
@@ -38,7 +38,7 @@ function M.default_path()
   local env = os.getenv("ATTNGEN_TUNE_DB")
   if env == "none" then return nil end
   if env and env ~= "" then return env end
-  return require("build").cache_dir() .. "/tune.json"
+  return util.cache_dir() .. "/tune.json"
 end
 
 --- A file name for messages and generated headers: $HOME spelled "~".
@@ -53,6 +53,16 @@ end
 -- ---- the host ---------------------------------------------------------------
 
 local host_cache
+
+--- How each ISA of the registry (isa.order) is detected: from the CPU's
+-- flags (has(flag)) and the machine name (uname -m).  An ISA without a rule
+-- here is taken as not available.
+local DETECT = {
+  avx512 = function(has) return has("avx512f") and has("fma") end,
+  avx2 = function(has) return has("avx2") and has("fma") end,
+  neon = function(has, machine) return machine == "aarch64" or machine == "arm64" or has("asimd") end,
+  scalar = function() return true end,
+}
 
 --- This machine: { cpu = "model name [family F model M]", isas = { avx512 = true, ... } }.
 -- Read from /proc/cpuinfo; elsewhere from sysctl or uname.
@@ -78,10 +88,10 @@ function M.host()
   end
   local flags = " " .. (field("flags") or field("Features") or "") .. " "
   local function has(f) return flags:find(" " .. f .. " ", 1, true) ~= nil end
-  local isas = { scalar = true }
-  if has("avx512f") and has("fma") then isas.avx512 = true end
-  if has("avx2") and has("fma") then isas.avx2 = true end
-  if machine == "aarch64" or machine == "arm64" or has("asimd") then isas.neon = true end
+  local isas = {}
+  for _, n in ipairs(isa_registry.order) do
+    if DETECT[n] and DETECT[n](has, machine) then isas[n] = true end
+  end
   host_cache = { cpu = cpu, isas = isas }
   return host_cache
 end

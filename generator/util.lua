@@ -71,6 +71,17 @@ function M.makepath(p)
   return nil, ("cannot create folder '%s': %s"):format(p, tostring(err))
 end
 
+--- The build cache: $ATTNGEN_CACHE, else $XDG_CACHE_HOME/attngen, else
+-- ~/.cache/attngen.  The compiled tools (build.lua) and the tuning file
+-- (tunedb.lua) live there.
+function M.cache_dir()
+  local c = os.getenv("ATTNGEN_CACHE")
+  if c and c ~= "" then return c end
+  local xdg = os.getenv("XDG_CACHE_HOME")
+  if xdg and xdg ~= "" then return xdg .. "/attngen" end
+  return (os.getenv("HOME") or "/tmp") .. "/.cache/attngen"
+end
+
 --- Quotes a string for /bin/sh.
 function M.shell_quote(s)
   if s:match("^[%w%./_%-=:,+]+$") then return s end

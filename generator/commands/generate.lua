@@ -1,9 +1,7 @@
 --- attngen generate CONFIG... [-o DIR] [--set key=value]...
 local path = require("pl.path")
+local kernel_files = require("kernel_files")
 local presets = require("presets")
-local planner = require("planner")
-local render = require("render")
-local tunedb = require("tunedb")
 local util = require("util")
 
 local M = {}
@@ -14,18 +12,6 @@ function M.add_to_parser(parser)
   c:option("-o --output", "Output folder.", ".")
   c:option("--set", "Override a config key: key=value (a Lua literal); repeatable."):count("*")
   c:flag("-q --quiet", "Print nothing on success.")
-end
-
---- Plans and renders a config; returns the list of files (name, text) and
--- the plan, or nil and a one-line error.  A config with tile = "auto" takes
--- its tiles from the tuning file (tunedb; ATTNGEN_TUNE_DB=none: the
--- heuristic).  The banner's command leaves out -o: the text does not depend
--- on the folder.
-function M.files(cfg, display, sets)
-  local popts, err = tunedb.plan_options(cfg)
-  if not popts then return nil, err end
-  local plan = planner.plan(cfg, popts)
-  return render.kernel_files(plan, presets.command(display, sets)), plan
 end
 
 function M.run(args)
@@ -39,7 +25,7 @@ function M.run(args)
         :format(arg, cfg.name, names[cfg.name])
     end
     names[cfg.name] = arg
-    local files, ferr = M.files(cfg, display, args.set)
+    local files, ferr = kernel_files.render(cfg, display, args.set)
     if not files then return nil, ferr end
     for _, f in ipairs(files) do outputs[#outputs + 1] = f end
   end

@@ -1,12 +1,16 @@
 --- attngen import-hf config.json [-o FILE_OR_DIR] [--name NAME] [--isa LIST]:
--- attngen configs from a Hugging Face config.json (mapping in generator/hf.lua).
+-- attngen configs from a Hugging Face config.json (mapping in generator/import/).
 local path = require("pl.path")
 local config = require("config")
-local hf = require("hf")
+local importer = require("import.hf")
+local isa_registry = require("isa")
+local json = require("import.json")
 local planner = require("planner")
 local util = require("util")
 
 local M = {}
+
+local KNOWN_ISAS = table.concat(isa_registry.order, ", ")
 
 function M.add_to_parser(parser)
   local c = parser:command("import-hf", "Write attngen configs from a Hugging Face config.json.")
@@ -17,7 +21,7 @@ function M.add_to_parser(parser)
     .. "(default: the current folder).")
   c:option("--name", "Config name (a C identifier; default: from the file name, or its folder's name "
     .. "when the file is config.json).")
-  c:option("--isa", "ISA variants to emit, comma-separated (avx512, avx2, neon, scalar; default: all); "
+  c:option("--isa", ("ISA variants to emit, comma-separated (%s; default: all); "):format(KNOWN_ISAS)
     .. "repeatable."):count("*")
   c:flag("--force", "Replace existing files whose content differs.")
   c:flag("-q --quiet", "Print nothing on success.")
@@ -28,14 +32,14 @@ end
 local function base_name(args, out_file)
   if args.name then return args.name end
   if out_file then
-    local n = hf.identifier(path.basename(out_file):gsub("%.lua$", ""))
+    local n = importer.identifier(path.basename(out_file):gsub("%.lua$", ""))
     if n then return n end
   end
   local stem = path.basename(args.config_json):gsub("%.[jJ][sS][oO][nN]$", "")
   if stem:lower() == "config" then
     stem = path.basename(path.dirname(path.abspath(args.config_json)))
   end
-  return hf.identifier(stem) or "model"
+  return importer.identifier(stem) or "model"
 end
 
 local function isa_list(args)
@@ -44,7 +48,7 @@ local function isa_list(args)
   for _, item in ipairs(args.isa) do
     for n in item:gmatch("[^,%s]+") do list[#list + 1] = n end
   end
-  if #list == 0 then return nil, "--isa: give one or more of avx512, avx2, neon, scalar" end
+  if #list == 0 then return nil, "--isa: give one or more of " .. KNOWN_ISAS end
   return list
 end
 
@@ -97,12 +101,12 @@ function M.run(args)
   local name = base_name(args, out_file)
   if not name:match("^[%a_][%w_]*$") then
     return nil, ("--name %s: must be a C identifier (letters, digits, _; not starting with a digit)")
-      :format(util.shell_quote(hf.plain(name)))
+      :format(util.shell_quote(json.plain(name)))
   end
 
-  local j, derr = hf.decode(text, file)
+  local j, derr = json.decode(text, file)
   if not j then return nil, derr end
-  local result, err = hf.import(j, {
+  local result, err = importer.import(j, {
     file = file, text = text, name = name, isa = isa, command = command_line(args),
   })
   if not result then return nil, err end

@@ -17,7 +17,7 @@
 local lfs = require("lfs")
 local path = require("pl.path")
 local template = require("pl.template")
-local generate = require("commands.generate")
+local kernel_files = require("kernel_files")
 local presets = require("presets")
 local util = require("util")
 local version = require("version")
@@ -159,9 +159,10 @@ local function check_includes(files)
   end
 end
 
---- Loads and renders everything; returns the list of files { name, text }
--- (marker last), or nil, err.
-function M.files(configs, sets)
+--- Loads and renders the configs' kernels.  Returns the kernels (as
+-- describe returns them), their files { name, text } and the configs'
+-- display names, or nil, err.
+local function kernel_outputs(configs, sets)
   local kernels, out, displays = {}, {}, {}
   local by_name, by_symbol = {}, {}
   for _, arg in ipairs(configs) do
@@ -179,7 +180,7 @@ function M.files(configs, sets)
     end
     by_name[key] = { arg = arg, name = cfg.name }
     displays[#displays + 1] = display
-    local files, plan = generate.files(cfg, display, sets)
+    local files, plan = kernel_files.render(cfg, display, sets)
     if not files then return nil, plan end
     for _, sym in ipairs(symbols(plan)) do
       if by_symbol[sym] then
@@ -191,25 +192,15 @@ function M.files(configs, sets)
     for _, f in ipairs(files) do out[#out + 1] = f end
     kernels[#kernels + 1] = describe(plan)
   end
+  return kernels, out, displays
+end
 
-  local runtime_dir = util.root .. "/runtime/"
-  for _, name in ipairs(M.RUNTIME_FILES) do
-    local text, err = util.read_file(runtime_dir .. name)
-    if not text then return nil, ("%s%s: cannot read: %s"):format(runtime_dir, name, tostring(err)) end
-    out[#out + 1] = { name = name, text = text }
-  end
-
-  local sources, headers, objects, names = { "attn_runtime.c" }, { "attn_runtime.h", "attngen.h" }, {}, {}
+--- The folder's files with what each is, for its README.
+local function listing(kernels)
+  local list = {}
   for _, k in ipairs(kernels) do
-    sources[#sources + 1] = k.source
-    headers[#headers + 1] = k.header
-    objects[#objects + 1] = " " .. k.name .. ".o"
-    names[#names + 1] = k.name
-  end
-  local listing = {}
-  for _, k in ipairs(kernels) do
-    listing[#listing + 1] = { name = k.header, what = "declares `" .. k.entry .. "` and `" .. k.kernel .. "`" }
-    listing[#listing + 1] = { name = k.source,
+    list[#list + 1] = { name = k.header, what = "declares `" .. k.entry .. "` and `" .. k.kernel .. "`" }
+    list[#list + 1] = { name = k.source,
       what = "the kernel `" .. k.name .. "`: every ISA variant and the dispatch" }
   end
   local rest = {
@@ -223,9 +214,42 @@ function M.files(configs, sets)
     { "README.md", "this file" },
     { M.MARKER, "the list of files `attngen vendor` wrote (and replaces when run again)" },
   }
-  for _, r in ipairs(rest) do listing[#listing + 1] = { name = r[1], what = r[2] } end
+  for _, r in ipairs(rest) do list[#list + 1] = { name = r[1], what = r[2] } end
+  return list
+end
 
-  local env = {
+-- text broken at spaces into lines of at most `width` characters (counting
+-- `prefix`, which starts every line after the first)
+local function wrap(text, prefix, width)
+  local lines, line = {}, nil
+  for word in text:gmatch("%S+") do
+    if line and #prefix + #line + 1 + #word > width then
+      lines[#lines + 1] = line
+      line = word
+    else
+      line = line and (line .. " " .. word) or word
+    end
+  end
+  lines[#lines + 1] = line or ""
+  return table.concat(lines, "\n" .. prefix)
+end
+
+local function join(list, prefix, sep)
+  local t = {}
+  for i, s in ipairs(list) do t[i] = prefix .. s end
+  return table.concat(t, sep)
+end
+
+--- The values the templates of templates/vendor/ see.
+local function template_env(kernels, displays, sets)
+  local sources, headers, objects, names = { "attn_runtime.c" }, { "attn_runtime.h", "attngen.h" }, {}, {}
+  for _, k in ipairs(kernels) do
+    sources[#sources + 1] = k.source
+    headers[#headers + 1] = k.header
+    objects[#objects + 1] = " " .. k.name .. ".o"
+    names[#names + 1] = k.name
+  end
+  return {
     ipairs = ipairs,
     version = version.string,
     command = M.command(displays, sets),
@@ -236,28 +260,26 @@ function M.files(configs, sets)
     sources = sources,
     headers = headers,
     objects = table.concat(objects),
-    files = listing,
-    -- text broken at spaces into lines of at most `width` characters
-    -- (counting `prefix`, which starts every line after the first)
-    wrap = function(text, prefix, width)
-      local lines, line = {}, nil
-      for word in text:gmatch("%S+") do
-        if line and #prefix + #line + 1 + #word > width then
-          lines[#lines + 1] = line
-          line = word
-        else
-          line = line and (line .. " " .. word) or word
-        end
-      end
-      lines[#lines + 1] = line or ""
-      return table.concat(lines, "\n" .. prefix)
-    end,
-    join = function(list, prefix, sep)
-      local t = {}
-      for i, s in ipairs(list) do t[i] = prefix .. s end
-      return table.concat(t, sep)
-    end,
+    files = listing(kernels),
+    wrap = wrap,
+    join = join,
   }
+end
+
+--- Loads and renders everything; returns the list of files { name, text }
+-- (marker last), or nil, err.
+function M.files(configs, sets)
+  local kernels, out, displays = kernel_outputs(configs, sets)
+  if not kernels then return nil, out end
+
+  local runtime_dir = util.root .. "/runtime/"
+  for _, name in ipairs(M.RUNTIME_FILES) do
+    local text, err = util.read_file(runtime_dir .. name)
+    if not text then return nil, ("%s%s: cannot read: %s"):format(runtime_dir, name, tostring(err)) end
+    out[#out + 1] = { name = name, text = text }
+  end
+
+  local env = template_env(kernels, displays, sets)
   for _, name in ipairs({ "attngen.h", "CMakeLists.txt", "attngen.mk", "example.c", "README.md" }) do
     out[#out + 1] = { name = name, text = render(name .. ".tmpl", env) }
   end

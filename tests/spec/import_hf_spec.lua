@@ -5,7 +5,8 @@
 -- code 2, with nothing written.
 local helper = dofile((debug.getinfo(1, "S").source:match("^@(.-)[^/]*$") or "") .. "helper.lua")
 local json = require("dkjson")
-local hf = require("hf")
+local hf = require("import.hf")
+local hf_json = require("import.json")
 local config = require("config")
 local presets = require("presets")
 local planner = require("planner")
@@ -30,7 +31,7 @@ describe("import-hf", function()
 
   --- Imports JSON text in-process; returns the result or nil, err.
   local function import_text(text, name, isa)
-    local j, err = hf.decode(text, "t.json")
+    local j, err = hf_json.decode(text, "t.json")
     if not j then return nil, err end
     return hf.import(j, { file = "t.json", text = text, name = name or "t", isa = isa,
       command = "attngen import-hf t.json" })
@@ -123,7 +124,7 @@ describe("import-hf", function()
       if not imported[stem] then
         local file = HF_DIR .. "/" .. stem .. ".json"
         local text = assert(helper.read_file(file), file)
-        local j, err = hf.decode(text, file)
+        local j, err = hf_json.decode(text, file)
         assert.is_table(j, err)
         local res, ierr = hf.import(j, { file = "tests/hf/" .. stem .. ".json", text = text, name = stem,
           command = "attngen import-hf tests/hf/" .. stem .. ".json" })
@@ -220,7 +221,7 @@ describe("import-hf", function()
       "000111",
     }
 
-    --- The mask of a config per DESIGN.md section 3 for Lq = Lk = n.
+    --- The mask of a config per docs/config.md (semantics of the sdpa family) for Lq = Lk = n.
     local function attngen_mask(cfg, n)
       local rows = {}
       for i = 0, n - 1 do
@@ -435,7 +436,7 @@ describe("import-hf", function()
   describe("the written text", function()
     it("is exactly this for Mistral-7B", function()
       local text = assert(helper.read_file(HF_DIR .. "/mistral_7b.json"))
-      local res = assert(hf.import(assert(hf.decode(text, "x")), { file = "tests/hf/mistral_7b.json", text = text,
+      local res = assert(hf.import(assert(hf_json.decode(text, "x")), { file = "tests/hf/mistral_7b.json", text = text,
         name = "mistral_7b", command = "attngen import-hf tests/hf/mistral_7b.json" }))
       assert.equal(table.concat({
         "-- mistral_7b: Mistral attention: 32 query heads, 8 KV heads (GQA), head dim 128, causal, sliding window "
@@ -665,7 +666,7 @@ describe("import-hf", function()
       assert.truthy(h:find("attn_mistral_7b_fwd", 1, true))
       -- the kernel is the preset's: the same text after the banner (which names the config file)
       local pcfg = preset("mistral_7b")
-      local files = require("commands.generate").files(pcfg, "mistral_7b")
+      local files = require("kernel_files").render(pcfg, "mistral_7b")
       local want
       for _, f in ipairs(files) do
         if f.name == "mistral_7b.c" then want = f.text end

@@ -1,0 +1,80 @@
+--- The model families import-hf knows: which Hugging Face model_type maps
+-- to which attention settings, the keys that hold the head count and the
+-- hidden size across families, and the role of a model whose model_type is
+-- not known, read from its architectures' class names.
+local json = require("import.json")
+
+local M = {}
+
+-- Families.  role: "decoder" (causal), "text_encoder" (bidirectional,
+-- padded batches), "vision_encoder" (bidirectional, fixed length),
+-- "encoder_decoder" (Whisper: three configs).
+-- window: how sliding_window applies when there is no layer_types list:
+-- "all" every layer, "qwen2" layers from max_window_layers on when
+-- use_sliding_window, "alternate" even layers (Gemma-2), nil ignored.
+-- kv: "falcon" reads Falcon's multi_query / new_decoder_architecture keys.
+-- alibi: the family always adds ALiBi biases.
+-- defaults: the values transformers' config class uses for absent keys.
+local FAMILIES = {
+  llama = { label = "Llama", role = "decoder" },
+  mistral = { label = "Mistral", role = "decoder", window = "all", defaults = { sliding_window = 4096 } },
+  mixtral = { label = "Mixtral", role = "decoder", window = "all" },
+  qwen2 = { label = "Qwen2", role = "decoder", window = "qwen2",
+    defaults = { use_sliding_window = false, sliding_window = 4096, max_window_layers = 28, num_hidden_layers = 32 } },
+  gemma = { label = "Gemma", role = "decoder", defaults = { head_dim = 256 } },
+  gemma2 = { label = "Gemma-2", role = "decoder", window = "alternate",
+    defaults = { head_dim = 256, sliding_window = 4096, attn_logit_softcapping = 50, query_pre_attn_scalar = 256,
+      num_hidden_layers = 26 } },
+  phi3 = { label = "Phi-3", role = "decoder", window = "all" },
+  falcon = { label = "Falcon", role = "decoder", kv = "falcon" },
+  RefinedWebModel = { label = "Falcon", role = "decoder", kv = "falcon" },
+  RefinedWeb = { label = "Falcon", role = "decoder", kv = "falcon", defaults = { new_decoder_architecture = true } },
+  bloom = { label = "BLOOM", role = "decoder", alibi = true },
+  gpt2 = { label = "GPT-2", role = "decoder" },
+  bert = { label = "BERT", role = "text_encoder" },
+  roberta = { label = "RoBERTa", role = "text_encoder" },
+  ["xlm-roberta"] = { label = "XLM-RoBERTa", role = "text_encoder" },
+  vit = { label = "ViT", role = "vision_encoder" },
+  whisper = { label = "Whisper", role = "encoder_decoder" },
+}
+
+--- The keys that hold the number of query heads, and the hidden size, in
+-- the order they are tried.
+M.HEADS_KEYS = { "num_attention_heads", "n_head", "n_heads" }
+M.HIDDEN_KEYS = { "hidden_size", "n_embd", "d_model" }
+
+--- The family of a model_type, or nil.
+function M.get(model_type)
+  if type(model_type) ~= "string" then return nil end
+  return FAMILIES[model_type]
+end
+
+--- The model_type values import-hf knows, sorted.
+function M.names()
+  local names = {}
+  for k in pairs(FAMILIES) do names[#names + 1] = k end
+  table.sort(names)
+  return names
+end
+
+--- Causal or not, for a model_type import-hf does not know: from the
+-- architectures' class names.  Returns role, reason or nil.
+function M.role_from_architectures(archs)
+  if type(archs) ~= "table" then return nil end
+  for _, a in ipairs(archs) do
+    if type(a) == "string" and (a:match("ForCausalLM$") or a:match("LMHeadModel$")) then
+      return "decoder", json.plain(a) .. " is a causal decoder"
+    end
+  end
+  for _, a in ipairs(archs) do
+    if type(a) == "string" and a:match("ForMaskedLM$") then
+      return "text_encoder", json.plain(a) .. " is a bidirectional encoder"
+    end
+    if type(a) == "string" and a:match("ForImageClassification$") then
+      return "vision_encoder", json.plain(a) .. " is a bidirectional encoder"
+    end
+  end
+  return nil
+end
+
+return M

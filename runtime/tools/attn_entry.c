@@ -1,0 +1,21 @@
+/*
+ * attn_entry.c - names the kernel a tool (attn_run, attn_check, attn_bench)
+ * is built around.
+ *
+ * The tools reach their kernel through attn_entry_kernel; this file defines
+ * it as the address of the generated descriptor that ATTN_ENTRY_KERNEL
+ * names.  Compile it once per kernel:
+ *
+ *   cc -c runtime/tools/attn_entry.c -Iruntime -DATTN_ENTRY_KERNEL=attn_<name>_kernel
+ *
+ * and link it with the kernel, the runtime and a tool's main.  Not vendored.
+ */
+#include "attn_runtime.h"
+
+#ifndef ATTN_ENTRY_KERNEL
+#error "define ATTN_ENTRY_KERNEL as the kernel descriptor, e.g. -DATTN_ENTRY_KERNEL=attn_llama3_8b_kernel"
+#endif
+
+extern const attn_kernel ATTN_ENTRY_KERNEL;
+extern const attn_kernel *const attn_entry_kernel;
+const attn_kernel *const attn_entry_kernel = &ATTN_ENTRY_KERNEL;
