@@ -15,6 +15,23 @@ JOBS     ?= 2
 
 PRESETS      := $(sort $(basename $(notdir $(wildcard configs/*.lua))))
 TEST_CONFIGS := $(sort $(basename $(notdir $(wildcard configs/test/*.lua))))
+CONFIG_FILES := $(wildcard configs/*.lua configs/test/*.lua)
+
+# The Lua interpreter, and the configs tests/kernel_sets.lua picks from
+# configs/ for a purpose (sanitize, sanitize-presets, run, fuzz, neon).
+# Recursive (=), and never in a rule's prerequisites as read: a target that
+# needs a set expands it in its recipe (and builds the set's parts with a
+# sub-make), so neither runs unless that target does, and the sets exist
+# once bootstrap has installed Lua.
+LUA        = $(firstword $(shell command -v luajit lua5.4 lua5.1))
+kernel_set = $(or $(shell $(or $(LUA),$(error no Lua interpreter (luajit, lua5.4, lua5.1): run 'make bootstrap')) \
+               tests/kernel_sets.lua $(1) $(CONFIG_FILES)),$(error tests/kernel_sets.lua $(1) picked no configs))
+
+# The tools reach their kernel through attn_entry_kernel, which
+# runtime/tools/attn_entry.c defines from -DATTN_ENTRY_KERNEL (in a rule
+# whose stem $* is the config's name).
+ENTRY_SRC    := runtime/tools/attn_entry.c
+ENTRY_DEFINE  = -DATTN_ENTRY_KERNEL=attn_$*_kernel
 
 .PHONY: all bootstrap generate demo test lint check-generated clean neon-check bench bench-quick vendor-test
 .SECONDARY:
@@ -45,7 +62,7 @@ KOBJ        := $(BUILD)/obj
 TEST_CFLAGS := -std=c99 -O2 -g -fopenmp -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Iruntime
 RUNTIME_SRC := runtime/attn_runtime.c runtime/attn_reference.c runtime/attn_npy.c runtime/attn_verify.c
 
-$(TEST_GEN)/%.c $(TEST_GEN)/%.h: configs/test/%.lua $(wildcard generator/*.lua generator/*/*.lua templates/*)
+$(TEST_GEN)/%.c $(TEST_GEN)/%.h: configs/test/%.lua $(wildcard generator/*.lua generator/*/*.lua templates/*.tmpl templates/*/*.tmpl)
 	@mkdir -p $(TEST_GEN)
 	ATTNGEN_TUNE_DB=none $(ATTNGEN) generate -q $< -o $(TEST_GEN)
 
@@ -71,9 +88,9 @@ KERNEL_OBJS  := $(PRESETS:%=$(KOBJ)/preset_%.o) $(TEST_CONFIGS:%=$(KOBJ)/test_%.
 RUNTIME_OBJS := $(RUNTIME_SRC:runtime/%.c=$(KOBJ)/rt_%.o)
 
 # the kernels' vector math, exported for tests/test_vmath.c
-$(BUILD)/vmath.c: tests/gen_vmath.lua templates/vmath.c.tmpl templates/vmath_test.c.tmpl $(wildcard generator/*.lua generator/*/*.lua)
+$(BUILD)/vmath.c: tests/gen_vmath.lua templates/lib/vmath.c.tmpl templates/vmath_test.c.tmpl $(wildcard generator/*.lua generator/*/*.lua)
 	@mkdir -p $(BUILD)
-	ATTNGEN_ROOT=$(CURDIR) $(firstword $(shell command -v luajit lua5.4 lua5.1)) tests/gen_vmath.lua $@
+	ATTNGEN_ROOT=$(CURDIR) $(LUA) tests/gen_vmath.lua $@
 
 $(BUILD)/test_kernels: tests/test_kernels.c tests/test_vmath.c tests/test_extremes.c tests/test_threads.c \
   $(BUILD)/vmath.c $(BUILD)/kernel_list.h $(KERNEL_OBJS) $(RUNTIME_OBJS)
@@ -89,41 +106,41 @@ vendor-test:
 clean:
 	rm -rf $(BUILD)
 
-# --- AArch64: the check tool of each test config, built with the cross
-# compiler and run under qemu-user: NEON and scalar variants.  (The presets'
-# AArch64 build is checked by the strict compiles; their reference runs are
-# too slow under emulation.) ---
+# --- AArch64: the check tool of each test config with a NEON variant
+# (tests/kernel_sets.lua neon), built with the cross compiler and run under
+# qemu-user: NEON and scalar variants.  (The presets' AArch64 build is
+# checked by the strict compiles; their reference runs are too slow under
+# emulation.) ---
 
-NEON_CONFIGS := $(TEST_CONFIGS)
+NEON_CONFIGS ?= $(call kernel_set,neon)
 AARCH64_CC   ?= aarch64-linux-gnu-gcc
 QEMU_AARCH64 ?= qemu-aarch64
 NEON_CFLAGS  := -std=c99 -O2 -static -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Iruntime
 
-NEON_LINK = $(AARCH64_CC) $(NEON_CFLAGS) -I$(dir $<) $< $(BUILD)/neon/$*_entry.c runtime/attn_runtime.c \
+NEON_LINK = $(AARCH64_CC) $(NEON_CFLAGS) $(ENTRY_DEFINE) -I$(dir $<) $< $(ENTRY_SRC) runtime/attn_runtime.c \
 	runtime/attn_reference.c runtime/attn_verify.c runtime/tools/attn_check_main.c -o $@ -lm
 
-$(BUILD)/neon/%_entry.c:
-	@mkdir -p $(BUILD)/neon
-	@printf '#include "%s.h"\nconst attn_kernel *const attn_entry_kernel = &attn_%s_kernel;\n' $* $* > $@
-
 # presets from generated/, test configs from build/gen-test/
-$(BUILD)/neon/%_check: generated/%.c $(BUILD)/neon/%_entry.c $(RUNTIME_SRC) runtime/tools/attn_check_main.c
+$(BUILD)/neon/%_check: generated/%.c $(ENTRY_SRC) $(RUNTIME_SRC) runtime/tools/attn_check_main.c
+	@mkdir -p $(@D)
 	$(NEON_LINK)
 
-$(BUILD)/neon/%_check: $(TEST_GEN)/%.c $(BUILD)/neon/%_entry.c $(RUNTIME_SRC) runtime/tools/attn_check_main.c
+$(BUILD)/neon/%_check: $(TEST_GEN)/%.c $(ENTRY_SRC) $(RUNTIME_SRC) runtime/tools/attn_check_main.c
+	@mkdir -p $(@D)
 	$(NEON_LINK)
 
-neon-check: $(NEON_CONFIGS:%=neon-run-%)
+neon-check:
+	@$(MAKE) --no-print-directory $(addprefix neon-run-,$(NEON_CONFIGS))
 
 neon-run-%: $(BUILD)/neon/%_check
 	@out=$$($(QEMU_AARCH64) $< --quick 2>&1); rc=$$?; printf '%s\n' "$$out" | sed 's/^/$*: /'; exit $$rc
 
 # --- benchmarks (not part of make test: timings are noisy on shared machines) ---
 bench: bootstrap
-	ATTNGEN_ROOT=$(CURDIR) $(firstword $(shell command -v luajit lua5.4 lua5.1)) bench/suite.lua
+	ATTNGEN_ROOT=$(CURDIR) $(LUA) bench/suite.lua
 
 bench-quick: bootstrap
-	ATTNGEN_ROOT=$(CURDIR) $(firstword $(shell command -v luajit lua5.4 lua5.1)) bench/suite.lua --quick --out $(BUILD)/bench
+	ATTNGEN_ROOT=$(CURDIR) $(LUA) bench/suite.lua --quick --out $(BUILD)/bench
 
 # --- sanitizers, valgrind and libFuzzer ---
 #   make sanitize      the runtime, the check and run tools and a sample of kernels
@@ -131,6 +148,12 @@ bench-quick: bootstrap
 #   make valgrind-run  the run tool of small configs under valgrind memcheck
 #   make fuzz          each libFuzzer target for FUZZ_SECONDS (default 30)
 #   make fuzz-long     each libFuzzer target for FUZZ_LONG_SECONDS (default 600)
+# The samples come from tests/kernel_sets.lua: for each purpose, the fewest
+# configs that together have every feature (masks, padding, window, global
+# tokens, softcap, ALiBi, GQA/MQA, odd head dims, Dv != D, explicit tiles)
+# some config has; `luajit tests/kernel_sets.lua --explain PURPOSE configs/*.lua
+# configs/test/*.lua` shows them.  Setting a list on the command line (make
+# sanitize SAN_TESTS="t_d1 t_odd_dims") overrides it.
 # Kernels are compiled at -O0 here: with the sanitizers -O1 costs 5-30 times
 # longer to compile a generated file (minutes for the largest presets), while
 # -O0 keeps every memory access in place for ASan to see.
@@ -139,11 +162,11 @@ bench-quick: bootstrap
 
 SAN_DIR      := $(BUILD)/san
 SAN_CC       ?= gcc
-SAN_PRESETS  ?= llama3_8b gemma2_9b_local bert_base
-SAN_TESTS    ?= t_everything t_bool_mask t_odd_dims t_longformer_padded t_small_tiles
-SAN_KERNELS  := $(SAN_PRESETS) $(SAN_TESTS)
-# the run tool on .npy inputs: padding + bias mask, and a bool mask
-SAN_RUN      ?= t_everything t_bool_mask
+SAN_PRESETS  ?= $(call kernel_set,sanitize-presets)
+SAN_TESTS    ?= $(call kernel_set,sanitize)
+SAN_KERNELS   = $(SAN_PRESETS) $(SAN_TESTS)
+# the run tool on .npy inputs: padding, a bias mask and a bool mask
+SAN_RUN      ?= $(call kernel_set,run)
 SAN_FLAGS    := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g
 SAN_CFLAGS   := -std=c99 -fopenmp -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror \
 	$(if $(findstring clang,$(SAN_CC)),,-Wno-format-truncation) -Iruntime $(SAN_FLAGS)
@@ -165,9 +188,9 @@ $(SAN_DIR)/k_%.o: $(TEST_GEN)/%.c $(TEST_GEN)/%.h runtime/attn_runtime.h
 	@mkdir -p $(SAN_DIR)
 	$(SAN_CC) $(SAN_CFLAGS) -O0 -I$(TEST_GEN) -c $< -o $@
 
-$(SAN_DIR)/%_entry.o: $(SAN_DIR)/k_%.o
-	@printf '#include "attn_runtime.h"\nextern const attn_kernel attn_%s_kernel;\nconst attn_kernel *const attn_entry_kernel = &attn_%s_kernel;\n' $* $* > $(@:.o=.c)
-	$(SAN_CC) $(SAN_CFLAGS) -O1 -c $(@:.o=.c) -o $@
+$(SAN_DIR)/%_entry.o: $(ENTRY_SRC) runtime/attn_runtime.h
+	@mkdir -p $(SAN_DIR)
+	$(SAN_CC) $(SAN_CFLAGS) -O1 $(ENTRY_DEFINE) -c $< -o $@
 
 $(SAN_DIR)/%_check: $(SAN_DIR)/k_%.o $(SAN_DIR)/%_entry.o $(SAN_DIR)/tool_check.o $(SAN_RT_OBJS)
 	$(SAN_CC) $(SAN_CFLAGS) $^ -o $@ -lm
@@ -185,25 +208,26 @@ san-check-%: $(SAN_DIR)/%_check
 san-run-%: $(SAN_DIR)/%_run $(SAN_DIR)/npy_tool
 	@tests/sanitize.sh run $< $* $(SAN_DIR)/results $(SAN_DIR)/npy_tool
 
-sanitize: bootstrap $(SAN_KERNELS:%=san-check-%) $(SAN_RUN:%=san-run-%)
-	@tests/sanitize.sh summary $(SAN_DIR)/results $(SAN_KERNELS) $(SAN_RUN:%=run-%)
+sanitize: bootstrap
+	@$(MAKE) --no-print-directory $(addprefix san-check-,$(SAN_KERNELS)) $(addprefix san-run-,$(SAN_RUN))
+	@tests/sanitize.sh summary $(SAN_DIR)/results $(SAN_KERNELS) $(addprefix run-,$(SAN_RUN))
 
 # valgrind: plain builds (valgrind knows no AVX-512 and hides it from the
 # program, so the kernels dispatch to AVX2 there)
 VG_DIR     := $(BUILD)/valgrind
 VG_CFLAGS  := -std=c99 -O1 -g -fopenmp -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Iruntime
-VG_RUN     ?= t_everything t_bool_mask
+VG_RUN     ?= $(call kernel_set,run)
 
-$(VG_DIR)/%_run: $(TEST_GEN)/%.c $(TEST_GEN)/%.h $(RUNTIME_SRC) runtime/*.h runtime/tools/attn_run_main.c
+$(VG_DIR)/%_run: $(TEST_GEN)/%.c $(TEST_GEN)/%.h $(ENTRY_SRC) $(RUNTIME_SRC) runtime/*.h runtime/tools/attn_run_main.c
 	@mkdir -p $(VG_DIR)
-	@printf '#include "%s.h"\nconst attn_kernel *const attn_entry_kernel = &attn_%s_kernel;\n' $* $* > $(VG_DIR)/$*_entry.c
-	$(CC) $(VG_CFLAGS) -I$(TEST_GEN) $< $(VG_DIR)/$*_entry.c $(RUNTIME_SRC) runtime/tools/attn_run_main.c -o $@ -lm
+	$(CC) $(VG_CFLAGS) $(ENTRY_DEFINE) -I$(TEST_GEN) $< $(ENTRY_SRC) $(RUNTIME_SRC) runtime/tools/attn_run_main.c -o $@ -lm
 
 $(VG_DIR)/npy_tool: tests/npy_tool.c runtime/attn_npy.c runtime/attn_npy.h
 	@mkdir -p $(VG_DIR)
 	$(CC) $(VG_CFLAGS) tests/npy_tool.c runtime/attn_npy.c -o $@ -lm
 
-valgrind-run: bootstrap $(VG_RUN:%=$(VG_DIR)/%_run) $(VG_DIR)/npy_tool
+valgrind-run: bootstrap $(VG_DIR)/npy_tool
+	@$(MAKE) --no-print-directory $(patsubst %,$(VG_DIR)/%_run,$(VG_RUN))
 	@tests/sanitize.sh valgrind $(VG_DIR) $(VG_RUN)
 
 # libFuzzer (clang): the .npy reader, and argument validation + kernels
@@ -211,7 +235,7 @@ FUZZ_DIR          := $(BUILD)/fuzz
 FUZZ_CC           ?= clang
 FUZZ_SECONDS      ?= 30
 FUZZ_LONG_SECONDS ?= 600
-FUZZ_KERNELS      ?= t_everything t_bool_mask t_odd_dims t_small_tiles t_tile48
+FUZZ_KERNELS      ?= $(call kernel_set,fuzz)
 FUZZ_SAN          := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g
 FUZZ_CFLAGS       := -std=c99 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Wno-unknown-pragmas -Iruntime
 FUZZ_RT_OBJS      := $(FUZZ_DIR)/rt_attn_runtime.o $(FUZZ_DIR)/ref_attn_reference.o
@@ -233,18 +257,27 @@ $(FUZZ_DIR)/k_%.o: $(TEST_GEN)/%.c $(TEST_GEN)/%.h runtime/attn_runtime.h
 	@mkdir -p $(FUZZ_DIR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) $(FUZZ_EDGES) -O0 -I$(TEST_GEN) -c $< -o $@
 
-$(FUZZ_DIR)/fuzz_kernels.h: Makefile
+# rewritten only when the list changes (FUZZ_KERNELS may come from the command line)
+$(FUZZ_DIR)/fuzz_kernels.h: FORCE
 	@mkdir -p $(FUZZ_DIR)
 	@{ echo '/* written by the Makefile (FUZZ_KERNELS): KERNEL(name) per kernel */'; \
-	   for n in $(FUZZ_KERNELS); do echo "KERNEL($$n)"; done; } > $@
+	   for n in $(FUZZ_KERNELS); do echo "KERNEL($$n)"; done; } > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv -f $@.tmp $@; fi
+
+.PHONY: FORCE
+FORCE:
 
 $(FUZZ_DIR)/fuzz_npy: tests/fuzz/fuzz_npy.c $(FUZZ_DIR)/rt_attn_npy.o
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -O1 $^ -o $@ -lm
 
-$(FUZZ_DIR)/fuzz_args: tests/fuzz/fuzz_args.c $(FUZZ_DIR)/fuzz_kernels.h $(FUZZ_RT_OBJS) $(FUZZ_KERNELS:%=$(FUZZ_DIR)/k_%.o)
+# fuzz_args links the kernels of FUZZ_KERNELS.  A pattern rule with
+# secondary expansion ($$): its prerequisites, and so the set, are expanded
+# only when make looks for this target, not each time the Makefile is read.
+FUZZ_KERNEL_OBJS = $(addprefix $(FUZZ_DIR)/k_,$(addsuffix .o,$(FUZZ_KERNELS)))
+.SECONDEXPANSION:
+$(FUZZ_DIR)/fuzz_arg%: tests/fuzz/fuzz_arg%.c $(FUZZ_DIR)/fuzz_kernels.h $(FUZZ_RT_OBJS) $$(FUZZ_KERNEL_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) $(FUZZ_SAN) -fsanitize=fuzzer -fno-sanitize-coverage=trace-cmp -O1 \
-	  -I$(FUZZ_DIR) $< $(FUZZ_RT_OBJS) \
-	  $(FUZZ_KERNELS:%=$(FUZZ_DIR)/k_%.o) -o $@ -lm
+	  -I$(FUZZ_DIR) $< $(FUZZ_RT_OBJS) $(FUZZ_KERNEL_OBJS) -o $@ -lm
 
 fuzz: bootstrap $(FUZZ_DIR)/fuzz_npy $(FUZZ_DIR)/fuzz_args
 	@tests/fuzz/run.sh $(FUZZ_SECONDS) $(FUZZ_DIR) fuzz_npy fuzz_args

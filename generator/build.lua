@@ -102,6 +102,7 @@ function M.ensure(cfg, display, sets)
   end
   for _, t in ipairs(M.TOOLS) do inputs[#inputs + 1] = rt .. "/tools/attn_" .. t .. "_main.c" end
   inputs[#inputs + 1] = rt .. "/tools/attn_tool_inputs.h"
+  inputs[#inputs + 1] = rt .. "/tools/attn_entry.c"
   local key = M.hash(files[1].text .. files[2].text .. read_all(inputs) .. version.string .. cid
     .. (os.getenv("CFLAGS") or ""))
   local cache = M.cache_dir()

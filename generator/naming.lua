@@ -1,38 +1,180 @@
---- Names of generated functions.  The name is the spec (XNNPACK style):
--- operation and block shape before the double underscore, ISA after it.
+--- Names of everything the generator emits.  The name is the spec (XNNPACK
+-- style): what a symbol computes, its register block and storage type come
+-- before the double underscore, the ISA after it.
 --
---   attn_<config>_fwd                 entry point (validates, dispatches)
---   attn_<config>_fwd__<isa>          one ISA variant
---   attn_<config>_qk_<MR>x<NC>__<isa> scores micro-kernel: MR query rows x NC keys
---   attn_<config>_pv_<MR>x<DV>__<isa> P*V micro-kernel: MR rows x DV output columns
---   attn_<config>_kernel              the attn_kernel descriptor
+--   attn_<config>_<op>[_<MR>x<N>][_<dtype>][__<isa>]   a symbol of one config
+--   attn_<op>[_q4]__<isa>                             shared vector math and ISA helpers
+--
+-- for example
+--   attn_llama3_8b_fwd                      entry point (validates, dispatches)
+--   attn_llama3_8b_fwd__avx512              one ISA variant
+--   attn_llama3_8b_qk_8x32_f32__avx512      scores micro-kernel: 8 rows x 32 columns, f32 operands
+--   attn_llama3_8b_pv_6x128_f32__avx512     P*V micro-kernel: 6 rows x Dv = 128 columns
+--   attn_llama3_8b_kernel                   the attn_kernel descriptor
+--   attn_exp2_q4__avx512                    exp2 on four-float registers
+--
+-- OPS is the one table of what exists; build() and parse() both read it, so
+-- every name built parses back to the same fields, and tests, benchmarks
+-- and the micro-kernel tests derive what they need from names.
 local isa_registry = require("isa")
 
 local M = {}
 
-function M.entry(name) return ("attn_%s_fwd"):format(name) end
-function M.kernel(name) return ("attn_%s_kernel"):format(name) end
-function M.variant(name, isa) return ("attn_%s_fwd__%s"):format(name, isa) end
-function M.qk(name, mr, nc, isa) return ("attn_%s_qk_%dx%d__%s"):format(name, mr, nc, isa) end
-function M.pv(name, mr, dv, isa) return ("attn_%s_pv_%dx%d__%s"):format(name, mr, dv, isa) end
+--- Storage types a name can carry.
+M.DTYPES = { "f32", "bf16", "f16" }
 
---- Parses a generated function name back into its parts:
--- { config=, op= "fwd"|"qk"|"pv"|"kernel", mr=, nc=, isa= } or nil.
-function M.parse(fname)
-  -- The ISA after "__" must be a known one: a config may be named like a
-  -- kernel ("a_qk_1x2_" has the entry attn_a_qk_1x2__fwd, which is not a
-  -- qk micro-kernel for an ISA "fwd").
-  local cfg, isa = fname:match("^attn_([%w_]-)_fwd__(%w+)$")
-  if cfg and isa_registry.known(isa) then return { config = cfg, op = "fwd", isa = isa } end
-  local op, mr, nc
-  cfg, op, mr, nc, isa = fname:match("^attn_([%w_]-)_(%a%a)_(%d+)x(%d+)__(%w+)$")
-  if cfg and (op == "qk" or op == "pv") and isa_registry.known(isa) then
-    return { config = cfg, op = op, mr = tonumber(mr), nc = tonumber(nc), isa = isa }
+--- op -> how its names are formed:
+--   shape: "MxN" (a register block: rows x columns) or nil (no shape)
+--   dtype: whether the storage type of its operands is part of the name
+--   isa:   whether it is one ISA's (a "__<isa>" suffix)
+--   micro: a micro-kernel the micro-kernel tests check alone
+--   what:  a line for documents and tests
+M.OPS = {
+  -- the interface of a config's kernel
+  fwd = { isa = "optional", what = "entry point (no ISA) or one ISA variant" },
+  kernel = { what = "the attn_kernel descriptor" },
+  variants = { what = "the table of ISA variants compiled in" },
+  -- micro-kernels (templates/lib/)
+  qk = { shape = "MxN", dtype = true, isa = true, micro = true,
+    what = "scores C[M][N] = A[M][D] B[D][N], A's rows broadcast against a packed panel B" },
+  pv = { shape = "MxN", dtype = true, isa = true, micro = true,
+    what = "O[M][N] = alpha O + P[M][keys] V[keys][N]" },
+  dot = { shape = "MxN", dtype = true, isa = true, micro = true,
+    what = "scores of M query rows against N keys by dot products along D" },
+  sqk = { shape = "MxN", dtype = true, isa = true,
+    what = "streaming decode: M rows' scores against one key, online softmax update" },
+  spv = { shape = "MxN", dtype = true, isa = true, what = "streaming decode: M rows += p V, one V row" },
+  srescale = { shape = "MxN", isa = true, what = "streaming decode: M rows of O times their rescale factors" },
+  sterms = { shape = "MxN", isa = true, what = "streaming decode: score terms and hiding of M rows at one key" },
+  qpack = { dtype = true, isa = true, what = "one query row, scaled into a packed row" },
+  kvpack = { dtype = true, isa = true, what = "a panel of K^T and V rows packed for the prefill path" },
+  -- the loops around them (templates/families/)
+  unit = { isa = true, what = "prefill: one (batch, head, query tile) work unit" },
+  scratch = { isa = true, what = "prefill: per-thread scratch type" },
+  decode = { isa = true, what = "decode path: splits, then the merge" },
+  dunit = { isa = true, what = "decode: one (batch, split) unit, blocked" },
+  sunit = { shape = "MxN", isa = true, what = "decode: one (batch, split) unit, streaming, M rows a kv head" },
+  dscratch = { isa = true, what = "decode: per-thread scratch type" },
+  dmerge = { isa = true, what = "decode: combines one row's splits" },
+  -- config-level helpers (no ISA)
+  row_span = { what = "the keys a query position sees" },
+  tile_class = { what = "how a block of rows sees a block of keys (an enum type)" },
+  classify = { what = "how a block of rows sees a block of keys" },
+  sees = { what = "whether any row of a block may see a column range" },
+  dresult = { what = "decode: a split's normalized output and LSE" },
+  prefetch_row = { what = "prefetch the cache lines of a row" },
+  shidden = { what = "streaming decode: whether a row does not see a key" },
+  sadd = { what = "streaming decode: what is added to a row's score at a key" },
+  alibi_slopes = { what = "ALiBi slopes of the query heads" },
+  visible = { what = "whether a key lies in a row's spans" },
+  mask_at = { what = "address of a mask or bias element" },
+  softmax = { isa = true, what = "online softmax of one row, keys along the lanes" },
+  softmax_t = { isa = true, what = "online softmax of a vector of rows, key by key" },
+  q_row = { what = "address of a query row" },
+  kv = { what = "where the K and V rows of one batch lie (a struct type)" },
+  kv_of = { what = "the K and V rows of one batch" },
+  k_row = { what = "address of a key row (every K read goes through it)" },
+  v_row = { what = "address of a value row (every V read goes through it)" },
+  o_row = { what = "address of an output row" },
+}
+
+--- Shared (not config-scoped) helpers: attn_<op>[_q4]__<isa>.
+M.SHARED = {
+  exp2 = "2^x on vectors", tanh = "tanh on vectors", hsum4 = "four lane sums, stored",
+  hsum4q = "four lane sums, as four floats", hadd = "the sum of a vector's lanes",
+  hmax = "the max of a vector's lanes", transpose8 = "an 8 x 8 block transposed",
+  transpose16 = "a 16 x 16 block transposed", iota = "the vector {0, 1, 2, 3}",
+  loadn = "the first n lanes loaded, the rest 0", storen = "the first n lanes stored",
+  set4 = "four floats as a vector",
+  vmath_exp2 = "exp2 over an array (the vector math's accuracy test)",
+  vmath_tanh = "tanh over an array (the vector math's accuracy test)",
+}
+
+local function is_dtype(s)
+  for _, d in ipairs(M.DTYPES) do
+    if d == s then return true end
   end
-  cfg = fname:match("^attn_([%w_]+)_fwd$")
-  if cfg then return { config = cfg, op = "fwd" } end
-  cfg = fname:match("^attn_([%w_]+)_kernel$")
-  if cfg then return { config = cfg, op = "kernel" } end
+  return false
+end
+
+--- The name of op for config `cfg`; t holds m, n (the shape), dtype, isa as
+-- the op's entry asks.  Raises on a field the op does not take or lacks.
+function M.build(cfg, op, t)
+  t = t or {}
+  local spec = M.OPS[op]
+  if not spec then error(("naming: unknown op '%s'"):format(tostring(op)), 2) end
+  local parts = { "attn_", cfg, "_", op }
+  if spec.shape then
+    if not (t.m and t.n) then error(("naming: %s needs m and n"):format(op), 2) end
+    parts[#parts + 1] = ("_%dx%d"):format(t.m, t.n)
+  end
+  if spec.dtype then
+    if not is_dtype(t.dtype) then error(("naming: %s needs a dtype"):format(op), 2) end
+    parts[#parts + 1] = "_" .. t.dtype
+  end
+  if t.isa then
+    if not spec.isa then error(("naming: %s takes no ISA"):format(op), 2) end
+    parts[#parts + 1] = "__" .. t.isa
+  elseif spec.isa == true then
+    error(("naming: %s needs an ISA"):format(op), 2)
+  end
+  return table.concat(parts)
+end
+
+--- The name of a shared helper: attn_<op>[_q4]__<isa>.
+function M.shared(op, isa, q4)
+  if not M.SHARED[op] then error(("naming: unknown shared helper '%s'"):format(tostring(op)), 2) end
+  return ("attn_%s%s__%s"):format(op, q4 and "_q4" or "", isa)
+end
+
+-- the builders of the interface, by what they are
+function M.entry(name) return M.build(name, "fwd") end
+function M.kernel(name) return M.build(name, "kernel") end
+function M.variant(name, isa) return M.build(name, "fwd", { isa = isa }) end
+function M.qk(name, mr, nc, isa, dtype)
+  return M.build(name, "qk", { m = mr, n = nc, isa = isa, dtype = dtype or "f32" })
+end
+function M.pv(name, mr, dv, isa, dtype)
+  return M.build(name, "pv", { m = mr, n = dv, isa = isa, dtype = dtype or "f32" })
+end
+
+-- longest op first, so that an op that ends another's name cannot take it
+local OP_LIST = {}
+for op in pairs(M.OPS) do OP_LIST[#OP_LIST + 1] = op end
+table.sort(OP_LIST, function(a, b) return #a > #b or (#a == #b and a < b) end)
+
+--- Parses an emitted name back into its parts: { config=, op=, m=, n=,
+-- dtype=, isa= } (fields the op has), { op=, isa=, q4= } for a shared
+-- helper, or nil for a name no builder makes.
+function M.parse(fname)
+  if type(fname) ~= "string" then return nil end
+  local rest, isa = fname:match("^(attn_.-)__(%w+)$")
+  if rest and not isa_registry.known(isa) then rest, isa = nil, nil end
+  rest = rest or fname
+  -- a shared helper
+  if isa then
+    local base = rest:match("^attn_([%l%d_]+)$")
+    local q4 = base and base:match("^(.+)_q4$")
+    if q4 and M.SHARED[q4] then return { op = q4, isa = isa, q4 = true } end
+    if base and M.SHARED[base] then return { op = base, isa = isa } end
+  end
+  for _, op in ipairs(OP_LIST) do
+    local spec = M.OPS[op]
+    local ok = not ((isa and not spec.isa) or (not isa and spec.isa == true))
+    local s, dtype, m, n = rest, nil, nil, nil
+    if ok and spec.dtype then
+      local head, d = s:match("^(.*)_(%w+)$")
+      ok = head ~= nil and is_dtype(d)
+      if ok then s, dtype = head, d end
+    end
+    if ok and spec.shape then
+      local head, a, b = s:match("^(.*)_(%d+)x(%d+)$")
+      ok = head ~= nil
+      if ok then s, m, n = head, tonumber(a), tonumber(b) end
+    end
+    local cfg = ok and s:match("^attn_([%a_][%w_]*)_" .. op .. "$")
+    if cfg then return { config = cfg, op = op, m = m, n = n, dtype = dtype, isa = isa } end
+  end
   return nil
 end
 

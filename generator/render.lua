@@ -4,6 +4,7 @@ local template = require("pl.template")
 local util = require("util")
 local schema = require("schema")
 local version = require("version")
+local naming = require("naming")
 
 local M = {}
 
@@ -35,8 +36,6 @@ local function mask_summary(p)
   return table.concat(parts, ", ")
 end
 
-local MASK_ENUM = { none = "ATTN_MASK_NONE", bool = "ATTN_MASK_BOOL", bias = "ATTN_MASK_BIAS" }
-
 local environment
 
 --- Renders a template fragment (no banner) with the plan's environment plus
@@ -49,7 +48,10 @@ function M.fragment(tmpl, plan, extra)
   return (out:gsub("\n+$", ""))
 end
 
---- The environment templates see: the plan and a few spelling helpers.
+--- The environment templates see: the plan, the names (N for the
+-- config's symbols, S for shared helpers), lib() and family() to render a
+-- fragment of templates/lib/ or templates/families/ in place, and a few
+-- spelling helpers.
 function environment(plan)
   local includes, seen = {}, {}
   for _, v in ipairs(plan.variants) do
@@ -61,7 +63,8 @@ function environment(plan)
   end
   local has_stream = false
   for _, v in ipairs(plan.variants) do has_stream = has_stream or v.stream ~= nil end
-  return {
+  local env
+  env = {
     p = plan,
     has_stream = has_stream,
     ipairs = ipairs, math = math, table = table, string = string, tostring = tostring,
@@ -74,21 +77,13 @@ function environment(plan)
       return table.concat(t, sep)
     end,
     mask_summary = mask_summary(plan),
-    mask_enum = MASK_ENUM[plan.mask],
     intrinsic_includes = includes,
-    -- the vector math of one variant (exp2, and tanh when the config softcaps)
-    vmath = function(v)
-      return M.fragment("vmath.c.tmpl", plan, { v = v, with_tanh = plan.softcap ~= nil })
-    end,
-    -- the same math on the four-float registers of the streaming decode path
-    -- (isa.q4), named with the suffix "_q4"
-    vmath_q4 = function(v)
-      local qv = { isa = v.isa.q4, name = v.name .. "_q4", target_attr = v.target_attr }
-      return M.fragment("vmath.c.tmpl", plan, { v = qv, with_tanh = plan.softcap ~= nil })
-    end,
-    -- the decode path of one variant
-    decode = function(v) return M.fragment("decode.c.tmpl", plan, { v = v }) end,
+    N = function(op, t) return naming.build(plan.name, op, t) end,
+    S = naming.shared,
+    lib = function(name, extra) return M.fragment("lib/" .. name .. ".c.tmpl", plan, extra) end,
+    family = function(name, extra) return M.fragment("families/" .. name .. ".c.tmpl", plan, extra) end,
   }
+  return env
 end
 
 --- The "generated, do not edit" banner: template, reproducing command and
@@ -101,7 +96,7 @@ local function banner(tmpl, plan, command)
     " *",
     " * Config (after defaults):",
   }
-  for _, k in ipairs(schema.order) do
+  for _, k in ipairs(schema.order_of(plan.config.kind or "sdpa")) do
     local v = plan.config[k]
     if v ~= nil then lines[#lines + 1] = (" *   %s = %s,"):format(k, util.serialize(v)) end
   end
@@ -111,18 +106,23 @@ local function banner(tmpl, plan, command)
 end
 
 --- Renders one template for a plan; returns the text (raises on template bugs).
+-- Fragments leave blank lines where a part is not generated: no more than
+-- one blank line in a row is kept.
 function M.render(tmpl, plan, command)
   local ct = load_template(tmpl)
   local out, err = ct:render(environment(plan))
   if not out then error(("templates/%s: %s"):format(tmpl, tostring(err)), 0) end
+  out = out:gsub("\n\n\n+", "\n\n"):gsub("(\n[ ]*{\n)\n", "%1")
   return banner(tmpl, plan, command) .. out
 end
 
---- The files of a kernel: { {name=..., text=...}, ... }.
+--- The files of a kernel, from its family's templates:
+-- { {name=..., text=...}, ... }.
 function M.kernel_files(plan, command)
+  local family = plan.family or "sdpa"
   return {
-    { name = plan.name .. ".h", text = M.render("sdpa.h.tmpl", plan, command) },
-    { name = plan.name .. ".c", text = M.render("sdpa.c.tmpl", plan, command) },
+    { name = plan.name .. ".h", text = M.render("families/" .. family .. ".h.tmpl", plan, command) },
+    { name = plan.name .. ".c", text = M.render("families/" .. family .. ".c.tmpl", plan, command) },
   }
 end
 

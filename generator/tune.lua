@@ -155,8 +155,8 @@ function M.candidates(cfg, isa_name, opts)
   if cfg.decode_max_q > 0 then
     local blocks
     if opts.blocks then
-      blocks = { planner.DECODE_BLOCK }
-      local seen = { [planner.DECODE_BLOCK] = true }
+      blocks = { planner.family("sdpa").DECODE_BLOCK }
+      local seen = { [planner.family("sdpa").DECODE_BLOCK] = true }
       for _, b in ipairs(opts.blocks) do
         if not seen[b] then seen[b] = true; blocks[#blocks + 1] = b end
       end
@@ -167,9 +167,9 @@ function M.candidates(cfg, isa_name, opts)
       blocks = { 8, 16, 32, 64, 128 }
     end
     for _, block in ipairs(blocks) do
-      if block <= planner.DECODE_CHUNK then
-        out.decode[#out.decode + 1] = { block = block, chunk = planner.DECODE_CHUNK,
-          heuristic = block == planner.DECODE_BLOCK or nil }
+      if block <= planner.family("sdpa").DECODE_CHUNK then
+        out.decode[#out.decode + 1] = { block = block, chunk = planner.family("sdpa").DECODE_CHUNK,
+          heuristic = block == planner.family("sdpa").DECODE_BLOCK or nil }
       end
     end
   end
@@ -214,7 +214,8 @@ end
 -- saying why; 1 when the streaming kernel takes every decode shape (then
 -- the block matters only on masked splits).
 function M.decode_rows(cfg, isa_name)
-  local c = candidate_config(cfg, isa_name, "decode", { block = planner.DECODE_BLOCK, chunk = planner.DECODE_CHUNK })
+  local sdpa = planner.family("sdpa")
+  local c = candidate_config(cfg, isa_name, "decode", { block = sdpa.DECODE_BLOCK, chunk = sdpa.DECODE_CHUNK })
   local st = planner.plan(c, {}).variants[1].stream
   if st and st.max_q < cfg.decode_max_q then
     return st.max_q + 1, ("decode candidates are timed at Lq = %d: the streaming kernel takes Lq <= %d"

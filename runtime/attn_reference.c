@@ -1,9 +1,10 @@
 /*
- * attn_reference.c - the naive reference of DESIGN.md section 3.
+ * attn_reference.c - the naive reference of the sdpa family's semantics
+ * (docs/config.md).
  *
  * Written to be obviously right rather than fast: for every (b, h, i) it
- * decides the visibility of every key with the rules exactly as the design
- * states them, computes the scores in double, and takes a max-subtracted
+ * decides the visibility of every key with the rules exactly as
+ * docs/config.md states them, computes the scores in double, and takes a max-subtracted
  * softmax in double.  It shares no code with the templates.
  */
 #include "attn_reference.h"
@@ -22,6 +23,12 @@ double attn_reference_alibi_slope(int h, int n)
         return pow(2.0, -8.0 * (h + 1) / c);
     /* then indices 0, 2, 4, ... of the rule for 2c heads */
     return pow(2.0, -8.0 * (2 * (h - c) + 1) / (2.0 * c));
+}
+
+int attn_reference_supports(const attn_spec *spec)
+{
+    return spec != NULL && spec->dtype_q == ATTN_DTYPE_F32 && spec->dtype_kv == ATTN_DTYPE_F32 &&
+           spec->dtype_o == ATTN_DTYPE_F32;
 }
 
 /* The element offset of mask/bias value (b, h, i, j). */
@@ -129,6 +136,8 @@ int64_t attn_reference_keys_read(const attn_spec *spec, const attn_args *args)
 attn_status attn_reference(const attn_spec *spec, const attn_args *args)
 {
     attn_status st = attn_check_args(spec, args);
+    const float *q_base, *k_base, *v_base;
+    float *o_base;
     double *s, *acc;
     unsigned char *vis;
     int64_t b, i, j;
@@ -136,6 +145,13 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
 
     if (st != ATTN_OK)
         return st;
+    if (!attn_reference_supports(spec))
+        return ATTN_ERR_SHAPE;
+    /* the tensors as the f32 arrays they are */
+    q_base = (const float *)args->q;
+    k_base = (const float *)args->k;
+    v_base = (const float *)args->v;
+    o_base = (float *)args->o;
     if ((uint64_t)args->seq_k >= SIZE_MAX / sizeof *s)
         return ATTN_ERR_NOMEM; /* scratch per key would not fit in memory */
     /* +1: never ask malloc for 0 bytes */
@@ -155,9 +171,9 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
             const int hk = h / (spec->heads_q / spec->heads_kv); /* GQA */
             for (i = 0; i < args->seq_q; i++) {
                 const int64_t p = i + lk_b - args->seq_q; /* bottom-right */
-                const float *q = args->q + b * args->q_stride[0] +
-                                 i * args->q_stride[1] + h * args->q_stride[2];
-                float *o = args->o + b * args->o_stride[0] + i * args->o_stride[1] +
+                const float *q = q_base + b * args->q_stride[0] + i * args->q_stride[1] +
+                                 h * args->q_stride[2];
+                float *o = o_base + b * args->o_stride[0] + i * args->o_stride[1] +
                            h * args->o_stride[2];
                 double m = -INFINITY, sum = 0.0, lse;
                 int any_nan = 0;
@@ -168,7 +184,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                     if (!vis[j])
                         continue;
                     s[j] = score(spec, args, q,
-                                 args->k + b * args->k_stride[0] + j * args->k_stride[1] +
+                                 k_base + b * args->k_stride[0] + j * args->k_stride[1] +
                                      hk * args->k_stride[2],
                                  b, h, i, j, p);
                     if (isnan(s[j]))
@@ -195,7 +211,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                         double w;
                         if (!vis[j])
                             continue;
-                        v = args->v + b * args->v_stride[0] + j * args->v_stride[1] +
+                        v = v_base + b * args->v_stride[0] + j * args->v_stride[1] +
                             hk * args->v_stride[2];
                         w = exp(s[j] - m);
                         sum += w;

@@ -35,17 +35,47 @@ const char *attn_status_string(attn_status status)
     return "unknown status";
 }
 
-/* ---- ISA names ---------------------------------------------------------- */
+/* ---- names of the lists ------------------------------------------------- */
 
-static const char *const isa_names[ATTN_ISA_COUNT] = {
-    "scalar", "avx2", "avx512", "neon"
-};
+#define ATTN_NAME_ENTRY_(id, name) #name,
+#define ATTN_DTYPE_NAME_(id, name, bytes) #name,
+#define ATTN_DTYPE_SIZE_(id, name, bytes) bytes,
+
+static const char *const isa_names[ATTN_ISA_COUNT] = { ATTN_ISA_LIST(ATTN_NAME_ENTRY_) };
+static const char *const family_names[ATTN_FAMILY_COUNT] = { ATTN_FAMILY_LIST(ATTN_NAME_ENTRY_) };
+static const char *const dtype_names[ATTN_DTYPE_COUNT] = { ATTN_DTYPE_LIST(ATTN_DTYPE_NAME_) };
+static const unsigned char dtype_sizes[ATTN_DTYPE_COUNT] = { ATTN_DTYPE_LIST(ATTN_DTYPE_SIZE_) };
+
+#undef ATTN_NAME_ENTRY_
+#undef ATTN_DTYPE_NAME_
+#undef ATTN_DTYPE_SIZE_
 
 const char *attn_isa_name(attn_isa isa)
 {
     if ((int)isa < 0 || (int)isa >= ATTN_ISA_COUNT)
         return "unknown";
     return isa_names[isa];
+}
+
+const char *attn_family_name(attn_family family)
+{
+    if ((int)family < 0 || (int)family >= ATTN_FAMILY_COUNT)
+        return "unknown";
+    return family_names[family];
+}
+
+const char *attn_dtype_name(attn_dtype dtype)
+{
+    if ((int)dtype < 0 || (int)dtype >= ATTN_DTYPE_COUNT)
+        return "unknown";
+    return dtype_names[dtype];
+}
+
+size_t attn_dtype_size(attn_dtype dtype)
+{
+    if ((int)dtype < 0 || (int)dtype >= ATTN_DTYPE_COUNT)
+        return 0;
+    return dtype_sizes[dtype];
 }
 
 int attn_isa_from_name(const char *name)
@@ -189,6 +219,8 @@ static int add_mul_checked(int64_t *acc, int64_t a, int64_t b)
  * defined).  A dim of extent 0 adds nothing, but the other dims still
  * count: a tensor with an empty dim has no elements, yet kernels form
  * offsets along its other dims (a mask's query rows when seq_k is 0).
+ * elem_size is the bytes of the tensor's storage type (0, a type outside
+ * the list, never fits).
  */
 static int span_fits(int ndim, const int64_t *extent, const int64_t *stride,
                      size_t elem_size)
@@ -198,6 +230,8 @@ static int span_fits(int ndim, const int64_t *extent, const int64_t *stride,
     for (d = 0; d < ndim; d++)
         if (extent[d] > 0 && !add_mul_checked(&last, extent[d] - 1, stride[d]))
             return 0;
+    if (elem_size == 0)
+        return 0;
     /* the element one past the last must be addressable too */
     if (last == INT64_MAX)
         return 0;
@@ -255,21 +289,21 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
     ext[3] = spec->head_dim;
     memcpy(str, args->q_stride, sizeof args->q_stride);
     str[3] = 1;
-    if (!span_fits(4, ext, str, sizeof(float)))
+    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_q)))
         return ATTN_ERR_TOO_LARGE;
     ext[3] = spec->head_dim_v;
     memcpy(str, args->o_stride, sizeof args->o_stride);
-    if (!span_fits(4, ext, str, sizeof(float)))
+    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_o)))
         return ATTN_ERR_TOO_LARGE;
     ext[1] = args->seq_k;
     ext[2] = spec->heads_kv;
     ext[3] = spec->head_dim;
     memcpy(str, args->k_stride, sizeof args->k_stride);
-    if (!span_fits(4, ext, str, sizeof(float)))
+    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_kv)))
         return ATTN_ERR_TOO_LARGE;
     ext[3] = spec->head_dim_v;
     memcpy(str, args->v_stride, sizeof args->v_stride);
-    if (!span_fits(4, ext, str, sizeof(float)))
+    if (!span_fits(4, ext, str, attn_dtype_size(spec->dtype_kv)))
         return ATTN_ERR_TOO_LARGE;
 
     /* LSE: contiguous [B][Hq][Lq] */

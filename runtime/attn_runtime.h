@@ -2,15 +2,19 @@
  * attn_runtime.h - the small runtime every attngen kernel is compiled against.
  *
  * One args struct, one status enum, the description of a generated kernel
- * (attn_spec / attn_kernel), CPU feature queries and the allocation hooks.
- * Plain C99; nothing here depends on the generator.
+ * (attn_spec / attn_kernel: its family, shape, masks and storage types), the
+ * lists of ISAs, storage types and families, CPU feature queries and the
+ * allocation hooks.  Plain C99; nothing here depends on the generator.
  *
- * Tensor layout (BSHD, f32, the last dim contiguous):
+ * Tensor layout (BSHD, the last dim contiguous).  Q, K, V and O are stored
+ * in the type the kernel's spec records (dtype_q for Q, dtype_kv for K and
+ * V, dtype_o for O; only ATTN_DTYPE_F32 kernels exist so far), so attn_args
+ * holds them as void pointers; strides count elements of that type:
  *   Q   [B][Lq][Hq][D]     element strides q_stride  = {b, s, h}
  *   K   [B][Lk][Hkv][D]    element strides k_stride  = {b, s, h}
  *   V   [B][Lk][Hkv][Dv]   element strides v_stride  = {b, s, h}
  *   O   [B][Lq][Hq][Dv]    element strides o_stride  = {b, s, h}
- *   LSE [B][Hq][Lq]        contiguous, optional (NULL: not written)
+ *   LSE [B][Hq][Lq]        f32, contiguous, optional (NULL: not written)
  *   seqlens_k int32[B]     valid key length per batch (configs with padding)
  *   mask [B][Hq][Lq][Lk]   uint8 keep-mask (nonzero = keep) or f32 additive
  *                          bias, element strides mask_stride = {b, h, i, j};
@@ -55,10 +59,37 @@ typedef enum attn_mask_kind {
     ATTN_MASK_BIAS  /* f32 added to the score */
 } attn_mask_kind;
 
+/*
+ * The storage types of tensors, in the order of the attn_dtype values:
+ * X(ID, name, bytes per element).  f32 is IEEE binary32, bf16 the top 16
+ * bits of one, f16 IEEE binary16 (both held as uint16_t).
+ */
+#define ATTN_DTYPE_LIST(X) \
+    X(F32, f32, 4)         \
+    X(BF16, bf16, 2)       \
+    X(F16, f16, 2)
+
+typedef enum attn_dtype {
+#define ATTN_DTYPE_ENUM_(id, name, bytes) ATTN_DTYPE_##id,
+    ATTN_DTYPE_LIST(ATTN_DTYPE_ENUM_)
+#undef ATTN_DTYPE_ENUM_
+    ATTN_DTYPE_COUNT
+} attn_dtype;
+
+/* "f32", "bf16", "f16"; "unknown" for a value outside the list */
+const char *attn_dtype_name(attn_dtype dtype);
+/* Bytes per element: 4, 2, 2; 0 for a value outside the list. */
+size_t attn_dtype_size(attn_dtype dtype);
+
+/*
+ * One run of a kernel.  Each tensor is stored in the type the kernel's spec
+ * records (float for ATTN_DTYPE_F32, uint16_t for bf16 and f16): Q in
+ * spec.dtype_q, K and V in spec.dtype_kv, O in spec.dtype_o.  LSE is f32.
+ */
 typedef struct attn_args {
     int64_t batch, seq_q, seq_k;
-    const float *q, *k, *v;
-    float *o;
+    const void *q, *k, *v;      /* Q: dtype_q; K, V: dtype_kv */
+    void *o;                    /* O: dtype_o */
     float *lse;                 /* optional */
     int64_t q_stride[3], k_stride[3], v_stride[3], o_stride[3];
     const int32_t *seqlens_k;   /* required when the config has padding */
@@ -73,23 +104,54 @@ void attn_args_set_contiguous(attn_args *args, const struct attn_spec *spec);
 
 /* ---- what a generated kernel is ---------------------------------------- */
 
+/*
+ * The ISAs a kernel can have variants for, in the order of the attn_isa
+ * values: X(ID, name).  attngen's generator lists the same names, best
+ * first (generator/isa/init.lua, M.order); a Lua spec checks that the two
+ * agree.
+ */
+#define ATTN_ISA_LIST(X) \
+    X(SCALAR, scalar)    \
+    X(AVX2, avx2)        \
+    X(AVX512, avx512)    \
+    X(NEON, neon)
+
 typedef enum attn_isa {
-    ATTN_ISA_SCALAR = 0,
-    ATTN_ISA_AVX2,
-    ATTN_ISA_AVX512,
-    ATTN_ISA_NEON,
+#define ATTN_ISA_ENUM_(id, name) ATTN_ISA_##id,
+    ATTN_ISA_LIST(ATTN_ISA_ENUM_)
+#undef ATTN_ISA_ENUM_
     ATTN_ISA_COUNT
 } attn_isa;
 
-/* "scalar", "avx2", "avx512", "neon" */
+/* "scalar", "avx2", "avx512", "neon"; "unknown" for a value outside the list */
 const char *attn_isa_name(attn_isa isa);
 /* -1 when the name is unknown */
 int attn_isa_from_name(const char *name);
 /* Whether this CPU (and OS) can run the variant. */
 int attn_isa_supported(attn_isa isa);
 
-/* The config a kernel was generated from, as data (after defaults). */
+/* Kernel families, in the order of the attn_family values: X(ID, name). */
+#define ATTN_FAMILY_LIST(X) \
+    X(SDPA, sdpa)
+
+typedef enum attn_family {
+#define ATTN_FAMILY_ENUM_(id, name) ATTN_FAMILY_##id,
+    ATTN_FAMILY_LIST(ATTN_FAMILY_ENUM_)
+#undef ATTN_FAMILY_ENUM_
+    ATTN_FAMILY_COUNT
+} attn_family;
+
+/* "sdpa"; "unknown" for a value outside the list */
+const char *attn_family_name(attn_family family);
+
+/*
+ * The config a kernel was generated from, as data (after defaults).  The
+ * generated kernels fill it with designated initializers, so code that
+ * builds one by hand should too (or zero it first: 0 is ATTN_FAMILY_SDPA,
+ * ATTN_MASK_NONE and ATTN_DTYPE_F32).
+ */
 typedef struct attn_spec {
+    attn_family family;
     const char *name;
     int heads_q, heads_kv;
     int head_dim, head_dim_v;
@@ -101,6 +163,7 @@ typedef struct attn_spec {
     float scale;
     float softcap;                 /* 0: none */
     int alibi;
+    attn_dtype dtype_q, dtype_kv, dtype_o; /* storage of Q; of K and V; of O */
     int tile_q, tile_kv;
 } attn_spec;
 

@@ -3,7 +3,7 @@
  *
  * Not vendored: shared by `attngen check` and the Criterion tests.  Every
  * tensor is placed against guard pages, strided layouts have NaN-filled
- * gaps, and O is compared elementwise with the reference (DESIGN.md 6).
+ * gaps, and O is compared elementwise with the reference (docs/testing.md).
  * Needs POSIX (mmap).
  */
 #ifndef ATTN_VERIFY_H
@@ -39,7 +39,9 @@ typedef struct {
  * NULL) with args.threads = c->threads, runs attn_reference and compares.
  * Returns ATTN_OK when both ran (res->failures tells whether they agree),
  * else the failing status (the kernel's, the reference's, or
- * ATTN_ERR_NOMEM), with a message in res->first_failure.
+ * ATTN_ERR_NOMEM), with a message in res->first_failure.  The inputs are
+ * f32: a kernel whose spec attn_reference_supports refuses (another storage
+ * type) is not run, and the result is ATTN_ERR_SHAPE with a message.
  */
 attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *variant,
                              const attn_case *c, attn_verify_result *res);
@@ -47,15 +49,17 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
 /*
  * Runs the case with threads_a and then threads_b (c->threads is ignored)
  * and compares O (gaps included) and LSE bit for bit.  Returns 1 when
- * identical, 0 when they differ, -1 when a run failed.
+ * identical, 0 when they differ, -1 when a run failed (or the kernel's
+ * storage is not f32).
  */
 int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *variant,
                                 const attn_case *c, int threads_a, int threads_b);
 
 /*
- * Writes up to max cases covering DESIGN.md section 6 for this spec (seq
- * lengths 1, 2, 17, 113, tile edges, Lq <, =, > Lk, batch 1 and 2, strided,
- * ragged with padding, 1 and 2 threads; quick == 0 adds 1023 and 1025).
+ * Writes up to max cases covering the test matrix of docs/testing.md for
+ * this spec (seq lengths 1, 2, 17, 113, tile edges, Lq <, =, > Lk, batch 1
+ * and 2, strided, ragged with padding, 1 and 2 threads; quick == 0 adds
+ * 1023 and 1025).
  * Returns the number written.
  */
 int attn_verify_default_cases(const attn_spec *spec, attn_case *out, int max, int quick);

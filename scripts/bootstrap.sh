@@ -1,6 +1,6 @@
 #!/bin/sh
-# Installs the Debian packages attngen needs when they are missing (DESIGN.md
-# section 8).  As root it runs apt-get; otherwise it prints the one command to
+# Installs the Debian packages attngen needs when they are missing (the list
+# and what each is for: docs/testing.md).  As root it runs apt-get; otherwise it prints the one command to
 # run and fails.  Usage: scripts/bootstrap.sh [--optional]
 set -eu
 

@@ -10,7 +10,7 @@
  *   npy_tool compare A.npy B.npy                 A against the reference B
  *
  * compare: same shape, float32/float64 data; element i passes when
- *   |a - b| <= ATOL + RTOL * |b|   (DESIGN.md section 6)
+ *   |a - b| <= ATOL + RTOL * |b|   (the tolerance of docs/testing.md)
  * or both are NaN, or both are the same infinity.  Prints the worst ratio
  * |a - b| / (ATOL + RTOL |b|) (1 is the limit) and the first failing index;
  * exit code 0 when every element passes, 1 when one does not, 2 for bad

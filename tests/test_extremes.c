@@ -7,8 +7,8 @@
  * query row against 150 keys (the streaming decode path where the kernel
  * has it), Lq = 7 (the decode path) and Lq = 37 (the tiled path), and
  * compares with the float64 reference (attn_reference.h) or, where no
- * float32 kernel can match it elementwise, with the rules of DESIGN.md
- * section 3:
+ * float32 kernel can match it elementwise, with the rules of
+ * docs/config.md:
  *   - logits near the float range: Q and K scaled by 1e3 and 1e4;
  *   - logits that grow along the keys, so that the running max moves again
  *     and again (the streaming path moves it lazily);
@@ -52,7 +52,7 @@ static const attn_kernel *const kernels[] = {
 
 /* the float32 unit roundoff */
 #define U32 (1.0 / 16777216.0)
-/* DESIGN.md section 6 */
+/* the tolerance of docs/testing.md */
 #define TOL_ABS 1e-5
 #define TOL_REL 1e-5
 
@@ -105,6 +105,9 @@ static void problem_init(problem *p, const attn_spec *s, int64_t lq, int64_t lk,
     const size_t nl = (size_t)(B * Hq * lq), nm = (size_t)(B * Hq * lq * lk);
     size_t i;
 
+    cr_assert(attn_reference_supports(s), "%s: stores Q as %s, K and V as %s, O as %s; these tests build f32 "
+              "tensors only", s->name, attn_dtype_name(s->dtype_q), attn_dtype_name(s->dtype_kv),
+              attn_dtype_name(s->dtype_o));
     memset(p, 0, sizeof *p);
     p->s = s;
     p->nb = B;
@@ -260,8 +263,8 @@ static void compare_with_reference(const problem *p, tally *t)
  * a row is off by at most
  *     delta = (D + 8) * 2^-24 * 1.5 * scale * max_j sum_d |q_d k_jd|
  * (plus a few roundings of the softcap when there is one).  LSE is
- * 1-Lipschitz in the scores: |LSE - ref| <= delta (+ DESIGN.md's
- * tolerance).  Each softmax weight moves by a factor within e^(+-2 delta),
+ * 1-Lipschitz in the scores: |LSE - ref| <= delta (+ the tolerance of
+ * docs/testing.md).  Each softmax weight moves by a factor within e^(+-2 delta),
  * so |O - ref| <= (e^(2 delta) - 1) * max_j |V_j| (+ tolerance): at 1e3 and
  * 1e4, delta is ~10..1000 and that bound says nothing, but O must still be
  * finite and a convex combination of the V rows: within [min_j V_j, max_j

@@ -4,11 +4,12 @@
  * The kernels come from configs/ (presets and configs/test/): the Makefile
  * writes build/kernel_list.h with one KERNEL(name) line per config, so this
  * file never lists them by hand.  For each kernel and each ISA this CPU
- * runs, the matrix of attn_verify_default_cases (DESIGN.md section 6: head
+ * runs, the matrix of attn_verify_default_cases (docs/testing.md: head
  * dims of the config, sequence lengths on, below and above the tiles,
  * Lq < Lk and Lq > Lk, strided tensors with NaN-filled gaps, ragged
  * seqlens_k with NaN past them, 1 and 2 threads, every tensor against a
- * guard page) must agree with the reference within DESIGN.md's tolerance.
+ * guard page) must agree with the reference within the tolerance of
+ * docs/testing.md.
  * Criterion runs each test in its own process, so a guard-page fault fails
  * only that test, and ATTNGEN_ISA can be set per test.
  */
@@ -55,7 +56,7 @@ static void run_matrix(const attn_kernel *k, attn_isa isa)
     }
 }
 
-/* 1 and 2 threads give the same bits (DESIGN.md section 4). */
+/* 1 and 2 threads give the same bits (docs/c-api.md). */
 static void run_bitwise(const attn_kernel *k)
 {
     int i, checked = 0;
@@ -100,6 +101,9 @@ static void problem_init(problem *p, int64_t lq, int64_t lk)
 {
     const attn_spec *s = &K->spec;
     int64_t i;
+    cr_assert(attn_reference_supports(s), "%s: stores Q as %s, K and V as %s, O as %s; these tests build f32 "
+              "tensors only", s->name, attn_dtype_name(s->dtype_q), attn_dtype_name(s->dtype_kv),
+              attn_dtype_name(s->dtype_o));
     memset(p, 0, sizeof *p);
     p->a.batch = 2;
     p->a.seq_q = lq;

@@ -1,7 +1,7 @@
 /*
  * test_threads.c - kernels called from several application threads at once.
  *
- * DESIGN.md section 4: generated code is reentrant and keeps no global
+ * docs/c-api.md: generated code is reentrant and keeps no global
  * state beyond the one-time dispatch.  Eight POSIX threads start together
  * (a barrier) and each runs a different kernel, or the same kernel with
  * other shapes, through the dispatching entry point (the first calls race

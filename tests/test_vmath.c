@@ -1,7 +1,7 @@
 /*
  * test_vmath.c - the kernels' vector exp2 and tanh against libm.
  *
- * build/vmath.c is rendered from templates/vmath.c.tmpl, the same fragment
+ * build/vmath.c is rendered from templates/lib/vmath.c.tmpl, the same fragment
  * every kernel includes.  Errors are measured in ulps of the correctly
  * rounded float result (computed in double).  The bounds below are the
  * measured maxima rounded up.  A kernel's outputs are then checked end to

@@ -9,8 +9,9 @@
  * (decode and prefill rows, Lq < Lk and Lq > Lk, several tiles, ragged
  * seqlens_k with NaN rows past them, strided tensors with NaN-filled gaps,
  * the kernel's mask tensor when it takes one) must agree with
- * attn_reference.  The tolerance is DESIGN.md's for f32 on N(0,1) inputs at
- * the default scale, |x - ref| <= 1e-5 + 1e-5 |ref|, for O and LSE; a row
+ * attn_reference.  The tolerance is docs/testing.md's for f32 on N(0,1)
+ * inputs at the default scale, |x - ref| <= 1e-5 + 1e-5 |ref|, for O and
+ * LSE; a row
  * that sees no key must give O = 0 and LSE = -inf on both sides.  Elements
  * of O outside the tensor (the gaps) must keep their sentinel, 1 and 2
  * threads must give the same bits, and bad arguments must give a status.
@@ -251,7 +252,7 @@ static int compare(const attn_kernel *kern, const char *variant, attn_fwd_fn fwd
     return failures;
 }
 
-/* 1 and 2 threads give the same bits (DESIGN.md section 4). */
+/* 1 and 2 threads give the same bits (docs/c-api.md). */
 static int same_bits(const attn_kernel *kern, const char *variant, attn_fwd_fn fwd, problem *p,
                      const shape *sh)
 {
@@ -322,6 +323,11 @@ static int check_kernel(const attn_kernel *kern)
     char names[128] = "";
     int failures = 0, variants = 0, i, c;
 
+    if (!attn_reference_supports(s)) {
+        printf("FAIL %s: stores Q as %s, K and V as %s, O as %s; vendor_check builds f32 tensors only\n",
+               s->name, attn_dtype_name(s->dtype_q), attn_dtype_name(s->dtype_kv), attn_dtype_name(s->dtype_o));
+        return 1;
+    }
     for (c = 0; c < n_shapes; c++) {
         problem p;
         attn_status st;

@@ -58,9 +58,9 @@ local function parse_blocks(text)
   local blocks = {}
   for item in (text .. ","):gmatch("([^,]*),") do
     local n = tonumber(item)
-    if not n or n ~= math.floor(n) or n < 1 or n > planner.DECODE_CHUNK then
+    if not n or n ~= math.floor(n) or n < 1 or n > planner.family("sdpa").DECODE_CHUNK then
       return nil, ("--blocks: '%s' is not a decode block (keys per pass, 1..%d: the keys per split)")
-        :format(item, planner.DECODE_CHUNK)
+        :format(item, planner.family("sdpa").DECODE_CHUNK)
     end
     blocks[#blocks + 1] = n
   end
@@ -172,10 +172,13 @@ local function plot_spec(cfg, isa, list, results, shapes, picks)
   }
 end
 
-function M.run(args)
-  local started = wall()
-  local cfg, display = presets.load(args.config, args.set)
-  if not cfg then return nil, display end
+-- ---- the steps of a run -----------------------------------------------------
+-- A run's state t: args, cfg, seqs, isa, do_prefill, do_decode, cands,
+-- host, list (the candidates in the program's order), exe, and after timing
+-- results, shapes, failures, threads, clock.
+
+--- Checks the numeric options; returns the prefill lengths, or nil, err.
+local function check_numbers(args, cfg)
   local seqs, serr = parse_seqs(args.seq, cfg.decode_max_q)
   if not seqs then return nil, serr end
   if not args.decode_seq or args.decode_seq ~= math.floor(args.decode_seq) or args.decode_seq < 1
@@ -185,8 +188,11 @@ function M.run(args)
   if not args.threads or args.threads < 0 or args.threads ~= math.floor(args.threads) then
     return nil, "--threads must be an integer >= 0"
   end
+  return seqs
+end
 
-  -- the ISA: given, or what the dispatcher would pick here
+--- The ISA: given, or what the dispatcher would pick here.  Returns it or nil, err.
+local function pick_isa(args, cfg)
   local isa = args.isa
   if isa then
     local listed = false
@@ -195,15 +201,21 @@ function M.run(args)
       return nil, ("--isa %s: not one of the config's ISAs (%s)"):format(isa, table.concat(cfg.isa, ", "))
     end
     if not tunedb.host().isas[isa] then return nil, ("--isa %s: this CPU cannot run it"):format(isa) end
-  else
-    isa = tunedb.best_isa(cfg)
-    if not isa then
-      return nil, ("none of the config's ISAs (%s) runs on this CPU"):format(table.concat(cfg.isa, ", "))
-    end
+    return isa
   end
+  isa = tunedb.best_isa(cfg)
+  if not isa then
+    return nil, ("none of the config's ISAs (%s) runs on this CPU"):format(table.concat(cfg.isa, ", "))
+  end
+  return isa
+end
 
-  local do_prefill = args.only ~= "decode"
-  local do_decode = args.only ~= "prefill" and cfg.decode_max_q > 0
+--- The candidates of the buckets being tuned (t.cands, t.do_prefill,
+-- t.do_decode); returns true or nil, err.
+local function candidate_set(t)
+  local args, cfg = t.args, t.cfg
+  t.do_prefill = args.only ~= "decode"
+  t.do_decode = args.only ~= "prefill" and cfg.decode_max_q > 0
   if args.only == "decode" and cfg.decode_max_q == 0 then
     return nil, ("%s has no decode path (decode_max_q = 0): nothing to tune with --only decode"):format(cfg.name)
   end
@@ -218,19 +230,24 @@ function M.run(args)
     if not blocks then return nil, berr end
     copts.blocks = blocks
   end
-  local cands = tune.candidates(cfg, isa, copts)
-  if not do_prefill then cands.prefill = {} end
-  if not do_decode then cands.decode = {} end
+  t.cands = tune.candidates(cfg, t.isa, copts)
+  if not t.do_prefill then t.cands.prefill = {} end
+  if not t.do_decode then t.cands.decode = {} end
+  return true
+end
 
-  if args.list then
-    for _, bucket in ipairs(tunedb.BUCKETS) do
-      for _, t in ipairs(cands[bucket]) do
-        print(("%-8s %s%s"):format(bucket, tune.label(bucket, t), t.heuristic and "  (heuristic default)" or ""))
-      end
+--- --list: prints the candidates.
+local function print_candidates(cands)
+  for _, bucket in ipairs(tunedb.BUCKETS) do
+    for _, c in ipairs(cands[bucket]) do
+      print(("%-8s %s%s"):format(bucket, tune.label(bucket, c), c.heuristic and "  (heuristic default)" or ""))
     end
-    return 0
   end
+end
 
+--- The tuning file, checked writable (and --plot's file) before the long
+-- run.  Returns its path or nil, err.
+local function output_file(args)
   local db = args.db or tunedb.default_path()
   if not db then
     return nil, "ATTNGEN_TUNE_DB=none turns the tuning file off; give one with --db FILE"
@@ -241,43 +258,54 @@ function M.run(args)
     local pok, perr = tunedb.check_writable(args.plot)
     if not pok then return nil, (perr:gsub("the tuning file", "the plot")) end
   end
+  return db
+end
 
-  local host = tunedb.host()
+--- Prints what is tuned and builds (or finds) the one program with every
+-- candidate (t.list, t.exe).  Returns true or nil, err.
+local function compile(t)
+  local cfg, cands = t.cfg, t.cands
   local total = #cands.prefill + #cands.decode
   if cfg.tile ~= "auto" then
     print(("note: %s sets tile = { q = %d, kv = %d }; tuning results apply to configs with tile = \"auto\"")
       :format(cfg.name, cfg.tile.q, cfg.tile.kv))
   end
-  print(("%s on %s, %s: %d prefill + %d decode candidates%s"):format(cfg.name, host.cpu, isa,
-    #cands.prefill, #cands.decode, args.exhaustive and " (exhaustive)" or ""))
-
-  -- one program with every candidate
-  local files, list = tune.sources(cfg, isa, cands)
+  print(("%s on %s, %s: %d prefill + %d decode candidates%s"):format(cfg.name, t.host.cpu, t.isa,
+    #cands.prefill, #cands.decode, t.args.exhaustive and " (exhaustive)" or ""))
+  local files, list = tune.sources(cfg, t.isa, cands)
+  t.list = list
   print(("compiling %d candidates into one program..."):format(total))
   io.stdout:flush()
   local t0 = wall()
   local exe, built = build.ensure_tuner(cfg.name, files)
   if not exe then return nil, built end
+  t.exe = exe
   if built then
     print(("  compiled in %.1f s"):format(wall() - t0))
   else
     print("  found in the build cache")
   end
+  return true
+end
 
-  -- time them
+--- Runs the timing program: t.results[i][shape key] = GFLOP/s, t.shapes,
+-- t.failures, t.threads, t.clock.  Returns true or nil, err.
+local function time_candidates(t)
+  local args, cands = t.args, t.cands
   local results, shapes, failures, nresults = {}, {}, {}, 0
+  t.results, t.shapes, t.failures = results, shapes, failures
   local progress = progress_printer()
-  local decode_q, why = tune.decode_rows(cfg, isa)
-  if do_decode and #cands.decode > 0 and why then print(why) end
-  local argv = tune.driver_args({ isa = isa, threads = args.threads, seqs = seqs, decode_seq = args.decode_seq,
-    decode_q = decode_q, prefill = do_prefill and #cands.prefill > 0, decode = do_decode and #cands.decode > 0,
+  local decode_q, why = tune.decode_rows(t.cfg, t.isa)
+  if t.do_decode and #cands.decode > 0 and why then print(why) end
+  local argv = tune.driver_args({ isa = t.isa, threads = args.threads, seqs = t.seqs, decode_seq = args.decode_seq,
+    decode_q = decode_q, prefill = t.do_prefill and #cands.prefill > 0, decode = t.do_decode and #cands.decode > 0,
     exhaustive = args.exhaustive, count = #cands.prefill })
-  local threads, clock = args.threads, nil
-  local rok, rerr = tune.run_driver(exe, argv, function(ev)
+  t.threads = args.threads
+  local rok, rerr = tune.run_driver(t.exe, argv, function(ev)
     if ev.event == "start" then
-      threads, clock = ev.threads, ev.clock
-      print(("timing on %d thread%s, %s"):format(threads, threads == 1 and "" or "s",
-        clock == "cpu" and "thread CPU time (time other processes take is not counted)" or "wall time"))
+      t.threads, t.clock = ev.threads, ev.clock
+      print(("timing on %d thread%s, %s"):format(t.threads, t.threads == 1 and "" or "s",
+        t.clock == "cpu" and "thread CPU time (time other processes take is not counted)" or "wall time"))
     elseif ev.event == "shape" then
       local key = ("%s:%d:%d"):format(ev.bucket, ev.seq_q, ev.seq_k)
       shapes[#shapes + 1] = { key = key, bucket = ev.bucket, seq_q = ev.seq_q, seq_k = ev.seq_k }
@@ -299,72 +327,116 @@ function M.run(args)
   end)
   progress.finish()
   if not rok and #failures == 0 then return nil, "tune: " .. rerr end
+  return true
+end
 
-  -- choose per bucket and record
-  local entries, picks, nentries = {}, {}, 0
-  local lines = {}
+local function round2(x) return math.floor(x * 100 + 0.5) / 100 end
+
+--- The pick of one bucket: returns the index of the best candidate, the
+-- tuning file's entry for it and the line that reports it, or nil when no
+-- candidate of the bucket was timed on all its shapes.
+local function bucket_pick(t, bucket)
+  local list, results = t.list, t.results
+  local keys, per_shape = {}, {}
+  for _, s in ipairs(t.shapes) do
+    if s.bucket == bucket then keys[#keys + 1] = s.key; per_shape[#per_shape + 1] = s end
+  end
+  local best, scores = tune.choose(list, results, bucket, keys)
+  if not best then return nil end
+  local heur, timed = nil, 0
+  for i, c in ipairs(list) do
+    if c.bucket == bucket and c.heuristic then heur = i end
+    if c.bucket == bucket and results[i] then timed = timed + 1 end
+  end
+  local measured, detail = {}, {}
+  for _, s in ipairs(per_shape) do
+    measured[#measured + 1] = { seq_q = s.seq_q, seq_k = s.seq_k, gflops = results[best][s.key],
+      heuristic_gflops = heur and results[heur] and results[heur][s.key] or nil }
+    detail[#detail + 1] = ("%dx%d: %.1f"):format(s.seq_q, s.seq_k, results[best][s.key])
+  end
+  local tile = {}
+  for k, v in pairs(list[best].tile) do
+    if k ~= "heuristic" then tile[k] = v end
+  end
+  local entry = tunedb.entry({
+    tile = tile, gflops = round2(scores[best]),
+    cpu = t.host.cpu, isa = t.isa, bucket = bucket, config = t.cfg.name, threads = t.threads, clock = t.clock,
+    shapes = measured, candidates = timed, exhaustive = t.args.exhaustive or false,
+    heuristic = heur and { tile = list[heur].label, gflops = scores[heur] and round2(scores[heur]) or nil } or nil,
+  })
+  local vs = ""
+  if heur and scores[heur] then
+    vs = ("; heuristic %s: %.1f GFLOP/s (tuned %+.1f%%)"):format(list[heur].label, scores[heur],
+      100 * (scores[best] / scores[heur] - 1))
+  end
+  local line = ("%-8s %s: %.1f GFLOP/s (%s)%s"):format(bucket, list[best].label, scores[best],
+    table.concat(detail, ", "), vs)
+  return best, entry, line
+end
+
+--- Chooses per bucket and prints the picks.  Returns the entries to
+-- record ({ [descriptor] = entry }), their count, and the pick of each
+-- bucket (candidate index).
+local function choose_all(t)
+  local entries, picks, nentries, lines = {}, {}, 0, {}
   for _, bucket in ipairs(tunedb.BUCKETS) do
-    local keys, per_shape = {}, {}
-    for _, s in ipairs(shapes) do
-      if s.bucket == bucket then keys[#keys + 1] = s.key; per_shape[#per_shape + 1] = s end
-    end
-    local best, scores = tune.choose(list, results, bucket, keys)
+    local best, entry, line = bucket_pick(t, bucket)
     if best then
       picks[bucket] = best
-      local heur
-      for i, c in ipairs(list) do
-        if c.bucket == bucket and c.heuristic then heur = i end
-      end
-      local measured = {}
-      for _, s in ipairs(per_shape) do
-        measured[#measured + 1] = { seq_q = s.seq_q, seq_k = s.seq_k, gflops = results[best][s.key],
-          heuristic_gflops = heur and results[heur] and results[heur][s.key] or nil }
-      end
-      local timed = 0
-      for i, c in ipairs(list) do
-        if c.bucket == bucket and results[i] then timed = timed + 1 end
-      end
-      local tile = {}
-      for k, v in pairs(list[best].tile) do
-        if k ~= "heuristic" then tile[k] = v end
-      end
-      local e = tunedb.entry({
-        tile = tile, gflops = math.floor(scores[best] * 100 + 0.5) / 100,
-        cpu = host.cpu, isa = isa, bucket = bucket, config = cfg.name, threads = threads, clock = clock,
-        shapes = measured, candidates = timed, exhaustive = args.exhaustive or false,
-        heuristic = heur and { tile = list[heur].label, gflops = scores[heur] and
-          math.floor(scores[heur] * 100 + 0.5) / 100 or nil } or nil,
-      })
-      entries[tunedb.descriptor(cfg, bucket, isa, host.cpu)] = e
+      entries[tunedb.descriptor(t.cfg, bucket, t.isa, t.host.cpu)] = entry
       nentries = nentries + 1
-      local detail = {}
-      for _, m in ipairs(measured) do
-        detail[#detail + 1] = ("%dx%d: %.1f"):format(m.seq_q, m.seq_k, m.gflops)
-      end
-      local vs = ""
-      if heur and scores[heur] then
-        vs = ("; heuristic %s: %.1f GFLOP/s (tuned %+.1f%%)"):format(list[heur].label, scores[heur],
-          100 * (scores[best] / scores[heur] - 1))
-      end
-      lines[#lines + 1] = ("%-8s %s: %.1f GFLOP/s (%s)%s"):format(bucket, list[best].label, scores[best],
-        table.concat(detail, ", "), vs)
+      lines[#lines + 1] = line
     end
   end
   for _, l in ipairs(lines) do print(l) end
+  return entries, nentries, picks
+end
 
-  if args.plot then
-    local svg = svgplot.heatmap(plot_spec(cfg, isa, list, results, shapes, picks))
-    local w, err = util.write_atomic(args.plot, svg)
-    if w == nil then return nil, ("%s: cannot write: %s"):format(args.plot, tostring(err)) end
-    print("wrote " .. args.plot)
+--- --plot: writes the heatmap.  Returns true or nil, err.
+local function write_plot(t, picks)
+  local svg = svgplot.heatmap(plot_spec(t.cfg, t.isa, t.list, t.results, t.shapes, picks))
+  local w, err = util.write_atomic(t.args.plot, svg)
+  if w == nil then return nil, ("%s: cannot write: %s"):format(t.args.plot, tostring(err)) end
+  print("wrote " .. t.args.plot)
+  return true
+end
+
+function M.run(args)
+  local started = wall()
+  local cfg, display = presets.load(args.config, args.set)
+  if not cfg then return nil, display end
+  local t = { args = args, cfg = cfg }
+  local ok, err
+  t.seqs, err = check_numbers(args, cfg)
+  if not t.seqs then return nil, err end
+  t.isa, err = pick_isa(args, cfg)
+  if not t.isa then return nil, err end
+  ok, err = candidate_set(t)
+  if not ok then return nil, err end
+  if args.list then
+    print_candidates(t.cands)
+    return 0
   end
+  local db, derr = output_file(args)
+  if not db then return nil, derr end
+  t.host = tunedb.host()
+  ok, err = compile(t)
+  if not ok then return nil, err end
+  ok, err = time_candidates(t)
+  if not ok then return nil, err end
 
+  local entries, nentries, picks = choose_all(t)
+  if args.plot then
+    ok, err = write_plot(t, picks)
+    if not ok then return nil, err end
+  end
   if nentries > 0 then
     local mok, merr = tunedb.merge(db, entries)
     if not mok then return nil, merr end
     print(("recorded %d result%s in %s (%.1f s)"):format(nentries, nentries == 1 and "" or "s",
       tunedb.display_path(db), wall() - started))
   end
+  local failures = t.failures
   if #failures > 0 then
     io.stderr:write(("attngen: tune: %d candidate%s failed (left out): %s\n"):format(#failures,
       #failures == 1 and "" or "s", table.concat(failures, "; ")))

@@ -249,10 +249,20 @@ local function template_env(kernels, displays, sets)
     objects[#objects + 1] = " " .. k.name .. ".o"
     names[#names + 1] = k.name
   end
+  local command = M.command(displays, sets)
   return {
     ipairs = ipairs,
     version = version.string,
-    command = M.command(displays, sets),
+    command = command,
+    -- the opening comment of the build files (CMakeLists.txt, attngen.mk),
+    -- after their first "# "
+    hash_banner = table.concat({
+      "attngen kernels: " .. table.concat(names, ", "),
+      "#",
+      "# Written by attngen " .. version.string .. " with",
+      "#   " .. command,
+      "# Do not edit: run that command again to change the kernels.",
+    }, "\n"),
     command_args = M.command(displays, sets):gsub("^attngen vendor ", ""),
     kernels = kernels,
     k = kernels[1],

@@ -20,7 +20,7 @@ local M = {
 M.q4 = require("isa.sse_q4")(
   function(v) return ("_mm256_insertf128_ps(_mm256_castps128_ps256(%s), %s, 1)"):format(v, v) end,
   function(s, r) return ("_mm256_permute_ps(%s, 0x%02X)"):format(s, r * 0x55) end,
-  function(a, b, c, d) return ("attn_hsum4q_avx2(%s, %s, %s, %s)"):format(a, b, c, d) end)
+  function(a, b, c, d) return ("attn_hsum4q__avx2(%s, %s, %s, %s)"):format(a, b, c, d) end)
 
 function M.zero() return "_mm256_setzero_ps()" end
 function M.set1(x) return ("_mm256_set1_ps(%s)"):format(x) end
@@ -53,37 +53,37 @@ function M.pow2i(v)
 end
 function M.iota() return "_mm256_set_ps(7.0f, 6.0f, 5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.0f)" end
 -- Horizontal reductions are small static helpers (see M.helpers).
-function M.reduce_add(v) return ("attn_hadd_avx2(%s)"):format(v) end
-function M.reduce_max(v) return ("attn_hmax_avx2(%s)"):format(v) end
+function M.reduce_add(v) return ("attn_hadd__avx2(%s)"):format(v) end
+function M.reduce_max(v) return ("attn_hmax__avx2(%s)"):format(v) end
 -- out[0..3] = the sums of a, b, c, d (a statement)
-function M.hsum4(a, b, c, d, out) return ("attn_hsum4_avx2(%s, %s, %s, %s, %s)"):format(a, b, c, d, out) end
+function M.hsum4(a, b, c, d, out) return ("attn_hsum4__avx2(%s, %s, %s, %s, %s)"):format(a, b, c, d, out) end
 -- transpose(src, ss, dst, ds): a statement; the 8 x 8 block of src (rows ss
 -- floats apart) goes to dst transposed (rows ds apart).
 function M.transpose(src, ss, dst, ds)
-  return ("attn_transpose8_avx2(%s, %s, %s, %s)"):format(src, ss, dst, ds)
+  return ("attn_transpose8__avx2(%s, %s, %s, %s)"):format(src, ss, dst, ds)
 end
 
 function M.helpers(attr, opts)
   local text = (([[
-ATTR static inline float attn_hadd_avx2(__m256 v)
+ATTR static inline float attn_hadd__avx2(__m256 v)
 {
     __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     x = _mm_add_ps(x, _mm_movehl_ps(x, x));
     x = _mm_add_ss(x, _mm_movehdup_ps(x));
     return _mm_cvtss_f32(x);
 }
-ATTR static inline __m128 attn_hsum4q_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3)
+ATTR static inline __m128 attn_hsum4q__avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3)
 {
     const __m256 s01 = _mm256_add_ps(_mm256_unpacklo_ps(x0, x1), _mm256_unpackhi_ps(x0, x1));
     const __m256 s23 = _mm256_add_ps(_mm256_unpacklo_ps(x2, x3), _mm256_unpackhi_ps(x2, x3));
     const __m256 s = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, 0x44), _mm256_shuffle_ps(s01, s23, 0xEE));
     return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
 }
-ATTR static inline void attn_hsum4_avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
+ATTR static inline void attn_hsum4__avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
 {
-    _mm_storeu_ps(out, attn_hsum4q_avx2(x0, x1, x2, x3));
+    _mm_storeu_ps(out, attn_hsum4q__avx2(x0, x1, x2, x3));
 }
-ATTR static inline float attn_hmax_avx2(__m256 v)
+ATTR static inline float attn_hmax__avx2(__m256 v)
 {
     __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     x = _mm_max_ps(x, _mm_movehl_ps(x, x));
@@ -96,7 +96,7 @@ ATTR static inline float attn_hmax_avx2(__m256 v)
 
 /* dst[d][c] = src[c][d] for an 8 x 8 block (src rows ss apart, dst rows ds apart):
  * 32-bit and 64-bit interleaves, then the 128-bit halves. */
-ATTR static inline void attn_transpose8_avx2(const float *src, int64_t ss, float *dst, int64_t ds)
+ATTR static inline void attn_transpose8__avx2(const float *src, int64_t ss, float *dst, int64_t ds)
 {
     const __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ss);
     const __m256 r2 = _mm256_loadu_ps(src + 2 * ss), r3 = _mm256_loadu_ps(src + 3 * ss);

@@ -20,7 +20,7 @@ local M = {
 M.q4 = require("isa.sse_q4")(
   function(v) return ("_mm512_broadcast_f32x4(%s)"):format(v) end,
   function(s, r) return ("_mm512_permute_ps(%s, 0x%02X)"):format(s, r * 0x55) end,
-  function(a, b, c, d) return ("attn_hsum4q_avx512(%s, %s, %s, %s)"):format(a, b, c, d) end)
+  function(a, b, c, d) return ("attn_hsum4q__avx512(%s, %s, %s, %s)"):format(a, b, c, d) end)
 
 function M.zero() return "_mm512_setzero_ps()" end
 function M.set1(x) return ("_mm512_set1_ps(%s)"):format(x) end
@@ -63,11 +63,11 @@ end
 function M.reduce_add(v) return ("_mm512_reduce_add_ps(%s)"):format(v) end
 function M.reduce_max(v) return ("_mm512_reduce_max_ps(%s)"):format(v) end
 -- out[0..3] = the sums of a, b, c, d (a statement)
-function M.hsum4(a, b, c, d, out) return ("attn_hsum4_avx512(%s, %s, %s, %s, %s)"):format(a, b, c, d, out) end
+function M.hsum4(a, b, c, d, out) return ("attn_hsum4__avx512(%s, %s, %s, %s, %s)"):format(a, b, c, d, out) end
 -- transpose(src, ss, dst, ds): a statement; the 16 x 16 block of src (rows ss
 -- floats apart) goes to dst transposed (rows ds apart).
 function M.transpose(src, ss, dst, ds)
-  return ("attn_transpose16_avx512(%s, %s, %s, %s)"):format(src, ss, dst, ds)
+  return ("attn_transpose16__avx512(%s, %s, %s, %s)"):format(src, ss, dst, ds)
 end
 
 --- C text of the 16 x 16 transpose, fully unrolled: 32-bit, 64-bit and two
@@ -113,7 +113,7 @@ function M.helpers(attr, opts)
   local text = (([[
 /* The lane sums of x0..x3 as one __m128: pairwise adds within 128-bit
  * lanes, then across them. */
-ATTR static inline __m128 attn_hsum4q_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3)
+ATTR static inline __m128 attn_hsum4q__avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3)
 {
     const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(x0, x1), _mm512_unpackhi_ps(x0, x1));
     const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(x2, x3), _mm512_unpackhi_ps(x2, x3));
@@ -124,16 +124,16 @@ ATTR static inline __m128 attn_hsum4q_avx512(__m512 x0, __m512 x1, __m512 x2, __
 }
 
 /* out[0..3] = the lane sums of x0..x3. */
-ATTR static inline void attn_hsum4_avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
+ATTR static inline void attn_hsum4__avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
 {
-    _mm_storeu_ps(out, attn_hsum4q_avx512(x0, x1, x2, x3));
+    _mm_storeu_ps(out, attn_hsum4q__avx512(x0, x1, x2, x3));
 }
 ]]):gsub("ATTR ", attr))
   if opts and opts.transpose then
     text = text .. (([[
 
 /* dst[d][c] = src[c][d] for a 16 x 16 block (src rows ss apart, dst rows ds apart). */
-ATTR static inline void attn_transpose16_avx512(const float *src, int64_t ss, float *dst, int64_t ds)
+ATTR static inline void attn_transpose16__avx512(const float *src, int64_t ss, float *dst, int64_t ds)
 {
 TRANSPOSE
 }

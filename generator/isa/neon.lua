@@ -19,8 +19,8 @@ function M.set1(x) return ("vdupq_n_f32(%s)"):format(x) end
 function M.load(p) return ("vld1q_f32(%s)"):format(p) end
 function M.store(p, v) return ("vst1q_f32(%s, %s)"):format(p, v) end
 -- Partial vectors go lane by lane so nothing past the row is touched.
-function M.loadn(p, n) return ("attn_loadn_neon(%s, %d)"):format(p, n) end
-function M.storen(p, v, n) return ("attn_storen_neon(%s, %s, %d)"):format(p, v, n) end
+function M.loadn(p, n) return ("attn_loadn__neon(%s, %d)"):format(p, n) end
+function M.storen(p, v, n) return ("attn_storen__neon(%s, %s, %d)"):format(p, v, n) end
 function M.add(a, b) return ("vaddq_f32(%s, %s)"):format(a, b) end
 function M.sub(a, b) return ("vsubq_f32(%s, %s)"):format(a, b) end
 function M.mul(a, b) return ("vmulq_f32(%s, %s)"):format(a, b) end
@@ -34,7 +34,7 @@ function M.round(v) return ("vrndnq_f32(%s)"):format(v) end
 function M.pow2i(v)
   return ("vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(%s), vdupq_n_s32(127)), 23))"):format(v)
 end
-function M.iota() return "attn_iota_neon()" end
+function M.iota() return "attn_iota__neon()" end
 function M.reduce_add(v) return ("vaddvq_f32(%s)"):format(v) end
 function M.reduce_max(v) return ("vmaxvq_f32(%s)"):format(v) end
 -- out[0..3] = the sums of a, b, c, d (a statement)
@@ -45,7 +45,7 @@ end
 M.q4 = {
   vec = "float32x4_t",
   zero = M.zero, set1 = M.set1, load = M.load, store = M.store,
-  set4 = function(a, b, c, d) return ("attn_set4_neon(%s, %s, %s, %s)"):format(a, b, c, d) end,
+  set4 = function(a, b, c, d) return ("attn_set4__neon(%s, %s, %s, %s)"):format(a, b, c, d) end,
   add = M.add, sub = M.sub, mul = M.mul, div = M.div, fma = M.fma, max = M.max, min = M.min,
   select_lt = M.select_lt, round = M.round, pow2i = M.pow2i,
   any_gt = function(a, b) return ("(vmaxvq_u32(vcgtq_f32(%s, %s)) != 0)"):format(a, b) end,
@@ -56,28 +56,28 @@ M.q4 = {
 
 function M.helpers(attr)
   return (([[
-ATTR static inline float32x4_t attn_loadn_neon(const float *p, int n)
+ATTR static inline float32x4_t attn_loadn__neon(const float *p, int n)
 {
     float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     int i;
     for (i = 0; i < n; i++) t[i] = p[i];
     return vld1q_f32(t);
 }
-ATTR static inline void attn_storen_neon(float *p, float32x4_t v, int n)
+ATTR static inline void attn_storen__neon(float *p, float32x4_t v, int n)
 {
     float t[4];
     int i;
     vst1q_f32(t, v);
     for (i = 0; i < n; i++) p[i] = t[i];
 }
-ATTR static inline float32x4_t attn_set4_neon(float a, float b, float c, float d)
+ATTR static inline float32x4_t attn_set4__neon(float a, float b, float c, float d)
 {
     float32x4_t v = vdupq_n_f32(a);
     v = vsetq_lane_f32(b, v, 1);
     v = vsetq_lane_f32(c, v, 2);
     return vsetq_lane_f32(d, v, 3);
 }
-ATTR static inline float32x4_t attn_iota_neon(void)
+ATTR static inline float32x4_t attn_iota__neon(void)
 {
     static const float iota[4] = {0.0f, 1.0f, 2.0f, 3.0f};
     return vld1q_f32(iota);

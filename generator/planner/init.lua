@@ -1,9 +1,11 @@
 --- The planner: a validated config in, a plain plan table out.
 --
 -- Every decision the generated code embodies is made here, as data: which
--- ISA variants exist, the register blocking of the two micro-kernels, the
--- tile sizes, which mask code paths exist, the ALiBi slopes.  Templates only
--- read the plan.
+-- ISA variants exist, the register blocking of the micro-kernels, the tile
+-- sizes, the storage types, every constant a template prints.  Templates
+-- only read the plan.  This module holds what every family shares; each
+-- family's planner (planner/<kind>.lua) builds on it and adds its own
+-- paths, masks and constants.
 local isa_registry = require("isa")
 local naming = require("naming")
 local util = require("util")
@@ -13,57 +15,27 @@ local M = {}
 --- Heuristic tiles when the config says "auto" and no tuning result exists.
 M.DEFAULT_TILE = { q = 96, kv = 128 }
 
---- Decode: keys per split (one unit of parallel work, merged by LSE) and
--- keys per block inside a split (one pass of scores, softmax, P*V).  A
--- split is DECODE_CHUNK keys, doubled while a sequence would have more than
--- DECODE_MAX_SPLITS of them: each split costs a setup and a merge (Llama-3-8B
--- at 32768 keys, one thread: 8.3 ms with 64 splits of 512, 7.9-8.0 with 32
--- of 1024), and 32 splits a sequence still feed many threads.
-M.DECODE_CHUNK = 512
-M.DECODE_MAX_SPLITS = 32
-M.DECODE_BLOCK = 64
---- Keys ahead that the decode path prefetches K and V rows.
-M.DECODE_PREFETCH = 8
-
---- The streaming decode path reads the cache one key at a time, every kv
--- head of it, against all query rows held in L1: it is generated where the
--- ISA has four-float registers (isa.q4) and taken for up to 4 rows per kv
--- head while the rows' Q and O fit STREAM_L1 bytes (a conservative L1).
--- After a kv head's P*V at key j it prefetches every line of that head's K
--- and V rows at key j + STREAM_PREFETCH (a cache with a key's kv heads
--- adjacent: 2 pages ahead for Llama-3-8B) or j + STREAM_PREFETCH_HEAD_MAJOR
--- (a kv head's keys adjacent: 4 KiB ahead at D = 128), so that they are in
--- L1 when that key comes; docs/decode.md has the measurements.
-M.STREAM_L1 = 32 * 1024
-M.STREAM_PREFETCH = 2
-M.STREAM_PREFETCH_HEAD_MAJOR = 8
-
 --- Head-dim steps per iteration of the scores kernel's reduction loop; the
 -- remainder (D mod QK_UNROLL) is unrolled after it.  Unrolling all of D
 -- makes one basic block of D*(MR*NR + MR + NR) statements, which costs
 -- compile time (gcc: ~15 s for D = 128 at 6x4) and no speed.
 M.QK_UNROLL = 8
 
---- ALiBi slopes of the ALiBi paper for n heads (DESIGN.md section 3).
-function M.alibi_slopes(n)
-  local function pow2_rule(c)
-    local s = {}
-    for h = 1, c do s[h] = 2 ^ (-8 * h / c) end
-    return s
-  end
-  local c = 1
-  while c * 2 <= n do c = c * 2 end
-  local slopes = pow2_rule(c)
-  if c < n then
-    local extra = pow2_rule(2 * c)
-    local i = 1
-    while #slopes < n do
-      slopes[#slopes + 1] = extra[i]
-      i = i + 2
-    end
-  end
-  return slopes
-end
+--- Head-dim loops of the dot-product kernels (lib/dot) are unrolled up to
+-- this many vectors; longer ones (plain C, or a large D) stay C loops, for
+-- compile time.
+M.UNROLL_MAX_VECTORS = 8
+
+--- Bytes of a cache line: the prefetch step of the decode path.
+M.CACHE_LINE = 64
+
+--- Storage types: the C type a tensor is stored as, and its size.
+M.CTYPE = { f32 = "float" }
+M.DTYPE_ENUM = { f32 = "ATTN_DTYPE_F32", bf16 = "ATTN_DTYPE_BF16", f16 = "ATTN_DTYPE_F16" }
+M.DTYPE_BYTES = { f32 = 4, bf16 = 2, f16 = 2 }
+
+--- log2(e): kernels keep scores in base 2, so every exp is an exp2.
+M.LOG2E = 1.4426950408889634
 
 --- Register blocking of the scores kernel S[MR][NR*lanes] += q (x) K^T.
 -- The ISA module states the blocking measured best on its hardware
@@ -101,76 +73,71 @@ local function pv_blocking(isa, dv)
   return best
 end
 
---- One ISA variant of the kernel.
-local function plan_variant(cfg, plan, isa)
+--- One ISA variant: the blocking of the library's micro-kernels (scores,
+-- P*V), packed row widths, names and spellings every family uses.
+function M.variant(cfg, plan, isa)
   local v = { isa = isa, name = isa.name, lanes = isa.lanes }
   local qk = qk_blocking(isa, plan.tile.kv)
-  local pv = pv_blocking(isa, cfg.head_dim_v)
+  local pv = pv_blocking(isa, plan.Dv)
   v.qk = { mr = qk.mr, nr = qk.nr, nc = qk.nr * isa.lanes, unroll = M.QK_UNROLL }
   v.pv = pv
-  v.dv_tail = cfg.head_dim_v % isa.lanes -- lanes used by the last vector, 0 = full
+  v.dv_tail = plan.Dv % isa.lanes -- lanes used by the last vector, 0 = full
+  v.dvp = pv.nv * isa.lanes -- O and packed V rows: Dv in whole vectors
+  v.dqs = math.ceil(plan.D / isa.lanes) * isa.lanes -- packed Q rows: D in whole vectors
   -- K^T panels are packed lanes x lanes blocks at a time through registers
   -- where the ISA spells a transpose and D holds at least one block
-  v.transpose_pack = isa.transpose ~= nil and cfg.head_dim >= isa.lanes
-  -- the two row counts each micro-kernel is generated for: a full block, and 1 for the rest
+  v.transpose_pack = isa.transpose ~= nil and plan.D >= isa.lanes
+  -- the row counts the scores kernel is generated for: a full block, and 1
+  -- for the rest.  The decode path calls it with the roles swapped: keys
+  -- broadcast (MR of them) against packed Q^T panels.
   v.qk_rows = qk.mr > 1 and { qk.mr, 1 } or { 1 }
-  v.pv_rows = pv.mr > 1 and { pv.mr, 1 } or { 1 }
-  -- decode: S^T = K Q^T with keys broadcast (MR of them) and query rows along
-  -- the lanes (NR vectors): the scores kernel's blocking with the roles swapped
-  v.dqk = { mr = qk.mr, nr = qk.nr, nc = qk.nr * isa.lanes }
-  v.dqk_rows = qk.mr > 1 and { qk.mr, 1 } or { 1 }
-  -- fewer rows than a panel: dot products of packed rows (stride: D in whole vectors)
-  v.dq_stride = math.ceil(cfg.head_dim / isa.lanes) * isa.lanes
-  -- decode P*V: a kernel for every row count up to MR on vector ISAs (a kv
-  -- head's rows are often fewer than MR: Llama-3's 4 at Lq = 1); plain C
-  -- (one float per "vector", Dv unrolled) keeps MR and 1, for compile time
+  -- P*V: every row count up to MR on vector ISAs (the decode path's kv
+  -- heads often have fewer rows than MR: Llama-3's 4 at Lq = 1; the prefill
+  -- path takes MR and 1); plain C (one float per "vector", Dv unrolled)
+  -- keeps MR and 1, for compile time
   if isa.lanes > 1 then
-    v.dpv_rows = {}
-    for mr = pv.mr, 1, -1 do v.dpv_rows[#v.dpv_rows + 1] = mr end
+    v.pv_rows = {}
+    for mr = pv.mr, 1, -1 do v.pv_rows[#v.pv_rows + 1] = mr end
   else
-    v.dpv_rows = v.pv_rows
+    v.pv_rows = pv.mr > 1 and { pv.mr, 1 } or { 1 }
   end
-  -- streaming decode: query rows per call it serves, and the rows per kv
-  -- head (group * Lq, at most 4) each needs a step kernel for
-  if isa.q4 and plan.decode.max_q > 0 and plan.group <= 4 then
-    local dvp = pv.nv * isa.lanes
-    local bytes_per_q = plan.Hq * (v.dq_stride + dvp) * 4 -- Q and O of one query row of every head
-    local max_q = math.min(math.floor(4 / plan.group), math.floor(M.STREAM_L1 / bytes_per_q), plan.decode.max_q)
-    if max_q >= 1 then
-      v.stream = { max_q = max_q, rows = {}, prefetch = M.STREAM_PREFETCH,
-        prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR }
-      for lq = 1, max_q do v.stream.rows[lq] = plan.group * lq end
-    end
-  end
+  local dtype = plan.dtype.kv
   v.fn = naming.variant(cfg.name, isa.name)
-  v.qk_fn = function(mr) return naming.qk(cfg.name, mr, v.qk.nc, isa.name) end
-  v.pv_fn = function(mr) return naming.pv(cfg.name, mr, cfg.head_dim_v, isa.name) end
-  v.target_attr = isa.target and ('__attribute__((target("%s")))'):format(isa.target) or (isa.attr or "")
-  -- registers each kernel keeps live, for the cost comments
-  v.qk.regs = qk.mr * qk.nr + qk.nr + qk.mr
-  v.pv.regs = pv.mr * pv.nvc + pv.nvc + pv.mr
+  --- The name of one of this variant's symbols (naming.lua): the ISA, and
+  -- the storage type where the op's name carries one, are filled in.
+  function v.N(op, t)
+    local f = { isa = isa.name }
+    for k, x in pairs(t or {}) do f[k] = x end
+    if naming.OPS[op] and naming.OPS[op].dtype then f.dtype = f.dtype or dtype end
+    return naming.build(cfg.name, op, f)
+  end
+  v.qk_fn = function(mr) return naming.qk(cfg.name, mr, v.qk.nc, isa.name, dtype) end
+  v.pv_fn = function(mr) return naming.pv(cfg.name, mr, plan.Dv, isa.name, dtype) end
+  -- vector exp2 and tanh expressions: the ISA's own, or lib/vmath's
+  v.exp2 = function(x) return isa.exp2 and isa.exp2(x) or (naming.shared("exp2", isa.name) .. "(" .. x .. ")") end
+  v.tanh = function(x) return isa.tanh and isa.tanh(x) or (naming.shared("tanh", isa.name) .. "(" .. x .. ")") end
+  local attr = isa.target and ('__attribute__((target("%s")))'):format(isa.target) or (isa.attr or "")
+  v.target_attr = attr
+  v.attr = attr ~= "" and (attr .. " ") or "" -- what precedes a function of this variant
+  -- vector registers each micro-kernel keeps live, for the cost comments:
+  -- accumulators, then the loads of a step (a panel row of B and one
+  -- broadcast; P broadcasts of every row and one V vector)
+  v.qk.regs_of = function(mr) return mr * qk.nr + qk.nr + 1 end
+  v.pv.regs_of = function(mr) return mr * pv.nvc + mr + 1 end
   return v
 end
 
---- Turns a normalized config into the plan.  `opts.tile` overrides the
--- tile choice (the tuner uses it); `opts.tile_reason` says why.  Likewise
--- `opts.decode_block` and `opts.decode_chunk` override the decode path's
--- constants, and `opts.decode_reason` says why.
-function M.plan(cfg, opts)
-  opts = opts or {}
+--- The plan fields every family has: names, tiles, storage types, the
+-- shared constants.  `opts.tile` overrides the tile choice (the tuner uses
+-- it); `opts.tile_reason` says why.
+function M.common(cfg, opts)
   local p = {
     name = cfg.name,
+    family = cfg.kind,
     config = cfg,
-    D = cfg.head_dim,
-    Dv = cfg.head_dim_v,
-    Hq = cfg.heads_q,
-    Hkv = cfg.heads_kv,
-    group = math.floor(cfg.heads_q / cfg.heads_kv), -- exact; floor keeps it an integer on Lua 5.3+
     entry = naming.entry(cfg.name),
     kernel = naming.kernel(cfg.name),
   }
-
-  -- tiles
   if opts.tile then
     p.tile, p.tile_reason = opts.tile, opts.tile_reason or "given"
   elseif type(cfg.tile) == "table" then
@@ -178,49 +145,33 @@ function M.plan(cfg, opts)
   else
     p.tile, p.tile_reason = M.DEFAULT_TILE, "heuristic default (tile = \"auto\", no tuning result)"
   end
-
-  -- masks: which code paths exist
-  local w = cfg.window
-  p.causal = cfg.causal
-  p.window_left = w.left
-  p.window_right = w.right
-  p.global_tokens = cfg.global_tokens
-  p.has_left = w.left >= 0
-  p.has_right = w.right >= 0 and not cfg.causal -- causal already bounds the right side at p
-  p.has_global = cfg.global_tokens > 0 and (p.has_left or p.has_right)
-  p.padding = cfg.padding
-  p.mask = cfg.mask
-  -- keys outside [0, Lk_b) or outside a row's span exist only with these
-  p.has_spans = p.causal or p.has_left or p.has_right or p.padding
-  -- the kernel keeps scores in base 2: everything that adds to a score is
-  -- scaled by log2(e) once here, and every exp becomes an exp2
-  local LOG2E = 1.4426950408889634
-  p.scale = cfg.scale
-  p.qscale = cfg.scale * LOG2E
-  p.softcap = cfg.softcap
-  p.softcap2 = cfg.softcap and cfg.softcap * LOG2E
-  p.alibi = cfg.alibi
-  if cfg.alibi then
-    p.alibi_slopes = {}
-    for h, s in ipairs(M.alibi_slopes(cfg.heads_q)) do p.alibi_slopes[h] = util.c_float(s * LOG2E) end
-  end
-
-  -- decode path: taken when Lq <= max_q; keys split in chunks whose length
-  -- depends on Lk only, never on the thread count
-  p.decode = { max_q = cfg.decode_max_q, chunk = opts.decode_chunk or M.DECODE_CHUNK,
-    max_splits = M.DECODE_MAX_SPLITS,
-    block = opts.decode_block or M.DECODE_BLOCK, prefetch = M.DECODE_PREFETCH,
-    reason = (opts.decode_block or opts.decode_chunk) and (opts.decode_reason or "given") or nil }
-
-  p.variants = {}
-  for _, name in ipairs(cfg.isa) do
-    local isa = assert(isa_registry.get(name))
-    p.variants[#p.variants + 1] = plan_variant(cfg, p, isa)
-  end
-
-  -- FLOPs per full tile, for the cost comment: scores and P*V
-  p.tile_flops = 2 * p.tile.q * p.tile.kv * (p.D + p.Dv)
+  -- storage types: one per tensor (Q, K/V, O), f32 only so far
+  local dt = cfg.dtype
+  p.dtype = type(dt) == "table" and { q = dt.q, kv = dt.kv, o = dt.o } or { q = dt, kv = dt, o = dt }
+  p.ctype = { q = M.CTYPE[p.dtype.q], kv = M.CTYPE[p.dtype.kv], o = M.CTYPE[p.dtype.o] }
+  -- every number the templates print, as C literals (a family adds its own)
+  local c_float = util.c_float
+  p.c = { log2e = c_float(M.LOG2E), ln2 = c_float(1 / M.LOG2E), neg_2log2e = c_float(-2 * M.LOG2E) }
+  p.unroll_max_vectors = M.UNROLL_MAX_VECTORS
+  p.cache_line = M.CACHE_LINE
+  p.line_floats = math.floor(M.CACHE_LINE / M.DTYPE_BYTES[p.dtype.kv]) -- elements of a K/V row in a line
   return p
+end
+
+--- The ISA modules of a config, best first.
+function M.isas(cfg)
+  local t = {}
+  for _, name in ipairs(cfg.isa) do t[#t + 1] = assert(isa_registry.get(name)) end
+  return t
+end
+
+--- A family's planner module (planner/<kind>.lua).
+function M.family(kind) return require("planner." .. kind) end
+
+--- Turns a normalized config into the plan of its family.  opts: tile,
+-- tile_reason, and what the family's planner takes.
+function M.plan(cfg, opts)
+  return M.family(cfg.kind or "sdpa").plan(cfg, opts or {})
 end
 
 return M

@@ -1,8 +1,8 @@
 /*
  * attn_bench_main.c - the program behind `attngen bench`.
  *
- * Compiled together with one generated kernel and a one-line file that
- * defines attn_entry_kernel.  On one shape with contiguous random inputs (K
+ * Compiled together with one generated kernel and runtime/tools/attn_entry.c,
+ * which defines attn_entry_kernel.  On one shape with contiguous random inputs (K
  * and V [B][Lk][Hkv][D], or [B][Hkv][Lk][D] with --kv-layout bhsd) it
  * times, side by side in one run:
  *   - every ISA variant this CPU runs (or the one --isa names),
@@ -14,7 +14,7 @@
  * (decode) it also reports the K/V bytes read per second against the read
  * bandwidth it measures (a 1 GiB streaming sum, before and after the kernels:
  * the better).  GFLOP/s count the visible scores only: FLOPs = 2 * visible *
- * (D + Dv) (DESIGN.md section 7).
+ * (D + Dv), the count of the README's benchmark tables.
  * A time is the best of repeated runs after a warm-up.
  * Exit codes: 0, 1 when a kernel fails, 2 on usage errors.
  */
@@ -361,11 +361,13 @@ static attn_status blas_attention(const attn_spec *s, const attn_args *a)
     for (b = 0; b < a->batch; b++) {
         const int64_t lk = s->padding ? a->seqlens_k[b] : Lk;
         for (hk = 0; hk < s->heads_kv; hk++) {
-            const float *k = a->k + b * a->k_stride[0] + hk * a->k_stride[2];
-            const float *v = a->v + b * a->v_stride[0] + hk * a->v_stride[2];
+            const float *k = (const float *)a->k + b * a->k_stride[0] + hk * a->k_stride[2];
+            const float *v = (const float *)a->v + b * a->v_stride[0] + hk * a->v_stride[2];
             for (g = 0; g < G; g++)
                 for (i = 0; i < Lq; i++)
-                    memcpy(Q + (g * Lq + i) * D, a->q + b * a->q_stride[0] + i * a->q_stride[1] + (hk * G + g) * a->q_stride[2],
+                    memcpy(Q + (g * Lq + i) * D,
+                           (const float *)a->q + b * a->q_stride[0] + i * a->q_stride[1] +
+                               (hk * G + g) * a->q_stride[2],
                            sizeof(float) * (size_t)D);
             /* S = scale * Q K^T */
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)R, (int)lk, D, s->scale, Q, D, k,
@@ -389,7 +391,7 @@ static attn_status blas_attention(const attn_spec *s, const attn_args *a)
                         (int)a->v_stride[1], 0.0f, O, Dv);
             for (g = 0; g < G; g++)
                 for (i = 0; i < Lq; i++)
-                    memcpy(a->o + b * a->o_stride[0] + i * a->o_stride[1] + (hk * G + g) * a->o_stride[2],
+                    memcpy((float *)a->o + b * a->o_stride[0] + i * a->o_stride[1] + (hk * G + g) * a->o_stride[2],
                            O + (g * Lq + i) * Dv, sizeof(float) * (size_t)Dv);
         }
     }
@@ -454,223 +456,319 @@ static int64_t visible_scores(const attn_spec *spec, const attn_args *args)
     return attn_reference_visible_count(&one, args) * spec->heads_q;
 }
 
-int main(int argc, char **argv)
-{
-    const attn_kernel *kern = attn_entry_kernel;
-    const attn_spec *spec = &kern->spec;
-    long batch = 1, seq_q = 512, seq_k = -1, threads = 1;
-    const char *isa = NULL;
-    int json = 0, no_ref = 0, no_blas = 0, head_major = 0, i, n = 0, failed = 0;
-    attn_args args;
-    timing rows[ATTN_ISA_COUNT + 2];
-    float *q, *k, *v, *o, *lse, *bw_buf = NULL;
-    int32_t *seqlens = NULL;
-    void *mask = NULL;
-    int64_t visible;
-    double flops, kv_bytes = 0.0, read_bw = 0.0;
-    const char *blas_core = NULL;
+/* The command line. */
+typedef struct {
+    long batch, seq_q, seq_k, threads;
+    const char *isa;
+    int json, no_ref, no_blas, head_major;
+} bench_options;
+
+/* The tensors of the run, f32 (a bool mask: bytes). */
+typedef struct {
+    float *q, *k, *v, *o, *lse;
+    int32_t *seqlens;
+    void *mask;
+} bench_buffers;
 
 #ifdef ATTN_HAVE_OPENBLAS
-    /* OpenBLAS picks its kernels when it loads, from OPENBLAS_CORETYPE or its
-       own CPU detection (Debian's 0.3.21 does not know Zen 5 and takes
-       Haswell).  For a fair baseline we run it with the best core for this
-       CPU: re-run ourselves with OPENBLAS_CORETYPE set, unless
-       --blas-core keep says to leave the environment alone. */
-    {
-        const char *want = attn_isa_supported(ATTN_ISA_AVX512) ? "SkylakeX" : "Haswell";
-        const char *have = getenv("OPENBLAS_CORETYPE");
-        for (i = 1; i < argc; i++) {
-            if (!strcmp(argv[i], "--blas-core") && i + 1 < argc) want = argv[i + 1];
-        }
-        if (strcmp(want, "keep") && (!have || strcmp(have, want)) && !getenv("ATTNGEN_BENCH_REEXEC")) {
-            setenv("OPENBLAS_CORETYPE", want, 1);
-            setenv("ATTNGEN_BENCH_REEXEC", "1", 1);
-            execv("/proc/self/exe", argv);
-        }
+/* OpenBLAS picks its kernels when it loads, from OPENBLAS_CORETYPE or its
+   own CPU detection (Debian's 0.3.21 does not know Zen 5 and takes
+   Haswell).  For a fair baseline we run it with the best core for this
+   CPU: re-run ourselves with OPENBLAS_CORETYPE set, unless
+   --blas-core keep says to leave the environment alone. */
+static void choose_blas_core(int argc, char **argv)
+{
+    const char *want = attn_isa_supported(ATTN_ISA_AVX512) ? "SkylakeX" : "Haswell";
+    const char *have = getenv("OPENBLAS_CORETYPE");
+    int i;
+    for (i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--blas-core") && i + 1 < argc) want = argv[i + 1];
     }
+    if (strcmp(want, "keep") && (!have || strcmp(have, want)) && !getenv("ATTNGEN_BENCH_REEXEC")) {
+        setenv("OPENBLAS_CORETYPE", want, 1);
+        setenv("ATTNGEN_BENCH_REEXEC", "1", 1);
+        execv("/proc/self/exe", argv);
+    }
+}
 #endif
 
+/* Parses argv into opt; 0, or 2 after a message on a usage error. */
+static int parse_options(int argc, char **argv, bench_options *opt)
+{
+    int i;
+    memset(opt, 0, sizeof *opt);
+    opt->batch = 1;
+    opt->seq_q = 512;
+    opt->seq_k = -1;
+    opt->threads = 1;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-        long *dst = !strcmp(a, "--batch") ? &batch : !strcmp(a, "--seq-q") ? &seq_q
-                  : !strcmp(a, "--seq-k") ? &seq_k : !strcmp(a, "--threads") ? &threads : NULL;
+        long *dst = !strcmp(a, "--batch") ? &opt->batch : !strcmp(a, "--seq-q") ? &opt->seq_q
+                  : !strcmp(a, "--seq-k") ? &opt->seq_k : !strcmp(a, "--threads") ? &opt->threads : NULL;
         if (dst) {
-            if (!val || parse_long(val, dst == &threads ? 0 : 1, 1L << 24, dst)) {
+            if (!val || parse_long(val, dst == &opt->threads ? 0 : 1, 1L << 24, dst)) {
                 fprintf(stderr, "attngen: bench: %s needs an integer in range\n", a);
                 return 2;
             }
             i++;
         } else if (!strcmp(a, "--isa") && val) {
-            isa = val;
+            opt->isa = val;
             i++;
         } else if (!strcmp(a, "--kv-layout") && val && (!strcmp(val, "bshd") || !strcmp(val, "bhsd"))) {
-            head_major = !strcmp(val, "bhsd");
+            opt->head_major = !strcmp(val, "bhsd");
             i++;
         } else if (!strcmp(a, "--json")) {
-            json = 1;
+            opt->json = 1;
         } else if (!strcmp(a, "--no-reference")) {
-            no_ref = 1;
+            opt->no_ref = 1;
         } else if (!strcmp(a, "--no-blas")) {
-            no_blas = 1;
+            opt->no_blas = 1;
         } else if (!strcmp(a, "--blas-core") && val) {
-            i++; /* handled above */
+            i++; /* handled by choose_blas_core */
         } else {
             fputs(usage, stderr);
             return 2;
         }
     }
-    if (seq_k < 0) seq_k = seq_q;
+    if (opt->seq_k < 0) opt->seq_k = opt->seq_q;
 #ifdef _OPENMP
-    if (threads == 0) threads = omp_get_max_threads();
+    if (opt->threads == 0) opt->threads = omp_get_max_threads();
 #else
-    threads = 1;
+    opt->threads = 1;
 #endif
+    return 0;
+}
 
-    memset(&args, 0, sizeof args);
-    args.batch = batch;
-    args.seq_q = seq_q;
-    args.seq_k = seq_k;
-    args.threads = (int)threads;
-    attn_args_set_contiguous(&args, spec);
-    if (head_major) { /* K and V as [B][Hkv][Lk][D]: a kv head's keys adjacent */
-        head_major_strides(args.k_stride, spec->heads_kv, seq_k, spec->head_dim);
-        head_major_strides(args.v_stride, spec->heads_kv, seq_k, spec->head_dim_v);
+/* Fills args (shape, strides, threads) and its tensors: random Q, K, V, an
+   all-visible mask shared by every batch and head, full key lengths.
+   0, or -1 when out of memory. */
+static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_args *args, bench_buffers *buf)
+{
+    const long batch = opt->batch, seq_q = opt->seq_q, seq_k = opt->seq_k;
+    long i;
+
+    memset(args, 0, sizeof *args);
+    memset(buf, 0, sizeof *buf);
+    args->batch = batch;
+    args->seq_q = seq_q;
+    args->seq_k = seq_k;
+    args->threads = (int)opt->threads;
+    attn_args_set_contiguous(args, spec);
+    if (opt->head_major) { /* K and V as [B][Hkv][Lk][D]: a kv head's keys adjacent */
+        head_major_strides(args->k_stride, spec->heads_kv, seq_k, spec->head_dim);
+        head_major_strides(args->v_stride, spec->heads_kv, seq_k, spec->head_dim_v);
     }
-    q = attn_tool_random_floats((size_t)(batch * seq_q * spec->heads_q * spec->head_dim), 1);
-    k = attn_tool_random_floats((size_t)(batch * seq_k * spec->heads_kv * spec->head_dim), 2);
-    v = attn_tool_random_floats((size_t)(batch * seq_k * spec->heads_kv * spec->head_dim_v), 3);
-    o = (float *)malloc(sizeof(float) * (size_t)(batch * seq_q * spec->heads_q * spec->head_dim_v));
-    lse = (float *)malloc(sizeof(float) * (size_t)(batch * spec->heads_q * seq_q));
+    buf->q = attn_tool_random_floats((size_t)(batch * seq_q * spec->heads_q * spec->head_dim), 1);
+    buf->k = attn_tool_random_floats((size_t)(batch * seq_k * spec->heads_kv * spec->head_dim), 2);
+    buf->v = attn_tool_random_floats((size_t)(batch * seq_k * spec->heads_kv * spec->head_dim_v), 3);
+    buf->o = (float *)malloc(sizeof(float) * (size_t)(batch * seq_q * spec->heads_q * spec->head_dim_v));
+    buf->lse = (float *)malloc(sizeof(float) * (size_t)(batch * spec->heads_q * seq_q));
     if (spec->padding) {
-        seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
-        if (seqlens)
-            for (i = 0; i < batch; i++) seqlens[i] = (int32_t)seq_k;
+        buf->seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
+        if (buf->seqlens)
+            for (i = 0; i < batch; i++) buf->seqlens[i] = (int32_t)seq_k;
     }
     if (spec->mask != ATTN_MASK_NONE) {
         const size_t cells = (size_t)(seq_q * seq_k);
-        mask = calloc(cells, spec->mask == ATTN_MASK_BOOL ? 1 : sizeof(float));
-        if (mask && spec->mask == ATTN_MASK_BOOL) memset(mask, 1, cells);
-        args.mask_stride[0] = args.mask_stride[1] = 0; /* one [Lq][Lk] mask for all */
-        args.mask_stride[2] = seq_k;
-        args.mask_stride[3] = 1;
+        buf->mask = calloc(cells, spec->mask == ATTN_MASK_BOOL ? 1 : sizeof(float));
+        if (buf->mask && spec->mask == ATTN_MASK_BOOL) memset(buf->mask, 1, cells);
+        args->mask_stride[0] = args->mask_stride[1] = 0; /* one [Lq][Lk] mask for all */
+        args->mask_stride[2] = seq_k;
+        args->mask_stride[3] = 1;
     }
-    if (!q || !k || !v || !o || !lse || (spec->padding && !seqlens) ||
-        (spec->mask != ATTN_MASK_NONE && !mask)) {
+    if (!buf->q || !buf->k || !buf->v || !buf->o || !buf->lse || (spec->padding && !buf->seqlens) ||
+        (spec->mask != ATTN_MASK_NONE && !buf->mask))
+        return -1;
+    args->q = buf->q;
+    args->k = buf->k;
+    args->v = buf->v;
+    args->o = buf->o;
+    args->lse = buf->lse;
+    args->seqlens_k = buf->seqlens;
+    args->mask = buf->mask;
+    return 0;
+}
+
+static void free_buffers(bench_buffers *buf)
+{
+    free(buf->q);
+    free(buf->k);
+    free(buf->v);
+    free(buf->o);
+    free(buf->lse);
+    free(buf->seqlens);
+    free(buf->mask);
+}
+
+/* Times every variant this CPU runs (or the one opt->isa names) into rows
+   from *n on; *failed is set when one fails. */
+static void time_variants(const attn_kernel *kern, const bench_options *opt, const attn_args *args,
+                          timing *rows, int *n, int *failed)
+{
+    int i;
+    for (i = 0; i < kern->n_variants; i++) {
+        const attn_variant *var = &kern->variants[i];
+        timing *row = &rows[*n];
+        if (opt->isa && strcmp(opt->isa, attn_isa_name(var->isa))) continue;
+        if (!attn_isa_supported(var->isa)) continue;
+        snprintf(row->name, sizeof row->name, "%s", attn_isa_name(var->isa));
+        row->peak = fma_peak(var->isa, (int)opt->threads);
+        current_variant = var->fwd;
+        if (time_fn(run_variant, &kern->spec, args, row) != ATTN_OK) {
+            fprintf(stderr, "attngen: bench: %s failed: %s\n", row->name,
+                    attn_status_string(var->fwd(args)));
+            *failed = 1;
+            continue;
+        }
+        (*n)++;
+    }
+}
+
+/* The baselines after the kernels: the unfused OpenBLAS one (when built
+   with it, for the masks it models, while one group's scores fit in 2 GB)
+   and the reference (below REFERENCE_LIMIT); rows from *n on.  Returns the
+   OpenBLAS core that ran, or NULL. */
+static const char *time_baselines(const attn_spec *spec, const bench_options *opt, const attn_args *args,
+                                  int64_t visible, timing *rows, int *n)
+{
+    const char *blas_core = NULL;
+#ifdef ATTN_HAVE_OPENBLAS
+    /* one group's scores below 2 GB */
+    if (!opt->no_blas && baseline_supports(spec) &&
+        (double)opt->seq_q * (spec->heads_q / spec->heads_kv) * (double)opt->seq_k * 4.0 < 2e9) {
+        openblas_set_num_threads((int)opt->threads);
+        blas_core = openblas_get_corename();
+        snprintf(rows[*n].name, sizeof rows[*n].name, "openblas");
+        rows[*n].peak = 0.0;
+        if (time_fn(blas_attention, spec, args, &rows[*n]) == ATTN_OK) (*n)++;
+    }
+#endif
+    if (!opt->no_ref && (double)visible * spec->head_dim <= REFERENCE_LIMIT) {
+        const double t0 = now();
+        if (attn_reference(spec, args) == ATTN_OK) {
+            snprintf(rows[*n].name, sizeof rows[*n].name, "reference");
+            rows[*n].seconds = now() - t0;
+            rows[*n].runs = 1;
+            rows[*n].peak = 0.0;
+            (*n)++;
+        }
+    }
+    return blas_core;
+}
+
+/* What was measured, and the rows. */
+typedef struct {
+    int64_t visible;
+    double flops, kv_bytes, read_bw;
+    const char *blas_core;
+} bench_totals;
+
+static void report_json(const attn_spec *spec, const bench_options *opt, const bench_totals *t,
+                        const timing *rows, int n)
+{
+    int i;
+    printf("{\"config\": \"%s\", \"batch\": %ld, \"seq_q\": %ld, \"seq_k\": %ld, \"threads\": %ld, "
+           "\"heads_q\": %d, \"heads_kv\": %d, \"head_dim\": %d, \"head_dim_v\": %d, "
+           "\"visible_scores\": %lld, \"flops\": %.0f, \"kv_bytes\": %.0f, \"read_gbs\": %.4g, "
+           "\"blas_core\": %s%s%s, \"results\": [",
+           spec->name, opt->batch, opt->seq_q, opt->seq_k, opt->threads, spec->heads_q, spec->heads_kv,
+           spec->head_dim, spec->head_dim_v, (long long)t->visible, t->flops, t->kv_bytes, t->read_bw,
+           t->blas_core ? "\"" : "", t->blas_core ? t->blas_core : "null", t->blas_core ? "\"" : "");
+    for (i = 0; i < n; i++)
+        printf("%s{\"impl\": \"%s\", \"seconds\": %.6g, \"gflops\": %.5g, \"peak_gflops\": %.5g, "
+               "\"kv_gbs\": %.5g, \"runs\": %d}",
+               i ? ", " : "", rows[i].name, rows[i].seconds, t->flops / rows[i].seconds * 1e-9, rows[i].peak,
+               t->kv_bytes / rows[i].seconds * 1e-9, rows[i].runs);
+    printf("]}\n");
+}
+
+static void report_table(const attn_spec *spec, const bench_options *opt, const bench_totals *t,
+                         const timing *rows, int n)
+{
+    const double read_bw = t->read_bw;
+    int i;
+    printf("%s: B=%ld Lq=%ld Lk=%ld Hq=%d Hkv=%d D=%d Dv=%d threads=%ld, %.4g visible scores\n", spec->name,
+           opt->batch, opt->seq_q, opt->seq_k, spec->heads_q, spec->heads_kv, spec->head_dim, spec->head_dim_v,
+           opt->threads, (double)t->visible);
+    printf("  %-10s %12s %10s %16s", "impl", "time (ms)", "GFLOP/s", "of FMA peak");
+    if (read_bw > 0) printf(" %10s %16s", "K/V GB/s", "of read BW");
+    printf("\n");
+    for (i = 0; i < n; i++) {
+        const double gf = t->flops / rows[i].seconds * 1e-9, kv = t->kv_bytes / rows[i].seconds * 1e-9;
+        printf("  %-10s %12.3f %10.2f ", rows[i].name, rows[i].seconds * 1e3, gf);
+        if (rows[i].peak > 0)
+            printf("%6.1f%% of %4.0f", 100.0 * gf / rows[i].peak, rows[i].peak);
+        else
+            printf("%16s", "-");
+        if (read_bw > 0) printf(" %10.2f %6.1f%% of %4.1f", kv, 100.0 * kv / read_bw, read_bw);
+        printf("\n");
+    }
+    if (read_bw > 0)
+        printf("  (K/V: %.1f MB read at least once; read bandwidth: the better of two measurements on %ld thread%s,\n"
+               "   before and after the kernels)\n", t->kv_bytes * 1e-6,
+               opt->threads, opt->threads == 1 ? "" : "s");
+    if (t->blas_core) printf("  (openblas core: %s)\n", t->blas_core);
+}
+
+int main(int argc, char **argv)
+{
+    const attn_kernel *kern = attn_entry_kernel;
+    const attn_spec *spec = &kern->spec;
+    bench_options opt;
+    bench_buffers buf;
+    bench_totals t;
+    attn_args args;
+    timing rows[ATTN_ISA_COUNT + 2];
+    float *bw_buf = NULL;
+    int n = 0, failed = 0;
+
+#ifdef ATTN_HAVE_OPENBLAS
+    choose_blas_core(argc, argv);
+#endif
+    if (parse_options(argc, argv, &opt) != 0)
+        return 2;
+    if (!attn_reference_supports(spec)) {
+        fprintf(stderr, "attngen: bench: %s stores Q as %s, K and V as %s, O as %s; attn_bench handles f32 "
+                        "kernels only\n", spec->name, attn_dtype_name(spec->dtype_q), attn_dtype_name(spec->dtype_kv),
+                attn_dtype_name(spec->dtype_o));
+        return 2;
+    }
+    if (make_inputs(&opt, spec, &args, &buf) != 0) {
         fprintf(stderr, "attngen: bench: out of memory for this shape\n");
         return 2;
     }
-    args.q = q;
-    args.k = k;
-    args.v = v;
-    args.o = o;
-    args.lse = lse;
-    args.seqlens_k = seqlens;
-    args.mask = mask;
 
-    visible = visible_scores(spec, &args);
-    flops = 2.0 * (double)visible * (spec->head_dim + spec->head_dim_v);
+    memset(&t, 0, sizeof t);
+    t.visible = visible_scores(spec, &args);
+    t.flops = 2.0 * (double)t.visible * (spec->head_dim + spec->head_dim_v);
     /* Few query rows: the work is reading K and V.  Count the bytes every
        implementation must read and measure what the machine can read. */
-    if (seq_q <= DECODE_ROWS) {
-        kv_bytes = (double)attn_reference_keys_read(spec, &args) * (spec->head_dim + spec->head_dim_v) * sizeof(float);
+    if (opt.seq_q <= DECODE_ROWS) {
+        t.kv_bytes = (double)attn_reference_keys_read(spec, &args) * (spec->head_dim + spec->head_dim_v) * sizeof(float);
         bw_buf = attn_tool_random_floats(READ_BW_FLOATS, 7); /* no buffer: no bandwidth reported */
-        if (bw_buf) read_bw = read_bandwidth(bw_buf, (int)threads);
+        if (bw_buf) t.read_bw = read_bandwidth(bw_buf, (int)opt.threads);
     }
 
-    for (i = 0; i < kern->n_variants; i++) {
-        const attn_variant *var = &kern->variants[i];
-        if (isa && strcmp(isa, attn_isa_name(var->isa))) continue;
-        if (!attn_isa_supported(var->isa)) continue;
-        snprintf(rows[n].name, sizeof rows[n].name, "%s", attn_isa_name(var->isa));
-        rows[n].peak = fma_peak(var->isa, (int)threads);
-        current_variant = var->fwd;
-        if (time_fn(run_variant, spec, &args, &rows[n]) != ATTN_OK) {
-            fprintf(stderr, "attngen: bench: %s failed: %s\n", rows[n].name,
-                    attn_status_string(var->fwd(&args)));
-            failed = 1;
-            continue;
-        }
-        n++;
-    }
-    if (isa && n == 0 && !failed) {
-        fprintf(stderr, "attngen: bench: no runnable variant named '%s'\n", isa);
+    time_variants(kern, &opt, &args, rows, &n, &failed);
+    if (opt.isa && n == 0 && !failed) {
+        fprintf(stderr, "attngen: bench: no runnable variant named '%s'\n", opt.isa);
         return 2;
     }
     /* The memory system of a shared machine changes speed within minutes:
        measure again after the kernels and keep the better, so that a slow
        minute before them does not flatter their share of it. */
     if (bw_buf) {
-        const double again = read_bandwidth(bw_buf, (int)threads);
-        if (again > read_bw) read_bw = again;
+        const double again = read_bandwidth(bw_buf, (int)opt.threads);
+        if (again > t.read_bw) t.read_bw = again;
         free(bw_buf);
     }
-#ifdef ATTN_HAVE_OPENBLAS
-    if (!no_blas && baseline_supports(spec) &&
-        (double)seq_q * (spec->heads_q / spec->heads_kv) * (double)seq_k * 4.0 < 2e9 /* one group's scores */) {
-        openblas_set_num_threads((int)threads);
-        blas_core = openblas_get_corename();
-        snprintf(rows[n].name, sizeof rows[n].name, "openblas");
-        rows[n].peak = 0.0;
-        if (time_fn(blas_attention, spec, &args, &rows[n]) == ATTN_OK) n++;
-    }
-#else
-    (void)no_blas;
-#endif
-    if (!no_ref && (double)visible * spec->head_dim <= REFERENCE_LIMIT) {
-        const double t0 = now();
-        if (attn_reference(spec, &args) == ATTN_OK) {
-            snprintf(rows[n].name, sizeof rows[n].name, "reference");
-            rows[n].seconds = now() - t0;
-            rows[n].runs = 1;
-            rows[n].peak = 0.0;
-            n++;
-        }
-    }
+    t.blas_core = time_baselines(spec, &opt, &args, t.visible, rows, &n);
 
-    if (json) {
-        printf("{\"config\": \"%s\", \"batch\": %ld, \"seq_q\": %ld, \"seq_k\": %ld, \"threads\": %ld, "
-               "\"heads_q\": %d, \"heads_kv\": %d, \"head_dim\": %d, \"head_dim_v\": %d, "
-               "\"visible_scores\": %lld, \"flops\": %.0f, \"kv_bytes\": %.0f, \"read_gbs\": %.4g, "
-               "\"blas_core\": %s%s%s, \"results\": [",
-               spec->name, batch, seq_q, seq_k, threads, spec->heads_q, spec->heads_kv, spec->head_dim,
-               spec->head_dim_v, (long long)visible, flops, kv_bytes, read_bw, blas_core ? "\"" : "",
-               blas_core ? blas_core : "null", blas_core ? "\"" : "");
-        for (i = 0; i < n; i++)
-            printf("%s{\"impl\": \"%s\", \"seconds\": %.6g, \"gflops\": %.5g, \"peak_gflops\": %.5g, "
-                   "\"kv_gbs\": %.5g, \"runs\": %d}",
-                   i ? ", " : "", rows[i].name, rows[i].seconds, flops / rows[i].seconds * 1e-9, rows[i].peak,
-                   kv_bytes / rows[i].seconds * 1e-9, rows[i].runs);
-        printf("]}\n");
-    } else {
-        printf("%s: B=%ld Lq=%ld Lk=%ld Hq=%d Hkv=%d D=%d Dv=%d threads=%ld, %.4g visible scores\n", spec->name,
-               batch, seq_q, seq_k, spec->heads_q, spec->heads_kv, spec->head_dim, spec->head_dim_v, threads,
-               (double)visible);
-        printf("  %-10s %12s %10s %16s", "impl", "time (ms)", "GFLOP/s", "of FMA peak");
-        if (read_bw > 0) printf(" %10s %16s", "K/V GB/s", "of read BW");
-        printf("\n");
-        for (i = 0; i < n; i++) {
-            const double gf = flops / rows[i].seconds * 1e-9, kv = kv_bytes / rows[i].seconds * 1e-9;
-            printf("  %-10s %12.3f %10.2f ", rows[i].name, rows[i].seconds * 1e3, gf);
-            if (rows[i].peak > 0)
-                printf("%6.1f%% of %4.0f", 100.0 * gf / rows[i].peak, rows[i].peak);
-            else
-                printf("%16s", "-");
-            if (read_bw > 0) printf(" %10.2f %6.1f%% of %4.1f", kv, 100.0 * kv / read_bw, read_bw);
-            printf("\n");
-        }
-        if (read_bw > 0)
-            printf("  (K/V: %.1f MB read at least once; read bandwidth: the better of two measurements on %ld thread%s,\n"
-                   "   before and after the kernels)\n", kv_bytes * 1e-6,
-                   threads, threads == 1 ? "" : "s");
-        if (blas_core) printf("  (openblas core: %s)\n", blas_core);
-    }
-    free(q);
-    free(k);
-    free(v);
-    free(o);
-    free(lse);
-    free(seqlens);
-    free(mask);
+    if (opt.json)
+        report_json(spec, &opt, &t, rows, n);
+    else
+        report_table(spec, &opt, &t, rows, n);
+    free_buffers(&buf);
     return failed ? 1 : 0;
 }

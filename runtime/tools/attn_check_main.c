@@ -1,8 +1,8 @@
 /*
  * attn_check_main.c - the program behind `attngen check`.
  *
- * Compiled together with one generated kernel and a one-line file that
- * defines attn_entry_kernel.  For every variant compiled in (or the one
+ * Compiled together with one generated kernel and runtime/tools/attn_entry.c,
+ * which defines attn_entry_kernel.  For every variant compiled in (or the one
  * --isa names) that this CPU can run, verifies the kernel against the
  * reference over attn_verify_default_cases and checks that 1 and 2
  * threads give bitwise identical results.
@@ -19,12 +19,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attn_reference.h"
 #include "attn_runtime.h"
 #include "attn_verify.h"
 
 extern const attn_kernel *const attn_entry_kernel;
 
 #define MAX_CASES 256
+
+/* ", scalar, avx2, avx512, neon": every ISA name (skip the first 2 chars) */
+#define ISA_NAME_(id, name) ", " #name
+static const char isa_names[] = ATTN_ISA_LIST(ISA_NAME_);
+#undef ISA_NAME_
 
 static const char usage[] = "usage: attn_check [--quick] [--isa NAME] [--seed N]\n";
 
@@ -148,68 +154,101 @@ static int check_variant(const attn_kernel *kernel, const attn_variant *variant,
     return failures;
 }
 
-int main(int argc, char **argv)
-{
-    const attn_kernel *kernel = attn_entry_kernel;
-    attn_case cases[MAX_CASES];
-    const char *isa_name = NULL;
-    unsigned long long seed = 0;
-    int quick = 0, n_cases, i, failures = 0, checked = 0;
-    char list[128];
+/* The command line. */
+typedef struct {
+    const char *isa_name; /* NULL: every variant */
+    unsigned long long seed;
+    int quick;
+} check_options;
 
+/* Parses argv into opt; --help prints the usage and exits 0, a usage
+   error exits 2. */
+static void parse_options(int argc, char **argv, check_options *opt)
+{
+    int i;
+    memset(opt, 0, sizeof *opt);
     for (i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) {
-            quick = 1;
+            opt->quick = 1;
         } else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc) {
-            isa_name = argv[++i];
+            opt->isa_name = argv[++i];
         } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
             char *end;
             errno = 0;
-            seed = strtoull(argv[++i], &end, 10);
+            opt->seed = strtoull(argv[++i], &end, 10);
             if (errno != 0 || end == argv[i] || *end != '\0' || argv[i][0] == '-')
                 usage_error("--seed", "expected a non-negative integer");
         } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             fputs(usage, stdout);
-            return 0;
+            exit(0);
         } else if (strcmp(argv[i], "--isa") == 0 || strcmp(argv[i], "--seed") == 0) {
             usage_error(argv[i], "needs a value");
         } else {
             usage_error(argv[i], "unknown option (expected --quick, --isa, --seed)");
         }
     }
+}
 
-    compiled_list(kernel, list, sizeof list);
-    if (isa_name != NULL) {
-        const int isa = attn_isa_from_name(isa_name);
-        int found = 0;
-        for (i = 0; i < kernel->n_variants; i++)
-            found |= (int)kernel->variants[i].isa == isa;
-        if (isa < 0) {
-            fprintf(stderr, "attngen: --isa: unknown ISA '%s' (expected scalar, avx2, avx512, "
-                            "neon)\n", isa_name);
-            return 2;
-        }
-        if (!found) {
-            fprintf(stderr, "attngen: --isa: '%s' is not compiled into this kernel (compiled: "
-                            "%s)\n", isa_name, list);
-            return 2;
-        }
-        if (!attn_isa_supported((attn_isa)isa)) {
-            fprintf(stderr, "attngen: --isa: this CPU cannot run '%s' (it is compiled in)\n",
-                    isa_name);
-            return 2;
-        }
+/* Whether the kernel can be checked as asked: f32 storage (the inputs are),
+   and the ISA --isa names known, compiled in and runnable.  0, or 2 after a
+   message.  list: the compiled variants, for messages. */
+static int check_request(const attn_kernel *kernel, const char *isa_name, const char *list)
+{
+    const attn_spec *spec = &kernel->spec;
+    int isa, found = 0, i;
+
+    if (!attn_reference_supports(spec)) {
+        fprintf(stderr, "attngen: check: %s stores Q as %s, K and V as %s, O as %s; attn_check "
+                        "handles f32 kernels only\n",
+                spec->name, attn_dtype_name(spec->dtype_q), attn_dtype_name(spec->dtype_kv),
+                attn_dtype_name(spec->dtype_o));
+        return 2;
     }
+    if (isa_name == NULL)
+        return 0;
+    isa = attn_isa_from_name(isa_name);
+    for (i = 0; i < kernel->n_variants; i++)
+        found |= (int)kernel->variants[i].isa == isa;
+    if (isa < 0) {
+        fprintf(stderr, "attngen: --isa: unknown ISA '%s' (expected %s)\n", isa_name,
+                isa_names + 2);
+        return 2;
+    }
+    if (!found) {
+        fprintf(stderr, "attngen: --isa: '%s' is not compiled into this kernel (compiled: "
+                        "%s)\n", isa_name, list);
+        return 2;
+    }
+    if (!attn_isa_supported((attn_isa)isa)) {
+        fprintf(stderr, "attngen: --isa: this CPU cannot run '%s' (it is compiled in)\n",
+                isa_name);
+        return 2;
+    }
+    return 0;
+}
 
-    n_cases = attn_verify_default_cases(&kernel->spec, cases, MAX_CASES, quick);
+int main(int argc, char **argv)
+{
+    const attn_kernel *kernel = attn_entry_kernel;
+    attn_case cases[MAX_CASES];
+    check_options opt;
+    int n_cases, i, failures = 0, checked = 0;
+    char list[128];
+
+    parse_options(argc, argv, &opt);
+    compiled_list(kernel, list, sizeof list);
+    if (check_request(kernel, opt.isa_name, list) != 0)
+        return 2;
+
+    n_cases = attn_verify_default_cases(&kernel->spec, cases, MAX_CASES, opt.quick);
     for (i = 0; i < n_cases; i++)
-        cases[i].seed += seed * 0x9e3779b97f4a7c15ull;
+        cases[i].seed += opt.seed * 0x9e3779b97f4a7c15ull;
     show_progress = isatty(STDERR_FILENO);
     install_crash_handler();
 
     for (i = 0; i < kernel->n_variants; i++) {
         const attn_variant *v = &kernel->variants[i];
-        if (isa_name != NULL && strcmp(attn_isa_name(v->isa), isa_name) != 0)
+        if (opt.isa_name != NULL && strcmp(attn_isa_name(v->isa), opt.isa_name) != 0)
             continue;
         if (!attn_isa_supported(v->isa)) {
             printf("%s: not runnable on this CPU (compiled only)\n", attn_isa_name(v->isa));

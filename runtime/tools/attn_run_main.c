@@ -1,8 +1,8 @@
 /*
  * attn_run_main.c - the program behind `attngen run`.
  *
- * Compiled together with one generated kernel and a one-line file that
- * defines attn_entry_kernel.  Reads Q/K/V (and seqlens_k, mask) from .npy
+ * Compiled together with one generated kernel and runtime/tools/attn_entry.c,
+ * which defines attn_entry_kernel.  Reads Q/K/V (and seqlens_k, mask) from .npy
  * files, checks every shape against the kernel's config, runs the kernel
  * (or, with --reference, the naive float64 reference of attn_reference.h)
  * and writes O (and LSE) atomically: each into a staging file next to it,
@@ -219,243 +219,338 @@ static const attn_variant *pick_isa(const attn_kernel *kernel, const char *name)
          name, avail);
 }
 
-int main(int argc, char **argv)
-{
-    const attn_kernel *kernel = attn_entry_kernel;
-    const attn_spec *spec = &kernel->spec;
-    const char *q_path = NULL, *k_path = NULL, *v_path = NULL, *s_path = NULL;
-    const char *m_path = NULL, *o_path = NULL, *lse_path = NULL, *isa_name = NULL;
-    const attn_variant *variant = NULL;
+/* The command line. */
+typedef struct {
+    const char *q_path, *k_path, *v_path, *s_path, *m_path, *o_path, *lse_path, *isa_name;
+    int threads, use_reference;
+} run_options;
+
+/* The inputs as read, their shapes, and the arrays the kernel gets. */
+typedef struct {
     attn_npy qa, ka, va, sa, ma;
     bshd qt, kt, vt;
-    attn_args args;
-    float *q, *k, *v, *o, *lse, *bias = NULL;
-    int32_t *seqlens = NULL;
-    int64_t o_shape[4], lse_shape[3];
-    size_t o_count, lse_count;
-    char err[256], shp[160];
-    attn_status st;
-    int threads = 0, use_reference = 0, i;
+    float *q, *k, *v, *bias; /* bias: the mask as f32 (mask "bias") */
+    int32_t *seqlens;
+} run_inputs;
 
+/* The outputs, written by the kernel and then published. */
+typedef struct {
+    float *o, *lse;
+    int64_t o_shape[4], lse_shape[3];
+} run_outputs;
+
+/* Parses argv into opt; --help prints the usage and exits 0. */
+static void parse_options(int argc, char **argv, run_options *opt)
+{
+    int i;
+    memset(opt, 0, sizeof *opt);
     for (i = 1; i < argc; i++) {
-        const char *opt = argv[i];
+        const char *arg = argv[i];
         const char **dest = NULL;
-        if (strcmp(opt, "--help") == 0 || strcmp(opt, "-h") == 0) {
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
             fputs(usage, stdout);
-            return 0;
+            exit(0);
         }
-        if (strcmp(opt, "--reference") == 0) {
-            use_reference = 1;
+        if (strcmp(arg, "--reference") == 0) {
+            opt->use_reference = 1;
             continue;
         }
-        if (strcmp(opt, "--q") == 0) dest = &q_path;
-        else if (strcmp(opt, "--k") == 0) dest = &k_path;
-        else if (strcmp(opt, "--v") == 0) dest = &v_path;
-        else if (strcmp(opt, "--seqlens-k") == 0) dest = &s_path;
-        else if (strcmp(opt, "--mask") == 0) dest = &m_path;
-        else if (strcmp(opt, "-o") == 0) dest = &o_path;
-        else if (strcmp(opt, "--lse") == 0) dest = &lse_path;
-        else if (strcmp(opt, "--isa") == 0) dest = &isa_name;
-        else if (strcmp(opt, "--threads") != 0)
-            fail(opt, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, -o, "
+        if (strcmp(arg, "--q") == 0) dest = &opt->q_path;
+        else if (strcmp(arg, "--k") == 0) dest = &opt->k_path;
+        else if (strcmp(arg, "--v") == 0) dest = &opt->v_path;
+        else if (strcmp(arg, "--seqlens-k") == 0) dest = &opt->s_path;
+        else if (strcmp(arg, "--mask") == 0) dest = &opt->m_path;
+        else if (strcmp(arg, "-o") == 0) dest = &opt->o_path;
+        else if (strcmp(arg, "--lse") == 0) dest = &opt->lse_path;
+        else if (strcmp(arg, "--isa") == 0) dest = &opt->isa_name;
+        else if (strcmp(arg, "--threads") != 0)
+            fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, -o, "
                       "--lse, --threads, --isa, --reference)");
         if (i + 1 >= argc)
-            fail(opt, "needs a value");
+            fail(arg, "needs a value");
         if (dest != NULL)
             *dest = argv[++i];
         else
-            threads = parse_threads(argv[++i]);
+            opt->threads = parse_threads(argv[++i]);
     }
-    if (q_path == NULL) fail("--q", "required (the query tensor)");
-    if (k_path == NULL) fail("--k", "required (the key tensor)");
-    if (v_path == NULL) fail("--v", "required (the value tensor)");
-    if (o_path == NULL) fail("-o", "required (where to write the output)");
-    if (lse_path != NULL && same_file(lse_path, o_path))
+}
+
+/* The kernel reads and writes f32 arrays here: refuse another storage type. */
+static void require_f32(const attn_spec *spec)
+{
+    if (!attn_reference_supports(spec))
+        fail(spec->name, "stores Q as %s, K and V as %s, O as %s; attn_run handles f32 kernels only",
+             attn_dtype_name(spec->dtype_q), attn_dtype_name(spec->dtype_kv),
+             attn_dtype_name(spec->dtype_o));
+}
+
+/* The paths the options name, against each other and the config: required
+   ones given, outputs that replace no input, inputs the config takes. */
+static void check_paths(const run_options *opt, const attn_spec *spec)
+{
+    /* an output must not replace an input */
+    const char *in_opt[5] = { "--q", "--k", "--v", "--seqlens-k", "--mask" };
+    const char *in_path[5];
+    const char *out_opt[2] = { "-o", "--lse" };
+    const char *out_path[2];
+    int a, b;
+
+    if (opt->q_path == NULL) fail("--q", "required (the query tensor)");
+    if (opt->k_path == NULL) fail("--k", "required (the key tensor)");
+    if (opt->v_path == NULL) fail("--v", "required (the value tensor)");
+    if (opt->o_path == NULL) fail("-o", "required (where to write the output)");
+    if (opt->lse_path != NULL && same_file(opt->lse_path, opt->o_path))
         fail("--lse", "must differ from -o");
-    {
-        /* an output must not replace an input */
-        const char *in_opt[5] = { "--q", "--k", "--v", "--seqlens-k", "--mask" };
-        const char *in_path[5] = { q_path, k_path, v_path, s_path, m_path };
-        const char *out_opt[2] = { "-o", "--lse" };
-        const char *out_path[2] = { o_path, lse_path };
-        int a, b;
-        for (a = 0; a < 2; a++)
-            for (b = 0; b < 5; b++)
-                if (out_path[a] != NULL && in_path[b] != NULL && same_file(out_path[a], in_path[b]))
-                    fail(out_opt[a], "'%s' is the %s input; not replacing an input", out_path[a], in_opt[b]);
-    }
-    check_output_path(o_path);
-    if (lse_path != NULL)
-        check_output_path(lse_path);
-    if (s_path != NULL && !spec->padding)
-        fail(s_path, "the config '%s' has no padding, so --seqlens-k is not accepted",
+    in_path[0] = opt->q_path;
+    in_path[1] = opt->k_path;
+    in_path[2] = opt->v_path;
+    in_path[3] = opt->s_path;
+    in_path[4] = opt->m_path;
+    out_path[0] = opt->o_path;
+    out_path[1] = opt->lse_path;
+    for (a = 0; a < 2; a++)
+        for (b = 0; b < 5; b++)
+            if (out_path[a] != NULL && in_path[b] != NULL && same_file(out_path[a], in_path[b]))
+                fail(out_opt[a], "'%s' is the %s input; not replacing an input", out_path[a], in_opt[b]);
+    check_output_path(opt->o_path);
+    if (opt->lse_path != NULL)
+        check_output_path(opt->lse_path);
+    if (opt->s_path != NULL && !spec->padding)
+        fail(opt->s_path, "the config '%s' has no padding, so --seqlens-k is not accepted",
              spec->name);
-    if (s_path == NULL && spec->padding)
+    if (opt->s_path == NULL && spec->padding)
         fail("--seqlens-k", "required: the config '%s' has padding", spec->name);
-    if (m_path != NULL && spec->mask == ATTN_MASK_NONE)
-        fail(m_path, "the config '%s' has no mask, so --mask is not accepted", spec->name);
-    if (m_path == NULL && spec->mask != ATTN_MASK_NONE)
+    if (opt->m_path != NULL && spec->mask == ATTN_MASK_NONE)
+        fail(opt->m_path, "the config '%s' has no mask, so --mask is not accepted", spec->name);
+    if (opt->m_path == NULL && spec->mask != ATTN_MASK_NONE)
         fail("--mask", "required: the config '%s' has mask \"%s\"", spec->name,
              spec->mask == ATTN_MASK_BOOL ? "bool" : "bias");
-    if (isa_name != NULL && !use_reference)
-        variant = pick_isa(kernel, isa_name);
+}
 
-    /* Q, K, V: shapes first, then the data as f32 */
-    load(q_path, &qa);
-    qt = check_bshd(q_path, &qa, "seq_q", "heads_q", spec->heads_q, "head_dim", spec->head_dim);
-    load(k_path, &ka);
-    kt = check_bshd(k_path, &ka, "seq_k", "heads_kv", spec->heads_kv, "head_dim",
-                    spec->head_dim);
-    if (kt.batch != qt.batch)
-        fail(k_path, "batch %lld does not match %s's batch %lld", (long long)kt.batch, q_path,
-             (long long)qt.batch);
-    load(v_path, &va);
-    vt = check_bshd(v_path, &va, "seq_k", "heads_kv", spec->heads_kv, "head_dim_v",
-                    spec->head_dim_v);
-    if (vt.batch != qt.batch)
-        fail(v_path, "batch %lld does not match %s's batch %lld", (long long)vt.batch, q_path,
-             (long long)qt.batch);
-    if (vt.len != kt.len)
-        fail(v_path, "seq_k %lld does not match %s's seq_k %lld", (long long)vt.len, k_path,
-             (long long)kt.len);
-    q = load_f32(q_path, &qa);
-    k = load_f32(k_path, &ka);
-    v = load_f32(v_path, &va);
+/* Q, K, V: shapes first, then the data as f32; fills the args' shape,
+   strides and tensors. */
+static void load_qkv(const run_options *opt, const attn_spec *spec, run_inputs *in,
+                     attn_args *args)
+{
+    load(opt->q_path, &in->qa);
+    in->qt = check_bshd(opt->q_path, &in->qa, "seq_q", "heads_q", spec->heads_q, "head_dim",
+                        spec->head_dim);
+    load(opt->k_path, &in->ka);
+    in->kt = check_bshd(opt->k_path, &in->ka, "seq_k", "heads_kv", spec->heads_kv, "head_dim",
+                        spec->head_dim);
+    if (in->kt.batch != in->qt.batch)
+        fail(opt->k_path, "batch %lld does not match %s's batch %lld", (long long)in->kt.batch,
+             opt->q_path, (long long)in->qt.batch);
+    load(opt->v_path, &in->va);
+    in->vt = check_bshd(opt->v_path, &in->va, "seq_k", "heads_kv", spec->heads_kv, "head_dim_v",
+                        spec->head_dim_v);
+    if (in->vt.batch != in->qt.batch)
+        fail(opt->v_path, "batch %lld does not match %s's batch %lld", (long long)in->vt.batch,
+             opt->q_path, (long long)in->qt.batch);
+    if (in->vt.len != in->kt.len)
+        fail(opt->v_path, "seq_k %lld does not match %s's seq_k %lld", (long long)in->vt.len,
+             opt->k_path, (long long)in->kt.len);
+    in->q = load_f32(opt->q_path, &in->qa);
+    in->k = load_f32(opt->k_path, &in->ka);
+    in->v = load_f32(opt->v_path, &in->va);
 
-    memset(&args, 0, sizeof args);
-    args.batch = qt.batch;
-    args.seq_q = qt.len;
-    args.seq_k = kt.len;
-    attn_args_set_contiguous(&args, spec);
-    args.q = q;
-    args.k = k;
-    args.v = v;
-    args.threads = threads;
+    memset(args, 0, sizeof *args);
+    args->batch = in->qt.batch;
+    args->seq_q = in->qt.len;
+    args->seq_k = in->kt.len;
+    attn_args_set_contiguous(args, spec);
+    args->q = in->q;
+    args->k = in->k;
+    args->v = in->v;
+    args->threads = opt->threads;
+}
 
-    if (s_path != NULL) {
-        load(s_path, &sa);
-        if (sa.ndim != 1 || sa.shape[0] != args.batch)
-            fail(s_path, "expected shape (%lld,) (one key length per batch), got %s",
-                 (long long)args.batch, shape_str(&sa, shp, sizeof shp));
-        if (attn_npy_to_i32(&sa, &seqlens, err, sizeof err) != 0)
-            fail(s_path, "%s", err);
-        for (i = 0; i < args.batch; i++)
-            if (seqlens[i] < 0 || seqlens[i] > args.seq_k)
-                fail(s_path, "seqlens_k[%d] = %ld is outside 0..%lld (seq_k)", i,
-                     (long)seqlens[i], (long long)args.seq_k);
-        args.seqlens_k = seqlens;
+/* seqlens_k: one valid key length per batch, each in 0..seq_k. */
+static void load_seqlens(const char *path, run_inputs *in, attn_args *args)
+{
+    char err[256], shp[160];
+    int64_t b;
+
+    load(path, &in->sa);
+    if (in->sa.ndim != 1 || in->sa.shape[0] != args->batch)
+        fail(path, "expected shape (%lld,) (one key length per batch), got %s",
+             (long long)args->batch, shape_str(&in->sa, shp, sizeof shp));
+    if (attn_npy_to_i32(&in->sa, &in->seqlens, err, sizeof err) != 0)
+        fail(path, "%s", err);
+    for (b = 0; b < args->batch; b++)
+        if (in->seqlens[b] < 0 || in->seqlens[b] > args->seq_k)
+            fail(path, "seqlens_k[%d] = %ld is outside 0..%lld (seq_k)", (int)b,
+                 (long)in->seqlens[b], (long long)args->seq_k);
+    args->seqlens_k = in->seqlens;
+}
+
+/* The mask: [Lq][Lk] for every b and h, or [B|1][Hq|1][Lq][Lk]; bool or
+   uint8 for mask "bool", f32 or f64 (read as f32) for mask "bias". */
+static void load_mask(const char *path, const attn_spec *spec, run_inputs *in, attn_args *args)
+{
+    const int64_t lq = args->seq_q, lk = args->seq_k;
+    attn_npy *ma = &in->ma;
+    char shp[160];
+
+    load(path, ma);
+    if (spec->mask == ATTN_MASK_BOOL && ma->dtype != ATTN_NPY_BOOL && ma->dtype != ATTN_NPY_U8)
+        fail(path, "dtype %s does not match the config's mask \"bool\" (expected bool or "
+                   "uint8)",
+             attn_npy_dtype_name(ma->dtype));
+    if (spec->mask == ATTN_MASK_BIAS && ma->dtype != ATTN_NPY_F32 && ma->dtype != ATTN_NPY_F64)
+        fail(path, "dtype %s does not match the config's mask \"bias\" (expected float32 "
+                   "or float64)",
+             attn_npy_dtype_name(ma->dtype));
+    if (ma->ndim == 2 && ma->shape[0] == lq && ma->shape[1] == lk) {
+        args->mask_stride[0] = 0; /* one [Lq][Lk] matrix for every b and h */
+        args->mask_stride[1] = 0;
+    } else if (ma->ndim == 4 && (ma->shape[0] == args->batch || ma->shape[0] == 1) &&
+               (ma->shape[1] == spec->heads_q || ma->shape[1] == 1) && ma->shape[2] == lq &&
+               ma->shape[3] == lk) {
+        args->mask_stride[1] = ma->shape[1] == 1 ? 0 : lq * lk;
+        args->mask_stride[0] = ma->shape[0] == 1 ? 0 : ma->shape[1] * lq * lk;
+    } else {
+        fail(path, "shape %s does not match: expected [seq_q][seq_k] = (%lld, %lld) or "
+                   "[batch|1][heads_q|1][seq_q][seq_k] = (%lld|1, %d|1, %lld, %lld)",
+             shape_str(ma, shp, sizeof shp), (long long)lq, (long long)lk,
+             (long long)args->batch, spec->heads_q, (long long)lq, (long long)lk);
     }
-
-    if (m_path != NULL) {
-        const int64_t lq = args.seq_q, lk = args.seq_k;
-        load(m_path, &ma);
-        if (spec->mask == ATTN_MASK_BOOL && ma.dtype != ATTN_NPY_BOOL && ma.dtype != ATTN_NPY_U8)
-            fail(m_path, "dtype %s does not match the config's mask \"bool\" (expected bool or "
-                         "uint8)",
-                 attn_npy_dtype_name(ma.dtype));
-        if (spec->mask == ATTN_MASK_BIAS && ma.dtype != ATTN_NPY_F32 && ma.dtype != ATTN_NPY_F64)
-            fail(m_path, "dtype %s does not match the config's mask \"bias\" (expected float32 "
-                         "or float64)",
-                 attn_npy_dtype_name(ma.dtype));
-        if (ma.ndim == 2 && ma.shape[0] == lq && ma.shape[1] == lk) {
-            args.mask_stride[0] = 0; /* one [Lq][Lk] matrix for every b and h */
-            args.mask_stride[1] = 0;
-        } else if (ma.ndim == 4 && (ma.shape[0] == args.batch || ma.shape[0] == 1) &&
-                   (ma.shape[1] == spec->heads_q || ma.shape[1] == 1) && ma.shape[2] == lq &&
-                   ma.shape[3] == lk) {
-            args.mask_stride[1] = ma.shape[1] == 1 ? 0 : lq * lk;
-            args.mask_stride[0] = ma.shape[0] == 1 ? 0 : ma.shape[1] * lq * lk;
-        } else {
-            fail(m_path, "shape %s does not match: expected [seq_q][seq_k] = (%lld, %lld) or "
-                         "[batch|1][heads_q|1][seq_q][seq_k] = (%lld|1, %d|1, %lld, %lld)",
-                 shape_str(&ma, shp, sizeof shp), (long long)lq, (long long)lk,
-                 (long long)args.batch, spec->heads_q, (long long)lq, (long long)lk);
-        }
-        args.mask_stride[2] = lk;
-        args.mask_stride[3] = 1;
-        if (spec->mask == ATTN_MASK_BIAS) {
-            bias = load_f32(m_path, &ma);
-            args.mask = bias;
-        } else {
-            args.mask = ma.data; /* bytes, nonzero = keep */
-        }
+    args->mask_stride[2] = lk;
+    args->mask_stride[3] = 1;
+    if (spec->mask == ATTN_MASK_BIAS) {
+        in->bias = load_f32(path, ma);
+        args->mask = in->bias;
+    } else {
+        args->mask = ma->data; /* bytes, nonzero = keep */
     }
+}
 
-    /* outputs: O [B][Lq][Hq][Dv] and LSE [B][Hq][Lq] (no B for 3-D input) */
-    o_shape[0] = args.batch;
-    o_shape[1] = args.seq_q;
-    o_shape[2] = spec->heads_q;
-    o_shape[3] = spec->head_dim_v;
-    lse_shape[0] = args.batch;
-    lse_shape[1] = spec->heads_q;
-    lse_shape[2] = args.seq_q;
-    o_count = (size_t)args.batch * (size_t)args.seq_q * (size_t)spec->heads_q;
+/* O [B][Lq][Hq][Dv] and LSE [B][Hq][Lq], f32, attached to the args. */
+static void alloc_outputs(const char *o_path, const attn_spec *spec, attn_args *args,
+                          run_outputs *out)
+{
+    size_t o_count, lse_count;
+
+    out->o_shape[0] = args->batch;
+    out->o_shape[1] = args->seq_q;
+    out->o_shape[2] = spec->heads_q;
+    out->o_shape[3] = spec->head_dim_v;
+    out->lse_shape[0] = args->batch;
+    out->lse_shape[1] = spec->heads_q;
+    out->lse_shape[2] = args->seq_q;
+    o_count = (size_t)args->batch * (size_t)args->seq_q * (size_t)spec->heads_q;
     lse_count = o_count;
     if (o_count > SIZE_MAX / sizeof(float) / ((size_t)spec->head_dim_v + 1))
         fail(o_path, "the output is too large");
     o_count *= (size_t)spec->head_dim_v;
-    o = (float *)malloc(o_count * sizeof *o + 1);
-    lse = (float *)malloc(lse_count * sizeof *lse + 1);
-    if (o == NULL || lse == NULL)
+    out->o = (float *)malloc(o_count * sizeof *out->o + 1);
+    out->lse = (float *)malloc(lse_count * sizeof *out->lse + 1);
+    if (out->o == NULL || out->lse == NULL)
         fail(o_path, "out of memory");
-    args.o = o;
-    args.lse = lse;
+    args->o = out->o;
+    args->lse = out->lse;
+}
 
+/* The reference, the variant --isa names, or the kernel's dispatch. */
+static void compute(const attn_kernel *kernel, const attn_variant *variant, int use_reference,
+                    const attn_args *args)
+{
+    const attn_spec *spec = &kernel->spec;
+    attn_status st;
     if (use_reference) {
-        st = attn_reference(spec, &args);
+        st = attn_reference(spec, args);
     } else if (variant != NULL) {
-        st = attn_check_args(spec, &args);
+        st = attn_check_args(spec, args);
         if (st == ATTN_OK)
-            st = variant->fwd(&args);
+            st = variant->fwd(args);
     } else {
-        st = kernel->fwd(&args);
+        st = kernel->fwd(args);
     }
     if (st != ATTN_OK)
         fail(spec->name, "%s", attn_status_string(st));
+}
 
-    {
-        /* both outputs complete before either replaces what was there */
-        const int drop_batch = qt.ndim == 3;
-        char *o_staged, *lse_staged = NULL;
-        o_staged = write_staged(o_path, 4 - drop_batch, o_shape + drop_batch, o, err, sizeof err);
-        if (o_staged == NULL)
-            fail(o_path, "%s", err);
-        if (lse_path != NULL) {
-            lse_staged = write_staged(lse_path, 3 - drop_batch, lse_shape + drop_batch, lse, err,
-                                      sizeof err);
-            if (lse_staged == NULL) {
-                remove(o_staged);
-                fail(lse_path, "%s", err);
-            }
-        }
-        if (rename(o_staged, o_path) != 0) {
-            const int e = errno;
+/* Writes O (and LSE) next to their paths, then renames them into place:
+   both outputs complete before either replaces what was there.  A 3-D
+   input (no batch dim) gives outputs without one. */
+static void publish_outputs(const run_options *opt, int drop_batch, const run_outputs *out)
+{
+    char err[256];
+    char *o_staged, *lse_staged = NULL;
+
+    o_staged = write_staged(opt->o_path, 4 - drop_batch, out->o_shape + drop_batch, out->o, err,
+                            sizeof err);
+    if (o_staged == NULL)
+        fail(opt->o_path, "%s", err);
+    if (opt->lse_path != NULL) {
+        lse_staged = write_staged(opt->lse_path, 3 - drop_batch, out->lse_shape + drop_batch,
+                                  out->lse, err, sizeof err);
+        if (lse_staged == NULL) {
             remove(o_staged);
-            if (lse_staged != NULL)
-                remove(lse_staged);
-            fail(o_path, "cannot rename the finished file over it: %s", strerror(e));
+            fail(opt->lse_path, "%s", err);
         }
-        if (lse_staged != NULL && rename(lse_staged, lse_path) != 0) {
-            const int e = errno;
-            remove(lse_staged);
-            fail(lse_path, "cannot rename the finished file over it: %s", strerror(e));
-        }
-        free(o_staged);
-        free(lse_staged);
     }
-    attn_npy_free(&qa);
-    attn_npy_free(&ka);
-    attn_npy_free(&va);
-    if (s_path != NULL)
-        attn_npy_free(&sa);
-    if (m_path != NULL)
-        attn_npy_free(&ma);
-    free(q);
-    free(k);
-    free(v);
-    free(bias);
-    free(seqlens);
-    free(o);
-    free(lse);
+    if (rename(o_staged, opt->o_path) != 0) {
+        const int e = errno;
+        remove(o_staged);
+        if (lse_staged != NULL)
+            remove(lse_staged);
+        fail(opt->o_path, "cannot rename the finished file over it: %s", strerror(e));
+    }
+    if (lse_staged != NULL && rename(lse_staged, opt->lse_path) != 0) {
+        const int e = errno;
+        remove(lse_staged);
+        fail(opt->lse_path, "cannot rename the finished file over it: %s", strerror(e));
+    }
+    free(o_staged);
+    free(lse_staged);
+}
+
+static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
+{
+    attn_npy_free(&in->qa);
+    attn_npy_free(&in->ka);
+    attn_npy_free(&in->va);
+    if (opt->s_path != NULL)
+        attn_npy_free(&in->sa);
+    if (opt->m_path != NULL)
+        attn_npy_free(&in->ma);
+    free(in->q);
+    free(in->k);
+    free(in->v);
+    free(in->bias);
+    free(in->seqlens);
+    free(out->o);
+    free(out->lse);
+}
+
+int main(int argc, char **argv)
+{
+    const attn_kernel *kernel = attn_entry_kernel;
+    const attn_spec *spec = &kernel->spec;
+    const attn_variant *variant = NULL;
+    run_options opt;
+    run_inputs in;
+    run_outputs out;
+    attn_args args;
+
+    parse_options(argc, argv, &opt);
+    require_f32(spec);
+    check_paths(&opt, spec);
+    if (opt.isa_name != NULL && !opt.use_reference)
+        variant = pick_isa(kernel, opt.isa_name);
+
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    load_qkv(&opt, spec, &in, &args);
+    if (opt.s_path != NULL)
+        load_seqlens(opt.s_path, &in, &args);
+    if (opt.m_path != NULL)
+        load_mask(opt.m_path, spec, &in, &args);
+    alloc_outputs(opt.o_path, spec, &args, &out);
+
+    compute(kernel, variant, opt.use_reference, &args);
+    publish_outputs(&opt, in.qt.ndim == 3, &out);
+    free_all(&opt, &in, &out);
     return 0;
 }

@@ -21,7 +21,7 @@
  *     candidates within --keep-within of the best (and those marked
  *     `always`) are timed on the bucket's later shapes.
  * GFLOP/s count the visible scores only, as attn_bench does:
- * FLOPs = 2 * visible * (D + Dv) (DESIGN.md section 7).
+ * FLOPs = 2 * visible * (D + Dv), the count of the README's benchmark tables.
  *
  * Output: one JSON object per line on stdout, flushed as it goes, for the
  * generator to read (events "start", "shape", "tick" after each run or burst,
@@ -66,7 +66,7 @@ static const char usage[] =
 #define MAX_SHAPES 32
 
 /* Outputs of two candidates agree within this: each is within 1e-5 + 1e-5|x|
-   of the float64 reference (DESIGN.md section 6); ten times that leaves room
+   of the float64 reference (docs/testing.md); ten times that leaves room
    for the different summation orders of different tiles and still catches a
    wrong kernel (errors of order 1). */
 #define AGREE_ABS 1e-4
@@ -225,6 +225,155 @@ static void print_failed(int i, const shape *sh, const char *msg)
     fflush(stdout);
 }
 
+/* The inputs of one shape, f32, and the output of the first candidate. */
+typedef struct {
+    float *q, *k, *v, *o, *ref, *lse;
+    int32_t *seqlens;
+    void *mask;
+    size_t no; /* elements of O */
+} tune_inputs;
+
+static void free_inputs(tune_inputs *in)
+{
+    free(in->q);
+    free(in->k);
+    free(in->v);
+    free(in->o);
+    free(in->ref);
+    free(in->lse);
+    free(in->seqlens);
+    free(in->mask);
+}
+
+/* Fills args and in for shape sh: contiguous random Q, K, V, full key
+   lengths, an all-visible mask shared by every batch and head.  0, or -1
+   when out of memory (in is then partly allocated: free_inputs). */
+static int make_inputs(const shape *sh, const options *opt, const attn_spec *spec, attn_args *args,
+                       tune_inputs *in)
+{
+    long i;
+    memset(args, 0, sizeof *args);
+    memset(in, 0, sizeof *in);
+    args->batch = opt->batch;
+    args->seq_q = sh->seq_q;
+    args->seq_k = sh->seq_k;
+    args->threads = opt->threads;
+    attn_args_set_contiguous(args, spec);
+    in->no = (size_t)(opt->batch * sh->seq_q * spec->heads_q * spec->head_dim_v);
+    in->q = attn_tool_random_floats((size_t)(opt->batch * sh->seq_q * spec->heads_q * spec->head_dim), 1);
+    in->k = attn_tool_random_floats((size_t)(opt->batch * sh->seq_k * spec->heads_kv * spec->head_dim), 2);
+    in->v = attn_tool_random_floats((size_t)(opt->batch * sh->seq_k * spec->heads_kv * spec->head_dim_v), 3);
+    in->o = (float *)malloc(sizeof(float) * in->no);
+    in->ref = (float *)malloc(sizeof(float) * in->no);
+    in->lse = (float *)malloc(sizeof(float) * (size_t)(opt->batch * spec->heads_q * sh->seq_q));
+    if (spec->padding) {
+        in->seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)opt->batch);
+        if (in->seqlens)
+            for (i = 0; i < opt->batch; i++) in->seqlens[i] = (int32_t)sh->seq_k;
+    }
+    if (spec->mask != ATTN_MASK_NONE) {
+        const size_t cells = (size_t)(sh->seq_q * sh->seq_k);
+        in->mask = calloc(cells, spec->mask == ATTN_MASK_BOOL ? 1 : sizeof(float));
+        if (in->mask && spec->mask == ATTN_MASK_BOOL) memset(in->mask, 1, cells);
+        args->mask_stride[0] = args->mask_stride[1] = 0; /* one [Lq][Lk] mask for every batch and head */
+        args->mask_stride[2] = sh->seq_k;
+        args->mask_stride[3] = 1;
+    }
+    if (!in->q || !in->k || !in->v || !in->o || !in->ref || !in->lse || (spec->padding && !in->seqlens) ||
+        (spec->mask != ATTN_MASK_NONE && !in->mask))
+        return -1;
+    args->q = in->q;
+    args->k = in->k;
+    args->v = in->v;
+    args->o = in->o;
+    args->lse = in->lse;
+    args->seqlens_k = in->seqlens;
+    args->mask = in->mask;
+    return 0;
+}
+
+/* Round 0 for candidate i: one run, its output checked against the first
+   candidate's (the first one's becomes in->ref), a run of min_time or more
+   counted as a timed run, and the burst length set.  0, or 1 when the
+   candidate failed (reported). */
+static int warm_up(int i, const shape *sh, const options *opt, attn_fwd_fn fn, const attn_args *args,
+                   tune_inputs *in, int *have_ref, int cold, timing *t)
+{
+    double t0, dt;
+    long bad;
+    char msg[160];
+    attn_status st;
+    memset(in->o, 0, sizeof(float) * in->no);
+    if (cold) flush_caches();
+    t0 = now();
+    st = fn(args);
+    dt = now() - t0;
+    if (st != ATTN_OK) {
+        print_failed(i, sh, attn_status_string(st));
+        return 1;
+    }
+    if (!*have_ref) {
+        memcpy(in->ref, in->o, sizeof(float) * in->no);
+        *have_ref = 1;
+    } else if ((bad = disagree(in->o, in->ref, in->no)) >= 0) {
+        snprintf(msg, sizeof msg, "output differs from the first candidate's at element %ld: %.9g vs %.9g",
+                 bad, (double)in->o[bad], (double)in->ref[bad]);
+        print_failed(i, sh, msg);
+        return 1;
+    }
+    t->best = 1e30;
+    if (dt >= opt->min_time) {
+        t->best = t->total = dt;
+        t->runs = 1;
+    }
+    t->burst = (long)ceil(opt->min_time / (double)opt->min_runs / (dt > 1e-9 ? dt : 1e-9));
+    if (t->burst < 1) t->burst = 1;
+    return 0;
+}
+
+/* A later round for candidate i: a burst of timed runs.  0, or 1 when the
+   candidate failed (reported). */
+static int timed_burst(int i, const shape *sh, const options *opt, attn_fwd_fn fn, const attn_args *args,
+                       int cold, timing *t)
+{
+    attn_status st = ATTN_OK;
+    long r;
+    for (r = 0; r < t->burst && st == ATTN_OK && t->runs < opt->max_runs; r++) {
+        double t0, dt;
+        if (cold) flush_caches();
+        t0 = now();
+        st = fn(args);
+        dt = now() - t0;
+        t->total += dt;
+        if (dt < t->best) t->best = dt;
+        t->runs++;
+    }
+    if (st != ATTN_OK) {
+        print_failed(i, sh, attn_status_string(st));
+        return 1;
+    }
+    return 0;
+}
+
+/* The "result" lines of a shape; gflops[] of the alive candidates (0 for
+   failed ones). */
+static void report_results(const shape *sh, const int *alive, const timing *tm, double flops, double *gflops)
+{
+    int i;
+    for (i = 0; i < attn_tune_count; i++) {
+        if (!alive[i] || tm[i].failed) {
+            if (alive[i]) gflops[i] = 0.0;
+            continue;
+        }
+        gflops[i] = flops / tm[i].best * 1e-9;
+        printf("{\"event\": \"result\", \"index\": %d, \"label\": \"%s\", \"bucket\": \"%s\", \"seq_q\": %ld, "
+               "\"seq_k\": %ld, \"seconds\": %.6g, \"gflops\": %.6g, \"runs\": %ld}\n",
+               i, attn_tune_candidates[i].label, sh->bucket, sh->seq_q, sh->seq_k, tm[i].best, gflops[i],
+               tm[i].runs);
+    }
+    fflush(stdout);
+}
+
 /* Times the candidates alive[] of sh's bucket on shape sh; writes their
    GFLOP/s into gflops[] (0 for failed ones).  Round 0 is the warm-up: each
    candidate runs once, its output is checked, and a run of min_time or more
@@ -238,11 +387,8 @@ static int run_shape(const shape *sh, const options *options_in, const int *aliv
     const options *opt = &copy;
     const attn_spec *spec = NULL;
     attn_args args;
-    float *q = NULL, *k = NULL, *v = NULL, *o = NULL, *ref = NULL, *lse = NULL;
-    int32_t *seqlens = NULL;
-    void *mask = NULL;
+    tune_inputs in;
     timing *tm = NULL;
-    size_t no = 0;
     int i, have_ref = 0, failed = 0, count = 0, round, more;
     const int cold = !strcmp(sh->bucket, "decode") && flush_bytes > 0;
     double flops;
@@ -255,45 +401,11 @@ static int run_shape(const shape *sh, const options *options_in, const int *aliv
         count++;
     }
     if (!spec) return 0;
-    memset(&args, 0, sizeof args);
-    args.batch = opt->batch;
-    args.seq_q = sh->seq_q;
-    args.seq_k = sh->seq_k;
-    args.threads = opt->threads;
-    attn_args_set_contiguous(&args, spec);
-    no = (size_t)(opt->batch * sh->seq_q * spec->heads_q * spec->head_dim_v);
-    q = attn_tool_random_floats((size_t)(opt->batch * sh->seq_q * spec->heads_q * spec->head_dim), 1);
-    k = attn_tool_random_floats((size_t)(opt->batch * sh->seq_k * spec->heads_kv * spec->head_dim), 2);
-    v = attn_tool_random_floats((size_t)(opt->batch * sh->seq_k * spec->heads_kv * spec->head_dim_v), 3);
-    o = (float *)malloc(sizeof(float) * no);
-    ref = (float *)malloc(sizeof(float) * no);
-    lse = (float *)malloc(sizeof(float) * (size_t)(opt->batch * spec->heads_q * sh->seq_q));
     tm = (timing *)calloc((size_t)attn_tune_count, sizeof(timing));
-    if (spec->padding) {
-        seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)opt->batch);
-        if (seqlens)
-            for (i = 0; i < opt->batch; i++) seqlens[i] = (int32_t)sh->seq_k;
-    }
-    if (spec->mask != ATTN_MASK_NONE) {
-        const size_t cells = (size_t)(sh->seq_q * sh->seq_k);
-        mask = calloc(cells, spec->mask == ATTN_MASK_BOOL ? 1 : sizeof(float));
-        if (mask && spec->mask == ATTN_MASK_BOOL) memset(mask, 1, cells);
-        args.mask_stride[0] = args.mask_stride[1] = 0; /* one [Lq][Lk] mask for every batch and head */
-        args.mask_stride[2] = sh->seq_k;
-        args.mask_stride[3] = 1;
-    }
-    if (!q || !k || !v || !o || !ref || !lse || !tm || (spec->padding && !seqlens) ||
-        (spec->mask != ATTN_MASK_NONE && !mask)) {
+    if (make_inputs(sh, opt, spec, &args, &in) != 0 || !tm) {
         failed = -1;
         goto done;
     }
-    args.q = q;
-    args.k = k;
-    args.v = v;
-    args.o = o;
-    args.lse = lse;
-    args.seqlens_k = seqlens;
-    args.mask = mask;
     flops = 2.0 * (double)visible_scores(spec, &args) * (spec->head_dim + spec->head_dim_v);
     printf("{\"event\": \"shape\", \"bucket\": \"%s\", \"batch\": %ld, \"seq_q\": %ld, \"seq_k\": %ld, "
            "\"flops\": %.0f, \"candidates\": %d}\n",
@@ -305,56 +417,11 @@ static int run_shape(const shape *sh, const options *options_in, const int *aliv
         for (i = 0; i < attn_tune_count; i++) {
             const attn_fwd_fn fn = variant_fn(attn_tune_candidates[i].kernel, opt->isa);
             timing *t = &tm[i];
-            attn_status st = ATTN_OK;
-            long r;
             if (!alive[i] || t->failed || (round > 0 && timed_enough(t, opt))) continue;
-            if (round == 0) { /* warm-up, and the output check */
-                double t0, dt;
-                long bad;
-                char msg[160];
-                memset(o, 0, sizeof(float) * no);
-                if (cold) flush_caches();
-                t0 = now();
-                st = fn(&args);
-                dt = now() - t0;
-                if (st != ATTN_OK) {
-                    print_failed(i, sh, attn_status_string(st));
-                    t->failed = failed = 1;
-                    continue;
-                }
-                if (!have_ref) {
-                    memcpy(ref, o, sizeof(float) * no);
-                    have_ref = 1;
-                } else if ((bad = disagree(o, ref, no)) >= 0) {
-                    snprintf(msg, sizeof msg, "output differs from the first candidate's at element %ld: %.9g vs %.9g",
-                             bad, (double)o[bad], (double)ref[bad]);
-                    print_failed(i, sh, msg);
-                    t->failed = failed = 1;
-                    continue;
-                }
-                t->best = 1e30;
-                if (dt >= opt->min_time) {
-                    t->best = t->total = dt;
-                    t->runs = 1;
-                }
-                t->burst = (long)ceil(opt->min_time / (double)opt->min_runs / (dt > 1e-9 ? dt : 1e-9));
-                if (t->burst < 1) t->burst = 1;
-            } else {
-                for (r = 0; r < t->burst && st == ATTN_OK && t->runs < opt->max_runs; r++) {
-                    double t0, dt;
-                    if (cold) flush_caches();
-                    t0 = now();
-                    st = fn(&args);
-                    dt = now() - t0;
-                    t->total += dt;
-                    if (dt < t->best) t->best = dt;
-                    t->runs++;
-                }
-                if (st != ATTN_OK) {
-                    print_failed(i, sh, attn_status_string(st));
-                    t->failed = failed = 1;
-                    continue;
-                }
+            if (round == 0 ? warm_up(i, sh, opt, fn, &args, &in, &have_ref, cold, t)
+                           : timed_burst(i, sh, opt, fn, &args, cold, t)) {
+                t->failed = failed = 1;
+                continue;
             }
             if (!timed_enough(t, opt)) more = 1;
             printf("{\"event\": \"tick\", \"index\": %d, \"label\": \"%s\", \"round\": %d, \"gflops\": %.6g}\n", i,
@@ -362,27 +429,9 @@ static int run_shape(const shape *sh, const options *options_in, const int *aliv
             fflush(stdout);
         }
     }
-    for (i = 0; i < attn_tune_count; i++) {
-        if (!alive[i] || tm[i].failed) {
-            if (alive[i]) gflops[i] = 0.0;
-            continue;
-        }
-        gflops[i] = flops / tm[i].best * 1e-9;
-        printf("{\"event\": \"result\", \"index\": %d, \"label\": \"%s\", \"bucket\": \"%s\", \"seq_q\": %ld, "
-               "\"seq_k\": %ld, \"seconds\": %.6g, \"gflops\": %.6g, \"runs\": %ld}\n",
-               i, attn_tune_candidates[i].label, sh->bucket, sh->seq_q, sh->seq_k, tm[i].best, gflops[i],
-               tm[i].runs);
-    }
-    fflush(stdout);
+    report_results(sh, alive, tm, flops, gflops);
 done:
-    free(q);
-    free(k);
-    free(v);
-    free(o);
-    free(ref);
-    free(lse);
-    free(seqlens);
-    free(mask);
+    free_inputs(&in);
     free(tm);
     return failed;
 }
@@ -411,52 +460,51 @@ static void race(const options *opt, int *alive, const double *gflops)
     free(order);
 }
 
-int main(int argc, char **argv)
+/* Parses argv into opt, shapes and *clock_name (NULL: the default); 0, or
+   2 after a message on a usage error. */
+static int parse_options(int argc, char **argv, options *opt, shape *shapes, int *nshapes,
+                         const char **clock_name)
 {
-    options opt;
-    shape shapes[MAX_SHAPES];
-    int nshapes = 0, i, s, failed = 0, timed[2] = { 0, 0 };
-    int *alive, *bucket_alive[2];
-    double *gflops;
-    const char *clock_name = NULL;
-
-    opt.isa = NULL;
-    opt.threads = 1;
-    opt.batch = 1;
-    opt.min_time = 0.25;
-    opt.min_runs = 3;
-    opt.max_runs = 1000;
-    opt.keep = 0;
-    opt.keep_within = 1.0;
-    opt.flush_decode = 0;
+    int i;
+    opt->isa = NULL;
+    opt->threads = 1;
+    opt->batch = 1;
+    opt->min_time = 0.25;
+    opt->min_runs = 3;
+    opt->max_runs = 1000;
+    opt->keep = 0;
+    opt->keep_within = 1.0;
+    opt->flush_decode = 0;
+    *nshapes = 0;
+    *clock_name = NULL;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
         long n = 1;
         int bad = 0;
         if (!strcmp(a, "--isa") && val) {
-            opt.isa = val;
+            opt->isa = val;
         } else if (!strcmp(a, "--clock") && val && (!strcmp(val, "cpu") || !strcmp(val, "wall"))) {
-            clock_name = val;
+            *clock_name = val;
         } else if (!strcmp(a, "--threads")) {
             bad = parse_long(val, 0, 4096, &n);
-            opt.threads = (int)n;
+            opt->threads = (int)n;
         } else if (!strcmp(a, "--batch")) {
-            bad = parse_long(val, 1, 1L << 20, &opt.batch);
+            bad = parse_long(val, 1, 1L << 20, &opt->batch);
         } else if (!strcmp(a, "--min-time")) {
-            bad = parse_double(val, 0.0, 60.0, &opt.min_time);
+            bad = parse_double(val, 0.0, 60.0, &opt->min_time);
         } else if (!strcmp(a, "--min-runs")) {
-            bad = parse_long(val, 1, 1000000, &opt.min_runs);
+            bad = parse_long(val, 1, 1000000, &opt->min_runs);
         } else if (!strcmp(a, "--max-runs")) {
-            bad = parse_long(val, 1, 1000000, &opt.max_runs);
+            bad = parse_long(val, 1, 1000000, &opt->max_runs);
         } else if (!strcmp(a, "--keep")) {
-            bad = parse_long(val, 0, 1000000, &opt.keep);
+            bad = parse_long(val, 0, 1000000, &opt->keep);
         } else if (!strcmp(a, "--keep-within")) {
-            bad = parse_double(val, 0.0, 1.0, &opt.keep_within);
+            bad = parse_double(val, 0.0, 1.0, &opt->keep_within);
         } else if (!strcmp(a, "--flush-decode")) {
-            bad = parse_long(val, 0, 1L << 30, &opt.flush_decode);
-        } else if (a[0] != '-' && nshapes < MAX_SHAPES && parse_shape(a, &shapes[nshapes]) == 0) {
-            nshapes++;
+            bad = parse_long(val, 0, 1L << 30, &opt->flush_decode);
+        } else if (a[0] != '-' && *nshapes < MAX_SHAPES && parse_shape(a, &shapes[*nshapes]) == 0) {
+            (*nshapes)++;
             continue;
         } else {
             fputs(usage, stderr);
@@ -468,35 +516,102 @@ int main(int argc, char **argv)
         }
         i++;
     }
-    if (opt.keep == 0) opt.keep = attn_tune_count; /* no racing */
-    if (opt.max_runs < opt.min_runs) opt.max_runs = opt.min_runs;
+    return 0;
+}
+
+/* The defaults that depend on other options, and the clock. */
+static void settle_options(options *opt, const char **clock_name)
+{
+    if (opt->keep == 0) opt->keep = attn_tune_count; /* no racing */
+    if (opt->max_runs < opt->min_runs) opt->max_runs = opt->min_runs;
 #ifdef _OPENMP
-    if (opt.threads == 0) opt.threads = omp_get_max_threads();
+    if (opt->threads == 0) opt->threads = omp_get_max_threads();
 #else
-    opt.threads = 1;
+    opt->threads = 1;
 #endif
-    if (!clock_name) clock_name = opt.threads == 1 ? "cpu" : "wall";
+    if (!*clock_name) *clock_name = opt->threads == 1 ? "cpu" : "wall";
 #ifdef CLOCK_THREAD_CPUTIME_ID
-    cpu_clock = !strcmp(clock_name, "cpu");
+    cpu_clock = !strcmp(*clock_name, "cpu");
 #else
-    clock_name = "wall";
+    *clock_name = "wall";
 #endif
+}
+
+/* Every candidate must be f32 (the inputs here are) and have a variant for
+   an ISA this CPU runs (opt->isa; NULL: the first candidate's best).  0, or
+   2 after a message. */
+static int check_candidates(options *opt)
+{
+    int i;
+    for (i = 0; i < attn_tune_count; i++) {
+        const attn_spec *spec = &attn_tune_candidates[i].kernel->spec;
+        if (!attn_reference_supports(spec)) {
+            fprintf(stderr, "attngen: tune: candidate %s stores Q as %s, K and V as %s, O as %s; attn_tune "
+                            "handles f32 kernels only\n",
+                    attn_tune_candidates[i].label, attn_dtype_name(spec->dtype_q), attn_dtype_name(spec->dtype_kv),
+                    attn_dtype_name(spec->dtype_o));
+            return 2;
+        }
+    }
+    if (!opt->isa) opt->isa = attn_isa_name(attn_tune_candidates[0].kernel->variants[0].isa);
+    if (attn_isa_from_name(opt->isa) < 0 || !attn_isa_supported((attn_isa)attn_isa_from_name(opt->isa))) {
+        fprintf(stderr, "attngen: tune: this CPU cannot run ISA '%s'\n", opt->isa);
+        return 2;
+    }
+    for (i = 0; i < attn_tune_count; i++) {
+        if (!variant_fn(attn_tune_candidates[i].kernel, opt->isa)) {
+            fprintf(stderr, "attngen: tune: candidate %s has no %s variant\n", attn_tune_candidates[i].label,
+                    opt->isa);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+/* Times every shape in order, racing each bucket after its first shape.
+   0, 1 when a candidate failed, 2 when out of memory (with a message). */
+static int run_shapes(const options *opt, const shape *shapes, int nshapes, int *bucket_alive[2],
+                      double *gflops)
+{
+    int s, i, failed = 0, timed[2] = { 0, 0 };
+    for (s = 0; s < nshapes; s++) {
+        const int b = strcmp(shapes[s].bucket, "prefill") ? 1 : 0;
+        int r;
+        if (timed[b] == 1) race(opt, bucket_alive[b], gflops); /* once, on the first shape's times */
+        timed[b]++;
+        r = run_shape(&shapes[s], opt, bucket_alive[b], gflops);
+        if (r < 0) {
+            fprintf(stderr, "attngen: tune: out of memory for %s %ldx%ld\n", shapes[s].bucket, shapes[s].seq_q,
+                    shapes[s].seq_k);
+            return 2;
+        }
+        if (r) {
+            failed = 1;
+            for (i = 0; i < attn_tune_count; i++)
+                if (bucket_alive[b][i] && gflops[i] <= 0.0) bucket_alive[b][i] = 0; /* failed: out */
+        }
+    }
+    return failed;
+}
+
+int main(int argc, char **argv)
+{
+    options opt;
+    shape shapes[MAX_SHAPES];
+    int nshapes, i, failed;
+    int *alive, *bucket_alive[2];
+    double *gflops;
+    const char *clock_name;
+
+    if (parse_options(argc, argv, &opt, shapes, &nshapes, &clock_name) != 0)
+        return 2;
+    settle_options(&opt, &clock_name);
     if (attn_tune_count < 1 || nshapes == 0) {
         fputs(usage, stderr);
         return 2;
     }
-    if (!opt.isa) opt.isa = attn_isa_name(attn_tune_candidates[0].kernel->variants[0].isa);
-    if (attn_isa_from_name(opt.isa) < 0 || !attn_isa_supported((attn_isa)attn_isa_from_name(opt.isa))) {
-        fprintf(stderr, "attngen: tune: this CPU cannot run ISA '%s'\n", opt.isa);
+    if (check_candidates(&opt) != 0)
         return 2;
-    }
-    for (i = 0; i < attn_tune_count; i++) {
-        if (!variant_fn(attn_tune_candidates[i].kernel, opt.isa)) {
-            fprintf(stderr, "attngen: tune: candidate %s has no %s variant\n", attn_tune_candidates[i].label,
-                    opt.isa);
-            return 2;
-        }
-    }
 
     if (opt.flush_decode > 0) {
         flush_bytes = (size_t)opt.flush_decode;
@@ -519,23 +634,9 @@ int main(int argc, char **argv)
            "\"shapes\": %d}\n",
            opt.isa, opt.threads, clock_name, attn_tune_count, nshapes);
     fflush(stdout);
-    for (s = 0; s < nshapes; s++) {
-        const int b = strcmp(shapes[s].bucket, "prefill") ? 1 : 0;
-        int r;
-        if (timed[b] == 1) race(&opt, bucket_alive[b], gflops); /* once, on the first shape's times */
-        timed[b]++;
-        r = run_shape(&shapes[s], &opt, bucket_alive[b], gflops);
-        if (r < 0) {
-            fprintf(stderr, "attngen: tune: out of memory for %s %ldx%ld\n", shapes[s].bucket, shapes[s].seq_q,
-                    shapes[s].seq_k);
-            return 2;
-        }
-        if (r) {
-            failed = 1;
-            for (i = 0; i < attn_tune_count; i++)
-                if (bucket_alive[b][i] && gflops[i] <= 0.0) bucket_alive[b][i] = 0; /* failed: out */
-        }
-    }
+    failed = run_shapes(&opt, shapes, nshapes, bucket_alive, gflops);
+    if (failed == 2)
+        return 2;
     printf("{\"event\": \"done\"}\n");
     free(alive);
     free(gflops);

@@ -18,8 +18,8 @@
  *     size its shapes and strides span (so ASan sees any access outside a
  *     tensor), inputs N(0,1) with NaN in the gaps between elements, O
  *     pre-filled with a sentinel; the entry point must return ATTN_OK, O
- *     and LSE must match attn_reference within the tolerance of DESIGN.md
- *     section 6, and O's gaps must still hold the sentinel.
+ *     and LSE must match attn_reference within the tolerance of
+ *     docs/testing.md, and O's gaps must still hold the sentinel.
  *
  * Input layout (missing bytes read as 0):
  *   kernel (1 byte, index mod the number of kernels)
@@ -617,6 +617,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     entry = next_byte(&in);
     fwd = kernel->fwd;
     cur_entry = "entry point";
+    if (!attn_reference_supports(spec))
+        die("stores Q as %s, K and V as %s, O as %s; fuzz_args builds f32 tensors only",
+            attn_dtype_name(spec->dtype_q), attn_dtype_name(spec->dtype_kv),
+            attn_dtype_name(spec->dtype_o));
     if (entry > 0 && kernel->n_variants > 0) {
         const attn_variant *var = &kernel->variants[(entry - 1) % (unsigned)kernel->n_variants];
         if (attn_isa_supported(var->isa)) {
@@ -644,10 +648,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         seed |= (uint64_t)next_byte(&in) << (8 * i);
 
     /* pointers: NULL, or poisoned memory no access may touch */
-    a.q = (flags & 1) ? NULL : (const float *)poisoned();
-    a.k = (flags & 2) ? NULL : (const float *)poisoned();
-    a.v = (flags & 4) ? NULL : (const float *)poisoned();
-    a.o = (flags & 8) ? NULL : (float *)poisoned();
+    a.q = (flags & 1) ? NULL : poisoned();
+    a.k = (flags & 2) ? NULL : poisoned();
+    a.v = (flags & 4) ? NULL : poisoned();
+    a.o = (flags & 8) ? NULL : poisoned();
     a.lse = (flags & 16) ? (float *)poisoned() : NULL;
     a.mask = (flags & 64) ? NULL : poisoned();
     if (!(flags & 32)) {

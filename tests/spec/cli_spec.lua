@@ -1,6 +1,5 @@
 -- bin/attngen as a subprocess: help, presets, generate, run (end to end
--- against the float64 reference) and the one-line errors of DESIGN.md
--- section 5.  Compiles C, so tagged #slow.
+-- against the float64 reference) and the one-line errors of docs/cli.md.  Compiles C, so tagged #slow.
 local helper = dofile((debug.getinfo(1, "S").source:match("^@(.-)[^/]*$") or "") .. "helper.lua")
 local presets = require("presets")
 local config = require("config")

@@ -1,6 +1,6 @@
 -- Function names: every builder's output parses back (the name is the spec),
 -- and the names in generated C parse back to their config, op and ISA.
-dofile((debug.getinfo(1, "S").source:match("^@(.-)[^/]*$") or "") .. "helper.lua")
+local helper = dofile((debug.getinfo(1, "S").source:match("^@(.-)[^/]*$") or "") .. "helper.lua")
 local naming = require("naming")
 local schema = require("schema")
 local planner = require("planner")
@@ -25,42 +25,59 @@ describe("naming", function()
     assert.equal("attn_gpt2_fwd", naming.entry("gpt2"))
     assert.equal("attn_gpt2_kernel", naming.kernel("gpt2"))
     assert.equal("attn_gpt2_fwd__avx2", naming.variant("gpt2", "avx2"))
-    assert.equal("attn_gpt2_qk_6x16__avx2", naming.qk("gpt2", 6, 16, "avx2"))
-    assert.equal("attn_gpt2_pv_3x64__neon", naming.pv("gpt2", 3, 64, "neon"))
+    assert.equal("attn_gpt2_qk_6x16_f32__avx2", naming.qk("gpt2", 6, 16, "avx2"))
+    assert.equal("attn_gpt2_pv_3x64_f32__neon", naming.pv("gpt2", 3, 64, "neon"))
+    assert.equal("attn_gpt2_sunit_4x1__avx512", naming.build("gpt2", "sunit", { m = 4, n = 1, isa = "avx512" }))
+    assert.equal("attn_gpt2_k_row", naming.build("gpt2", "k_row"))
+    assert.equal("attn_exp2_q4__avx512", naming.shared("exp2", "avx512", true))
+    assert.equal("attn_hsum4__avx2", naming.shared("hsum4", "avx2"))
   end)
 
+  it("refuses to build a name its op does not describe", function()
+    assert.has_error(function() naming.build("x", "nope") end)
+    assert.has_error(function() naming.build("x", "qk", { isa = "avx2", dtype = "f32" }) end) -- no shape
+    assert.has_error(function() naming.build("x", "qk", { m = 1, n = 2, isa = "avx2" }) end) -- no dtype
+    assert.has_error(function() naming.build("x", "qk", { m = 1, n = 2, dtype = "f32" }) end) -- no ISA
+    assert.has_error(function() naming.build("x", "k_row", { isa = "avx2" }) end) -- takes none
+    assert.has_error(function() naming.shared("nope", "avx2") end)
+  end)
+
+  --- Every field combination an op takes, for one config name and ISA.
+  local function examples(op, isa)
+    local spec = naming.OPS[op]
+    local out = {}
+    for _, with_isa in ipairs(spec.isa == "optional" and { false, true } or { spec.isa == true }) do
+      for _, dtype in ipairs(spec.dtype and naming.DTYPES or { false }) do
+        for _, shape in ipairs(spec.shape and { { 1, 1 }, { 6, 64 }, { 12, 4096 } } or { false }) do
+          local t = { isa = with_isa and isa or nil, dtype = dtype or nil }
+          if shape then t.m, t.n = shape[1], shape[2] end
+          out[#out + 1] = t
+        end
+      end
+    end
+    return out
+  end
+
   describe("round trip through parse", function()
-    it("entry", function()
+    it("every op, every field it takes, every ISA and storage type", function()
       for _, name in ipairs(NAMES) do
-        assert.same({ config = name, op = "fwd" }, naming.parse(naming.entry(name)), name)
-      end
-    end)
-
-    it("kernel", function()
-      for _, name in ipairs(NAMES) do
-        assert.same({ config = name, op = "kernel" }, naming.parse(naming.kernel(name)), name)
-      end
-    end)
-
-    it("variant", function()
-      for _, name in ipairs(NAMES) do
-        for _, isa in ipairs(ISAS) do
-          assert.same({ config = name, op = "fwd", isa = isa }, naming.parse(naming.variant(name, isa)),
-            naming.variant(name, isa))
+        for op in pairs(naming.OPS) do
+          for _, isa in ipairs(ISAS) do
+            for _, t in ipairs(examples(op, isa)) do
+              local f = naming.build(name, op, t)
+              assert.same({ config = name, op = op, m = t.m, n = t.n, dtype = t.dtype, isa = t.isa },
+                naming.parse(f), f)
+            end
+          end
         end
       end
     end)
 
-    it("qk and pv micro-kernels", function()
-      for _, name in ipairs(NAMES) do
+    it("shared helpers", function()
+      for op in pairs(naming.SHARED) do
         for _, isa in ipairs(ISAS) do
-          for _, shape in ipairs({ { 1, 1 }, { 1, 16 }, { 6, 64 }, { 8, 512 }, { 12, 4096 } }) do
-            local mr, nc = shape[1], shape[2]
-            local fq = naming.qk(name, mr, nc, isa)
-            assert.same({ config = name, op = "qk", mr = mr, nc = nc, isa = isa }, naming.parse(fq), fq)
-            local fp = naming.pv(name, mr, nc, isa)
-            assert.same({ config = name, op = "pv", mr = mr, nc = nc, isa = isa }, naming.parse(fp), fp)
-          end
+          assert.same({ op = op, isa = isa }, naming.parse(naming.shared(op, isa)))
+          assert.same({ op = op, isa = isa, q4 = true }, naming.parse(naming.shared(op, isa, true)))
         end
       end
     end)
@@ -68,15 +85,12 @@ describe("naming", function()
     it("every builder's names are distinct from every other's", function()
       local seen = {}
       for _, name in ipairs(NAMES) do
-        local all = { naming.entry(name), naming.kernel(name) }
-        for _, isa in ipairs(ISAS) do
-          all[#all + 1] = naming.variant(name, isa)
-          all[#all + 1] = naming.qk(name, 4, 16, isa)
-          all[#all + 1] = naming.pv(name, 4, 16, isa)
-        end
-        for _, f in ipairs(all) do
-          assert.is_nil(seen[f], "two things are named " .. f)
-          seen[f] = true
+        for op in pairs(naming.OPS) do
+          for _, t in ipairs(examples(op, "avx2")) do
+            local f = naming.build(name, op, t)
+            assert.is_nil(seen[f], "two things are named " .. f)
+            seen[f] = true
+          end
         end
       end
     end)
@@ -84,8 +98,9 @@ describe("naming", function()
 
   it("parse rejects what no builder makes", function()
     for _, s in ipairs({ "", "attn_", "attn__fwd_", "gpt2_fwd", "attn_gpt2", "attn_gpt2_qk_6x__avx2",
-      "attn_gpt2_qk_ax16__avx2", "attn_gpt2_zz_6x16__avx2", "attn_gpt2_qk_6x16_avx2", "attn_gpt2_fwd_",
-      "attn_gpt2_fwd__", "attn_gpt2_pack__avx2", "attn_gpt2_variants", "xattn_gpt2_fwd" }) do
+      "attn_gpt2_qk_ax16_f32__avx2", "attn_gpt2_zz_6x16_f32__avx2", "attn_gpt2_qk_6x16_f32_avx2",
+      "attn_gpt2_qk_6x16__avx2", "attn_gpt2_qk_6x16_f64__avx2", "attn_gpt2_fwd_", "attn_gpt2_fwd__",
+      "attn_gpt2_k_row__avx2", "attn_gpt2_unit", "xattn_gpt2_fwd", "attn_exp2__sse" }) do
       assert.is_nil(naming.parse(s), s)
     end
   end)
@@ -123,19 +138,25 @@ describe("naming", function()
           assert.is_true(allowed_isa[p.isa] == true, id .. ": an ISA that is not in the config")
           local v = variants[p.isa]
           if p.op == "qk" then
-            assert.equal(v.qk.nc, p.nc, id)
-            assert.truthy(p.mr == v.qk.mr or p.mr == 1, id)
+            assert.equal(v.qk.nc, p.n, id)
+            assert.truthy(p.m == v.qk.mr or p.m == 1, id)
           elseif p.op == "pv" then
-            assert.equal(cfg.head_dim_v, p.nc, id)
-            assert.truthy(p.mr == v.pv.mr or p.mr == 1, id)
-          else
-            assert.equal("fwd", p.op, id)
+            assert.equal(cfg.head_dim_v, p.n, id)
+            assert.truthy(p.m >= 1 and p.m <= v.pv.mr, id)
           end
-        else
-          assert.truthy(p.op == "fwd" or p.op == "kernel", id)
         end
       end
       assert.is_true(n > 0)
+
+      -- every symbol the file defines is named by naming.lua: an identifier
+      -- attn_... that is defined (followed by "(" at the start of a
+      -- definition, or closing a typedef) parses
+      for id in c_text:gmatch("static[%w_ ]-[%s%*](attn_[%w_]+)%(") do
+        assert.is_not_nil(naming.parse(id), id .. " is defined but naming.lua cannot parse it")
+      end
+      for id in c_text:gmatch("}%s*(attn_[%w_]+);") do
+        assert.is_not_nil(naming.parse(id), id .. " (a type) is not a name naming.lua parses")
+      end
 
       -- and every name the plan promises is there
       local want = { plan.entry, plan.kernel }
@@ -167,5 +188,37 @@ describe("naming", function()
       check_config({ name = "a_qk_1x2_", heads_q = 2, head_dim = 8, isa = { "scalar", "avx512" } }, "weird")
       check_config({ name = "x_fwd__avx2", heads_q = 2, head_dim = 8, isa = { "neon" } }, "weird")
     end)
+  end)
+end)
+
+-- The lists the generator and the C runtime share are written once per
+-- language: the runtime's X-macro lists must name what the generator knows.
+describe("the runtime's lists agree with the generator's", function()
+  local header = helper.read_file(helper.root .. "/runtime/attn_runtime.h")
+
+  local function xlist(macro)
+    local body = header:match("#define " .. macro .. "%(X%)(.-)\n\n")
+    local t = {}
+    for id, name in body:gmatch("X%((%w+), (%w+)") do t[#t + 1] = { id = id, name = name } end
+    return t
+  end
+
+  it("ISAs: the same names, each with its enum", function()
+    local c = {}
+    for _, e in ipairs(xlist("ATTN_ISA_LIST")) do c[e.name] = "ATTN_ISA_" .. e.id end
+    local n = 0
+    for _, name in ipairs(require("isa").order) do
+      assert.equal(require("isa").get(name).enum, c[name], name)
+      n = n + 1
+    end
+    local m = 0
+    for _ in pairs(c) do m = m + 1 end
+    assert.equal(n, m)
+  end)
+
+  it("storage types: every dtype a name can carry", function()
+    local c = {}
+    for _, e in ipairs(xlist("ATTN_DTYPE_LIST")) do c[#c + 1] = e.name end
+    assert.same(naming.DTYPES, c)
   end)
 end)

@@ -51,7 +51,18 @@ local function check_variant(v, cfg, tile)
   assert.equal(cfg.head_dim_v % isa.lanes, v.dv_tail, where)
   -- the row counts the micro-kernels are generated for
   assert.same(v.qk.mr > 1 and { v.qk.mr, 1 } or { 1 }, v.qk_rows, where)
-  assert.same(pv.mr > 1 and { pv.mr, 1 } or { 1 }, v.pv_rows, where)
+  -- P*V: every row count from MR down on vector ISAs (the decode path's kv
+  -- heads), MR and 1 in plain C
+  local want_pv = {}
+  if isa.lanes > 1 then
+    for mr = pv.mr, 1, -1 do want_pv[#want_pv + 1] = mr end
+  else
+    want_pv = pv.mr > 1 and { pv.mr, 1 } or { 1 }
+  end
+  assert.same(want_pv, v.pv_rows, where)
+  -- what the cost comments print is what this spec checks
+  assert.equal(qk_need, v.qk.regs_of(v.qk.mr), where)
+  assert.equal(pv_need, v.pv.regs_of(pv.mr), where)
   for _, x in ipairs({ v.qk.mr, v.qk.nr, v.qk.nc, pv.mr, pv.nvc, pv.nchunks, pv.nv, v.dv_tail }) do
     assert.is_true(is_integer(x), "not an integer in the plan: " .. where)
   end
@@ -245,25 +256,25 @@ describe("planner", function()
     it("n = 8: 2^-1 .. 2^-8", function()
       local want = {}
       for h = 1, 8 do want[h] = 2 ^ -h end
-      assert_slopes(want, planner.alibi_slopes(8))
+      assert_slopes(want, planner.family("sdpa").alibi_slopes(8))
     end)
 
     it("n = 12: the 8 of n = 8, then 2^-0.5, 2^-1.5, 2^-2.5, 2^-3.5", function()
       local want = {}
       for h = 1, 8 do want[h] = 2 ^ -h end
       want[9], want[10], want[11], want[12] = 2 ^ -0.5, 2 ^ -1.5, 2 ^ -2.5, 2 ^ -3.5
-      assert_slopes(want, planner.alibi_slopes(12))
+      assert_slopes(want, planner.family("sdpa").alibi_slopes(12))
     end)
 
     it("n = 1: 2^-8", function()
-      assert_slopes({ 2 ^ -8 }, planner.alibi_slopes(1))
+      assert_slopes({ 2 ^ -8 }, planner.family("sdpa").alibi_slopes(1))
     end)
 
     it("powers of two: 2^(-8(h+1)/n)", function()
       for _, n in ipairs({ 2, 4, 16, 32, 64 }) do
         local want = {}
         for h = 0, n - 1 do want[h + 1] = 2 ^ (-8 * (h + 1) / n) end
-        assert_slopes(want, planner.alibi_slopes(n))
+        assert_slopes(want, planner.family("sdpa").alibi_slopes(n))
       end
     end)
 
@@ -278,7 +289,7 @@ describe("planner", function()
           want[#want + 1] = 2 ^ (-8 * (k + 1) / (2 * c))
           k = k + 2
         end
-        local got = planner.alibi_slopes(n)
+        local got = planner.family("sdpa").alibi_slopes(n)
         assert_slopes(want, got)
         for i = 1, n do assert.is_true(got[i] > 0 and got[i] < 1) end
       end

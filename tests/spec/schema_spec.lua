@@ -1,4 +1,4 @@
--- The config schema (DESIGN.md section 2): defaults, conveniences and errors.
+-- The config schema (docs/config.md): defaults, conveniences and errors.
 dofile((debug.getinfo(1, "S").source:match("^@(.-)[^/]*$") or "") .. "helper.lua")
 local schema = require("schema")
 
@@ -41,7 +41,7 @@ describe("schema", function()
   describe("defaults", function()
     local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
 
-    it("fills every key of DESIGN.md section 2 except the optional softcap", function()
+    it("fills every key of docs/config.md except the optional softcap", function()
       for _, k in ipairs(schema.order) do
         if k ~= "softcap" and k ~= "sliding_window" then
           assert.is_not_nil(cfg[k], "missing default for " .. k)
@@ -51,10 +51,11 @@ describe("schema", function()
       assert.is_nil(cfg.sliding_window) -- folded into window
     end)
 
-    it("knows exactly the keys of the contract, and the decode_max_q extension", function()
+    it("knows exactly the keys of the sdpa family, and the decode_max_q extension", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
-        "dtype", "isa", "tile", "decode_max_q" }
+        "decode_max_q", "dtype", "isa", "tile" }
+      assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
     end)

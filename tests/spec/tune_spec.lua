@@ -102,7 +102,8 @@ describe("tune", function()
                 assert.is_true(d.block >= 1 and d.block <= d.chunk)
                 if d.heuristic then
                   dh = dh + 1
-                  assert.same({ planner.DECODE_BLOCK, planner.DECODE_CHUNK }, { d.block, d.chunk })
+                  local sdpa = planner.family("sdpa")
+                  assert.same({ sdpa.DECODE_BLOCK, sdpa.DECODE_CHUNK }, { d.block, d.chunk })
                 end
               end
               assert.equal(1, dh)
@@ -140,7 +141,7 @@ describe("tune", function()
       assert.same({ 48, 64 }, { cands.prefill[1].q, cands.prefill[1].kv })
       assert.is_true(cands.prefill[2].heuristic)
       assert.equal(2, #cands.decode)
-      assert.same({ 32, planner.DECODE_CHUNK }, { cands.decode[1].block, cands.decode[1].chunk })
+      assert.same({ 32, planner.family("sdpa").DECODE_CHUNK }, { cands.decode[1].block, cands.decode[1].chunk })
       assert.is_true(cands.decode[2].heuristic)
     end)
 

@@ -1,0 +1,162 @@
+--- The sdpa family's planner: masks and score terms, the prefill tiles'
+-- FLOPs, the decode path (splits, blocks, prefetch) and its streaming
+-- kernel, the attn_spec of the descriptor.  Builds on planner (the parts
+-- every family shares).
+local common = require("planner")
+local util = require("util")
+
+local M = {}
+
+--- Decode: keys per split (one unit of parallel work, merged by LSE) and
+-- keys per block inside a split (one pass of scores, softmax, P*V).  A
+-- split is DECODE_CHUNK keys, doubled while a sequence would have more than
+-- DECODE_MAX_SPLITS of them: each split costs a setup and a merge (Llama-3-8B
+-- at 32768 keys, one thread: 8.3 ms with 64 splits of 512, 7.9-8.0 with 32
+-- of 1024), and 32 splits a sequence still feed many threads.
+M.DECODE_CHUNK = 512
+M.DECODE_MAX_SPLITS = 32
+M.DECODE_BLOCK = 64
+--- Keys ahead that the decode path prefetches K and V rows.
+M.DECODE_PREFETCH = 8
+
+--- The streaming decode path reads the cache one key at a time, every kv
+-- head of it, against all query rows held in L1: it is generated where the
+-- ISA has four-float registers (isa.q4) and taken for up to 4 rows per kv
+-- head while the rows' Q and O fit STREAM_L1 bytes (a conservative L1).
+-- After a kv head's P*V at key j it prefetches every line of that head's K
+-- and V rows at key j + STREAM_PREFETCH (a cache with a key's kv heads
+-- adjacent: 2 pages ahead for Llama-3-8B) or j + STREAM_PREFETCH_HEAD_MAJOR
+-- (a kv head's keys adjacent: 4 KiB ahead at D = 128), so that they are in
+-- L1 when that key comes; docs/decode.md has the measurements.
+M.STREAM_L1 = 32 * 1024
+M.STREAM_PREFETCH = 2
+M.STREAM_PREFETCH_HEAD_MAJOR = 8
+
+--- The streaming decode path's running max is lazy: it moves only when a
+-- score passes it by more than this (base 2), so O is seldom rescaled and
+-- the weights 2^(s - m) stay at most 2^LAZY_MAX.
+M.LAZY_MAX = 8
+
+--- ALiBi slopes of the ALiBi paper for n heads (docs/config.md, "ALiBi").
+function M.alibi_slopes(n)
+  local function pow2_rule(c)
+    local s = {}
+    for h = 1, c do s[h] = 2 ^ (-8 * h / c) end
+    return s
+  end
+  local c = 1
+  while c * 2 <= n do c = c * 2 end
+  local slopes = pow2_rule(c)
+  if c < n then
+    local extra = pow2_rule(2 * c)
+    local i = 1
+    while #slopes < n do
+      slopes[#slopes + 1] = extra[i]
+      i = i + 2
+    end
+  end
+  return slopes
+end
+
+--- The streaming decode path of a variant, or nil where the ISA has no
+-- four-float registers or the rows do not fit.
+local function stream_plan(plan, v)
+  local isa = v.isa
+  -- streaming decode: query rows per call it serves, and the rows per kv
+  -- head (group * Lq, at most 4) each needs a step kernel for
+  if isa.q4 and plan.decode.max_q > 0 and plan.group <= 4 then
+    local bytes_per_q = plan.Hq * (v.dqs + v.dvp) * 4 -- Q and O of one query row of every head
+    local max_q = math.min(math.floor(4 / plan.group), math.floor(M.STREAM_L1 / bytes_per_q), plan.decode.max_q)
+    if max_q >= 1 then
+      local st = { max_q = max_q, rows = {}, prefetch = M.STREAM_PREFETCH,
+        prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR }
+      for lq = 1, max_q do st.rows[lq] = plan.group * lq end
+      return st
+    end
+  end
+  return nil
+end
+
+--- The attn_spec initializer of a plan: { field, C value } in order.
+local MASK_ENUM = { none = "ATTN_MASK_NONE", bool = "ATTN_MASK_BOOL", bias = "ATTN_MASK_BIAS" }
+function M.spec_fields(p)
+  local function flag(b) return b and "1" or "0" end
+  return {
+    { "family", "ATTN_FAMILY_SDPA" }, { "name", ('"%s"'):format(p.name) },
+    { "heads_q", p.Hq }, { "heads_kv", p.Hkv }, { "head_dim", p.D }, { "head_dim_v", p.Dv },
+    { "causal", flag(p.causal) }, { "window_left", p.window_left }, { "window_right", p.window_right },
+    { "global_tokens", p.global_tokens }, { "padding", flag(p.padding) }, { "mask", MASK_ENUM[p.mask] },
+    { "scale", util.c_float(p.scale) }, { "softcap", p.softcap and util.c_float(p.softcap) or "0.0f" },
+    { "alibi", flag(p.alibi) }, { "dtype_q", common.DTYPE_ENUM[p.dtype.q] },
+    { "dtype_kv", common.DTYPE_ENUM[p.dtype.kv] },
+    { "dtype_o", common.DTYPE_ENUM[p.dtype.o] }, { "tile_q", p.tile.q }, { "tile_kv", p.tile.kv },
+  }
+end
+
+--- Turns a normalized sdpa config into the plan.  Besides the common
+-- options, `opts.decode_block` and `opts.decode_chunk` override the decode
+-- path's constants, and `opts.decode_reason` says why.
+function M.plan(cfg, opts)
+  opts = opts or {}
+  local p = common.common(cfg, opts)
+  local LOG2E = common.LOG2E
+  p.D = cfg.head_dim
+  p.Dv = cfg.head_dim_v
+  p.Hq = cfg.heads_q
+  p.Hkv = cfg.heads_kv
+  p.group = math.floor(cfg.heads_q / cfg.heads_kv) -- exact; floor keeps it an integer on Lua 5.3+
+
+  -- masks: which code paths exist
+  local w = cfg.window
+  p.causal = cfg.causal
+  p.window_left = w.left
+  p.window_right = w.right
+  p.global_tokens = cfg.global_tokens
+  p.has_left = w.left >= 0
+  p.has_right = w.right >= 0 and not cfg.causal -- causal already bounds the right side at p
+  p.has_global = cfg.global_tokens > 0 and (p.has_left or p.has_right)
+  p.padding = cfg.padding
+  p.mask = cfg.mask
+  p.mask_ctype = ({ bool = "uint8_t", bias = "float" })[cfg.mask]
+  -- keys outside [0, Lk_b) or outside a row's span exist only with these
+  p.has_spans = p.causal or p.has_left or p.has_right or p.padding
+  -- the kernel keeps scores in base 2: everything that adds to a score is
+  -- scaled by log2(e) once here, and every exp becomes an exp2
+  p.scale = cfg.scale
+  p.qscale = cfg.scale * LOG2E
+  p.softcap = cfg.softcap
+  p.softcap2 = cfg.softcap and cfg.softcap * LOG2E
+  p.alibi = cfg.alibi
+  if cfg.alibi then
+    p.alibi_slopes = {}
+    for h, s in ipairs(M.alibi_slopes(cfg.heads_q)) do p.alibi_slopes[h] = util.c_float(s * LOG2E) end
+  end
+  local c_float = util.c_float
+  p.c.qscale = c_float(p.qscale)
+  p.c.softcap = p.softcap2 and c_float(p.softcap2)
+  p.c.inv_softcap = p.softcap2 and c_float(1 / p.softcap2)
+  p.c.lazy_max = c_float(M.LAZY_MAX)
+  p.lazy_max = M.LAZY_MAX
+
+  -- decode path: taken when Lq <= max_q; keys split in chunks whose length
+  -- depends on Lk only, never on the thread count
+  p.decode = { max_q = cfg.decode_max_q, chunk = opts.decode_chunk or M.DECODE_CHUNK,
+    max_splits = M.DECODE_MAX_SPLITS,
+    block = opts.decode_block or M.DECODE_BLOCK, prefetch = M.DECODE_PREFETCH,
+    reason = (opts.decode_block or opts.decode_chunk) and (opts.decode_reason or "given") or nil }
+  p.stream = { prefetch = M.STREAM_PREFETCH, prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR }
+
+  p.variants = {}
+  for _, isa in ipairs(common.isas(cfg)) do
+    local v = common.variant(cfg, p, isa)
+    v.stream = stream_plan(p, v)
+    p.variants[#p.variants + 1] = v
+  end
+
+  -- FLOPs per full tile, for the cost comment: scores and P*V
+  p.tile_flops = 2 * p.tile.q * p.tile.kv * (p.D + p.Dv)
+  p.spec_fields = M.spec_fields(p)
+  return p
+end
+
+return M

@@ -1,0 +1,127 @@
+--- The sdpa family's keys (scaled dot-product attention): heads, head
+-- dims, the mask rules, the score terms and the decode threshold.
+-- normalize() fills them into c with defaults, folding the conveniences
+-- (sliding_window, causal) into the window; docs/config.md gives the
+-- semantics.
+local M = {}
+
+--- Query rows up to which the decode path runs (measured: docs/benchmarks.md).
+M.DEFAULT_DECODE_MAX_Q = 16
+
+local MASKS = { "none", "bool", "bias" }
+
+--- The family's keys, in the order configs are echoed.
+M.order = {
+  "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "global_tokens",
+  "padding", "mask", "scale", "softcap", "alibi", "decode_max_q",
+}
+
+local function heads(raw, c, u)
+  if raw.heads_q == nil then return nil, "heads_q", "'heads_q' is required: an integer >= 1" end
+  local err = u.int_in("heads_q", raw.heads_q, 1, 65536)
+  if err then return nil, "heads_q", err end
+  c.heads_q = raw.heads_q
+  c.heads_kv = u.default(raw.heads_kv, c.heads_q)
+  err = u.int_in("heads_kv", c.heads_kv, 1, 65536)
+  if err then return nil, "heads_kv", err end
+  if c.heads_q % c.heads_kv ~= 0 then
+    return nil, "heads_kv", ("'heads_kv' (%d) must divide 'heads_q' (%d)"):format(c.heads_kv, c.heads_q)
+  end
+  return true
+end
+
+local function head_dims(raw, c, u)
+  if raw.head_dim == nil then return nil, "head_dim", "'head_dim' is required: an integer in 1..512" end
+  local err = u.int_in("head_dim", raw.head_dim, 1, 512)
+  if err then return nil, "head_dim", err end
+  c.head_dim = raw.head_dim
+  c.head_dim_v = u.default(raw.head_dim_v, c.head_dim)
+  err = u.int_in("head_dim_v", c.head_dim_v, 1, 512)
+  if err then return nil, "head_dim_v", err end
+  return true
+end
+
+-- causal, window, sliding_window: one window {left, right}
+local function window(raw, c, u)
+  c.causal = u.default(raw.causal, false)
+  local err = u.bool("causal", c.causal)
+  if err then return nil, "causal", err end
+  local left, right = -1, -1
+  if raw.window ~= nil then
+    if raw.sliding_window ~= nil then
+      return nil, "sliding_window", "give either 'window' or 'sliding_window', not both"
+    end
+    if type(raw.window) ~= "table" then
+      return nil, "window", ("'window' must be a table {left=int, right=int} (-1 = unbounded), got %s")
+        :format(u.show(raw.window))
+    end
+    err = u.check_subkeys("window", raw.window, { "left", "right" })
+    if err then return nil, "window", err end
+    left = u.default(raw.window.left, -1)
+    right = u.default(raw.window.right, -1)
+    err = u.int_in("window.left", left, -1, 2 ^ 30) or u.int_in("window.right", right, -1, 2 ^ 30)
+    if err then return nil, "window", err end
+  end
+  if raw.sliding_window ~= nil then
+    err = u.int_in("sliding_window", raw.sliding_window, 1, 2 ^ 30)
+    if err then return nil, "sliding_window", err end
+    left = raw.sliding_window - 1
+  end
+  if c.causal then right = 0 end
+  c.window = { left = left, right = right }
+  c.sliding_window = nil -- folded into window
+  return true
+end
+
+local function masks(raw, c, u)
+  c.global_tokens = u.default(raw.global_tokens, 0)
+  local err = u.int_in("global_tokens", c.global_tokens, 0, 2 ^ 30)
+  if err then return nil, "global_tokens", err end
+  c.padding = u.default(raw.padding, false)
+  err = u.bool("padding", c.padding)
+  if err then return nil, "padding", err end
+  c.mask = u.default(raw.mask, "none")
+  if not u.one_of(c.mask, MASKS) then
+    return nil, "mask", ("'mask' must be one of %s, got %s"):format(u.list_str(MASKS), u.show(c.mask))
+  end
+  return true
+end
+
+-- scale, softcap, alibi
+local function score_terms(raw, c, u)
+  local err
+  if raw.scale ~= nil then
+    err = u.finite_positive("scale", raw.scale)
+    if err then return nil, "scale", err end
+  end
+  c.scale = raw.scale or 1 / math.sqrt(c.head_dim)
+  if raw.softcap ~= nil then
+    err = u.finite_positive("softcap", raw.softcap)
+    if err then return nil, "softcap", err end
+  end
+  c.softcap = raw.softcap
+  c.alibi = u.default(raw.alibi, false)
+  err = u.bool("alibi", c.alibi)
+  if err then return nil, "alibi", err end
+  return true
+end
+
+-- the decode path's threshold (an attngen key: query rows up to which it runs)
+local function decode(raw, c, u)
+  c.decode_max_q = u.default(raw.decode_max_q, M.DEFAULT_DECODE_MAX_Q)
+  local err = u.int_in("decode_max_q", c.decode_max_q, 0, 64)
+  if err then return nil, "decode_max_q", err end
+  return true
+end
+
+--- Fills the family's keys of raw into c; returns true, or nil, key, message.
+-- u: the shared checks (schema.util).
+function M.normalize(raw, c, u)
+  for _, step in ipairs({ heads, head_dims, window, masks, score_terms, decode }) do
+    local ok, key, err = step(raw, c, u)
+    if not ok then return nil, key, err end
+  end
+  return true
+end
+
+return M

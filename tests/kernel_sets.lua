@@ -1,0 +1,263 @@
+-- tests/kernel_sets.lua - which configs the sanitizer, valgrind, fuzz and
+-- AArch64 runs build, derived from the config files instead of kept by hand.
+--
+--   lua tests/kernel_sets.lua PURPOSE CONFIG.lua...          the names, one a line
+--   lua tests/kernel_sets.lua --explain PURPOSE CONFIG.lua...  with the features of each
+--
+-- CONFIG files under a folder named "test" (configs/test/) are test configs,
+-- the others presets.  For a purpose, the pool of configs it draws from is
+-- searched for the smallest set that covers every feature some config of the
+-- pool has (see FEATURES); among sets of that size, the one with the most
+-- (config, feature) pairs (more combinations exercised), then the cheapest
+-- (heads_q * (head_dim + head_dim_v) summed), then the first by name.  The
+-- names come out sorted, so the same files always give the same lines.
+--
+-- Purposes (PURPOSES below): sanitize, sanitize-presets, run, fuzz, neon.
+-- Config files are data: each is loaded in an empty environment.  Usable as
+-- a module too: require("kernel_sets").select(purpose, files).
+-- Runs on LuaJIT, Lua 5.1 and Lua 5.4.
+local M = {}
+
+-- Each feature: a name and whether a config (a table, defaults not applied)
+-- has it.  A new kernel family or storage type is a feature of its own.
+local function heads_kv(c) return c.heads_kv or c.heads_q end
+local function head_dim_v(c) return c.head_dim_v or c.head_dim end
+local function window_side(c, side)
+  if type(c.window) == "table" and c.window[side] ~= nil then return c.window[side] end
+  if side == "left" and type(c.sliding_window) == "number" then return c.sliding_window - 1 end
+  return -1
+end
+local function dtypes(c)
+  if type(c.dtype) == "table" then return { c.dtype.q, c.dtype.kv, c.dtype.o } end
+  return { c.dtype }
+end
+
+M.FEATURES = {
+  { "causal", function(c) return c.causal ~= nil and c.causal ~= false end },
+  { "mask_bool", function(c) return c.mask == "bool" end },
+  { "mask_bias", function(c) return c.mask == "bias" end },
+  { "padding", function(c) return c.padding == true end },
+  { "global_tokens", function(c) return (c.global_tokens or 0) > 0 end },
+  { "window", function(c) return window_side(c, "left") >= 0 or window_side(c, "right") >= 0 end },
+  -- a window that reaches past the query (both sides: Longformer-style)
+  { "window_right", function(c) return window_side(c, "right") > 0 end },
+  { "softcap", function(c) return c.softcap ~= nil end },
+  { "alibi", function(c) return c.alibi == true end },
+  -- a head dim that is no multiple of 4 lanes: vector tails on every ISA
+  { "odd_head_dim", function(c) return c.head_dim % 4 ~= 0 or head_dim_v(c) % 4 ~= 0 end },
+  { "head_dim_v", function(c) return head_dim_v(c) ~= c.head_dim end },
+  { "gqa", function(c) return heads_kv(c) < c.heads_q end },
+  { "mqa", function(c) return heads_kv(c) == 1 and c.heads_q > 1 end },
+  { "small_tiles", function(c) return type(c.tile) == "table" end },
+}
+
+local function generic_features(c)
+  local out = {}
+  if c.kind ~= nil and c.kind ~= "sdpa" then out[#out + 1] = "kind_" .. tostring(c.kind) end
+  for _, t in ipairs(dtypes(c)) do
+    if t ~= nil and t ~= "f32" then out[#out + 1] = "dtype_" .. tostring(t) end
+  end
+  return out
+end
+
+--- The features of a config table, as a set and a sorted list.
+function M.features(c)
+  local set, list = {}, {}
+  local function add(f)
+    if not set[f] then
+      set[f] = true
+      list[#list + 1] = f
+    end
+  end
+  for _, f in ipairs(M.FEATURES) do
+    if f[2](c) then add(f[1]) end
+  end
+  for _, f in ipairs(generic_features(c)) do add(f) end
+  table.sort(list)
+  return set, list
+end
+
+local function has_isa(c, isa)
+  if type(c.isa) ~= "table" then return true end -- default: every ISA
+  for _, i in ipairs(c.isa) do
+    if i == isa then return true end
+  end
+  return false
+end
+
+-- pool: "test" or "preset"; features: "all" (every feature of the pool) or a
+-- list; filter: which configs of the pool may be picked at all; every: take
+-- every config that passes the filter (no covering)
+M.PURPOSES = {
+  -- Makefile SAN_TESTS: the check tool of test configs under ASan + UBSan
+  sanitize = { pool = "test", features = "all" },
+  -- Makefile SAN_PRESETS: the same, for presets (model-sized shapes)
+  ["sanitize-presets"] = { pool = "preset", features = "all" },
+  -- Makefile SAN_RUN and VG_RUN: the run tool on .npy inputs, which reads
+  -- seqlens_k and both kinds of mask from files
+  run = { pool = "test", features = { "padding", "mask_bool", "mask_bias" } },
+  -- Makefile FUZZ_KERNELS: argument validation and kernels under libFuzzer
+  fuzz = { pool = "test", features = "all" },
+  -- Makefile NEON_CONFIGS: every test config with a NEON variant, under qemu
+  neon = { pool = "test", every = true, filter = function(c) return has_isa(c, "neon") end },
+}
+
+--- Loads a config file in an empty environment; returns its table or nil, err.
+function M.load(path)
+  -- luacheck: read globals setfenv
+  local chunk, err
+  if setfenv then -- LuaJIT, Lua 5.1
+    chunk, err = loadfile(path)
+    if chunk then setfenv(chunk, {}) end
+  else -- Lua 5.2+
+    chunk, err = loadfile(path, "t", {})
+  end
+  if not chunk then return nil, err end
+  local ok, cfg = pcall(chunk)
+  if not ok then return nil, ("%s: %s"):format(path, tostring(cfg)) end
+  if type(cfg) ~= "table" or type(cfg.name) ~= "string" or type(cfg.heads_q) ~= "number"
+      or type(cfg.head_dim) ~= "number" then
+    return nil, ("%s: not a config (a table with name, heads_q, head_dim)"):format(path)
+  end
+  return cfg
+end
+
+local function cost(c)
+  return c.heads_q * (c.head_dim + head_dim_v(c))
+end
+
+-- Whether candidate set a (a list of entries) beats b: fewer configs, more
+-- (config, feature) pairs, cheaper, names first.
+local function better(a, b)
+  if b == nil then return true end
+  if #a ~= #b then return #a < #b end
+  local pa, pb, ca, cb = 0, 0, 0, 0
+  for _, e in ipairs(a) do pa, ca = pa + #e.list, ca + e.cost end
+  for _, e in ipairs(b) do pb, cb = pb + #e.list, cb + e.cost end
+  if pa ~= pb then return pa > pb end
+  if ca ~= cb then return ca < cb end
+  local na, nb = {}, {}
+  for i = 1, #a do na[i], nb[i] = a[i].name, b[i].name end
+  table.sort(na)
+  table.sort(nb)
+  return table.concat(na, " ") < table.concat(nb, " ")
+end
+
+-- The best cover of the features `wanted` (a set) by entries: a depth-first
+-- search that branches on the uncovered feature with the fewest entries
+-- covering it and stops a branch once it cannot end smaller than the best.
+local function best_cover(entries, wanted)
+  local best
+  local chosen = {}
+  local function search(uncovered)
+    local pick, options
+    for f in pairs(uncovered) do
+      local opts = {}
+      for _, e in ipairs(entries) do
+        if e.set[f] then opts[#opts + 1] = e end
+      end
+      if pick == nil or #opts < #options or (#opts == #options and f < pick) then
+        pick, options = f, opts
+      end
+    end
+    if pick == nil then
+      local copy = {}
+      for i, e in ipairs(chosen) do copy[i] = e end
+      if better(copy, best) then best = copy end
+      return
+    end
+    if best and #chosen >= #best then return end
+    for _, e in ipairs(options) do
+      local rest = {}
+      for f in pairs(uncovered) do
+        if not e.set[f] then rest[f] = true end
+      end
+      chosen[#chosen + 1] = e
+      search(rest)
+      chosen[#chosen] = nil
+    end
+  end
+  search(wanted)
+  return best or {}
+end
+
+--- The configs (entries {name, path, cfg, set, list, cost}) picked for a
+-- purpose from files, sorted by name; or nil, err.
+function M.select(purpose, files)
+  local p = M.PURPOSES[purpose]
+  if not p then
+    local names = {}
+    for k in pairs(M.PURPOSES) do names[#names + 1] = k end
+    table.sort(names)
+    return nil, ("unknown purpose '%s' (known: %s)"):format(tostring(purpose), table.concat(names, ", "))
+  end
+  local entries, seen = {}, {}
+  for _, path in ipairs(files) do
+    local is_test = path:match("^test/") or path:match("/test/[^/]*$")
+    if (p.pool == "test") == (is_test ~= nil) then
+      local cfg, err = M.load(path)
+      if not cfg then return nil, err end
+      if seen[cfg.name] then
+        return nil, ("%s: the name '%s' is also %s's"):format(path, cfg.name, seen[cfg.name])
+      end
+      seen[cfg.name] = path
+      if not p.filter or p.filter(cfg) then
+        local set, list = M.features(cfg)
+        entries[#entries + 1] = { name = cfg.name, path = path, cfg = cfg, set = set, list = list,
+          cost = cost(cfg) }
+      end
+    end
+  end
+  table.sort(entries, function(a, b) return a.name < b.name end)
+  if p.every then return entries end
+
+  local wanted = {}
+  if p.features == "all" then
+    for _, e in ipairs(entries) do
+      for f in pairs(e.set) do wanted[f] = true end
+    end
+  else
+    for _, f in ipairs(p.features) do
+      for _, e in ipairs(entries) do
+        if e.set[f] then wanted[f] = true end -- only features the pool has
+      end
+    end
+  end
+  local picked = best_cover(entries, wanted)
+  table.sort(picked, function(a, b) return a.name < b.name end)
+  return picked
+end
+
+local function main(args)
+  local explain = false
+  if args[1] == "--explain" then
+    explain = true
+    table.remove(args, 1)
+  end
+  local purpose = table.remove(args, 1)
+  if not purpose then
+    io.stderr:write("usage: lua tests/kernel_sets.lua [--explain] PURPOSE CONFIG.lua...\n")
+    os.exit(2)
+  end
+  local picked, err = M.select(purpose, args)
+  if not picked then
+    io.stderr:write("kernel_sets: ", err, "\n")
+    os.exit(2)
+  end
+  for _, e in ipairs(picked) do
+    if explain then
+      io.write(("%-22s %s\n"):format(e.name, table.concat(e.list, " ")))
+    else
+      io.write(e.name, "\n")
+    end
+  end
+end
+
+-- a script when run (lua tests/kernel_sets.lua ...), a module when required
+if arg and arg[0] and arg[0]:match("kernel_sets%.lua$") then
+  local args = {}
+  for i = 1, #arg do args[i] = arg[i] end
+  main(args)
+end
+
+return M
