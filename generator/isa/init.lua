@@ -27,6 +27,15 @@
 -- without it K is packed by plain loops), exp2(v) and tanh(v)
 -- when the ISA spells them itself (scalar uses libm); otherwise the
 -- template builds them from round/pow2i/select_lt.
+--
+-- Storage types: templates read and write tensors through
+--   load_from(dtype, p)  loadn_from(dtype, p, n)  set1_from(dtype, x)
+--   store_to(dtype, p, v)  storen_to(dtype, p, v, n)
+-- which widen a stored type to f32 vectors and narrow f32 vectors to it
+-- (p points at elements of the storage type, x is one of them).  A module
+-- spells the types it supports in `storage` (dtype -> a table of those five
+-- functions); f32 needs no entry (it is load/store itself).  Asking for a
+-- type a module does not spell is a generator bug and raises.
 local M = {}
 
 --- Known ISAs, best first: the dispatcher tries them in this order.
@@ -62,8 +71,30 @@ function M.get(name)
       end
     end
   end
+  M.add_storage(isa)
   cache[name] = isa
   return isa
+end
+
+--- The storage-type operations of an ISA module (see above): f32 is the
+-- module's own load/store; other types come from isa.storage[dtype].
+function M.add_storage(isa)
+  local own = isa.storage or {}
+  local function op(name, f32)
+    isa[name] = function(dtype, ...)
+      if dtype == "f32" then return f32(...) end
+      local t = own[dtype]
+      if not (t and t[name]) then
+        error(("ISA module '%s' does not spell %s for storage type %s"):format(isa.name, name, tostring(dtype)), 2)
+      end
+      return t[name](...)
+    end
+  end
+  op("load_from", isa.load)
+  op("loadn_from", isa.loadn)
+  op("set1_from", isa.set1)
+  op("store_to", isa.store)
+  op("storen_to", isa.storen)
 end
 
 --- Whether a name is a known ISA.
