@@ -311,14 +311,15 @@ describe("planner", function()
 end)
 
 describe("ISA storage-type operations", function()
-  local isa_registry = require("isa")
   it("f32 is the ISA's own load and store; other types raise until a module spells them", function()
     for _, name in ipairs(isa_registry.order) do
       local isa = isa_registry.get(name)
       assert.equal(isa.load("p"), isa.load_from("f32", "p"), name)
-      assert.equal(isa.loadn("p", 1), isa.loadn_from("f32", "p", 1), name)
       assert.equal(isa.store("p", "v"), isa.store_to("f32", "p", "v"), name)
-      assert.equal(isa.storen("p", "v", 1), isa.storen_to("f32", "p", "v", 1), name)
+      if isa.lanes > 1 then -- partial vectors (plain C has none)
+        assert.equal(isa.loadn("p", 1), isa.loadn_from("f32", "p", 1), name)
+        assert.equal(isa.storen("p", "v", 1), isa.storen_to("f32", "p", "v", 1), name)
+      end
       assert.equal(isa.set1("x"), isa.set1_from("f32", "x"), name)
       for _, dt in ipairs({ "bf16", "f16" }) do
         if not (isa.storage and isa.storage[dt]) then
