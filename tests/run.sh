@@ -99,6 +99,42 @@ else
   cat "$LOG/neon.log"; record "kernels (aarch64, qemu)" 0 1
 fi
 
+# ukernel_suite NAME LOGNAME TARGET RUNNER...: builds TARGET, runs it with
+# RUNNER (env: natively); its counts (micro-kernels) from its last line,
+# "N passed, N failed"; on failure its FAIL lines and what did not run here
+ukernel_suite() {
+  name=$1; log=$2; target=$3; shift 3
+  if make -s -j"$JOBS" "$target" >"$LOG/build-$log.log" 2>&1; then
+    "$@" "$target" >"$LOG/$log.log" 2>&1
+    rc=$?
+    summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$LOG/$log.log" | tail -n 1)
+    ok=$(echo "$summary" | sed -E 's/^([0-9]+) passed.*/\1/')
+    bad=$(echo "$summary" | sed -E 's/.* ([0-9]+) failed$/\1/')
+    [ -n "$summary" ] || { ok=0; bad=1; }
+    if [ "$rc" -ne 0 ] || [ "$bad" -gt 0 ]; then
+      grep -v -e '^ok ' -e 'not built for this architecture' "$LOG/$log.log"; [ "$bad" -gt 0 ] || bad=1
+    else
+      grep -E '^[a-z0-9]+: [0-9]+ micro-kernels' "$LOG/$log.log" | sed 's/^/  /'
+    fi
+    record "$name" "$ok" "$bad"
+  else
+    cat "$LOG/build-$log.log"; record "$name" 0 1
+  fi
+}
+
+echo "== micro-kernels alone against plain loops (qk, pv, dot of every test config)"
+ukernel_suite "micro-kernels" ukernels build/test_ukernels env
+missing=""
+for tool in aarch64-linux-gnu-gcc qemu-aarch64; do
+  command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
+done
+if [ -n "$missing" ]; then
+  echo "missing:$missing (the AArch64 micro-kernel tests need a cross compiler and qemu-user)"
+  record "micro-kernels (aarch64, qemu)" 0 1
+else
+  ukernel_suite "micro-kernels (aarch64, qemu)" ukernels-aarch64 build/test_ukernels_aarch64 qemu-aarch64
+fi
+
 echo "== concurrency: 16 attngen processes on one cache and one output folder"
 check concurrency tests/concurrency.sh
 

@@ -1,0 +1,49 @@
+/*
+ * ukernel.h - the micro-kernel testers (XNNPACK style), shared by the tests
+ * tests/gen_ukernel_tests.lua writes for each generated kernel and the
+ * runner, tests/ukernel_main.c, which defines them.
+ *
+ * Each generated test hands one micro-kernel (a qk, pv or dot function of
+ * the generated .c, found by parsing its name) with the shape its name and
+ * its file give to the tester for its op.  The tester fills the inputs from
+ * a fixed-seed PRNG (values in [-1, 1]), calls the kernel on several cases
+ * (strides, layouts, key ranges), and checks it against plain double loops,
+ * that nothing around its outputs was written, that its inputs were left
+ * alone, and that it read nothing past its inputs (the last row of each
+ * input ends at a guard page; padding between rows holds NaN).  Each
+ * mismatch prints one line: kernel, index, shape, got and expected.
+ */
+#ifndef ATTN_UKERNEL_H
+#define ATTN_UKERNEL_H
+
+#include <stdint.h>
+
+#include "attn_runtime.h"
+
+/* a micro-kernel's outcome */
+enum { UKT_PASS = 0, UKT_FAIL = 1, UKT_NOT_RUN = 2 };
+
+/* The micro-kernels' signatures (templates/lib/qk.c.tmpl, pv.c.tmpl,
+ * dot.c.tmpl); the kernels' restrict qualifiers do not change their type. */
+typedef void (*ukt_qk_fn)(const float *a, int64_t as, const float *b, float *c, int64_t cs);
+typedef void (*ukt_pv_fn)(const float *p, int64_t ps, int64_t pk, const float *v, int64_t vs, int64_t jlo,
+                          int64_t jhi, float *o, const float *alpha);
+typedef void (*ukt_dot_fn)(const float *q, int64_t R, const float *k0, const float *k1, float *s0, float *s1);
+
+/*
+ * The testers: UKT_PASS or UKT_FAIL.
+ *   qk:  C[m][n] = A[m][d] B[d][n]
+ *   pv:  O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv], O rows dvp apart;
+ *        n: the Dv the kernel's name says, dv: the file's
+ *   dot: s0[r] = q_r . k0, s1[r] = q_r . k1 for R rows (multiples of m),
+ *        q rows dqs apart; n: the keys the name says (2)
+ */
+int ukt_qk(const char *name, ukt_qk_fn fn, int m, int n, int d);
+int ukt_pv(const char *name, ukt_pv_fn fn, int m, int n, int dv, int dvp);
+int ukt_dot(const char *name, ukt_dot_fn fn, int m, int n, int d, int dqs);
+
+/* Prints a micro-kernel's line and counts it: UKT_PASS in *passed, UKT_FAIL
+ * in *failed, UKT_NOT_RUN in neither (shown with why, and in the totals). */
+void ukt_record(const char *name, attn_isa isa, int status, const char *why, int *passed, int *failed);
+
+#endif

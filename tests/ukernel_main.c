@@ -1,0 +1,500 @@
+/*
+ * ukernel_main.c - the micro-kernel tests' runner and testers (see
+ * ukernel.h).  Plain C99 + POSIX (no test framework), so the same source
+ * runs natively on x86-64 and under qemu-user for AArch64.
+ *
+ * The configs come from ukernel_list.h, which the Makefile writes from
+ * configs/test/: KERNEL(name) per config, each config's tests in
+ * ukernel_tests_<name>() (tests/gen_ukernel_tests.lua).  One line per
+ * micro-kernel, a line per ISA, and last "N passed, N failed" (micro-kernels);
+ * the exit status is 1 on any failure or when nothing ran.
+ *
+ * Tolerance: |got - want| <= 1e-5 * (sum of |terms|) + 1e-6, want computed in
+ * double.  The kernels accumulate in f32 in their own order (vector lanes,
+ * unrolled partial sums, FMA), so the rounding error of a sum grows with the
+ * magnitudes of its terms, not with its value (which may cancel to ~0); the
+ * absolute 1e-6 covers sums of few, tiny terms.  A wrong or missing term is
+ * ~1e-2 or more with inputs in [-1, 1], far outside it.
+ */
+#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS */
+
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ukernel.h"
+
+#ifndef MAP_ANONYMOUS
+#define MAP_ANONYMOUS MAP_ANON
+#endif
+
+#define KERNEL(name) int ukernel_tests_##name(int *passed, int *failed);
+#include "ukernel_list.h"
+#undef KERNEL
+
+#define REL_TOL 1e-5
+#define ABS_TOL 1e-6
+#define SEED 0x5eed1234abcdULL
+#define PAD 16 /* canary floats before and after each output */
+#define KEYS 11 /* keys of the P*V cases */
+
+/* ---- inputs and canaries ------------------------------------------------ */
+
+static uint64_t rng;
+
+static void reseed(unsigned salt) { rng = SEED + 0x9e3779b97f4a7c15ULL * (salt + 1); }
+
+/* uniform in [-1, 1) */
+static float rnd(void)
+{
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((double)(rng >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+/* Around outputs and in input padding: a quiet NaN with a payload, so that a
+ * kernel that reads it spreads NaN into its result, and one that writes over
+ * it is seen bit for bit. */
+#define CANARY_BITS 0x7fc5a5a5u
+
+static float canary(void)
+{
+    const uint32_t bits = CANARY_BITS;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static int is_canary(float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return bits == CANARY_BITS;
+}
+
+/* n floats that end at a PROT_NONE page: a read past the last one faults. */
+typedef struct {
+    void *map;
+    size_t len;
+    float *p;
+} guarded;
+
+static float *guarded_alloc(guarded *g, size_t n)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t data = (n * sizeof(float) + page - 1) / page * page;
+    g->len = data + page;
+    g->map = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (g->map == MAP_FAILED || mprotect((char *)g->map + data, page, PROT_NONE) != 0) {
+        perror("ukernel tests: mmap/mprotect");
+        exit(2);
+    }
+    g->p = (float *)((char *)g->map + data - n * sizeof(float));
+    return g->p;
+}
+
+static void guarded_free(guarded *g) { munmap(g->map, g->len); }
+
+/* n floats, all canaries, with PAD canaries before: returns the first of the n */
+static float *canary_alloc(size_t n)
+{
+    float *b = malloc((n + 2 * PAD) * sizeof(float));
+    size_t i;
+    if (!b) {
+        fprintf(stderr, "ukernel tests: out of memory\n");
+        exit(2);
+    }
+    for (i = 0; i < n + 2 * PAD; i++) b[i] = canary();
+    return b + PAD;
+}
+
+static void canary_free(float *p) { free(p - PAD); }
+
+static float *copy_of(const float *p, size_t n)
+{
+    float *c = malloc(n * sizeof(float) + 1);
+    if (!c) {
+        fprintf(stderr, "ukernel tests: out of memory\n");
+        exit(2);
+    }
+    memcpy(c, p, n * sizeof(float));
+    return c;
+}
+
+/* ---- a memory fault inside a kernel is a failure, not a crash ----------- */
+
+static sigjmp_buf fault_jmp;
+static volatile sig_atomic_t fault_armed;
+
+static void on_fault(int sig)
+{
+    if (fault_armed) {
+        fault_armed = 0;
+        siglongjmp(fault_jmp, sig);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_faults(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fault;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
+/* Each call returns 0, or the signal of a fault inside the kernel. */
+static int call_qk(ukt_qk_fn fn, const float *a, int64_t as, const float *b, float *c, int64_t cs)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        fn(a, as, b, c, cs);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+static int call_pv(ukt_pv_fn fn, const float *p, int64_t ps, int64_t pk, const float *v, int64_t vs, int64_t jlo,
+                   int64_t jhi, float *o, const float *alpha)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        fn(p, ps, pk, v, vs, jlo, jhi, o, alpha);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+static int call_dot(ukt_dot_fn fn, const float *q, int64_t R, const float *k0, const float *k1, float *s0, float *s1)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        fn(q, R, k0, k1, s0, s1);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+/* ---- checks ------------------------------------------------------------- */
+
+/* the case being run, for failure lines: "M = 8, N = 32, D = 59, as = 62, cs = 37" */
+static char shape[256];
+static int cases_run;
+
+/* one mismatch line per case, then a count of the others */
+static int mismatches;
+
+static int within(double got, double want, double bound)
+{
+    return fabs(got - want) <= REL_TOL * bound + ABS_TOL; /* false for NaN */
+}
+
+static void mismatch(const char *name, const char *what, float got, double want, double bound)
+{
+    if (mismatches++ == 0)
+        printf("FAIL %s: %s = %.9g, expected %.9g (tolerance %.3g) with %s\n", name, what, (double)got, want,
+               REL_TOL * bound + ABS_TOL, shape);
+}
+
+static void canary_hit(const char *name, const char *what, long i, float got)
+{
+    if (mismatches++ == 0)
+        printf("FAIL %s: wrote %.9g at %s + %ld, outside its output, with %s\n", name, (double)got, what, i, shape);
+}
+
+/* the canaries before (at -PAD..-1) and after (n..n+PAD-1) an output */
+static void check_pads(const char *name, const char *what, const float *out, long n)
+{
+    long i;
+    for (i = -PAD; i < 0; i++)
+        if (!is_canary(out[i])) canary_hit(name, what, i, out[i]);
+    for (i = n; i < n + PAD; i++)
+        if (!is_canary(out[i])) canary_hit(name, what, i, out[i]);
+}
+
+static void check_input(const char *name, const char *what, const float *now, const float *was, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (memcmp(&now[i], &was[i], sizeof(float)) != 0) {
+            if (mismatches++ == 0)
+                printf("FAIL %s: changed its input %s at %zu with %s\n", name, what, i, shape);
+            return;
+        }
+}
+
+static void fault(const char *name, int sig)
+{
+    if (mismatches++ == 0)
+        printf("FAIL %s: signal %d (a read or write outside its buffers) with %s\n", name, sig, shape);
+}
+
+/* after a case: 1 when it passed (the first failure is printed already) */
+static int case_done(const char *name)
+{
+    cases_run++;
+    if (mismatches > 1) printf("FAIL %s: ... and %d more in this case\n", name, mismatches - 1);
+    return mismatches == 0;
+}
+
+/* ---- qk: C[m][n] = A[m][d] B[d][n] -------------------------------------- */
+
+int ukt_qk(const char *name, ukt_qk_fn fn, int m, int n, int d)
+{
+    /* strides: A rows and C rows with room between them, then packed tight */
+    static const int extra[2][2] = { { 3, 5 }, { 0, 0 } };
+    int ok = 1, k;
+    cases_run = 0;
+    for (k = 0; k < 2; k++) {
+        const int64_t as = d + extra[k][0], cs = n + extra[k][1];
+        const size_t na = (size_t)((m - 1) * as + d), nb = (size_t)d * n, nc = (size_t)((m - 1) * cs + n);
+        guarded ga, gb;
+        float *a = guarded_alloc(&ga, na), *b = guarded_alloc(&gb, nb), *c = canary_alloc(nc);
+        float *a0, *b0;
+        int r, col, sig;
+        long i;
+        reseed((unsigned)k);
+        for (i = 0; i < (long)na; i++) a[i] = (i % as) < d ? rnd() : canary(); /* NaN between rows */
+        for (i = 0; i < (long)nb; i++) b[i] = rnd();
+        a0 = copy_of(a, na);
+        b0 = copy_of(b, nb);
+        snprintf(shape, sizeof shape, "M = %d, N = %d, D = %d, as = %ld, cs = %ld", m, n, d, (long)as, (long)cs);
+        mismatches = 0;
+        sig = call_qk(fn, a, as, b, c, cs);
+        if (sig) fault(name, sig);
+        else {
+            for (r = 0; r < m; r++)
+                for (col = 0; col < n; col++) {
+                    double want = 0.0, bound = 0.0;
+                    int dd;
+                    for (dd = 0; dd < d; dd++) {
+                        const double t = (double)a[r * as + dd] * (double)b[dd * n + col];
+                        want += t;
+                        bound += fabs(t);
+                    }
+                    if (!within(c[r * cs + col], want, bound)) {
+                        char what[64];
+                        snprintf(what, sizeof what, "c[%d][%d]", r, col);
+                        mismatch(name, what, c[r * cs + col], want, bound);
+                    }
+                }
+            /* between rows (columns n..cs-1), before and after */
+            for (r = 0; r + 1 < m; r++)
+                for (col = n; col < cs; col++)
+                    if (!is_canary(c[r * cs + col])) canary_hit(name, "c", (long)(r * cs + col), c[r * cs + col]);
+            check_pads(name, "c", c, (long)nc);
+            check_input(name, "a", a, a0, na);
+            check_input(name, "b", b, b0, nb);
+        }
+        ok &= case_done(name);
+        free(a0);
+        free(b0);
+        guarded_free(&ga);
+        guarded_free(&gb);
+        canary_free(c);
+    }
+    snprintf(shape, sizeof shape, "%dx%d, D = %d: %d cases", m, n, d, cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}
+
+/* ---- pv: O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv] --------------- */
+
+int ukt_pv(const char *name, ukt_pv_fn fn, int m, int n, int dv, int dvp)
+{
+    /* key ranges: all, a middle part, the last key alone, none */
+    static const int range[4][2] = { { 0, KEYS }, { 3, KEYS - 2 }, { KEYS - 1, KEYS }, { 5, 5 } };
+    const int64_t vs = dv + 7;
+    int ok = 1, layout, rg;
+    cases_run = 0;
+    if (n != dv) {
+        printf("FAIL %s: its name says Dv = %d, its file's DV is %d\n", name, n, dv);
+        return UKT_FAIL;
+    }
+    for (layout = 0; layout < 2; layout++)
+        for (rg = 0; rg < 4; rg++) {
+            /* P row-major (the prefill path: ps = keys, pk = 1) or key-major (decode: ps = 1, pk = rows) */
+            const int64_t ps = layout == 0 ? KEYS : 1, pk = layout == 0 ? 1 : m;
+            const int jlo = range[rg][0], jhi = range[rg][1];
+            /* V: rows 0..jhi-1, the last ending at the guard; none for an empty range */
+            const int vrows = jhi > jlo ? jhi : 0;
+            const size_t np = (size_t)((m - 1) * ps + (KEYS - 1) * pk + 1);
+            const size_t nv = vrows > 0 ? (size_t)((vrows - 1) * vs + dv) : 0, no = (size_t)m * dvp;
+            guarded gp, gv, ga;
+            float *p = guarded_alloc(&gp, np), *v = guarded_alloc(&gv, nv), *alpha = guarded_alloc(&ga, (size_t)m);
+            float *o = canary_alloc(no), *o0, *p0, *v0, *alpha0;
+            int r, c, j, sig;
+            long i;
+            reseed((unsigned)(10 + layout * 4 + rg));
+            for (r = 0; r < m; r++)
+                for (j = 0; j < KEYS; j++) /* NaN outside the key range */
+                    p[r * ps + j * pk] = j >= jlo && j < jhi ? rnd() : canary();
+            for (i = 0; i < (long)nv; i++) {
+                const long row = i / vs;
+                v[i] = row >= jlo && row < jhi && i % vs < dv ? rnd() : canary();
+            }
+            for (r = 0; r < m; r++) alpha[r] = rnd();
+            for (i = 0; i < (long)no; i++) o[i] = rnd(); /* columns dv..dvp too: the kernel scales them */
+            o0 = copy_of(o, no);
+            p0 = copy_of(p, np);
+            v0 = copy_of(v, nv);
+            alpha0 = copy_of(alpha, (size_t)m);
+            snprintf(shape, sizeof shape, "M = %d, Dv = %d, DVP = %d, vs = %ld, P %s (ps = %ld, pk = %ld), keys %d..%d",
+                     m, dv, dvp, (long)vs, layout == 0 ? "row-major" : "key-major", (long)ps, (long)pk, jlo, jhi);
+            mismatches = 0;
+            sig = call_pv(fn, p, ps, pk, v, vs, jlo, jhi, o, alpha);
+            if (sig) fault(name, sig);
+            else {
+                for (r = 0; r < m; r++)
+                    for (c = 0; c < dv; c++) { /* columns dv..dvp may hold anything */
+                        double want = (double)alpha[r] * (double)o0[r * dvp + c];
+                        double bound = fabs(want);
+                        for (j = jlo; j < jhi; j++) {
+                            const double t = (double)p[r * ps + j * pk] * (double)v[j * vs + c];
+                            want += t;
+                            bound += fabs(t);
+                        }
+                        if (!within(o[r * dvp + c], want, bound)) {
+                            char what[64];
+                            snprintf(what, sizeof what, "o[%d][%d]", r, c);
+                            mismatch(name, what, o[r * dvp + c], want, bound);
+                        }
+                    }
+                check_pads(name, "o", o, (long)no);
+                check_input(name, "p", p, p0, np);
+                check_input(name, "v", v, v0, nv);
+                check_input(name, "alpha", alpha, alpha0, (size_t)m);
+            }
+            ok &= case_done(name);
+            free(o0);
+            free(p0);
+            free(v0);
+            free(alpha0);
+            guarded_free(&gp);
+            guarded_free(&gv);
+            guarded_free(&ga);
+            canary_free(o);
+        }
+    snprintf(shape, sizeof shape, "%dx%d, DVP = %d, vs = %ld: %d cases", m, n, dvp, (long)vs, cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}
+
+/* ---- dot: s0[r] = q_r . k0, s1[r] = q_r . k1 ---------------------------- */
+
+int ukt_dot(const char *name, ukt_dot_fn fn, int m, int n, int d, int dqs)
+{
+    int ok = 1, k;
+    cases_run = 0;
+    if (n != 2) {
+        printf("FAIL %s: no tester for %d keys (the dot kernels take k0, k1)\n", name, n);
+        return UKT_FAIL;
+    }
+    for (k = 1; k <= 2; k++) {
+        const int R = k * m;
+        const size_t nq = (size_t)R * dqs;
+        guarded gq, gk0, gk1;
+        float *q = guarded_alloc(&gq, nq), *k0 = guarded_alloc(&gk0, (size_t)d), *k1 = guarded_alloc(&gk1, (size_t)d);
+        float *s0 = canary_alloc((size_t)R), *s1 = canary_alloc((size_t)R), *q0, *k00, *k10;
+        int r, dd, sig;
+        long i;
+        reseed((unsigned)(20 + k));
+        for (i = 0; i < (long)nq; i++) q[i] = i % dqs < d ? rnd() : 0.0f; /* packed rows: zero past D */
+        for (i = 0; i < d; i++) k0[i] = rnd();
+        for (i = 0; i < d; i++) k1[i] = rnd();
+        q0 = copy_of(q, nq);
+        k00 = copy_of(k0, (size_t)d);
+        k10 = copy_of(k1, (size_t)d);
+        snprintf(shape, sizeof shape, "R = %d, D = %d, DQS = %d", R, d, dqs);
+        mismatches = 0;
+        sig = call_dot(fn, q, R, k0, k1, s0, s1);
+        if (sig) fault(name, sig);
+        else {
+            for (r = 0; r < R; r++) {
+                double w0 = 0.0, w1 = 0.0, b0 = 0.0, b1 = 0.0;
+                for (dd = 0; dd < d; dd++) {
+                    const double t0 = (double)q[r * dqs + dd] * (double)k0[dd];
+                    const double t1 = (double)q[r * dqs + dd] * (double)k1[dd];
+                    w0 += t0;
+                    w1 += t1;
+                    b0 += fabs(t0);
+                    b1 += fabs(t1);
+                }
+                if (!within(s0[r], w0, b0)) {
+                    char what[64];
+                    snprintf(what, sizeof what, "s0[%d]", r);
+                    mismatch(name, what, s0[r], w0, b0);
+                }
+                if (!within(s1[r], w1, b1)) {
+                    char what[64];
+                    snprintf(what, sizeof what, "s1[%d]", r);
+                    mismatch(name, what, s1[r], w1, b1);
+                }
+            }
+            check_pads(name, "s0", s0, R);
+            check_pads(name, "s1", s1, R);
+            check_input(name, "q", q, q0, nq);
+            check_input(name, "k0", k0, k00, (size_t)d);
+            check_input(name, "k1", k1, k10, (size_t)d);
+        }
+        ok &= case_done(name);
+        free(q0);
+        free(k00);
+        free(k10);
+        guarded_free(&gq);
+        guarded_free(&gk0);
+        guarded_free(&gk1);
+        canary_free(s0);
+        canary_free(s1);
+    }
+    snprintf(shape, sizeof shape, "%dx%d, D = %d, DQS = %d: %d cases", m, n, d, dqs, cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}
+
+/* ---- the run ------------------------------------------------------------ */
+
+static int per_isa[ATTN_ISA_COUNT][3]; /* passed, failed, not run */
+
+void ukt_record(const char *name, attn_isa isa, int status, const char *why, int *passed, int *failed)
+{
+    if (status == UKT_PASS) {
+        printf("ok      %s (%s)\n", name, shape);
+        ++*passed;
+    } else if (status == UKT_FAIL) {
+        printf("FAILED  %s\n", name);
+        ++*failed;
+    } else {
+        printf("not run %s: %s\n", name, why ? why : "(no reason given)");
+    }
+    if ((int)isa >= 0 && (int)isa < ATTN_ISA_COUNT && status >= 0 && status <= 2) per_isa[isa][status]++;
+    fflush(stdout);
+}
+
+int main(void)
+{
+    int passed = 0, failed = 0, not_run = 0, i;
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    catch_faults();
+#define KERNEL(name) ukernel_tests_##name(&passed, &failed);
+#include "ukernel_list.h"
+#undef KERNEL
+    for (i = 0; i < ATTN_ISA_COUNT; i++) {
+        const int *n = per_isa[i];
+        if (n[0] + n[1] + n[2] > 0)
+            printf("%s: %d micro-kernels passed, %d failed, %d not run\n", attn_isa_name((attn_isa)i), n[0], n[1],
+                   n[2]);
+        not_run += n[2];
+    }
+    if (not_run > 0) printf("%d micro-kernels not run (see 'not run' above)\n", not_run);
+    if (passed + failed == 0) printf("no micro-kernel ran\n");
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed > 0 || passed + failed == 0;
+}
