@@ -206,9 +206,34 @@ local function decode_round()
   rounds[n] = { one = decode_row("llama3_8b", LONG, 1, r1), two = decode_row("llama3_8b", LONG, 2, r2) }
 end
 decode_round()
+
+--- The other presets the decode table compares, derived from configs/: every
+-- preset that runs the decode path (causal, decode_max_q > 0), one for each
+-- distinct attention shape (heads, head dims, window, global tokens, score
+-- terms), in name order; Llama-3-8B has its rows above.
+local function decode_presets()
+  util.root = root
+  local presets = require("presets")
+  local out, seen = {}, { }
+  local function shape(c)
+    return table.concat({ c.heads_q, c.heads_kv, c.head_dim, c.head_dim_v, c.window.left, c.window.right,
+      c.global_tokens, tostring(c.softcap), tostring(c.alibi) }, " ")
+  end
+  local llama = assert(presets.load("llama3_8b"))
+  seen[shape(llama)] = true
+  for _, name in ipairs(presets.list()) do
+    local c = presets.load(name)
+    if c and c.causal and c.decode_max_q > 0 and not seen[shape(c)] then
+      seen[shape(c)] = true
+      out[#out + 1] = name
+    end
+  end
+  return out
+end
 for _, lk in ipairs(LK) do
-  decode_rows[#decode_rows + 1] = decode_row("mistral_7b", lk, 1, (decode("mistral_7b", lk, 1)))
-  decode_rows[#decode_rows + 1] = decode_row("falcon_7b", lk, 1, (decode("falcon_7b", lk, 1)))
+  for _, preset in ipairs(decode_presets()) do
+    decode_rows[#decode_rows + 1] = decode_row(preset, lk, 1, (decode(preset, lk, 1)))
+  end
 end
 
 -- 9. where the decode path stops paying: Lq rows against a 4096-key cache,

@@ -378,10 +378,15 @@ function M.from_table(t, chunkname, src, overrides)
   chunkname = chunkname or "config"
   local raw = {}
   for k, v in pairs(t) do raw[k] = v end
+  -- the kind first: it decides which keys the other overrides may name
+  for _, o in ipairs(overrides or {}) do
+    if o[1] == "kind" then raw.kind = o[2] end
+  end
+  local keys, order = schema.keys_of(raw.kind or "sdpa")
   for _, o in ipairs(overrides or {}) do
     local key, value = o[1], o[2]
-    if not schema.keys[key] then
-      local hint = schema.suggest(key)
+    if not keys[key] then
+      local hint = schema.suggest(key, order)
       return nil, ("--set %s: unknown key '%s'%s"):format(o[3] or key, key,
         hint and (" (did you mean '" .. hint .. "'?)") or "")
     end

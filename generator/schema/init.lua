@@ -34,6 +34,17 @@ function M.order_of(kind)
   return t
 end
 
+--- The keys a config of `kind` may have, as a set and in echo order (the
+-- sdpa family's when the kind is not a known one: normalize says so).
+function M.keys_of(kind)
+  local known = false
+  for _, k in ipairs(KINDS) do known = known or k == kind end
+  local order = M.order_of(known and kind or "sdpa")
+  local set = {}
+  for _, k in ipairs(order) do set[k] = true end
+  return set, order
+end
+
 --- The keys of the sdpa family (the default kind), in echo order, and as a set.
 M.order = M.order_of("sdpa")
 M.keys = {}
