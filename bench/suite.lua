@@ -214,7 +214,7 @@ decode_round()
 local function decode_presets()
   util.root = root
   local presets = require("presets")
-  local out, seen = {}, { }
+  local names, seen = {}, {}
   local function shape(c)
     return table.concat({ c.heads_q, c.heads_kv, c.head_dim, c.head_dim_v, c.window.left, c.window.right,
       c.global_tokens, tostring(c.softcap), tostring(c.alibi) }, " ")
@@ -225,10 +225,10 @@ local function decode_presets()
     local c = presets.load(name)
     if c and c.causal and c.decode_max_q > 0 and not seen[shape(c)] then
       seen[shape(c)] = true
-      out[#out + 1] = name
+      names[#names + 1] = name
     end
   end
-  return out
+  return names
 end
 for _, lk in ipairs(LK) do
   for _, preset in ipairs(decode_presets()) do
