@@ -1,8 +1,13 @@
 -- Writes the seed corpora of the libFuzzer targets (tests/fuzz/fuzz_*.c):
 --   tests/fuzz/corpus/fuzz_npy/   small valid and near-valid .npy files
 --   tests/fuzz/corpus/fuzz_args/  encoded attn_args (layout: fuzz_args.c)
--- Deterministic; run from the repository root after changing an encoding:
+-- The fuzz_args seeds follow the Makefile's FUZZ_KERNELS (tests/kernel_sets.lua
+-- fuzz on configs/): per-kernel seeds are named after their kernel, the others
+-- pick the first kernel with what they need.  Deterministic; run from the
+-- repository root after changing an encoding or the configs:
 --   luajit tests/fuzz/make_corpus.lua
+-- It removes the files of fuzz_args/ it did not write (seeds of kernels that
+-- left FUZZ_KERNELS).
 -- Runs on LuaJIT, Lua 5.1 and Lua 5.4.
 
 local ROOT = "tests/fuzz/corpus"
@@ -85,10 +90,63 @@ local npy_seeds = {
   header_cut = (npy(dict("<f4", "(1,)"), F32[1])):sub(1, 30),
 }
 
+-- ---- the fuzz kernels ------------------------------------------------------
+
+-- fuzz_args.c picks kernels[first byte % N] from the Makefile's FUZZ_KERNELS,
+-- which is `tests/kernel_sets.lua fuzz $(CONFIG_FILES)` with CONFIG_FILES the
+-- configs/*.lua and configs/test/*.lua that exist.  The same call on the same
+-- files (sorted by path, as make 4.3's wildcard returns them; select sorts its
+-- picks by name either way) gives the same list in the same order.
+local kernel_sets = dofile("tests/kernel_sets.lua")
+
+local function config_files()
+  local p = assert(io.popen('for f in configs/*.lua configs/test/*.lua; do ' ..
+    'if [ -f "$f" ]; then printf "%s\\n" "$f"; fi; done'))
+  local files = {}
+  for line in p:lines() do files[#files + 1] = line end
+  p:close()
+  table.sort(files)
+  return files
+end
+
+local KERNELS, err = kernel_sets.select("fuzz", config_files())
+if not KERNELS then error("make_corpus: tests/kernel_sets.lua: " .. err, 0) end
+if #KERNELS == 0 then error("make_corpus: tests/kernel_sets.lua fuzz picked no configs", 0) end
+if #KERNELS > 256 then error("make_corpus: more than 256 fuzz kernels; one byte picks the kernel", 0) end
+
+-- What a seed may need of its kernel: a description and a test on the
+-- config table (as tests/kernel_sets.lua loads it: no defaults applied).
+local function has_mask(c) return c.mask == "bool" or c.mask == "bias" end
+local NEEDS = {
+  mask = { 'a mask tensor (mask = "bool" or "bias")', has_mask },
+  mask_bool = { 'a bool mask (mask = "bool")', function(c) return c.mask == "bool" end },
+  mask_bias = { 'a bias mask (mask = "bias")', function(c) return c.mask == "bias" end },
+  padding = { "padding (seqlens_k)", function(c) return c.padding == true end },
+  -- nothing but Q, K, V, O (and LSE) to check: a seed's one bad argument is
+  -- the only thing wrong with it
+  plain = { "neither a mask nor padding", function(c) return not has_mask(c) and c.padding ~= true end },
+}
+
+-- The index in KERNELS (0-based, as the first byte) of the first kernel
+-- whose config has property `need`; an error if none has.
+local function kernel_with(need, seed)
+  local p = assert(NEEDS[need], need)
+  for i, e in ipairs(KERNELS) do
+    if p[2](e.cfg) then return i - 1 end
+  end
+  local names = {}
+  for i, e in ipairs(KERNELS) do names[i] = e.name end
+  error(("make_corpus: seed '%s' needs a kernel with %s, and no fuzz kernel has it (%s)"):format(
+    seed, p[1], table.concat(names, " ")), 0)
+end
+
+-- the kernel a raw input's first byte picks, as fuzz_args.c does
+local function kernel_of(bytes)
+  return KERNELS[(bytes:byte(1) or 0) % #KERNELS + 1]
+end
+
 -- ---- attn_args seeds -------------------------------------------------------
 
--- Kernel indices follow FUZZ_KERNELS in the Makefile:
--- 0 t_everything, 1 t_bool_mask, 2 t_odd_dims, 3 t_small_tiles, 4 t_tile48.
 local FLAG = { q_null = 1, o_null = 8, lse = 16, seqlens_null = 32, mask_null = 64, sparse = 128 }
 
 local function len_field(v)
@@ -98,8 +156,9 @@ local function len_field(v)
   return string.char(0xE0 + math.floor(x / 256), x % 256)
 end
 
--- fields: kernel, entry, flags, batch, seq_q, seq_k, strides (16 stride
--- fields as byte strings, innermost first per tensor), threads, seed, seqlens
+-- fields: kernel (a 0-based index into KERNELS), entry, flags, batch,
+-- seq_q, seq_k, strides (16 stride fields as byte strings, innermost first
+-- per tensor), threads, seed, seqlens
 local function args(t)
   local strides = t.strides or string.rep("\0", 16)
   assert(#strides >= 16)
@@ -117,44 +176,84 @@ local NEG_STRIDE = "\0\240" .. string.rep("\0", 14)              -- Q's s stride
 local HUGE_STRIDE = "\0\0\248" .. le(2 ^ 50, 8) .. string.rep("\0", 13)
 
 local args_seeds = {}
-local kernel_names = { "everything", "bool_mask", "odd_dims", "small_tiles", "tile48" }
-for k = 0, 4 do
-  local name = kernel_names[k + 1]
-  args_seeds[name .. "_prefill"] = args { kernel = k, batch = 2, seq_q = 19, seq_k = 37,
+-- four per kernel, named after it (its config name less the "t_" of test configs)
+for k, e in ipairs(KERNELS) do
+  local name, kernel = e.name:gsub("^t_", ""), k - 1
+  args_seeds[name .. "_prefill"] = args { kernel = kernel, batch = 2, seq_q = 19, seq_k = 37,
     seqlens = { 0, 5 } }
-  args_seeds[name .. "_decode"] = args { kernel = k, batch = 1, seq_q = 1, seq_k = 300,
+  args_seeds[name .. "_decode"] = args { kernel = kernel, batch = 1, seq_q = 1, seq_k = 300,
     seqlens = { 9 } }
-  args_seeds[name .. "_strided_avx2"] = args { kernel = k, entry = 2, batch = 2, seq_q = 7,
+  args_seeds[name .. "_strided_avx2"] = args { kernel = kernel, entry = 2, batch = 2, seq_q = 7,
     seq_k = 130, strides = GAPS, seqlens = { 3, 0x80 + 2 } }
-  args_seeds[name .. "_scalar_tile_edge"] = args { kernel = k, entry = 3, batch = 1,
+  args_seeds[name .. "_scalar_tile_edge"] = args { kernel = kernel, entry = 3, batch = 1,
     seq_q = 97, seq_k = 129, flags = FLAG.lse + FLAG.sparse }
 end
-args_seeds.mask_broadcast = args { kernel = 1, batch = 2, seq_q = 17, seq_k = 17,
-  strides = BROADCAST_MASK }
-args_seeds.bias_broadcast_sparse = args { kernel = 0, batch = 2, seq_q = 16, seq_k = 40,
-  strides = BROADCAST_MASK, flags = FLAG.sparse, seqlens = { 0, 0 } }
-args_seeds.empty_seq_k = args { kernel = 0, batch = 2, seq_q = 3, seq_k = 0, seqlens = { 0, 0 } }
-args_seeds.null_q = args { kernel = 2, batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.q_null }
-args_seeds.null_o = args { kernel = 2, batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.o_null }
-args_seeds.null_mask = args { kernel = 1, batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.mask_null }
-args_seeds.null_seqlens = args { kernel = 3, batch = 1, seq_q = 4, seq_k = 4,
-  flags = FLAG.seqlens_null }
-args_seeds.negative_stride = args { kernel = 2, batch = 1, seq_q = 4, seq_k = 4,
-  strides = NEG_STRIDE }
-args_seeds.huge_stride = args { kernel = 2, batch = 1, seq_q = 4, seq_k = 4,
-  strides = HUGE_STRIDE }
-args_seeds.seqlen_too_long = args { kernel = 3, batch = 2, seq_q = 4, seq_k = 9,
-  seqlens = { 0, 0xF1 } }
-args_seeds.negative_threads = args { kernel = 2, batch = 1, seq_q = 4, seq_k = 4, threads = 255 }
--- inputs that found bugs: an ISA variant's entry computing with seq_q =
--- INT64_MAX before its argument check, and a [B][Hq][Lq][0] mask whose huge
--- query stride was accepted because the mask has no elements
-args_seeds.regress_variant_checks_first = "\3\49\3\144\242\0\3"
-args_seeds.regress_empty_mask_huge_stride = "\4\3\144\1\36\0\0\64" .. string.rep("\0", 5) ..
-  "\1" .. string.rep("\0", 5) .. "\255\239\0\0\0\0\0\57\48\0\0\0"
-args_seeds.batch_2_62_plus_1 = "\2\0\16\244\4\4" .. string.rep("\0", 21)
-args_seeds.seq_k_int64_min = "\2\0\16\1\4\241" .. string.rep("\0", 21)
+-- the others on the first kernel with what each needs
+local function on(need, name, t)
+  t.kernel = kernel_with(need, name)
+  args_seeds[name] = args(t)
+end
+on("mask_bool", "mask_broadcast", { batch = 2, seq_q = 17, seq_k = 17, strides = BROADCAST_MASK })
+on("mask_bias", "bias_broadcast_sparse", { batch = 2, seq_q = 16, seq_k = 40,
+  strides = BROADCAST_MASK, flags = FLAG.sparse, seqlens = { 0, 0 } })
+on("padding", "empty_seq_k", { batch = 2, seq_q = 3, seq_k = 0, seqlens = { 0, 0 } })
+on("plain", "null_q", { batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.q_null })
+on("plain", "null_o", { batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.o_null })
+on("mask", "null_mask", { batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.mask_null })
+on("padding", "null_seqlens", { batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.seqlens_null })
+on("plain", "negative_stride", { batch = 1, seq_q = 4, seq_k = 4, strides = NEG_STRIDE })
+on("plain", "huge_stride", { batch = 1, seq_q = 4, seq_k = 4, strides = HUGE_STRIDE })
+on("padding", "seqlen_too_long", { batch = 2, seq_q = 4, seq_k = 9, seqlens = { 0, 0xF1 } })
+on("plain", "negative_threads", { batch = 1, seq_q = 4, seq_k = 4, threads = 255 })
+
+-- Raw inputs, kept byte for byte.  Their first byte was written for the
+-- kernel list of the time (0 t_everything, 1 t_bool_mask, 2 t_odd_dims,
+-- 3 t_small_tiles, 4 t_tile48) and now picks KERNELS[byte % #KERNELS]
+-- (when this was written: t_d111_mqa_window t_everything t_odd_dims t_tile48):
+--  * regress_variant_checks_first (byte 3, found on t_small_tiles, now
+--    t_tile48): an ISA variant's entry computing with seq_q = INT64_MAX
+--    before its argument check.  Any kernel with ISA variants shows it
+--    (every test config has some), so whatever byte 3 picks makes sense.
+--  * regress_empty_mask_huge_stride (byte 4, found on t_tile48, now
+--    t_d111_mqa_window): a [B][Hq][Lq][0] mask whose huge query stride was
+--    accepted because the mask has no elements.  Only a kernel with a mask
+--    tensor reads mask strides, so where byte 4 picks one without a bool
+--    mask (as t_tile48 had) the input is also written as ..._retargeted,
+--    its first byte set to the first kernel with one.
+--  * batch_2_62_plus_1 and seq_k_int64_min (byte 2, written for t_odd_dims,
+--    still t_odd_dims): a batch of 2^62 + 1 and a seq_k of INT64_MIN, length
+--    checks every kernel makes, so any kernel makes sense.
+local raw_seeds = {
+  { name = "regress_variant_checks_first", bytes = "\3\49\3\144\242\0\3" },
+  { name = "regress_empty_mask_huge_stride", need = "mask_bool",
+    bytes = "\4\3\144\1\36\0\0\64" .. string.rep("\0", 5) .. "\1" .. string.rep("\0", 5) ..
+      "\255\239\0\0\0\0\0\57\48\0\0\0" },
+  { name = "batch_2_62_plus_1", bytes = "\2\0\16\244\4\4" .. string.rep("\0", 21) },
+  { name = "seq_k_int64_min", bytes = "\2\0\16\1\4\241" .. string.rep("\0", 21) },
+}
+for _, r in ipairs(raw_seeds) do
+  args_seeds[r.name] = r.bytes
+  if r.need and not NEEDS[r.need][2](kernel_of(r.bytes).cfg) then
+    args_seeds[r.name .. "_retargeted"] = string.char(kernel_with(r.need, r.name)) .. r.bytes:sub(2)
+  end
+end
+
+-- ---- writing ---------------------------------------------------------------
 
 assert(os.execute("mkdir -p " .. ROOT .. "/fuzz_npy " .. ROOT .. "/fuzz_args"))
 for name, bytes in pairs(npy_seeds) do write("fuzz_npy", name .. ".npy", bytes) end
 for name, bytes in pairs(args_seeds) do write("fuzz_args", name, bytes) end
+
+-- fuzz_args/ holds only what this script writes: the seeds of kernels no
+-- longer in FUZZ_KERNELS go
+local ls = assert(io.popen("ls " .. ROOT .. "/fuzz_args"))
+local stale = {}
+for name in ls:lines() do
+  if not args_seeds[name] then stale[#stale + 1] = name end
+end
+ls:close()
+table.sort(stale)
+for _, name in ipairs(stale) do
+  assert(os.remove(ROOT .. "/fuzz_args/" .. name))
+  io.write("make_corpus: removed ", ROOT, "/fuzz_args/", name, "\n")
+end
