@@ -54,6 +54,7 @@ size_t attn_npy_itemsize(attn_npy_dtype dtype)
     case ATTN_NPY_I64: return 8;
     case ATTN_NPY_BOOL: return 1;
     case ATTN_NPY_U8: return 1;
+    case ATTN_NPY_F16: return 2;
     }
     return 0;
 }
@@ -67,6 +68,7 @@ const char *attn_npy_dtype_name(attn_npy_dtype dtype)
     case ATTN_NPY_I64: return "int64";
     case ATTN_NPY_BOOL: return "bool";
     case ATTN_NPY_U8: return "uint8";
+    case ATTN_NPY_F16: return "float16";
     }
     return "unknown";
 }
@@ -80,6 +82,7 @@ static const char *dtype_descr(attn_npy_dtype dtype)
     case ATTN_NPY_I64: return "<i8";
     case ATTN_NPY_BOOL: return "|b1";
     case ATTN_NPY_U8: return "|u1";
+    case ATTN_NPY_F16: return "<f2";
     }
     return NULL;
 }
@@ -90,6 +93,7 @@ static int descr_to_dtype(const char *d, attn_npy_dtype *out)
     static const struct { const char *code; attn_npy_dtype dtype; int one_byte; } known[] = {
         {"f4", ATTN_NPY_F32, 0}, {"f8", ATTN_NPY_F64, 0}, {"i4", ATTN_NPY_I32, 0},
         {"i8", ATTN_NPY_I64, 0}, {"b1", ATTN_NPY_BOOL, 1}, {"u1", ATTN_NPY_U8, 1},
+        {"f2", ATTN_NPY_F16, 0},
     };
     size_t i;
     if (strlen(d) != 3)
@@ -430,7 +434,7 @@ int attn_npy_read(const char *path, attn_npy *out, char *err, size_t errlen)
     if (read_header(f, &hd, err, errlen) != 0)
         goto fail;
     if (descr_to_dtype(hd.descr, &a.dtype) != 0) {
-        set_err(err, errlen, "unsupported dtype '%s' (expected f4, f8, i4, i8, b1, u1)",
+        set_err(err, errlen, "unsupported dtype '%s' (expected f2, f4, f8, i4, i8, b1, u1)",
                 hd.descr);
         goto fail;
     }

@@ -22,7 +22,8 @@ typedef enum {
     ATTN_NPY_I32,  /* '<i4' */
     ATTN_NPY_I64,  /* '<i8' */
     ATTN_NPY_BOOL, /* '|b1', one byte per element, nonzero = true */
-    ATTN_NPY_U8    /* '|u1' */
+    ATTN_NPY_U8,   /* '|u1' */
+    ATTN_NPY_F16   /* '<f2', IEEE binary16, held as uint16_t bit patterns */
 } attn_npy_dtype;
 
 #define ATTN_NPY_MAX_DIMS 8
@@ -39,7 +40,10 @@ typedef struct {
 int attn_npy_read(const char *path, attn_npy *out, char *err, size_t errlen);
 
 /* f32 data copied, f64 converted (rounding to nearest); other dtypes are an
-   error.  *out is malloc'ed (never NULL on success); free() it. */
+   error, f16 too: its data stays as read (uint16_t patterns), for the
+   caller to convert with the runtime's attn_f16_to_f32_array, so that
+   this file needs nothing but libc.  *out is malloc'ed (never NULL on
+   success); free() it. */
 int attn_npy_to_f32(const attn_npy *a, float **out, char *err, size_t errlen);
 
 /* i32 copied, i64 converted when every value fits; else an error. */

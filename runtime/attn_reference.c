@@ -5,7 +5,9 @@
  * Written to be obviously right rather than fast: for every (b, h, i) it
  * decides the visibility of every key with the rules exactly as
  * docs/config.md states them, computes the scores in double, and takes a max-subtracted
- * softmax in double.  It shares no code with the templates.
+ * softmax in double.  It shares no code with the templates.  Its tensors are
+ * f32 whatever the kernel stores (attn_reference.h): for bf16 and f16
+ * kernels the caller passes the stored values widened.
  */
 #include "attn_reference.h"
 
@@ -23,12 +25,6 @@ double attn_reference_alibi_slope(int h, int n)
         return pow(2.0, -8.0 * (h + 1) / c);
     /* then indices 0, 2, 4, ... of the rule for 2c heads */
     return pow(2.0, -8.0 * (2 * (h - c) + 1) / (2.0 * c));
-}
-
-int attn_reference_supports(const attn_spec *spec)
-{
-    return spec != NULL && spec->dtype_q == ATTN_DTYPE_F32 && spec->dtype_kv == ATTN_DTYPE_F32 &&
-           spec->dtype_o == ATTN_DTYPE_F32;
 }
 
 /* The element offset of mask/bias value (b, h, i, j). */
@@ -135,6 +131,9 @@ int64_t attn_reference_keys_read(const attn_spec *spec, const attn_args *args)
 
 attn_status attn_reference(const attn_spec *spec, const attn_args *args)
 {
+    /* the args are checked as the kernel's own (its storage sizes), so both
+       accept the same args; the caller's f32 copies exist with the same
+       element strides, and only offsets of their elements are formed */
     attn_status st = attn_check_args(spec, args);
     const float *q_base, *k_base, *v_base;
     float *o_base;
@@ -145,9 +144,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
 
     if (st != ATTN_OK)
         return st;
-    if (!attn_reference_supports(spec))
-        return ATTN_ERR_SHAPE;
-    /* the tensors as the f32 arrays they are */
+    /* the tensors as the f32 arrays they are (attn_reference.h) */
     q_base = (const float *)args->q;
     k_base = (const float *)args->k;
     v_base = (const float *)args->v;

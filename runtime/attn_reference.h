@@ -4,13 +4,18 @@
  *
  * Not vendored: used by the tests, `attngen check` and `attngen run`'s
  * tooling.  Plain loops, double accumulation, the rules written literally.
- * Its own interface is f32: it reads args->q, k, v as const float * and
- * writes args->o as float *, so it handles the specs whose tensors are all
- * stored as ATTN_DTYPE_F32 (attn_reference_supports), the only storage type
- * kernels have so far.
+ * Its own interface is f32 whatever the spec's storage types: it reads
+ * args->q, k, v as const float * and writes args->o as float * (strides in
+ * floats).  For a kernel that stores Q, K, V or O as bf16 or f16, the
+ * caller widens the stored inputs to f32 first (exactly: attn_bf16_to_f32,
+ * attn_f16_to_f32), so the reference computes on exactly the values the
+ * kernel reads, and compares the kernel's O, widened, with the f32 O
+ * written here, within ATTN_REF_TOL below.
  */
 #ifndef ATTN_REFERENCE_H
 #define ATTN_REFERENCE_H
+
+#include <math.h> /* fabs, for ATTN_REF_TOL */
 
 #include "attn_runtime.h"
 
@@ -18,15 +23,47 @@
 extern "C" {
 #endif
 
-/* 1 when the reference handles spec: Q, K, V and O stored as f32. */
-int attn_reference_supports(const attn_spec *spec);
+/*
+ * How close a kernel's output must come to this reference: elementwise, on
+ * N(0,1) inputs at the default scale (docs/testing.md),
+ *
+ *     |x - ref| <= ATTN_REF_TOL_ABS + ATTN_REF_TOL_REL(dtype_o) * |ref|
+ *
+ * for every element of O, and with ATTN_REF_TOL_REL(ATTN_DTYPE_F32) for
+ * every element of LSE (always f32).  NaN must match NaN, infinities must
+ * be equal.  The reasons:
+ *   - f32 O (and LSE), 1e-5 + 1e-5 |ref|: the kernels accumulate in f32
+ *     with a reordered (online) softmax; on these inputs their rounding
+ *     error stays around 1e-7..1e-6, so the bound leaves ~10x headroom,
+ *     while a real bug (a wrong mask bit, a skipped tile, a lost row) lands
+ *     orders of magnitude above it.
+ *   - bf16 O, 1e-5 + 2^-8 |ref|, and f16 O, 1e-5 + 2^-10 |ref|: the same
+ *     f32 computation (every score, max, sum and the O accumulator stay
+ *     f32, and the inputs are the stored values on both sides), then one
+ *     rounding to nearest of the result: half an ulp of the stored value,
+ *     at most 2^-8 |x| with bf16's 8 significant bits (the bound is that,
+ *     exactly) and 2^-11 |x| with f16's 11 (the bound leaves a factor 2).
+ *     The f32 error (~1e-6 |ref| on |ref| of a few units) fits in the
+ *     absolute term.
+ */
+#define ATTN_REF_TOL_ABS 1e-5
+#define ATTN_REF_TOL_REL_F32 1e-5
+#define ATTN_REF_TOL_REL_BF16 (1.0 / 256.0)
+#define ATTN_REF_TOL_REL_F16 (1.0 / 1024.0)
+#define ATTN_REF_TOL_REL(dtype)                                        \
+    ((dtype) == ATTN_DTYPE_BF16  ? ATTN_REF_TOL_REL_BF16               \
+     : (dtype) == ATTN_DTYPE_F16 ? ATTN_REF_TOL_REL_F16                \
+                                 : ATTN_REF_TOL_REL_F32)
+/* The bound itself, for an output of storage type dtype. */
+#define ATTN_REF_TOL(dtype, ref) (ATTN_REF_TOL_ABS + ATTN_REF_TOL_REL(dtype) * fabs(ref))
 
 /*
  * Computes O (and LSE when args->lse is not NULL) for spec, honouring every
- * stride in args.  Returns attn_check_args' status when the args are bad,
- * ATTN_ERR_NOMEM when its scratch allocation fails, else ATTN_OK.  A spec
- * attn_reference_supports refuses is the caller's error (check it first):
- * nothing is read or written and the result is ATTN_ERR_SHAPE.
+ * stride in args.  Q, K, V and O are f32 arrays here whatever spec's
+ * storage types (above), with the element strides of args; the args are
+ * checked as the kernel's, so the reference accepts exactly what the
+ * kernel accepts.  Returns attn_check_args' status when the args are bad,
+ * ATTN_ERR_NOMEM when its scratch allocation fails, else ATTN_OK.
  */
 attn_status attn_reference(const attn_spec *spec, const attn_args *args);
 
@@ -40,7 +77,8 @@ int64_t attn_reference_visible_count(const attn_spec *spec, const attn_args *arg
 /*
  * The number of (b, kv head, j) key rows that some query row of the kv
  * head's group sees: the K and V rows a forward pass must read at least
- * once (bytes = count * (D + Dv) * sizeof(float)).  -1 when the args are bad.
+ * once (bytes = count * (D + Dv) * attn_dtype_size(spec->dtype_kv)).  -1
+ * when the args are bad.
  */
 int64_t attn_reference_keys_read(const attn_spec *spec, const attn_args *args);
 

@@ -1,7 +1,7 @@
 /*
  * attn_runtime.c - the runtime every attngen kernel links against.
  *
- * Vendorable: plain C99 and libc only (getenv, malloc, strcmp); no stdio.
+ * Vendorable: plain C99 and libc only (getenv, malloc, memcpy, strcmp); no stdio.
  * Builds with or without _POSIX_C_SOURCE, on x86-64, AArch64 and anything
  * else (where only the scalar variant is reported as supported).
  */
@@ -78,6 +78,127 @@ size_t attn_dtype_size(attn_dtype dtype)
     return dtype_sizes[dtype];
 }
 
+/* ---- storage-type conversions ------------------------------------------ */
+
+/*
+ * Integer arithmetic on the bit patterns (memcpy for the casts), so the
+ * result is the same whatever the FPU's rounding mode and flush settings.
+ * Rounding to nearest even by the usual carry trick: adding half an ulp of
+ * the target minus one, plus the target's lowest kept bit, carries into the
+ * kept bits exactly when the dropped bits are above half, or exactly half
+ * with an odd kept part.  A carry out of the mantissa bumps the exponent,
+ * which is the right result (up to infinity) in every case.
+ */
+
+static uint32_t f32_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float f32_from_bits(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+uint16_t attn_f32_to_bf16(float x)
+{
+    uint32_t u = f32_bits(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) /* NaN: keep sign and top payload, set quiet bit */
+        return (uint16_t)((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (uint16_t)(u >> 16);
+}
+
+float attn_bf16_to_f32(uint16_t h)
+{
+    return f32_from_bits((uint32_t)h << 16);
+}
+
+uint16_t attn_f32_to_f16(float x)
+{
+    const uint32_t u = f32_bits(x);
+    const uint32_t sign = (u >> 16) & 0x8000u;
+    const uint32_t a = u & 0x7fffffffu;
+    uint32_t r;
+
+    if (a > 0x7f800000u) /* NaN: keep sign and top payload, set quiet bit */
+        return (uint16_t)(sign | 0x7e00u | ((a >> 13) & 0x03ffu));
+    if (a >= 0x477ff000u) /* >= 65520 (65504 plus half an ulp), and inf */
+        return (uint16_t)(sign | 0x7c00u);
+    if (a >= 0x38800000u) { /* >= 2^-14: a normal f16 */
+        r = a - 0x38000000u; /* rebias the exponent: 127 - 15 = 112 */
+        r += 0x0fffu + ((r >> 13) & 1u);
+        return (uint16_t)(sign | (r >> 13));
+    }
+    if (a <= 0x33000000u) /* <= 2^-25 (half the smallest subnormal; a tie goes to 0) */
+        return (uint16_t)sign;
+    {
+        /* a subnormal f16: the value in units of 2^-24 is m * 2^(e - 126),
+           with e the biased f32 exponent (102..112) and m the 24-bit
+           significand: shift right by 126 - e (14..24), rounding */
+        const uint32_t e = a >> 23, m = (a & 0x007fffffu) | 0x00800000u;
+        const uint32_t shift = 126u - e;
+        const uint32_t rest = m & ((1u << shift) - 1u), half = 1u << (shift - 1u);
+        r = m >> shift;
+        if (rest > half || (rest == half && (r & 1u)))
+            r++; /* may carry into the smallest normal, 0x0400: still right */
+        return (uint16_t)(sign | r);
+    }
+}
+
+float attn_f16_to_f32(uint16_t h)
+{
+    const uint32_t sign = ((uint32_t)h & 0x8000u) << 16;
+    const uint32_t exp = ((uint32_t)h >> 10) & 0x1fu;
+    uint32_t man = (uint32_t)h & 0x03ffu, e;
+
+    if (exp == 0x1fu) /* inf, NaN (payload kept) */
+        return f32_from_bits(sign | 0x7f800000u | (man << 13));
+    if (exp != 0)
+        return f32_from_bits(sign | ((exp + 112u) << 23) | (man << 13));
+    if (man == 0)
+        return f32_from_bits(sign);
+    /* subnormal: man * 2^-24; normalize so the leading 1 is bit 10 */
+    e = 113u; /* the biased f32 exponent of 2^-14 */
+    while (!(man & 0x0400u)) {
+        man <<= 1;
+        e--;
+    }
+    return f32_from_bits(sign | (e << 23) | ((man & 0x03ffu) << 13));
+}
+
+void attn_f32_to_bf16_array(const float *src, uint16_t *dst, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        dst[i] = attn_f32_to_bf16(src[i]);
+}
+
+void attn_bf16_to_f32_array(const uint16_t *src, float *dst, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        dst[i] = attn_bf16_to_f32(src[i]);
+}
+
+void attn_f32_to_f16_array(const float *src, uint16_t *dst, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        dst[i] = attn_f32_to_f16(src[i]);
+}
+
+void attn_f16_to_f32_array(const uint16_t *src, float *dst, size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        dst[i] = attn_f16_to_f32(src[i]);
+}
+
 int attn_isa_from_name(const char *name)
 {
     int i;
@@ -106,12 +227,13 @@ static unsigned detect_x86(void)
 {
     unsigned int a, b, c, d;
     unsigned found = 1u << ATTN_ISA_SCALAR;
-    int osxsave, avx, fma, avx2 = 0, avx512f = 0;
+    int osxsave, avx, fma, f16c, avx2 = 0, avx512f = 0;
     unsigned long long xcr0;
 
     if (!__get_cpuid_count(1, 0, &a, &b, &c, &d))
         return found;
     fma = (c >> 12) & 1;
+    f16c = (c >> 29) & 1; /* f16 storage on the AVX2 variant (every AVX2 CPU has it) */
     osxsave = (c >> 27) & 1;
     avx = (c >> 28) & 1;
     if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
@@ -122,7 +244,7 @@ static unsigned detect_x86(void)
         return found; /* no XGETBV, or no AVX at all */
     xcr0 = read_xcr0();
     /* bits 1, 2: SSE and YMM state */
-    if (avx2 && fma && (xcr0 & 0x6) == 0x6)
+    if (avx2 && fma && f16c && (xcr0 & 0x6) == 0x6)
         found |= 1u << ATTN_ISA_AVX2;
     /* bits 5, 6, 7: opmask, ZMM0-15 upper halves, ZMM16-31 (plus 1, 2) */
     if (avx512f && fma && (xcr0 & 0xe6) == 0xe6)

@@ -82,6 +82,36 @@ const char *attn_dtype_name(attn_dtype dtype);
 size_t attn_dtype_size(attn_dtype dtype);
 
 /*
+ * Conversions between f32 and the 16-bit storage types, in portable C (no
+ * intrinsics, no dependence on the FPU's rounding mode or flush-to-zero
+ * settings), so a caller can store its tensors the way the kernels read
+ * them.  bf16 and f16 values are held as uint16_t bit patterns.
+ *
+ * Narrowing (f32 to bf16 or f16) rounds to nearest, ties to even.  NaN
+ * stays NaN: the result is a quiet NaN with the sign and the top bits of
+ * the payload kept.  bf16 has f32's exponent range, so only values past
+ * its largest finite value (3.3895e38) round to infinity, and f32
+ * subnormals become bf16 subnormals (rounded, never flushed).  f16 holds
+ * magnitudes up to 65504: values from 65520 (half an ulp past 65504) up
+ * become +-inf; values below 2^-14 become f16 subnormals (multiples of
+ * 2^-24, gradual underflow with the same rounding), and below 2^-25 +-0.
+ *
+ * Widening (bf16 or f16 to f32) is exact: every value, subnormals,
+ * infinities and NaN payloads included, has an f32 with the same value.
+ *
+ * The array forms convert n elements from src to dst (which must not
+ * overlap); n = 0 does nothing.
+ */
+uint16_t attn_f32_to_bf16(float x);
+float attn_bf16_to_f32(uint16_t h);
+uint16_t attn_f32_to_f16(float x);
+float attn_f16_to_f32(uint16_t h);
+void attn_f32_to_bf16_array(const float *src, uint16_t *dst, size_t n);
+void attn_bf16_to_f32_array(const uint16_t *src, float *dst, size_t n);
+void attn_f32_to_f16_array(const float *src, uint16_t *dst, size_t n);
+void attn_f16_to_f32_array(const uint16_t *src, float *dst, size_t n);
+
+/*
  * One run of a kernel.  Each tensor is stored in the type the kernel's spec
  * records (float for ATTN_DTYPE_F32, uint16_t for bf16 and f16): Q in
  * spec.dtype_q, K and V in spec.dtype_kv, O in spec.dtype_o.  LSE is f32.

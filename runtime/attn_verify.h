@@ -4,7 +4,11 @@
  * Not vendored: shared by `attngen check` and the Criterion tests.  Every
  * tensor is placed against guard pages, strided layouts have NaN-filled
  * gaps, and O is compared elementwise with the reference (docs/testing.md).
- * Needs POSIX (mmap).
+ * Q, K, V and O are allocated in the storage types of the kernel's spec:
+ * the random f32 inputs are narrowed to them (round to nearest even), the
+ * reference runs on the stored values widened back (exactly), and O,
+ * widened, must be within ATTN_REF_TOL (attn_reference.h) for O's storage
+ * type.  Needs POSIX (mmap).
  */
 #ifndef ATTN_VERIFY_H
 #define ATTN_VERIFY_H
@@ -29,7 +33,7 @@ typedef struct {
 
 typedef struct {
     double max_err_o, max_err_lse; /* largest |x - ref| over finite pairs */
-    double worst_ratio;            /* max |x - ref| / (1e-5 + 1e-5 |ref|) */
+    double worst_ratio;            /* max |x - ref| / ATTN_REF_TOL(type of x, ref) */
     int failures;                  /* elements outside tolerance (plus gap damage) */
     char first_failure[256];       /* "" when failures == 0 */
 } attn_verify_result;
@@ -39,18 +43,15 @@ typedef struct {
  * NULL) with args.threads = c->threads, runs attn_reference and compares.
  * Returns ATTN_OK when both ran (res->failures tells whether they agree),
  * else the failing status (the kernel's, the reference's, or
- * ATTN_ERR_NOMEM), with a message in res->first_failure.  The inputs are
- * f32: a kernel whose spec attn_reference_supports refuses (another storage
- * type) is not run, and the result is ATTN_ERR_SHAPE with a message.
+ * ATTN_ERR_NOMEM), with a message in res->first_failure.
  */
 attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *variant,
                              const attn_case *c, attn_verify_result *res);
 
 /*
  * Runs the case with threads_a and then threads_b (c->threads is ignored)
- * and compares O (gaps included) and LSE bit for bit.  Returns 1 when
- * identical, 0 when they differ, -1 when a run failed (or the kernel's
- * storage is not f32).
+ * and compares the bytes of O as stored (gaps included) and of LSE.
+ * Returns 1 when identical, 0 when they differ, -1 when a run failed.
  */
 int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *variant,
                                 const attn_case *c, int threads_a, int threads_b);
@@ -63,6 +64,16 @@ int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *v
  * Returns the number written.
  */
 int attn_verify_default_cases(const attn_spec *spec, attn_case *out, int max, int quick);
+
+/*
+ * The storage conversions of a whole array, for any type: attn_verify_narrow
+ * stores n f32 values in an array of type dtype (round to nearest even, as
+ * attn_f32_to_bf16 / attn_f32_to_f16; f32: a copy), attn_verify_widen reads
+ * n stored values back as f32 (exact).  src and dst may be the same array
+ * for f32 (nothing to do) but must not otherwise overlap.
+ */
+void attn_verify_narrow(attn_dtype dtype, const float *src, void *dst, size_t n);
+void attn_verify_widen(attn_dtype dtype, const void *src, float *dst, size_t n);
 
 /* "B=2 Lq=17 Lk=113 strided ragged threads=2" */
 void attn_verify_case_string(const attn_case *c, char *buf, size_t buflen);

@@ -8,8 +8,9 @@
  * dims of the config, sequence lengths on, below and above the tiles,
  * Lq < Lk and Lq > Lk, strided tensors with NaN-filled gaps, ragged
  * seqlens_k with NaN past them, 1 and 2 threads, every tensor against a
- * guard page) must agree with the reference within the tolerance of
- * docs/testing.md.
+ * guard page, every tensor in the storage type of the config) must agree
+ * with the reference, run on the stored inputs, within the tolerance of
+ * O's storage type (ATTN_REF_TOL, attn_reference.h).
  * Criterion runs each test in its own process, so a guard-page fault fails
  * only that test, and ATTNGEN_ISA can be set per test.
  */
@@ -56,7 +57,7 @@ static void run_matrix(const attn_kernel *k, attn_isa isa)
     }
 }
 
-/* 1 and 2 threads give the same bits (docs/c-api.md). */
+/* 1 and 2 threads give the same bits of O as stored (docs/c-api.md). */
 static void run_bitwise(const attn_kernel *k)
 {
     int i, checked = 0;
@@ -91,40 +92,77 @@ static void run_bitwise(const attn_kernel *k)
 extern const attn_kernel attn_t_padding_causal_kernel;
 #define K (&attn_t_padding_causal_kernel)
 
+/* Contiguous tensors for K's spec: Q, K and V wanted as f32 values (q, k,
+   v), stored in the spec's types (a.q, a.k, a.v: problem_store narrows
+   them and puts the stored values back into q, k, v, so those are what
+   the kernel reads), O in its storage type (a.o; o_value widens). */
 typedef struct {
     attn_args a;
-    float *q, *k, *v, *o, *lse;
+    float *q, *k, *v, *lse;
+    void *qs, *ks, *vs, *os;
     int32_t *seqlens;
+    size_t nq, nk, nv, no;
 } problem;
+
+static void problem_store(problem *p)
+{
+    const attn_spec *s = &K->spec;
+    attn_verify_narrow(s->dtype_q, p->q, p->qs, p->nq);
+    attn_verify_widen(s->dtype_q, p->qs, p->q, p->nq);
+    attn_verify_narrow(s->dtype_kv, p->k, p->ks, p->nk);
+    attn_verify_widen(s->dtype_kv, p->ks, p->k, p->nk);
+    attn_verify_narrow(s->dtype_kv, p->v, p->vs, p->nv);
+    attn_verify_widen(s->dtype_kv, p->vs, p->v, p->nv);
+}
+
+/* O element i as f32, and element i set to x (narrowed) */
+static float o_value(const problem *p, int64_t i)
+{
+    const attn_dtype dt = K->spec.dtype_o;
+    float x;
+    attn_verify_widen(dt, (const unsigned char *)p->os + (size_t)i * attn_dtype_size(dt), &x, 1);
+    return x;
+}
+
+static void o_set(problem *p, int64_t i, float x)
+{
+    const attn_dtype dt = K->spec.dtype_o;
+    attn_verify_narrow(dt, &x, (unsigned char *)p->os + (size_t)i * attn_dtype_size(dt), 1);
+}
 
 static void problem_init(problem *p, int64_t lq, int64_t lk)
 {
     const attn_spec *s = &K->spec;
-    int64_t i;
-    cr_assert(attn_reference_supports(s), "%s: stores Q as %s, K and V as %s, O as %s; these tests build f32 "
-              "tensors only", s->name, attn_dtype_name(s->dtype_q), attn_dtype_name(s->dtype_kv),
-              attn_dtype_name(s->dtype_o));
+    size_t i;
     memset(p, 0, sizeof *p);
     p->a.batch = 2;
     p->a.seq_q = lq;
     p->a.seq_k = lk;
     attn_args_set_contiguous(&p->a, s);
-    p->q = calloc((size_t)(2 * lq * s->heads_q * s->head_dim) + 1, sizeof(float));
-    p->k = calloc((size_t)(2 * lk * s->heads_kv * s->head_dim) + 1, sizeof(float));
-    p->v = calloc((size_t)(2 * lk * s->heads_kv * s->head_dim_v) + 1, sizeof(float));
-    p->o = calloc((size_t)(2 * lq * s->heads_q * s->head_dim_v) + 1, sizeof(float));
+    p->nq = (size_t)(2 * lq * s->heads_q * s->head_dim);
+    p->nk = (size_t)(2 * lk * s->heads_kv * s->head_dim);
+    p->nv = (size_t)(2 * lk * s->heads_kv * s->head_dim_v);
+    p->no = (size_t)(2 * lq * s->heads_q * s->head_dim_v);
+    p->q = calloc(p->nq + 1, sizeof(float));
+    p->k = calloc(p->nk + 1, sizeof(float));
+    p->v = calloc(p->nv + 1, sizeof(float));
+    p->qs = calloc(p->nq + 1, attn_dtype_size(s->dtype_q));
+    p->ks = calloc(p->nk + 1, attn_dtype_size(s->dtype_kv));
+    p->vs = calloc(p->nv + 1, attn_dtype_size(s->dtype_kv));
+    p->os = calloc(p->no + 1, attn_dtype_size(s->dtype_o));
     p->lse = calloc((size_t)(2 * s->heads_q * lq) + 1, sizeof(float));
     p->seqlens = calloc(2, sizeof(int32_t));
-    cr_assert(p->q && p->k && p->v && p->o && p->lse && p->seqlens);
-    for (i = 0; i < 2 * lq * s->heads_q * s->head_dim; i++) p->q[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
-    for (i = 0; i < 2 * lk * s->heads_kv * s->head_dim; i++) p->k[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
-    for (i = 0; i < 2 * lk * s->heads_kv * s->head_dim_v; i++) p->v[i] = (float)((i * 3) % 17) / 17.0f - 0.5f;
+    cr_assert(p->q && p->k && p->v && p->qs && p->ks && p->vs && p->os && p->lse && p->seqlens);
+    for (i = 0; i < p->nq; i++) p->q[i] = (float)((i * 7) % 13) / 13.0f - 0.5f;
+    for (i = 0; i < p->nk; i++) p->k[i] = (float)((i * 5) % 11) / 11.0f - 0.5f;
+    for (i = 0; i < p->nv; i++) p->v[i] = (float)((i * 3) % 17) / 17.0f - 0.5f;
+    problem_store(p);
     p->seqlens[0] = (int32_t)lk;
     p->seqlens[1] = (int32_t)(lk / 2);
-    p->a.q = p->q;
-    p->a.k = p->k;
-    p->a.v = p->v;
-    p->a.o = p->o;
+    p->a.q = p->qs;
+    p->a.k = p->ks;
+    p->a.v = p->vs;
+    p->a.o = p->os;
     p->a.lse = p->lse;
     p->a.seqlens_k = p->seqlens;
 }
@@ -134,7 +172,10 @@ static void problem_free(problem *p)
     free(p->q);
     free(p->k);
     free(p->v);
-    free(p->o);
+    free(p->qs);
+    free(p->ks);
+    free(p->vs);
+    free(p->os);
     free(p->lse);
     free(p->seqlens);
 }
@@ -171,10 +212,10 @@ Test(entry, empty_shapes_are_fine)
     /* no keys at all: every row is empty, O = 0 and LSE = -inf */
     p.a.seq_q = 4;
     p.seqlens[0] = p.seqlens[1] = 0;
-    for (i = 0; i < 2 * 4 * K->spec.heads_q * K->spec.head_dim_v; i++) p.o[i] = 42.0f;
+    for (i = 0; i < 2 * 4 * K->spec.heads_q * K->spec.head_dim_v; i++) o_set(&p, i, 42.0f);
     cr_assert_eq(K->fwd(&p.a), ATTN_OK);
     for (i = 0; i < 2 * 4 * K->spec.heads_q * K->spec.head_dim_v; i++)
-        cr_assert_eq(p.o[i], 0.0f, "O[%lld] = %g, want 0", (long long)i, (double)p.o[i]);
+        cr_assert_eq(o_value(&p, i), 0.0f, "O[%lld] = %g, want 0", (long long)i, (double)o_value(&p, i));
     for (i = 0; i < 2 * K->spec.heads_q * 4; i++)
         cr_assert(isinf(p.lse[i]) && p.lse[i] < 0, "LSE[%lld] = %g, want -inf", (long long)i, (double)p.lse[i]);
     problem_free(&p);
@@ -206,10 +247,11 @@ Test(entry, nan_in_a_query_reaches_only_its_row)
     int64_t i;
     problem_init(&p, 6, 6);
     p.q[2 * s->heads_q * s->head_dim] = NAN; /* batch 0, row 2, head 0, d 0 */
+    problem_store(&p);
     cr_assert_eq(K->fwd(&p.a), ATTN_OK);
     for (i = 0; i < 6 * row; i++) {
         const int head0_row2 = i / row == 2 && (i % row) / s->head_dim_v == 0;
-        cr_expect_eq(isnan(p.o[i]) != 0, head0_row2, "O[%lld] = %g", (long long)i, (double)p.o[i]);
+        cr_expect_eq(isnan(o_value(&p, i)) != 0, head0_row2, "O[%lld] = %g", (long long)i, (double)o_value(&p, i));
     }
     problem_free(&p);
 }
@@ -220,31 +262,41 @@ Test(entry, nan_in_a_visible_value_is_not_dropped)
     const attn_spec *s = &K->spec;
     problem_init(&p, 6, 6);
     p.v[0] = NAN; /* batch 0, key 0, kv head 0: every row of heads in its group sees key 0 */
+    problem_store(&p);
     cr_assert_eq(K->fwd(&p.a), ATTN_OK);
-    cr_expect(isnan(p.o[(int64_t)5 * s->heads_q * s->head_dim_v]), "the last row of head 0 sees key 0");
+    cr_expect(isnan(o_value(&p, (int64_t)5 * s->heads_q * s->head_dim_v)), "the last row of head 0 sees key 0");
     problem_free(&p);
 }
 
+/* Q x 1e4 (|Q| <= 5000: representable in every storage type, rounded to
+   it); the reference on the stored values, the tolerance of O's type. */
 Test(entry, large_logits_do_not_overflow)
 {
     problem p;
     const attn_spec *s = &K->spec;
-    float *got;
-    int64_t i, n;
+    attn_args ra;
+    float *want;
+    size_t i;
     problem_init(&p, 9, 9);
-    n = 2 * 9 * s->heads_q * s->head_dim;
-    for (i = 0; i < n; i++) p.q[i] *= 1e4f;
-    got = malloc(sizeof(float) * (size_t)(2 * 9 * s->heads_q * s->head_dim_v));
-    cr_assert(got);
+    for (i = 0; i < p.nq; i++) p.q[i] *= 1e4f;
+    problem_store(&p);
+    want = malloc(sizeof(float) * p.no + 1);
+    cr_assert(want);
     cr_assert_eq(K->fwd(&p.a), ATTN_OK);
-    memcpy(got, p.o, sizeof(float) * (size_t)(2 * 9 * s->heads_q * s->head_dim_v));
-    cr_assert_eq(attn_reference(s, &p.a), ATTN_OK);
-    for (i = 0; i < 2 * 9 * s->heads_q * s->head_dim_v; i++) {
-        cr_assert(!isnan(got[i]) && !isinf(got[i]), "O[%lld] = %g", (long long)i, (double)got[i]);
-        cr_expect(fabsf(got[i] - p.o[i]) <= 1e-5f + 1e-5f * fabsf(p.o[i]), "O[%lld]: got %g, want %g",
-                  (long long)i, (double)got[i], (double)p.o[i]);
+    ra = p.a;
+    ra.q = p.q;
+    ra.k = p.k;
+    ra.v = p.v;
+    ra.o = want;
+    ra.lse = NULL;
+    cr_assert_eq(attn_reference(s, &ra), ATTN_OK);
+    for (i = 0; i < p.no; i++) {
+        const float got = o_value(&p, (int64_t)i);
+        cr_assert(!isnan(got) && !isinf(got), "O[%zu] = %g", i, (double)got);
+        cr_expect(fabs((double)got - want[i]) <= ATTN_REF_TOL(s->dtype_o, want[i]), "O[%zu] (%s): got %g, want %g",
+                  i, attn_dtype_name(s->dtype_o), (double)got, (double)want[i]);
     }
-    free(got);
+    free(want);
     problem_free(&p);
 }
 

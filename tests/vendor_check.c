@@ -9,12 +9,15 @@
  * (decode and prefill rows, Lq < Lk and Lq > Lk, several tiles, ragged
  * seqlens_k with NaN rows past them, strided tensors with NaN-filled gaps,
  * the kernel's mask tensor when it takes one) must agree with
- * attn_reference.  The tolerance is docs/testing.md's for f32 on N(0,1)
- * inputs at the default scale, |x - ref| <= 1e-5 + 1e-5 |ref|, for O and
- * LSE; a row
- * that sees no key must give O = 0 and LSE = -inf on both sides.  Elements
- * of O outside the tensor (the gaps) must keep their sentinel, 1 and 2
- * threads must give the same bits, and bad arguments must give a status.
+ * attn_reference.  Q, K, V and O are in the kernel's storage types (the
+ * N(0,1) inputs narrowed with the vendored runtime's conversions, the
+ * reference run on the stored values widened back).  The tolerance is
+ * docs/testing.md's on N(0,1) inputs at the default scale, ATTN_REF_TOL of
+ * attn_reference.h: |x - ref| <= 1e-5 + 1e-5 |ref| for an f32 O and for
+ * LSE, 2^-8 or 2^-10 |ref| instead for a bf16 or f16 O; a row that sees no
+ * key must give O = 0 and LSE = -inf on both sides.  Elements of O outside
+ * the tensor (the gaps) must keep their sentinel, 1 and 2 threads must give
+ * the same bits of O as stored, and bad arguments must give a status.
  * Prints one line per kernel and each failure with the kernel, variant,
  * shape, element and both values; exits 1 on any failure.
  */
@@ -26,8 +29,6 @@
 #include "attn_reference.h"
 #include "attngen.h"
 
-#define TOL_ABS 1e-5
-#define TOL_REL 1e-5
 #define MAX_REPORTS 5
 
 #define ENTRY(name) &attn_##name##_kernel,
@@ -41,10 +42,14 @@ typedef struct {
     int empty_seq; /* with padding: the last sequence has no valid key */
 } shape;
 
-/* A problem: the tensors of one shape for one kernel, and its arguments. */
+/* A problem: the tensors of one shape for one kernel, and its arguments:
+   q, k, v the inputs as f32 (the stored values, widened), qs, ks, vs and o
+   as the kernel stores them. */
 typedef struct {
     attn_args a;
-    float *q, *k, *v, *o, *lse;
+    attn_dtype dt_q, dt_kv, dt_o;
+    float *q, *k, *v, *lse;
+    void *qs, *ks, *vs, *o;
     float *o_ref, *lse_ref;
     unsigned char *o_inside; /* 1 where an O element belongs to the tensor */
     int32_t *seqlens;
@@ -96,6 +101,65 @@ static float *alloc_floats(size_t n, float fill)
     return p;
 }
 
+/* ---- storage types: the vendored runtime's conversions ---- */
+
+static void *alloc_stored(size_t n, attn_dtype t)
+{
+    void *p = malloc(n * attn_dtype_size(t) + 1);
+    if (p == NULL) {
+        fprintf(stderr, "vendor_check: out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+/* n f32 values stored as t (round to nearest even) */
+static void narrow_all(attn_dtype t, const float *src, void *dst, size_t n)
+{
+    if (t == ATTN_DTYPE_BF16)
+        attn_f32_to_bf16_array(src, (uint16_t *)dst, n);
+    else if (t == ATTN_DTYPE_F16)
+        attn_f32_to_f16_array(src, (uint16_t *)dst, n);
+    else
+        memcpy(dst, src, n * sizeof(float));
+}
+
+/* n stored values of type t widened to f32 (exact) */
+static void widen_all(attn_dtype t, const void *src, float *dst, size_t n)
+{
+    if (t == ATTN_DTYPE_BF16)
+        attn_bf16_to_f32_array((const uint16_t *)src, dst, n);
+    else if (t == ATTN_DTYPE_F16)
+        attn_f16_to_f32_array((const uint16_t *)src, dst, n);
+    else
+        memcpy(dst, src, n * sizeof(float));
+}
+
+static float stored_value(attn_dtype t, const void *p, size_t i)
+{
+    float x;
+    widen_all(t, (const unsigned char *)p + i * attn_dtype_size(t), &x, 1);
+    return x;
+}
+
+/* every element of a stored tensor set to NaN */
+static void fill_stored_nan(attn_dtype t, void *p, size_t n)
+{
+    const float nan = NAN;
+    size_t i;
+    for (i = 0; i < n; i++)
+        narrow_all(t, &nan, (unsigned char *)p + i * attn_dtype_size(t), 1);
+}
+
+/* f32 inputs stored as t, and the stored values put back into the f32 copy */
+static void *store_input(attn_dtype t, float *values, size_t n)
+{
+    void *stored = alloc_stored(n, t);
+    narrow_all(t, values, stored, n);
+    widen_all(t, stored, values, n);
+    return stored;
+}
+
 /* Fills the elements of a [e0][e1][e2][e3] tensor inside its strides with N(0,1). */
 static void fill_normal(float *t, int64_t e0, int64_t e1, int64_t e2, int64_t e3, const int64_t *st)
 {
@@ -113,6 +177,9 @@ static void problem_init(problem *p, const attn_spec *s, const shape *sh)
     int64_t b, i, h, d;
 
     memset(p, 0, sizeof *p);
+    p->dt_q = s->dtype_q;
+    p->dt_kv = s->dtype_kv;
+    p->dt_o = s->dtype_o;
     p->a.batch = B;
     p->a.seq_q = lq;
     p->a.seq_k = lk;
@@ -130,7 +197,8 @@ static void problem_init(problem *p, const attn_spec *s, const shape *sh)
     p->q = alloc_floats(p->n_q, NAN);
     p->k = alloc_floats(p->n_k, NAN);
     p->v = alloc_floats(p->n_v, NAN);
-    p->o = alloc_floats(p->n_o, NAN);
+    p->o = alloc_stored(p->n_o, p->dt_o);
+    fill_stored_nan(p->dt_o, p->o, p->n_o);
     p->lse = alloc_floats(p->n_lse, NAN);
     p->o_ref = alloc_floats(p->n_o, NAN);
     p->lse_ref = alloc_floats(p->n_lse, NAN);
@@ -156,9 +224,12 @@ static void problem_init(problem *p, const attn_spec *s, const shape *sh)
                 for (d = 0; d < s->head_dim_v; d++)
                     p->o_inside[b * p->a.o_stride[0] + i * p->a.o_stride[1] + h * p->a.o_stride[2] + d] = 1;
 
-    p->a.q = p->q;
-    p->a.k = p->k;
-    p->a.v = p->v;
+    p->qs = store_input(p->dt_q, p->q, p->n_q);
+    p->ks = store_input(p->dt_kv, p->k, p->n_k);
+    p->vs = store_input(p->dt_kv, p->v, p->n_v);
+    p->a.q = p->qs;
+    p->a.k = p->ks;
+    p->a.v = p->vs;
     p->a.o = p->o;
     p->a.lse = p->lse;
     p->a.seqlens_k = s->padding ? p->seqlens : NULL;
@@ -191,6 +262,9 @@ static void problem_free(problem *p)
     free(p->q);
     free(p->k);
     free(p->v);
+    free(p->qs);
+    free(p->ks);
+    free(p->vs);
     free(p->o);
     free(p->lse);
     free(p->o_ref);
@@ -200,11 +274,12 @@ static void problem_free(problem *p)
     free(p->mask);
 }
 
-static int close_enough(float got, double want)
+/* got, stored as t, against the reference */
+static int close_enough(float got, double want, attn_dtype t)
 {
     if (isinf(want) || isnan(want))
         return (double)got == want; /* -inf (no visible key) on both sides */
-    return fabs((double)got - want) <= TOL_ABS + TOL_REL * fabs(want); /* false for NaN */
+    return fabs((double)got - want) <= ATTN_REF_TOL(t, want); /* false for NaN */
 }
 
 static void shape_string(const shape *sh, char *buf, size_t n)
@@ -224,8 +299,7 @@ static int compare(const attn_kernel *kern, const char *variant, attn_fwd_fn fwd
     attn_status st;
 
     shape_string(sh, where, sizeof where);
-    for (idx = 0; idx < p->n_o; idx++)
-        p->o[idx] = NAN;
+    fill_stored_nan(p->dt_o, p->o, p->n_o);
     for (idx = 0; idx < p->n_lse; idx++)
         p->lse[idx] = NAN;
     p->a.o = p->o;
@@ -237,14 +311,15 @@ static int compare(const attn_kernel *kern, const char *variant, attn_fwd_fn fwd
         return 1;
     }
     for (idx = 0; idx < p->n_o; idx++) {
-        const int bad = p->o_inside[idx] ? !close_enough(p->o[idx], p->o_ref[idx]) : !isnan(p->o[idx]);
+        const float o = stored_value(p->dt_o, p->o, idx);
+        const int bad = p->o_inside[idx] ? !close_enough(o, p->o_ref[idx], p->dt_o) : !isnan(o);
         if (bad && ++failures <= MAX_REPORTS)
-            printf("FAIL %s/%s %s threads=%d: O[%lu]%s = %.9g, reference %.9g\n", kern->spec.name,
+            printf("FAIL %s/%s %s threads=%d: O[%lu]%s = %.9g (%s), reference %.9g\n", kern->spec.name,
                    variant, where, threads, (unsigned long)idx, p->o_inside[idx] ? "" : " (a gap)",
-                   p->o[idx], p->o_ref[idx]);
+                   o, attn_dtype_name(p->dt_o), p->o_ref[idx]);
     }
     for (idx = 0; idx + 1 < p->n_lse; idx++)
-        if (!close_enough(p->lse[idx], p->lse_ref[idx]) && ++failures <= MAX_REPORTS)
+        if (!close_enough(p->lse[idx], p->lse_ref[idx], ATTN_DTYPE_F32) && ++failures <= MAX_REPORTS)
             printf("FAIL %s/%s %s threads=%d: LSE[%lu] = %.9g, reference %.9g\n", kern->spec.name,
                    variant, where, threads, (unsigned long)idx, p->lse[idx], p->lse_ref[idx]);
     if (!isnan(p->lse[p->n_lse - 1]) && ++failures <= MAX_REPORTS)
@@ -252,11 +327,12 @@ static int compare(const attn_kernel *kern, const char *variant, attn_fwd_fn fwd
     return failures;
 }
 
-/* 1 and 2 threads give the same bits (docs/c-api.md). */
+/* 1 and 2 threads give the same bits of O as stored (docs/c-api.md). */
 static int same_bits(const attn_kernel *kern, const char *variant, attn_fwd_fn fwd, problem *p,
                      const shape *sh)
 {
-    float *o1 = alloc_floats(p->n_o, NAN), *l1 = alloc_floats(p->n_lse, NAN);
+    void *o1 = alloc_stored(p->n_o, p->dt_o);
+    float *l1 = alloc_floats(p->n_lse, NAN);
     attn_status s1, s2;
     int differ;
     char where[160];
@@ -271,7 +347,7 @@ static int same_bits(const attn_kernel *kern, const char *variant, attn_fwd_fn f
     p->a.threads = 2;
     s2 = fwd(&p->a);
     differ = s1 != ATTN_OK || s2 != ATTN_OK ||
-             memcmp(o1, p->o, p->n_o * sizeof(float)) != 0 ||
+             memcmp(o1, p->o, p->n_o * attn_dtype_size(p->dt_o)) != 0 ||
              memcmp(l1, p->lse, p->n_lse * sizeof(float)) != 0;
     if (differ)
         printf("FAIL %s/%s %s: 1 and 2 threads differ (statuses %d, %d)\n", kern->spec.name, variant,
@@ -323,18 +399,18 @@ static int check_kernel(const attn_kernel *kern)
     char names[128] = "";
     int failures = 0, variants = 0, i, c;
 
-    if (!attn_reference_supports(s)) {
-        printf("FAIL %s: stores Q as %s, K and V as %s, O as %s; vendor_check builds f32 tensors only\n",
-               s->name, attn_dtype_name(s->dtype_q), attn_dtype_name(s->dtype_kv), attn_dtype_name(s->dtype_o));
-        return 1;
-    }
     for (c = 0; c < n_shapes; c++) {
         problem p;
+        attn_args ra;
         attn_status st;
         problem_init(&p, s, &shapes[c]);
-        p.a.o = p.o_ref;
-        p.a.lse = p.lse_ref;
-        st = attn_reference(s, &p.a);
+        ra = p.a; /* the reference: on the stored inputs, widened */
+        ra.q = p.q;
+        ra.k = p.k;
+        ra.v = p.v;
+        ra.o = p.o_ref;
+        ra.lse = p.lse_ref;
+        st = attn_reference(s, &ra);
         if (st != ATTN_OK) {
             printf("FAIL %s: the reference says %s\n", s->name, attn_status_string(st));
             failures++;

@@ -463,9 +463,13 @@ typedef struct {
     int json, no_ref, no_blas, head_major;
 } bench_options;
 
-/* The tensors of the run, f32 (a bool mask: bytes). */
+/* The tensors of the run: Q, K, V as f32 (the baselines' inputs) and in
+   the kernel's storage types (qs, ks, vs: the same arrays for f32), O in
+   the kernel's storage type and as f32 for the baselines (o32, the same
+   array for f32 O); a bool mask as bytes. */
 typedef struct {
-    float *q, *k, *v, *o, *lse;
+    float *q, *k, *v, *o32, *lse;
+    void *qs, *ks, *vs, *o;
     int32_t *seqlens;
     void *mask;
 } bench_buffers;
@@ -540,12 +544,18 @@ static int parse_options(int argc, char **argv, bench_options *opt)
     return 0;
 }
 
-/* Fills args (shape, strides, threads) and its tensors: random Q, K, V, an
-   all-visible mask shared by every batch and head, full key lengths.
-   0, or -1 when out of memory. */
-static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_args *args, bench_buffers *buf)
+/* Fills args (shape, strides, threads) and its tensors: random Q, K, V in
+   the kernel's storage types, an all-visible mask shared by every batch and
+   head, full key lengths; base_args the same on f32 tensors, for the
+   baselines.  0, or -1 when out of memory. */
+static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_args *args, attn_args *base_args,
+                       bench_buffers *buf)
 {
     const long batch = opt->batch, seq_q = opt->seq_q, seq_k = opt->seq_k;
+    const size_t nq = (size_t)(batch * seq_q * spec->heads_q * spec->head_dim);
+    const size_t nk = (size_t)(batch * seq_k * spec->heads_kv * spec->head_dim);
+    const size_t nv = (size_t)(batch * seq_k * spec->heads_kv * spec->head_dim_v);
+    const size_t no = (size_t)(batch * seq_q * spec->heads_q * spec->head_dim_v);
     long i;
 
     memset(args, 0, sizeof *args);
@@ -559,10 +569,14 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
         head_major_strides(args->k_stride, spec->heads_kv, seq_k, spec->head_dim);
         head_major_strides(args->v_stride, spec->heads_kv, seq_k, spec->head_dim_v);
     }
-    buf->q = attn_tool_random_floats((size_t)(batch * seq_q * spec->heads_q * spec->head_dim), 1);
-    buf->k = attn_tool_random_floats((size_t)(batch * seq_k * spec->heads_kv * spec->head_dim), 2);
-    buf->v = attn_tool_random_floats((size_t)(batch * seq_k * spec->heads_kv * spec->head_dim_v), 3);
-    buf->o = (float *)malloc(sizeof(float) * (size_t)(batch * seq_q * spec->heads_q * spec->head_dim_v));
+    buf->q = attn_tool_random_floats(nq, 1);
+    buf->k = attn_tool_random_floats(nk, 2);
+    buf->v = attn_tool_random_floats(nv, 3);
+    buf->qs = attn_tool_stored(spec->dtype_q, buf->q, nq);
+    buf->ks = attn_tool_stored(spec->dtype_kv, buf->k, nk);
+    buf->vs = attn_tool_stored(spec->dtype_kv, buf->v, nv);
+    buf->o = malloc(attn_dtype_size(spec->dtype_o) * no + 1);
+    buf->o32 = spec->dtype_o == ATTN_DTYPE_F32 ? (float *)buf->o : (float *)malloc(sizeof(float) * no + 1);
     buf->lse = (float *)malloc(sizeof(float) * (size_t)(batch * spec->heads_q * seq_q));
     if (spec->padding) {
         buf->seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
@@ -577,21 +591,30 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
         args->mask_stride[2] = seq_k;
         args->mask_stride[3] = 1;
     }
-    if (!buf->q || !buf->k || !buf->v || !buf->o || !buf->lse || (spec->padding && !buf->seqlens) ||
-        (spec->mask != ATTN_MASK_NONE && !buf->mask))
+    if (!buf->q || !buf->k || !buf->v || !buf->qs || !buf->ks || !buf->vs || !buf->o || !buf->o32 ||
+        !buf->lse || (spec->padding && !buf->seqlens) || (spec->mask != ATTN_MASK_NONE && !buf->mask))
         return -1;
-    args->q = buf->q;
-    args->k = buf->k;
-    args->v = buf->v;
+    args->q = buf->qs;
+    args->k = buf->ks;
+    args->v = buf->vs;
     args->o = buf->o;
     args->lse = buf->lse;
     args->seqlens_k = buf->seqlens;
     args->mask = buf->mask;
+    *base_args = *args;
+    base_args->q = buf->q;
+    base_args->k = buf->k;
+    base_args->v = buf->v;
+    base_args->o = buf->o32;
     return 0;
 }
 
 static void free_buffers(bench_buffers *buf)
 {
+    attn_tool_free_stored(buf->qs, buf->q);
+    attn_tool_free_stored(buf->ks, buf->k);
+    attn_tool_free_stored(buf->vs, buf->v);
+    if ((void *)buf->o32 != buf->o) free(buf->o32);
     free(buf->q);
     free(buf->k);
     free(buf->v);
@@ -627,8 +650,9 @@ static void time_variants(const attn_kernel *kern, const bench_options *opt, con
 
 /* The baselines after the kernels: the unfused OpenBLAS one (when built
    with it, for the masks it models, while one group's scores fit in 2 GB)
-   and the reference (below REFERENCE_LIMIT); rows from *n on.  Returns the
-   OpenBLAS core that ran, or NULL. */
+   and the reference (below REFERENCE_LIMIT), both on f32 tensors (args:
+   the base args of make_inputs); rows from *n on.  Returns the OpenBLAS
+   core that ran, or NULL. */
 static const char *time_baselines(const attn_spec *spec, const bench_options *opt, const attn_args *args,
                                   int64_t visible, timing *rows, int *n)
 {
@@ -718,7 +742,7 @@ int main(int argc, char **argv)
     bench_options opt;
     bench_buffers buf;
     bench_totals t;
-    attn_args args;
+    attn_args args, base_args;
     timing rows[ATTN_ISA_COUNT + 2];
     float *bw_buf = NULL;
     int n = 0, failed = 0;
@@ -728,13 +752,7 @@ int main(int argc, char **argv)
 #endif
     if (parse_options(argc, argv, &opt) != 0)
         return 2;
-    if (!attn_reference_supports(spec)) {
-        fprintf(stderr, "attngen: bench: %s stores Q as %s, K and V as %s, O as %s; attn_bench handles f32 "
-                        "kernels only\n", spec->name, attn_dtype_name(spec->dtype_q), attn_dtype_name(spec->dtype_kv),
-                attn_dtype_name(spec->dtype_o));
-        return 2;
-    }
-    if (make_inputs(&opt, spec, &args, &buf) != 0) {
+    if (make_inputs(&opt, spec, &args, &base_args, &buf) != 0) {
         fprintf(stderr, "attngen: bench: out of memory for this shape\n");
         return 2;
     }
@@ -745,7 +763,8 @@ int main(int argc, char **argv)
     /* Few query rows: the work is reading K and V.  Count the bytes every
        implementation must read and measure what the machine can read. */
     if (opt.seq_q <= DECODE_ROWS) {
-        t.kv_bytes = (double)attn_reference_keys_read(spec, &args) * (spec->head_dim + spec->head_dim_v) * sizeof(float);
+        t.kv_bytes = (double)attn_reference_keys_read(spec, &args) * (spec->head_dim + spec->head_dim_v) *
+                     (double)attn_dtype_size(spec->dtype_kv);
         bw_buf = attn_tool_random_floats(READ_BW_FLOATS, 7); /* no buffer: no bandwidth reported */
         if (bw_buf) t.read_bw = read_bandwidth(bw_buf, (int)opt.threads);
     }
@@ -763,7 +782,7 @@ int main(int argc, char **argv)
         if (again > t.read_bw) t.read_bw = again;
         free(bw_buf);
     }
-    t.blas_core = time_baselines(spec, &opt, &args, t.visible, rows, &n);
+    t.blas_core = time_baselines(spec, &opt, &base_args, t.visible, rows, &n);
 
     if (opt.json)
         report_json(spec, &opt, &t, rows, n);

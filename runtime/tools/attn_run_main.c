@@ -9,9 +9,26 @@
  * renamed into place once both are complete.  Any error: one line on
  * stderr, "attngen: <file>: <what is wrong>", exit code 2, no output
  * written and the files that were there before left as they were.
+ *
+ * Storage types: Q, K and V may be float16, float32 or float64 files,
+ * whatever the kernel stores; each is converted to its tensor's storage
+ * type in one rounding to nearest even, exactly as a C caller would have
+ * stored the same values: f16 to f16 is a copy; to f32, f16 widens exactly
+ * and f64 rounds as C converts it; f16 or f32 to bf16 or f16 is
+ * attn_f32_to_bf16 / attn_f32_to_f16 of the (exact) f32 value.  f64 to
+ * bf16 or f16 goes through f32 without a second rounding: the f64 value is
+ * first cut to f32 rounding to odd (toward zero, the last bit set when
+ * anything was cut), which keeps 13 or more bits past an f16 or bf16
+ * significand, enough for rounding that to nearest even to give the
+ * correctly rounded f64 value (Boldo and Melquiond's round-to-odd).
+ * O is written as float32, or as float16 when the kernel stores O as f16
+ * (a bf16 O is widened to float32, exactly: .npy has no bf16); LSE is
+ * float32.  --reference computes on the stored inputs, widened exactly,
+ * and writes its O unrounded, as float32.
  */
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,9 +47,10 @@ extern const attn_kernel *const attn_entry_kernel;
 static const char usage[] =
     "usage: attn_run --q Q.npy --k K.npy --v V.npy [--seqlens-k S.npy] [--mask M.npy]\n"
     "                -o O.npy [--lse L.npy] [--threads N] [--isa NAME] [--reference]\n"
+    "  Q, K, V: float16, float32 or float64, converted to the kernel's storage types\n"
     "  --reference   compute O and LSE with the naive float64 reference (attn_reference)\n"
-    "                instead of the kernel: slow, for checking; --isa and --threads are\n"
-    "                then ignored\n";
+    "                instead of the kernel, on the stored inputs: slow, for checking;\n"
+    "                --isa and --threads are then ignored, and O is written as float32\n";
 
 #ifdef __GNUC__
 __attribute__((format(printf, 2, 3), noreturn))
@@ -76,6 +94,87 @@ static float *load_f32(const char *path, const attn_npy *a)
     if (attn_npy_to_f32(a, &data, err, sizeof err) != 0)
         fail(path, "%s", err);
     return data;
+}
+
+/* x cut to f32 rounding to odd: toward zero, with the lowest bit set when
+   the cut dropped anything (NaN and values f32 holds exactly unchanged).
+   Rounding that to nearest even at 22 or fewer significant bits gives the
+   same as rounding x itself there (see the top of this file). */
+static float f64_to_f32_odd(double x)
+{
+    float f = (float)x;
+    uint32_t u;
+    if (isnan(x) || (double)f == x)
+        return f;
+    memcpy(&u, &f, sizeof u);
+    if (fabs((double)f) > fabs(x))
+        u -= 1; /* rounded away from zero (up to inf): one step back */
+    u |= 1;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* An f32 value stored as dtype (one rounding to nearest even). */
+static void store_f32(attn_dtype dtype, float x, void *base, size_t i)
+{
+    if (dtype == ATTN_DTYPE_BF16)
+        ((uint16_t *)base)[i] = attn_f32_to_bf16(x);
+    else if (dtype == ATTN_DTYPE_F16)
+        ((uint16_t *)base)[i] = attn_f32_to_f16(x);
+    else
+        ((float *)base)[i] = x;
+}
+
+/* A float16, float32 or float64 array converted to storage type dtype, as
+   a caller of the C API would have stored its values (top of this file).
+   malloc'ed (at least 1 byte); free() it. */
+static void *load_stored(const char *path, const attn_npy *a, attn_dtype dtype)
+{
+    const size_t esize = attn_dtype_size(dtype);
+    unsigned char *out;
+    size_t i;
+
+    if (a->dtype != ATTN_NPY_F16 && a->dtype != ATTN_NPY_F32 && a->dtype != ATTN_NPY_F64)
+        fail(path, "expected float16, float32 or float64 data, got %s", attn_npy_dtype_name(a->dtype));
+    if (esize == 0 || a->count > (SIZE_MAX - 1) / esize)
+        fail(path, "the array is too large");
+    out = (unsigned char *)malloc(a->count * esize + 1);
+    if (out == NULL)
+        fail(path, "out of memory");
+    if (a->dtype == ATTN_NPY_F16 && dtype == ATTN_DTYPE_F16) {
+        if (a->count > 0)
+            memcpy(out, a->data, a->count * esize);
+    } else if (a->dtype == ATTN_NPY_F16) {
+        const uint16_t *src = (const uint16_t *)a->data;
+        for (i = 0; i < a->count; i++) /* exact, then one rounding (bf16) */
+            store_f32(dtype, attn_f16_to_f32(src[i]), out, i);
+    } else if (a->dtype == ATTN_NPY_F32) {
+        const float *src = (const float *)a->data;
+        for (i = 0; i < a->count; i++)
+            store_f32(dtype, src[i], out, i);
+    } else {
+        const double *src = (const double *)a->data;
+        for (i = 0; i < a->count; i++)
+            store_f32(dtype, dtype == ATTN_DTYPE_F32 ? (float)src[i] : f64_to_f32_odd(src[i]), out, i);
+    }
+    return out;
+}
+
+/* n stored elements of dtype widened to f32 (exact); malloc'ed. */
+static float *widen_copy(const char *path, attn_dtype dtype, const void *src, size_t n)
+{
+    float *out;
+    size_t i;
+    if (n > (SIZE_MAX - 1) / sizeof(float))
+        fail(path, "the array is too large");
+    out = (float *)malloc(n * sizeof(float) + 1);
+    if (out == NULL)
+        fail(path, "out of memory");
+    for (i = 0; i < n; i++)
+        out[i] = dtype == ATTN_DTYPE_BF16  ? attn_bf16_to_f32(((const uint16_t *)src)[i])
+                 : dtype == ATTN_DTYPE_F16 ? attn_f16_to_f32(((const uint16_t *)src)[i])
+                                           : ((const float *)src)[i];
+    return out;
 }
 
 /* A 4-D [B][L][H][dim] tensor, or 3-D [L][H][dim] meaning B = 1. */
@@ -165,8 +264,8 @@ static int same_file(const char *a, const char *b)
 }
 
 /* Writes an output to "<path>.tmp.<pid>", next to path; returns that name. */
-static char *write_staged(const char *path, int ndim, const int64_t *shape, const float *data,
-                          char *err, size_t errlen)
+static char *write_staged(const char *path, attn_npy_dtype dtype, int ndim, const int64_t *shape,
+                          const void *data, char *err, size_t errlen)
 {
     const size_t len = strlen(path) + 32;
     char *staged = (char *)malloc(len);
@@ -175,7 +274,7 @@ static char *write_staged(const char *path, int ndim, const int64_t *shape, cons
         return NULL;
     }
     snprintf(staged, len, "%s.tmp.%ld", path, (long)getpid());
-    if (attn_npy_write(staged, ATTN_NPY_F32, ndim, shape, data, err, errlen) != 0) {
+    if (attn_npy_write(staged, dtype, ndim, shape, data, err, errlen) != 0) {
         free(staged);
         return NULL;
     }
@@ -229,13 +328,19 @@ typedef struct {
 typedef struct {
     attn_npy qa, ka, va, sa, ma;
     bshd qt, kt, vt;
-    float *q, *k, *v, *bias; /* bias: the mask as f32 (mask "bias") */
+    void *q, *k, *v;         /* in the kernel's storage types */
+    float *qw, *kw, *vw;     /* --reference: the stored values widened */
+    float *bias;             /* the mask as f32 (mask "bias") */
     int32_t *seqlens;
 } run_inputs;
 
 /* The outputs, written by the kernel and then published. */
 typedef struct {
-    float *o, *lse;
+    void *o;                 /* O in the kernel's storage type (f32 with --reference) */
+    attn_dtype o_dtype;
+    float *o_wide;           /* a bf16 O widened for the file */
+    float *lse;
+    size_t o_count;
     int64_t o_shape[4], lse_shape[3];
 } run_outputs;
 
@@ -273,15 +378,6 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else
             opt->threads = parse_threads(argv[++i]);
     }
-}
-
-/* The kernel reads and writes f32 arrays here: refuse another storage type. */
-static void require_f32(const attn_spec *spec)
-{
-    if (!attn_reference_supports(spec))
-        fail(spec->name, "stores Q as %s, K and V as %s, O as %s; attn_run handles f32 kernels only",
-             attn_dtype_name(spec->dtype_q), attn_dtype_name(spec->dtype_kv),
-             attn_dtype_name(spec->dtype_o));
 }
 
 /* The paths the options name, against each other and the config: required
@@ -327,8 +423,8 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
              spec->mask == ATTN_MASK_BOOL ? "bool" : "bias");
 }
 
-/* Q, K, V: shapes first, then the data as f32; fills the args' shape,
-   strides and tensors. */
+/* Q, K, V: shapes first, then the data in the kernel's storage types;
+   fills the args' shape, strides and tensors. */
 static void load_qkv(const run_options *opt, const attn_spec *spec, run_inputs *in,
                      attn_args *args)
 {
@@ -350,9 +446,9 @@ static void load_qkv(const run_options *opt, const attn_spec *spec, run_inputs *
     if (in->vt.len != in->kt.len)
         fail(opt->v_path, "seq_k %lld does not match %s's seq_k %lld", (long long)in->vt.len,
              opt->k_path, (long long)in->kt.len);
-    in->q = load_f32(opt->q_path, &in->qa);
-    in->k = load_f32(opt->k_path, &in->ka);
-    in->v = load_f32(opt->v_path, &in->va);
+    in->q = load_stored(opt->q_path, &in->qa, spec->dtype_q);
+    in->k = load_stored(opt->k_path, &in->ka, spec->dtype_kv);
+    in->v = load_stored(opt->v_path, &in->va, spec->dtype_kv);
 
     memset(args, 0, sizeof *args);
     args->batch = in->qt.batch;
@@ -425,9 +521,10 @@ static void load_mask(const char *path, const attn_spec *spec, run_inputs *in, a
     }
 }
 
-/* O [B][Lq][Hq][Dv] and LSE [B][Hq][Lq], f32, attached to the args. */
-static void alloc_outputs(const char *o_path, const attn_spec *spec, attn_args *args,
-                          run_outputs *out)
+/* O [B][Lq][Hq][Dv] in O's storage type (f32 for the reference) and LSE
+   [B][Hq][Lq], f32, attached to the args. */
+static void alloc_outputs(const char *o_path, const attn_spec *spec, int use_reference,
+                          attn_args *args, run_outputs *out)
 {
     size_t o_count, lse_count;
 
@@ -443,7 +540,9 @@ static void alloc_outputs(const char *o_path, const attn_spec *spec, attn_args *
     if (o_count > SIZE_MAX / sizeof(float) / ((size_t)spec->head_dim_v + 1))
         fail(o_path, "the output is too large");
     o_count *= (size_t)spec->head_dim_v;
-    out->o = (float *)malloc(o_count * sizeof *out->o + 1);
+    out->o_count = o_count;
+    out->o_dtype = use_reference ? ATTN_DTYPE_F32 : spec->dtype_o;
+    out->o = malloc(o_count * attn_dtype_size(out->o_dtype) + 1);
     out->lse = (float *)malloc(lse_count * sizeof *out->lse + 1);
     if (out->o == NULL || out->lse == NULL)
         fail(o_path, "out of memory");
@@ -451,14 +550,25 @@ static void alloc_outputs(const char *o_path, const attn_spec *spec, attn_args *
     args->lse = out->lse;
 }
 
-/* The reference, the variant --isa names, or the kernel's dispatch. */
+/* The reference (on the stored inputs, widened), the variant --isa names,
+   or the kernel's dispatch. */
 static void compute(const attn_kernel *kernel, const attn_variant *variant, int use_reference,
-                    const attn_args *args)
+                    run_inputs *in, const attn_args *args)
 {
     const attn_spec *spec = &kernel->spec;
     attn_status st;
     if (use_reference) {
-        st = attn_reference(spec, args);
+        attn_args ra = *args;
+        const size_t nq = (size_t)(args->batch * args->seq_q) * (size_t)spec->heads_q * (size_t)spec->head_dim;
+        const size_t nk = (size_t)(args->batch * args->seq_k) * (size_t)spec->heads_kv * (size_t)spec->head_dim;
+        const size_t nv = (size_t)(args->batch * args->seq_k) * (size_t)spec->heads_kv * (size_t)spec->head_dim_v;
+        in->qw = widen_copy(spec->name, spec->dtype_q, in->q, nq);
+        in->kw = widen_copy(spec->name, spec->dtype_kv, in->k, nk);
+        in->vw = widen_copy(spec->name, spec->dtype_kv, in->v, nv);
+        ra.q = in->qw;
+        ra.k = in->kw;
+        ra.v = in->vw;
+        st = attn_reference(spec, &ra);
     } else if (variant != NULL) {
         st = attn_check_args(spec, args);
         if (st == ATTN_OK)
@@ -473,18 +583,26 @@ static void compute(const attn_kernel *kernel, const attn_variant *variant, int 
 /* Writes O (and LSE) next to their paths, then renames them into place:
    both outputs complete before either replaces what was there.  A 3-D
    input (no batch dim) gives outputs without one. */
-static void publish_outputs(const run_options *opt, int drop_batch, const run_outputs *out)
+static void publish_outputs(const run_options *opt, int drop_batch, run_outputs *out)
 {
     char err[256];
     char *o_staged, *lse_staged = NULL;
+    const void *o_data = out->o;
+    attn_npy_dtype o_npy = ATTN_NPY_F32;
 
-    o_staged = write_staged(opt->o_path, 4 - drop_batch, out->o_shape + drop_batch, out->o, err,
+    if (out->o_dtype == ATTN_DTYPE_F16) {
+        o_npy = ATTN_NPY_F16;
+    } else if (out->o_dtype == ATTN_DTYPE_BF16) { /* .npy has no bf16: f32, exactly */
+        out->o_wide = widen_copy(opt->o_path, ATTN_DTYPE_BF16, out->o, out->o_count);
+        o_data = out->o_wide;
+    }
+    o_staged = write_staged(opt->o_path, o_npy, 4 - drop_batch, out->o_shape + drop_batch, o_data, err,
                             sizeof err);
     if (o_staged == NULL)
         fail(opt->o_path, "%s", err);
     if (opt->lse_path != NULL) {
-        lse_staged = write_staged(opt->lse_path, 3 - drop_batch, out->lse_shape + drop_batch,
-                                  out->lse, err, sizeof err);
+        lse_staged = write_staged(opt->lse_path, ATTN_NPY_F32, 3 - drop_batch,
+                                  out->lse_shape + drop_batch, out->lse, err, sizeof err);
         if (lse_staged == NULL) {
             remove(o_staged);
             fail(opt->lse_path, "%s", err);
@@ -518,9 +636,13 @@ static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
     free(in->q);
     free(in->k);
     free(in->v);
+    free(in->qw);
+    free(in->kw);
+    free(in->vw);
     free(in->bias);
     free(in->seqlens);
     free(out->o);
+    free(out->o_wide);
     free(out->lse);
 }
 
@@ -535,7 +657,6 @@ int main(int argc, char **argv)
     attn_args args;
 
     parse_options(argc, argv, &opt);
-    require_f32(spec);
     check_paths(&opt, spec);
     if (opt.isa_name != NULL && !opt.use_reference)
         variant = pick_isa(kernel, opt.isa_name);
@@ -547,9 +668,9 @@ int main(int argc, char **argv)
         load_seqlens(opt.s_path, &in, &args);
     if (opt.m_path != NULL)
         load_mask(opt.m_path, spec, &in, &args);
-    alloc_outputs(opt.o_path, spec, &args, &out);
+    alloc_outputs(opt.o_path, spec, opt.use_reference, &args, &out);
 
-    compute(kernel, variant, opt.use_reference, &args);
+    compute(kernel, variant, opt.use_reference, &in, &args);
     publish_outputs(&opt, in.qt.ndim == 3, &out);
     free_all(&opt, &in, &out);
     return 0;

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "attn_runtime.h"
+
 /* splitmix64 -> uniform in [-1.7, 1.7) */
 static float attn_tool_rnd(uint64_t *state)
 {
@@ -20,21 +22,55 @@ static float attn_tool_rnd(uint64_t *state)
     return (float)((double)(z >> 11) * (3.4 / 9007199254740992.0) - 1.7);
 }
 
-/* n random floats from seed, held as a serving engine would hold a tensor:
-   2 MiB aligned and, where the kernel offers transparent huge pages on
-   request, backed by them (a KV cache read with a stride of a page otherwise
-   costs a TLB miss per row).  Released with free(); NULL when out of memory. */
+/* bytes of memory held as a serving engine would hold a tensor: 2 MiB
+   aligned and, where the kernel offers transparent huge pages on request,
+   backed by them (a KV cache read with a stride of a page otherwise costs a
+   TLB miss per row).  Released with free(); NULL when out of memory. */
+static void *attn_tool_tensor_alloc(size_t bytes)
+{
+    const size_t huge = (size_t)2 << 20;
+    const size_t rounded = (bytes + huge - 1) & ~(huge - 1);
+    void *p = NULL;
+    if (bytes > SIZE_MAX - huge) return NULL;
+    if (posix_memalign(&p, huge, rounded ? rounded : huge) != 0) return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, rounded, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
+/* n random floats from seed, in such memory. */
 static float *attn_tool_random_floats(size_t n, uint64_t seed)
 {
-    const size_t bytes = (n * sizeof(float) + ((size_t)2 << 20) - 1) & ~(((size_t)2 << 20) - 1);
-    float *p = NULL;
+    float *p;
     size_t i;
-    if (posix_memalign((void **)&p, (size_t)2 << 20, bytes ? bytes : ((size_t)2 << 20)) != 0) return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, bytes, MADV_HUGEPAGE);
-#endif
+    if (n > SIZE_MAX / sizeof(float)) return NULL;
+    p = (float *)attn_tool_tensor_alloc(n * sizeof(float));
+    if (!p) return NULL;
     for (i = 0; i < n; i++) p[i] = attn_tool_rnd(&seed);
     return p;
+}
+
+/* The n floats of src stored as dtype (rounded to nearest even) in such
+   memory; for f32, src itself (nothing allocated: see attn_tool_free_stored). */
+static void *attn_tool_stored(attn_dtype dtype, float *src, size_t n)
+{
+    uint16_t *p;
+    if (dtype == ATTN_DTYPE_F32 || !src) return src;
+    if (n > SIZE_MAX / sizeof(uint16_t)) return NULL;
+    p = (uint16_t *)attn_tool_tensor_alloc(n * sizeof(uint16_t));
+    if (!p) return NULL;
+    if (dtype == ATTN_DTYPE_BF16)
+        attn_f32_to_bf16_array(src, p, n);
+    else
+        attn_f32_to_f16_array(src, p, n);
+    return p;
+}
+
+/* Frees what attn_tool_stored returned for src. */
+static void attn_tool_free_stored(void *stored, const float *src)
+{
+    if (stored != (const void *)src) free(stored);
 }
 
 #endif

@@ -68,9 +68,12 @@ static const char usage[] =
 /* Outputs of two candidates agree within this: each is within 1e-5 + 1e-5|x|
    of the float64 reference (docs/testing.md); ten times that leaves room
    for the different summation orders of different tiles and still catches a
-   wrong kernel (errors of order 1). */
+   wrong kernel (errors of order 1).  An O stored as bf16 or f16 is rounded
+   once more: the two may then differ by up to an ulp of the type (twice its
+   relative tolerance, ATTN_REF_TOL_REL) on top. */
 #define AGREE_ABS 1e-4
 #define AGREE_REL 1e-4
+#define AGREE_REL_OF(dtype) (AGREE_REL + ((dtype) == ATTN_DTYPE_F32 ? 0.0 : 2.0 * ATTN_REF_TOL_REL(dtype)))
 
 typedef struct {
     const char *isa;
@@ -174,13 +177,14 @@ static attn_fwd_fn variant_fn(const attn_kernel *k, const char *isa)
     return NULL;
 }
 
-/* Index of the first element where o and ref disagree, or -1. */
-static long disagree(const float *o, const float *ref, size_t n)
+/* Index of the first element where o and ref (an O stored as dtype, both
+   widened) disagree, or -1. */
+static long disagree(const float *o, const float *ref, size_t n, attn_dtype dtype)
 {
     size_t i;
     for (i = 0; i < n; i++) {
         const double x = o[i], r = ref[i];
-        if (!(fabs(x - r) <= AGREE_ABS + AGREE_REL * fabs(r))) return (long)i;
+        if (!(fabs(x - r) <= AGREE_ABS + AGREE_REL_OF(dtype) * fabs(r))) return (long)i;
     }
     return -1;
 }
@@ -225,9 +229,14 @@ static void print_failed(int i, const shape *sh, const char *msg)
     fflush(stdout);
 }
 
-/* The inputs of one shape, f32, and the output of the first candidate. */
+/* The inputs of one shape (random f32 values; qs, ks, vs: stored in the
+   candidates' storage types, the same arrays for f32), O as stored and
+   widened (o32, the same array for f32 O), and the output of the first
+   candidate, widened. */
 typedef struct {
-    float *q, *k, *v, *o, *ref, *lse;
+    float *q, *k, *v, *o32, *ref, *lse;
+    void *qs, *ks, *vs, *o;
+    attn_dtype o_dtype;
     int32_t *seqlens;
     void *mask;
     size_t no; /* elements of O */
@@ -235,6 +244,10 @@ typedef struct {
 
 static void free_inputs(tune_inputs *in)
 {
+    attn_tool_free_stored(in->qs, in->q);
+    attn_tool_free_stored(in->ks, in->k);
+    attn_tool_free_stored(in->vs, in->v);
+    if ((void *)in->o32 != in->o) free(in->o32);
     free(in->q);
     free(in->k);
     free(in->v);
@@ -251,6 +264,9 @@ static void free_inputs(tune_inputs *in)
 static int make_inputs(const shape *sh, const options *opt, const attn_spec *spec, attn_args *args,
                        tune_inputs *in)
 {
+    const size_t nq = (size_t)(opt->batch * sh->seq_q * spec->heads_q * spec->head_dim);
+    const size_t nk = (size_t)(opt->batch * sh->seq_k * spec->heads_kv * spec->head_dim);
+    const size_t nv = (size_t)(opt->batch * sh->seq_k * spec->heads_kv * spec->head_dim_v);
     long i;
     memset(args, 0, sizeof *args);
     memset(in, 0, sizeof *in);
@@ -260,11 +276,16 @@ static int make_inputs(const shape *sh, const options *opt, const attn_spec *spe
     args->threads = opt->threads;
     attn_args_set_contiguous(args, spec);
     in->no = (size_t)(opt->batch * sh->seq_q * spec->heads_q * spec->head_dim_v);
-    in->q = attn_tool_random_floats((size_t)(opt->batch * sh->seq_q * spec->heads_q * spec->head_dim), 1);
-    in->k = attn_tool_random_floats((size_t)(opt->batch * sh->seq_k * spec->heads_kv * spec->head_dim), 2);
-    in->v = attn_tool_random_floats((size_t)(opt->batch * sh->seq_k * spec->heads_kv * spec->head_dim_v), 3);
-    in->o = (float *)malloc(sizeof(float) * in->no);
-    in->ref = (float *)malloc(sizeof(float) * in->no);
+    in->o_dtype = spec->dtype_o;
+    in->q = attn_tool_random_floats(nq, 1);
+    in->k = attn_tool_random_floats(nk, 2);
+    in->v = attn_tool_random_floats(nv, 3);
+    in->qs = attn_tool_stored(spec->dtype_q, in->q, nq);
+    in->ks = attn_tool_stored(spec->dtype_kv, in->k, nk);
+    in->vs = attn_tool_stored(spec->dtype_kv, in->v, nv);
+    in->o = malloc(attn_dtype_size(spec->dtype_o) * in->no + 1);
+    in->o32 = spec->dtype_o == ATTN_DTYPE_F32 ? (float *)in->o : (float *)malloc(sizeof(float) * in->no + 1);
+    in->ref = (float *)malloc(sizeof(float) * in->no + 1);
     in->lse = (float *)malloc(sizeof(float) * (size_t)(opt->batch * spec->heads_q * sh->seq_q));
     if (spec->padding) {
         in->seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)opt->batch);
@@ -279,12 +300,12 @@ static int make_inputs(const shape *sh, const options *opt, const attn_spec *spe
         args->mask_stride[2] = sh->seq_k;
         args->mask_stride[3] = 1;
     }
-    if (!in->q || !in->k || !in->v || !in->o || !in->ref || !in->lse || (spec->padding && !in->seqlens) ||
-        (spec->mask != ATTN_MASK_NONE && !in->mask))
+    if (!in->q || !in->k || !in->v || !in->qs || !in->ks || !in->vs || !in->o || !in->o32 || !in->ref ||
+        !in->lse || (spec->padding && !in->seqlens) || (spec->mask != ATTN_MASK_NONE && !in->mask))
         return -1;
-    args->q = in->q;
-    args->k = in->k;
-    args->v = in->v;
+    args->q = in->qs;
+    args->k = in->ks;
+    args->v = in->vs;
     args->o = in->o;
     args->lse = in->lse;
     args->seqlens_k = in->seqlens;
@@ -303,7 +324,7 @@ static int warm_up(int i, const shape *sh, const options *opt, attn_fwd_fn fn, c
     long bad;
     char msg[160];
     attn_status st;
-    memset(in->o, 0, sizeof(float) * in->no);
+    memset(in->o, 0, attn_dtype_size(in->o_dtype) * in->no);
     if (cold) flush_caches();
     t0 = now();
     st = fn(args);
@@ -312,12 +333,14 @@ static int warm_up(int i, const shape *sh, const options *opt, attn_fwd_fn fn, c
         print_failed(i, sh, attn_status_string(st));
         return 1;
     }
+    if (in->o_dtype == ATTN_DTYPE_BF16) attn_bf16_to_f32_array((const uint16_t *)in->o, in->o32, in->no);
+    if (in->o_dtype == ATTN_DTYPE_F16) attn_f16_to_f32_array((const uint16_t *)in->o, in->o32, in->no);
     if (!*have_ref) {
-        memcpy(in->ref, in->o, sizeof(float) * in->no);
+        memcpy(in->ref, in->o32, sizeof(float) * in->no);
         *have_ref = 1;
-    } else if ((bad = disagree(in->o, in->ref, in->no)) >= 0) {
+    } else if ((bad = disagree(in->o32, in->ref, in->no, in->o_dtype)) >= 0) {
         snprintf(msg, sizeof msg, "output differs from the first candidate's at element %ld: %.9g vs %.9g",
-                 bad, (double)in->o[bad], (double)in->ref[bad]);
+                 bad, (double)in->o32[bad], (double)in->ref[bad]);
         print_failed(i, sh, msg);
         return 1;
     }
@@ -537,19 +560,21 @@ static void settle_options(options *opt, const char **clock_name)
 #endif
 }
 
-/* Every candidate must be f32 (the inputs here are) and have a variant for
-   an ISA this CPU runs (opt->isa; NULL: the first candidate's best).  0, or
-   2 after a message. */
+/* Every candidate must store its tensors as the first one does (the
+   inputs are shared) and have a variant for an ISA this CPU runs
+   (opt->isa; NULL: the first candidate's best).  0, or 2 after a message. */
 static int check_candidates(options *opt)
 {
+    const attn_spec *first = &attn_tune_candidates[0].kernel->spec;
     int i;
     for (i = 0; i < attn_tune_count; i++) {
         const attn_spec *spec = &attn_tune_candidates[i].kernel->spec;
-        if (!attn_reference_supports(spec)) {
-            fprintf(stderr, "attngen: tune: candidate %s stores Q as %s, K and V as %s, O as %s; attn_tune "
-                            "handles f32 kernels only\n",
+        if (spec->dtype_q != first->dtype_q || spec->dtype_kv != first->dtype_kv || spec->dtype_o != first->dtype_o) {
+            fprintf(stderr, "attngen: tune: candidate %s stores Q as %s, K and V as %s, O as %s; the first "
+                            "candidate as %s, %s, %s\n",
                     attn_tune_candidates[i].label, attn_dtype_name(spec->dtype_q), attn_dtype_name(spec->dtype_kv),
-                    attn_dtype_name(spec->dtype_o));
+                    attn_dtype_name(spec->dtype_o), attn_dtype_name(first->dtype_q),
+                    attn_dtype_name(first->dtype_kv), attn_dtype_name(first->dtype_o));
             return 2;
         }
     }

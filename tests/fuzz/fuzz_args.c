@@ -16,10 +16,12 @@
  *     status without touching a tensor (any access hits poisoned memory).
  *  3. An accepted call small enough to run gets buffers of exactly the
  *     size its shapes and strides span (so ASan sees any access outside a
- *     tensor), inputs N(0,1) with NaN in the gaps between elements, O
- *     pre-filled with a sentinel; the entry point must return ATTN_OK, O
- *     and LSE must match attn_reference within the tolerance of
- *     docs/testing.md, and O's gaps must still hold the sentinel.
+ *     tensor), in the kernel's storage types: inputs N(0,1) narrowed to
+ *     their type, with NaN in the gaps between elements, O pre-filled with
+ *     a sentinel; the entry point must return ATTN_OK, O (widened) and LSE
+ *     must match attn_reference, run on the stored inputs widened, within
+ *     the tolerance of O's type (ATTN_REF_TOL, attn_reference.h), and O's
+ *     gaps must still hold the sentinel.
  *
  * Input layout (missing bytes read as 0):
  *   kernel (1 byte, index mod the number of kernels)
@@ -82,8 +84,7 @@ static const attn_kernel *const kernels[] = {
 #define MAX_SEQLENS 1024                /* seqlens_k entries we allocate */
 #define SEQLEN_FIELDS 64
 
-#define TOL_ABS 1e-5
-#define TOL_REL 1e-5
+/* O's gaps: a quiet NaN of O's storage type (f32; bf16 and f16 below) */
 #define O_GAP_BITS 0x7fc0deadu
 
 /* ---- input decoding ------------------------------------------------------ */
@@ -342,7 +343,7 @@ static void release(void *p)
         free(p);
 }
 
-/* Inputs: NaN everywhere, then N(0,1) at every logical element. */
+/* Inputs as f32: NaN everywhere, then N(0,1) at every logical element. */
 static float *make_input(const layout *l, uint64_t *rng)
 {
     float *buf = (float *)alloc_elems(l->span, sizeof(float));
@@ -359,23 +360,70 @@ static float *make_input(const layout *l, uint64_t *rng)
     return buf;
 }
 
-static float *make_output(const layout *l)
+/* The f32 inputs in wide stored as dtype (round to nearest even) in a
+   buffer of exactly their span, and the stored values widened back into
+   wide: what the kernel reads, for the reference.  f32: wide itself. */
+static void *store_input(const layout *l, float *wide, attn_dtype dtype)
 {
-    float *buf = (float *)alloc_elems(l->span, sizeof(float));
-    const float gap = bits_float(O_GAP_BITS);
+    uint16_t *buf;
     int64_t i;
-    for (i = 0; i < l->span; i++)
-        buf[i] = gap;
+    if (dtype == ATTN_DTYPE_F32 || l->span == 0)
+        return wide;
+    buf = (uint16_t *)alloc_elems(l->span, sizeof(uint16_t));
+    for (i = 0; i < l->span; i++) {
+        buf[i] = dtype == ATTN_DTYPE_BF16 ? attn_f32_to_bf16(wide[i]) : attn_f32_to_f16(wide[i]);
+        wide[i] = dtype == ATTN_DTYPE_BF16 ? attn_bf16_to_f32(buf[i]) : attn_f16_to_f32(buf[i]);
+    }
     return buf;
 }
 
-static int close_enough(float x, float ref)
+/* Element i of O as stored: its bits and its value. */
+static uint32_t o_bits(const void *o, attn_dtype dtype, int64_t i)
+{
+    uint32_t bits;
+    if (dtype != ATTN_DTYPE_F32)
+        return ((const uint16_t *)o)[i];
+    memcpy(&bits, (const float *)o + i, sizeof bits);
+    return bits;
+}
+
+static float o_value(const void *o, attn_dtype dtype, int64_t i)
+{
+    if (dtype == ATTN_DTYPE_BF16)
+        return attn_bf16_to_f32(((const uint16_t *)o)[i]);
+    if (dtype == ATTN_DTYPE_F16)
+        return attn_f16_to_f32(((const uint16_t *)o)[i]);
+    return ((const float *)o)[i];
+}
+
+static uint32_t gap_bits(attn_dtype dtype)
+{
+    return dtype == ATTN_DTYPE_BF16 ? 0x7fdeu : dtype == ATTN_DTYPE_F16 ? 0x7eadu : O_GAP_BITS;
+}
+
+/* O of storage type dtype, every element of its span the gap sentinel */
+static void *make_output(const layout *l, attn_dtype dtype)
+{
+    void *buf = alloc_elems(l->span, attn_dtype_size(dtype));
+    const float gap = bits_float(O_GAP_BITS);
+    int64_t i;
+    for (i = 0; i < l->span; i++) {
+        if (dtype == ATTN_DTYPE_F32)
+            ((float *)buf)[i] = gap;
+        else
+            ((uint16_t *)buf)[i] = (uint16_t)gap_bits(dtype);
+    }
+    return buf;
+}
+
+/* x, an output stored as dtype, against the reference */
+static int close_enough(float x, float ref, attn_dtype dtype)
 {
     if (isnan(x) || isnan(ref))
         return isnan(x) && isnan(ref);
     if (isinf(x) || isinf(ref))
         return x == ref;
-    return fabs((double)x - (double)ref) <= TOL_ABS + TOL_REL * fabs((double)ref);
+    return fabs((double)x - (double)ref) <= ATTN_REF_TOL(dtype, ref);
 }
 
 /* ---- the checks ------------------------------------------------------------ */
@@ -465,8 +513,10 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     const int64_t Hq = spec->heads_q, Hkv = spec->heads_kv;
     const int64_t D = spec->head_dim, Dv = spec->head_dim_v;
     const int has_mask = spec->mask != ATTN_MASK_NONE;
+    const attn_dtype odt = spec->dtype_o;
     layout lq, lk, lv, lo, lm;
-    float *q, *k, *v, *o, *o_ref, *lse = NULL, *lse_ref = NULL;
+    float *q, *k, *v, *o_ref, *lse = NULL, *lse_ref = NULL;
+    void *qs, *ks, *vs, *o;
     void *mask = NULL;
     unsigned char *written;
     int o_injective;
@@ -500,8 +550,11 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     q = make_input(&lq, &seed);
     k = make_input(&lk, &seed);
     v = make_input(&lv, &seed);
-    o = make_output(&lo);
-    o_ref = make_output(&lo);
+    qs = store_input(&lq, q, spec->dtype_q);
+    ks = store_input(&lk, k, spec->dtype_kv);
+    vs = store_input(&lv, v, spec->dtype_kv);
+    o = make_output(&lo, odt);
+    o_ref = (float *)make_output(&lo, ATTN_DTYPE_F32);
     if (has_mask && a->mask != NULL) {
         if (spec->mask == ATTN_MASK_BOOL) {
             unsigned char *m = (unsigned char *)alloc_elems(lm.span, 1);
@@ -535,16 +588,19 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
         for (i = 0; i < lse_count; i++)
             lse[i] = lse_ref[i] = bits_float(O_GAP_BITS);
     }
-    a->q = q;
-    a->k = k;
-    a->v = v;
+    a->q = qs;
+    a->k = ks;
+    a->v = vs;
     a->o = o;
     a->lse = lse;
 
     st = fwd(a);
     if (st != ATTN_OK)
         die("accepted args, then the entry point returned '%s'", attn_status_string(st));
-    ref = *a;
+    ref = *a; /* on the stored inputs, widened */
+    ref.q = q;
+    ref.k = k;
+    ref.v = v;
     ref.o = o_ref;
     ref.lse = lse_ref;
     st = attn_reference(spec, &ref);
@@ -563,25 +619,30 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
                 for (d = 0; d < Dv; d++) {
                     const int64_t off = offset_of(&lo, bb, i, h, d);
                     written[off] = 1;
-                    if (o_injective && !close_enough(o[off], o_ref[off]))
-                        die("O[b=%lld][i=%lld][h=%lld][d=%lld] = %.9g, reference %.9g "
+                    if (o_injective && !close_enough(o_value(o, odt, off), o_ref[off], odt))
+                        die("O[b=%lld][i=%lld][h=%lld][d=%lld] = %.9g (%s), reference %.9g "
                             "(B=%lld Lq=%lld Lk=%lld)",
-                            (long long)bb, (long long)i, (long long)h, (long long)d, o[off],
-                            o_ref[off], (long long)B, (long long)Lq, (long long)Lk);
+                            (long long)bb, (long long)i, (long long)h, (long long)d,
+                            o_value(o, odt, off), attn_dtype_name(odt), o_ref[off], (long long)B,
+                            (long long)Lq, (long long)Lk);
                 }
     for (i = 0; i < lo.span; i++) {
-        uint32_t bits;
-        memcpy(&bits, &o[i], sizeof bits);
-        if (!written[i] && bits != O_GAP_BITS)
+        if (!written[i] && o_bits(o, odt, i) != gap_bits(odt))
             die("wrote O's gap at offset %lld (B=%lld Lq=%lld Lk=%lld)", (long long)i,
                 (long long)B, (long long)Lq, (long long)Lk);
     }
     free(written);
     for (i = 0; i < lse_count; i++)
-        if (!close_enough(lse[i], lse_ref[i]))
+        if (!close_enough(lse[i], lse_ref[i], ATTN_DTYPE_F32))
             die("LSE[%lld] = %.9g, reference %.9g (B=%lld Lq=%lld Lk=%lld)", (long long)i,
                 lse[i], lse_ref[i], (long long)B, (long long)Lq, (long long)Lk);
 
+    if (qs != q)
+        release(qs);
+    if (ks != k)
+        release(ks);
+    if (vs != v)
+        release(vs);
     release(q);
     release(k);
     release(v);
@@ -617,10 +678,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     entry = next_byte(&in);
     fwd = kernel->fwd;
     cur_entry = "entry point";
-    if (!attn_reference_supports(spec))
-        die("stores Q as %s, K and V as %s, O as %s; fuzz_args builds f32 tensors only",
-            attn_dtype_name(spec->dtype_q), attn_dtype_name(spec->dtype_kv),
-            attn_dtype_name(spec->dtype_o));
     if (entry > 0 && kernel->n_variants > 0) {
         const attn_variant *var = &kernel->variants[(entry - 1) % (unsigned)kernel->n_variants];
         if (attn_isa_supported(var->isa)) {
