@@ -18,6 +18,7 @@
  *   alibi = false,
  *   decode_max_q = 16,
  *   dtype = "f32",
+ *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
  * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
@@ -75,6 +76,16 @@ enum {
     HKV = 8, /* key/value heads */
     GROUP = 4 /* query heads per kv head */
 };
+
+/* ISA helpers and storage-type conversions a file may not call (which
+ * ones a config needs depends on its paths and types). */
+#ifndef ATTN_MAYBE_UNUSED
+#if defined(__GNUC__)
+#define ATTN_MAYBE_UNUSED __attribute__((unused))
+#else
+#define ATTN_MAYBE_UNUSED
+#endif
+#endif
 
 /* How a block of query rows sees a block of keys. */
 typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_mistral_7b_tile_class;
@@ -250,7 +261,7 @@ static inline int attn_mistral_7b_shidden(const attn_args *args, const int64_t *
 
 /* The lane sums of x0..x3 as one __m128: pairwise adds within 128-bit
  * lanes, then across them. */
-__attribute__((target("avx512f,fma"))) static inline __m128 attn_hsum4q__avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3)
+ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline __m128 attn_hsum4q__avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3)
 {
     const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(x0, x1), _mm512_unpackhi_ps(x0, x1));
     const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(x2, x3), _mm512_unpackhi_ps(x2, x3));
@@ -261,13 +272,13 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_hsum4q__avx512(
 }
 
 /* out[0..3] = the lane sums of x0..x3. */
-__attribute__((target("avx512f,fma"))) static inline void attn_hsum4__avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
+ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline void attn_hsum4__avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
 {
     _mm_storeu_ps(out, attn_hsum4q__avx512(x0, x1, x2, x3));
 }
 
 /* dst[d][c] = src[c][d] for a 16 x 16 block (src rows ss apart, dst rows ds apart). */
-__attribute__((target("avx512f,fma"))) static inline void attn_transpose16__avx512(const float *src, int64_t ss, float *dst, int64_t ds)
+ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline void attn_transpose16__avx512(const float *src, int64_t ss, float *dst, int64_t ds)
 {
     __m512 r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15;
     __m512 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15;
@@ -2161,25 +2172,25 @@ __attribute__((target("avx512f,fma"))) attn_status attn_mistral_7b_fwd__avx512(c
 /* ======================================================================== */
 #if defined(__x86_64__) || defined(_M_X64)
 
-__attribute__((target("avx2,fma"))) static inline float attn_hadd__avx2(__m256 v)
+ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline float attn_hadd__avx2(__m256 v)
 {
     __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     x = _mm_add_ps(x, _mm_movehl_ps(x, x));
     x = _mm_add_ss(x, _mm_movehdup_ps(x));
     return _mm_cvtss_f32(x);
 }
-__attribute__((target("avx2,fma"))) static inline __m128 attn_hsum4q__avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3)
+ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_hsum4q__avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3)
 {
     const __m256 s01 = _mm256_add_ps(_mm256_unpacklo_ps(x0, x1), _mm256_unpackhi_ps(x0, x1));
     const __m256 s23 = _mm256_add_ps(_mm256_unpacklo_ps(x2, x3), _mm256_unpackhi_ps(x2, x3));
     const __m256 s = _mm256_add_ps(_mm256_shuffle_ps(s01, s23, 0x44), _mm256_shuffle_ps(s01, s23, 0xEE));
     return _mm_add_ps(_mm256_castps256_ps128(s), _mm256_extractf128_ps(s, 1));
 }
-__attribute__((target("avx2,fma"))) static inline void attn_hsum4__avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
+ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline void attn_hsum4__avx2(__m256 x0, __m256 x1, __m256 x2, __m256 x3, float *out)
 {
     _mm_storeu_ps(out, attn_hsum4q__avx2(x0, x1, x2, x3));
 }
-__attribute__((target("avx2,fma"))) static inline float attn_hmax__avx2(__m256 v)
+ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline float attn_hmax__avx2(__m256 v)
 {
     __m128 x = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     x = _mm_max_ps(x, _mm_movehl_ps(x, x));
@@ -2189,7 +2200,7 @@ __attribute__((target("avx2,fma"))) static inline float attn_hmax__avx2(__m256 v
 
 /* dst[d][c] = src[c][d] for an 8 x 8 block (src rows ss apart, dst rows ds apart):
  * 32-bit and 64-bit interleaves, then the 128-bit halves. */
-__attribute__((target("avx2,fma"))) static inline void attn_transpose8__avx2(const float *src, int64_t ss, float *dst, int64_t ds)
+ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline void attn_transpose8__avx2(const float *src, int64_t ss, float *dst, int64_t ds)
 {
     const __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ss);
     const __m256 r2 = _mm256_loadu_ps(src + 2 * ss), r3 = _mm256_loadu_ps(src + 3 * ss);
@@ -2215,7 +2226,7 @@ __attribute__((target("avx2,fma"))) static inline void attn_transpose8__avx2(con
 /* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
  * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
  * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
-__attribute__((target("avx2,fma"))) static inline __m256 attn_exp2__avx2(__m256 x)
+__attribute__((target("avx2,fma,f16c"))) static inline __m256 attn_exp2__avx2(__m256 x)
 {
     __m256 n, r, y;
     x = _mm256_min_ps(_mm256_set1_ps(127.0f), x);
@@ -2235,7 +2246,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 attn_exp2__avx2(__m256 
 /* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
  * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
  * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
-__attribute__((target("avx2,fma"))) static inline __m128 attn_exp2_q4__avx2(__m128 x)
+__attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2(__m128 x)
 {
     __m128 n, r, y;
     x = _mm_min_ps(_mm_set1_ps(127.0f), x);
@@ -2254,7 +2265,7 @@ __attribute__((target("avx2,fma"))) static inline __m128 attn_exp2_q4__avx2(__m1
 
 /* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as floats apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -2377,7 +2388,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_4x16_f32__avx
 
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as floats apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -2441,7 +2452,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qk_1x16_f32__avx
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2513,7 +2524,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_4x128_f32__av
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
  * 768 FLOPs per key, 10 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2576,7 +2587,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_3x128_f32__av
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
  * 512 FLOPs per key, 7 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_2x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_2x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2630,7 +2641,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_2x128_f32__av
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2674,7 +2685,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_pv_1x128_f32__av
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_softmax__avx2(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_softmax__avx2(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
     const __m256 zero = _mm256_setzero_ps();
@@ -2700,7 +2711,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_softmax__avx2(fl
 
 /* 8 rows at once: S^T holds kb keys, rs floats apart, the rows along the
  * lanes; m, l, alpha: the rows' running max, sum and rescale. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_softmax_t__avx2(float *restrict s, int64_t rs, int64_t kb, float *restrict m,
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_softmax_t__avx2(float *restrict s, int64_t rs, int64_t kb, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
     const __m256 m_old = _mm256_loadu_ps(m);
@@ -2721,7 +2732,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_softmax_t__avx2(
 }
 
 /* dst[0..D) = src * 0.127517431f (scale * log2(e): scores are kept in base 2), dst[D..128) = 0. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_qpack_f32__avx2(const float *restrict src, float *restrict dst)
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_qpack_f32__avx2(const float *restrict src, float *restrict dst)
 {
     const __m256 vs = _mm256_set1_ps(0.127517431f);
     _mm256_storeu_ps(dst + 0, _mm256_mul_ps(_mm256_loadu_ps(src + 0), vs));
@@ -2745,7 +2756,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_qpack_f32__avx2(
 /* Packs keys [j0, j0 + 16) of batch b, kv head hk: the K^T panel
  * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
  * zero for keys at or past Lk_b and for V's padding columns. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_kvpack_f32__avx2(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_kvpack_f32__avx2(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
         float *restrict kt, float *restrict vp)
 {
     const int64_t lk = args->seq_k;
@@ -2792,7 +2803,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_kvpack_f32__avx2
  * (fewer rows than a vector panel holds): dot products along D, 4 rows and 2
  * keys at a time (8 accumulators), then one 4-way horizontal sum per key.
  * q: packed rows (128 floats apart); k0, k1: two K rows; s0, s1: their rows of S^T. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_dot_4x2_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dot_4x2_f32__avx2(const float *restrict q, int64_t R, const float *restrict k0,
         const float *restrict k1, float *restrict s0, float *restrict s1)
 {
     int64_t r;
@@ -2832,7 +2843,7 @@ typedef struct {
 } attn_mistral_7b_dscratch__avx2;
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
-ATTN_NOINLINE __attribute__((target("avx2,fma"))) static void attn_mistral_7b_srescale_4x128__avx2(float *restrict o, __m128 alpha)
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_srescale_4x128__avx2(float *restrict o, __m128 alpha)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(alpha), alpha, 1);
     int64_t c;
@@ -2853,7 +2864,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma"))) static void attn_mistral_7b_sr
  * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
  * O, rescaled when the max moves.  The max is lazy: it moves only when a score
  * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-__attribute__((target("avx2,fma"))) static ATTN_INLINE __m128 attn_mistral_7b_sqk_4x1_f32__avx2(const float *restrict q, const float *restrict k, int terms,
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_mistral_7b_sqk_4x1_f32__avx2(const float *restrict q, const float *restrict k, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
     __m256 a0 = _mm256_setzero_ps();
@@ -2890,7 +2901,7 @@ __attribute__((target("avx2,fma"))) static ATTN_INLINE __m128 attn_mistral_7b_sq
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma"))) static ATTN_INLINE void attn_mistral_7b_spv_4x128_f32__avx2(__m128 p, const float *restrict v, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_mistral_7b_spv_4x128_f32__avx2(__m128 p, const float *restrict v, float *restrict o)
 {
     const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
     const __m256 p0 = _mm256_permute_ps(s, 0x00);
@@ -2909,7 +2920,7 @@ __attribute__((target("avx2,fma"))) static ATTN_INLINE void attn_mistral_7b_spv_
 
 /* The score terms of kv head hk's 4 rows at key j, one per lane: *add (base 2)
  * and the hiding vector (-inf where the row does not see the key, else 0). */
-__attribute__((target("avx2,fma"))) static inline __m128 attn_mistral_7b_sterms_4x1__avx2(const attn_args *args, const attn_mistral_7b_dscratch__avx2 *w,
+__attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_mistral_7b_sterms_4x1__avx2(const attn_args *args, const attn_mistral_7b_dscratch__avx2 *w,
         int64_t b, int64_t hk, int64_t j, int partial, __m128 *add)
 {
     const float h0 = attn_mistral_7b_shidden(args, w->lo, w->hi, w->sink_hi, b, hk, 0, 4, j, partial) ? -INFINITY : 0.0f;
@@ -2924,7 +2935,7 @@ __attribute__((target("avx2,fma"))) static inline __m128 attn_mistral_7b_sterms_
  * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
  * indexed by h * Lq + i. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
@@ -3049,7 +3060,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_dunit__avx2(cons
 /* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 4 rows per kv head
  * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_sunit_4x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_sunit_4x1__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_mistral_7b_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = 1, n = 32;
@@ -3176,7 +3187,7 @@ static void attn_mistral_7b_dmerge__avx2(const attn_args *args, int64_t b, int64
 }
 
 /* The decode path: units of (batch, split), then the merge. */
-__attribute__((target("avx2,fma"))) static attn_status attn_mistral_7b_decode__avx2(const attn_args *args)
+__attribute__((target("avx2,fma,f16c"))) static attn_status attn_mistral_7b_decode__avx2(const attn_args *args)
 {
     const int64_t B = args->batch, R = HQ * args->seq_q;
     int64_t chunk = DECODE_SPLIT, nsplit, units;
@@ -3248,7 +3259,7 @@ typedef struct {
 } attn_mistral_7b_scratch__avx2;
 
 /* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
-__attribute__((target("avx2,fma"))) static void attn_mistral_7b_unit__avx2(const attn_args *args, const float *kt, const float *vp,
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_unit__avx2(const attn_args *args, const float *kt, const float *vp,
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_mistral_7b_scratch__avx2 *w)
 {
     const int64_t lk = args->seq_k;
@@ -3353,7 +3364,7 @@ __attribute__((target("avx2,fma"))) static void attn_mistral_7b_unit__avx2(const
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
  * are allocated once per call. */
-__attribute__((target("avx2,fma"))) attn_status attn_mistral_7b_fwd__avx2(const attn_args *args)
+__attribute__((target("avx2,fma,f16c"))) attn_status attn_mistral_7b_fwd__avx2(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_mistral_7b_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
@@ -3423,28 +3434,28 @@ __attribute__((target("avx2,fma"))) attn_status attn_mistral_7b_fwd__avx2(const 
 /* ======================================================================== */
 #if defined(__aarch64__)
 
-static inline float32x4_t attn_loadn__neon(const float *p, int n)
+ATTN_MAYBE_UNUSED static inline float32x4_t attn_loadn__neon(const float *p, int n)
 {
     float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     int i;
     for (i = 0; i < n; i++) t[i] = p[i];
     return vld1q_f32(t);
 }
-static inline void attn_storen__neon(float *p, float32x4_t v, int n)
+ATTN_MAYBE_UNUSED static inline void attn_storen__neon(float *p, float32x4_t v, int n)
 {
     float t[4];
     int i;
     vst1q_f32(t, v);
     for (i = 0; i < n; i++) p[i] = t[i];
 }
-static inline float32x4_t attn_set4__neon(float a, float b, float c, float d)
+ATTN_MAYBE_UNUSED static inline float32x4_t attn_set4__neon(float a, float b, float c, float d)
 {
     float32x4_t v = vdupq_n_f32(a);
     v = vsetq_lane_f32(b, v, 1);
     v = vsetq_lane_f32(c, v, 2);
     return vsetq_lane_f32(d, v, 3);
 }
-static inline float32x4_t attn_iota__neon(void)
+ATTN_MAYBE_UNUSED static inline float32x4_t attn_iota__neon(void)
 {
     static const float iota[4] = {0.0f, 1.0f, 2.0f, 3.0f};
     return vld1q_f32(iota);

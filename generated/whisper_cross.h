@@ -18,6 +18,7 @@
  *   alibi = false,
  *   decode_max_q = 16,
  *   dtype = "f32",
+ *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
  * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).

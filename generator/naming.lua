@@ -26,6 +26,7 @@ M.DTYPES = { "f32", "bf16", "f16" }
 --- op -> how its names are formed:
 --   shape: "MxN" (a register block: rows x columns) or nil (no shape)
 --   dtype: whether the storage type of its operands is part of the name
+--          (true: given by the caller; "q" or "kv": that tensor's type)
 --   isa:   whether it is one ISA's (a "__<isa>" suffix)
 --   micro: a micro-kernel the micro-kernel tests check alone
 --   what:  a line for documents and tests
@@ -39,15 +40,15 @@ M.OPS = {
     what = "scores C[M][N] = A[M][D] B[D][N], A's rows broadcast against a packed panel B" },
   pv = { shape = "MxN", dtype = true, isa = true, micro = true,
     what = "O[M][N] = alpha O + P[M][keys] V[keys][N]" },
-  dot = { shape = "MxN", dtype = true, isa = true, micro = true,
+  dot = { shape = "MxN", dtype = "kv", isa = true, micro = true,
     what = "scores of M query rows against N keys by dot products along D" },
-  sqk = { shape = "MxN", dtype = true, isa = true,
+  sqk = { shape = "MxN", dtype = "kv", isa = true,
     what = "streaming decode: M rows' scores against one key, online softmax update" },
-  spv = { shape = "MxN", dtype = true, isa = true, what = "streaming decode: M rows += p V, one V row" },
+  spv = { shape = "MxN", dtype = "kv", isa = true, what = "streaming decode: M rows += p V, one V row" },
   srescale = { shape = "MxN", isa = true, what = "streaming decode: M rows of O times their rescale factors" },
   sterms = { shape = "MxN", isa = true, what = "streaming decode: score terms and hiding of M rows at one key" },
-  qpack = { dtype = true, isa = true, what = "one query row, scaled into a packed row" },
-  kvpack = { dtype = true, isa = true, what = "a panel of K^T and V rows packed for the prefill path" },
+  qpack = { dtype = "q", isa = true, what = "one query row, scaled into a packed row" },
+  kvpack = { dtype = "kv", isa = true, what = "a panel of K^T and V rows packed for the prefill path" },
   -- the loops around them (templates/families/)
   unit = { isa = true, what = "prefill: one (batch, head, query tile) work unit" },
   scratch = { isa = true, what = "prefill: per-thread scratch type" },
@@ -86,6 +87,10 @@ M.SHARED = {
   transpose16 = "a 16 x 16 block transposed", iota = "the vector {0, 1, 2, 3}",
   loadn = "the first n lanes loaded, the rest 0", storen = "the first n lanes stored",
   set4 = "four floats as a vector",
+  widen_bf16 = "a bf16 value as f32", widen_f16 = "an f16 value as f32",
+  narrow_bf16 = "f32 to bf16, round to nearest even", narrow_f16 = "f32 to f16, round to nearest even",
+  loadn_bf16 = "the first n bf16 values as f32 lanes", loadn_f16 = "the first n f16 values as f32 lanes",
+  storen_bf16 = "the first n lanes stored as bf16", storen_f16 = "the first n lanes stored as f16",
   vmath_exp2 = "exp2 over an array (the vector math's accuracy test)",
   vmath_tanh = "tanh over an array (the vector math's accuracy test)",
 }

@@ -12,7 +12,7 @@ local M = {
   vec = "__m256",
   arch_guard = "defined(__x86_64__) || defined(_M_X64)",
   include = "immintrin.h",
-  target = 'avx2,fma',
+  target = 'avx2,fma,f16c', -- F16C: f16 storage (every AVX2 CPU has it; the dispatcher checks)
 }
 
 
@@ -63,6 +63,78 @@ function M.transpose(src, ss, dst, ds)
   return ("attn_transpose8__avx2(%s, %s, %s, %s)"):format(src, ss, dst, ds)
 end
 
+-- Storage types (isa/init.lua, "Storage types"): 8 lanes of bf16 or f16
+-- are one 128-bit load.  bf16 widens by a shift; f16 by vcvtph2ps (F16C).
+-- Narrowing: f16 by vcvtps2ph (round to nearest even, NaN quiet, overflow
+-- to inf), bf16 in integer ops (attn_narrow_bf16__avx2).  Tails go
+-- through an 8-element buffer.
+local function ld128(p) return ("_mm_loadu_si128((const __m128i *)(%s))"):format(p) end
+local function st128(p, x) return ("_mm_storeu_si128((__m128i *)(%s), %s)"):format(p, x) end
+local RNE = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC"
+local function widen_bf16(x)
+  return ("_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(%s), 16))"):format(x)
+end
+local function widen_f16(x) return ("_mm256_cvtph_ps(%s)"):format(x) end
+M.storage = {
+  bf16 = {
+    load_from = function(p) return widen_bf16(ld128(p)) end,
+    loadn_from = function(p, n) return ("attn_loadn_bf16__avx2(%s, %d)"):format(p, n) end,
+    set1_from = function(x) return M.set1(("attn_widen_bf16__scalar(%s)"):format(x)) end,
+    store_to = function(p, v) return st128(p, ("attn_narrow_bf16__avx2(%s)"):format(v)) end,
+    storen_to = function(p, v, n) return ("attn_storen_bf16__avx2(%s, %s, %d)"):format(p, v, n) end,
+  },
+  f16 = {
+    load_from = function(p) return widen_f16(ld128(p)) end,
+    loadn_from = function(p, n) return ("attn_loadn_f16__avx2(%s, %d)"):format(p, n) end,
+    set1_from = function(x) return M.set1(("attn_widen_f16__scalar(%s)"):format(x)) end,
+    store_to = function(p, v) return st128(p, ("_mm256_cvtps_ph(%s, %s)"):format(v, RNE)) end,
+    storen_to = function(p, v, n) return ("attn_storen_f16__avx2(%s, %s, %d)"):format(p, v, n) end,
+  },
+}
+
+local function storage_helpers(dtypes)
+  local out = {}
+  if dtypes.bf16 then
+    out[#out + 1] = [[
+
+/* f32 lanes to bf16, rounded to nearest even; a NaN stays a quiet NaN. */
+ATTR static inline __m128i attn_narrow_bf16__avx2(__m256 v)
+{
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7FFF)), lsb), 16);
+    const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    r = _mm256_blendv_epi8(r, _mm256_or_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(0x40)), nan);
+    return _mm_packus_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+}]]
+  end
+  for _, dt in ipairs({ "bf16", "f16" }) do
+    if dtypes[dt] then
+      local widen = dt == "bf16" and widen_bf16("_mm_loadu_si128((const __m128i *)t)")
+        or widen_f16("_mm_loadu_si128((const __m128i *)t)")
+      local narrow = dt == "bf16" and "attn_narrow_bf16__avx2(v)" or ("_mm256_cvtps_ph(v, %s)"):format(RNE)
+      out[#out + 1] = ([[
+
+/* The first n (< 8) DT values at p as f32 lanes, the rest 0. */
+ATTR static inline __m256 attn_loadn_DT__avx2(const uint16_t *p, int n)
+{
+    uint16_t t[8] = {0};
+    memcpy(t, p, sizeof(uint16_t) * (size_t)n);
+    return WIDEN;
+}
+
+/* The first n (< 8) lanes of v stored at p as DT. */
+ATTR static inline void attn_storen_DT__avx2(uint16_t *p, __m256 v, int n)
+{
+    uint16_t t[8];
+    _mm_storeu_si128((__m128i *)t, NARROW);
+    memcpy(p, t, sizeof(uint16_t) * (size_t)n);
+}]]):gsub("DT", dt):gsub("WIDEN", function() return widen end):gsub("NARROW", function() return narrow end)
+    end
+  end
+  return table.concat(out)
+end
+
 function M.helpers(attr, opts)
   local text = (([[
 ATTR static inline float attn_hadd__avx2(__m256 v)
@@ -91,6 +163,7 @@ ATTR static inline float attn_hmax__avx2(__m256 v)
     return _mm_cvtss_f32(x);
 }
 ]]):gsub("ATTR ", attr))
+  if opts and opts.storage then text = text .. storage_helpers(opts.storage):gsub("ATTR ", attr) end
   if opts and opts.transpose then
     text = text .. (([[
 

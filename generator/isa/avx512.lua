@@ -70,6 +70,79 @@ function M.transpose(src, ss, dst, ds)
   return ("attn_transpose16__avx512(%s, %s, %s, %s)"):format(src, ss, dst, ds)
 end
 
+-- Storage types (isa/init.lua, "Storage types"): 16 lanes of bf16 or f16
+-- are one 256-bit load.  bf16 widens by a shift; f16 by vcvtph2ps
+-- (AVX-512F).  Narrowing: f16 by vcvtps2ph (round to nearest even, NaN
+-- quiet, overflow to inf), bf16 in integer ops (attn_narrow_bf16__avx512).
+-- Tails go through a 16-element buffer (no AVX512BW masked 16-bit moves).
+local function ld256(p) return ("_mm256_loadu_si256((const __m256i *)(%s))"):format(p) end
+local function st256(p, x) return ("_mm256_storeu_si256((__m256i *)(%s), %s)"):format(p, x) end
+local RNE = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC"
+local function widen_bf16(x)
+  return ("_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(%s), 16))"):format(x)
+end
+local function widen_f16(x) return ("_mm512_cvtph_ps(%s)"):format(x) end
+M.storage = {
+  bf16 = {
+    load_from = function(p) return widen_bf16(ld256(p)) end,
+    loadn_from = function(p, n) return ("attn_loadn_bf16__avx512(%s, %d)"):format(p, n) end,
+    set1_from = function(x) return M.set1(("attn_widen_bf16__scalar(%s)"):format(x)) end,
+    store_to = function(p, v) return st256(p, ("attn_narrow_bf16__avx512(%s)"):format(v)) end,
+    storen_to = function(p, v, n) return ("attn_storen_bf16__avx512(%s, %s, %d)"):format(p, v, n) end,
+  },
+  f16 = {
+    load_from = function(p) return widen_f16(ld256(p)) end,
+    loadn_from = function(p, n) return ("attn_loadn_f16__avx512(%s, %d)"):format(p, n) end,
+    set1_from = function(x) return M.set1(("attn_widen_f16__scalar(%s)"):format(x)) end,
+    store_to = function(p, v) return st256(p, ("_mm512_cvtps_ph(%s, %s)"):format(v, RNE)) end,
+    storen_to = function(p, v, n) return ("attn_storen_f16__avx512(%s, %s, %d)"):format(p, v, n) end,
+  },
+}
+
+--- C text of the storage-type helpers a file needs (dtypes: a set).
+local function storage_helpers(dtypes)
+  local out = {}
+  if dtypes.bf16 then
+    out[#out + 1] = [[
+
+/* f32 lanes to bf16, rounded to nearest even; a NaN stays a quiet NaN. */
+ATTR static inline __m256i attn_narrow_bf16__avx512(__m512 v)
+{
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(x, _mm512_set1_epi32(0x7FFF)), lsb), 16);
+    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+                              _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40)));
+    return _mm512_cvtepi32_epi16(r);
+}]]
+  end
+  for _, dt in ipairs({ "bf16", "f16" }) do
+    if dtypes[dt] then
+      local widen = dt == "bf16" and widen_bf16("_mm256_loadu_si256((const __m256i *)t)")
+        or widen_f16("_mm256_loadu_si256((const __m256i *)t)")
+      local narrow = dt == "bf16" and "attn_narrow_bf16__avx512(v)" or ("_mm512_cvtps_ph(v, %s)"):format(RNE)
+      out[#out + 1] = ([[
+
+/* The first n (< 16) DT values at p as f32 lanes, the rest 0. */
+ATTR static inline __m512 attn_loadn_DT__avx512(const uint16_t *p, int n)
+{
+    uint16_t t[16] = {0};
+    memcpy(t, p, sizeof(uint16_t) * (size_t)n);
+    return WIDEN;
+}
+
+/* The first n (< 16) lanes of v stored at p as DT. */
+ATTR static inline void attn_storen_DT__avx512(uint16_t *p, __m512 v, int n)
+{
+    uint16_t t[16];
+    _mm256_storeu_si256((__m256i *)t, NARROW);
+    memcpy(p, t, sizeof(uint16_t) * (size_t)n);
+}]]):gsub("DT", dt):gsub("WIDEN", function() return widen end):gsub("NARROW", function() return narrow end)
+    end
+  end
+  return table.concat(out)
+end
+
 --- C text of the 16 x 16 transpose, fully unrolled: 32-bit, 64-bit and two
 -- 128-bit-lane interleaves (64 shuffles for 256 floats).
 local function transpose16()
@@ -129,6 +202,7 @@ ATTR static inline void attn_hsum4__avx512(__m512 x0, __m512 x1, __m512 x2, __m5
     _mm_storeu_ps(out, attn_hsum4q__avx512(x0, x1, x2, x3));
 }
 ]]):gsub("ATTR ", attr))
+  if opts and opts.storage then text = text .. storage_helpers(opts.storage):gsub("ATTR ", attr) end
   if opts and opts.transpose then
     text = text .. (([[
 

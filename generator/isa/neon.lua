@@ -54,7 +54,69 @@ M.q4 = {
   lane = function(s, r) return ("vdupq_laneq_f32(%s, %d)"):format(s, r) end,
 }
 
-function M.helpers(attr)
+-- Storage types (isa/init.lua, "Storage types"): 4 lanes of bf16 or f16
+-- are one 64-bit load.  bf16 widens by a shift (vshll); f16 by fcvtl
+-- (AArch64 base ISA).  Narrowing: f16 by fcvtn (round to nearest even, NaN
+-- quiet, overflow to inf), bf16 in integer ops (attn_narrow_bf16__neon).
+M.storage = {
+  bf16 = {
+    load_from = function(p) return ("vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(%s), 16))"):format(p) end,
+    loadn_from = function(p, n) return ("attn_loadn_bf16__neon(%s, %d)"):format(p, n) end,
+    set1_from = function(x) return M.set1(("attn_widen_bf16__scalar(%s)"):format(x)) end,
+    store_to = function(p, v) return ("vst1_u16(%s, attn_narrow_bf16__neon(%s))"):format(p, v) end,
+    storen_to = function(p, v, n) return ("attn_storen_bf16__neon(%s, %s, %d)"):format(p, v, n) end,
+  },
+  f16 = {
+    load_from = function(p) return ("vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(%s)))"):format(p) end,
+    loadn_from = function(p, n) return ("attn_loadn_f16__neon(%s, %d)"):format(p, n) end,
+    set1_from = function(x) return M.set1(("attn_widen_f16__scalar(%s)"):format(x)) end,
+    store_to = function(p, v) return ("vst1_u16(%s, vreinterpret_u16_f16(vcvt_f16_f32(%s)))"):format(p, v) end,
+    storen_to = function(p, v, n) return ("attn_storen_f16__neon(%s, %s, %d)"):format(p, v, n) end,
+  },
+}
+
+local function storage_helpers(dtypes)
+  local out = {}
+  if dtypes.bf16 then
+    out[#out + 1] = [[
+
+/* f32 lanes to bf16, rounded to nearest even; a NaN stays a quiet NaN. */
+ATTR static inline uint16x4_t attn_narrow_bf16__neon(float32x4_t v)
+{
+    const uint32x4_t x = vreinterpretq_u32_f32(v);
+    const uint32x4_t lsb = vandq_u32(vshrq_n_u32(x, 16), vdupq_n_u32(1));
+    const uint32x4_t r = vaddq_u32(vaddq_u32(x, vdupq_n_u32(0x7FFF)), lsb);
+    const uint32x4_t nan = vmvnq_u32(vceqq_f32(v, v));
+    return vshrn_n_u32(vbslq_u32(nan, vorrq_u32(x, vdupq_n_u32(0x400000)), r), 16);
+}]]
+  end
+  for _, dt in ipairs({ "bf16", "f16" }) do
+    if dtypes[dt] then
+      out[#out + 1] = ([[
+
+/* The first n (< 4) DT values at p as f32 lanes, the rest 0. */
+ATTR static inline float32x4_t attn_loadn_DT__neon(const uint16_t *p, int n)
+{
+    uint16_t t[4] = {0, 0, 0, 0};
+    memcpy(t, p, sizeof(uint16_t) * (size_t)n);
+    return WIDEN;
+}
+
+/* The first n (< 4) lanes of v stored at p as DT. */
+ATTR static inline void attn_storen_DT__neon(uint16_t *p, float32x4_t v, int n)
+{
+    uint16_t t[4];
+    STORE;
+    memcpy(p, t, sizeof(uint16_t) * (size_t)n);
+}]]):gsub("DT", dt):gsub("WIDEN", function() return M.storage[dt].load_from("t") end)
+        :gsub("STORE", function() return M.storage[dt].store_to("t", "v") end)
+    end
+  end
+  return table.concat(out)
+end
+
+function M.helpers(attr, opts)
+  local storage = opts and opts.storage and storage_helpers(opts.storage) or ""
   return (([[
 ATTR static inline float32x4_t attn_loadn__neon(const float *p, int n)
 {
@@ -82,7 +144,7 @@ ATTR static inline float32x4_t attn_iota__neon(void)
     static const float iota[4] = {0.0f, 1.0f, 2.0f, 3.0f};
     return vld1q_f32(iota);
 }
-]]):gsub("ATTR ", attr))
+]] .. storage):gsub("ATTR ", attr))
 end
 
 return M

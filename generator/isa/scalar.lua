@@ -30,6 +30,17 @@ function M.set1(x) return ("(%s)"):format(x) end
 function M.load(p) return ("*(%s)"):format(p) end
 function M.store(p, v) return ("*(%s) = %s"):format(p, v) end
 function M.loadn() error("scalar vectors have no tail", 2) end
+-- Storage types (isa/init.lua, "Storage types"): one value at a time,
+-- through the file's scalar conversions (templates/lib/convert.c.tmpl).
+M.storage = {}
+for _, dt in ipairs({ "bf16", "f16" }) do
+  local widen, narrow = "attn_widen_" .. dt .. "__scalar", "attn_narrow_" .. dt .. "__scalar"
+  M.storage[dt] = {
+    load_from = function(p) return ("%s(*(%s))"):format(widen, p) end,
+    set1_from = function(x) return ("%s(%s)"):format(widen, x) end,
+    store_to = function(p, v) return ("*(%s) = %s(%s)"):format(p, narrow, v) end,
+  }
+end
 function M.storen() error("scalar vectors have no tail", 2) end
 function M.add(a, b) return ("(%s + %s)"):format(a, b) end
 function M.sub(a, b) return ("(%s - %s)"):format(a, b) end

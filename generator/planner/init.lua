@@ -30,7 +30,7 @@ M.UNROLL_MAX_VECTORS = 8
 M.CACHE_LINE = 64
 
 --- Storage types: the C type a tensor is stored as, and its size.
-M.CTYPE = { f32 = "float" }
+M.CTYPE = { f32 = "float", bf16 = "uint16_t", f16 = "uint16_t" }
 M.DTYPE_ENUM = { f32 = "ATTN_DTYPE_F32", bf16 = "ATTN_DTYPE_BF16", f16 = "ATTN_DTYPE_F16" }
 M.DTYPE_BYTES = { f32 = 4, bf16 = 2, f16 = 2 }
 
@@ -86,7 +86,7 @@ function M.variant(cfg, plan, isa)
   v.dqs = math.ceil(plan.D / isa.lanes) * isa.lanes -- packed Q rows: D in whole vectors
   -- K^T panels are packed lanes x lanes blocks at a time through registers
   -- where the ISA spells a transpose and D holds at least one block
-  v.transpose_pack = isa.transpose ~= nil and plan.D >= isa.lanes
+  v.transpose_pack = isa.transpose ~= nil and plan.D >= isa.lanes and plan.dtype.kv == "f32"
   -- the row counts the scores kernel is generated for: a full block, and 1
   -- for the rest.  The decode path calls it with the roles swapped: keys
   -- broadcast (MR of them) against packed Q^T panels.
@@ -101,18 +101,38 @@ function M.variant(cfg, plan, isa)
   else
     v.pv_rows = pv.mr > 1 and { pv.mr, 1 } or { 1 }
   end
-  local dtype = plan.dtype.kv
+  local dtype = plan.dtype.kv -- what the decode path's micro-kernels read
   v.fn = naming.variant(cfg.name, isa.name)
   --- The name of one of this variant's symbols (naming.lua): the ISA, and
   -- the storage type where the op's name carries one, are filled in.
   function v.N(op, t)
     local f = { isa = isa.name }
     for k, x in pairs(t or {}) do f[k] = x end
-    if naming.OPS[op] and naming.OPS[op].dtype then f.dtype = f.dtype or dtype end
+    local spec = naming.OPS[op]
+    if spec and type(spec.dtype) == "string" then f.dtype = f.dtype or plan.dtype[spec.dtype] end
     return naming.build(cfg.name, op, f)
   end
-  v.qk_fn = function(mr) return naming.qk(cfg.name, mr, v.qk.nc, isa.name, dtype) end
-  v.pv_fn = function(mr) return naming.pv(cfg.name, mr, plan.Dv, isa.name, dtype) end
+  -- the micro-kernels read their broadcast rows (qk's A) or V rows (pv) in
+  -- the storage type their name carries: f32 for the prefill path's packed
+  -- panels, the K/V type for the decode path, which reads the cache in place
+  v.qk_fn = function(mr, dt) return naming.qk(cfg.name, mr, v.qk.nc, isa.name, dt or "f32") end
+  v.pv_fn = function(mr, dt) return naming.pv(cfg.name, mr, plan.Dv, isa.name, dt or "f32") end
+  -- which instances exist: prefill (packed panels, f32) calls MR and 1 rows;
+  -- the decode path (its K/V type) calls qk with MR and 1, pv with every row count
+  local prefill_pv = pv.mr > 1 and { pv.mr, 1 } or { 1 }
+  local decode = plan.decode and plan.decode.max_q > 0
+  v.mk = {} -- { dt =, qk_rows =, pv_rows = } per storage type
+  local function add(dt, pv_rows)
+    for _, m in ipairs(v.mk) do
+      if m.dt == dt then
+        if #pv_rows > #m.pv_rows then m.pv_rows = pv_rows end
+        return
+      end
+    end
+    v.mk[#v.mk + 1] = { dt = dt, qk_rows = v.qk_rows, pv_rows = pv_rows }
+  end
+  add("f32", prefill_pv)
+  if decode then add(dtype, v.pv_rows) end
   -- vector exp2 and tanh expressions: the ISA's own, or lib/vmath's
   v.exp2 = function(x) return isa.exp2 and isa.exp2(x) or (naming.shared("exp2", isa.name) .. "(" .. x .. ")") end
   v.tanh = function(x) return isa.tanh and isa.tanh(x) or (naming.shared("tanh", isa.name) .. "(" .. x .. ")") end
@@ -149,6 +169,16 @@ function M.common(cfg, opts)
   local dt = cfg.dtype
   p.dtype = type(dt) == "table" and { q = dt.q, kv = dt.kv, o = dt.o } or { q = dt, kv = dt, o = dt }
   p.ctype = { q = M.CTYPE[p.dtype.q], kv = M.CTYPE[p.dtype.kv], o = M.CTYPE[p.dtype.o] }
+  p.ctypes = M.CTYPE -- storage type -> C type
+  -- the reduced types the file converts (its scalar conversions and ISA helpers)
+  p.reduced = {}
+  for _, t in pairs(p.dtype) do
+    if t ~= "f32" then p.reduced[t] = true end
+  end
+  p.has_reduced = next(p.reduced) ~= nil
+  --- C expressions: a stored value of type dt as f32, and an f32 narrowed to dt
+  function p.widen(t, x) return t == "f32" and x or ("attn_widen_%s__scalar(%s)"):format(t, x) end
+  function p.narrow(t, x) return t == "f32" and x or ("attn_narrow_%s__scalar(%s)"):format(t, x) end
   -- every number the templates print, as C literals (a family adds its own)
   local c_float = util.c_float
   p.c = { log2e = c_float(M.LOG2E), ln2 = c_float(1 / M.LOG2E), neg_2log2e = c_float(-2 * M.LOG2E) }

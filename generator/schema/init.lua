@@ -14,14 +14,14 @@ local M = {}
 --- Kernel families: each has a schema module schema/<kind>.lua.
 local KINDS = { "sdpa" }
 local PLANNED_KINDS = { linear = true, additive = true, luong = true }
-local DTYPES = { "f32" }
-local PLANNED_DTYPES = { bf16 = true, f16 = true }
+local DTYPES = { "f32", "bf16", "f16" }
+local MATMULS = { "f32", "bf16" }
 local ISAS = require("isa").order -- the one list of ISAs, best first
 
 --- Keys of every family, in the order configs are echoed: name and kind
 -- first, the family's keys (FAMILY marks where), then these.
 local COMMON_HEAD = { "name", "kind" }
-local COMMON_TAIL = { "dtype", "isa", "tile" }
+local COMMON_TAIL = { "dtype", "matmul", "isa", "tile" }
 
 local function family_module(kind) return require("schema." .. kind) end
 
@@ -170,15 +170,48 @@ local function check_keys(raw, order)
   return true
 end
 
+-- dtype: one storage type for every tensor, or { q =, kv =, o = } (a
+-- missing one is f32); normalized to a string when all three agree
 local function check_dtype(raw)
   local dtype = default(raw.dtype, "f32")
-  if not one_of(dtype, DTYPES) then
-    if PLANNED_DTYPES[dtype] then
-      return nil, "dtype", ("dtype '%s' is not implemented yet (available: %s)"):format(dtype, list_str(DTYPES))
+  local function one(key, v)
+    if not one_of(v, DTYPES) then
+      return nil, ("'%s' must be one of %s, got %s"):format(key, list_str(DTYPES), show(v))
     end
-    return nil, "dtype", ("'dtype' must be one of %s, got %s"):format(list_str(DTYPES), show(dtype))
+    return v
   end
-  return dtype
+  if type(dtype) ~= "table" then
+    local v, err = one("dtype", dtype)
+    if not v then return nil, "dtype", err end
+    return v
+  end
+  local err = check_subkeys("dtype", dtype, { "q", "kv", "o" })
+  if err then return nil, "dtype", err end
+  local t = {}
+  for _, k in ipairs({ "q", "kv", "o" }) do
+    t[k], err = one("dtype." .. k, default(dtype[k], "f32"))
+    if not t[k] then return nil, "dtype", err end
+  end
+  if t.q == t.kv and t.kv == t.o then return t.q end
+  return t
+end
+
+-- matmul: the precision of the products (after dtype: bf16 needs bf16 Q and K/V)
+local function check_matmul(raw, c)
+  local matmul = default(raw.matmul, "f32")
+  if not one_of(matmul, MATMULS) then
+    return nil, "matmul", ("'matmul' must be one of %s, got %s"):format(list_str(MATMULS), show(matmul))
+  end
+  if matmul == "bf16" then
+    local q = type(c.dtype) == "table" and c.dtype.q or c.dtype
+    local kv = type(c.dtype) == "table" and c.dtype.kv or c.dtype
+    if q ~= "bf16" or kv ~= "bf16" then
+      return nil, "matmul", ("matmul = \"bf16\" multiplies bf16 operands: it needs Q and K/V stored as bf16, "
+        .. "got Q %s and K/V %s"):format(q, kv)
+    end
+    return nil, "matmul", "matmul = \"bf16\" is not implemented yet (available: \"f32\")"
+  end
+  return matmul
 end
 
 -- isa: a list, normalized to the known order (best first)
@@ -235,8 +268,9 @@ function M.normalize(raw)
   c.kind = kind
   ok, key, err = family_module(kind).normalize(raw, c, M.util)
   if not ok then return nil, key, err end
-  for _, step in ipairs({ { "dtype", check_dtype }, { "isa", check_isa }, { "tile", check_tile } }) do
-    c[step[1]], key, err = step[2](raw)
+  for _, step in ipairs({ { "dtype", check_dtype }, { "matmul", check_matmul }, { "isa", check_isa },
+    { "tile", check_tile } }) do
+    c[step[1]], key, err = step[2](raw, c)
     if c[step[1]] == nil then return nil, key, err end
   end
   return c

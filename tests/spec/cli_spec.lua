@@ -298,6 +298,11 @@ describe("cli #slow", function()
       { config = "configs/test/t_bias_alibi.lua", lq = 5, lk = 7, what = "bias + ALiBi, 6 heads" },
       { config = "vit_b16", set = { "softcap=1.5" }, lq = 4, lk = 9, what = "softcap" },
       { config = "vit_b16", set = { "alibi=true", "causal=true" }, lq = 5, lk = 8, what = "ALiBi, 12 heads, causal" },
+      -- storage types: inputs converted to the config's types as a C caller stores them
+      { config = "configs/test/t_f16_odd.lua", lq = 5, lk = 9, dtype = "f16", what = "f16 inputs, f16 O" },
+      { config = "configs/test/t_f16_cache.lua", lq = 2, lk = 40, seqlens = { 40, 17 },
+        what = "f32 inputs into an f16 cache, decode path" },
+      { config = "configs/test/t_bf16_all.lua", lq = 6, lk = 11, seqlens = { 11, 7 }, what = "bf16 storage" },
     }
 
     for i, case in ipairs(CASES) do

@@ -54,7 +54,7 @@ describe("schema", function()
     it("knows exactly the keys of the sdpa family, and the decode_max_q extension", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
-        "decode_max_q", "dtype", "isa", "tile" }
+        "decode_max_q", "dtype", "matmul", "isa", "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
@@ -279,11 +279,23 @@ describe("schema", function()
       rejects_key(with({ mask = "boolean" }), "mask", "none, bool, bias", "boolean")
     end)
 
-    it("dtype: f32; bf16 and f16 are not implemented yet", function()
-      rejects_key(with({ dtype = "bf16" }), "dtype", "not implemented yet", "bf16", "f32")
-      rejects_key(with({ dtype = "f16" }), "dtype", "not implemented yet")
+    it("dtype: one type, or one per tensor (missing ones f32, three equal ones a string)", function()
+      assert.equal("bf16", assert(schema.normalize(with({ dtype = "bf16" }))).dtype)
+      assert.equal("f16", assert(schema.normalize(with({ dtype = "f16" }))).dtype)
+      assert.same({ q = "f32", kv = "f16", o = "f32" },
+        assert(schema.normalize(with({ dtype = { kv = "f16" } }))).dtype)
+      assert.equal("bf16", assert(schema.normalize(with({ dtype = { q = "bf16", kv = "bf16", o = "bf16" } }))).dtype)
+      rejects_key(with({ dtype = { kv = "f8" } }), "dtype", "dtype.kv", "f8")
+      rejects_key(with({ dtype = { k = "f16" } }), "dtype", "unknown field")
       local msg = rejects_key(with({ dtype = "f64" }), "dtype", "f32", "f64")
       assert.is_nil(msg:find("not implemented", 1, true))
+    end)
+
+    it("matmul: f32 by default; bf16 needs bf16 Q and K/V, and is not implemented yet", function()
+      assert.equal("f32", assert(schema.normalize(with({}))).matmul)
+      rejects_key(with({ matmul = "bf16", dtype = { kv = "f16" } }), "matmul", "needs Q and K/V stored as bf16")
+      rejects_key(with({ matmul = "bf16", dtype = "bf16" }), "matmul", "not implemented yet")
+      rejects_key(with({ matmul = "f16" }), "matmul", "f32", "bf16")
     end)
 
     it("kind: sdpa; linear, additive, luong are not implemented yet", function()

@@ -1,0 +1,3 @@
+-- An f16 KV cache with f32 Q and O (llama.cpp's layout): GQA, causal, padding; the streaming decode path.
+return { name = "t_f16_cache", heads_q = 8, heads_kv = 2, head_dim = 64, causal = true, padding = true,
+  dtype = { q = "f32", kv = "f16", o = "f32" } }
