@@ -23,6 +23,8 @@ function M.add_to_parser(parser)
     .. "when the file is config.json).")
   c:option("--isa", ("ISA variants to emit, comma-separated (%s; default: all); "):format(KNOWN_ISAS)
     .. "repeatable."):count("*")
+  c:option("--dtype", "Storage type of the tensors: auto (the model's torch_dtype), f32, bf16 or f16 "
+    .. "(default: f32, no dtype line).")
   c:flag("--force", "Replace existing files whose content differs.")
   c:flag("-q --quiet", "Print nothing on success.")
 end
@@ -58,6 +60,7 @@ local function command_line(args)
   local parts = { "attngen import-hf", util.shell_quote(args.config_json) }
   if args.name then parts[#parts + 1] = "--name " .. util.shell_quote(args.name) end
   for _, i in ipairs(args.isa) do parts[#parts + 1] = "--isa " .. util.shell_quote(i) end
+  if args.dtype then parts[#parts + 1] = "--dtype " .. util.shell_quote(args.dtype) end
   return table.concat(parts, " ")
 end
 
@@ -106,8 +109,14 @@ function M.run(args)
 
   local j, derr = json.decode(text, file)
   if not j then return nil, derr end
+  local dtype, dtype_note
+  if args.dtype then
+    dtype, dtype_note = importer.dtype_of(j, args.dtype, file)
+    if not dtype then return nil, dtype_note end
+  end
   local result, err = importer.import(j, {
     file = file, text = text, name = name, isa = isa, command = command_line(args),
+    dtype = dtype, dtype_note = dtype_note,
   })
   if not result then return nil, err end
   for _, c in ipairs(result.configs) do

@@ -709,6 +709,30 @@ function M.import_whisper(j, opts, r, result)
   return M.finish(result, opts, r)
 end
 
+--- torch_dtype -> attngen storage type
+local TORCH_DTYPES = { float32 = "f32", bfloat16 = "bf16", float16 = "f16" }
+
+--- The storage type a --dtype choice gives for config.json j: "auto" reads
+-- torch_dtype, a type name is taken as it is.  Returns dtype, note (the
+-- comment of the config's line), or nil and a one-line error.
+function M.dtype_of(j, choice, file)
+  if choice == "f32" or choice == "bf16" or choice == "f16" then return choice, "--dtype" end
+  if choice ~= "auto" then
+    return nil, ("--dtype %s: give auto (from torch_dtype), f32, bf16 or f16"):format(json.quote(choice))
+  end
+  local t = j.torch_dtype
+  if is_null(t) then
+    return nil, ("%s: --dtype auto reads 'torch_dtype', which this config.json does not have; "
+      .. "give --dtype f32, bf16 or f16"):format(file)
+  end
+  local d = type(t) == "string" and TORCH_DTYPES[t]
+  if not d then
+    return nil, ("%s: 'torch_dtype' is %s, which attngen cannot store (float32, bfloat16, float16); "
+      .. "give --dtype f32, bf16 or f16"):format(file, show(t))
+  end
+  return d, ("torch_dtype %s"):format(show(t))
+end
+
 --- Names the configs, validates them against the schema and renders their
 -- text.  Returns the result, or nil and a one-line error.
 function M.finish(result, opts, r)
@@ -720,6 +744,7 @@ function M.finish(result, opts, r)
   end
   for _, c in ipairs(result.configs) do
     c.raw.name = c.name
+    if opts.dtype then c.raw.dtype = opts.dtype end
     local cfg, bad, msg = schema.normalize(c.raw)
     if not cfg then
       if bad == "name" then return nil, ("--name %s: %s"):format(json.quote(base), msg) end
@@ -729,6 +754,9 @@ function M.finish(result, opts, r)
         src and (" (from '" .. src .. "')") or ""))
     end
     c.cfg = cfg
+    if opts.dtype then
+      c.lines[#c.lines + 1] = { key = "dtype", value = ("%q"):format(opts.dtype), note = opts.dtype_note }
+    end
     if opts.isa then
       c.lines[#c.lines + 1] = { key = "isa", value = luawriter.string_list(cfg.isa), note = "--isa" }
     end
