@@ -106,7 +106,7 @@ end
 
 -- 2. causal against non-causal at the same shape
 progress(("causal L=%d"):format(L))
-local full = runs[1].data
+local full = runs[1].data -- D = 128, non-causal, f32: the reference point of sections 2, 4 and 7b
 local causal = bench("llama3_8b", with(H8, "causal=true"), { ["seq-q"] = L, threads = 1, isa = "avx512" })
 record("prefill causal", causal)
 local speed = result(full, "avx512").seconds / result(causal, "avx512").seconds
@@ -148,19 +148,30 @@ local a2 = result(avx2, "avx2")
 target(("AVX2 variant, D=128 L=%d: fraction of the AVX2 peak"):format(L), a2.gflops / a2.peak_gflops, ">= 0.70",
   a2.gflops / a2.peak_gflops >= 0.70)
 
--- 7. generating and compiling one preset
-progress("generate + compile llama3_8b")
-do
+-- 7. generating and compiling one preset, f32 and all-bf16
+for _, preset in ipairs({ "llama3_8b", "mistral_7b_bf16" }) do
+  progress("generate + compile " .. preset)
   local tmp = os.tmpname()
   os.remove(tmp)
-  local cmd = ("%s/bin/attngen generate -q llama3_8b -o %s && cc -std=c99 -O2 -fopenmp -I%s/runtime"
-    .. " -c %s/llama3_8b.c -o %s/k.o"):format(root, tmp, root, tmp, tmp)
+  local cmd = ("%s/bin/attngen generate -q %s -o %s && cc -std=c99 -O2 -fopenmp -I%s/runtime"
+    .. " -c %s/%s.c -o %s/k.o"):format(root, preset, tmp, root, tmp, preset, tmp)
   -- wall time, taken by the shell around the two commands
   local ok, text = util.run_capture("s=$(date +%s%N); " .. cmd .. " && echo \"@ns=$(( $(date +%s%N) - s ))\"")
   local ns = tonumber((text or ""):match("@ns=(%d+)"))
   os.execute("rm -rf " .. util.shell_quote(tmp))
   if not ok or not ns then io.stderr:write("\ngenerate + compile failed:\n", text or "", "\n"); os.exit(1) end
-  target("generate + compile one preset (seconds)", ns * 1e-9, "< 3", ns * 1e-9 < 3)
+  target(("generate + compile %s (seconds)"):format(preset), ns * 1e-9, "< 3", ns * 1e-9 < 3)
+end
+
+-- 7b. reduced storage types (matmul = "f32"): prefill against the f32
+-- kernel of the same run (section 1), 1 thread
+for _, dt in ipairs({ "bf16", "f16" }) do
+  progress(("prefill %s storage L=%d, 1 thread"):format(dt, L))
+  local r = bench("llama3_8b", with(H8, ("dtype=%q"):format(dt)),
+    { ["seq-q"] = L, threads = 1, isa = "avx512", ["no-reference"] = true })
+  record(("prefill %s"):format(dt), r)
+  local ratio = result(r, "avx512").gflops / result(full, "avx512").gflops
+  target(("%s storage, D=128 L=%d: GFLOP/s / the f32 kernel's"):format(dt, L), ratio, ">= 0.95", ratio >= 0.95)
 end
 
 -- 8. decode: few query rows against a long KV cache, K/V bytes read per
@@ -197,13 +208,23 @@ end
 -- (the most demanding denominator).  Every round is printed.
 local ROUNDS = quick and 2 or 3
 local rounds = {}
-local long_slots = { reserve(), reserve() }
+local long_slots = { reserve(), reserve(), reserve(), reserve() }
+-- the reduced K/V caches of the same shape (Q and O f32), one thread: the
+-- K/V bytes halve, so the time should too
+local CACHES = { { key = "f16", set = 'dtype={kv="f16"}' }, { key = "bf16", set = 'dtype={kv="bf16"}' } }
 local decode_at = #decode_rows + 1 -- where the best rows go in the table
 local function decode_round()
   local n = #rounds + 1
   local r1 = decode("llama3_8b", LONG, 1, n)
   local r2 = decode("llama3_8b", LONG, 2, n)
   rounds[n] = { one = decode_row("llama3_8b", LONG, 1, r1), two = decode_row("llama3_8b", LONG, 2, r2) }
+  for _, c in ipairs(CACHES) do
+    progress(("decode llama3_8b %s cache Lk=%d, 1 thread, round %d"):format(c.key, LONG, n))
+    local r = bench("llama3_8b", { c.set }, { ["seq-q"] = 1, ["seq-k"] = LONG, threads = 1, isa = "avx512",
+      ["no-reference"] = true, ["no-blas"] = true })
+    record(("decode llama3_8b %s cache Lk=%d round=%d"):format(c.key, LONG, n), r)
+    rounds[n][c.key] = decode_row("llama3_8b (" .. c.key .. " K/V)", LONG, 1, r)
+  end
 end
 decode_round()
 
@@ -217,7 +238,7 @@ local function decode_presets()
   local names, seen = {}, {}
   local function shape(c)
     return table.concat({ c.heads_q, c.heads_kv, c.head_dim, c.head_dim_v, c.window.left, c.window.right,
-      c.global_tokens, tostring(c.softcap), tostring(c.alibi) }, " ")
+      c.global_tokens, tostring(c.softcap), tostring(c.alibi), util.serialize(c.dtype) }, " ")
   end
   local llama = assert(presets.load("llama3_8b"))
   seen[shape(llama)] = true
@@ -291,6 +312,12 @@ target(("decode Llama-3-8B Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):for
   ">= 0.80", best_one.gbs / best_one.bw >= 0.80, nil, long_slots[1])
 target(("decode Llama-3-8B Lk=%d: 2 threads vs 1"):format(LONG), best_one.ms / best_two.ms, ">= 1.6",
   best_one.ms / best_two.ms >= 1.6, nil, long_slots[2])
+for i, c in ipairs(CACHES) do
+  local b = best_of_rounds(c.key)
+  target(("decode Llama-3-8B, %s K/V, Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):format(c.key, LONG),
+    b.gbs / b.bw, ">= 0.80", b.gbs / b.bw >= 0.80, nil, long_slots[2 + i])
+  table.insert(decode_rows, decode_at, b)
+end
 table.insert(decode_rows, decode_at, best_two)
 table.insert(decode_rows, decode_at, best_one)
 
@@ -304,10 +331,10 @@ for _, r in ipairs(rows) do
 end
 print()
 print("decode, Lq = 1, AVX-512 (K/V: bytes every implementation must read; read BW: measured in the same run)")
-print(("%-12s %7s %7s %10s %10s %10s %8s %12s"):format("model", "Lk", "threads", "time (ms)", "K/V GB/s",
+print(("%-22s %7s %7s %10s %10s %10s %8s %12s"):format("model", "Lk", "threads", "time (ms)", "K/V GB/s",
   "read BW", "of BW", "OpenBLAS ms"))
 for _, d in ipairs(decode_rows) do
-  print(("%-12s %7d %7d %10.3f %10.2f %10.2f %7.0f%% %12s"):format(d.preset, d.lk, d.threads, d.ms, d.gbs, d.bw,
+  print(("%-22s %7d %7d %10.3f %10.2f %10.2f %7.0f%% %12s"):format(d.preset, d.lk, d.threads, d.ms, d.gbs, d.bw,
     100 * d.gbs / d.bw, d.blas_ms and ("%.2f"):format(d.blas_ms) or "-"))
 end
 print()
