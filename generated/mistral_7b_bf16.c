@@ -1917,10 +1917,10 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(const float *restrict q, const uint16_t *restrict k, int terms,
         __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
 {
-    __m512 a0 = _mm512_setzero_ps();
-    __m512 a1 = _mm512_setzero_ps();
-    __m512 a2 = _mm512_setzero_ps();
-    __m512 a3 = _mm512_setzero_ps();
+    __m512 a0 = _mm512_setzero_ps(), b0 = _mm512_setzero_ps();
+    __m512 a1 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+    __m512 a2 = _mm512_setzero_ps(), b2 = _mm512_setzero_ps();
+    __m512 a3 = _mm512_setzero_ps(), b3 = _mm512_setzero_ps();
     __m128 s, mv, lv;
     {
         const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 0))), 16));
@@ -1931,10 +1931,10 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_mistral_7b
     }
     {
         const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 16))), 16));
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 16), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 16), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 16), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 16), x, a3);
+        b0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 16), x, b0);
+        b1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 16), x, b1);
+        b2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 16), x, b2);
+        b3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 16), x, b3);
     }
     {
         const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 32))), 16));
@@ -1945,10 +1945,10 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_mistral_7b
     }
     {
         const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 48))), 16));
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 48), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 48), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 48), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 48), x, a3);
+        b0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 48), x, b0);
+        b1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 48), x, b1);
+        b2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 48), x, b2);
+        b3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 48), x, b3);
     }
     {
         const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 64))), 16));
@@ -1959,10 +1959,10 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_mistral_7b
     }
     {
         const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 80))), 16));
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 80), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 80), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 80), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 80), x, a3);
+        b0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 80), x, b0);
+        b1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 80), x, b1);
+        b2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 80), x, b2);
+        b3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 80), x, b3);
     }
     {
         const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 96))), 16));
@@ -1973,11 +1973,15 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_mistral_7b
     }
     {
         const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 112))), 16));
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 112), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 112), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 112), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 112), x, a3);
+        b0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 112), x, b0);
+        b1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 112), x, b1);
+        b2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 112), x, b2);
+        b3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 112), x, b3);
     }
+    a0 = _mm512_add_ps(a0, b0);
+    a1 = _mm512_add_ps(a1, b1);
+    a2 = _mm512_add_ps(a2, b2);
+    a3 = _mm512_add_ps(a3, b3);
     s = attn_hsum4q__avx512(a0, a1, a2, a3);
     if (terms) /* a literal at every call: the branch folds away */
         s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */

@@ -67,7 +67,7 @@ function environment(plan)
   env = {
     p = plan,
     has_stream = has_stream,
-    ipairs = ipairs, math = math, table = table, string = string, tostring = tostring,
+    ipairs = ipairs, math = math, table = table, string = string, tostring = tostring, tonumber = tonumber,
     upper = string.upper,
     c_float = util.c_float,
     chomp = function(s) return (s:gsub("\n+$", "")) end,

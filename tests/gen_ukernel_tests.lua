@@ -3,10 +3,13 @@
 -- Every function GENERATED.c defines whose name parses (generator/naming.lua)
 -- to an op marked micro = true gets a test: OUT.c #includes GENERATED.c (so
 -- its static functions are callable) and hands each micro-kernel, with the
--- shape its name gives, to the tester for its op (tests/ukernel.h,
--- tests/ukernel_main.c).  Each test sits under its ISA's arch guard (the
--- #if the generated code uses) and runs only where attn_isa_supported()
--- says the CPU runs the ISA; otherwise it is reported as not run, with why.
+-- shape and the storage type (f32, bf16, f16) its name gives, to the tester
+-- for its op (tests/ukernel.h, tests/ukernel_main.c).  The kernel is first
+-- assigned to a variable of the type its op and storage type say (so the
+-- compiler checks its signature), then handed over as a ukt_fn.  Each test
+-- sits under its ISA's arch guard (the #if the generated code uses) and runs
+-- only where attn_isa_supported() says the CPU runs the ISA; otherwise it is
+-- reported as not run, with why.
 -- OUT.c defines int ukernel_tests_<config>(int *passed, int *failed).
 local root = os.getenv("ATTNGEN_ROOT") or "."
 package.path = root .. "/generator/?.lua;" .. root .. "/generator/?/init.lua;" .. package.path
@@ -55,19 +58,30 @@ end
 local function ceil_to(x, m) return math.ceil(x / m) * m end
 
 -- each micro op's call of its tester (tests/ukernel.h): the kernel k (a
--- parsed name plus name, isa), as a C expression; D and DV are the
--- generated file's enum constants (its head dims)
+-- parsed name plus name, isa, and dt, its attn_dtype constant), held in the
+-- variable fn, as a C expression; D and DV are the generated file's enum
+-- constants (its head dims)
 local TESTERS = {
   qk = function(k)
-    return ("ukt_qk(%s, %s, %d, %d, D)"):format(cstr(k.name), k.name, k.m, k.n)
+    return ("ukt_qk(%s, (ukt_fn)fn, %s, %d, %d, D)"):format(cstr(k.name), k.dt, k.m, k.n)
   end,
   pv = function(k)
-    return ("ukt_pv(%s, %s, %d, %d, DV, %d)"):format(cstr(k.name), k.name, k.m, k.n, ceil_to(k.n, k.isa.lanes))
+    return ("ukt_pv(%s, (ukt_fn)fn, %s, %d, %d, DV, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
+      ceil_to(k.n, k.isa.lanes))
   end,
   dot = function(k)
-    return ("ukt_dot(%s, %s, %d, %d, D, (D + %d) / %d * %d)"):format(cstr(k.name), k.name, k.m, k.n,
+    return ("ukt_dot(%s, (ukt_fn)fn, %s, %d, %d, D, (D + %d) / %d * %d)"):format(cstr(k.name), k.dt, k.m, k.n,
       k.isa.lanes - 1, k.isa.lanes, k.isa.lanes)
   end,
+}
+
+-- the storage types the testers take: name -> the attn_dtype constant and
+-- the suffix of the kernel types (tests/ukernel.h: ukt_<op><suffix>_fn;
+-- bf16 and f16 operands are uint16_t)
+local DTYPES = {
+  f32 = { enum = "ATTN_DTYPE_F32", fn = "" },
+  bf16 = { enum = "ATTN_DTYPE_BF16", fn = "16" },
+  f16 = { enum = "ATTN_DTYPE_F16", fn = "16" },
 }
 
 local config
@@ -81,10 +95,12 @@ for _, name in ipairs(defined_functions(text)) do
     end
     config = p.config
     if not TESTERS[p.op] then fail("%s: no tester for op %s (tests/ukernel_main.c)", name, p.op) end
-    if p.dtype ~= "f32" then fail("%s: no tester for dtype %s (the testers take f32)", name, tostring(p.dtype)) end
+    local dt = DTYPES[p.dtype]
+    if not dt then fail("%s: no tester for dtype %s (tests/ukernel_main.c)", name, tostring(p.dtype)) end
     local isa, err = isas.get(p.isa)
     if not isa then fail("%s: %s", name, err) end
     p.name, p.isa, p.isa_name = name, isa, p.isa
+    p.dt, p.fn_type = dt.enum, ("ukt_%s%s_fn"):format(p.op, dt.fn)
     kernels[#kernels + 1] = p
   end
 end
@@ -110,9 +126,10 @@ add("")
 for _, k in ipairs(kernels) do
   local guard = k.isa.arch_guard
   if guard then add("#if %s", guard) end
-  add("/* %s, %dx%d, %s (%d lanes) */", k.op, k.m, k.n, k.isa_name, k.isa.lanes)
+  add("/* %s, %dx%d, %s operands, %s (%d lanes) */", k.op, k.m, k.n, k.dtype, k.isa_name, k.isa.lanes)
   add("static int test_%s(const char **why)", k.name)
   add("{")
+  add("    const %s fn = %s;", k.fn_type, k.name)
   add("    if (!attn_isa_supported(%s)) {", k.isa.enum)
   add("        *why = %s;", cstr("this CPU does not run " .. k.isa_name))
   add("        return UKT_NOT_RUN;")
@@ -140,7 +157,7 @@ for _, k in ipairs(kernels) do
   else
     add("    status = test_%s(&why);", k.name)
   end
-  add("    ukt_record(%s, %s, status, why, passed, failed);", cstr(k.name), k.isa.enum)
+  add("    ukt_record(%s, %s, %s, status, why, passed, failed);", cstr(k.name), k.isa.enum, k.dt)
 end
 add("    return *failed - failed0;")
 add("}")

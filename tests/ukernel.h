@@ -5,13 +5,16 @@
  *
  * Each generated test hands one micro-kernel (a qk, pv or dot function of
  * the generated .c, found by parsing its name) with the shape its name and
- * its file give to the tester for its op.  The tester fills the inputs from
- * a fixed-seed PRNG (values in [-1, 1]), calls the kernel on several cases
- * (strides, layouts, key ranges), and checks it against plain double loops,
- * that nothing around its outputs was written, that its inputs were left
- * alone, and that it read nothing past its inputs (the last row of each
- * input ends at a guard page; padding between rows holds NaN).  Each
- * mismatch prints one line: kernel, index, shape, got and expected.
+ * its file give, and the storage type its name gives, to the tester for its
+ * op.  The tester fills the inputs from a fixed-seed PRNG (values in
+ * [-1, 1]; the kernel's reduced operand, if any, narrowed to its bf16 or f16,
+ * so what is stored is exact), calls the kernel on several cases (strides,
+ * layouts, key ranges), and checks it against plain double loops over the
+ * stored values widened, that nothing around its outputs was written, that
+ * its inputs were left alone, and that it read nothing past its inputs (the
+ * last row of each input ends at a guard page; padding between rows holds
+ * NaN of the row's type).  Each mismatch prints one line: kernel, index,
+ * shape, got and expected.
  */
 #ifndef ATTN_UKERNEL_H
 #define ATTN_UKERNEL_H
@@ -24,26 +27,43 @@
 enum { UKT_PASS = 0, UKT_FAIL = 1, UKT_NOT_RUN = 2 };
 
 /* The micro-kernels' signatures (templates/lib/qk.c.tmpl, pv.c.tmpl,
- * dot.c.tmpl); the kernels' restrict qualifiers do not change their type. */
+ * dot.c.tmpl); the kernels' restrict qualifiers do not change their type.
+ * The operand a storage type applies to (qk: A, pv: V, dot: K) is float for
+ * ATTN_DTYPE_F32 and uint16_t for bf16 and f16 (the *16 types); every other
+ * operand is f32 whatever the type. */
 typedef void (*ukt_qk_fn)(const float *a, int64_t as, const float *b, float *c, int64_t cs);
+typedef void (*ukt_qk16_fn)(const uint16_t *a, int64_t as, const float *b, float *c, int64_t cs);
 typedef void (*ukt_pv_fn)(const float *p, int64_t ps, int64_t pk, const float *v, int64_t vs, int64_t jlo,
                           int64_t jhi, float *o, const float *alpha);
+typedef void (*ukt_pv16_fn)(const float *p, int64_t ps, int64_t pk, const uint16_t *v, int64_t vs, int64_t jlo,
+                            int64_t jhi, float *o, const float *alpha);
 typedef void (*ukt_dot_fn)(const float *q, int64_t R, const float *k0, const float *k1, float *s0, float *s1);
+typedef void (*ukt_dot16_fn)(const float *q, int64_t R, const uint16_t *k0, const uint16_t *k1, float *s0,
+                             float *s1);
+
+/* A micro-kernel as the testers take it: one of the types above, converted
+ * to this one; the tester converts it back to the type dt says before it
+ * calls it (a generated test assigns the kernel to a variable of its own
+ * type first, so its signature is checked). */
+typedef void (*ukt_fn)(void);
 
 /*
- * The testers: UKT_PASS or UKT_FAIL.
+ * The testers: UKT_PASS or UKT_FAIL.  dt: the storage type of the operand
+ * named above (ATTN_DTYPE_F32, ATTN_DTYPE_BF16 or ATTN_DTYPE_F16).
  *   qk:  C[m][n] = A[m][d] B[d][n]
  *   pv:  O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv], O rows dvp apart;
  *        n: the Dv the kernel's name says, dv: the file's
  *   dot: s0[r] = q_r . k0, s1[r] = q_r . k1 for R rows (multiples of m),
  *        q rows dqs apart; n: the keys the name says (2)
  */
-int ukt_qk(const char *name, ukt_qk_fn fn, int m, int n, int d);
-int ukt_pv(const char *name, ukt_pv_fn fn, int m, int n, int dv, int dvp);
-int ukt_dot(const char *name, ukt_dot_fn fn, int m, int n, int d, int dqs);
+int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d);
+int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp);
+int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int dqs);
 
 /* Prints a micro-kernel's line and counts it: UKT_PASS in *passed, UKT_FAIL
- * in *failed, UKT_NOT_RUN in neither (shown with why, and in the totals). */
-void ukt_record(const char *name, attn_isa isa, int status, const char *why, int *passed, int *failed);
+ * in *failed, UKT_NOT_RUN in neither (shown with why, and in the totals per
+ * ISA and per storage type). */
+void ukt_record(const char *name, attn_isa isa, attn_dtype dt, int status, const char *why, int *passed,
+                int *failed);
 
 #endif

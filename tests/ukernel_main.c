@@ -6,15 +6,25 @@
  * The configs come from ukernel_list.h, which the Makefile writes from
  * configs/test/: KERNEL(name) per config, each config's tests in
  * ukernel_tests_<name>() (tests/gen_ukernel_tests.lua).  One line per
- * micro-kernel, a line per ISA, and last "N passed, N failed" (micro-kernels);
+ * micro-kernel, a line per ISA, a line per storage type of the kernels'
+ * operands, and last "N passed, N failed" (micro-kernels);
  * the exit status is 1 on any failure or when nothing ran.
+ *
+ * Storage types: the operand a kernel's name gives a type (qk: A, pv: V,
+ * dot: K) is filled with random values narrowed to it (attn_f32_to_bf16,
+ * attn_f32_to_f16), so the values stored are exact in the type; want is
+ * computed from the stored values widened here (bf16: the top half of an
+ * f32; f16: IEEE binary16), independently of the runtime and the kernels.
+ * Padding between its rows holds a NaN of its type (bf16 0x7fc0, f16 0x7e00).
  *
  * Tolerance: |got - want| <= 1e-5 * (sum of |terms|) + 1e-6, want computed in
  * double.  The kernels accumulate in f32 in their own order (vector lanes,
  * unrolled partial sums, FMA), so the rounding error of a sum grows with the
  * magnitudes of its terms, not with its value (which may cancel to ~0); the
  * absolute 1e-6 covers sums of few, tiny terms.  A wrong or missing term is
- * ~1e-2 or more with inputs in [-1, 1], far outside it.
+ * ~1e-2 or more with inputs in [-1, 1], far outside it.  The same holds for
+ * bf16 and f16 operands: the kernels widen them exactly and compute in f32,
+ * so only the f32 arithmetic rounds.
  */
 #define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS */
 
@@ -76,24 +86,76 @@ static int is_canary(float f)
     return bits == CANARY_BITS;
 }
 
-/* n floats that end at a PROT_NONE page: a read past the last one faults. */
+/* ---- operands in a storage type (float, or uint16_t for bf16 and f16) --- */
+
+#define BF16_NAN 0x7fc0u
+#define F16_NAN 0x7e00u
+
+static int dtype_known(attn_dtype dt)
+{
+    return dt == ATTN_DTYPE_F32 || dt == ATTN_DTYPE_BF16 || dt == ATTN_DTYPE_F16;
+}
+
+static size_t elem_size(attn_dtype dt) { return dt == ATTN_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t); }
+
+/* exact widening, written out here rather than taken from the runtime */
+static double widen_bf16(uint16_t h)
+{
+    const uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static double widen_f16(uint16_t h)
+{
+    const int e = (h >> 10) & 31, mant = h & 1023;
+    const double mag = e == 0 ? ldexp(mant, -24) : e == 31 ? (mant ? NAN : INFINITY) : ldexp(1024 + mant, e - 25);
+    return h & 0x8000u ? -mag : mag;
+}
+
+/* element i of an operand of type dt, widened */
+static double elem(attn_dtype dt, const void *p, size_t i)
+{
+    if (dt == ATTN_DTYPE_F32) return ((const float *)p)[i];
+    if (dt == ATTN_DTYPE_BF16) return widen_bf16(((const uint16_t *)p)[i]);
+    return widen_f16(((const uint16_t *)p)[i]);
+}
+
+/* element i := a random value narrowed to dt (so exact in dt) */
+static void put_rnd(attn_dtype dt, void *p, size_t i)
+{
+    const float x = rnd();
+    if (dt == ATTN_DTYPE_F32) ((float *)p)[i] = x;
+    else ((uint16_t *)p)[i] = dt == ATTN_DTYPE_BF16 ? attn_f32_to_bf16(x) : attn_f32_to_f16(x);
+}
+
+/* element i := padding that poisons a result it reaches: a NaN of dt */
+static void put_nan(attn_dtype dt, void *p, size_t i)
+{
+    if (dt == ATTN_DTYPE_F32) ((float *)p)[i] = canary();
+    else ((uint16_t *)p)[i] = (uint16_t)(dt == ATTN_DTYPE_BF16 ? BF16_NAN : F16_NAN);
+}
+
+/* n elements of size bytes that end at a PROT_NONE page: a read past the
+ * last one faults. */
 typedef struct {
     void *map;
     size_t len;
-    float *p;
+    void *p;
 } guarded;
 
-static float *guarded_alloc(guarded *g, size_t n)
+static void *guarded_alloc(guarded *g, size_t n, size_t size)
 {
     const size_t page = (size_t)sysconf(_SC_PAGESIZE);
-    const size_t data = (n * sizeof(float) + page - 1) / page * page;
+    const size_t data = (n * size + page - 1) / page * page;
     g->len = data + page;
     g->map = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (g->map == MAP_FAILED || mprotect((char *)g->map + data, page, PROT_NONE) != 0) {
         perror("ukernel tests: mmap/mprotect");
         exit(2);
     }
-    g->p = (float *)((char *)g->map + data - n * sizeof(float));
+    g->p = (char *)g->map + data - n * size;
     return g->p;
 }
 
@@ -114,14 +176,15 @@ static float *canary_alloc(size_t n)
 
 static void canary_free(float *p) { free(p - PAD); }
 
-static float *copy_of(const float *p, size_t n)
+/* a copy of n elements of size bytes */
+static void *copy_of(const void *p, size_t n, size_t size)
 {
-    float *c = malloc(n * sizeof(float) + 1);
+    void *c = malloc(n * size + 1);
     if (!c) {
         fprintf(stderr, "ukernel tests: out of memory\n");
         exit(2);
     }
-    memcpy(c, p, n * sizeof(float));
+    memcpy(c, p, n * size);
     return c;
 }
 
@@ -150,36 +213,41 @@ static void catch_faults(void)
     sigaction(SIGBUS, &sa, NULL);
 }
 
-/* Each call returns 0, or the signal of a fault inside the kernel. */
-static int call_qk(ukt_qk_fn fn, const float *a, int64_t as, const float *b, float *c, int64_t cs)
+/* Each call converts fn back to the kernel's type (dt says which) and
+ * returns 0, or the signal of a fault inside the kernel. */
+static int call_qk(ukt_fn fn, attn_dtype dt, const void *a, int64_t as, const float *b, float *c, int64_t cs)
 {
     int sig = sigsetjmp(fault_jmp, 1);
     if (sig == 0) {
         fault_armed = 1;
-        fn(a, as, b, c, cs);
+        if (dt == ATTN_DTYPE_F32) ((ukt_qk_fn)fn)((const float *)a, as, b, c, cs);
+        else ((ukt_qk16_fn)fn)((const uint16_t *)a, as, b, c, cs);
         fault_armed = 0;
     }
     return sig;
 }
 
-static int call_pv(ukt_pv_fn fn, const float *p, int64_t ps, int64_t pk, const float *v, int64_t vs, int64_t jlo,
-                   int64_t jhi, float *o, const float *alpha)
+static int call_pv(ukt_fn fn, attn_dtype dt, const float *p, int64_t ps, int64_t pk, const void *v, int64_t vs,
+                   int64_t jlo, int64_t jhi, float *o, const float *alpha)
 {
     int sig = sigsetjmp(fault_jmp, 1);
     if (sig == 0) {
         fault_armed = 1;
-        fn(p, ps, pk, v, vs, jlo, jhi, o, alpha);
+        if (dt == ATTN_DTYPE_F32) ((ukt_pv_fn)fn)(p, ps, pk, (const float *)v, vs, jlo, jhi, o, alpha);
+        else ((ukt_pv16_fn)fn)(p, ps, pk, (const uint16_t *)v, vs, jlo, jhi, o, alpha);
         fault_armed = 0;
     }
     return sig;
 }
 
-static int call_dot(ukt_dot_fn fn, const float *q, int64_t R, const float *k0, const float *k1, float *s0, float *s1)
+static int call_dot(ukt_fn fn, attn_dtype dt, const float *q, int64_t R, const void *k0, const void *k1, float *s0,
+                    float *s1)
 {
     int sig = sigsetjmp(fault_jmp, 1);
     if (sig == 0) {
         fault_armed = 1;
-        fn(q, R, k0, k1, s0, s1);
+        if (dt == ATTN_DTYPE_F32) ((ukt_dot_fn)fn)(q, R, (const float *)k0, (const float *)k1, s0, s1);
+        else ((ukt_dot16_fn)fn)(q, R, (const uint16_t *)k0, (const uint16_t *)k1, s0, s1);
         fault_armed = 0;
     }
     return sig;
@@ -222,11 +290,12 @@ static void check_pads(const char *name, const char *what, const float *out, lon
         if (!is_canary(out[i])) canary_hit(name, what, i, out[i]);
 }
 
-static void check_input(const char *name, const char *what, const float *now, const float *was, size_t n)
+/* n elements of size bytes, bit for bit */
+static void check_input(const char *name, const char *what, const void *now, const void *was, size_t n, size_t size)
 {
     size_t i;
     for (i = 0; i < n; i++)
-        if (memcmp(&now[i], &was[i], sizeof(float)) != 0) {
+        if (memcmp((const char *)now + i * size, (const char *)was + i * size, size) != 0) {
             if (mismatches++ == 0)
                 printf("FAIL %s: changed its input %s at %zu with %s\n", name, what, i, shape);
             return;
@@ -239,6 +308,13 @@ static void fault(const char *name, int sig)
         printf("FAIL %s: signal %d (a read or write outside its buffers) with %s\n", name, sig, shape);
 }
 
+/* a type the testers do not know: a failure, not a guess at the layout */
+static int unknown_dtype(const char *name, attn_dtype dt)
+{
+    printf("FAIL %s: no tester for storage type %d (%s)\n", name, (int)dt, attn_dtype_name(dt));
+    return UKT_FAIL;
+}
+
 /* after a case: 1 when it passed (the first failure is printed already) */
 static int case_done(const char *name)
 {
@@ -247,30 +323,38 @@ static int case_done(const char *name)
     return mismatches == 0;
 }
 
-/* ---- qk: C[m][n] = A[m][d] B[d][n] -------------------------------------- */
+/* ---- qk: C[m][n] = A[m][d] B[d][n], A in dt ----------------------------- */
 
-int ukt_qk(const char *name, ukt_qk_fn fn, int m, int n, int d)
+int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d)
 {
     /* strides: A rows and C rows with room between them, then packed tight */
     static const int extra[2][2] = { { 3, 5 }, { 0, 0 } };
+    const char *tn = attn_dtype_name(dt);
+    size_t es;
     int ok = 1, k;
     cases_run = 0;
+    if (!dtype_known(dt)) return unknown_dtype(name, dt);
+    es = elem_size(dt);
     for (k = 0; k < 2; k++) {
         const int64_t as = d + extra[k][0], cs = n + extra[k][1];
         const size_t na = (size_t)((m - 1) * as + d), nb = (size_t)d * n, nc = (size_t)((m - 1) * cs + n);
         guarded ga, gb;
-        float *a = guarded_alloc(&ga, na), *b = guarded_alloc(&gb, nb), *c = canary_alloc(nc);
-        float *a0, *b0;
+        void *a = guarded_alloc(&ga, na, es), *a0;
+        float *b = guarded_alloc(&gb, nb, sizeof(float)), *c = canary_alloc(nc), *b0;
         int r, col, sig;
         long i;
         reseed((unsigned)k);
-        for (i = 0; i < (long)na; i++) a[i] = (i % as) < d ? rnd() : canary(); /* NaN between rows */
+        for (i = 0; i < (long)na; i++) { /* NaN between rows */
+            if ((i % as) < d) put_rnd(dt, a, (size_t)i);
+            else put_nan(dt, a, (size_t)i);
+        }
         for (i = 0; i < (long)nb; i++) b[i] = rnd();
-        a0 = copy_of(a, na);
-        b0 = copy_of(b, nb);
-        snprintf(shape, sizeof shape, "M = %d, N = %d, D = %d, as = %ld, cs = %ld", m, n, d, (long)as, (long)cs);
+        a0 = copy_of(a, na, es);
+        b0 = copy_of(b, nb, sizeof(float));
+        snprintf(shape, sizeof shape, "M = %d, N = %d, D = %d, A %s, as = %ld, cs = %ld", m, n, d, tn, (long)as,
+                 (long)cs);
         mismatches = 0;
-        sig = call_qk(fn, a, as, b, c, cs);
+        sig = call_qk(fn, dt, a, as, b, c, cs);
         if (sig) fault(name, sig);
         else {
             for (r = 0; r < m; r++)
@@ -278,7 +362,7 @@ int ukt_qk(const char *name, ukt_qk_fn fn, int m, int n, int d)
                     double want = 0.0, bound = 0.0;
                     int dd;
                     for (dd = 0; dd < d; dd++) {
-                        const double t = (double)a[r * as + dd] * (double)b[dd * n + col];
+                        const double t = elem(dt, a, (size_t)(r * as + dd)) * (double)b[dd * n + col];
                         want += t;
                         bound += fabs(t);
                     }
@@ -293,8 +377,8 @@ int ukt_qk(const char *name, ukt_qk_fn fn, int m, int n, int d)
                 for (col = n; col < cs; col++)
                     if (!is_canary(c[r * cs + col])) canary_hit(name, "c", (long)(r * cs + col), c[r * cs + col]);
             check_pads(name, "c", c, (long)nc);
-            check_input(name, "a", a, a0, na);
-            check_input(name, "b", b, b0, nb);
+            check_input(name, "a", a, a0, na, es);
+            check_input(name, "b", b, b0, nb, sizeof(float));
         }
         ok &= case_done(name);
         free(a0);
@@ -303,19 +387,23 @@ int ukt_qk(const char *name, ukt_qk_fn fn, int m, int n, int d)
         guarded_free(&gb);
         canary_free(c);
     }
-    snprintf(shape, sizeof shape, "%dx%d, D = %d: %d cases", m, n, d, cases_run);
+    snprintf(shape, sizeof shape, "%dx%d, A %s, D = %d: %d cases", m, n, tn, d, cases_run);
     return ok ? UKT_PASS : UKT_FAIL;
 }
 
-/* ---- pv: O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv] --------------- */
+/* ---- pv: O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv], V in dt ------ */
 
-int ukt_pv(const char *name, ukt_pv_fn fn, int m, int n, int dv, int dvp)
+int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp)
 {
     /* key ranges: all, a middle part, the last key alone, none */
     static const int range[4][2] = { { 0, KEYS }, { 3, KEYS - 2 }, { KEYS - 1, KEYS }, { 5, 5 } };
     const int64_t vs = dv + 7;
+    const char *tn = attn_dtype_name(dt);
+    size_t es;
     int ok = 1, layout, rg;
     cases_run = 0;
+    if (!dtype_known(dt)) return unknown_dtype(name, dt);
+    es = elem_size(dt);
     if (n != dv) {
         printf("FAIL %s: its name says Dv = %d, its file's DV is %d\n", name, n, dv);
         return UKT_FAIL;
@@ -330,28 +418,31 @@ int ukt_pv(const char *name, ukt_pv_fn fn, int m, int n, int dv, int dvp)
             const size_t np = (size_t)((m - 1) * ps + (KEYS - 1) * pk + 1);
             const size_t nv = vrows > 0 ? (size_t)((vrows - 1) * vs + dv) : 0, no = (size_t)m * dvp;
             guarded gp, gv, ga;
-            float *p = guarded_alloc(&gp, np), *v = guarded_alloc(&gv, nv), *alpha = guarded_alloc(&ga, (size_t)m);
-            float *o = canary_alloc(no), *o0, *p0, *v0, *alpha0;
+            float *p = guarded_alloc(&gp, np, sizeof(float)), *alpha = guarded_alloc(&ga, (size_t)m, sizeof(float));
+            void *v = guarded_alloc(&gv, nv, es), *v0;
+            float *o = canary_alloc(no), *o0, *p0, *alpha0;
             int r, c, j, sig;
             long i;
             reseed((unsigned)(10 + layout * 4 + rg));
             for (r = 0; r < m; r++)
                 for (j = 0; j < KEYS; j++) /* NaN outside the key range */
                     p[r * ps + j * pk] = j >= jlo && j < jhi ? rnd() : canary();
-            for (i = 0; i < (long)nv; i++) {
+            for (i = 0; i < (long)nv; i++) { /* NaN outside the key range and between rows */
                 const long row = i / vs;
-                v[i] = row >= jlo && row < jhi && i % vs < dv ? rnd() : canary();
+                if (row >= jlo && row < jhi && i % vs < dv) put_rnd(dt, v, (size_t)i);
+                else put_nan(dt, v, (size_t)i);
             }
             for (r = 0; r < m; r++) alpha[r] = rnd();
             for (i = 0; i < (long)no; i++) o[i] = rnd(); /* columns dv..dvp too: the kernel scales them */
-            o0 = copy_of(o, no);
-            p0 = copy_of(p, np);
-            v0 = copy_of(v, nv);
-            alpha0 = copy_of(alpha, (size_t)m);
-            snprintf(shape, sizeof shape, "M = %d, Dv = %d, DVP = %d, vs = %ld, P %s (ps = %ld, pk = %ld), keys %d..%d",
-                     m, dv, dvp, (long)vs, layout == 0 ? "row-major" : "key-major", (long)ps, (long)pk, jlo, jhi);
+            o0 = copy_of(o, no, sizeof(float));
+            p0 = copy_of(p, np, sizeof(float));
+            v0 = copy_of(v, nv, es);
+            alpha0 = copy_of(alpha, (size_t)m, sizeof(float));
+            snprintf(shape, sizeof shape,
+                     "M = %d, Dv = %d, DVP = %d, V %s, vs = %ld, P %s (ps = %ld, pk = %ld), keys %d..%d", m, dv, dvp,
+                     tn, (long)vs, layout == 0 ? "row-major" : "key-major", (long)ps, (long)pk, jlo, jhi);
             mismatches = 0;
-            sig = call_pv(fn, p, ps, pk, v, vs, jlo, jhi, o, alpha);
+            sig = call_pv(fn, dt, p, ps, pk, v, vs, jlo, jhi, o, alpha);
             if (sig) fault(name, sig);
             else {
                 for (r = 0; r < m; r++)
@@ -359,7 +450,7 @@ int ukt_pv(const char *name, ukt_pv_fn fn, int m, int n, int dv, int dvp)
                         double want = (double)alpha[r] * (double)o0[r * dvp + c];
                         double bound = fabs(want);
                         for (j = jlo; j < jhi; j++) {
-                            const double t = (double)p[r * ps + j * pk] * (double)v[j * vs + c];
+                            const double t = (double)p[r * ps + j * pk] * elem(dt, v, (size_t)(j * vs + c));
                             want += t;
                             bound += fabs(t);
                         }
@@ -370,9 +461,9 @@ int ukt_pv(const char *name, ukt_pv_fn fn, int m, int n, int dv, int dvp)
                         }
                     }
                 check_pads(name, "o", o, (long)no);
-                check_input(name, "p", p, p0, np);
-                check_input(name, "v", v, v0, nv);
-                check_input(name, "alpha", alpha, alpha0, (size_t)m);
+                check_input(name, "p", p, p0, np, sizeof(float));
+                check_input(name, "v", v, v0, nv, es);
+                check_input(name, "alpha", alpha, alpha0, (size_t)m, sizeof(float));
             }
             ok &= case_done(name);
             free(o0);
@@ -384,16 +475,20 @@ int ukt_pv(const char *name, ukt_pv_fn fn, int m, int n, int dv, int dvp)
             guarded_free(&ga);
             canary_free(o);
         }
-    snprintf(shape, sizeof shape, "%dx%d, DVP = %d, vs = %ld: %d cases", m, n, dvp, (long)vs, cases_run);
+    snprintf(shape, sizeof shape, "%dx%d, V %s, DVP = %d, vs = %ld: %d cases", m, n, tn, dvp, (long)vs, cases_run);
     return ok ? UKT_PASS : UKT_FAIL;
 }
 
-/* ---- dot: s0[r] = q_r . k0, s1[r] = q_r . k1 ---------------------------- */
+/* ---- dot: s0[r] = q_r . k0, s1[r] = q_r . k1, k0 and k1 in dt ----------- */
 
-int ukt_dot(const char *name, ukt_dot_fn fn, int m, int n, int d, int dqs)
+int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int dqs)
 {
+    const char *tn = attn_dtype_name(dt);
+    size_t es;
     int ok = 1, k;
     cases_run = 0;
+    if (!dtype_known(dt)) return unknown_dtype(name, dt);
+    es = elem_size(dt);
     if (n != 2) {
         printf("FAIL %s: no tester for %d keys (the dot kernels take k0, k1)\n", name, n);
         return UKT_FAIL;
@@ -402,27 +497,28 @@ int ukt_dot(const char *name, ukt_dot_fn fn, int m, int n, int d, int dqs)
         const int R = k * m;
         const size_t nq = (size_t)R * dqs;
         guarded gq, gk0, gk1;
-        float *q = guarded_alloc(&gq, nq), *k0 = guarded_alloc(&gk0, (size_t)d), *k1 = guarded_alloc(&gk1, (size_t)d);
-        float *s0 = canary_alloc((size_t)R), *s1 = canary_alloc((size_t)R), *q0, *k00, *k10;
+        float *q = guarded_alloc(&gq, nq, sizeof(float)), *q0;
+        void *k0 = guarded_alloc(&gk0, (size_t)d, es), *k1 = guarded_alloc(&gk1, (size_t)d, es), *k00, *k10;
+        float *s0 = canary_alloc((size_t)R), *s1 = canary_alloc((size_t)R);
         int r, dd, sig;
         long i;
         reseed((unsigned)(20 + k));
         for (i = 0; i < (long)nq; i++) q[i] = i % dqs < d ? rnd() : 0.0f; /* packed rows: zero past D */
-        for (i = 0; i < d; i++) k0[i] = rnd();
-        for (i = 0; i < d; i++) k1[i] = rnd();
-        q0 = copy_of(q, nq);
-        k00 = copy_of(k0, (size_t)d);
-        k10 = copy_of(k1, (size_t)d);
-        snprintf(shape, sizeof shape, "R = %d, D = %d, DQS = %d", R, d, dqs);
+        for (i = 0; i < d; i++) put_rnd(dt, k0, (size_t)i);
+        for (i = 0; i < d; i++) put_rnd(dt, k1, (size_t)i);
+        q0 = copy_of(q, nq, sizeof(float));
+        k00 = copy_of(k0, (size_t)d, es);
+        k10 = copy_of(k1, (size_t)d, es);
+        snprintf(shape, sizeof shape, "R = %d, D = %d, DQS = %d, K %s", R, d, dqs, tn);
         mismatches = 0;
-        sig = call_dot(fn, q, R, k0, k1, s0, s1);
+        sig = call_dot(fn, dt, q, R, k0, k1, s0, s1);
         if (sig) fault(name, sig);
         else {
             for (r = 0; r < R; r++) {
                 double w0 = 0.0, w1 = 0.0, b0 = 0.0, b1 = 0.0;
                 for (dd = 0; dd < d; dd++) {
-                    const double t0 = (double)q[r * dqs + dd] * (double)k0[dd];
-                    const double t1 = (double)q[r * dqs + dd] * (double)k1[dd];
+                    const double t0 = (double)q[r * dqs + dd] * elem(dt, k0, (size_t)dd);
+                    const double t1 = (double)q[r * dqs + dd] * elem(dt, k1, (size_t)dd);
                     w0 += t0;
                     w1 += t1;
                     b0 += fabs(t0);
@@ -441,9 +537,9 @@ int ukt_dot(const char *name, ukt_dot_fn fn, int m, int n, int d, int dqs)
             }
             check_pads(name, "s0", s0, R);
             check_pads(name, "s1", s1, R);
-            check_input(name, "q", q, q0, nq);
-            check_input(name, "k0", k0, k00, (size_t)d);
-            check_input(name, "k1", k1, k10, (size_t)d);
+            check_input(name, "q", q, q0, nq, sizeof(float));
+            check_input(name, "k0", k0, k00, (size_t)d, es);
+            check_input(name, "k1", k1, k10, (size_t)d, es);
         }
         ok &= case_done(name);
         free(q0);
@@ -455,15 +551,17 @@ int ukt_dot(const char *name, ukt_dot_fn fn, int m, int n, int d, int dqs)
         canary_free(s0);
         canary_free(s1);
     }
-    snprintf(shape, sizeof shape, "%dx%d, D = %d, DQS = %d: %d cases", m, n, d, dqs, cases_run);
+    snprintf(shape, sizeof shape, "%dx%d, K %s, D = %d, DQS = %d: %d cases", m, n, tn, d, dqs, cases_run);
     return ok ? UKT_PASS : UKT_FAIL;
 }
 
 /* ---- the run ------------------------------------------------------------ */
 
-static int per_isa[ATTN_ISA_COUNT][3]; /* passed, failed, not run */
+/* passed, failed, not run: per ISA, per storage type */
+static int per_isa[ATTN_ISA_COUNT][3], per_dtype[ATTN_DTYPE_COUNT][3];
 
-void ukt_record(const char *name, attn_isa isa, int status, const char *why, int *passed, int *failed)
+void ukt_record(const char *name, attn_isa isa, attn_dtype dt, int status, const char *why, int *passed,
+                int *failed)
 {
     if (status == UKT_PASS) {
         printf("ok      %s (%s)\n", name, shape);
@@ -475,6 +573,7 @@ void ukt_record(const char *name, attn_isa isa, int status, const char *why, int
         printf("not run %s: %s\n", name, why ? why : "(no reason given)");
     }
     if ((int)isa >= 0 && (int)isa < ATTN_ISA_COUNT && status >= 0 && status <= 2) per_isa[isa][status]++;
+    if ((int)dt >= 0 && (int)dt < ATTN_DTYPE_COUNT && status >= 0 && status <= 2) per_dtype[dt][status]++;
     fflush(stdout);
 }
 
@@ -492,6 +591,12 @@ int main(void)
             printf("%s: %d micro-kernels passed, %d failed, %d not run\n", attn_isa_name((attn_isa)i), n[0], n[1],
                    n[2]);
         not_run += n[2];
+    }
+    for (i = 0; i < ATTN_DTYPE_COUNT; i++) {
+        const int *n = per_dtype[i];
+        if (n[0] + n[1] + n[2] > 0)
+            printf("%s operands: %d micro-kernels passed, %d failed, %d not run\n", attn_dtype_name((attn_dtype)i),
+                   n[0], n[1], n[2]);
     }
     if (not_run > 0) printf("%d micro-kernels not run (see 'not run' above)\n", not_run);
     if (passed + failed == 0) printf("no micro-kernel ran\n");
