@@ -321,14 +321,14 @@ ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline __m512 at
 {
     uint16_t t[16] = {0};
     memcpy(t, p, sizeof(uint16_t) * (size_t)n);
-    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)t));
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(t)));
 }
 
 /* The first n (< 16) lanes of v stored at p as f16. */
 ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline void attn_storen_f16__avx512(uint16_t *p, __m512 v, int n)
 {
     uint16_t t[16];
-    _mm256_storeu_si256((__m256i *)t, _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm256_storeu_si256((__m256i *)(t), _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     memcpy(p, t, sizeof(uint16_t) * (size_t)n);
 }
 
@@ -2628,14 +2628,14 @@ ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline __m256 
 {
     uint16_t t[8] = {0};
     memcpy(t, p, sizeof(uint16_t) * (size_t)n);
-    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)t));
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(t)));
 }
 
 /* The first n (< 8) lanes of v stored at p as f16. */
 ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline void attn_storen_f16__avx2(uint16_t *p, __m256 v, int n)
 {
     uint16_t t[8];
-    _mm_storeu_si128((__m128i *)t, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    _mm_storeu_si128((__m128i *)(t), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     memcpy(p, t, sizeof(uint16_t) * (size_t)n);
 }
 
@@ -4175,7 +4175,7 @@ ATTN_MAYBE_UNUSED static inline float32x4_t attn_iota__neon(void)
 /* The first n (< 4) f16 values at p as f32 lanes, the rest 0. */
 ATTN_MAYBE_UNUSED static inline float32x4_t attn_loadn_f16__neon(const uint16_t *p, int n)
 {
-    uint16_t t[4] = {0, 0, 0, 0};
+    uint16_t t[4] = {0};
     memcpy(t, p, sizeof(uint16_t) * (size_t)n);
     return vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(t)));
 }

@@ -310,14 +310,14 @@ ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline __m512 at
 {
     uint16_t t[16] = {0};
     memcpy(t, p, sizeof(uint16_t) * (size_t)n);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)t)), 16));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(t))), 16));
 }
 
 /* The first n (< 16) lanes of v stored at p as bf16. */
 ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline void attn_storen_bf16__avx512(uint16_t *p, __m512 v, int n)
 {
     uint16_t t[16];
-    _mm256_storeu_si256((__m256i *)t, attn_narrow_bf16__avx512(v));
+    _mm256_storeu_si256((__m256i *)(t), attn_narrow_bf16__avx512(v));
     memcpy(p, t, sizeof(uint16_t) * (size_t)n);
 }
 
@@ -2629,14 +2629,14 @@ ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline __m256 
 {
     uint16_t t[8] = {0};
     memcpy(t, p, sizeof(uint16_t) * (size_t)n);
-    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)t)), 16));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(t))), 16));
 }
 
 /* The first n (< 8) lanes of v stored at p as bf16. */
 ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline void attn_storen_bf16__avx2(uint16_t *p, __m256 v, int n)
 {
     uint16_t t[8];
-    _mm_storeu_si128((__m128i *)t, attn_narrow_bf16__avx2(v));
+    _mm_storeu_si128((__m128i *)(t), attn_narrow_bf16__avx2(v));
     memcpy(p, t, sizeof(uint16_t) * (size_t)n);
 }
 
@@ -4187,7 +4187,7 @@ ATTN_MAYBE_UNUSED static inline uint16x4_t attn_narrow_bf16__neon(float32x4_t v)
 /* The first n (< 4) bf16 values at p as f32 lanes, the rest 0. */
 ATTN_MAYBE_UNUSED static inline float32x4_t attn_loadn_bf16__neon(const uint16_t *p, int n)
 {
-    uint16_t t[4] = {0, 0, 0, 0};
+    uint16_t t[4] = {0};
     memcpy(t, p, sizeof(uint16_t) * (size_t)n);
     return vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(t), 16));
 }

@@ -384,12 +384,16 @@ static int alloc_stored(attn_guard_buf *g, float **wide, attn_dtype dtype, size_
     return *wide != NULL ? 0 : -1;
 }
 
-/* The f32 values in wide (gaps included) narrowed into the stored tensor,
-   and wide replaced by the stored values widened: what the kernel reads. */
+void attn_verify_store(attn_dtype dtype, float *wide, void *stored, size_t n)
+{
+    attn_verify_narrow(dtype, wide, stored, n);
+    attn_verify_widen(dtype, stored, wide, n);
+}
+
+/* The f32 values in wide (gaps included) stored into a guarded tensor. */
 static void store_input(attn_dtype dtype, float *wide, attn_guard_buf *stored, size_t n)
 {
-    attn_verify_narrow(dtype, wide, stored->ptr, n);
-    attn_verify_widen(dtype, stored->ptr, wide, n);
+    attn_verify_store(dtype, wide, stored->ptr, n);
 }
 
 /* Builds the inputs, layouts and args of a case; ATTN_OK or an error. */

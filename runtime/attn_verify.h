@@ -75,6 +75,13 @@ int attn_verify_default_cases(const attn_spec *spec, attn_case *out, int max, in
 void attn_verify_narrow(attn_dtype dtype, const float *src, void *dst, size_t n);
 void attn_verify_widen(attn_dtype dtype, const void *src, float *dst, size_t n);
 
+/*
+ * Stores an input tensor as the kernel will read it: the n f32 values in
+ * wide are narrowed into stored (of type dtype), and wide is replaced by the
+ * stored values widened, which is what the reference must compute on.
+ */
+void attn_verify_store(attn_dtype dtype, float *wide, void *stored, size_t n);
+
 /* "B=2 Lq=17 Lk=113 strided ragged threads=2" */
 void attn_verify_case_string(const attn_case *c, char *buf, size_t buflen);
 

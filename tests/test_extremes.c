@@ -191,12 +191,9 @@ static void problem_free(problem *p)
 static void store_inputs(problem *p)
 {
     const attn_spec *s = p->s;
-    attn_verify_narrow(s->dtype_q, p->q, p->qs, p->nq);
-    attn_verify_widen(s->dtype_q, p->qs, p->q, p->nq);
-    attn_verify_narrow(s->dtype_kv, p->k, p->ks, p->nk);
-    attn_verify_widen(s->dtype_kv, p->ks, p->k, p->nk);
-    attn_verify_narrow(s->dtype_kv, p->v, p->vs, p->nv);
-    attn_verify_widen(s->dtype_kv, p->vs, p->v, p->nv);
+    attn_verify_store(s->dtype_q, p->q, p->qs, p->nq);
+    attn_verify_store(s->dtype_kv, p->k, p->ks, p->nk);
+    attn_verify_store(s->dtype_kv, p->v, p->vs, p->nv);
 }
 
 /* The tolerance of the stored O at reference value ref. */

@@ -107,12 +107,9 @@ typedef struct {
 static void problem_store(problem *p)
 {
     const attn_spec *s = &K->spec;
-    attn_verify_narrow(s->dtype_q, p->q, p->qs, p->nq);
-    attn_verify_widen(s->dtype_q, p->qs, p->q, p->nq);
-    attn_verify_narrow(s->dtype_kv, p->k, p->ks, p->nk);
-    attn_verify_widen(s->dtype_kv, p->ks, p->k, p->nk);
-    attn_verify_narrow(s->dtype_kv, p->v, p->vs, p->nv);
-    attn_verify_widen(s->dtype_kv, p->vs, p->v, p->nv);
+    attn_verify_store(s->dtype_q, p->q, p->qs, p->nq);
+    attn_verify_store(s->dtype_kv, p->k, p->ks, p->nk);
+    attn_verify_store(s->dtype_kv, p->v, p->vs, p->nv);
 }
 
 /* O element i as f32, and element i set to x (narrowed) */

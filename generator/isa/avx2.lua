@@ -68,6 +68,7 @@ end
 -- Narrowing: f16 by vcvtps2ph (round to nearest even, NaN quiet, overflow
 -- to inf), bf16 in integer ops (attn_narrow_bf16__avx2).  Tails go
 -- through an 8-element buffer.
+local tails16 = require("isa.tails16")
 local function ld128(p) return ("_mm_loadu_si128((const __m128i *)(%s))"):format(p) end
 local function st128(p, x) return ("_mm_storeu_si128((__m128i *)(%s), %s)"):format(p, x) end
 local RNE = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC"
@@ -75,22 +76,17 @@ local function widen_bf16(x)
   return ("_mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(%s), 16))"):format(x)
 end
 local function widen_f16(x) return ("_mm256_cvtph_ps(%s)"):format(x) end
-M.storage = {
+local SPELL = {
   bf16 = {
-    load_from = function(p) return widen_bf16(ld128(p)) end,
-    loadn_from = function(p, n) return ("attn_loadn_bf16__avx2(%s, %d)"):format(p, n) end,
-    set1_from = function(x) return M.set1(("attn_widen_bf16__scalar(%s)"):format(x)) end,
-    store_to = function(p, v) return st128(p, ("attn_narrow_bf16__avx2(%s)"):format(v)) end,
-    storen_to = function(p, v, n) return ("attn_storen_bf16__avx2(%s, %s, %d)"):format(p, v, n) end,
+    load = function(p) return widen_bf16(ld128(p)) end,
+    store = function(p, v) return st128(p, ("attn_narrow_bf16__avx2(%s)"):format(v)) end,
   },
   f16 = {
-    load_from = function(p) return widen_f16(ld128(p)) end,
-    loadn_from = function(p, n) return ("attn_loadn_f16__avx2(%s, %d)"):format(p, n) end,
-    set1_from = function(x) return M.set1(("attn_widen_f16__scalar(%s)"):format(x)) end,
-    store_to = function(p, v) return st128(p, ("_mm256_cvtps_ph(%s, %s)"):format(v, RNE)) end,
-    storen_to = function(p, v, n) return ("attn_storen_f16__avx2(%s, %s, %d)"):format(p, v, n) end,
+    load = function(p) return widen_f16(ld128(p)) end,
+    store = function(p, v) return st128(p, ("_mm256_cvtps_ph(%s, %s)"):format(v, RNE)) end,
   },
 }
+M.storage = tails16.storage("avx2", M.set1, SPELL)
 
 local function storage_helpers(dtypes)
   local out = {}
@@ -110,26 +106,7 @@ ATTR static inline __m128i attn_narrow_bf16__avx2(__m256 v)
   end
   for _, dt in ipairs({ "bf16", "f16" }) do
     if dtypes[dt] then
-      local widen = dt == "bf16" and widen_bf16("_mm_loadu_si128((const __m128i *)t)")
-        or widen_f16("_mm_loadu_si128((const __m128i *)t)")
-      local narrow = dt == "bf16" and "attn_narrow_bf16__avx2(v)" or ("_mm256_cvtps_ph(v, %s)"):format(RNE)
-      out[#out + 1] = ([[
-
-/* The first n (< 8) DT values at p as f32 lanes, the rest 0. */
-ATTR static inline __m256 attn_loadn_DT__avx2(const uint16_t *p, int n)
-{
-    uint16_t t[8] = {0};
-    memcpy(t, p, sizeof(uint16_t) * (size_t)n);
-    return WIDEN;
-}
-
-/* The first n (< 8) lanes of v stored at p as DT. */
-ATTR static inline void attn_storen_DT__avx2(uint16_t *p, __m256 v, int n)
-{
-    uint16_t t[8];
-    _mm_storeu_si128((__m128i *)t, NARROW);
-    memcpy(p, t, sizeof(uint16_t) * (size_t)n);
-}]]):gsub("DT", dt):gsub("WIDEN", function() return widen end):gsub("NARROW", function() return narrow end)
+      out[#out + 1] = tails16.tails("avx2", "__m256", 8, dt, SPELL)
     end
   end
   return table.concat(out)

@@ -75,6 +75,7 @@ end
 -- (AVX-512F).  Narrowing: f16 by vcvtps2ph (round to nearest even, NaN
 -- quiet, overflow to inf), bf16 in integer ops (attn_narrow_bf16__avx512).
 -- Tails go through a 16-element buffer (no AVX512BW masked 16-bit moves).
+local tails16 = require("isa.tails16")
 local function ld256(p) return ("_mm256_loadu_si256((const __m256i *)(%s))"):format(p) end
 local function st256(p, x) return ("_mm256_storeu_si256((__m256i *)(%s), %s)"):format(p, x) end
 local RNE = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC"
@@ -82,22 +83,17 @@ local function widen_bf16(x)
   return ("_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(%s), 16))"):format(x)
 end
 local function widen_f16(x) return ("_mm512_cvtph_ps(%s)"):format(x) end
-M.storage = {
+local SPELL = {
   bf16 = {
-    load_from = function(p) return widen_bf16(ld256(p)) end,
-    loadn_from = function(p, n) return ("attn_loadn_bf16__avx512(%s, %d)"):format(p, n) end,
-    set1_from = function(x) return M.set1(("attn_widen_bf16__scalar(%s)"):format(x)) end,
-    store_to = function(p, v) return st256(p, ("attn_narrow_bf16__avx512(%s)"):format(v)) end,
-    storen_to = function(p, v, n) return ("attn_storen_bf16__avx512(%s, %s, %d)"):format(p, v, n) end,
+    load = function(p) return widen_bf16(ld256(p)) end,
+    store = function(p, v) return st256(p, ("attn_narrow_bf16__avx512(%s)"):format(v)) end,
   },
   f16 = {
-    load_from = function(p) return widen_f16(ld256(p)) end,
-    loadn_from = function(p, n) return ("attn_loadn_f16__avx512(%s, %d)"):format(p, n) end,
-    set1_from = function(x) return M.set1(("attn_widen_f16__scalar(%s)"):format(x)) end,
-    store_to = function(p, v) return st256(p, ("_mm512_cvtps_ph(%s, %s)"):format(v, RNE)) end,
-    storen_to = function(p, v, n) return ("attn_storen_f16__avx512(%s, %s, %d)"):format(p, v, n) end,
+    load = function(p) return widen_f16(ld256(p)) end,
+    store = function(p, v) return st256(p, ("_mm512_cvtps_ph(%s, %s)"):format(v, RNE)) end,
   },
 }
+M.storage = tails16.storage("avx512", M.set1, SPELL)
 
 --- C text of the storage-type helpers a file needs (dtypes: a set).
 local function storage_helpers(dtypes)
@@ -118,26 +114,7 @@ ATTR static inline __m256i attn_narrow_bf16__avx512(__m512 v)
   end
   for _, dt in ipairs({ "bf16", "f16" }) do
     if dtypes[dt] then
-      local widen = dt == "bf16" and widen_bf16("_mm256_loadu_si256((const __m256i *)t)")
-        or widen_f16("_mm256_loadu_si256((const __m256i *)t)")
-      local narrow = dt == "bf16" and "attn_narrow_bf16__avx512(v)" or ("_mm512_cvtps_ph(v, %s)"):format(RNE)
-      out[#out + 1] = ([[
-
-/* The first n (< 16) DT values at p as f32 lanes, the rest 0. */
-ATTR static inline __m512 attn_loadn_DT__avx512(const uint16_t *p, int n)
-{
-    uint16_t t[16] = {0};
-    memcpy(t, p, sizeof(uint16_t) * (size_t)n);
-    return WIDEN;
-}
-
-/* The first n (< 16) lanes of v stored at p as DT. */
-ATTR static inline void attn_storen_DT__avx512(uint16_t *p, __m512 v, int n)
-{
-    uint16_t t[16];
-    _mm256_storeu_si256((__m256i *)t, NARROW);
-    memcpy(p, t, sizeof(uint16_t) * (size_t)n);
-}]]):gsub("DT", dt):gsub("WIDEN", function() return widen end):gsub("NARROW", function() return narrow end)
+      out[#out + 1] = tails16.tails("avx512", "__m512", 16, dt, SPELL)
     end
   end
   return table.concat(out)

@@ -58,22 +58,18 @@ M.q4 = {
 -- are one 64-bit load.  bf16 widens by a shift (vshll); f16 by fcvtl
 -- (AArch64 base ISA).  Narrowing: f16 by fcvtn (round to nearest even, NaN
 -- quiet, overflow to inf), bf16 in integer ops (attn_narrow_bf16__neon).
-M.storage = {
+local tails16 = require("isa.tails16")
+local SPELL = {
   bf16 = {
-    load_from = function(p) return ("vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(%s), 16))"):format(p) end,
-    loadn_from = function(p, n) return ("attn_loadn_bf16__neon(%s, %d)"):format(p, n) end,
-    set1_from = function(x) return M.set1(("attn_widen_bf16__scalar(%s)"):format(x)) end,
-    store_to = function(p, v) return ("vst1_u16(%s, attn_narrow_bf16__neon(%s))"):format(p, v) end,
-    storen_to = function(p, v, n) return ("attn_storen_bf16__neon(%s, %s, %d)"):format(p, v, n) end,
+    load = function(p) return ("vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(%s), 16))"):format(p) end,
+    store = function(p, v) return ("vst1_u16(%s, attn_narrow_bf16__neon(%s))"):format(p, v) end,
   },
   f16 = {
-    load_from = function(p) return ("vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(%s)))"):format(p) end,
-    loadn_from = function(p, n) return ("attn_loadn_f16__neon(%s, %d)"):format(p, n) end,
-    set1_from = function(x) return M.set1(("attn_widen_f16__scalar(%s)"):format(x)) end,
-    store_to = function(p, v) return ("vst1_u16(%s, vreinterpret_u16_f16(vcvt_f16_f32(%s)))"):format(p, v) end,
-    storen_to = function(p, v, n) return ("attn_storen_f16__neon(%s, %s, %d)"):format(p, v, n) end,
+    load = function(p) return ("vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(%s)))"):format(p) end,
+    store = function(p, v) return ("vst1_u16(%s, vreinterpret_u16_f16(vcvt_f16_f32(%s)))"):format(p, v) end,
   },
 }
+M.storage = tails16.storage("neon", M.set1, SPELL)
 
 local function storage_helpers(dtypes)
   local out = {}
@@ -92,24 +88,7 @@ ATTR static inline uint16x4_t attn_narrow_bf16__neon(float32x4_t v)
   end
   for _, dt in ipairs({ "bf16", "f16" }) do
     if dtypes[dt] then
-      out[#out + 1] = ([[
-
-/* The first n (< 4) DT values at p as f32 lanes, the rest 0. */
-ATTR static inline float32x4_t attn_loadn_DT__neon(const uint16_t *p, int n)
-{
-    uint16_t t[4] = {0, 0, 0, 0};
-    memcpy(t, p, sizeof(uint16_t) * (size_t)n);
-    return WIDEN;
-}
-
-/* The first n (< 4) lanes of v stored at p as DT. */
-ATTR static inline void attn_storen_DT__neon(uint16_t *p, float32x4_t v, int n)
-{
-    uint16_t t[4];
-    STORE;
-    memcpy(p, t, sizeof(uint16_t) * (size_t)n);
-}]]):gsub("DT", dt):gsub("WIDEN", function() return M.storage[dt].load_from("t") end)
-        :gsub("STORE", function() return M.storage[dt].store_to("t", "v") end)
+      out[#out + 1] = tails16.tails("neon", "float32x4_t", 4, dt, SPELL)
     end
   end
   return table.concat(out)
