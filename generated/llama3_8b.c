@@ -1498,80 +1498,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     }
 }
 
-/* The scores of 4 rows (q: rows 128 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_sqk_4x1_f32__avx512(const float *restrict q, const float *restrict k, int terms,
-        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 4 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 4 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_supd_4x1__avx512(__m128 s, float *restrict m, float *restrict l,
+        float *restrict o, __m128 *pend, int npend)
 {
-    __m512 a0 = _mm512_setzero_ps();
-    __m512 a1 = _mm512_setzero_ps();
-    __m512 a2 = _mm512_setzero_ps();
-    __m512 a3 = _mm512_setzero_ps();
-    __m128 s, mv, lv;
-    {
-        const __m512 x = _mm512_loadu_ps(k + 0);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 0), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 0), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 0), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 0), x, a3);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 16);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 16), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 16), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 16), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 16), x, a3);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 32);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 32), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 32), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 32), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 32), x, a3);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 48);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 48), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 48), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 48), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 48), x, a3);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 64);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 64), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 64), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 64), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 64), x, a3);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 80);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 80), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 80), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 80), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 80), x, a3);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 96);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 96), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 96), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 96), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 96), x, a3);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 112);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 112), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 112), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 112), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 112), x, a3);
-    }
-    s = attn_hsum4q__avx512(a0, a1, a2, a3);
-    if (terms) /* a literal at every call: the branch folds away */
-        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    mv = _mm_loadu_ps(m);
-    lv = _mm_loadu_ps(l);
+    __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
     if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const __m128 mn = _mm_max_ps(mv, s);
@@ -1580,11 +1516,180 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_
         mv = mn;
         _mm_storeu_ps(m, mv);
         attn_llama3_8b_srescale_4x128__avx512(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__avx512(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
     _mm_storeu_ps(l, _mm_add_ps(lv, s));
     return s;
+}
+
+/* The scores of 4 rows (q: rows 128 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_sqk_4x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m128 s;
+    __m512 a0_0 = _mm512_setzero_ps();
+    __m512 a0_1 = _mm512_setzero_ps();
+    __m512 a0_2 = _mm512_setzero_ps();
+    __m512 a0_3 = _mm512_setzero_ps();
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 0);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 0);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 0);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 0);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 0);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 16);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 16);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 16);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 16);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 16);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 32);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 32);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 32);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 32);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 32);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 48);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 48);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 48);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 48);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 48);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 64);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 64);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 64);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 64);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 64);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 80);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 80);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 80);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 80);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 80);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 96);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 96);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 96);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 96);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 96);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 112);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 112);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 112);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 112);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 112);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3);
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    return attn_llama3_8b_supd_4x1__avx512(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -2858,32 +2963,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
     }
 }
 
-/* The scores of 4 rows (q: rows 128 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8b_sqk_4x1_f32__avx2(const float *restrict q, const float *restrict k, int terms,
-        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 4 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 4 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8b_supd_4x1__avx2(__m128 s, float *restrict m, float *restrict l,
+        float *restrict o, __m128 *pend, int npend)
 {
-    __m256 a0 = _mm256_setzero_ps();
-    __m256 a1 = _mm256_setzero_ps();
-    __m256 a2 = _mm256_setzero_ps();
-    __m256 a3 = _mm256_setzero_ps();
-    __m128 s, mv, lv;
-    int64_t c;
-    for (c = 0; c < 128; c += 8) {
-        const __m256 x = _mm256_loadu_ps(k + c);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + c), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + c), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 256 + c), x, a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 384 + c), x, a3);
-    }
-    s = attn_hsum4q__avx2(a0, a1, a2, a3);
-    if (terms) /* a literal at every call: the branch folds away */
-        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    mv = _mm_loadu_ps(m);
-    lv = _mm_loadu_ps(l);
+    __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
     if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const __m128 mn = _mm_max_ps(mv, s);
@@ -2892,11 +2981,48 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8
         mv = mn;
         _mm_storeu_ps(m, mv);
         attn_llama3_8b_srescale_4x128__avx2(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__avx2(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
     _mm_storeu_ps(l, _mm_add_ps(lv, s));
     return s;
+}
+
+/* The scores of 4 rows (q: rows 128 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8b_sqk_4x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m128 s;
+    __m256 a0_0 = _mm256_setzero_ps();
+    __m256 a0_1 = _mm256_setzero_ps();
+    __m256 a0_2 = _mm256_setzero_ps();
+    __m256 a0_3 = _mm256_setzero_ps();
+    int64_t c;
+    for (c = 0; c < 128; c += 8) {
+        const __m256 x0 = _mm256_loadu_ps(k0 + c);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + c);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + c);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 256 + c);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 384 + c);
+            a0_3 = _mm256_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3);
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    return attn_llama3_8b_supd_4x1__avx2(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -4535,32 +4661,16 @@ ATTN_NOINLINE static void attn_llama3_8b_srescale_4x128__neon(float *restrict o,
     }
 }
 
-/* The scores of 4 rows (q: rows 128 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_llama3_8b_sqk_4x1_f32__neon(const float *restrict q, const float *restrict k, int terms,
-        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 4 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 4 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+static ATTN_INLINE float32x4_t attn_llama3_8b_supd_4x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+        float *restrict o, float32x4_t *pend, int npend)
 {
-    float32x4_t a0 = vdupq_n_f32(0.0f);
-    float32x4_t a1 = vdupq_n_f32(0.0f);
-    float32x4_t a2 = vdupq_n_f32(0.0f);
-    float32x4_t a3 = vdupq_n_f32(0.0f);
-    float32x4_t s, mv, lv;
-    int64_t c;
-    for (c = 0; c < 128; c += 4) {
-        const float32x4_t x = vld1q_f32(k + c);
-        a0 = vfmaq_f32(a0, vld1q_f32(q + 0 + c), x);
-        a1 = vfmaq_f32(a1, vld1q_f32(q + 128 + c), x);
-        a2 = vfmaq_f32(a2, vld1q_f32(q + 256 + c), x);
-        a3 = vfmaq_f32(a3, vld1q_f32(q + 384 + c), x);
-    }
-    s = vpaddq_f32(vpaddq_f32(a0, a1), vpaddq_f32(a2, a3));
-    if (terms) /* a literal at every call: the branch folds away */
-        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    mv = vld1q_f32(m);
-    lv = vld1q_f32(l);
+    float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
     if ((vmaxvq_u32(vcgtq_f32(s, vaddq_f32(mv, vdupq_n_f32(8.0f)))) != 0)) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const float32x4_t mn = vmaxq_f32(mv, s);
@@ -4569,11 +4679,48 @@ static ATTN_INLINE float32x4_t attn_llama3_8b_sqk_4x1_f32__neon(const float *res
         mv = mn;
         vst1q_f32(m, mv);
         attn_llama3_8b_srescale_4x128__neon(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__neon(vsubq_f32(s, vbslq_f32(vcltq_f32(mv, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mv)));
     vst1q_f32(l, vaddq_f32(lv, s));
     return s;
+}
+
+/* The scores of 4 rows (q: rows 128 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+static ATTN_INLINE float32x4_t attn_llama3_8b_sqk_4x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    float32x4_t s;
+    float32x4_t a0_0 = vdupq_n_f32(0.0f);
+    float32x4_t a0_1 = vdupq_n_f32(0.0f);
+    float32x4_t a0_2 = vdupq_n_f32(0.0f);
+    float32x4_t a0_3 = vdupq_n_f32(0.0f);
+    int64_t c;
+    for (c = 0; c < 128; c += 4) {
+        const float32x4_t x0 = vld1q_f32(k0 + c);
+        {
+            const float32x4_t vq = vld1q_f32(q + 0 + c);
+            a0_0 = vfmaq_f32(a0_0, vq, x0);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 128 + c);
+            a0_1 = vfmaq_f32(a0_1, vq, x0);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 256 + c);
+            a0_2 = vfmaq_f32(a0_2, vq, x0);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 384 + c);
+            a0_3 = vfmaq_f32(a0_3, vq, x0);
+        }
+    }
+    s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(a0_2, a0_3));
+    if (terms) /* a literal at every call: the branch folds away */
+        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
+    return attn_llama3_8b_supd_4x1__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */

@@ -1909,84 +1909,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     }
 }
 
-/* The scores of 4 rows (q: rows 128 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(const float *restrict q, const uint16_t *restrict k, int terms,
-        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 4 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 4 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_mistral_7b_bf16_supd_4x1__avx512(__m128 s, float *restrict m, float *restrict l,
+        float *restrict o, __m128 *pend, int npend)
 {
-    __m512 a0 = _mm512_setzero_ps(), b0 = _mm512_setzero_ps();
-    __m512 a1 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
-    __m512 a2 = _mm512_setzero_ps(), b2 = _mm512_setzero_ps();
-    __m512 a3 = _mm512_setzero_ps(), b3 = _mm512_setzero_ps();
-    __m128 s, mv, lv;
-    {
-        const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 0))), 16));
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 0), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 0), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 0), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 0), x, a3);
-    }
-    {
-        const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 16))), 16));
-        b0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 16), x, b0);
-        b1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 16), x, b1);
-        b2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 16), x, b2);
-        b3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 16), x, b3);
-    }
-    {
-        const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 32))), 16));
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 32), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 32), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 32), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 32), x, a3);
-    }
-    {
-        const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 48))), 16));
-        b0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 48), x, b0);
-        b1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 48), x, b1);
-        b2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 48), x, b2);
-        b3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 48), x, b3);
-    }
-    {
-        const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 64))), 16));
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 64), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 64), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 64), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 64), x, a3);
-    }
-    {
-        const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 80))), 16));
-        b0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 80), x, b0);
-        b1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 80), x, b1);
-        b2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 80), x, b2);
-        b3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 80), x, b3);
-    }
-    {
-        const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 96))), 16));
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 96), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 96), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 96), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 96), x, a3);
-    }
-    {
-        const __m512 x = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k + 112))), 16));
-        b0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 112), x, b0);
-        b1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 112), x, b1);
-        b2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 256 + 112), x, b2);
-        b3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 384 + 112), x, b3);
-    }
-    a0 = _mm512_add_ps(a0, b0);
-    a1 = _mm512_add_ps(a1, b1);
-    a2 = _mm512_add_ps(a2, b2);
-    a3 = _mm512_add_ps(a3, b3);
-    s = attn_hsum4q__avx512(a0, a1, a2, a3);
-    if (terms) /* a literal at every call: the branch folds away */
-        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    mv = _mm_loadu_ps(m);
-    lv = _mm_loadu_ps(l);
+    __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
     if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const __m128 mn = _mm_max_ps(mv, s);
@@ -1995,11 +1927,400 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_mistral_7b
         mv = mn;
         _mm_storeu_ps(m, mv);
         attn_mistral_7b_bf16_srescale_4x128__avx512(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__avx512(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
     _mm_storeu_ps(l, _mm_add_ps(lv, s));
     return s;
+}
+
+/* The scores of 4 rows (q: rows 128 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(const float *restrict q, const uint16_t *restrict k0, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m128 s;
+    __m512 a0_0 = _mm512_setzero_ps(), b0_0 = _mm512_setzero_ps();
+    __m512 a0_1 = _mm512_setzero_ps(), b0_1 = _mm512_setzero_ps();
+    __m512 a0_2 = _mm512_setzero_ps(), b0_2 = _mm512_setzero_ps();
+    __m512 a0_3 = _mm512_setzero_ps(), b0_3 = _mm512_setzero_ps();
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 0))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 0);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 0);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 0);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 0);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 16))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 16);
+            b0_0 = _mm512_fmadd_ps(vq, x0, b0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 16);
+            b0_1 = _mm512_fmadd_ps(vq, x0, b0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 16);
+            b0_2 = _mm512_fmadd_ps(vq, x0, b0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 16);
+            b0_3 = _mm512_fmadd_ps(vq, x0, b0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 32))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 32);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 32);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 32);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 32);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 48))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 48);
+            b0_0 = _mm512_fmadd_ps(vq, x0, b0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 48);
+            b0_1 = _mm512_fmadd_ps(vq, x0, b0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 48);
+            b0_2 = _mm512_fmadd_ps(vq, x0, b0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 48);
+            b0_3 = _mm512_fmadd_ps(vq, x0, b0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 64))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 64);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 64);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 64);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 64);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 80))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 80);
+            b0_0 = _mm512_fmadd_ps(vq, x0, b0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 80);
+            b0_1 = _mm512_fmadd_ps(vq, x0, b0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 80);
+            b0_2 = _mm512_fmadd_ps(vq, x0, b0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 80);
+            b0_3 = _mm512_fmadd_ps(vq, x0, b0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 96))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 96);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 96);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 96);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 96);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 112))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 112);
+            b0_0 = _mm512_fmadd_ps(vq, x0, b0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 112);
+            b0_1 = _mm512_fmadd_ps(vq, x0, b0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 112);
+            b0_2 = _mm512_fmadd_ps(vq, x0, b0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 112);
+            b0_3 = _mm512_fmadd_ps(vq, x0, b0_3);
+        }
+    }
+    a0_0 = _mm512_add_ps(a0_0, b0_0);
+    a0_1 = _mm512_add_ps(a0_1, b0_1);
+    a0_2 = _mm512_add_ps(a0_2, b0_2);
+    a0_3 = _mm512_add_ps(a0_3, b0_3);
+    s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3);
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    return attn_mistral_7b_bf16_supd_4x1__avx512(s, m, l, o, NULL, 0);
+}
+
+/* The weights w[0..2) of 4 rows at 2 keys, k0 first (no terms): one pass over Q
+ * for the 2 dot products, then the softmax step of each key in order; a later key
+ * that moves the max rescales the weights before it with O. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(const float *restrict q, const uint16_t *restrict k0, const uint16_t *restrict k1,
+        float *restrict m, float *restrict l, float *restrict o, __m128 *w)
+{
+    __m512 a0_0 = _mm512_setzero_ps();
+    __m512 a0_1 = _mm512_setzero_ps();
+    __m512 a0_2 = _mm512_setzero_ps();
+    __m512 a0_3 = _mm512_setzero_ps();
+    __m512 a1_0 = _mm512_setzero_ps();
+    __m512 a1_1 = _mm512_setzero_ps();
+    __m512 a1_2 = _mm512_setzero_ps();
+    __m512 a1_3 = _mm512_setzero_ps();
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 0))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k1 + 0))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 0);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 0);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 0);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 0);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 16))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k1 + 16))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 16);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 16);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 16);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 16);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 32))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k1 + 32))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 32);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 32);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 32);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 32);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 48))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k1 + 48))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 48);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 48);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 48);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 48);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 64))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k1 + 64))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 64);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 64);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 64);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 64);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 80))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k1 + 80))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 80);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 80);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 80);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 80);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 96))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k1 + 96))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 96);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 96);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 96);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 96);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + 112))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k1 + 112))), 16));
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 112);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 112);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 256 + 112);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 384 + 112);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        __m128 s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3);
+        w[0] = attn_mistral_7b_bf16_supd_4x1__avx512(s, m, l, o, w, 0);
+    }
+    {
+        __m128 s = attn_hsum4q__avx512(a1_0, a1_1, a1_2, a1_3);
+        w[1] = attn_mistral_7b_bf16_supd_4x1__avx512(s, m, l, o, w, 1);
+    }
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -2065,6 +2386,85 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_mistral_7b_b
         _mm512_storeu_ps(o + 128 + 112, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 112)));
         _mm512_storeu_ps(o + 256 + 112, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 112)));
         _mm512_storeu_ps(o + 384 + 112, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 112)));
+    }
+}
+
+/* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_mistral_7b_bf16_spvk_4x2_bf16__avx512(const __m128 *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
+{
+    const __m512 s0 = _mm512_broadcast_f32x4(w[0]);
+    const __m512 s1 = _mm512_broadcast_f32x4(w[1]);
+    const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
+    const __m512 p0_1 = _mm512_permute_ps(s0, 0x55);
+    const __m512 p0_2 = _mm512_permute_ps(s0, 0xAA);
+    const __m512 p0_3 = _mm512_permute_ps(s0, 0xFF);
+    const __m512 p1_0 = _mm512_permute_ps(s1, 0x00);
+    const __m512 p1_1 = _mm512_permute_ps(s1, 0x55);
+    const __m512 p1_2 = _mm512_permute_ps(s1, 0xAA);
+    const __m512 p1_3 = _mm512_permute_ps(s1, 0xFF);
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v0 + 0))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v1 + 0))), 16));
+        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 0))));
+        _mm512_storeu_ps(o + 128 + 0, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 0))));
+        _mm512_storeu_ps(o + 256 + 0, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 0))));
+        _mm512_storeu_ps(o + 384 + 0, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 0))));
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v0 + 16))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v1 + 16))), 16));
+        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 16))));
+        _mm512_storeu_ps(o + 128 + 16, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 16))));
+        _mm512_storeu_ps(o + 256 + 16, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 16))));
+        _mm512_storeu_ps(o + 384 + 16, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 16))));
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v0 + 32))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v1 + 32))), 16));
+        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 32))));
+        _mm512_storeu_ps(o + 128 + 32, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 32))));
+        _mm512_storeu_ps(o + 256 + 32, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 32))));
+        _mm512_storeu_ps(o + 384 + 32, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 32))));
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v0 + 48))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v1 + 48))), 16));
+        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 48))));
+        _mm512_storeu_ps(o + 128 + 48, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 48))));
+        _mm512_storeu_ps(o + 256 + 48, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 48))));
+        _mm512_storeu_ps(o + 384 + 48, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 48))));
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v0 + 64))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v1 + 64))), 16));
+        _mm512_storeu_ps(o + 0 + 64, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 64))));
+        _mm512_storeu_ps(o + 128 + 64, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 64))));
+        _mm512_storeu_ps(o + 256 + 64, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 64))));
+        _mm512_storeu_ps(o + 384 + 64, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 64))));
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v0 + 80))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v1 + 80))), 16));
+        _mm512_storeu_ps(o + 0 + 80, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 80))));
+        _mm512_storeu_ps(o + 128 + 80, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 80))));
+        _mm512_storeu_ps(o + 256 + 80, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 80))));
+        _mm512_storeu_ps(o + 384 + 80, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 80))));
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v0 + 96))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v1 + 96))), 16));
+        _mm512_storeu_ps(o + 0 + 96, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 96))));
+        _mm512_storeu_ps(o + 128 + 96, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 96))));
+        _mm512_storeu_ps(o + 256 + 96, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 96))));
+        _mm512_storeu_ps(o + 384 + 96, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 96))));
+    }
+    {
+        const __m512 x0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v0 + 112))), 16));
+        const __m512 x1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(v1 + 112))), 16));
+        _mm512_storeu_ps(o + 0 + 112, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 112))));
+        _mm512_storeu_ps(o + 128 + 112, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 112))));
+        _mm512_storeu_ps(o + 256 + 112, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 112))));
+        _mm512_storeu_ps(o + 384 + 112, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 112))));
     }
 }
 
@@ -2245,23 +2645,42 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (0) * 512, attn_mistral_7b_bf16_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 512);
-            for (j = j_begin; j < j_end; j++) {
+            /* 2 keys a step, so that one pass over Q scores them and one over O adds
+               their V rows; one step ahead: the next head's weights while this head's
+               P*V runs (never the same head's: its max may move, and w with it) */
+            __m128 wt[2], wn[2];
+            int64_t jp;
+            memset(wt, 0, sizeof wt);
+            memset(wn, 0, sizeof wn);
+            (void)p;
+            (void)pn;
+            if (j_end - j_begin >= 2)
+                attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (0) * 512, attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 1),
+                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
+            for (jp = j_begin; jp + 1 < j_end; jp += 2)
                 for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
-                    pn = jn < j_end ? attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 512) : p;
-                    attn_mistral_7b_bf16_spv_4x128_bf16__avx512(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
-                    if (j + STREAM_PREFETCH < j_end) {
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
+                    if (jn + 1 < j_end)
+                        attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+                    attn_mistral_7b_bf16_spvk_4x2_bf16__avx512(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                    j = jp;
+                    if (j + STREAM_PREFETCH + 0 < j_end) {
+                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
                     }
-                    p = pn;
+                    if (j + STREAM_PREFETCH + 1 < j_end) {
+                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                    }
+                    memcpy(wt, wn, sizeof wt);
                 }
-            }
+            for (j = jp; j < j_end; j++) /* the last keys, one at a time */
+                for (hk = 0; hk < HKV; hk++) {
+                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 512);
+                    attn_mistral_7b_bf16_spv_4x128_bf16__avx512(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = 0; hk < HKV; hk++)
                 for (j = j_begin; j < j_end; j++) {
@@ -3571,32 +3990,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
     }
 }
 
-/* The scores of 4 rows (q: rows 128 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(const float *restrict q, const uint16_t *restrict k, int terms,
-        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 4 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 4 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_mistral_7b_bf16_supd_4x1__avx2(__m128 s, float *restrict m, float *restrict l,
+        float *restrict o, __m128 *pend, int npend)
 {
-    __m256 a0 = _mm256_setzero_ps();
-    __m256 a1 = _mm256_setzero_ps();
-    __m256 a2 = _mm256_setzero_ps();
-    __m256 a3 = _mm256_setzero_ps();
-    __m128 s, mv, lv;
-    int64_t c;
-    for (c = 0; c < 128; c += 8) {
-        const __m256 x = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k + c))), 16));
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + c), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + c), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 256 + c), x, a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 384 + c), x, a3);
-    }
-    s = attn_hsum4q__avx2(a0, a1, a2, a3);
-    if (terms) /* a literal at every call: the branch folds away */
-        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    mv = _mm_loadu_ps(m);
-    lv = _mm_loadu_ps(l);
+    __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
     if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const __m128 mn = _mm_max_ps(mv, s);
@@ -3605,11 +4008,97 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_mistral_
         mv = mn;
         _mm_storeu_ps(m, mv);
         attn_mistral_7b_bf16_srescale_4x128__avx2(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__avx2(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
     _mm_storeu_ps(l, _mm_add_ps(lv, s));
     return s;
+}
+
+/* The scores of 4 rows (q: rows 128 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(const float *restrict q, const uint16_t *restrict k0, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m128 s;
+    __m256 a0_0 = _mm256_setzero_ps();
+    __m256 a0_1 = _mm256_setzero_ps();
+    __m256 a0_2 = _mm256_setzero_ps();
+    __m256 a0_3 = _mm256_setzero_ps();
+    int64_t c;
+    for (c = 0; c < 128; c += 8) {
+        const __m256 x0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k0 + c))), 16));
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + c);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + c);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 256 + c);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 384 + c);
+            a0_3 = _mm256_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3);
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    return attn_mistral_7b_bf16_supd_4x1__avx2(s, m, l, o, NULL, 0);
+}
+
+/* The weights w[0..2) of 4 rows at 2 keys, k0 first (no terms): one pass over Q
+ * for the 2 dot products, then the softmax step of each key in order; a later key
+ * that moves the max rescales the weights before it with O. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(const float *restrict q, const uint16_t *restrict k0, const uint16_t *restrict k1,
+        float *restrict m, float *restrict l, float *restrict o, __m128 *w)
+{
+    __m256 a0_0 = _mm256_setzero_ps();
+    __m256 a0_1 = _mm256_setzero_ps();
+    __m256 a0_2 = _mm256_setzero_ps();
+    __m256 a0_3 = _mm256_setzero_ps();
+    __m256 a1_0 = _mm256_setzero_ps();
+    __m256 a1_1 = _mm256_setzero_ps();
+    __m256 a1_2 = _mm256_setzero_ps();
+    __m256 a1_3 = _mm256_setzero_ps();
+    int64_t c;
+    for (c = 0; c < 128; c += 8) {
+        const __m256 x0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k0 + c))), 16));
+        const __m256 x1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k1 + c))), 16));
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + c);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm256_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + c);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm256_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 256 + c);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm256_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 384 + c);
+            a0_3 = _mm256_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm256_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        __m128 s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3);
+        w[0] = attn_mistral_7b_bf16_supd_4x1__avx2(s, m, l, o, w, 0);
+    }
+    {
+        __m128 s = attn_hsum4q__avx2(a1_0, a1_1, a1_2, a1_3);
+        w[1] = attn_mistral_7b_bf16_supd_4x1__avx2(s, m, l, o, w, 1);
+    }
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -3627,6 +4116,30 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_mistral_7b
         _mm256_storeu_ps(o + 128 + c, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 128 + c)));
         _mm256_storeu_ps(o + 256 + c, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 256 + c)));
         _mm256_storeu_ps(o + 384 + c, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 384 + c)));
+    }
+}
+
+/* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_mistral_7b_bf16_spvk_4x2_bf16__avx2(const __m128 *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
+{
+    const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[0]), w[0], 1);
+    const __m256 s1 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[1]), w[1], 1);
+    const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
+    const __m256 p0_1 = _mm256_permute_ps(s0, 0x55);
+    const __m256 p0_2 = _mm256_permute_ps(s0, 0xAA);
+    const __m256 p0_3 = _mm256_permute_ps(s0, 0xFF);
+    const __m256 p1_0 = _mm256_permute_ps(s1, 0x00);
+    const __m256 p1_1 = _mm256_permute_ps(s1, 0x55);
+    const __m256 p1_2 = _mm256_permute_ps(s1, 0xAA);
+    const __m256 p1_3 = _mm256_permute_ps(s1, 0xFF);
+    int64_t c;
+    for (c = 0; c < 128; c += 8) {
+        const __m256 x0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(v0 + c))), 16));
+        const __m256 x1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(v1 + c))), 16));
+        _mm256_storeu_ps(o + 0 + c, _mm256_fmadd_ps(p1_0, x1, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + c))));
+        _mm256_storeu_ps(o + 128 + c, _mm256_fmadd_ps(p1_1, x1, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 128 + c))));
+        _mm256_storeu_ps(o + 256 + c, _mm256_fmadd_ps(p1_2, x1, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 256 + c))));
+        _mm256_storeu_ps(o + 384 + c, _mm256_fmadd_ps(p1_3, x1, _mm256_fmadd_ps(p0_3, x0, _mm256_loadu_ps(o + 384 + c))));
     }
 }
 
@@ -3797,23 +4310,42 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (0) * 512, attn_mistral_7b_bf16_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 512);
-            for (j = j_begin; j < j_end; j++) {
+            /* 2 keys a step, so that one pass over Q scores them and one over O adds
+               their V rows; one step ahead: the next head's weights while this head's
+               P*V runs (never the same head's: its max may move, and w with it) */
+            __m128 wt[2], wn[2];
+            int64_t jp;
+            memset(wt, 0, sizeof wt);
+            memset(wn, 0, sizeof wn);
+            (void)p;
+            (void)pn;
+            if (j_end - j_begin >= 2)
+                attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (0) * 512, attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 1),
+                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
+            for (jp = j_begin; jp + 1 < j_end; jp += 2)
                 for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
-                    pn = jn < j_end ? attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 512) : p;
-                    attn_mistral_7b_bf16_spv_4x128_bf16__avx2(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
-                    if (j + STREAM_PREFETCH < j_end) {
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
+                    if (jn + 1 < j_end)
+                        attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+                    attn_mistral_7b_bf16_spvk_4x2_bf16__avx2(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                    j = jp;
+                    if (j + STREAM_PREFETCH + 0 < j_end) {
+                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
                     }
-                    p = pn;
+                    if (j + STREAM_PREFETCH + 1 < j_end) {
+                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                    }
+                    memcpy(wt, wn, sizeof wt);
                 }
-            }
+            for (j = jp; j < j_end; j++) /* the last keys, one at a time */
+                for (hk = 0; hk < HKV; hk++) {
+                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 512);
+                    attn_mistral_7b_bf16_spv_4x128_bf16__avx2(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = 0; hk < HKV; hk++)
                 for (j = j_begin; j < j_end; j++) {
@@ -5736,32 +6268,16 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_srescale_4x128__neon(float *restr
     }
 }
 
-/* The scores of 4 rows (q: rows 128 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_mistral_7b_bf16_sqk_4x1_bf16__neon(const float *restrict q, const uint16_t *restrict k, int terms,
-        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 4 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 4 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+static ATTN_INLINE float32x4_t attn_mistral_7b_bf16_supd_4x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+        float *restrict o, float32x4_t *pend, int npend)
 {
-    float32x4_t a0 = vdupq_n_f32(0.0f);
-    float32x4_t a1 = vdupq_n_f32(0.0f);
-    float32x4_t a2 = vdupq_n_f32(0.0f);
-    float32x4_t a3 = vdupq_n_f32(0.0f);
-    float32x4_t s, mv, lv;
-    int64_t c;
-    for (c = 0; c < 128; c += 4) {
-        const float32x4_t x = vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k + c), 16));
-        a0 = vfmaq_f32(a0, vld1q_f32(q + 0 + c), x);
-        a1 = vfmaq_f32(a1, vld1q_f32(q + 128 + c), x);
-        a2 = vfmaq_f32(a2, vld1q_f32(q + 256 + c), x);
-        a3 = vfmaq_f32(a3, vld1q_f32(q + 384 + c), x);
-    }
-    s = vpaddq_f32(vpaddq_f32(a0, a1), vpaddq_f32(a2, a3));
-    if (terms) /* a literal at every call: the branch folds away */
-        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    mv = vld1q_f32(m);
-    lv = vld1q_f32(l);
+    float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
     if ((vmaxvq_u32(vcgtq_f32(s, vaddq_f32(mv, vdupq_n_f32(8.0f)))) != 0)) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const float32x4_t mn = vmaxq_f32(mv, s);
@@ -5770,11 +6286,97 @@ static ATTN_INLINE float32x4_t attn_mistral_7b_bf16_sqk_4x1_bf16__neon(const flo
         mv = mn;
         vst1q_f32(m, mv);
         attn_mistral_7b_bf16_srescale_4x128__neon(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__neon(vsubq_f32(s, vbslq_f32(vcltq_f32(mv, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mv)));
     vst1q_f32(l, vaddq_f32(lv, s));
     return s;
+}
+
+/* The scores of 4 rows (q: rows 128 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+static ATTN_INLINE float32x4_t attn_mistral_7b_bf16_sqk_4x1_bf16__neon(const float *restrict q, const uint16_t *restrict k0, int terms,
+        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    float32x4_t s;
+    float32x4_t a0_0 = vdupq_n_f32(0.0f);
+    float32x4_t a0_1 = vdupq_n_f32(0.0f);
+    float32x4_t a0_2 = vdupq_n_f32(0.0f);
+    float32x4_t a0_3 = vdupq_n_f32(0.0f);
+    int64_t c;
+    for (c = 0; c < 128; c += 4) {
+        const float32x4_t x0 = vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k0 + c), 16));
+        {
+            const float32x4_t vq = vld1q_f32(q + 0 + c);
+            a0_0 = vfmaq_f32(a0_0, vq, x0);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 128 + c);
+            a0_1 = vfmaq_f32(a0_1, vq, x0);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 256 + c);
+            a0_2 = vfmaq_f32(a0_2, vq, x0);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 384 + c);
+            a0_3 = vfmaq_f32(a0_3, vq, x0);
+        }
+    }
+    s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(a0_2, a0_3));
+    if (terms) /* a literal at every call: the branch folds away */
+        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
+    return attn_mistral_7b_bf16_supd_4x1__neon(s, m, l, o, NULL, 0);
+}
+
+/* The weights w[0..2) of 4 rows at 2 keys, k0 first (no terms): one pass over Q
+ * for the 2 dot products, then the softmax step of each key in order; a later key
+ * that moves the max rescales the weights before it with O. */
+static ATTN_INLINE void attn_mistral_7b_bf16_sqk_4x2_bf16__neon(const float *restrict q, const uint16_t *restrict k0, const uint16_t *restrict k1,
+        float *restrict m, float *restrict l, float *restrict o, float32x4_t *w)
+{
+    float32x4_t a0_0 = vdupq_n_f32(0.0f);
+    float32x4_t a0_1 = vdupq_n_f32(0.0f);
+    float32x4_t a0_2 = vdupq_n_f32(0.0f);
+    float32x4_t a0_3 = vdupq_n_f32(0.0f);
+    float32x4_t a1_0 = vdupq_n_f32(0.0f);
+    float32x4_t a1_1 = vdupq_n_f32(0.0f);
+    float32x4_t a1_2 = vdupq_n_f32(0.0f);
+    float32x4_t a1_3 = vdupq_n_f32(0.0f);
+    int64_t c;
+    for (c = 0; c < 128; c += 4) {
+        const float32x4_t x0 = vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k0 + c), 16));
+        const float32x4_t x1 = vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k1 + c), 16));
+        {
+            const float32x4_t vq = vld1q_f32(q + 0 + c);
+            a0_0 = vfmaq_f32(a0_0, vq, x0);
+            a1_0 = vfmaq_f32(a1_0, vq, x1);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 128 + c);
+            a0_1 = vfmaq_f32(a0_1, vq, x0);
+            a1_1 = vfmaq_f32(a1_1, vq, x1);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 256 + c);
+            a0_2 = vfmaq_f32(a0_2, vq, x0);
+            a1_2 = vfmaq_f32(a1_2, vq, x1);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 384 + c);
+            a0_3 = vfmaq_f32(a0_3, vq, x0);
+            a1_3 = vfmaq_f32(a1_3, vq, x1);
+        }
+    }
+    {
+        float32x4_t s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(a0_2, a0_3));
+        w[0] = attn_mistral_7b_bf16_supd_4x1__neon(s, m, l, o, w, 0);
+    }
+    {
+        float32x4_t s = vpaddq_f32(vpaddq_f32(a1_0, a1_1), vpaddq_f32(a1_2, a1_3));
+        w[1] = attn_mistral_7b_bf16_supd_4x1__neon(s, m, l, o, w, 1);
+    }
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -5792,6 +6394,30 @@ static ATTN_INLINE void attn_mistral_7b_bf16_spv_4x128_bf16__neon(float32x4_t p,
         vst1q_f32(o + 128 + c, vfmaq_f32(vld1q_f32(o + 128 + c), p1, x));
         vst1q_f32(o + 256 + c, vfmaq_f32(vld1q_f32(o + 256 + c), p2, x));
         vst1q_f32(o + 384 + c, vfmaq_f32(vld1q_f32(o + 384 + c), p3, x));
+    }
+}
+
+/* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
+static ATTN_INLINE void attn_mistral_7b_bf16_spvk_4x2_bf16__neon(const float32x4_t *w, const uint16_t *restrict v0, const uint16_t *restrict v1, float *restrict o)
+{
+    const float32x4_t s0 = w[0];
+    const float32x4_t s1 = w[1];
+    const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
+    const float32x4_t p0_1 = vdupq_laneq_f32(s0, 1);
+    const float32x4_t p0_2 = vdupq_laneq_f32(s0, 2);
+    const float32x4_t p0_3 = vdupq_laneq_f32(s0, 3);
+    const float32x4_t p1_0 = vdupq_laneq_f32(s1, 0);
+    const float32x4_t p1_1 = vdupq_laneq_f32(s1, 1);
+    const float32x4_t p1_2 = vdupq_laneq_f32(s1, 2);
+    const float32x4_t p1_3 = vdupq_laneq_f32(s1, 3);
+    int64_t c;
+    for (c = 0; c < 128; c += 4) {
+        const float32x4_t x0 = vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(v0 + c), 16));
+        const float32x4_t x1 = vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(v1 + c), 16));
+        vst1q_f32(o + 0 + c, vfmaq_f32(vfmaq_f32(vld1q_f32(o + 0 + c), p0_0, x0), p1_0, x1));
+        vst1q_f32(o + 128 + c, vfmaq_f32(vfmaq_f32(vld1q_f32(o + 128 + c), p0_1, x0), p1_1, x1));
+        vst1q_f32(o + 256 + c, vfmaq_f32(vfmaq_f32(vld1q_f32(o + 256 + c), p0_2, x0), p1_2, x1));
+        vst1q_f32(o + 384 + c, vfmaq_f32(vfmaq_f32(vld1q_f32(o + 384 + c), p0_3, x0), p1_3, x1));
     }
 }
 
@@ -5972,23 +6598,42 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         float32x4_t p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
-            /* one step ahead: the next head's scores while this head's P*V runs
-               (never the same head's: its max may move, and p with it) */
-            p = attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (0) * 512, attn_mistral_7b_bf16_k_row(&kv, 0, j_begin), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (0) * 4,
-                    w->sl + (0) * 4, w->so + (0) * 512);
-            for (j = j_begin; j < j_end; j++) {
+            /* 2 keys a step, so that one pass over Q scores them and one over O adds
+               their V rows; one step ahead: the next head's weights while this head's
+               P*V runs (never the same head's: its max may move, and w with it) */
+            float32x4_t wt[2], wn[2];
+            int64_t jp;
+            memset(wt, 0, sizeof wt);
+            memset(wn, 0, sizeof wn);
+            (void)p;
+            (void)pn;
+            if (j_end - j_begin >= 2)
+                attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (0) * 512, attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 1),
+                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
+            for (jp = j_begin; jp + 1 < j_end; jp += 2)
                 for (hk = 0; hk < HKV; hk++) {
-                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? j : j + 1;
-                    pn = jn < j_end ? attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hn) * 4,
-                    w->sl + (hn) * 4, w->so + (hn) * 512) : p;
-                    attn_mistral_7b_bf16_spv_4x128_bf16__neon(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
-                    if (j + STREAM_PREFETCH < j_end) {
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                    const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
+                    if (jn + 1 < j_end)
+                        attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (hn) * 512, attn_mistral_7b_bf16_k_row(&kv, hn, jn + 0), attn_mistral_7b_bf16_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+                    attn_mistral_7b_bf16_spvk_4x2_bf16__neon(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+                    j = jp;
+                    if (j + STREAM_PREFETCH + 0 < j_end) {
+                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
                     }
-                    p = pn;
+                    if (j + STREAM_PREFETCH + 1 < j_end) {
+                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                    }
+                    memcpy(wt, wn, sizeof wt);
                 }
-            }
+            for (j = jp; j < j_end; j++) /* the last keys, one at a time */
+                for (hk = 0; hk < HKV; hk++) {
+                    p = attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 0, vdupq_n_f32(0.0f), vdupq_n_f32(0.0f), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 512);
+                    attn_mistral_7b_bf16_spv_4x128_bf16__neon(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
+                }
         } else { /* a kv head's keys are adjacent: read head by head */
             for (hk = 0; hk < HKV; hk++)
                 for (j = j_begin; j < j_end; j++) {

@@ -1186,37 +1186,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sr
     }
 }
 
-/* The scores of 1 row (q: rows 64 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 1 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_1x1_f32__avx512(const float *restrict q, const float *restrict k, int terms,
-        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 1 row for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 1 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_supd_1x1__avx512(__m128 s, float *restrict m, float *restrict l,
+        float *restrict o, __m128 *pend, int npend)
 {
-    __m512 a0 = _mm512_setzero_ps();
-    __m128 s, mv, lv;
-    {
-        const __m512 x = _mm512_loadu_ps(k + 0);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 0), x, a0);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 16);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 16), x, a0);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 32);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 32), x, a0);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 48);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 48), x, a0);
-    }
-    s = attn_hsum4q__avx512(a0, _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
-    if (terms) /* a literal at every call: the branch folds away */
-        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    mv = _mm_loadu_ps(m);
-    lv = _mm_loadu_ps(l);
+    __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
     if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const __m128 mn = _mm_max_ps(mv, s);
@@ -1225,11 +1204,53 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sq
         mv = mn;
         _mm_storeu_ps(m, mv);
         attn_vit_b16_srescale_1x64__avx512(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__avx512(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
     _mm_storeu_ps(l, _mm_add_ps(lv, s));
     return s;
+}
+
+/* The scores of 1 row (q: rows 64 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_1x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m128 s;
+    __m512 a0_0 = _mm512_setzero_ps();
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 0);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 0);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 16);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 16);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 32);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 32);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 48);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 48);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+    }
+    s = attn_hsum4q__avx512(a0_0, _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps());
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    return attn_vit_b16_supd_1x1__avx512(s, m, l, o, NULL, 0);
 }
 
 /* O[1 row] += p_r V: one V row. */
@@ -1278,42 +1299,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sr
     }
 }
 
-/* The scores of 2 rows (q: rows 64 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 2 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_2x1_f32__avx512(const float *restrict q, const float *restrict k, int terms,
-        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 2 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 2 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_supd_2x1__avx512(__m128 s, float *restrict m, float *restrict l,
+        float *restrict o, __m128 *pend, int npend)
 {
-    __m512 a0 = _mm512_setzero_ps();
-    __m512 a1 = _mm512_setzero_ps();
-    __m128 s, mv, lv;
-    {
-        const __m512 x = _mm512_loadu_ps(k + 0);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 0), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 0), x, a1);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 16);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 16), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 16), x, a1);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 32);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 32), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 32), x, a1);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 48);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 48), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 48), x, a1);
-    }
-    s = attn_hsum4q__avx512(a0, a1, _mm512_setzero_ps(), _mm512_setzero_ps());
-    if (terms) /* a literal at every call: the branch folds away */
-        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    mv = _mm_loadu_ps(m);
-    lv = _mm_loadu_ps(l);
+    __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
     if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const __m128 mn = _mm_max_ps(mv, s);
@@ -1322,11 +1317,70 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sq
         mv = mn;
         _mm_storeu_ps(m, mv);
         attn_vit_b16_srescale_2x64__avx512(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__avx512(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
     _mm_storeu_ps(l, _mm_add_ps(lv, s));
     return s;
+}
+
+/* The scores of 2 rows (q: rows 64 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_2x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m128 s;
+    __m512 a0_0 = _mm512_setzero_ps();
+    __m512 a0_1 = _mm512_setzero_ps();
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 0);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 0);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 64 + 0);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 16);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 16);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 64 + 16);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 32);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 32);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 64 + 32);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 48);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 48);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 64 + 48);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+    }
+    s = attn_hsum4q__avx512(a0_0, a0_1, _mm512_setzero_ps(), _mm512_setzero_ps());
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    return attn_vit_b16_supd_2x1__avx512(s, m, l, o, NULL, 0);
 }
 
 /* O[2 rows] += p_r V: one V row. */
@@ -1383,47 +1437,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sr
     }
 }
 
-/* The scores of 3 rows (q: rows 64 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 3 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_3x1_f32__avx512(const float *restrict q, const float *restrict k, int terms,
-        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 3 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 3 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_supd_3x1__avx512(__m128 s, float *restrict m, float *restrict l,
+        float *restrict o, __m128 *pend, int npend)
 {
-    __m512 a0 = _mm512_setzero_ps();
-    __m512 a1 = _mm512_setzero_ps();
-    __m512 a2 = _mm512_setzero_ps();
-    __m128 s, mv, lv;
-    {
-        const __m512 x = _mm512_loadu_ps(k + 0);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 0), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 0), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 0), x, a2);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 16);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 16), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 16), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 16), x, a2);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 32);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 32), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 32), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 32), x, a2);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 48);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 48), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 48), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 48), x, a2);
-    }
-    s = attn_hsum4q__avx512(a0, a1, a2, _mm512_setzero_ps());
-    if (terms) /* a literal at every call: the branch folds away */
-        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    mv = _mm_loadu_ps(m);
-    lv = _mm_loadu_ps(l);
+    __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
     if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const __m128 mn = _mm_max_ps(mv, s);
@@ -1432,11 +1455,87 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sq
         mv = mn;
         _mm_storeu_ps(m, mv);
         attn_vit_b16_srescale_3x64__avx512(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__avx512(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
     _mm_storeu_ps(l, _mm_add_ps(lv, s));
     return s;
+}
+
+/* The scores of 3 rows (q: rows 64 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_3x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m128 s;
+    __m512 a0_0 = _mm512_setzero_ps();
+    __m512 a0_1 = _mm512_setzero_ps();
+    __m512 a0_2 = _mm512_setzero_ps();
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 0);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 0);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 64 + 0);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 0);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 16);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 16);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 64 + 16);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 16);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 32);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 32);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 64 + 32);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 32);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 48);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 48);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 64 + 48);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 48);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+    }
+    s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, _mm512_setzero_ps());
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    return attn_vit_b16_supd_3x1__avx512(s, m, l, o, NULL, 0);
 }
 
 /* O[3 rows] += p_r V: one V row. */
@@ -1501,52 +1600,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sr
     }
 }
 
-/* The scores of 4 rows (q: rows 64 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_4x1_f32__avx512(const float *restrict q, const float *restrict k, int terms,
-        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 4 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 4 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_supd_4x1__avx512(__m128 s, float *restrict m, float *restrict l,
+        float *restrict o, __m128 *pend, int npend)
 {
-    __m512 a0 = _mm512_setzero_ps();
-    __m512 a1 = _mm512_setzero_ps();
-    __m512 a2 = _mm512_setzero_ps();
-    __m512 a3 = _mm512_setzero_ps();
-    __m128 s, mv, lv;
-    {
-        const __m512 x = _mm512_loadu_ps(k + 0);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 0), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 0), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 0), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 192 + 0), x, a3);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 16);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 16), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 16), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 16), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 192 + 16), x, a3);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 32);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 32), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 32), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 32), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 192 + 32), x, a3);
-    }
-    {
-        const __m512 x = _mm512_loadu_ps(k + 48);
-        a0 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 0 + 48), x, a0);
-        a1 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 64 + 48), x, a1);
-        a2 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 128 + 48), x, a2);
-        a3 = _mm512_fmadd_ps(_mm512_loadu_ps(q + 192 + 48), x, a3);
-    }
-    s = attn_hsum4q__avx512(a0, a1, a2, a3);
-    if (terms) /* a literal at every call: the branch folds away */
-        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    mv = _mm_loadu_ps(m);
-    lv = _mm_loadu_ps(l);
+    __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
     if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const __m128 mn = _mm_max_ps(mv, s);
@@ -1555,11 +1618,104 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sq
         mv = mn;
         _mm_storeu_ps(m, mv);
         attn_vit_b16_srescale_4x64__avx512(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__avx512(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
     _mm_storeu_ps(l, _mm_add_ps(lv, s));
     return s;
+}
+
+/* The scores of 4 rows (q: rows 64 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_4x1_f32__avx512(const float *restrict q, const float *restrict k0, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m128 s;
+    __m512 a0_0 = _mm512_setzero_ps();
+    __m512 a0_1 = _mm512_setzero_ps();
+    __m512 a0_2 = _mm512_setzero_ps();
+    __m512 a0_3 = _mm512_setzero_ps();
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 0);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 0);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 64 + 0);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 0);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 192 + 0);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 16);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 16);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 64 + 16);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 16);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 192 + 16);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 32);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 32);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 64 + 32);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 32);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 192 + 32);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 48);
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 0 + 48);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 64 + 48);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 128 + 48);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m512 vq = _mm512_loadu_ps(q + 192 + 48);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3);
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    return attn_vit_b16_supd_4x1__avx512(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -3364,53 +3520,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
     }
 }
 
-/* The scores of 1 row (q: rows 64 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 1 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_1x1_f32__avx2(const float *restrict q, const float *restrict k, int terms,
-        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 1 row for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 1 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_supd_1x1__avx2(__m128 s, float *restrict m, float *restrict l,
+        float *restrict o, __m128 *pend, int npend)
 {
-    __m256 a0 = _mm256_setzero_ps();
-    __m128 s, mv, lv;
-    {
-        const __m256 x = _mm256_loadu_ps(k + 0);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 0), x, a0);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 8);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 8), x, a0);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 16);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 16), x, a0);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 24);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 24), x, a0);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 32);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 32), x, a0);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 40);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 40), x, a0);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 48);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 48), x, a0);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 56);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 56), x, a0);
-    }
-    s = attn_hsum4q__avx2(a0, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
-    if (terms) /* a literal at every call: the branch folds away */
-        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    mv = _mm_loadu_ps(m);
-    lv = _mm_loadu_ps(l);
+    __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
     if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const __m128 mn = _mm_max_ps(mv, s);
@@ -3419,11 +3538,81 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_
         mv = mn;
         _mm_storeu_ps(m, mv);
         attn_vit_b16_srescale_1x64__avx2(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__avx2(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
     _mm_storeu_ps(l, _mm_add_ps(lv, s));
     return s;
+}
+
+/* The scores of 1 row (q: rows 64 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_1x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m128 s;
+    __m256 a0_0 = _mm256_setzero_ps();
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 0);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 0);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 8);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 8);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 16);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 16);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 24);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 24);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 32);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 32);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 40);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 40);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 48);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 48);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 56);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 56);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+    }
+    s = attn_hsum4q__avx2(a0_0, _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps());
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    return attn_vit_b16_supd_1x1__avx2(s, m, l, o, NULL, 0);
 }
 
 /* O[1 row] += p_r V: one V row. */
@@ -3488,62 +3677,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
     }
 }
 
-/* The scores of 2 rows (q: rows 64 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 2 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_2x1_f32__avx2(const float *restrict q, const float *restrict k, int terms,
-        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 2 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 2 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_supd_2x1__avx2(__m128 s, float *restrict m, float *restrict l,
+        float *restrict o, __m128 *pend, int npend)
 {
-    __m256 a0 = _mm256_setzero_ps();
-    __m256 a1 = _mm256_setzero_ps();
-    __m128 s, mv, lv;
-    {
-        const __m256 x = _mm256_loadu_ps(k + 0);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 0), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 0), x, a1);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 8);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 8), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 8), x, a1);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 16);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 16), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 16), x, a1);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 24);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 24), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 24), x, a1);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 32);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 32), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 32), x, a1);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 40);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 40), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 40), x, a1);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 48);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 48), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 48), x, a1);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 56);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 56), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 56), x, a1);
-    }
-    s = attn_hsum4q__avx2(a0, a1, _mm256_setzero_ps(), _mm256_setzero_ps());
-    if (terms) /* a literal at every call: the branch folds away */
-        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    mv = _mm_loadu_ps(m);
-    lv = _mm_loadu_ps(l);
+    __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
     if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const __m128 mn = _mm_max_ps(mv, s);
@@ -3552,11 +3695,114 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_
         mv = mn;
         _mm_storeu_ps(m, mv);
         attn_vit_b16_srescale_2x64__avx2(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__avx2(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
     _mm_storeu_ps(l, _mm_add_ps(lv, s));
     return s;
+}
+
+/* The scores of 2 rows (q: rows 64 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_2x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m128 s;
+    __m256 a0_0 = _mm256_setzero_ps();
+    __m256 a0_1 = _mm256_setzero_ps();
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 0);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 0);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 0);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 8);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 8);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 8);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 16);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 16);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 16);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 24);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 24);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 24);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 32);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 32);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 32);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 40);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 40);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 40);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 48);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 48);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 48);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 56);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 56);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 56);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+    }
+    s = attn_hsum4q__avx2(a0_0, a0_1, _mm256_setzero_ps(), _mm256_setzero_ps());
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    return attn_vit_b16_supd_2x1__avx2(s, m, l, o, NULL, 0);
 }
 
 /* O[2 rows] += p_r V: one V row. */
@@ -3633,71 +3879,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
     }
 }
 
-/* The scores of 3 rows (q: rows 64 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 3 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_3x1_f32__avx2(const float *restrict q, const float *restrict k, int terms,
-        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 3 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 3 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_supd_3x1__avx2(__m128 s, float *restrict m, float *restrict l,
+        float *restrict o, __m128 *pend, int npend)
 {
-    __m256 a0 = _mm256_setzero_ps();
-    __m256 a1 = _mm256_setzero_ps();
-    __m256 a2 = _mm256_setzero_ps();
-    __m128 s, mv, lv;
-    {
-        const __m256 x = _mm256_loadu_ps(k + 0);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 0), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 0), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 0), x, a2);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 8);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 8), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 8), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 8), x, a2);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 16);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 16), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 16), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 16), x, a2);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 24);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 24), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 24), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 24), x, a2);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 32);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 32), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 32), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 32), x, a2);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 40);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 40), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 40), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 40), x, a2);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 48);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 48), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 48), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 48), x, a2);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 56);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 56), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 56), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 56), x, a2);
-    }
-    s = attn_hsum4q__avx2(a0, a1, a2, _mm256_setzero_ps());
-    if (terms) /* a literal at every call: the branch folds away */
-        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    mv = _mm_loadu_ps(m);
-    lv = _mm_loadu_ps(l);
+    __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
     if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const __m128 mn = _mm_max_ps(mv, s);
@@ -3706,11 +3897,147 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_
         mv = mn;
         _mm_storeu_ps(m, mv);
         attn_vit_b16_srescale_3x64__avx2(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__avx2(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
     _mm_storeu_ps(l, _mm_add_ps(lv, s));
     return s;
+}
+
+/* The scores of 3 rows (q: rows 64 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_3x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m128 s;
+    __m256 a0_0 = _mm256_setzero_ps();
+    __m256 a0_1 = _mm256_setzero_ps();
+    __m256 a0_2 = _mm256_setzero_ps();
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 0);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 0);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 0);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 0);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 8);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 8);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 8);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 8);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 16);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 16);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 16);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 16);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 24);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 24);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 24);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 24);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 32);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 32);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 32);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 32);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 40);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 40);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 40);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 40);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 48);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 48);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 48);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 48);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 56);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 56);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 56);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 56);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+    }
+    s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, _mm256_setzero_ps());
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    return attn_vit_b16_supd_3x1__avx2(s, m, l, o, NULL, 0);
 }
 
 /* O[3 rows] += p_r V: one V row. */
@@ -3799,80 +4126,16 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
     }
 }
 
-/* The scores of 4 rows (q: rows 64 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_4x1_f32__avx2(const float *restrict q, const float *restrict k, int terms,
-        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 4 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 4 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_supd_4x1__avx2(__m128 s, float *restrict m, float *restrict l,
+        float *restrict o, __m128 *pend, int npend)
 {
-    __m256 a0 = _mm256_setzero_ps();
-    __m256 a1 = _mm256_setzero_ps();
-    __m256 a2 = _mm256_setzero_ps();
-    __m256 a3 = _mm256_setzero_ps();
-    __m128 s, mv, lv;
-    {
-        const __m256 x = _mm256_loadu_ps(k + 0);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 0), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 0), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 0), x, a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 0), x, a3);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 8);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 8), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 8), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 8), x, a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 8), x, a3);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 16);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 16), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 16), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 16), x, a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 16), x, a3);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 24);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 24), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 24), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 24), x, a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 24), x, a3);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 32);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 32), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 32), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 32), x, a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 32), x, a3);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 40);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 40), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 40), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 40), x, a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 40), x, a3);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 48);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 48), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 48), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 48), x, a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 48), x, a3);
-    }
-    {
-        const __m256 x = _mm256_loadu_ps(k + 56);
-        a0 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 0 + 56), x, a0);
-        a1 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 64 + 56), x, a1);
-        a2 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 128 + 56), x, a2);
-        a3 = _mm256_fmadd_ps(_mm256_loadu_ps(q + 192 + 56), x, a3);
-    }
-    s = attn_hsum4q__avx2(a0, a1, a2, a3);
-    if (terms) /* a literal at every call: the branch folds away */
-        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
-    mv = _mm_loadu_ps(m);
-    lv = _mm_loadu_ps(l);
+    __m128 mv = _mm_loadu_ps(m), lv = _mm_loadu_ps(l);
     if (_mm_movemask_ps(_mm_cmp_ps(s, _mm_add_ps(mv, _mm_set1_ps(8.0f)), _CMP_GT_OQ))) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const __m128 mn = _mm_max_ps(mv, s);
@@ -3881,11 +4144,180 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_
         mv = mn;
         _mm_storeu_ps(m, mv);
         attn_vit_b16_srescale_4x64__avx2(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = _mm_mul_ps(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__avx2(_mm_sub_ps(s, _mm_blendv_ps(mv, _mm_setzero_ps(), _mm_cmp_ps(mv, _mm_set1_ps(-3.0e38f), _CMP_LT_OQ))));
     _mm_storeu_ps(l, _mm_add_ps(lv, s));
     return s;
+}
+
+/* The scores of 4 rows (q: rows 64 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_sqk_4x1_f32__avx2(const float *restrict q, const float *restrict k0, int terms,
+        __m128 add, __m128 hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    __m128 s;
+    __m256 a0_0 = _mm256_setzero_ps();
+    __m256 a0_1 = _mm256_setzero_ps();
+    __m256 a0_2 = _mm256_setzero_ps();
+    __m256 a0_3 = _mm256_setzero_ps();
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 0);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 0);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 0);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 0);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 192 + 0);
+            a0_3 = _mm256_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 8);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 8);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 8);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 8);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 192 + 8);
+            a0_3 = _mm256_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 16);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 16);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 16);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 16);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 192 + 16);
+            a0_3 = _mm256_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 24);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 24);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 24);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 24);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 192 + 24);
+            a0_3 = _mm256_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 32);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 32);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 32);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 32);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 192 + 32);
+            a0_3 = _mm256_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 40);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 40);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 40);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 40);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 192 + 40);
+            a0_3 = _mm256_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 48);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 48);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 48);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 48);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 192 + 48);
+            a0_3 = _mm256_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    {
+        const __m256 x0 = _mm256_loadu_ps(k0 + 56);
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 0 + 56);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 64 + 56);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 128 + 56);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+        }
+        {
+            const __m256 vq = _mm256_loadu_ps(q + 192 + 56);
+            a0_3 = _mm256_fmadd_ps(vq, x0, a0_3);
+        }
+    }
+    s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3);
+    if (terms) /* a literal at every call: the branch folds away */
+        s = _mm_blendv_ps(_mm_add_ps(s, add), hide, _mm_cmp_ps(hide, _mm_setzero_ps(), _CMP_LT_OQ)); /* hidden: -inf whatever the score */
+    return attn_vit_b16_supd_4x1__avx2(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */
@@ -6367,26 +6799,16 @@ ATTN_NOINLINE static void attn_vit_b16_srescale_1x64__neon(float *restrict o, fl
     }
 }
 
-/* The scores of 1 row (q: rows 64 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 1 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_vit_b16_sqk_1x1_f32__neon(const float *restrict q, const float *restrict k, int terms,
-        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 1 row for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 1 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+static ATTN_INLINE float32x4_t attn_vit_b16_supd_1x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+        float *restrict o, float32x4_t *pend, int npend)
 {
-    float32x4_t a0 = vdupq_n_f32(0.0f);
-    float32x4_t s, mv, lv;
-    int64_t c;
-    for (c = 0; c < 64; c += 4) {
-        const float32x4_t x = vld1q_f32(k + c);
-        a0 = vfmaq_f32(a0, vld1q_f32(q + 0 + c), x);
-    }
-    s = vpaddq_f32(vpaddq_f32(a0, vdupq_n_f32(0.0f)), vpaddq_f32(vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)));
-    if (terms) /* a literal at every call: the branch folds away */
-        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    mv = vld1q_f32(m);
-    lv = vld1q_f32(l);
+    float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
     if ((vmaxvq_u32(vcgtq_f32(s, vaddq_f32(mv, vdupq_n_f32(8.0f)))) != 0)) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const float32x4_t mn = vmaxq_f32(mv, s);
@@ -6395,11 +6817,33 @@ static ATTN_INLINE float32x4_t attn_vit_b16_sqk_1x1_f32__neon(const float *restr
         mv = mn;
         vst1q_f32(m, mv);
         attn_vit_b16_srescale_1x64__neon(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__neon(vsubq_f32(s, vbslq_f32(vcltq_f32(mv, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mv)));
     vst1q_f32(l, vaddq_f32(lv, s));
     return s;
+}
+
+/* The scores of 1 row (q: rows 64 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+static ATTN_INLINE float32x4_t attn_vit_b16_sqk_1x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    float32x4_t s;
+    float32x4_t a0_0 = vdupq_n_f32(0.0f);
+    int64_t c;
+    for (c = 0; c < 64; c += 4) {
+        const float32x4_t x0 = vld1q_f32(k0 + c);
+        {
+            const float32x4_t vq = vld1q_f32(q + 0 + c);
+            a0_0 = vfmaq_f32(a0_0, vq, x0);
+        }
+    }
+    s = vpaddq_f32(vpaddq_f32(a0_0, vdupq_n_f32(0.0f)), vpaddq_f32(vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)));
+    if (terms) /* a literal at every call: the branch folds away */
+        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
+    return attn_vit_b16_supd_1x1__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[1 row] += p_r V: one V row. */
@@ -6437,28 +6881,16 @@ ATTN_NOINLINE static void attn_vit_b16_srescale_2x64__neon(float *restrict o, fl
     }
 }
 
-/* The scores of 2 rows (q: rows 64 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 2 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_vit_b16_sqk_2x1_f32__neon(const float *restrict q, const float *restrict k, int terms,
-        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 2 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 2 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+static ATTN_INLINE float32x4_t attn_vit_b16_supd_2x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+        float *restrict o, float32x4_t *pend, int npend)
 {
-    float32x4_t a0 = vdupq_n_f32(0.0f);
-    float32x4_t a1 = vdupq_n_f32(0.0f);
-    float32x4_t s, mv, lv;
-    int64_t c;
-    for (c = 0; c < 64; c += 4) {
-        const float32x4_t x = vld1q_f32(k + c);
-        a0 = vfmaq_f32(a0, vld1q_f32(q + 0 + c), x);
-        a1 = vfmaq_f32(a1, vld1q_f32(q + 64 + c), x);
-    }
-    s = vpaddq_f32(vpaddq_f32(a0, a1), vpaddq_f32(vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)));
-    if (terms) /* a literal at every call: the branch folds away */
-        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    mv = vld1q_f32(m);
-    lv = vld1q_f32(l);
+    float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
     if ((vmaxvq_u32(vcgtq_f32(s, vaddq_f32(mv, vdupq_n_f32(8.0f)))) != 0)) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const float32x4_t mn = vmaxq_f32(mv, s);
@@ -6467,11 +6899,38 @@ static ATTN_INLINE float32x4_t attn_vit_b16_sqk_2x1_f32__neon(const float *restr
         mv = mn;
         vst1q_f32(m, mv);
         attn_vit_b16_srescale_2x64__neon(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__neon(vsubq_f32(s, vbslq_f32(vcltq_f32(mv, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mv)));
     vst1q_f32(l, vaddq_f32(lv, s));
     return s;
+}
+
+/* The scores of 2 rows (q: rows 64 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+static ATTN_INLINE float32x4_t attn_vit_b16_sqk_2x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    float32x4_t s;
+    float32x4_t a0_0 = vdupq_n_f32(0.0f);
+    float32x4_t a0_1 = vdupq_n_f32(0.0f);
+    int64_t c;
+    for (c = 0; c < 64; c += 4) {
+        const float32x4_t x0 = vld1q_f32(k0 + c);
+        {
+            const float32x4_t vq = vld1q_f32(q + 0 + c);
+            a0_0 = vfmaq_f32(a0_0, vq, x0);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 64 + c);
+            a0_1 = vfmaq_f32(a0_1, vq, x0);
+        }
+    }
+    s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)));
+    if (terms) /* a literal at every call: the branch folds away */
+        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
+    return attn_vit_b16_supd_2x1__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[2 rows] += p_r V: one V row. */
@@ -6514,30 +6973,16 @@ ATTN_NOINLINE static void attn_vit_b16_srescale_3x64__neon(float *restrict o, fl
     }
 }
 
-/* The scores of 3 rows (q: rows 64 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 3 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_vit_b16_sqk_3x1_f32__neon(const float *restrict q, const float *restrict k, int terms,
-        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 3 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 3 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+static ATTN_INLINE float32x4_t attn_vit_b16_supd_3x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+        float *restrict o, float32x4_t *pend, int npend)
 {
-    float32x4_t a0 = vdupq_n_f32(0.0f);
-    float32x4_t a1 = vdupq_n_f32(0.0f);
-    float32x4_t a2 = vdupq_n_f32(0.0f);
-    float32x4_t s, mv, lv;
-    int64_t c;
-    for (c = 0; c < 64; c += 4) {
-        const float32x4_t x = vld1q_f32(k + c);
-        a0 = vfmaq_f32(a0, vld1q_f32(q + 0 + c), x);
-        a1 = vfmaq_f32(a1, vld1q_f32(q + 64 + c), x);
-        a2 = vfmaq_f32(a2, vld1q_f32(q + 128 + c), x);
-    }
-    s = vpaddq_f32(vpaddq_f32(a0, a1), vpaddq_f32(a2, vdupq_n_f32(0.0f)));
-    if (terms) /* a literal at every call: the branch folds away */
-        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    mv = vld1q_f32(m);
-    lv = vld1q_f32(l);
+    float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
     if ((vmaxvq_u32(vcgtq_f32(s, vaddq_f32(mv, vdupq_n_f32(8.0f)))) != 0)) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const float32x4_t mn = vmaxq_f32(mv, s);
@@ -6546,11 +6991,43 @@ static ATTN_INLINE float32x4_t attn_vit_b16_sqk_3x1_f32__neon(const float *restr
         mv = mn;
         vst1q_f32(m, mv);
         attn_vit_b16_srescale_3x64__neon(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__neon(vsubq_f32(s, vbslq_f32(vcltq_f32(mv, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mv)));
     vst1q_f32(l, vaddq_f32(lv, s));
     return s;
+}
+
+/* The scores of 3 rows (q: rows 64 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+static ATTN_INLINE float32x4_t attn_vit_b16_sqk_3x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    float32x4_t s;
+    float32x4_t a0_0 = vdupq_n_f32(0.0f);
+    float32x4_t a0_1 = vdupq_n_f32(0.0f);
+    float32x4_t a0_2 = vdupq_n_f32(0.0f);
+    int64_t c;
+    for (c = 0; c < 64; c += 4) {
+        const float32x4_t x0 = vld1q_f32(k0 + c);
+        {
+            const float32x4_t vq = vld1q_f32(q + 0 + c);
+            a0_0 = vfmaq_f32(a0_0, vq, x0);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 64 + c);
+            a0_1 = vfmaq_f32(a0_1, vq, x0);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 128 + c);
+            a0_2 = vfmaq_f32(a0_2, vq, x0);
+        }
+    }
+    s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(a0_2, vdupq_n_f32(0.0f)));
+    if (terms) /* a literal at every call: the branch folds away */
+        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
+    return attn_vit_b16_supd_3x1__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[3 rows] += p_r V: one V row. */
@@ -6598,32 +7075,16 @@ ATTN_NOINLINE static void attn_vit_b16_srescale_4x64__neon(float *restrict o, fl
     }
 }
 
-/* The scores of 4 rows (q: rows 64 floats apart) against one K row, with
- * terms: plus add, and -inf where hide is; the rows' running max m and sum l (4 floats each) take them,
- * and the weights 2^(s - m) come back (lanes from 4 on unused).  o: the rows'
- * O, rescaled when the max moves.  The max is lazy: it moves only when a score
- * passes it by more than 8.0f (base 2), so the weights 2^(s - m) stay at most 2^8. */
-static ATTN_INLINE float32x4_t attn_vit_b16_sqk_4x1_f32__neon(const float *restrict q, const float *restrict k, int terms,
-        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+/* The lazy online-softmax step of 4 rows for one key's scores s (base 2): the rows'
+ * running max m and sum l (4 floats each) take them, and the weights 2^(s - m) come
+ * back (lanes from 4 on unused).  o: the rows' O, rescaled when the max moves, and
+ * so are pend[0..npend) (the weights of earlier keys not yet added to O).  The max is
+ * lazy: it moves only when a score passes it by more than 8.0f, so the
+ * weights stay at most 2^8. */
+static ATTN_INLINE float32x4_t attn_vit_b16_supd_4x1__neon(float32x4_t s, float *restrict m, float *restrict l,
+        float *restrict o, float32x4_t *pend, int npend)
 {
-    float32x4_t a0 = vdupq_n_f32(0.0f);
-    float32x4_t a1 = vdupq_n_f32(0.0f);
-    float32x4_t a2 = vdupq_n_f32(0.0f);
-    float32x4_t a3 = vdupq_n_f32(0.0f);
-    float32x4_t s, mv, lv;
-    int64_t c;
-    for (c = 0; c < 64; c += 4) {
-        const float32x4_t x = vld1q_f32(k + c);
-        a0 = vfmaq_f32(a0, vld1q_f32(q + 0 + c), x);
-        a1 = vfmaq_f32(a1, vld1q_f32(q + 64 + c), x);
-        a2 = vfmaq_f32(a2, vld1q_f32(q + 128 + c), x);
-        a3 = vfmaq_f32(a3, vld1q_f32(q + 192 + c), x);
-    }
-    s = vpaddq_f32(vpaddq_f32(a0, a1), vpaddq_f32(a2, a3));
-    if (terms) /* a literal at every call: the branch folds away */
-        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
-    mv = vld1q_f32(m);
-    lv = vld1q_f32(l);
+    float32x4_t mv = vld1q_f32(m), lv = vld1q_f32(l);
     if ((vmaxvq_u32(vcgtq_f32(s, vaddq_f32(mv, vdupq_n_f32(8.0f)))) != 0)) {
         /* alpha = 2^(m_old - m_new); rows still at -inf get 0, not NaN */
         const float32x4_t mn = vmaxq_f32(mv, s);
@@ -6632,11 +7093,48 @@ static ATTN_INLINE float32x4_t attn_vit_b16_sqk_4x1_f32__neon(const float *restr
         mv = mn;
         vst1q_f32(m, mv);
         attn_vit_b16_srescale_4x64__neon(o, alpha);
+        for (; npend > 0; npend--, pend++) *pend = vmulq_f32(*pend, alpha);
     }
     /* a row that has seen nothing yet subtracts 0 */
     s = attn_exp2_q4__neon(vsubq_f32(s, vbslq_f32(vcltq_f32(mv, vdupq_n_f32(-3.0e38f)), vdupq_n_f32(0.0f), mv)));
     vst1q_f32(l, vaddq_f32(lv, s));
     return s;
+}
+
+/* The scores of 4 rows (q: rows 64 floats apart) against one K row k0, with
+ * terms: plus add, and -inf where hide is, through the softmax step (supd). */
+static ATTN_INLINE float32x4_t attn_vit_b16_sqk_4x1_f32__neon(const float *restrict q, const float *restrict k0, int terms,
+        float32x4_t add, float32x4_t hide, float *restrict m, float *restrict l, float *restrict o)
+{
+    float32x4_t s;
+    float32x4_t a0_0 = vdupq_n_f32(0.0f);
+    float32x4_t a0_1 = vdupq_n_f32(0.0f);
+    float32x4_t a0_2 = vdupq_n_f32(0.0f);
+    float32x4_t a0_3 = vdupq_n_f32(0.0f);
+    int64_t c;
+    for (c = 0; c < 64; c += 4) {
+        const float32x4_t x0 = vld1q_f32(k0 + c);
+        {
+            const float32x4_t vq = vld1q_f32(q + 0 + c);
+            a0_0 = vfmaq_f32(a0_0, vq, x0);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 64 + c);
+            a0_1 = vfmaq_f32(a0_1, vq, x0);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 128 + c);
+            a0_2 = vfmaq_f32(a0_2, vq, x0);
+        }
+        {
+            const float32x4_t vq = vld1q_f32(q + 192 + c);
+            a0_3 = vfmaq_f32(a0_3, vq, x0);
+        }
+    }
+    s = vpaddq_f32(vpaddq_f32(a0_0, a0_1), vpaddq_f32(a0_2, a0_3));
+    if (terms) /* a literal at every call: the branch folds away */
+        s = vbslq_f32(vcltq_f32(hide, vdupq_n_f32(0.0f)), hide, vaddq_f32(s, add)); /* hidden: -inf whatever the score */
+    return attn_vit_b16_supd_4x1__neon(s, m, l, o, NULL, 0);
 }
 
 /* O[4 rows] += p_r V: one V row. */

@@ -37,6 +37,15 @@ M.STREAM_PREFETCH_HEAD_MAJOR = 8
 -- (Llama-3-8B, f16 cache, 32768 keys: 6.7 -> 6.3-6.4 ms); from an f32 cache,
 -- bound by the reads, it is 4% faster in cache and 1% slower from DRAM.
 M.STREAM_SPLIT_DOT_DTYPES = { bf16 = true, f16 = true }
+--- Keys the streaming kernel takes a step at a time (one pass over the rows'
+-- Q for their scores, one over O for their V rows), by storage type and ISA:
+-- with 16-bit caches the kernel is bound by its instructions, and each pass
+-- over Q and O serves that many keys; from an f32 cache one key a step keeps
+-- the read order the hardware prefetcher follows (docs/decode.md).  Two keys
+-- measured best on AVX-512 (Llama-3-8B, f16 cache, 32768 keys: 6.3 ms one key
+-- a step, 4.9 two, 11 four); AVX2 and NEON take two unmeasured.
+local TWO_KEYS = { avx512 = 2, avx2 = 2, neon = 2 }
+M.STREAM_KEYS = { bf16 = TWO_KEYS, f16 = TWO_KEYS }
 
 --- The streaming decode path's running max is lazy: it moves only when a
 -- score passes it by more than this (base 2), so O is seldom rescaled and
@@ -75,7 +84,8 @@ local function stream_plan(plan, v)
     local max_q = math.min(math.floor(4 / plan.group), math.floor(M.STREAM_L1 / bytes_per_q), plan.decode.max_q)
     if max_q >= 1 then
       local st = { max_q = max_q, rows = {}, prefetch = M.STREAM_PREFETCH,
-        prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR }
+        prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR,
+        keys = M.STREAM_KEYS[plan.dtype.kv] and M.STREAM_KEYS[plan.dtype.kv][isa.name] or 1 }
       for lq = 1, max_q do st.rows[lq] = plan.group * lq end
       return st
     end
