@@ -85,7 +85,12 @@ local function stream_plan(plan, v)
     if max_q >= 1 then
       local st = { max_q = max_q, rows = {}, prefetch = M.STREAM_PREFETCH,
         prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR,
-        keys = M.STREAM_KEYS[plan.dtype.kv] and M.STREAM_KEYS[plan.dtype.kv][isa.name] or 1 }
+        keys = 1 }
+      -- several keys a step where the kernel takes its step without score
+      -- terms (no ALiBi, no mask tensor) over more than one kv head
+      if not (plan.alibi or plan.mask ~= "none") and plan.Hkv > 1 and M.STREAM_KEYS[plan.dtype.kv] then
+        st.keys = M.STREAM_KEYS[plan.dtype.kv][isa.name] or 1
+      end
       for lq = 1, max_q do st.rows[lq] = plan.group * lq end
       return st
     end
