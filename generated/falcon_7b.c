@@ -205,7 +205,7 @@ static void attn_falcon_7b_dresult(const float *o, float m, float l, float *op, 
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
 }
 
-/* Asks for the cache lines of the n floats at p ahead of use (a no-op where
+/* Asks for the cache lines of the n elements at p ahead of use (a no-op where
  * the compiler has no prefetch builtin). */
 static void attn_falcon_7b_prefetch_row(const float *p, int n)
 {

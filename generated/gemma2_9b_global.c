@@ -228,7 +228,7 @@ static void attn_gemma2_9b_global_dresult(const float *o, float m, float l, floa
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
 }
 
-/* Asks for the cache lines of the n floats at p ahead of use (a no-op where
+/* Asks for the cache lines of the n elements at p ahead of use (a no-op where
  * the compiler has no prefetch builtin). */
 static void attn_gemma2_9b_global_prefetch_row(const float *p, int n)
 {
@@ -2035,16 +2035,16 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_gemma2_9b_
 }
 
 /* O[2 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_global_spv_2x256_f32__avx512(__m128 p, const float *restrict v, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_global_spv_2x256_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
-    const __m512 s = _mm512_broadcast_f32x4(p);
-    const __m512 p0 = _mm512_permute_ps(s, 0x00);
-    const __m512 p1 = _mm512_permute_ps(s, 0x55);
+    const __m512 s0 = _mm512_broadcast_f32x4(p);
+    const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
+    const __m512 p0_1 = _mm512_permute_ps(s0, 0x55);
     int64_t c;
     for (c = 0; c < 256; c += 16) {
-        const __m512 x = _mm512_loadu_ps(v + c);
-        _mm512_storeu_ps(o + 0 + c, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + c)));
-        _mm512_storeu_ps(o + 256 + c, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 256 + c)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + c);
+        _mm512_storeu_ps(o + 0 + c, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + c)));
+        _mm512_storeu_ps(o + 256 + c, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 256 + c)));
     }
 }
 
@@ -3375,16 +3375,16 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_gemma2_9
 }
 
 /* O[2 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_global_spv_2x256_f32__avx2(__m128 p, const float *restrict v, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_global_spv_2x256_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
-    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
-    const __m256 p0 = _mm256_permute_ps(s, 0x00);
-    const __m256 p1 = _mm256_permute_ps(s, 0x55);
+    const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
+    const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
+    const __m256 p0_1 = _mm256_permute_ps(s0, 0x55);
     int64_t c;
     for (c = 0; c < 256; c += 8) {
-        const __m256 x = _mm256_loadu_ps(v + c);
-        _mm256_storeu_ps(o + 0 + c, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + c)));
-        _mm256_storeu_ps(o + 256 + c, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 256 + c)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + c);
+        _mm256_storeu_ps(o + 0 + c, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + c)));
+        _mm256_storeu_ps(o + 256 + c, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 256 + c)));
     }
 }
 
@@ -5152,16 +5152,16 @@ static ATTN_INLINE float32x4_t attn_gemma2_9b_global_sqk_2x1_f32__neon(const flo
 }
 
 /* O[2 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_gemma2_9b_global_spv_2x256_f32__neon(float32x4_t p, const float *restrict v, float *restrict o)
+static ATTN_INLINE void attn_gemma2_9b_global_spv_2x256_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
-    const float32x4_t s = p;
-    const float32x4_t p0 = vdupq_laneq_f32(s, 0);
-    const float32x4_t p1 = vdupq_laneq_f32(s, 1);
+    const float32x4_t s0 = p;
+    const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
+    const float32x4_t p0_1 = vdupq_laneq_f32(s0, 1);
     int64_t c;
     for (c = 0; c < 256; c += 4) {
-        const float32x4_t x = vld1q_f32(v + c);
-        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0, x));
-        vst1q_f32(o + 256 + c, vfmaq_f32(vld1q_f32(o + 256 + c), p1, x));
+        const float32x4_t x0 = vld1q_f32(v0 + c);
+        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0_0, x0));
+        vst1q_f32(o + 256 + c, vfmaq_f32(vld1q_f32(o + 256 + c), p0_1, x0));
     }
 }
 

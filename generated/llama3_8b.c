@@ -227,7 +227,7 @@ static void attn_llama3_8b_dresult(const float *o, float m, float l, float *op, 
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
 }
 
-/* Asks for the cache lines of the n floats at p ahead of use (a no-op where
+/* Asks for the cache lines of the n elements at p ahead of use (a no-op where
  * the compiler has no prefetch builtin). */
 static void attn_llama3_8b_prefetch_row(const float *p, int n)
 {
@@ -1693,68 +1693,68 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_spv_4x128_f32__avx512(__m128 p, const float *restrict v, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_spv_4x128_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
-    const __m512 s = _mm512_broadcast_f32x4(p);
-    const __m512 p0 = _mm512_permute_ps(s, 0x00);
-    const __m512 p1 = _mm512_permute_ps(s, 0x55);
-    const __m512 p2 = _mm512_permute_ps(s, 0xAA);
-    const __m512 p3 = _mm512_permute_ps(s, 0xFF);
+    const __m512 s0 = _mm512_broadcast_f32x4(p);
+    const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
+    const __m512 p0_1 = _mm512_permute_ps(s0, 0x55);
+    const __m512 p0_2 = _mm512_permute_ps(s0, 0xAA);
+    const __m512 p0_3 = _mm512_permute_ps(s0, 0xFF);
     {
-        const __m512 x = _mm512_loadu_ps(v + 0);
-        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 0)));
-        _mm512_storeu_ps(o + 128 + 0, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 0)));
-        _mm512_storeu_ps(o + 256 + 0, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 0)));
-        _mm512_storeu_ps(o + 384 + 0, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 0)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 0);
+        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 0)));
+        _mm512_storeu_ps(o + 128 + 0, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 0)));
+        _mm512_storeu_ps(o + 256 + 0, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 0)));
+        _mm512_storeu_ps(o + 384 + 0, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 0)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 16);
-        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 16)));
-        _mm512_storeu_ps(o + 128 + 16, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 16)));
-        _mm512_storeu_ps(o + 256 + 16, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 16)));
-        _mm512_storeu_ps(o + 384 + 16, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 16)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 16);
+        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 16)));
+        _mm512_storeu_ps(o + 128 + 16, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 16)));
+        _mm512_storeu_ps(o + 256 + 16, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 16)));
+        _mm512_storeu_ps(o + 384 + 16, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 16)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 32);
-        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 32)));
-        _mm512_storeu_ps(o + 128 + 32, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 32)));
-        _mm512_storeu_ps(o + 256 + 32, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 32)));
-        _mm512_storeu_ps(o + 384 + 32, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 32)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 32);
+        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 32)));
+        _mm512_storeu_ps(o + 128 + 32, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 32)));
+        _mm512_storeu_ps(o + 256 + 32, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 32)));
+        _mm512_storeu_ps(o + 384 + 32, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 32)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 48);
-        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 48)));
-        _mm512_storeu_ps(o + 128 + 48, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 48)));
-        _mm512_storeu_ps(o + 256 + 48, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 48)));
-        _mm512_storeu_ps(o + 384 + 48, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 48)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 48);
+        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 48)));
+        _mm512_storeu_ps(o + 128 + 48, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 48)));
+        _mm512_storeu_ps(o + 256 + 48, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 48)));
+        _mm512_storeu_ps(o + 384 + 48, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 48)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 64);
-        _mm512_storeu_ps(o + 0 + 64, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 64)));
-        _mm512_storeu_ps(o + 128 + 64, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 64)));
-        _mm512_storeu_ps(o + 256 + 64, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 64)));
-        _mm512_storeu_ps(o + 384 + 64, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 64)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 64);
+        _mm512_storeu_ps(o + 0 + 64, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 64)));
+        _mm512_storeu_ps(o + 128 + 64, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 64)));
+        _mm512_storeu_ps(o + 256 + 64, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 64)));
+        _mm512_storeu_ps(o + 384 + 64, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 64)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 80);
-        _mm512_storeu_ps(o + 0 + 80, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 80)));
-        _mm512_storeu_ps(o + 128 + 80, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 80)));
-        _mm512_storeu_ps(o + 256 + 80, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 80)));
-        _mm512_storeu_ps(o + 384 + 80, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 80)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 80);
+        _mm512_storeu_ps(o + 0 + 80, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 80)));
+        _mm512_storeu_ps(o + 128 + 80, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 80)));
+        _mm512_storeu_ps(o + 256 + 80, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 80)));
+        _mm512_storeu_ps(o + 384 + 80, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 80)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 96);
-        _mm512_storeu_ps(o + 0 + 96, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 96)));
-        _mm512_storeu_ps(o + 128 + 96, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 96)));
-        _mm512_storeu_ps(o + 256 + 96, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 96)));
-        _mm512_storeu_ps(o + 384 + 96, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 96)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 96);
+        _mm512_storeu_ps(o + 0 + 96, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 96)));
+        _mm512_storeu_ps(o + 128 + 96, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 96)));
+        _mm512_storeu_ps(o + 256 + 96, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 96)));
+        _mm512_storeu_ps(o + 384 + 96, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 96)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 112);
-        _mm512_storeu_ps(o + 0 + 112, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 112)));
-        _mm512_storeu_ps(o + 128 + 112, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 112)));
-        _mm512_storeu_ps(o + 256 + 112, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 112)));
-        _mm512_storeu_ps(o + 384 + 112, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 112)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 112);
+        _mm512_storeu_ps(o + 0 + 112, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 112)));
+        _mm512_storeu_ps(o + 128 + 112, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 112)));
+        _mm512_storeu_ps(o + 256 + 112, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 112)));
+        _mm512_storeu_ps(o + 384 + 112, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 112)));
     }
 }
 
@@ -3026,20 +3026,20 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_spv_4x128_f32__avx2(__m128 p, const float *restrict v, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_spv_4x128_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
-    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
-    const __m256 p0 = _mm256_permute_ps(s, 0x00);
-    const __m256 p1 = _mm256_permute_ps(s, 0x55);
-    const __m256 p2 = _mm256_permute_ps(s, 0xAA);
-    const __m256 p3 = _mm256_permute_ps(s, 0xFF);
+    const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
+    const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
+    const __m256 p0_1 = _mm256_permute_ps(s0, 0x55);
+    const __m256 p0_2 = _mm256_permute_ps(s0, 0xAA);
+    const __m256 p0_3 = _mm256_permute_ps(s0, 0xFF);
     int64_t c;
     for (c = 0; c < 128; c += 8) {
-        const __m256 x = _mm256_loadu_ps(v + c);
-        _mm256_storeu_ps(o + 0 + c, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + c)));
-        _mm256_storeu_ps(o + 128 + c, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 128 + c)));
-        _mm256_storeu_ps(o + 256 + c, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 256 + c)));
-        _mm256_storeu_ps(o + 384 + c, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 384 + c)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + c);
+        _mm256_storeu_ps(o + 0 + c, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + c)));
+        _mm256_storeu_ps(o + 128 + c, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 128 + c)));
+        _mm256_storeu_ps(o + 256 + c, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 256 + c)));
+        _mm256_storeu_ps(o + 384 + c, _mm256_fmadd_ps(p0_3, x0, _mm256_loadu_ps(o + 384 + c)));
     }
 }
 
@@ -4724,20 +4724,20 @@ static ATTN_INLINE float32x4_t attn_llama3_8b_sqk_4x1_f32__neon(const float *res
 }
 
 /* O[4 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_llama3_8b_spv_4x128_f32__neon(float32x4_t p, const float *restrict v, float *restrict o)
+static ATTN_INLINE void attn_llama3_8b_spv_4x128_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
-    const float32x4_t s = p;
-    const float32x4_t p0 = vdupq_laneq_f32(s, 0);
-    const float32x4_t p1 = vdupq_laneq_f32(s, 1);
-    const float32x4_t p2 = vdupq_laneq_f32(s, 2);
-    const float32x4_t p3 = vdupq_laneq_f32(s, 3);
+    const float32x4_t s0 = p;
+    const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
+    const float32x4_t p0_1 = vdupq_laneq_f32(s0, 1);
+    const float32x4_t p0_2 = vdupq_laneq_f32(s0, 2);
+    const float32x4_t p0_3 = vdupq_laneq_f32(s0, 3);
     int64_t c;
     for (c = 0; c < 128; c += 4) {
-        const float32x4_t x = vld1q_f32(v + c);
-        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0, x));
-        vst1q_f32(o + 128 + c, vfmaq_f32(vld1q_f32(o + 128 + c), p1, x));
-        vst1q_f32(o + 256 + c, vfmaq_f32(vld1q_f32(o + 256 + c), p2, x));
-        vst1q_f32(o + 384 + c, vfmaq_f32(vld1q_f32(o + 384 + c), p3, x));
+        const float32x4_t x0 = vld1q_f32(v0 + c);
+        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0_0, x0));
+        vst1q_f32(o + 128 + c, vfmaq_f32(vld1q_f32(o + 128 + c), p0_1, x0));
+        vst1q_f32(o + 256 + c, vfmaq_f32(vld1q_f32(o + 256 + c), p0_2, x0));
+        vst1q_f32(o + 384 + c, vfmaq_f32(vld1q_f32(o + 384 + c), p0_3, x0));
     }
 }
 

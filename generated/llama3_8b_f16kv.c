@@ -267,7 +267,7 @@ static void attn_llama3_8b_f16kv_dresult(const float *o, float m, float l, float
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
 }
 
-/* Asks for the cache lines of the n floats at p ahead of use (a no-op where
+/* Asks for the cache lines of the n elements at p ahead of use (a no-op where
  * the compiler has no prefetch builtin). */
 static void attn_llama3_8b_f16kv_prefetch_row(const uint16_t *p, int n)
 {
@@ -2335,68 +2335,68 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f1
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f16kv_spv_4x128_f16__avx512(__m128 p, const uint16_t *restrict v, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f16kv_spv_4x128_f16__avx512(__m128 p, const uint16_t *restrict v0, float *restrict o)
 {
-    const __m512 s = _mm512_broadcast_f32x4(p);
-    const __m512 p0 = _mm512_permute_ps(s, 0x00);
-    const __m512 p1 = _mm512_permute_ps(s, 0x55);
-    const __m512 p2 = _mm512_permute_ps(s, 0xAA);
-    const __m512 p3 = _mm512_permute_ps(s, 0xFF);
+    const __m512 s0 = _mm512_broadcast_f32x4(p);
+    const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
+    const __m512 p0_1 = _mm512_permute_ps(s0, 0x55);
+    const __m512 p0_2 = _mm512_permute_ps(s0, 0xAA);
+    const __m512 p0_3 = _mm512_permute_ps(s0, 0xFF);
     {
-        const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v + 0)));
-        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 0)));
-        _mm512_storeu_ps(o + 128 + 0, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 0)));
-        _mm512_storeu_ps(o + 256 + 0, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 0)));
-        _mm512_storeu_ps(o + 384 + 0, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 0)));
+        const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v0 + 0)));
+        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 0)));
+        _mm512_storeu_ps(o + 128 + 0, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 0)));
+        _mm512_storeu_ps(o + 256 + 0, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 0)));
+        _mm512_storeu_ps(o + 384 + 0, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 0)));
     }
     {
-        const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v + 16)));
-        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 16)));
-        _mm512_storeu_ps(o + 128 + 16, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 16)));
-        _mm512_storeu_ps(o + 256 + 16, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 16)));
-        _mm512_storeu_ps(o + 384 + 16, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 16)));
+        const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v0 + 16)));
+        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 16)));
+        _mm512_storeu_ps(o + 128 + 16, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 16)));
+        _mm512_storeu_ps(o + 256 + 16, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 16)));
+        _mm512_storeu_ps(o + 384 + 16, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 16)));
     }
     {
-        const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v + 32)));
-        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 32)));
-        _mm512_storeu_ps(o + 128 + 32, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 32)));
-        _mm512_storeu_ps(o + 256 + 32, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 32)));
-        _mm512_storeu_ps(o + 384 + 32, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 32)));
+        const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v0 + 32)));
+        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 32)));
+        _mm512_storeu_ps(o + 128 + 32, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 32)));
+        _mm512_storeu_ps(o + 256 + 32, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 32)));
+        _mm512_storeu_ps(o + 384 + 32, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 32)));
     }
     {
-        const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v + 48)));
-        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 48)));
-        _mm512_storeu_ps(o + 128 + 48, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 48)));
-        _mm512_storeu_ps(o + 256 + 48, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 48)));
-        _mm512_storeu_ps(o + 384 + 48, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 48)));
+        const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v0 + 48)));
+        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 48)));
+        _mm512_storeu_ps(o + 128 + 48, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 48)));
+        _mm512_storeu_ps(o + 256 + 48, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 48)));
+        _mm512_storeu_ps(o + 384 + 48, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 48)));
     }
     {
-        const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v + 64)));
-        _mm512_storeu_ps(o + 0 + 64, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 64)));
-        _mm512_storeu_ps(o + 128 + 64, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 64)));
-        _mm512_storeu_ps(o + 256 + 64, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 64)));
-        _mm512_storeu_ps(o + 384 + 64, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 64)));
+        const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v0 + 64)));
+        _mm512_storeu_ps(o + 0 + 64, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 64)));
+        _mm512_storeu_ps(o + 128 + 64, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 64)));
+        _mm512_storeu_ps(o + 256 + 64, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 64)));
+        _mm512_storeu_ps(o + 384 + 64, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 64)));
     }
     {
-        const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v + 80)));
-        _mm512_storeu_ps(o + 0 + 80, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 80)));
-        _mm512_storeu_ps(o + 128 + 80, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 80)));
-        _mm512_storeu_ps(o + 256 + 80, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 80)));
-        _mm512_storeu_ps(o + 384 + 80, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 80)));
+        const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v0 + 80)));
+        _mm512_storeu_ps(o + 0 + 80, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 80)));
+        _mm512_storeu_ps(o + 128 + 80, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 80)));
+        _mm512_storeu_ps(o + 256 + 80, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 80)));
+        _mm512_storeu_ps(o + 384 + 80, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 80)));
     }
     {
-        const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v + 96)));
-        _mm512_storeu_ps(o + 0 + 96, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 96)));
-        _mm512_storeu_ps(o + 128 + 96, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 96)));
-        _mm512_storeu_ps(o + 256 + 96, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 96)));
-        _mm512_storeu_ps(o + 384 + 96, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 96)));
+        const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v0 + 96)));
+        _mm512_storeu_ps(o + 0 + 96, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 96)));
+        _mm512_storeu_ps(o + 128 + 96, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 96)));
+        _mm512_storeu_ps(o + 256 + 96, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 96)));
+        _mm512_storeu_ps(o + 384 + 96, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 96)));
     }
     {
-        const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v + 112)));
-        _mm512_storeu_ps(o + 0 + 112, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 112)));
-        _mm512_storeu_ps(o + 128 + 112, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 128 + 112)));
-        _mm512_storeu_ps(o + 256 + 112, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 256 + 112)));
-        _mm512_storeu_ps(o + 384 + 112, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 384 + 112)));
+        const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(v0 + 112)));
+        _mm512_storeu_ps(o + 0 + 112, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 112)));
+        _mm512_storeu_ps(o + 128 + 112, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 112)));
+        _mm512_storeu_ps(o + 256 + 112, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 112)));
+        _mm512_storeu_ps(o + 384 + 112, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 112)));
     }
 }
 
@@ -2663,7 +2663,6 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
-            (void)p;
             (void)pn;
             if (j_end - j_begin >= 2)
                 attn_llama3_8b_f16kv_sqk_4x2_f16__avx512(w->sq + (0) * 512, attn_llama3_8b_f16kv_k_row(&kv, 0, j_begin + 0), attn_llama3_8b_f16kv_k_row(&kv, 0, j_begin + 1),
@@ -4101,20 +4100,20 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_f16kv_spv_4x128_f16__avx2(__m128 p, const uint16_t *restrict v, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_f16kv_spv_4x128_f16__avx2(__m128 p, const uint16_t *restrict v0, float *restrict o)
 {
-    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
-    const __m256 p0 = _mm256_permute_ps(s, 0x00);
-    const __m256 p1 = _mm256_permute_ps(s, 0x55);
-    const __m256 p2 = _mm256_permute_ps(s, 0xAA);
-    const __m256 p3 = _mm256_permute_ps(s, 0xFF);
+    const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
+    const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
+    const __m256 p0_1 = _mm256_permute_ps(s0, 0x55);
+    const __m256 p0_2 = _mm256_permute_ps(s0, 0xAA);
+    const __m256 p0_3 = _mm256_permute_ps(s0, 0xFF);
     int64_t c;
     for (c = 0; c < 128; c += 8) {
-        const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v + c)));
-        _mm256_storeu_ps(o + 0 + c, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + c)));
-        _mm256_storeu_ps(o + 128 + c, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 128 + c)));
-        _mm256_storeu_ps(o + 256 + c, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 256 + c)));
-        _mm256_storeu_ps(o + 384 + c, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 384 + c)));
+        const __m256 x0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(v0 + c)));
+        _mm256_storeu_ps(o + 0 + c, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + c)));
+        _mm256_storeu_ps(o + 128 + c, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 128 + c)));
+        _mm256_storeu_ps(o + 256 + c, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 256 + c)));
+        _mm256_storeu_ps(o + 384 + c, _mm256_fmadd_ps(p0_3, x0, _mm256_loadu_ps(o + 384 + c)));
     }
 }
 
@@ -4316,7 +4315,6 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
-            (void)p;
             (void)pn;
             if (j_end - j_begin >= 2)
                 attn_llama3_8b_f16kv_sqk_4x2_f16__avx2(w->sq + (0) * 512, attn_llama3_8b_f16kv_k_row(&kv, 0, j_begin + 0), attn_llama3_8b_f16kv_k_row(&kv, 0, j_begin + 1),
@@ -6368,20 +6366,20 @@ static ATTN_INLINE void attn_llama3_8b_f16kv_sqk_4x2_f16__neon(const float *rest
 }
 
 /* O[4 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_llama3_8b_f16kv_spv_4x128_f16__neon(float32x4_t p, const uint16_t *restrict v, float *restrict o)
+static ATTN_INLINE void attn_llama3_8b_f16kv_spv_4x128_f16__neon(float32x4_t p, const uint16_t *restrict v0, float *restrict o)
 {
-    const float32x4_t s = p;
-    const float32x4_t p0 = vdupq_laneq_f32(s, 0);
-    const float32x4_t p1 = vdupq_laneq_f32(s, 1);
-    const float32x4_t p2 = vdupq_laneq_f32(s, 2);
-    const float32x4_t p3 = vdupq_laneq_f32(s, 3);
+    const float32x4_t s0 = p;
+    const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
+    const float32x4_t p0_1 = vdupq_laneq_f32(s0, 1);
+    const float32x4_t p0_2 = vdupq_laneq_f32(s0, 2);
+    const float32x4_t p0_3 = vdupq_laneq_f32(s0, 3);
     int64_t c;
     for (c = 0; c < 128; c += 4) {
-        const float32x4_t x = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(v + c)));
-        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0, x));
-        vst1q_f32(o + 128 + c, vfmaq_f32(vld1q_f32(o + 128 + c), p1, x));
-        vst1q_f32(o + 256 + c, vfmaq_f32(vld1q_f32(o + 256 + c), p2, x));
-        vst1q_f32(o + 384 + c, vfmaq_f32(vld1q_f32(o + 384 + c), p3, x));
+        const float32x4_t x0 = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(v0 + c)));
+        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0_0, x0));
+        vst1q_f32(o + 128 + c, vfmaq_f32(vld1q_f32(o + 128 + c), p0_1, x0));
+        vst1q_f32(o + 256 + c, vfmaq_f32(vld1q_f32(o + 256 + c), p0_2, x0));
+        vst1q_f32(o + 384 + c, vfmaq_f32(vld1q_f32(o + 384 + c), p0_3, x0));
     }
 }
 
@@ -6593,7 +6591,6 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
-            (void)p;
             (void)pn;
             if (j_end - j_begin >= 2)
                 attn_llama3_8b_f16kv_sqk_4x2_f16__neon(w->sq + (0) * 512, attn_llama3_8b_f16kv_k_row(&kv, 0, j_begin + 0), attn_llama3_8b_f16kv_k_row(&kv, 0, j_begin + 1),

@@ -227,7 +227,7 @@ static void attn_vit_b16_dresult(const float *o, float m, float l, float *op, fl
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
 }
 
-/* Asks for the cache lines of the n floats at p ahead of use (a no-op where
+/* Asks for the cache lines of the n elements at p ahead of use (a no-op where
  * the compiler has no prefetch builtin). */
 static void attn_vit_b16_prefetch_row(const float *p, int n)
 {
@@ -1254,25 +1254,25 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sq
 }
 
 /* O[1 row] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spv_1x64_f32__avx512(__m128 p, const float *restrict v, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spv_1x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
-    const __m512 s = _mm512_broadcast_f32x4(p);
-    const __m512 p0 = _mm512_permute_ps(s, 0x00);
+    const __m512 s0 = _mm512_broadcast_f32x4(p);
+    const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
     {
-        const __m512 x = _mm512_loadu_ps(v + 0);
-        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 0)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 0);
+        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 0)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 16);
-        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 16)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 16);
+        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 16)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 32);
-        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 32)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 32);
+        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 32)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 48);
-        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 48)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 48);
+        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 48)));
     }
 }
 
@@ -1384,30 +1384,30 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sq
 }
 
 /* O[2 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spv_2x64_f32__avx512(__m128 p, const float *restrict v, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spv_2x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
-    const __m512 s = _mm512_broadcast_f32x4(p);
-    const __m512 p0 = _mm512_permute_ps(s, 0x00);
-    const __m512 p1 = _mm512_permute_ps(s, 0x55);
+    const __m512 s0 = _mm512_broadcast_f32x4(p);
+    const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
+    const __m512 p0_1 = _mm512_permute_ps(s0, 0x55);
     {
-        const __m512 x = _mm512_loadu_ps(v + 0);
-        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 0)));
-        _mm512_storeu_ps(o + 64 + 0, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 0)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 0);
+        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 0)));
+        _mm512_storeu_ps(o + 64 + 0, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 64 + 0)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 16);
-        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 16)));
-        _mm512_storeu_ps(o + 64 + 16, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 16)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 16);
+        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 16)));
+        _mm512_storeu_ps(o + 64 + 16, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 64 + 16)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 32);
-        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 32)));
-        _mm512_storeu_ps(o + 64 + 32, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 32)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 32);
+        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 32)));
+        _mm512_storeu_ps(o + 64 + 32, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 64 + 32)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 48);
-        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 48)));
-        _mm512_storeu_ps(o + 64 + 48, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 48)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 48);
+        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 48)));
+        _mm512_storeu_ps(o + 64 + 48, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 64 + 48)));
     }
 }
 
@@ -1539,35 +1539,35 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sq
 }
 
 /* O[3 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spv_3x64_f32__avx512(__m128 p, const float *restrict v, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spv_3x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
-    const __m512 s = _mm512_broadcast_f32x4(p);
-    const __m512 p0 = _mm512_permute_ps(s, 0x00);
-    const __m512 p1 = _mm512_permute_ps(s, 0x55);
-    const __m512 p2 = _mm512_permute_ps(s, 0xAA);
+    const __m512 s0 = _mm512_broadcast_f32x4(p);
+    const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
+    const __m512 p0_1 = _mm512_permute_ps(s0, 0x55);
+    const __m512 p0_2 = _mm512_permute_ps(s0, 0xAA);
     {
-        const __m512 x = _mm512_loadu_ps(v + 0);
-        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 0)));
-        _mm512_storeu_ps(o + 64 + 0, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 0)));
-        _mm512_storeu_ps(o + 128 + 0, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 0)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 0);
+        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 0)));
+        _mm512_storeu_ps(o + 64 + 0, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 64 + 0)));
+        _mm512_storeu_ps(o + 128 + 0, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 128 + 0)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 16);
-        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 16)));
-        _mm512_storeu_ps(o + 64 + 16, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 16)));
-        _mm512_storeu_ps(o + 128 + 16, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 16)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 16);
+        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 16)));
+        _mm512_storeu_ps(o + 64 + 16, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 64 + 16)));
+        _mm512_storeu_ps(o + 128 + 16, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 128 + 16)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 32);
-        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 32)));
-        _mm512_storeu_ps(o + 64 + 32, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 32)));
-        _mm512_storeu_ps(o + 128 + 32, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 32)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 32);
+        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 32)));
+        _mm512_storeu_ps(o + 64 + 32, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 64 + 32)));
+        _mm512_storeu_ps(o + 128 + 32, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 128 + 32)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 48);
-        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 48)));
-        _mm512_storeu_ps(o + 64 + 48, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 48)));
-        _mm512_storeu_ps(o + 128 + 48, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 48)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 48);
+        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 48)));
+        _mm512_storeu_ps(o + 64 + 48, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 64 + 48)));
+        _mm512_storeu_ps(o + 128 + 48, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 128 + 48)));
     }
 }
 
@@ -1719,40 +1719,40 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_vit_b16_sq
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spv_4x64_f32__avx512(__m128 p, const float *restrict v, float *restrict o)
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_vit_b16_spv_4x64_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
-    const __m512 s = _mm512_broadcast_f32x4(p);
-    const __m512 p0 = _mm512_permute_ps(s, 0x00);
-    const __m512 p1 = _mm512_permute_ps(s, 0x55);
-    const __m512 p2 = _mm512_permute_ps(s, 0xAA);
-    const __m512 p3 = _mm512_permute_ps(s, 0xFF);
+    const __m512 s0 = _mm512_broadcast_f32x4(p);
+    const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
+    const __m512 p0_1 = _mm512_permute_ps(s0, 0x55);
+    const __m512 p0_2 = _mm512_permute_ps(s0, 0xAA);
+    const __m512 p0_3 = _mm512_permute_ps(s0, 0xFF);
     {
-        const __m512 x = _mm512_loadu_ps(v + 0);
-        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 0)));
-        _mm512_storeu_ps(o + 64 + 0, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 0)));
-        _mm512_storeu_ps(o + 128 + 0, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 0)));
-        _mm512_storeu_ps(o + 192 + 0, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 192 + 0)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 0);
+        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 0)));
+        _mm512_storeu_ps(o + 64 + 0, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 64 + 0)));
+        _mm512_storeu_ps(o + 128 + 0, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 128 + 0)));
+        _mm512_storeu_ps(o + 192 + 0, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 192 + 0)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 16);
-        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 16)));
-        _mm512_storeu_ps(o + 64 + 16, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 16)));
-        _mm512_storeu_ps(o + 128 + 16, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 16)));
-        _mm512_storeu_ps(o + 192 + 16, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 192 + 16)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 16);
+        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 16)));
+        _mm512_storeu_ps(o + 64 + 16, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 64 + 16)));
+        _mm512_storeu_ps(o + 128 + 16, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 128 + 16)));
+        _mm512_storeu_ps(o + 192 + 16, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 192 + 16)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 32);
-        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 32)));
-        _mm512_storeu_ps(o + 64 + 32, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 32)));
-        _mm512_storeu_ps(o + 128 + 32, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 32)));
-        _mm512_storeu_ps(o + 192 + 32, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 192 + 32)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 32);
+        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 32)));
+        _mm512_storeu_ps(o + 64 + 32, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 64 + 32)));
+        _mm512_storeu_ps(o + 128 + 32, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 128 + 32)));
+        _mm512_storeu_ps(o + 192 + 32, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 192 + 32)));
     }
     {
-        const __m512 x = _mm512_loadu_ps(v + 48);
-        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0, x, _mm512_loadu_ps(o + 0 + 48)));
-        _mm512_storeu_ps(o + 64 + 48, _mm512_fmadd_ps(p1, x, _mm512_loadu_ps(o + 64 + 48)));
-        _mm512_storeu_ps(o + 128 + 48, _mm512_fmadd_ps(p2, x, _mm512_loadu_ps(o + 128 + 48)));
-        _mm512_storeu_ps(o + 192 + 48, _mm512_fmadd_ps(p3, x, _mm512_loadu_ps(o + 192 + 48)));
+        const __m512 x0 = _mm512_loadu_ps(v0 + 48);
+        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 48)));
+        _mm512_storeu_ps(o + 64 + 48, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 64 + 48)));
+        _mm512_storeu_ps(o + 128 + 48, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 128 + 48)));
+        _mm512_storeu_ps(o + 192 + 48, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 192 + 48)));
     }
 }
 
@@ -3616,41 +3616,41 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_
 }
 
 /* O[1 row] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_spv_1x64_f32__avx2(__m128 p, const float *restrict v, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_spv_1x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
-    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
-    const __m256 p0 = _mm256_permute_ps(s, 0x00);
+    const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
+    const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
     {
-        const __m256 x = _mm256_loadu_ps(v + 0);
-        _mm256_storeu_ps(o + 0 + 0, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 0)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 0);
+        _mm256_storeu_ps(o + 0 + 0, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 0)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 8);
-        _mm256_storeu_ps(o + 0 + 8, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 8)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 8);
+        _mm256_storeu_ps(o + 0 + 8, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 8)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 16);
-        _mm256_storeu_ps(o + 0 + 16, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 16)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 16);
+        _mm256_storeu_ps(o + 0 + 16, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 16)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 24);
-        _mm256_storeu_ps(o + 0 + 24, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 24)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 24);
+        _mm256_storeu_ps(o + 0 + 24, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 24)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 32);
-        _mm256_storeu_ps(o + 0 + 32, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 32)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 32);
+        _mm256_storeu_ps(o + 0 + 32, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 32)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 40);
-        _mm256_storeu_ps(o + 0 + 40, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 40)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 40);
+        _mm256_storeu_ps(o + 0 + 40, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 40)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 48);
-        _mm256_storeu_ps(o + 0 + 48, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 48)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 48);
+        _mm256_storeu_ps(o + 0 + 48, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 48)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 56);
-        _mm256_storeu_ps(o + 0 + 56, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 56)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 56);
+        _mm256_storeu_ps(o + 0 + 56, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 56)));
     }
 }
 
@@ -3806,50 +3806,50 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_
 }
 
 /* O[2 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_spv_2x64_f32__avx2(__m128 p, const float *restrict v, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_spv_2x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
-    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
-    const __m256 p0 = _mm256_permute_ps(s, 0x00);
-    const __m256 p1 = _mm256_permute_ps(s, 0x55);
+    const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
+    const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
+    const __m256 p0_1 = _mm256_permute_ps(s0, 0x55);
     {
-        const __m256 x = _mm256_loadu_ps(v + 0);
-        _mm256_storeu_ps(o + 0 + 0, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 0)));
-        _mm256_storeu_ps(o + 64 + 0, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 0)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 0);
+        _mm256_storeu_ps(o + 0 + 0, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 0)));
+        _mm256_storeu_ps(o + 64 + 0, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 0)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 8);
-        _mm256_storeu_ps(o + 0 + 8, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 8)));
-        _mm256_storeu_ps(o + 64 + 8, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 8)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 8);
+        _mm256_storeu_ps(o + 0 + 8, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 8)));
+        _mm256_storeu_ps(o + 64 + 8, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 8)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 16);
-        _mm256_storeu_ps(o + 0 + 16, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 16)));
-        _mm256_storeu_ps(o + 64 + 16, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 16)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 16);
+        _mm256_storeu_ps(o + 0 + 16, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 16)));
+        _mm256_storeu_ps(o + 64 + 16, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 16)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 24);
-        _mm256_storeu_ps(o + 0 + 24, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 24)));
-        _mm256_storeu_ps(o + 64 + 24, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 24)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 24);
+        _mm256_storeu_ps(o + 0 + 24, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 24)));
+        _mm256_storeu_ps(o + 64 + 24, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 24)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 32);
-        _mm256_storeu_ps(o + 0 + 32, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 32)));
-        _mm256_storeu_ps(o + 64 + 32, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 32)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 32);
+        _mm256_storeu_ps(o + 0 + 32, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 32)));
+        _mm256_storeu_ps(o + 64 + 32, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 32)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 40);
-        _mm256_storeu_ps(o + 0 + 40, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 40)));
-        _mm256_storeu_ps(o + 64 + 40, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 40)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 40);
+        _mm256_storeu_ps(o + 0 + 40, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 40)));
+        _mm256_storeu_ps(o + 64 + 40, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 40)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 48);
-        _mm256_storeu_ps(o + 0 + 48, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 48)));
-        _mm256_storeu_ps(o + 64 + 48, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 48)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 48);
+        _mm256_storeu_ps(o + 0 + 48, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 48)));
+        _mm256_storeu_ps(o + 64 + 48, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 48)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 56);
-        _mm256_storeu_ps(o + 0 + 56, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 56)));
-        _mm256_storeu_ps(o + 64 + 56, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 56)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 56);
+        _mm256_storeu_ps(o + 0 + 56, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 56)));
+        _mm256_storeu_ps(o + 64 + 56, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 56)));
     }
 }
 
@@ -4041,59 +4041,59 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_
 }
 
 /* O[3 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_spv_3x64_f32__avx2(__m128 p, const float *restrict v, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_spv_3x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
-    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
-    const __m256 p0 = _mm256_permute_ps(s, 0x00);
-    const __m256 p1 = _mm256_permute_ps(s, 0x55);
-    const __m256 p2 = _mm256_permute_ps(s, 0xAA);
+    const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
+    const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
+    const __m256 p0_1 = _mm256_permute_ps(s0, 0x55);
+    const __m256 p0_2 = _mm256_permute_ps(s0, 0xAA);
     {
-        const __m256 x = _mm256_loadu_ps(v + 0);
-        _mm256_storeu_ps(o + 0 + 0, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 0)));
-        _mm256_storeu_ps(o + 64 + 0, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 0)));
-        _mm256_storeu_ps(o + 128 + 0, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 0)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 0);
+        _mm256_storeu_ps(o + 0 + 0, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 0)));
+        _mm256_storeu_ps(o + 64 + 0, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 0)));
+        _mm256_storeu_ps(o + 128 + 0, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 0)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 8);
-        _mm256_storeu_ps(o + 0 + 8, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 8)));
-        _mm256_storeu_ps(o + 64 + 8, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 8)));
-        _mm256_storeu_ps(o + 128 + 8, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 8)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 8);
+        _mm256_storeu_ps(o + 0 + 8, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 8)));
+        _mm256_storeu_ps(o + 64 + 8, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 8)));
+        _mm256_storeu_ps(o + 128 + 8, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 8)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 16);
-        _mm256_storeu_ps(o + 0 + 16, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 16)));
-        _mm256_storeu_ps(o + 64 + 16, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 16)));
-        _mm256_storeu_ps(o + 128 + 16, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 16)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 16);
+        _mm256_storeu_ps(o + 0 + 16, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 16)));
+        _mm256_storeu_ps(o + 64 + 16, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 16)));
+        _mm256_storeu_ps(o + 128 + 16, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 16)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 24);
-        _mm256_storeu_ps(o + 0 + 24, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 24)));
-        _mm256_storeu_ps(o + 64 + 24, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 24)));
-        _mm256_storeu_ps(o + 128 + 24, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 24)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 24);
+        _mm256_storeu_ps(o + 0 + 24, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 24)));
+        _mm256_storeu_ps(o + 64 + 24, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 24)));
+        _mm256_storeu_ps(o + 128 + 24, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 24)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 32);
-        _mm256_storeu_ps(o + 0 + 32, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 32)));
-        _mm256_storeu_ps(o + 64 + 32, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 32)));
-        _mm256_storeu_ps(o + 128 + 32, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 32)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 32);
+        _mm256_storeu_ps(o + 0 + 32, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 32)));
+        _mm256_storeu_ps(o + 64 + 32, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 32)));
+        _mm256_storeu_ps(o + 128 + 32, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 32)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 40);
-        _mm256_storeu_ps(o + 0 + 40, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 40)));
-        _mm256_storeu_ps(o + 64 + 40, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 40)));
-        _mm256_storeu_ps(o + 128 + 40, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 40)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 40);
+        _mm256_storeu_ps(o + 0 + 40, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 40)));
+        _mm256_storeu_ps(o + 64 + 40, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 40)));
+        _mm256_storeu_ps(o + 128 + 40, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 40)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 48);
-        _mm256_storeu_ps(o + 0 + 48, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 48)));
-        _mm256_storeu_ps(o + 64 + 48, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 48)));
-        _mm256_storeu_ps(o + 128 + 48, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 48)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 48);
+        _mm256_storeu_ps(o + 0 + 48, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 48)));
+        _mm256_storeu_ps(o + 64 + 48, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 48)));
+        _mm256_storeu_ps(o + 128 + 48, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 48)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 56);
-        _mm256_storeu_ps(o + 0 + 56, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 56)));
-        _mm256_storeu_ps(o + 64 + 56, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 56)));
-        _mm256_storeu_ps(o + 128 + 56, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 56)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 56);
+        _mm256_storeu_ps(o + 0 + 56, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 56)));
+        _mm256_storeu_ps(o + 64 + 56, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 56)));
+        _mm256_storeu_ps(o + 128 + 56, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 56)));
     }
 }
 
@@ -4321,68 +4321,68 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_vit_b16_
 }
 
 /* O[4 rows] += p_r V: one V row. */
-__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_spv_4x64_f32__avx2(__m128 p, const float *restrict v, float *restrict o)
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_vit_b16_spv_4x64_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
-    const __m256 s = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
-    const __m256 p0 = _mm256_permute_ps(s, 0x00);
-    const __m256 p1 = _mm256_permute_ps(s, 0x55);
-    const __m256 p2 = _mm256_permute_ps(s, 0xAA);
-    const __m256 p3 = _mm256_permute_ps(s, 0xFF);
+    const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(p), p, 1);
+    const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
+    const __m256 p0_1 = _mm256_permute_ps(s0, 0x55);
+    const __m256 p0_2 = _mm256_permute_ps(s0, 0xAA);
+    const __m256 p0_3 = _mm256_permute_ps(s0, 0xFF);
     {
-        const __m256 x = _mm256_loadu_ps(v + 0);
-        _mm256_storeu_ps(o + 0 + 0, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 0)));
-        _mm256_storeu_ps(o + 64 + 0, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 0)));
-        _mm256_storeu_ps(o + 128 + 0, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 0)));
-        _mm256_storeu_ps(o + 192 + 0, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 0)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 0);
+        _mm256_storeu_ps(o + 0 + 0, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 0)));
+        _mm256_storeu_ps(o + 64 + 0, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 0)));
+        _mm256_storeu_ps(o + 128 + 0, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 0)));
+        _mm256_storeu_ps(o + 192 + 0, _mm256_fmadd_ps(p0_3, x0, _mm256_loadu_ps(o + 192 + 0)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 8);
-        _mm256_storeu_ps(o + 0 + 8, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 8)));
-        _mm256_storeu_ps(o + 64 + 8, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 8)));
-        _mm256_storeu_ps(o + 128 + 8, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 8)));
-        _mm256_storeu_ps(o + 192 + 8, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 8)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 8);
+        _mm256_storeu_ps(o + 0 + 8, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 8)));
+        _mm256_storeu_ps(o + 64 + 8, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 8)));
+        _mm256_storeu_ps(o + 128 + 8, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 8)));
+        _mm256_storeu_ps(o + 192 + 8, _mm256_fmadd_ps(p0_3, x0, _mm256_loadu_ps(o + 192 + 8)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 16);
-        _mm256_storeu_ps(o + 0 + 16, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 16)));
-        _mm256_storeu_ps(o + 64 + 16, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 16)));
-        _mm256_storeu_ps(o + 128 + 16, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 16)));
-        _mm256_storeu_ps(o + 192 + 16, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 16)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 16);
+        _mm256_storeu_ps(o + 0 + 16, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 16)));
+        _mm256_storeu_ps(o + 64 + 16, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 16)));
+        _mm256_storeu_ps(o + 128 + 16, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 16)));
+        _mm256_storeu_ps(o + 192 + 16, _mm256_fmadd_ps(p0_3, x0, _mm256_loadu_ps(o + 192 + 16)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 24);
-        _mm256_storeu_ps(o + 0 + 24, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 24)));
-        _mm256_storeu_ps(o + 64 + 24, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 24)));
-        _mm256_storeu_ps(o + 128 + 24, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 24)));
-        _mm256_storeu_ps(o + 192 + 24, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 24)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 24);
+        _mm256_storeu_ps(o + 0 + 24, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 24)));
+        _mm256_storeu_ps(o + 64 + 24, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 24)));
+        _mm256_storeu_ps(o + 128 + 24, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 24)));
+        _mm256_storeu_ps(o + 192 + 24, _mm256_fmadd_ps(p0_3, x0, _mm256_loadu_ps(o + 192 + 24)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 32);
-        _mm256_storeu_ps(o + 0 + 32, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 32)));
-        _mm256_storeu_ps(o + 64 + 32, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 32)));
-        _mm256_storeu_ps(o + 128 + 32, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 32)));
-        _mm256_storeu_ps(o + 192 + 32, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 32)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 32);
+        _mm256_storeu_ps(o + 0 + 32, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 32)));
+        _mm256_storeu_ps(o + 64 + 32, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 32)));
+        _mm256_storeu_ps(o + 128 + 32, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 32)));
+        _mm256_storeu_ps(o + 192 + 32, _mm256_fmadd_ps(p0_3, x0, _mm256_loadu_ps(o + 192 + 32)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 40);
-        _mm256_storeu_ps(o + 0 + 40, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 40)));
-        _mm256_storeu_ps(o + 64 + 40, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 40)));
-        _mm256_storeu_ps(o + 128 + 40, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 40)));
-        _mm256_storeu_ps(o + 192 + 40, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 40)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 40);
+        _mm256_storeu_ps(o + 0 + 40, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 40)));
+        _mm256_storeu_ps(o + 64 + 40, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 40)));
+        _mm256_storeu_ps(o + 128 + 40, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 40)));
+        _mm256_storeu_ps(o + 192 + 40, _mm256_fmadd_ps(p0_3, x0, _mm256_loadu_ps(o + 192 + 40)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 48);
-        _mm256_storeu_ps(o + 0 + 48, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 48)));
-        _mm256_storeu_ps(o + 64 + 48, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 48)));
-        _mm256_storeu_ps(o + 128 + 48, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 48)));
-        _mm256_storeu_ps(o + 192 + 48, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 48)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 48);
+        _mm256_storeu_ps(o + 0 + 48, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 48)));
+        _mm256_storeu_ps(o + 64 + 48, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 48)));
+        _mm256_storeu_ps(o + 128 + 48, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 48)));
+        _mm256_storeu_ps(o + 192 + 48, _mm256_fmadd_ps(p0_3, x0, _mm256_loadu_ps(o + 192 + 48)));
     }
     {
-        const __m256 x = _mm256_loadu_ps(v + 56);
-        _mm256_storeu_ps(o + 0 + 56, _mm256_fmadd_ps(p0, x, _mm256_loadu_ps(o + 0 + 56)));
-        _mm256_storeu_ps(o + 64 + 56, _mm256_fmadd_ps(p1, x, _mm256_loadu_ps(o + 64 + 56)));
-        _mm256_storeu_ps(o + 128 + 56, _mm256_fmadd_ps(p2, x, _mm256_loadu_ps(o + 128 + 56)));
-        _mm256_storeu_ps(o + 192 + 56, _mm256_fmadd_ps(p3, x, _mm256_loadu_ps(o + 192 + 56)));
+        const __m256 x0 = _mm256_loadu_ps(v0 + 56);
+        _mm256_storeu_ps(o + 0 + 56, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + 56)));
+        _mm256_storeu_ps(o + 64 + 56, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 64 + 56)));
+        _mm256_storeu_ps(o + 128 + 56, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 128 + 56)));
+        _mm256_storeu_ps(o + 192 + 56, _mm256_fmadd_ps(p0_3, x0, _mm256_loadu_ps(o + 192 + 56)));
     }
 }
 
@@ -6847,14 +6847,14 @@ static ATTN_INLINE float32x4_t attn_vit_b16_sqk_1x1_f32__neon(const float *restr
 }
 
 /* O[1 row] += p_r V: one V row. */
-static ATTN_INLINE void attn_vit_b16_spv_1x64_f32__neon(float32x4_t p, const float *restrict v, float *restrict o)
+static ATTN_INLINE void attn_vit_b16_spv_1x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
-    const float32x4_t s = p;
-    const float32x4_t p0 = vdupq_laneq_f32(s, 0);
+    const float32x4_t s0 = p;
+    const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
     int64_t c;
     for (c = 0; c < 64; c += 4) {
-        const float32x4_t x = vld1q_f32(v + c);
-        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0, x));
+        const float32x4_t x0 = vld1q_f32(v0 + c);
+        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0_0, x0));
     }
 }
 
@@ -6934,16 +6934,16 @@ static ATTN_INLINE float32x4_t attn_vit_b16_sqk_2x1_f32__neon(const float *restr
 }
 
 /* O[2 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_vit_b16_spv_2x64_f32__neon(float32x4_t p, const float *restrict v, float *restrict o)
+static ATTN_INLINE void attn_vit_b16_spv_2x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
-    const float32x4_t s = p;
-    const float32x4_t p0 = vdupq_laneq_f32(s, 0);
-    const float32x4_t p1 = vdupq_laneq_f32(s, 1);
+    const float32x4_t s0 = p;
+    const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
+    const float32x4_t p0_1 = vdupq_laneq_f32(s0, 1);
     int64_t c;
     for (c = 0; c < 64; c += 4) {
-        const float32x4_t x = vld1q_f32(v + c);
-        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0, x));
-        vst1q_f32(o + 64 + c, vfmaq_f32(vld1q_f32(o + 64 + c), p1, x));
+        const float32x4_t x0 = vld1q_f32(v0 + c);
+        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0_0, x0));
+        vst1q_f32(o + 64 + c, vfmaq_f32(vld1q_f32(o + 64 + c), p0_1, x0));
     }
 }
 
@@ -7031,18 +7031,18 @@ static ATTN_INLINE float32x4_t attn_vit_b16_sqk_3x1_f32__neon(const float *restr
 }
 
 /* O[3 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_vit_b16_spv_3x64_f32__neon(float32x4_t p, const float *restrict v, float *restrict o)
+static ATTN_INLINE void attn_vit_b16_spv_3x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
-    const float32x4_t s = p;
-    const float32x4_t p0 = vdupq_laneq_f32(s, 0);
-    const float32x4_t p1 = vdupq_laneq_f32(s, 1);
-    const float32x4_t p2 = vdupq_laneq_f32(s, 2);
+    const float32x4_t s0 = p;
+    const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
+    const float32x4_t p0_1 = vdupq_laneq_f32(s0, 1);
+    const float32x4_t p0_2 = vdupq_laneq_f32(s0, 2);
     int64_t c;
     for (c = 0; c < 64; c += 4) {
-        const float32x4_t x = vld1q_f32(v + c);
-        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0, x));
-        vst1q_f32(o + 64 + c, vfmaq_f32(vld1q_f32(o + 64 + c), p1, x));
-        vst1q_f32(o + 128 + c, vfmaq_f32(vld1q_f32(o + 128 + c), p2, x));
+        const float32x4_t x0 = vld1q_f32(v0 + c);
+        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0_0, x0));
+        vst1q_f32(o + 64 + c, vfmaq_f32(vld1q_f32(o + 64 + c), p0_1, x0));
+        vst1q_f32(o + 128 + c, vfmaq_f32(vld1q_f32(o + 128 + c), p0_2, x0));
     }
 }
 
@@ -7138,20 +7138,20 @@ static ATTN_INLINE float32x4_t attn_vit_b16_sqk_4x1_f32__neon(const float *restr
 }
 
 /* O[4 rows] += p_r V: one V row. */
-static ATTN_INLINE void attn_vit_b16_spv_4x64_f32__neon(float32x4_t p, const float *restrict v, float *restrict o)
+static ATTN_INLINE void attn_vit_b16_spv_4x64_f32__neon(float32x4_t p, const float *restrict v0, float *restrict o)
 {
-    const float32x4_t s = p;
-    const float32x4_t p0 = vdupq_laneq_f32(s, 0);
-    const float32x4_t p1 = vdupq_laneq_f32(s, 1);
-    const float32x4_t p2 = vdupq_laneq_f32(s, 2);
-    const float32x4_t p3 = vdupq_laneq_f32(s, 3);
+    const float32x4_t s0 = p;
+    const float32x4_t p0_0 = vdupq_laneq_f32(s0, 0);
+    const float32x4_t p0_1 = vdupq_laneq_f32(s0, 1);
+    const float32x4_t p0_2 = vdupq_laneq_f32(s0, 2);
+    const float32x4_t p0_3 = vdupq_laneq_f32(s0, 3);
     int64_t c;
     for (c = 0; c < 64; c += 4) {
-        const float32x4_t x = vld1q_f32(v + c);
-        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0, x));
-        vst1q_f32(o + 64 + c, vfmaq_f32(vld1q_f32(o + 64 + c), p1, x));
-        vst1q_f32(o + 128 + c, vfmaq_f32(vld1q_f32(o + 128 + c), p2, x));
-        vst1q_f32(o + 192 + c, vfmaq_f32(vld1q_f32(o + 192 + c), p3, x));
+        const float32x4_t x0 = vld1q_f32(v0 + c);
+        vst1q_f32(o + 0 + c, vfmaq_f32(vld1q_f32(o + 0 + c), p0_0, x0));
+        vst1q_f32(o + 64 + c, vfmaq_f32(vld1q_f32(o + 64 + c), p0_1, x0));
+        vst1q_f32(o + 128 + c, vfmaq_f32(vld1q_f32(o + 128 + c), p0_2, x0));
+        vst1q_f32(o + 192 + c, vfmaq_f32(vld1q_f32(o + 192 + c), p0_3, x0));
     }
 }
 

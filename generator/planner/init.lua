@@ -119,20 +119,17 @@ function M.variant(cfg, plan, isa)
   v.pv_fn = function(mr, dt) return naming.pv(cfg.name, mr, plan.Dv, isa.name, dt or "f32") end
   -- which instances exist: prefill (packed panels, f32) calls MR and 1 rows;
   -- the decode path (its K/V type) calls qk with MR and 1, pv with every row count
+  -- (v.pv_rows holds MR and 1, so one f32 instance serves both paths)
   local prefill_pv = pv.mr > 1 and { pv.mr, 1 } or { 1 }
   local decode = plan.decode and plan.decode.max_q > 0
-  v.mk = {} -- { dt =, qk_rows =, pv_rows = } per storage type
-  local function add(dt, pv_rows)
-    for _, m in ipairs(v.mk) do
-      if m.dt == dt then
-        if #pv_rows > #m.pv_rows then m.pv_rows = pv_rows end
-        return
-      end
-    end
-    v.mk[#v.mk + 1] = { dt = dt, qk_rows = v.qk_rows, pv_rows = pv_rows }
+  if not decode then
+    v.mk = { { dt = "f32", qk_rows = v.qk_rows, pv_rows = prefill_pv } }
+  elseif dtype == "f32" then
+    v.mk = { { dt = "f32", qk_rows = v.qk_rows, pv_rows = v.pv_rows } }
+  else
+    v.mk = { { dt = "f32", qk_rows = v.qk_rows, pv_rows = prefill_pv },
+      { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } }
   end
-  add("f32", prefill_pv)
-  if decode then add(dtype, v.pv_rows) end
   -- vector exp2 and tanh expressions: the ISA's own, or lib/vmath's
   v.exp2 = function(x) return isa.exp2 and isa.exp2(x) or (naming.shared("exp2", isa.name) .. "(" .. x .. ")") end
   v.tanh = function(x) return isa.tanh and isa.tanh(x) or (naming.shared("tanh", isa.name) .. "(" .. x .. ")") end

@@ -31,11 +31,14 @@ M.DECODE_PREFETCH = 8
 M.STREAM_L1 = 32 * 1024
 M.STREAM_PREFETCH = 2
 M.STREAM_PREFETCH_HEAD_MAJOR = 8
---- The streaming kernel's scores use two accumulators a row (half the FMA
--- dependency chain) when K/V are stored in 16 bits: that path is bound by
--- its instructions, not by the cache reads, and runs about 5% faster
--- (Llama-3-8B, f16 cache, 32768 keys: 6.7 -> 6.3-6.4 ms); from an f32 cache,
--- bound by the reads, it is 4% faster in cache and 1% slower from DRAM.
+--- The streaming kernel's one-key step uses two accumulators a row in its
+-- scores (half the FMA dependency chain) when K/V are stored in 16 bits:
+-- that kernel is bound by its instructions, not by the cache reads, and the
+-- one-key step ran about 5% faster with them (Llama-3-8B, f16 cache, 32768
+-- keys: 6.7 -> 6.3-6.4 ms, before STREAM_KEYS took two keys a step there;
+-- the one-key step still serves the steps with score terms, one kv head, a
+-- head-major cache and the last key of a split); from an f32 cache, bound by
+-- the reads, they are 4% faster in cache and 1% slower from DRAM.
 M.STREAM_SPLIT_DOT_DTYPES = { bf16 = true, f16 = true }
 --- Keys the streaming kernel takes a step at a time (one pass over the rows'
 -- Q for their scores, one over O for their V rows), by storage type and ISA:
@@ -83,9 +86,7 @@ local function stream_plan(plan, v)
     local bytes_per_q = plan.Hq * (v.dqs + v.dvp) * 4 -- Q and O of one query row of every head
     local max_q = math.min(math.floor(4 / plan.group), math.floor(M.STREAM_L1 / bytes_per_q), plan.decode.max_q)
     if max_q >= 1 then
-      local st = { max_q = max_q, rows = {}, prefetch = M.STREAM_PREFETCH,
-        prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR,
-        keys = 1 }
+      local st = { max_q = max_q, rows = {}, keys = 1 }
       -- several keys a step where the kernel takes its step without score
       -- terms (no ALiBi, no mask tensor) over more than one kv head
       if not (plan.alibi or plan.mask ~= "none") and plan.Hkv > 1 and M.STREAM_KEYS[plan.dtype.kv] then
