@@ -251,8 +251,9 @@ local function decode_presets()
   end
   return names
 end
+local other_presets = decode_presets()
 for _, lk in ipairs(LK) do
-  for _, preset in ipairs(decode_presets()) do
+  for _, preset in ipairs(other_presets) do
     decode_rows[#decode_rows + 1] = decode_row(preset, lk, 1, (decode(preset, lk, 1)))
   end
 end

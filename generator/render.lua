@@ -63,8 +63,7 @@ function environment(plan)
   end
   local has_stream = false
   for _, v in ipairs(plan.variants) do has_stream = has_stream or v.stream ~= nil end
-  local env
-  env = {
+  return {
     p = plan,
     has_stream = has_stream,
     ipairs = ipairs, math = math, table = table, string = string, tostring = tostring, tonumber = tonumber,
@@ -83,7 +82,6 @@ function environment(plan)
     lib = function(name, extra) return M.fragment("lib/" .. name .. ".c.tmpl", plan, extra) end,
     family = function(name, extra) return M.fragment("families/" .. name .. ".c.tmpl", plan, extra) end,
   }
-  return env
 end
 
 --- The "generated, do not edit" banner: template, reproducing command and

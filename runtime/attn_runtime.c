@@ -199,6 +199,30 @@ void attn_f16_to_f32_array(const uint16_t *src, float *dst, size_t n)
         dst[i] = attn_f16_to_f32(src[i]);
 }
 
+void attn_f32_to_dtype_array(attn_dtype dtype, const float *src, void *dst, size_t n)
+{
+    switch (dtype) {
+    case ATTN_DTYPE_BF16: attn_f32_to_bf16_array(src, (uint16_t *)dst, n); break;
+    case ATTN_DTYPE_F16: attn_f32_to_f16_array(src, (uint16_t *)dst, n); break;
+    default:
+        if (n > 0 && (const void *)src != dst)
+            memmove(dst, src, n * sizeof(float));
+        break;
+    }
+}
+
+void attn_dtype_to_f32_array(attn_dtype dtype, const void *src, float *dst, size_t n)
+{
+    switch (dtype) {
+    case ATTN_DTYPE_BF16: attn_bf16_to_f32_array((const uint16_t *)src, dst, n); break;
+    case ATTN_DTYPE_F16: attn_f16_to_f32_array((const uint16_t *)src, dst, n); break;
+    default:
+        if (n > 0 && src != (const void *)dst)
+            memmove(dst, src, n * sizeof(float));
+        break;
+    }
+}
+
 int attn_isa_from_name(const char *name)
 {
     int i;

@@ -100,7 +100,10 @@ size_t attn_dtype_size(attn_dtype dtype);
  * infinities and NaN payloads included, has an f32 with the same value.
  *
  * The array forms convert n elements from src to dst (which must not
- * overlap); n = 0 does nothing.
+ * overlap); n = 0 does nothing.  attn_f32_to_dtype_array and
+ * attn_dtype_to_f32_array take the storage type as a value (a kernel's
+ * spec.dtype_q, ...): for ATTN_DTYPE_F32 they copy (src and dst may then be
+ * the same array).
  */
 uint16_t attn_f32_to_bf16(float x);
 float attn_bf16_to_f32(uint16_t h);
@@ -110,6 +113,8 @@ void attn_f32_to_bf16_array(const float *src, uint16_t *dst, size_t n);
 void attn_bf16_to_f32_array(const uint16_t *src, float *dst, size_t n);
 void attn_f32_to_f16_array(const float *src, uint16_t *dst, size_t n);
 void attn_f16_to_f32_array(const uint16_t *src, float *dst, size_t n);
+void attn_f32_to_dtype_array(attn_dtype dtype, const float *src, void *dst, size_t n);
+void attn_dtype_to_f32_array(attn_dtype dtype, const void *src, float *dst, size_t n);
 
 /*
  * One run of a kernel.  Each tensor is stored in the type the kernel's spec

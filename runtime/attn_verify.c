@@ -54,26 +54,12 @@ static uint32_t o_unset_bits(attn_dtype dtype)
 
 void attn_verify_narrow(attn_dtype dtype, const float *src, void *dst, size_t n)
 {
-    switch (dtype) {
-    case ATTN_DTYPE_BF16: attn_f32_to_bf16_array(src, (uint16_t *)dst, n); break;
-    case ATTN_DTYPE_F16: attn_f32_to_f16_array(src, (uint16_t *)dst, n); break;
-    default:
-        if (n > 0 && (const void *)src != dst)
-            memmove(dst, src, n * sizeof(float));
-        break;
-    }
+    attn_f32_to_dtype_array(dtype, src, dst, n);
 }
 
 void attn_verify_widen(attn_dtype dtype, const void *src, float *dst, size_t n)
 {
-    switch (dtype) {
-    case ATTN_DTYPE_BF16: attn_bf16_to_f32_array((const uint16_t *)src, dst, n); break;
-    case ATTN_DTYPE_F16: attn_f16_to_f32_array((const uint16_t *)src, dst, n); break;
-    default:
-        if (n > 0 && src != (const void *)dst)
-            memmove(dst, src, n * sizeof(float));
-        break;
-    }
+    attn_dtype_to_f32_array(dtype, src, dst, n);
 }
 
 /* Element i of an array of storage type dtype: its bits, its value. */

@@ -113,32 +113,10 @@ static void *alloc_stored(size_t n, attn_dtype t)
     return p;
 }
 
-/* n f32 values stored as t (round to nearest even) */
-static void narrow_all(attn_dtype t, const float *src, void *dst, size_t n)
-{
-    if (t == ATTN_DTYPE_BF16)
-        attn_f32_to_bf16_array(src, (uint16_t *)dst, n);
-    else if (t == ATTN_DTYPE_F16)
-        attn_f32_to_f16_array(src, (uint16_t *)dst, n);
-    else
-        memcpy(dst, src, n * sizeof(float));
-}
-
-/* n stored values of type t widened to f32 (exact) */
-static void widen_all(attn_dtype t, const void *src, float *dst, size_t n)
-{
-    if (t == ATTN_DTYPE_BF16)
-        attn_bf16_to_f32_array((const uint16_t *)src, dst, n);
-    else if (t == ATTN_DTYPE_F16)
-        attn_f16_to_f32_array((const uint16_t *)src, dst, n);
-    else
-        memcpy(dst, src, n * sizeof(float));
-}
-
 static float stored_value(attn_dtype t, const void *p, size_t i)
 {
     float x;
-    widen_all(t, (const unsigned char *)p + i * attn_dtype_size(t), &x, 1);
+    attn_dtype_to_f32_array(t, (const unsigned char *)p + i * attn_dtype_size(t), &x, 1);
     return x;
 }
 
@@ -148,15 +126,15 @@ static void fill_stored_nan(attn_dtype t, void *p, size_t n)
     const float nan = NAN;
     size_t i;
     for (i = 0; i < n; i++)
-        narrow_all(t, &nan, (unsigned char *)p + i * attn_dtype_size(t), 1);
+        attn_f32_to_dtype_array(t, &nan, (unsigned char *)p + i * attn_dtype_size(t), 1);
 }
 
 /* f32 inputs stored as t, and the stored values put back into the f32 copy */
 static void *store_input(attn_dtype t, float *values, size_t n)
 {
     void *stored = alloc_stored(n, t);
-    narrow_all(t, values, stored, n);
-    widen_all(t, stored, values, n);
+    attn_f32_to_dtype_array(t, values, stored, n);
+    attn_dtype_to_f32_array(t, stored, values, n);
     return stored;
 }
 

@@ -8,6 +8,7 @@
 -- paths, masks and constants.
 local isa_registry = require("isa")
 local naming = require("naming")
+local schema = require("schema")
 local util = require("util")
 
 local M = {}
@@ -163,8 +164,7 @@ function M.common(cfg, opts)
     p.tile, p.tile_reason = M.DEFAULT_TILE, "heuristic default (tile = \"auto\", no tuning result)"
   end
   -- storage types: one per tensor (Q, K/V, O), f32 only so far
-  local dt = cfg.dtype
-  p.dtype = type(dt) == "table" and { q = dt.q, kv = dt.kv, o = dt.o } or { q = dt, kv = dt, o = dt }
+  p.dtype = schema.dtypes(cfg.dtype)
   p.ctype = { q = M.CTYPE[p.dtype.q], kv = M.CTYPE[p.dtype.kv], o = M.CTYPE[p.dtype.o] }
   p.ctypes = M.CTYPE -- storage type -> C type
   -- the reduced types the file converts (its scalar conversions and ISA helpers)

@@ -196,6 +196,12 @@ local function check_dtype(raw)
   return t
 end
 
+--- The storage type of each tensor of a normalized dtype: { q =, kv =, o = }.
+function M.dtypes(dtype)
+  if type(dtype) == "table" then return { q = dtype.q, kv = dtype.kv, o = dtype.o } end
+  return { q = dtype, kv = dtype, o = dtype }
+end
+
 -- matmul: the precision of the products (after dtype: bf16 needs bf16 Q and K/V)
 local function check_matmul(raw, c)
   local matmul = default(raw.matmul, "f32")
@@ -203,11 +209,10 @@ local function check_matmul(raw, c)
     return nil, "matmul", ("'matmul' must be one of %s, got %s"):format(list_str(MATMULS), show(matmul))
   end
   if matmul == "bf16" then
-    local q = type(c.dtype) == "table" and c.dtype.q or c.dtype
-    local kv = type(c.dtype) == "table" and c.dtype.kv or c.dtype
-    if q ~= "bf16" or kv ~= "bf16" then
+    local t = M.dtypes(c.dtype)
+    if t.q ~= "bf16" or t.kv ~= "bf16" then
       return nil, "matmul", ("matmul = \"bf16\" multiplies bf16 operands: it needs Q and K/V stored as bf16, "
-        .. "got Q %s and K/V %s"):format(q, kv)
+        .. "got Q %s and K/V %s"):format(t.q, t.kv)
     end
     return nil, "matmul", "matmul = \"bf16\" is not implemented yet (available: \"f32\")"
   end

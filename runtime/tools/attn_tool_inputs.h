@@ -60,10 +60,7 @@ static void *attn_tool_stored(attn_dtype dtype, float *src, size_t n)
     if (n > SIZE_MAX / sizeof(uint16_t)) return NULL;
     p = (uint16_t *)attn_tool_tensor_alloc(n * sizeof(uint16_t));
     if (!p) return NULL;
-    if (dtype == ATTN_DTYPE_BF16)
-        attn_f32_to_bf16_array(src, p, n);
-    else
-        attn_f32_to_f16_array(src, p, n);
+    attn_f32_to_dtype_array(dtype, src, p, n);
     return p;
 }
 

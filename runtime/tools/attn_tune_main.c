@@ -333,8 +333,7 @@ static int warm_up(int i, const shape *sh, const options *opt, attn_fwd_fn fn, c
         print_failed(i, sh, attn_status_string(st));
         return 1;
     }
-    if (in->o_dtype == ATTN_DTYPE_BF16) attn_bf16_to_f32_array((const uint16_t *)in->o, in->o32, in->no);
-    if (in->o_dtype == ATTN_DTYPE_F16) attn_f16_to_f32_array((const uint16_t *)in->o, in->o32, in->no);
+    attn_dtype_to_f32_array(in->o_dtype, in->o, in->o32, in->no); /* f32: o32 is o */
     if (!*have_ref) {
         memcpy(in->ref, in->o32, sizeof(float) * in->no);
         *have_ref = 1;

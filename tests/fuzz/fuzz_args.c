@@ -366,14 +366,11 @@ static float *make_input(const layout *l, uint64_t *rng)
 static void *store_input(const layout *l, float *wide, attn_dtype dtype)
 {
     uint16_t *buf;
-    int64_t i;
     if (dtype == ATTN_DTYPE_F32 || l->span == 0)
         return wide;
     buf = (uint16_t *)alloc_elems(l->span, sizeof(uint16_t));
-    for (i = 0; i < l->span; i++) {
-        buf[i] = dtype == ATTN_DTYPE_BF16 ? attn_f32_to_bf16(wide[i]) : attn_f32_to_f16(wide[i]);
-        wide[i] = dtype == ATTN_DTYPE_BF16 ? attn_bf16_to_f32(buf[i]) : attn_f16_to_f32(buf[i]);
-    }
+    attn_f32_to_dtype_array(dtype, wide, buf, (size_t)l->span);
+    attn_dtype_to_f32_array(dtype, buf, wide, (size_t)l->span);
     return buf;
 }
 
