@@ -349,7 +349,7 @@ __attribute__((target("avx512f,fma"))) static inline __m512 attn_exp2__avx512(__
     return _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)));
 }
 
-/* C[8][32] = A[8][64] B[64][32]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][32] = A[8][64] B[64][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -552,7 +552,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_qk_8x32_f32__a
     _mm512_storeu_ps(c + 7 * cs + 16, vacc7x1);
 }
 
-/* C[1][32] = A[1][64] B[64][32]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][32] = A[1][64] B[64][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -616,7 +616,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_qk_1x32_f32__a
 }
 
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -688,7 +688,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_6x64_f32__a
 }
 
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -753,7 +753,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_5x64_f32__a
 }
 
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -811,7 +811,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_4x64_f32__a
 }
 
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -862,7 +862,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_3x64_f32__a
 }
 
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -906,7 +906,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_2x64_f32__a
 }
 
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -943,7 +943,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_1x64_f32__a
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_softmax__avx512(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -1143,11 +1143,12 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
         if (r < HKV * glp && rr < gl) {
             attn_falcon_7b_qpack_f32__avx512(attn_falcon_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 32] = qw[d];
         w->m[r] = -INFINITY;
@@ -1571,7 +1572,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256 attn_exp2__avx2(__
     return _mm256_mul_ps(y, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23)));
 }
 
-/* C[4][16] = A[4][64] B[64][16]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][16] = A[4][64] B[64][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -1694,7 +1695,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_qk_4x16_f32_
     _mm256_storeu_ps(c + 3 * cs + 8, vacc3x1);
 }
 
-/* C[1][16] = A[1][64] B[64][16]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][16] = A[1][64] B[64][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -1758,7 +1759,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_qk_1x16_f32_
 }
 
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1890,7 +1891,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_4x64_f32_
 }
 
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 10 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -2005,7 +2006,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_3x64_f32_
 }
 
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 7 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -2103,7 +2104,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_2x64_f32_
 }
 
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -2184,7 +2185,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_1x64_f32_
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_softmax__avx2(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -2432,11 +2433,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
         if (r < HKV * glp && rr < gl) {
             attn_falcon_7b_qpack_f32__avx2(attn_falcon_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 16] = qw[d];
         w->m[r] = -INFINITY;
@@ -2830,7 +2832,7 @@ static inline float32x4_t attn_exp2__neon(float32x4_t x)
     return vmulq_f32(y, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23)));
 }
 
-/* C[8][8] = A[8][64] B[64][8]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][8] = A[8][64] B[64][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 19 vector registers. */
 static void attn_falcon_7b_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -3033,7 +3035,7 @@ static void attn_falcon_7b_qk_8x8_f32__neon(const float *restrict a, int64_t as,
     vst1q_f32(c + 7 * cs + 4, vacc7x1);
 }
 
-/* C[1][8] = A[1][64] B[64][8]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][8] = A[1][64] B[64][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
 static void attn_falcon_7b_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -3097,7 +3099,7 @@ static void attn_falcon_7b_qk_1x8_f32__neon(const float *restrict a, int64_t as,
 }
 
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
 static void attn_falcon_7b_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3343,7 +3345,7 @@ static void attn_falcon_7b_pv_6x64_f32__neon(const float *restrict p, int64_t ps
 }
 
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
 static void attn_falcon_7b_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3564,7 +3566,7 @@ static void attn_falcon_7b_pv_5x64_f32__neon(const float *restrict p, int64_t ps
 }
 
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
 static void attn_falcon_7b_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3760,7 +3762,7 @@ static void attn_falcon_7b_pv_4x64_f32__neon(const float *restrict p, int64_t ps
 }
 
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
 static void attn_falcon_7b_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3931,7 +3933,7 @@ static void attn_falcon_7b_pv_3x64_f32__neon(const float *restrict p, int64_t ps
 }
 
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
 static void attn_falcon_7b_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4077,7 +4079,7 @@ static void attn_falcon_7b_pv_2x64_f32__neon(const float *restrict p, int64_t ps
 }
 
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
 static void attn_falcon_7b_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4198,7 +4200,7 @@ static void attn_falcon_7b_pv_1x64_f32__neon(const float *restrict p, int64_t ps
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 static void attn_falcon_7b_softmax__neon(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -4370,11 +4372,12 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
         if (r < HKV * glp && rr < gl) {
             attn_falcon_7b_qpack_f32__neon(attn_falcon_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 8] = qw[d];
         w->m[r] = -INFINITY;
@@ -4744,7 +4747,7 @@ attn_status attn_falcon_7b_fwd__neon(const attn_args *args)
 #define ATTN_NO_AUTOVEC
 #endif
 
-/* C[4][2] = A[4][64] B[64][2]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][2] = A[4][64] B[64][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 11 vector registers. */
 ATTN_NO_AUTOVEC static void attn_falcon_7b_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -4867,7 +4870,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_qk_4x2_f32__scalar(const float *restr
     *(c + 3 * cs + 1) = vacc3x1;
 }
 
-/* C[1][2] = A[1][64] B[64][2]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][2] = A[1][64] B[64][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  256 FLOPs, 5 vector registers. */
 ATTN_NO_AUTOVEC static void attn_falcon_7b_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -4931,7 +4934,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_qk_1x2_f32__scalar(const float *restr
 }
 
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
 ATTN_NO_AUTOVEC static void attn_falcon_7b_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5003,7 +5006,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_pv_4x64_f32__scalar(const float *rest
 }
 
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
 ATTN_NO_AUTOVEC static void attn_falcon_7b_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5048,7 +5051,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_pv_1x64_f32__scalar(const float *rest
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 ATTN_NO_AUTOVEC static void attn_falcon_7b_softmax__scalar(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -5268,11 +5271,12 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
         if (r < HKV * glp && rr < gl) {
             attn_falcon_7b_qpack_f32__scalar(attn_falcon_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 2] = qw[d];
         w->m[r] = -INFINITY;
@@ -5697,6 +5701,7 @@ const attn_kernel attn_falcon_7b_kernel = {
         .dtype_q = ATTN_DTYPE_F32,
         .dtype_kv = ATTN_DTYPE_F32,
         .dtype_o = ATTN_DTYPE_F32,
+        .matmul = ATTN_DTYPE_F32,
         .tile_q = 96,
         .tile_kv = 128
     },

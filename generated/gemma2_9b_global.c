@@ -442,7 +442,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_tanh_q4__avx512
     return _mm_blendv_ps(big, small, _mm_cmp_ps(a, _mm_set1_ps(0.3f), _CMP_LT_OQ));
 }
 
-/* C[8][32] = A[8][256] B[256][32]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][32] = A[8][256] B[256][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  131072 FLOPs, 19 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -645,7 +645,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_qk_8x32
     _mm512_storeu_ps(c + 7 * cs + 16, vacc7x1);
 }
 
-/* C[1][32] = A[1][256] B[256][32]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][32] = A[1][256] B[256][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  16384 FLOPs, 5 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -709,7 +709,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_qk_1x32
 }
 
 /* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 3072 FLOPs per key, 31 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_6x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -955,7 +955,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_6x25
 }
 
 /* O[5][256] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2560 FLOPs per key, 26 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_5x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1176,7 +1176,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_5x25
 }
 
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 21 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_4x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1372,7 +1372,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_4x25
 }
 
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1536 FLOPs per key, 16 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_3x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1543,7 +1543,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_3x25
 }
 
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_2x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1689,7 +1689,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_2x25
 }
 
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 6 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_1x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1810,7 +1810,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_1x25
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_softmax__avx512(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -2085,11 +2085,12 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
         if (r < HKV * glp && rr < gl) {
             attn_gemma2_9b_global_qpack_f32__avx512(attn_gemma2_9b_global_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_gemma2_9b_global_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 256; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 32] = qw[d];
         w->m[r] = -INFINITY;
@@ -2713,7 +2714,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_tanh_q4__avx2
     return _mm_blendv_ps(big, small, _mm_cmp_ps(a, _mm_set1_ps(0.3f), _CMP_LT_OQ));
 }
 
-/* C[4][16] = A[4][256] B[256][16]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][16] = A[4][256] B[256][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  32768 FLOPs, 11 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -2836,7 +2837,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_qk_4x
     _mm256_storeu_ps(c + 3 * cs + 8, vacc3x1);
 }
 
-/* C[1][16] = A[1][256] B[256][16]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][16] = A[1][256] B[256][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -2900,7 +2901,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_qk_1x
 }
 
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 13 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_4x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -2972,7 +2973,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_4x
 }
 
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1536 FLOPs per key, 10 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_3x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3035,7 +3036,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_3x
 }
 
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1024 FLOPs per key, 7 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_2x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3089,7 +3090,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_2x
 }
 
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 4 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_1x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3134,7 +3135,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_1x
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_softmax__avx2(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -3425,11 +3426,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
         if (r < HKV * glp && rr < gl) {
             attn_gemma2_9b_global_qpack_f32__avx2(attn_gemma2_9b_global_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_gemma2_9b_global_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 256; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 16] = qw[d];
         w->m[r] = -INFINITY;
@@ -4035,7 +4037,7 @@ static inline float32x4_t attn_tanh_q4__neon(float32x4_t x)
     return vbslq_f32(vcltq_f32(a, vdupq_n_f32(0.3f)), small, big);
 }
 
-/* C[8][8] = A[8][256] B[256][8]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][8] = A[8][256] B[256][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
 static void attn_gemma2_9b_global_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -4238,7 +4240,7 @@ static void attn_gemma2_9b_global_qk_8x8_f32__neon(const float *restrict a, int6
     vst1q_f32(c + 7 * cs + 4, vacc7x1);
 }
 
-/* C[1][8] = A[1][256] B[256][8]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][8] = A[1][256] B[256][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
 static void attn_gemma2_9b_global_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -4302,7 +4304,7 @@ static void attn_gemma2_9b_global_qk_1x8_f32__neon(const float *restrict a, int6
 }
 
 /* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 3072 FLOPs per key, 31 vector registers. */
 static void attn_gemma2_9b_global_pv_6x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4432,7 +4434,7 @@ static void attn_gemma2_9b_global_pv_6x256_f32__neon(const float *restrict p, in
 }
 
 /* O[5][256] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2560 FLOPs per key, 26 vector registers. */
 static void attn_gemma2_9b_global_pv_5x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4549,7 +4551,7 @@ static void attn_gemma2_9b_global_pv_5x256_f32__neon(const float *restrict p, in
 }
 
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 21 vector registers. */
 static void attn_gemma2_9b_global_pv_4x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4653,7 +4655,7 @@ static void attn_gemma2_9b_global_pv_4x256_f32__neon(const float *restrict p, in
 }
 
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1536 FLOPs per key, 16 vector registers. */
 static void attn_gemma2_9b_global_pv_3x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4744,7 +4746,7 @@ static void attn_gemma2_9b_global_pv_3x256_f32__neon(const float *restrict p, in
 }
 
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
 static void attn_gemma2_9b_global_pv_2x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4822,7 +4824,7 @@ static void attn_gemma2_9b_global_pv_2x256_f32__neon(const float *restrict p, in
 }
 
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 6 vector registers. */
 static void attn_gemma2_9b_global_pv_1x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4887,7 +4889,7 @@ static void attn_gemma2_9b_global_pv_1x256_f32__neon(const float *restrict p, in
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 static void attn_gemma2_9b_global_softmax__neon(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -5202,11 +5204,12 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
         if (r < HKV * glp && rr < gl) {
             attn_gemma2_9b_global_qpack_f32__neon(attn_gemma2_9b_global_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_gemma2_9b_global_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 256; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 8] = qw[d];
         w->m[r] = -INFINITY;
@@ -5754,7 +5757,7 @@ attn_status attn_gemma2_9b_global_fwd__neon(const attn_args *args)
 #define ATTN_NO_AUTOVEC
 #endif
 
-/* C[4][2] = A[4][256] B[256][2]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][2] = A[4][256] B[256][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  4096 FLOPs, 11 vector registers. */
 ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -5877,7 +5880,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_qk_4x2_f32__scalar(const float
     *(c + 3 * cs + 1) = vacc3x1;
 }
 
-/* C[1][2] = A[1][256] B[256][2]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][2] = A[1][256] B[256][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
 ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -5941,7 +5944,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_qk_1x2_f32__scalar(const float
 }
 
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 128 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 13 vector registers. */
 ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_pv_4x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -6013,7 +6016,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_pv_4x256_f32__scalar(const flo
 }
 
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 128 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 4 vector registers. */
 ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_pv_1x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -6058,7 +6061,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_pv_1x256_f32__scalar(const flo
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_softmax__scalar(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -6470,11 +6473,12 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_dunit__scalar(const attn_args 
         if (r < HKV * glp && rr < gl) {
             attn_gemma2_9b_global_qpack_f32__scalar(attn_gemma2_9b_global_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_gemma2_9b_global_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 256; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 2] = qw[d];
         w->m[r] = -INFINITY;
@@ -7103,6 +7107,7 @@ const attn_kernel attn_gemma2_9b_global_kernel = {
         .dtype_q = ATTN_DTYPE_F32,
         .dtype_kv = ATTN_DTYPE_F32,
         .dtype_o = ATTN_DTYPE_F32,
+        .matmul = ATTN_DTYPE_F32,
         .tile_q = 96,
         .tile_kv = 128
     },

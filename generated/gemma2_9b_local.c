@@ -443,7 +443,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_tanh_q4__avx512
     return _mm_blendv_ps(big, small, _mm_cmp_ps(a, _mm_set1_ps(0.3f), _CMP_LT_OQ));
 }
 
-/* C[8][32] = A[8][256] B[256][32]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][32] = A[8][256] B[256][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  131072 FLOPs, 19 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -646,7 +646,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_8x32_
     _mm512_storeu_ps(c + 7 * cs + 16, vacc7x1);
 }
 
-/* C[1][32] = A[1][256] B[256][32]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][32] = A[1][256] B[256][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  16384 FLOPs, 5 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -710,7 +710,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_1x32_
 }
 
 /* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 3072 FLOPs per key, 31 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_6x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -956,7 +956,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_6x256
 }
 
 /* O[5][256] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2560 FLOPs per key, 26 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_5x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1177,7 +1177,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_5x256
 }
 
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 21 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_4x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1373,7 +1373,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_4x256
 }
 
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1536 FLOPs per key, 16 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_3x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1544,7 +1544,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_3x256
 }
 
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_2x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1690,7 +1690,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_2x256
 }
 
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 6 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_1x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1811,7 +1811,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_1x256
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_softmax__avx512(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -2086,11 +2086,12 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
         if (r < HKV * glp && rr < gl) {
             attn_gemma2_9b_local_qpack_f32__avx512(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 256; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 32] = qw[d];
         w->m[r] = -INFINITY;
@@ -2714,7 +2715,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_tanh_q4__avx2
     return _mm_blendv_ps(big, small, _mm_cmp_ps(a, _mm_set1_ps(0.3f), _CMP_LT_OQ));
 }
 
-/* C[4][16] = A[4][256] B[256][16]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][16] = A[4][256] B[256][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  32768 FLOPs, 11 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -2837,7 +2838,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_4x1
     _mm256_storeu_ps(c + 3 * cs + 8, vacc3x1);
 }
 
-/* C[1][16] = A[1][256] B[256][16]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][16] = A[1][256] B[256][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -2901,7 +2902,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_1x1
 }
 
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 13 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_4x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -2973,7 +2974,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_4x2
 }
 
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1536 FLOPs per key, 10 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_3x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3036,7 +3037,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_3x2
 }
 
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1024 FLOPs per key, 7 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_2x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3090,7 +3091,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_2x2
 }
 
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 4 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_1x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3135,7 +3136,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_1x2
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_softmax__avx2(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -3426,11 +3427,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
         if (r < HKV * glp && rr < gl) {
             attn_gemma2_9b_local_qpack_f32__avx2(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 256; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 16] = qw[d];
         w->m[r] = -INFINITY;
@@ -4036,7 +4038,7 @@ static inline float32x4_t attn_tanh_q4__neon(float32x4_t x)
     return vbslq_f32(vcltq_f32(a, vdupq_n_f32(0.3f)), small, big);
 }
 
-/* C[8][8] = A[8][256] B[256][8]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][8] = A[8][256] B[256][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
 static void attn_gemma2_9b_local_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -4239,7 +4241,7 @@ static void attn_gemma2_9b_local_qk_8x8_f32__neon(const float *restrict a, int64
     vst1q_f32(c + 7 * cs + 4, vacc7x1);
 }
 
-/* C[1][8] = A[1][256] B[256][8]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][8] = A[1][256] B[256][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
 static void attn_gemma2_9b_local_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -4303,7 +4305,7 @@ static void attn_gemma2_9b_local_qk_1x8_f32__neon(const float *restrict a, int64
 }
 
 /* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 3072 FLOPs per key, 31 vector registers. */
 static void attn_gemma2_9b_local_pv_6x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4433,7 +4435,7 @@ static void attn_gemma2_9b_local_pv_6x256_f32__neon(const float *restrict p, int
 }
 
 /* O[5][256] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2560 FLOPs per key, 26 vector registers. */
 static void attn_gemma2_9b_local_pv_5x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4550,7 +4552,7 @@ static void attn_gemma2_9b_local_pv_5x256_f32__neon(const float *restrict p, int
 }
 
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 21 vector registers. */
 static void attn_gemma2_9b_local_pv_4x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4654,7 +4656,7 @@ static void attn_gemma2_9b_local_pv_4x256_f32__neon(const float *restrict p, int
 }
 
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1536 FLOPs per key, 16 vector registers. */
 static void attn_gemma2_9b_local_pv_3x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4745,7 +4747,7 @@ static void attn_gemma2_9b_local_pv_3x256_f32__neon(const float *restrict p, int
 }
 
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
 static void attn_gemma2_9b_local_pv_2x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4823,7 +4825,7 @@ static void attn_gemma2_9b_local_pv_2x256_f32__neon(const float *restrict p, int
 }
 
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 6 vector registers. */
 static void attn_gemma2_9b_local_pv_1x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4888,7 +4890,7 @@ static void attn_gemma2_9b_local_pv_1x256_f32__neon(const float *restrict p, int
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 static void attn_gemma2_9b_local_softmax__neon(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -5203,11 +5205,12 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
         if (r < HKV * glp && rr < gl) {
             attn_gemma2_9b_local_qpack_f32__neon(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 256; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 8] = qw[d];
         w->m[r] = -INFINITY;
@@ -5755,7 +5758,7 @@ attn_status attn_gemma2_9b_local_fwd__neon(const attn_args *args)
 #define ATTN_NO_AUTOVEC
 #endif
 
-/* C[4][2] = A[4][256] B[256][2]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][2] = A[4][256] B[256][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  4096 FLOPs, 11 vector registers. */
 ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -5878,7 +5881,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_4x2_f32__scalar(const float 
     *(c + 3 * cs + 1) = vacc3x1;
 }
 
-/* C[1][2] = A[1][256] B[256][2]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][2] = A[1][256] B[256][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
 ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -5942,7 +5945,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_1x2_f32__scalar(const float 
 }
 
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 128 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 13 vector registers. */
 ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_pv_4x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -6014,7 +6017,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_pv_4x256_f32__scalar(const floa
 }
 
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 128 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 256 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 4 vector registers. */
 ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_pv_1x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -6059,7 +6062,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_pv_1x256_f32__scalar(const floa
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_softmax__scalar(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -6471,11 +6474,12 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_dunit__scalar(const attn_args *
         if (r < HKV * glp && rr < gl) {
             attn_gemma2_9b_local_qpack_f32__scalar(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 256; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 2] = qw[d];
         w->m[r] = -INFINITY;
@@ -7104,6 +7108,7 @@ const attn_kernel attn_gemma2_9b_local_kernel = {
         .dtype_q = ATTN_DTYPE_F32,
         .dtype_kv = ATTN_DTYPE_F32,
         .dtype_o = ATTN_DTYPE_F32,
+        .matmul = ATTN_DTYPE_F32,
         .tile_q = 96,
         .tile_kv = 128
     },

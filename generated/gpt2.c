@@ -403,7 +403,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
     return _mm_mul_ps(y, _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23)));
 }
 
-/* C[8][32] = A[8][64] B[64][32]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][32] = A[8][64] B[64][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gpt2_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -606,7 +606,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_qk_8x32_f32__avx512
     _mm512_storeu_ps(c + 7 * cs + 16, vacc7x1);
 }
 
-/* C[1][32] = A[1][64] B[64][32]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][32] = A[1][64] B[64][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gpt2_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -670,7 +670,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_qk_1x32_f32__avx512
 }
 
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -742,7 +742,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_6x64_f32__avx512
 }
 
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -807,7 +807,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_5x64_f32__avx512
 }
 
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -865,7 +865,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_4x64_f32__avx512
 }
 
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -916,7 +916,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_3x64_f32__avx512
 }
 
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -960,7 +960,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_2x64_f32__avx512
 }
 
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -997,7 +997,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_1x64_f32__avx512
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 __attribute__((target("avx512f,fma"))) static void attn_gpt2_softmax__avx512(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -1795,11 +1795,12 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_dunit__avx512(const
         if (r < HKV * glp && rr < gl) {
             attn_gpt2_qpack_f32__avx512(attn_gpt2_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_gpt2_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 32] = qw[d];
         w->m[r] = -INFINITY;
@@ -2670,7 +2671,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
     return _mm_mul_ps(y, _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23)));
 }
 
-/* C[4][16] = A[4][64] B[64][16]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][16] = A[4][64] B[64][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -2793,7 +2794,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_qk_4x16_f32__avx2
     _mm256_storeu_ps(c + 3 * cs + 8, vacc3x1);
 }
 
-/* C[1][16] = A[1][64] B[64][16]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][16] = A[1][64] B[64][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -2857,7 +2858,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_qk_1x16_f32__avx2
 }
 
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -2989,7 +2990,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_4x64_f32__avx2
 }
 
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 10 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3104,7 +3105,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_3x64_f32__avx2
 }
 
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 7 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3202,7 +3203,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_2x64_f32__avx2
 }
 
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3283,7 +3284,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_1x64_f32__avx2
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_softmax__avx2(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -4425,11 +4426,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dunit__avx2(const
         if (r < HKV * glp && rr < gl) {
             attn_gpt2_qpack_f32__avx2(attn_gpt2_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_gpt2_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 16] = qw[d];
         w->m[r] = -INFINITY;
@@ -5270,7 +5272,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
     return vmulq_f32(y, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23)));
 }
 
-/* C[8][8] = A[8][64] B[64][8]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][8] = A[8][64] B[64][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 19 vector registers. */
 static void attn_gpt2_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -5473,7 +5475,7 @@ static void attn_gpt2_qk_8x8_f32__neon(const float *restrict a, int64_t as, cons
     vst1q_f32(c + 7 * cs + 4, vacc7x1);
 }
 
-/* C[1][8] = A[1][64] B[64][8]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][8] = A[1][64] B[64][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
 static void attn_gpt2_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -5537,7 +5539,7 @@ static void attn_gpt2_qk_1x8_f32__neon(const float *restrict a, int64_t as, cons
 }
 
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
 static void attn_gpt2_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5783,7 +5785,7 @@ static void attn_gpt2_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int
 }
 
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
 static void attn_gpt2_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -6004,7 +6006,7 @@ static void attn_gpt2_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int
 }
 
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
 static void attn_gpt2_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -6200,7 +6202,7 @@ static void attn_gpt2_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int
 }
 
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
 static void attn_gpt2_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -6371,7 +6373,7 @@ static void attn_gpt2_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int
 }
 
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
 static void attn_gpt2_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -6517,7 +6519,7 @@ static void attn_gpt2_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int
 }
 
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
 static void attn_gpt2_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -6638,7 +6640,7 @@ static void attn_gpt2_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 static void attn_gpt2_softmax__neon(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -7194,11 +7196,12 @@ static void attn_gpt2_dunit__neon(const attn_args *args, int64_t b, int64_t j_be
         if (r < HKV * glp && rr < gl) {
             attn_gpt2_qpack_f32__neon(attn_gpt2_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_gpt2_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 8] = qw[d];
         w->m[r] = -INFINITY;
@@ -7995,7 +7998,7 @@ attn_status attn_gpt2_fwd__neon(const attn_args *args)
 #define ATTN_NO_AUTOVEC
 #endif
 
-/* C[4][2] = A[4][64] B[64][2]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][2] = A[4][64] B[64][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 11 vector registers. */
 ATTN_NO_AUTOVEC static void attn_gpt2_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -8118,7 +8121,7 @@ ATTN_NO_AUTOVEC static void attn_gpt2_qk_4x2_f32__scalar(const float *restrict a
     *(c + 3 * cs + 1) = vacc3x1;
 }
 
-/* C[1][2] = A[1][64] B[64][2]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][2] = A[1][64] B[64][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  256 FLOPs, 5 vector registers. */
 ATTN_NO_AUTOVEC static void attn_gpt2_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -8182,7 +8185,7 @@ ATTN_NO_AUTOVEC static void attn_gpt2_qk_1x2_f32__scalar(const float *restrict a
 }
 
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
 ATTN_NO_AUTOVEC static void attn_gpt2_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -8254,7 +8257,7 @@ ATTN_NO_AUTOVEC static void attn_gpt2_pv_4x64_f32__scalar(const float *restrict 
 }
 
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 64 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
 ATTN_NO_AUTOVEC static void attn_gpt2_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -8299,7 +8302,7 @@ ATTN_NO_AUTOVEC static void attn_gpt2_pv_1x64_f32__scalar(const float *restrict 
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 ATTN_NO_AUTOVEC static void attn_gpt2_softmax__scalar(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -8519,11 +8522,12 @@ ATTN_NO_AUTOVEC static void attn_gpt2_dunit__scalar(const attn_args *args, int64
         if (r < HKV * glp && rr < gl) {
             attn_gpt2_qpack_f32__scalar(attn_gpt2_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_gpt2_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 2] = qw[d];
         w->m[r] = -INFINITY;
@@ -8948,6 +8952,7 @@ const attn_kernel attn_gpt2_kernel = {
         .dtype_q = ATTN_DTYPE_F32,
         .dtype_kv = ATTN_DTYPE_F32,
         .dtype_o = ATTN_DTYPE_F32,
+        .matmul = ATTN_DTYPE_F32,
         .tile_q = 96,
         .tile_kv = 128
     },

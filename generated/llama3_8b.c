@@ -403,7 +403,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
     return _mm_mul_ps(y, _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23)));
 }
 
-/* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -606,7 +606,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_qk_8x32_f32__a
     _mm512_storeu_ps(c + 7 * cs + 16, vacc7x1);
 }
 
-/* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -670,7 +670,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_qk_1x32_f32__a
 }
 
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -800,7 +800,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_6x128_f32__
 }
 
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_5x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -917,7 +917,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_5x128_f32__
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_4x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1021,7 +1021,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_4x128_f32__
 }
 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1112,7 +1112,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_3x128_f32__
 }
 
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_2x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1190,7 +1190,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_2x128_f32__
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1255,7 +1255,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_1x128_f32__
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_softmax__avx512(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -1797,11 +1797,12 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
         if (r < HKV * glp && rr < gl) {
             attn_llama3_8b_qpack_f32__avx512(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 32] = qw[d];
         w->m[r] = -INFINITY;
@@ -2367,7 +2368,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
     return _mm_mul_ps(y, _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23)));
 }
 
-/* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -2490,7 +2491,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_qk_4x16_f32_
     _mm256_storeu_ps(c + 3 * cs + 8, vacc3x1);
 }
 
-/* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -2554,7 +2555,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_qk_1x16_f32_
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -2626,7 +2627,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_pv_4x128_f32
 }
 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 10 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -2689,7 +2690,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_pv_3x128_f32
 }
 
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 7 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_pv_2x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -2743,7 +2744,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_pv_2x128_f32
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -2788,7 +2789,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_pv_1x128_f32
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_softmax__avx2(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -3082,11 +3083,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
         if (r < HKV * glp && rr < gl) {
             attn_llama3_8b_qpack_f32__avx2(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 16] = qw[d];
         w->m[r] = -INFINITY;
@@ -3626,7 +3628,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
     return vmulq_f32(y, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23)));
 }
 
-/* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
 static void attn_llama3_8b_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -3829,7 +3831,7 @@ static void attn_llama3_8b_qk_8x8_f32__neon(const float *restrict a, int64_t as,
     vst1q_f32(c + 7 * cs + 4, vacc7x1);
 }
 
-/* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
 static void attn_llama3_8b_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -3893,7 +3895,7 @@ static void attn_llama3_8b_qk_1x8_f32__neon(const float *restrict a, int64_t as,
 }
 
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
 static void attn_llama3_8b_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4023,7 +4025,7 @@ static void attn_llama3_8b_pv_6x128_f32__neon(const float *restrict p, int64_t p
 }
 
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
 static void attn_llama3_8b_pv_5x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4140,7 +4142,7 @@ static void attn_llama3_8b_pv_5x128_f32__neon(const float *restrict p, int64_t p
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
 static void attn_llama3_8b_pv_4x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4244,7 +4246,7 @@ static void attn_llama3_8b_pv_4x128_f32__neon(const float *restrict p, int64_t p
 }
 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
 static void attn_llama3_8b_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4335,7 +4337,7 @@ static void attn_llama3_8b_pv_3x128_f32__neon(const float *restrict p, int64_t p
 }
 
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
 static void attn_llama3_8b_pv_2x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4413,7 +4415,7 @@ static void attn_llama3_8b_pv_2x128_f32__neon(const float *restrict p, int64_t p
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
 static void attn_llama3_8b_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -4478,7 +4480,7 @@ static void attn_llama3_8b_pv_1x128_f32__neon(const float *restrict p, int64_t p
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 static void attn_llama3_8b_softmax__neon(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -4780,11 +4782,12 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
         if (r < HKV * glp && rr < gl) {
             attn_llama3_8b_qpack_f32__neon(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 8] = qw[d];
         w->m[r] = -INFINITY;
@@ -5288,7 +5291,7 @@ attn_status attn_llama3_8b_fwd__neon(const attn_args *args)
 #define ATTN_NO_AUTOVEC
 #endif
 
-/* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -5411,7 +5414,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_qk_4x2_f32__scalar(const float *restr
     *(c + 3 * cs + 1) = vacc3x1;
 }
 
-/* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -5475,7 +5478,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_qk_1x2_f32__scalar(const float *restr
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5547,7 +5550,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_pv_4x128_f32__scalar(const float *res
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5592,7 +5595,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_pv_1x128_f32__scalar(const float *res
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_softmax__scalar(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -5876,11 +5879,12 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
         if (r < HKV * glp && rr < gl) {
             attn_llama3_8b_qpack_f32__scalar(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 2] = qw[d];
         w->m[r] = -INFINITY;
@@ -6369,6 +6373,7 @@ const attn_kernel attn_llama3_8b_kernel = {
         .dtype_q = ATTN_DTYPE_F32,
         .dtype_kv = ATTN_DTYPE_F32,
         .dtype_o = ATTN_DTYPE_F32,
+        .matmul = ATTN_DTYPE_F32,
         .tile_q = 96,
         .tile_kv = 128
     },

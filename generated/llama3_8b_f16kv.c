@@ -372,7 +372,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
     return _mm_mul_ps(y, _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23)));
 }
 
-/* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -575,7 +575,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_8x32_
     _mm512_storeu_ps(c + 7 * cs + 16, vacc7x1);
 }
 
-/* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -639,7 +639,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_1x32_
 }
 
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -769,7 +769,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_6x128
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -833,7 +833,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_1x128
     }
 }
 
-/* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_8x32_f16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -1036,7 +1036,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_8x32_
     _mm512_storeu_ps(c + 7 * cs + 16, vacc7x1);
 }
 
-/* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_1x32_f16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -1100,7 +1100,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_1x32_
 }
 
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_6x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1230,7 +1230,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_6x128
 }
 
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_5x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1347,7 +1347,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_5x128
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_4x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1451,7 +1451,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_4x128
 }
 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_3x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1542,7 +1542,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_3x128
 }
 
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_2x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1620,7 +1620,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_2x128
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_1x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1685,7 +1685,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_1x128
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_softmax__avx512(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -2518,11 +2518,12 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
         if (r < HKV * glp && rr < gl) {
             attn_llama3_8b_f16kv_qpack_f32__avx512(attn_llama3_8b_f16kv_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_llama3_8b_f16kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 32] = qw[d];
         w->m[r] = -INFINITY;
@@ -3097,7 +3098,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
     return _mm_mul_ps(y, _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23)));
 }
 
-/* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -3220,7 +3221,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_4x1
     _mm256_storeu_ps(c + 3 * cs + 8, vacc3x1);
 }
 
-/* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -3284,7 +3285,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_1x1
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3356,7 +3357,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_4x1
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3400,7 +3401,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_1x1
     }
 }
 
-/* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_4x16_f16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -3523,7 +3524,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_4x1
     _mm256_storeu_ps(c + 3 * cs + 8, vacc3x1);
 }
 
-/* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_1x16_f16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -3587,7 +3588,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_1x1
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_4x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3659,7 +3660,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_4x1
 }
 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 10 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_3x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3722,7 +3723,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_3x1
 }
 
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 7 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_2x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3776,7 +3777,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_2x1
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_1x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3821,7 +3822,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_1x1
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_softmax__avx2(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -4180,11 +4181,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
         if (r < HKV * glp && rr < gl) {
             attn_llama3_8b_f16kv_qpack_f32__avx2(attn_llama3_8b_f16kv_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_llama3_8b_f16kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 16] = qw[d];
         w->m[r] = -INFINITY;
@@ -4758,7 +4760,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
     return vmulq_f32(y, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23)));
 }
 
-/* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
 static void attn_llama3_8b_f16kv_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -4961,7 +4963,7 @@ static void attn_llama3_8b_f16kv_qk_8x8_f32__neon(const float *restrict a, int64
     vst1q_f32(c + 7 * cs + 4, vacc7x1);
 }
 
-/* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
 static void attn_llama3_8b_f16kv_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -5025,7 +5027,7 @@ static void attn_llama3_8b_f16kv_qk_1x8_f32__neon(const float *restrict a, int64
 }
 
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
 static void attn_llama3_8b_f16kv_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5155,7 +5157,7 @@ static void attn_llama3_8b_f16kv_pv_6x128_f32__neon(const float *restrict p, int
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
 static void attn_llama3_8b_f16kv_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5219,7 +5221,7 @@ static void attn_llama3_8b_f16kv_pv_1x128_f32__neon(const float *restrict p, int
     }
 }
 
-/* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
 static void attn_llama3_8b_f16kv_qk_8x8_f16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -5422,7 +5424,7 @@ static void attn_llama3_8b_f16kv_qk_8x8_f16__neon(const uint16_t *restrict a, in
     vst1q_f32(c + 7 * cs + 4, vacc7x1);
 }
 
-/* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
 static void attn_llama3_8b_f16kv_qk_1x8_f16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -5486,7 +5488,7 @@ static void attn_llama3_8b_f16kv_qk_1x8_f16__neon(const uint16_t *restrict a, in
 }
 
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
 static void attn_llama3_8b_f16kv_pv_6x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5616,7 +5618,7 @@ static void attn_llama3_8b_f16kv_pv_6x128_f16__neon(const float *restrict p, int
 }
 
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
 static void attn_llama3_8b_f16kv_pv_5x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5733,7 +5735,7 @@ static void attn_llama3_8b_f16kv_pv_5x128_f16__neon(const float *restrict p, int
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
 static void attn_llama3_8b_f16kv_pv_4x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5837,7 +5839,7 @@ static void attn_llama3_8b_f16kv_pv_4x128_f16__neon(const float *restrict p, int
 }
 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
 static void attn_llama3_8b_f16kv_pv_3x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5928,7 +5930,7 @@ static void attn_llama3_8b_f16kv_pv_3x128_f16__neon(const float *restrict p, int
 }
 
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
 static void attn_llama3_8b_f16kv_pv_2x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -6006,7 +6008,7 @@ static void attn_llama3_8b_f16kv_pv_2x128_f16__neon(const float *restrict p, int
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
 static void attn_llama3_8b_f16kv_pv_1x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -6071,7 +6073,7 @@ static void attn_llama3_8b_f16kv_pv_1x128_f16__neon(const float *restrict p, int
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 static void attn_llama3_8b_f16kv_softmax__neon(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -6446,11 +6448,12 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
         if (r < HKV * glp && rr < gl) {
             attn_llama3_8b_f16kv_qpack_f32__neon(attn_llama3_8b_f16kv_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_llama3_8b_f16kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 8] = qw[d];
         w->m[r] = -INFINITY;
@@ -6972,7 +6975,7 @@ attn_status attn_llama3_8b_f16kv_fwd__neon(const attn_args *args)
 #define ATTN_NO_AUTOVEC
 #endif
 
-/* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -7095,7 +7098,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f32__scalar(const float 
     *(c + 3 * cs + 1) = vacc3x1;
 }
 
-/* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -7159,7 +7162,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f32__scalar(const float 
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -7231,7 +7234,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_4x128_f32__scalar(const floa
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -7275,7 +7278,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_1x128_f32__scalar(const floa
     }
 }
 
-/* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -7398,7 +7401,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f16__scalar(const uint16
     *(c + 3 * cs + 1) = vacc3x1;
 }
 
-/* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -7462,7 +7465,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f16__scalar(const uint16
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_4x128_f16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -7534,7 +7537,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_4x128_f16__scalar(const floa
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_1x128_f16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -7579,7 +7582,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_1x128_f16__scalar(const floa
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_softmax__scalar(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -7863,11 +7866,12 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
         if (r < HKV * glp && rr < gl) {
             attn_llama3_8b_f16kv_qpack_f32__scalar(attn_llama3_8b_f16kv_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_llama3_8b_f16kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 2] = qw[d];
         w->m[r] = -INFINITY;
@@ -8356,6 +8360,7 @@ const attn_kernel attn_llama3_8b_f16kv_kernel = {
         .dtype_q = ATTN_DTYPE_F32,
         .dtype_kv = ATTN_DTYPE_F16,
         .dtype_o = ATTN_DTYPE_F32,
+        .matmul = ATTN_DTYPE_F32,
         .tile_q = 96,
         .tile_kv = 128
     },

@@ -361,7 +361,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
     return _mm_mul_ps(y, _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23)));
 }
 
-/* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -564,7 +564,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_8x32_
     _mm512_storeu_ps(c + 7 * cs + 16, vacc7x1);
 }
 
-/* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -628,7 +628,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_1x32_
 }
 
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -758,7 +758,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_6x128
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -822,7 +822,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_1x128
     }
 }
 
-/* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_8x32_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -1025,7 +1025,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_8x32_
     _mm512_storeu_ps(c + 7 * cs + 16, vacc7x1);
 }
 
-/* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_1x32_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -1089,7 +1089,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_1x32_
 }
 
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_6x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1219,7 +1219,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_6x128
 }
 
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_5x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1336,7 +1336,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_5x128
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_4x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1440,7 +1440,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_4x128
 }
 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_3x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1531,7 +1531,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_3x128
 }
 
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_2x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1609,7 +1609,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_2x128
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_1x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -1674,7 +1674,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_1x128
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_softmax__avx512(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -2507,11 +2507,12 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
         if (r < HKV * glp && rr < gl) {
             attn_mistral_7b_bf16_qpack_bf16__avx512(attn_mistral_7b_bf16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 32] = qw[d];
         w->m[r] = -INFINITY;
@@ -3098,7 +3099,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
     return _mm_mul_ps(y, _mm_castsi128_ps(_mm_slli_epi32(_mm_add_epi32(_mm_cvtps_epi32(n), _mm_set1_epi32(127)), 23)));
 }
 
-/* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -3221,7 +3222,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_4x1
     _mm256_storeu_ps(c + 3 * cs + 8, vacc3x1);
 }
 
-/* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -3285,7 +3286,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_1x1
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3357,7 +3358,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_4x1
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3401,7 +3402,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_1x1
     }
 }
 
-/* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_4x16_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -3524,7 +3525,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_4x1
     _mm256_storeu_ps(c + 3 * cs + 8, vacc3x1);
 }
 
-/* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_1x16_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -3588,7 +3589,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_1x1
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_4x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3660,7 +3661,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_4x1
 }
 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 10 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_3x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3723,7 +3724,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_3x1
 }
 
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 7 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_2x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3777,7 +3778,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_2x1
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_1x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -3822,7 +3823,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_1x1
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_softmax__avx2(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -4181,11 +4182,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
         if (r < HKV * glp && rr < gl) {
             attn_mistral_7b_bf16_qpack_bf16__avx2(attn_mistral_7b_bf16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 16] = qw[d];
         w->m[r] = -INFINITY;
@@ -4770,7 +4772,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
     return vmulq_f32(y, vreinterpretq_f32_s32(vshlq_n_s32(vaddq_s32(vcvtnq_s32_f32(n), vdupq_n_s32(127)), 23)));
 }
 
-/* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
 static void attn_mistral_7b_bf16_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -4973,7 +4975,7 @@ static void attn_mistral_7b_bf16_qk_8x8_f32__neon(const float *restrict a, int64
     vst1q_f32(c + 7 * cs + 4, vacc7x1);
 }
 
-/* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
 static void attn_mistral_7b_bf16_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -5037,7 +5039,7 @@ static void attn_mistral_7b_bf16_qk_1x8_f32__neon(const float *restrict a, int64
 }
 
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
 static void attn_mistral_7b_bf16_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5167,7 +5169,7 @@ static void attn_mistral_7b_bf16_pv_6x128_f32__neon(const float *restrict p, int
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
 static void attn_mistral_7b_bf16_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5231,7 +5233,7 @@ static void attn_mistral_7b_bf16_pv_1x128_f32__neon(const float *restrict p, int
     }
 }
 
-/* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as floats apart), b: a packed
+/* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
 static void attn_mistral_7b_bf16_qk_8x8_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -5434,7 +5436,7 @@ static void attn_mistral_7b_bf16_qk_8x8_bf16__neon(const uint16_t *restrict a, i
     vst1q_f32(c + 7 * cs + 4, vacc7x1);
 }
 
-/* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
 static void attn_mistral_7b_bf16_qk_1x8_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -5498,7 +5500,7 @@ static void attn_mistral_7b_bf16_qk_1x8_bf16__neon(const uint16_t *restrict a, i
 }
 
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
 static void attn_mistral_7b_bf16_pv_6x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5628,7 +5630,7 @@ static void attn_mistral_7b_bf16_pv_6x128_bf16__neon(const float *restrict p, in
 }
 
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
 static void attn_mistral_7b_bf16_pv_5x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5745,7 +5747,7 @@ static void attn_mistral_7b_bf16_pv_5x128_bf16__neon(const float *restrict p, in
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
 static void attn_mistral_7b_bf16_pv_4x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5849,7 +5851,7 @@ static void attn_mistral_7b_bf16_pv_4x128_bf16__neon(const float *restrict p, in
 }
 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
 static void attn_mistral_7b_bf16_pv_3x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -5940,7 +5942,7 @@ static void attn_mistral_7b_bf16_pv_3x128_bf16__neon(const float *restrict p, in
 }
 
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
 static void attn_mistral_7b_bf16_pv_2x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -6018,7 +6020,7 @@ static void attn_mistral_7b_bf16_pv_2x128_bf16__neon(const float *restrict p, in
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
 static void attn_mistral_7b_bf16_pv_1x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -6083,7 +6085,7 @@ static void attn_mistral_7b_bf16_pv_1x128_bf16__neon(const float *restrict p, in
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 static void attn_mistral_7b_bf16_softmax__neon(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -6458,11 +6460,12 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
         if (r < HKV * glp && rr < gl) {
             attn_mistral_7b_bf16_qpack_bf16__neon(attn_mistral_7b_bf16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 8] = qw[d];
         w->m[r] = -INFINITY;
@@ -6986,7 +6989,7 @@ attn_status attn_mistral_7b_bf16_fwd__neon(const attn_args *args)
 #define ATTN_NO_AUTOVEC
 #endif
 
-/* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
 ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -7109,7 +7112,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_f32__scalar(const float 
     *(c + 3 * cs + 1) = vacc3x1;
 }
 
-/* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
 ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -7173,7 +7176,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_1x2_f32__scalar(const float 
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
 ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -7245,7 +7248,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_4x128_f32__scalar(const floa
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
 ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -7289,7 +7292,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_1x128_f32__scalar(const floa
     }
 }
 
-/* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as floats apart), b: a packed
+/* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
 ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -7412,7 +7415,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_bf16__scalar(const uint1
     *(c + 3 * cs + 1) = vacc3x1;
 }
 
-/* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as floats apart), b: a packed
+/* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
 ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_1x2_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
@@ -7476,7 +7479,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_1x2_bf16__scalar(const uint1
 }
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
 ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_4x128_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -7548,7 +7551,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_4x128_bf16__scalar(const flo
 }
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
- * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs floats apart; o: 128 floats per row.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
 ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_1x128_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
@@ -7593,7 +7596,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_1x128_bf16__scalar(const flo
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0. */
+ * the others get weight 0.  The weights go to s. */
 ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_softmax__scalar(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
@@ -7877,11 +7880,12 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
         if (r < HKV * glp && rr < gl) {
             attn_mistral_7b_bf16_qpack_bf16__scalar(attn_mistral_7b_bf16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
             attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see everything, never read back */
+        } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                    change no block's class: blocks no real row sees are skipped), never read back */
             for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = 0;
-            w->hi[r] = lk;
-            w->sink_hi[r] = 0;
+            w->lo[r] = w->lo[0];
+            w->hi[r] = w->hi[0];
+            w->sink_hi[r] = w->sink_hi[0];
         }
         for (d = 0; d < D; d++) qc[d * 2] = qw[d];
         w->m[r] = -INFINITY;
@@ -8372,6 +8376,7 @@ const attn_kernel attn_mistral_7b_bf16_kernel = {
         .dtype_q = ATTN_DTYPE_BF16,
         .dtype_kv = ATTN_DTYPE_BF16,
         .dtype_o = ATTN_DTYPE_BF16,
+        .matmul = ATTN_DTYPE_F32,
         .tile_q = 96,
         .tile_kv = 128
     },

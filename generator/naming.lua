@@ -40,6 +40,10 @@ M.OPS = {
     what = "scores C[M][N] = A[M][D] B[D][N], A's rows broadcast against a packed panel B" },
   pv = { shape = "MxN", dtype = true, isa = true, micro = true,
     what = "O[M][N] = alpha O + P[M][keys] V[keys][N]" },
+  qkdp = { shape = "MxN", dtype = true, isa = true, micro = true,
+    what = "scores C[M][N] = scale A[M][D] B[D][N] by pairwise dot products, A and B as pairs along D" },
+  pvdp = { shape = "MxN", dtype = true, isa = true, micro = true,
+    what = "O[M][N] = alpha O + P[M][keys] V[keys][N] by pairwise dot products, P and V packed as pairs of keys" },
   dot = { shape = "MxN", dtype = "kv", isa = true, micro = true,
     what = "scores of M query rows against N keys by dot products along D" },
   sqk = { shape = "MxN", dtype = "kv", isa = true,
@@ -51,7 +55,10 @@ M.OPS = {
   srescale = { shape = "MxN", isa = true, what = "streaming decode: M rows of O times their rescale factors" },
   sterms = { shape = "MxN", isa = true, what = "streaming decode: score terms and hiding of M rows at one key" },
   qpack = { dtype = "q", isa = true, what = "one query row, scaled into a packed row" },
-  kvpack = { dtype = "kv", isa = true, what = "a panel of K^T and V rows packed for the prefill path" },
+  qpackdp = { dtype = "q", isa = true,
+    what = "one query row packed as pairs of head dims (prefill, pair dot products)" },
+  kvpack = { dtype = "kv", isa = true,
+    what = "a panel of K^T and V rows packed for the prefill path (as pairs for pair dot products)" },
   -- the loops around them (templates/families/)
   unit = { isa = true, what = "prefill: one (batch, head, query tile) work unit" },
   scratch = { isa = true, what = "prefill: per-thread scratch type" },
@@ -87,7 +94,8 @@ M.SHARED = {
   exp2 = "2^x on vectors", tanh = "tanh on vectors", hsum4 = "four lane sums, stored",
   hsum4q = "four lane sums, as four floats", hadd = "the sum of a vector's lanes",
   hmax = "the max of a vector's lanes", transpose8 = "an 8 x 8 block transposed",
-  transpose16 = "a 16 x 16 block transposed", iota = "the vector {0, 1, 2, 3}",
+  transpose16 = "a 16 x 16 block transposed",
+  bcast_pair = "a pair of 16-bit values in every lane", iota = "the vector {0, 1, 2, 3}",
   loadn = "the first n lanes loaded, the rest 0", storen = "the first n lanes stored",
   set4 = "four floats as a vector",
   widen_bf16 = "a bf16 value as f32", widen_f16 = "an f16 value as f32",
@@ -144,6 +152,12 @@ function M.qk(name, mr, nc, isa, dtype)
 end
 function M.pv(name, mr, dv, isa, dtype)
   return M.build(name, "pv", { m = mr, n = dv, isa = isa, dtype = dtype or "f32" })
+end
+function M.qkdp(name, mr, nc, isa, dtype)
+  return M.build(name, "qkdp", { m = mr, n = nc, isa = isa, dtype = dtype })
+end
+function M.pvdp(name, mr, dv, isa, dtype)
+  return M.build(name, "pvdp", { m = mr, n = dv, isa = isa, dtype = dtype })
 end
 
 -- longest op first, so that an op that ends another's name cannot take it

@@ -23,10 +23,11 @@ end
 
 local function mask_summary(p)
   local parts = {}
-  if p.causal then parts[#parts + 1] = "causal (bottom-right)" end
+  if p.causal then parts[#parts + 1] = p.top_left and "causal (top-left)" or "causal (bottom-right)" end
   if p.has_left or p.has_right then
     parts[#parts + 1] = ("window left %d, right %d"):format(p.window_left, p.window_right)
   end
+  if p.chunk then parts[#parts + 1] = ("chunks of %d keys"):format(p.chunk) end
   if p.global_tokens > 0 then parts[#parts + 1] = ("%d global tokens"):format(p.global_tokens) end
   if p.padding then parts[#parts + 1] = "padding (seqlens_k)" end
   if p.mask ~= "none" then parts[#parts + 1] = p.mask .. " mask tensor" end

@@ -58,6 +58,9 @@ local host_cache
 -- flags (has(flag)) and the machine name (uname -m).  An ISA without a rule
 -- here is taken as not available.
 local DETECT = {
+  avx512bf16 = function(has)
+    return has("avx512f") and has("fma") and has("avx512bw") and has("avx512vl") and has("avx512_bf16")
+  end,
   avx512 = function(has) return has("avx512f") and has("fma") end,
   avx2 = function(has) return has("avx2") and has("fma") end,
   neon = function(has, machine) return machine == "aarch64" or machine == "arm64" or has("asimd") end,

@@ -34,6 +34,15 @@ static int64_t mask_offset(const attn_args *args, int64_t b, int h, int64_t i, i
            i * args->mask_stride[2] + j * args->mask_stride[3];
 }
 
+/* The position of query row i of Lq rows when Lk_b keys are valid:
+   bottom-right, i + Lk_b - Lq, or with causal = "top_left", i. */
+static int64_t position(const attn_spec *spec, int64_t i, int64_t lk_b, int64_t lq)
+{
+    if (spec->top_left)
+        return i;
+    return i + lk_b - lq;
+}
+
 /* Whether key j is visible to query row i (position p) of batch b, head h. */
 static int key_visible(const attn_spec *spec, const attn_args *args, int64_t b, int h,
                        int64_t i, int64_t j, int64_t lk_b, int64_t p)
@@ -46,13 +55,17 @@ static int key_visible(const attn_spec *spec, const attn_args *args, int64_t b, 
     /* causal: j <= p_i */
     if (spec->causal && !(j <= p))
         return 0;
-    /* window: p_i - left <= j <= p_i + right; global queries (0 <= p_i < G)
-       are exempt from it entirely, keys j < G from its left bound only.
-       A row past the keys (p_i < 0, when Lq > Lk) is no global token. */
+    /* window: p_i - left <= j <= p_i + right; chunk: j / C == p_i / C, for
+       p_i >= 0 (a row at p_i < 0 is in no chunk).  Global queries
+       (0 <= p_i < G) are exempt from both, keys j < G from the window's
+       left bound and from the chunk.  A row past the keys (p_i < 0, when
+       Lq > Lk_b) is no global token. */
     if (!(p >= 0 && p < g)) {
         if (spec->window_left >= 0 && !(j < g) && !(p - spec->window_left <= j))
             return 0;
         if (spec->window_right >= 0 && !(j <= p + spec->window_right))
+            return 0;
+        if (spec->chunk > 0 && !(j < g) && !(p >= 0 && j / spec->chunk == p / spec->chunk))
             return 0;
     }
     /* bool mask: keep only nonzero */
@@ -101,7 +114,7 @@ int64_t attn_reference_visible_count(const attn_spec *spec, const attn_args *arg
         for (h = 0; h < spec->heads_q; h++)
             for (i = 0; i < args->seq_q; i++)
                 for (j = 0; j < lk_b; j++)
-                    n += key_visible(spec, args, b, h, i, j, lk_b, i + lk_b - args->seq_q);
+                    n += key_visible(spec, args, b, h, i, j, lk_b, position(spec, i, lk_b, args->seq_q));
     }
     return n;
 }
@@ -122,7 +135,8 @@ int64_t attn_reference_keys_read(const attn_spec *spec, const attn_args *args)
                 /* the last rows see the most keys: look at them first */
                 for (g = 0; g < group && !seen; g++)
                     for (i = args->seq_q - 1; i >= 0 && !seen; i--)
-                        seen = key_visible(spec, args, b, hk * group + g, i, j, lk_b, i + lk_b - args->seq_q);
+                        seen = key_visible(spec, args, b, hk * group + g, i, j, lk_b,
+                                           position(spec, i, lk_b, args->seq_q));
                 n += seen;
             }
     }
@@ -167,7 +181,7 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
         for (h = 0; h < spec->heads_q; h++) {
             const int hk = h / (spec->heads_q / spec->heads_kv); /* GQA */
             for (i = 0; i < args->seq_q; i++) {
-                const int64_t p = i + lk_b - args->seq_q; /* bottom-right */
+                const int64_t p = position(spec, i, lk_b, args->seq_q);
                 const float *q = q_base + b * args->q_stride[0] + i * args->q_stride[1] +
                                  h * args->q_stride[2];
                 float *o = o_base + b * args->o_stride[0] + i * args->o_stride[1] +

@@ -251,7 +251,7 @@ static unsigned detect_x86(void)
 {
     unsigned int a, b, c, d;
     unsigned found = 1u << ATTN_ISA_SCALAR;
-    int osxsave, avx, fma, f16c, avx2 = 0, avx512f = 0;
+    int osxsave, avx, fma, f16c, avx2 = 0, avx512f = 0, avx512bw = 0, avx512vl = 0, avx512bf16 = 0;
     unsigned long long xcr0;
 
     if (!__get_cpuid_count(1, 0, &a, &b, &c, &d))
@@ -263,6 +263,10 @@ static unsigned detect_x86(void)
     if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {
         avx2 = (b >> 5) & 1;
         avx512f = (b >> 16) & 1;
+        avx512bw = (b >> 30) & 1;
+        avx512vl = (b >> 31) & 1;
+        /* leaf 7, sub-leaf 1, EAX bit 5: AVX512_BF16 (vdpbf16ps, vcvtne2ps2bf16) */
+        if (a >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d)) avx512bf16 = (a >> 5) & 1;
     }
     if (!osxsave || !avx)
         return found; /* no XGETBV, or no AVX at all */
@@ -271,8 +275,10 @@ static unsigned detect_x86(void)
     if (avx2 && fma && f16c && (xcr0 & 0x6) == 0x6)
         found |= 1u << ATTN_ISA_AVX2;
     /* bits 5, 6, 7: opmask, ZMM0-15 upper halves, ZMM16-31 (plus 1, 2) */
-    if (avx512f && fma && (xcr0 & 0xe6) == 0xe6)
+    if (avx512f && fma && (xcr0 & 0xe6) == 0xe6) {
         found |= 1u << ATTN_ISA_AVX512;
+        if (avx512bw && avx512vl && avx512bf16) found |= 1u << ATTN_ISA_AVX512BF16;
+    }
     return found;
 }
 #endif

@@ -149,7 +149,8 @@ void attn_args_set_contiguous(attn_args *args, const struct attn_spec *spec);
     X(SCALAR, scalar)    \
     X(AVX2, avx2)        \
     X(AVX512, avx512)    \
-    X(NEON, neon)
+    X(NEON, neon)        \
+    X(AVX512BF16, avx512bf16)
 
 typedef enum attn_isa {
 #define ATTN_ISA_ENUM_(id, name) ATTN_ISA_##id,
@@ -158,7 +159,7 @@ typedef enum attn_isa {
     ATTN_ISA_COUNT
 } attn_isa;
 
-/* "scalar", "avx2", "avx512", "neon"; "unknown" for a value outside the list */
+/* "scalar", "avx2", "avx512", "neon", "avx512bf16"; "unknown" for a value outside the list */
 const char *attn_isa_name(attn_isa isa);
 /* -1 when the name is unknown */
 int attn_isa_from_name(const char *name);
@@ -191,7 +192,9 @@ typedef struct attn_spec {
     int heads_q, heads_kv;
     int head_dim, head_dim_v;
     int causal;
+    int top_left;                  /* query row i at position i (causal = "top_left"); 0: i + Lk_b - Lq */
     int window_left, window_right; /* -1: unbounded (causal folded in) */
+    int chunk;                     /* keys of a chunk (j / chunk == p / chunk); 0: none */
     int global_tokens;
     int padding;
     attn_mask_kind mask;
@@ -199,6 +202,8 @@ typedef struct attn_spec {
     float softcap;                 /* 0: none */
     int alibi;
     attn_dtype dtype_q, dtype_kv, dtype_o; /* storage of Q; of K and V; of O */
+    attn_dtype matmul;             /* the products' operands: F32, or BF16 (matmul = "bf16": Q.K and
+                                      P.V may multiply bf16-rounded operands, f32 sums) */
     int tile_q, tile_kv;
 } attn_spec;
 

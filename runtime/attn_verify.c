@@ -522,10 +522,9 @@ void attn_verify_case_string(const attn_case *c, char *buf, size_t buflen)
              (unsigned long long)c->seed);
 }
 
-/* Whether x, an output stored as dtype, matches ref: NaN == NaN, equal
-   infinities, else the tolerance of dtype.  *err and *ratio get the error
-   and its fraction of the tolerance. */
-static int values_agree(double x, double ref, attn_dtype dtype, double *err, double *ratio)
+/* Whether x, an output, matches ref: NaN == NaN, equal infinities, else
+   within tol.  *err and *ratio get the error and its fraction of tol. */
+static int values_agree(double x, double ref, double tol, double *err, double *ratio)
 {
     if (isnan(x) || isnan(ref) || isinf(x) || isinf(ref)) {
         const int same = (isnan(x) && isnan(ref)) || x == ref;
@@ -534,8 +533,8 @@ static int values_agree(double x, double ref, attn_dtype dtype, double *err, dou
         return same;
     }
     *err = fabs(x - ref);
-    *ratio = *err / ATTN_REF_TOL(dtype, ref);
-    return *err <= ATTN_REF_TOL(dtype, ref);
+    *ratio = *err / tol;
+    return *err <= tol;
 }
 
 /* Records one comparison; label is formatted only for the first failure. */
@@ -632,7 +631,7 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
                     const double r =
                         ref_o[((b * c->seq_q + i) * spec->heads_q + h) * spec->head_dim_v + d];
                     double err, ratio;
-                    const int ok = values_agree(x, r, odt, &err, &ratio);
+                    const int ok = values_agree(x, r, ATTN_REF_TOL_O(spec, r), &err, &ratio);
                     if (!ok && res->failures == 0)
                         snprintf(label, sizeof label,
                                  "O[b=%lld][i=%lld][h=%lld][d=%lld]%s%s", (long long)b,
@@ -646,7 +645,8 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
             for (i = 0; i < c->seq_q; i++) {
                 const size_t at = (size_t)((b * spec->heads_q + h) * c->seq_q + i);
                 double err, ratio;
-                const int ok = values_agree(lse[at], ref_lse[at], ATTN_DTYPE_F32, &err, &ratio);
+                const int ok = values_agree(lse[at], ref_lse[at], ATTN_REF_TOL(ATTN_DTYPE_F32, ref_lse[at]), &err,
+                                             &ratio);
                 if (!ok && res->failures == 0)
                     snprintf(label, sizeof label, "LSE[b=%lld][h=%lld][i=%lld]",
                              (long long)b, (long long)h, (long long)i);

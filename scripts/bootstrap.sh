@@ -28,7 +28,7 @@ valgrind:/usr/bin/valgrind
 libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
 "
 OPTIONAL="
-libopenblas-dev:/usr/include/x86_64-linux-gnu/cblas.h
+libopenblas-dev:/usr/lib/x86_64-linux-gnu/libopenblas.so
 "
 
 want="$REQUIRED"

@@ -4,7 +4,9 @@
 -- to an op marked micro = true gets a test: OUT.c #includes GENERATED.c (so
 -- its static functions are callable) and hands each micro-kernel, with the
 -- shape and the storage type (f32, bf16, f16) its name gives, to the tester
--- for its op (tests/ukernel.h, tests/ukernel_main.c).  The kernel is first
+-- for its op (tests/ukernel.h, tests/ukernel_main.c); a qkdp kernel also
+-- with the scale it bakes in, the float literal the comment above it prints
+-- (checked to be the one its body uses).  The kernel is first
 -- assigned to a variable of the type its op and storage type say (so the
 -- compiler checks its signature), then handed over as a ukt_fn.  Each test
 -- sits under its ISA's arch guard (the #if the generated code uses) and runs
@@ -36,18 +38,32 @@ end
 
 --- The functions the text defines, in order: an attn_ name, its balanced
 -- parameter list, then a body (a declaration or call is followed by
--- something else).
+-- something else).  Also returns name -> where its definition lies: at (the
+-- name's position) and body (the text of its braces).
 local function defined_functions(src)
   local names, seen = {}, {}
   for pos, name in src:gmatch("()(attn_[%w_]+)%s*%(") do
     local open = src:find("(", pos + #name, true)
     local _, close = src:find("^%b()", open)
-    if close and src:find("^%s*{", close + 1) and not seen[name] then
-      seen[name] = true
+    local brace = close and select(2, src:find("^%s*{", close + 1))
+    if brace and not seen[name] then
+      local _, last = src:find("^%b{}", brace)
+      seen[name] = { at = pos, body = src:sub(brace, last or #src) }
       names[#names + 1] = name
     end
   end
-  return names
+  return names, seen
+end
+
+--- The comment that documents the function defined at pos: the last /* */
+-- before it, with only its declaration's specifiers between (no ; or }).
+local function doc_comment(src, pos)
+  local head = src:sub(1, pos - 1)
+  local open
+  for at in head:gmatch("()/%*") do open = at end
+  local close = open and head:find("*/", open, true)
+  if not close or head:sub(close + 2):find("[;}{]") then return nil end
+  return head:sub(open, close + 1)
 end
 
 --- C string literal of s
@@ -57,10 +73,30 @@ end
 
 local function ceil_to(x, m) return math.ceil(x / m) * m end
 
+--- qkdp's scale (scale * log2(e)), the float literal its file bakes in:
+-- the one its comment prints ("C[M][N] = <literal> A[M][D] B[D][N]"),
+-- which must also be the one its body multiplies by.
+local function qkdp_scale(k, def)
+  local doc = def and doc_comment(text, def.at)
+  local m, n, lit = (doc or ""):match("C%[(%d+)%]%[(%d+)%] = ([%w%.%+%-]+) A%[")
+  if not lit then
+    fail("%s: no scale in the comment above it (\"C[%d][%d] = <scale> A[..] B[..]\", templates/lib/qk.c.tmpl)",
+      k.name, k.m, k.n)
+  end
+  if tonumber(m) ~= k.m or tonumber(n) ~= k.n then
+    fail("%s: its comment says C[%s][%s]", k.name, m, n)
+  end
+  if not tonumber((lit:gsub("[fF]$", ""))) then fail("%s: its scale %s is not a number", k.name, lit) end
+  if not def.body:find(lit, 1, true) then
+    fail("%s: its comment's scale %s is not in its body", k.name, lit)
+  end
+  return lit
+end
+
 -- each micro op's call of its tester (tests/ukernel.h): the kernel k (a
--- parsed name plus name, isa, and dt, its attn_dtype constant), held in the
--- variable fn, as a C expression; D and DV are the generated file's enum
--- constants (its head dims)
+-- parsed name plus name, isa, dt, its attn_dtype constant, and def, where
+-- defined_functions found it), held in the variable fn, as a C expression;
+-- D and DV are the generated file's enum constants (its head dims)
 local TESTERS = {
   qk = function(k)
     return ("ukt_qk(%s, (ukt_fn)fn, %s, %d, %d, D)"):format(cstr(k.name), k.dt, k.m, k.n)
@@ -73,7 +109,18 @@ local TESTERS = {
     return ("ukt_dot(%s, (ukt_fn)fn, %s, %d, %d, D, (D + %d) / %d * %d)"):format(cstr(k.name), k.dt, k.m, k.n,
       k.isa.lanes - 1, k.isa.lanes, k.isa.lanes)
   end,
+  qkdp = function(k)
+    return ("ukt_qkdp(%s, (ukt_fn)fn, %s, %d, %d, D, %s)"):format(cstr(k.name), k.dt, k.m, k.n, qkdp_scale(k, k.def))
+  end,
+  pvdp = function(k)
+    return ("ukt_pvdp(%s, (ukt_fn)fn, %s, %d, %d, DV, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
+      ceil_to(k.n, k.isa.lanes))
+  end,
 }
+
+-- the storage types an op's tester takes, where not all of DTYPES: the
+-- pair dot products are bf16 throughout (vdpbf16ps)
+local OP_DTYPES = { qkdp = { bf16 = true }, pvdp = { bf16 = true } }
 
 -- the storage types the testers take: name -> the attn_dtype constant and
 -- the suffix of the kernel types (tests/ukernel.h: ukt_<op><suffix>_fn;
@@ -86,7 +133,8 @@ local DTYPES = {
 
 local config
 local kernels = {}
-for _, name in ipairs(defined_functions(text)) do
+local names, defs = defined_functions(text)
+for _, name in ipairs(names) do
   local p = naming.parse(name)
   local spec = p and naming.OPS[p.op]
   if spec and spec.micro then
@@ -96,10 +144,12 @@ for _, name in ipairs(defined_functions(text)) do
     config = p.config
     if not TESTERS[p.op] then fail("%s: no tester for op %s (tests/ukernel_main.c)", name, p.op) end
     local dt = DTYPES[p.dtype]
-    if not dt then fail("%s: no tester for dtype %s (tests/ukernel_main.c)", name, tostring(p.dtype)) end
+    if not dt or (OP_DTYPES[p.op] and not OP_DTYPES[p.op][p.dtype]) then
+      fail("%s: no tester for dtype %s (tests/ukernel_main.c)", name, tostring(p.dtype))
+    end
     local isa, err = isas.get(p.isa)
     if not isa then fail("%s: %s", name, err) end
-    p.name, p.isa, p.isa_name = name, isa, p.isa
+    p.name, p.isa, p.isa_name, p.def = name, isa, p.isa, defs[name]
     p.dt, p.fn_type = dt.enum, ("ukt_%s%s_fn"):format(p.op, dt.fn)
     kernels[#kernels + 1] = p
   end

@@ -12,7 +12,8 @@
 -- (heads_q * (head_dim + head_dim_v) summed), then the first by name.  The
 -- names come out sorted, so the same files always give the same lines.
 --
--- Purposes (PURPOSES below): sanitize, sanitize-presets, run, fuzz, neon.
+-- Purposes (PURPOSES below): sanitize, sanitize-presets, run, fuzz, neon,
+-- matmul_bf16.
 -- Config files are data: each is loaded in an empty environment.  Usable as
 -- a module too: require("kernel_sets").select(purpose, files).
 -- Runs on LuaJIT, Lua 5.1 and Lua 5.4.
@@ -34,6 +35,9 @@ end
 
 M.FEATURES = {
   { "causal", function(c) return c.causal ~= nil and c.causal ~= false end },
+  -- positions i instead of i + Lk_b - Lq
+  { "top_left", function(c) return c.causal == "top_left" end },
+  { "chunk", function(c) return c.chunk ~= nil end },
   { "mask_bool", function(c) return c.mask == "bool" end },
   { "mask_bias", function(c) return c.mask == "bias" end },
   { "padding", function(c) return c.padding == true end },
@@ -57,6 +61,7 @@ local function generic_features(c)
   for _, t in ipairs(dtypes(c)) do
     if t ~= nil and t ~= "f32" then out[#out + 1] = "dtype_" .. tostring(t) end
   end
+  if c.matmul ~= nil and c.matmul ~= "f32" then out[#out + 1] = "matmul_" .. tostring(c.matmul) end
   return out
 end
 
@@ -100,6 +105,8 @@ M.PURPOSES = {
   fuzz = { pool = "test", features = "all" },
   -- Makefile NEON_CONFIGS: every test config with a NEON variant, under qemu
   neon = { pool = "test", every = true, filter = function(c) return has_isa(c, "neon") end },
+  -- Makefile kernel_list.h: the configs with bf16 products (their avx512bf16 variant's tests)
+  matmul_bf16 = { pool = "any", every = true, filter = function(c) return c.matmul == "bf16" end },
 }
 
 --- Loads a config file in an empty environment; returns its table or nil, err.
@@ -194,7 +201,7 @@ function M.select(purpose, files)
   local entries, seen = {}, {}
   for _, path in ipairs(files) do
     local is_test = path:match("^test/") or path:match("/test/[^/]*$")
-    if (p.pool == "test") == (is_test ~= nil) then
+    if p.pool == "any" or (p.pool == "test") == (is_test ~= nil) then
       local cfg, err = M.load(path)
       if not cfg then return nil, err end
       if seen[cfg.name] then

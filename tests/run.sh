@@ -122,7 +122,7 @@ ukernel_suite() {
   fi
 }
 
-echo "== micro-kernels alone against plain loops (qk, pv, dot of every test config)"
+echo "== micro-kernels alone against plain loops (qk, pv, dot, qkdp, pvdp of every test config)"
 ukernel_suite "micro-kernels" ukernels build/test_ukernels env
 missing=""
 for tool in aarch64-linux-gnu-gcc qemu-aarch64; do

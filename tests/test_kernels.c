@@ -84,6 +84,9 @@ static void run_bitwise(const attn_kernel *k)
     Test(name, avx2) { run_matrix(&attn_##name##_kernel, ATTN_ISA_AVX2); }        \
     Test(name, scalar) { run_matrix(&attn_##name##_kernel, ATTN_ISA_SCALAR); }    \
     Test(name, threads_bitwise) { run_bitwise(&attn_##name##_kernel); }
+/* the AVX512-BF16 variant exists only for configs with matmul = "bf16" */
+#define KERNEL_MATMUL_BF16(name) \
+    Test(name, avx512bf16) { run_matrix(&attn_##name##_kernel, ATTN_ISA_AVX512BF16); }
 #include "kernel_list.h"
 #undef KERNEL
 
@@ -290,7 +293,7 @@ Test(entry, large_logits_do_not_overflow)
     for (i = 0; i < p.no; i++) {
         const float got = o_value(&p, (int64_t)i);
         cr_assert(!isnan(got) && !isinf(got), "O[%zu] = %g", i, (double)got);
-        cr_expect(fabs((double)got - want[i]) <= ATTN_REF_TOL(s->dtype_o, want[i]), "O[%zu] (%s): got %g, want %g",
+        cr_expect(fabs((double)got - want[i]) <= ATTN_REF_TOL_O(s, want[i]), "O[%zu] (%s): got %g, want %g",
                   i, attn_dtype_name(s->dtype_o), (double)got, (double)want[i]);
     }
     free(want);
@@ -345,6 +348,112 @@ Test(decode, everything) { run_decode(&attn_t_everything_kernel); }
 Test(decode, mqa_window) { run_decode(&attn_t_d111_mqa_window_kernel); }
 Test(decode, bool_mask) { run_decode(&attn_t_bool_mask_kernel); }
 Test(decode, padding_causal) { run_decode(&attn_t_padding_causal_kernel); }
+
+/* Chunks of 16 keys with global tokens (at 4099 and 32768 keys, most splits
+   and blocks lie outside every row's chunk), and top-left positions (every
+   row near the start of a long cache). */
+extern const attn_kernel attn_t_chunk_kernel, attn_t_top_left_kernel;
+Test(decode, chunk) { run_decode(&attn_t_chunk_kernel); }
+Test(decode, top_left) { run_decode(&attn_t_top_left_kernel); }
+
+/* ---- the reference's masks against masks written out by hand ------------ */
+
+/* One mask: the rules (a one-head spec), the shape (lk_b < 0: no padding)
+   and the expected rows, '1' where query row i sees key j. */
+typedef struct {
+    const char *what;
+    int causal, top_left, left, right, chunk, global;
+    int64_t lq, lk;
+    int32_t lk_b;
+    const char *rows[8];
+} mask_case;
+
+/* Row i of the reference's visibility: a keep-mask that keeps only (i, j)
+   makes attn_reference_visible_count 1 when the rules show key j, else 0. */
+static void reference_row(const mask_case *m, int64_t i, char *row)
+{
+    attn_spec spec;
+    attn_args a;
+    float q[8] = { 0 }, kv[8] = { 0 }, o[8] = { 0 };
+    uint8_t keep[64];
+    int32_t seqlens[1];
+    int64_t j;
+    memset(&spec, 0, sizeof spec);
+    spec.family = ATTN_FAMILY_SDPA;
+    spec.name = "mask";
+    spec.heads_q = spec.heads_kv = spec.head_dim = spec.head_dim_v = 1;
+    spec.causal = m->causal;
+    spec.top_left = m->top_left;
+    spec.window_left = m->left;
+    spec.window_right = m->causal ? 0 : m->right;
+    spec.chunk = m->chunk;
+    spec.global_tokens = m->global;
+    spec.padding = m->lk_b >= 0;
+    spec.mask = ATTN_MASK_BOOL;
+    spec.scale = 1.0f;
+    spec.tile_q = spec.tile_kv = 16;
+    memset(&a, 0, sizeof a);
+    a.batch = 1;
+    a.seq_q = m->lq;
+    a.seq_k = m->lk;
+    attn_args_set_contiguous(&a, &spec);
+    a.q = q;
+    a.k = kv;
+    a.v = kv;
+    a.o = o;
+    seqlens[0] = m->lk_b;
+    a.seqlens_k = seqlens;
+    a.mask = keep;
+    for (j = 0; j < m->lk; j++) {
+        int64_t n;
+        memset(keep, 0, sizeof keep);
+        keep[i * m->lk + j] = 1;
+        n = attn_reference_visible_count(&spec, &a);
+        cr_assert(n == 0 || n == 1, "%s: visible count %lld", m->what, (long long)n);
+        row[j] = n ? '1' : '0';
+    }
+    row[m->lk] = '\0';
+}
+
+/* PyTorch's is_causal is torch.ones(Lq, Lk).tril() (top-left); FlashAttention-2's
+   causal is bottom-right; Llama 4's chunked causal mask in transformers keeps key
+   k for query q when k <= q and k // C == q // C.  The rest follow docs/config.md. */
+Test(reference, masks_written_out)
+{
+    static const mask_case cases[] = {
+        { "top-left causal (is_causal), 3 x 5", 1, 1, -1, -1, 0, 0, 3, 5, -1, { "10000", "11000", "11100" } },
+        { "bottom-right causal, 3 x 5", 1, 0, -1, -1, 0, 0, 3, 5, -1, { "11100", "11110", "11111" } },
+        { "top-left causal, 3 x 5, Lk_b = 2", 1, 1, -1, -1, 0, 0, 3, 5, 2, { "10000", "11000", "11000" } },
+        { "bottom-right causal, 3 x 5, Lk_b = 2", 1, 0, -1, -1, 0, 0, 3, 5, 2, { "00000", "10000", "11000" } },
+        { "top-left causal, 4 x 2", 1, 1, -1, -1, 0, 0, 4, 2, -1, { "10", "11", "11", "11" } },
+        { "bottom-right causal, 4 x 2", 1, 0, -1, -1, 0, 0, 4, 2, -1, { "00", "00", "10", "11" } },
+        { "top-left causal, window left 1, 3 x 5", 1, 1, 1, -1, 0, 0, 3, 5, -1, { "10000", "11000", "01100" } },
+        { "Llama 4 chunked causal, chunk 3, 7 x 7", 1, 0, -1, -1, 3, 0, 7, 7, -1,
+          { "1000000", "1100000", "1110000", "0001000", "0001100", "0001110", "0000001" } },
+        { "chunk 3, causal, 1 global token", 1, 0, -1, -1, 3, 1, 7, 7, -1,
+          { "1000000", "1100000", "1110000", "1001000", "1001100", "1001110", "1000001" } },
+        { "chunk 3, causal, window left 1", 1, 0, 1, -1, 3, 0, 7, 7, -1,
+          { "1000000", "1100000", "0110000", "0001000", "0001100", "0000110", "0000001" } },
+        { "chunk 2, top-left causal, 4 x 7", 1, 1, -1, -1, 2, 0, 4, 7, -1, { "1000000", "1100000", "0010000", "0011000" } },
+        { "chunk 2, bottom-right causal, 4 x 7", 1, 0, -1, -1, 2, 0, 4, 7, -1,
+          { "0011000", "0000100", "0000110", "0000001" } },
+        { "chunk 2, top-left causal, 4 x 7, Lk_b = 3", 1, 1, -1, -1, 2, 0, 4, 7, 3,
+          { "1000000", "1100000", "0010000", "0010000" } },
+        { "chunk 2, no causal, 4 x 2 (rows before position 0)", 0, 0, -1, -1, 2, 0, 4, 2, -1, { "00", "00", "11", "11" } },
+        { "chunk 2, no causal, 4 x 2, 1 global token", 0, 0, -1, -1, 2, 1, 4, 2, -1, { "10", "10", "11", "11" } },
+        { "chunk 3, window left 1 right 1, no causal", 0, 0, 1, 1, 3, 0, 6, 6, -1,
+          { "110000", "111000", "011000", "000110", "000111", "000011" } },
+    };
+    size_t c;
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int64_t i;
+        for (i = 0; i < cases[c].lq; i++) {
+            char row[16];
+            reference_row(&cases[c], i, row);
+            cr_expect_str_eq(row, cases[c].rows[i], "%s: row %lld", cases[c].what, (long long)i);
+        }
+    }
+}
 
 /* Split KV and its merge give the same bits for 1 and 2 threads: the blocked
    kernel (Lq = 3), and the streaming one (Lq = 1) on a cache long enough for

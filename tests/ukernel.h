@@ -3,12 +3,13 @@
  * tests/gen_ukernel_tests.lua writes for each generated kernel and the
  * runner, tests/ukernel_main.c, which defines them.
  *
- * Each generated test hands one micro-kernel (a qk, pv or dot function of
- * the generated .c, found by parsing its name) with the shape its name and
- * its file give, and the storage type its name gives, to the tester for its
- * op.  The tester fills the inputs from a fixed-seed PRNG (values in
- * [-1, 1]; the kernel's reduced operand, if any, narrowed to its bf16 or f16,
- * so what is stored is exact), calls the kernel on several cases (strides,
+ * Each generated test hands one micro-kernel (a qk, pv, dot, qkdp or pvdp
+ * function of the generated .c, found by parsing its name) with the shape
+ * its name and its file give, and the storage type its name gives, to the
+ * tester for its op.  The tester fills the inputs from a fixed-seed PRNG
+ * (values in [-1, 1]; the kernel's reduced operand, if any, narrowed to its
+ * bf16 or f16, and every operand of qkdp and pvdp to bf16, so what is
+ * stored is exact), calls the kernel on several cases (strides,
  * layouts, key ranges), and checks it against plain double loops over the
  * stored values widened, that nothing around its outputs was written, that
  * its inputs were left alone, and that it read nothing past its inputs (the
@@ -40,6 +41,12 @@ typedef void (*ukt_pv16_fn)(const float *p, int64_t ps, int64_t pk, const uint16
 typedef void (*ukt_dot_fn)(const float *q, int64_t R, const float *k0, const float *k1, float *s0, float *s1);
 typedef void (*ukt_dot16_fn)(const float *q, int64_t R, const uint16_t *k0, const uint16_t *k1, float *s0,
                              float *s1);
+/* The pair dot product kernels (qk.c.tmpl and pv.c.tmpl with dp, matmul =
+ * "bf16"): every operand but C, O and alpha is bf16 packed as pairs along
+ * the reduction (qkdp: of head dims, pvdp: of keys); bf16 only. */
+typedef void (*ukt_qkdp16_fn)(const uint16_t *a, int64_t as, const uint16_t *b, float *c, int64_t cs);
+typedef void (*ukt_pvdp16_fn)(const uint16_t *p, int64_t ps, int64_t pk, const uint16_t *v, int64_t vs,
+                              int64_t jlo, int64_t jhi, float *o, const float *alpha);
 
 /* A micro-kernel as the testers take it: one of the types above, converted
  * to this one; the tester converts it back to the type dt says before it
@@ -55,10 +62,20 @@ typedef void (*ukt_fn)(void);
  *        n: the Dv the kernel's name says, dv: the file's
  *   dot: s0[r] = q_r . k0, s1[r] = q_r . k1 for R rows (multiples of m),
  *        q rows dqs apart; n: the keys the name says (2)
+ *   qkdp: C[m][n] = qscale A[m][d] B[d][n], A's rows ceil(d / 2) pairs of
+ *        head dims (element d, for odd d, 0), B a panel of ceil(d / 2) rows
+ *        of n pairs (B[d][col] at b[2 ((d / 2) n + col) + d % 2]); qscale:
+ *        the constant the kernel's file bakes in (scale * log2(e))
+ *   pvdp: O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv], jlo and jhi
+ *        even, P(r, j) at p[r ps + j] (pk = 1), V as pairs of keys: the
+ *        pair (j, j + 1) a row of dvp pairs at v + j vs (zero past dv),
+ *        V[j + e][c] at its element 2 c + e; O rows dvp apart
  */
 int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d);
 int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp);
 int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int dqs);
+int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, float qscale);
+int ukt_pvdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp);
 
 /* Prints a micro-kernel's line and counts it: UKT_PASS in *passed, UKT_FAIL
  * in *failed, UKT_NOT_RUN in neither (shown with why, and in the totals per

@@ -17,6 +17,15 @@
  * f32; f16: IEEE binary16), independently of the runtime and the kernels.
  * Padding between its rows holds a NaN of its type (bf16 0x7fc0, f16 0x7e00).
  *
+ * Pair dot products (qkdp, pvdp: bf16 only): every operand but C, O and
+ * alpha is bf16 packed as pairs along the reduction, laid out as the packers
+ * write them (templates/lib/pack_pairs.c.tmpl); where the packers write zeros
+ * that the kernels read (the half-empty last pair of an odd D, a V pair row
+ * past Dv up to whole vectors) the testers write zeros too, and NaN only
+ * where nothing may be read (between rows, keys outside the range).  The
+ * tolerance below holds for them too: a product of two bf16 values is exact
+ * in f32, so only the f32 sums (and qkdp's one multiply by its scale) round.
+ *
  * Tolerance: |got - want| <= 1e-5 * (sum of |terms|) + 1e-6, want computed in
  * double.  The kernels accumulate in f32 in their own order (vector lanes,
  * unrolled partial sums, FMA), so the rounding error of a sum grows with the
@@ -52,6 +61,7 @@
 #define SEED 0x5eed1234abcdULL
 #define PAD 16 /* canary floats before and after each output */
 #define KEYS 11 /* keys of the P*V cases */
+#define KEYS_DP 12 /* keys of the pvdp cases: 6 pairs */
 
 /* ---- inputs and canaries ------------------------------------------------ */
 
@@ -248,6 +258,29 @@ static int call_dot(ukt_fn fn, attn_dtype dt, const float *q, int64_t R, const v
         fault_armed = 1;
         if (dt == ATTN_DTYPE_F32) ((ukt_dot_fn)fn)(q, R, (const float *)k0, (const float *)k1, s0, s1);
         else ((ukt_dot16_fn)fn)(q, R, (const uint16_t *)k0, (const uint16_t *)k1, s0, s1);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+static int call_qkdp(ukt_fn fn, const uint16_t *a, int64_t as, const uint16_t *b, float *c, int64_t cs)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        ((ukt_qkdp16_fn)fn)(a, as, b, c, cs);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+static int call_pvdp(ukt_fn fn, const uint16_t *p, int64_t ps, const uint16_t *v, int64_t vs, int64_t jlo,
+                     int64_t jhi, float *o, const float *alpha)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        ((ukt_pvdp16_fn)fn)(p, ps, 1, v, vs, jlo, jhi, o, alpha);
         fault_armed = 0;
     }
     return sig;
@@ -552,6 +585,176 @@ int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int
         canary_free(s1);
     }
     snprintf(shape, sizeof shape, "%dx%d, K %s, D = %d, DQS = %d: %d cases", m, n, tn, d, dqs, cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}
+
+/* ---- qkdp: C[m][n] = qscale A[m][d] B[d][n] in bf16 pairs of head dims --- */
+
+int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, float qscale)
+{
+    /* strides: A rows (odd: pairs not 4-byte aligned) and C rows with room
+     * between them, then packed tight (the prefill path's as = 2 P) */
+    static const int extra[2][2] = { { 3, 5 }, { 0, 0 } };
+    const int pairs = (d + 1) / 2, w = 2 * pairs; /* pairs, elements of a row of A */
+    int ok = 1, k;
+    cases_run = 0;
+    if (dt != ATTN_DTYPE_BF16) return unknown_dtype(name, dt);
+    for (k = 0; k < 2; k++) {
+        const int64_t as = w + extra[k][0], cs = n + extra[k][1];
+        const size_t na = (size_t)((m - 1) * as + w), nb = (size_t)w * n, nc = (size_t)((m - 1) * cs + n);
+        guarded ga, gb;
+        uint16_t *a = guarded_alloc(&ga, na, sizeof(uint16_t)), *b = guarded_alloc(&gb, nb, sizeof(uint16_t));
+        uint16_t *a0, *b0;
+        float *c = canary_alloc(nc);
+        int r, col, dd, sig;
+        long i;
+        reseed((unsigned)(30 + k));
+        for (i = 0; i < (long)na; i++) { /* zero in the half-empty last pair (odd d), NaN between rows */
+            if (i % as < d) put_rnd(dt, a, (size_t)i);
+            else if (i % as < w) a[i] = 0;
+            else put_nan(dt, a, (size_t)i);
+        }
+        for (dd = 0; dd < w; dd++) /* B[dd][col] at b[2 ((dd / 2) n + col) + dd % 2], zero for dd = d */
+            for (col = 0; col < n; col++) {
+                const size_t at = (size_t)(2 * ((dd / 2) * n + col) + dd % 2);
+                if (dd < d) put_rnd(dt, b, at);
+                else b[at] = 0;
+            }
+        a0 = copy_of(a, na, sizeof(uint16_t));
+        b0 = copy_of(b, nb, sizeof(uint16_t));
+        snprintf(shape, sizeof shape, "M = %d, N = %d, D = %d (%d pairs), scale %.9g, A, B bf16, as = %ld, cs = %ld",
+                 m, n, d, pairs, (double)qscale, (long)as, (long)cs);
+        mismatches = 0;
+        sig = call_qkdp(fn, a, as, b, c, cs);
+        if (sig) fault(name, sig);
+        else {
+            for (r = 0; r < m; r++)
+                for (col = 0; col < n; col++) {
+                    double want = 0.0, bound = 0.0;
+                    for (dd = 0; dd < d; dd++) {
+                        const double t = widen_bf16(a[r * as + dd]) *
+                                         widen_bf16(b[2 * ((dd / 2) * n + col) + dd % 2]);
+                        want += t;
+                        bound += fabs(t);
+                    }
+                    want *= (double)qscale;
+                    bound *= fabs((double)qscale);
+                    if (!within(c[r * cs + col], want, bound)) {
+                        char what[64];
+                        snprintf(what, sizeof what, "c[%d][%d]", r, col);
+                        mismatch(name, what, c[r * cs + col], want, bound);
+                    }
+                }
+            for (r = 0; r + 1 < m; r++)
+                for (col = n; col < cs; col++)
+                    if (!is_canary(c[r * cs + col])) canary_hit(name, "c", (long)(r * cs + col), c[r * cs + col]);
+            check_pads(name, "c", c, (long)nc);
+            check_input(name, "a", a, a0, na, sizeof(uint16_t));
+            check_input(name, "b", b, b0, nb, sizeof(uint16_t));
+        }
+        ok &= case_done(name);
+        free(a0);
+        free(b0);
+        guarded_free(&ga);
+        guarded_free(&gb);
+        canary_free(c);
+    }
+    snprintf(shape, sizeof shape, "%dx%d, bf16 pairs, D = %d, scale %.9g: %d cases", m, n, d, (double)qscale,
+             cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}
+
+/* ---- pvdp: O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv] in bf16 pairs of keys */
+
+int ukt_pvdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp)
+{
+    /* key ranges, even: all, a middle part, the last pair alone, none */
+    static const int range[4][2] = { { 0, KEYS_DP }, { 2, KEYS_DP - 4 }, { KEYS_DP - 2, KEYS_DP }, { 6, 6 } };
+    /* strides: P rows and V's pair rows with room between them, then as the
+     * prefill path passes them (ps = the tile's keys, vs = dvp) */
+    static const int extra[2][2] = { { 3, 3 }, { 0, 0 } };
+    int ok = 1, layout, rg;
+    cases_run = 0;
+    if (dt != ATTN_DTYPE_BF16) return unknown_dtype(name, dt);
+    if (n != dv) {
+        printf("FAIL %s: its name says Dv = %d, its file's DV is %d\n", name, n, dv);
+        return UKT_FAIL;
+    }
+    for (layout = 0; layout < 2; layout++)
+        for (rg = 0; rg < 4; rg++) {
+            const int64_t ps = KEYS_DP + extra[layout][0], vs = dvp + extra[layout][1];
+            const int jlo = range[rg][0], jhi = range[rg][1];
+            /* V: the pairs of keys 0..jhi-1, rows of 2 vs elements, the last
+             * pair's dvp pairs ending at the guard; none for an empty range */
+            const size_t np = (size_t)((m - 1) * ps + KEYS_DP);
+            const size_t nv = jhi > jlo ? (size_t)((jhi - 2) * vs + 2 * dvp) : 0, no = (size_t)m * dvp;
+            guarded gp, gv, ga;
+            uint16_t *p = guarded_alloc(&gp, np, sizeof(uint16_t)), *v = guarded_alloc(&gv, nv, sizeof(uint16_t));
+            uint16_t *p0, *v0;
+            float *alpha = guarded_alloc(&ga, (size_t)m, sizeof(float));
+            float *o = canary_alloc(no), *o0, *alpha0;
+            int r, c, j, sig;
+            long i;
+            reseed((unsigned)(40 + layout * 4 + rg));
+            for (i = 0; i < (long)np; i++) { /* NaN outside the key range and between rows */
+                const long key = i % ps;
+                if (key >= jlo && key < jhi) put_rnd(dt, p, (size_t)i);
+                else put_nan(dt, p, (size_t)i);
+            }
+            for (i = 0; i < (long)nv; i++) {
+                /* element e of pair row q: V[2 q + e % 2][e / 2] for e < 2 dv;
+                 * zero to 2 dvp (whole vectors of it are read, the packer
+                 * writes zeros); NaN between pair rows and before jlo */
+                const long q = i / (2 * vs), e = i % (2 * vs);
+                if (e >= 2 * dvp || 2 * q < jlo) put_nan(dt, v, (size_t)i);
+                else if (e < 2 * dv) put_rnd(dt, v, (size_t)i);
+                else v[i] = 0;
+            }
+            for (r = 0; r < m; r++) alpha[r] = rnd();
+            for (i = 0; i < (long)no; i++) o[i] = rnd(); /* columns dv..dvp too: the kernel scales them */
+            o0 = copy_of(o, no, sizeof(float));
+            p0 = copy_of(p, np, sizeof(uint16_t));
+            v0 = copy_of(v, nv, sizeof(uint16_t));
+            alpha0 = copy_of(alpha, (size_t)m, sizeof(float));
+            snprintf(shape, sizeof shape,
+                     "M = %d, Dv = %d, DVP = %d, P, V bf16 pairs of keys, ps = %ld, vs = %ld, keys %d..%d", m, dv,
+                     dvp, (long)ps, (long)vs, jlo, jhi);
+            mismatches = 0;
+            sig = call_pvdp(fn, p, ps, v, vs, jlo, jhi, o, alpha);
+            if (sig) fault(name, sig);
+            else {
+                for (r = 0; r < m; r++)
+                    for (c = 0; c < dv; c++) { /* columns dv..dvp may hold anything */
+                        double want = (double)alpha[r] * (double)o0[r * dvp + c];
+                        double bound = fabs(want);
+                        for (j = jlo; j < jhi; j++) {
+                            const double t =
+                                widen_bf16(p[r * ps + j]) * widen_bf16(v[(j - j % 2) * vs + 2 * c + j % 2]);
+                            want += t;
+                            bound += fabs(t);
+                        }
+                        if (!within(o[r * dvp + c], want, bound)) {
+                            char what[64];
+                            snprintf(what, sizeof what, "o[%d][%d]", r, c);
+                            mismatch(name, what, o[r * dvp + c], want, bound);
+                        }
+                    }
+                check_pads(name, "o", o, (long)no);
+                check_input(name, "p", p, p0, np, sizeof(uint16_t));
+                check_input(name, "v", v, v0, nv, sizeof(uint16_t));
+                check_input(name, "alpha", alpha, alpha0, (size_t)m, sizeof(float));
+            }
+            ok &= case_done(name);
+            free(o0);
+            free(p0);
+            free(v0);
+            free(alpha0);
+            guarded_free(&gp);
+            guarded_free(&gv);
+            guarded_free(&ga);
+            canary_free(o);
+        }
+    snprintf(shape, sizeof shape, "%dx%d, bf16 pairs of keys, DVP = %d: %d cases", m, n, dvp, cases_run);
     return ok ? UKT_PASS : UKT_FAIL;
 }
 

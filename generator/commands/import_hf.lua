@@ -14,8 +14,9 @@ local KNOWN_ISAS = table.concat(isa_registry.order, ", ")
 
 function M.add_to_parser(parser)
   local c = parser:command("import-hf", "Write attngen configs from a Hugging Face config.json.")
-    :epilog("A model whose layers differ (sliding-window and full attention, as Gemma-2) gives two configs, "
-      .. "<name>_local and <name>_global; Whisper gives <name>_encoder, <name>_decoder and <name>_cross.")
+    :epilog("A model whose layers differ (sliding-window or chunked and full attention, as Gemma-2 and Llama 4) "
+      .. "gives two configs, <name>_local and <name>_global; Whisper gives <name>_encoder, <name>_decoder and "
+      .. "<name>_cross.")
   c:argument("config_json", "The model's config.json."):argname("config.json")
   c:option("-o --output", "Output folder (created as needed), or a .lua file when the model gives one config "
     .. "(default: the current folder).")

@@ -14,7 +14,7 @@ function M.add_to_parser(parser)
   c:option("-o --output", "Output O [B][Lq][Hq][Dv] f32."):argname("O.npy"):count(1)
   c:option("--lse", "Also write LSE [B][Hq][Lq] f32."):argname("L.npy")
   c:option("--threads", "Threads (0: OpenMP's default).", "0"):convert(tonumber)
-  c:option("--isa", "Force an ISA variant (scalar, avx2, avx512, neon).")
+  c:option("--isa", "Force an ISA variant (scalar, avx2, avx512, avx512bf16, neon).")
   c:flag("--reference", "Compute with the naive float64 reference instead of the kernel (slow; for checking).")
 end
 

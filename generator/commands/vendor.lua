@@ -67,11 +67,12 @@ local function side(n) return n < 0 and "unbounded" or tostring(n) end
 --- What a kernel computes and what a call must pass, for the docs.
 local function describe(plan)
   local f = {}
-  if plan.causal then f[#f + 1] = "causal" end
+  if plan.causal then f[#f + 1] = plan.top_left and "causal (top-left)" or "causal" end
   if plan.has_left or plan.has_right then
     f[#f + 1] = ("window left %s, right %s"):format(side(plan.window_left),
       plan.causal and "0" or side(plan.window_right))
   end
+  if plan.chunk then f[#f + 1] = ("chunks of %d keys"):format(plan.chunk) end
   if plan.global_tokens > 0 then f[#f + 1] = ("%d global tokens"):format(plan.global_tokens) end
   if plan.padding then f[#f + 1] = "padding" end
   if plan.mask == "bool" then f[#f + 1] = "boolean mask tensor" end
@@ -114,6 +115,7 @@ local function describe(plan)
     needs_short = #needs > 0 and table.concat(needs, ", ") or "-",
     padding = plan.padding,
     mask = plan.mask,
+    dtypes = ("Q %s, K/V %s, O %s"):format(plan.dtype.q, plan.dtype.kv, plan.dtype.o),
   }
 end
 

@@ -12,11 +12,24 @@ local M = {}
 -- window: how sliding_window applies when there is no layer_types list:
 -- "all" every layer, "qwen2" layers from max_window_layers on when
 -- use_sliding_window, "alternate" even layers (Gemma-2), nil ignored.
+-- chunked: how attention_chunk_size applies when there is no layer_types
+-- list: "llama4" the layers that use RoPE (no_rope_layers, by default all
+-- but every no_rope_layer_interval-th layer).
+-- text_config: the keys are read from the config's text_config object
+-- (a multimodal model's language model).
 -- kv: "falcon" reads Falcon's multi_query / new_decoder_architecture keys.
 -- alibi: the family always adds ALiBi biases.
 -- defaults: the values transformers' config class uses for absent keys.
+-- note: a line for the header of every config of the family.
+local LLAMA4_DEFAULTS = { attention_chunk_size = 8192, no_rope_layer_interval = 4, num_hidden_layers = 48 }
+local LLAMA4_NOTE = "Llama 4 scales the queries of its NoPE layers (attn_temperature_tuning) and normalizes Q and K "
+  .. "(use_qk_norm) before attention, outside the kernel."
 local FAMILIES = {
   llama = { label = "Llama", role = "decoder" },
+  llama4 = { label = "Llama 4", role = "decoder", chunked = "llama4", text_config = true, defaults = LLAMA4_DEFAULTS,
+    note = LLAMA4_NOTE },
+  llama4_text = { label = "Llama 4", role = "decoder", chunked = "llama4", defaults = LLAMA4_DEFAULTS,
+    note = LLAMA4_NOTE },
   mistral = { label = "Mistral", role = "decoder", window = "all", defaults = { sliding_window = 4096 } },
   mixtral = { label = "Mixtral", role = "decoder", window = "all" },
   qwen2 = { label = "Qwen2", role = "decoder", window = "qwen2",

@@ -1,9 +1,10 @@
 --- Hugging Face config.json -> attngen configs.  Reads the attention
--- settings of a model (heads, head dim, which layers use a sliding window,
--- logit soft-capping, score scale, causal or bidirectional) from a decoded
--- config.json (import.json) with the family's rules (import.families), and
--- returns configs in the style of configs/*.lua with their text
--- (import.luawriter), a header naming the source values.
+-- settings of a model (heads, head dim, which layers use a sliding window
+-- or chunked attention, logit soft-capping, score scale, causal or
+-- bidirectional) from a decoded config.json (import.json) with the
+-- family's rules (import.families), and returns configs in the style of
+-- configs/*.lua with their text (import.luawriter), a header naming the
+-- source values.
 --
 -- Sliding windows.  transformers builds the mask of a sliding-window layer
 -- in src/transformers/masking_utils.py (sliding_window_overlay): under the
@@ -16,6 +17,12 @@
 -- unchanged.  (The mask builder transformers used before masking_utils,
 -- AttentionMaskConverter, kept W + 1 keys; configs are read with the
 -- current semantics.)
+--
+-- Chunked attention (Llama 4's attention_chunk_size = C): masking_utils'
+-- chunked_overlay keeps key k for query q when k // C == q // C, under the
+-- causal mask, both counted from the start of the sequence; attngen's
+-- chunk = C is the same rule at its bottom-right positions, so C is
+-- carried over unchanged.
 local families = require("import.families")
 local json = require("import.json")
 local luawriter = require("import.luawriter")
@@ -76,6 +83,9 @@ local function reader(j, opts, family)
 
   function r.fail(key, msg) return nil, r.where(key) .. msg end
 
+  --- Reads the keys of t from now on (a multimodal model's text_config).
+  function r.descend(t) j = t end
+
   --- Records a line of the header: key = value (note).
   function r.note(key, shown, note)
     if r.seen[key] then return end
@@ -132,54 +142,86 @@ local function reader(j, opts, family)
 end
 
 -- ---- layers -----------------------------------------------------------------
+-- Each function below returns which layers are local (a list of booleans,
+-- 1-based by layer, true for a local layer; { all = true } when every layer
+-- is; {} when none is), the sliding window W of local layers (or nil) and
+-- their chunk size C (or nil), or nil, nil, nil, err.  A model has one kind
+-- of local layer: sliding-window or chunked.
 
---- Which layers are sliding, from a layer_types list: as layer_kinds.
+--- The chunk size of chunked-attention layers: attention_chunk_size, an
+-- integer >= 1; or nil, err naming `why` when it is null or absent.
+local function chunk_size(r, why)
+  local c = r.get("attention_chunk_size")
+  if is_null(c) then
+    return nil, r.where("layer_types") .. why .. " but 'attention_chunk_size' is null or absent"
+  end
+  return r.int("attention_chunk_size", c, 1)
+end
+
+--- Which layers are local, from a layer_types list.
 local function listed_layer_kinds(j, r, family, types)
   if type(types) ~= "table" or not is_list(types) or #types == 0 then
-    return nil, nil, r.where("layer_types") .. ("'layer_types' must be a list of \"full_attention\" or "
-      .. "\"sliding_attention\", got %s"):format(show(types))
+    return nil, nil, nil, r.where("layer_types") .. ("'layer_types' must be a list of \"full_attention\", "
+      .. "\"sliding_attention\" or \"chunked_attention\", got %s"):format(show(types))
   end
-  local sliding, n_sliding = {}, 0
+  local local_, n_sliding, n_chunked = {}, 0, 0
   for i, t in ipairs(types) do
     if t == "sliding_attention" then
-      sliding[i] = true
+      local_[i] = true
       n_sliding = n_sliding + 1
+    elseif t == "chunked_attention" then
+      local_[i] = true
+      n_chunked = n_chunked + 1
     elseif t == "full_attention" then
-      sliding[i] = false
+      local_[i] = false
     else
-      return nil, nil, r.where("layer_types") .. ("'layer_types' entry %d is %s; import-hf reads "
-        .. "\"full_attention\" and \"sliding_attention\""):format(i - 1, show(t))
+      return nil, nil, nil, r.where("layer_types") .. ("'layer_types' entry %d is %s; import-hf reads "
+        .. "\"full_attention\", \"sliding_attention\" and \"chunked_attention\""):format(i - 1, show(t))
     end
   end
   local nl = j.num_hidden_layers
   if type(nl) == "number" and nl ~= #types then
-    return nil, nil, r.where("layer_types") .. ("'layer_types' has %d entries but 'num_hidden_layers' is %s")
+    return nil, nil, nil, r.where("layer_types") .. ("'layer_types' has %d entries but 'num_hidden_layers' is %s")
       :format(#types, show(nl))
   end
-  r.note("layer_types", ("[%d entries]"):format(#types),
-    ("%d sliding_attention, %d full_attention"):format(n_sliding, #types - n_sliding))
+  if n_sliding > 0 and n_chunked > 0 then
+    return nil, nil, nil, r.where("layer_types") .. "'layer_types' has both sliding_attention and "
+      .. "chunked_attention layers; import-hf reads one kind of local layer per model"
+  end
+  r.note("layer_types", ("[%d entries]"):format(#types), n_chunked > 0
+    and ("%d chunked_attention, %d full_attention"):format(n_chunked, #types - n_chunked)
+    or ("%d sliding_attention, %d full_attention"):format(n_sliding, #types - n_sliding))
+  if n_chunked > 0 then
+    local first
+    for i, t in ipairs(types) do
+      if not first and t == "chunked_attention" then first = i - 1 end
+    end
+    local c, err = chunk_size(r, ("'layer_types' entry %d is \"chunked_attention\""):format(first))
+    if not c then return nil, nil, nil, err end
+    return local_, nil, c
+  end
   if n_sliding == 0 then
     r.get("sliding_window", "no layer uses it")
-    return sliding, nil
+    return local_, nil, nil
   end
   if family and family.window == "qwen2" then
     local use, err = r.bool("use_sliding_window", r.get("use_sliding_window"))
-    if err then return nil, nil, err end
+    if err then return nil, nil, nil, err end
     if not use then
-      return nil, nil, r.where("layer_types") .. "'layer_types' has sliding_attention layers but "
+      return nil, nil, nil, r.where("layer_types") .. "'layer_types' has sliding_attention layers but "
         .. "'use_sliding_window' is not true, so transformers gives them no window"
     end
   end
   local w = r.get("sliding_window")
   if is_null(w) then
-    return nil, nil, r.where("layer_types") .. "'layer_types' has sliding_attention layers but "
+    return nil, nil, nil, r.where("layer_types") .. "'layer_types' has sliding_attention layers but "
       .. "'sliding_window' is null or absent"
   end
-  return sliding, w
+  return local_, w, nil
 end
 
 --- Which layers are sliding without a layer_types list, by the family's
--- window rule (an unknown family: every layer): as layer_kinds.
+-- window rule (an unknown family: every layer).
 local function ruled_layer_kinds(j, r, family)
   local sw_key = "sliding_window"
   local rule = family and family.window or (family == nil and "all") or nil
@@ -188,65 +230,109 @@ local function ruled_layer_kinds(j, r, family)
     if not is_null(v) then
       r.note(sw_key, show(v), ("ignored: %s models have no sliding window"):format(family.label))
     end
-    return {}, nil
+    return {}, nil, nil
   end
   local err
   if rule == "qwen2" then
     local use = r.get("use_sliding_window")
     use, err = r.bool("use_sliding_window", use)
-    if err then return nil, nil, err end
+    if err then return nil, nil, nil, err end
     if not use then
       if j[sw_key] ~= nil then r.note(sw_key, show(j[sw_key]), "not used: use_sliding_window is not true") end
-      return {}, nil
+      return {}, nil, nil
     end
   end
   local w = r.get(sw_key)
-  if is_null(w) then return {}, nil end
+  if is_null(w) then return {}, nil, nil end
   w, err = r.int(sw_key, w, 1)
-  if err then return nil, nil, err end
+  if err then return nil, nil, nil, err end
 
-  if rule == "all" then return { all = true }, w end
+  if rule == "all" then return { all = true }, w, nil end
 
   local n = r.get("num_hidden_layers")
   n, err = r.int("num_hidden_layers", n, 1)
-  if err then return nil, nil, err end
+  if err then return nil, nil, nil, err end
   local sliding = {}
   if rule == "alternate" then
     for i = 1, n do sliding[i] = (i - 1) % 2 == 0 end
     r.note("layer pattern", "", "no 'layer_types': Gemma-2 alternates, sliding window on even layers")
-    return sliding, w
+    return sliding, w, nil
   end
   -- qwen2, with use_sliding_window
   local first = r.get("max_window_layers", "layers from this index on use the window")
   first, err = r.int("max_window_layers", first, 0)
-  if err then return nil, nil, err end
+  if err then return nil, nil, nil, err end
   for i = 1, n do sliding[i] = (i - 1) >= first end
-  return sliding, w
+  return sliding, w, nil
 end
 
---- Which layers are sliding: returns a list of booleans (1-based by
--- layer; { all = true } when every layer is) and the window W (or nil),
--- or nil, nil, err.
+--- Which layers are chunked without a layer_types list (Llama 4): those
+-- that use RoPE, by no_rope_layers (1: RoPE) or, when it is absent or
+-- empty, every layer but each no_rope_layer_interval-th (transformers'
+-- Llama4TextConfig); the NoPE layers have full attention.
+-- attention_chunk_size = null: no layer is chunked.
+local function chunked_layer_kinds(j, r)
+  local c = r.get("attention_chunk_size")
+  if is_null(c) then return {}, nil, nil end
+  local err
+  c, err = r.int("attention_chunk_size", c, 1)
+  if err then return nil, nil, nil, err end
+  local n = r.get("num_hidden_layers")
+  n, err = r.int("num_hidden_layers", n, 1)
+  if err then return nil, nil, nil, err end
+  local chunked = {}
+  local nr = j.no_rope_layers
+  if not is_null(nr) and (type(nr) ~= "table" or not is_list(nr)) then
+    return nil, nil, nil, r.where("no_rope_layers") .. ("'no_rope_layers' must be a list of 0 and 1, got %s")
+      :format(show(nr))
+  end
+  if not is_null(nr) and #nr > 0 then
+    if #nr ~= n then
+      return nil, nil, nil, r.where("no_rope_layers") .. ("'no_rope_layers' has %d entries but "
+        .. "'num_hidden_layers' is %d"):format(#nr, n)
+    end
+    for i, v in ipairs(nr) do
+      if v ~= 0 and v ~= 1 then
+        return nil, nil, nil, r.where("no_rope_layers") .. ("'no_rope_layers' entry %d is %s; 1 (RoPE, chunked "
+          .. "attention) or 0 (NoPE, full attention) expected"):format(i - 1, show(v))
+      end
+      chunked[i] = v == 1
+    end
+    r.note("no_rope_layers", ("[%d entries]"):format(#nr), "1: RoPE and chunked attention, 0: NoPE and full attention")
+    return chunked, nil, c
+  end
+  local every = r.get("no_rope_layer_interval")
+  every, err = r.int("no_rope_layer_interval", every, 1)
+  if err then return nil, nil, nil, err end
+  for i = 1, n do chunked[i] = i % every ~= 0 end
+  if not is_null(nr) then r.note("no_rope_layers", "[]", "empty: the default pattern") end
+  r.note("layer pattern", "", ("layers i with (i + 1) %% %d == 0 use NoPE and full "
+    .. "attention, the others RoPE and chunked attention"):format(every))
+  return chunked, nil, c
+end
+
+--- Which layers are local: see the functions above.
 local function layer_kinds(j, r, family)
   if not is_null(j.layer_types) then return listed_layer_kinds(j, r, family, j.layer_types) end
+  if family and family.chunked == "llama4" then return chunked_layer_kinds(j, r) end
   return ruled_layer_kinds(j, r, family)
 end
 
---- Splits layers into variants: returns { {suffix, window, layers} ... }.
-local function variants_of(sliding, w)
-  if sliding.all then return { { suffix = "", window = w } } end
+--- Splits layers into variants: returns { {suffix, window, chunk, layers, total} ... }.
+local function variants_of(local_, w, c)
+  if local_.all then return { { suffix = "", window = w, chunk = c } } end
   local loc, glob = {}, {}
-  for i, s in ipairs(sliding) do
+  for i, s in ipairs(local_) do
     if s then loc[#loc + 1] = i - 1 else glob[#glob + 1] = i - 1 end
   end
   local total = #loc + #glob
   if #loc > 0 and #glob > 0 then
     return {
-      { suffix = "_local", window = w, layers = loc, total = total },
+      { suffix = "_local", window = w, chunk = c, layers = loc, total = total },
       { suffix = "_global", layers = glob, total = total },
     }
   end
-  if #loc > 0 then return { { suffix = "", window = w } } end
+  if #loc > 0 then return { { suffix = "", window = w, chunk = c } } end
   return { { suffix = "" } }
 end
 
@@ -503,19 +589,24 @@ end
 --- The layers: s.variants, one config each (see variants_of).
 local function read_layers(ctx, s)
   local r = ctx.r
-  local sliding, w, lerr = layer_kinds(ctx.j, r, ctx.family)
-  if not sliding then return nil, lerr end
+  local layers, w, c, lerr = layer_kinds(ctx.j, r, ctx.family)
+  if not layers then return nil, lerr end
   if w then
     local err
     w, err = r.int("sliding_window", w, 1)
     if err then return nil, err end
   end
-  s.variants = variants_of(sliding, w)
+  s.variants = variants_of(layers, w, c)
+  s.origin.chunk = "attention_chunk_size"
   if s.causal then return true end
   for _, v in ipairs(s.variants) do
     if v.window then
       return r.fail("sliding_window", "a bidirectional model with sliding-window layers: import-hf reads "
         .. "sliding windows of causal models only; write window = {left = ..., right = ...} by hand")
+    end
+    if v.chunk then
+      return r.fail("attention_chunk_size", "a bidirectional model with chunked-attention layers: import-hf "
+        .. "reads chunked attention of causal models only; write chunk = ... by hand")
     end
   end
   return true
@@ -541,6 +632,7 @@ local function describe(raw, w, extra, cross)
   parts[#parts + 1] = ("head dim %d"):format(raw.head_dim)
   parts[#parts + 1] = raw.causal and "causal" or (cross and "no causal mask" or "bidirectional")
   if w then parts[#parts + 1] = ("sliding window of %d keys"):format(w) end
+  if raw.chunk then parts[#parts + 1] = ("chunked attention in chunks of %d keys"):format(raw.chunk) end
   if raw.softcap then parts[#parts + 1] = ("logit softcap %s"):format(num(raw.softcap)) end
   if raw.alibi then parts[#parts + 1] = "ALiBi" end
   if raw.padding then parts[#parts + 1] = "padded batches (per-sequence key lengths)" end
@@ -560,6 +652,17 @@ function M.window_comment(w)
   }
 end
 
+--- The comment above a chunk line: the HF value, its meaning and the
+-- conversion.
+function M.chunk_comment(c)
+  return {
+    ("HF attention_chunk_size = %s: transformers keeps key k for query q when k // %s == q // %s (and k <= q),")
+      :format(num(c), num(c), num(c)),
+    "positions counted from the start of the sequence. attngen's chunk counts the same keys at its positions",
+    "(bottom-right: a KV cache holding the sequence from position 0 gives the absolute positions).",
+  }
+end
+
 --- The config table of variant v (what schema.normalize reads).
 local function raw_config(s, v, isa)
   local raw = {
@@ -568,6 +671,7 @@ local function raw_config(s, v, isa)
     head_dim = s.head_dim,
     causal = s.causal or nil,
     sliding_window = v.window,
+    chunk = v.chunk,
     padding = s.padding or nil,
     softcap = s.softcap,
     alibi = s.alibi or nil,
@@ -590,6 +694,9 @@ local function config_lines(s, v, raw)
   if v.window then
     lines[#lines + 1] = { key = "sliding_window", value = num(v.window), pre = M.window_comment(v.window) }
   end
+  if v.chunk then
+    lines[#lines + 1] = { key = "chunk", value = num(v.chunk), pre = M.chunk_comment(v.chunk) }
+  end
   if s.padding then
     lines[#lines + 1] = { key = "padding", value = "true", note = "per-sequence key lengths (padded batches)" }
   end
@@ -606,11 +713,11 @@ local function variant_config(s, v, opts)
   local raw = raw_config(s, v, opts.isa)
   local c = { suffix = v.suffix, raw = raw, lines = config_lines(s, v, raw), window = v.window, origin = s.origin }
   c.what = "attention"
-  if v.layers then c.what = v.window and "sliding-window layers" or "full-attention layers" end
+  local kind = v.window and "Sliding-window" or v.chunk and "Chunked-attention" or "Full-attention"
+  if v.layers then c.what = kind:lower() .. " layers" end
   c.description = describe(raw, v.window, s.role == "vision_encoder" and "fixed-length inputs" or nil)
   if v.layers then
-    c.layers_note = ("%s layers: %d of %d (%s)"):format(v.window and "Sliding-window" or "Full-attention",
-      #v.layers, v.total, M.layer_list(v.layers))
+    c.layers_note = ("%s layers: %d of %d (%s)"):format(kind, #v.layers, v.total, M.layer_list(v.layers))
   end
   return c
 end
@@ -633,6 +740,17 @@ local function begin(j, opts)
   end
   r.note("model_type", show(mt))
   if not is_null(j.architectures) then r.note("architectures", show(j.architectures)) end
+  if family and family.note then ctx.result.notes[#ctx.result.notes + 1] = family.note end
+  if family and family.text_config then
+    local tc = j.text_config
+    if type(tc) ~= "table" or is_list(tc) then
+      return r.fail("text_config", ("%s keeps its language model's keys in 'text_config', an object; got %s")
+        :format(family.label, is_null(tc) and "nothing" or show(tc)))
+    end
+    r.note("text_config", "{...}", "the keys below are read from it")
+    r.descend(tc)
+    ctx.j = tc
+  end
   return ctx
 end
 

@@ -1,108 +1,111 @@
 --- AVX-512F spelling of the ISA interface (see isa/init.lua for the contract).
-local M = {
-  name = "avx512",
-  enum = "ATTN_ISA_AVX512",
-  lanes = 16,
-  regs = 32,
-  -- micro-kernel blocking: scores MR x NR vectors, P*V MR x NVC vectors;
-  -- measured on Zen 5: 8x2 ~230 and 6x4 ~230 GFLOP/s of 269 in L1,
-  -- where 6x4 scores spill (~90-186) and 3x8 P*V re-loads V (~100)
-  qk_block = { mr = 8, nr = 2 },
-  pv_block = { mr = 6, nvc = 4 },
-  vec = "__m512",
-  arch_guard = "defined(__x86_64__) || defined(_M_X64)",
-  include = "immintrin.h",
-  target = 'avx512f,fma', -- every AVX-512F CPU has FMA3 (the dispatcher checks both)
-}
+local function build(name, enum, target)
+  local M = {
+    name = name,
+    enum = enum,
+    lanes = 16,
+    regs = 32,
+    -- micro-kernel blocking: scores MR x NR vectors, P*V MR x NVC vectors;
+    -- measured on Zen 5: 8x2 ~230 and 6x4 ~230 GFLOP/s of 269 in L1,
+    -- where 6x4 scores spill (~90-186) and 3x8 P*V re-loads V (~100)
+    qk_block = { mr = 8, nr = 2 },
+    pv_block = { mr = 6, nvc = 4 },
+    vec = "__m512",
+    arch_guard = "defined(__x86_64__) || defined(_M_X64)",
+    include = "immintrin.h",
+    target = target,
+  }
 
 
--- four floats in registers (isa/init.lua, "q4"), SSE spellings
-M.q4 = require("isa.sse_q4")(
-  function(v) return ("_mm512_broadcast_f32x4(%s)"):format(v) end,
-  function(s, r) return ("_mm512_permute_ps(%s, 0x%02X)"):format(s, r * 0x55) end,
-  function(a, b, c, d) return ("attn_hsum4q__avx512(%s, %s, %s, %s)"):format(a, b, c, d) end)
+  -- four floats in registers (isa/init.lua, "q4"), SSE spellings
+  M.q4 = require("isa.sse_q4")(
+    function(v) return ("_mm512_broadcast_f32x4(%s)"):format(v) end,
+    function(s, r) return ("_mm512_permute_ps(%s, 0x%02X)"):format(s, r * 0x55) end,
+    function(a, b, c, d) return ("attn_hsum4q__" .. name .. "(%s, %s, %s, %s)"):format(a, b, c, d) end)
 
-function M.zero() return "_mm512_setzero_ps()" end
-function M.set1(x) return ("_mm512_set1_ps(%s)"):format(x) end
-function M.load(p) return ("_mm512_loadu_ps(%s)"):format(p) end
-function M.store(p, v) return ("_mm512_storeu_ps(%s, %s)"):format(p, v) end
--- First n lanes (a compile-time constant 0 < n < lanes); the rest read as 0
--- and are never touched in memory.
-function M.loadn(p, n)
-  return ("_mm512_maskz_loadu_ps((__mmask16)0x%04X, %s)"):format(2 ^ n - 1, p)
-end
-function M.storen(p, v, n)
-  return ("_mm512_mask_storeu_ps(%s, (__mmask16)0x%04X, %s)"):format(p, 2 ^ n - 1, v)
-end
-function M.add(a, b) return ("_mm512_add_ps(%s, %s)"):format(a, b) end
-function M.sub(a, b) return ("_mm512_sub_ps(%s, %s)"):format(a, b) end
-function M.mul(a, b) return ("_mm512_mul_ps(%s, %s)"):format(a, b) end
-function M.div(a, b) return ("_mm512_div_ps(%s, %s)"):format(a, b) end
-function M.fma(a, b, c) return ("_mm512_fmadd_ps(%s, %s, %s)"):format(a, b, c) end
--- max/min return b when either is NaN, so callers put the value to keep
--- NaN-propagating second.
-function M.max(a, b) return ("_mm512_max_ps(%s, %s)"):format(a, b) end
-function M.min(a, b) return ("_mm512_min_ps(%s, %s)"):format(a, b) end
--- (a < b) ? x : y per lane
-function M.select_lt(a, b, x, y)
-  return ("_mm512_mask_blend_ps(_mm512_cmp_ps_mask(%s, %s, _CMP_LT_OQ), %s, %s)"):format(a, b, y, x)
-end
-function M.round(v)
-  return ("_mm512_roundscale_ps(%s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"):format(v)
-end
--- 2^n for a vector holding integral values in [-127, 127]; -127 gives 0.
-function M.pow2i(v)
-  return ("_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(%s), "
-    .. "_mm512_set1_epi32(127)), 23))"):format(v)
-end
--- {0, 1, ..., lanes-1}
-function M.iota()
-  return "_mm512_set_ps(15.0f, 14.0f, 13.0f, 12.0f, 11.0f, 10.0f, 9.0f, 8.0f, "
-    .. "7.0f, 6.0f, 5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.0f)"
-end
-function M.reduce_add(v) return ("_mm512_reduce_add_ps(%s)"):format(v) end
-function M.reduce_max(v) return ("_mm512_reduce_max_ps(%s)"):format(v) end
--- out[0..3] = the sums of a, b, c, d (a statement)
-function M.hsum4(a, b, c, d, out) return ("attn_hsum4__avx512(%s, %s, %s, %s, %s)"):format(a, b, c, d, out) end
--- transpose(src, ss, dst, ds): a statement; the 16 x 16 block of src (rows ss
--- floats apart) goes to dst transposed (rows ds apart).
-function M.transpose(src, ss, dst, ds)
-  return ("attn_transpose16__avx512(%s, %s, %s, %s)"):format(src, ss, dst, ds)
-end
+  function M.zero() return "_mm512_setzero_ps()" end
+  function M.set1(x) return ("_mm512_set1_ps(%s)"):format(x) end
+  function M.load(p) return ("_mm512_loadu_ps(%s)"):format(p) end
+  function M.store(p, v) return ("_mm512_storeu_ps(%s, %s)"):format(p, v) end
+  -- First n lanes (a compile-time constant 0 < n < lanes); the rest read as 0
+  -- and are never touched in memory.
+  function M.loadn(p, n)
+    return ("_mm512_maskz_loadu_ps((__mmask16)0x%04X, %s)"):format(2 ^ n - 1, p)
+  end
+  function M.storen(p, v, n)
+    return ("_mm512_mask_storeu_ps(%s, (__mmask16)0x%04X, %s)"):format(p, 2 ^ n - 1, v)
+  end
+  function M.add(a, b) return ("_mm512_add_ps(%s, %s)"):format(a, b) end
+  function M.sub(a, b) return ("_mm512_sub_ps(%s, %s)"):format(a, b) end
+  function M.mul(a, b) return ("_mm512_mul_ps(%s, %s)"):format(a, b) end
+  function M.div(a, b) return ("_mm512_div_ps(%s, %s)"):format(a, b) end
+  function M.fma(a, b, c) return ("_mm512_fmadd_ps(%s, %s, %s)"):format(a, b, c) end
+  -- max/min return b when either is NaN, so callers put the value to keep
+  -- NaN-propagating second.
+  function M.max(a, b) return ("_mm512_max_ps(%s, %s)"):format(a, b) end
+  function M.min(a, b) return ("_mm512_min_ps(%s, %s)"):format(a, b) end
+  -- (a < b) ? x : y per lane
+  function M.select_lt(a, b, x, y)
+    return ("_mm512_mask_blend_ps(_mm512_cmp_ps_mask(%s, %s, _CMP_LT_OQ), %s, %s)"):format(a, b, y, x)
+  end
+  function M.round(v)
+    return ("_mm512_roundscale_ps(%s, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)"):format(v)
+  end
+  -- 2^n for a vector holding integral values in [-127, 127]; -127 gives 0.
+  function M.pow2i(v)
+    return ("_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(%s), "
+      .. "_mm512_set1_epi32(127)), 23))"):format(v)
+  end
+  -- {0, 1, ..., lanes-1}
+  function M.iota()
+    return "_mm512_set_ps(15.0f, 14.0f, 13.0f, 12.0f, 11.0f, 10.0f, 9.0f, 8.0f, "
+      .. "7.0f, 6.0f, 5.0f, 4.0f, 3.0f, 2.0f, 1.0f, 0.0f)"
+  end
+  function M.reduce_add(v) return ("_mm512_reduce_add_ps(%s)"):format(v) end
+  function M.reduce_max(v) return ("_mm512_reduce_max_ps(%s)"):format(v) end
+  -- out[0..3] = the sums of a, b, c, d (a statement)
+  function M.hsum4(a, b, c, d, out)
+    return ("attn_hsum4__" .. name .. "(%s, %s, %s, %s, %s)"):format(a, b, c, d, out)
+  end
+  -- transpose(src, ss, dst, ds): a statement; the 16 x 16 block of src (rows ss
+  -- floats apart) goes to dst transposed (rows ds apart).
+  function M.transpose(src, ss, dst, ds)
+    return ("attn_transpose16__" .. name .. "(%s, %s, %s, %s)"):format(src, ss, dst, ds)
+  end
 
--- Storage types (isa/init.lua, "Storage types"): 16 lanes of bf16 or f16
--- are one 256-bit load.  bf16 widens by a shift; f16 by vcvtph2ps
--- (AVX-512F).  Narrowing: f16 by vcvtps2ph (round to nearest even, NaN
--- quiet, overflow to inf), bf16 in integer ops (attn_narrow_bf16__avx512).
--- Tails go through a 16-element buffer (no AVX512BW masked 16-bit moves).
-local tails16 = require("isa.tails16")
-local function ld256(p) return ("_mm256_loadu_si256((const __m256i *)(%s))"):format(p) end
-local function st256(p, x) return ("_mm256_storeu_si256((__m256i *)(%s), %s)"):format(p, x) end
-local RNE = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC"
-local function widen_bf16(x)
-  return ("_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(%s), 16))"):format(x)
-end
-local function widen_f16(x) return ("_mm512_cvtph_ps(%s)"):format(x) end
-local SPELL = {
-  bf16 = {
-    load = function(p) return widen_bf16(ld256(p)) end,
-    store = function(p, v) return st256(p, ("attn_narrow_bf16__avx512(%s)"):format(v)) end,
-  },
-  f16 = {
-    load = function(p) return widen_f16(ld256(p)) end,
-    store = function(p, v) return st256(p, ("_mm512_cvtps_ph(%s, %s)"):format(v, RNE)) end,
-  },
-}
-M.storage = tails16.storage("avx512", M.set1, SPELL)
+  -- Storage types (isa/init.lua, "Storage types"): 16 lanes of bf16 or f16
+  -- are one 256-bit load.  bf16 widens by a shift; f16 by vcvtph2ps
+  -- (AVX-512F).  Narrowing: f16 by vcvtps2ph (round to nearest even, NaN
+  -- quiet, overflow to inf), bf16 in integer ops (attn_narrow_bf16__avx512).
+  -- Tails go through a 16-element buffer (no AVX512BW masked 16-bit moves).
+  local tails16 = require("isa.tails16")
+  local function ld256(p) return ("_mm256_loadu_si256((const __m256i *)(%s))"):format(p) end
+  local function st256(p, x) return ("_mm256_storeu_si256((__m256i *)(%s), %s)"):format(p, x) end
+  local RNE = "_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC"
+  local function widen_bf16(x)
+    return ("_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(%s), 16))"):format(x)
+  end
+  local function widen_f16(x) return ("_mm512_cvtph_ps(%s)"):format(x) end
+  local SPELL = {
+    bf16 = {
+      load = function(p) return widen_bf16(ld256(p)) end,
+      store = function(p, v) return st256(p, ("attn_narrow_bf16__" .. name .. "(%s)"):format(v)) end,
+    },
+    f16 = {
+      load = function(p) return widen_f16(ld256(p)) end,
+      store = function(p, v) return st256(p, ("_mm512_cvtps_ph(%s, %s)"):format(v, RNE)) end,
+    },
+  }
+  M.storage = tails16.storage(name, M.set1, SPELL)
 
---- C text of the storage-type helpers a file needs (dtypes: a set).
-local function storage_helpers(dtypes)
-  local out = {}
-  if dtypes.bf16 then
-    out[#out + 1] = [[
+  --- C text of the storage-type helpers a file needs (dtypes: a set).
+  local function storage_helpers(dtypes)
+    local out = {}
+    if dtypes.bf16 then
+      out[#out + 1] = [[
 
 /* f32 lanes to bf16, rounded to nearest even; a NaN stays a quiet NaN. */
-ATTR static inline __m256i attn_narrow_bf16__avx512(__m512 v)
+ATTR static inline __m256i attn_narrow_bf16__ISA(__m512 v)
 {
     const __m512i x = _mm512_castps_si512(v);
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
@@ -111,59 +114,59 @@ ATTR static inline __m256i attn_narrow_bf16__avx512(__m512 v)
                               _mm512_or_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(0x40)));
     return _mm512_cvtepi32_epi16(r);
 }]]
-  end
-  for _, dt in ipairs({ "bf16", "f16" }) do
-    if dtypes[dt] then
-      out[#out + 1] = tails16.tails("avx512", "__m512", 16, dt, SPELL)
     end
+    for _, dt in ipairs({ "bf16", "f16" }) do
+      if dtypes[dt] then
+        out[#out + 1] = tails16.tails(name, "__m512", 16, dt, SPELL)
+      end
+    end
+    return (table.concat(out):gsub("__ISA%f[%W]", "__" .. name))
   end
-  return table.concat(out)
-end
 
---- C text of the 16 x 16 transpose, fully unrolled: 32-bit, 64-bit and two
--- 128-bit-lane interleaves (64 shuffles for 256 floats).
-local function transpose16()
-  local L = {}
-  local function add(fmt, ...) L[#L + 1] = "    " .. fmt:format(...) end
-  local function names(prefix)
-    local t = {}
-    for i = 0, 15 do t[#t + 1] = prefix .. i end
-    return table.concat(t, ", ")
+  --- C text of the 16 x 16 transpose, fully unrolled: 32-bit, 64-bit and two
+  -- 128-bit-lane interleaves (64 shuffles for 256 floats).
+  local function transpose16()
+    local L = {}
+    local function add(fmt, ...) L[#L + 1] = "    " .. fmt:format(...) end
+    local function names(prefix)
+      local t = {}
+      for i = 0, 15 do t[#t + 1] = prefix .. i end
+      return table.concat(t, ", ")
+    end
+    add("__m512 %s;", names("r"))
+    add("__m512 %s;", names("t"))
+    for i = 0, 15 do add("r%d = _mm512_loadu_ps(src + %d * ss);", i, i) end
+    for i = 0, 15, 2 do
+      add("t%d = _mm512_unpacklo_ps(r%d, r%d);", i, i, i + 1)
+      add("t%d = _mm512_unpackhi_ps(r%d, r%d);", i + 1, i, i + 1)
+    end
+    local function pd(op, a, b)
+      return ("_mm512_castpd_ps(_mm512_%s_pd(_mm512_castps_pd(t%d), _mm512_castps_pd(t%d)))"):format(op, a, b)
+    end
+    for i = 0, 15, 4 do
+      add("r%d = %s;", i, pd("unpacklo", i, i + 2))
+      add("r%d = %s;", i + 1, pd("unpackhi", i, i + 2))
+      add("r%d = %s;", i + 2, pd("unpacklo", i + 1, i + 3))
+      add("r%d = %s;", i + 3, pd("unpackhi", i + 1, i + 3))
+    end
+    for i = 0, 3 do
+      add("t%d = _mm512_shuffle_f32x4(r%d, r%d, 0x88);", i, i, i + 4)
+      add("t%d = _mm512_shuffle_f32x4(r%d, r%d, 0xDD);", i + 4, i, i + 4)
+      add("t%d = _mm512_shuffle_f32x4(r%d, r%d, 0x88);", i + 8, i + 8, i + 12)
+      add("t%d = _mm512_shuffle_f32x4(r%d, r%d, 0xDD);", i + 12, i + 8, i + 12)
+    end
+    for i = 0, 7 do
+      add("_mm512_storeu_ps(dst + %d * ds, _mm512_shuffle_f32x4(t%d, t%d, 0x88));", i, i, i + 8)
+      add("_mm512_storeu_ps(dst + %d * ds, _mm512_shuffle_f32x4(t%d, t%d, 0xDD));", i + 8, i, i + 8)
+    end
+    return table.concat(L, "\n")
   end
-  add("__m512 %s;", names("r"))
-  add("__m512 %s;", names("t"))
-  for i = 0, 15 do add("r%d = _mm512_loadu_ps(src + %d * ss);", i, i) end
-  for i = 0, 15, 2 do
-    add("t%d = _mm512_unpacklo_ps(r%d, r%d);", i, i, i + 1)
-    add("t%d = _mm512_unpackhi_ps(r%d, r%d);", i + 1, i, i + 1)
-  end
-  local function pd(op, a, b)
-    return ("_mm512_castpd_ps(_mm512_%s_pd(_mm512_castps_pd(t%d), _mm512_castps_pd(t%d)))"):format(op, a, b)
-  end
-  for i = 0, 15, 4 do
-    add("r%d = %s;", i, pd("unpacklo", i, i + 2))
-    add("r%d = %s;", i + 1, pd("unpackhi", i, i + 2))
-    add("r%d = %s;", i + 2, pd("unpacklo", i + 1, i + 3))
-    add("r%d = %s;", i + 3, pd("unpackhi", i + 1, i + 3))
-  end
-  for i = 0, 3 do
-    add("t%d = _mm512_shuffle_f32x4(r%d, r%d, 0x88);", i, i, i + 4)
-    add("t%d = _mm512_shuffle_f32x4(r%d, r%d, 0xDD);", i + 4, i, i + 4)
-    add("t%d = _mm512_shuffle_f32x4(r%d, r%d, 0x88);", i + 8, i + 8, i + 12)
-    add("t%d = _mm512_shuffle_f32x4(r%d, r%d, 0xDD);", i + 12, i + 8, i + 12)
-  end
-  for i = 0, 7 do
-    add("_mm512_storeu_ps(dst + %d * ds, _mm512_shuffle_f32x4(t%d, t%d, 0x88));", i, i, i + 8)
-    add("_mm512_storeu_ps(dst + %d * ds, _mm512_shuffle_f32x4(t%d, t%d, 0xDD));", i + 8, i, i + 8)
-  end
-  return table.concat(L, "\n")
-end
 
-function M.helpers(attr, opts)
-  local text = (([[
+  function M.helpers(attr, opts)
+    local text = (([[
 /* The lane sums of x0..x3 as one __m128: pairwise adds within 128-bit
  * lanes, then across them. */
-ATTR static inline __m128 attn_hsum4q__avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3)
+ATTR static inline __m128 attn_hsum4q__ISA(__m512 x0, __m512 x1, __m512 x2, __m512 x3)
 {
     const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(x0, x1), _mm512_unpackhi_ps(x0, x1));
     const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(x2, x3), _mm512_unpackhi_ps(x2, x3));
@@ -174,23 +177,32 @@ ATTR static inline __m128 attn_hsum4q__avx512(__m512 x0, __m512 x1, __m512 x2, _
 }
 
 /* out[0..3] = the lane sums of x0..x3. */
-ATTR static inline void attn_hsum4__avx512(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
+ATTR static inline void attn_hsum4__ISA(__m512 x0, __m512 x1, __m512 x2, __m512 x3, float *out)
 {
-    _mm_storeu_ps(out, attn_hsum4q__avx512(x0, x1, x2, x3));
+    _mm_storeu_ps(out, attn_hsum4q__ISA(x0, x1, x2, x3));
 }
 ]]):gsub("ATTR ", attr))
-  if opts and opts.storage then text = text .. storage_helpers(opts.storage):gsub("ATTR ", attr) end
-  if opts and opts.transpose then
-    text = text .. (([[
+    if opts and opts.storage then text = text .. storage_helpers(opts.storage):gsub("ATTR ", attr) end
+    if opts and opts.transpose then
+      text = text .. (([[
 
 /* dst[d][c] = src[c][d] for a 16 x 16 block (src rows ss apart, dst rows ds apart). */
-ATTR static inline void attn_transpose16__avx512(const float *src, int64_t ss, float *dst, int64_t ds)
+ATTR static inline void attn_transpose16__ISA(const float *src, int64_t ss, float *dst, int64_t ds)
 {
 TRANSPOSE
 }
 ]]):gsub("ATTR ", attr):gsub("TRANSPOSE", function() return transpose16() end))
+    end
+    return (text:gsub("__ISA%f[%W]", "__" .. name))
   end
-  return text
+
+  return M
 end
 
+--- The AVX-512F module; build() makes the modules that extend it
+-- (isa/avx512bf16.lua) spell the same code under their own name, so that
+-- both variants can sit in one file.
+local M = build("avx512", "ATTN_ISA_AVX512", "avx512f,fma") -- every AVX-512F CPU has FMA3 (the dispatcher checks both)
+M.build = build
 return M
+

@@ -39,7 +39,7 @@
 local M = {}
 
 --- Known ISAs, best first: the dispatcher tries them in this order.
-M.order = { "avx512", "avx2", "neon", "scalar" }
+M.order = { "avx512bf16", "avx512", "avx2", "neon", "scalar" }
 
 local REQUIRED = {
   "zero", "set1", "load", "store", "loadn", "storen", "add", "sub", "mul", "div", "fma",

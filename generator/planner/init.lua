@@ -87,7 +87,10 @@ function M.variant(cfg, plan, isa)
   v.dqs = math.ceil(plan.D / isa.lanes) * isa.lanes -- packed Q rows: D in whole vectors
   -- K^T panels are packed lanes x lanes blocks at a time through registers
   -- where the ISA spells a transpose and D holds at least one block
-  v.transpose_pack = isa.transpose ~= nil and plan.D >= isa.lanes and plan.dtype.kv == "f32"
+  -- (with pair dot products, v.dp below, blocks of lanes x lanes pairs)
+  local dp = isa.dp ~= nil and plan.matmul == "bf16"
+  v.transpose_pack = isa.transpose ~= nil
+    and (dp and plan.D >= 2 * isa.lanes or (plan.D >= isa.lanes and plan.dtype.kv == "f32"))
   -- the row counts the scores kernel is generated for: a full block, and 1
   -- for the rest.  The decode path calls it with the roles swapped: keys
   -- broadcast (MR of them) against packed Q^T panels.
@@ -123,7 +126,17 @@ function M.variant(cfg, plan, isa)
   -- (v.pv_rows holds MR and 1, so one f32 instance serves both paths)
   local prefill_pv = pv.mr > 1 and { pv.mr, 1 } or { 1 }
   local decode = plan.decode and plan.decode.max_q > 0
-  if not decode then
+  -- the prefill path's products: f32 FMAs on packed f32 panels, or (an ISA
+  -- with pair dot products, matmul = "bf16") pairwise bf16 dot products on
+  -- panels packed as pairs: Q and K^T along D, P and V along the keys
+  v.dp = dp
+  if dp then
+    v.dp_pairs = math.ceil(plan.D / 2) -- pairs of head dims in a packed Q row and a K^T panel
+    v.qkdp_fn = function(mr) return naming.qkdp(cfg.name, mr, v.qk.nc, isa.name, "bf16") end
+    v.pvdp_fn = function(mr) return naming.pvdp(cfg.name, mr, plan.Dv, isa.name, "bf16") end
+    v.mkdp = { qk_rows = v.qk_rows, pv_rows = prefill_pv }
+    v.mk = decode and { { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } } or {}
+  elseif not decode then
     v.mk = { { dt = "f32", qk_rows = v.qk_rows, pv_rows = prefill_pv } }
   elseif dtype == "f32" then
     v.mk = { { dt = "f32", qk_rows = v.qk_rows, pv_rows = v.pv_rows } }
@@ -163,8 +176,9 @@ function M.common(cfg, opts)
   else
     p.tile, p.tile_reason = M.DEFAULT_TILE, "heuristic default (tile = \"auto\", no tuning result)"
   end
-  -- storage types: one per tensor (Q, K/V, O), f32 only so far
+  -- storage types: one per tensor (Q, K/V, O), and the products' operand type
   p.dtype = schema.dtypes(cfg.dtype)
+  p.matmul = cfg.matmul or "f32"
   p.ctype = { q = M.CTYPE[p.dtype.q], kv = M.CTYPE[p.dtype.kv], o = M.CTYPE[p.dtype.o] }
   p.ctypes = M.CTYPE -- storage type -> C type
   -- the reduced types the file converts (its scalar conversions and ISA helpers)

@@ -99,11 +99,13 @@ local function stream_plan(plan, v)
   return nil
 end
 
---- The attn_spec initializer of a plan: { field, C value } in order.
+--- The attn_spec initializer of a plan: { field, C value } in order.  The
+-- top-left alignment and the chunks are given only when set (a designated
+-- initializer leaves them 0: bottom-right, no chunks).
 local MASK_ENUM = { none = "ATTN_MASK_NONE", bool = "ATTN_MASK_BOOL", bias = "ATTN_MASK_BIAS" }
 function M.spec_fields(p)
   local function flag(b) return b and "1" or "0" end
-  return {
+  local f = {
     { "family", "ATTN_FAMILY_SDPA" }, { "name", ('"%s"'):format(p.name) },
     { "heads_q", p.Hq }, { "heads_kv", p.Hkv }, { "head_dim", p.D }, { "head_dim_v", p.Dv },
     { "causal", flag(p.causal) }, { "window_left", p.window_left }, { "window_right", p.window_right },
@@ -111,8 +113,15 @@ function M.spec_fields(p)
     { "scale", util.c_float(p.scale) }, { "softcap", p.softcap and util.c_float(p.softcap) or "0.0f" },
     { "alibi", flag(p.alibi) }, { "dtype_q", common.DTYPE_ENUM[p.dtype.q] },
     { "dtype_kv", common.DTYPE_ENUM[p.dtype.kv] },
-    { "dtype_o", common.DTYPE_ENUM[p.dtype.o] }, { "tile_q", p.tile.q }, { "tile_kv", p.tile.kv },
+    { "dtype_o", common.DTYPE_ENUM[p.dtype.o] }, { "matmul", common.DTYPE_ENUM[p.matmul] },
+    { "tile_q", p.tile.q }, { "tile_kv", p.tile.kv },
   }
+  -- after the field they follow: causal, window_right
+  for i = #f, 1, -1 do
+    if f[i][1] == "window_right" and p.chunk then table.insert(f, i + 1, { "chunk", p.chunk }) end
+    if f[i][1] == "causal" and p.top_left then table.insert(f, i + 1, { "top_left", "1" }) end
+  end
+  return f
 end
 
 --- Turns a normalized sdpa config into the plan.  Besides the common
@@ -128,20 +137,34 @@ function M.plan(cfg, opts)
   p.Hkv = cfg.heads_kv
   p.group = math.floor(cfg.heads_q / cfg.heads_kv) -- exact; floor keeps it an integer on Lua 5.3+
 
+  -- positions: the one place the alignment of query rows to keys is
+  -- decided.  p.pos(i, lk, lq) spells the position of query row i of lq
+  -- rows when lk keys are valid (each a C expression) as a C expression:
+  -- i + lk - lq (bottom-right: causal = true, and configs without causal),
+  -- or i (top-left: causal = "top_left").  Every template asks it.
+  p.top_left = cfg.causal == "top_left"
+  local top_left = p.top_left
+  function p.pos(i, lk, lq)
+    if top_left then return i end
+    return ("%s + %s - %s"):format(i, lk, lq)
+  end
+
   -- masks: which code paths exist
   local w = cfg.window
-  p.causal = cfg.causal
+  p.causal = cfg.causal ~= false
   p.window_left = w.left
   p.window_right = w.right
+  p.chunk = cfg.chunk -- keys of a chunk, or nil
   p.global_tokens = cfg.global_tokens
   p.has_left = w.left >= 0
-  p.has_right = w.right >= 0 and not cfg.causal -- causal already bounds the right side at p
-  p.has_global = cfg.global_tokens > 0 and (p.has_left or p.has_right)
+  p.has_right = w.right >= 0 and not p.causal -- causal already bounds the right side at p
+  -- global queries are exempt from the window and from the chunks
+  p.has_global = cfg.global_tokens > 0 and (p.has_left or p.has_right or p.chunk ~= nil)
   p.padding = cfg.padding
   p.mask = cfg.mask
   p.mask_ctype = ({ bool = "uint8_t", bias = "float" })[cfg.mask]
   -- keys outside [0, Lk_b) or outside a row's span exist only with these
-  p.has_spans = p.causal or p.has_left or p.has_right or p.padding
+  p.has_spans = p.causal or p.has_left or p.has_right or p.chunk ~= nil or p.padding
   -- the kernel keeps scores in base 2: everything that adds to a score is
   -- scaled by log2(e) once here, and every exp becomes an exp2
   p.scale = cfg.scale
@@ -170,10 +193,22 @@ function M.plan(cfg, opts)
     split_dot = M.STREAM_SPLIT_DOT_DTYPES[p.dtype.kv] == true }
 
   p.variants = {}
+  local by_name = {}
   for _, isa in ipairs(common.isas(cfg)) do
     local v = common.variant(cfg, p, isa)
     v.stream = stream_plan(p, v)
     p.variants[#p.variants + 1] = v
+    by_name[isa.name] = v
+  end
+  -- a variant of pair dot products (avx512bf16) takes the decode path of
+  -- the variant of its base ISA (avx512) when the file has it: that path
+  -- does no pair products, and the same code twice would only cost compile
+  -- time (v.decode_by: the variant whose decode path it calls)
+  for _, v in ipairs(p.variants) do
+    local base = v.dp and v.isa.base and by_name[v.isa.base]
+    if base and p.decode.max_q > 0 then
+      v.decode_by, v.stream, v.mk = base, nil, {}
+    end
   end
 
   -- FLOPs per full tile, for the cost comment: scores and P*V

@@ -214,16 +214,22 @@ local function check_matmul(raw, c)
       return nil, "matmul", ("matmul = \"bf16\" multiplies bf16 operands: it needs Q and K/V stored as bf16, "
         .. "got Q %s and K/V %s"):format(t.q, t.kv)
     end
-    return nil, "matmul", "matmul = \"bf16\" is not implemented yet (available: \"f32\")"
   end
   return matmul
 end
 
--- isa: a list, normalized to the known order (best first)
-local function check_isa(raw)
+-- isa: a list, normalized to the known order (best first).  An ISA module
+-- with a `matmul` field exists only for that product type (avx512bf16's
+-- dot products): the default list leaves it out of other configs, and
+-- naming it there is an error.
+local function check_isa(raw, c)
+  local function fits(n)
+    local need = require("isa").get(n).matmul
+    return need == nil or need == c.matmul
+  end
   if raw.isa == nil then
     local all = {}
-    for i, n in ipairs(ISAS) do all[i] = n end
+    for _, n in ipairs(ISAS) do if fits(n) then all[#all + 1] = n end end
     return all
   end
   if type(raw.isa) ~= "table" or #raw.isa == 0 then
@@ -235,6 +241,10 @@ local function check_isa(raw)
       local hint = type(n) == "string" and M.suggest(n, ISAS) or nil
       return nil, "isa", ("unknown ISA '%s' in 'isa' (known: %s)%s"):format(show(n), list_str(ISAS),
         hint and ("; did you mean '" .. hint .. "'?") or "")
+    end
+    if not fits(n) then
+      return nil, "isa", ("ISA '%s' in 'isa' computes matmul = \"%s\" products: it needs that 'matmul', got \"%s\"")
+        :format(n, require("isa").get(n).matmul, c.matmul)
     end
     want[n] = true
   end

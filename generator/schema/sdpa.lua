@@ -9,11 +9,13 @@ local M = {}
 M.DEFAULT_DECODE_MAX_Q = 16
 
 local MASKS = { "none", "bool", "bias" }
+--- causal: false, true (bottom-right positions) or the alignment by name.
+local CAUSAL_NAMES = { '"bottom_right"', '"top_left"' }
 
 --- The family's keys, in the order configs are echoed.
 M.order = {
-  "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "global_tokens",
-  "padding", "mask", "scale", "softcap", "alibi", "decode_max_q",
+  "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "chunk",
+  "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "decode_max_q",
 }
 
 local function heads(raw, c, u)
@@ -41,11 +43,21 @@ local function head_dims(raw, c, u)
   return true
 end
 
--- causal, window, sliding_window: one window {left, right}
+-- causal: false, true or "bottom_right" (normalized to true: positions
+-- i + Lk_b - Lq), or "top_left" (kept: positions i)
+local function causal(raw, u)
+  local v = u.default(raw.causal, false)
+  if v == "bottom_right" then return true end
+  if type(v) == "boolean" or v == "top_left" then return v end
+  return nil, ("'causal' must be true or false, %s or %s, got %s")
+    :format(CAUSAL_NAMES[1], CAUSAL_NAMES[2], type(v) == "string" and u.quoted(v) or u.show(v))
+end
+
+-- causal, window, sliding_window: one window {left, right}; chunk
 local function window(raw, c, u)
-  c.causal = u.default(raw.causal, false)
-  local err = u.bool("causal", c.causal)
-  if err then return nil, "causal", err end
+  local err
+  c.causal, err = causal(raw, u)
+  if c.causal == nil then return nil, "causal", err end
   local left, right = -1, -1
   if raw.window ~= nil then
     if raw.sliding_window ~= nil then
@@ -70,6 +82,11 @@ local function window(raw, c, u)
   if c.causal then right = 0 end
   c.window = { left = left, right = right }
   c.sliding_window = nil -- folded into window
+  if raw.chunk ~= nil then -- absent: no chunks (nil, so that configs without it echo as before)
+    err = u.int_in("chunk", raw.chunk, 1, 2 ^ 30)
+    if err then return nil, "chunk", err end
+  end
+  c.chunk = raw.chunk and math.floor(raw.chunk) -- an integer on Lua 5.3+ for 16.0 too
   return true
 end
 

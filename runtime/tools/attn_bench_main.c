@@ -8,9 +8,13 @@
  *   - every ISA variant this CPU runs (or the one --isa names),
  *   - the naive reference (when it would take less than a few seconds),
  *   - an unfused baseline, sgemm + softmax + sgemm, when built with OpenBLAS
- *     (ATTN_HAVE_OPENBLAS), reporting the OpenBLAS core it ran,
+ *     (ATTN_HAVE_OPENBLAS), reporting the OpenBLAS core it ran, and for a
+ *     kernel with bf16 Q, K and V the same with cblas_sbgemm on bf16 tensors
+ *     when the OpenBLAS it runs with exports it (looked up at run time),
  * and measures the machine's FMA peak per ISA on the spot (independent FMA
- * chains in registers, on the same number of threads).  With few query rows
+ * chains in registers, on the same number of threads), and for the
+ * avx512bf16 variant the bf16 dot peak (chains of vdpbf16ps), the
+ * denominator of that row's fraction of peak.  With few query rows
  * (decode) it also reports the K/V bytes read per second against the read
  * bandwidth it measures (a 1 GiB streaming sum, before and after the kernels:
  * the better).  GFLOP/s count the visible scores only: FLOPs = 2 * visible *
@@ -42,6 +46,7 @@
 #endif
 #ifdef ATTN_HAVE_OPENBLAS
 #include <cblas.h>
+#include <dlfcn.h>
 #endif
 
 #include "attn_reference.h"
@@ -144,22 +149,42 @@ static void fma_loop_neon(long iters)
 }
 #endif
 
-/* Measured FMA peak of one ISA on `threads` threads, GFLOP/s; 0 when the
-   ISA has no peak loop here (scalar) or cannot run. */
-static double fma_peak(attn_isa isa, int threads)
+/* The bf16 dot peak: chains of vdpbf16ps (AVX512_BF16), each instruction
+   16 lanes x 2 products, 64 FLOPs.  Its latency is longer than an FMA's, so
+   it takes 16 chains to keep the units busy (12 reach about 0.93 of the rate
+   on Zen 5).  Compilers that know the target: GCC 10, clang 9 and later. */
+#if (defined(__x86_64__) || defined(_M_X64)) && \
+    ((defined(__clang__) && __clang_major__ >= 9) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 10))
+#define BENCH_BF16_DOT 1
+#define DOT_CHAINS 16
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void dot_loop_avx512bf16(long iters)
 {
-    void (*loop)(long) = NULL;
-    int lanes = 0, rep;
+    const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
+    __m512 a0 = _mm512_set1_ps(0.0f), a1 = _mm512_set1_ps(1.0f), a2 = _mm512_set1_ps(2.0f), a3 = _mm512_set1_ps(3.0f), a4 = _mm512_set1_ps(4.0f),
+        a5 = _mm512_set1_ps(5.0f), a6 = _mm512_set1_ps(6.0f), a7 = _mm512_set1_ps(7.0f), a8 = _mm512_set1_ps(8.0f), a9 = _mm512_set1_ps(9.0f),
+        a10 = _mm512_set1_ps(10.0f), a11 = _mm512_set1_ps(11.0f), a12 = _mm512_set1_ps(12.0f), a13 = _mm512_set1_ps(13.0f),
+        a14 = _mm512_set1_ps(14.0f), a15 = _mm512_set1_ps(15.0f);
+    long i;
+    /* distinct starting values: chains the compiler could prove equal would be merged */
+#define STEP(x) _mm512_dpbf16_ps(x, b, b)
+    for (i = 0; i < iters; i++) {
+        FMA12(STEP);
+        a12 = STEP(a12); a13 = STEP(a13); a14 = STEP(a14); a15 = STEP(a15);
+    }
+#undef STEP
+    a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)), _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+    a8 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)), _mm512_add_ps(_mm512_add_ps(a12, a13), _mm512_add_ps(a14, a15)));
+    peak_sink = _mm512_reduce_add_ps(_mm512_add_ps(a0, a8));
+}
+#endif
+
+/* The best of three runs of loop(iters) on `threads` threads, GFLOP/s, for
+   a loop of flops FLOPs an iteration. */
+static double loop_peak(void (*loop)(long), double flops, int threads)
+{
     const long iters = 4000000;
     double best = 0.0;
-#if defined(__x86_64__) || defined(_M_X64)
-    if (isa == ATTN_ISA_AVX512) { loop = fma_loop_avx512; lanes = 16; }
-    if (isa == ATTN_ISA_AVX2) { loop = fma_loop_avx2; lanes = 8; }
-#endif
-#if defined(__aarch64__)
-    if (isa == ATTN_ISA_NEON) { loop = fma_loop_neon; lanes = 4; }
-#endif
-    if (!loop || !attn_isa_supported(isa)) return 0.0;
+    int rep;
     for (rep = 0; rep < 3; rep++) {
         const double t0 = now();
         double dt;
@@ -169,11 +194,40 @@ static double fma_peak(attn_isa isa, int threads)
         loop(iters);
         dt = now() - t0;
         {
-            const double gf = 2.0 * CHAINS * lanes * (double)iters * threads / dt * 1e-9;
+            const double gf = flops * (double)iters * threads / dt * 1e-9;
             if (gf > best) best = gf;
         }
     }
     return best;
+}
+
+/* Measured f32 FMA peak of one ISA on `threads` threads, GFLOP/s (for
+   avx512bf16, that of AVX-512: its f32 work runs there); 0 when the ISA has
+   no peak loop here (scalar) or cannot run. */
+static double fma_peak(attn_isa isa, int threads)
+{
+    void (*loop)(long) = NULL;
+    int lanes = 0;
+#if defined(__x86_64__) || defined(_M_X64)
+    if (isa == ATTN_ISA_AVX512 || isa == ATTN_ISA_AVX512BF16) { loop = fma_loop_avx512; lanes = 16; }
+    if (isa == ATTN_ISA_AVX2) { loop = fma_loop_avx2; lanes = 8; }
+#endif
+#if defined(__aarch64__)
+    if (isa == ATTN_ISA_NEON) { loop = fma_loop_neon; lanes = 4; }
+#endif
+    if (!loop || !attn_isa_supported(isa)) return 0.0;
+    return loop_peak(loop, 2.0 * CHAINS * lanes, threads);
+}
+
+/* Measured bf16 dot peak (vdpbf16ps) on `threads` threads, GFLOP/s; 0 where
+   the CPU has no AVX512_BF16 (or the compiler does not know it). */
+static double bf16_dot_peak(int threads)
+{
+#ifdef BENCH_BF16_DOT
+    if (attn_isa_supported(ATTN_ISA_AVX512BF16)) return loop_peak(dot_loop_avx512bf16, 64.0 * DOT_CHAINS, threads);
+#endif
+    (void)threads;
+    return 0.0;
 }
 
 /* ---- read bandwidth ------------------------------------------------------ */
@@ -238,6 +292,7 @@ static double read_bandwidth(const float *buf, int threads)
             read_sink += x;
         }
 #else
+        (void)threads;
         read_sink += read_sum(buf, n);
 #endif
         dt = now() - t0;
@@ -250,10 +305,11 @@ static double read_bandwidth(const float *buf, int threads)
 
 #ifdef ATTN_HAVE_OPENBLAS
 /* Whether key j is visible to query position p for the masks a baseline
-   supports (causal, window, padding); the others are not modelled. */
+   supports (causal, window, padding, either alignment); the others are not
+   modelled. */
 static int baseline_supports(const attn_spec *s)
 {
-    return s->global_tokens == 0 && s->mask == ATTN_MASK_NONE && s->softcap == 0.0f && !s->alibi;
+    return s->global_tokens == 0 && s->chunk == 0 && s->mask == ATTN_MASK_NONE && s->softcap == 0.0f && !s->alibi;
 }
 
 /* exp without branches or libm, so the row loop vectorizes: Cephes' expf
@@ -335,49 +391,110 @@ __attribute__((target("avx512f"))) static void softmax_row_avx512(float *r, int6
         _mm512_mask_storeu_ps(r + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, r + j), _mm512_set1_ps(inv)));
     }
 }
+
+/* A row of P rounded to bf16, to nearest even, as attn_f32_to_bf16 does
+   for the finite values a softmax gives. */
+__attribute__((target("avx512f"))) static void round_row_bf16_avx512(const float *src, uint16_t *dst, int64_t n)
+{
+    int64_t j;
+    for (j = 0; j < n; j += 16) {
+        const __mmask16 k = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
+        const __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(k, src + j));
+        const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+        const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
+        _mm512_mask_cvtepi32_storeu_epi16(dst + j, k, _mm512_srli_epi32(r, 16));
+    }
+}
 #else
 #define softmax_row_avx512 softmax_row
+#define round_row_bf16_avx512(src, dst, n) attn_f32_to_bf16_array(src, dst, (size_t)(n))
 #endif
 
-/* One sgemm for the scores of a whole GQA group (its G heads' query rows
+/* The products of an unfused baseline, row-major with an f32 C:
+   C[m][n] = alpha * A B^T (trans_b) or alpha * A B, A [m][k], B [n][k] or [k][n]. */
+typedef void (*blas_gemm_fn)(int trans_b, int m, int n, int k, float alpha, const void *A, int lda,
+                             const void *B, int ldb, float *C, int ldc);
+
+static void gemm_f32(int trans_b, int m, int n, int k, float alpha, const void *A, int lda, const void *B,
+                     int ldb, float *C, int ldc)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha,
+                (const float *)A, lda, (const float *)B, ldb, 0.0f, C, ldc);
+}
+
+/* cblas_sbgemm (bf16 A and B, as uint16_t bit patterns, f32 C), looked up
+   at run time: OpenBLAS declares it in cblas.h whether or not it was built
+   with bfloat16 (BUILD_BFLOAT16), and Debian's 0.3.21 was built without. */
+typedef void (*blas_sbgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint, blasint,
+                               blasint, float, const uint16_t *, blasint, const uint16_t *, blasint, float, float *,
+                               blasint);
+static blas_sbgemm_fn blas_sbgemm;
+
+/* Sets blas_sbgemm when the OpenBLAS this program runs with exports
+   cblas_sbgemm; returns whether it does. */
+static int find_sbgemm(void)
+{
+    void *self = dlopen(NULL, RTLD_LAZY); /* this program and the libraries it loaded */
+    if (self) {
+        void *sym = dlsym(self, "cblas_sbgemm");
+        if (sym) memcpy(&blas_sbgemm, &sym, sizeof blas_sbgemm); /* ISO C has no object-to-function cast */
+        dlclose(self);
+    }
+    return blas_sbgemm != NULL;
+}
+
+static void gemm_bf16(int trans_b, int m, int n, int k, float alpha, const void *A, int lda, const void *B,
+                      int ldb, float *C, int ldc)
+{
+    blas_sbgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha,
+                (const uint16_t *)A, lda, (const uint16_t *)B, ldb, 0.0f, C, ldc);
+}
+
+/* One gemm for the scores of a whole GQA group (its G heads' query rows
    stacked: each K row is read once per group, as a grouped implementation
-   would), the masked row softmax, one sgemm for O. */
-static attn_status blas_attention(const attn_spec *s, const attn_args *a)
+   would), the masked row softmax in f32, one gemm for O.  Q, K and V are
+   arrays of elem-byte elements, the inputs of gemm: f32 (4; P is the
+   softmax's output itself) or bf16 (2; P is rounded to bf16, to nearest
+   even, for the second product).  O is f32. */
+static attn_status blas_unfused(const attn_spec *s, const attn_args *a, blas_gemm_fn gemm, size_t elem)
 {
     const int softmax_avx512 = attn_isa_supported(ATTN_ISA_AVX512);
     const int G = s->heads_q / s->heads_kv, D = s->head_dim, Dv = s->head_dim_v;
     const int64_t Lq = a->seq_q, Lk = a->seq_k, R = G * Lq; /* row g * Lq + i */
+    const int p_bf16 = elem == sizeof(uint16_t);
     float *S = (float *)malloc(sizeof(float) * (size_t)(R * Lk) + 1);
-    float *Q = (float *)malloc(sizeof(float) * (size_t)(R * D) + 1);
+    char *Q = (char *)malloc(elem * (size_t)(R * D) + 1);
     float *O = (float *)malloc(sizeof(float) * (size_t)(R * Dv) + 1);
+    uint16_t *Pb = p_bf16 ? (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(R * Lk) + 1) : NULL;
+    const void *P = p_bf16 ? (const void *)Pb : (const void *)S;
     int64_t b, i, r;
     int hk, g;
-    if (!S || !Q || !O) {
+    if (!S || !Q || !O || (p_bf16 && !Pb)) {
         free(S);
         free(Q);
         free(O);
+        free(Pb);
         return ATTN_ERR_NOMEM;
     }
     for (b = 0; b < a->batch; b++) {
         const int64_t lk = s->padding ? a->seqlens_k[b] : Lk;
         for (hk = 0; hk < s->heads_kv; hk++) {
-            const float *k = (const float *)a->k + b * a->k_stride[0] + hk * a->k_stride[2];
-            const float *v = (const float *)a->v + b * a->v_stride[0] + hk * a->v_stride[2];
+            const char *k = (const char *)a->k + elem * (size_t)(b * a->k_stride[0] + hk * a->k_stride[2]);
+            const char *v = (const char *)a->v + elem * (size_t)(b * a->v_stride[0] + hk * a->v_stride[2]);
             for (g = 0; g < G; g++)
                 for (i = 0; i < Lq; i++)
-                    memcpy(Q + (g * Lq + i) * D,
-                           (const float *)a->q + b * a->q_stride[0] + i * a->q_stride[1] +
-                               (hk * G + g) * a->q_stride[2],
-                           sizeof(float) * (size_t)D);
+                    memcpy(Q + elem * (size_t)((g * Lq + i) * D),
+                           (const char *)a->q + elem * (size_t)(b * a->q_stride[0] + i * a->q_stride[1] +
+                                                                (hk * G + g) * a->q_stride[2]),
+                           elem * (size_t)D);
             /* S = scale * Q K^T */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)R, (int)lk, D, s->scale, Q, D, k,
-                        (int)a->k_stride[1], 0.0f, S, (int)Lk);
-            /* masked row softmax */
+            gemm(1, (int)R, (int)lk, D, s->scale, Q, D, k, (int)a->k_stride[1], S, (int)Lk);
+            /* masked row softmax (and P rounded to bf16) */
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) num_threads(a->threads > 0 ? a->threads : omp_get_max_threads())
 #endif
             for (r = 0; r < R; r++) {
-                const int64_t p = r % Lq + lk - Lq;
+                const int64_t p = s->top_left ? r % Lq : r % Lq + lk - Lq;
                 int64_t lo = 0, hi = lk;
                 if (s->causal && hi > p + 1) hi = p + 1;
                 if (s->window_right >= 0 && hi > p + s->window_right + 1) hi = p + s->window_right + 1;
@@ -385,10 +502,11 @@ static attn_status blas_attention(const attn_spec *s, const attn_args *a)
                 if (hi < lo) hi = lo;
                 if (softmax_avx512) softmax_row_avx512(S + r * Lk, lk, lo, hi);
                 else softmax_row(S + r * Lk, lk, lo, hi);
+                if (p_bf16 && softmax_avx512) round_row_bf16_avx512(S + r * Lk, Pb + r * Lk, lk);
+                else if (p_bf16) attn_f32_to_bf16_array(S + r * Lk, Pb + r * Lk, (size_t)lk);
             }
             /* O = P V */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)R, Dv, (int)lk, 1.0f, S, (int)Lk, v,
-                        (int)a->v_stride[1], 0.0f, O, Dv);
+            gemm(0, (int)R, Dv, (int)lk, 1.0f, P, (int)Lk, v, (int)a->v_stride[1], O, Dv);
             for (g = 0; g < G; g++)
                 for (i = 0; i < Lq; i++)
                     memcpy((float *)a->o + b * a->o_stride[0] + i * a->o_stride[1] + (hk * G + g) * a->o_stride[2],
@@ -398,7 +516,21 @@ static attn_status blas_attention(const attn_spec *s, const attn_args *a)
     free(S);
     free(Q);
     free(O);
+    free(Pb);
     return ATTN_OK;
+}
+
+/* sgemm + softmax + sgemm on f32 tensors */
+static attn_status blas_attention(const attn_spec *s, const attn_args *a)
+{
+    return blas_unfused(s, a, gemm_f32, sizeof(float));
+}
+
+/* sbgemm + softmax + sbgemm on bf16 Q, K, V (O f32); only when find_sbgemm
+   found it */
+static attn_status blas_attention_bf16(const attn_spec *s, const attn_args *a)
+{
+    return blas_unfused(s, a, gemm_bf16, sizeof(uint16_t));
 }
 #endif
 
@@ -408,7 +540,8 @@ typedef struct {
     char name[64];
     double seconds;
     int runs;
-    double peak; /* GFLOP/s of the ISA it runs on, 0 if none */
+    double peak;     /* the f32 FMA peak of the ISA it runs on (avx512bf16: of AVX-512), GFLOP/s; 0 if none */
+    double dot_peak; /* avx512bf16: the bf16 dot peak, GFLOP/s, its fraction's denominator; else 0 */
 } timing;
 
 typedef attn_status (*run_fn)(const attn_spec *, const attn_args *);
@@ -637,6 +770,7 @@ static void time_variants(const attn_kernel *kern, const bench_options *opt, con
         if (!attn_isa_supported(var->isa)) continue;
         snprintf(row->name, sizeof row->name, "%s", attn_isa_name(var->isa));
         row->peak = fma_peak(var->isa, (int)opt->threads);
+        row->dot_peak = var->isa == ATTN_ISA_AVX512BF16 ? bf16_dot_peak((int)opt->threads) : 0.0;
         current_variant = var->fwd;
         if (time_fn(run_variant, &kern->spec, args, row) != ATTN_OK) {
             fprintf(stderr, "attngen: bench: %s failed: %s\n", row->name,
@@ -648,45 +782,71 @@ static void time_variants(const attn_kernel *kern, const bench_options *opt, con
     }
 }
 
-/* The baselines after the kernels: the unfused OpenBLAS one (when built
-   with it, for the masks it models, while one group's scores fit in 2 GB)
-   and the reference (below REFERENCE_LIMIT), both on f32 tensors (args:
-   the base args of make_inputs); rows from *n on.  Returns the OpenBLAS
-   core that ran, or NULL. */
-static const char *time_baselines(const attn_spec *spec, const bench_options *opt, const attn_args *args,
-                                  int64_t visible, timing *rows, int *n)
-{
-    const char *blas_core = NULL;
-#ifdef ATTN_HAVE_OPENBLAS
-    /* one group's scores below 2 GB */
-    if (!opt->no_blas && baseline_supports(spec) &&
-        (double)opt->seq_q * (spec->heads_q / spec->heads_kv) * (double)opt->seq_k * 4.0 < 2e9) {
-        openblas_set_num_threads((int)opt->threads);
-        blas_core = openblas_get_corename();
-        snprintf(rows[*n].name, sizeof rows[*n].name, "openblas");
-        rows[*n].peak = 0.0;
-        if (time_fn(blas_attention, spec, args, &rows[*n]) == ATTN_OK) (*n)++;
-    }
-#endif
-    if (!opt->no_ref && (double)visible * spec->head_dim <= REFERENCE_LIMIT) {
-        const double t0 = now();
-        if (attn_reference(spec, args) == ATTN_OK) {
-            snprintf(rows[*n].name, sizeof rows[*n].name, "reference");
-            rows[*n].seconds = now() - t0;
-            rows[*n].runs = 1;
-            rows[*n].peak = 0.0;
-            (*n)++;
-        }
-    }
-    return blas_core;
-}
-
 /* What was measured, and the rows. */
 typedef struct {
     int64_t visible;
     double flops, kv_bytes, read_bw;
     const char *blas_core;
+    int sbgemm;     /* whether the OpenBLAS run with has cblas_sbgemm; -1 without OpenBLAS */
+    int sbgemm_for; /* whether this run would time the bf16 baseline, had it cblas_sbgemm */
 } bench_totals;
+
+#ifdef ATTN_HAVE_OPENBLAS
+/* Times the baseline fn on args into rows[*n] (name, no peak); advances *n
+   when it ran. */
+static void time_baseline(const char *name, run_fn fn, const attn_spec *spec, const attn_args *args,
+                          timing *rows, int *n)
+{
+    snprintf(rows[*n].name, sizeof rows[*n].name, "%s", name);
+    rows[*n].peak = rows[*n].dot_peak = 0.0;
+    if (time_fn(fn, spec, args, &rows[*n]) == ATTN_OK) (*n)++;
+}
+#endif
+
+/* The baselines after the kernels, rows from *n on: the unfused OpenBLAS
+   one (when built with it, for the masks it models, while one group's
+   scores fit in 2 GB) on f32 tensors (base: the base args of make_inputs);
+   for a kernel with bf16 Q, K and V, the same with cblas_sbgemm on the
+   kernel's bf16 tensors (args), O in f32, when this OpenBLAS has it; and
+   the reference (below REFERENCE_LIMIT) on f32 tensors.  Sets t->blas_core
+   (the OpenBLAS core that ran, or NULL) and t->sbgemm, t->sbgemm_for. */
+static void time_baselines(const attn_spec *spec, const bench_options *opt, const attn_args *args,
+                           const attn_args *base, bench_totals *t, timing *rows, int *n)
+{
+    t->blas_core = NULL;
+    t->sbgemm = -1;
+    t->sbgemm_for = 0;
+#ifdef ATTN_HAVE_OPENBLAS
+    t->sbgemm = find_sbgemm();
+    /* one group's scores below 2 GB */
+    if (!opt->no_blas && baseline_supports(spec) &&
+        (double)opt->seq_q * (spec->heads_q / spec->heads_kv) * (double)opt->seq_k * 4.0 < 2e9) {
+        openblas_set_num_threads((int)opt->threads);
+        t->blas_core = openblas_get_corename();
+        time_baseline("openblas", blas_attention, spec, base, rows, n);
+        t->sbgemm_for = spec->dtype_q == ATTN_DTYPE_BF16 && spec->dtype_kv == ATTN_DTYPE_BF16;
+        if (t->sbgemm_for && t->sbgemm) {
+            attn_args bf = *base; /* the f32 O of the baselines, every stride the same */
+            bf.q = args->q;
+            bf.k = args->k;
+            bf.v = args->v;
+            time_baseline("openblas-bf16", blas_attention_bf16, spec, &bf, rows, n);
+        }
+    }
+#else
+    (void)args;
+#endif
+    if (!opt->no_ref && (double)t->visible * spec->head_dim <= REFERENCE_LIMIT) {
+        const double t0 = now();
+        if (attn_reference(spec, base) == ATTN_OK) {
+            snprintf(rows[*n].name, sizeof rows[*n].name, "reference");
+            rows[*n].seconds = now() - t0;
+            rows[*n].runs = 1;
+            rows[*n].peak = rows[*n].dot_peak = 0.0;
+            (*n)++;
+        }
+    }
+}
 
 static void report_json(const attn_spec *spec, const bench_options *opt, const bench_totals *t,
                         const timing *rows, int n)
@@ -695,15 +855,17 @@ static void report_json(const attn_spec *spec, const bench_options *opt, const b
     printf("{\"config\": \"%s\", \"batch\": %ld, \"seq_q\": %ld, \"seq_k\": %ld, \"threads\": %ld, "
            "\"heads_q\": %d, \"heads_kv\": %d, \"head_dim\": %d, \"head_dim_v\": %d, "
            "\"visible_scores\": %lld, \"flops\": %.0f, \"kv_bytes\": %.0f, \"read_gbs\": %.4g, "
-           "\"blas_core\": %s%s%s, \"results\": [",
+           "\"blas_core\": %s%s%s, \"blas_sbgemm\": %s, \"results\": [",
            spec->name, opt->batch, opt->seq_q, opt->seq_k, opt->threads, spec->heads_q, spec->heads_kv,
            spec->head_dim, spec->head_dim_v, (long long)t->visible, t->flops, t->kv_bytes, t->read_bw,
-           t->blas_core ? "\"" : "", t->blas_core ? t->blas_core : "null", t->blas_core ? "\"" : "");
-    for (i = 0; i < n; i++)
-        printf("%s{\"impl\": \"%s\", \"seconds\": %.6g, \"gflops\": %.5g, \"peak_gflops\": %.5g, "
-               "\"kv_gbs\": %.5g, \"runs\": %d}",
-               i ? ", " : "", rows[i].name, rows[i].seconds, t->flops / rows[i].seconds * 1e-9, rows[i].peak,
-               t->kv_bytes / rows[i].seconds * 1e-9, rows[i].runs);
+           t->blas_core ? "\"" : "", t->blas_core ? t->blas_core : "null", t->blas_core ? "\"" : "",
+           t->sbgemm < 0 ? "null" : t->sbgemm ? "true" : "false");
+    for (i = 0; i < n; i++) {
+        printf("%s{\"impl\": \"%s\", \"seconds\": %.6g, \"gflops\": %.5g, \"peak_gflops\": %.5g, ",
+               i ? ", " : "", rows[i].name, rows[i].seconds, t->flops / rows[i].seconds * 1e-9, rows[i].peak);
+        if (rows[i].dot_peak > 0) printf("\"bf16_dot_peak_gflops\": %.5g, ", rows[i].dot_peak);
+        printf("\"kv_gbs\": %.5g, \"runs\": %d}", t->kv_bytes / rows[i].seconds * 1e-9, rows[i].runs);
+    }
     printf("]}\n");
 }
 
@@ -715,14 +877,15 @@ static void report_table(const attn_spec *spec, const bench_options *opt, const 
     printf("%s: B=%ld Lq=%ld Lk=%ld Hq=%d Hkv=%d D=%d Dv=%d threads=%ld, %.4g visible scores\n", spec->name,
            opt->batch, opt->seq_q, opt->seq_k, spec->heads_q, spec->heads_kv, spec->head_dim, spec->head_dim_v,
            opt->threads, (double)t->visible);
-    printf("  %-10s %12s %10s %16s", "impl", "time (ms)", "GFLOP/s", "of FMA peak");
+    printf("  %-13s %12s %10s %16s", "impl", "time (ms)", "GFLOP/s", "of peak");
     if (read_bw > 0) printf(" %10s %16s", "K/V GB/s", "of read BW");
     printf("\n");
     for (i = 0; i < n; i++) {
         const double gf = t->flops / rows[i].seconds * 1e-9, kv = t->kv_bytes / rows[i].seconds * 1e-9;
-        printf("  %-10s %12.3f %10.2f ", rows[i].name, rows[i].seconds * 1e3, gf);
-        if (rows[i].peak > 0)
-            printf("%6.1f%% of %4.0f", 100.0 * gf / rows[i].peak, rows[i].peak);
+        const double peak = rows[i].dot_peak > 0 ? rows[i].dot_peak : rows[i].peak;
+        printf("  %-13s %12.3f %10.2f ", rows[i].name, rows[i].seconds * 1e3, gf);
+        if (peak > 0)
+            printf("%6.1f%% of %4.0f", 100.0 * gf / peak, peak);
         else
             printf("%16s", "-");
         if (read_bw > 0) printf(" %10.2f %6.1f%% of %4.1f", kv, 100.0 * kv / read_bw, read_bw);
@@ -732,7 +895,13 @@ static void report_table(const attn_spec *spec, const bench_options *opt, const 
         printf("  (K/V: %.1f MB read at least once; read bandwidth: the better of two measurements on %ld thread%s,\n"
                "   before and after the kernels)\n", t->kv_bytes * 1e-6,
                opt->threads, opt->threads == 1 ? "" : "s");
+    for (i = 0; i < n; i++) /* a row against the bf16 dot peak: the f32 FMA peak too */
+        if (rows[i].dot_peak > 0 && rows[i].peak > 0)
+            printf("  (%s: of the bf16 dot peak, vdpbf16ps chains; %.1f%% of the f32 FMA peak, %.0f GFLOP/s)\n",
+                   rows[i].name, 100.0 * t->flops / rows[i].seconds * 1e-9 / rows[i].peak, rows[i].peak);
     if (t->blas_core) printf("  (openblas core: %s)\n", t->blas_core);
+    if (t->sbgemm_for && t->sbgemm == 0)
+        printf("  openblas-bf16: not in this OpenBLAS (built without bfloat16: it has no cblas_sbgemm)\n");
 }
 
 int main(int argc, char **argv)
@@ -743,7 +912,7 @@ int main(int argc, char **argv)
     bench_buffers buf;
     bench_totals t;
     attn_args args, base_args;
-    timing rows[ATTN_ISA_COUNT + 2];
+    timing rows[ATTN_ISA_COUNT + 3]; /* the variants, openblas, openblas-bf16, reference */
     float *bw_buf = NULL;
     int n = 0, failed = 0;
 
@@ -782,7 +951,7 @@ int main(int argc, char **argv)
         if (again > t.read_bw) t.read_bw = again;
         free(bw_buf);
     }
-    t.blas_core = time_baselines(spec, &opt, &base_args, t.visible, rows, &n);
+    time_baselines(spec, &opt, &args, &base_args, &t, rows, &n);
 
     if (opt.json)
         report_json(spec, &opt, &t, rows, n);

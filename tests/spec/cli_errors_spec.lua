@@ -158,6 +158,13 @@ local CASES = {
   { name = "out of range: tile.kv not a multiple of 16", argv = { "run", "gpt2", "--set", "tile={q=16,kv=24}",
     "--q", "q.npy", "--k", "k.npy", "--v", "v.npy", "-o", "o.npy" }, msg = "multiple of 16" },
   { name = "wrong type: causal = 1", argv = { "check", "gpt2", "--set", "causal=1" }, msg = "'causal'" },
+  { name = "unknown alignment: causal = \"top-left\"", argv = { "generate", "gpt2", "--set", 'causal="top-left"' },
+    msg = "^%-%-set causal=\"top%-left\": 'causal' must be true or false, \"bottom_right\" or \"top_left\", "
+      .. "got \"top%-left\"$" },
+  { name = "out of range: chunk = 0", argv = { "generate", "gpt2", "--set", "chunk=0" },
+    msg = "^%-%-set chunk=0: 'chunk' must be in 1%.%.1073741824, got 0$" },
+  { name = "wrong type: chunk = 2.5", argv = { "generate", "gpt2", "--set", "chunk=2.5" },
+    msg = "'chunk' must be an integer in 1%.%.1073741824, got 2%.5" },
   { name = "heads_q not divisible by heads_kv", setup = config("c.lua", 'return {\n  name = "c",\n'
     .. '  heads_q = 6,\n  heads_kv = 4,\n  head_dim = 8,\n}\n'), argv = { "generate", "c.lua" },
     msg = "^c%.lua:4: 'heads_kv' %(4%) must divide 'heads_q' %(6%)$" },
@@ -166,7 +173,7 @@ local CASES = {
   { name = "window and sliding_window together", argv = { "generate", "mistral_7b", "--set",
     "window={left=3,right=0}" }, msg = "give either 'window' or 'sliding_window', not both" },
   { name = "unknown ISA in the config", argv = { "generate", "gpt2", "--set", 'isa={"sse9"}' },
-    msg = "unknown ISA 'sse9' in 'isa' %(known: avx512, avx2, neon, scalar%)" },
+    msg = "unknown ISA 'sse9' in 'isa' %(known: avx512bf16, avx512, avx2, neon, scalar%)" },
   { name = "bad --set literal", argv = { "generate", "gpt2", "--set", "heads_q=8x" },
     msg = "^%-%-set heads_q=8x:.*malformed number" },
   { name = "--set without a value", argv = { "generate", "gpt2", "--set", "causal" },

@@ -259,6 +259,105 @@ describe("import-hf", function()
     end)
   end)
 
+  describe("chunked attention (Llama 4)", function()
+    -- The shape of Llama-4-Scout's config.json (Llama4ForConditionalGeneration):
+    -- the language model's keys in text_config, no_rope_layers empty (the
+    -- default: every 4th layer NoPE), a vision_config with keys of the same names.
+    local function llama4(tc_changes, top_changes)
+      local tc = { attention_chunk_size = 8192, attn_temperature_tuning = 4, head_dim = 128, hidden_size = 5120,
+        model_type = "llama4_text", no_rope_layers = setmetatable({}, { __jsontype = "array" }),
+        num_attention_heads = 40, num_hidden_layers = 48, num_key_value_heads = 8, use_qk_norm = true }
+      for k, v in pairs(tc_changes or {}) do tc[k] = v end
+      local t = { architectures = { "Llama4ForConditionalGeneration" }, model_type = "llama4", text_config = tc,
+        vision_config = { hidden_size = 1408, num_attention_heads = 16 } }
+      for k, v in pairs(top_changes or {}) do t[k] = v end
+      return t
+    end
+
+    -- transformers' chunked causal mask (masking_utils: causal and
+    -- chunked_overlay) with attention_chunk_size = 3, for 7 tokens: query q
+    -- sees key k iff k <= q and k // 3 == q // 3.
+    local HF_C3 = { "1000000", "1100000", "1110000", "0001000", "0001100", "0001110", "0000001" }
+
+    --- The mask of a causal config with chunks per docs/config.md for Lq = Lk = n.
+    local function chunk_mask(cfg, n)
+      local rows = {}
+      for p = 0, n - 1 do -- bottom-right with Lq = Lk: p = i
+        local row = {}
+        for k = 0, n - 1 do
+          local ok = k <= p and math.floor(k / cfg.chunk) == math.floor(p / cfg.chunk)
+          row[#row + 1] = ok and "1" or "0"
+        end
+        rows[#rows + 1] = table.concat(row)
+      end
+      return rows
+    end
+
+    it("Llama-4-Scout: chunked RoPE layers and full-attention NoPE layers, from text_config", function()
+      local res = assert(import_table(llama4(), "l4"))
+      assert.same({ "l4_local", "l4_global" }, names_of(res))
+      local cfgs, texts = load_all(res)
+      for _, name in ipairs({ "l4_local", "l4_global" }) do
+        assert.equal(40, cfgs[name].heads_q)
+        assert.equal(8, cfgs[name].heads_kv)
+        assert.equal(128, cfgs[name].head_dim)
+        assert.is_true(cfgs[name].causal)
+        assert.same({ left = -1, right = 0 }, cfgs[name].window)
+      end
+      assert.equal(8192, cfgs.l4_local.chunk)
+      assert.is_nil(cfgs.l4_global.chunk)
+      assert.truthy(texts.l4_local:find("Chunked-attention layers: 36 of 48 (0-2, 4-6, ", 1, true), texts.l4_local)
+      assert.truthy(texts.l4_global:find("Full-attention layers: 12 of 48 (3, 7, ..., 47).", 1, true), texts.l4_global)
+      assert.truthy(texts.l4_local:find("  chunk = 8192,\n", 1, true))
+      assert.truthy(texts.l4_local:find("HF attention_chunk_size = 8192: transformers keeps key k for query q when "
+        .. "k // 8192 == q // 8192", 1, true), texts.l4_local)
+      assert.truthy(texts.l4_local:find("text_config = {...} (the keys below are read from it)", 1, true))
+      assert.truthy(texts.l4_local:find("attn_temperature_tuning", 1, true)) -- the note on what stays outside
+      -- the vision tower's heads (16) are not the language model's
+      assert.is_nil(texts.l4_local:find("heads_q = 16", 1, true))
+    end)
+
+    it("gives the mask transformers uses for the same attention_chunk_size", function()
+      local res = assert(import_table({ model_type = "llama4_text", num_attention_heads = 2, num_key_value_heads = 1,
+        head_dim = 8, num_hidden_layers = 1, attention_chunk_size = 3, no_rope_layers = { 1 } }, "c3"))
+      assert.same({ "c3" }, names_of(res))
+      local cfgs = load_all(res)
+      assert.equal(3, cfgs.c3.chunk)
+      assert.same(HF_C3, chunk_mask(cfgs.c3, 7))
+    end)
+
+    it("no_rope_layers picks the chunked layers; absent attention_chunk_size is 8192; null: no chunks", function()
+      local res = assert(import_table({ model_type = "llama4_text", num_attention_heads = 4, head_dim = 16,
+        num_hidden_layers = 4, no_rope_layers = { 1, 0, 1, 1 } }, "n"))
+      local cfgs, texts = load_all(res)
+      assert.equal(8192, cfgs.n_local.chunk)
+      assert.truthy(texts.n_local:find("Chunked-attention layers: 3 of 4 (0, 2, 3).", 1, true), texts.n_local)
+      assert.truthy(texts.n_local:find("attention_chunk_size = absent (Llama 4 default: 8192)", 1, true))
+      res = assert(import_table(llama4({ attention_chunk_size = json.null }), "z"))
+      assert.same({ "z" }, names_of(res))
+      assert.is_nil(load_all(res).z.chunk)
+      -- no_rope_layer_interval moves the NoPE layers
+      res = assert(import_table(llama4({ num_hidden_layers = 6, no_rope_layer_interval = 2 }), "i2"))
+      assert.truthy(load_all(res) and res.configs[1].text:find("Chunked-attention layers: 3 of 6 (0, 2, 4).", 1,
+        true), res.configs[1].text)
+    end)
+
+    it("layer_types with chunked_attention entries, in any family", function()
+      local res = assert(import_table({ model_type = "llama", num_attention_heads = 8, hidden_size = 512,
+        attention_chunk_size = 64, layer_types = { "chunked_attention", "full_attention", "chunked_attention" } },
+        "lt"))
+      local cfgs, texts = load_all(res)
+      assert.same({ "lt_local", "lt_global" }, names_of(res))
+      assert.equal(64, cfgs.lt_local.chunk)
+      assert.is_nil(cfgs.lt_global.chunk)
+      assert.truthy(texts.lt_local:find("2 chunked_attention, 1 full_attention", 1, true), texts.lt_local)
+      res = assert(import_table({ model_type = "llama4_text", num_attention_heads = 8, head_dim = 64,
+        num_hidden_layers = 2, layer_types = { "chunked_attention", "chunked_attention" } }, "all"))
+      assert.same({ "all" }, names_of(res))
+      assert.equal(8192, load_all(res).all.chunk)
+    end)
+  end)
+
   describe("families and keys", function()
     it("Mistral: sliding_window null is no window; absent is Mistral's default 4096", function()
       local cfgs = load_all(assert(import_table({ model_type = "mistral", num_attention_heads = 32,
@@ -550,6 +649,40 @@ describe("import-hf", function()
         layer_types = { "full_attention", "sliding_attention" } }):find("'use_sliding_window' is not true", 1, true))
       assert.truthy(err_of({ model_type = "gemma2", num_attention_heads = 4, head_dim = 64,
         attn_logit_softcapping = -1 }):find("'attn_logit_softcapping' must be a number > 0", 1, true))
+    end)
+
+    it("chunked attention: bad values, missing keys, two kinds of local layers", function()
+      local function l4(tc) -- Llama4ForConditionalGeneration with text_config tc
+        return { model_type = "llama4", architectures = { "Llama4ForConditionalGeneration" }, text_config = tc }
+      end
+      local base = { num_attention_heads = 4, head_dim = 16, num_hidden_layers = 4 }
+      local function with_(t)
+        local c = {}
+        for k, v in pairs(base) do c[k] = v end
+        for k, v in pairs(t) do c[k] = v end
+        return c
+      end
+      assert.truthy(err_of({ model_type = "llama4", num_attention_heads = 4 }):find(
+        "Llama 4 keeps its language model's keys in 'text_config', an object; got nothing", 1, true))
+      assert.truthy(err_of(l4({ 1, 2 })):find("'text_config', an object", 1, true))
+      assert.truthy(err_of(l4(with_({ attention_chunk_size = 0 }))):find(
+        "'attention_chunk_size' must be an integer >= 1, got 0", 1, true))
+      assert.truthy(err_of(l4(with_({ attention_chunk_size = 2.5 }))):find("'attention_chunk_size' must be", 1, true))
+      assert.truthy(err_of(l4(with_({ attention_chunk_size = 2 ^ 30 + 1 }))):find(
+        "'chunk' must be in 1..1073741824, got 1073741825 (from 'attention_chunk_size')", 1, true))
+      assert.truthy(err_of(l4(with_({ no_rope_layers = { 1, 0 } }))):find(
+        "'no_rope_layers' has 2 entries but 'num_hidden_layers' is 4", 1, true))
+      assert.truthy(err_of(l4(with_({ no_rope_layers = { 1, 0, 2, 1 } }))):find(
+        "'no_rope_layers' entry 2 is 2", 1, true))
+      assert.truthy(err_of(l4(with_({ no_rope_layers = "all" }))):find("'no_rope_layers' must be a list", 1, true))
+      assert.truthy(err_of({ model_type = "llama", num_attention_heads = 4, hidden_size = 64,
+        layer_types = { "full_attention", "chunked_attention" } }):find(
+        "'layer_types' entry 1 is \"chunked_attention\" but 'attention_chunk_size' is null or absent", 1, true))
+      assert.truthy(err_of({ model_type = "llama", num_attention_heads = 4, hidden_size = 64, sliding_window = 8,
+        attention_chunk_size = 8, layer_types = { "sliding_attention", "chunked_attention" } }):find(
+        "both sliding_attention and chunked_attention layers", 1, true))
+      assert.truthy(err_of({ model_type = "bert", num_attention_heads = 4, hidden_size = 64, attention_chunk_size = 8,
+        layer_types = { "chunked_attention" } }):find("a bidirectional model with chunked-attention layers", 1, true))
     end)
 
     it("what attngen cannot express is refused", function()

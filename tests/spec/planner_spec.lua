@@ -99,7 +99,7 @@ describe("planner", function()
         assert.equal(lr[2], isa.regs, name)
         assert.equal(name, isa.name)
       end
-      assert.same({ "avx512", "avx2", "neon", "scalar" }, isa_registry.order)
+      assert.same({ "avx512bf16", "avx512", "avx2", "neon", "scalar" }, isa_registry.order)
       assert.is_nil((isa_registry.get("sse2")))
       assert.is_false(isa_registry.known("sse2"))
       assert.is_true(isa_registry.known("neon"))
@@ -225,6 +225,47 @@ describe("planner", function()
       assert.is_true(plan_of({ global_tokens = 1, window = { right = 2 } }).has_global)
       assert.is_false(plan_of({ global_tokens = 0, sliding_window = 8 }).has_global)
       assert.equal(4, plan_of({ global_tokens = 4 }).global_tokens)
+    end)
+
+    it("positions: bottom-right unless causal = \"top_left\", decided once in p.pos", function()
+      for _, raw in ipairs({ {}, { causal = true }, { causal = "bottom_right" }, { sliding_window = 4 } }) do
+        local p = plan_of(raw)
+        assert.is_false(p.top_left)
+        assert.equal("i0 + r + lk - args->seq_q", p.pos("i0 + r", "lk", "args->seq_q"))
+      end
+      local p = plan_of({ causal = "top_left" })
+      assert.is_true(p.causal)
+      assert.is_true(p.top_left)
+      assert.equal(0, p.window_right)
+      assert.equal("i", p.pos("i", "lk", "Lq"))
+    end)
+
+    it("chunks: spans, and global queries exempt from them", function()
+      local p = plan_of({ chunk = 8 })
+      assert.equal(8, p.chunk)
+      assert.is_true(is_integer(p.chunk))
+      assert.is_true(p.has_spans)
+      assert.is_false(p.has_left or p.has_right)
+      assert.is_false(p.has_global)
+      assert.is_true(plan_of({ chunk = 8, global_tokens = 2 }).has_global)
+      assert.is_true(is_integer(plan_of({ chunk = 8.0 }).chunk))
+      assert.is_nil(plan_of().chunk)
+    end)
+
+    it("the spec names the alignment and the chunk only when set", function()
+      local function fields(raw)
+        local t = {}
+        for i, f in ipairs(plan_of(raw).spec_fields) do t[f[1]] = { i, f[2] } end
+        return t
+      end
+      local f = fields({ causal = true })
+      assert.is_nil(f.top_left)
+      assert.is_nil(f.chunk)
+      f = fields({ causal = "top_left", chunk = 24 })
+      assert.equal("1", f.top_left[2])
+      assert.equal(f.causal[1] + 1, f.top_left[1])
+      assert.equal(24, f.chunk[2])
+      assert.equal(f.window_right[1] + 1, f.chunk[1])
     end)
 
     it("padding and mask tensors", function()

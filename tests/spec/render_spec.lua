@@ -32,7 +32,7 @@ end
 
 describe("render", function()
   local EVERYTHING = { name = "r_all", heads_q = 4, heads_kv = 2, head_dim = 72, causal = true,
-    sliding_window = 40, global_tokens = 4, padding = true, mask = "bias", softcap = 30.0, alibi = true }
+    sliding_window = 40, chunk = 48, global_tokens = 4, padding = true, mask = "bias", softcap = 30.0, alibi = true }
 
   describe("determinism", function()
     it("rendering the same config twice gives identical text", function()
@@ -131,7 +131,22 @@ describe("render", function()
         assert.truthy(banner:find(" *   window = { left = 39, right = 0 },", 1, true))
         assert.truthy(banner:find(' *   isa = { "avx512", "avx2", "neon", "scalar" },', 1, true))
         assert.truthy(banner:find(" *   softcap = 30,", 1, true))
+        assert.truthy(banner:find(" *   chunk = 48,", 1, true))
       end
+    end)
+
+    it("names the alignment and the chunks in the mask line and the spec, only when set", function()
+      local th, tc = files_for({ name = "r_tl", heads_q = 2, head_dim = 8, causal = "top_left", chunk = 16 })
+      for _, text in ipairs({ th, tc }) do
+        assert.truthy(text:find(" * Mask: causal (top-left), chunks of 16 keys.", 1, true), text:sub(1, 1500))
+      end
+      assert.truthy(th:find(' *   causal = "top_left",', 1, true))
+      assert.truthy(tc:find("        .causal = 1,\n        .top_left = 1,\n", 1, true))
+      assert.truthy(tc:find("        .window_right = 0,\n        .chunk = 16,\n", 1, true))
+      local _, bc = files_for({ name = "r_br", heads_q = 2, head_dim = 8, causal = true })
+      assert.truthy(bc:find(" * Mask: causal (bottom-right).", 1, true))
+      assert.is_nil(bc:find(".top_left", 1, true))
+      assert.is_nil(bc:find(".chunk", 1, true))
     end)
 
     it("echoes the keys in the schema's order", function()

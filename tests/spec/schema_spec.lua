@@ -41,19 +41,20 @@ describe("schema", function()
   describe("defaults", function()
     local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
 
-    it("fills every key of docs/config.md except the optional softcap", function()
+    it("fills every key of docs/config.md except the optional softcap and chunk", function()
       for _, k in ipairs(schema.order) do
-        if k ~= "softcap" and k ~= "sliding_window" then
+        if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" then
           assert.is_not_nil(cfg[k], "missing default for " .. k)
         end
       end
       assert.is_nil(cfg.softcap)
+      assert.is_nil(cfg.chunk) -- no chunks
       assert.is_nil(cfg.sliding_window) -- folded into window
     end)
 
     it("knows exactly the keys of the sdpa family, and the decode_max_q extension", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
-        "window", "sliding_window", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
+        "window", "sliding_window", "chunk", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
         "decode_max_q", "dtype", "matmul", "isa", "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
@@ -158,6 +159,49 @@ describe("schema", function()
       rejects_key(with({ sliding_window = 0 }), "sliding_window")
       rejects_key(with({ sliding_window = 2.5 }), "sliding_window")
       rejects_key(with({ sliding_window = "8" }), "sliding_window")
+    end)
+  end)
+
+  describe("causal alignment and chunks", function()
+    it("causal: false, true or \"bottom_right\" (the same: true), or \"top_left\" (kept)", function()
+      assert.is_false(assert(schema.normalize(with({ causal = false }))).causal)
+      assert.is_true(assert(schema.normalize(with({ causal = true }))).causal)
+      local c = assert(schema.normalize(with({ causal = "bottom_right", sliding_window = 4 })))
+      assert.is_true(c.causal)
+      assert.same({ left = 3, right = 0 }, c.window)
+      c = assert(schema.normalize(with({ causal = "top_left", window = { left = 5, right = 2 } })))
+      assert.equal("top_left", c.causal)
+      assert.same({ left = 5, right = 0 }, c.window) -- causal folds in, as with true
+    end)
+
+    it("causal: anything else is one line listing the four values", function()
+      for _, bad in ipairs({ "yes", "top-left", "TOP_LEFT", "bottom_left", 1, 0, { "top_left" } }) do
+        rejects_key(with({ causal = bad }), "causal", "true or false", '"bottom_right"', '"top_left"')
+      end
+      local msg = rejects_key(with({ causal = "topleft" }), "causal")
+      assert.truthy(msg:find('got "topleft"', 1, true), msg)
+      msg = rejects_key(with({ causal = "a\nb" }), "causal")
+      assert.truthy(msg:find('got "a\\n', 1, true), msg)
+    end)
+
+    it("chunk: an integer in 1..2^30, absent by default (no chunks)", function()
+      assert.is_nil(assert(schema.normalize(with({}))).chunk)
+      assert.equal(1, assert(schema.normalize(with({ chunk = 1 }))).chunk)
+      assert.equal(8192, assert(schema.normalize(with({ chunk = 8192, causal = true }))).chunk)
+      assert.equal(2 ^ 30, assert(schema.normalize(with({ chunk = 2 ^ 30 }))).chunk)
+      for _, bad in ipairs({ 0, -1, 2 ^ 30 + 1 }) do rejects_key(with({ chunk = bad }), "chunk", "1..1073741824") end
+      for _, bad in ipairs({ 2.5, "8", true, 1 / 0, 0 / 0, { 8 } }) do
+        rejects_key(with({ chunk = bad }), "chunk", "integer")
+      end
+    end)
+
+    it("chunk composes with causal, either alignment, a window and global tokens", function()
+      local c = assert(schema.normalize(with({ chunk = 16, causal = "top_left", sliding_window = 8,
+        global_tokens = 2 })))
+      assert.equal(16, c.chunk)
+      assert.equal("top_left", c.causal)
+      assert.same({ left = 7, right = 0 }, c.window)
+      assert.equal(2, c.global_tokens)
     end)
   end)
 
@@ -291,11 +335,23 @@ describe("schema", function()
       assert.is_nil(msg:find("not implemented", 1, true))
     end)
 
-    it("matmul: f32 by default; bf16 needs bf16 Q and K/V, and is not implemented yet", function()
+    it("matmul: f32 by default; bf16 needs bf16 Q and K/V", function()
       assert.equal("f32", assert(schema.normalize(with({}))).matmul)
       rejects_key(with({ matmul = "bf16", dtype = { kv = "f16" } }), "matmul", "needs Q and K/V stored as bf16")
-      rejects_key(with({ matmul = "bf16", dtype = "bf16" }), "matmul", "not implemented yet")
+      rejects_key(with({ matmul = "bf16", dtype = { q = "f32", kv = "bf16" } }), "matmul", "got Q f32")
+      assert.equal("bf16", assert(schema.normalize(with({ matmul = "bf16", dtype = "bf16" }))).matmul)
+      local mixed = with({ matmul = "bf16", dtype = { q = "bf16", kv = "bf16" } })
+      assert.equal("bf16", assert(schema.normalize(mixed)).matmul)
       rejects_key(with({ matmul = "f16" }), "matmul", "f32", "bf16")
+    end)
+
+    it("isa: the avx512bf16 variant only for matmul = \"bf16\", first by default", function()
+      assert.same({ "avx512", "avx2", "neon", "scalar" }, assert(schema.normalize(with({}))).isa)
+      assert.same({ "avx512bf16", "avx512", "avx2", "neon", "scalar" },
+        assert(schema.normalize(with({ matmul = "bf16", dtype = "bf16" }))).isa)
+      assert.same({ "avx512bf16", "scalar" },
+        assert(schema.normalize(with({ matmul = "bf16", dtype = "bf16", isa = { "scalar", "avx512bf16" } }))).isa)
+      rejects_key(with({ isa = { "avx512bf16", "avx512" } }), "isa", "avx512bf16", "needs that 'matmul'")
     end)
 
     it("kind: sdpa; linear, additive, luong are not implemented yet", function()

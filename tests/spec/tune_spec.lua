@@ -87,8 +87,9 @@ describe("tune", function()
                 assert.equal(0, t.kv % kvstep, where)
               end
               -- the schema takes the tile, and the planner keeps the ISA's full blocking
+              -- (an ISA for one product type, avx512bf16, with that type and its storage)
               local c = cfg_of({ head_dim = cfg.head_dim, head_dim_v = cfg.head_dim_v, isa = { isa_name },
-                tile = { q = t.q, kv = t.kv } })
+                tile = { q = t.q, kv = t.kv }, matmul = isa.matmul, dtype = isa.matmul })
               local v = planner.plan(c).variants[1]
               assert.equal(isa.qk_block.nr, v.qk.nr, where)
               assert.equal(0, t.kv % v.qk.nc, where)
