@@ -426,6 +426,54 @@ int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d)
 
 /* ---- pv: O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv], V in dt ------ */
 
+/* The operands of a P*V case, as its term function reads them. */
+typedef struct {
+    attn_dtype dt;    /* V's storage type (P is f32, or bf16 for pvdp) */
+    const void *p;
+    int64_t ps, pk;
+    const void *v;
+    int64_t vs;
+} pv_operands;
+
+/* P(r, j) V(j, c) of pv: P f32 at p[r * ps + j * pk], V rows vs elements apart */
+static double pv_term(const pv_operands *x, int r, int j, int c)
+{
+    return (double)((const float *)x->p)[r * x->ps + j * x->pk] * elem(x->dt, x->v, (size_t)(j * x->vs + c));
+}
+
+/* P(r, j) V(j, c) of pvdp: bf16 P at p[r * ps + j]; V as pairs of keys, the
+ * pair (j, j + 1), j even, a row of pairs at v + j * vs */
+static double pvdp_term(const pv_operands *x, int r, int j, int c)
+{
+    const uint16_t *p = (const uint16_t *)x->p, *v = (const uint16_t *)x->v;
+    return widen_bf16(p[r * x->ps + j]) * widen_bf16(v[(j - j % 2) * x->vs + 2 * c + j % 2]);
+}
+
+/* Checks O[r][c] = alpha[r] O0[r][c] + sum over [jlo, jhi) of term(r, j, c)
+ * for the m rows and dv columns of O (rows dvp apart; columns dv..dvp may
+ * hold anything), each within the bound of its terms' magnitudes. */
+static void check_pv(const char *name, int m, int dv, int dvp, int jlo, int jhi, const float *alpha,
+                     const float *o0, const float *o, double (*term)(const pv_operands *, int, int, int),
+                     const pv_operands *x)
+{
+    int r, c, j;
+    for (r = 0; r < m; r++)
+        for (c = 0; c < dv; c++) {
+            double want = (double)alpha[r] * (double)o0[r * dvp + c];
+            double bound = fabs(want);
+            for (j = jlo; j < jhi; j++) {
+                const double t = term(x, r, j, c);
+                want += t;
+                bound += fabs(t);
+            }
+            if (!within(o[r * dvp + c], want, bound)) {
+                char what[64];
+                snprintf(what, sizeof what, "o[%d][%d]", r, c);
+                mismatch(name, what, o[r * dvp + c], want, bound);
+            }
+        }
+}
+
 int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp)
 {
     /* key ranges: all, a middle part, the last key alone, none */
@@ -454,7 +502,7 @@ int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int
             float *p = guarded_alloc(&gp, np, sizeof(float)), *alpha = guarded_alloc(&ga, (size_t)m, sizeof(float));
             void *v = guarded_alloc(&gv, nv, es), *v0;
             float *o = canary_alloc(no), *o0, *p0, *alpha0;
-            int r, c, j, sig;
+            int r, j, sig;
             long i;
             reseed((unsigned)(10 + layout * 4 + rg));
             for (r = 0; r < m; r++)
@@ -478,21 +526,8 @@ int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int
             sig = call_pv(fn, dt, p, ps, pk, v, vs, jlo, jhi, o, alpha);
             if (sig) fault(name, sig);
             else {
-                for (r = 0; r < m; r++)
-                    for (c = 0; c < dv; c++) { /* columns dv..dvp may hold anything */
-                        double want = (double)alpha[r] * (double)o0[r * dvp + c];
-                        double bound = fabs(want);
-                        for (j = jlo; j < jhi; j++) {
-                            const double t = (double)p[r * ps + j * pk] * elem(dt, v, (size_t)(j * vs + c));
-                            want += t;
-                            bound += fabs(t);
-                        }
-                        if (!within(o[r * dvp + c], want, bound)) {
-                            char what[64];
-                            snprintf(what, sizeof what, "o[%d][%d]", r, c);
-                            mismatch(name, what, o[r * dvp + c], want, bound);
-                        }
-                    }
+                const pv_operands x = { dt, p, ps, pk, v, vs };
+                check_pv(name, m, dv, dvp, jlo, jhi, alpha, o0, o, pv_term, &x);
                 check_pads(name, "o", o, (long)no);
                 check_input(name, "p", p, p0, np, sizeof(float));
                 check_input(name, "v", v, v0, nv, es);
@@ -693,7 +728,7 @@ int ukt_pvdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, i
             uint16_t *p0, *v0;
             float *alpha = guarded_alloc(&ga, (size_t)m, sizeof(float));
             float *o = canary_alloc(no), *o0, *alpha0;
-            int r, c, j, sig;
+            int r, sig;
             long i;
             reseed((unsigned)(40 + layout * 4 + rg));
             for (i = 0; i < (long)np; i++) { /* NaN outside the key range and between rows */
@@ -723,22 +758,8 @@ int ukt_pvdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, i
             sig = call_pvdp(fn, p, ps, v, vs, jlo, jhi, o, alpha);
             if (sig) fault(name, sig);
             else {
-                for (r = 0; r < m; r++)
-                    for (c = 0; c < dv; c++) { /* columns dv..dvp may hold anything */
-                        double want = (double)alpha[r] * (double)o0[r * dvp + c];
-                        double bound = fabs(want);
-                        for (j = jlo; j < jhi; j++) {
-                            const double t =
-                                widen_bf16(p[r * ps + j]) * widen_bf16(v[(j - j % 2) * vs + 2 * c + j % 2]);
-                            want += t;
-                            bound += fabs(t);
-                        }
-                        if (!within(o[r * dvp + c], want, bound)) {
-                            char what[64];
-                            snprintf(what, sizeof what, "o[%d][%d]", r, c);
-                            mismatch(name, what, o[r * dvp + c], want, bound);
-                        }
-                    }
+                const pv_operands x = { ATTN_DTYPE_BF16, p, ps, 1, v, vs };
+                check_pv(name, m, dv, dvp, jlo, jhi, alpha, o0, o, pvdp_term, &x);
                 check_pads(name, "o", o, (long)no);
                 check_input(name, "p", p, p0, np, sizeof(uint16_t));
                 check_input(name, "v", v, v0, nv, sizeof(uint16_t));
