@@ -84,6 +84,22 @@ local function publish(tmp, entry, marker)
   return entry
 end
 
+--- Where an OpenBLAS library is found in the usual places: part of the
+-- cache key, so that installing or removing it rebuilds the bench (which
+-- links it when it can) instead of keeping a build without, or with, it.
+local BLAS_PATHS = {
+  "/usr/lib/x86_64-linux-gnu/libopenblas.so", "/usr/lib/aarch64-linux-gnu/libopenblas.so",
+  "/usr/lib64/libopenblas.so", "/usr/lib/libopenblas.so", "/usr/local/lib/libopenblas.so",
+  "/opt/homebrew/opt/openblas/lib/libopenblas.dylib", "/usr/local/opt/openblas/lib/libopenblas.dylib",
+}
+local function blas_probe()
+  local found = {}
+  for _, p in ipairs(BLAS_PATHS) do
+    if path.exists(p) then found[#found + 1] = p end
+  end
+  return table.concat(found, ";")
+end
+
 --- Builds (or finds) the tools for a config.  Returns the entry folder,
 -- holding the executables attn_run, attn_check, attn_bench; or nil, err.
 -- The kernel is rendered as `generate` writes it (tile = "auto": the tuning
@@ -104,7 +120,7 @@ function M.ensure(cfg, display, sets)
   inputs[#inputs + 1] = rt .. "/tools/attn_tool_inputs.h"
   inputs[#inputs + 1] = rt .. "/tools/attn_entry.c"
   local key = M.hash(files[1].text .. files[2].text .. read_all(inputs) .. version.string .. cid
-    .. (os.getenv("CFLAGS") or ""))
+    .. (os.getenv("CFLAGS") or "") .. blas_probe())
   local cache = M.cache_dir()
   local entry = ("%s/%s-%s"):format(cache, cfg.name, key)
   if path.isfile(entry .. "/attn_" .. M.TOOLS[#M.TOOLS]) then return entry end
@@ -152,7 +168,8 @@ function M.ensure(cfg, display, sets)
       end
       -- the bench adds an unfused OpenBLAS baseline when OpenBLAS is installed
       local okl, out = false, nil
-      if t == "bench" then okl = link(" -DATTN_HAVE_OPENBLAS", " -lopenblas") end
+      -- (-ldl: its look-up of cblas_sbgemm; part of libc from glibc 2.34 on)
+      if t == "bench" then okl = link(" -DATTN_HAVE_OPENBLAS", " -lopenblas -ldl") end
       if not okl then okl, out = link("", "") end
       if not okl then return nil, out end
     end
@@ -229,6 +246,56 @@ function M.ensure_tuner(name, files)
   local published, perr = publish(tmp, entry, "attn_tune")
   if not published then return nil, perr end
   return entry .. "/attn_tune", true
+end
+
+--- Builds (or finds) the tool of `attngen plot mask` for a plan: the
+-- runtime, the reference and runtime/tools/attn_mask_main.c with a one-line
+-- unit that defines attn_mask_spec from the plan's spec_fields (the
+-- descriptor's own initializer, so every rule of the spec reaches the
+-- reference), no kernel.  Cached like the tools, keyed by every input.
+-- Returns the executable's path, or nil, err.
+function M.ensure_mask_tool(plan)
+  local cid, cerr = compiler_id()
+  if not cid then return nil, cerr end
+  local rt = util.root .. "/runtime"
+  local sources = { rt .. "/attn_runtime.c", rt .. "/attn_reference.c", rt .. "/tools/attn_mask_main.c" }
+  local headers = { rt .. "/attn_runtime.h", rt .. "/attn_reference.h" }
+  local lines = { '#include "attn_runtime.h"', "const attn_spec attn_mask_spec = {" }
+  for i, fld in ipairs(plan.spec_fields) do
+    lines[#lines + 1] = ("    .%s = %s%s"):format(fld[1], fld[2], i < #plan.spec_fields and "," or "")
+  end
+  lines[#lines + 1] = "};"
+  local spec_text = table.concat(lines, "\n") .. "\n"
+  local key = M.hash(spec_text .. read_all(sources) .. read_all(headers) .. version.string .. cid
+    .. (os.getenv("CFLAGS") or ""))
+  local cache = M.cache_dir()
+  local entry = ("%s/mask-%s-%s"):format(cache, plan.name, key)
+  if path.isfile(entry .. "/attn_mask") then return entry .. "/attn_mask" end
+
+  local ok, err = util.makepath(cache)
+  if not ok then return nil, err end
+  local tmp = ("%s/.build-mask-%s-%s"):format(cache, plan.name, util.unique_suffix())
+  ok, err = util.makepath(tmp)
+  if not ok then return nil, err end
+  local w, werr = util.write_atomic(tmp .. "/attn_mask_spec.c", spec_text)
+  if w == nil then
+    dir.rmtree(tmp)
+    return nil, werr
+  end
+  local q = util.shell_quote
+  local units = { q(tmp .. "/attn_mask_spec.c") }
+  for _, src in ipairs(sources) do units[#units + 1] = q(src) end
+  local cflags = "-std=c99 -O1 -D_POSIX_C_SOURCE=200809L " .. (os.getenv("CFLAGS") or "")
+  local built, out = util.run_capture(("%s %s -I%s %s -o %s -lm"):format(q(M.compiler()), cflags, q(rt),
+    table.concat(units, " "), q(tmp .. "/attn_mask")))
+  if not built or not path.isfile(tmp .. "/attn_mask") then
+    dir.rmtree(tmp)
+    return nil, ("compiling the mask tool of %s with '%s' failed: %s"):format(plan.name, M.compiler(),
+      built and "it produced no program (is CC a C compiler?)" or M.first_error(out))
+  end
+  local published, perr = publish(tmp, entry, "attn_mask")
+  if not published then return nil, perr end
+  return entry .. "/attn_mask"
 end
 
 return M
