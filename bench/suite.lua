@@ -9,23 +9,72 @@
 -- second against the read bandwidth the bench measures, and a sweep over
 -- the query rows shows where the decode path stops paying.
 --
--- Usage: bin/attngen-lua bench/suite.lua [--quick] [--out DIR]
+-- The plot is drawn by gnuplot (generator/plots.lua); --replot redraws it
+-- from DIR/results.json without running anything.
+--
+-- Usage: bin/attngen-lua bench/suite.lua [--quick] [--out DIR] [--replot]
 local root = os.getenv("ATTNGEN_ROOT") or "."
 package.path = root .. "/generator/?.lua;" .. root .. "/generator/?/init.lua;" .. package.path
 
 local json = require("dkjson")
 local util = require("util")
-local svg = require("svgplot")
+local gnuplot = require("gnuplot")
+local plots = require("plots")
 
-local quick, out = false, root .. "/bench"
+local quick, out, replot = false, root .. "/bench", false
 do
   local i = 1
   while arg[i] do
     if arg[i] == "--quick" then quick = true
     elseif arg[i] == "--out" then out = arg[i + 1]; i = i + 1
-    else io.stderr:write("usage: bench/suite.lua [--quick] [--out DIR]\n"); os.exit(2) end
+    elseif arg[i] == "--replot" then replot = true
+    else io.stderr:write("usage: bench/suite.lua [--quick] [--out DIR] [--replot]\n"); os.exit(2) end
     i = i + 1
   end
+end
+
+--- Writes DIR/prefill.svg: GFLOP/s against L per implementation (series:
+-- name -> {{L, GFLOP/s}, ...}), the FMA peak as a line.
+local function write_plot(series, peak)
+  local names = {}
+  for n in pairs(series) do names[#names + 1] = n end
+  table.sort(names)
+  local lines = {}
+  for _, n in ipairs(names) do lines[#lines + 1] = { name = n, points = series[n] } end
+  local ok, err = gnuplot.render(out .. "/prefill.svg", plots.lines({
+    title = "attngen prefill, fp32, H=8, D=128, non-causal, 1 thread",
+    xlabel = "sequence length (Lq = Lk)", ylabel = "GFLOP/s", logx = true,
+    series = lines, hline = { value = peak, label = ("AVX-512 FMA peak (%.0f)"):format(peak) },
+  }))
+  if not ok then io.stderr:write("attngen: ", err, "\n"); os.exit(1) end
+end
+
+--- The sweep's series and peak from the runs recorded in results.json.
+local function sweep_of(runs)
+  local series, peak = {}, 0
+  for _, r in ipairs(runs) do
+    local l = tonumber(r.name:match("^sweep L=(%d+)$"))
+    if l then
+      for _, x in ipairs(r.data.results) do
+        series[x.impl] = series[x.impl] or {}
+        table.insert(series[x.impl], { l, x.gflops })
+        if x.impl == "avx512" then peak = math.max(peak, x.peak_gflops) end
+      end
+    end
+  end
+  return series, peak
+end
+
+if replot then
+  local text = util.read_file(out .. "/results.json")
+  local data = text and json.decode(text)
+  if not data or not data.runs then
+    io.stderr:write("attngen: ", out, "/results.json: no results to plot\n")
+    os.exit(2)
+  end
+  write_plot(sweep_of(data.runs))
+  print(("wrote %s/prefill.svg"):format(out))
+  os.exit(0)
 end
 
 local L = quick and 1024 or 4096           -- the prefill length of the targets
@@ -124,6 +173,19 @@ record("prefill causal", causal)
 local speed = result(full, "avx512").seconds / result(causal, "avx512").seconds
 target(("causal vs non-causal at L=%d: speed-up"):format(L), speed, ">= 1.8", speed >= 1.8)
 
+-- 2b. the attention weights output (weights = true: P written as well as O)
+-- against the same causal kernel without it, 1 thread
+local LP = quick and 1024 or 2048
+progress(("causal L=%d with weights"):format(LP))
+local nowt = bench("llama3_8b", with(H8, "causal=true"), { ["seq-q"] = LP, threads = 1, isa = "avx512",
+  ["no-reference"] = true })
+local wt = bench("llama3_8b", with(H8, "causal=true", "weights=true"), { ["seq-q"] = LP, threads = 1, isa = "avx512",
+  ["no-reference"] = true })
+record("prefill causal, no weights", nowt)
+record("prefill causal, weights", wt)
+local wcost = result(wt, "avx512").seconds / result(nowt, "avx512").seconds
+target(("weights = true, causal L=%d: time / the time without weights"):format(LP), wcost, "<= 1.6", wcost <= 1.6)
+
 -- 3. sliding window W = 512 at LW against the window's share of non-causal time
 progress(("sliding window 512 at L=%d"):format(LW))
 local wfull = bench("llama3_8b", H8, { ["seq-q"] = LW, threads = 1, isa = "avx512", ["no-reference"] = true })
@@ -134,6 +196,25 @@ record("window 512", win)
 local share = (512 / LW) * result(wfull, "avx512").seconds
 local wr = result(win, "avx512").seconds / share
 target(("window 512 at L=%d: time / ((W/L) x non-causal time)"):format(LW), wr, "<= 1.3", wr <= 1.3)
+
+-- 3b. chunked attention and the Sparse Transformer patterns at LW against
+-- the causal kernel's time scaled by the scores each computes (visible
+-- scores / the causal kernel's, as the bench counts them)
+progress(("chunked and sparse masks at L=%d"):format(LW))
+local scausal = bench("llama3_8b", with(H8, "causal=true"),
+  { ["seq-q"] = LW, threads = 1, isa = "avx512", ["no-reference"] = true })
+record("causal (chunk and sparse reference)", scausal)
+for _, sp in ipairs({ { "chunk 2048", "chunk=2048", 1.3 },
+    { "sparse fixed 128/16", 'sparse={pattern="fixed",block=128,summary=16}', 1.5 },
+    { "sparse strided 128", 'sparse={pattern="strided",stride=128}', 2 } }) do
+  local r = bench("llama3_8b", with(H8, "causal=true", sp[2]),
+    { ["seq-q"] = LW, threads = 1, isa = "avx512", ["no-reference"] = true })
+  record(sp[1], r)
+  local sshare = r.visible_scores / scausal.visible_scores * result(scausal, "avx512").seconds
+  local sr = result(r, "avx512").seconds / sshare
+  target(("%s at L=%d: time / ((visible/causal) x causal time)"):format(sp[1], LW), sr,
+    ("<= %g"):format(sp[3]), sr <= sp[3])
+end
 
 -- 4. two threads
 progress(("2 threads L=%d"):format(L))
@@ -402,15 +483,6 @@ util.makepath(out)
 util.write_atomic(out .. "/results.json", json.encode({ quick = quick, runs = runs, targets = rows,
   decode = decode_rows, decode_rounds = rounds, decode_threshold = crossover },
   { indent = true }) .. "\n")
-local names = {}
-for n in pairs(series) do names[#names + 1] = n end
-table.sort(names)
-local lines = {}
-for _, n in ipairs(names) do lines[#lines + 1] = { name = n, points = series[n] } end
-util.write_atomic(out .. "/prefill.svg", svg.lines({
-  title = "attngen prefill, fp32, H=8, D=128, non-causal, 1 thread",
-  xlabel = "sequence length (Lq = Lk)", ylabel = "GFLOP/s", logx = true,
-  series = lines, hline = { value = peak, label = ("AVX-512 FMA peak (%.0f)"):format(peak) },
-}))
+write_plot(series, peak)
 print(("wrote %s/results.json and %s/prefill.svg"):format(out, out))
 os.exit(all and 0 or 1)

@@ -78,6 +78,10 @@ M.OPS = {
   sadd = { what = "streaming decode: what is added to a row's score at a key" },
   alibi_slopes = { what = "ALiBi slopes of the query heads" },
   visible = { what = "whether a key lies in a row's spans" },
+  sparse_key = { what = "whether the sparse pattern keeps a key for a query position" },
+  sparse_first = { what = "the first key at or after a key that the sparse pattern keeps" },
+  sparse_next = { what = "the next key after a kept one that the sparse pattern keeps" },
+  sparse_last = { what = "the last key at or before a key that the sparse pattern keeps" },
   mask_at = { what = "address of a mask or bias element" },
   softmax = { isa = true, what = "online softmax of one row, keys along the lanes" },
   softmax_t = { isa = true, what = "online softmax of a vector of rows, key by key" },
@@ -87,6 +91,7 @@ M.OPS = {
   k_row = { what = "address of a key row (every K read goes through it)" },
   v_row = { what = "address of a value row (every V read goes through it)" },
   o_row = { what = "address of an output row" },
+  p_row = { what = "address of a row of the attention weights" },
 }
 
 --- Shared (not config-scoped) helpers: attn_<op>[_q4]__<isa>.

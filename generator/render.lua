@@ -28,6 +28,10 @@ local function mask_summary(p)
     parts[#parts + 1] = ("window left %d, right %d"):format(p.window_left, p.window_right)
   end
   if p.chunk then parts[#parts + 1] = ("chunks of %d keys"):format(p.chunk) end
+  if p.sparse then
+    parts[#parts + 1] = p.sparse.pattern == "strided" and ("sparse strided, stride %d"):format(p.sparse.stride)
+      or ("sparse fixed, block %d, summary %d"):format(p.sparse.block, p.sparse.summary)
+  end
   if p.global_tokens > 0 then parts[#parts + 1] = ("%d global tokens"):format(p.global_tokens) end
   if p.padding then parts[#parts + 1] = "padding (seqlens_k)" end
   if p.mask ~= "none" then parts[#parts + 1] = p.mask .. " mask tensor" end

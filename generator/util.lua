@@ -88,16 +88,16 @@ function M.shell_quote(s)
   return "'" .. s:gsub("'", "'\\''") .. "'"
 end
 
---- Runs a shell command; returns ok, output (stdout and stderr together).
--- The exit status travels as a last line, since Lua 5.1's popen():close()
--- does not report it.
+--- Runs a shell command; returns ok, output (stdout and stderr together),
+-- and the exit code.  The exit status travels as a last line, since Lua
+-- 5.1's popen():close() does not report it.
 function M.run_capture(cmd)
   local p = io.popen("(" .. cmd .. ") 2>&1; echo \"@rc=$?\"")
   local out = p:read("*a")
   p:close()
   local body, rc = out:match("^(.-)@rc=(%d+)%s*$")
-  if not body then return false, out end
-  return tonumber(rc) == 0, body
+  if not body then return false, out, -1 end
+  return tonumber(rc) == 0, body, tonumber(rc)
 end
 
 --- Runs a command with its output on our terminal; returns its exit code.

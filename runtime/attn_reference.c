@@ -55,11 +55,14 @@ static int key_visible(const attn_spec *spec, const attn_args *args, int64_t b, 
     /* causal: j <= p_i */
     if (spec->causal && !(j <= p))
         return 0;
+    /* a sparse pattern is causal by itself, for every row: j <= p_i */
+    if (spec->sparse != ATTN_SPARSE_NONE && !(j <= p))
+        return 0;
     /* window: p_i - left <= j <= p_i + right; chunk: j / C == p_i / C, for
        p_i >= 0 (a row at p_i < 0 is in no chunk).  Global queries
-       (0 <= p_i < G) are exempt from both, keys j < G from the window's
-       left bound and from the chunk.  A row past the keys (p_i < 0, when
-       Lq > Lk_b) is no global token. */
+       (0 <= p_i < G) are exempt from both and from the sparse pattern,
+       keys j < G from the window's left bound, the chunk and the pattern.
+       A row past the keys (p_i < 0, when Lq > Lk_b) is no global token. */
     if (!(p >= 0 && p < g)) {
         if (spec->window_left >= 0 && !(j < g) && !(p - spec->window_left <= j))
             return 0;
@@ -67,6 +70,19 @@ static int key_visible(const attn_spec *spec, const attn_args *args, int64_t b, 
             return 0;
         if (spec->chunk > 0 && !(j < g) && !(p >= 0 && j / spec->chunk == p / spec->chunk))
             return 0;
+        /* sparse patterns (Child et al. 2019), for keys j >= G: strided with
+           stride l: p_i - j < l or (p_i - j) mod l == 0; fixed with block l,
+           summary c: j / l == p_i / l or j mod l >= l - c */
+        if (spec->sparse == ATTN_SPARSE_STRIDED && !(j < g)) {
+            const int64_t l = spec->sparse_stride;
+            if (!(p - j < l || (p - j) % l == 0))
+                return 0;
+        }
+        if (spec->sparse == ATTN_SPARSE_FIXED && !(j < g)) {
+            const int64_t l = spec->sparse_block, c = spec->sparse_summary;
+            if (!(j / l == p / l || j % l >= l - c))
+                return 0;
+        }
     }
     /* bool mask: keep only nonzero */
     if (spec->mask == ATTN_MASK_BOOL) {
@@ -75,6 +91,13 @@ static int key_visible(const attn_spec *spec, const attn_args *args, int64_t b, 
             return 0;
     }
     return 1;
+}
+
+int attn_reference_key_visible(const attn_spec *spec, const attn_args *args, int64_t b, int h,
+                               int64_t i, int64_t j)
+{
+    const int64_t lk_b = spec->padding ? args->seqlens_k[b] : args->seq_k;
+    return key_visible(spec, args, b, h, i, j, lk_b, position(spec, i, lk_b, args->seq_q));
 }
 
 /* The score of query row i against key j (both already located). */
@@ -235,6 +258,15 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                 }
                 if (args->lse != NULL)
                     args->lse[(b * spec->heads_q + h) * args->seq_q + i] = (float)lse;
+                if (spec->weights && args->weights != NULL) {
+                    /* P_ij = exp(s_ij - LSE_i) for visible keys, 0 for every
+                       other j (and for the whole row of a query that sees no key) */
+                    float *pw = args->weights + b * args->weights_stride[0] +
+                                h * args->weights_stride[1] + i * args->weights_stride[2];
+                    for (j = 0; j < args->seq_k; j++)
+                        pw[j * args->weights_stride[3]] =
+                            vis[j] && m != -INFINITY ? (float)exp(s[j] - lse) : 0.0f;
+                }
             }
         }
     }

@@ -58,6 +58,26 @@ extern "C" {
 #define ATTN_REF_TOL(dtype, ref) (ATTN_REF_TOL_ABS + ATTN_REF_TOL_REL(dtype) * fabs(ref))
 
 /*
+ * The attention weights P (configs with weights, always f32), elementwise:
+ *
+ *     |P - P_ref| <= 1e-6 + 2e-5 * P_ref
+ *
+ * P = 2^(s - m) / l in the kernels, exp(s - LSE) here.  A weight is in
+ * [0, 1], and its relative error is that of its exponent: the f32 score
+ * (D products summed in f32, a few 1e-7 of the scores' scale), the max and
+ * the row sum l (a reordered f32 sum of up to Lk terms, ~1e-6), and exp2's
+ * 1 ulp; on N(0,1) inputs these stay around 1e-6 relative, so 2e-5 leaves
+ * ~10x headroom.  The absolute 1e-6 covers weights near 0, where a relative
+ * bound alone would demand more than f32 rounding of the tiny terms gives.
+ * With matmul = "bf16" the weights come from the f32 scores (only P*V rounds
+ * them to bf16), so the same bound holds there.  A masked key, a key past
+ * seqlens_k and every key of a row that sees none must be exactly 0.
+ */
+#define ATTN_REF_TOL_ABS_P 1e-6
+#define ATTN_REF_TOL_REL_P 2e-5
+#define ATTN_REF_TOL_P(ref) (ATTN_REF_TOL_ABS_P + ATTN_REF_TOL_REL_P * fabs(ref))
+
+/*
  * With matmul = "bf16" (spec->matmul == ATTN_DTYPE_BF16), O's bound is
  * 1e-2 + 1e-2 |ref| whatever O's storage type: the products may multiply
  * bf16-rounded operands, and P, a weight in [0, 1], rounded to bf16 is off by
@@ -74,7 +94,8 @@ extern "C" {
 #define ATTN_REF_TOL_O(spec, ref) (ATTN_REF_TOL_ABS_O(spec) + ATTN_REF_TOL_REL_O(spec) * fabs(ref))
 
 /*
- * Computes O (and LSE when args->lse is not NULL) for spec, honouring every
+ * Computes O (and LSE when args->lse is not NULL, and the weights P when
+ * spec->weights and args->weights is not NULL) for spec, honouring every
  * stride in args.  Q, K, V and O are f32 arrays here whatever spec's
  * storage types (above), with the element strides of args; the args are
  * checked as the kernel's, so the reference accepts exactly what the
@@ -97,6 +118,16 @@ int64_t attn_reference_visible_count(const attn_spec *spec, const attn_args *arg
  * when the args are bad.
  */
 int64_t attn_reference_keys_read(const attn_spec *spec, const attn_args *args);
+
+/*
+ * Whether query row i sees key j in batch b, head h: the rule attn_reference
+ * applies, with the lengths of args (seq_q, seq_k, and seqlens_k[b] when
+ * spec->padding) and, when spec->mask is ATTN_MASK_BOOL, args->mask.  0 for
+ * a key at or past the batch's valid length.  The args are not checked: the
+ * caller keeps b, i and j inside them (attngen's `plot mask` draws this).
+ */
+int attn_reference_key_visible(const attn_spec *spec, const attn_args *args, int64_t b, int h,
+                               int64_t i, int64_t j);
 
 /* The ALiBi paper's slope of head h (0-based) out of n heads. NaN when
    h is outside 0..n-1. */

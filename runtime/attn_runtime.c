@@ -406,6 +406,8 @@ static int any_negative(const int64_t *v, int n)
 attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
 {
     const int has_mask = spec != NULL && spec->mask != ATTN_MASK_NONE;
+    /* P is written only by kernels with weights, and only when asked for */
+    const int has_weights = spec != NULL && spec->weights && args != NULL && args->weights != NULL;
     int64_t ext[4], str[4];
     int64_t b;
 
@@ -424,6 +426,8 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
         any_negative(args->v_stride, 3) || any_negative(args->o_stride, 3))
         return ATTN_ERR_STRIDE;
     if (has_mask && any_negative(args->mask_stride, 4))
+        return ATTN_ERR_STRIDE;
+    if (has_weights && any_negative(args->weights_stride, 4))
         return ATTN_ERR_STRIDE;
 
     if (args->threads < 0)
@@ -483,6 +487,16 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
             return ATTN_ERR_TOO_LARGE;
     }
 
+    /* weights: [B][Hq][Lq][Lk], f32 */
+    if (has_weights) {
+        ext[0] = args->batch;
+        ext[1] = spec->heads_q;
+        ext[2] = args->seq_q;
+        ext[3] = args->seq_k;
+        if (!span_fits(4, ext, args->weights_stride, sizeof(float)))
+            return ATTN_ERR_TOO_LARGE;
+    }
+
     if (spec->padding)
         for (b = 0; b < args->batch; b++)
             if (args->seqlens_k[b] < 0 || args->seqlens_k[b] > args->seq_k)
@@ -533,6 +547,12 @@ void attn_args_set_contiguous(attn_args *args, const attn_spec *spec)
     args->mask_stride[2] = lk;
     args->mask_stride[1] = mul_sat(lq, lk);
     args->mask_stride[0] = mul_sat(hq, args->mask_stride[1]);
+
+    /* dense [B][Hq][Lq][Lk] weights */
+    args->weights_stride[3] = 1;
+    args->weights_stride[2] = lk;
+    args->weights_stride[1] = mul_sat(lq, lk);
+    args->weights_stride[0] = mul_sat(hq, args->weights_stride[1]);
 }
 
 /* ---- allocation hooks --------------------------------------------------- */

@@ -19,10 +19,15 @@
  *   mask [B][Hq][Lq][Lk]   uint8 keep-mask (nonzero = keep) or f32 additive
  *                          bias, element strides mask_stride = {b, h, i, j};
  *                          a stride of 0 broadcasts that dim.
+ *   P   [B][Hq][Lq][Lk]    f32 attention weights, element strides
+ *                          weights_stride = {b, h, i, j}; only kernels whose
+ *                          spec has weights write them, and only when
+ *                          args->weights is not NULL: P_ij = exp(s_ij - LSE_i)
+ *                          for visible keys, exactly 0 for every other j < Lk.
  *
  * Memory rules: a kernel reads Q, K, V, the mask and seqlens_k only inside
  * the elements the shapes and strides above describe, never past them (no
- * vector over-read of a row), writes O and LSE only there, and reads no K/V
+ * vector over-read of a row), writes O, LSE and P only there, and reads no K/V
  * row at or past seqlens_k[b].  Keys that are masked inside a partially
  * visible tile may still be read and multiplied by a zero weight.
  */
@@ -58,6 +63,13 @@ typedef enum attn_mask_kind {
     ATTN_MASK_BOOL, /* uint8 keep-mask: 0 hides the key */
     ATTN_MASK_BIAS  /* f32 added to the score */
 } attn_mask_kind;
+
+/* The Sparse Transformer pattern of a spec (docs/config.md, "sparse"). */
+typedef enum attn_sparse_kind {
+    ATTN_SPARSE_NONE = 0,
+    ATTN_SPARSE_STRIDED, /* p - j < stride, or (p - j) % stride == 0 */
+    ATTN_SPARSE_FIXED    /* j / block == p / block, or j % block >= block - summary */
+} attn_sparse_kind;
 
 /*
  * The storage types of tensors, in the order of the attn_dtype values:
@@ -130,6 +142,8 @@ typedef struct attn_args {
     const int32_t *seqlens_k;   /* required when the config has padding */
     const void *mask;           /* required when the config has a mask */
     int64_t mask_stride[4];
+    float *weights;             /* configs with weights: P [B][Hq][Lq][Lk], f32; NULL: not written */
+    int64_t weights_stride[4];  /* element strides {b, h, i, j} of weights */
     int threads;                /* 0: OpenMP's default */
 } attn_args;
 
@@ -195,6 +209,9 @@ typedef struct attn_spec {
     int top_left;                  /* query row i at position i (causal = "top_left"); 0: i + Lk_b - Lq */
     int window_left, window_right; /* -1: unbounded (causal folded in) */
     int chunk;                     /* keys of a chunk (j / chunk == p / chunk); 0: none */
+    attn_sparse_kind sparse;       /* a Sparse Transformer pattern (implies causal); 0: none */
+    int sparse_stride;             /* strided: the stride l */
+    int sparse_block, sparse_summary; /* fixed: the block l and its last c (summary) keys */
     int global_tokens;
     int padding;
     attn_mask_kind mask;
@@ -205,6 +222,7 @@ typedef struct attn_spec {
     attn_dtype matmul;             /* the products' operands: F32, or BF16 (matmul = "bf16": Q.K and
                                       P.V may multiply bf16-rounded operands, f32 sums) */
     int tile_q, tile_kv;
+    int weights;                   /* can write the attention weights (args->weights): weights = true */
 } attn_spec;
 
 typedef attn_status (*attn_fwd_fn)(const attn_args *args);

@@ -280,13 +280,15 @@ static int64_t offset4(const layout4 *l, int64_t a, int64_t b, int64_t c, int64_
 typedef struct {
     const attn_spec *spec;
     attn_case c;
-    layout4 lq, lk, lv, lo, lm;
-    /* Q, K, V and O in their storage types, LSE (f32), mask, seqlens_k */
-    attn_guard_buf q, k, v, o, lse, mask, seqlens;
+    layout4 lq, lk, lv, lo, lm, lp;
+    /* Q, K, V and O in their storage types, LSE (f32), mask, seqlens_k, and
+       the weights P (f32; specs with weights) */
+    attn_guard_buf q, k, v, o, lse, mask, seqlens, p;
     /* the stored Q, K and V widened to f32, with the same layouts (the
        guard buffers themselves for f32 storage): the reference's inputs */
     float *qw, *kw, *vw;
     unsigned char *o_described; /* per O span element: 1 = an element of O */
+    unsigned char *p_described; /* per P span element: 1 = an element of P */
     size_t lse_count;
     attn_args args;
 } case_bufs;
@@ -311,8 +313,11 @@ static void case_free(case_bufs *cb)
     attn_guard_free(&cb->lse);
     attn_guard_free(&cb->mask);
     attn_guard_free(&cb->seqlens);
+    attn_guard_free(&cb->p);
     free(cb->o_described);
     cb->o_described = NULL;
+    free(cb->p_described);
+    cb->p_described = NULL;
 }
 
 static void fill_nan(float *p, size_t n)
@@ -347,6 +352,9 @@ static void reset_outputs(case_bufs *cb)
     for (i = 0; i < cb->lo.span; i++)
         store_bits(dt, cb->o.ptr, i, cb->o_described[i] ? unset : gap);
     fill_nan((float *)cb->lse.ptr, cb->lse_count);
+    for (i = 0; i < cb->lp.span; i++) /* P (f32): gaps the sentinel, elements "unset" */
+        store_bits(ATTN_DTYPE_F32, cb->p.ptr, i,
+                   cb->p_described[i] ? o_unset_bits(ATTN_DTYPE_F32) : o_gap_bits(ATTN_DTYPE_F32));
 }
 
 static int alloc_floats(attn_guard_buf *g, size_t n)
@@ -409,8 +417,12 @@ static attn_status case_build(case_bufs *cb, const attn_spec *spec, const attn_c
     tensor_layout(&cb->lv, B, Lk, Hkv, Dv, style);
     tensor_layout(&cb->lo, B, Lq, Hq, Dv, style);
     mask_layout(&cb->lm, B, Hq, Lq, Lk, mstyle);
+    /* P: dense, or (strided cases) padded or key-major, from the seed alone
+       so that the other inputs stay the same random stream */
+    if (spec->weights)
+        mask_layout(&cb->lp, B, Hq, Lq, Lk, c->strided ? ((c->seed >> 4) & 1 ? 4 : 1) : 0);
     if (layout_span(&cb->lq) || layout_span(&cb->lk) || layout_span(&cb->lv) ||
-        layout_span(&cb->lo) || layout_span(&cb->lm))
+        layout_span(&cb->lo) || layout_span(&cb->lm) || layout_span(&cb->lp))
         return ATTN_ERR_TOO_LARGE;
     cb->lse_count = (size_t)B * (size_t)Hq * (size_t)Lq;
 
@@ -420,7 +432,8 @@ static attn_status case_build(case_bufs *cb, const attn_spec *spec, const attn_c
         attn_dtype_size(spec->dtype_o) == 0 || cb->lo.span > SIZE_MAX / sizeof(float) ||
         attn_guard_alloc(&cb->o, cb->lo.span * attn_dtype_size(spec->dtype_o)) ||
         alloc_floats(&cb->lse, cb->lse_count) ||
-        attn_guard_alloc(&cb->seqlens, (size_t)B * sizeof(int32_t)))
+        attn_guard_alloc(&cb->seqlens, (size_t)B * sizeof(int32_t)) ||
+        (spec->weights && alloc_floats(&cb->p, cb->lp.span)))
         goto nomem;
 
     /* seqlens_k: with padding, ragged cases mix 0, Lk and random lengths */
@@ -480,6 +493,15 @@ static attn_status case_build(case_bufs *cb, const attn_spec *spec, const attn_c
             for (h = 0; h < Hq; h++)
                 for (j = 0; j < Dv; j++)
                     cb->o_described[offset4(&cb->lo, b, i, h, j)] = 1;
+    cb->p_described = (unsigned char *)calloc(cb->lp.span + 1, 1);
+    if (cb->p_described == NULL)
+        goto nomem;
+    if (spec->weights)
+        for (b = 0; b < B; b++)
+            for (h = 0; h < Hq; h++)
+                for (i = 0; i < Lq; i++)
+                    for (j = 0; j < Lk; j++)
+                        cb->p_described[offset4(&cb->lp, b, h, i, j)] = 1;
     reset_outputs(cb);
 
     cb->args.batch = B;
@@ -498,6 +520,10 @@ static attn_status case_build(case_bufs *cb, const attn_spec *spec, const attn_c
     if (spec->mask != ATTN_MASK_NONE) {
         cb->args.mask = cb->mask.ptr;
         memcpy(cb->args.mask_stride, cb->lm.str, sizeof cb->args.mask_stride);
+    }
+    if (spec->weights) {
+        cb->args.weights = (float *)cb->p.ptr;
+        memcpy(cb->args.weights_stride, cb->lp.str, sizeof cb->args.weights_stride);
     }
     cb->args.threads = c->threads;
     return ATTN_OK;
@@ -563,7 +589,7 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
     case_bufs cb;
     const attn_dtype odt = spec->dtype_o;
     attn_args ref_args;
-    float *ref_o = NULL, *ref_lse = NULL;
+    float *ref_o = NULL, *ref_lse = NULL, *ref_p = NULL;
     const float *lse;
     char label[96] = "", shape[96];
     attn_status st;
@@ -594,7 +620,10 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
               (size_t)spec->head_dim_v;
     ref_o = (float *)malloc(o_count * sizeof *ref_o + 1);
     ref_lse = (float *)malloc(cb.lse_count * sizeof *ref_lse + 1);
-    if (ref_o == NULL || ref_lse == NULL) {
+    if (spec->weights) /* contiguous [B][Hq][Lq][Lk] */
+        ref_p = (float *)malloc((size_t)c->batch * (size_t)spec->heads_q * (size_t)c->seq_q *
+                                    (size_t)c->seq_k * sizeof *ref_p + 1);
+    if (ref_o == NULL || ref_lse == NULL || (spec->weights && ref_p == NULL)) {
         st = ATTN_ERR_NOMEM;
     } else {
         /* the stored inputs, widened, with the kernel's strides */
@@ -604,6 +633,7 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
         ref_args.v = cb.vw;
         ref_args.o = ref_o;
         ref_args.lse = ref_lse;
+        ref_args.weights = ref_p;
         attn_args_set_contiguous(&ref_args, spec);
         memcpy(ref_args.q_stride, cb.args.q_stride, sizeof ref_args.q_stride);
         memcpy(ref_args.k_stride, cb.args.k_stride, sizeof ref_args.k_stride);
@@ -617,6 +647,7 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
         res->failures = 1;
         free(ref_o);
         free(ref_lse);
+        free(ref_p);
         case_free(&cb);
         return st;
     }
@@ -653,6 +684,35 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
                 note(res, ok, err, ratio, &res->max_err_lse, label, lse[at], ref_lse[at], c);
             }
 
+    /* the weights: within ATTN_REF_TOL_P, and exactly 0 where the reference's are */
+    if (spec->weights)
+        for (b = 0; b < c->batch; b++)
+            for (h = 0; h < spec->heads_q; h++)
+                for (i = 0; i < c->seq_q; i++)
+                    for (d = 0; d < c->seq_k; d++) { /* d: the key */
+                        const double x = ((const float *)cb.p.ptr)[offset4(&cb.lp, b, h, i, d)];
+                        const double r = ref_p[((b * spec->heads_q + h) * c->seq_q + i) * c->seq_k + d];
+                        double err, ratio;
+                        int ok = values_agree(x, r, ATTN_REF_TOL_P(r), &err, &ratio);
+                        if (r == 0.0 && x != 0.0) {
+                            ok = 0;
+                            ratio = INFINITY;
+                        }
+                        if (!ok && res->failures == 0)
+                            snprintf(label, sizeof label, "P[b=%lld][h=%lld][i=%lld][j=%lld]",
+                                     (long long)b, (long long)h, (long long)i, (long long)d);
+                        note(res, ok, err, ratio, &res->max_err_p, label, x, r, c);
+                    }
+    for (e = 0; e < cb.lp.span; e++) { /* P's gaps must still hold the sentinel */
+        if (cb.p_described[e] || load_bits(ATTN_DTYPE_F32, cb.p.ptr, e) == o_gap_bits(ATTN_DTYPE_F32))
+            continue;
+        if (res->failures == 0)
+            snprintf(res->first_failure, sizeof res->first_failure,
+                     "P gap at element offset %zu was overwritten with %.9g (shape %s)", e,
+                     (double)load_value(ATTN_DTYPE_F32, cb.p.ptr, e), shape);
+        res->failures++;
+    }
+
     /* O's gaps must still hold the sentinel */
     for (e = 0; e < cb.lo.span; e++) {
         if (cb.o_described[e])
@@ -668,6 +728,7 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
 
     free(ref_o);
     free(ref_lse);
+    free(ref_p);
     case_free(&cb);
     return ATTN_OK;
 }
@@ -676,7 +737,7 @@ int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *v
                                 const attn_case *c, int threads_a, int threads_b)
 {
     case_bufs cb;
-    unsigned char *o_a = NULL;
+    unsigned char *o_a = NULL, *p_a = NULL;
     float *lse_a = NULL;
     size_t o_bytes;
     int result = -1;
@@ -687,7 +748,8 @@ int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *v
     o_bytes = cb.lo.span * attn_dtype_size(kernel->spec.dtype_o);
     o_a = (unsigned char *)malloc(o_bytes + 1);
     lse_a = (float *)malloc(cb.lse_count * sizeof *lse_a + 1);
-    if (o_a == NULL || lse_a == NULL)
+    p_a = (unsigned char *)malloc(cb.lp.span * sizeof(float) + 1); /* the weights as stored */
+    if (o_a == NULL || lse_a == NULL || p_a == NULL)
         goto done;
 
     cb.args.threads = threads_a;
@@ -695,15 +757,19 @@ int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *v
         goto done;
     memcpy(o_a, cb.o.ptr, o_bytes);
     memcpy(lse_a, cb.lse.ptr, cb.lse_count * sizeof *lse_a);
+    if (cb.lp.span > 0)
+        memcpy(p_a, cb.p.ptr, cb.lp.span * sizeof(float));
 
     reset_outputs(&cb);
     cb.args.threads = threads_b;
     if (run_kernel(kernel, variant, &cb.args) != ATTN_OK)
         goto done;
     result = memcmp(o_a, cb.o.ptr, o_bytes) == 0 &&
-             memcmp(lse_a, cb.lse.ptr, cb.lse_count * sizeof *lse_a) == 0;
+             memcmp(lse_a, cb.lse.ptr, cb.lse_count * sizeof *lse_a) == 0 &&
+             (cb.lp.span == 0 || memcmp(p_a, cb.p.ptr, cb.lp.span * sizeof(float)) == 0);
 done:
     free(o_a);
+    free(p_a);
     free(lse_a);
     case_free(&cb);
     return result;

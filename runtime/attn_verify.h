@@ -8,7 +8,9 @@
  * the random f32 inputs are narrowed to them (round to nearest even), the
  * reference runs on the stored values widened back (exactly), and O,
  * widened, must be within ATTN_REF_TOL (attn_reference.h) for O's storage
- * type.  Needs POSIX (mmap).
+ * type.  With a spec that has weights, P is written too (strided, with
+ * gaps and a guard page like O) and must be within ATTN_REF_TOL_P.  Needs
+ * POSIX (mmap).
  */
 #ifndef ATTN_VERIFY_H
 #define ATTN_VERIFY_H
@@ -33,6 +35,7 @@ typedef struct {
 
 typedef struct {
     double max_err_o, max_err_lse; /* largest |x - ref| over finite pairs */
+    double max_err_p;              /* the same for the weights P (specs with weights) */
     double worst_ratio;            /* max |x - ref| / ATTN_REF_TOL(type of x, ref) */
     int failures;                  /* elements outside tolerance (plus gap damage) */
     char first_failure[256];       /* "" when failures == 0 */

@@ -26,6 +26,7 @@ libc6-dev-arm64-cross:/usr/aarch64-linux-gnu/include/stdio.h
 qemu-user:/usr/bin/qemu-aarch64
 valgrind:/usr/bin/valgrind
 libclang-rt-14-dev:/usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a
+gnuplot-nox:/usr/bin/gnuplot
 "
 OPTIONAL="
 libopenblas-dev:/usr/lib/x86_64-linux-gnu/libopenblas.so

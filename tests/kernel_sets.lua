@@ -38,6 +38,9 @@ M.FEATURES = {
   -- positions i instead of i + Lk_b - Lq
   { "top_left", function(c) return c.causal == "top_left" end },
   { "chunk", function(c) return c.chunk ~= nil end },
+  -- the Sparse Transformer patterns (each its own per-key rule)
+  { "sparse_strided", function(c) return type(c.sparse) == "table" and c.sparse.pattern == "strided" end },
+  { "sparse_fixed", function(c) return type(c.sparse) == "table" and c.sparse.pattern == "fixed" end },
   { "mask_bool", function(c) return c.mask == "bool" end },
   { "mask_bias", function(c) return c.mask == "bias" end },
   { "padding", function(c) return c.padding == true end },

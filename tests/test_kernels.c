@@ -199,6 +199,32 @@ Test(entry, bad_arguments_give_statuses)
     problem_free(&p);
 }
 
+/* The weights' strides are checked like the others', only where P is written:
+   a spec with weights and a non-NULL args->weights. */
+extern const attn_kernel attn_t_weights_causal_gqa_kernel;
+Test(entry, weights_strides_are_checked)
+{
+    const attn_kernel *W = &attn_t_weights_causal_gqa_kernel;
+    problem p;
+    attn_args a;
+    float w[1];
+    problem_init(&p, 5, 9);
+    a = p.a;
+    attn_args_set_contiguous(&a, &W->spec);
+    a.weights = w;
+    cr_expect_eq(attn_check_args(&W->spec, &a), ATTN_OK);
+    a.weights_stride[3] = -1;
+    cr_expect_eq(attn_check_args(&W->spec, &a), ATTN_ERR_STRIDE);
+    cr_expect_eq(W->fwd(&a), ATTN_ERR_STRIDE);
+    a.weights_stride[3] = 1;
+    a.weights_stride[0] = -7;
+    cr_expect_eq(W->fwd(&a), ATTN_ERR_STRIDE);
+    cr_expect_eq(attn_check_args(&K->spec, &a), ATTN_OK); /* a kernel without weights ignores them */
+    a.weights = NULL;
+    cr_expect_eq(attn_check_args(&W->spec, &a), ATTN_OK); /* not wanted in this call */
+    problem_free(&p);
+}
+
 Test(entry, empty_shapes_are_fine)
 {
     problem p;
@@ -349,12 +375,27 @@ Test(decode, mqa_window) { run_decode(&attn_t_d111_mqa_window_kernel); }
 Test(decode, bool_mask) { run_decode(&attn_t_bool_mask_kernel); }
 Test(decode, padding_causal) { run_decode(&attn_t_padding_causal_kernel); }
 
+/* The attention weights on the decode path: a left window of 51 keys (at 4099
+   and 32768 keys almost every block is hidden, and its weights must be 0),
+   and ragged padding with GQA (0 past seqlens_k). */
+extern const attn_kernel attn_t_weights_decode_kernel;
+Test(decode, weights_window) { run_decode(&attn_t_weights_decode_kernel); }
+Test(decode, weights_padding) { run_decode(&attn_t_weights_causal_gqa_kernel); }
+
 /* Chunks of 16 keys with global tokens (at 4099 and 32768 keys, most splits
    and blocks lie outside every row's chunk), and top-left positions (every
    row near the start of a long cache). */
 extern const attn_kernel attn_t_chunk_kernel, attn_t_top_left_kernel;
 Test(decode, chunk) { run_decode(&attn_t_chunk_kernel); }
 Test(decode, top_left) { run_decode(&attn_t_top_left_kernel); }
+
+/* Sparse patterns: strided (stride 8, 3 query heads a kv head: the streaming
+   path at Lq = 1, the blocked one above) and fixed (one summary key per block
+   of 16, global tokens, 2 query heads a kv head: streaming at Lq <= 2); every
+   block past the first few holds single visible keys of each row. */
+extern const attn_kernel attn_t_sparse_strided_kernel, attn_t_sparse_fixed_kernel;
+Test(decode, sparse_strided) { run_decode(&attn_t_sparse_strided_kernel); }
+Test(decode, sparse_fixed) { run_decode(&attn_t_sparse_fixed_kernel); }
 
 /* ---- the reference's masks against masks written out by hand ------------ */
 
@@ -368,9 +409,19 @@ typedef struct {
     const char *rows[8];
 } mask_case;
 
+/* A sparse pattern (attn_sparse_kind), its stride or block, and its summary. */
+typedef struct {
+    int kind, period, summary;
+} sparse_rule;
+
+typedef struct {
+    mask_case m;
+    sparse_rule s;
+} sparse_mask_case;
+
 /* Row i of the reference's visibility: a keep-mask that keeps only (i, j)
    makes attn_reference_visible_count 1 when the rules show key j, else 0. */
-static void reference_row(const mask_case *m, int64_t i, char *row)
+static void reference_row(const mask_case *m, const sparse_rule *sp, int64_t i, char *row)
 {
     attn_spec spec;
     attn_args a;
@@ -387,6 +438,12 @@ static void reference_row(const mask_case *m, int64_t i, char *row)
     spec.window_left = m->left;
     spec.window_right = m->causal ? 0 : m->right;
     spec.chunk = m->chunk;
+    if (sp) {
+        spec.sparse = (attn_sparse_kind)sp->kind;
+        spec.sparse_stride = sp->kind == ATTN_SPARSE_STRIDED ? sp->period : 0;
+        spec.sparse_block = sp->kind == ATTN_SPARSE_FIXED ? sp->period : 0;
+        spec.sparse_summary = sp->summary;
+    }
     spec.global_tokens = m->global;
     spec.padding = m->lk_b >= 0;
     spec.mask = ATTN_MASK_BOOL;
@@ -417,7 +474,10 @@ static void reference_row(const mask_case *m, int64_t i, char *row)
 
 /* PyTorch's is_causal is torch.ones(Lq, Lk).tril() (top-left); FlashAttention-2's
    causal is bottom-right; Llama 4's chunked causal mask in transformers keeps key
-   k for query q when k <= q and k // C == q // C.  The rest follow docs/config.md. */
+   k for query q when k <= q and k // C == q // C.  The Sparse Transformer's strided
+   and fixed patterns (Child et al. 2019) keep key j for query i when j <= i and
+   (i - j < l or (i - j) % l == 0), resp. (j // l == i // l or j % l >= l - c).  The
+   rest follow docs/config.md. */
 Test(reference, masks_written_out)
 {
     static const mask_case cases[] = {
@@ -444,15 +504,39 @@ Test(reference, masks_written_out)
         { "chunk 3, window left 1 right 1, no causal", 0, 0, 1, 1, 3, 0, 6, 6, -1,
           { "110000", "111000", "011000", "000110", "000111", "000011" } },
     };
+    static const sparse_mask_case sparse_cases[] = {
+        { { "strided 3, no causal (implied), 8 x 8", 0, 0, -1, -1, 0, 0, 8, 8, -1,
+            { "10000000", "11000000", "11100000", "11110000", "01111000", "00111100", "10011110", "01001111" } },
+          { ATTN_SPARSE_STRIDED, 3, 0 } },
+        { { "strided 3, causal, window left 4, 8 x 8", 1, 0, 4, -1, 0, 0, 8, 8, -1,
+            { "10000000", "11000000", "11100000", "11110000", "01111000", "00111100", "00011110", "00001111" } },
+          { ATTN_SPARSE_STRIDED, 3, 0 } },
+        { { "strided 3, top-left causal, 2 global tokens, 8 x 8", 1, 1, -1, -1, 0, 2, 8, 8, -1,
+            { "10000000", "11000000", "11100000", "11110000", "11111000", "11111100", "11011110", "11001111" } },
+          { ATTN_SPARSE_STRIDED, 3, 0 } },
+        { { "fixed 4 summary 1, causal, 8 x 8", 1, 0, -1, -1, 0, 0, 8, 8, -1,
+            { "10000000", "11000000", "11100000", "11110000", "00011000", "00011100", "00011110", "00011111" } },
+          { ATTN_SPARSE_FIXED, 4, 1 } },
+        { { "fixed 4 summary 2, causal, 1 global token, 4 x 8", 1, 0, -1, -1, 0, 1, 4, 8, -1,
+            { "10111000", "10111100", "10111110", "10111111" } },
+          { ATTN_SPARSE_FIXED, 4, 2 } },
+        { { "fixed 3 summary 1, no causal (implied), 4 x 8, Lk_b = 6", 0, 0, -1, -1, 0, 0, 4, 8, 6,
+            { "11100000", "00110000", "00111000", "00111100" } },
+          { ATTN_SPARSE_FIXED, 3, 1 } },
+    };
     size_t c;
-    for (c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        int64_t i;
+    int64_t i;
+    char row[16];
+    for (c = 0; c < sizeof cases / sizeof cases[0]; c++)
         for (i = 0; i < cases[c].lq; i++) {
-            char row[16];
-            reference_row(&cases[c], i, row);
+            reference_row(&cases[c], NULL, i, row);
             cr_expect_str_eq(row, cases[c].rows[i], "%s: row %lld", cases[c].what, (long long)i);
         }
-    }
+    for (c = 0; c < sizeof sparse_cases / sizeof sparse_cases[0]; c++)
+        for (i = 0; i < sparse_cases[c].m.lq; i++) {
+            reference_row(&sparse_cases[c].m, &sparse_cases[c].s, i, row);
+            cr_expect_str_eq(row, sparse_cases[c].m.rows[i], "%s: row %lld", sparse_cases[c].m.what, (long long)i);
+        }
 }
 
 /* Split KV and its merge give the same bits for 1 and 2 threads: the blocked

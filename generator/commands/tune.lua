@@ -3,7 +3,8 @@
 local build = require("build")
 local planner = require("planner")
 local presets = require("presets")
-local svgplot = require("svgplot")
+local gnuplot = require("gnuplot")
+local plots = require("plots")
 local tune = require("tune")
 local tunedb = require("tunedb")
 local util = require("util")
@@ -257,6 +258,10 @@ local function output_file(args)
   if args.plot then
     local pok, perr = tunedb.check_writable(args.plot)
     if not pok then return nil, (perr:gsub("the tuning file", "the plot")) end
+    local fok, ferr = gnuplot.format(args.plot)
+    if not fok then return nil, (ferr:gsub("^%-o", "--plot")) end
+    local gok, gerr = gnuplot.available()
+    if not gok then return nil, gerr end
   end
   return db
 end
@@ -394,9 +399,9 @@ end
 
 --- --plot: writes the heatmap.  Returns true or nil, err.
 local function write_plot(t, picks)
-  local svg = svgplot.heatmap(plot_spec(t.cfg, t.isa, t.list, t.results, t.shapes, picks))
-  local w, err = util.write_atomic(t.args.plot, svg)
-  if w == nil then return nil, ("%s: cannot write: %s"):format(t.args.plot, tostring(err)) end
+  local ok, err = gnuplot.render(t.args.plot, plots.heatmap(plot_spec(t.cfg, t.isa, t.list, t.results, t.shapes,
+    picks)))
+  if not ok then return nil, err end
   print("wrote " .. t.args.plot)
   return true
 end

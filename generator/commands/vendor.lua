@@ -73,6 +73,10 @@ local function describe(plan)
       plan.causal and "0" or side(plan.window_right))
   end
   if plan.chunk then f[#f + 1] = ("chunks of %d keys"):format(plan.chunk) end
+  if plan.sparse then
+    f[#f + 1] = plan.sparse.pattern == "strided" and ("sparse strided, stride %d"):format(plan.sparse.stride)
+      or ("sparse fixed, block %d, summary %d"):format(plan.sparse.block, plan.sparse.summary)
+  end
   if plan.global_tokens > 0 then f[#f + 1] = ("%d global tokens"):format(plan.global_tokens) end
   if plan.padding then f[#f + 1] = "padding" end
   if plan.mask == "bool" then f[#f + 1] = "boolean mask tensor" end

@@ -82,7 +82,8 @@ local function stream_plan(plan, v)
   local isa = v.isa
   -- streaming decode: query rows per call it serves, and the rows per kv
   -- head (group * Lq, at most 4) each needs a step kernel for
-  if isa.q4 and plan.decode.max_q > 0 and plan.group <= 4 then
+  -- (not with weights: the blocked path writes them, the streaming one does not)
+  if isa.q4 and plan.decode.max_q > 0 and plan.group <= 4 and not plan.weights then
     local bytes_per_q = plan.Hq * (v.dqs + v.dvp) * 4 -- Q and O of one query row of every head
     local max_q = math.min(math.floor(4 / plan.group), math.floor(M.STREAM_L1 / bytes_per_q), plan.decode.max_q)
     if max_q >= 1 then
@@ -100,8 +101,9 @@ local function stream_plan(plan, v)
 end
 
 --- The attn_spec initializer of a plan: { field, C value } in order.  The
--- top-left alignment and the chunks are given only when set (a designated
--- initializer leaves them 0: bottom-right, no chunks).
+-- top-left alignment, the chunks and the sparse pattern are given only when
+-- set (a designated initializer leaves them 0: bottom-right, no chunks, no
+-- sparse pattern).
 local MASK_ENUM = { none = "ATTN_MASK_NONE", bool = "ATTN_MASK_BOOL", bias = "ATTN_MASK_BIAS" }
 function M.spec_fields(p)
   local function flag(b) return b and "1" or "0" end
@@ -116,8 +118,16 @@ function M.spec_fields(p)
     { "dtype_o", common.DTYPE_ENUM[p.dtype.o] }, { "matmul", common.DTYPE_ENUM[p.matmul] },
     { "tile_q", p.tile.q }, { "tile_kv", p.tile.kv },
   }
+  if p.weights then f[#f + 1] = { "weights", "1" } end -- only when set: descriptors without it stay as they were
   -- after the field they follow: causal, window_right
   for i = #f, 1, -1 do
+    if f[i][1] == "window_right" and p.sparse then
+      local sp = p.sparse
+      local period = sp.pattern == "strided" and { "sparse_stride", sp.stride } or { "sparse_block", sp.block }
+      table.insert(f, i + 1, { "sparse", sp.pattern == "strided" and "ATTN_SPARSE_STRIDED" or "ATTN_SPARSE_FIXED" })
+      table.insert(f, i + 2, period)
+      if sp.summary then table.insert(f, i + 3, { "sparse_summary", sp.summary }) end
+    end
     if f[i][1] == "window_right" and p.chunk then table.insert(f, i + 1, { "chunk", p.chunk }) end
     if f[i][1] == "causal" and p.top_left then table.insert(f, i + 1, { "top_left", "1" }) end
   end
@@ -155,13 +165,35 @@ function M.plan(cfg, opts)
   p.window_left = w.left
   p.window_right = w.right
   p.chunk = cfg.chunk -- keys of a chunk, or nil
+  -- the Sparse Transformer pattern, or nil: { pattern = "strided", stride } or
+  -- { pattern = "fixed", block, summary }; it implies causal (the schema sets it)
+  p.sparse = cfg.sparse
   p.global_tokens = cfg.global_tokens
   p.has_left = w.left >= 0
   p.has_right = w.right >= 0 and not p.causal -- causal already bounds the right side at p
-  -- global queries are exempt from the window and from the chunks
-  p.has_global = cfg.global_tokens > 0 and (p.has_left or p.has_right or p.chunk ~= nil)
+  -- global queries are exempt from the window, the chunks and the sparse pattern
+  p.has_global = cfg.global_tokens > 0 and (p.has_left or p.has_right or p.chunk ~= nil or p.sparse ~= nil)
+  -- a row's span fields, as the templates pass them (p.spans("w->%s") for
+  -- the arrays, p.spans("&w->%s[r]") for row r's): lo, hi, sink_hi, and with
+  -- a sparse pattern sparse_lo (its keys lie in [sparse_lo, lo)) and spos
+  -- (the row's position, which its keys depend on)
+  p.span_fields = { "lo", "hi", "sink_hi" }
+  if p.sparse then
+    p.span_fields[4] = "sparse_lo"
+    p.span_fields[5] = "spos"
+  end
+  function p.spans(fmt)
+    local t = {}
+    for i, f in ipairs(p.span_fields) do t[i] = fmt:format(f) end
+    return table.concat(t, ", ")
+  end
   p.padding = cfg.padding
   p.mask = cfg.mask
+  -- weights: the kernel can write P = exp(s - LSE) (args->weights): each
+  -- prefill tile's final scores go into the caller's P rows, and one pass at
+  -- the end of the query tile (prefill) or of the merge (decode) turns them
+  -- into weights; the streaming decode path is not generated
+  p.weights = cfg.weights == true
   p.mask_ctype = ({ bool = "uint8_t", bias = "float" })[cfg.mask]
   -- keys outside [0, Lk_b) or outside a row's span exist only with these
   p.has_spans = p.causal or p.has_left or p.has_right or p.chunk ~= nil or p.padding

@@ -14,8 +14,8 @@ local CAUSAL_NAMES = { '"bottom_right"', '"top_left"' }
 
 --- The family's keys, in the order configs are echoed.
 M.order = {
-  "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "chunk",
-  "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "decode_max_q",
+  "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "chunk", "sparse",
+  "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "decode_max_q", "weights",
 }
 
 local function heads(raw, c, u)
@@ -90,6 +90,49 @@ local function window(raw, c, u)
   return true
 end
 
+local SPARSE_PATTERNS = { '"strided"', '"fixed"' }
+local SPARSE_KEYS = { strided = { "pattern", "stride" }, fixed = { "pattern", "block", "summary" } }
+
+-- sparse: the Sparse Transformer patterns, {pattern = "strided", stride = l}
+-- or {pattern = "fixed", block = l, summary = c}; absent: nil (configs
+-- without it echo as before).  Both patterns imply causality: a config
+-- with sparse and causal = false is made causal (bottom-right).
+local function sparse(raw, c, u)
+  local s = raw.sparse
+  if s == nil then return true end
+  local shape = '{pattern = "strided", stride = int} or {pattern = "fixed", block = int, summary = int}'
+  if type(s) ~= "table" then
+    return nil, "sparse", ("'sparse' must be a table %s, got %s"):format(shape, u.show(s))
+  end
+  if s.pattern ~= "strided" and s.pattern ~= "fixed" then
+    return nil, "sparse", ("'sparse.pattern' must be %s or %s, got %s"):format(SPARSE_PATTERNS[1], SPARSE_PATTERNS[2],
+      s.pattern == nil and "nothing" or type(s.pattern) == "string" and u.quoted(s.pattern) or u.show(s.pattern))
+  end
+  local err = u.check_subkeys("sparse", s, SPARSE_KEYS[s.pattern])
+  if err then return nil, "sparse", err end
+  if s.pattern == "strided" then
+    if s.stride == nil then return nil, "sparse", "'sparse.stride' is required: an integer in 1..1073741824" end
+    err = u.int_in("sparse.stride", s.stride, 1, 2 ^ 30)
+    if err then return nil, "sparse", err end
+    c.sparse = { pattern = "strided", stride = math.floor(s.stride) }
+  else
+    if s.block == nil then return nil, "sparse", "'sparse.block' is required: an integer in 1..1073741824" end
+    err = u.int_in("sparse.block", s.block, 1, 2 ^ 30)
+    if err then return nil, "sparse", err end
+    if s.summary == nil then
+      return nil, "sparse", ("'sparse.summary' is required: an integer in 1..%d (the block)"):format(s.block)
+    end
+    err = u.int_in("sparse.summary", s.summary, 1, s.block)
+    if err then return nil, "sparse", err end
+    c.sparse = { pattern = "fixed", block = math.floor(s.block), summary = math.floor(s.summary) }
+  end
+  if not c.causal then -- implied: j <= p
+    c.causal = true
+    c.window.right = 0
+  end
+  return true
+end
+
 local function masks(raw, c, u)
   c.global_tokens = u.default(raw.global_tokens, 0)
   local err = u.int_in("global_tokens", c.global_tokens, 0, 2 ^ 30)
@@ -131,10 +174,20 @@ local function decode(raw, c, u)
   return true
 end
 
+-- weights: the kernel can also write the attention weights P (an output
+-- argument); absent or false normalizes to nil, so that configs without it
+-- echo (and generate) as before
+local function weights(raw, c, u)
+  local err = u.bool("weights", u.default(raw.weights, false))
+  if err then return nil, "weights", err end
+  c.weights = raw.weights or nil
+  return true
+end
+
 --- Fills the family's keys of raw into c; returns true, or nil, key, message.
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
-  for _, step in ipairs({ heads, head_dims, window, masks, score_terms, decode }) do
+  for _, step in ipairs({ heads, head_dims, window, sparse, masks, score_terms, decode, weights }) do
     local ok, key, err = step(raw, c, u)
     if not ok then return nil, key, err end
   end

@@ -309,7 +309,8 @@ static double read_bandwidth(const float *buf, int threads)
    modelled. */
 static int baseline_supports(const attn_spec *s)
 {
-    return s->global_tokens == 0 && s->chunk == 0 && s->mask == ATTN_MASK_NONE && s->softcap == 0.0f && !s->alibi;
+    return s->global_tokens == 0 && s->chunk == 0 && s->sparse == ATTN_SPARSE_NONE && s->mask == ATTN_MASK_NONE &&
+           s->softcap == 0.0f && !s->alibi;
 }
 
 /* exp without branches or libm, so the row loop vectorizes: Cephes' expf
@@ -602,6 +603,7 @@ typedef struct {
    array for f32 O); a bool mask as bytes. */
 typedef struct {
     float *q, *k, *v, *o32, *lse;
+    float *weights; /* configs with weights: P [B][Hq][Lq][Lk], written on every run */
     void *qs, *ks, *vs, *o;
     int32_t *seqlens;
     void *mask;
@@ -711,6 +713,8 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     buf->o = malloc(attn_dtype_size(spec->dtype_o) * no + 1);
     buf->o32 = spec->dtype_o == ATTN_DTYPE_F32 ? (float *)buf->o : (float *)malloc(sizeof(float) * no + 1);
     buf->lse = (float *)malloc(sizeof(float) * (size_t)(batch * spec->heads_q * seq_q));
+    if (spec->weights) /* the kernel writes the weights too: part of what is timed */
+        buf->weights = (float *)malloc(sizeof(float) * (size_t)(batch * spec->heads_q) * (size_t)(seq_q * seq_k) + 1);
     if (spec->padding) {
         buf->seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
         if (buf->seqlens)
@@ -725,7 +729,8 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
         args->mask_stride[3] = 1;
     }
     if (!buf->q || !buf->k || !buf->v || !buf->qs || !buf->ks || !buf->vs || !buf->o || !buf->o32 ||
-        !buf->lse || (spec->padding && !buf->seqlens) || (spec->mask != ATTN_MASK_NONE && !buf->mask))
+        !buf->lse || (spec->padding && !buf->seqlens) || (spec->mask != ATTN_MASK_NONE && !buf->mask) ||
+        (spec->weights && !buf->weights))
         return -1;
     args->q = buf->qs;
     args->k = buf->ks;
@@ -734,7 +739,9 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     args->lse = buf->lse;
     args->seqlens_k = buf->seqlens;
     args->mask = buf->mask;
+    args->weights = buf->weights; /* weights_stride: contiguous (attn_args_set_contiguous) */
     *base_args = *args;
+    base_args->weights = NULL; /* the baselines compute O and LSE only */
     base_args->q = buf->q;
     base_args->k = buf->k;
     base_args->v = buf->v;
@@ -753,6 +760,7 @@ static void free_buffers(bench_buffers *buf)
     free(buf->v);
     free(buf->o);
     free(buf->lse);
+    free(buf->weights);
     free(buf->seqlens);
     free(buf->mask);
 }

@@ -94,8 +94,8 @@ static int check_variant(const attn_kernel *kernel, const attn_variant *variant,
     const char *isa = attn_isa_name(variant->isa);
     /* larger shapes for the thread check: a prefill and a long decode */
     attn_case big[2];
-    double worst_o = 0.0, worst_lse = 0.0, worst_ratio = 0.0;
-    char first[300] = "", what[128];
+    double worst_o = 0.0, worst_lse = 0.0, worst_p = 0.0, worst_ratio = 0.0;
+    char first[300] = "", what[128], p_err[32] = "";
     int failures = 0, i;
 
     for (i = 0; i < n_cases; i++) {
@@ -110,6 +110,8 @@ static int check_variant(const attn_kernel *kernel, const attn_variant *variant,
             worst_o = res.max_err_o;
         if (res.max_err_lse > worst_lse)
             worst_lse = res.max_err_lse;
+        if (res.max_err_p > worst_p)
+            worst_p = res.max_err_p;
         if (res.worst_ratio > worst_ratio)
             worst_ratio = res.worst_ratio;
         if (st != ATTN_OK || res.failures > 0) {
@@ -148,8 +150,10 @@ static int check_variant(const attn_kernel *kernel, const attn_variant *variant,
     if (show_progress)
         fprintf(stderr, "\r%*s\r", 40, "");
 
-    printf("%s: %d cases, worst |err| O %.1e LSE %.1e (%.2g of tolerance), %d failure%s\n", isa,
-           n_cases, worst_o, worst_lse, worst_ratio, failures, failures == 1 ? "" : "s");
+    if (kernel->spec.weights) /* the weights P too */
+        snprintf(p_err, sizeof p_err, " P %.1e", worst_p);
+    printf("%s: %d cases, worst |err| O %.1e LSE %.1e%s (%.2g of tolerance), %d failure%s\n", isa,
+           n_cases, worst_o, worst_lse, p_err, worst_ratio, failures, failures == 1 ? "" : "s");
     if (failures > 0)
         printf("  first failure: %s\n", first);
     fflush(stdout);

@@ -24,7 +24,10 @@
  * O is written as float32, or as float16 when the kernel stores O as f16
  * (a bf16 O is widened to float32, exactly: .npy has no bf16); LSE is
  * float32.  --reference computes on the stored inputs, widened exactly,
- * and writes its O unrounded, as float32.
+ * and writes its O unrounded, as float32.  --weights (configs with weights)
+ * writes the attention weights P [B][Hq][Lq][Lk] as float32, or with
+ * --average-heads their mean over the query heads, [B][Lq][Lk] (what
+ * PyTorch's nn.MultiheadAttention returns by default), published with O.
  */
 #include <errno.h>
 #include <limits.h>
@@ -46,11 +49,15 @@ extern const attn_kernel *const attn_entry_kernel;
 
 static const char usage[] =
     "usage: attn_run --q Q.npy --k K.npy --v V.npy [--seqlens-k S.npy] [--mask M.npy]\n"
-    "                -o O.npy [--lse L.npy] [--threads N] [--isa NAME] [--reference]\n"
+    "                -o O.npy [--lse L.npy] [--weights W.npy [--average-heads]]\n"
+    "                [--threads N] [--isa NAME] [--reference]\n"
     "  Q, K, V: float16, float32 or float64, converted to the kernel's storage types\n"
     "  --reference   compute O and LSE with the naive float64 reference (attn_reference)\n"
     "                instead of the kernel, on the stored inputs: slow, for checking;\n"
-    "                --isa and --threads are then ignored, and O is written as float32\n";
+    "                --isa and --threads are then ignored, and O is written as float32\n"
+    "  --weights     also write the attention weights P [B][Hq][Lq][Lk], float32\n"
+    "                (configs with weights = true); --average-heads: their mean over\n"
+    "                the query heads, [B][Lq][Lk]\n";
 
 #ifdef __GNUC__
 __attribute__((format(printf, 2, 3), noreturn))
@@ -321,7 +328,8 @@ static const attn_variant *pick_isa(const attn_kernel *kernel, const char *name)
 /* The command line. */
 typedef struct {
     const char *q_path, *k_path, *v_path, *s_path, *m_path, *o_path, *lse_path, *isa_name;
-    int threads, use_reference;
+    const char *p_path; /* --weights */
+    int threads, use_reference, average_heads;
 } run_options;
 
 /* The inputs as read, their shapes, and the arrays the kernel gets. */
@@ -340,8 +348,9 @@ typedef struct {
     attn_dtype o_dtype;
     float *o_wide;           /* a bf16 O widened for the file */
     float *lse;
+    float *p;                /* the weights [B][Hq][Lq][Lk] (--weights) */
     size_t o_count;
-    int64_t o_shape[4], lse_shape[3];
+    int64_t o_shape[4], lse_shape[3], p_shape[4];
 } run_outputs;
 
 /* Parses argv into opt; --help prints the usage and exits 0. */
@@ -360,6 +369,10 @@ static void parse_options(int argc, char **argv, run_options *opt)
             opt->use_reference = 1;
             continue;
         }
+        if (strcmp(arg, "--average-heads") == 0) {
+            opt->average_heads = 1;
+            continue;
+        }
         if (strcmp(arg, "--q") == 0) dest = &opt->q_path;
         else if (strcmp(arg, "--k") == 0) dest = &opt->k_path;
         else if (strcmp(arg, "--v") == 0) dest = &opt->v_path;
@@ -367,10 +380,11 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "--mask") == 0) dest = &opt->m_path;
         else if (strcmp(arg, "-o") == 0) dest = &opt->o_path;
         else if (strcmp(arg, "--lse") == 0) dest = &opt->lse_path;
+        else if (strcmp(arg, "--weights") == 0) dest = &opt->p_path;
         else if (strcmp(arg, "--isa") == 0) dest = &opt->isa_name;
         else if (strcmp(arg, "--threads") != 0)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, -o, "
-                      "--lse, --threads, --isa, --reference)");
+                      "--lse, --weights, --average-heads, --threads, --isa, --reference)");
         if (i + 1 >= argc)
             fail(arg, "needs a value");
         if (dest != NULL)
@@ -387,8 +401,8 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     /* an output must not replace an input */
     const char *in_opt[5] = { "--q", "--k", "--v", "--seqlens-k", "--mask" };
     const char *in_path[5];
-    const char *out_opt[2] = { "-o", "--lse" };
-    const char *out_path[2];
+    const char *out_opt[3] = { "-o", "--lse", "--weights" };
+    const char *out_path[3];
     int a, b;
 
     if (opt->q_path == NULL) fail("--q", "required (the query tensor)");
@@ -397,6 +411,14 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     if (opt->o_path == NULL) fail("-o", "required (where to write the output)");
     if (opt->lse_path != NULL && same_file(opt->lse_path, opt->o_path))
         fail("--lse", "must differ from -o");
+    if (opt->p_path != NULL && !spec->weights)
+        fail(opt->p_path, "the config '%s' has no weights (weights = true), so --weights is not accepted",
+             spec->name);
+    if (opt->average_heads && opt->p_path == NULL)
+        fail("--average-heads", "needs --weights (it averages the weights written there)");
+    if (opt->p_path != NULL && (same_file(opt->p_path, opt->o_path) ||
+                                (opt->lse_path != NULL && same_file(opt->p_path, opt->lse_path))))
+        fail("--weights", "must differ from -o and --lse");
     in_path[0] = opt->q_path;
     in_path[1] = opt->k_path;
     in_path[2] = opt->v_path;
@@ -404,13 +426,16 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     in_path[4] = opt->m_path;
     out_path[0] = opt->o_path;
     out_path[1] = opt->lse_path;
-    for (a = 0; a < 2; a++)
+    out_path[2] = opt->p_path;
+    for (a = 0; a < 3; a++)
         for (b = 0; b < 5; b++)
             if (out_path[a] != NULL && in_path[b] != NULL && same_file(out_path[a], in_path[b]))
                 fail(out_opt[a], "'%s' is the %s input; not replacing an input", out_path[a], in_opt[b]);
     check_output_path(opt->o_path);
     if (opt->lse_path != NULL)
         check_output_path(opt->lse_path);
+    if (opt->p_path != NULL)
+        check_output_path(opt->p_path);
     if (opt->s_path != NULL && !spec->padding)
         fail(opt->s_path, "the config '%s' has no padding, so --seqlens-k is not accepted",
              spec->name);
@@ -521,10 +546,11 @@ static void load_mask(const char *path, const attn_spec *spec, run_inputs *in, a
     }
 }
 
-/* O [B][Lq][Hq][Dv] in O's storage type (f32 for the reference) and LSE
-   [B][Hq][Lq], f32, attached to the args. */
-static void alloc_outputs(const char *o_path, const attn_spec *spec, int use_reference,
-                          attn_args *args, run_outputs *out)
+/* O [B][Lq][Hq][Dv] in O's storage type (f32 for the reference), LSE
+   [B][Hq][Lq], f32, and with p_path the weights [B][Hq][Lq][Lk], f32,
+   attached to the args. */
+static void alloc_outputs(const char *o_path, const char *p_path, const attn_spec *spec,
+                          int use_reference, attn_args *args, run_outputs *out)
 {
     size_t o_count, lse_count;
 
@@ -548,6 +574,40 @@ static void alloc_outputs(const char *o_path, const attn_spec *spec, int use_ref
         fail(o_path, "out of memory");
     args->o = out->o;
     args->lse = out->lse;
+    if (p_path != NULL) {
+        size_t p_count = (size_t)args->batch * (size_t)spec->heads_q;
+        out->p_shape[0] = args->batch;
+        out->p_shape[1] = spec->heads_q;
+        out->p_shape[2] = args->seq_q;
+        out->p_shape[3] = args->seq_k;
+        if (args->seq_q > 0 && p_count > SIZE_MAX / sizeof(float) / (size_t)args->seq_q)
+            fail(p_path, "the weights are too large");
+        p_count *= (size_t)args->seq_q;
+        if (args->seq_k > 0 && p_count > SIZE_MAX / sizeof(float) / (size_t)args->seq_k)
+            fail(p_path, "the weights are too large");
+        p_count *= (size_t)args->seq_k;
+        out->p = (float *)malloc(p_count * sizeof *out->p + 1);
+        if (out->p == NULL)
+            fail(p_path, "out of memory");
+        args->weights = out->p; /* weights_stride: contiguous (attn_args_set_contiguous) */
+    }
+}
+
+/* --average-heads: the weights' mean over the query heads, in place:
+   [B][Hq][Lq][Lk] becomes [B][Lq][Lk] (summed in double). */
+static void average_heads(run_outputs *out)
+{
+    const int64_t B = out->p_shape[0], H = out->p_shape[1], n = out->p_shape[2] * out->p_shape[3];
+    int64_t b, h, e;
+    for (b = 0; b < B; b++)
+        for (e = 0; e < n; e++) {
+            double sum = 0.0;
+            for (h = 0; h < H; h++)
+                sum += out->p[(b * H + h) * n + e];
+            out->p[b * n + e] = (float)(sum / (double)H); /* b * n + e <= (b * H) * n + e */
+        }
+    out->p_shape[1] = out->p_shape[2];
+    out->p_shape[2] = out->p_shape[3];
 }
 
 /* The reference (on the stored inputs, widened), the variant --isa names,
@@ -586,7 +646,7 @@ static void compute(const attn_kernel *kernel, const attn_variant *variant, int 
 static void publish_outputs(const run_options *opt, int drop_batch, run_outputs *out)
 {
     char err[256];
-    char *o_staged, *lse_staged = NULL;
+    char *o_staged, *lse_staged = NULL, *p_staged = NULL;
     const void *o_data = out->o;
     attn_npy_dtype o_npy = ATTN_NPY_F32;
 
@@ -608,20 +668,42 @@ static void publish_outputs(const run_options *opt, int drop_batch, run_outputs 
             fail(opt->lse_path, "%s", err);
         }
     }
+    if (opt->p_path != NULL) {
+        if (opt->average_heads)
+            average_heads(out);
+        p_staged = write_staged(opt->p_path, ATTN_NPY_F32, (opt->average_heads ? 3 : 4) - drop_batch,
+                                out->p_shape + drop_batch, out->p, err, sizeof err);
+        if (p_staged == NULL) {
+            remove(o_staged);
+            if (lse_staged != NULL)
+                remove(lse_staged);
+            fail(opt->p_path, "%s", err);
+        }
+    }
     if (rename(o_staged, opt->o_path) != 0) {
         const int e = errno;
         remove(o_staged);
         if (lse_staged != NULL)
             remove(lse_staged);
+        if (p_staged != NULL)
+            remove(p_staged);
         fail(opt->o_path, "cannot rename the finished file over it: %s", strerror(e));
     }
     if (lse_staged != NULL && rename(lse_staged, opt->lse_path) != 0) {
         const int e = errno;
         remove(lse_staged);
+        if (p_staged != NULL)
+            remove(p_staged);
         fail(opt->lse_path, "cannot rename the finished file over it: %s", strerror(e));
+    }
+    if (p_staged != NULL && rename(p_staged, opt->p_path) != 0) {
+        const int e = errno;
+        remove(p_staged);
+        fail(opt->p_path, "cannot rename the finished file over it: %s", strerror(e));
     }
     free(o_staged);
     free(lse_staged);
+    free(p_staged);
 }
 
 static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
@@ -644,6 +726,7 @@ static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
     free(out->o);
     free(out->o_wide);
     free(out->lse);
+    free(out->p);
 }
 
 int main(int argc, char **argv)
@@ -668,7 +751,7 @@ int main(int argc, char **argv)
         load_seqlens(opt.s_path, &in, &args);
     if (opt.m_path != NULL)
         load_mask(opt.m_path, spec, &in, &args);
-    alloc_outputs(opt.o_path, spec, opt.use_reference, &args, &out);
+    alloc_outputs(opt.o_path, opt.p_path, spec, opt.use_reference, &args, &out);
 
     compute(kernel, variant, opt.use_reference, &in, &args);
     publish_outputs(&opt, in.qt.ndim == 3, &out);

@@ -165,6 +165,11 @@ local CASES = {
     msg = "^%-%-set chunk=0: 'chunk' must be in 1%.%.1073741824, got 0$" },
   { name = "wrong type: chunk = 2.5", argv = { "generate", "gpt2", "--set", "chunk=2.5" },
     msg = "'chunk' must be an integer in 1%.%.1073741824, got 2%.5" },
+  { name = "sparse: summary past the block", argv = { "generate", "gpt2", "--set",
+    'sparse={pattern="fixed",block=8,summary=9}' },
+    msg = "^%-%-set sparse={pattern=\"fixed\",block=8,summary=9}: 'sparse%.summary' must be in 1%.%.8, got 9$" },
+  { name = "sparse: unknown field", argv = { "generate", "gpt2", "--set", 'sparse={pattern="strided",strid=4}' },
+    msg = "'sparse' has unknown field 'strid' %(allowed: pattern, stride%); did you mean 'stride'%?$" },
   { name = "heads_q not divisible by heads_kv", setup = config("c.lua", 'return {\n  name = "c",\n'
     .. '  heads_q = 6,\n  heads_kv = 4,\n  head_dim = 8,\n}\n'), argv = { "generate", "c.lua" },
     msg = "^c%.lua:4: 'heads_kv' %(4%) must divide 'heads_q' %(6%)$" },
@@ -300,6 +305,10 @@ local CASES = {
     end, argv = run({}, "--lse", "l.npy"), msg = "^l%.npy: exists and is not a regular file" },
   { name = "-o and --lse the same file", setup = inputs, argv = run({}, "--lse", "o.npy"),
     msg = "^%-%-lse: must differ from %-o$" },
+  { name = "--weights for a config without weights", setup = inputs, argv = run({}, "--weights", "w.npy"),
+    msg = "^w%.npy: the config 't_everything' has no weights %(weights = true%), so %-%-weights is not accepted$" },
+  { name = "--average-heads without --weights", setup = inputs, argv = run({}, "--average-heads"),
+    msg = "^%-%-average%-heads: needs %-%-weights" },
   { name = "-o and --lse the same file, spelled two ways", setup = inputs, argv = run({}, "--lse", "./o.npy"),
     msg = "^%-%-lse: must differ from %-o$" },
   { name = "-o one of the inputs", setup = function(d)

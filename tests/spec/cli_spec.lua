@@ -334,6 +334,30 @@ describe("cli #slow", function()
       end)
     end
 
+    it("--weights writes P [B][Hq][Lq][Lk] (or [B][Lq][Lk] with --average-heads) that match the reference", function()
+      local wconfig = "configs/test/t_weights_causal_gqa.lua"
+      local cfg = assert(presets.load(wconfig))
+      local d = folder("weights")
+      local base = cat({ "run", wconfig }, inputs(d, cfg, { lq = 5, lk = 9, seqlens = { 9, 4 } }))
+      --- the shape in a .npy header, as a string "(2, 6, 5, 9)"
+      local function shape(p)
+        return helper.read_file(p):match("'shape': (%b())")
+      end
+      local code, _, err = attngen(cat(base, { "--reference", "-o", d .. "/ref.npy", "--weights", d .. "/w_ref.npy" }))
+      assert.equal(0, code, err)
+      code, _, err = attngen(cat(base, { "-o", d .. "/o.npy", "--weights", d .. "/w.npy" }))
+      assert.equal(0, code, err)
+      assert.equal("(2, 6, 5, 9)", shape(d .. "/w.npy"))
+      compare(d .. "/w.npy", d .. "/w_ref.npy")
+      code, _, err = attngen(cat(base, { "--reference", "-o", d .. "/ref.npy", "--weights", d .. "/a_ref.npy",
+        "--average-heads" }))
+      assert.equal(0, code, err)
+      code, _, err = attngen(cat(base, { "-o", d .. "/o.npy", "--weights", d .. "/a.npy", "--average-heads" }))
+      assert.equal(0, code, err)
+      assert.equal("(2, 5, 9)", shape(d .. "/a.npy"))
+      compare(d .. "/a.npy", d .. "/a_ref.npy")
+    end)
+
     it("--reference ignores --isa, even an unknown one", function()
       local cfg = assert(presets.load("gpt2"))
       local d = folder("refisa")

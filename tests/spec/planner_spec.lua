@@ -369,4 +369,21 @@ describe("ISA storage-type operations", function()
       end
     end
   end)
+
+  describe("weights", function()
+    it("takes the blocked decode path (no streaming kernel) and sets the spec's weights only when on", function()
+      local on, off = plan_of({ heads_kv = 4, weights = true }), plan_of({ heads_kv = 4 })
+      local function has_weights(p)
+        for _, f in ipairs(p.spec_fields) do if f[1] == "weights" then return f[2] end end
+      end
+      for _, v in ipairs(on.variants) do assert.is_nil(v.stream, v.name) end
+      local streams = false
+      for _, v in ipairs(off.variants) do streams = streams or v.stream ~= nil end
+      assert.is_true(streams) -- the same config without weights streams where the ISA can
+      assert.is_true(on.weights)
+      assert.is_false(off.weights)
+      assert.equal("1", has_weights(on))
+      assert.is_nil(has_weights(off))
+    end)
+  end)
 end)

@@ -32,7 +32,8 @@ end
 
 describe("render", function()
   local EVERYTHING = { name = "r_all", heads_q = 4, heads_kv = 2, head_dim = 72, causal = true,
-    sliding_window = 40, chunk = 48, global_tokens = 4, padding = true, mask = "bias", softcap = 30.0, alibi = true }
+    sliding_window = 40, chunk = 48, global_tokens = 4, padding = true, mask = "bias", softcap = 30.0, alibi = true,
+    weights = true, sparse = { pattern = "strided", stride = 6 } }
 
   describe("determinism", function()
     it("rendering the same config twice gives identical text", function()
@@ -132,6 +133,8 @@ describe("render", function()
         assert.truthy(banner:find(' *   isa = { "avx512", "avx2", "neon", "scalar" },', 1, true))
         assert.truthy(banner:find(" *   softcap = 30,", 1, true))
         assert.truthy(banner:find(" *   chunk = 48,", 1, true))
+        assert.truthy(banner:find(' *   sparse = { pattern = "strided", stride = 6 },', 1, true))
+        assert.truthy(banner:find(" *   weights = true,", 1, true))
       end
     end)
 
@@ -147,6 +150,25 @@ describe("render", function()
       assert.truthy(bc:find(" * Mask: causal (bottom-right).", 1, true))
       assert.is_nil(bc:find(".top_left", 1, true))
       assert.is_nil(bc:find(".chunk", 1, true))
+      assert.is_nil(bc:find(".sparse", 1, true))
+    end)
+
+    it("names a sparse pattern in the mask line and the spec, and echoes it causal", function()
+      local th, tc = files_for({ name = "r_sp", heads_q = 2, head_dim = 8,
+        sparse = { pattern = "fixed", block = 32, summary = 4 } })
+      for _, text in ipairs({ th, tc }) do
+        assert.truthy(text:find(" * Mask: causal (bottom-right), sparse fixed, block 32, summary 4.", 1, true),
+          text:sub(1, 1500))
+      end
+      assert.truthy(th:find(" *   causal = true,", 1, true))
+      assert.truthy(tc:find("        .window_right = 0,\n        .sparse = ATTN_SPARSE_FIXED,\n"
+        .. "        .sparse_block = 32,\n        .sparse_summary = 4,\n", 1, true))
+      local _, sc = files_for({ name = "r_ss", heads_q = 2, head_dim = 8, chunk = 64,
+        sparse = { pattern = "strided", stride = 8 } })
+      assert.truthy(sc:find(" * Mask: causal (bottom-right), chunks of 64 keys, sparse strided, stride 8.", 1, true))
+      assert.truthy(sc:find("        .chunk = 64,\n        .sparse = ATTN_SPARSE_STRIDED,\n"
+        .. "        .sparse_stride = 8,\n", 1, true))
+      assert.is_nil(sc:find(".sparse_summary", 1, true))
     end)
 
     it("echoes the keys in the schema's order", function()

@@ -41,24 +41,34 @@ describe("schema", function()
   describe("defaults", function()
     local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
 
-    it("fills every key of docs/config.md except the optional softcap and chunk", function()
+    it("fills every key of docs/config.md except the optional softcap, chunk and weights", function()
       for _, k in ipairs(schema.order) do
-        if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" then
+        if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" and k ~= "weights" and k ~= "sparse" then
           assert.is_not_nil(cfg[k], "missing default for " .. k)
         end
       end
       assert.is_nil(cfg.softcap)
       assert.is_nil(cfg.chunk) -- no chunks
+      assert.is_nil(cfg.sparse) -- no sparse pattern
+      assert.is_nil(cfg.weights) -- no weights output (absent, so configs echo as before)
       assert.is_nil(cfg.sliding_window) -- folded into window
     end)
 
     it("knows exactly the keys of the sdpa family, and the decode_max_q extension", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
-        "window", "sliding_window", "chunk", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
-        "decode_max_q", "dtype", "matmul", "isa", "tile" }
+        "window", "sliding_window", "chunk", "sparse", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
+        "decode_max_q", "weights", "dtype", "matmul", "isa", "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
+    end)
+
+    it("weights: true kept, false and absent normalize to nil, anything else is an error", function()
+      assert.is_true(schema.normalize(with({ weights = true })).weights)
+      assert.is_nil(schema.normalize(with({ weights = false })).weights)
+      assert.is_nil(schema.normalize(with({})).weights)
+      rejects_key(with({ weights = 1 }), "weights", "true or false")
+      rejects_key(with({ weights = "yes" }), "weights", "true or false")
     end)
 
     it("decode_max_q: 16 by default, 0 turns the decode path off, at most 64", function()
@@ -202,6 +212,48 @@ describe("schema", function()
       assert.equal("top_left", c.causal)
       assert.same({ left = 7, right = 0 }, c.window)
       assert.equal(2, c.global_tokens)
+    end)
+  end)
+
+  describe("sparse patterns", function()
+    it("strided and fixed, absent by default; both make the config causal", function()
+      assert.is_nil(assert(schema.normalize(with({}))).sparse)
+      local c = assert(schema.normalize(with({ sparse = { pattern = "strided", stride = 128.0 } })))
+      assert.same({ pattern = "strided", stride = 128 }, c.sparse)
+      assert.equal(true, c.causal)
+      assert.same({ left = -1, right = 0 }, c.window)
+      c = assert(schema.normalize(with({ sparse = { pattern = "fixed", block = 16, summary = 16 },
+        causal = "top_left", sliding_window = 40, global_tokens = 2 })))
+      assert.same({ pattern = "fixed", block = 16, summary = 16 }, c.sparse)
+      assert.equal("top_left", c.causal)
+      assert.same({ left = 39, right = 0 }, c.window)
+      assert.same({ pattern = "fixed", block = 1, summary = 1 },
+        assert(schema.normalize(with({ sparse = { pattern = "fixed", block = 1, summary = 1 } }))).sparse)
+    end)
+
+    it("one-line errors: the shape, the pattern, the integers, unknown fields", function()
+      for _, bad in ipairs({ "strided", 8, true }) do
+        rejects_key(with({ sparse = bad }), "sparse", "must be a table")
+      end
+      rejects_key(with({ sparse = {} }), "sparse", "'sparse.pattern' must be \"strided\" or \"fixed\", got nothing")
+      rejects_key(with({ sparse = { pattern = "dense" } }), "sparse", 'got "dense"')
+      rejects_key(with({ sparse = { pattern = "strided" } }), "sparse", "'sparse.stride' is required")
+      for _, bad in ipairs({ 0, -3, 2 ^ 30 + 1 }) do
+        rejects_key(with({ sparse = { pattern = "strided", stride = bad } }), "sparse", "1..1073741824")
+      end
+      rejects_key(with({ sparse = { pattern = "strided", stride = 2.5 } }), "sparse",
+        "'sparse.stride' must be an integer")
+      rejects_key(with({ sparse = { pattern = "fixed", block = 8 } }), "sparse", "'sparse.summary' is required", "1..8")
+      rejects_key(with({ sparse = { pattern = "fixed", block = 8, summary = 9 } }), "sparse",
+        "'sparse.summary' must be in 1..8")
+      rejects_key(with({ sparse = { pattern = "fixed", block = 8, summary = 0 } }), "sparse", "1..8")
+      rejects_key(with({ sparse = { pattern = "fixed", summary = 1 } }), "sparse", "'sparse.block' is required")
+      local msg = rejects_key(with({ sparse = { pattern = "strided", strid = 4 } }), "sparse",
+        "unknown field 'strid'", "did you mean 'stride'?")
+      assert.is_nil(msg:find("\n", 1, true))
+      rejects_key(with({ sparse = { pattern = "strided", stride = 4, summary = 1 } }), "sparse",
+        "unknown field 'summary'")
+      rejects_key(with({ sparse = { pattern = "fixed", block = 8, sumary = 1 } }), "sparse", "did you mean 'summary'?")
     end)
   end)
 
