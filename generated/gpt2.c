@@ -2459,7 +2459,10 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_unit__avx512(const 
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
                 for (c = sk; c < lo; c++) sr[c] = -INFINITY;
-                for (c = hi; c < TK; c++) sr[c] = -INFINITY;
+                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                    const int64_t ce = (w->last[r] + 15) / 16 * 16;
+                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+                }
             }
             /* max and exp over the vectors holding the columns this row may
                see; the others get probability 0 */
@@ -5080,7 +5083,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_unit__avx2(const 
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
                 for (c = sk; c < lo; c++) sr[c] = -INFINITY;
-                for (c = hi; c < TK; c++) sr[c] = -INFINITY;
+                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                    const int64_t ce = (w->last[r] + 7) / 8 * 8;
+                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+                }
             }
             /* max and exp over the vectors holding the columns this row may
                see; the others get probability 0 */
@@ -7860,7 +7866,10 @@ static void attn_gpt2_unit__neon(const attn_args *args, const float *kt, const f
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
                 for (c = sk; c < lo; c++) sr[c] = -INFINITY;
-                for (c = hi; c < TK; c++) sr[c] = -INFINITY;
+                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                    const int64_t ce = (w->last[r] + 3) / 4 * 4;
+                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+                }
             }
             /* max and exp over the vectors holding the columns this row may
                see; the others get probability 0 */
@@ -8739,7 +8748,10 @@ ATTN_NO_AUTOVEC static void attn_gpt2_unit__scalar(const attn_args *args, const 
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
                 for (c = sk; c < lo; c++) sr[c] = -INFINITY;
-                for (c = hi; c < TK; c++) sr[c] = -INFINITY;
+                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                    const int64_t ce = (w->last[r] + 0) / 1 * 1;
+                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+                }
             }
             /* max and exp over the vectors holding the columns this row may
                see; the others get probability 0 */

@@ -2152,7 +2152,10 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_unit__avx512(c
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
                 for (c = sk; c < lo; c++) sr[c] = -INFINITY;
-                for (c = hi; c < TK; c++) sr[c] = -INFINITY;
+                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                    const int64_t ce = (w->last[r] + 15) / 16 * 16;
+                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+                }
             }
             /* max and exp over the vectors holding the columns this row may
                see; the others get probability 0 */
@@ -3428,7 +3431,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_unit__avx2(c
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
                 for (c = sk; c < lo; c++) sr[c] = -INFINITY;
-                for (c = hi; c < TK; c++) sr[c] = -INFINITY;
+                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                    const int64_t ce = (w->last[r] + 7) / 8 * 8;
+                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+                }
             }
             /* max and exp over the vectors holding the columns this row may
                see; the others get probability 0 */
@@ -5137,7 +5143,10 @@ static void attn_llama3_8b_unit__neon(const attn_args *args, const float *kt, co
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
                 for (c = sk; c < lo; c++) sr[c] = -INFINITY;
-                for (c = hi; c < TK; c++) sr[c] = -INFINITY;
+                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                    const int64_t ce = (w->last[r] + 3) / 4 * 4;
+                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+                }
             }
             /* max and exp over the vectors holding the columns this row may
                see; the others get probability 0 */
@@ -6096,7 +6105,10 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_unit__scalar(const attn_args *args, c
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
                 for (c = sk; c < lo; c++) sr[c] = -INFINITY;
-                for (c = hi; c < TK; c++) sr[c] = -INFINITY;
+                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                    const int64_t ce = (w->last[r] + 0) / 1 * 1;
+                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+                }
             }
             /* max and exp over the vectors holding the columns this row may
                see; the others get probability 0 */

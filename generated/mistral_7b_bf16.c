@@ -2882,7 +2882,10 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_unit__av
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
                 for (c = sk; c < lo; c++) sr[c] = -INFINITY;
-                for (c = hi; c < TK; c++) sr[c] = -INFINITY;
+                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                    const int64_t ce = (w->last[r] + 15) / 16 * 16;
+                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+                }
             }
             /* max and exp over the vectors holding the columns this row may
                see; the others get probability 0 */
@@ -4547,7 +4550,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_unit__
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
                 for (c = sk; c < lo; c++) sr[c] = -INFINITY;
-                for (c = hi; c < TK; c++) sr[c] = -INFINITY;
+                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                    const int64_t ce = (w->last[r] + 7) / 8 * 8;
+                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+                }
             }
             /* max and exp over the vectors holding the columns this row may
                see; the others get probability 0 */
@@ -6835,7 +6841,10 @@ static void attn_mistral_7b_bf16_unit__neon(const attn_args *args, const float *
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
                 for (c = sk; c < lo; c++) sr[c] = -INFINITY;
-                for (c = hi; c < TK; c++) sr[c] = -INFINITY;
+                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                    const int64_t ce = (w->last[r] + 3) / 4 * 4;
+                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+                }
             }
             /* max and exp over the vectors holding the columns this row may
                see; the others get probability 0 */
@@ -8099,7 +8108,10 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_unit__scalar(const attn_args *a
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
                 for (c = sk; c < lo; c++) sr[c] = -INFINITY;
-                for (c = hi; c < TK; c++) sr[c] = -INFINITY;
+                { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
+                    const int64_t ce = (w->last[r] + 0) / 1 * 1;
+                    for (c = hi; c < ce; c++) sr[c] = -INFINITY;
+                }
             }
             /* max and exp over the vectors holding the columns this row may
                see; the others get probability 0 */
