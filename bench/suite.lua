@@ -186,6 +186,20 @@ record("prefill causal, weights", wt)
 local wcost = result(wt, "avx512").seconds / result(nowt, "avx512").seconds
 target(("weights = true, causal L=%d: time / the time without weights"):format(LP), wcost, "<= 1.6", wcost <= 1.6)
 
+-- 2c. dropout on the weights (dropout = true; the bench passes dropout_p = 0.1) against the same
+-- causal kernel without it, 1 thread
+local LD = quick and 1024 or 4096
+progress(("causal L=%d with dropout"):format(LD))
+local nodr = LD == LP and nowt or bench("llama3_8b", with(H8, "causal=true"), { ["seq-q"] = LD, threads = 1,
+  isa = "avx512", ["no-reference"] = true })
+local dr = bench("llama3_8b", with(H8, "causal=true", "dropout=true"), { ["seq-q"] = LD, threads = 1, isa = "avx512",
+  ["no-reference"] = true })
+record("prefill causal, no dropout", nodr)
+record("prefill causal, dropout 0.1", dr)
+local dcost = result(dr, "avx512").seconds / result(nodr, "avx512").seconds
+target(("dropout = true with dropout_p = 0.1, causal L=%d: time / the time without dropout"):format(LD), dcost,
+  "<= 1.15", dcost <= 1.15)
+
 -- 3. sliding window W = 512 at LW against the window's share of non-causal time
 progress(("sliding window 512 at L=%d"):format(LW))
 local wfull = bench("llama3_8b", H8, { ["seq-q"] = LW, threads = 1, isa = "avx512", ["no-reference"] = true })

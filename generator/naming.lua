@@ -83,6 +83,7 @@ M.OPS = {
   sparse_next = { what = "the next key after a kept one that the sparse pattern keeps" },
   sparse_last = { what = "the last key at or before a key that the sparse pattern keeps" },
   mask_at = { what = "address of a mask or bias element" },
+  dropout_row = { isa = true, what = "dropout of one row's probabilities at a range of keys" },
   softmax = { isa = true, what = "online softmax of one row, keys along the lanes" },
   softmax_t = { isa = true, what = "online softmax of a vector of rows, key by key" },
   q_row = { what = "address of a query row" },

@@ -27,6 +27,30 @@ double attn_reference_alibi_slope(int h, int n)
     return pow(2.0, -8.0 * (2 * (h - c) + 1) / (2.0 * c));
 }
 
+int attn_reference_dropout_kept(const attn_spec *spec, const attn_args *args, int64_t b, int h, int64_t i,
+                                int64_t j)
+{
+    /* counter (j >> 2, i, b * Hq + h, offset), key (seed mod 2^32, seed >> 32): word j & 3 */
+    uint32_t ctr[4], key[2], r[4];
+    ctr[0] = (uint32_t)(j >> 2);
+    ctr[1] = (uint32_t)i;
+    ctr[2] = (uint32_t)(b * spec->heads_q + h);
+    ctr[3] = args->dropout_offset;
+    key[0] = (uint32_t)(args->dropout_seed & 0xFFFFFFFFu);
+    key[1] = (uint32_t)(args->dropout_seed >> 32);
+    attn_philox4x32_10(ctr, key, r);
+    return r[j & 3] >= (uint32_t)floor((double)args->dropout_p * 4294967296.0);
+}
+
+/* A softmax weight w after dropout: w / (1 - p) where kept, else 0. */
+static double dropout_weight(const attn_spec *spec, const attn_args *args, int64_t b, int h, int64_t i, int64_t j,
+                             double w)
+{
+    if (args->dropout_p <= 0.0f)
+        return w;
+    return attn_reference_dropout_kept(spec, args, b, h, i, j) ? w / (1.0 - (double)args->dropout_p) : 0.0;
+}
+
 /* The element offset of mask/bias value (b, h, i, j). */
 static int64_t mask_offset(const attn_args *args, int64_t b, int h, int64_t i, int64_t j)
 {
@@ -255,6 +279,26 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                     for (d = 0; d < spec->head_dim_v; d++)
                         o[d] = (float)(acc[d] / sum);
                     lse = m + log(sum);
+                    if (spec->dropout) {
+                        /* dropout, literally: the softmax's weights, each
+                           kept (scaled by 1 / (1 - p)) or dropped by its
+                           Philox draw, times V */
+                        for (d = 0; d < spec->head_dim_v; d++)
+                            acc[d] = 0.0;
+                        for (j = 0; j < args->seq_k; j++) {
+                            const float *v;
+                            double w;
+                            if (!vis[j])
+                                continue;
+                            w = dropout_weight(spec, args, b, h, i, j, exp(s[j] - m) / sum);
+                            v = v_base + b * args->v_stride[0] + j * args->v_stride[1] +
+                                hk * args->v_stride[2];
+                            for (d = 0; d < spec->head_dim_v; d++)
+                                acc[d] += w * (double)v[d];
+                        }
+                        for (d = 0; d < spec->head_dim_v; d++)
+                            o[d] = (float)acc[d];
+                    }
                 }
                 if (args->lse != NULL)
                     args->lse[(b * spec->heads_q + h) * args->seq_q + i] = (float)lse;
@@ -265,7 +309,10 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
                                 h * args->weights_stride[1] + i * args->weights_stride[2];
                     for (j = 0; j < args->seq_k; j++)
                         pw[j * args->weights_stride[3]] =
-                            vis[j] && m != -INFINITY ? (float)exp(s[j] - lse) : 0.0f;
+                            vis[j] && m != -INFINITY
+                                ? (float)(spec->dropout ? dropout_weight(spec, args, b, h, i, j, exp(s[j] - lse))
+                                                        : exp(s[j] - lse))
+                                : 0.0f;
                 }
             }
         }

@@ -105,6 +105,17 @@ extern "C" {
 attn_status attn_reference(const attn_spec *spec, const attn_args *args);
 
 /*
+ * Dropout (spec->dropout): whether the weight of key j for query row i of
+ * head h, batch b survives args' dropout_p, dropout_seed and dropout_offset:
+ * word (j & 3) of Philox4x32-10 at counter (j >> 2, i, b * Hq + h, offset)
+ * under key (seed mod 2^32, seed >> 32) is at least floor(p * 2^32).  The
+ * reference scales the softmax's kept weights by 1 / (1 - p) in double and
+ * sums them times V; LSE stays the softmax's.
+ */
+int attn_reference_dropout_kept(const attn_spec *spec, const attn_args *args, int64_t b, int h, int64_t i,
+                                int64_t j);
+
+/*
  * The number of visible (b, h, i, j) score pairs, by the same rules: the
  * work a forward pass must do (FLOPs = 2 * count * (D + Dv)).  -1 when the
  * args are bad.

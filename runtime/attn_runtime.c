@@ -31,6 +31,7 @@ const char *attn_status_string(attn_status status)
                "(or ATTNGEN_ISA names one that cannot)";
     case ATTN_ERR_NOMEM: return "out of memory";
     case ATTN_ERR_TOO_LARGE: return "a tensor is too large for 64-bit element offsets";
+    case ATTN_ERR_DROPOUT: return "dropout_p is outside [0, 1)";
     }
     return "unknown status";
 }
@@ -432,6 +433,9 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
 
     if (args->threads < 0)
         return ATTN_ERR_THREADS;
+    /* dropout_p: read only by kernels with dropout; NaN fails both tests */
+    if (spec->dropout && !(args->dropout_p >= 0.0f && args->dropout_p < 1.0f))
+        return ATTN_ERR_DROPOUT;
 
     /* Lengths up to 2^62 keep position arithmetic in int64 (i + Lk_b - Lq
        plus or minus a window, rounding up to a tile) even with stride 0. */

@@ -52,7 +52,8 @@ typedef enum attn_status {
     ATTN_ERR_THREADS,     /* threads < 0 */
     ATTN_ERR_ISA,         /* ATTNGEN_ISA names no variant this CPU can run */
     ATTN_ERR_NOMEM,       /* the allocation hook returned NULL */
-    ATTN_ERR_TOO_LARGE    /* a size overflows the kernel's index type */
+    ATTN_ERR_TOO_LARGE,   /* a size overflows the kernel's index type */
+    ATTN_ERR_DROPOUT      /* dropout_p outside [0, 1) (NaN included) */
 } attn_status;
 
 /* A short English sentence for a status; never NULL. */
@@ -144,6 +145,9 @@ typedef struct attn_args {
     int64_t mask_stride[4];
     float *weights;             /* configs with weights: P [B][Hq][Lq][Lk], f32; NULL: not written */
     int64_t weights_stride[4];  /* element strides {b, h, i, j} of weights */
+    float dropout_p;            /* configs with dropout: in [0, 1); 0 drops nothing */
+    uint64_t dropout_seed;      /* configs with dropout: the Philox key (low word, high word) */
+    uint32_t dropout_offset;    /* configs with dropout: the Philox counter's last word */
     int threads;                /* 0: OpenMP's default */
 } attn_args;
 
@@ -223,6 +227,7 @@ typedef struct attn_spec {
                                       P.V may multiply bf16-rounded operands, f32 sums) */
     int tile_q, tile_kv;
     int weights;                   /* can write the attention weights (args->weights): weights = true */
+    int dropout;                   /* applies dropout to the weights (args->dropout_*): dropout = true */
 } attn_spec;
 
 typedef attn_status (*attn_fwd_fn)(const attn_args *args);
@@ -240,6 +245,40 @@ typedef struct attn_kernel {
 } attn_kernel;
 
 /* ---- services the generated code uses --------------------------------- */
+
+/*
+ * Philox4x32-10 (Random123): the 4 words of the counter ctr under the
+ * 2-word key, into out.  Dropout draws r = word (j & 3) of
+ * attn_philox4x32_10({j >> 2, i, b * Hq + h, dropout_offset},
+ * {seed mod 2^32, seed >> 32}) for key j of query row i, head h, batch b,
+ * and keeps the weight iff r >= (uint32_t)(dropout_p * 2^32).
+ */
+static inline void attn_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
+{
+    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3], k0 = key[0], k1 = key[1];
+    int round;
+    for (round = 0; round < 10; round++) {
+        const uint64_t p0 = (uint64_t)0xD2511F53u * c0, p1 = (uint64_t)0xCD9E8D57u * c2;
+        const uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
+        const uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
+        c0 = hi1 ^ c1 ^ k0;
+        c1 = lo1;
+        c2 = hi0 ^ c3 ^ k1;
+        c3 = lo0;
+        k0 += 0x9E3779B9u;
+        k1 += 0xBB67AE85u;
+    }
+    out[0] = c0;
+    out[1] = c1;
+    out[2] = c2;
+    out[3] = c3;
+}
+
+/* The dropout threshold floor(p * 2^32) of dropout_p in [0, 1). */
+static inline uint32_t attn_dropout_threshold(float p)
+{
+    return (uint32_t)((double)p * 4294967296.0);
+}
 
 /*
  * Checks args against spec: the statuses above except ATTN_ERR_ISA and

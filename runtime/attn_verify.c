@@ -525,6 +525,9 @@ static attn_status case_build(case_bufs *cb, const attn_spec *spec, const attn_c
         cb->args.weights = (float *)cb->p.ptr;
         memcpy(cb->args.weights_stride, cb->lp.str, sizeof cb->args.weights_stride);
     }
+    cb->args.dropout_p = c->dropout_p;
+    cb->args.dropout_seed = c->dropout_seed;
+    cb->args.dropout_offset = c->dropout_offset;
     cb->args.threads = c->threads;
     return ATTN_OK;
 nomem:
@@ -546,6 +549,12 @@ void attn_verify_case_string(const attn_case *c, char *buf, size_t buflen)
              (long long)c->batch, (long long)c->seq_q, (long long)c->seq_k,
              c->strided ? " strided" : "", c->ragged ? " ragged" : "", c->threads,
              (unsigned long long)c->seed);
+    if (c->dropout_p != 0.0f) {
+        const size_t n = strlen(buf);
+        if (n < buflen)
+            snprintf(buf + n, buflen - n, " dropout_p=%g dropout_seed=%llu dropout_offset=%u", (double)c->dropout_p,
+                     (unsigned long long)c->dropout_seed, (unsigned)c->dropout_offset);
+    }
 }
 
 /* Whether x, an output, matches ref: NaN == NaN, equal infinities, else
@@ -779,7 +788,7 @@ done:
 
 typedef struct {
     attn_case *out;
-    int max, n, padding;
+    int max, n, padding, dropout;
 } case_list;
 
 static void add_case(case_list *l, int64_t batch, int64_t lq, int64_t lk, int strided,
@@ -796,6 +805,9 @@ static void add_case(case_list *l, int64_t batch, int64_t lq, int64_t lk, int st
     c->ragged = ragged && l->padding;
     c->threads = threads;
     c->seed = 0x5eed0000u + (uint64_t)l->n * 7919u;
+    c->dropout_p = l->dropout ? 0.2f : 0.0f;
+    c->dropout_seed = l->dropout ? 0x9e3779b97f4a7c15u * (uint64_t)(l->n + 1) : 0;
+    c->dropout_offset = l->dropout ? (uint32_t)(3 * l->n + 1) : 0;
     l->n++;
 }
 
@@ -810,6 +822,7 @@ int attn_verify_default_cases(const attn_spec *spec, attn_case *out, int max, in
     l.max = max;
     l.n = 0;
     l.padding = spec->padding;
+    l.dropout = spec->dropout;
 
     /*           B  Lq   Lk strided ragged threads */
     /* Lq == Lk */

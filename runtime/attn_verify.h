@@ -31,6 +31,9 @@ typedef struct {
     int ragged;    /* with spec->padding: random seqlens_k, NaN rows past them */
     int threads;   /* args.threads */
     uint64_t seed; /* inputs are a pure function of (spec, case) */
+    float dropout_p;         /* specs with dropout: args.dropout_p, the same for the reference */
+    uint64_t dropout_seed;   /* args.dropout_seed */
+    uint32_t dropout_offset; /* args.dropout_offset */
 } attn_case;
 
 typedef struct {
@@ -63,7 +66,8 @@ int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *v
  * Writes up to max cases covering the test matrix of docs/testing.md for
  * this spec (seq lengths 1, 2, 17, 113, tile edges, Lq <, =, > Lk, batch 1
  * and 2, strided, ragged with padding, 1 and 2 threads; quick == 0 adds
- * 1023 and 1025).
+ * 1023 and 1025).  With spec->dropout every case has dropout_p = 0.2 and
+ * its own seed and offset.
  * Returns the number written.
  */
 int attn_verify_default_cases(const attn_spec *spec, attn_case *out, int max, int quick);

@@ -41,6 +41,9 @@ M.FEATURES = {
   -- the Sparse Transformer patterns (each its own per-key rule)
   { "sparse_strided", function(c) return type(c.sparse) == "table" and c.sparse.pattern == "strided" end },
   { "sparse_fixed", function(c) return type(c.sparse) == "table" and c.sparse.pattern == "fixed" end },
+  -- outputs and draws beyond O: the weights P, the dropout mask
+  { "weights", function(c) return c.weights == true end },
+  { "dropout", function(c) return c.dropout == true end },
   { "mask_bool", function(c) return c.mask == "bool" end },
   { "mask_bias", function(c) return c.mask == "bias" end },
   { "padding", function(c) return c.padding == true end },

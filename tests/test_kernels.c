@@ -71,6 +71,11 @@ static void run_bitwise(const attn_kernel *k)
         c.seq_k = 2 * k->spec.tile_kv + 7;
         c.ragged = k->spec.padding;
         c.seed = 7;
+        if (k->spec.dropout) {
+            c.dropout_p = 0.2f;
+            c.dropout_seed = 0x0123456789abcdefu;
+            c.dropout_offset = 5;
+        }
         cr_expect_eq(attn_verify_bitwise_threads(k, v, &c, 1, 2), 1,
                      "%s/%s: 1 and 2 threads differ (or a run failed)", k->spec.name, attn_isa_name(v->isa));
         checked++;
@@ -358,6 +363,11 @@ static void run_decode(const attn_kernel *k)
                 c.strided = (a + b) % 2;
                 c.threads = 1 + (a + b) % 2;
                 c.seed = (uint64_t)(100 * a + b + 1);
+                if (k->spec.dropout) {
+                    c.dropout_p = 0.2f;
+                    c.dropout_seed = c.seed * 0x9e3779b97f4a7c15u;
+                    c.dropout_offset = (uint32_t)(a + b);
+                }
                 st = attn_verify_case(k, v, &c, &res);
                 attn_verify_case_string(&c, shape, sizeof shape);
                 cr_assert_eq(st, ATTN_OK, "%s/%s %s: %s (%s)", k->spec.name, attn_isa_name(v->isa), shape,
@@ -381,6 +391,12 @@ Test(decode, padding_causal) { run_decode(&attn_t_padding_causal_kernel); }
 extern const attn_kernel attn_t_weights_decode_kernel;
 Test(decode, weights_window) { run_decode(&attn_t_weights_decode_kernel); }
 Test(decode, weights_padding) { run_decode(&attn_t_weights_causal_gqa_kernel); }
+
+/* Dropout (dropout_p = 0.2) on the decode path: with the weights written,
+   and with ragged padding and GQA. */
+extern const attn_kernel attn_t_dropout_decode_kernel, attn_t_dropout_causal_gqa_kernel;
+Test(decode, dropout_weights_window) { run_decode(&attn_t_dropout_decode_kernel); }
+Test(decode, dropout_padding) { run_decode(&attn_t_dropout_causal_gqa_kernel); }
 
 /* Chunks of 16 keys with global tokens (at 4099 and 32768 keys, most splits
    and blocks lie outside every row's chunk), and top-left positions (every
@@ -563,4 +579,271 @@ Test(decode, threads_bitwise)
                              "%s/%s: decode differs for 1 and 2 threads at Lq=%d Lk=%d", ks[i]->spec.name,
                              attn_isa_name(v->isa), (int)c.seq_q, (int)c.seq_k);
             }
+}
+
+/* ---- dropout ------------------------------------------------------------ */
+
+extern const attn_kernel attn_t_dropout_weights_bf16_kernel, attn_t_weights_bf16_window_kernel,
+    attn_t_weights_decode_kernel;
+
+/* Philox4x32-10's known-answer vectors (Random123's kat_vectors). */
+Test(dropout, philox_known_answers)
+{
+    static const uint32_t ctr[3][4] = { { 0, 0, 0, 0 },
+                                        { 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu },
+                                        { 0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u } };
+    static const uint32_t key[3][2] = { { 0, 0 }, { 0xffffffffu, 0xffffffffu }, { 0xa4093822u, 0x299f31d0u } };
+    static const uint32_t want[3][4] = { { 0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u },
+                                         { 0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu },
+                                         { 0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u } };
+    int t, w;
+    for (t = 0; t < 3; t++) {
+        uint32_t out[4];
+        attn_philox4x32_10(ctr[t], key[t], out);
+        for (w = 0; w < 4; w++)
+            cr_expect_eq(out[w], want[t][w], "vector %d word %d: got %08x, want %08x", t, w, out[w], want[t][w]);
+    }
+    cr_expect_eq(attn_dropout_threshold(0.0f), 0u);
+    cr_expect_eq(attn_dropout_threshold(0.5f), 0x80000000u);
+    cr_expect_eq(attn_dropout_threshold(0.25f), 0x40000000u);
+}
+
+/* One call's tensors for kernel k, contiguous, random N(0,1)-like inputs
+   stored in k's types; seqlens all Lk; P when k has weights. */
+typedef struct {
+    attn_args a;
+    void *q, *k, *v, *o;
+    float *lse, *p;
+    int32_t *seqlens;
+    void *mask;
+    size_t no, np, nlse;
+} dcall;
+
+static void dcall_init(dcall *d, const attn_kernel *k, int64_t B, int64_t Lq, int64_t Lk)
+{
+    const attn_spec *s = &k->spec;
+    const size_t nq = (size_t)(B * Lq * s->heads_q * s->head_dim), nk = (size_t)(B * Lk * s->heads_kv * s->head_dim);
+    const size_t nv = (size_t)(B * Lk * s->heads_kv * s->head_dim_v);
+    float *tmp = (float *)malloc(sizeof(float) * (nq > nk ? (nq > nv ? nq : nv) : (nk > nv ? nk : nv)) + 1);
+    unsigned long x = 12345;
+    size_t i;
+    int64_t b;
+    memset(d, 0, sizeof *d);
+    d->no = (size_t)(B * Lq * s->heads_q * s->head_dim_v);
+    d->nlse = (size_t)(B * s->heads_q * Lq);
+    d->np = s->weights ? (size_t)(B * s->heads_q * Lq * Lk) : 0;
+    d->q = malloc(nq * 4 + 1);
+    d->k = malloc(nk * 4 + 1);
+    d->v = malloc(nv * 4 + 1);
+    d->o = malloc(d->no * 4 + 1);
+    d->lse = (float *)malloc(d->nlse * 4 + 1);
+    d->p = s->weights ? (float *)malloc(d->np * 4 + 1) : NULL;
+    d->seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)B + 1);
+    cr_assert(tmp && d->q && d->k && d->v && d->o && d->lse && d->seqlens && (!s->weights || d->p));
+#define FILL(n, dt, dst)                                                          \
+    for (i = 0; i < (n); i++) {                                                   \
+        x = x * 6364136223846793005ul + 1442695040888963407ul;                  \
+        tmp[i] = (float)((double)((x >> 33) & 0xffffff) / 16777216.0 * 3.0 - 1.5); \
+    }                                                                             \
+    attn_verify_narrow((dt), tmp, (dst), (n));
+    FILL(nq, s->dtype_q, d->q)
+    FILL(nk, s->dtype_kv, d->k)
+    FILL(nv, s->dtype_kv, d->v)
+#undef FILL
+    free(tmp);
+    for (b = 0; b < B; b++) d->seqlens[b] = (int32_t)Lk;
+    if (s->mask != ATTN_MASK_NONE) {
+        d->mask = malloc((size_t)(Lq * Lk) * 4 + 1);
+        cr_assert(d->mask != NULL);
+        for (i = 0; i < (size_t)(Lq * Lk); i++) {
+            x = x * 6364136223846793005ul + 1442695040888963407ul;
+            if (s->mask == ATTN_MASK_BIAS)
+                ((float *)d->mask)[i] = (float)((x >> 40) % 100) * 0.01f - 0.5f;
+            else
+                ((uint8_t *)d->mask)[i] = (uint8_t)((x >> 40) % 8 != 0);
+        }
+    }
+    d->a.batch = B;
+    d->a.seq_q = Lq;
+    d->a.seq_k = Lk;
+    attn_args_set_contiguous(&d->a, s);
+    d->a.q = d->q;
+    d->a.k = d->k;
+    d->a.v = d->v;
+    d->a.o = d->o;
+    d->a.lse = d->lse;
+    d->a.weights = d->p;
+    d->a.seqlens_k = d->seqlens;
+    d->a.mask = d->mask;
+    d->a.mask_stride[0] = d->a.mask_stride[1] = 0; /* one [Lq][Lk] mask for every batch and head */
+    d->a.threads = 1;
+}
+
+static void dcall_free(dcall *d)
+{
+    free(d->q);
+    free(d->k);
+    free(d->v);
+    free(d->o);
+    free(d->lse);
+    free(d->p);
+    free(d->seqlens);
+    free(d->mask);
+}
+
+/* The bytes of O (as stored), LSE and P of a run, in a new buffer. */
+static unsigned char *dcall_run(const attn_kernel *k, dcall *d, size_t *bytes)
+{
+    const size_t ob = d->no * attn_dtype_size(k->spec.dtype_o);
+    unsigned char *out;
+    *bytes = ob + d->nlse * 4 + d->np * 4;
+    out = (unsigned char *)malloc(*bytes + 1);
+    cr_assert(out != NULL);
+    cr_assert_eq(k->fwd(&d->a), ATTN_OK, "%s: the call failed", k->spec.name);
+    memcpy(out, d->o, ob);
+    memcpy(out + ob, d->lse, d->nlse * 4);
+    if (d->np) memcpy(out + ob + d->nlse * 4, d->p, d->np * 4);
+    return out;
+}
+
+/* dropout_p = 0 gives the bits of the same config without dropout: O, LSE
+   and P, on the prefill path (Lq 100) and the decode path (Lq 3). */
+static void dropout_zero_is_identity(const attn_kernel *kd, const attn_kernel *k0, int64_t Lq, int64_t Lk)
+{
+    dcall d0, d1;
+    size_t n0, n1;
+    unsigned char *a, *b;
+    dcall_init(&d0, k0, 2, Lq, Lk);
+    dcall_init(&d1, kd, 2, Lq, Lk);
+    d1.a.dropout_p = 0.0f;
+    d1.a.dropout_seed = 99;
+    d1.a.dropout_offset = 7;
+    a = dcall_run(k0, &d0, &n0);
+    b = dcall_run(kd, &d1, &n1);
+    /* O and LSE come first: with P only on one side, those */
+    cr_expect(memcmp(a, b, n0 < n1 ? n0 : n1) == 0, "%s at dropout_p = 0 differs from %s (Lq %lld)", kd->spec.name, k0->spec.name,
+              (long long)Lq);
+    free(a);
+    free(b);
+    dcall_free(&d0);
+    dcall_free(&d1);
+}
+
+Test(dropout, zero_p_is_the_kernel_without_dropout)
+{
+    dropout_zero_is_identity(&attn_t_dropout_weights_bf16_kernel, &attn_t_weights_bf16_window_kernel, 100, 130);
+    dropout_zero_is_identity(&attn_t_dropout_weights_bf16_kernel, &attn_t_weights_bf16_window_kernel, 3, 130);
+    dropout_zero_is_identity(&attn_t_dropout_decode_kernel, &attn_t_weights_decode_kernel, 5, 300);
+    dropout_zero_is_identity(&attn_t_dropout_decode_kernel, &attn_t_weights_decode_kernel, 70, 90);
+    dropout_zero_is_identity(&attn_t_dropout_causal_gqa_kernel, &attn_t_weights_causal_gqa_kernel, 77, 120);
+    dropout_zero_is_identity(&attn_t_dropout_causal_gqa_kernel, &attn_t_weights_causal_gqa_kernel, 2, 120);
+}
+
+/* The same seed and offset give the same bits (also on another thread
+   count); another offset, or another seed, another mask. */
+Test(dropout, seed_and_offset_pick_the_mask)
+{
+    const attn_kernel *k = &attn_t_dropout_weights_bf16_kernel;
+    dcall d;
+    size_t n, n2, n3, n4, j, differ = 0;
+    unsigned char *a, *b, *c, *e;
+    dcall_init(&d, k, 1, 64, 96);
+    d.a.dropout_p = 0.3f;
+    d.a.dropout_seed = 0xfeedface12345678u;
+    d.a.dropout_offset = 11;
+    a = dcall_run(k, &d, &n);
+    d.a.threads = 2;
+    b = dcall_run(k, &d, &n2);
+    cr_expect(memcmp(a, b, n) == 0, "the same seed and offset gave different bits");
+    d.a.dropout_offset = 12;
+    c = dcall_run(k, &d, &n3);
+    /* P: the zero pattern (the mask) differs */
+    {
+        const size_t off = n - d.np * 4;
+        const float *pa = (const float *)(a + off), *pc = (const float *)(c + off);
+        for (j = 0; j < d.np; j++) differ += (pa[j] == 0.0f) != (pc[j] == 0.0f);
+    }
+    cr_expect_gt(differ, d.np / 20, "offset 12 dropped almost the same keys as offset 11 (%zu of %zu differ)", differ,
+                 d.np);
+    d.a.dropout_offset = 11;
+    d.a.dropout_seed ^= 1;
+    e = dcall_run(k, &d, &n4);
+    cr_expect(memcmp(a, e, n) != 0, "another seed gave the same output");
+    free(a);
+    free(b);
+    free(c);
+    free(e);
+    dcall_free(&d);
+}
+
+/* The kept fraction: of the weights nonzero at dropout_p = 0, the share
+   still nonzero at dropout_p = 0.2 is 0.8 within 5 sigma of a binomial; and
+   the same of the mask itself over 2^22 draws (the reference's function). */
+Test(dropout, kept_fraction_is_one_minus_p)
+{
+    const attn_kernel *k = &attn_t_dropout_weights_bf16_kernel;
+    const double p = 0.2;
+    dcall d;
+    size_t n, j, n0 = 0, n1 = 0, both = 0;
+    unsigned char *a, *b;
+    const float *pa, *pb;
+    double mean, sd;
+    attn_args ra;
+    int64_t i, jj, kept = 0, total = 0;
+
+    dcall_init(&d, k, 2, 512, 512);
+    a = dcall_run(k, &d, &n);
+    d.a.dropout_p = (float)p;
+    d.a.dropout_seed = 2024;
+    d.a.dropout_offset = 3;
+    b = dcall_run(k, &d, &n);
+    pa = (const float *)(a + n - d.np * 4);
+    pb = (const float *)(b + n - d.np * 4);
+    for (j = 0; j < d.np; j++) {
+        n0 += pa[j] != 0.0f;
+        n1 += pb[j] != 0.0f;
+        both += pa[j] != 0.0f && pb[j] != 0.0f;
+    }
+    cr_expect_eq(both, n1, "a weight hidden without dropout is nonzero with it");
+    mean = (1.0 - p) * (double)n0;
+    sd = sqrt((double)n0 * p * (1.0 - p));
+    cr_expect(fabs((double)n1 - mean) <= 5.0 * sd, "kept %zu of %zu visible weights, want %.0f +- %.0f", n1, n0, mean,
+              5.0 * sd);
+    cr_expect_gt(n0, 100000u);
+    free(a);
+    free(b);
+    dcall_free(&d);
+
+    memset(&ra, 0, sizeof ra);
+    ra.dropout_p = (float)p;
+    ra.dropout_seed = 0x0123456789abcdefu;
+    ra.dropout_offset = 77;
+    for (i = 0; i < 1024; i++)
+        for (jj = 0; jj < 4096; jj++, total++) kept += attn_reference_dropout_kept(&k->spec, &ra, 1, 2, i, jj);
+    mean = (1.0 - p) * (double)total;
+    sd = sqrt((double)total * p * (1.0 - p));
+    cr_expect(fabs((double)kept - mean) <= 5.0 * sd, "the mask kept %lld of %lld draws, want %.0f +- %.0f",
+              (long long)kept, (long long)total, mean, 5.0 * sd);
+}
+
+/* dropout_p outside [0, 1), NaN included, is ATTN_ERR_DROPOUT; a kernel
+   without dropout does not read it. */
+Test(dropout, bad_p_is_an_error)
+{
+    const attn_kernel *k = &attn_t_dropout_causal_gqa_kernel;
+    static const float bad[] = { -0.1f, 1.0f, 1.5f, INFINITY, -INFINITY };
+    dcall d;
+    int t;
+    dcall_init(&d, k, 1, 20, 20);
+    for (t = 0; t < 5; t++) {
+        d.a.dropout_p = bad[t];
+        cr_expect_eq(k->fwd(&d.a), ATTN_ERR_DROPOUT, "dropout_p = %g", (double)bad[t]);
+    }
+    d.a.dropout_p = NAN;
+    cr_expect_eq(k->fwd(&d.a), ATTN_ERR_DROPOUT, "dropout_p = NaN");
+    cr_expect_eq(attn_check_args(&attn_t_weights_causal_gqa_kernel.spec, &d.a), ATTN_OK);
+    d.a.dropout_p = 0.999f;
+    cr_expect_eq(k->fwd(&d.a), ATTN_OK);
+    cr_expect_str_eq(attn_status_string(ATTN_ERR_DROPOUT), "dropout_p is outside [0, 1)");
+    dcall_free(&d);
 }

@@ -18,6 +18,12 @@ function M.add_to_parser(parser)
   c:flag("--average-heads", "With --weights: their mean over the query heads, [B][Lq][Lk].")
   c:option("--threads", "Threads (0: OpenMP's default).", "0"):convert(tonumber)
   c:option("--isa", "Force an ISA variant (scalar, avx2, avx512, avx512bf16, neon).")
+  c:option("--dropout-p", "Configs with dropout = true: the probability of dropping a weight, in [0, 1) (default 0).")
+    :argname("P")
+  c:option("--dropout-seed", "Configs with dropout = true: the seed of the dropout mask, 0..2^64-1 (default 0).")
+    :argname("S")
+  c:option("--dropout-offset", "Configs with dropout = true: the offset of the dropout mask, 0..2^32-1 (default 0).")
+    :argname("N")
   c:flag("--reference", "Compute with the naive float64 reference instead of the kernel (slow; for checking).")
 end
 
@@ -31,6 +37,9 @@ function M.run(args)
   tool.pass(argv, "--threads", tostring(args.threads))
   tool.pass(argv, "--isa", args.isa)
   tool.pass(argv, "--reference", args.reference)
+  tool.pass(argv, "--dropout-p", args.dropout_p)
+  tool.pass(argv, "--dropout-seed", args.dropout_seed)
+  tool.pass(argv, "--dropout-offset", args.dropout_offset)
   return tool.run("run", args, argv)
 end
 

@@ -83,7 +83,8 @@ local function stream_plan(plan, v)
   -- streaming decode: query rows per call it serves, and the rows per kv
   -- head (group * Lq, at most 4) each needs a step kernel for
   -- (not with weights: the blocked path writes them, the streaming one does not)
-  if isa.q4 and plan.decode.max_q > 0 and plan.group <= 4 and not plan.weights then
+  -- (nor with dropout: only the blocked path draws the mask)
+  if isa.q4 and plan.decode.max_q > 0 and plan.group <= 4 and not plan.weights and not plan.dropout then
     local bytes_per_q = plan.Hq * (v.dqs + v.dvp) * 4 -- Q and O of one query row of every head
     local max_q = math.min(math.floor(4 / plan.group), math.floor(M.STREAM_L1 / bytes_per_q), plan.decode.max_q)
     if max_q >= 1 then
@@ -119,6 +120,7 @@ function M.spec_fields(p)
     { "tile_q", p.tile.q }, { "tile_kv", p.tile.kv },
   }
   if p.weights then f[#f + 1] = { "weights", "1" } end -- only when set: descriptors without it stay as they were
+  if p.dropout then f[#f + 1] = { "dropout", "1" } end
   -- after the field they follow: causal, window_right
   for i = #f, 1, -1 do
     if f[i][1] == "window_right" and p.sparse then
@@ -194,6 +196,11 @@ function M.plan(cfg, opts)
   -- the end of the query tile (prefill) or of the merge (decode) turns them
   -- into weights; the streaming decode path is not generated
   p.weights = cfg.weights == true
+  -- dropout: after each tile's (block's) softmax, the probabilities of the
+  -- keys Philox drops are set to 0 (the sum l keeps them: LSE is the
+  -- softmax's); O and P are scaled by 1 / (1 - dropout_p) at the end; the
+  -- streaming decode path is not generated
+  p.dropout = cfg.dropout == true
   p.mask_ctype = ({ bool = "uint8_t", bias = "float" })[cfg.mask]
   -- keys outside [0, Lk_b) or outside a row's span exist only with these
   p.has_spans = p.causal or p.has_left or p.has_right or p.chunk ~= nil or p.padding

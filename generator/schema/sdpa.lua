@@ -15,7 +15,7 @@ local CAUSAL_NAMES = { '"bottom_right"', '"top_left"' }
 --- The family's keys, in the order configs are echoed.
 M.order = {
   "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "chunk", "sparse",
-  "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "decode_max_q", "weights",
+  "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "decode_max_q", "weights", "dropout",
 }
 
 local function heads(raw, c, u)
@@ -184,10 +184,20 @@ local function weights(raw, c, u)
   return true
 end
 
+-- dropout: the kernel applies dropout to the attention weights (args
+-- dropout_p, dropout_seed, dropout_offset); absent or false normalizes to nil,
+-- like weights
+local function dropout(raw, c, u)
+  local err = u.bool("dropout", u.default(raw.dropout, false))
+  if err then return nil, "dropout", err end
+  c.dropout = raw.dropout or nil
+  return true
+end
+
 --- Fills the family's keys of raw into c; returns true, or nil, key, message.
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
-  for _, step in ipairs({ heads, head_dims, window, sparse, masks, score_terms, decode, weights }) do
+  for _, step in ipairs({ heads, head_dims, window, sparse, masks, score_terms, decode, weights, dropout }) do
     local ok, key, err = step(raw, c, u)
     if not ok then return nil, key, err end
   end

@@ -740,6 +740,11 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     args->seqlens_k = buf->seqlens;
     args->mask = buf->mask;
     args->weights = buf->weights; /* weights_stride: contiguous (attn_args_set_contiguous) */
+    if (spec->dropout) { /* the kernel drops weights: 10% of them, part of what is timed */
+        args->dropout_p = 0.1f;
+        args->dropout_seed = 42;
+        args->dropout_offset = 0;
+    }
     *base_args = *args;
     base_args->weights = NULL; /* the baselines compute O and LSE only */
     base_args->q = buf->q;

@@ -51,13 +51,17 @@ static const char usage[] =
     "usage: attn_run --q Q.npy --k K.npy --v V.npy [--seqlens-k S.npy] [--mask M.npy]\n"
     "                -o O.npy [--lse L.npy] [--weights W.npy [--average-heads]]\n"
     "                [--threads N] [--isa NAME] [--reference]\n"
+    "                [--dropout-p P --dropout-seed S --dropout-offset N]\n"
     "  Q, K, V: float16, float32 or float64, converted to the kernel's storage types\n"
     "  --reference   compute O and LSE with the naive float64 reference (attn_reference)\n"
     "                instead of the kernel, on the stored inputs: slow, for checking;\n"
     "                --isa and --threads are then ignored, and O is written as float32\n"
     "  --weights     also write the attention weights P [B][Hq][Lq][Lk], float32\n"
     "                (configs with weights = true); --average-heads: their mean over\n"
-    "                the query heads, [B][Lq][Lk]\n";
+    "                the query heads, [B][Lq][Lk]\n"
+    "  --dropout-p   configs with dropout = true: the probability of dropping a weight,\n"
+    "                in [0, 1) (default 0); --dropout-seed (uint64) and\n"
+    "                --dropout-offset (uint32) pick the mask (default 0)\n";
 
 #ifdef __GNUC__
 __attribute__((format(printf, 2, 3), noreturn))
@@ -330,7 +334,35 @@ typedef struct {
     const char *q_path, *k_path, *v_path, *s_path, *m_path, *o_path, *lse_path, *isa_name;
     const char *p_path; /* --weights */
     int threads, use_reference, average_heads;
+    const char *dropout_opt;   /* the first --dropout-* option given, or NULL */
+    float dropout_p;
+    uint64_t dropout_seed;
+    uint32_t dropout_offset;
 } run_options;
+
+/* --dropout-p: a number in [0, 1). */
+static float parse_dropout_p(const char *s)
+{
+    char *end;
+    double v;
+    errno = 0;
+    v = strtod(s, &end);
+    if (errno != 0 || end == s || *end != '\0' || !(v >= 0.0 && v < 1.0) || !((float)v < 1.0f))
+        fail("--dropout-p", "expected a number in [0, 1), got '%s'", s);
+    return (float)v;
+}
+
+/* --dropout-seed, --dropout-offset: a non-negative integer up to max. */
+static uint64_t parse_uint(const char *opt, const char *s, uint64_t max)
+{
+    char *end;
+    unsigned long long v;
+    errno = 0;
+    v = strtoull(s, &end, 0);
+    if (errno != 0 || end == s || *end != '\0' || s[0] == '-' || (uint64_t)v > max)
+        fail(opt, "expected an integer in 0..%llu, got '%s'", (unsigned long long)max, s);
+    return (uint64_t)v;
+}
 
 /* The inputs as read, their shapes, and the arrays the kernel gets. */
 typedef struct {
@@ -373,6 +405,20 @@ static void parse_options(int argc, char **argv, run_options *opt)
             opt->average_heads = 1;
             continue;
         }
+        if (strcmp(arg, "--dropout-p") == 0 || strcmp(arg, "--dropout-seed") == 0 ||
+            strcmp(arg, "--dropout-offset") == 0) {
+            if (i + 1 >= argc)
+                fail(arg, "needs a value");
+            if (opt->dropout_opt == NULL)
+                opt->dropout_opt = arg;
+            if (strcmp(arg, "--dropout-p") == 0)
+                opt->dropout_p = parse_dropout_p(argv[++i]);
+            else if (strcmp(arg, "--dropout-seed") == 0)
+                opt->dropout_seed = parse_uint(arg, argv[++i], UINT64_MAX);
+            else
+                opt->dropout_offset = (uint32_t)parse_uint(arg, argv[++i], UINT32_MAX);
+            continue;
+        }
         if (strcmp(arg, "--q") == 0) dest = &opt->q_path;
         else if (strcmp(arg, "--k") == 0) dest = &opt->k_path;
         else if (strcmp(arg, "--v") == 0) dest = &opt->v_path;
@@ -384,7 +430,8 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "--isa") == 0) dest = &opt->isa_name;
         else if (strcmp(arg, "--threads") != 0)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, -o, "
-                      "--lse, --weights, --average-heads, --threads, --isa, --reference)");
+                      "--lse, --weights, --average-heads, --threads, --isa, --reference, "
+                      "--dropout-p, --dropout-seed, --dropout-offset)");
         if (i + 1 >= argc)
             fail(arg, "needs a value");
         if (dest != NULL)
@@ -414,6 +461,9 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     if (opt->p_path != NULL && !spec->weights)
         fail(opt->p_path, "the config '%s' has no weights (weights = true), so --weights is not accepted",
              spec->name);
+    if (opt->dropout_opt != NULL && !spec->dropout)
+        fail(opt->dropout_opt, "the config '%s' has no dropout (dropout = true), so %s is not accepted",
+             spec->name, opt->dropout_opt);
     if (opt->average_heads && opt->p_path == NULL)
         fail("--average-heads", "needs --weights (it averages the weights written there)");
     if (opt->p_path != NULL && (same_file(opt->p_path, opt->o_path) ||
@@ -484,6 +534,9 @@ static void load_qkv(const run_options *opt, const attn_spec *spec, run_inputs *
     args->k = in->k;
     args->v = in->v;
     args->threads = opt->threads;
+    args->dropout_p = opt->dropout_p;
+    args->dropout_seed = opt->dropout_seed;
+    args->dropout_offset = opt->dropout_offset;
 }
 
 /* seqlens_k: one valid key length per batch, each in 0..seq_k. */

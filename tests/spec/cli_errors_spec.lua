@@ -309,6 +309,13 @@ local CASES = {
     msg = "^w%.npy: the config 't_everything' has no weights %(weights = true%), so %-%-weights is not accepted$" },
   { name = "--average-heads without --weights", setup = inputs, argv = run({}, "--average-heads"),
     msg = "^%-%-average%-heads: needs %-%-weights" },
+  { name = "--dropout-p for a config without dropout", setup = inputs, argv = run({}, "--dropout-p", "0.1"),
+    msg = "^%-%-dropout%-p: the config 't_everything' has no dropout %(dropout = true%), "
+      .. "so %-%-dropout%-p is not accepted$" },
+  { name = "--dropout-p outside [0, 1)", setup = inputs, argv = run({}, "--dropout-p", "1.5"),
+    msg = "^%-%-dropout%-p: expected a number in %[0, 1%), got '1%.5'$" },
+  { name = "--dropout-offset past 2^32 - 1", setup = inputs, argv = run({}, "--dropout-offset", "4294967296"),
+    msg = "^%-%-dropout%-offset: expected an integer in 0%.%.4294967295, got '4294967296'$" },
   { name = "-o and --lse the same file, spelled two ways", setup = inputs, argv = run({}, "--lse", "./o.npy"),
     msg = "^%-%-lse: must differ from %-o$" },
   { name = "-o one of the inputs", setup = function(d)

@@ -358,6 +358,25 @@ describe("cli #slow", function()
       compare(d .. "/a.npy", d .. "/a_ref.npy")
     end)
 
+    it("--dropout-p/--dropout-seed/--dropout-offset: the kernel and the reference draw the same mask", function()
+      local dconfig = "configs/test/t_dropout_weights_bf16.lua"
+      local cfg = assert(presets.load(dconfig))
+      local d = folder("dropout")
+      local base = cat({ "run", dconfig }, inputs(d, cfg, { lq = 6, lk = 40 }))
+      local drop = { "--dropout-p", "0.3", "--dropout-seed", "18446744073709551615", "--dropout-offset", "7" }
+      local code, _, err = attngen(cat(cat(base, drop), { "--reference", "-o", d .. "/ref.npy", "--weights",
+        d .. "/w_ref.npy" }))
+      assert.equal(0, code, err)
+      code, _, err = attngen(cat(cat(base, drop), { "-o", d .. "/o.npy", "--weights", d .. "/w.npy" }))
+      assert.equal(0, code, err)
+      compare(d .. "/w.npy", d .. "/w_ref.npy")
+      -- another offset: other weights
+      code, _, err = attngen(cat(base, { "--dropout-p", "0.3", "--dropout-offset", "8", "-o", d .. "/o8.npy",
+        "--weights", d .. "/w8.npy" }))
+      assert.equal(0, code, err)
+      assert.are_not.equal(helper.read_file(d .. "/w.npy"), helper.read_file(d .. "/w8.npy"))
+    end)
+
     it("--reference ignores --isa, even an unknown one", function()
       local cfg = assert(presets.load("gpt2"))
       local d = folder("refisa")

@@ -386,4 +386,18 @@ describe("ISA storage-type operations", function()
       assert.is_nil(has_weights(off))
     end)
   end)
+
+  describe("dropout", function()
+    it("takes the blocked decode path (no streaming kernel) and sets the spec's dropout only when on", function()
+      local on, off = plan_of({ heads_kv = 4, dropout = true }), plan_of({ heads_kv = 4 })
+      local function has_dropout(p)
+        for _, f in ipairs(p.spec_fields) do if f[1] == "dropout" then return f[2] end end
+      end
+      for _, v in ipairs(on.variants) do assert.is_nil(v.stream, v.name) end
+      assert.is_true(on.dropout)
+      assert.is_false(off.dropout)
+      assert.equal("1", has_dropout(on))
+      assert.is_nil(has_dropout(off))
+    end)
+  end)
 end)

@@ -41,9 +41,10 @@ describe("schema", function()
   describe("defaults", function()
     local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
 
-    it("fills every key of docs/config.md except the optional softcap, chunk and weights", function()
+    it("fills every key of docs/config.md except the optional softcap, chunk, weights and dropout", function()
       for _, k in ipairs(schema.order) do
-        if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" and k ~= "weights" and k ~= "sparse" then
+        if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" and k ~= "weights" and k ~= "sparse"
+          and k ~= "dropout" then
           assert.is_not_nil(cfg[k], "missing default for " .. k)
         end
       end
@@ -51,13 +52,14 @@ describe("schema", function()
       assert.is_nil(cfg.chunk) -- no chunks
       assert.is_nil(cfg.sparse) -- no sparse pattern
       assert.is_nil(cfg.weights) -- no weights output (absent, so configs echo as before)
+      assert.is_nil(cfg.dropout) -- no dropout (absent, so configs echo as before)
       assert.is_nil(cfg.sliding_window) -- folded into window
     end)
 
     it("knows exactly the keys of the sdpa family, and the decode_max_q extension", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "chunk", "sparse", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
-        "decode_max_q", "weights", "dtype", "matmul", "isa", "tile" }
+        "decode_max_q", "weights", "dropout", "dtype", "matmul", "isa", "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
@@ -69,6 +71,13 @@ describe("schema", function()
       assert.is_nil(schema.normalize(with({})).weights)
       rejects_key(with({ weights = 1 }), "weights", "true or false")
       rejects_key(with({ weights = "yes" }), "weights", "true or false")
+    end)
+
+    it("dropout: true kept, false and absent normalize to nil, anything else is an error", function()
+      assert.is_true(schema.normalize(with({ dropout = true })).dropout)
+      assert.is_nil(schema.normalize(with({ dropout = false })).dropout)
+      assert.is_nil(schema.normalize(with({})).dropout)
+      rejects_key(with({ dropout = 0.1 }), "dropout", "true or false")
     end)
 
     it("decode_max_q: 16 by default, 0 turns the decode path off, at most 64", function()

@@ -1,0 +1,3 @@
+-- Dropout on the attention weights (dropout = true) with a causal mask, padding and GQA, in small tiles.
+return { name = "t_dropout_causal_gqa", heads_q = 6, heads_kv = 2, head_dim = 40, causal = true, padding = true,
+  tile = { q = 16, kv = 32 }, dropout = true }
