@@ -1,4 +1,48 @@
 --- AVX-512F spelling of the ISA interface (see isa/init.lua for the contract).
+--- Philox4x32-10 on 16 counters at once (AVX-512F): the 32 x 32-bit
+-- products of the even and odd lanes by vpmuludq, their high and low words
+-- blended back into lane order; then the dropped keys as mask bits, key
+-- 4 l + w of the 64 being word w of counter l (bits of four 16-bit masks
+-- spread to every fourth bit).
+local PHILOX_DROP64 = [[
+
+/* Which of the 64 keys 4 g .. 4 g + 63 are dropped: bit 4 l + w is set when
+ * word w of Philox4x32-10(counter = (g + l, ci, ch, co), key = (k0, k1)) is
+ * below t (the runtime's attn_philox4x32_10, 16 counters at a time). */
+ATTR static inline uint64_t attn_philox_drop64__ISA(uint32_t g, uint32_t ci, uint32_t ch, uint32_t co,
+        uint32_t k0, uint32_t k1, uint32_t t)
+{
+    const __m512i m0 = _mm512_set1_epi64(0xD2511F53), m1 = _mm512_set1_epi64(0xCD9E8D57);
+    const __mmask16 odd = 0xAAAA;
+    __m512i x0 = _mm512_add_epi32(_mm512_set1_epi32((int)g),
+                                  _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
+    __m512i x1 = _mm512_set1_epi32((int)ci), x2 = _mm512_set1_epi32((int)ch), x3 = _mm512_set1_epi32((int)co);
+    uint64_t drop = 0;
+    int rd, w;
+    for (rd = 0; rd < 10; rd++) {
+        const __m512i e0 = _mm512_mul_epu32(x0, m0), o0 = _mm512_mul_epu32(_mm512_srli_epi64(x0, 32), m0);
+        const __m512i e2 = _mm512_mul_epu32(x2, m1), o2 = _mm512_mul_epu32(_mm512_srli_epi64(x2, 32), m1);
+        const __m512i hi0 = _mm512_mask_blend_epi32(odd, _mm512_srli_epi64(e0, 32), o0);
+        const __m512i hi2 = _mm512_mask_blend_epi32(odd, _mm512_srli_epi64(e2, 32), o2);
+        const __m512i lo0 = _mm512_mask_blend_epi32(odd, e0, _mm512_slli_epi64(o0, 32));
+        const __m512i lo2 = _mm512_mask_blend_epi32(odd, e2, _mm512_slli_epi64(o2, 32));
+        x0 = _mm512_xor_si512(_mm512_xor_si512(hi2, x1), _mm512_set1_epi32((int)(k0 + (uint32_t)rd * 0x9E3779B9u)));
+        x2 = _mm512_xor_si512(_mm512_xor_si512(hi0, x3), _mm512_set1_epi32((int)(k1 + (uint32_t)rd * 0xBB67AE85u)));
+        x1 = lo2;
+        x3 = lo0;
+    }
+    for (w = 0; w < 4; w++) { /* word w of counter l is key 4 l + w: bit l to bit 4 l + w */
+        const __m512i x = w == 0 ? x0 : w == 1 ? x1 : w == 2 ? x2 : x3;
+        uint64_t m = (uint64_t)_mm512_cmplt_epu32_mask(x, _mm512_set1_epi32((int)t));
+        m = (m | m << 24) & 0x000000FF000000FFull;
+        m = (m | m << 12) & 0x000F000F000F000Full;
+        m = (m | m << 6) & 0x0303030303030303ull;
+        m = (m | m << 3) & 0x1111111111111111ull;
+        drop |= m << w;
+    }
+    return drop;
+}]]
+
 local function build(name, enum, target)
   local M = {
     name = name,
@@ -193,7 +237,14 @@ TRANSPOSE
 }
 ]]):gsub("ATTR ", attr):gsub("TRANSPOSE", function() return transpose16() end))
     end
+    if opts and opts.dropout then text = text .. PHILOX_DROP64:gsub("ATTR ", attr) end
     return (text:gsub("__ISA%f[%W]", "__" .. name))
+  end
+
+  --- Dropout (templates/lib/dropout.c.tmpl): a 64-bit mask of which of the
+  -- 64 keys of 16 consecutive Philox counters are dropped (helper above).
+  function M.philox_drop64(g, ci, ch, co, k0, k1, t)
+    return ("attn_philox_drop64__%s(%s, %s, %s, %s, %s, %s, %s)"):format(name, g, ci, ch, co, k0, k1, t)
   end
 
   return M
