@@ -174,25 +174,21 @@ local function decode(raw, c, u)
   return true
 end
 
--- weights: the kernel can also write the attention weights P (an output
--- argument); absent or false normalizes to nil, so that configs without it
--- echo (and generate) as before
-local function weights(raw, c, u)
-  local err = u.bool("weights", u.default(raw.weights, false))
-  if err then return nil, "weights", err end
-  c.weights = raw.weights or nil
-  return true
+-- an optional flag of the kernel's interface: absent or false normalizes to
+-- nil, so that configs without it echo (and generate) as before
+local function optional_flag(key)
+  return function(raw, c, u)
+    local err = u.bool(key, u.default(raw[key], false))
+    if err then return nil, key, err end
+    c[key] = raw[key] or nil
+    return true
+  end
 end
-
+-- weights: the kernel can also write the attention weights P (an output argument)
+local weights = optional_flag("weights")
 -- dropout: the kernel applies dropout to the attention weights (args
--- dropout_p, dropout_seed, dropout_offset); absent or false normalizes to nil,
--- like weights
-local function dropout(raw, c, u)
-  local err = u.bool("dropout", u.default(raw.dropout, false))
-  if err then return nil, "dropout", err end
-  c.dropout = raw.dropout or nil
-  return true
-end
+-- dropout_p, dropout_seed, dropout_offset)
+local dropout = optional_flag("dropout")
 
 --- Fills the family's keys of raw into c; returns true, or nil, key, message.
 -- u: the shared checks (schema.util).

@@ -244,8 +244,7 @@ static void print_failed(int i, const shape *sh, const char *msg)
 typedef struct {
     float *q, *k, *v, *o32, *ref, *lse;
     void *qs, *ks, *vs, *o;
-    attn_dtype o_dtype;
-    const attn_spec *spec; /* the candidates' spec: how close their outputs must agree */
+    const attn_spec *spec; /* the candidates' spec: O's storage type, how close their outputs must agree */
     int32_t *seqlens;
     void *mask;
     size_t no; /* elements of O */
@@ -285,7 +284,6 @@ static int make_inputs(const shape *sh, const options *opt, const attn_spec *spe
     args->threads = opt->threads;
     attn_args_set_contiguous(args, spec);
     in->no = (size_t)(opt->batch * sh->seq_q * spec->heads_q * spec->head_dim_v);
-    in->o_dtype = spec->dtype_o;
     in->spec = spec;
     in->q = attn_tool_random_floats(nq, 1);
     in->k = attn_tool_random_floats(nk, 2);
@@ -334,7 +332,7 @@ static int warm_up(int i, const shape *sh, const options *opt, attn_fwd_fn fn, c
     long bad;
     char msg[160];
     attn_status st;
-    memset(in->o, 0, attn_dtype_size(in->o_dtype) * in->no);
+    memset(in->o, 0, attn_dtype_size(in->spec->dtype_o) * in->no);
     if (cold) flush_caches();
     t0 = now();
     st = fn(args);
@@ -343,7 +341,7 @@ static int warm_up(int i, const shape *sh, const options *opt, attn_fwd_fn fn, c
         print_failed(i, sh, attn_status_string(st));
         return 1;
     }
-    attn_dtype_to_f32_array(in->o_dtype, in->o, in->o32, in->no); /* f32: o32 is o */
+    attn_dtype_to_f32_array(in->spec->dtype_o, in->o, in->o32, in->no); /* f32: o32 is o */
     if (!*have_ref) {
         memcpy(in->ref, in->o32, sizeof(float) * in->no);
         *have_ref = 1;
