@@ -1,47 +1,94 @@
 --- AVX-512F spelling of the ISA interface (see isa/init.lua for the contract).
---- Philox4x32-10 on 16 counters at once (AVX-512F): the 32 x 32-bit
--- products of the even and odd lanes by vpmuludq, their high and low words
--- blended back into lane order; then the dropped keys as mask bits, key
--- 4 l + w of the 64 being word w of counter l (bits of four 16-bit masks
--- spread to every fourth bit).
-local PHILOX_DROP64 = [[
+--- Philox4x32-10 for dropout (AVX-512F), on independent streams of 8
+-- counters whose rounds overlap: 4 streams (32 counters, 128 keys) a call,
+-- or 2 (64 keys) for a short range.  A counter takes one 64-bit lane, each
+-- of its four words in the low half of the lane's vector: vpmuludq then
+-- gives the whole 64-bit product, the high word one shift away, and
+-- vpternlogd does the three-way xor; the high halves hold garbage that
+-- vpmuludq ignores.  Only the counter's first word differs between lanes,
+-- so rounds 0 and 1 are half scalar.  At the end, two words of a counter
+-- are paired in its lane and two counters' pairs unpacked side by side, so
+-- that a vector holds 16 keys in order (key 4 l + w is word w of counter
+-- l): hence the counters sit in the lanes in the order 0 4 1 5 2 6 3 7.
+-- Measured on Zen 5 (causal L 4096, H 8, D 128, p = 0.1, 1 thread): about
+-- 1.10x the time without dropout, from 1.33x with 16 counters in 32-bit
+-- lanes (even and odd products blended back) and the dropped keys zeroed
+-- one by one.
+local PHILOX_STREAMS = { "a", "b", "c", "d" } -- the streams' letters in the C
+local PHILOX_CALLS = { 32, 16 } -- counters a call, the larger first
 
-/* Which of the 64 keys 4 g .. 4 g + 63 are dropped: bit 4 l + w is set when
- * word w of Philox4x32-10(counter = (g + l, ci, ch, co), key = (k0, k1)) is
- * below t (the runtime's attn_philox4x32_10, 16 counters at a time). */
-ATTR static inline uint64_t attn_philox_drop64__ISA(uint32_t g, uint32_t ci, uint32_t ch, uint32_t co,
-        uint32_t k0, uint32_t k1, uint32_t t)
+--- The C of the Philox helper on n counters (n / 8 streams).  @STREAMS(...)
+-- repeats its lines once per stream: %s the stream's letter, @I its index,
+-- @G its first counter; @ROUND(rd) is a round, all streams.
+local function philox_drop(n)
+  local text = [[
+
+/* Which of the KEYS keys 4 g .. 4 g + LAST are dropped: bit q of drop[u] is
+ * set when key 4 g + 64 u + q, word q & 3 of Philox4x32-10(counter =
+ * (g + 16 u + q / 4, ci, ch, co), key = (k0, k1)), is below t (the
+ * runtime's attn_philox4x32_10, N counters at a time). */
+ATTR static inline void attn_philox_dropKEYS__ISA(uint32_t g, uint32_t ci, uint32_t ch, uint32_t co,
+        uint32_t k0, uint32_t k1, uint32_t t, uint64_t *drop)
 {
-    const __m512i m0 = _mm512_set1_epi64(0xD2511F53), m1 = _mm512_set1_epi64(0xCD9E8D57);
-    const __mmask16 odd = 0xAAAA;
-    __m512i x0 = _mm512_add_epi32(_mm512_set1_epi32((int)g),
-                                  _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0));
-    __m512i x1 = _mm512_set1_epi32((int)ci), x2 = _mm512_set1_epi32((int)ch), x3 = _mm512_set1_epi32((int)co);
-    uint64_t drop = 0;
-    int rd, w;
-    for (rd = 0; rd < 10; rd++) {
-        const __m512i e0 = _mm512_mul_epu32(x0, m0), o0 = _mm512_mul_epu32(_mm512_srli_epi64(x0, 32), m0);
-        const __m512i e2 = _mm512_mul_epu32(x2, m1), o2 = _mm512_mul_epu32(_mm512_srli_epi64(x2, 32), m1);
-        const __m512i hi0 = _mm512_mask_blend_epi32(odd, _mm512_srli_epi64(e0, 32), o0);
-        const __m512i hi2 = _mm512_mask_blend_epi32(odd, _mm512_srli_epi64(e2, 32), o2);
-        const __m512i lo0 = _mm512_mask_blend_epi32(odd, e0, _mm512_slli_epi64(o0, 32));
-        const __m512i lo2 = _mm512_mask_blend_epi32(odd, e2, _mm512_slli_epi64(o2, 32));
-        x0 = _mm512_xor_si512(_mm512_xor_si512(hi2, x1), _mm512_set1_epi32((int)(k0 + (uint32_t)rd * 0x9E3779B9u)));
-        x2 = _mm512_xor_si512(_mm512_xor_si512(hi0, x3), _mm512_set1_epi32((int)(k1 + (uint32_t)rd * 0xBB67AE85u)));
-        x1 = lo2;
-        x3 = lo0;
+    enum { XOR3 = 0x96 }; /* vpternlogd's truth table of a ^ b ^ c */
+    const uint32_t M0 = 0xD2511F53u, M1 = 0xCD9E8D57u, W0 = 0x9E3779B9u, W1 = 0xBB67AE85u; /* Philox4x32 */
+    const __m512i m0 = _mm512_set1_epi64(M0), m1 = _mm512_set1_epi64(M1);
+    const __m512i lane = _mm512_set_epi64(7, 3, 6, 2, 5, 1, 4, 0); /* the counter of each lane */
+    const __m512i vt = _mm512_set1_epi32((int)t);
+    /* Rounds 0 and 1: of the counter (x0, ci, ch, co) only x0 differs between the lanes, so
+       the products ch M1 (round 0) and y M0 (round 1, y = hi(ch M1) ^ ci ^ k0) are scalars;
+       per lane are left x0 M0, then z M1 with z = hi(x0 M0) ^ co ^ k1. */
+    const uint64_t q2 = (uint64_t)ch * M1, q0 = (uint64_t)((uint32_t)(q2 >> 32) ^ ci ^ k0) * M0;
+    const __m512i r0 = _mm512_set1_epi32((int)(co ^ k1)); /* z = hi(x0 M0) ^ r0 */
+    const __m512i r1a = _mm512_set1_epi32((int)((uint32_t)q2 ^ (k0 + W0))); /* round 1's x0 = hi(z M1) ^ r1a */
+    const __m512i r1b = _mm512_set1_epi32((int)((uint32_t)(q0 >> 32) ^ (k1 + W1))); /* its x2 = lo(x0 M0) ^ r1b */
+    const __m512i x3 = _mm512_set1_epi32((int)(uint32_t)q0); /* its x3 */
+@STREAMS(    __m512i %s0 = _mm512_add_epi64(_mm512_set1_epi64(@G), lane), %s1, %s2, %s3;)
+    uint32_t keys[STREAMS]; /* bit q of keys[s]: key 32 s + q (stream s) is dropped */
+    int rd, s;
+@STREAMS(    { /* rounds 0 and 1 of stream %s */
+        const __m512i p0 = _mm512_mul_epu32(%s0, m0);
+        const __m512i p2 = _mm512_mul_epu32(_mm512_xor_si512(_mm512_srli_epi64(p0, 32), r0), m1);
+        %s0 = _mm512_xor_si512(_mm512_srli_epi64(p2, 32), r1a);
+        %s1 = p2;
+        %s2 = _mm512_xor_si512(p0, r1b);
+        %s3 = x3;
+    })
+    for (rd = 2; rd < 10; rd += 2) { /* two rounds a step: fewer register copies */
+@ROUND(rd)
+@ROUND(rd + 1)
     }
-    for (w = 0; w < 4; w++) { /* word w of counter l is key 4 l + w: bit l to bit 4 l + w */
-        const __m512i x = w == 0 ? x0 : w == 1 ? x1 : w == 2 ? x2 : x3;
-        uint64_t m = (uint64_t)_mm512_cmplt_epu32_mask(x, _mm512_set1_epi32((int)t));
-        m = (m | m << 24) & 0x000000FF000000FFull;
-        m = (m | m << 12) & 0x000F000F000F000Full;
-        m = (m | m << 6) & 0x0303030303030303ull;
-        m = (m | m << 3) & 0x1111111111111111ull;
-        drop |= m << w;
-    }
-    return drop;
+@STREAMS(    { /* words (0, 1) and (2, 3) of each counter in its lane, then counters 0-3 and 4-7 */
+        const __m512i w01 = _mm512_mask_shuffle_epi32(%s0, (__mmask16)0xAAAA, %s1, _MM_PERM_CCAA);
+        const __m512i w23 = _mm512_mask_shuffle_epi32(%s2, (__mmask16)0xAAAA, %s3, _MM_PERM_CCAA);
+        keys[@I] = (uint32_t)_mm512_cmplt_epu32_mask(_mm512_unpacklo_epi64(w01, w23), vt)
+            | (uint32_t)_mm512_cmplt_epu32_mask(_mm512_unpackhi_epi64(w01, w23), vt) << 16;
+    })
+    for (s = 0; s < STREAMS; s += 2) drop[s / 2] = keys[s] | (uint64_t)keys[s + 1] << 32;
 }]]
+  local round = [[
+        {
+            const __m512i ka = _mm512_set1_epi32((int)(k0 + (uint32_t)(RD) * W0));
+            const __m512i kb = _mm512_set1_epi32((int)(k1 + (uint32_t)(RD) * W1));
+@STREAMS(            const __m512i p%s0 = _mm512_mul_epu32(%s0, m0), p%s2 = _mm512_mul_epu32(%s2, m1);)
+@STREAMS(            %s0 = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p%s2, 32), %s1, ka, XOR3);
+            %s2 = _mm512_ternarylogic_epi32(_mm512_srli_epi64(p%s0, 32), %s3, kb, XOR3);
+            %s1 = p%s2;
+            %s3 = p%s0;)
+        }]]
+  local nstreams = math.floor(n / 8)
+  text = text:gsub("@ROUND%((.-)%)", function(rd) return (round:gsub("RD", rd)) end)
+  text = text:gsub("@STREAMS(%b())", function(fmt)
+    local out = {}
+    for i = 1, nstreams do
+      local g = i == 1 and "g" or ("g + %du"):format(8 * (i - 1))
+      out[#out + 1] = fmt:sub(2, -2):gsub("%%s", PHILOX_STREAMS[i]):gsub("@I", tostring(i - 1)):gsub("@G", g)
+    end
+    return table.concat(out, "\n")
+  end)
+  return (text:gsub("LAST", tostring(4 * n - 1)):gsub("KEYS", tostring(4 * n)):gsub("STREAMS", tostring(nstreams))
+    :gsub("N counters", n .. " counters"))
+end
 
 local function build(name, enum, target)
   local M = {
@@ -237,14 +284,26 @@ TRANSPOSE
 }
 ]]):gsub("ATTR ", attr):gsub("TRANSPOSE", function() return transpose16() end))
     end
-    if opts and opts.dropout then text = text .. PHILOX_DROP64:gsub("ATTR ", attr) end
+    if opts and opts.dropout then
+      for _, n in ipairs(PHILOX_CALLS) do text = text .. philox_drop(n):gsub("ATTR ", attr) end
+    end
     return (text:gsub("__ISA%f[%W]", "__" .. name))
   end
 
-  --- Dropout (templates/lib/dropout.c.tmpl): a 64-bit mask of which of the
-  -- 64 keys of 16 consecutive Philox counters are dropped (helper above).
-  function M.philox_drop64(g, ci, ch, co, k0, k1, t)
-    return ("attn_philox_drop64__%s(%s, %s, %s, %s, %s, %s, %s)"):format(name, g, ci, ch, co, k0, k1, t)
+  --- Dropout (templates/lib/dropout.c.tmpl): a statement storing into
+  -- drop[0 .. n / 16 - 1] which of the 4 n keys of the n Philox counters
+  -- from g are dropped, 64 keys a word (helpers above); n is one of
+  -- philox_counters.
+  function M.philox_drop(n, g, ci, ch, co, k0, k1, t, drop)
+    return ("attn_philox_drop%d__%s(%s, %s, %s, %s, %s, %s, %s, %s)"):format(4 * n, name, g, ci, ch, co, k0, k1, t,
+      drop)
+  end
+  M.philox_counters = PHILOX_CALLS
+
+  --- A statement: 0 into the f32 lanes p[q] whose bit q of the 16-bit mask
+  -- m is set, no other lane touched in memory (dropout's dropped keys).
+  function M.zero_where(p, m)
+    return ("_mm512_mask_storeu_ps(%s, (__mmask16)(%s), _mm512_setzero_ps())"):format(p, m)
   end
 
   return M
