@@ -147,6 +147,20 @@ static inline const float *attn_gemma2_9b_global_v_row(const attn_gemma2_9b_glob
     return kv->v + j * kv->v_key + hk * kv->v_head;
 }
 
+/* Asks for the cache lines of the n elements at p ahead of use (a no-op where
+ * the compiler has no prefetch builtin). */
+static inline void attn_gemma2_9b_global_prefetch_row(const float *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i); /* one 64-byte line */
+    if (n % 16) __builtin_prefetch(p + n - 1);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Output row i of head h in batch b. */
 static inline float *attn_gemma2_9b_global_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -226,20 +240,6 @@ static void attn_gemma2_9b_global_dresult(const float *o, float m, float l, floa
     int64_t d;
     for (d = 0; d < DV; d++) op[d] = o[d] * inv;
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
-}
-
-/* Asks for the cache lines of the n elements at p ahead of use (a no-op where
- * the compiler has no prefetch builtin). */
-static void attn_gemma2_9b_global_prefetch_row(const float *p, int n)
-{
-#if defined(__GNUC__)
-    int i;
-    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i); /* one 64-byte line */
-    if (n % 16) __builtin_prefetch(p + n - 1);
-#else
-    (void)p;
-    (void)n;
-#endif
 }
 
 /* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not

@@ -146,6 +146,20 @@ static inline const float *attn_llama3_8b_v_row(const attn_llama3_8b_kv *kv, int
     return kv->v + j * kv->v_key + hk * kv->v_head;
 }
 
+/* Asks for the cache lines of the n elements at p ahead of use (a no-op where
+ * the compiler has no prefetch builtin). */
+static inline void attn_llama3_8b_prefetch_row(const float *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i); /* one 64-byte line */
+    if (n % 16) __builtin_prefetch(p + n - 1);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Output row i of head h in batch b. */
 static inline float *attn_llama3_8b_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -225,20 +239,6 @@ static void attn_llama3_8b_dresult(const float *o, float m, float l, float *op, 
     int64_t d;
     for (d = 0; d < DV; d++) op[d] = o[d] * inv;
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
-}
-
-/* Asks for the cache lines of the n elements at p ahead of use (a no-op where
- * the compiler has no prefetch builtin). */
-static void attn_llama3_8b_prefetch_row(const float *p, int n)
-{
-#if defined(__GNUC__)
-    int i;
-    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i); /* one 64-byte line */
-    if (n % 16) __builtin_prefetch(p + n - 1);
-#else
-    (void)p;
-    (void)n;
-#endif
 }
 
 /* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not

@@ -164,6 +164,20 @@ static inline const uint16_t *attn_mistral_7b_bf16_v_row(const attn_mistral_7b_b
     return kv->v + j * kv->v_key + hk * kv->v_head;
 }
 
+/* Asks for the cache lines of the n elements at p ahead of use (a no-op where
+ * the compiler has no prefetch builtin). */
+static inline void attn_mistral_7b_bf16_prefetch_row(const uint16_t *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 32) __builtin_prefetch(p + i); /* one 64-byte line */
+    if (n % 32) __builtin_prefetch(p + n - 1);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Output row i of head h in batch b. */
 static inline uint16_t *attn_mistral_7b_bf16_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -244,20 +258,6 @@ static void attn_mistral_7b_bf16_dresult(const float *o, float m, float l, float
     int64_t d;
     for (d = 0; d < DV; d++) op[d] = o[d] * inv;
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
-}
-
-/* Asks for the cache lines of the n elements at p ahead of use (a no-op where
- * the compiler has no prefetch builtin). */
-static void attn_mistral_7b_bf16_prefetch_row(const uint16_t *p, int n)
-{
-#if defined(__GNUC__)
-    int i;
-    for (i = 0; i < n; i += 32) __builtin_prefetch(p + i); /* one 64-byte line */
-    if (n % 32) __builtin_prefetch(p + n - 1);
-#else
-    (void)p;
-    (void)n;
-#endif
 }
 
 /* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not

@@ -32,9 +32,9 @@ local function mask_summary(p)
     parts[#parts + 1] = p.sparse.pattern == "strided" and ("sparse strided, stride %d"):format(p.sparse.stride)
       or ("sparse fixed, block %d, summary %d"):format(p.sparse.block, p.sparse.summary)
   end
-  if p.global_tokens > 0 then parts[#parts + 1] = ("%d global tokens"):format(p.global_tokens) end
+  if (p.global_tokens or 0) > 0 then parts[#parts + 1] = ("%d global tokens"):format(p.global_tokens) end
   if p.padding then parts[#parts + 1] = "padding (seqlens_k)" end
-  if p.mask ~= "none" then parts[#parts + 1] = p.mask .. " mask tensor" end
+  if p.mask and p.mask ~= "none" then parts[#parts + 1] = p.mask .. " mask tensor" end
   if p.softcap then parts[#parts + 1] = ("softcap %s"):format(util.c_float(p.softcap)) end
   if p.alibi then parts[#parts + 1] = "ALiBi" end
   if #parts == 0 then return "none" end

@@ -1,6 +1,6 @@
 /*
- * attn_reference.c - the naive reference of the sdpa family's semantics
- * (docs/config.md).
+ * attn_reference.c - the naive reference of the sdpa and linear families'
+ * semantics (docs/config.md).
  *
  * Written to be obviously right rather than fast: for every (b, h, i) it
  * decides the visibility of every key with the rules exactly as
@@ -67,6 +67,8 @@ static int64_t position(const attn_spec *spec, int64_t i, int64_t lk_b, int64_t 
     return i + lk_b - lq;
 }
 
+static int linear_key_visible(const attn_spec *spec, int64_t j, int64_t lk_b, int64_t p);
+
 /* Whether key j is visible to query row i (position p) of batch b, head h. */
 static int key_visible(const attn_spec *spec, const attn_args *args, int64_t b, int h,
                        int64_t i, int64_t j, int64_t lk_b, int64_t p)
@@ -121,7 +123,10 @@ int attn_reference_key_visible(const attn_spec *spec, const attn_args *args, int
                                int64_t i, int64_t j)
 {
     const int64_t lk_b = spec->padding ? args->seqlens_k[b] : args->seq_k;
-    return key_visible(spec, args, b, h, i, j, lk_b, position(spec, i, lk_b, args->seq_q));
+    const int64_t p = position(spec, i, lk_b, args->seq_q);
+    if (spec->family == ATTN_FAMILY_LINEAR)
+        return linear_key_visible(spec, j, lk_b, p);
+    return key_visible(spec, args, b, h, i, j, lk_b, p);
 }
 
 /* The score of query row i against key j (both already located). */
@@ -149,6 +154,238 @@ static double score(const attn_spec *spec, const attn_args *args, const float *q
     return s;
 }
 
+/* ---- the linear family ------------------------------------------------ */
+
+/* phi(x) = elu(x) + 1: x + 1 for x > 0, exp(x) otherwise (NaN stays NaN). */
+static double phi(double x)
+{
+    if (isnan(x))
+        return x;
+    return x > 0.0 ? x + 1.0 : exp(x);
+}
+
+/* Lk_b: seqlens_k[b] with padding, else seq_k. */
+static int64_t linear_valid_keys(const attn_spec *spec, const attn_args *args, int64_t b)
+{
+    return spec->padding ? args->seqlens_k[b] : args->seq_k;
+}
+
+/* Whether a row at position p sees key j: j < Lk_b, and with causal j <= p. */
+static int linear_key_visible(const attn_spec *spec, int64_t j, int64_t lk_b, int64_t p)
+{
+    if (!(j < lk_b))
+        return 0;
+    if (spec->causal && !(j <= p))
+        return 0;
+    return 1;
+}
+
+static int64_t linear_visible_count(const attn_spec *spec, const attn_args *args)
+{
+    int64_t b, i, j, n = 0;
+    for (b = 0; b < args->batch; b++) {
+        const int64_t lk_b = linear_valid_keys(spec, args, b);
+        for (i = 0; i < args->seq_q; i++) {
+            const int64_t p = position(spec, i, lk_b, args->seq_q);
+            for (j = 0; j < lk_b; j++)
+                n += linear_key_visible(spec, j, lk_b, p);
+        }
+    }
+    return n * spec->heads_q;
+}
+
+/*
+ * O_i = (phi(q_i)^T S_i) / (phi(q_i) . z_i + eps), with S_i = S0 + sum of
+ * phi(k_j) v_j^T and z_i = z0 + sum of phi(k_j) over the keys row i sees
+ * (S0, z0: the state before the call, or 0).  Written per row as
+ *   num = phi(q)^T S0 + sum_j (phi(q) . phi(k_j)) v_j,
+ *   den = phi(q) . z0 + sum_j  phi(q) . phi(k_j) + eps,
+ * the same sums regrouped (phi(q)^T (phi(k) v^T) = (phi(q) . phi(k)) v^T),
+ * in double.  Then, with spec->state, S0 += sum over every valid key of
+ * phi(k_j) v_j^T and z0 += sum phi(k_j), summed in double onto the f32
+ * state and rounded once.
+ */
+static attn_status linear_reference(const attn_spec *spec, const attn_args *args)
+{
+    const int64_t D = spec->head_dim, Dv = spec->head_dim_v;
+    const int group = spec->heads_q / spec->heads_kv;
+    const float *q_base = (const float *)args->q, *k_base = (const float *)args->k;
+    const float *v_base = (const float *)args->v;
+    float *o_base = (float *)args->o;
+    double *fq, *fk, *num, *s_new, *z_new;
+    int64_t b, i, j, d, e;
+    int h, hk;
+
+    fq = (double *)malloc(((size_t)D + 1) * sizeof *fq);
+    fk = (double *)malloc(((size_t)D + 1) * sizeof *fk);
+    num = (double *)malloc(((size_t)Dv + 1) * sizeof *num);
+    s_new = (double *)malloc(((size_t)D * (size_t)Dv + 1) * sizeof *s_new);
+    z_new = (double *)malloc(((size_t)D + 1) * sizeof *z_new);
+    if (fq == NULL || fk == NULL || num == NULL || s_new == NULL || z_new == NULL) {
+        free(fq);
+        free(fk);
+        free(num);
+        free(s_new);
+        free(z_new);
+        return ATTN_ERR_NOMEM;
+    }
+
+    for (b = 0; b < args->batch; b++) {
+        const int64_t lk_b = linear_valid_keys(spec, args, b);
+        for (hk = 0; hk < spec->heads_kv; hk++) {
+            /* the state before the call: [B][Hkv][D][Dv] and [B][Hkv][D] */
+            const float *s0 = spec->state ? args->state_s + (b * spec->heads_kv + hk) * D * Dv : NULL;
+            const float *z0 = spec->state ? args->state_z + (b * spec->heads_kv + hk) * D : NULL;
+
+            for (h = hk * group; h < (hk + 1) * group; h++)
+                for (i = 0; i < args->seq_q; i++) {
+                    const int64_t p = position(spec, i, lk_b, args->seq_q);
+                    const float *q = q_base + b * args->q_stride[0] + i * args->q_stride[1] +
+                                     h * args->q_stride[2];
+                    float *o = o_base + b * args->o_stride[0] + i * args->o_stride[1] + h * args->o_stride[2];
+                    double den = 0.0;
+
+                    for (d = 0; d < D; d++)
+                        fq[d] = phi((double)q[d]);
+                    for (e = 0; e < Dv; e++)
+                        num[e] = 0.0;
+                    /* the state: every row sees it */
+                    if (spec->state) {
+                        for (d = 0; d < D; d++) {
+                            den += fq[d] * (double)z0[d];
+                            for (e = 0; e < Dv; e++)
+                                num[e] += fq[d] * (double)s0[d * Dv + e];
+                        }
+                    }
+                    /* the keys the row sees */
+                    for (j = 0; j < lk_b; j++) {
+                        const float *k, *v;
+                        double w = 0.0;
+                        if (!linear_key_visible(spec, j, lk_b, p))
+                            continue;
+                        k = k_base + b * args->k_stride[0] + j * args->k_stride[1] + hk * args->k_stride[2];
+                        v = v_base + b * args->v_stride[0] + j * args->v_stride[1] + hk * args->v_stride[2];
+                        for (d = 0; d < D; d++)
+                            w += fq[d] * phi((double)k[d]);
+                        den += w;
+                        for (e = 0; e < Dv; e++)
+                            num[e] += w * (double)v[e];
+                    }
+                    /* a row that sees nothing: 0 / eps = 0 */
+                    den += (double)spec->eps;
+                    for (e = 0; e < Dv; e++)
+                        o[e] = (float)(num[e] / den);
+                }
+
+            /* the state after the call: every valid key, whatever the rows saw */
+            if (spec->state) {
+                float *s = args->state_s + (b * spec->heads_kv + hk) * D * Dv;
+                float *z = args->state_z + (b * spec->heads_kv + hk) * D;
+                for (d = 0; d < D; d++) {
+                    z_new[d] = (double)z[d];
+                    for (e = 0; e < Dv; e++)
+                        s_new[d * Dv + e] = (double)s[d * Dv + e];
+                }
+                for (j = 0; j < lk_b; j++) {
+                    const float *k = k_base + b * args->k_stride[0] + j * args->k_stride[1] + hk * args->k_stride[2];
+                    const float *v = v_base + b * args->v_stride[0] + j * args->v_stride[1] + hk * args->v_stride[2];
+                    for (d = 0; d < D; d++)
+                        fk[d] = phi((double)k[d]);
+                    for (d = 0; d < D; d++) {
+                        z_new[d] += fk[d];
+                        for (e = 0; e < Dv; e++)
+                            s_new[d * Dv + e] += fk[d] * (double)v[e];
+                    }
+                }
+                for (d = 0; d < D; d++) {
+                    z[d] = (float)z_new[d];
+                    for (e = 0; e < Dv; e++)
+                        s[d * Dv + e] = (float)s_new[d * Dv + e];
+                }
+            }
+        }
+    }
+    free(fq);
+    free(fk);
+    free(num);
+    free(s_new);
+    free(z_new);
+    return ATTN_OK;
+}
+
+int attn_reference_linear_state_bound(const attn_spec *spec, const attn_args *args, const float *state_s0,
+                                      const float *state_z0, double *s_abs, double *z_abs)
+{
+    const int64_t D = spec->head_dim, Dv = spec->head_dim_v;
+    const float *k_base = (const float *)args->k, *v_base = (const float *)args->v;
+    int64_t b, j, d, e;
+    int hk;
+
+    if (spec->family != ATTN_FAMILY_LINEAR || attn_check_args(spec, args) != ATTN_OK)
+        return -1;
+    for (b = 0; b < args->batch; b++) {
+        const int64_t lk_b = linear_valid_keys(spec, args, b);
+        for (hk = 0; hk < spec->heads_kv; hk++) {
+            const int64_t at = b * spec->heads_kv + hk;
+            double *sa = s_abs + at * D * Dv, *za = z_abs + at * D;
+            for (d = 0; d < D; d++) {
+                za[d] = state_z0 != NULL ? fabs((double)state_z0[at * D + d]) : 0.0;
+                for (e = 0; e < Dv; e++)
+                    sa[d * Dv + e] = state_s0 != NULL ? fabs((double)state_s0[(at * D + d) * Dv + e]) : 0.0;
+            }
+            for (j = 0; j < lk_b; j++) {
+                const float *k = k_base + b * args->k_stride[0] + j * args->k_stride[1] + hk * args->k_stride[2];
+                const float *v = v_base + b * args->v_stride[0] + j * args->v_stride[1] + hk * args->v_stride[2];
+                for (d = 0; d < D; d++) {
+                    const double f = fabs(phi((double)k[d]));
+                    za[d] += f;
+                    for (e = 0; e < Dv; e++)
+                        sa[d * Dv + e] += f * fabs((double)v[e]);
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* x clamped to [lo, hi] */
+static int64_t clamp64(int64_t x, int64_t lo, int64_t hi)
+{
+    return x < lo ? lo : x > hi ? hi : x;
+}
+
+double attn_reference_linear_flops(const attn_spec *spec, const attn_args *args)
+{
+    const double D = spec->head_dim, Dv = spec->head_dim_v;
+    double flops = 0.0;
+    int64_t b, i0;
+
+    if (spec->family != ATTN_FAMILY_LINEAR || attn_check_args(spec, args) != ATTN_OK)
+        return -1.0;
+    for (b = 0; b < args->batch; b++) {
+        const int64_t lk_b = linear_valid_keys(spec, args, b), lq = args->seq_q;
+        const int64_t t = spec->tile_q > 0 ? spec->tile_q : (lq > 0 ? lq : 1);
+        double block = 0.0; /* (row, key) pairs of the diagonal blocks */
+        /* fold every valid key into the state, per kv head */
+        flops += (double)spec->heads_kv * 2.0 * (double)lk_b * D * Dv;
+        /* phi(q)^T S, per query head and row */
+        flops += (double)spec->heads_q * (double)lq * 2.0 * D * Dv;
+        if (!spec->causal)
+            continue;
+        /* the diagonal block of each chunk of T rows: keys from its first
+           row's position to its last row's, scored in full */
+        for (i0 = 0; i0 < lq; i0 += t) {
+            const int64_t i1 = i0 + t < lq ? i0 + t : lq;
+            const int64_t k0 = clamp64(position(spec, i0, lk_b, lq), 0, lk_b);
+            const int64_t k1 = clamp64(position(spec, i1 - 1, lk_b, lq) + 1, 0, lk_b);
+            if (k1 > k0)
+                block += (double)(i1 - i0) * (double)(k1 - k0);
+        }
+        flops += (double)spec->heads_q * block * 2.0 * (D + Dv);
+    }
+    return flops;
+}
+
 int64_t attn_reference_visible_count(const attn_spec *spec, const attn_args *args)
 {
     int64_t b, i, j, n = 0;
@@ -156,6 +393,8 @@ int64_t attn_reference_visible_count(const attn_spec *spec, const attn_args *arg
 
     if (attn_check_args(spec, args) != ATTN_OK)
         return -1;
+    if (spec->family == ATTN_FAMILY_LINEAR)
+        return linear_visible_count(spec, args);
     for (b = 0; b < args->batch; b++) {
         const int64_t lk_b = spec->padding ? args->seqlens_k[b] : args->seq_k;
         for (h = 0; h < spec->heads_q; h++)
@@ -174,6 +413,11 @@ int64_t attn_reference_keys_read(const attn_spec *spec, const attn_args *args)
 
     if (attn_check_args(spec, args) != ATTN_OK)
         return -1;
+    if (spec->family == ATTN_FAMILY_LINEAR) { /* every valid key goes into the state */
+        for (b = 0; b < args->batch; b++)
+            n += linear_valid_keys(spec, args, b) * spec->heads_kv;
+        return n;
+    }
     for (b = 0; b < args->batch; b++) {
         const int64_t lk_b = spec->padding ? args->seqlens_k[b] : args->seq_k;
         for (hk = 0; hk < spec->heads_kv; hk++)
@@ -205,6 +449,8 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
 
     if (st != ATTN_OK)
         return st;
+    if (spec->family == ATTN_FAMILY_LINEAR)
+        return linear_reference(spec, args);
     /* the tensors as the f32 arrays they are (attn_reference.h) */
     q_base = (const float *)args->q;
     k_base = (const float *)args->k;

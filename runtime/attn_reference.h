@@ -1,6 +1,6 @@
 /*
- * attn_reference.h - the naive reference of the sdpa family's semantics
- * (docs/config.md).
+ * attn_reference.h - the naive reference of the sdpa and linear families'
+ * semantics (docs/config.md).
  *
  * Not vendored: used by the tests, `attngen check` and `attngen run`'s
  * tooling.  Plain loops, double accumulation, the rules written literally.
@@ -94,6 +94,37 @@ extern "C" {
 #define ATTN_REF_TOL_O(spec, ref) (ATTN_REF_TOL_ABS_O(spec) + ATTN_REF_TOL_REL_O(spec) * fabs(ref))
 
 /*
+ * Linear attention (spec->family ATTN_FAMILY_LINEAR).  O keeps the bounds
+ * above (ATTN_REF_TOL_O): each row is a weighted average of V rows (and,
+ * with a state, of the state's S / z) with positive weights phi(q) . phi(k)
+ * over a positive denominator, so its f32 rounding error is that of sdpa's
+ * P*V, about 1e-7..1e-6 on N(0,1) inputs, and the bf16 / f16 bounds are
+ * again one rounding of the stored result.  Checked on every linear test
+ * config (attn_verify_default_cases and check's full matrix).
+ *
+ * The state written back (spec->state), elementwise:
+ *
+ *     |x - ref| <= ATTN_REF_TOL_ABS_STATE + ATTN_REF_TOL_REL_STATE * sum|terms|
+ *
+ * where sum|terms| is |S0| + sum_j |phi(k_j)_d v_j,e| for S[d][e] (|z0| +
+ * sum_j phi(k_j)_d for z[d]) over the keys folded in
+ * (attn_reference_linear_state_bound).  Each element is a sum of up to
+ * Lk + 1 terms of either sign, summed in f32 in whatever order the kernel
+ * chunks and threads them; its rounding error grows with the terms, not
+ * with the result (which may cancel to near 0), so the bound is relative to
+ * sum|terms|.  The worst case is (n - 1) 2^-24 sum|terms|, reached only
+ * when every rounding goes the same way; in practice the error is about
+ * sqrt(n) 2^-24 sum|terms| (~2e-6 at n = 1025), plus a few ulps of exp in
+ * phi.  1e-5 leaves 5-10x headroom at the test lengths, while a key folded
+ * twice or not at all, or a transposed S, is off by a whole term (~0.1-1
+ * of sum|terms| / n) in many elements.  The state is f32 whatever the
+ * storage types, so the bound is the same for bf16 and f16 configs.
+ */
+#define ATTN_REF_TOL_ABS_STATE 1e-6
+#define ATTN_REF_TOL_REL_STATE 1e-5
+#define ATTN_REF_TOL_STATE(sum_abs) (ATTN_REF_TOL_ABS_STATE + ATTN_REF_TOL_REL_STATE * (sum_abs))
+
+/*
  * Computes O (and LSE when args->lse is not NULL, and the weights P when
  * spec->weights and args->weights is not NULL) for spec, honouring every
  * stride in args.  Q, K, V and O are f32 arrays here whatever spec's
@@ -103,6 +134,40 @@ extern "C" {
  * ATTN_ERR_NOMEM when its scratch allocation fails, else ATTN_OK.
  */
 attn_status attn_reference(const attn_spec *spec, const attn_args *args);
+/*
+ * For a linear spec, attn_reference computes O by the rules of
+ * docs/config.md ("linear"): phi(x) = elu(x) + 1, O_i = phi(q_i)^T S_i /
+ * (phi(q_i) . z_i + eps) over the keys row i sees (j < Lk_b, and j <= p_i
+ * with causal) and the state before the call (spec->state: args->state_s,
+ * args->state_z; else 0), in double; it writes no LSE and no weights.  With
+ * spec->state it then adds every valid key to args->state_s and
+ * args->state_z in place (summed in double, rounded once to f32), as the
+ * kernel does.
+ */
+
+/*
+ * The sum|terms| of ATTN_REF_TOL_STATE for every element of a linear
+ * state after a call: s_abs [B][Hkv][D][Dv] and z_abs [B][Hkv][D] (the
+ * caller's arrays), from the state before the call (state_s0, state_z0;
+ * NULL: zero) and args' K, V and seqlens_k (f32, as for attn_reference).
+ * 0, or -1 when the spec is not linear or the args are bad.
+ */
+int attn_reference_linear_state_bound(const attn_spec *spec, const attn_args *args, const float *state_s0,
+                                      const float *state_z0, double *s_abs, double *z_abs);
+
+/*
+ * The FLOPs of the chunked algorithm the linear kernels run, for a linear
+ * spec (-1 for another family or bad args).  For each batch b (Lk_b valid
+ * keys, Lq rows, T = spec->tile_q rows to a chunk):
+ *   2 Lk_b D Dv per kv head: every valid key folded into the state;
+ *   2 D Dv per query head and row: phi(q)^T S;
+ *   with causal, per query head: 2 (D + Dv) per (row, key) of each chunk's
+ *   diagonal block, counted in full: the chunk of rows [i0, i1) scores the
+ *   keys [clamp(p_i0), clamp(p_(i1-1) + 1)) (clamped to 0..Lk_b), the ones
+ *   that are not yet in the state, and masks the upper triangle after.
+ * The phi's and the normalizer z (D per key, 2 D per row) are not counted.
+ */
+double attn_reference_linear_flops(const attn_spec *spec, const attn_args *args);
 
 /*
  * Dropout (spec->dropout): whether the weight of key j for query row i of
@@ -117,15 +182,17 @@ int attn_reference_dropout_kept(const attn_spec *spec, const attn_args *args, in
 
 /*
  * The number of visible (b, h, i, j) score pairs, by the same rules: the
- * work a forward pass must do (FLOPs = 2 * count * (D + Dv)).  -1 when the
- * args are bad.
+ * work a forward pass must do (FLOPs = 2 * count * (D + Dv)).  For a linear
+ * spec, the pairs with j < Lk_b (and j <= p_i with causal); its FLOPs are
+ * attn_reference_linear_flops instead.  -1 when the args are bad.
  */
 int64_t attn_reference_visible_count(const attn_spec *spec, const attn_args *args);
 
 /*
  * The number of (b, kv head, j) key rows that some query row of the kv
  * head's group sees: the K and V rows a forward pass must read at least
- * once (bytes = count * (D + Dv) * attn_dtype_size(spec->dtype_kv)).  -1
+ * once (bytes = count * (D + Dv) * attn_dtype_size(spec->dtype_kv)).  For
+ * a linear spec, every valid key (j < Lk_b): each goes into the state.  -1
  * when the args are bad.
  */
 int64_t attn_reference_keys_read(const attn_spec *spec, const attn_args *args);

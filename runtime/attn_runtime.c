@@ -402,13 +402,19 @@ static int any_negative(const int64_t *v, int n)
 
 /*
  * Note: when batch or seq_q is 0 the kernel reads nothing, but the pointers
- * must still be non-NULL (and seqlens_k / mask when the config needs them).
+ * must still be non-NULL (and seqlens_k, mask, state_s and state_z when the
+ * config needs them).
  */
 attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
 {
-    const int has_mask = spec != NULL && spec->mask != ATTN_MASK_NONE;
+    /* linear attention: no mask, weights, dropout or LSE (their fields are
+       ignored); with spec->state, the state S and z instead */
+    const int linear = spec != NULL && spec->family == ATTN_FAMILY_LINEAR;
+    const int has_state = linear && spec->state;
+    const int has_mask = spec != NULL && !linear && spec->mask != ATTN_MASK_NONE;
     /* P is written only by kernels with weights, and only when asked for */
-    const int has_weights = spec != NULL && spec->weights && args != NULL && args->weights != NULL;
+    const int has_weights = spec != NULL && !linear && spec->weights && args != NULL && args->weights != NULL;
+    const int has_lse = !linear && args != NULL && args->lse != NULL;
     int64_t ext[4], str[4];
     int64_t b;
 
@@ -418,6 +424,8 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
     if (spec->padding && args->seqlens_k == NULL)
         return ATTN_ERR_NULL_ARG;
     if (has_mask && args->mask == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (has_state && (args->state_s == NULL || args->state_z == NULL))
         return ATTN_ERR_NULL_ARG;
 
     if (args->batch < 0 || args->seq_q < 0 || args->seq_k < 0)
@@ -434,7 +442,7 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
     if (args->threads < 0)
         return ATTN_ERR_THREADS;
     /* dropout_p: read only by kernels with dropout; NaN fails both tests */
-    if (spec->dropout && !(args->dropout_p >= 0.0f && args->dropout_p < 1.0f))
+    if (!linear && spec->dropout && !(args->dropout_p >= 0.0f && args->dropout_p < 1.0f))
         return ATTN_ERR_DROPOUT;
 
     /* Lengths up to 2^62 keep position arithmetic in int64 (i + Lk_b - Lq
@@ -467,7 +475,7 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
         return ATTN_ERR_TOO_LARGE;
 
     /* LSE: contiguous [B][Hq][Lq] */
-    if (args->lse != NULL) {
+    if (has_lse) {
         ext[0] = args->batch;
         ext[1] = spec->heads_q;
         ext[2] = args->seq_q;
@@ -498,6 +506,21 @@ attn_status attn_check_args(const attn_spec *spec, const attn_args *args)
         ext[2] = args->seq_q;
         ext[3] = args->seq_k;
         if (!span_fits(4, ext, args->weights_stride, sizeof(float)))
+            return ATTN_ERR_TOO_LARGE;
+    }
+
+    /* the state: contiguous S [B][Hkv][D][Dv] and z [B][Hkv][D], f32 */
+    if (has_state) {
+        ext[0] = args->batch;
+        ext[1] = spec->heads_kv;
+        ext[2] = spec->head_dim;
+        ext[3] = spec->head_dim_v;
+        str[3] = 1;
+        str[2] = spec->head_dim_v;
+        str[1] = 0;
+        str[0] = 0;
+        if (!add_mul_checked(&str[1], spec->head_dim, spec->head_dim_v) ||
+            !add_mul_checked(&str[0], spec->heads_kv, str[1]) || !span_fits(4, ext, str, sizeof(float)))
             return ATTN_ERR_TOO_LARGE;
     }
 

@@ -25,6 +25,13 @@
  *                          args->weights is not NULL: P_ij = exp(s_ij - LSE_i)
  *                          for visible keys, exactly 0 for every other j < Lk.
  *
+ * Linear attention (spec.family ATTN_FAMILY_LINEAR) takes the same Q, K, V,
+ * O and seqlens_k, writes no LSE (args->lse is ignored) and, with
+ * spec.state, reads the running state of the keys before this call and
+ * writes it back updated with this call's keys:
+ *   state_s [B][Hkv][D][Dv]  f32, contiguous: sum of phi(k_j) v_j^T
+ *   state_z [B][Hkv][D]      f32, contiguous: sum of phi(k_j)
+ *
  * Memory rules: a kernel reads Q, K, V, the mask and seqlens_k only inside
  * the elements the shapes and strides above describe, never past them (no
  * vector over-read of a row), writes O, LSE and P only there, and reads no K/V
@@ -148,6 +155,8 @@ typedef struct attn_args {
     float dropout_p;            /* configs with dropout: in [0, 1); 0 drops nothing */
     uint64_t dropout_seed;      /* configs with dropout: the Philox key (low word, high word) */
     uint32_t dropout_offset;    /* configs with dropout: the Philox counter's last word */
+    float *state_s;             /* linear configs with state: S [B][Hkv][D][Dv], f32, contiguous, in/out */
+    float *state_z;             /* linear configs with state: z [B][Hkv][D], f32, contiguous, in/out */
     int threads;                /* 0: OpenMP's default */
 } attn_args;
 
@@ -186,7 +195,8 @@ int attn_isa_supported(attn_isa isa);
 
 /* Kernel families, in the order of the attn_family values: X(ID, name). */
 #define ATTN_FAMILY_LIST(X) \
-    X(SDPA, sdpa)
+    X(SDPA, sdpa)          \
+    X(LINEAR, linear)
 
 typedef enum attn_family {
 #define ATTN_FAMILY_ENUM_(id, name) ATTN_FAMILY_##id,
@@ -195,7 +205,7 @@ typedef enum attn_family {
     ATTN_FAMILY_COUNT
 } attn_family;
 
-/* "sdpa"; "unknown" for a value outside the list */
+/* "sdpa", "linear"; "unknown" for a value outside the list */
 const char *attn_family_name(attn_family family);
 
 /*
@@ -228,6 +238,11 @@ typedef struct attn_spec {
     int tile_q, tile_kv;
     int weights;                   /* can write the attention weights (args->weights): weights = true */
     int dropout;                   /* applies dropout to the weights (args->dropout_*): dropout = true */
+    /* family ATTN_FAMILY_LINEAR (kind = "linear"): phi(x) = elu(x) + 1, no
+       scale, no softmax; of the sdpa fields above it uses the heads, head
+       dims, causal and padding (mask NONE, no window, weights or dropout) */
+    float eps;                     /* added to each row's denominator phi(q) . z */
+    int state;                     /* reads and updates the running state (args->state_s, state_z) */
 } attn_spec;
 
 typedef attn_status (*attn_fwd_fn)(const attn_args *args);

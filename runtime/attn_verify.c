@@ -290,6 +290,12 @@ typedef struct {
     unsigned char *o_described; /* per O span element: 1 = an element of O */
     unsigned char *p_described; /* per P span element: 1 = an element of P */
     size_t lse_count;
+    /* linear specs with state: the kernel's S and z (in/out, against guard
+       pages) and the state before the call (s0, z0), which the reference
+       starts from too */
+    attn_guard_buf state_s, state_z;
+    float *s0, *z0;
+    size_t s_count, z_count;
     attn_args args;
 } case_bufs;
 
@@ -314,6 +320,12 @@ static void case_free(case_bufs *cb)
     attn_guard_free(&cb->mask);
     attn_guard_free(&cb->seqlens);
     attn_guard_free(&cb->p);
+    attn_guard_free(&cb->state_s);
+    attn_guard_free(&cb->state_z);
+    free(cb->s0);
+    cb->s0 = NULL;
+    free(cb->z0);
+    cb->z0 = NULL;
     free(cb->o_described);
     cb->o_described = NULL;
     free(cb->p_described);
@@ -343,7 +355,9 @@ static void fill_tensor(float *base, const layout4 *l, const int32_t *valid, rng
                 }
 }
 
-/* O: gaps get the sentinel, elements the "unset" NaN; LSE all NaN. */
+/* O: gaps get the sentinel, elements the "unset" NaN; LSE all NaN (for a
+   linear spec, which must not write it, the gap sentinel); the state (linear
+   specs with state) back to the state before the call. */
 static void reset_outputs(case_bufs *cb)
 {
     const attn_dtype dt = cb->spec->dtype_o;
@@ -351,7 +365,15 @@ static void reset_outputs(case_bufs *cb)
     size_t i;
     for (i = 0; i < cb->lo.span; i++)
         store_bits(dt, cb->o.ptr, i, cb->o_described[i] ? unset : gap);
-    fill_nan((float *)cb->lse.ptr, cb->lse_count);
+    if (cb->spec->family == ATTN_FAMILY_LINEAR)
+        for (i = 0; i < cb->lse_count; i++)
+            store_bits(ATTN_DTYPE_F32, cb->lse.ptr, i, o_gap_bits(ATTN_DTYPE_F32));
+    else
+        fill_nan((float *)cb->lse.ptr, cb->lse_count);
+    if (cb->s_count > 0)
+        memcpy(cb->state_s.ptr, cb->s0, cb->s_count * sizeof(float));
+    if (cb->z_count > 0)
+        memcpy(cb->state_z.ptr, cb->z0, cb->z_count * sizeof(float));
     for (i = 0; i < cb->lp.span; i++) /* P (f32): gaps the sentinel, elements "unset" */
         store_bits(ATTN_DTYPE_F32, cb->p.ptr, i,
                    cb->p_described[i] ? o_unset_bits(ATTN_DTYPE_F32) : o_gap_bits(ATTN_DTYPE_F32));
@@ -390,12 +412,60 @@ static void store_input(attn_dtype dtype, float *wide, attn_guard_buf *stored, s
     attn_verify_store(dtype, wide, stored->ptr, n);
 }
 
+/* n states (S [D][Dv], z [D]) of 1 to 16 earlier N(0,1) keys and values
+   each, summed in double and rounded once.  0, or -1 when out of memory. */
+static int fill_state(float *s, float *z, int64_t n, int64_t D, int64_t Dv, rng *r)
+{
+    double *k = (double *)malloc(((size_t)D + 1) * sizeof *k);
+    double *v = (double *)malloc(((size_t)Dv + 1) * sizeof *v);
+    double *acc = (double *)malloc(((size_t)D * (size_t)Dv + (size_t)D + 1) * sizeof *acc);
+    int64_t t, m, j, d, e;
+
+    if (k == NULL || v == NULL || acc == NULL) {
+        free(k);
+        free(v);
+        free(acc);
+        return -1;
+    }
+    for (t = 0; t < n; t++) {
+        const int64_t keys = 1 + (int64_t)(rng_next(r) % 16);
+        for (j = 0; j < D * Dv + D; j++)
+            acc[j] = 0.0;
+        for (m = 0; m < keys; m++) {
+            for (d = 0; d < D; d++) {
+                const double x = rng_normal(r);
+                k[d] = x > 0.0 ? x + 1.0 : exp(x); /* elu(x) + 1 */
+            }
+            for (e = 0; e < Dv; e++)
+                v[e] = rng_normal(r);
+            for (d = 0; d < D; d++) {
+                acc[D * Dv + d] += k[d];
+                for (e = 0; e < Dv; e++)
+                    acc[d * Dv + e] += k[d] * v[e];
+            }
+        }
+        for (d = 0; d < D; d++) {
+            z[t * D + d] = (float)acc[D * Dv + d];
+            for (e = 0; e < Dv; e++)
+                s[(t * D + d) * Dv + e] = (float)acc[d * Dv + e];
+        }
+    }
+    free(k);
+    free(v);
+    free(acc);
+    return 0;
+}
+
 /* Builds the inputs, layouts and args of a case; ATTN_OK or an error. */
 static attn_status case_build(case_bufs *cb, const attn_spec *spec, const attn_case *c)
 {
     const int64_t B = c->batch, Lq = c->seq_q, Lk = c->seq_k;
     const int64_t Hq = spec->heads_q, Hkv = spec->heads_kv;
     const int64_t D = spec->head_dim, Dv = spec->head_dim_v;
+    const int linear = spec->family == ATTN_FAMILY_LINEAR;
+    /* linear attention has no mask, weights or dropout: their fields are ignored */
+    const attn_mask_kind mask = linear ? ATTN_MASK_NONE : spec->mask;
+    const int weights = !linear && spec->weights;
     int32_t *seqlens = NULL;
     int style = 0, mstyle = 0;
     rng r;
@@ -419,7 +489,7 @@ static attn_status case_build(case_bufs *cb, const attn_spec *spec, const attn_c
     mask_layout(&cb->lm, B, Hq, Lq, Lk, mstyle);
     /* P: dense, or (strided cases) padded or key-major, from the seed alone
        so that the other inputs stay the same random stream */
-    if (spec->weights)
+    if (weights)
         mask_layout(&cb->lp, B, Hq, Lq, Lk, c->strided ? ((c->seed >> 4) & 1 ? 4 : 1) : 0);
     if (layout_span(&cb->lq) || layout_span(&cb->lk) || layout_span(&cb->lv) ||
         layout_span(&cb->lo) || layout_span(&cb->lm) || layout_span(&cb->lp))
@@ -433,7 +503,7 @@ static attn_status case_build(case_bufs *cb, const attn_spec *spec, const attn_c
         attn_guard_alloc(&cb->o, cb->lo.span * attn_dtype_size(spec->dtype_o)) ||
         alloc_floats(&cb->lse, cb->lse_count) ||
         attn_guard_alloc(&cb->seqlens, (size_t)B * sizeof(int32_t)) ||
-        (spec->weights && alloc_floats(&cb->p, cb->lp.span)))
+        (weights && alloc_floats(&cb->p, cb->lp.span)))
         goto nomem;
 
     /* seqlens_k: with padding, ragged cases mix 0, Lk and random lengths */
@@ -457,9 +527,24 @@ static attn_status case_build(case_bufs *cb, const attn_spec *spec, const attn_c
     store_input(spec->dtype_kv, cb->kw, &cb->k, cb->lk.span);
     store_input(spec->dtype_kv, cb->vw, &cb->v, cb->lv.span);
 
+    /* the state before the call (linear specs with state): that of a few
+       earlier N(0,1) keys and values, S = sum phi(k) v^T (any sign) and
+       z = sum phi(k) (positive), as a real state is; drawn after the other
+       inputs, so those stay the same random stream */
+    if (linear && spec->state) {
+        cb->s_count = (size_t)B * (size_t)Hkv * (size_t)D * (size_t)Dv;
+        cb->z_count = (size_t)B * (size_t)Hkv * (size_t)D;
+        if (alloc_floats(&cb->state_s, cb->s_count) || alloc_floats(&cb->state_z, cb->z_count))
+            goto nomem;
+        cb->s0 = (float *)malloc(cb->s_count * sizeof(float) + 1);
+        cb->z0 = (float *)malloc(cb->z_count * sizeof(float) + 1);
+        if (cb->s0 == NULL || cb->z0 == NULL || fill_state(cb->s0, cb->z0, B * Hkv, D, Dv, &r) != 0)
+            goto nomem;
+    }
+
     /* the mask: broadcast dims (stride 0) are filled once */
-    if (spec->mask != ATTN_MASK_NONE) {
-        const int is_bool = spec->mask == ATTN_MASK_BOOL;
+    if (mask != ATTN_MASK_NONE) {
+        const int is_bool = mask == ATTN_MASK_BOOL;
         const int64_t nb = cb->lm.str[0] == 0 ? 1 : B, nh = cb->lm.str[1] == 0 ? 1 : Hq;
         const size_t esize = is_bool ? 1 : sizeof(float);
         if (cb->lm.span > SIZE_MAX / esize || attn_guard_alloc(&cb->mask, cb->lm.span * esize))
@@ -496,7 +581,7 @@ static attn_status case_build(case_bufs *cb, const attn_spec *spec, const attn_c
     cb->p_described = (unsigned char *)calloc(cb->lp.span + 1, 1);
     if (cb->p_described == NULL)
         goto nomem;
-    if (spec->weights)
+    if (weights)
         for (b = 0; b < B; b++)
             for (h = 0; h < Hq; h++)
                 for (i = 0; i < Lq; i++)
@@ -517,13 +602,17 @@ static attn_status case_build(case_bufs *cb, const attn_spec *spec, const attn_c
     memcpy(cb->args.v_stride, cb->lv.str, sizeof cb->args.v_stride);
     memcpy(cb->args.o_stride, cb->lo.str, sizeof cb->args.o_stride);
     cb->args.seqlens_k = seqlens;
-    if (spec->mask != ATTN_MASK_NONE) {
+    if (mask != ATTN_MASK_NONE) {
         cb->args.mask = cb->mask.ptr;
         memcpy(cb->args.mask_stride, cb->lm.str, sizeof cb->args.mask_stride);
     }
-    if (spec->weights) {
+    if (weights) {
         cb->args.weights = (float *)cb->p.ptr;
         memcpy(cb->args.weights_stride, cb->lp.str, sizeof cb->args.weights_stride);
+    }
+    if (cb->s_count > 0) {
+        cb->args.state_s = (float *)cb->state_s.ptr;
+        cb->args.state_z = (float *)cb->state_z.ptr;
     }
     cb->args.dropout_p = c->dropout_p;
     cb->args.dropout_seed = c->dropout_seed;
@@ -597,8 +686,10 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
     const attn_spec *spec = &kernel->spec;
     case_bufs cb;
     const attn_dtype odt = spec->dtype_o;
+    const int linear = spec->family == ATTN_FAMILY_LINEAR;
     attn_args ref_args;
-    float *ref_o = NULL, *ref_lse = NULL, *ref_p = NULL;
+    float *ref_o = NULL, *ref_lse = NULL, *ref_p = NULL, *ref_s = NULL, *ref_z = NULL;
+    double *s_abs = NULL, *z_abs = NULL;
     const float *lse;
     char label[96] = "", shape[96];
     attn_status st;
@@ -629,10 +720,21 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
               (size_t)spec->head_dim_v;
     ref_o = (float *)malloc(o_count * sizeof *ref_o + 1);
     ref_lse = (float *)malloc(cb.lse_count * sizeof *ref_lse + 1);
-    if (spec->weights) /* contiguous [B][Hq][Lq][Lk] */
+    if (cb.args.weights != NULL) /* contiguous [B][Hq][Lq][Lk] */
         ref_p = (float *)malloc((size_t)c->batch * (size_t)spec->heads_q * (size_t)c->seq_q *
                                     (size_t)c->seq_k * sizeof *ref_p + 1);
-    if (ref_o == NULL || ref_lse == NULL || (spec->weights && ref_p == NULL)) {
+    if (cb.s_count > 0) { /* the reference's state starts where the kernel's did */
+        ref_s = (float *)malloc(cb.s_count * sizeof *ref_s + 1);
+        ref_z = (float *)malloc(cb.z_count * sizeof *ref_z + 1);
+        s_abs = (double *)malloc(cb.s_count * sizeof *s_abs + 1);
+        z_abs = (double *)malloc(cb.z_count * sizeof *z_abs + 1);
+        if (ref_s != NULL && ref_z != NULL) {
+            memcpy(ref_s, cb.s0, cb.s_count * sizeof *ref_s);
+            memcpy(ref_z, cb.z0, cb.z_count * sizeof *ref_z);
+        }
+    }
+    if (ref_o == NULL || ref_lse == NULL || (cb.args.weights != NULL && ref_p == NULL) ||
+        (cb.s_count > 0 && (ref_s == NULL || ref_z == NULL || s_abs == NULL || z_abs == NULL))) {
         st = ATTN_ERR_NOMEM;
     } else {
         /* the stored inputs, widened, with the kernel's strides */
@@ -643,12 +745,17 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
         ref_args.o = ref_o;
         ref_args.lse = ref_lse;
         ref_args.weights = ref_p;
+        ref_args.state_s = ref_s;
+        ref_args.state_z = ref_z;
         attn_args_set_contiguous(&ref_args, spec);
         memcpy(ref_args.q_stride, cb.args.q_stride, sizeof ref_args.q_stride);
         memcpy(ref_args.k_stride, cb.args.k_stride, sizeof ref_args.k_stride);
         memcpy(ref_args.v_stride, cb.args.v_stride, sizeof ref_args.v_stride);
         memcpy(ref_args.mask_stride, cb.args.mask_stride, sizeof ref_args.mask_stride);
         st = attn_reference(spec, &ref_args);
+        if (st == ATTN_OK && cb.s_count > 0 &&
+            attn_reference_linear_state_bound(spec, &ref_args, cb.s0, cb.z0, s_abs, z_abs) != 0)
+            st = ATTN_ERR_NOMEM; /* cannot happen: the reference accepted the args */
     }
     if (st != ATTN_OK) {
         snprintf(res->first_failure, sizeof res->first_failure,
@@ -657,6 +764,10 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
         free(ref_o);
         free(ref_lse);
         free(ref_p);
+        free(ref_s);
+        free(ref_z);
+        free(s_abs);
+        free(z_abs);
         case_free(&cb);
         return st;
     }
@@ -680,7 +791,39 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
                                  odt == ATTN_DTYPE_F32 ? "" : attn_dtype_name(odt));
                     note(res, ok, err, ratio, &res->max_err_o, label, x, r, c);
                 }
-    for (b = 0; b < c->batch; b++)
+    if (linear) { /* no LSE: the buffer must still hold the sentinel */
+        for (e = 0; e < cb.lse_count; e++) {
+            if (load_bits(ATTN_DTYPE_F32, cb.lse.ptr, e) == o_gap_bits(ATTN_DTYPE_F32))
+                continue;
+            if (res->failures == 0)
+                snprintf(res->first_failure, sizeof res->first_failure,
+                         "LSE[%zu] was written (%.9g) by a linear kernel, which writes no LSE (shape %s)", e,
+                         (double)lse[e], shape);
+            res->failures++;
+        }
+    }
+    /* the state after the call, within ATTN_REF_TOL_STATE of sum|terms| */
+    for (e = 0; e < cb.s_count + cb.z_count; e++) {
+        const int is_z = e >= cb.s_count;
+        const size_t at = is_z ? e - cb.s_count : e;
+        const double x = is_z ? ((const float *)cb.state_z.ptr)[at] : ((const float *)cb.state_s.ptr)[at];
+        const double r = is_z ? ref_z[at] : ref_s[at];
+        const double bound = ATTN_REF_TOL_STATE(is_z ? z_abs[at] : s_abs[at]);
+        double err, ratio;
+        const int ok = values_agree(x, r, bound, &err, &ratio);
+        if (!ok && res->failures == 0) {
+            const size_t dv = (size_t)spec->head_dim_v, dd = (size_t)spec->head_dim;
+            const size_t row = is_z ? at / dd : at / (dd * dv); /* b * Hkv + hk */
+            if (is_z)
+                snprintf(label, sizeof label, "state_z[b=%zu][hk=%zu][d=%zu]", row / (size_t)spec->heads_kv,
+                         row % (size_t)spec->heads_kv, at % dd);
+            else
+                snprintf(label, sizeof label, "state_s[b=%zu][hk=%zu][d=%zu][e=%zu]",
+                         row / (size_t)spec->heads_kv, row % (size_t)spec->heads_kv, at / dv % dd, at % dv);
+        }
+        note(res, ok, err, ratio, &res->max_err_state, label, x, r, c);
+    }
+    for (b = 0; b < c->batch && !linear; b++)
         for (h = 0; h < spec->heads_q; h++)
             for (i = 0; i < c->seq_q; i++) {
                 const size_t at = (size_t)((b * spec->heads_q + h) * c->seq_q + i);
@@ -694,7 +837,7 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
             }
 
     /* the weights: within ATTN_REF_TOL_P, and exactly 0 where the reference's are */
-    if (spec->weights)
+    if (cb.args.weights != NULL)
         for (b = 0; b < c->batch; b++)
             for (h = 0; h < spec->heads_q; h++)
                 for (i = 0; i < c->seq_q; i++)
@@ -738,6 +881,10 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
     free(ref_o);
     free(ref_lse);
     free(ref_p);
+    free(ref_s);
+    free(ref_z);
+    free(s_abs);
+    free(z_abs);
     case_free(&cb);
     return ATTN_OK;
 }
@@ -747,7 +894,7 @@ int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *v
 {
     case_bufs cb;
     unsigned char *o_a = NULL, *p_a = NULL;
-    float *lse_a = NULL;
+    float *lse_a = NULL, *s_a = NULL, *z_a = NULL;
     size_t o_bytes;
     int result = -1;
 
@@ -758,7 +905,9 @@ int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *v
     o_a = (unsigned char *)malloc(o_bytes + 1);
     lse_a = (float *)malloc(cb.lse_count * sizeof *lse_a + 1);
     p_a = (unsigned char *)malloc(cb.lp.span * sizeof(float) + 1); /* the weights as stored */
-    if (o_a == NULL || lse_a == NULL || p_a == NULL)
+    s_a = (float *)malloc(cb.s_count * sizeof *s_a + 1); /* the state after the call (linear) */
+    z_a = (float *)malloc(cb.z_count * sizeof *z_a + 1);
+    if (o_a == NULL || lse_a == NULL || p_a == NULL || s_a == NULL || z_a == NULL)
         goto done;
 
     cb.args.threads = threads_a;
@@ -768,18 +917,26 @@ int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *v
     memcpy(lse_a, cb.lse.ptr, cb.lse_count * sizeof *lse_a);
     if (cb.lp.span > 0)
         memcpy(p_a, cb.p.ptr, cb.lp.span * sizeof(float));
+    if (cb.s_count > 0) {
+        memcpy(s_a, cb.state_s.ptr, cb.s_count * sizeof *s_a);
+        memcpy(z_a, cb.state_z.ptr, cb.z_count * sizeof *z_a);
+    }
 
-    reset_outputs(&cb);
+    reset_outputs(&cb); /* the state too: the second run starts from the same one */
     cb.args.threads = threads_b;
     if (run_kernel(kernel, variant, &cb.args) != ATTN_OK)
         goto done;
     result = memcmp(o_a, cb.o.ptr, o_bytes) == 0 &&
              memcmp(lse_a, cb.lse.ptr, cb.lse_count * sizeof *lse_a) == 0 &&
-             (cb.lp.span == 0 || memcmp(p_a, cb.p.ptr, cb.lp.span * sizeof(float)) == 0);
+             (cb.lp.span == 0 || memcmp(p_a, cb.p.ptr, cb.lp.span * sizeof(float)) == 0) &&
+             (cb.s_count == 0 || (memcmp(s_a, cb.state_s.ptr, cb.s_count * sizeof *s_a) == 0 &&
+                                  memcmp(z_a, cb.state_z.ptr, cb.z_count * sizeof *z_a) == 0));
 done:
     free(o_a);
     free(p_a);
     free(lse_a);
+    free(s_a);
+    free(z_a);
     case_free(&cb);
     return result;
 }
@@ -822,7 +979,7 @@ int attn_verify_default_cases(const attn_spec *spec, attn_case *out, int max, in
     l.max = max;
     l.n = 0;
     l.padding = spec->padding;
-    l.dropout = spec->dropout;
+    l.dropout = spec->family != ATTN_FAMILY_LINEAR && spec->dropout;
 
     /*           B  Lq   Lk strided ragged threads */
     /* Lq == Lk */

@@ -9,7 +9,11 @@
  * reference runs on the stored values widened back (exactly), and O,
  * widened, must be within ATTN_REF_TOL (attn_reference.h) for O's storage
  * type.  With a spec that has weights, P is written too (strided, with
- * gaps and a guard page like O) and must be within ATTN_REF_TOL_P.  Needs
+ * gaps and a guard page like O) and must be within ATTN_REF_TOL_P.
+ * Linear specs: no LSE (the LSE buffer passed must stay untouched); with
+ * spec->state, the kernel and the reference start from the same random
+ * state (that of a few earlier N(0,1) keys: S of any sign, z positive), and
+ * the states they write back must agree within ATTN_REF_TOL_STATE.  Needs
  * POSIX (mmap).
  */
 #ifndef ATTN_VERIFY_H
@@ -39,6 +43,7 @@ typedef struct {
 typedef struct {
     double max_err_o, max_err_lse; /* largest |x - ref| over finite pairs */
     double max_err_p;              /* the same for the weights P (specs with weights) */
+    double max_err_state;          /* the same for the state S and z (linear specs with state) */
     double worst_ratio;            /* max |x - ref| / ATTN_REF_TOL(type of x, ref) */
     int failures;                  /* elements outside tolerance (plus gap damage) */
     char first_failure[256];       /* "" when failures == 0 */
@@ -56,7 +61,9 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
 
 /*
  * Runs the case with threads_a and then threads_b (c->threads is ignored)
- * and compares the bytes of O as stored (gaps included) and of LSE.
+ * and compares the bytes of O as stored (gaps included), of LSE, of the
+ * weights and of the state written back (linear specs with state; both
+ * runs start from the same state).
  * Returns 1 when identical, 0 when they differ, -1 when a run failed.
  */
 int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *variant,
@@ -67,7 +74,8 @@ int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *v
  * this spec (seq lengths 1, 2, 17, 113, tile edges, Lq <, =, > Lk, batch 1
  * and 2, strided, ragged with padding, 1 and 2 threads; quick == 0 adds
  * 1023 and 1025).  With spec->dropout every case has dropout_p = 0.2 and
- * its own seed and offset.
+ * its own seed and offset.  Linear specs get the same matrix (masks do not
+ * apply; tile_q is the chunk of the causal algorithm).
  * Returns the number written.
  */
 int attn_verify_default_cases(const attn_spec *spec, attn_case *out, int max, int quick);

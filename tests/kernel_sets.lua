@@ -59,11 +59,15 @@ M.FEATURES = {
   { "gqa", function(c) return heads_kv(c) < c.heads_q end },
   { "mqa", function(c) return heads_kv(c) == 1 and c.heads_q > 1 end },
   { "small_tiles", function(c) return type(c.tile) == "table" end },
+  -- linear attention (kind = "linear"), and its recurrent state (in/out)
+  { "linear", function(c) return c.kind == "linear" end },
+  { "linear_state", function(c) return c.kind == "linear" and c.state == true end },
 }
 
 local function generic_features(c)
   local out = {}
-  if c.kind ~= nil and c.kind ~= "sdpa" then out[#out + 1] = "kind_" .. tostring(c.kind) end
+  -- (linear has features of its own above)
+  if c.kind ~= nil and c.kind ~= "sdpa" and c.kind ~= "linear" then out[#out + 1] = "kind_" .. tostring(c.kind) end
   for _, t in ipairs(dtypes(c)) do
     if t ~= nil and t ~= "f32" then out[#out + 1] = "dtype_" .. tostring(t) end
   end

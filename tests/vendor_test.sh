@@ -387,5 +387,16 @@ for m in bias bool; do
   done
 done
 
+# linear attention (its own family: no LSE, a running state): the folder
+# builds strict, its example runs and prints a checksum, the README's
+# example compiles
+"$ATTNGEN" vendor -q configs/test/t_linear_state.lua configs/test/t_linear_f16.lua -o "$T/linear"
+linear_example() {
+  cd "$T/linear" && gcc $STRICT -O2 -c ./*.c && gcc -o example ./*.o -lm && example_line ./example &&
+    sed -n '/^```c$/,/^```$/p' README.md | sed '1d;$d' >readme_example.c &&
+    gcc $STRICT -I. -fsyntax-only readme_example.c
+}
+check "linear attention: the folder builds strict, the example runs, the README's example compiles" linear_example
+
 echo "vendor: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -81,6 +81,10 @@ local function plot_mask(args)
   end
   local cfg, display = presets.load(args.config, args.set)
   if not cfg then return nil, display end
+  if cfg.kind == "linear" then
+    return nil, ("plot mask: %s is linear attention, which has no mask or tiles to draw (every row sees the "
+      .. "keys up to its position with causal, all of them without)"):format(display)
+  end
   local lkb
   if args.seqlens then
     if not cfg.padding then

@@ -24,6 +24,10 @@ function M.add_to_parser(parser)
     :argname("S")
   c:option("--dropout-offset", "Configs with dropout = true: the offset of the dropout mask, 0..2^32-1 (default 0).")
     :argname("N")
+  c:option("--state-in", "Linear configs with state = true: the state before the call, S [B][Hkv][D][Dv] and "
+    .. "z [B][Hkv][D] f32 (default: zero)."):args(2):argname({ "S.npy", "Z.npy" })
+  c:option("--state-out", "Linear configs with state = true: write the state after the call, S and z f32 "
+    .. "(may name the --state-in files: updated in place)."):args(2):argname({ "S.npy", "Z.npy" })
   c:flag("--reference", "Compute with the naive float64 reference instead of the kernel (slow; for checking).")
 end
 
@@ -40,6 +44,13 @@ function M.run(args)
   tool.pass(argv, "--dropout-p", args.dropout_p)
   tool.pass(argv, "--dropout-seed", args.dropout_seed)
   tool.pass(argv, "--dropout-offset", args.dropout_offset)
+  for _, flag in ipairs({ "state_in", "state_out" }) do
+    if args[flag] then
+      argv[#argv + 1] = "--" .. flag:gsub("_", "-")
+      argv[#argv + 1] = args[flag][1]
+      argv[#argv + 1] = args[flag][2]
+    end
+  end
   return tool.run("run", args, argv)
 end
 

@@ -410,6 +410,10 @@ function M.run(args)
   local started = wall()
   local cfg, display = presets.load(args.config, args.set)
   if not cfg then return nil, display end
+  if cfg.kind == "linear" then
+    return nil, ("tune: %s is linear attention, which the tuner does not time yet; set its chunk in the "
+      .. "config instead (tile = { q = N }: the query rows of a chunk of the causal algorithm)"):format(display)
+  end
   local t = { args = args, cfg = cfg }
   local ok, err
   t.seqs, err = check_numbers(args, cfg)

@@ -67,6 +67,8 @@ local function side(n) return n < 0 and "unbounded" or tostring(n) end
 --- What a kernel computes and what a call must pass, for the docs.
 local function describe(plan)
   local f = {}
+  local linear = plan.family == "linear"
+  if linear then f[#f + 1] = ("linear attention, phi(x) = elu(x) + 1, eps %.9g"):format(plan.eps) end
   if plan.causal then f[#f + 1] = plan.top_left and "causal (top-left)" or "causal" end
   if plan.has_left or plan.has_right then
     f[#f + 1] = ("window left %s, right %s"):format(side(plan.window_left),
@@ -77,18 +79,20 @@ local function describe(plan)
     f[#f + 1] = plan.sparse.pattern == "strided" and ("sparse strided, stride %d"):format(plan.sparse.stride)
       or ("sparse fixed, block %d, summary %d"):format(plan.sparse.block, plan.sparse.summary)
   end
-  if plan.global_tokens > 0 then f[#f + 1] = ("%d global tokens"):format(plan.global_tokens) end
+  if (plan.global_tokens or 0) > 0 then f[#f + 1] = ("%d global tokens"):format(plan.global_tokens) end
   if plan.padding then f[#f + 1] = "padding" end
   if plan.mask == "bool" then f[#f + 1] = "boolean mask tensor" end
   if plan.mask == "bias" then f[#f + 1] = "additive bias tensor" end
   if plan.softcap then f[#f + 1] = ("softcap %.9g"):format(plan.softcap) end
   if plan.alibi then f[#f + 1] = "ALiBi" end
-  f[#f + 1] = ("scale %.9g"):format(plan.scale)
+  if plan.state then f[#f + 1] = "running state" end
+  if not linear then f[#f + 1] = ("scale %.9g"):format(plan.scale) end
 
   local needs = {}
   if plan.padding then needs[#needs + 1] = "seqlens_k" end
   if plan.mask == "bool" then needs[#needs + 1] = "mask (uint8 keep-mask)" end
   if plan.mask == "bias" then needs[#needs + 1] = "mask (f32 bias)" end
+  if plan.state then needs[#needs + 1] = "state_s and state_z (the f32 running state)" end
 
   -- "avx512, avx2 (x86-64); neon (AArch64); scalar (any CPU)"
   local arches, by_arch = {}, {}
@@ -119,6 +123,8 @@ local function describe(plan)
     needs_short = #needs > 0 and table.concat(needs, ", ") or "-",
     padding = plan.padding,
     mask = plan.mask,
+    linear = linear,
+    state = plan.state,
     dtypes = ("Q %s, K/V %s, O %s"):format(plan.dtype.q, plan.dtype.kv, plan.dtype.o),
   }
 end

@@ -12,8 +12,8 @@ local RESERVED_NAMES = { runtime = true, reference = true, npy = true, verify = 
 local M = {}
 
 --- Kernel families: each has a schema module schema/<kind>.lua.
-local KINDS = { "sdpa" }
-local PLANNED_KINDS = { linear = true, additive = true, luong = true }
+local KINDS = { "sdpa", "linear" }
+local PLANNED_KINDS = { additive = true, luong = true }
 local DTYPES = { "f32", "bf16", "f16" }
 local MATMULS = { "f32", "bf16" }
 local ISAS = require("isa").order -- the one list of ISAs, best first
@@ -207,6 +207,9 @@ local function check_matmul(raw, c)
   local matmul = default(raw.matmul, "f32")
   if not one_of(matmul, MATMULS) then
     return nil, "matmul", ("'matmul' must be one of %s, got %s"):format(list_str(MATMULS), show(matmul))
+  end
+  if matmul == "bf16" and c.kind ~= "sdpa" then
+    return nil, "matmul", ('matmul = "bf16" is for the sdpa family; kind "%s" multiplies in f32'):format(c.kind)
   end
   if matmul == "bf16" then
     local t = M.dtypes(c.dtype)

@@ -190,6 +190,26 @@ local weights = optional_flag("weights")
 -- dropout_p, dropout_seed, dropout_offset)
 local dropout = optional_flag("dropout")
 
+--- The checks another family with heads, head dims and a causal rule
+-- shares (schema/linear.lua): each fills c and returns true, or nil, key,
+-- message.
+M.shared = {
+  heads = heads,
+  head_dims = head_dims,
+  causal = function(raw, c, u)
+    local err
+    c.causal, err = causal(raw, u)
+    if c.causal == nil then return nil, "causal", err end
+    return true
+  end,
+  padding = function(raw, c, u)
+    c.padding = u.default(raw.padding, false)
+    local err = u.bool("padding", c.padding)
+    if err then return nil, "padding", err end
+    return true
+  end,
+}
+
 --- Fills the family's keys of raw into c; returns true, or nil, key, message.
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)

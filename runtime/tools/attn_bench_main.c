@@ -18,7 +18,11 @@
  * (decode) it also reports the K/V bytes read per second against the read
  * bandwidth it measures (a 1 GiB streaming sum, before and after the kernels:
  * the better).  GFLOP/s count the visible scores only: FLOPs = 2 * visible *
- * (D + Dv), the count of the README's benchmark tables.
+ * (D + Dv), the count of the README's benchmark tables.  Linear attention
+ * (kind = "linear") counts the FLOPs of the chunked algorithm its kernels
+ * run instead (attn_reference_linear_flops), says so in its output, and
+ * has no OpenBLAS baseline; with state, the state (zero at first) takes
+ * every run's keys, as a decode loop's would.
  * A time is the best of repeated runs after a warm-up.
  * Exit codes: 0, 1 when a kernel fails, 2 on usage errors.
  */
@@ -309,7 +313,7 @@ static double read_bandwidth(const float *buf, int threads)
    modelled. */
 static int baseline_supports(const attn_spec *s)
 {
-    return s->global_tokens == 0 && s->chunk == 0 && s->sparse == ATTN_SPARSE_NONE && s->mask == ATTN_MASK_NONE &&
+    return s->family == ATTN_FAMILY_SDPA && s->global_tokens == 0 && s->chunk == 0 && s->sparse == ATTN_SPARSE_NONE && s->mask == ATTN_MASK_NONE &&
            s->softcap == 0.0f && !s->alibi;
 }
 
@@ -604,6 +608,7 @@ typedef struct {
 typedef struct {
     float *q, *k, *v, *o32, *lse;
     float *weights; /* configs with weights: P [B][Hq][Lq][Lk], written on every run */
+    float *state_s, *state_z; /* linear configs with state: S and z, updated on every run */
     void *qs, *ks, *vs, *o;
     int32_t *seqlens;
     void *mask;
@@ -691,6 +696,9 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     const size_t nk = (size_t)(batch * seq_k * spec->heads_kv * spec->head_dim);
     const size_t nv = (size_t)(batch * seq_k * spec->heads_kv * spec->head_dim_v);
     const size_t no = (size_t)(batch * seq_q * spec->heads_q * spec->head_dim_v);
+    const int linear = spec->family == ATTN_FAMILY_LINEAR;
+    const int has_state = linear && spec->state;
+    const int has_mask = !linear && spec->mask != ATTN_MASK_NONE, has_weights = !linear && spec->weights;
     long i;
 
     memset(args, 0, sizeof *args);
@@ -713,14 +721,19 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     buf->o = malloc(attn_dtype_size(spec->dtype_o) * no + 1);
     buf->o32 = spec->dtype_o == ATTN_DTYPE_F32 ? (float *)buf->o : (float *)malloc(sizeof(float) * no + 1);
     buf->lse = (float *)malloc(sizeof(float) * (size_t)(batch * spec->heads_q * seq_q));
-    if (spec->weights) /* the kernel writes the weights too: part of what is timed */
+    if (has_weights) /* the kernel writes the weights too: part of what is timed */
         buf->weights = (float *)malloc(sizeof(float) * (size_t)(batch * spec->heads_q) * (size_t)(seq_q * seq_k) + 1);
     if (spec->padding) {
         buf->seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
         if (buf->seqlens)
             for (i = 0; i < batch; i++) buf->seqlens[i] = (int32_t)seq_k;
     }
-    if (spec->mask != ATTN_MASK_NONE) {
+    if (has_state) { /* a zero state: S [B][Hkv][D][Dv], z [B][Hkv][D] */
+        buf->state_s = (float *)calloc((size_t)(batch * spec->heads_kv) * (size_t)spec->head_dim *
+                                           (size_t)spec->head_dim_v + 1, sizeof(float));
+        buf->state_z = (float *)calloc((size_t)(batch * spec->heads_kv) * (size_t)spec->head_dim + 1, sizeof(float));
+    }
+    if (has_mask) {
         const size_t cells = (size_t)(seq_q * seq_k);
         buf->mask = calloc(cells, spec->mask == ATTN_MASK_BOOL ? 1 : sizeof(float));
         if (buf->mask && spec->mask == ATTN_MASK_BOOL) memset(buf->mask, 1, cells);
@@ -729,8 +742,8 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
         args->mask_stride[3] = 1;
     }
     if (!buf->q || !buf->k || !buf->v || !buf->qs || !buf->ks || !buf->vs || !buf->o || !buf->o32 ||
-        !buf->lse || (spec->padding && !buf->seqlens) || (spec->mask != ATTN_MASK_NONE && !buf->mask) ||
-        (spec->weights && !buf->weights))
+        !buf->lse || (spec->padding && !buf->seqlens) || (has_mask && !buf->mask) ||
+        (has_weights && !buf->weights) || (has_state && (!buf->state_s || !buf->state_z)))
         return -1;
     args->q = buf->qs;
     args->k = buf->ks;
@@ -740,7 +753,9 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     args->seqlens_k = buf->seqlens;
     args->mask = buf->mask;
     args->weights = buf->weights; /* weights_stride: contiguous (attn_args_set_contiguous) */
-    if (spec->dropout) { /* the kernel drops weights: 10% of them, part of what is timed */
+    args->state_s = buf->state_s;
+    args->state_z = buf->state_z;
+    if (!linear && spec->dropout) { /* the kernel drops weights: 10% of them, part of what is timed */
         args->dropout_p = 0.1f;
         args->dropout_seed = 42;
         args->dropout_offset = 0;
@@ -766,6 +781,8 @@ static void free_buffers(bench_buffers *buf)
     free(buf->o);
     free(buf->lse);
     free(buf->weights);
+    free(buf->state_s);
+    free(buf->state_z);
     free(buf->seqlens);
     free(buf->mask);
 }
@@ -867,10 +884,12 @@ static void report_json(const attn_spec *spec, const bench_options *opt, const b
     int i;
     printf("{\"config\": \"%s\", \"batch\": %ld, \"seq_q\": %ld, \"seq_k\": %ld, \"threads\": %ld, "
            "\"heads_q\": %d, \"heads_kv\": %d, \"head_dim\": %d, \"head_dim_v\": %d, "
-           "\"visible_scores\": %lld, \"flops\": %.0f, \"kv_bytes\": %.0f, \"read_gbs\": %.4g, "
+           "\"visible_scores\": %lld, \"flops\": %.0f, \"flops_counted\": \"%s\", \"kv_bytes\": %.0f, "
+           "\"read_gbs\": %.4g, "
            "\"blas_core\": %s%s%s, \"blas_sbgemm\": %s, \"results\": [",
            spec->name, opt->batch, opt->seq_q, opt->seq_k, opt->threads, spec->heads_q, spec->heads_kv,
-           spec->head_dim, spec->head_dim_v, (long long)t->visible, t->flops, t->kv_bytes, t->read_bw,
+           spec->head_dim, spec->head_dim_v, (long long)t->visible, t->flops,
+           spec->family == ATTN_FAMILY_LINEAR ? "linear_chunked" : "visible_scores", t->kv_bytes, t->read_bw,
            t->blas_core ? "\"" : "", t->blas_core ? t->blas_core : "null", t->blas_core ? "\"" : "",
            t->sbgemm < 0 ? "null" : t->sbgemm ? "true" : "false");
     for (i = 0; i < n; i++) {
@@ -890,6 +909,10 @@ static void report_table(const attn_spec *spec, const bench_options *opt, const 
     printf("%s: B=%ld Lq=%ld Lk=%ld Hq=%d Hkv=%d D=%d Dv=%d threads=%ld, %.4g visible scores\n", spec->name,
            opt->batch, opt->seq_q, opt->seq_k, spec->heads_q, spec->heads_kv, spec->head_dim, spec->head_dim_v,
            opt->threads, (double)t->visible);
+    if (spec->family == ATTN_FAMILY_LINEAR)
+        printf("  (linear attention: GFLOP/s of the chunked algorithm, %.4g FLOPs: keys folded into the state,\n"
+               "   phi(q)^T S per row%s)\n",
+               t->flops, spec->causal ? ", each chunk's diagonal block of scores in full" : "");
     printf("  %-13s %12s %10s %16s", "impl", "time (ms)", "GFLOP/s", "of peak");
     if (read_bw > 0) printf(" %10s %16s", "K/V GB/s", "of read BW");
     printf("\n");
@@ -941,7 +964,8 @@ int main(int argc, char **argv)
 
     memset(&t, 0, sizeof t);
     t.visible = visible_scores(spec, &args);
-    t.flops = 2.0 * (double)t.visible * (spec->head_dim + spec->head_dim_v);
+    t.flops = spec->family == ATTN_FAMILY_LINEAR ? attn_reference_linear_flops(spec, &args)
+                                                 : 2.0 * (double)t.visible * (spec->head_dim + spec->head_dim_v);
     /* Few query rows: the work is reading K and V.  Count the bytes every
        implementation must read and measure what the machine can read. */
     if (opt.seq_q <= DECODE_ROWS) {

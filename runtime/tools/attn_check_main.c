@@ -94,8 +94,9 @@ static int check_variant(const attn_kernel *kernel, const attn_variant *variant,
     const char *isa = attn_isa_name(variant->isa);
     /* larger shapes for the thread check: a prefill and a long decode */
     attn_case big[2];
-    double worst_o = 0.0, worst_lse = 0.0, worst_p = 0.0, worst_ratio = 0.0;
-    char first[300] = "", what[128], p_err[32] = "";
+    double worst_o = 0.0, worst_lse = 0.0, worst_p = 0.0, worst_state = 0.0, worst_ratio = 0.0;
+    char first[300] = "", what[128], p_err[32] = "", lse_err[32] = "";
+    const int linear = kernel->spec.family == ATTN_FAMILY_LINEAR;
     int failures = 0, i;
 
     for (i = 0; i < n_cases; i++) {
@@ -112,6 +113,8 @@ static int check_variant(const attn_kernel *kernel, const attn_variant *variant,
             worst_lse = res.max_err_lse;
         if (res.max_err_p > worst_p)
             worst_p = res.max_err_p;
+        if (res.max_err_state > worst_state)
+            worst_state = res.max_err_state;
         if (res.worst_ratio > worst_ratio)
             worst_ratio = res.worst_ratio;
         if (st != ATTN_OK || res.failures > 0) {
@@ -150,10 +153,14 @@ static int check_variant(const attn_kernel *kernel, const attn_variant *variant,
     if (show_progress)
         fprintf(stderr, "\r%*s\r", 40, "");
 
-    if (kernel->spec.weights) /* the weights P too */
+    if (!linear) /* linear attention has no LSE */
+        snprintf(lse_err, sizeof lse_err, " LSE %.1e", worst_lse);
+    if (!linear && kernel->spec.weights) /* the weights P too */
         snprintf(p_err, sizeof p_err, " P %.1e", worst_p);
-    printf("%s: %d cases, worst |err| O %.1e LSE %.1e%s (%.2g of tolerance), %d failure%s\n", isa,
-           n_cases, worst_o, worst_lse, p_err, worst_ratio, failures, failures == 1 ? "" : "s");
+    else if (linear && kernel->spec.state) /* the state written back */
+        snprintf(p_err, sizeof p_err, " state %.1e", worst_state);
+    printf("%s: %d cases, worst |err| O %.1e%s%s (%.2g of tolerance), %d failure%s\n", isa, n_cases, worst_o,
+           lse_err, p_err, worst_ratio, failures, failures == 1 ? "" : "s");
     if (failures > 0)
         printf("  first failure: %s\n", first);
     fflush(stdout);

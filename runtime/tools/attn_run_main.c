@@ -28,6 +28,13 @@
  * writes the attention weights P [B][Hq][Lq][Lk] as float32, or with
  * --average-heads their mean over the query heads, [B][Lq][Lk] (what
  * PyTorch's nn.MultiheadAttention returns by default), published with O.
+ *
+ * Linear configs (kind = "linear") write no LSE (--lse is an error).  With
+ * state = true, --state-in S.npy Z.npy reads the state before the call
+ * (S [B][Hkv][D][Dv], z [B][Hkv][D], float32 or float64; without it the
+ * state is zero) and --state-out S.npy Z.npy writes the state after it,
+ * float32, published with O.  --state-out may name the --state-in files:
+ * the state is then updated in place (atomically, like every output).
  */
 #include <errno.h>
 #include <limits.h>
@@ -52,6 +59,7 @@ static const char usage[] =
     "                -o O.npy [--lse L.npy] [--weights W.npy [--average-heads]]\n"
     "                [--threads N] [--isa NAME] [--reference]\n"
     "                [--dropout-p P --dropout-seed S --dropout-offset N]\n"
+    "                [--state-in S.npy Z.npy] [--state-out S.npy Z.npy]\n"
     "  Q, K, V: float16, float32 or float64, converted to the kernel's storage types\n"
     "  --reference   compute O and LSE with the naive float64 reference (attn_reference)\n"
     "                instead of the kernel, on the stored inputs: slow, for checking;\n"
@@ -61,7 +69,10 @@ static const char usage[] =
     "                the query heads, [B][Lq][Lk]\n"
     "  --dropout-p   configs with dropout = true: the probability of dropping a weight,\n"
     "                in [0, 1) (default 0); --dropout-seed (uint64) and\n"
-    "                --dropout-offset (uint32) pick the mask (default 0)\n";
+    "                --dropout-offset (uint32) pick the mask (default 0)\n"
+    "  --state-in    linear configs with state = true: the state before the call,\n"
+    "                S [B][Hkv][D][Dv] and z [B][Hkv][D] (default: zero);\n"
+    "                --state-out: where to write the state after the call (float32)\n";
 
 #ifdef __GNUC__
 __attribute__((format(printf, 2, 3), noreturn))
@@ -333,6 +344,7 @@ static const attn_variant *pick_isa(const attn_kernel *kernel, const char *name)
 typedef struct {
     const char *q_path, *k_path, *v_path, *s_path, *m_path, *o_path, *lse_path, *isa_name;
     const char *p_path; /* --weights */
+    const char *s_in[2], *s_out[2]; /* --state-in, --state-out: S and z */
     int threads, use_reference, average_heads;
     const char *dropout_opt;   /* the first --dropout-* option given, or NULL */
     float dropout_p;
@@ -372,6 +384,7 @@ typedef struct {
     float *qw, *kw, *vw;     /* --reference: the stored values widened */
     float *bias;             /* the mask as f32 (mask "bias") */
     int32_t *seqlens;
+    attn_npy state_a[2];     /* --state-in: S and z as read */
 } run_inputs;
 
 /* The outputs, written by the kernel and then published. */
@@ -381,8 +394,9 @@ typedef struct {
     float *o_wide;           /* a bf16 O widened for the file */
     float *lse;
     float *p;                /* the weights [B][Hq][Lq][Lk] (--weights) */
+    float *state[2];         /* linear configs with state: S and z, in and out */
     size_t o_count;
-    int64_t o_shape[4], lse_shape[3], p_shape[4];
+    int64_t o_shape[4], lse_shape[3], p_shape[4], state_shape[2][4];
 } run_outputs;
 
 /* Parses argv into opt; --help prints the usage and exits 0. */
@@ -419,6 +433,14 @@ static void parse_options(int argc, char **argv, run_options *opt)
                 opt->dropout_offset = (uint32_t)parse_uint(arg, argv[++i], UINT32_MAX);
             continue;
         }
+        if (strcmp(arg, "--state-in") == 0 || strcmp(arg, "--state-out") == 0) {
+            const char **pair = strcmp(arg, "--state-in") == 0 ? opt->s_in : opt->s_out;
+            if (i + 2 >= argc)
+                fail(arg, "needs two values: the S and z files");
+            pair[0] = argv[++i];
+            pair[1] = argv[++i];
+            continue;
+        }
         if (strcmp(arg, "--q") == 0) dest = &opt->q_path;
         else if (strcmp(arg, "--k") == 0) dest = &opt->k_path;
         else if (strcmp(arg, "--v") == 0) dest = &opt->v_path;
@@ -431,7 +453,7 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "--threads") != 0)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, -o, "
                       "--lse, --weights, --average-heads, --threads, --isa, --reference, "
-                      "--dropout-p, --dropout-seed, --dropout-offset)");
+                      "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out)");
         if (i + 1 >= argc)
             fail(arg, "needs a value");
         if (dest != NULL)
@@ -446,18 +468,25 @@ static void parse_options(int argc, char **argv, run_options *opt)
 static void check_paths(const run_options *opt, const attn_spec *spec)
 {
     /* an output must not replace an input */
-    const char *in_opt[5] = { "--q", "--k", "--v", "--seqlens-k", "--mask" };
-    const char *in_path[5];
-    const char *out_opt[3] = { "-o", "--lse", "--weights" };
-    const char *out_path[3];
+    const char *in_opt[7] = { "--q", "--k", "--v", "--seqlens-k", "--mask", "--state-in", "--state-in" };
+    const char *in_path[7];
+    const char *out_opt[5] = { "-o", "--lse", "--weights", "--state-out", "--state-out" };
+    const char *out_path[5];
+    const int linear = spec->family == ATTN_FAMILY_LINEAR;
     int a, b;
 
     if (opt->q_path == NULL) fail("--q", "required (the query tensor)");
     if (opt->k_path == NULL) fail("--k", "required (the key tensor)");
     if (opt->v_path == NULL) fail("--v", "required (the value tensor)");
     if (opt->o_path == NULL) fail("-o", "required (where to write the output)");
+    if (opt->lse_path != NULL && linear)
+        fail("--lse", "the config '%s' is linear attention, which has no LSE", spec->name);
     if (opt->lse_path != NULL && same_file(opt->lse_path, opt->o_path))
         fail("--lse", "must differ from -o");
+    if ((opt->s_in[0] != NULL || opt->s_out[0] != NULL) && !(linear && spec->state))
+        fail(opt->s_in[0] != NULL ? "--state-in" : "--state-out",
+             "the config '%s' has no state (kind = \"linear\" with state = true), so it is not accepted",
+             spec->name);
     if (opt->p_path != NULL && !spec->weights)
         fail(opt->p_path, "the config '%s' has no weights (weights = true), so --weights is not accepted",
              spec->name);
@@ -474,13 +503,33 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     in_path[2] = opt->v_path;
     in_path[3] = opt->s_path;
     in_path[4] = opt->m_path;
+    in_path[5] = opt->s_in[0];
+    in_path[6] = opt->s_in[1];
     out_path[0] = opt->o_path;
     out_path[1] = opt->lse_path;
     out_path[2] = opt->p_path;
-    for (a = 0; a < 3; a++)
-        for (b = 0; b < 5; b++)
+    out_path[3] = opt->s_out[0];
+    out_path[4] = opt->s_out[1];
+    if (opt->s_in[0] != NULL && same_file(opt->s_in[0], opt->s_in[1]))
+        fail("--state-in", "the S and z files must differ");
+    for (a = 0; a < 5; a++)
+        for (b = a + 1; b < 5; b++)
+            if (a >= 3 && out_path[a] != NULL && out_path[b] != NULL && same_file(out_path[a], out_path[b]))
+                fail(out_opt[a], "the S and z files must differ");
+            else if (a < 3 && b >= 3 && out_path[a] != NULL && out_path[b] != NULL &&
+                     same_file(out_path[a], out_path[b]))
+                fail(out_opt[b], "must differ from %s", out_opt[a]);
+    for (a = 0; a < 5; a++)
+        for (b = 0; b < 7; b++) {
+            /* the state after the call may replace the state before it (S over S, z over z) */
+            if (a >= 3 && b >= 5 && a - 3 == b - 5)
+                continue;
             if (out_path[a] != NULL && in_path[b] != NULL && same_file(out_path[a], in_path[b]))
                 fail(out_opt[a], "'%s' is the %s input; not replacing an input", out_path[a], in_opt[b]);
+        }
+    for (a = 3; a < 5; a++)
+        if (out_path[a] != NULL)
+            check_output_path(out_path[a]);
     check_output_path(opt->o_path);
     if (opt->lse_path != NULL)
         check_output_path(opt->lse_path);
@@ -599,6 +648,59 @@ static void load_mask(const char *path, const attn_spec *spec, run_inputs *in, a
     }
 }
 
+/* The state of a linear config with state = true: S [B][Hkv][D][Dv] and z
+   [B][Hkv][D], f32, zero or read from --state-in (float32 or float64, with
+   or without the batch dim when B is 1), attached to the args. */
+static void load_state(const run_options *opt, const attn_spec *spec, run_inputs *in, attn_args *args,
+                       run_outputs *out)
+{
+    static const char *const what[2] = { "[batch][heads_kv][head_dim][head_dim_v]", "[batch][heads_kv][head_dim]" };
+    int t, d;
+
+    out->state_shape[0][0] = out->state_shape[1][0] = args->batch;
+    out->state_shape[0][1] = out->state_shape[1][1] = spec->heads_kv;
+    out->state_shape[0][2] = out->state_shape[1][2] = spec->head_dim;
+    out->state_shape[0][3] = spec->head_dim_v;
+    for (t = 0; t < 2; t++) {
+        const int ndim = 4 - t;
+        size_t n = 1;
+        for (d = 0; d < ndim; d++) {
+            if ((size_t)out->state_shape[t][d] > 0 && n > SIZE_MAX / sizeof(float) / (size_t)out->state_shape[t][d])
+                fail(spec->name, "the state is too large");
+            n *= (size_t)out->state_shape[t][d];
+        }
+        if (opt->s_in[t] == NULL) {
+            out->state[t] = (float *)calloc(n + 1, sizeof(float));
+            if (out->state[t] == NULL)
+                fail(spec->name, "out of memory");
+            continue;
+        }
+        {
+            const char *path = opt->s_in[t];
+            attn_npy *a = &in->state_a[t];
+            char shp[160];
+            int ok, off;
+            load(path, a);
+            /* with or without the batch dim (B = 1) */
+            off = a->ndim == ndim ? 1 : a->ndim == ndim - 1 && args->batch == 1 ? 0 : -1;
+            ok = off >= 0;
+            for (d = 0; ok && d < ndim - 1 + off; d++)
+                ok = a->shape[d] == out->state_shape[t][d + 1 - off];
+            if (!ok) {
+                char want[160];
+                snprintf(want, sizeof want, t == 0 ? "(%lld, %d, %d, %d)" : "(%lld, %d, %d)", (long long)args->batch,
+                         spec->heads_kv, spec->head_dim, spec->head_dim_v);
+                fail(path, "shape %s does not match the config: expected %s %s = %s%s",
+                     shape_str(a, shp, sizeof shp), t == 0 ? "S" : "z", what[t], want,
+                     args->batch == 1 ? " (or without the batch dim)" : "");
+            }
+            out->state[t] = load_f32(path, a);
+        }
+    }
+    args->state_s = out->state[0];
+    args->state_z = out->state[1];
+}
+
 /* O [B][Lq][Hq][Dv] in O's storage type (f32 for the reference), LSE
    [B][Hq][Lq], f32, and with p_path the weights [B][Hq][Lq][Lk], f32,
    attached to the args. */
@@ -699,8 +801,9 @@ static void compute(const attn_kernel *kernel, const attn_variant *variant, int 
 static void publish_outputs(const run_options *opt, int drop_batch, run_outputs *out)
 {
     char err[256];
-    char *o_staged, *lse_staged = NULL, *p_staged = NULL;
+    char *o_staged, *lse_staged = NULL, *p_staged = NULL, *s_staged[2] = { NULL, NULL };
     const void *o_data = out->o;
+    int t;
     attn_npy_dtype o_npy = ATTN_NPY_F32;
 
     if (out->o_dtype == ATTN_DTYPE_F16) {
@@ -733,6 +836,20 @@ static void publish_outputs(const run_options *opt, int drop_batch, run_outputs 
             fail(opt->p_path, "%s", err);
         }
     }
+    for (t = 0; t < 2 && opt->s_out[0] != NULL; t++) { /* the state after the call: S, z */
+        s_staged[t] = write_staged(opt->s_out[t], ATTN_NPY_F32, 4 - t - drop_batch,
+                                   out->state_shape[t] + drop_batch, out->state[t], err, sizeof err);
+        if (s_staged[t] == NULL) {
+            remove(o_staged);
+            if (lse_staged != NULL)
+                remove(lse_staged);
+            if (p_staged != NULL)
+                remove(p_staged);
+            if (t == 1)
+                remove(s_staged[0]);
+            fail(opt->s_out[t], "%s", err);
+        }
+    }
     if (rename(o_staged, opt->o_path) != 0) {
         const int e = errno;
         remove(o_staged);
@@ -740,6 +857,9 @@ static void publish_outputs(const run_options *opt, int drop_batch, run_outputs 
             remove(lse_staged);
         if (p_staged != NULL)
             remove(p_staged);
+        for (t = 0; t < 2; t++)
+            if (s_staged[t] != NULL)
+                remove(s_staged[t]);
         fail(opt->o_path, "cannot rename the finished file over it: %s", strerror(e));
     }
     if (lse_staged != NULL && rename(lse_staged, opt->lse_path) != 0) {
@@ -752,11 +872,24 @@ static void publish_outputs(const run_options *opt, int drop_batch, run_outputs 
     if (p_staged != NULL && rename(p_staged, opt->p_path) != 0) {
         const int e = errno;
         remove(p_staged);
+        for (t = 0; t < 2; t++)
+            if (s_staged[t] != NULL)
+                remove(s_staged[t]);
         fail(opt->p_path, "cannot rename the finished file over it: %s", strerror(e));
     }
+    for (t = 0; t < 2; t++)
+        if (s_staged[t] != NULL && rename(s_staged[t], opt->s_out[t]) != 0) {
+            const int e = errno;
+            remove(s_staged[t]);
+            if (t == 0)
+                remove(s_staged[1]);
+            fail(opt->s_out[t], "cannot rename the finished file over it: %s", strerror(e));
+        }
     free(o_staged);
     free(lse_staged);
     free(p_staged);
+    free(s_staged[0]);
+    free(s_staged[1]);
 }
 
 static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
@@ -780,6 +913,10 @@ static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
     free(out->o_wide);
     free(out->lse);
     free(out->p);
+    free(out->state[0]);
+    free(out->state[1]);
+    attn_npy_free(&in->state_a[0]);
+    attn_npy_free(&in->state_a[1]);
 }
 
 int main(int argc, char **argv)
@@ -805,6 +942,8 @@ int main(int argc, char **argv)
     if (opt.m_path != NULL)
         load_mask(opt.m_path, spec, &in, &args);
     alloc_outputs(opt.o_path, opt.p_path, spec, opt.use_reference, &args, &out);
+    if (spec->family == ATTN_FAMILY_LINEAR && spec->state)
+        load_state(&opt, spec, &in, &args, &out);
 
     compute(kernel, variant, opt.use_reference, &in, &args);
     publish_outputs(&opt, in.qt.ndim == 3, &out);

@@ -22,13 +22,18 @@
  *     must match attn_reference, run on the stored inputs widened, within
  *     the tolerance of O's type (ATTN_REF_TOL, attn_reference.h), and O's
  *     gaps must still hold the sentinel.
+ *     Linear kernels (kind = "linear"): no mask (its fields are ignored),
+ *     and an LSE buffer must stay untouched; with state, the state gets a
+ *     random start (z positive), the reference starts from a copy, and the
+ *     states written back must agree within ATTN_REF_TOL_STATE.
  *
  * Input layout (missing bytes read as 0):
  *   kernel (1 byte, index mod the number of kernels)
  *   entry  (1 byte: 0 the dispatching entry point, n > 0 variant (n-1) mod
  *          n_variants, or the entry point when this CPU cannot run it)
  *   flags  (1 byte: bits 0-3 Q, K, V, O NULL; 4 LSE requested; 5 seqlens_k
- *          NULL; 6 mask NULL; 7 sparse bool mask / -inf bias entries)
+ *          NULL; 6 mask NULL; 7 sparse bool mask / -inf bias entries;
+ *          linear kernels with state: 6 state_s NULL, 7 state_z NULL)
  *   batch, seq_q, seq_k (length fields)
  *   strides Q {h, s, b}, K {h, s, b}, V {h, s, b}, O {h, s, b},
  *           mask {j, i, h, b} (stride fields, innermost first)
@@ -78,7 +83,7 @@ static const attn_kernel *const kernels[] = {
 #define N_KERNELS ((int)(sizeof kernels / sizeof kernels[0]))
 
 /* Runs are skipped above these: the fuzzer should stay fast. */
-#define MAX_WORK ((int64_t)1 << 20)     /* B * Hq * Lq * Lk * (D + Dv) */
+#define MAX_WORK ((int64_t)1 << 20)     /* B * Hq * Lq * Lk * (D + Dv), and B * Hkv * Lk * D * Dv */
 #define MAX_ELEMS ((int64_t)1 << 22)    /* elements spanned or visited per tensor */
 #define MAX_LENGTH ((int64_t)1 << 16)   /* batch, seq_q, seq_k */
 #define MAX_SEQLENS 1024                /* seqlens_k entries we allocate */
@@ -446,9 +451,12 @@ static int all_below(const int64_t *v, int n, int64_t limit)
 /* Step 1: the status must agree with what is wrong with the args. */
 static void check_status(const attn_spec *spec, const attn_args *a, attn_status st)
 {
-    const int has_mask = spec->mask != ATTN_MASK_NONE;
+    const int linear = spec->family == ATTN_FAMILY_LINEAR;
+    const int has_mask = !linear && spec->mask != ATTN_MASK_NONE;
+    const int has_state = linear && spec->state;
     const int null_arg = a->q == NULL || a->k == NULL || a->v == NULL || a->o == NULL ||
-                         (spec->padding && a->seqlens_k == NULL) || (has_mask && a->mask == NULL);
+                         (spec->padding && a->seqlens_k == NULL) || (has_mask && a->mask == NULL) ||
+                         (has_state && (a->state_s == NULL || a->state_z == NULL));
     const int bad_shape = a->batch < 0 || a->seq_q < 0 || a->seq_k < 0;
     const int bad_stride = any_negative(a->q_stride, 3) || any_negative(a->k_stride, 3) ||
                            any_negative(a->v_stride, 3) || any_negative(a->o_stride, 3) ||
@@ -509,10 +517,14 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     const int64_t B = a->batch, Lq = a->seq_q, Lk = a->seq_k;
     const int64_t Hq = spec->heads_q, Hkv = spec->heads_kv;
     const int64_t D = spec->head_dim, Dv = spec->head_dim_v;
-    const int has_mask = spec->mask != ATTN_MASK_NONE;
+    const int linear = spec->family == ATTN_FAMILY_LINEAR;
+    const int has_mask = !linear && spec->mask != ATTN_MASK_NONE;
+    const int64_t n_s = linear && spec->state ? sat_mul(sat_mul(B, Hkv), sat_mul(D, Dv)) : 0;
+    const int64_t n_z = linear && spec->state ? sat_mul(sat_mul(B, Hkv), D) : 0;
     const attn_dtype odt = spec->dtype_o;
     layout lq, lk, lv, lo, lm;
     float *q, *k, *v, *o_ref, *lse = NULL, *lse_ref = NULL;
+    float *st_s = NULL, *st_z = NULL, *s0 = NULL, *z0 = NULL, *ref_s = NULL, *ref_z = NULL;
     void *qs, *ks, *vs, *o;
     void *mask = NULL;
     unsigned char *written;
@@ -524,7 +536,8 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     /* loops run over every (b, h, i) and (b, h, j) even when a dim is
        empty, and scratch memory grows with each length on its own */
     work = sat_mul(sat_mul(sat_mul(B, Hq), sat_mul(Lq > 0 ? Lq : 1, Lk > 0 ? Lk : 1)), D + Dv);
-    if (work > MAX_WORK || B > MAX_LENGTH || Lq > MAX_LENGTH || Lk > MAX_LENGTH)
+    if (work > MAX_WORK || B > MAX_LENGTH || Lq > MAX_LENGTH || Lk > MAX_LENGTH ||
+        sat_mul(n_s, Lk > 0 ? Lk : 1) > MAX_WORK)
         return;
     set_layout(&lq, B, Lq, Hq, D, a->q_stride, 1);
     set_layout(&lk, B, Lk, Hkv, D, a->k_stride, 1);
@@ -590,6 +603,20 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     a->v = vs;
     a->o = o;
     a->lse = lse;
+    if (n_s > 0) { /* a random state, in buffers of exactly its size; the reference's a copy */
+        st_s = (float *)alloc_elems(n_s, sizeof(float));
+        st_z = (float *)alloc_elems(n_z, sizeof(float));
+        s0 = (float *)alloc_elems(n_s, sizeof(float));
+        z0 = (float *)alloc_elems(n_z, sizeof(float));
+        ref_s = (float *)alloc_elems(n_s, sizeof(float));
+        ref_z = (float *)alloc_elems(n_z, sizeof(float));
+        for (i = 0; i < n_s; i++)
+            st_s[i] = s0[i] = ref_s[i] = 4.0f * rng_normal(&seed);
+        for (i = 0; i < n_z; i++)
+            st_z[i] = z0[i] = ref_z[i] = 4.0f * fabsf(rng_normal(&seed)) + 1.0f;
+        a->state_s = st_s;
+        a->state_z = st_z;
+    }
 
     st = fwd(a);
     if (st != ATTN_OK)
@@ -600,9 +627,35 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     ref.v = v;
     ref.o = o_ref;
     ref.lse = lse_ref;
+    if (n_s > 0) { /* (else B = 0: the poisoned pointers, never touched) */
+        ref.state_s = ref_s;
+        ref.state_z = ref_z;
+    }
     st = attn_reference(spec, &ref);
     if (st != ATTN_OK)
         die("the reference returned '%s'", attn_status_string(st));
+    if (n_s > 0) { /* the state written back, within ATTN_REF_TOL_STATE of its terms */
+        double *s_abs = (double *)alloc_elems(n_s, sizeof(double));
+        double *z_abs = (double *)alloc_elems(n_z, sizeof(double));
+        if (attn_reference_linear_state_bound(spec, &ref, s0, z0, s_abs, z_abs) != 0)
+            die("attn_reference_linear_state_bound refused accepted args");
+        for (i = 0; i < n_s + n_z; i++) {
+            const int is_z = i >= n_s;
+            const int64_t at = is_z ? i - n_s : i;
+            const float x = is_z ? st_z[at] : st_s[at], r = is_z ? ref_z[at] : ref_s[at];
+            if (!close_enough(x, r, ATTN_REF_TOL_STATE(is_z ? z_abs[at] : s_abs[at])))
+                die("state_%c[%lld] = %.9g, reference %.9g (B=%lld Lq=%lld Lk=%lld)", is_z ? 'z' : 's',
+                    (long long)at, x, r, (long long)B, (long long)Lq, (long long)Lk);
+        }
+        release(s_abs);
+        release(z_abs);
+        release(st_s);
+        release(st_z);
+        release(s0);
+        release(z0);
+        release(ref_s);
+        release(ref_z);
+    }
 
     /* every logical element of O written and close to the reference; when
        O's elements alias each other, only that nothing else was written */
@@ -708,6 +761,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     a.o = (flags & 8) ? NULL : poisoned();
     a.lse = (flags & 16) ? (float *)poisoned() : NULL;
     a.mask = (flags & 64) ? NULL : poisoned();
+    if (spec->family == ATTN_FAMILY_LINEAR && spec->state) { /* bits 6 and 7: the state's pointers */
+        a.state_s = (flags & 64) ? NULL : (float *)poisoned();
+        a.state_z = (flags & 128) ? NULL : (float *)poisoned();
+    }
     if (!(flags & 32)) {
         if (spec->padding && a.batch > 0 && a.batch <= MAX_SEQLENS) {
             const int32_t full = (int32_t)(a.seq_k < 0 ? 0 : a.seq_k > INT32_MAX ? INT32_MAX

@@ -122,6 +122,8 @@ local NEEDS = {
   mask_bool = { 'a bool mask (mask = "bool")', function(c) return c.mask == "bool" end },
   mask_bias = { 'a bias mask (mask = "bias")', function(c) return c.mask == "bias" end },
   padding = { "padding (seqlens_k)", function(c) return c.padding == true end },
+  linear_state = { 'a linear state (kind = "linear", state = true)',
+    function(c) return c.kind == "linear" and c.state == true end },
   -- nothing but Q, K, V, O (and LSE) to check: a seed's one bad argument is
   -- the only thing wrong with it
   plain = { "neither a mask nor padding", function(c) return not has_mask(c) and c.padding ~= true end },
@@ -147,6 +149,7 @@ end
 
 -- ---- attn_args seeds -------------------------------------------------------
 
+-- (linear kernels with state: mask_null is state_s NULL, sparse state_z NULL)
 local FLAG = { q_null = 1, o_null = 8, lse = 16, seqlens_null = 32, mask_null = 64, sparse = 128 }
 
 local function len_field(v)
@@ -205,6 +208,8 @@ on("plain", "negative_stride", { batch = 1, seq_q = 4, seq_k = 4, strides = NEG_
 on("plain", "huge_stride", { batch = 1, seq_q = 4, seq_k = 4, strides = HUGE_STRIDE })
 on("padding", "seqlen_too_long", { batch = 2, seq_q = 4, seq_k = 9, seqlens = { 0, 0xF1 } })
 on("plain", "negative_threads", { batch = 1, seq_q = 4, seq_k = 4, threads = 255 })
+on("linear_state", "null_state_s", { batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.mask_null, seqlens = { 4 } })
+on("linear_state", "null_state_z", { batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.sparse, seqlens = { 4 } })
 
 -- Raw inputs, kept byte for byte.  Their first byte was written for the
 -- kernel list of the time (0 t_everything, 1 t_bool_mask, 2 t_odd_dims,

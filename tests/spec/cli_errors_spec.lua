@@ -66,6 +66,26 @@ local function run(replace, ...)
   return argv
 end
 
+-- t_linear_state (kind = "linear", causal, state): heads 2 (= heads_kv),
+-- head_dim 16; the inputs below: batch 2, seq 3
+local LINEAR = helper.root .. "/configs/test/t_linear_state.lua"
+
+--- Good inputs for t_linear_state in folder d, a state among them.
+local function linear_inputs(d)
+  npy(d .. "/q.npy", "<f4", { B, LQ, 2, 16 })
+  npy(d .. "/k.npy", "<f4", { B, LQ, 2, 16 })
+  npy(d .. "/v.npy", "<f4", { B, LQ, 2, 16 })
+  npy(d .. "/s0.npy", "<f4", { B, 2, 16, 16 })
+  npy(d .. "/z0.npy", "<f4", { B, 2, 16 })
+end
+
+--- `attngen run t_linear_state` on those inputs, with extra arguments.
+local function linear_run(...)
+  local argv = { "run", LINEAR, "--q", "q.npy", "--k", "k.npy", "--v", "v.npy", "-o", "o.npy" }
+  for _, a in ipairs({ ... }) do argv[#argv + 1] = a end
+  return argv
+end
+
 --- Inputs, then one of them rewritten: with(name, descr, shape, data, header).
 local function with(name, descr, shape, data, header)
   return function(d)
@@ -327,6 +347,22 @@ local CASES = {
   { name = "--lse one of the inputs", setup = inputs, argv = run({}, "--lse", "m.npy"),
     msg = "^%-%-lse: 'm%.npy' is the %-%-mask input; not replacing an input$" },
   { name = "no -o", setup = inputs, argv = run({ no_output = true }), msg = "%-o" },
+  { name = "--lse for a linear config", setup = linear_inputs, argv = linear_run("--lse", "l.npy"),
+    msg = "^%-%-lse: the config 't_linear_state' is linear attention, which has no LSE$" },
+  { name = "--state-in for a config without state", setup = inputs, argv = run({}, "--state-in", "q.npy", "k.npy"),
+    msg = "^%-%-state%-in: the config 't_everything' has no state %(kind = \"linear\" with state = true%), "
+      .. "so it is not accepted$" },
+  { name = "--state-in with one file", setup = linear_inputs, argv = linear_run("--state-in", "s0.npy"),
+    msg = "^option '%-%-state%-in' requires 2 arguments" },
+  { name = "--state-in S and z swapped", setup = linear_inputs, argv = linear_run("--state-in", "z0.npy", "s0.npy"),
+    msg = "^z0%.npy: shape %(2, 2, 16%) does not match the config: expected S "
+      .. "%[batch%]%[heads_kv%]%[head_dim%]%[head_dim_v%] = %(2, 2, 16, 16%)$" },
+  { name = "--state-out over -o", setup = linear_inputs, argv = linear_run("--state-out", "o.npy", "z1.npy"),
+    msg = "^%-%-state%-out: must differ from %-o$" },
+  { name = "--state-out S and z the same file", setup = linear_inputs,
+    argv = linear_run("--state-out", "s1.npy", "./s1.npy"), msg = "^%-%-state%-out: the S and z files must differ$" },
+  { name = "--state-out over an input", setup = linear_inputs, argv = linear_run("--state-out", "k.npy", "z1.npy"),
+    msg = "^%-%-state%-out: 'k%.npy' is the %-%-k input; not replacing an input$" },
 
   -- options of the tools
   { name = "--threads 1.5", setup = inputs, argv = run({}, "--threads", "1.5"), msg = "^%-%-threads: .*'1%.5'" },

@@ -377,6 +377,31 @@ describe("cli #slow", function()
       assert.are_not.equal(helper.read_file(d .. "/w.npy"), helper.read_file(d .. "/w8.npy"))
     end)
 
+    it("--state-in/--state-out carry a linear config's state from call to call, in place too", function()
+      local lconfig = "configs/test/t_linear_state.lua"
+      local cfg = setmetatable({ mask = "none" }, { __index = assert(presets.load(lconfig)) }) -- no mask file
+      local d1, d2 = folder("linear1"), folder("linear2")
+      local first = cat({ "run", lconfig }, inputs(d1, cfg, { lq = 5, lk = 5 }))
+      local second = cat({ "run", lconfig }, inputs(d2, cfg, { lq = 3, lk = 3 }))
+      local function run(args)
+        local code, _, err = attngen(args)
+        assert.equal(0, code, err)
+      end
+      -- kernel: the first call from a zero state, the second from the file, updated in place
+      run(cat(first, { "-o", d1 .. "/o.npy", "--state-out", d1 .. "/s.npy", d1 .. "/z.npy" }))
+      run(cat(second, { "-o", d2 .. "/o.npy", "--state-in", d1 .. "/s.npy", d1 .. "/z.npy",
+        "--state-out", d1 .. "/s.npy", d1 .. "/z.npy" }))
+      -- the reference, the same chain through other files
+      run(cat(first, { "--reference", "-o", d1 .. "/ref.npy", "--state-out", d1 .. "/s_ref.npy", d1 .. "/z_ref.npy" }))
+      compare(d1 .. "/o.npy", d1 .. "/ref.npy")
+      run(cat(second, { "--reference", "-o", d2 .. "/ref.npy", "--state-in", d1 .. "/s_ref.npy", d1 .. "/z_ref.npy",
+        "--state-out", d2 .. "/s_ref.npy", d2 .. "/z_ref.npy" }))
+      compare(d2 .. "/o.npy", d2 .. "/ref.npy")
+      compare(d1 .. "/s.npy", d2 .. "/s_ref.npy")
+      compare(d1 .. "/z.npy", d2 .. "/z_ref.npy")
+      assert.equal("(2, 2, 16, 16)", helper.read_file(d1 .. "/s.npy"):match("'shape': (%b())"))
+    end)
+
     it("--reference ignores --isa, even an unknown one", function()
       local cfg = assert(presets.load("gpt2"))
       local d = folder("refisa")

@@ -400,4 +400,32 @@ describe("ISA storage-type operations", function()
       assert.is_nil(has_dropout(off))
     end)
   end)
+  describe("linear attention", function()
+    it("plans the products of the chunked algorithm on every ISA", function()
+      for _, raw in ipairs({ { causal = true }, { causal = false, head_dim = 59, head_dim_v = 40 },
+          { causal = "top_left", tile = { q = 24, kv = 32 } } }) do
+        raw.kind = "linear"
+        local c = cfg_of(raw)
+        local p = planner.plan(c)
+        assert.equal("linear", p.family)
+        if raw.tile then assert.same(raw.tile, p.tile) else assert.same({ q = 64, kv = 128 }, p.tile) end
+        for _, v in ipairs(p.variants) do
+          check_variant(v, c, p.tile)
+          local mk = v.mk[1]
+          -- scores only where there is a diagonal block; P*V on MR rows, D's rest and single rows
+          assert.equal(p.causal and #v.qk_rows or 0, #mk.qk_rows)
+          assert.is_true(v.pv_has[v.pv.mr] and (v.pv.mr == 1 or v.pv_has[1]))
+          if v.pv_rest > 0 then assert.is_true(v.pv_has[v.pv_rest]) end
+          -- the diagonal block (tile.q keys) fits the panels, a packing block the rows
+          assert.is_true(v.panels * v.qk.nc >= p.tile.q)
+          assert.is_true(v.kb >= p.tile.kv and v.kb >= v.panels * v.qk.nc)
+        end
+        local fields = {}
+        for _, f in ipairs(p.spec_fields) do fields[f[1]] = f[2] end
+        assert.equal("ATTN_FAMILY_LINEAR", fields.family)
+        assert.equal(p.top_left and "1" or nil, fields.top_left)
+        assert.equal("0", fields.state)
+      end
+    end)
+  end)
 end)

@@ -415,12 +415,37 @@ describe("schema", function()
       rejects_key(with({ isa = { "avx512bf16", "avx512" } }), "isa", "avx512bf16", "needs that 'matmul'")
     end)
 
-    it("kind: sdpa; linear, additive, luong are not implemented yet", function()
-      for _, planned in ipairs({ "linear", "additive", "luong" }) do
-        rejects_key(with({ kind = planned }), "kind", "not implemented yet", planned, "sdpa")
+    it("kind: sdpa, linear; additive, luong are not implemented yet", function()
+      for _, planned in ipairs({ "additive", "luong" }) do
+        rejects_key(with({ kind = planned }), "kind", "not implemented yet", planned, "sdpa, linear")
       end
       local msg = rejects_key(with({ kind = "flash" }), "kind", "sdpa", "flash")
       assert.is_nil(msg:find("not implemented", 1, true))
+    end)
+
+    it("kind = linear: its keys, defaults and errors", function()
+      local c = assert(schema.normalize(with({ kind = "linear", heads_kv = 2, causal = "top_left" })))
+      assert.equal("linear", c.kind)
+      assert.equal(2, c.heads_kv)
+      assert.equal(64, c.head_dim_v)
+      assert.equal("top_left", c.causal)
+      assert.equal("elu1", c.feature_map)
+      assert.equal(1e-6, c.eps)
+      assert.is_false(c.state)
+      assert.is_false(c.padding)
+      assert.same({ "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "padding",
+        "feature_map", "eps", "state", "dtype", "matmul", "isa", "tile" }, schema.order_of("linear"))
+      assert.is_true(assert(schema.normalize(with({ kind = "linear", causal = "bottom_right" }))).causal)
+      -- the sdpa family's mask keys are not linear attention's
+      rejects_key(with({ kind = "linear", window = { left = 3 } }), "window", "unknown key")
+      rejects_key(with({ kind = "linear", scale = 0.5 }), "scale", "unknown key")
+      rejects_key(with({ kind = "linear", feature_map = "relu" }), "feature_map", "elu1", "relu")
+      rejects_key(with({ kind = "linear", eps = 0 }), "eps", "> 0")
+      rejects_key(with({ kind = "linear", eps = 0 / 0 }), "eps")
+      rejects_key(with({ kind = "linear", state = 1 }), "state", "true or false")
+      rejects_key(with({ kind = "linear", heads_kv = 3 }), "heads_kv", "divide")
+      rejects_key(with({ kind = "linear", dtype = "bf16", matmul = "bf16" }), "matmul", "sdpa family")
+      assert.truthy(schema.normalize(with({ kind = "linear", dtype = { kv = "f16" } })))
     end)
 
     it("isa entries must be known ISAs", function()
