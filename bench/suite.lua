@@ -309,6 +309,28 @@ do
   end
 end
 
+-- 7d. linear attention (kind = "linear", the linear_transformer preset:
+-- H 8, D 64), 1 thread: GFLOP/s of the algorithm the kernels run (the bench
+-- states its FLOP count) against the FMA peak, and causal against attngen's
+-- own causal sdpa kernel at the same shape
+local LINEAR = { { "causal", "causal=true", ">= 0.60", 0.60 }, { "non-causal", "causal=false", ">= 0.70", 0.70 } }
+for _, c in ipairs(LINEAR) do
+  progress(("linear attention, %s, L=%d, 1 thread"):format(c[1], L))
+  local r = bench("linear_transformer", { c[2] },
+    { ["seq-q"] = L, threads = 1, isa = "avx512", ["no-reference"] = true })
+  record(("linear %s"):format(c[1]), r)
+  local k = result(r, "avx512")
+  target(("linear attention, %s, H=8 D=64 L=%d: fraction of FMA peak"):format(c[1], L), k.gflops / k.peak_gflops,
+    c[3], k.gflops / k.peak_gflops >= c[4])
+  if c[1] == "causal" then
+    local sd = bench("llama3_8b", with(H8, "head_dim=64", "causal=true"),
+      { ["seq-q"] = L, threads = 1, isa = "avx512", ["no-reference"] = true })
+    record("sdpa causal D=64 (linear's comparison)", sd)
+    local up = result(sd, "avx512").seconds / k.seconds
+    target(("linear attention, causal, L=%d: speed-up over causal sdpa (same shape)"):format(L), up, "> 1", up > 1)
+  end
+end
+
 -- 8. decode: few query rows against a long KV cache, K/V bytes read per
 -- second against the read bandwidth the bench measures in the same run
 local LK = quick and { 4096, 8192 } or { 4096, 32768 }
@@ -364,7 +386,7 @@ end
 decode_round()
 
 --- The other presets the decode table compares, derived from configs/: every
--- preset that runs the decode path (causal, decode_max_q > 0), one for each
+-- sdpa preset that runs the decode path (causal, decode_max_q > 0), one for each
 -- distinct attention shape (heads, head dims, window, global tokens, score
 -- terms), in name order; Llama-3-8B has its rows above.
 local function decode_presets()
@@ -379,7 +401,7 @@ local function decode_presets()
   seen[shape(llama)] = true
   for _, name in ipairs(presets.list()) do
     local c = presets.load(name)
-    if c and c.causal and c.decode_max_q > 0 and not seen[shape(c)] then
+    if c and c.kind == "sdpa" and c.causal and c.decode_max_q > 0 and not seen[shape(c)] then
       seen[shape(c)] = true
       names[#names + 1] = name
     end
@@ -406,6 +428,47 @@ for _, lq in ipairs(quick and { 1, 16, 64 } or { 1, 4, 8, 16, 32, 64 }) do
     t[mq] = result(r, "avx512").seconds
   end
   crossover[#crossover + 1] = { lq = lq, decode_ms = t[64] * 1e3, prefill_ms = t[0] * 1e3 }
+end
+
+-- 9b. short prompts: causal prefill, H 8, D 128, 1 thread, against the FMA
+-- peak of each run (the targets at 256, 512 and 1024 keys)
+local short_prompts = {}
+local SHORT_GOALS = { [256] = 0.60, [512] = 0.72, [1024] = 0.78 }
+for _, l in ipairs(quick and { 128, 256, 512, 1024 } or { 128, 256, 512, 1024, 2048, 4096 }) do
+  progress(("causal prefill L=%d, 1 thread"):format(l))
+  local r = bench("llama3_8b", with(H8, "causal=true"), { ["seq-q"] = l, threads = 1, isa = "avx512",
+    ["no-reference"] = true, ["no-blas"] = true })
+  record(("causal prefill L=%d"):format(l), r)
+  local k = result(r, "avx512")
+  local frac = k.gflops / k.peak_gflops
+  short_prompts[#short_prompts + 1] = { l = l, ms = k.seconds * 1e3, gflops = k.gflops, frac = frac }
+  if SHORT_GOALS[l] then
+    target(("causal prefill H=8 D=128 L=%d, 1 thread: fraction of FMA peak"):format(l), frac,
+      (">= %.2f"):format(SHORT_GOALS[l]), frac >= SHORT_GOALS[l])
+  end
+end
+
+-- 9c. multi-token decode (speculative decoding, beam search): Llama-3-8B,
+-- Lq query rows against Lk keys, 1 thread, against the roofline
+-- max(K/V bytes / read bandwidth, visible-score FLOPs / FMA peak), each
+-- measured in the same bench run
+local multi = {}
+for _, lk in ipairs(LK) do
+  for _, lq in ipairs(quick and { 1, 2, 4, 8 } or { 1, 2, 4, 8, 16 }) do
+    progress(("decode Llama-3-8B Lq=%d Lk=%d, 1 thread"):format(lq, lk))
+    local r = bench("llama3_8b", {}, { ["seq-q"] = lq, ["seq-k"] = lk, threads = 1, isa = "avx512",
+      ["no-reference"] = true, ["no-blas"] = true })
+    record(("multi-token decode Lq=%d Lk=%d"):format(lq, lk), r)
+    local k = result(r, "avx512")
+    local bytes, flops = k.kv_gbs * k.seconds, k.gflops * k.seconds -- GB, GFLOP
+    local roof = math.max(bytes / r.read_gbs, flops / k.peak_gflops)
+    multi[#multi + 1] = { lq = lq, lk = lk, ms = k.seconds * 1e3, roof_ms = roof * 1e3,
+      bound = bytes / r.read_gbs >= flops / k.peak_gflops and "K/V reads" or "FLOPs" }
+    if lk == LONG and lq >= 2 and lq <= 8 then
+      target(("decode Llama-3-8B Lq=%d Lk=%d, 1 thread: time / roofline"):format(lq, lk), k.seconds / roof,
+        "<= 1.25", k.seconds / roof <= 1.25)
+    end
+  end
 end
 
 if ROUNDS >= 2 then decode_round() end
@@ -493,9 +556,22 @@ print(("%6s %14s %14s"):format("Lq", "decode (ms)", "prefill (ms)"))
 for _, c in ipairs(crossover) do
   print(("%6d %14.3f %14.3f"):format(c.lq, c.decode_ms, c.prefill_ms))
 end
+print()
+print("causal prefill, H = 8, D = 128, 1 thread, AVX-512 (short prompts)")
+print(("%6s %10s %10s %10s"):format("L", "time (ms)", "GFLOP/s", "of peak"))
+for _, x in ipairs(short_prompts) do
+  print(("%6d %10.3f %10.1f %9.0f%%"):format(x.l, x.ms, x.gflops, 100 * x.frac))
+end
+print()
+print("multi-token decode, Llama-3-8B, 1 thread, AVX-512 (roofline: max(K/V bytes / read BW, FLOPs / FMA peak))")
+print(("%6s %7s %10s %12s %8s  %s"):format("Lq", "Lk", "time (ms)", "roofline ms", "ratio", "bound by"))
+for _, x in ipairs(multi) do
+  print(("%6d %7d %10.3f %12.3f %8.2f  %s"):format(x.lq, x.lk, x.ms, x.roof_ms, x.ms / x.roof_ms, x.bound))
+end
 util.makepath(out)
 util.write_atomic(out .. "/results.json", json.encode({ quick = quick, runs = runs, targets = rows,
-  decode = decode_rows, decode_rounds = rounds, decode_threshold = crossover },
+  decode = decode_rows, decode_rounds = rounds, decode_threshold = crossover, short_prompts = short_prompts,
+  multi_token_decode = multi },
   { indent = true }) .. "\n")
 write_plot(series, peak)
 print(("wrote %s/results.json and %s/prefill.svg"):format(out, out))
