@@ -199,6 +199,21 @@ function M.common(cfg, opts)
   return p
 end
 
+--- Positions: the one place the alignment of query rows to keys is
+-- decided, for every family with a causal rule.  Sets p.top_left and
+-- p.pos(i, lk, lq), which spells the position of query row i of lq rows
+-- when lk keys are valid (each a C expression) as a C expression:
+-- i + lk - lq (bottom-right: causal = true, and configs without causal),
+-- or i (top-left: causal = "top_left").  Every template asks it.
+function M.positions(p, cfg)
+  local top_left = cfg.causal == "top_left"
+  p.top_left = top_left
+  function p.pos(i, lk, lq)
+    if top_left then return i end
+    return ("%s + %s - %s"):format(i, lk, lq)
+  end
+end
+
 --- The ISA modules of a config, best first.
 function M.isas(cfg)
   local t = {}

@@ -49,13 +49,7 @@ function M.plan(cfg, opts)
   p.Hkv = cfg.heads_kv
   p.group = math.floor(cfg.heads_q / cfg.heads_kv)
   p.causal = cfg.causal ~= false
-  -- positions, as the sdpa family spells them: i + lk - lq (bottom-right) or i (top-left)
-  p.top_left = cfg.causal == "top_left"
-  local top_left = p.top_left
-  function p.pos(i, lk, lq)
-    if top_left then return i end
-    return ("%s + %s - %s"):format(i, lk, lq)
-  end
+  common.positions(p, cfg) -- p.top_left, p.pos(i, lk, lq)
   p.padding = cfg.padding
   p.state = cfg.state
   p.eps = cfg.eps

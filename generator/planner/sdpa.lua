@@ -149,17 +149,7 @@ function M.plan(cfg, opts)
   p.Hkv = cfg.heads_kv
   p.group = math.floor(cfg.heads_q / cfg.heads_kv) -- exact; floor keeps it an integer on Lua 5.3+
 
-  -- positions: the one place the alignment of query rows to keys is
-  -- decided.  p.pos(i, lk, lq) spells the position of query row i of lq
-  -- rows when lk keys are valid (each a C expression) as a C expression:
-  -- i + lk - lq (bottom-right: causal = true, and configs without causal),
-  -- or i (top-left: causal = "top_left").  Every template asks it.
-  p.top_left = cfg.causal == "top_left"
-  local top_left = p.top_left
-  function p.pos(i, lk, lq)
-    if top_left then return i end
-    return ("%s + %s - %s"):format(i, lk, lq)
-  end
+  common.positions(p, cfg) -- p.top_left, p.pos(i, lk, lq)
 
   -- masks: which code paths exist
   local w = cfg.window

@@ -127,8 +127,19 @@ local function check_subkeys(key, t, allowed)
   end
 end
 
+-- runs a family's checks in order: each fills c from raw and returns true,
+-- or nil, key, message (the first failure is returned)
+local function run_steps(steps, raw, c, u)
+  for _, step in ipairs(steps) do
+    local ok, key, err = step(raw, c, u)
+    if not ok then return nil, key, err end
+  end
+  return true
+end
+
 -- the checks the family schemas share
 M.util = {
+  run_steps = run_steps,
   default = default, show = show, quoted = quoted, int_in = int_in, bool = bool,
   finite_positive = finite_positive, check_subkeys = check_subkeys, one_of = one_of, list_str = list_str,
 }

@@ -35,11 +35,7 @@ end
 --- Fills the family's keys of raw into c; returns true, or nil, key, message.
 function M.normalize(raw, c, u)
   local s = sdpa.shared
-  for _, step in ipairs({ s.heads, s.head_dims, s.causal, s.padding, linear_terms }) do
-    local ok, key, err = step(raw, c, u)
-    if not ok then return nil, key, err end
-  end
-  return true
+  return u.run_steps({ s.heads, s.head_dims, s.causal, s.padding, linear_terms }, raw, c, u)
 end
 
 return M

@@ -213,11 +213,7 @@ M.shared = {
 --- Fills the family's keys of raw into c; returns true, or nil, key, message.
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
-  for _, step in ipairs({ heads, head_dims, window, sparse, masks, score_terms, decode, weights, dropout }) do
-    local ok, key, err = step(raw, c, u)
-    if not ok then return nil, key, err end
-  end
-  return true
+  return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, decode, weights, dropout }, raw, c, u)
 end
 
 return M
