@@ -74,7 +74,8 @@ enum {
     GROUP = 1 /* query heads per kv head */
 };
 
-/* ISA helpers and storage-type conversions a file may not call. */
+/* ISA helpers and storage-type conversions a file may not call (which
+ * ones a config needs depends on its paths and types). */
 #ifndef ATTN_MAYBE_UNUSED
 #if defined(__GNUC__)
 #define ATTN_MAYBE_UNUSED __attribute__((unused))
