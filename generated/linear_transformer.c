@@ -877,14 +877,11 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_1x
     }
 }
 
-/* Per-thread scratch of the avx512 variant: one kv head's blocks at a time (the
- * running S and z of a unit's kv heads are apart, 8 at most). */
+/* Per-thread scratch of the avx512 variant: one query head's tile at a time
+ * (the running S and z of a unit's kv heads, their packed blocks of keys and
+ * the tile's phi(Q) are in the unit's buffers, lunit). */
 typedef struct {
-    float zd[64];             /* the sums of the diagonal block's phi(k) */
-    float kr[128 * 64];     /* phi(k) rows of a block of keys (past D: 0) */
-    float vp[128 * 64];     /* their V rows, f32 (past Dv: 0) */
     float kt[2 * 64 * 32]; /* the diagonal block's phi(K)^T, panels of 32 keys (0 past the block) */
-    float fq[TQ * 64];        /* phi(Q) of the tile's rows, packed */
     float a[TQ * 64];          /* the diagonal block's scores phi(Q) phi(K)^T */
     float o[TQ * 64];         /* the tile's unnormalized output rows */
     float den[TQ];                /* the rows' denominators, without eps */
@@ -910,11 +907,11 @@ __attribute__((target("avx512f,fma"))) static float attn_linear_transformer_zdot
     return _mm512_reduce_add_ps(acc);
 }
 
-/* Packs keys [j0, j0 + n) of batch b, kv head hk (n <= 128): their phi(k)
- * rows (0 past D) and V rows (f32, 0 past Dv) into w; zacc[0..64) += the
- * phi(k) rows. */
+/* Packs keys [j0, j0 + n) of batch b, kv head hk: their phi(k) rows (0 past
+ * D) into kout, 64 floats apart, and V rows (f32, 0 past Dv) into vout,
+ * 64 apart; zacc[0..64) += the phi(k) rows. */
 __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lpack__avx512(const attn_args *args, int64_t b, int64_t hk, int64_t j0, int64_t n,
-        attn_linear_transformer_lscratch__avx512 *w, float *restrict zacc)
+        float *restrict kout, float *restrict vout, float *restrict zacc)
 {
     const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     const __m512 one = _mm512_set1_ps(1.0f), log2e = _mm512_set1_ps(1.44269504f);
@@ -922,7 +919,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lpack
     for (j = 0; j < n; j++) {
         const float *kr = attn_linear_transformer_k_row(&kv, hk, j0 + j);
         const float *vr = attn_linear_transformer_v_row(&kv, hk, j0 + j);
-        float *fk = w->kr + j * 64, *fv = w->vp + j * 64;
+        float *fk = kout + j * 64, *fv = vout + j * 64;
         for (c = 0; c < 64; c += 16) {
             const __m512 y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(_mm512_setzero_ps(), _mm512_loadu_ps(kr + c), _CMP_LT_OQ), attn_exp2__avx512(_mm512_mul_ps(_mm512_loadu_ps(kr + c), log2e)), _mm512_add_ps(_mm512_loadu_ps(kr + c), one));
             _mm512_storeu_ps(fk + c, y);
@@ -949,26 +946,27 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lrows
     }
 }
 
-/* s += phi(K)^T V over the n keys packed in w: the P*V kernel with head
+/* s += phi(K)^T V over n keys packed as phi(k) rows kr and V rows vp: the P*V kernel with head
  * dims as its rows, 6 at a time: P(d, j) = phi(k_j)[d]. */
-__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lfold__avx512(attn_linear_transformer_lscratch__avx512 *w, int64_t n, float *restrict s)
+__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lfold__avx512(const float *restrict kr, const float *restrict vp, int64_t n, float *restrict s)
 {
     static const float ones[6] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t d;
     for (d = 0; d + 6 <= D; d += 6)
-        attn_linear_transformer_pv_6x64_f32__avx512(w->kr + d, 1, 64, w->vp, 64, 0, n, s + d * 64, ones);
-    attn_linear_transformer_pv_4x64_f32__avx512(w->kr + d, 1, 64, w->vp, 64, 0, n, s + d * 64, ones); /* the last 4 head dims */
+        attn_linear_transformer_pv_6x64_f32__avx512(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones);
+    attn_linear_transformer_pv_4x64_f32__avx512(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones); /* the last 4 head dims */
 }
 
-/* The diagonal block's n keys, packed as rows in w, transposed into the
- * K^T panels the scores kernel reads (keys past n: 0). */
-__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltrans__avx512(attn_linear_transformer_lscratch__avx512 *w, int64_t n)
+/* The diagonal block's n keys, packed as phi(k) rows in kr (room for whole
+ * panels), transposed into the K^T panels of w the scores kernel reads (keys
+ * past n: 0). */
+__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltrans__avx512(float *restrict kr, int64_t n, attn_linear_transformer_lscratch__avx512 *w)
 {
     const int64_t np = (n + 31) / 32; /* panels */
     int64_t pn, c, d;
-    memset(w->kr + n * 64, 0, sizeof(float) * (size_t)((np * 32 - n) * 64));
+    memset(kr + n * 64, 0, sizeof(float) * (size_t)((np * 32 - n) * 64));
     for (pn = 0; pn < np; pn++) {
-        const float *src = w->kr + pn * 2048;
+        const float *src = kr + pn * 2048;
         float *dst = w->kt + pn * 2048;
         for (c = 0; c < 32; c += 16) /* 16 x 16 blocks through registers */
             for (d = 0; d < 64; d += 16)
@@ -976,34 +974,32 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltran
     }
 }
 
-/* Query head h of batch b, rows [i0, i0 + tq): O = phi(Q) S (and, causal,
+/* Query head h of batch b, rows [i0, i0 + tq), their phi(q) packed in fq:
+ * O = phi(Q) S (and, causal,
  * + A V over the diagonal block packed in w: n keys from `first`, the rows at
- * positions pos0, pos0 + 1, ...), divided by phi(q) . z (+ the row sums of A)
+ * positions pos0, pos0 + 1, ..., V rows vp), divided by phi(q) . z (+ the row sums of A)
  * + eps; s and z are the running state of h's kv head. */
 __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltile__avx512(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
-        const float *restrict s, const float *restrict z, int64_t pos0, int64_t first, int64_t n,
-        attn_linear_transformer_lscratch__avx512 *w)
+        const float *restrict fq, const float *restrict s, const float *restrict z, int64_t pos0, int64_t first,
+        int64_t n, const float *restrict vp, attn_linear_transformer_lscratch__avx512 *w)
 {
     static const float ones[6] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t r;
-    /* phi(Q) of the tile; O = phi(Q) S and the denominators phi(q) . z */
-    for (r = 0; r < tq; r++) {
-        attn_linear_transformer_phiq_f32__avx512(attn_linear_transformer_q_row(args, b, i0 + r, h), w->fq + r * 64);
-        w->den[r] = attn_linear_transformer_zdot__avx512(w->fq + r * 64, z);
-    }
+    /* O = phi(Q) S and the denominators phi(q) . z */
+    for (r = 0; r < tq; r++) w->den[r] = attn_linear_transformer_zdot__avx512(fq + r * 64, z);
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r + 6 <= tq; r += 6)
-        attn_linear_transformer_pv_6x64_f32__avx512(w->fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
-    attn_linear_transformer_lrows__avx512(tq - r, w->fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+        attn_linear_transformer_pv_6x64_f32__avx512(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+    attn_linear_transformer_lrows__avx512(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     if (n > 0) {
         int64_t pn;
         /* A = phi(Q) phi(K)^T on the diagonal block, panel by panel */
         for (pn = 0; pn * 32 < n; pn++) {
             const float *kt = w->kt + pn * 2048;
             for (r = 0; r + 8 <= tq; r += 8)
-                attn_linear_transformer_qk_8x32_f32__avx512(w->fq + r * 64, 64, kt, w->a + r * 64 + pn * 32, 64);
+                attn_linear_transformer_qk_8x32_f32__avx512(fq + r * 64, 64, kt, w->a + r * 64 + pn * 32, 64);
             for (; r < tq; r++)
-                attn_linear_transformer_qk_1x32_f32__avx512(w->fq + r * 64, 64, kt, w->a + r * 64 + pn * 32, 64);
+                attn_linear_transformer_qk_1x32_f32__avx512(fq + r * 64, 64, kt, w->a + r * 64 + pn * 32, 64);
         }
         /* row i sees the block's keys up to its position: the rest of A is 0; denominators += row sums */
         for (r = 0; r < tq; r++) {
@@ -1017,8 +1013,8 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltile
         }
         /* O += A V */
         for (r = 0; r + 6 <= tq; r += 6)
-            attn_linear_transformer_pv_6x64_f32__avx512(w->a + r * 64, 64, 1, w->vp, 64, 0, n, w->o + r * 64, ones);
-        attn_linear_transformer_lrows__avx512(tq - r, w->a + r * 64, 64, 1, w->vp, 64, 0, n, w->o + r * 64, ones);
+            attn_linear_transformer_pv_6x64_f32__avx512(w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
+        attn_linear_transformer_lrows__avx512(tq - r, w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
     for (r = 0; r < tq; r++) {
@@ -1032,23 +1028,50 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltile
     }
 }
 
+/* Packs keys [j0, j0 + n) (n <= 128) of batch b for kv heads [hk0, hk0 + nh),
+ * each key's rows of every head together (they lie side by side in memory):
+ * head hh's phi(k) rows at kb + hh * 16448, its V rows 8192 floats
+ * further; its sums of phi(k) are added to z0 + hh * zs. */
+__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lblock__avx512(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
+        int64_t n, float *restrict kb, float *restrict z0, int64_t zs)
+{
+    int64_t jj, hh;
+    for (jj = 0; jj < n; jj++)
+        for (hh = 0; hh < nh; hh++) {
+            float *kr = kb + hh * 16448;
+            attn_linear_transformer_lpack__avx512(args, b, hk0 + hh, j0 + jj, 1, kr + jj * 64, kr + 8192 + jj * 64,
+                    z0 + hh * zs);
+        }
+}
+
 /* Folds keys [j0, j1) of batch b into the running S and z of kv heads
- * [hk0, hk0 + nh), TK keys at a time, every head of a block before the
- * next block: the heads' rows of a key lie side by side in memory. */
+ * [hk0, hk0 + nh) (sz, 4160 floats a head), TK keys at a time: packed for
+ * every head (lblock), then each head's block folded in. */
 __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ladvance__avx512(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
-        int64_t j1, float *restrict sz, attn_linear_transformer_lscratch__avx512 *w)
+        int64_t j1, float *restrict sz, float *restrict kb)
 {
     const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t j, hh;
     for (j = j0; j < j1; j += TK) {
         const int64_t n = j1 - j < TK ? j1 - j : TK;
-        for (hh = 0; hh < nh; hh++) {
-            float *s = sz + hh * 4160, *z = s + D * 64;
-            attn_linear_transformer_lpack__avx512(args, b, hk0 + hh, j, n, w, z);
+        attn_linear_transformer_lblock__avx512(args, b, hk0, nh, j, n, kb, sz + D * 64, 4160);
+        for (hh = 0; hh < nh; hh++) /* the next block, while this one is folded */
             attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, j + n, j + 2 * n < j1 ? j + 2 * n : j1);
-            attn_linear_transformer_lfold__avx512(w, n, s);
-        }
+        for (hh = 0; hh < nh; hh++)
+            attn_linear_transformer_lfold__avx512(kb + hh * 16448, kb + hh * 16448 + 8192, n, sz + hh * 4160);
     }
+}
+
+/* phi(q) of rows [i0, i0 + tq) of batch b for every query head of kv heads
+ * [hk0, hk0 + nh), row by row (a row's heads lie side by side in memory):
+ * head hh * GROUP + g of the run at qb + (hh * GROUP + g) * TQ * 64. */
+__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lphiq__avx512(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t i0,
+        int64_t tq, float *restrict qb)
+{
+    int64_t r, hq;
+    for (r = 0; r < tq; r++)
+        for (hq = 0; hq < nh * GROUP; hq++)
+            attn_linear_transformer_phiq_f32__avx512(attn_linear_transformer_q_row(args, b, i0 + r, hk0 * GROUP + hq), qb + (hq * TQ + r) * 64);
 }
 
 /* One work unit: batch b, kv heads [hk0, hk0 + nh) and every query row of
@@ -1056,7 +1079,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ladva
  * the unit (so whatever the thread count): keys in order, TK at a time, and
  * query tiles in order. */
 __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lunit__avx512(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, float *restrict sz,
-        attn_linear_transformer_lscratch__avx512 *w)
+        float *restrict kb, float *restrict qb, attn_linear_transformer_lscratch__avx512 *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t lq = args->seq_q;
@@ -1083,29 +1106,35 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lunit
             const int64_t first = pos0 < 0 ? 0 : (pos0 > lk ? lk : pos0);
             const int64_t end = posl + 1 < 0 ? 0 : (posl + 1 > lk ? lk : posl + 1);
             const int64_t n = end - first; /* keys of the diagonal block, at most tq */
-            if (kdone < first) attn_linear_transformer_ladvance__avx512(args, b, hk0, nh, kdone, first, sz, w);
+            if (kdone < first) attn_linear_transformer_ladvance__avx512(args, b, hk0, nh, kdone, first, sz, kb);
+            attn_linear_transformer_lphiq__avx512(args, b, hk0, nh, i0, tq, qb);
             kdone = first > kdone ? first : kdone;
+            /* the diagonal block of every head, its sums of phi(k) apart (zd) */
+            for (hh = 0; hh < nh; hh++) memset(kb + hh * 16448 + 16384, 0, sizeof(float) * 64);
+            if (n > 0) {
+                attn_linear_transformer_lblock__avx512(args, b, hk0, nh, first, n, kb, kb + 16384, 16448);
+                for (hh = 0; hh < nh; hh++) /* the next tile's */
+                    attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, end, end + TQ < lk ? end + TQ : lk);
+            }
             for (hh = 0; hh < nh; hh++) {
                 const int64_t hk = hk0 + hh;
                 float *s = sz + hh * 4160, *z = s + D * 64;
-                memset(w->zd, 0, sizeof w->zd);
-                if (n > 0) {
-                    attn_linear_transformer_lpack__avx512(args, b, hk, first, n, w, w->zd);
-                    attn_linear_transformer_prefetch_keys(&kv, hk, end, end + TQ < lk ? end + TQ : lk); /* the next tile's */
-                    attn_linear_transformer_ltrans__avx512(w, n);
-                }
-                for (g = 0; g < GROUP; g++) attn_linear_transformer_ltile__avx512(args, b, hk * GROUP + g, i0, tq, s, z, pos0, first, n, w);
+                float *kr = kb + hh * 16448, *vp = kr + 8192, *zd = vp + 8192;
+                if (n > 0) attn_linear_transformer_ltrans__avx512(kr, n, w);
+                for (g = 0; g < GROUP; g++)
+                    attn_linear_transformer_ltile__avx512(args, b, hk * GROUP + g, i0, tq, qb + (hh * GROUP + g) * TQ * 64, s, z, pos0, first,
+                            n, vp, w);
                 /* the diagonal block into S and z */
                 if (n > 0) {
                     int64_t d;
-                    attn_linear_transformer_lfold__avx512(w, n, s);
-                    for (d = 0; d < D; d++) z[d] += w->zd[d];
+                    attn_linear_transformer_lfold__avx512(kr, vp, n, s);
+                    for (d = 0; d < D; d++) z[d] += zd[d];
                 }
             }
             kdone = end > kdone ? end : kdone;
         }
         /* the keys no row saw still go into the state */
-        if (kdone < lk) attn_linear_transformer_ladvance__avx512(args, b, hk0, nh, kdone, lk, sz, w);
+        if (kdone < lk) attn_linear_transformer_ladvance__avx512(args, b, hk0, nh, kdone, lk, sz, kb);
     }
     for (hh = 0; hh < nh; hh++) {
         const int64_t at = b * HKV + hk0 + hh;
@@ -1145,9 +1174,12 @@ __attribute__((target("avx512f,fma"))) attn_status attn_linear_transformer_fwd__
 #endif
     {
         attn_linear_transformer_lscratch__avx512 *w = (attn_linear_transformer_lscratch__avx512 *)attn_alloc(sizeof(*w));
-        float *sz = (float *)attn_alloc(sizeof(float) * (size_t)((HKV + runs - 1) / runs * 4160));
+        const int64_t most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
+        float *sz = (float *)attn_alloc(sizeof(float) * (size_t)(most * 4160));
+        float *kb = (float *)attn_alloc(sizeof(float) * (size_t)(most * 16448));
+        float *qb = (float *)attn_alloc(sizeof(float) * (size_t)(most * GROUP * TQ * 64));
         int64_t unit;
-        if (!w || !sz) {
+        if (!w || !sz || !kb || !qb) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
@@ -1160,10 +1192,12 @@ __attribute__((target("avx512f,fma"))) attn_status attn_linear_transformer_fwd__
         for (unit = 0; unit < B * runs; unit++) {
             const int64_t b = unit / runs, run = unit % runs;
             const int64_t hk0 = run * HKV / runs, hk1 = (run + 1) * HKV / runs;
-            if (w && sz) attn_linear_transformer_lunit__avx512(args, b, hk0, hk1 - hk0, sz, w);
+            if (w && sz && kb && qb) attn_linear_transformer_lunit__avx512(args, b, hk0, hk1 - hk0, sz, kb, qb, w);
         }
         attn_free(w);
         attn_free(sz);
+        attn_free(kb);
+        attn_free(qb);
     }
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
@@ -1857,14 +1891,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_
     }
 }
 
-/* Per-thread scratch of the avx2 variant: one kv head's blocks at a time (the
- * running S and z of a unit's kv heads are apart, 8 at most). */
+/* Per-thread scratch of the avx2 variant: one query head's tile at a time
+ * (the running S and z of a unit's kv heads, their packed blocks of keys and
+ * the tile's phi(Q) are in the unit's buffers, lunit). */
 typedef struct {
-    float zd[64];             /* the sums of the diagonal block's phi(k) */
-    float kr[128 * 64];     /* phi(k) rows of a block of keys (past D: 0) */
-    float vp[128 * 64];     /* their V rows, f32 (past Dv: 0) */
     float kt[4 * 64 * 16]; /* the diagonal block's phi(K)^T, panels of 16 keys (0 past the block) */
-    float fq[TQ * 64];        /* phi(Q) of the tile's rows, packed */
     float a[TQ * 64];          /* the diagonal block's scores phi(Q) phi(K)^T */
     float o[TQ * 64];         /* the tile's unnormalized output rows */
     float den[TQ];                /* the rows' denominators, without eps */
@@ -1890,11 +1921,11 @@ __attribute__((target("avx2,fma,f16c"))) static float attn_linear_transformer_zd
     return attn_hadd__avx2(acc);
 }
 
-/* Packs keys [j0, j0 + n) of batch b, kv head hk (n <= 128): their phi(k)
- * rows (0 past D) and V rows (f32, 0 past Dv) into w; zacc[0..64) += the
- * phi(k) rows. */
+/* Packs keys [j0, j0 + n) of batch b, kv head hk: their phi(k) rows (0 past
+ * D) into kout, 64 floats apart, and V rows (f32, 0 past Dv) into vout,
+ * 64 apart; zacc[0..64) += the phi(k) rows. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lpack__avx2(const attn_args *args, int64_t b, int64_t hk, int64_t j0, int64_t n,
-        attn_linear_transformer_lscratch__avx2 *w, float *restrict zacc)
+        float *restrict kout, float *restrict vout, float *restrict zacc)
 {
     const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     const __m256 one = _mm256_set1_ps(1.0f), log2e = _mm256_set1_ps(1.44269504f);
@@ -1902,7 +1933,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lpa
     for (j = 0; j < n; j++) {
         const float *kr = attn_linear_transformer_k_row(&kv, hk, j0 + j);
         const float *vr = attn_linear_transformer_v_row(&kv, hk, j0 + j);
-        float *fk = w->kr + j * 64, *fv = w->vp + j * 64;
+        float *fk = kout + j * 64, *fv = vout + j * 64;
         for (c = 0; c < 64; c += 8) {
             const __m256 y = _mm256_blendv_ps(attn_exp2__avx2(_mm256_mul_ps(_mm256_loadu_ps(kr + c), log2e)), _mm256_add_ps(_mm256_loadu_ps(kr + c), one), _mm256_cmp_ps(_mm256_setzero_ps(), _mm256_loadu_ps(kr + c), _CMP_LT_OQ));
             _mm256_storeu_ps(fk + c, y);
@@ -1927,25 +1958,26 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lro
     }
 }
 
-/* s += phi(K)^T V over the n keys packed in w: the P*V kernel with head
+/* s += phi(K)^T V over n keys packed as phi(k) rows kr and V rows vp: the P*V kernel with head
  * dims as its rows, 4 at a time: P(d, j) = phi(k_j)[d]. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lfold__avx2(attn_linear_transformer_lscratch__avx2 *w, int64_t n, float *restrict s)
+__attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lfold__avx2(const float *restrict kr, const float *restrict vp, int64_t n, float *restrict s)
 {
     static const float ones[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t d;
     for (d = 0; d + 4 <= D; d += 4)
-        attn_linear_transformer_pv_4x64_f32__avx2(w->kr + d, 1, 64, w->vp, 64, 0, n, s + d * 64, ones);
+        attn_linear_transformer_pv_4x64_f32__avx2(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones);
 }
 
-/* The diagonal block's n keys, packed as rows in w, transposed into the
- * K^T panels the scores kernel reads (keys past n: 0). */
-__attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_ltrans__avx2(attn_linear_transformer_lscratch__avx2 *w, int64_t n)
+/* The diagonal block's n keys, packed as phi(k) rows in kr (room for whole
+ * panels), transposed into the K^T panels of w the scores kernel reads (keys
+ * past n: 0). */
+__attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_ltrans__avx2(float *restrict kr, int64_t n, attn_linear_transformer_lscratch__avx2 *w)
 {
     const int64_t np = (n + 15) / 16; /* panels */
     int64_t pn, c, d;
-    memset(w->kr + n * 64, 0, sizeof(float) * (size_t)((np * 16 - n) * 64));
+    memset(kr + n * 64, 0, sizeof(float) * (size_t)((np * 16 - n) * 64));
     for (pn = 0; pn < np; pn++) {
-        const float *src = w->kr + pn * 1024;
+        const float *src = kr + pn * 1024;
         float *dst = w->kt + pn * 1024;
         for (c = 0; c < 16; c += 8) /* 8 x 8 blocks through registers */
             for (d = 0; d < 64; d += 8)
@@ -1953,34 +1985,32 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_ltr
     }
 }
 
-/* Query head h of batch b, rows [i0, i0 + tq): O = phi(Q) S (and, causal,
+/* Query head h of batch b, rows [i0, i0 + tq), their phi(q) packed in fq:
+ * O = phi(Q) S (and, causal,
  * + A V over the diagonal block packed in w: n keys from `first`, the rows at
- * positions pos0, pos0 + 1, ...), divided by phi(q) . z (+ the row sums of A)
+ * positions pos0, pos0 + 1, ..., V rows vp), divided by phi(q) . z (+ the row sums of A)
  * + eps; s and z are the running state of h's kv head. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_ltile__avx2(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
-        const float *restrict s, const float *restrict z, int64_t pos0, int64_t first, int64_t n,
-        attn_linear_transformer_lscratch__avx2 *w)
+        const float *restrict fq, const float *restrict s, const float *restrict z, int64_t pos0, int64_t first,
+        int64_t n, const float *restrict vp, attn_linear_transformer_lscratch__avx2 *w)
 {
     static const float ones[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t r;
-    /* phi(Q) of the tile; O = phi(Q) S and the denominators phi(q) . z */
-    for (r = 0; r < tq; r++) {
-        attn_linear_transformer_phiq_f32__avx2(attn_linear_transformer_q_row(args, b, i0 + r, h), w->fq + r * 64);
-        w->den[r] = attn_linear_transformer_zdot__avx2(w->fq + r * 64, z);
-    }
+    /* O = phi(Q) S and the denominators phi(q) . z */
+    for (r = 0; r < tq; r++) w->den[r] = attn_linear_transformer_zdot__avx2(fq + r * 64, z);
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r + 4 <= tq; r += 4)
-        attn_linear_transformer_pv_4x64_f32__avx2(w->fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
-    attn_linear_transformer_lrows__avx2(tq - r, w->fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+        attn_linear_transformer_pv_4x64_f32__avx2(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+    attn_linear_transformer_lrows__avx2(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     if (n > 0) {
         int64_t pn;
         /* A = phi(Q) phi(K)^T on the diagonal block, panel by panel */
         for (pn = 0; pn * 16 < n; pn++) {
             const float *kt = w->kt + pn * 1024;
             for (r = 0; r + 4 <= tq; r += 4)
-                attn_linear_transformer_qk_4x16_f32__avx2(w->fq + r * 64, 64, kt, w->a + r * 64 + pn * 16, 64);
+                attn_linear_transformer_qk_4x16_f32__avx2(fq + r * 64, 64, kt, w->a + r * 64 + pn * 16, 64);
             for (; r < tq; r++)
-                attn_linear_transformer_qk_1x16_f32__avx2(w->fq + r * 64, 64, kt, w->a + r * 64 + pn * 16, 64);
+                attn_linear_transformer_qk_1x16_f32__avx2(fq + r * 64, 64, kt, w->a + r * 64 + pn * 16, 64);
         }
         /* row i sees the block's keys up to its position: the rest of A is 0; denominators += row sums */
         for (r = 0; r < tq; r++) {
@@ -1994,8 +2024,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
         }
         /* O += A V */
         for (r = 0; r + 4 <= tq; r += 4)
-            attn_linear_transformer_pv_4x64_f32__avx2(w->a + r * 64, 64, 1, w->vp, 64, 0, n, w->o + r * 64, ones);
-        attn_linear_transformer_lrows__avx2(tq - r, w->a + r * 64, 64, 1, w->vp, 64, 0, n, w->o + r * 64, ones);
+            attn_linear_transformer_pv_4x64_f32__avx2(w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
+        attn_linear_transformer_lrows__avx2(tq - r, w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
     for (r = 0; r < tq; r++) {
@@ -2013,23 +2043,50 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
     }
 }
 
+/* Packs keys [j0, j0 + n) (n <= 128) of batch b for kv heads [hk0, hk0 + nh),
+ * each key's rows of every head together (they lie side by side in memory):
+ * head hh's phi(k) rows at kb + hh * 16448, its V rows 8192 floats
+ * further; its sums of phi(k) are added to z0 + hh * zs. */
+__attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lblock__avx2(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
+        int64_t n, float *restrict kb, float *restrict z0, int64_t zs)
+{
+    int64_t jj, hh;
+    for (jj = 0; jj < n; jj++)
+        for (hh = 0; hh < nh; hh++) {
+            float *kr = kb + hh * 16448;
+            attn_linear_transformer_lpack__avx2(args, b, hk0 + hh, j0 + jj, 1, kr + jj * 64, kr + 8192 + jj * 64,
+                    z0 + hh * zs);
+        }
+}
+
 /* Folds keys [j0, j1) of batch b into the running S and z of kv heads
- * [hk0, hk0 + nh), TK keys at a time, every head of a block before the
- * next block: the heads' rows of a key lie side by side in memory. */
+ * [hk0, hk0 + nh) (sz, 4160 floats a head), TK keys at a time: packed for
+ * every head (lblock), then each head's block folded in. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_ladvance__avx2(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
-        int64_t j1, float *restrict sz, attn_linear_transformer_lscratch__avx2 *w)
+        int64_t j1, float *restrict sz, float *restrict kb)
 {
     const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t j, hh;
     for (j = j0; j < j1; j += TK) {
         const int64_t n = j1 - j < TK ? j1 - j : TK;
-        for (hh = 0; hh < nh; hh++) {
-            float *s = sz + hh * 4160, *z = s + D * 64;
-            attn_linear_transformer_lpack__avx2(args, b, hk0 + hh, j, n, w, z);
+        attn_linear_transformer_lblock__avx2(args, b, hk0, nh, j, n, kb, sz + D * 64, 4160);
+        for (hh = 0; hh < nh; hh++) /* the next block, while this one is folded */
             attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, j + n, j + 2 * n < j1 ? j + 2 * n : j1);
-            attn_linear_transformer_lfold__avx2(w, n, s);
-        }
+        for (hh = 0; hh < nh; hh++)
+            attn_linear_transformer_lfold__avx2(kb + hh * 16448, kb + hh * 16448 + 8192, n, sz + hh * 4160);
     }
+}
+
+/* phi(q) of rows [i0, i0 + tq) of batch b for every query head of kv heads
+ * [hk0, hk0 + nh), row by row (a row's heads lie side by side in memory):
+ * head hh * GROUP + g of the run at qb + (hh * GROUP + g) * TQ * 64. */
+__attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lphiq__avx2(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t i0,
+        int64_t tq, float *restrict qb)
+{
+    int64_t r, hq;
+    for (r = 0; r < tq; r++)
+        for (hq = 0; hq < nh * GROUP; hq++)
+            attn_linear_transformer_phiq_f32__avx2(attn_linear_transformer_q_row(args, b, i0 + r, hk0 * GROUP + hq), qb + (hq * TQ + r) * 64);
 }
 
 /* One work unit: batch b, kv heads [hk0, hk0 + nh) and every query row of
@@ -2037,7 +2094,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lad
  * the unit (so whatever the thread count): keys in order, TK at a time, and
  * query tiles in order. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lunit__avx2(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, float *restrict sz,
-        attn_linear_transformer_lscratch__avx2 *w)
+        float *restrict kb, float *restrict qb, attn_linear_transformer_lscratch__avx2 *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t lq = args->seq_q;
@@ -2064,29 +2121,35 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lun
             const int64_t first = pos0 < 0 ? 0 : (pos0 > lk ? lk : pos0);
             const int64_t end = posl + 1 < 0 ? 0 : (posl + 1 > lk ? lk : posl + 1);
             const int64_t n = end - first; /* keys of the diagonal block, at most tq */
-            if (kdone < first) attn_linear_transformer_ladvance__avx2(args, b, hk0, nh, kdone, first, sz, w);
+            if (kdone < first) attn_linear_transformer_ladvance__avx2(args, b, hk0, nh, kdone, first, sz, kb);
+            attn_linear_transformer_lphiq__avx2(args, b, hk0, nh, i0, tq, qb);
             kdone = first > kdone ? first : kdone;
+            /* the diagonal block of every head, its sums of phi(k) apart (zd) */
+            for (hh = 0; hh < nh; hh++) memset(kb + hh * 16448 + 16384, 0, sizeof(float) * 64);
+            if (n > 0) {
+                attn_linear_transformer_lblock__avx2(args, b, hk0, nh, first, n, kb, kb + 16384, 16448);
+                for (hh = 0; hh < nh; hh++) /* the next tile's */
+                    attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, end, end + TQ < lk ? end + TQ : lk);
+            }
             for (hh = 0; hh < nh; hh++) {
                 const int64_t hk = hk0 + hh;
                 float *s = sz + hh * 4160, *z = s + D * 64;
-                memset(w->zd, 0, sizeof w->zd);
-                if (n > 0) {
-                    attn_linear_transformer_lpack__avx2(args, b, hk, first, n, w, w->zd);
-                    attn_linear_transformer_prefetch_keys(&kv, hk, end, end + TQ < lk ? end + TQ : lk); /* the next tile's */
-                    attn_linear_transformer_ltrans__avx2(w, n);
-                }
-                for (g = 0; g < GROUP; g++) attn_linear_transformer_ltile__avx2(args, b, hk * GROUP + g, i0, tq, s, z, pos0, first, n, w);
+                float *kr = kb + hh * 16448, *vp = kr + 8192, *zd = vp + 8192;
+                if (n > 0) attn_linear_transformer_ltrans__avx2(kr, n, w);
+                for (g = 0; g < GROUP; g++)
+                    attn_linear_transformer_ltile__avx2(args, b, hk * GROUP + g, i0, tq, qb + (hh * GROUP + g) * TQ * 64, s, z, pos0, first,
+                            n, vp, w);
                 /* the diagonal block into S and z */
                 if (n > 0) {
                     int64_t d;
-                    attn_linear_transformer_lfold__avx2(w, n, s);
-                    for (d = 0; d < D; d++) z[d] += w->zd[d];
+                    attn_linear_transformer_lfold__avx2(kr, vp, n, s);
+                    for (d = 0; d < D; d++) z[d] += zd[d];
                 }
             }
             kdone = end > kdone ? end : kdone;
         }
         /* the keys no row saw still go into the state */
-        if (kdone < lk) attn_linear_transformer_ladvance__avx2(args, b, hk0, nh, kdone, lk, sz, w);
+        if (kdone < lk) attn_linear_transformer_ladvance__avx2(args, b, hk0, nh, kdone, lk, sz, kb);
     }
     for (hh = 0; hh < nh; hh++) {
         const int64_t at = b * HKV + hk0 + hh;
@@ -2126,9 +2189,12 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_linear_transformer_fwd
 #endif
     {
         attn_linear_transformer_lscratch__avx2 *w = (attn_linear_transformer_lscratch__avx2 *)attn_alloc(sizeof(*w));
-        float *sz = (float *)attn_alloc(sizeof(float) * (size_t)((HKV + runs - 1) / runs * 4160));
+        const int64_t most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
+        float *sz = (float *)attn_alloc(sizeof(float) * (size_t)(most * 4160));
+        float *kb = (float *)attn_alloc(sizeof(float) * (size_t)(most * 16448));
+        float *qb = (float *)attn_alloc(sizeof(float) * (size_t)(most * GROUP * TQ * 64));
         int64_t unit;
-        if (!w || !sz) {
+        if (!w || !sz || !kb || !qb) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
@@ -2141,10 +2207,12 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_linear_transformer_fwd
         for (unit = 0; unit < B * runs; unit++) {
             const int64_t b = unit / runs, run = unit % runs;
             const int64_t hk0 = run * HKV / runs, hk1 = (run + 1) * HKV / runs;
-            if (w && sz) attn_linear_transformer_lunit__avx2(args, b, hk0, hk1 - hk0, sz, w);
+            if (w && sz && kb && qb) attn_linear_transformer_lunit__avx2(args, b, hk0, hk1 - hk0, sz, kb, qb, w);
         }
         attn_free(w);
         attn_free(sz);
+        attn_free(kb);
+        attn_free(qb);
     }
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
@@ -3569,14 +3637,11 @@ static void attn_linear_transformer_pv_1x64_f32__neon(const float *restrict p, i
     }
 }
 
-/* Per-thread scratch of the neon variant: one kv head's blocks at a time (the
- * running S and z of a unit's kv heads are apart, 8 at most). */
+/* Per-thread scratch of the neon variant: one query head's tile at a time
+ * (the running S and z of a unit's kv heads, their packed blocks of keys and
+ * the tile's phi(Q) are in the unit's buffers, lunit). */
 typedef struct {
-    float zd[64];             /* the sums of the diagonal block's phi(k) */
-    float kr[128 * 64];     /* phi(k) rows of a block of keys (past D: 0) */
-    float vp[128 * 64];     /* their V rows, f32 (past Dv: 0) */
     float kt[8 * 64 * 8]; /* the diagonal block's phi(K)^T, panels of 8 keys (0 past the block) */
-    float fq[TQ * 64];        /* phi(Q) of the tile's rows, packed */
     float a[TQ * 64];          /* the diagonal block's scores phi(Q) phi(K)^T */
     float o[TQ * 64];         /* the tile's unnormalized output rows */
     float den[TQ];                /* the rows' denominators, without eps */
@@ -3602,11 +3667,11 @@ static float attn_linear_transformer_zdot__neon(const float *restrict fq, const 
     return vaddvq_f32(acc);
 }
 
-/* Packs keys [j0, j0 + n) of batch b, kv head hk (n <= 128): their phi(k)
- * rows (0 past D) and V rows (f32, 0 past Dv) into w; zacc[0..64) += the
- * phi(k) rows. */
+/* Packs keys [j0, j0 + n) of batch b, kv head hk: their phi(k) rows (0 past
+ * D) into kout, 64 floats apart, and V rows (f32, 0 past Dv) into vout,
+ * 64 apart; zacc[0..64) += the phi(k) rows. */
 static void attn_linear_transformer_lpack__neon(const attn_args *args, int64_t b, int64_t hk, int64_t j0, int64_t n,
-        attn_linear_transformer_lscratch__neon *w, float *restrict zacc)
+        float *restrict kout, float *restrict vout, float *restrict zacc)
 {
     const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     const float32x4_t one = vdupq_n_f32(1.0f), log2e = vdupq_n_f32(1.44269504f);
@@ -3614,7 +3679,7 @@ static void attn_linear_transformer_lpack__neon(const attn_args *args, int64_t b
     for (j = 0; j < n; j++) {
         const float *kr = attn_linear_transformer_k_row(&kv, hk, j0 + j);
         const float *vr = attn_linear_transformer_v_row(&kv, hk, j0 + j);
-        float *fk = w->kr + j * 64, *fv = w->vp + j * 64;
+        float *fk = kout + j * 64, *fv = vout + j * 64;
         for (c = 0; c < 64; c += 4) {
             const float32x4_t y = vbslq_f32(vcltq_f32(vdupq_n_f32(0.0f), vld1q_f32(kr + c)), vaddq_f32(vld1q_f32(kr + c), one), attn_exp2__neon(vmulq_f32(vld1q_f32(kr + c), log2e)));
             vst1q_f32(fk + c, y);
@@ -3641,60 +3706,59 @@ static void attn_linear_transformer_lrows__neon(int64_t rows, const float *p, in
     }
 }
 
-/* s += phi(K)^T V over the n keys packed in w: the P*V kernel with head
+/* s += phi(K)^T V over n keys packed as phi(k) rows kr and V rows vp: the P*V kernel with head
  * dims as its rows, 6 at a time: P(d, j) = phi(k_j)[d]. */
-static void attn_linear_transformer_lfold__neon(attn_linear_transformer_lscratch__neon *w, int64_t n, float *restrict s)
+static void attn_linear_transformer_lfold__neon(const float *restrict kr, const float *restrict vp, int64_t n, float *restrict s)
 {
     static const float ones[6] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t d;
     for (d = 0; d + 6 <= D; d += 6)
-        attn_linear_transformer_pv_6x64_f32__neon(w->kr + d, 1, 64, w->vp, 64, 0, n, s + d * 64, ones);
-    attn_linear_transformer_pv_4x64_f32__neon(w->kr + d, 1, 64, w->vp, 64, 0, n, s + d * 64, ones); /* the last 4 head dims */
+        attn_linear_transformer_pv_6x64_f32__neon(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones);
+    attn_linear_transformer_pv_4x64_f32__neon(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones); /* the last 4 head dims */
 }
 
-/* The diagonal block's n keys, packed as rows in w, transposed into the
- * K^T panels the scores kernel reads (keys past n: 0). */
-static void attn_linear_transformer_ltrans__neon(attn_linear_transformer_lscratch__neon *w, int64_t n)
+/* The diagonal block's n keys, packed as phi(k) rows in kr (room for whole
+ * panels), transposed into the K^T panels of w the scores kernel reads (keys
+ * past n: 0). */
+static void attn_linear_transformer_ltrans__neon(float *restrict kr, int64_t n, attn_linear_transformer_lscratch__neon *w)
 {
     const int64_t np = (n + 7) / 8; /* panels */
     int64_t pn, c, d;
-    memset(w->kr + n * 64, 0, sizeof(float) * (size_t)((np * 8 - n) * 64));
+    memset(kr + n * 64, 0, sizeof(float) * (size_t)((np * 8 - n) * 64));
     for (pn = 0; pn < np; pn++) {
-        const float *src = w->kr + pn * 512;
+        const float *src = kr + pn * 512;
         float *dst = w->kt + pn * 512;
         for (c = 0; c < 8; c++)
             for (d = 0; d < D; d++) dst[d * 8 + c] = src[c * 64 + d];
     }
 }
 
-/* Query head h of batch b, rows [i0, i0 + tq): O = phi(Q) S (and, causal,
+/* Query head h of batch b, rows [i0, i0 + tq), their phi(q) packed in fq:
+ * O = phi(Q) S (and, causal,
  * + A V over the diagonal block packed in w: n keys from `first`, the rows at
- * positions pos0, pos0 + 1, ...), divided by phi(q) . z (+ the row sums of A)
+ * positions pos0, pos0 + 1, ..., V rows vp), divided by phi(q) . z (+ the row sums of A)
  * + eps; s and z are the running state of h's kv head. */
 static void attn_linear_transformer_ltile__neon(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
-        const float *restrict s, const float *restrict z, int64_t pos0, int64_t first, int64_t n,
-        attn_linear_transformer_lscratch__neon *w)
+        const float *restrict fq, const float *restrict s, const float *restrict z, int64_t pos0, int64_t first,
+        int64_t n, const float *restrict vp, attn_linear_transformer_lscratch__neon *w)
 {
     static const float ones[6] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t r;
-    /* phi(Q) of the tile; O = phi(Q) S and the denominators phi(q) . z */
-    for (r = 0; r < tq; r++) {
-        attn_linear_transformer_phiq_f32__neon(attn_linear_transformer_q_row(args, b, i0 + r, h), w->fq + r * 64);
-        w->den[r] = attn_linear_transformer_zdot__neon(w->fq + r * 64, z);
-    }
+    /* O = phi(Q) S and the denominators phi(q) . z */
+    for (r = 0; r < tq; r++) w->den[r] = attn_linear_transformer_zdot__neon(fq + r * 64, z);
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r + 6 <= tq; r += 6)
-        attn_linear_transformer_pv_6x64_f32__neon(w->fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
-    attn_linear_transformer_lrows__neon(tq - r, w->fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+        attn_linear_transformer_pv_6x64_f32__neon(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+    attn_linear_transformer_lrows__neon(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     if (n > 0) {
         int64_t pn;
         /* A = phi(Q) phi(K)^T on the diagonal block, panel by panel */
         for (pn = 0; pn * 8 < n; pn++) {
             const float *kt = w->kt + pn * 512;
             for (r = 0; r + 8 <= tq; r += 8)
-                attn_linear_transformer_qk_8x8_f32__neon(w->fq + r * 64, 64, kt, w->a + r * 64 + pn * 8, 64);
+                attn_linear_transformer_qk_8x8_f32__neon(fq + r * 64, 64, kt, w->a + r * 64 + pn * 8, 64);
             for (; r < tq; r++)
-                attn_linear_transformer_qk_1x8_f32__neon(w->fq + r * 64, 64, kt, w->a + r * 64 + pn * 8, 64);
+                attn_linear_transformer_qk_1x8_f32__neon(fq + r * 64, 64, kt, w->a + r * 64 + pn * 8, 64);
         }
         /* row i sees the block's keys up to its position: the rest of A is 0; denominators += row sums */
         for (r = 0; r < tq; r++) {
@@ -3708,8 +3772,8 @@ static void attn_linear_transformer_ltile__neon(const attn_args *args, int64_t b
         }
         /* O += A V */
         for (r = 0; r + 6 <= tq; r += 6)
-            attn_linear_transformer_pv_6x64_f32__neon(w->a + r * 64, 64, 1, w->vp, 64, 0, n, w->o + r * 64, ones);
-        attn_linear_transformer_lrows__neon(tq - r, w->a + r * 64, 64, 1, w->vp, 64, 0, n, w->o + r * 64, ones);
+            attn_linear_transformer_pv_6x64_f32__neon(w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
+        attn_linear_transformer_lrows__neon(tq - r, w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
     for (r = 0; r < tq; r++) {
@@ -3735,23 +3799,50 @@ static void attn_linear_transformer_ltile__neon(const attn_args *args, int64_t b
     }
 }
 
+/* Packs keys [j0, j0 + n) (n <= 128) of batch b for kv heads [hk0, hk0 + nh),
+ * each key's rows of every head together (they lie side by side in memory):
+ * head hh's phi(k) rows at kb + hh * 16448, its V rows 8192 floats
+ * further; its sums of phi(k) are added to z0 + hh * zs. */
+static void attn_linear_transformer_lblock__neon(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
+        int64_t n, float *restrict kb, float *restrict z0, int64_t zs)
+{
+    int64_t jj, hh;
+    for (jj = 0; jj < n; jj++)
+        for (hh = 0; hh < nh; hh++) {
+            float *kr = kb + hh * 16448;
+            attn_linear_transformer_lpack__neon(args, b, hk0 + hh, j0 + jj, 1, kr + jj * 64, kr + 8192 + jj * 64,
+                    z0 + hh * zs);
+        }
+}
+
 /* Folds keys [j0, j1) of batch b into the running S and z of kv heads
- * [hk0, hk0 + nh), TK keys at a time, every head of a block before the
- * next block: the heads' rows of a key lie side by side in memory. */
+ * [hk0, hk0 + nh) (sz, 4160 floats a head), TK keys at a time: packed for
+ * every head (lblock), then each head's block folded in. */
 static void attn_linear_transformer_ladvance__neon(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
-        int64_t j1, float *restrict sz, attn_linear_transformer_lscratch__neon *w)
+        int64_t j1, float *restrict sz, float *restrict kb)
 {
     const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t j, hh;
     for (j = j0; j < j1; j += TK) {
         const int64_t n = j1 - j < TK ? j1 - j : TK;
-        for (hh = 0; hh < nh; hh++) {
-            float *s = sz + hh * 4160, *z = s + D * 64;
-            attn_linear_transformer_lpack__neon(args, b, hk0 + hh, j, n, w, z);
+        attn_linear_transformer_lblock__neon(args, b, hk0, nh, j, n, kb, sz + D * 64, 4160);
+        for (hh = 0; hh < nh; hh++) /* the next block, while this one is folded */
             attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, j + n, j + 2 * n < j1 ? j + 2 * n : j1);
-            attn_linear_transformer_lfold__neon(w, n, s);
-        }
+        for (hh = 0; hh < nh; hh++)
+            attn_linear_transformer_lfold__neon(kb + hh * 16448, kb + hh * 16448 + 8192, n, sz + hh * 4160);
     }
+}
+
+/* phi(q) of rows [i0, i0 + tq) of batch b for every query head of kv heads
+ * [hk0, hk0 + nh), row by row (a row's heads lie side by side in memory):
+ * head hh * GROUP + g of the run at qb + (hh * GROUP + g) * TQ * 64. */
+static void attn_linear_transformer_lphiq__neon(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t i0,
+        int64_t tq, float *restrict qb)
+{
+    int64_t r, hq;
+    for (r = 0; r < tq; r++)
+        for (hq = 0; hq < nh * GROUP; hq++)
+            attn_linear_transformer_phiq_f32__neon(attn_linear_transformer_q_row(args, b, i0 + r, hk0 * GROUP + hq), qb + (hq * TQ + r) * 64);
 }
 
 /* One work unit: batch b, kv heads [hk0, hk0 + nh) and every query row of
@@ -3759,7 +3850,7 @@ static void attn_linear_transformer_ladvance__neon(const attn_args *args, int64_
  * the unit (so whatever the thread count): keys in order, TK at a time, and
  * query tiles in order. */
 static void attn_linear_transformer_lunit__neon(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, float *restrict sz,
-        attn_linear_transformer_lscratch__neon *w)
+        float *restrict kb, float *restrict qb, attn_linear_transformer_lscratch__neon *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t lq = args->seq_q;
@@ -3786,29 +3877,35 @@ static void attn_linear_transformer_lunit__neon(const attn_args *args, int64_t b
             const int64_t first = pos0 < 0 ? 0 : (pos0 > lk ? lk : pos0);
             const int64_t end = posl + 1 < 0 ? 0 : (posl + 1 > lk ? lk : posl + 1);
             const int64_t n = end - first; /* keys of the diagonal block, at most tq */
-            if (kdone < first) attn_linear_transformer_ladvance__neon(args, b, hk0, nh, kdone, first, sz, w);
+            if (kdone < first) attn_linear_transformer_ladvance__neon(args, b, hk0, nh, kdone, first, sz, kb);
+            attn_linear_transformer_lphiq__neon(args, b, hk0, nh, i0, tq, qb);
             kdone = first > kdone ? first : kdone;
+            /* the diagonal block of every head, its sums of phi(k) apart (zd) */
+            for (hh = 0; hh < nh; hh++) memset(kb + hh * 16448 + 16384, 0, sizeof(float) * 64);
+            if (n > 0) {
+                attn_linear_transformer_lblock__neon(args, b, hk0, nh, first, n, kb, kb + 16384, 16448);
+                for (hh = 0; hh < nh; hh++) /* the next tile's */
+                    attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, end, end + TQ < lk ? end + TQ : lk);
+            }
             for (hh = 0; hh < nh; hh++) {
                 const int64_t hk = hk0 + hh;
                 float *s = sz + hh * 4160, *z = s + D * 64;
-                memset(w->zd, 0, sizeof w->zd);
-                if (n > 0) {
-                    attn_linear_transformer_lpack__neon(args, b, hk, first, n, w, w->zd);
-                    attn_linear_transformer_prefetch_keys(&kv, hk, end, end + TQ < lk ? end + TQ : lk); /* the next tile's */
-                    attn_linear_transformer_ltrans__neon(w, n);
-                }
-                for (g = 0; g < GROUP; g++) attn_linear_transformer_ltile__neon(args, b, hk * GROUP + g, i0, tq, s, z, pos0, first, n, w);
+                float *kr = kb + hh * 16448, *vp = kr + 8192, *zd = vp + 8192;
+                if (n > 0) attn_linear_transformer_ltrans__neon(kr, n, w);
+                for (g = 0; g < GROUP; g++)
+                    attn_linear_transformer_ltile__neon(args, b, hk * GROUP + g, i0, tq, qb + (hh * GROUP + g) * TQ * 64, s, z, pos0, first,
+                            n, vp, w);
                 /* the diagonal block into S and z */
                 if (n > 0) {
                     int64_t d;
-                    attn_linear_transformer_lfold__neon(w, n, s);
-                    for (d = 0; d < D; d++) z[d] += w->zd[d];
+                    attn_linear_transformer_lfold__neon(kr, vp, n, s);
+                    for (d = 0; d < D; d++) z[d] += zd[d];
                 }
             }
             kdone = end > kdone ? end : kdone;
         }
         /* the keys no row saw still go into the state */
-        if (kdone < lk) attn_linear_transformer_ladvance__neon(args, b, hk0, nh, kdone, lk, sz, w);
+        if (kdone < lk) attn_linear_transformer_ladvance__neon(args, b, hk0, nh, kdone, lk, sz, kb);
     }
     for (hh = 0; hh < nh; hh++) {
         const int64_t at = b * HKV + hk0 + hh;
@@ -3848,9 +3945,12 @@ attn_status attn_linear_transformer_fwd__neon(const attn_args *args)
 #endif
     {
         attn_linear_transformer_lscratch__neon *w = (attn_linear_transformer_lscratch__neon *)attn_alloc(sizeof(*w));
-        float *sz = (float *)attn_alloc(sizeof(float) * (size_t)((HKV + runs - 1) / runs * 4160));
+        const int64_t most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
+        float *sz = (float *)attn_alloc(sizeof(float) * (size_t)(most * 4160));
+        float *kb = (float *)attn_alloc(sizeof(float) * (size_t)(most * 16448));
+        float *qb = (float *)attn_alloc(sizeof(float) * (size_t)(most * GROUP * TQ * 64));
         int64_t unit;
-        if (!w || !sz) {
+        if (!w || !sz || !kb || !qb) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
@@ -3863,10 +3963,12 @@ attn_status attn_linear_transformer_fwd__neon(const attn_args *args)
         for (unit = 0; unit < B * runs; unit++) {
             const int64_t b = unit / runs, run = unit % runs;
             const int64_t hk0 = run * HKV / runs, hk1 = (run + 1) * HKV / runs;
-            if (w && sz) attn_linear_transformer_lunit__neon(args, b, hk0, hk1 - hk0, sz, w);
+            if (w && sz && kb && qb) attn_linear_transformer_lunit__neon(args, b, hk0, hk1 - hk0, sz, kb, qb, w);
         }
         attn_free(w);
         attn_free(sz);
+        attn_free(kb);
+        attn_free(qb);
     }
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
@@ -4185,14 +4287,11 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_pv_1x64_f32__scalar(const fl
     }
 }
 
-/* Per-thread scratch of the scalar variant: one kv head's blocks at a time (the
- * running S and z of a unit's kv heads are apart, 8 at most). */
+/* Per-thread scratch of the scalar variant: one query head's tile at a time
+ * (the running S and z of a unit's kv heads, their packed blocks of keys and
+ * the tile's phi(Q) are in the unit's buffers, lunit). */
 typedef struct {
-    float zd[64];             /* the sums of the diagonal block's phi(k) */
-    float kr[128 * 64];     /* phi(k) rows of a block of keys (past D: 0) */
-    float vp[128 * 64];     /* their V rows, f32 (past Dv: 0) */
     float kt[32 * 64 * 2]; /* the diagonal block's phi(K)^T, panels of 2 keys (0 past the block) */
-    float fq[TQ * 64];        /* phi(Q) of the tile's rows, packed */
     float a[TQ * 64];          /* the diagonal block's scores phi(Q) phi(K)^T */
     float o[TQ * 64];         /* the tile's unnormalized output rows */
     float den[TQ];                /* the rows' denominators, without eps */
@@ -4218,11 +4317,11 @@ ATTN_NO_AUTOVEC static float attn_linear_transformer_zdot__scalar(const float *r
     return acc;
 }
 
-/* Packs keys [j0, j0 + n) of batch b, kv head hk (n <= 128): their phi(k)
- * rows (0 past D) and V rows (f32, 0 past Dv) into w; zacc[0..64) += the
- * phi(k) rows. */
+/* Packs keys [j0, j0 + n) of batch b, kv head hk: their phi(k) rows (0 past
+ * D) into kout, 64 floats apart, and V rows (f32, 0 past Dv) into vout,
+ * 64 apart; zacc[0..64) += the phi(k) rows. */
 ATTN_NO_AUTOVEC static void attn_linear_transformer_lpack__scalar(const attn_args *args, int64_t b, int64_t hk, int64_t j0, int64_t n,
-        attn_linear_transformer_lscratch__scalar *w, float *restrict zacc)
+        float *restrict kout, float *restrict vout, float *restrict zacc)
 {
     const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     const float one = (1.0f), log2e = (1.44269504f);
@@ -4230,7 +4329,7 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lpack__scalar(const attn_arg
     for (j = 0; j < n; j++) {
         const float *kr = attn_linear_transformer_k_row(&kv, hk, j0 + j);
         const float *vr = attn_linear_transformer_v_row(&kv, hk, j0 + j);
-        float *fk = w->kr + j * 64, *fv = w->vp + j * 64;
+        float *fk = kout + j * 64, *fv = vout + j * 64;
         for (c = 0; c < 64; c += 1) {
             const float y = ((0.0f < *(kr + c)) ? (*(kr + c) + one) : exp2f((*(kr + c) * log2e)));
             *(fk + c) = y;
@@ -4253,59 +4352,58 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lrows__scalar(int64_t rows, 
     }
 }
 
-/* s += phi(K)^T V over the n keys packed in w: the P*V kernel with head
+/* s += phi(K)^T V over n keys packed as phi(k) rows kr and V rows vp: the P*V kernel with head
  * dims as its rows, 4 at a time: P(d, j) = phi(k_j)[d]. */
-ATTN_NO_AUTOVEC static void attn_linear_transformer_lfold__scalar(attn_linear_transformer_lscratch__scalar *w, int64_t n, float *restrict s)
+ATTN_NO_AUTOVEC static void attn_linear_transformer_lfold__scalar(const float *restrict kr, const float *restrict vp, int64_t n, float *restrict s)
 {
     static const float ones[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t d;
     for (d = 0; d + 4 <= D; d += 4)
-        attn_linear_transformer_pv_4x64_f32__scalar(w->kr + d, 1, 64, w->vp, 64, 0, n, s + d * 64, ones);
+        attn_linear_transformer_pv_4x64_f32__scalar(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones);
 }
 
-/* The diagonal block's n keys, packed as rows in w, transposed into the
- * K^T panels the scores kernel reads (keys past n: 0). */
-ATTN_NO_AUTOVEC static void attn_linear_transformer_ltrans__scalar(attn_linear_transformer_lscratch__scalar *w, int64_t n)
+/* The diagonal block's n keys, packed as phi(k) rows in kr (room for whole
+ * panels), transposed into the K^T panels of w the scores kernel reads (keys
+ * past n: 0). */
+ATTN_NO_AUTOVEC static void attn_linear_transformer_ltrans__scalar(float *restrict kr, int64_t n, attn_linear_transformer_lscratch__scalar *w)
 {
     const int64_t np = (n + 1) / 2; /* panels */
     int64_t pn, c, d;
-    memset(w->kr + n * 64, 0, sizeof(float) * (size_t)((np * 2 - n) * 64));
+    memset(kr + n * 64, 0, sizeof(float) * (size_t)((np * 2 - n) * 64));
     for (pn = 0; pn < np; pn++) {
-        const float *src = w->kr + pn * 128;
+        const float *src = kr + pn * 128;
         float *dst = w->kt + pn * 128;
         for (c = 0; c < 2; c++)
             for (d = 0; d < D; d++) dst[d * 2 + c] = src[c * 64 + d];
     }
 }
 
-/* Query head h of batch b, rows [i0, i0 + tq): O = phi(Q) S (and, causal,
+/* Query head h of batch b, rows [i0, i0 + tq), their phi(q) packed in fq:
+ * O = phi(Q) S (and, causal,
  * + A V over the diagonal block packed in w: n keys from `first`, the rows at
- * positions pos0, pos0 + 1, ...), divided by phi(q) . z (+ the row sums of A)
+ * positions pos0, pos0 + 1, ..., V rows vp), divided by phi(q) . z (+ the row sums of A)
  * + eps; s and z are the running state of h's kv head. */
 ATTN_NO_AUTOVEC static void attn_linear_transformer_ltile__scalar(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
-        const float *restrict s, const float *restrict z, int64_t pos0, int64_t first, int64_t n,
-        attn_linear_transformer_lscratch__scalar *w)
+        const float *restrict fq, const float *restrict s, const float *restrict z, int64_t pos0, int64_t first,
+        int64_t n, const float *restrict vp, attn_linear_transformer_lscratch__scalar *w)
 {
     static const float ones[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t r;
-    /* phi(Q) of the tile; O = phi(Q) S and the denominators phi(q) . z */
-    for (r = 0; r < tq; r++) {
-        attn_linear_transformer_phiq_f32__scalar(attn_linear_transformer_q_row(args, b, i0 + r, h), w->fq + r * 64);
-        w->den[r] = attn_linear_transformer_zdot__scalar(w->fq + r * 64, z);
-    }
+    /* O = phi(Q) S and the denominators phi(q) . z */
+    for (r = 0; r < tq; r++) w->den[r] = attn_linear_transformer_zdot__scalar(fq + r * 64, z);
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r + 4 <= tq; r += 4)
-        attn_linear_transformer_pv_4x64_f32__scalar(w->fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
-    attn_linear_transformer_lrows__scalar(tq - r, w->fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+        attn_linear_transformer_pv_4x64_f32__scalar(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+    attn_linear_transformer_lrows__scalar(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     if (n > 0) {
         int64_t pn;
         /* A = phi(Q) phi(K)^T on the diagonal block, panel by panel */
         for (pn = 0; pn * 2 < n; pn++) {
             const float *kt = w->kt + pn * 128;
             for (r = 0; r + 4 <= tq; r += 4)
-                attn_linear_transformer_qk_4x2_f32__scalar(w->fq + r * 64, 64, kt, w->a + r * 64 + pn * 2, 64);
+                attn_linear_transformer_qk_4x2_f32__scalar(fq + r * 64, 64, kt, w->a + r * 64 + pn * 2, 64);
             for (; r < tq; r++)
-                attn_linear_transformer_qk_1x2_f32__scalar(w->fq + r * 64, 64, kt, w->a + r * 64 + pn * 2, 64);
+                attn_linear_transformer_qk_1x2_f32__scalar(fq + r * 64, 64, kt, w->a + r * 64 + pn * 2, 64);
         }
         /* row i sees the block's keys up to its position: the rest of A is 0; denominators += row sums */
         for (r = 0; r < tq; r++) {
@@ -4319,8 +4417,8 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_ltile__scalar(const attn_arg
         }
         /* O += A V */
         for (r = 0; r + 4 <= tq; r += 4)
-            attn_linear_transformer_pv_4x64_f32__scalar(w->a + r * 64, 64, 1, w->vp, 64, 0, n, w->o + r * 64, ones);
-        attn_linear_transformer_lrows__scalar(tq - r, w->a + r * 64, 64, 1, w->vp, 64, 0, n, w->o + r * 64, ones);
+            attn_linear_transformer_pv_4x64_f32__scalar(w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
+        attn_linear_transformer_lrows__scalar(tq - r, w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
     for (r = 0; r < tq; r++) {
@@ -4394,23 +4492,50 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_ltile__scalar(const attn_arg
     }
 }
 
+/* Packs keys [j0, j0 + n) (n <= 128) of batch b for kv heads [hk0, hk0 + nh),
+ * each key's rows of every head together (they lie side by side in memory):
+ * head hh's phi(k) rows at kb + hh * 16448, its V rows 8192 floats
+ * further; its sums of phi(k) are added to z0 + hh * zs. */
+ATTN_NO_AUTOVEC static void attn_linear_transformer_lblock__scalar(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
+        int64_t n, float *restrict kb, float *restrict z0, int64_t zs)
+{
+    int64_t jj, hh;
+    for (jj = 0; jj < n; jj++)
+        for (hh = 0; hh < nh; hh++) {
+            float *kr = kb + hh * 16448;
+            attn_linear_transformer_lpack__scalar(args, b, hk0 + hh, j0 + jj, 1, kr + jj * 64, kr + 8192 + jj * 64,
+                    z0 + hh * zs);
+        }
+}
+
 /* Folds keys [j0, j1) of batch b into the running S and z of kv heads
- * [hk0, hk0 + nh), TK keys at a time, every head of a block before the
- * next block: the heads' rows of a key lie side by side in memory. */
+ * [hk0, hk0 + nh) (sz, 4160 floats a head), TK keys at a time: packed for
+ * every head (lblock), then each head's block folded in. */
 ATTN_NO_AUTOVEC static void attn_linear_transformer_ladvance__scalar(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
-        int64_t j1, float *restrict sz, attn_linear_transformer_lscratch__scalar *w)
+        int64_t j1, float *restrict sz, float *restrict kb)
 {
     const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t j, hh;
     for (j = j0; j < j1; j += TK) {
         const int64_t n = j1 - j < TK ? j1 - j : TK;
-        for (hh = 0; hh < nh; hh++) {
-            float *s = sz + hh * 4160, *z = s + D * 64;
-            attn_linear_transformer_lpack__scalar(args, b, hk0 + hh, j, n, w, z);
+        attn_linear_transformer_lblock__scalar(args, b, hk0, nh, j, n, kb, sz + D * 64, 4160);
+        for (hh = 0; hh < nh; hh++) /* the next block, while this one is folded */
             attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, j + n, j + 2 * n < j1 ? j + 2 * n : j1);
-            attn_linear_transformer_lfold__scalar(w, n, s);
-        }
+        for (hh = 0; hh < nh; hh++)
+            attn_linear_transformer_lfold__scalar(kb + hh * 16448, kb + hh * 16448 + 8192, n, sz + hh * 4160);
     }
+}
+
+/* phi(q) of rows [i0, i0 + tq) of batch b for every query head of kv heads
+ * [hk0, hk0 + nh), row by row (a row's heads lie side by side in memory):
+ * head hh * GROUP + g of the run at qb + (hh * GROUP + g) * TQ * 64. */
+ATTN_NO_AUTOVEC static void attn_linear_transformer_lphiq__scalar(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t i0,
+        int64_t tq, float *restrict qb)
+{
+    int64_t r, hq;
+    for (r = 0; r < tq; r++)
+        for (hq = 0; hq < nh * GROUP; hq++)
+            attn_linear_transformer_phiq_f32__scalar(attn_linear_transformer_q_row(args, b, i0 + r, hk0 * GROUP + hq), qb + (hq * TQ + r) * 64);
 }
 
 /* One work unit: batch b, kv heads [hk0, hk0 + nh) and every query row of
@@ -4418,7 +4543,7 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_ladvance__scalar(const attn_
  * the unit (so whatever the thread count): keys in order, TK at a time, and
  * query tiles in order. */
 ATTN_NO_AUTOVEC static void attn_linear_transformer_lunit__scalar(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, float *restrict sz,
-        attn_linear_transformer_lscratch__scalar *w)
+        float *restrict kb, float *restrict qb, attn_linear_transformer_lscratch__scalar *w)
 {
     const int64_t lk = args->seq_k;
     const int64_t lq = args->seq_q;
@@ -4445,29 +4570,35 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lunit__scalar(const attn_arg
             const int64_t first = pos0 < 0 ? 0 : (pos0 > lk ? lk : pos0);
             const int64_t end = posl + 1 < 0 ? 0 : (posl + 1 > lk ? lk : posl + 1);
             const int64_t n = end - first; /* keys of the diagonal block, at most tq */
-            if (kdone < first) attn_linear_transformer_ladvance__scalar(args, b, hk0, nh, kdone, first, sz, w);
+            if (kdone < first) attn_linear_transformer_ladvance__scalar(args, b, hk0, nh, kdone, first, sz, kb);
+            attn_linear_transformer_lphiq__scalar(args, b, hk0, nh, i0, tq, qb);
             kdone = first > kdone ? first : kdone;
+            /* the diagonal block of every head, its sums of phi(k) apart (zd) */
+            for (hh = 0; hh < nh; hh++) memset(kb + hh * 16448 + 16384, 0, sizeof(float) * 64);
+            if (n > 0) {
+                attn_linear_transformer_lblock__scalar(args, b, hk0, nh, first, n, kb, kb + 16384, 16448);
+                for (hh = 0; hh < nh; hh++) /* the next tile's */
+                    attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, end, end + TQ < lk ? end + TQ : lk);
+            }
             for (hh = 0; hh < nh; hh++) {
                 const int64_t hk = hk0 + hh;
                 float *s = sz + hh * 4160, *z = s + D * 64;
-                memset(w->zd, 0, sizeof w->zd);
-                if (n > 0) {
-                    attn_linear_transformer_lpack__scalar(args, b, hk, first, n, w, w->zd);
-                    attn_linear_transformer_prefetch_keys(&kv, hk, end, end + TQ < lk ? end + TQ : lk); /* the next tile's */
-                    attn_linear_transformer_ltrans__scalar(w, n);
-                }
-                for (g = 0; g < GROUP; g++) attn_linear_transformer_ltile__scalar(args, b, hk * GROUP + g, i0, tq, s, z, pos0, first, n, w);
+                float *kr = kb + hh * 16448, *vp = kr + 8192, *zd = vp + 8192;
+                if (n > 0) attn_linear_transformer_ltrans__scalar(kr, n, w);
+                for (g = 0; g < GROUP; g++)
+                    attn_linear_transformer_ltile__scalar(args, b, hk * GROUP + g, i0, tq, qb + (hh * GROUP + g) * TQ * 64, s, z, pos0, first,
+                            n, vp, w);
                 /* the diagonal block into S and z */
                 if (n > 0) {
                     int64_t d;
-                    attn_linear_transformer_lfold__scalar(w, n, s);
-                    for (d = 0; d < D; d++) z[d] += w->zd[d];
+                    attn_linear_transformer_lfold__scalar(kr, vp, n, s);
+                    for (d = 0; d < D; d++) z[d] += zd[d];
                 }
             }
             kdone = end > kdone ? end : kdone;
         }
         /* the keys no row saw still go into the state */
-        if (kdone < lk) attn_linear_transformer_ladvance__scalar(args, b, hk0, nh, kdone, lk, sz, w);
+        if (kdone < lk) attn_linear_transformer_ladvance__scalar(args, b, hk0, nh, kdone, lk, sz, kb);
     }
     for (hh = 0; hh < nh; hh++) {
         const int64_t at = b * HKV + hk0 + hh;
@@ -4507,9 +4638,12 @@ ATTN_NO_AUTOVEC attn_status attn_linear_transformer_fwd__scalar(const attn_args 
 #endif
     {
         attn_linear_transformer_lscratch__scalar *w = (attn_linear_transformer_lscratch__scalar *)attn_alloc(sizeof(*w));
-        float *sz = (float *)attn_alloc(sizeof(float) * (size_t)((HKV + runs - 1) / runs * 4160));
+        const int64_t most = (HKV + runs - 1) / runs; /* kv heads of a run, at most */
+        float *sz = (float *)attn_alloc(sizeof(float) * (size_t)(most * 4160));
+        float *kb = (float *)attn_alloc(sizeof(float) * (size_t)(most * 16448));
+        float *qb = (float *)attn_alloc(sizeof(float) * (size_t)(most * GROUP * TQ * 64));
         int64_t unit;
-        if (!w || !sz) {
+        if (!w || !sz || !kb || !qb) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
@@ -4522,10 +4656,12 @@ ATTN_NO_AUTOVEC attn_status attn_linear_transformer_fwd__scalar(const attn_args 
         for (unit = 0; unit < B * runs; unit++) {
             const int64_t b = unit / runs, run = unit % runs;
             const int64_t hk0 = run * HKV / runs, hk1 = (run + 1) * HKV / runs;
-            if (w && sz) attn_linear_transformer_lunit__scalar(args, b, hk0, hk1 - hk0, sz, w);
+            if (w && sz && kb && qb) attn_linear_transformer_lunit__scalar(args, b, hk0, hk1 - hk0, sz, kb, qb, w);
         }
         attn_free(w);
         attn_free(sz);
+        attn_free(kb);
+        attn_free(qb);
     }
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
