@@ -430,8 +430,12 @@ for _, lq in ipairs(quick and { 1, 16, 64 } or { 1, 4, 8, 16, 32, 64 }) do
   crossover[#crossover + 1] = { lq = lq, decode_ms = t[64] * 1e3, prefill_ms = t[0] * 1e3 }
 end
 
--- 9b. short prompts: causal prefill, H 8, D 128, 1 thread, against the FMA
--- peak of each run (the targets at 256, 512 and 1024 keys)
+-- 9b. short prompts: causal prefill, H 8, D 128, 1 thread (the targets at
+-- 256, 512 and 1024 keys).  Each fraction divides by the best one-thread
+-- AVX-512 FMA peak of the whole suite, not by its own run's: a bench run
+-- measures the peak in about a second, and a slow phase of this VM then
+-- gives a peak too low (and a fraction too high, above 1 at times); the
+-- rows are judged at the end, when every run's peak is known.
 local short_prompts = {}
 local SHORT_GOALS = { [256] = 0.60, [512] = 0.72, [1024] = 0.78 }
 for _, l in ipairs(quick and { 128, 256, 512, 1024 } or { 128, 256, 512, 1024, 2048, 4096 }) do
@@ -440,12 +444,8 @@ for _, l in ipairs(quick and { 128, 256, 512, 1024 } or { 128, 256, 512, 1024, 2
     ["no-reference"] = true, ["no-blas"] = true })
   record(("causal prefill L=%d"):format(l), r)
   local k = result(r, "avx512")
-  local frac = k.gflops / k.peak_gflops
-  short_prompts[#short_prompts + 1] = { l = l, ms = k.seconds * 1e3, gflops = k.gflops, frac = frac }
-  if SHORT_GOALS[l] then
-    target(("causal prefill H=8 D=128 L=%d, 1 thread: fraction of FMA peak"):format(l), frac,
-      (">= %.2f"):format(SHORT_GOALS[l]), frac >= SHORT_GOALS[l])
-  end
+  short_prompts[#short_prompts + 1] = { l = l, ms = k.seconds * 1e3, gflops = k.gflops, run_peak = k.peak_gflops,
+    slot = SHORT_GOALS[l] and reserve() or nil }
 end
 
 -- 9c. multi-token decode (speculative decoding, beam search): Llama-3-8B,
@@ -489,6 +489,23 @@ end
 if ROUNDS >= 3 then decode_round() end
 progress("")
 if tty then io.write("\r\27[K") end
+
+-- the short-prompt targets, against the suite's best one-thread AVX-512 peak
+local suite_peak = 0
+for _, run in ipairs(runs) do
+  if run.data.threads == 1 then
+    for _, x in ipairs(run.data.results) do
+      if x.impl == "avx512" and x.peak_gflops > suite_peak then suite_peak = x.peak_gflops end
+    end
+  end
+end
+for _, x in ipairs(short_prompts) do
+  x.frac = x.gflops / suite_peak
+  if x.slot then
+    target(("causal prefill H=8 D=128 L=%d, 1 thread: fraction of FMA peak (%.0f)"):format(x.l, suite_peak), x.frac,
+      (">= %.2f"):format(SHORT_GOALS[x.l]), x.frac >= SHORT_GOALS[x.l], nil, x.slot)
+  end
+end
 
 -- the long-cache decode targets: each thread count's best over the rounds
 local function best_of_rounds(which)
@@ -557,10 +574,11 @@ for _, c in ipairs(crossover) do
   print(("%6d %14.3f %14.3f"):format(c.lq, c.decode_ms, c.prefill_ms))
 end
 print()
-print("causal prefill, H = 8, D = 128, 1 thread, AVX-512 (short prompts)")
-print(("%6s %10s %10s %10s"):format("L", "time (ms)", "GFLOP/s", "of peak"))
+print(("causal prefill, H = 8, D = 128, 1 thread, AVX-512 (short prompts; of peak: of the suite's best"
+  .. " one-thread peak, %.0f GFLOP/s; run's peak: the one its own run measured)"):format(suite_peak))
+print(("%6s %10s %10s %10s %12s"):format("L", "time (ms)", "GFLOP/s", "of peak", "run's peak"))
 for _, x in ipairs(short_prompts) do
-  print(("%6d %10.3f %10.1f %9.0f%%"):format(x.l, x.ms, x.gflops, 100 * x.frac))
+  print(("%6d %10.3f %10.1f %9.0f%% %12.0f"):format(x.l, x.ms, x.gflops, 100 * x.frac, x.run_peak))
 end
 print()
 print("multi-token decode, Llama-3-8B, 1 thread, AVX-512 (roofline: max(K/V bytes / read BW, FLOPs / FMA peak))")
