@@ -142,16 +142,16 @@ static inline float *attn_linear_transformer_o_row(const attn_args *args, int64_
     return (float *)args->o + b * args->o_stride[0] + i * args->o_stride[1] + h * args->o_stride[2];
 }
 
-/* Asks for the K and V rows of keys [j0, j1) of kv head hk (j1 <= Lk_b):
- * read with a stride of a key's heads, they would come from memory one
- * latency at a time while the keys before them are folded in. */
-static void attn_linear_transformer_prefetch_keys(const attn_linear_transformer_kv *kv, int64_t hk, int64_t j0, int64_t j1)
+/* Asks for the K and V rows of keys [j0, j1) (j1 <= Lk_b) of kv heads
+ * [hk0, hk0 + nh), key by key, while the keys before them are folded in. */
+static void attn_linear_transformer_prefetch_keys(const attn_linear_transformer_kv *kv, int64_t hk0, int64_t nh, int64_t j0, int64_t j1)
 {
-    int64_t j;
-    for (j = j0; j < j1; j++) {
-        attn_linear_transformer_prefetch_row(attn_linear_transformer_k_row(kv, hk, j), D);
-        attn_linear_transformer_prefetch_row(attn_linear_transformer_v_row(kv, hk, j), DV);
-    }
+    int64_t j, hh;
+    for (j = j0; j < j1; j++)
+        for (hh = 0; hh < nh; hh++) {
+            attn_linear_transformer_prefetch_row(attn_linear_transformer_k_row(kv, hk0 + hh, j), D);
+            attn_linear_transformer_prefetch_row(attn_linear_transformer_v_row(kv, hk0 + hh, j), DV);
+        }
 }
 
 /* ======================================================================== */
@@ -893,8 +893,8 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_phiq_
     const __m512 one = _mm512_set1_ps(1.0f), log2e = _mm512_set1_ps(1.44269504f);
     int64_t c;
     for (c = 0; c < 64; c += 16) {
-        const __m512 x = _mm512_loadu_ps(src + c);
-        _mm512_storeu_ps(dst + c, _mm512_mask_blend_ps(_mm512_cmp_ps_mask(_mm512_setzero_ps(), x, _CMP_LT_OQ), attn_exp2__avx512(_mm512_mul_ps(x, log2e)), _mm512_add_ps(x, one)));
+        const __m512 y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(_mm512_setzero_ps(), _mm512_loadu_ps(src + c), _CMP_LT_OQ), attn_exp2__avx512(_mm512_mul_ps(_mm512_loadu_ps(src + c), log2e)), _mm512_add_ps(_mm512_loadu_ps(src + c), one));
+        _mm512_storeu_ps(dst + c, y);
     }
 }
 
@@ -907,26 +907,19 @@ __attribute__((target("avx512f,fma"))) static float attn_linear_transformer_zdot
     return _mm512_reduce_add_ps(acc);
 }
 
-/* Packs keys [j0, j0 + n) of batch b, kv head hk: their phi(k) rows (0 past
- * D) into kout, 64 floats apart, and V rows (f32, 0 past Dv) into vout,
- * 64 apart; zacc[0..64) += the phi(k) rows. */
-__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lpack__avx512(const attn_args *args, int64_t b, int64_t hk, int64_t j0, int64_t n,
-        float *restrict kout, float *restrict vout, float *restrict zacc)
+/* Packs one key from its K row kr and V row vr: phi(k) into fk (0 past D), V
+ * as f32 into fv (0 past Dv); zacc[0..64) += phi(k). */
+__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lpack__avx512(const float *restrict kr, const float *restrict vr,
+        float *restrict fk, float *restrict fv, float *restrict zacc)
 {
-    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     const __m512 one = _mm512_set1_ps(1.0f), log2e = _mm512_set1_ps(1.44269504f);
-    int64_t j, c;
-    for (j = 0; j < n; j++) {
-        const float *kr = attn_linear_transformer_k_row(&kv, hk, j0 + j);
-        const float *vr = attn_linear_transformer_v_row(&kv, hk, j0 + j);
-        float *fk = kout + j * 64, *fv = vout + j * 64;
-        for (c = 0; c < 64; c += 16) {
-            const __m512 y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(_mm512_setzero_ps(), _mm512_loadu_ps(kr + c), _CMP_LT_OQ), attn_exp2__avx512(_mm512_mul_ps(_mm512_loadu_ps(kr + c), log2e)), _mm512_add_ps(_mm512_loadu_ps(kr + c), one));
-            _mm512_storeu_ps(fk + c, y);
-            _mm512_storeu_ps(zacc + c, _mm512_add_ps(_mm512_loadu_ps(zacc + c), y));
-        }
-        for (c = 0; c < 64; c += 16) _mm512_storeu_ps(fv + c, _mm512_loadu_ps(vr + c));
+    int64_t c;
+    for (c = 0; c < 64; c += 16) {
+        const __m512 y = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(_mm512_setzero_ps(), _mm512_loadu_ps(kr + c), _CMP_LT_OQ), attn_exp2__avx512(_mm512_mul_ps(_mm512_loadu_ps(kr + c), log2e)), _mm512_add_ps(_mm512_loadu_ps(kr + c), one));
+        _mm512_storeu_ps(fk + c, y);
+        _mm512_storeu_ps(zacc + c, _mm512_add_ps(_mm512_loadu_ps(zacc + c), y));
     }
+    for (c = 0; c < 64; c += 16) _mm512_storeu_ps(fv + c, _mm512_loadu_ps(vr + c));
 }
 
 /* The P*V kernel on rows < 6 rows (the last rows of a tile). */
@@ -1035,12 +1028,13 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltile
 __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lblock__avx512(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
         int64_t n, float *restrict kb, float *restrict z0, int64_t zs)
 {
+    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t jj, hh;
     for (jj = 0; jj < n; jj++)
         for (hh = 0; hh < nh; hh++) {
             float *kr = kb + hh * 16448;
-            attn_linear_transformer_lpack__avx512(args, b, hk0 + hh, j0 + jj, 1, kr + jj * 64, kr + 8192 + jj * 64,
-                    z0 + hh * zs);
+            attn_linear_transformer_lpack__avx512(attn_linear_transformer_k_row(&kv, hk0 + hh, j0 + jj), attn_linear_transformer_v_row(&kv, hk0 + hh, j0 + jj),
+                    kr + jj * 64, kr + 8192 + jj * 64, z0 + hh * zs);
         }
 }
 
@@ -1055,8 +1049,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ladva
     for (j = j0; j < j1; j += TK) {
         const int64_t n = j1 - j < TK ? j1 - j : TK;
         attn_linear_transformer_lblock__avx512(args, b, hk0, nh, j, n, kb, sz + D * 64, 4160);
-        for (hh = 0; hh < nh; hh++) /* the next block, while this one is folded */
-            attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, j + n, j + 2 * n < j1 ? j + 2 * n : j1);
+        attn_linear_transformer_prefetch_keys(&kv, hk0, nh, j + n, j + 2 * n < j1 ? j + 2 * n : j1); /* the next block */
         for (hh = 0; hh < nh; hh++)
             attn_linear_transformer_lfold__avx512(kb + hh * 16448, kb + hh * 16448 + 8192, n, sz + hh * 4160);
     }
@@ -1113,8 +1106,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lunit
             for (hh = 0; hh < nh; hh++) memset(kb + hh * 16448 + 16384, 0, sizeof(float) * 64);
             if (n > 0) {
                 attn_linear_transformer_lblock__avx512(args, b, hk0, nh, first, n, kb, kb + 16384, 16448);
-                for (hh = 0; hh < nh; hh++) /* the next tile's */
-                    attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, end, end + TQ < lk ? end + TQ : lk);
+                attn_linear_transformer_prefetch_keys(&kv, hk0, nh, end, end + TQ < lk ? end + TQ : lk); /* the next tile's */
             }
             for (hh = 0; hh < nh; hh++) {
                 const int64_t hk = hk0 + hh;
@@ -1907,8 +1899,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_phi
     const __m256 one = _mm256_set1_ps(1.0f), log2e = _mm256_set1_ps(1.44269504f);
     int64_t c;
     for (c = 0; c < 64; c += 8) {
-        const __m256 x = _mm256_loadu_ps(src + c);
-        _mm256_storeu_ps(dst + c, _mm256_blendv_ps(attn_exp2__avx2(_mm256_mul_ps(x, log2e)), _mm256_add_ps(x, one), _mm256_cmp_ps(_mm256_setzero_ps(), x, _CMP_LT_OQ)));
+        const __m256 y = _mm256_blendv_ps(attn_exp2__avx2(_mm256_mul_ps(_mm256_loadu_ps(src + c), log2e)), _mm256_add_ps(_mm256_loadu_ps(src + c), one), _mm256_cmp_ps(_mm256_setzero_ps(), _mm256_loadu_ps(src + c), _CMP_LT_OQ));
+        _mm256_storeu_ps(dst + c, y);
     }
 }
 
@@ -1921,26 +1913,19 @@ __attribute__((target("avx2,fma,f16c"))) static float attn_linear_transformer_zd
     return attn_hadd__avx2(acc);
 }
 
-/* Packs keys [j0, j0 + n) of batch b, kv head hk: their phi(k) rows (0 past
- * D) into kout, 64 floats apart, and V rows (f32, 0 past Dv) into vout,
- * 64 apart; zacc[0..64) += the phi(k) rows. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lpack__avx2(const attn_args *args, int64_t b, int64_t hk, int64_t j0, int64_t n,
-        float *restrict kout, float *restrict vout, float *restrict zacc)
+/* Packs one key from its K row kr and V row vr: phi(k) into fk (0 past D), V
+ * as f32 into fv (0 past Dv); zacc[0..64) += phi(k). */
+__attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lpack__avx2(const float *restrict kr, const float *restrict vr,
+        float *restrict fk, float *restrict fv, float *restrict zacc)
 {
-    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     const __m256 one = _mm256_set1_ps(1.0f), log2e = _mm256_set1_ps(1.44269504f);
-    int64_t j, c;
-    for (j = 0; j < n; j++) {
-        const float *kr = attn_linear_transformer_k_row(&kv, hk, j0 + j);
-        const float *vr = attn_linear_transformer_v_row(&kv, hk, j0 + j);
-        float *fk = kout + j * 64, *fv = vout + j * 64;
-        for (c = 0; c < 64; c += 8) {
-            const __m256 y = _mm256_blendv_ps(attn_exp2__avx2(_mm256_mul_ps(_mm256_loadu_ps(kr + c), log2e)), _mm256_add_ps(_mm256_loadu_ps(kr + c), one), _mm256_cmp_ps(_mm256_setzero_ps(), _mm256_loadu_ps(kr + c), _CMP_LT_OQ));
-            _mm256_storeu_ps(fk + c, y);
-            _mm256_storeu_ps(zacc + c, _mm256_add_ps(_mm256_loadu_ps(zacc + c), y));
-        }
-        for (c = 0; c < 64; c += 8) _mm256_storeu_ps(fv + c, _mm256_loadu_ps(vr + c));
+    int64_t c;
+    for (c = 0; c < 64; c += 8) {
+        const __m256 y = _mm256_blendv_ps(attn_exp2__avx2(_mm256_mul_ps(_mm256_loadu_ps(kr + c), log2e)), _mm256_add_ps(_mm256_loadu_ps(kr + c), one), _mm256_cmp_ps(_mm256_setzero_ps(), _mm256_loadu_ps(kr + c), _CMP_LT_OQ));
+        _mm256_storeu_ps(fk + c, y);
+        _mm256_storeu_ps(zacc + c, _mm256_add_ps(_mm256_loadu_ps(zacc + c), y));
     }
+    for (c = 0; c < 64; c += 8) _mm256_storeu_ps(fv + c, _mm256_loadu_ps(vr + c));
 }
 
 /* The P*V kernel on rows < 4 rows (the last rows of a tile). */
@@ -2050,12 +2035,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
 __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lblock__avx2(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
         int64_t n, float *restrict kb, float *restrict z0, int64_t zs)
 {
+    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t jj, hh;
     for (jj = 0; jj < n; jj++)
         for (hh = 0; hh < nh; hh++) {
             float *kr = kb + hh * 16448;
-            attn_linear_transformer_lpack__avx2(args, b, hk0 + hh, j0 + jj, 1, kr + jj * 64, kr + 8192 + jj * 64,
-                    z0 + hh * zs);
+            attn_linear_transformer_lpack__avx2(attn_linear_transformer_k_row(&kv, hk0 + hh, j0 + jj), attn_linear_transformer_v_row(&kv, hk0 + hh, j0 + jj),
+                    kr + jj * 64, kr + 8192 + jj * 64, z0 + hh * zs);
         }
 }
 
@@ -2070,8 +2056,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lad
     for (j = j0; j < j1; j += TK) {
         const int64_t n = j1 - j < TK ? j1 - j : TK;
         attn_linear_transformer_lblock__avx2(args, b, hk0, nh, j, n, kb, sz + D * 64, 4160);
-        for (hh = 0; hh < nh; hh++) /* the next block, while this one is folded */
-            attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, j + n, j + 2 * n < j1 ? j + 2 * n : j1);
+        attn_linear_transformer_prefetch_keys(&kv, hk0, nh, j + n, j + 2 * n < j1 ? j + 2 * n : j1); /* the next block */
         for (hh = 0; hh < nh; hh++)
             attn_linear_transformer_lfold__avx2(kb + hh * 16448, kb + hh * 16448 + 8192, n, sz + hh * 4160);
     }
@@ -2128,8 +2113,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lun
             for (hh = 0; hh < nh; hh++) memset(kb + hh * 16448 + 16384, 0, sizeof(float) * 64);
             if (n > 0) {
                 attn_linear_transformer_lblock__avx2(args, b, hk0, nh, first, n, kb, kb + 16384, 16448);
-                for (hh = 0; hh < nh; hh++) /* the next tile's */
-                    attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, end, end + TQ < lk ? end + TQ : lk);
+                attn_linear_transformer_prefetch_keys(&kv, hk0, nh, end, end + TQ < lk ? end + TQ : lk); /* the next tile's */
             }
             for (hh = 0; hh < nh; hh++) {
                 const int64_t hk = hk0 + hh;
@@ -3653,8 +3637,8 @@ static void attn_linear_transformer_phiq_f32__neon(const float *restrict src, fl
     const float32x4_t one = vdupq_n_f32(1.0f), log2e = vdupq_n_f32(1.44269504f);
     int64_t c;
     for (c = 0; c < 64; c += 4) {
-        const float32x4_t x = vld1q_f32(src + c);
-        vst1q_f32(dst + c, vbslq_f32(vcltq_f32(vdupq_n_f32(0.0f), x), vaddq_f32(x, one), attn_exp2__neon(vmulq_f32(x, log2e))));
+        const float32x4_t y = vbslq_f32(vcltq_f32(vdupq_n_f32(0.0f), vld1q_f32(src + c)), vaddq_f32(vld1q_f32(src + c), one), attn_exp2__neon(vmulq_f32(vld1q_f32(src + c), log2e)));
+        vst1q_f32(dst + c, y);
     }
 }
 
@@ -3667,26 +3651,19 @@ static float attn_linear_transformer_zdot__neon(const float *restrict fq, const 
     return vaddvq_f32(acc);
 }
 
-/* Packs keys [j0, j0 + n) of batch b, kv head hk: their phi(k) rows (0 past
- * D) into kout, 64 floats apart, and V rows (f32, 0 past Dv) into vout,
- * 64 apart; zacc[0..64) += the phi(k) rows. */
-static void attn_linear_transformer_lpack__neon(const attn_args *args, int64_t b, int64_t hk, int64_t j0, int64_t n,
-        float *restrict kout, float *restrict vout, float *restrict zacc)
+/* Packs one key from its K row kr and V row vr: phi(k) into fk (0 past D), V
+ * as f32 into fv (0 past Dv); zacc[0..64) += phi(k). */
+static void attn_linear_transformer_lpack__neon(const float *restrict kr, const float *restrict vr,
+        float *restrict fk, float *restrict fv, float *restrict zacc)
 {
-    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     const float32x4_t one = vdupq_n_f32(1.0f), log2e = vdupq_n_f32(1.44269504f);
-    int64_t j, c;
-    for (j = 0; j < n; j++) {
-        const float *kr = attn_linear_transformer_k_row(&kv, hk, j0 + j);
-        const float *vr = attn_linear_transformer_v_row(&kv, hk, j0 + j);
-        float *fk = kout + j * 64, *fv = vout + j * 64;
-        for (c = 0; c < 64; c += 4) {
-            const float32x4_t y = vbslq_f32(vcltq_f32(vdupq_n_f32(0.0f), vld1q_f32(kr + c)), vaddq_f32(vld1q_f32(kr + c), one), attn_exp2__neon(vmulq_f32(vld1q_f32(kr + c), log2e)));
-            vst1q_f32(fk + c, y);
-            vst1q_f32(zacc + c, vaddq_f32(vld1q_f32(zacc + c), y));
-        }
-        for (c = 0; c < 64; c += 4) vst1q_f32(fv + c, vld1q_f32(vr + c));
+    int64_t c;
+    for (c = 0; c < 64; c += 4) {
+        const float32x4_t y = vbslq_f32(vcltq_f32(vdupq_n_f32(0.0f), vld1q_f32(kr + c)), vaddq_f32(vld1q_f32(kr + c), one), attn_exp2__neon(vmulq_f32(vld1q_f32(kr + c), log2e)));
+        vst1q_f32(fk + c, y);
+        vst1q_f32(zacc + c, vaddq_f32(vld1q_f32(zacc + c), y));
     }
+    for (c = 0; c < 64; c += 4) vst1q_f32(fv + c, vld1q_f32(vr + c));
 }
 
 /* The P*V kernel on rows < 6 rows (the last rows of a tile). */
@@ -3806,12 +3783,13 @@ static void attn_linear_transformer_ltile__neon(const attn_args *args, int64_t b
 static void attn_linear_transformer_lblock__neon(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
         int64_t n, float *restrict kb, float *restrict z0, int64_t zs)
 {
+    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t jj, hh;
     for (jj = 0; jj < n; jj++)
         for (hh = 0; hh < nh; hh++) {
             float *kr = kb + hh * 16448;
-            attn_linear_transformer_lpack__neon(args, b, hk0 + hh, j0 + jj, 1, kr + jj * 64, kr + 8192 + jj * 64,
-                    z0 + hh * zs);
+            attn_linear_transformer_lpack__neon(attn_linear_transformer_k_row(&kv, hk0 + hh, j0 + jj), attn_linear_transformer_v_row(&kv, hk0 + hh, j0 + jj),
+                    kr + jj * 64, kr + 8192 + jj * 64, z0 + hh * zs);
         }
 }
 
@@ -3826,8 +3804,7 @@ static void attn_linear_transformer_ladvance__neon(const attn_args *args, int64_
     for (j = j0; j < j1; j += TK) {
         const int64_t n = j1 - j < TK ? j1 - j : TK;
         attn_linear_transformer_lblock__neon(args, b, hk0, nh, j, n, kb, sz + D * 64, 4160);
-        for (hh = 0; hh < nh; hh++) /* the next block, while this one is folded */
-            attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, j + n, j + 2 * n < j1 ? j + 2 * n : j1);
+        attn_linear_transformer_prefetch_keys(&kv, hk0, nh, j + n, j + 2 * n < j1 ? j + 2 * n : j1); /* the next block */
         for (hh = 0; hh < nh; hh++)
             attn_linear_transformer_lfold__neon(kb + hh * 16448, kb + hh * 16448 + 8192, n, sz + hh * 4160);
     }
@@ -3884,8 +3861,7 @@ static void attn_linear_transformer_lunit__neon(const attn_args *args, int64_t b
             for (hh = 0; hh < nh; hh++) memset(kb + hh * 16448 + 16384, 0, sizeof(float) * 64);
             if (n > 0) {
                 attn_linear_transformer_lblock__neon(args, b, hk0, nh, first, n, kb, kb + 16384, 16448);
-                for (hh = 0; hh < nh; hh++) /* the next tile's */
-                    attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, end, end + TQ < lk ? end + TQ : lk);
+                attn_linear_transformer_prefetch_keys(&kv, hk0, nh, end, end + TQ < lk ? end + TQ : lk); /* the next tile's */
             }
             for (hh = 0; hh < nh; hh++) {
                 const int64_t hk = hk0 + hh;
@@ -4303,8 +4279,8 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_phiq_f32__scalar(const float
     const float one = (1.0f), log2e = (1.44269504f);
     int64_t c;
     for (c = 0; c < 64; c += 1) {
-        const float x = *(src + c);
-        *(dst + c) = ((0.0f < x) ? (x + one) : exp2f((x * log2e)));
+        const float y = ((0.0f < *(src + c)) ? (*(src + c) + one) : exp2f((*(src + c) * log2e)));
+        *(dst + c) = y;
     }
 }
 
@@ -4317,26 +4293,19 @@ ATTN_NO_AUTOVEC static float attn_linear_transformer_zdot__scalar(const float *r
     return acc;
 }
 
-/* Packs keys [j0, j0 + n) of batch b, kv head hk: their phi(k) rows (0 past
- * D) into kout, 64 floats apart, and V rows (f32, 0 past Dv) into vout,
- * 64 apart; zacc[0..64) += the phi(k) rows. */
-ATTN_NO_AUTOVEC static void attn_linear_transformer_lpack__scalar(const attn_args *args, int64_t b, int64_t hk, int64_t j0, int64_t n,
-        float *restrict kout, float *restrict vout, float *restrict zacc)
+/* Packs one key from its K row kr and V row vr: phi(k) into fk (0 past D), V
+ * as f32 into fv (0 past Dv); zacc[0..64) += phi(k). */
+ATTN_NO_AUTOVEC static void attn_linear_transformer_lpack__scalar(const float *restrict kr, const float *restrict vr,
+        float *restrict fk, float *restrict fv, float *restrict zacc)
 {
-    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     const float one = (1.0f), log2e = (1.44269504f);
-    int64_t j, c;
-    for (j = 0; j < n; j++) {
-        const float *kr = attn_linear_transformer_k_row(&kv, hk, j0 + j);
-        const float *vr = attn_linear_transformer_v_row(&kv, hk, j0 + j);
-        float *fk = kout + j * 64, *fv = vout + j * 64;
-        for (c = 0; c < 64; c += 1) {
-            const float y = ((0.0f < *(kr + c)) ? (*(kr + c) + one) : exp2f((*(kr + c) * log2e)));
-            *(fk + c) = y;
-            *(zacc + c) = (*(zacc + c) + y);
-        }
-        for (c = 0; c < 64; c += 1) *(fv + c) = *(vr + c);
+    int64_t c;
+    for (c = 0; c < 64; c += 1) {
+        const float y = ((0.0f < *(kr + c)) ? (*(kr + c) + one) : exp2f((*(kr + c) * log2e)));
+        *(fk + c) = y;
+        *(zacc + c) = (*(zacc + c) + y);
     }
+    for (c = 0; c < 64; c += 1) *(fv + c) = *(vr + c);
 }
 
 /* The P*V kernel on rows < 4 rows (the last rows of a tile). */
@@ -4499,12 +4468,13 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_ltile__scalar(const attn_arg
 ATTN_NO_AUTOVEC static void attn_linear_transformer_lblock__scalar(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
         int64_t n, float *restrict kb, float *restrict z0, int64_t zs)
 {
+    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t jj, hh;
     for (jj = 0; jj < n; jj++)
         for (hh = 0; hh < nh; hh++) {
             float *kr = kb + hh * 16448;
-            attn_linear_transformer_lpack__scalar(args, b, hk0 + hh, j0 + jj, 1, kr + jj * 64, kr + 8192 + jj * 64,
-                    z0 + hh * zs);
+            attn_linear_transformer_lpack__scalar(attn_linear_transformer_k_row(&kv, hk0 + hh, j0 + jj), attn_linear_transformer_v_row(&kv, hk0 + hh, j0 + jj),
+                    kr + jj * 64, kr + 8192 + jj * 64, z0 + hh * zs);
         }
 }
 
@@ -4519,8 +4489,7 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_ladvance__scalar(const attn_
     for (j = j0; j < j1; j += TK) {
         const int64_t n = j1 - j < TK ? j1 - j : TK;
         attn_linear_transformer_lblock__scalar(args, b, hk0, nh, j, n, kb, sz + D * 64, 4160);
-        for (hh = 0; hh < nh; hh++) /* the next block, while this one is folded */
-            attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, j + n, j + 2 * n < j1 ? j + 2 * n : j1);
+        attn_linear_transformer_prefetch_keys(&kv, hk0, nh, j + n, j + 2 * n < j1 ? j + 2 * n : j1); /* the next block */
         for (hh = 0; hh < nh; hh++)
             attn_linear_transformer_lfold__scalar(kb + hh * 16448, kb + hh * 16448 + 8192, n, sz + hh * 4160);
     }
@@ -4577,8 +4546,7 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lunit__scalar(const attn_arg
             for (hh = 0; hh < nh; hh++) memset(kb + hh * 16448 + 16384, 0, sizeof(float) * 64);
             if (n > 0) {
                 attn_linear_transformer_lblock__scalar(args, b, hk0, nh, first, n, kb, kb + 16384, 16448);
-                for (hh = 0; hh < nh; hh++) /* the next tile's */
-                    attn_linear_transformer_prefetch_keys(&kv, hk0 + hh, end, end + TQ < lk ? end + TQ : lk);
+                attn_linear_transformer_prefetch_keys(&kv, hk0, nh, end, end + TQ < lk ? end + TQ : lk); /* the next tile's */
             }
             for (hh = 0; hh < nh; hh++) {
                 const int64_t hk = hk0 + hh;

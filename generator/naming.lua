@@ -71,7 +71,7 @@ M.OPS = {
   phiq = { dtype = "q", isa = true, what = "linear: phi(q) of one query row into a packed row" },
   phik = { isa = true, what = "linear: phi in place on a packed K^T panel, and the sums of its rows" },
   zdot = { isa = true, what = "linear: phi(q) . z of one packed query row" },
-  lpack = { isa = true, what = "linear: phi(K)^T panels and V rows of a block of keys" },
+  lpack = { isa = true, what = "linear: one key's phi(k) row and V row, packed, and phi(k) added to z" },
   lphiq = { isa = true, what = "linear: phi(q) of a tile's rows for every query head of a unit" },
   ltrans = { isa = true, what = "linear: the diagonal block's phi(k) rows transposed into K^T panels" },
   lrows = { isa = true, what = "linear: the P*V kernel on fewer rows than its block" },
@@ -80,7 +80,7 @@ M.OPS = {
   ltile = { isa = true, what = "linear: one query head's tile of rows against the running state" },
   lblock = { isa = true, what = "linear: a block of keys packed for every kv head of a unit, key by key" },
   ladvance = { isa = true, what = "linear: a range of keys folded into the state of a unit's kv heads" },
-  prefetch_keys = { what = "linear: asks for the K and V rows of a range of keys" },
+  prefetch_keys = { what = "linear: asks for the K and V rows of a range of keys and kv heads" },
   lscratch = { isa = true, what = "linear: per-thread scratch type" },
   -- config-level helpers (no ISA)
   row_span = { what = "the keys a query position sees" },
