@@ -331,6 +331,46 @@ for _, c in ipairs(LINEAR) do
   end
 end
 
+-- 7e. the attention of RNN encoder-decoders (kind = "additive" and "luong"),
+-- one decoder step of a batch of 16 against 50 encoder states, 1 thread,
+-- against the unfused OpenBLAS step a user would write (sgemm projections,
+-- libm's tanhf element by element, sgemv with v, a softmax, the context),
+-- timed in the same bench run.  Additive: the RNNsearch preset (Ds 1000,
+-- Dh 2000, Da 1000) with U = H W_h^T precomputed, as a decoder loop keeps it
+-- over its steps; the same run times the tanh loop on a shape where the tanh
+-- terms dominate (the bench's "tanh" fields) and counts its FMAs per term
+-- against the FMA peak.  Luong general: 1000-unit LSTM states.
+do
+  local STEP = { batch = 16, ["seq-q"] = 1, ["seq-k"] = 50, threads = 1, isa = "avx512" }
+  progress("additive decoder step (RNNsearch), B=16 Lk=50, 1 thread")
+  local opts = {}
+  for k, v in pairs(STEP) do opts[k] = v end
+  opts["precomputed-u"] = true
+  local r = bench("bahdanau_rnnsearch", {}, opts)
+  record("additive decoder step, U precomputed", r)
+  local k, b = result(r, "avx512"), result(r, "openblas")
+  local what = ("additive decoder step, U precomputed, B=16 Lk=50 Da=%d (RNNsearch): speed-up over unfused "
+    .. "OpenBLAS"):format(r.attn_dim)
+  if b then
+    target(what, b.seconds / k.seconds, ">= 3", b.seconds / k.seconds >= 3)
+  else
+    unmeasured(what, ">= 3", "the bench timed no openblas row (OpenBLAS not installed?)")
+  end
+  local tw = ("tanh loop (additive, U precomputed, Lq=%d Lk=%d), %d FMAs a term: fraction of FMA peak")
+    :format(r.tanh and r.tanh.seq_q or 0, r.tanh and r.tanh.seq_k or 0, r.tanh and r.tanh.fmas_per_term or 0)
+  if k.tanh_fraction_of_peak then
+    target(tw, k.tanh_fraction_of_peak, ">= 0.50", k.tanh_fraction_of_peak >= 0.50)
+  else
+    unmeasured(tw, ">= 0.50", "the bench measured no tanh loop rate (no FMA peak for avx512 here?)")
+  end
+  progress("luong general decoder step, B=16 Lk=50, 1 thread")
+  local g = bench("luong_general", {}, STEP)
+  record("luong general decoder step", g)
+  local gk, gb = result(g, "avx512"), result(g, "openblas")
+  local gw = ("luong general decoder step, B=16 Lk=50 Ds=Dh=%d: speed-up over unfused OpenBLAS"):format(g.key_dim)
+  if gb then info(gw, gb.seconds / gk.seconds) end
+end
+
 -- 8. decode: few query rows against a long KV cache, K/V bytes read per
 -- second against the read bandwidth the bench measures in the same run
 local LK = quick and { 4096, 8192 } or { 4096, 32768 }

@@ -8932,16 +8932,16 @@ ATTN_NO_AUTOVEC attn_status attn_bert_base_fwd__scalar(const attn_args *args)
 
 static const attn_variant attn_bert_base_variants[] = {
 #if defined(__x86_64__) || defined(_M_X64)
-    { ATTN_ISA_AVX512, attn_bert_base_fwd__avx512 },
+    { ATTN_ISA_AVX512, attn_bert_base_fwd__avx512, 0 },
 #endif
 #if defined(__x86_64__) || defined(_M_X64)
-    { ATTN_ISA_AVX2, attn_bert_base_fwd__avx2 },
+    { ATTN_ISA_AVX2, attn_bert_base_fwd__avx2, 0 },
 #endif
 #if defined(__aarch64__)
-    { ATTN_ISA_NEON, attn_bert_base_fwd__neon },
+    { ATTN_ISA_NEON, attn_bert_base_fwd__neon, 0 },
 #endif
-    { ATTN_ISA_SCALAR, attn_bert_base_fwd__scalar },
-    { ATTN_ISA_COUNT, 0 } /* end marker, not counted */
+    { ATTN_ISA_SCALAR, attn_bert_base_fwd__scalar, 0 },
+    { ATTN_ISA_COUNT, 0, 0 } /* end marker, not counted */
 };
 
 const attn_kernel attn_bert_base_kernel = {
@@ -8970,7 +8970,8 @@ const attn_kernel attn_bert_base_kernel = {
     },
     attn_bert_base_fwd,
     (int)(sizeof(attn_bert_base_variants) / sizeof(attn_bert_base_variants[0])) - 1,
-    attn_bert_base_variants
+    attn_bert_base_variants,
+    0
 };
 
 attn_status attn_bert_base_fwd(const attn_args *args)

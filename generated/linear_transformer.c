@@ -4640,16 +4640,16 @@ ATTN_NO_AUTOVEC attn_status attn_linear_transformer_fwd__scalar(const attn_args 
 
 static const attn_variant attn_linear_transformer_variants[] = {
 #if defined(__x86_64__) || defined(_M_X64)
-    { ATTN_ISA_AVX512, attn_linear_transformer_fwd__avx512 },
+    { ATTN_ISA_AVX512, attn_linear_transformer_fwd__avx512, 0 },
 #endif
 #if defined(__x86_64__) || defined(_M_X64)
-    { ATTN_ISA_AVX2, attn_linear_transformer_fwd__avx2 },
+    { ATTN_ISA_AVX2, attn_linear_transformer_fwd__avx2, 0 },
 #endif
 #if defined(__aarch64__)
-    { ATTN_ISA_NEON, attn_linear_transformer_fwd__neon },
+    { ATTN_ISA_NEON, attn_linear_transformer_fwd__neon, 0 },
 #endif
-    { ATTN_ISA_SCALAR, attn_linear_transformer_fwd__scalar },
-    { ATTN_ISA_COUNT, 0 } /* end marker, not counted */
+    { ATTN_ISA_SCALAR, attn_linear_transformer_fwd__scalar, 0 },
+    { ATTN_ISA_COUNT, 0, 0 } /* end marker, not counted */
 };
 
 const attn_kernel attn_linear_transformer_kernel = {
@@ -4677,7 +4677,8 @@ const attn_kernel attn_linear_transformer_kernel = {
     },
     attn_linear_transformer_fwd,
     (int)(sizeof(attn_linear_transformer_variants) / sizeof(attn_linear_transformer_variants[0])) - 1,
-    attn_linear_transformer_variants
+    attn_linear_transformer_variants,
+    0
 };
 
 attn_status attn_linear_transformer_fwd(const attn_args *args)

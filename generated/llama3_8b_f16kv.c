@@ -8340,16 +8340,16 @@ ATTN_NO_AUTOVEC attn_status attn_llama3_8b_f16kv_fwd__scalar(const attn_args *ar
 
 static const attn_variant attn_llama3_8b_f16kv_variants[] = {
 #if defined(__x86_64__) || defined(_M_X64)
-    { ATTN_ISA_AVX512, attn_llama3_8b_f16kv_fwd__avx512 },
+    { ATTN_ISA_AVX512, attn_llama3_8b_f16kv_fwd__avx512, 0 },
 #endif
 #if defined(__x86_64__) || defined(_M_X64)
-    { ATTN_ISA_AVX2, attn_llama3_8b_f16kv_fwd__avx2 },
+    { ATTN_ISA_AVX2, attn_llama3_8b_f16kv_fwd__avx2, 0 },
 #endif
 #if defined(__aarch64__)
-    { ATTN_ISA_NEON, attn_llama3_8b_f16kv_fwd__neon },
+    { ATTN_ISA_NEON, attn_llama3_8b_f16kv_fwd__neon, 0 },
 #endif
-    { ATTN_ISA_SCALAR, attn_llama3_8b_f16kv_fwd__scalar },
-    { ATTN_ISA_COUNT, 0 } /* end marker, not counted */
+    { ATTN_ISA_SCALAR, attn_llama3_8b_f16kv_fwd__scalar, 0 },
+    { ATTN_ISA_COUNT, 0, 0 } /* end marker, not counted */
 };
 
 const attn_kernel attn_llama3_8b_f16kv_kernel = {
@@ -8378,7 +8378,8 @@ const attn_kernel attn_llama3_8b_f16kv_kernel = {
     },
     attn_llama3_8b_f16kv_fwd,
     (int)(sizeof(attn_llama3_8b_f16kv_variants) / sizeof(attn_llama3_8b_f16kv_variants[0])) - 1,
-    attn_llama3_8b_f16kv_variants
+    attn_llama3_8b_f16kv_variants,
+    0
 };
 
 attn_status attn_llama3_8b_f16kv_fwd(const attn_args *args)

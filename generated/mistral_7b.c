@@ -6354,16 +6354,16 @@ ATTN_NO_AUTOVEC attn_status attn_mistral_7b_fwd__scalar(const attn_args *args)
 
 static const attn_variant attn_mistral_7b_variants[] = {
 #if defined(__x86_64__) || defined(_M_X64)
-    { ATTN_ISA_AVX512, attn_mistral_7b_fwd__avx512 },
+    { ATTN_ISA_AVX512, attn_mistral_7b_fwd__avx512, 0 },
 #endif
 #if defined(__x86_64__) || defined(_M_X64)
-    { ATTN_ISA_AVX2, attn_mistral_7b_fwd__avx2 },
+    { ATTN_ISA_AVX2, attn_mistral_7b_fwd__avx2, 0 },
 #endif
 #if defined(__aarch64__)
-    { ATTN_ISA_NEON, attn_mistral_7b_fwd__neon },
+    { ATTN_ISA_NEON, attn_mistral_7b_fwd__neon, 0 },
 #endif
-    { ATTN_ISA_SCALAR, attn_mistral_7b_fwd__scalar },
-    { ATTN_ISA_COUNT, 0 } /* end marker, not counted */
+    { ATTN_ISA_SCALAR, attn_mistral_7b_fwd__scalar, 0 },
+    { ATTN_ISA_COUNT, 0, 0 } /* end marker, not counted */
 };
 
 const attn_kernel attn_mistral_7b_kernel = {
@@ -6392,7 +6392,8 @@ const attn_kernel attn_mistral_7b_kernel = {
     },
     attn_mistral_7b_fwd,
     (int)(sizeof(attn_mistral_7b_variants) / sizeof(attn_mistral_7b_variants[0])) - 1,
-    attn_mistral_7b_variants
+    attn_mistral_7b_variants,
+    0
 };
 
 attn_status attn_mistral_7b_fwd(const attn_args *args)

@@ -103,7 +103,11 @@ local function banner(tmpl, plan, command)
     local v = plan.config[k]
     if v ~= nil then lines[#lines + 1] = (" *   %s = %s,"):format(k, util.serialize(v)) end
   end
-  lines[#lines + 1] = (" * Tile: q = %d, kv = %d (%s)."):format(plan.tile.q, plan.tile.kv, plan.tile_reason)
+  if plan.classic then
+    lines[#lines + 1] = " * Tiles: none (the loops are blocked by the ISA's registers)."
+  else
+    lines[#lines + 1] = (" * Tile: q = %d, kv = %d (%s)."):format(plan.tile.q, plan.tile.kv, plan.tile_reason)
+  end
   lines[#lines + 1] = " */"
   return table.concat(lines, "\n") .. "\n"
 end
@@ -122,7 +126,7 @@ end
 --- The files of a kernel, from its family's templates:
 -- { {name=..., text=...}, ... }.
 function M.kernel_files(plan, command)
-  local family = plan.family or "sdpa"
+  local family = plan.template or plan.family or "sdpa"
   return {
     { name = plan.name .. ".h", text = M.render("families/" .. family .. ".h.tmpl", plan, command) },
     { name = plan.name .. ".c", text = M.render("families/" .. family .. ".c.tmpl", plan, command) },

@@ -1,6 +1,6 @@
 /*
- * attn_reference.c - the naive reference of the sdpa and linear families'
- * semantics (docs/config.md).
+ * attn_reference.c - the naive reference of the sdpa, linear, additive and
+ * luong families' semantics (docs/config.md).
  *
  * Written to be obviously right rather than fast: for every (b, h, i) it
  * decides the visibility of every key with the rules exactly as
@@ -567,4 +567,316 @@ attn_status attn_reference(const attn_spec *spec, const attn_args *args)
     free(vis);
     free(acc);
     return ATTN_OK;
+}
+
+/* ---- the additive and luong families ------------------------------------ */
+
+/*
+ * Written from the semantics in attn_runtime.h (attn_classic_args) and
+ * docs/config.md, in double on the stored values: each tensor is read in
+ * its storage type and widened (exactly), so the reference needs no f32
+ * copies.  The projections that do not depend on the pair (i, j) are
+ * computed once per row and once per key, which is the same sum in double:
+ *   additive: e_ij = sum_a v_a tanh(q_ia + k_ja), q_ia = (W_s s_i)_a + b_a,
+ *             k_ja = (W_h h_j)_a, or U_ja when U is given;
+ *   dot:      e_ij = sum_d s_id h_jd;
+ *   general:  e_ij = sum_e h_je (W s_i)_e;
+ *   concat:   e_ij = sum_a v_a tanh(q_ia + k_ja), q_ia = (W[:, Dh:] s_i)_a + b_a,
+ *             k_ja = (W[:, :Dh] h_j)_a.
+ * Then a_ij = exp(e_ij - max) / sum over the visible keys, c_i = sum_j a_ij h_j.
+ */
+
+/* Element i of an array of storage type dtype, widened. */
+static double classic_load(attn_dtype dtype, const void *base, int64_t i)
+{
+    switch (dtype) {
+    case ATTN_DTYPE_BF16: return (double)attn_bf16_to_f32(((const uint16_t *)base)[i]);
+    case ATTN_DTYPE_F16: return (double)attn_f16_to_f32(((const uint16_t *)base)[i]);
+    default: return (double)((const float *)base)[i];
+    }
+}
+
+/* Element i of an array of storage type dtype set to x, narrowed (to nearest even). */
+static void classic_store(attn_dtype dtype, void *base, int64_t i, double x)
+{
+    switch (dtype) {
+    case ATTN_DTYPE_BF16: ((uint16_t *)base)[i] = attn_f32_to_bf16((float)x); break;
+    case ATTN_DTYPE_F16: ((uint16_t *)base)[i] = attn_f32_to_f16((float)x); break;
+    default: ((float *)base)[i] = (float)x; break;
+    }
+}
+
+static int classic_family(const attn_spec *spec)
+{
+    return spec != NULL && (spec->family == ATTN_FAMILY_ADDITIVE || spec->family == ATTN_FAMILY_LUONG);
+}
+
+/* The score as the family and spec->score say: additive for the additive family. */
+static attn_score classic_score(const attn_spec *spec)
+{
+    return spec->family == ATTN_FAMILY_ADDITIVE ? ATTN_SCORE_ADDITIVE : spec->score;
+}
+
+int attn_reference_classic_key_visible(const attn_spec *spec, const attn_classic_args *args, int64_t b, int64_t i,
+                                       int64_t j)
+{
+    const int64_t lk_b = spec->padding ? args->seqlens_k[b] : args->seq_k;
+    if (!(j < lk_b))
+        return 0;
+    if (spec->mask == ATTN_MASK_BOOL &&
+        args->mask[b * args->mask_stride[0] + i * args->mask_stride[1] + j * args->mask_stride[2]] == 0)
+        return 0;
+    return 1;
+}
+
+/*
+ * One pass of the reference: C into c_out (its dtype_o, args->c_stride)
+ * unless NULL, A into args->weights when given, and, when c_tol is not
+ * NULL, the bounds of attn_reference_classic_bounds.
+ */
+static attn_status classic_run(const attn_spec *spec, const attn_classic_args *args, void *c_out, double *c_tol,
+                               double *w_rel)
+{
+    const attn_score sc = classic_score(spec);
+    const int tanh_score = sc == ATTN_SCORE_ADDITIVE || sc == ATTN_SCORE_CONCAT;
+    const int64_t Ds = spec->query_dim, Dh = spec->key_dim, Lq = args->seq_q, Lk = args->seq_k;
+    /* the width of the per-row and per-key projections: Da, or Dh for general */
+    const int64_t P = tanh_score ? spec->attn_dim : sc == ATTN_SCORE_GENERAL ? Dh : 0;
+    const attn_dtype tq = spec->dtype_q, tkv = spec->dtype_kv;
+    const int use_u = sc == ATTN_SCORE_ADDITIVE && args->u != NULL;
+    const int has_b = tanh_score && spec->bias;
+    double *q = NULL, *qa = NULL, *k = NULL, *ka = NULL, *e = NULL, *ea = NULL, *acc = NULL, *hs = NULL;
+    unsigned char *vis = NULL;
+    attn_status st = attn_check_classic_args(spec, args);
+    int64_t b, i, j, a, d;
+
+    if (st != ATTN_OK)
+        return st;
+    if (!classic_family(spec) || (sc != ATTN_SCORE_ADDITIVE && sc != ATTN_SCORE_DOT && sc != ATTN_SCORE_GENERAL &&
+                                  sc != ATTN_SCORE_CONCAT))
+        return ATTN_ERR_NULL_ARG; /* not a classic spec: nothing to compute with */
+    if (args->batch == 0 || Lq == 0)
+        return ATTN_OK; /* no row to compute (Lk may be anything then) */
+    if ((uint64_t)Lk >= SIZE_MAX / sizeof(double) / (P + 1) || (uint64_t)Lk >= SIZE_MAX / sizeof(double))
+        return ATTN_ERR_NOMEM;
+    /* +1: never ask malloc for 0 bytes */
+    q = (double *)malloc(((size_t)P + 1) * sizeof *q);
+    qa = (double *)malloc(((size_t)P + 1) * sizeof *qa);
+    k = (double *)malloc(((size_t)Lk * (size_t)P + 1) * sizeof *k);
+    ka = (double *)malloc(((size_t)Lk * (size_t)P + 1) * sizeof *ka);
+    e = (double *)malloc(((size_t)Lk + 1) * sizeof *e);
+    ea = (double *)malloc(((size_t)Lk + 1) * sizeof *ea);
+    acc = (double *)malloc(((size_t)Dh + 1) * sizeof *acc);
+    hs = (double *)malloc(((size_t)Dh + 1) * sizeof *hs);
+    vis = (unsigned char *)malloc((size_t)Lk + 1);
+    if (q == NULL || qa == NULL || k == NULL || ka == NULL || e == NULL || ea == NULL || acc == NULL ||
+        hs == NULL || vis == NULL) {
+        st = ATTN_ERR_NOMEM;
+        goto done;
+    }
+
+    for (b = 0; b < args->batch; b++) {
+        const int64_t lk_b = spec->padding ? args->seqlens_k[b] : Lk;
+        /* the per-key projections k_j (and sum|terms| of each, ka_j) */
+        for (j = 0; j < lk_b && P > 0 && sc != ATTN_SCORE_GENERAL; j++) {
+            const int64_t h0 = b * args->h_stride[0] + j * args->h_stride[1];
+            for (a = 0; a < P; a++) {
+                double sum = 0.0, abs_sum = 0.0;
+                if (use_u) {
+                    sum = classic_load(tkv, args->u, b * args->u_stride[0] + j * args->u_stride[1] + a);
+                    abs_sum = fabs(sum);
+                } else {
+                    /* additive: W_h [Da][Dh]; concat: the first Dh columns of W [Da][Dh + Ds] */
+                    const void *w = sc == ATTN_SCORE_ADDITIVE ? args->w_h : args->w;
+                    const int64_t row = sc == ATTN_SCORE_ADDITIVE ? a * Dh : a * (Dh + Ds);
+                    for (d = 0; d < Dh; d++) {
+                        const double t = classic_load(tkv, w, row + d) * classic_load(tkv, args->h, h0 + d);
+                        sum += t;
+                        abs_sum += fabs(t);
+                    }
+                }
+                k[j * P + a] = sum;
+                ka[j * P + a] = abs_sum;
+            }
+        }
+        for (i = 0; i < Lq; i++) {
+            const int64_t s0 = b * args->s_stride[0] + i * args->s_stride[1];
+            double m = -INFINITY, sum = 0.0, scale = 0.0, delta;
+            int any_nan = 0;
+
+            /* the per-row projection q_i (with the bias folded in), and sum|terms| */
+            for (a = 0; a < P; a++) {
+                double x = 0.0, xa = 0.0;
+                for (d = 0; d < Ds; d++) {
+                    /* additive: W_s [Da][Ds]; concat: the last Ds columns of W;
+                       general: W [Dh][Ds] */
+                    const double w = sc == ATTN_SCORE_ADDITIVE ? classic_load(tkv, args->w_s, a * Ds + d)
+                                     : sc == ATTN_SCORE_CONCAT ? classic_load(tkv, args->w, a * (Dh + Ds) + Dh + d)
+                                                               : classic_load(tkv, args->w, a * Ds + d);
+                    const double t = w * classic_load(tq, args->s, s0 + d);
+                    x += t;
+                    xa += fabs(t);
+                }
+                if (has_b) {
+                    const double bb = classic_load(tkv, args->b_attn, a);
+                    x += bb;
+                    xa += fabs(bb);
+                }
+                q[a] = x;
+                qa[a] = xa;
+            }
+
+            /* the scores of the visible keys, sum|terms| of each, and the max */
+            for (j = 0; j < Lk; j++) {
+                const int64_t h0 = b * args->h_stride[0] + j * args->h_stride[1];
+                double x = 0.0, xa = 0.0;
+                vis[j] = (unsigned char)attn_reference_classic_key_visible(spec, args, b, i, j);
+                if (!vis[j])
+                    continue;
+                if (tanh_score) {
+                    for (a = 0; a < P; a++) {
+                        const double v = classic_load(tkv, args->v_attn, a);
+                        x += v * tanh(q[a] + k[j * P + a]);
+                        /* the term, the tanh's rounding and its argument's sum */
+                        xa += fabs(v) * (1.0 + qa[a] + ka[j * P + a]);
+                    }
+                } else if (sc == ATTN_SCORE_DOT) {
+                    for (d = 0; d < Dh; d++) {
+                        const double t = classic_load(tq, args->s, s0 + d) * classic_load(tkv, args->h, h0 + d);
+                        x += t;
+                        xa += fabs(t);
+                    }
+                } else { /* general: h_j . (W s_i), |h_j| . (|W| |s_i|) */
+                    for (d = 0; d < Dh; d++) {
+                        const double h = classic_load(tkv, args->h, h0 + d);
+                        x += h * q[d];
+                        xa += fabs(h) * qa[d]; /* qa[d] >= |(W s_i)_d| */
+                    }
+                }
+                e[j] = x;
+                ea[j] = xa;
+                if (isnan(x))
+                    any_nan = 1;
+                else if (x > m)
+                    m = x;
+                if (xa > scale)
+                    scale = xa;
+            }
+            /* the error of any score of the row, and the softmax's weights */
+            delta = ATTN_REF_TOL_SCORE * scale;
+            for (d = 0; d < Dh; d++) {
+                acc[d] = 0.0;
+                hs[d] = 0.0;
+            }
+            if (any_nan) {
+                /* a NaN score must not vanish behind the max: the row is NaN */
+                for (d = 0; d < Dh; d++)
+                    acc[d] = NAN;
+            } else if (m != -INFINITY) {
+                for (j = 0; j < Lk; j++)
+                    if (vis[j])
+                        sum += exp(e[j] - m);
+                for (j = 0; j < Lk; j++) {
+                    const int64_t h0 = b * args->h_stride[0] + j * args->h_stride[1];
+                    double w;
+                    if (!vis[j])
+                        continue;
+                    w = exp(e[j] - m) / sum;
+                    for (d = 0; d < Dh; d++) {
+                        const double h = classic_load(tkv, args->h, h0 + d);
+                        acc[d] += w * h;
+                        hs[d] += w * fabs(h);
+                    }
+                }
+            }
+            /* else: no visible key (or every score -inf), C = 0 and A = 0 */
+            if (c_out != NULL)
+                for (d = 0; d < Dh; d++)
+                    classic_store(spec->dtype_o, c_out, b * args->c_stride[0] + i * args->c_stride[1] + d, acc[d]);
+            if (c_tol != NULL) {
+                for (d = 0; d < Dh; d++)
+                    c_tol[(b * Lq + i) * Dh + d] =
+                        ATTN_REF_TOL_ABS + ATTN_REF_TOL_REL(spec->dtype_o) * fabs(acc[d]) + 2.0 * delta * hs[d];
+                w_rel[b * Lq + i] = 2.0 * delta;
+            }
+            if (args->weights != NULL) {
+                /* a_ij = exp(e_ij - max) / sum for visible keys (NaN in a NaN
+                   row), 0 for every other j and for a row that sees nothing */
+                float *pw = args->weights + b * args->weights_stride[0] + i * args->weights_stride[1];
+                for (j = 0; j < Lk; j++)
+                    pw[j * args->weights_stride[2]] = !vis[j]            ? 0.0f
+                                                      : any_nan            ? NAN
+                                                      : m == -INFINITY     ? 0.0f
+                                                                           : (float)(exp(e[j] - m) / sum);
+            }
+        }
+    }
+done:
+    free(q);
+    free(qa);
+    free(k);
+    free(ka);
+    free(e);
+    free(ea);
+    free(acc);
+    free(hs);
+    free(vis);
+    return st;
+}
+
+attn_status attn_reference_classic(const attn_spec *spec, const attn_classic_args *args)
+{
+    return classic_run(spec, args, args != NULL ? args->c : NULL, NULL, NULL);
+}
+
+attn_status attn_reference_classic_bounds(const attn_spec *spec, const attn_classic_args *args, double *c_tol,
+                                          double *w_rel)
+{
+    attn_classic_args a;
+    if (args == NULL || c_tol == NULL || w_rel == NULL)
+        return ATTN_ERR_NULL_ARG;
+    a = *args;
+    a.weights = NULL; /* only the bounds */
+    return classic_run(spec, &a, NULL, c_tol, w_rel);
+}
+
+double attn_reference_classic_flops(const attn_spec *spec, const attn_classic_args *args)
+{
+    const attn_score sc = spec != NULL ? classic_score(spec) : ATTN_SCORE_NONE;
+    const double Ds = spec != NULL ? spec->query_dim : 0, Dh = spec != NULL ? spec->key_dim : 0;
+    const double Da = spec != NULL ? spec->attn_dim : 0;
+    double flops = 0.0;
+    int64_t b, i, j;
+
+    if (!classic_family(spec) || attn_check_classic_args(spec, args) != ATTN_OK)
+        return -1.0;
+    for (b = 0; b < args->batch; b++) {
+        const int64_t lk_b = spec->padding ? args->seqlens_k[b] : args->seq_k;
+        const double lq = (double)args->seq_q;
+        double pairs = 0.0;
+        for (i = 0; i < args->seq_q; i++)
+            for (j = 0; j < lk_b; j++)
+                pairs += attn_reference_classic_key_visible(spec, args, b, i, j);
+        switch (sc) {
+        case ATTN_SCORE_ADDITIVE:
+        case ATTN_SCORE_CONCAT:
+            /* W_s s (concat: W's s half) per row, plus the bias */
+            flops += lq * (2.0 * Ds * Da + (spec->bias ? Da : 0.0));
+            /* W_h h (concat: W's h half) per valid key, unless U is given */
+            if (sc == ATTN_SCORE_CONCAT || args->u == NULL)
+                flops += (double)lk_b * 2.0 * Dh * Da;
+            /* per visible pair and a: the add inside tanh, and v_a * tanh summed */
+            flops += pairs * 3.0 * Da;
+            break;
+        case ATTN_SCORE_GENERAL:
+            flops += lq * 2.0 * Ds * Dh; /* W s per row */
+            flops += pairs * 2.0 * Dh;   /* h_j . (W s_i) */
+            break;
+        default:                         /* dot */
+            flops += pairs * 2.0 * Ds;
+            break;
+        }
+        flops += pairs * 2.0 * Dh; /* the context: sum_j a_ij h_j */
+    }
+    return flops;
 }

@@ -1,6 +1,6 @@
 /*
- * attn_reference.h - the naive reference of the sdpa and linear families'
- * semantics (docs/config.md).
+ * attn_reference.h - the naive reference of the sdpa, linear, additive and
+ * luong families' semantics (docs/config.md).
  *
  * Not vendored: used by the tests, `attngen check` and `attngen run`'s
  * tooling.  Plain loops, double accumulation, the rules written literally.
@@ -125,6 +125,49 @@ extern "C" {
 #define ATTN_REF_TOL_STATE(sum_abs) (ATTN_REF_TOL_ABS_STATE + ATTN_REF_TOL_REL_STATE * (sum_abs))
 
 /*
+ * The additive and luong families (attn_classic_args).  Each score e_ij is
+ * a sum computed in f32: s_i . h_j (dot), h_j . (W s_i) (general), or
+ * v . tanh(x) with x = W_s s_i + W_h h_j + b (additive; concat alike), and
+ * the kernels' tanh has about 2e-7 absolute error.  A sum of n f32 terms is
+ * off by at most about n 2^-24 sum|terms|, in practice sqrt(n) 2^-24
+ * sum|terms|; so a score is off by
+ *
+ *     |de_ij| <= ATTN_REF_TOL_SCORE * T_ij
+ *
+ * where T_ij, its sum|terms|, is sum_d |s_d h_d| (dot), sum_e |h_e|
+ * sum_d |W_ed s_d| (general), and sum_a |v_a| (1 + sum|terms| of x_a)
+ * (additive, concat: the tanh's error, and its argument's, which tanh'
+ * <= 1 passes on).  5e-7 is about 8 2^-24: the kernels sum in vector lanes
+ * and blocks, so their error grows like sqrt(n) 2^-24 sum|terms| rather than
+ * n, and the errors of the x_a average out over a.  Measured on the test
+ * configs (every ISA, 48 inputs each, Lk up to 1025, Da up to 1000), a
+ * score's error is at most 0.05-0.48 of it (0.48: luong concat; 0.44: dot
+ * summed in scalar order), so no ISA is within 2x of the bound, while a
+ * parameter read at 16 bits, a lost bias or a tanh off by 1e-4 is off by
+ * hundreds of times it.  Through the softmax, da_j = a_j (de_j
+ * - sum_k a_k de_k), so with delta_i = ATTN_REF_TOL_SCORE max_j T_ij over
+ * row i's visible keys, |da_ij| <= 2 delta_i a_ij and
+ * |dc_id| <= 2 delta_i sum_j a_ij |h_jd|.  The bounds, elementwise:
+ *
+ *     C: |x - ref| <= ATTN_REF_TOL(dtype_o, ref) + 2 delta_i sum_j a_ij |h_jd|
+ *     A: |x - ref| <= ATTN_REF_TOL_P(ref) + 2 delta_i ref
+ *
+ * ATTN_REF_TOL and ATTN_REF_TOL_P (above) keep absorbing the rounding of
+ * the softmax's f32 sum, of C's f32 accumulation and of C's storage type.
+ * attn_reference_classic_bounds computes both per row.  The worst-case
+ * propagation (every score off by delta_i, in the worst directions) leaves
+ * C and A at 0.006-0.07 (f32) of their bounds in the same measurements,
+ * as sdpa's f32 bound leaves it: the errors of different keys' scores
+ * cancel in C.  bf16 C runs at 0.96 of its bound (half an ulp, as sdpa's).
+ * The score term is relative to T, not to e: scores of N(0,1) states with
+ * PyTorch's nn.Linear initialization are O(1) sums of terms of either sign,
+ * and with dot scores of wide states T grows like Dh, and with it every f32
+ * kernel's error.  A hidden key's weight must be exactly 0, a row that sees no key
+ * must give C = 0 exactly.
+ */
+#define ATTN_REF_TOL_SCORE 5e-7
+
+/*
  * Computes O (and LSE when args->lse is not NULL, and the weights P when
  * spec->weights and args->weights is not NULL) for spec, honouring every
  * stride in args.  Q, K, V and O are f32 arrays here whatever spec's
@@ -206,6 +249,58 @@ int64_t attn_reference_keys_read(const attn_spec *spec, const attn_args *args);
  */
 int attn_reference_key_visible(const attn_spec *spec, const attn_args *args, int64_t b, int h,
                                int64_t i, int64_t j);
+
+/*
+ * The reference of the additive and luong families (spec->family
+ * ATTN_FAMILY_ADDITIVE or ATTN_FAMILY_LUONG), from the rules in
+ * attn_runtime.h (attn_classic_args) and docs/config.md, in double with
+ * plain loops.  Unlike attn_reference, it reads every tensor in the storage
+ * type the spec records (S in dtype_q; H, U and the parameters in dtype_kv,
+ * widened exactly, so it computes on exactly what the kernel reads) and
+ * writes C in dtype_o (rounded once to nearest even) with args->c_stride,
+ * and A (f32) when args->weights is not NULL.  To compare a kernel with it,
+ * pass a copy of the spec with dtype_o = ATTN_DTYPE_F32 and an f32 C, so the
+ * reference's C is not rounded (attn_verify does).  The args are checked
+ * with attn_check_classic_args; returns its status, ATTN_ERR_NOMEM when its
+ * scratch allocation fails, ATTN_ERR_NULL_ARG for a spec of another family,
+ * else ATTN_OK.  A row with a NaN score gets NaN in all of C and in A at
+ * its visible keys; a row with no visible key gets C = 0 and A = 0.
+ */
+attn_status attn_reference_classic(const attn_spec *spec, const attn_classic_args *args);
+
+/*
+ * The bounds of ATTN_REF_TOL_SCORE for every element, from the same pass:
+ * c_tol [B][Lq][Dh] (contiguous; the whole bound, ATTN_REF_TOL included) and
+ * w_rel [B][Lq], the 2 delta_i that A's bound adds times the reference
+ * weight.  args->c and args->weights are not written.  Statuses as
+ * attn_reference_classic.
+ */
+attn_status attn_reference_classic_bounds(const attn_spec *spec, const attn_classic_args *args, double *c_tol,
+                                          double *w_rel);
+
+/*
+ * The FLOPs of one call of a classic kernel, as the bench counts them
+ * (-1 for another family or bad args).  Per batch b, with Lk_b valid keys
+ * and `pairs` the visible (i, j):
+ *   additive, concat: 2 Ds Da per row (W_s s; concat: W's s columns), plus
+ *     Da per row with the bias; 2 Dh Da per valid key (W_h h; concat: W's h
+ *     columns), not counted for additive when args->u is given (U is an
+ *     input then); 3 Da per pair: q_a + k_a, then v_a * tanh(...) summed (2);
+ *   general: 2 Ds Dh per row (W s), 2 Dh per pair (h_j . (W s_i));
+ *   dot: 2 Ds per pair;
+ *   every score: 2 Dh per pair, the context sum_j a_ij h_j.
+ * The tanh itself and the softmax (max, exp, sum, the division) are not
+ * counted, as for sdpa.
+ */
+double attn_reference_classic_flops(const attn_spec *spec, const attn_classic_args *args);
+
+/*
+ * Whether row i of batch b sees key j in a classic kernel: j < Lk_b
+ * (seqlens_k[b] with padding, else seq_k) and, with a bool mask,
+ * mask[b][i][j] != 0.  The args are not checked.
+ */
+int attn_reference_classic_key_visible(const attn_spec *spec, const attn_classic_args *args, int64_t b, int64_t i,
+                                       int64_t j);
 
 /* The ALiBi paper's slope of head h (0-based) out of n heads. NaN when
    h is outside 0..n-1. */

@@ -582,6 +582,147 @@ void attn_args_set_contiguous(attn_args *args, const attn_spec *spec)
     args->weights_stride[0] = mul_sat(hq, args->weights_stride[1]);
 }
 
+/* ---- the additive and luong families ------------------------------------ */
+
+/*
+ * Which parameters a classic spec's score reads.  The family decides for
+ * additive whatever spec->score says; a luong spec with a score outside the
+ * list reads none (its kernel does not exist, but the check stays defined).
+ */
+static int classic_additive(const attn_spec *spec)
+{
+    return spec->family == ATTN_FAMILY_ADDITIVE;
+}
+
+static int classic_concat(const attn_spec *spec)
+{
+    return spec->family == ATTN_FAMILY_LUONG && spec->score == ATTN_SCORE_CONCAT;
+}
+
+static int classic_general(const attn_spec *spec)
+{
+    return spec->family == ATTN_FAMILY_LUONG && spec->score == ATTN_SCORE_GENERAL;
+}
+
+/* Whether a [B][L][dim] tensor with element strides {b, l} (the last dim
+   contiguous) has every offset addressable; see span_fits. */
+static int span3_fits(int64_t batch, int64_t len, int64_t dim, const int64_t *stride2, size_t elem_size)
+{
+    int64_t ext[3], str[3];
+    ext[0] = batch;
+    ext[1] = len;
+    ext[2] = dim;
+    str[0] = stride2[0];
+    str[1] = stride2[1];
+    str[2] = 1;
+    return span_fits(3, ext, str, elem_size);
+}
+
+/*
+ * The same rules as attn_check_args, for attn_classic_args: the pointers the
+ * spec's score reads (U replaces W_h for additive when given), then shapes,
+ * strides (only of the tensors that are read or written: U when given, A
+ * when asked for, the mask with a bool mask), threads, sizes and seqlens_k.
+ * The parameters are contiguous and their sizes come from the spec (ints),
+ * so they cannot overflow.
+ */
+attn_status attn_check_classic_args(const attn_spec *spec, const attn_classic_args *args)
+{
+    int additive, concat, general, has_mask, has_u, has_weights;
+    int64_t ext[3], b;
+
+    if (spec == NULL || args == NULL || args->s == NULL || args->h == NULL || args->c == NULL)
+        return ATTN_ERR_NULL_ARG;
+    additive = classic_additive(spec);
+    concat = classic_concat(spec);
+    general = classic_general(spec);
+    has_mask = spec->mask == ATTN_MASK_BOOL;
+    has_u = additive && args->u != NULL;
+    has_weights = args->weights != NULL;
+    if (additive && (args->w_s == NULL || args->v_attn == NULL || (!has_u && args->w_h == NULL)))
+        return ATTN_ERR_NULL_ARG;
+    if ((general || concat) && args->w == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (concat && args->v_attn == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if ((additive || concat) && spec->bias && args->b_attn == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (spec->padding && args->seqlens_k == NULL)
+        return ATTN_ERR_NULL_ARG;
+    if (has_mask && args->mask == NULL)
+        return ATTN_ERR_NULL_ARG;
+
+    if (args->batch < 0 || args->seq_q < 0 || args->seq_k < 0)
+        return ATTN_ERR_SHAPE;
+
+    if (any_negative(args->s_stride, 2) || any_negative(args->h_stride, 2) || any_negative(args->c_stride, 2))
+        return ATTN_ERR_STRIDE;
+    if (has_u && any_negative(args->u_stride, 2))
+        return ATTN_ERR_STRIDE;
+    if (has_weights && any_negative(args->weights_stride, 3))
+        return ATTN_ERR_STRIDE;
+    if (has_mask && any_negative(args->mask_stride, 3))
+        return ATTN_ERR_STRIDE;
+
+    if (args->threads < 0)
+        return ATTN_ERR_THREADS;
+
+    if (args->batch > MAX_EXTENT || args->seq_q > MAX_EXTENT || args->seq_k > MAX_EXTENT)
+        return ATTN_ERR_TOO_LARGE;
+    /* S [B][Lq][Ds], H [B][Lk][Dh], U [B][Lk][Da], C [B][Lq][Dh] */
+    if (!span3_fits(args->batch, args->seq_q, spec->query_dim, args->s_stride, attn_dtype_size(spec->dtype_q)) ||
+        !span3_fits(args->batch, args->seq_k, spec->key_dim, args->h_stride, attn_dtype_size(spec->dtype_kv)) ||
+        !span3_fits(args->batch, args->seq_q, spec->key_dim, args->c_stride, attn_dtype_size(spec->dtype_o)))
+        return ATTN_ERR_TOO_LARGE;
+    if (has_u &&
+        !span3_fits(args->batch, args->seq_k, spec->attn_dim, args->u_stride, attn_dtype_size(spec->dtype_kv)))
+        return ATTN_ERR_TOO_LARGE;
+    /* A [B][Lq][Lk] f32 and the mask [B][Lq][Lk] uint8, every stride free */
+    ext[0] = args->batch;
+    ext[1] = args->seq_q;
+    ext[2] = args->seq_k;
+    if (has_weights && !span_fits(3, ext, args->weights_stride, sizeof(float)))
+        return ATTN_ERR_TOO_LARGE;
+    if (has_mask && !span_fits(3, ext, args->mask_stride, 1))
+        return ATTN_ERR_TOO_LARGE;
+
+    if (spec->padding)
+        for (b = 0; b < args->batch; b++)
+            if (args->seqlens_k[b] < 0 || args->seqlens_k[b] > args->seq_k)
+                return ATTN_ERR_SEQLENS;
+    return ATTN_OK;
+}
+
+void attn_classic_args_set_contiguous(attn_classic_args *args, const attn_spec *spec)
+{
+    int64_t lq, lk, ds, dh, da;
+
+    if (args == NULL || spec == NULL)
+        return;
+    lq = args->seq_q;
+    lk = args->seq_k;
+    ds = spec->query_dim;
+    dh = spec->key_dim;
+    da = spec->attn_dim;
+
+    args->s_stride[1] = ds;
+    args->s_stride[0] = mul_sat(lq, ds);
+    args->h_stride[1] = dh;
+    args->h_stride[0] = mul_sat(lk, dh);
+    args->u_stride[1] = da;
+    args->u_stride[0] = mul_sat(lk, da);
+    args->c_stride[1] = dh;
+    args->c_stride[0] = mul_sat(lq, dh);
+
+    /* dense [B][Lq][Lk] weights and mask */
+    args->weights_stride[2] = 1;
+    args->weights_stride[1] = lk;
+    args->weights_stride[0] = mul_sat(lq, lk);
+    args->mask_stride[2] = 1;
+    args->mask_stride[1] = lk;
+    args->mask_stride[0] = mul_sat(lq, lk);
+}
+
 /* ---- allocation hooks --------------------------------------------------- */
 
 /*

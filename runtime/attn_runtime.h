@@ -196,7 +196,9 @@ int attn_isa_supported(attn_isa isa);
 /* Kernel families, in the order of the attn_family values: X(ID, name). */
 #define ATTN_FAMILY_LIST(X) \
     X(SDPA, sdpa)          \
-    X(LINEAR, linear)
+    X(LINEAR, linear)      \
+    X(ADDITIVE, additive)  \
+    X(LUONG, luong)
 
 typedef enum attn_family {
 #define ATTN_FAMILY_ENUM_(id, name) ATTN_FAMILY_##id,
@@ -205,8 +207,17 @@ typedef enum attn_family {
     ATTN_FAMILY_COUNT
 } attn_family;
 
-/* "sdpa", "linear"; "unknown" for a value outside the list */
+/* "sdpa", "linear", "additive", "luong"; "unknown" for a value outside the list */
 const char *attn_family_name(attn_family family);
+
+/* The score of the additive and luong families (docs/config.md). */
+typedef enum attn_score {
+    ATTN_SCORE_NONE = 0, /* sdpa and linear */
+    ATTN_SCORE_ADDITIVE, /* kind = "additive": v . tanh(W_s s + W_h h + b) */
+    ATTN_SCORE_DOT,      /* luong dot: s . h */
+    ATTN_SCORE_GENERAL,  /* luong general: h . (W s) */
+    ATTN_SCORE_CONCAT    /* luong concat: v . tanh(W [h; s] + b) */
+} attn_score;
 
 /*
  * The config a kernel was generated from, as data (after defaults).  The
@@ -243,20 +254,76 @@ typedef struct attn_spec {
        dims, causal and padding (mask NONE, no window, weights or dropout) */
     float eps;                     /* added to each row's denominator phi(q) . z */
     int state;                     /* reads and updates the running state (args->state_s, state_z) */
+    /* families ATTN_FAMILY_ADDITIVE and ATTN_FAMILY_LUONG (one head, no
+       scale): of the fields above they use padding, mask (NONE or BOOL) and
+       the storage types; heads are 1, head_dim is query_dim and head_dim_v
+       is key_dim */
+    attn_score score;
+    int query_dim;                 /* Ds: the decoder state s */
+    int key_dim;                   /* Dh: the encoder states h (keys and values) */
+    int attn_dim;                  /* Da: the additive and concat scores; 0 for dot and general */
+    int bias;                      /* adds b [Da] inside the tanh (args->b_attn) */
 } attn_spec;
 
+/*
+ * One run of an additive or luong kernel (spec.family ATTN_FAMILY_ADDITIVE
+ * or ATTN_FAMILY_LUONG): Lq decoder states attend over Lk encoder states,
+ * which are both keys and values.  One head; the last dim is contiguous;
+ * strides count elements of the tensor's storage type.  The weights are
+ * contiguous, in PyTorch's nn.Linear layout [out][in].
+ *   S   [B][Lq][Ds]  decoder states, dtype_q, strides s_stride = {b, i}
+ *   H   [B][Lk][Dh]  encoder states, dtype_kv, strides h_stride = {b, j}
+ *   U   [B][Lk][Da]  additive only, optional: H W_h^T, precomputed once for
+ *                    all of a decoder's steps (dtype_kv, strides u_stride);
+ *                    when given, w_h is not read
+ *   C   [B][Lq][Dh]  context, dtype_o, strides c_stride = {b, i}
+ *   A   [B][Lq][Lk]  optional f32 attention weights, strides
+ *                    weights_stride = {b, i, j}; 0 where a key is hidden
+ *   mask [B][Lq][Lk] uint8 keep-mask (spec.mask ATTN_MASK_BOOL), strides
+ *                    mask_stride = {b, i, j}, 0 broadcasts
+ * The parameters are stored in dtype_kv:
+ *   additive: w_s = W_s [Da][Ds], w_h = W_h [Da][Dh], v_attn = v [Da]
+ *   luong general: w = W [Dh][Ds]; concat: w = W [Da][Dh + Ds] (h's
+ *   columns first), v_attn = v [Da]; dot reads no parameter
+ *   spec.bias: b_attn = b [Da]
+ */
+typedef struct attn_classic_args {
+    int64_t batch, seq_q, seq_k;
+    const void *s;              /* S: dtype_q */
+    const void *h;              /* H: dtype_kv */
+    const void *u;              /* additive, optional: U; NULL: computed from w_h */
+    const void *w_s, *w_h;      /* additive */
+    const void *w;              /* luong general and concat */
+    const void *v_attn;         /* additive and concat */
+    const void *b_attn;         /* with spec.bias */
+    void *c;                    /* C: dtype_o */
+    float *weights;             /* optional: A; NULL: not written */
+    int64_t s_stride[2], h_stride[2], u_stride[2], c_stride[2];
+    int64_t weights_stride[3];
+    const int32_t *seqlens_k;   /* required when the config has padding */
+    const uint8_t *mask;        /* required when the config has a mask */
+    int64_t mask_stride[3];
+    int threads;                /* 0: OpenMP's default */
+} attn_classic_args;
+
+/* Fill the strides of contiguous S, H, U, C, A and mask tensors. */
+void attn_classic_args_set_contiguous(attn_classic_args *args, const struct attn_spec *spec);
+
 typedef attn_status (*attn_fwd_fn)(const attn_args *args);
+typedef attn_status (*attn_classic_fwd_fn)(const attn_classic_args *args);
 
 typedef struct attn_variant {
     attn_isa isa;
-    attn_fwd_fn fwd;               /* runs this ISA, no dispatch */
+    attn_fwd_fn fwd;               /* runs this ISA, no dispatch (NULL for additive and luong) */
+    attn_classic_fwd_fn classic_fwd; /* the same for additive and luong kernels (NULL otherwise) */
 } attn_variant;
 
 typedef struct attn_kernel {
     attn_spec spec;
-    attn_fwd_fn fwd;               /* validates, dispatches once, runs */
+    attn_fwd_fn fwd;               /* validates, dispatches once, runs (NULL for additive and luong) */
     int n_variants;
     const attn_variant *variants;  /* best first; only those compiled in */
+    attn_classic_fwd_fn classic_fwd; /* the same for additive and luong kernels (NULL otherwise) */
 } attn_kernel;
 
 /* ---- services the generated code uses --------------------------------- */
@@ -300,6 +367,9 @@ static inline uint32_t attn_dropout_threshold(float p)
  * ATTN_ERR_NOMEM.  Generated entry points call it first.
  */
 attn_status attn_check_args(const attn_spec *spec, const attn_args *args);
+
+/* The same for additive and luong kernels. */
+attn_status attn_check_classic_args(const attn_spec *spec, const attn_classic_args *args);
 
 /*
  * Picks the variant to run: the one ATTNGEN_ISA names when set (NULL if it

@@ -638,6 +638,11 @@ void attn_verify_case_string(const attn_case *c, char *buf, size_t buflen)
              (long long)c->batch, (long long)c->seq_q, (long long)c->seq_k,
              c->strided ? " strided" : "", c->ragged ? " ragged" : "", c->threads,
              (unsigned long long)c->seed);
+    if (c->with_u || c->no_weights) {
+        const size_t n = strlen(buf);
+        if (n < buflen)
+            snprintf(buf + n, buflen - n, "%s%s", c->with_u ? " with-U" : "", c->no_weights ? " no-weights" : "");
+    }
     if (c->dropout_p != 0.0f) {
         const size_t n = strlen(buf);
         if (n < buflen)
@@ -680,6 +685,457 @@ static void note(attn_verify_result *res, int ok, double err, double ratio, doub
     res->failures++;
 }
 
+/* ---- the additive and luong families ------------------------------------ */
+
+/*
+ * The same discipline for attn_classic_args: S [B][Lq][Ds], H [B][Lk][Dh],
+ * U [B][Lk][Da] (additive cases with c->with_u), C [B][Lq][Dh] and A
+ * [B][Lq][Lk] against guard pages, strided cases with NaN gaps (C's and
+ * A's gaps a sentinel that must survive), H and U rows past seqlens_k NaN.
+ * The parameters are contiguous, each in a guard buffer of its own.  Random
+ * values: S and H N(0,1); the parameters uniform in +-1/sqrt(in_features),
+ * PyTorch's nn.Linear initialization (v's in_features is Da), so the
+ * tanh's arguments and the scores are O(1) as in a trained model.  The
+ * reference reads the stored tensors (attn_reference_classic), with
+ * dtype_o = f32 so its C is not rounded, and the bounds come from
+ * attn_reference_classic_bounds (ATTN_REF_TOL_SCORE).
+ */
+
+typedef struct {
+    const attn_spec *spec;
+    attn_case c;
+    attn_score score;
+    int64_t da;            /* attn_dim for the tanh scores, else 0 */
+    int64_t n_w;           /* elements of W (general, concat) */
+    layout4 ls, lh, lu, lc, lm, la;
+    attn_guard_buf s, h, u, c_out, a, mask, seqlens, w_s, w_h, w, v, bias;
+    unsigned char *c_described, *a_described;
+    int has_u, has_a;
+    attn_classic_args args;
+} classic_bufs;
+
+static void classic_free(classic_bufs *cb)
+{
+    attn_guard_free(&cb->s);
+    attn_guard_free(&cb->h);
+    attn_guard_free(&cb->u);
+    attn_guard_free(&cb->c_out);
+    attn_guard_free(&cb->a);
+    attn_guard_free(&cb->mask);
+    attn_guard_free(&cb->seqlens);
+    attn_guard_free(&cb->w_s);
+    attn_guard_free(&cb->w_h);
+    attn_guard_free(&cb->w);
+    attn_guard_free(&cb->v);
+    attn_guard_free(&cb->bias);
+    free(cb->c_described);
+    free(cb->a_described);
+    cb->c_described = cb->a_described = NULL;
+}
+
+/* C: gaps the sentinel, elements "unset"; A (f32) likewise. */
+static void classic_reset_outputs(classic_bufs *cb)
+{
+    const attn_dtype dt = cb->spec->dtype_o;
+    size_t i;
+    for (i = 0; i < cb->lc.span; i++)
+        store_bits(dt, cb->c_out.ptr, i, cb->c_described[i] ? o_unset_bits(dt) : o_gap_bits(dt));
+    for (i = 0; i < cb->la.span; i++)
+        store_bits(ATTN_DTYPE_F32, cb->a.ptr, i,
+                   cb->a_described[i] ? o_unset_bits(ATTN_DTYPE_F32) : o_gap_bits(ATTN_DTYPE_F32));
+}
+
+/* n parameters uniform in +-bound, stored in dtype into a new guard buffer;
+   the stored values widened into wide when not NULL.  0 or -1. */
+static int classic_param(attn_guard_buf *g, attn_dtype dtype, int64_t n, double bound, rng *r, float *wide)
+{
+    float *tmp = (float *)malloc((size_t)n * sizeof *tmp + 1);
+    int64_t i;
+    if (tmp == NULL || attn_guard_alloc(g, (size_t)n * attn_dtype_size(dtype)) != 0) {
+        free(tmp);
+        return -1;
+    }
+    for (i = 0; i < n; i++)
+        tmp[i] = (float)((2.0 * rng_uniform(r) - 1.0) * bound);
+    attn_verify_store(dtype, tmp, g->ptr, (size_t)n);
+    if (wide != NULL)
+        memcpy(wide, tmp, (size_t)n * sizeof *tmp);
+    free(tmp);
+    return 0;
+}
+
+/* A [B][L][1][dim] tensor: N(0,1) (rows at or past valid[b] NaN when valid
+   is not NULL, gaps NaN) stored in dtype into a new guard buffer. */
+static int classic_tensor(attn_guard_buf *g, attn_dtype dtype, const layout4 *l, const int32_t *valid, rng *r)
+{
+    float *tmp = (float *)malloc(l->span * sizeof *tmp + 1);
+    if (tmp == NULL || attn_guard_alloc(g, l->span * attn_dtype_size(dtype)) != 0) {
+        free(tmp);
+        return -1;
+    }
+    fill_tensor(tmp, l, valid, r);
+    attn_verify_store(dtype, tmp, g->ptr, l->span);
+    free(tmp);
+    return 0;
+}
+
+static attn_status classic_build(classic_bufs *cb, const attn_spec *spec, const attn_case *c)
+{
+    const int64_t B = c->batch, Lq = c->seq_q, Lk = c->seq_k;
+    const int64_t Ds = spec->query_dim, Dh = spec->key_dim;
+    const attn_dtype tkv = spec->dtype_kv;
+    int32_t *seqlens = NULL;
+    float *w_h_wide = NULL;
+    int style = 0, mstyle = 0, tanh_score;
+    rng r;
+    int64_t b, i, j, a, d;
+
+    memset(cb, 0, sizeof *cb);
+    cb->spec = spec;
+    cb->c = *c;
+    cb->score = spec->family == ATTN_FAMILY_ADDITIVE ? ATTN_SCORE_ADDITIVE : spec->score;
+    tanh_score = cb->score == ATTN_SCORE_ADDITIVE || cb->score == ATTN_SCORE_CONCAT;
+    cb->da = tanh_score ? spec->attn_dim : 0;
+    cb->n_w = cb->score == ATTN_SCORE_GENERAL ? Dh * Ds : cb->score == ATTN_SCORE_CONCAT ? cb->da * (Dh + Ds) : 0;
+    cb->has_u = cb->score == ATTN_SCORE_ADDITIVE && c->with_u;
+    cb->has_a = !c->no_weights;
+    if (B < 0 || Lq < 0 || Lk < 0)
+        return ATTN_ERR_SHAPE;
+    r.state = c->seed;
+
+    if (c->strided) {
+        style = 1 + (int)(rng_next(&r) % 2);
+        mstyle = 1 + (int)(rng_next(&r) % 4);
+    }
+    tensor_layout(&cb->ls, B, Lq, 1, Ds, style);
+    tensor_layout(&cb->lh, B, Lk, 1, Dh, style);
+    tensor_layout(&cb->lc, B, Lq, 1, Dh, style);
+    if (cb->has_u)
+        tensor_layout(&cb->lu, B, Lk, 1, cb->da, style);
+    mask_layout(&cb->lm, B, 1, Lq, Lk, mstyle);
+    /* A: dense, or (strided cases) padded or key-major */
+    if (cb->has_a)
+        mask_layout(&cb->la, B, 1, Lq, Lk, c->strided ? ((c->seed >> 4) & 1 ? 4 : 1) : 0);
+    if (layout_span(&cb->ls) || layout_span(&cb->lh) || layout_span(&cb->lc) || layout_span(&cb->lu) ||
+        layout_span(&cb->lm) || layout_span(&cb->la))
+        return ATTN_ERR_TOO_LARGE;
+    if (attn_dtype_size(spec->dtype_q) == 0 || attn_dtype_size(tkv) == 0 || attn_dtype_size(spec->dtype_o) == 0 ||
+        attn_guard_alloc(&cb->c_out, cb->lc.span * attn_dtype_size(spec->dtype_o)) ||
+        alloc_floats(&cb->a, cb->la.span) || attn_guard_alloc(&cb->seqlens, (size_t)B * sizeof(int32_t)))
+        goto nomem;
+
+    /* seqlens_k: with padding, ragged cases mix 0, Lk and random lengths */
+    if (spec->padding) {
+        seqlens = (int32_t *)cb->seqlens.ptr;
+        for (b = 0; b < B; b++) {
+            const uint64_t kind = rng_next(&r) % 4;
+            int64_t len = Lk;
+            if (c->ragged)
+                len = kind == 0 ? 0 : kind == 1 ? Lk : rng_range(&r, Lk);
+            seqlens[b] = (int32_t)len;
+        }
+    }
+
+    /* S and H N(0,1), then the parameters, in the same order for every
+       case of a spec (a case with U draws W_h too, so it sees the same
+       inputs as the case without) */
+    if (classic_tensor(&cb->s, spec->dtype_q, &cb->ls, NULL, &r) || classic_tensor(&cb->h, tkv, &cb->lh, seqlens, &r))
+        goto nomem;
+    if (cb->score == ATTN_SCORE_ADDITIVE) {
+        w_h_wide = (float *)malloc((size_t)(cb->da * Dh) * sizeof *w_h_wide + 1);
+        if (w_h_wide == NULL || classic_param(&cb->w_s, tkv, cb->da * Ds, 1.0 / sqrt((double)Ds), &r, NULL) ||
+            classic_param(&cb->w_h, tkv, cb->da * Dh, 1.0 / sqrt((double)Dh), &r, w_h_wide))
+            goto nomem;
+    } else if (cb->n_w > 0) {
+        /* general: W [Dh][Ds], in_features Ds; concat: W [Da][Dh + Ds] */
+        const double in = cb->score == ATTN_SCORE_GENERAL ? (double)Ds : (double)(Dh + Ds);
+        if (classic_param(&cb->w, tkv, cb->n_w, 1.0 / sqrt(in), &r, NULL))
+            goto nomem;
+    }
+    if (tanh_score) {
+        /* v: in_features Da; b: that of the layer it belongs to */
+        const double in_b = cb->score == ATTN_SCORE_ADDITIVE ? (double)Ds : (double)(Dh + Ds);
+        if (classic_param(&cb->v, tkv, cb->da, 1.0 / sqrt((double)cb->da), &r, NULL) ||
+            (spec->bias && classic_param(&cb->bias, tkv, cb->da, 1.0 / sqrt(in_b), &r, NULL)))
+            goto nomem;
+    }
+
+    /* U = H W_h^T from the stored H and W_h, in double, then stored;
+       rows past seqlens_k and the gaps NaN */
+    if (cb->has_u) {
+        float *tmp = (float *)malloc(cb->lu.span * sizeof *tmp + 1);
+        float *hw = (float *)malloc((size_t)Dh * sizeof *hw + 1);
+        if (tmp == NULL || hw == NULL || attn_guard_alloc(&cb->u, cb->lu.span * attn_dtype_size(tkv))) {
+            free(tmp);
+            free(hw);
+            goto nomem;
+        }
+        fill_nan(tmp, cb->lu.span);
+        for (b = 0; b < B; b++)
+            for (j = 0; j < (seqlens != NULL ? seqlens[b] : Lk); j++) {
+                for (d = 0; d < Dh; d++)
+                    hw[d] = load_value(tkv, cb->h.ptr, (size_t)offset4(&cb->lh, b, j, 0, d));
+                for (a = 0; a < cb->da; a++) {
+                    double sum = 0.0;
+                    for (d = 0; d < Dh; d++)
+                        sum += (double)w_h_wide[a * Dh + d] * (double)hw[d];
+                    tmp[offset4(&cb->lu, b, j, 0, a)] = (float)sum;
+                }
+            }
+        attn_verify_narrow(tkv, tmp, cb->u.ptr, cb->lu.span);
+        free(tmp);
+        free(hw);
+    }
+    free(w_h_wide);
+    w_h_wide = NULL;
+
+    /* the mask: gaps random (a read of one is likely to show), broadcast
+       batches (stride 0) filled once */
+    if (spec->mask == ATTN_MASK_BOOL) {
+        unsigned char *m;
+        const int64_t nb = cb->lm.str[0] == 0 ? 1 : B;
+        size_t e;
+        if (attn_guard_alloc(&cb->mask, cb->lm.span))
+            goto nomem;
+        m = (unsigned char *)cb->mask.ptr;
+        for (e = 0; e < cb->lm.span; e++)
+            m[e] = (unsigned char)(rng_next(&r) & 1);
+        for (b = 0; b < nb; b++)
+            for (i = 0; i < Lq; i++)
+                for (j = 0; j < Lk; j++)
+                    m[offset4(&cb->lm, b, 0, i, j)] = rng_uniform(&r) < 0.8;
+    }
+
+    cb->c_described = (unsigned char *)calloc(cb->lc.span + 1, 1);
+    cb->a_described = (unsigned char *)calloc(cb->la.span + 1, 1);
+    if (cb->c_described == NULL || cb->a_described == NULL)
+        goto nomem;
+    for (b = 0; b < B; b++)
+        for (i = 0; i < Lq; i++) {
+            for (d = 0; d < Dh; d++)
+                cb->c_described[offset4(&cb->lc, b, i, 0, d)] = 1;
+            for (j = 0; j < Lk && cb->has_a; j++)
+                cb->a_described[offset4(&cb->la, b, 0, i, j)] = 1;
+        }
+    classic_reset_outputs(cb);
+
+    cb->args.batch = B;
+    cb->args.seq_q = Lq;
+    cb->args.seq_k = Lk;
+    cb->args.s = cb->s.ptr;
+    cb->args.h = cb->h.ptr;
+    cb->args.u = cb->has_u ? cb->u.ptr : NULL;
+    cb->args.w_s = cb->w_s.ptr;
+    /* with U the kernel must not read W_h: NULL, so that a read faults */
+    cb->args.w_h = cb->has_u ? NULL : cb->w_h.ptr;
+    cb->args.w = cb->w.ptr;
+    cb->args.v_attn = cb->v.ptr;
+    cb->args.b_attn = cb->bias.ptr;
+    cb->args.c = cb->c_out.ptr;
+    cb->args.weights = cb->has_a ? (float *)cb->a.ptr : NULL;
+    cb->args.s_stride[0] = cb->ls.str[0];
+    cb->args.s_stride[1] = cb->ls.str[1];
+    cb->args.h_stride[0] = cb->lh.str[0];
+    cb->args.h_stride[1] = cb->lh.str[1];
+    cb->args.u_stride[0] = cb->lu.str[0];
+    cb->args.u_stride[1] = cb->lu.str[1];
+    cb->args.c_stride[0] = cb->lc.str[0];
+    cb->args.c_stride[1] = cb->lc.str[1];
+    cb->args.weights_stride[0] = cb->la.str[0];
+    cb->args.weights_stride[1] = cb->la.str[2];
+    cb->args.weights_stride[2] = cb->la.str[3];
+    cb->args.seqlens_k = seqlens;
+    if (spec->mask == ATTN_MASK_BOOL) {
+        cb->args.mask = (const uint8_t *)cb->mask.ptr;
+        cb->args.mask_stride[0] = cb->lm.str[0];
+        cb->args.mask_stride[1] = cb->lm.str[2];
+        cb->args.mask_stride[2] = cb->lm.str[3];
+    }
+    cb->args.threads = c->threads;
+    return ATTN_OK;
+nomem:
+    free(w_h_wide);
+    classic_free(cb);
+    return ATTN_ERR_NOMEM;
+}
+
+static attn_status run_classic(const attn_kernel *kernel, const attn_variant *variant, const attn_classic_args *args)
+{
+    const attn_classic_fwd_fn fwd = variant != NULL ? variant->classic_fwd : kernel->classic_fwd;
+    return fwd != NULL ? fwd(args) : ATTN_ERR_NULL_ARG;
+}
+
+static int is_classic(const attn_spec *spec)
+{
+    return spec->family == ATTN_FAMILY_ADDITIVE || spec->family == ATTN_FAMILY_LUONG;
+}
+
+static attn_status classic_verify_case(const attn_kernel *kernel, const attn_variant *variant, const attn_case *c,
+                                       attn_verify_result *res)
+{
+    const attn_spec *spec = &kernel->spec;
+    const attn_dtype odt = spec->dtype_o;
+    const int64_t B = c->batch, Lq = c->seq_q, Lk = c->seq_k, Dh = spec->key_dim;
+    classic_bufs cb;
+    attn_spec ref_spec;
+    attn_classic_args ra;
+    float *ref_c = NULL, *ref_a = NULL;
+    double *c_tol = NULL, *w_rel = NULL;
+    char label[96] = "", shape[96];
+    attn_status st;
+    int64_t b, i, j, d;
+    int sees = 0;
+    size_t e;
+
+    memset(res, 0, sizeof *res);
+    attn_verify_case_string(c, shape, sizeof shape);
+    st = classic_build(&cb, spec, c);
+    if (st != ATTN_OK) {
+        snprintf(res->first_failure, sizeof res->first_failure, "cannot build the inputs: %s (shape %s)",
+                 attn_status_string(st), shape);
+        res->failures = 1;
+        return st;
+    }
+    st = run_classic(kernel, variant, &cb.args);
+    if (st != ATTN_OK) {
+        snprintf(res->first_failure, sizeof res->first_failure, "kernel returned \"%s\" (shape %s)",
+                 attn_status_string(st), shape);
+        res->failures = 1;
+        classic_free(&cb);
+        return st;
+    }
+
+    /* the reference: contiguous f32 C and A of its own, C not rounded */
+    ref_c = (float *)malloc((size_t)(B * Lq * Dh) * sizeof *ref_c + 1);
+    ref_a = (float *)malloc((size_t)(B * Lq * Lk) * sizeof *ref_a + 1);
+    c_tol = (double *)malloc((size_t)(B * Lq * Dh) * sizeof *c_tol + 1);
+    w_rel = (double *)malloc((size_t)(B * Lq) * sizeof *w_rel + 1);
+    if (ref_c == NULL || ref_a == NULL || c_tol == NULL || w_rel == NULL) {
+        st = ATTN_ERR_NOMEM;
+    } else {
+        ref_spec = *spec;
+        ref_spec.dtype_o = ATTN_DTYPE_F32;
+        ra = cb.args;
+        ra.c = ref_c;
+        ra.weights = ref_a;
+        ra.c_stride[1] = Dh;
+        ra.c_stride[0] = Lq * Dh;
+        ra.weights_stride[2] = 1;
+        ra.weights_stride[1] = Lk;
+        ra.weights_stride[0] = Lq * Lk;
+        st = attn_reference_classic(&ref_spec, &ra);
+        if (st == ATTN_OK)
+            st = attn_reference_classic_bounds(spec, &ra, c_tol, w_rel);
+    }
+    if (st != ATTN_OK) {
+        snprintf(res->first_failure, sizeof res->first_failure, "the reference failed: %s (shape %s)",
+                 attn_status_string(st), shape);
+        res->failures = 1;
+        goto done;
+    }
+
+    for (b = 0; b < B; b++)
+        for (i = 0; i < Lq; i++)
+            for (d = 0; d < Dh; d++) {
+                const int64_t at = (b * Lq + i) * Dh + d;
+                const double x = load_value(odt, cb.c_out.ptr, (size_t)offset4(&cb.lc, b, i, 0, d));
+                const double r = ref_c[at];
+                double err, ratio;
+                int ok = values_agree(x, r, c_tol[at], &err, &ratio);
+                if (d == 0) { /* does the row see a key? */
+                    sees = 0;
+                    for (j = 0; j < Lk && !sees; j++)
+                        sees = attn_reference_classic_key_visible(spec, &cb.args, b, i, j);
+                }
+                if (!sees && x != 0.0) { /* a row that sees nothing: exactly 0 */
+                    ok = 0;
+                    ratio = INFINITY;
+                }
+                if (!ok && res->failures == 0)
+                    snprintf(label, sizeof label, "C[b=%lld][i=%lld][d=%lld]%s%s", (long long)b, (long long)i,
+                             (long long)d, odt == ATTN_DTYPE_F32 ? "" : " stored as ",
+                             odt == ATTN_DTYPE_F32 ? "" : attn_dtype_name(odt));
+                note(res, ok, err, ratio, &res->max_err_o, label, x, r, c);
+            }
+    if (cb.has_a)
+        for (b = 0; b < B; b++)
+            for (i = 0; i < Lq; i++)
+                for (j = 0; j < Lk; j++) {
+                    const double x = ((const float *)cb.a.ptr)[offset4(&cb.la, b, 0, i, j)];
+                    const double r = ref_a[(b * Lq + i) * Lk + j];
+                    double err, ratio;
+                    int ok = values_agree(x, r, ATTN_REF_TOL_P(r) + w_rel[b * Lq + i] * fabs(r), &err, &ratio);
+                    if (r == 0.0 && x != 0.0) { /* hidden: exactly 0 */
+                        ok = 0;
+                        ratio = INFINITY;
+                    }
+                    if (!ok && res->failures == 0)
+                        snprintf(label, sizeof label, "A[b=%lld][i=%lld][j=%lld]", (long long)b, (long long)i,
+                                 (long long)j);
+                    note(res, ok, err, ratio, &res->max_err_p, label, x, r, c);
+                }
+    /* C's and A's gaps must still hold the sentinel */
+    for (e = 0; e < cb.lc.span; e++) {
+        if (cb.c_described[e] || load_bits(odt, cb.c_out.ptr, e) == o_gap_bits(odt))
+            continue;
+        if (res->failures == 0)
+            snprintf(res->first_failure, sizeof res->first_failure,
+                     "C gap at element offset %zu was overwritten with %.9g (shape %s)", e,
+                     (double)load_value(odt, cb.c_out.ptr, e), shape);
+        res->failures++;
+    }
+    for (e = 0; e < cb.la.span; e++) {
+        if (cb.a_described[e] || load_bits(ATTN_DTYPE_F32, cb.a.ptr, e) == o_gap_bits(ATTN_DTYPE_F32))
+            continue;
+        if (res->failures == 0)
+            snprintf(res->first_failure, sizeof res->first_failure,
+                     "A gap at element offset %zu was overwritten with %.9g (shape %s)", e,
+                     (double)load_value(ATTN_DTYPE_F32, cb.a.ptr, e), shape);
+        res->failures++;
+    }
+done:
+    free(ref_c);
+    free(ref_a);
+    free(c_tol);
+    free(w_rel);
+    classic_free(&cb);
+    return st;
+}
+
+static int classic_bitwise_threads(const attn_kernel *kernel, const attn_variant *variant, const attn_case *c,
+                                   int threads_a, int threads_b)
+{
+    classic_bufs cb;
+    unsigned char *c_a = NULL, *a_a = NULL;
+    size_t c_bytes, a_bytes;
+    int result = -1;
+
+    if (classic_build(&cb, &kernel->spec, c) != ATTN_OK)
+        return -1;
+    c_bytes = cb.lc.span * attn_dtype_size(kernel->spec.dtype_o);
+    a_bytes = cb.la.span * sizeof(float);
+    c_a = (unsigned char *)malloc(c_bytes + 1);
+    a_a = (unsigned char *)malloc(a_bytes + 1);
+    if (c_a == NULL || a_a == NULL)
+        goto done;
+    cb.args.threads = threads_a;
+    if (run_classic(kernel, variant, &cb.args) != ATTN_OK)
+        goto done;
+    memcpy(c_a, cb.c_out.ptr, c_bytes);
+    if (a_bytes > 0)
+        memcpy(a_a, cb.a.ptr, a_bytes);
+    classic_reset_outputs(&cb);
+    cb.args.threads = threads_b;
+    if (run_classic(kernel, variant, &cb.args) != ATTN_OK)
+        goto done;
+    result = memcmp(c_a, cb.c_out.ptr, c_bytes) == 0 && (a_bytes == 0 || memcmp(a_a, cb.a.ptr, a_bytes) == 0);
+done:
+    free(c_a);
+    free(a_a);
+    classic_free(&cb);
+    return result;
+}
+
 attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *variant,
                              const attn_case *c, attn_verify_result *res)
 {
@@ -696,6 +1152,8 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
     int64_t b, i, h, d;
     size_t e, o_count;
 
+    if (is_classic(spec))
+        return classic_verify_case(kernel, variant, c, res);
     memset(res, 0, sizeof *res);
     attn_verify_case_string(c, shape, sizeof shape);
     st = case_build(&cb, spec, c);
@@ -898,6 +1356,8 @@ int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *v
     size_t o_bytes;
     int result = -1;
 
+    if (is_classic(&kernel->spec))
+        return classic_bitwise_threads(kernel, variant, c, threads_a, threads_b);
     if (case_build(&cb, &kernel->spec, c) != ATTN_OK)
         return -1;
     /* O as stored: its bytes, gaps included */
@@ -965,7 +1425,58 @@ static void add_case(case_list *l, int64_t batch, int64_t lq, int64_t lk, int st
     c->dropout_p = l->dropout ? 0.2f : 0.0f;
     c->dropout_seed = l->dropout ? 0x9e3779b97f4a7c15u * (uint64_t)(l->n + 1) : 0;
     c->dropout_offset = l->dropout ? (uint32_t)(3 * l->n + 1) : 0;
+    c->with_u = 0;
+    c->no_weights = 0;
     l->n++;
+}
+
+/*
+ * The additive and luong families: every Lq in {1, 2, 5, 17} against every
+ * Lk in {1, 2, 17, 50, 113}, batches of 1 to 3, layouts, ragged seqlens_k,
+ * threads, U (additive) and A cycling through the grid at different
+ * periods, so that each meets the others; then no keys (Lk = 0), no rows,
+ * and a ragged batch of many rows.  quick == 0 adds longer sequences.
+ */
+static int classic_default_cases(const attn_spec *spec, attn_case *out, int max, int quick)
+{
+    static const int64_t lqs[] = { 1, 2, 5, 17 };
+    static const int64_t lks[] = { 1, 2, 17, 50, 113 };
+    const int additive = spec->family == ATTN_FAMILY_ADDITIVE;
+    case_list l;
+    int a, k, n;
+
+    l.out = out;
+    l.max = max;
+    l.n = 0;
+    l.padding = spec->padding;
+    l.dropout = 0;
+    for (a = 0; a < 4; a++)
+        for (k = 0; k < 5; k++) {
+            n = a * 5 + k;
+            /*           B         Lq      Lk       strided       ragged          threads */
+            add_case(&l, 1 + n % 3, lqs[a], lks[k], (a + k) % 2, (n / 2) % 2 == 0, 1 + (n / 3) % 2);
+            if (l.n > 0 && l.n - 1 == n) {
+                out[n].with_u = additive && n % 3 != 2;
+                out[n].no_weights = n % 4 == 3;
+            }
+        }
+    n = l.n;
+    add_case(&l, 2, 5, 0, 0, 1, 2);   /* no keys: C = 0, A has no element */
+    add_case(&l, 3, 17, 0, 1, 1, 1);
+    add_case(&l, 2, 0, 17, 1, 1, 2);  /* no rows */
+    add_case(&l, 3, 17, 50, 1, 1, 2); /* ragged, every layout, with U */
+    if (l.n == n + 4)
+        out[n + 3].with_u = additive;
+    if (!quick) {
+        n = l.n;
+        add_case(&l, 1, 1, 1025, 0, 0, 2);
+        add_case(&l, 2, 64, 257, 1, 1, 1);
+        add_case(&l, 1, 300, 17, 0, 1, 2);
+        add_case(&l, 2, 2, 4099, 1, 1, 2);
+        for (a = n; a < l.n; a++)
+            out[a].with_u = additive && a % 2;
+    }
+    return l.n;
 }
 
 int attn_verify_default_cases(const attn_spec *spec, attn_case *out, int max, int quick)
@@ -975,6 +1486,8 @@ int attn_verify_default_cases(const attn_spec *spec, attn_case *out, int max, in
     const int64_t tq = spec->tile_q >= 1 && spec->tile_q <= 1024 ? spec->tile_q : 0;
     const int64_t tk = spec->tile_kv >= 1 && spec->tile_kv <= 1024 ? spec->tile_kv : 0;
 
+    if (is_classic(spec))
+        return classic_default_cases(spec, out, max, quick);
     l.out = out;
     l.max = max;
     l.n = 0;

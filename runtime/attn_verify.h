@@ -13,8 +13,14 @@
  * Linear specs: no LSE (the LSE buffer passed must stay untouched); with
  * spec->state, the kernel and the reference start from the same random
  * state (that of a few earlier N(0,1) keys: S of any sign, z positive), and
- * the states they write back must agree within ATTN_REF_TOL_STATE.  Needs
- * POSIX (mmap).
+ * the states they write back must agree within ATTN_REF_TOL_STATE.
+ * Additive and luong specs (attn_classic_args, run through classic_fwd):
+ * S, H, U (cases with with_u; then w_h is NULL), C, A and the mask against
+ * guard pages, with the same strided layouts, NaN gaps and ragged
+ * seqlens_k; the parameters uniform in +-1/sqrt(in_features) (PyTorch's
+ * nn.Linear initialization); C and A must be within the bounds of
+ * ATTN_REF_TOL_SCORE (attn_reference.h), A exactly 0 at hidden keys and C
+ * exactly 0 in rows that see no key.  Needs POSIX (mmap).
  */
 #ifndef ATTN_VERIFY_H
 #define ATTN_VERIFY_H
@@ -38,6 +44,9 @@ typedef struct {
     float dropout_p;         /* specs with dropout: args.dropout_p, the same for the reference */
     uint64_t dropout_seed;   /* args.dropout_seed */
     uint32_t dropout_offset; /* args.dropout_offset */
+    /* additive and luong specs (attn_classic_args); 0 in the other families */
+    int with_u;              /* additive: pass U = H W_h^T (stored in dtype_kv) and w_h = NULL */
+    int no_weights;          /* pass no A (args.weights = NULL); 0: A is written and compared */
 } attn_case;
 
 typedef struct {
@@ -51,7 +60,8 @@ typedef struct {
 
 /*
  * Builds the case's inputs, runs variant->fwd (kernel->fwd when variant is
- * NULL) with args.threads = c->threads, runs attn_reference and compares.
+ * NULL; classic_fwd for additive and luong specs) with args.threads =
+ * c->threads, runs attn_reference (attn_reference_classic) and compares.
  * Returns ATTN_OK when both ran (res->failures tells whether they agree),
  * else the failing status (the kernel's, the reference's, or
  * ATTN_ERR_NOMEM), with a message in res->first_failure.
@@ -61,7 +71,8 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
 
 /*
  * Runs the case with threads_a and then threads_b (c->threads is ignored)
- * and compares the bytes of O as stored (gaps included), of LSE, of the
+ * and compares the bytes of O (C for additive and luong specs) as stored
+ * (gaps included), of LSE, of the
  * weights and of the state written back (linear specs with state; both
  * runs start from the same state).
  * Returns 1 when identical, 0 when they differ, -1 when a run failed.
@@ -75,7 +86,10 @@ int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *v
  * and 2, strided, ragged with padding, 1 and 2 threads; quick == 0 adds
  * 1023 and 1025).  With spec->dropout every case has dropout_p = 0.2 and
  * its own seed and offset.  Linear specs get the same matrix (masks do not
- * apply; tile_q is the chunk of the causal algorithm).
+ * apply; tile_q is the chunk of the causal algorithm).  Additive and luong
+ * specs get their own grid (Lq 1, 2, 5, 17 by Lk 1, 2, 17, 50, 113, batches
+ * of 1 to 3, with and without U and A, Lk = 0 and Lq = 0; quick == 0 adds
+ * Lk 1025 and 4099 and Lq 64 and 300).
  * Returns the number written.
  */
 int attn_verify_default_cases(const attn_spec *spec, attn_case *out, int max, int quick);

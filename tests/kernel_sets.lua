@@ -13,7 +13,7 @@
 -- names come out sorted, so the same files always give the same lines.
 --
 -- Purposes (PURPOSES below): sanitize, sanitize-presets, run, fuzz, neon,
--- matmul_bf16.
+-- matmul_bf16, ukernel.
 -- Config files are data: each is loaded in an empty environment.  Usable as
 -- a module too: require("kernel_sets").select(purpose, files).
 -- Runs on LuaJIT, Lua 5.1 and Lua 5.4.
@@ -21,8 +21,16 @@ local M = {}
 
 -- Each feature: a name and whether a config (a table, defaults not applied)
 -- has it.  A new kernel family or storage type is a feature of its own.
-local function heads_kv(c) return c.heads_kv or c.heads_q end
-local function head_dim_v(c) return c.head_dim_v or c.head_dim end
+-- The additive and luong families (the classic kinds) name their dims
+-- query_dim (Ds), key_dim (Dh, default Ds) and attn_dim (Da) and have one
+-- head: their Ds and Dh stand in for head_dim and head_dim_v here.
+local function classic(c) return c.kind == "additive" or c.kind == "luong" end
+local function heads_q(c) return c.heads_q or 1 end
+local function heads_kv(c) return c.heads_kv or heads_q(c) end
+local function head_dim(c) return c.head_dim or c.query_dim end
+local function head_dim_v(c) return c.head_dim_v or c.key_dim or head_dim(c) end
+-- luong's score (default "dot"): "dot", "general" or "concat"
+local function luong_score(c) return c.kind == "luong" and (c.score or "dot") end
 local function window_side(c, side)
   if type(c.window) == "table" and c.window[side] ~= nil then return c.window[side] end
   if side == "left" and type(c.sliding_window) == "number" then return c.sliding_window - 1 end
@@ -54,20 +62,33 @@ M.FEATURES = {
   { "softcap", function(c) return c.softcap ~= nil end },
   { "alibi", function(c) return c.alibi == true end },
   -- a head dim that is no multiple of 4 lanes: vector tails on every ISA
-  { "odd_head_dim", function(c) return c.head_dim % 4 ~= 0 or head_dim_v(c) % 4 ~= 0 end },
-  { "head_dim_v", function(c) return head_dim_v(c) ~= c.head_dim end },
-  { "gqa", function(c) return heads_kv(c) < c.heads_q end },
-  { "mqa", function(c) return heads_kv(c) == 1 and c.heads_q > 1 end },
+  { "odd_head_dim", function(c)
+    return head_dim(c) % 4 ~= 0 or head_dim_v(c) % 4 ~= 0 or (c.attn_dim or 0) % 4 ~= 0
+  end },
+  { "head_dim_v", function(c) return head_dim_v(c) ~= head_dim(c) end },
+  { "gqa", function(c) return heads_kv(c) < heads_q(c) end },
+  { "mqa", function(c) return heads_kv(c) == 1 and heads_q(c) > 1 end },
   { "small_tiles", function(c) return type(c.tile) == "table" end },
   -- linear attention (kind = "linear"), and its recurrent state (in/out)
   { "linear", function(c) return c.kind == "linear" end },
   { "linear_state", function(c) return c.kind == "linear" and c.state == true end },
+  -- the classic families: additive (Bahdanau) and luong's three scores, and
+  -- the bias inside the tanh (additive, concat)
+  { "additive", function(c) return c.kind == "additive" end },
+  { "luong_dot", function(c) return luong_score(c) == "dot" end },
+  { "luong_general", function(c) return luong_score(c) == "general" end },
+  { "luong_concat", function(c) return luong_score(c) == "concat" end },
+  { "bias", function(c)
+    return classic(c) and (c.bias == true or (luong_score(c) == "concat" and c.bias == nil))
+  end },
 }
 
 local function generic_features(c)
   local out = {}
-  -- (linear has features of its own above)
-  if c.kind ~= nil and c.kind ~= "sdpa" and c.kind ~= "linear" then out[#out + 1] = "kind_" .. tostring(c.kind) end
+  -- (linear, additive and luong have features of their own above)
+  if c.kind ~= nil and c.kind ~= "sdpa" and c.kind ~= "linear" and not classic(c) then
+    out[#out + 1] = "kind_" .. tostring(c.kind)
+  end
   for _, t in ipairs(dtypes(c)) do
     if t ~= nil and t ~= "f32" then out[#out + 1] = "dtype_" .. tostring(t) end
   end
@@ -117,6 +138,10 @@ M.PURPOSES = {
   neon = { pool = "test", every = true, filter = function(c) return has_isa(c, "neon") end },
   -- Makefile kernel_list.h: the configs with bf16 products (their avx512bf16 variant's tests)
   matmul_bf16 = { pool = "any", every = true, filter = function(c) return c.matmul == "bf16" end },
+  -- Makefile UK_CONFIGS: every test config built from the library's
+  -- micro-kernels (tests/gen_ukernel_tests.lua tests them alone); the
+  -- classic kinds have their own loops, tested through their kernels
+  ukernel = { pool = "test", every = true, filter = function(c) return not classic(c) end },
 }
 
 --- Loads a config file in an empty environment; returns its table or nil, err.
@@ -132,15 +157,21 @@ function M.load(path)
   if not chunk then return nil, err end
   local ok, cfg = pcall(chunk)
   if not ok then return nil, ("%s: %s"):format(path, tostring(cfg)) end
-  if type(cfg) ~= "table" or type(cfg.name) ~= "string" or type(cfg.heads_q) ~= "number"
-      or type(cfg.head_dim) ~= "number" then
+  if type(cfg) ~= "table" or type(cfg.name) ~= "string" then
+    return nil, ("%s: not a config (a table with name, heads_q, head_dim)"):format(path)
+  end
+  if classic(cfg) then
+    if type(cfg.query_dim) ~= "number" then
+      return nil, ("%s: not a config (kind '%s' needs name and query_dim)"):format(path, cfg.kind)
+    end
+  elseif type(cfg.heads_q) ~= "number" or type(cfg.head_dim) ~= "number" then
     return nil, ("%s: not a config (a table with name, heads_q, head_dim)"):format(path)
   end
   return cfg
 end
 
 local function cost(c)
-  return c.heads_q * (c.head_dim + head_dim_v(c))
+  return heads_q(c) * (head_dim(c) + head_dim_v(c) + (c.attn_dim or 0))
 end
 
 -- Whether candidate set a (a list of entries) beats b: fewer configs, more

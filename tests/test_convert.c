@@ -602,7 +602,7 @@ static attn_status stand_in_fwd(const attn_args *a)
     return ATTN_OK;
 }
 
-static const attn_variant stand_in_variants[] = { { ATTN_ISA_SCALAR, stand_in_fwd } };
+static const attn_variant stand_in_variants[] = { { ATTN_ISA_SCALAR, stand_in_fwd, 0 } };
 static attn_kernel stand_in_kernel;
 
 extern const attn_kernel attn_t_everything_kernel, attn_t_bool_mask_kernel;

@@ -41,6 +41,8 @@ static void run_matrix(const attn_kernel *k, attn_isa isa)
     attn_case cases[MAX_CASES];
     int n, i;
 
+    /* additive and luong kernels take attn_classic_args: tests/test_classic.c */
+    if (k->fwd == NULL) cr_skip_test("%s: a classic kernel (tests/test_classic.c runs it)", k->spec.name);
     if (!v) cr_skip_test("%s: the config does not list %s", k->spec.name, attn_isa_name(isa));
     if (!attn_isa_supported(isa)) cr_skip_test("%s: this CPU cannot run %s", k->spec.name, attn_isa_name(isa));
     n = attn_verify_default_cases(&k->spec, cases, MAX_CASES, 1);
@@ -61,6 +63,7 @@ static void run_matrix(const attn_kernel *k, attn_isa isa)
 static void run_bitwise(const attn_kernel *k)
 {
     int i, checked = 0;
+    if (k->fwd == NULL) cr_skip_test("%s: a classic kernel (tests/test_classic.c runs it)", k->spec.name);
     for (i = 0; i < k->n_variants; i++) {
         const attn_variant *v = &k->variants[i];
         attn_case c;

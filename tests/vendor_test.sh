@@ -14,7 +14,8 @@
 # with the reference; a C++11 program includes attngen.h and calls every
 # kernel (g++ and clang++); nm finds only attn_<name>_* in each kernel
 # object, only attn_* in the runtime and no symbol twice; the README's C
-# example compiles.  The command's own behaviour: deterministic output,
+# example compiles.  Linear, additive and luong kernels (their own args and
+# examples) are vendored and built on their own at the end.  The command's own behaviour: deterministic output,
 # errors (unknown preset, duplicate or reserved names, a foreign non-empty
 # folder, a user's file in the way) that change nothing, and re-vendoring
 # that replaces only the files it wrote.
@@ -391,12 +392,39 @@ done
 # builds strict, its example runs and prints a checksum, the README's
 # example compiles
 "$ATTNGEN" vendor -q configs/test/t_linear_state.lua configs/test/t_linear_f16.lua -o "$T/linear"
-linear_example() {
+linear_example() ( # a subshell: the cd stays in it
   cd "$T/linear" && gcc $STRICT -O2 -c ./*.c && gcc -o example ./*.o -lm && example_line ./example &&
     sed -n '/^```c$/,/^```$/p' README.md | sed '1d;$d' >readme_example.c &&
     gcc $STRICT -I. -fsyntax-only readme_example.c
-}
+)
 check "linear attention: the folder builds strict, the example runs, the README's example compiles" linear_example
+
+# additive and luong attention (attn_classic_args: one head, decoder and
+# encoder states, the parameters by name): an additive kernel with bias,
+# padding and a mask (the example's and the README's kernel) next to a luong
+# concat one builds strict with gcc and clang, its example runs (the same
+# checksum with and without OpenMP, ATTNGEN_ISA honoured), the README's
+# example compiles; a luong general kernel's example and README too
+"$ATTNGEN" vendor -q configs/test/t_additive_bias_mask.lua configs/test/t_luong_concat.lua -o "$T/classic" &&
+  "$ATTNGEN" vendor -q configs/test/t_luong_general.lua -o "$T/classic_general"
+classic_example() ( # CC; a subshell: the cd stays in it
+  rm -rf "$T/classic-$1" && cp -R "$T/classic" "$T/classic-$1" && cd "$T/classic-$1" &&
+    $1 $STRICT -O2 -c ./*.c && $1 -o example ./*.o -lm && example_line ./example &&
+    $1 $STRICT -O2 -fopenmp -c ./*.c && $1 -fopenmp -o example_omp ./*.o -lm &&
+    [ "$(./example)" = "$(./example_omp)" ] && ATTNGEN_ISA=scalar ./example | grep -q 'isa scalar:' &&
+    sed -n '/^```c$/,/^```$/p' README.md | sed '1d;$d' >readme_example.c &&
+    $1 $STRICT -I. -fsyntax-only readme_example.c
+)
+check "additive and luong attention: the folder builds strict (gcc), the example runs, the README's example compiles" \
+  classic_example gcc
+check "additive and luong attention: the folder builds strict (clang), the example runs, the README's example compiles" \
+  classic_example clang
+classic_general() ( # a subshell: the cd stays in it
+  cd "$T/classic_general" && gcc $STRICT -O2 -c ./*.c && gcc -o example ./*.o -lm && example_line ./example &&
+    sed -n '/^```c$/,/^```$/p' README.md | sed '1d;$d' >readme_example.c &&
+    gcc $STRICT -I. -fsyntax-only readme_example.c
+)
+check "luong general: the folder builds strict, the example runs, the README's example compiles" classic_general
 
 echo "vendor: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -1,5 +1,6 @@
 --- attngen bench CONFIG: time the kernel of every ISA this CPU runs against
--- the naive reference.
+-- the naive reference and an unfused OpenBLAS baseline (additive and luong
+-- configs too: their decoder-step shapes and tanh loop rate, in the tool).
 local tool = require("commands.tool")
 
 local M = {}
@@ -18,6 +19,9 @@ function M.add_to_parser(parser)
   c:flag("--no-reference", "Do not time the naive reference.")
   c:flag("--no-blas", "Do not time the unfused OpenBLAS baseline.")
   c:option("--blas-core", "OpenBLAS core for the baseline (default: the best for this CPU; 'keep': the environment's).")
+  c:flag("--precomputed-u", "Additive configs: pass U = H W_h^T precomputed, as a decoder's steps do (the default).")
+  c:flag("--no-precomputed-u", "Additive configs: pass W_h instead; the kernel projects H in every call.")
+  c:flag("--no-tanh-rate", "Additive and luong concat configs: do not time the tanh loop's rate.")
 end
 
 function M.run(args)
@@ -29,6 +33,12 @@ function M.run(args)
   tool.pass(argv, "--no-reference", args.no_reference)
   tool.pass(argv, "--no-blas", args.no_blas)
   tool.pass(argv, "--blas-core", args.blas_core)
+  if args.precomputed_u and args.no_precomputed_u then
+    return nil, "--precomputed-u and --no-precomputed-u: give one of them"
+  end
+  tool.pass(argv, "--precomputed-u", args.precomputed_u)
+  tool.pass(argv, "--no-precomputed-u", args.no_precomputed_u)
+  tool.pass(argv, "--no-tanh-rate", args.no_tanh_rate)
   return tool.run("bench", args, argv)
 end
 

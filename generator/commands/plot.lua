@@ -85,6 +85,10 @@ local function plot_mask(args)
     return nil, ("plot mask: %s is linear attention, which has no mask or tiles to draw (every row sees the "
       .. "keys up to its position with causal, all of them without)"):format(display)
   end
+  if cfg.kind == "additive" or cfg.kind == "luong" then
+    return nil, ("plot mask: %s is %s attention, which has no mask rule or tiles to draw (every row sees the keys "
+      .. "below its seqlens_k and those its bool mask keeps)"):format(display, cfg.kind)
+  end
   local lkb
   if args.seqlens then
     if not cfg.padding then

@@ -1,4 +1,5 @@
---- attngen run CONFIG --q Q.npy --k K.npy --v V.npy ... -o O.npy
+--- attngen run CONFIG --q Q.npy --k K.npy --v V.npy ... -o O.npy (sdpa, linear), or
+-- --s S.npy --h H.npy and the parameters ... -o C.npy (additive, luong)
 local tool = require("commands.tool")
 
 local M = {}
@@ -6,14 +7,29 @@ local M = {}
 function M.add_to_parser(parser)
   local c = parser:command("run", "Run the kernel of CONFIG on .npy tensors (BSHD, f32 or f64).")
   tool.common_options(c)
-  c:option("--q", "Queries [B][Lq][Hq][D]."):argname("Q.npy"):count(1)
-  c:option("--k", "Keys [B][Lk][Hkv][D]."):argname("K.npy"):count(1)
-  c:option("--v", "Values [B][Lk][Hkv][Dv]."):argname("V.npy"):count(1)
+  -- sdpa and linear configs: --q, --k, --v; additive and luong: --s, --h and
+  -- the parameters their score reads (the tool says which are required)
+  c:option("--q", "Queries [B][Lq][Hq][D] (sdpa, linear)."):argname("Q.npy")
+  c:option("--k", "Keys [B][Lk][Hkv][D] (sdpa, linear)."):argname("K.npy")
+  c:option("--v", "Values [B][Lk][Hkv][Dv] (sdpa, linear)."):argname("V.npy")
+  c:option("--s", "Additive and luong configs: decoder states S [B][Lq][query_dim]."):argname("S.npy")
+  c:option("--h", "Additive and luong configs: encoder states H [B][Lk][key_dim] (keys and values).")
+    :argname("H.npy")
+  c:option("--w-s", "Additive: W_s [attn_dim][query_dim]."):argname("W.npy")
+  c:option("--w-h", "Additive: W_h [attn_dim][key_dim] (or --u)."):argname("W.npy")
+  c:option("--u", "Additive: U = H W_h^T [B][Lk][attn_dim], precomputed (replaces --w-h)."):argname("U.npy")
+  c:option("--w", "Luong general: W [key_dim][query_dim]; concat: W [attn_dim][key_dim + query_dim].")
+    :argname("W.npy")
+  c:option("--v-attn", "Additive and luong concat: v [attn_dim]."):argname("V.npy")
+  c:option("--b", "Additive and luong concat with bias = true: b [attn_dim]."):argname("B.npy")
   c:option("--seqlens-k", "int32 [B] valid key lengths (configs with padding)."):argname("S.npy")
-  c:option("--mask", "bool/uint8 keep-mask or f32 bias, [Lq][Lk] or [B|1][Hq|1][Lq][Lk]."):argname("M.npy")
-  c:option("-o --output", "Output O [B][Lq][Hq][Dv] f32."):argname("O.npy"):count(1)
+  c:option("--mask", "bool/uint8 keep-mask or f32 bias, [Lq][Lk] or [B|1][Hq|1][Lq][Lk] "
+    .. "(additive, luong: [B|1][Lq][Lk])."):argname("M.npy")
+  c:option("-o --output", "Output O [B][Lq][Hq][Dv] (additive, luong: the context C [B][Lq][key_dim]).")
+    :argname("O.npy"):count(1)
   c:option("--lse", "Also write LSE [B][Hq][Lq] f32."):argname("L.npy")
-  c:option("--weights", "Also write the attention weights [B][Hq][Lq][Lk] f32 (configs with weights = true).")
+  c:option("--weights", "Also write the attention weights [B][Hq][Lq][Lk] f32 (configs with weights = true; "
+    .. "additive, luong: [B][Lq][Lk], any config).")
     :argname("W.npy")
   c:flag("--average-heads", "With --weights: their mean over the query heads, [B][Lq][Lk].")
   c:option("--threads", "Threads (0: OpenMP's default).", "0"):convert(tonumber)
@@ -32,7 +48,10 @@ function M.add_to_parser(parser)
 end
 
 function M.run(args)
-  local argv = { "--q", args.q, "--k", args.k, "--v", args.v, "-o", args.output }
+  local argv = { "-o", args.output }
+  for _, flag in ipairs({ "q", "k", "v", "s", "h", "w_s", "w_h", "u", "w", "v_attn", "b" }) do
+    tool.pass(argv, "--" .. flag:gsub("_", "-"), args[flag])
+  end
   tool.pass(argv, "--seqlens-k", args.seqlens_k)
   tool.pass(argv, "--mask", args.mask)
   tool.pass(argv, "--lse", args.lse)

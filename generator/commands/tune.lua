@@ -414,6 +414,10 @@ function M.run(args)
     return nil, ("tune: %s is linear attention, which the tuner does not time yet; set its chunk in the "
       .. "config instead (tile = { q = N }: the query rows of a chunk of the causal algorithm)"):format(display)
   end
+  if cfg.kind == "additive" or cfg.kind == "luong" then
+    return nil, ("tune: %s is %s attention, which has no tiles to tune (one head, a row of scores at a time); "
+      .. "'attngen bench' times it"):format(display, cfg.kind)
+  end
   local t = { args = args, cfg = cfg }
   local ok, err
   t.seqs, err = check_numbers(args, cfg)

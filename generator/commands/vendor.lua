@@ -64,8 +64,90 @@ end
 
 local function side(n) return n < 0 and "unbounded" or tostring(n) end
 
+--- The ISA variants of a plan by architecture:
+-- "avx512, avx2 (x86-64); neon (AArch64); scalar (any CPU)"
+local function isa_list(plan)
+  local arches, by_arch = {}, {}
+  for _, v in ipairs(plan.variants) do
+    local guard = v.isa.arch_guard
+    local arch = not guard and "any CPU" or guard:find("__x86_64__", 1, true) and "x86-64"
+      or guard:find("__aarch64__", 1, true) and "AArch64" or guard
+    if not by_arch[arch] then
+      by_arch[arch] = {}
+      arches[#arches + 1] = arch
+    end
+    table.insert(by_arch[arch], v.isa.name)
+  end
+  local isas = {}
+  for i, arch in ipairs(arches) do isas[i] = ("%s (%s)"):format(table.concat(by_arch[arch], ", "), arch) end
+  return table.concat(isas, "; ")
+end
+
+-- what the score of an additive or luong kernel computes
+local CLASSIC_SCORES = {
+  additive = "additive (Bahdanau): e_ij = v . tanh(W_s s_i + W_h h_j%s), U = H W_h^T optional",
+  dot = "Luong dot: e_ij = s_i . h_j",
+  general = "Luong general: e_ij = h_j . (W s_i)",
+  concat = "Luong concat: e_ij = v . tanh(W [h_j; s_i]%s)",
+}
+
+--- describe() for the additive and luong families (attn_classic_args).
+local function describe_classic(plan)
+  local d = {
+    name = plan.name,
+    entry = plan.entry,
+    kernel = plan.kernel,
+    header = plan.name .. ".h",
+    source = plan.name .. ".c",
+    isas = isa_list(plan),
+    padding = plan.padding,
+    mask = plan.mask,
+  }
+  local f = { CLASSIC_SCORES[plan.score]:format(plan.bias and " + b" or "") }
+  if plan.padding then f[#f + 1] = "padding" end
+  if plan.mask == "bool" then f[#f + 1] = "boolean mask tensor" end
+  f[#f + 1] = "softmax over the keys, context c_i = sum_j a_ij h_j, weights A optional"
+  local needs = { "s", "h" }
+  if plan.score == "additive" then
+    needs[#needs + 1] = "w_s"
+    needs[#needs + 1] = "w_h or u"
+  elseif plan.score ~= "dot" then
+    needs[#needs + 1] = "w"
+  end
+  if plan.score == "additive" or plan.score == "concat" then needs[#needs + 1] = "v_attn" end
+  if plan.bias then needs[#needs + 1] = "b_attn" end
+  if plan.padding then needs[#needs + 1] = "seqlens_k" end
+  if plan.mask == "bool" then needs[#needs + 1] = "mask (uint8 keep-mask)" end
+  d.classic = true
+  d.score = plan.score
+  d.Ds, d.Dh, d.Da, d.bias = plan.Ds, plan.Dh, plan.Da, plan.bias
+  d.shape = ("one head: decoder states of %d, encoder states (keys and values) of %d"):format(plan.Ds, plan.Dh)
+    .. (plan.Da > 0 and (", attention layer of %d"):format(plan.Da) or "")
+  d.features = table.concat(f, ", ")
+  d.needs = "a call needs " .. table.concat(needs, ", ")
+  d.needs_short = table.concat(needs, ", ")
+  d.dtypes = ("S %s, H and the parameters %s, C %s"):format(plan.dtype.q, plan.dtype.kv, plan.dtype.o)
+  -- the parameters the call passes (attn_classic_args fields), and the
+  -- example's check of its allocations
+  d.params = {}
+  if plan.score == "additive" then d.params = { "w_s", "w_h", "v_attn" } end
+  if plan.score == "general" then d.params = { "w" } end
+  if plan.score == "concat" then d.params = { "w", "v_attn" } end
+  if plan.bias then d.params[#d.params + 1] = "b_attn" end
+  local ptrs = { "s", "h" }
+  for _, p in ipairs(d.params) do ptrs[#ptrs + 1] = p end
+  for _, p in ipairs({ "c", "c32", "weights" }) do ptrs[#ptrs + 1] = p end
+  if plan.mask == "bool" then ptrs[#ptrs + 1] = "mask" end
+  d.null_check = table.concat(ptrs, " == NULL || ") .. " == NULL"
+  -- the parameters' shapes, for the example and the README
+  if plan.score == "general" then d.w_rows, d.w_cols = plan.Dh, plan.Ds end
+  if plan.score == "concat" then d.w_rows, d.w_cols = plan.Da, plan.Dh + plan.Ds end
+  return d
+end
+
 --- What a kernel computes and what a call must pass, for the docs.
 local function describe(plan)
+  if plan.classic then return describe_classic(plan) end
   local f = {}
   local linear = plan.family == "linear"
   if linear then f[#f + 1] = ("linear attention, phi(x) = elu(x) + 1, eps %.9g"):format(plan.eps) end
@@ -94,21 +176,7 @@ local function describe(plan)
   if plan.mask == "bias" then needs[#needs + 1] = "mask (f32 bias)" end
   if plan.state then needs[#needs + 1] = "state_s and state_z (the f32 running state)" end
 
-  -- "avx512, avx2 (x86-64); neon (AArch64); scalar (any CPU)"
-  local arches, by_arch = {}, {}
-  for _, v in ipairs(plan.variants) do
-    local guard = v.isa.arch_guard
-    local arch = not guard and "any CPU" or guard:find("__x86_64__", 1, true) and "x86-64"
-      or guard:find("__aarch64__", 1, true) and "AArch64" or guard
-    if not by_arch[arch] then
-      by_arch[arch] = {}
-      arches[#arches + 1] = arch
-    end
-    table.insert(by_arch[arch], v.isa.name)
-  end
-  local isas = {}
-  for i, arch in ipairs(arches) do isas[i] = ("%s (%s)"):format(table.concat(by_arch[arch], ", "), arch) end
-  return {
+  local d = {
     name = plan.name,
     entry = plan.entry,
     kernel = plan.kernel,
@@ -118,7 +186,7 @@ local function describe(plan)
     shape = ("%d query heads, %d key/value heads, head dim %d (V: %d)"):format(plan.Hq, plan.Hkv,
       plan.D, plan.Dv),
     features = table.concat(f, ", "),
-    isas = table.concat(isas, "; "),
+    isas = isa_list(plan),
     needs = #needs > 0 and ("a call needs " .. table.concat(needs, " and ")) or "",
     needs_short = #needs > 0 and table.concat(needs, ", ") or "-",
     padding = plan.padding,
@@ -127,6 +195,7 @@ local function describe(plan)
     state = plan.state,
     dtypes = ("Q %s, K/V %s, O %s"):format(plan.dtype.q, plan.dtype.kv, plan.dtype.o),
   }
+  return d
 end
 
 --- The external symbols of a kernel's object file (naming.lua's names).
@@ -255,7 +324,9 @@ end
 --- The values the templates of templates/vendor/ see.
 local function template_env(kernels, displays, sets)
   local sources, headers, objects, names = { "attn_runtime.c" }, { "attn_runtime.h", "attngen.h" }, {}, {}
+  local any_classic, any_args = false, false -- kernels called with attn_classic_args, with attn_args
   for _, k in ipairs(kernels) do
+    if k.classic then any_classic = true else any_args = true end
     sources[#sources + 1] = k.source
     headers[#headers + 1] = k.header
     objects[#objects + 1] = " " .. k.name .. ".o"
@@ -278,6 +349,8 @@ local function template_env(kernels, displays, sets)
     command_args = M.command(displays, sets):gsub("^attngen vendor ", ""),
     kernels = kernels,
     k = kernels[1],
+    any_classic = any_classic,
+    any_args = any_args,
     names = table.concat(names, ", "),
     sources = sources,
     headers = headers,

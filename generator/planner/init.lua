@@ -74,10 +74,34 @@ local function pv_blocking(isa, dv)
   return best
 end
 
+--- The part of an ISA variant every family has: the ISA, its function's
+-- name, the names of its symbols (v.N), its vector math and the function
+-- attribute that selects it.
+function M.variant_base(cfg, plan, isa)
+  local v = { isa = isa, name = isa.name, lanes = isa.lanes }
+  v.fn = naming.variant(cfg.name, isa.name)
+  --- The name of one of this variant's symbols (naming.lua): the ISA, and
+  -- the storage type where the op's name carries one, are filled in.
+  function v.N(op, t)
+    local f = { isa = isa.name }
+    for k, x in pairs(t or {}) do f[k] = x end
+    local spec = naming.OPS[op]
+    if spec and type(spec.dtype) == "string" then f.dtype = f.dtype or plan.dtype[spec.dtype] end
+    return naming.build(cfg.name, op, f)
+  end
+  -- vector exp2 and tanh expressions: the ISA's own, or lib/vmath's
+  v.exp2 = function(x) return isa.exp2 and isa.exp2(x) or (naming.shared("exp2", isa.name) .. "(" .. x .. ")") end
+  v.tanh = function(x) return isa.tanh and isa.tanh(x) or (naming.shared("tanh", isa.name) .. "(" .. x .. ")") end
+  local attr = isa.target and ('__attribute__((target("%s")))'):format(isa.target) or (isa.attr or "")
+  v.target_attr = attr
+  v.attr = attr ~= "" and (attr .. " ") or "" -- what precedes a function of this variant
+  return v
+end
+
 --- One ISA variant: the blocking of the library's micro-kernels (scores,
 -- P*V), packed row widths, names and spellings every family uses.
 function M.variant(cfg, plan, isa)
-  local v = { isa = isa, name = isa.name, lanes = isa.lanes }
+  local v = M.variant_base(cfg, plan, isa)
   local qk = qk_blocking(isa, plan.tile.kv)
   local pv = pv_blocking(isa, plan.Dv)
   v.qk = { mr = qk.mr, nr = qk.nr, nc = qk.nr * isa.lanes, unroll = M.QK_UNROLL }
@@ -106,16 +130,6 @@ function M.variant(cfg, plan, isa)
     v.pv_rows = pv.mr > 1 and { pv.mr, 1 } or { 1 }
   end
   local dtype = plan.dtype.kv -- what the decode path's micro-kernels read
-  v.fn = naming.variant(cfg.name, isa.name)
-  --- The name of one of this variant's symbols (naming.lua): the ISA, and
-  -- the storage type where the op's name carries one, are filled in.
-  function v.N(op, t)
-    local f = { isa = isa.name }
-    for k, x in pairs(t or {}) do f[k] = x end
-    local spec = naming.OPS[op]
-    if spec and type(spec.dtype) == "string" then f.dtype = f.dtype or plan.dtype[spec.dtype] end
-    return naming.build(cfg.name, op, f)
-  end
   -- the micro-kernels read their broadcast rows (qk's A) or V rows (pv) in
   -- the storage type their name carries: f32 for the prefill path's packed
   -- panels, the K/V type for the decode path, which reads the cache in place
@@ -144,12 +158,6 @@ function M.variant(cfg, plan, isa)
     v.mk = { { dt = "f32", qk_rows = v.qk_rows, pv_rows = prefill_pv },
       { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } }
   end
-  -- vector exp2 and tanh expressions: the ISA's own, or lib/vmath's
-  v.exp2 = function(x) return isa.exp2 and isa.exp2(x) or (naming.shared("exp2", isa.name) .. "(" .. x .. ")") end
-  v.tanh = function(x) return isa.tanh and isa.tanh(x) or (naming.shared("tanh", isa.name) .. "(" .. x .. ")") end
-  local attr = isa.target and ('__attribute__((target("%s")))'):format(isa.target) or (isa.attr or "")
-  v.target_attr = attr
-  v.attr = attr ~= "" and (attr .. " ") or "" -- what precedes a function of this variant
   -- vector registers each micro-kernel keeps live, for the cost comments:
   -- accumulators, then the loads of a step (a panel row of B and one
   -- broadcast; P broadcasts of every row and one V vector)

@@ -23,6 +23,13 @@
  * run instead (attn_reference_linear_flops), says so in its output, and
  * has no OpenBLAS baseline; with state, the state (zero at first) takes
  * every run's keys, as a decode loop's would.
+ * Additive and luong kernels (attn_classic_args) are timed on S [B][Lq][Ds]
+ * and H [B][Lk][Dh] (additive: U precomputed unless --no-precomputed-u),
+ * FLOPs as attn_reference_classic_flops counts them, against an unfused
+ * OpenBLAS baseline (sgemm projections, libm tanhf, sgemv, softmax, the
+ * context) and the reference; for tanh scores, each variant's tanh loop
+ * rate on a shape where the tanh terms dominate, against the FMA peak
+ * (TANH_FMAS_PER_TERM).
  * A time is the best of repeated runs after a warm-up.
  * Exit codes: 0, 1 when a kernel fails, 2 on usage errors.
  */
@@ -61,7 +68,8 @@ extern const attn_kernel *const attn_entry_kernel;
 
 static const char usage[] =
     "usage: attn_bench [--batch B] [--seq-q N] [--seq-k N] [--threads N] [--isa NAME] [--json]\n"
-    "                  [--kv-layout bshd|bhsd] [--no-reference] [--no-blas] [--blas-core NAME|keep]\n";
+    "                  [--kv-layout bshd|bhsd] [--no-reference] [--no-blas] [--blas-core NAME|keep]\n"
+    "                  [--precomputed-u | --no-precomputed-u] [--no-tanh-rate]   (additive, luong)\n";
 
 /* The reference is skipped above this many visible-score multiply-adds (it
    runs at about 1-2 GFLOP/s). */
@@ -599,6 +607,8 @@ typedef struct {
     long batch, seq_q, seq_k, threads;
     const char *isa;
     int json, no_ref, no_blas, head_major;
+    int u_mode;  /* additive: --precomputed-u 1, --no-precomputed-u 0, neither -1 (precomputed) */
+    int no_tanh; /* additive, luong concat: --no-tanh-rate */
 } bench_options;
 
 /* The tensors of the run: Q, K, V as f32 (the baselines' inputs) and in
@@ -645,6 +655,7 @@ static int parse_options(int argc, char **argv, bench_options *opt)
     opt->seq_q = 512;
     opt->seq_k = -1;
     opt->threads = 1;
+    opt->u_mode = -1;
     for (i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -668,6 +679,10 @@ static int parse_options(int argc, char **argv, bench_options *opt)
             opt->no_ref = 1;
         } else if (!strcmp(a, "--no-blas")) {
             opt->no_blas = 1;
+        } else if (!strcmp(a, "--precomputed-u") || !strcmp(a, "--no-precomputed-u")) {
+            opt->u_mode = !strcmp(a, "--precomputed-u");
+        } else if (!strcmp(a, "--no-tanh-rate")) {
+            opt->no_tanh = 1;
         } else if (!strcmp(a, "--blas-core") && val) {
             i++; /* handled by choose_blas_core */
         } else {
@@ -940,6 +955,500 @@ static void report_table(const attn_spec *spec, const bench_options *opt, const 
         printf("  openblas-bf16: not in this OpenBLAS (built without bfloat16: it has no cblas_sbgemm)\n");
 }
 
+/* ---- additive and luong kernels (attn_classic_args) ---------------------- */
+
+/*
+ * The tanh loop's rate: the multiplies and FMAs of one term v_a tanh(x_a +
+ * u_a) of the kernels' scores, per lane (generator/planner/classic.lua,
+ * TANH_FMAS, and docs/kernels.md): x^2, 5 FMAs of P and 3 of Q, x P, the
+ * division counted as one, and the FMA by v.
+ */
+#define TANH_FMAS_PER_TERM 12
+/* The shapes where the tanh terms dominate (one batch entry, every key
+   visible): additive with U precomputed (the rows' W_s s, Ds Da FMAs a row,
+   against Lk Da tanh terms: about 6% at Ds = Da = 1000), and concat, whose
+   call projects H too (Dh Da FMAs a key against Lq Da terms). */
+#define TANH_ADDITIVE_Q 64
+#define TANH_ADDITIVE_K 1024
+#define TANH_CONCAT_Q 1024
+#define TANH_CONCAT_K 1024
+/* The reference of a classic kernel is timed up to this many FLOPs (it
+   computes in double, with a double tanh per term). */
+#define CLASSIC_REFERENCE_LIMIT 1e9
+
+/* The tensors of attn_classic_args, by index. */
+enum { CT_S, CT_H, CT_U, CT_W_S, CT_W_H, CT_W, CT_V, CT_B, CT_COUNT };
+
+/* The run's tensors: each one as f32 (the baseline's inputs) and in the
+   kernel's storage type (S: dtype_q, the others dtype_kv; the same array
+   for f32), NULL when the config's score does not read it; C in dtype_o
+   and as f32 for the baselines (the same array for an f32 C). */
+typedef struct {
+    float *f32[CT_COUNT];
+    void *stored[CT_COUNT];
+    void *c;
+    float *c32;
+    int32_t *seqlens;
+    uint8_t *mask;
+} classic_buffers;
+
+static int classic_uses_tanh(const attn_spec *spec)
+{
+    return spec->family == ATTN_FAMILY_ADDITIVE || spec->score == ATTN_SCORE_CONCAT;
+}
+
+/* Random inputs for one shape: S and H uniform in [-1.7, 1.7), the weights
+   scaled by 1 / sqrt(fan in) as nn.Linear initializes them (so the tanh
+   arguments are O(1), as in a trained model, not saturated), U with about
+   the spread of H W_h^T; full key lengths, an all-visible mask.  Fills args
+   (the kernel's storage types) and base (f32, C f32).  0, or -1 when out of
+   memory. */
+static int classic_make_inputs(const attn_spec *spec, long batch, long seq_q, long seq_k, int use_u, int threads,
+                               attn_classic_args *args, attn_classic_args *base, classic_buffers *buf)
+{
+    const int additive = spec->family == ATTN_FAMILY_ADDITIVE;
+    const int concat = !additive && spec->score == ATTN_SCORE_CONCAT;
+    const int general = !additive && spec->score == ATTN_SCORE_GENERAL;
+    const size_t ds = (size_t)spec->query_dim, dh = (size_t)spec->key_dim, da = (size_t)spec->attn_dim;
+    const size_t nc = (size_t)batch * (size_t)seq_q * dh;
+    size_t n[CT_COUNT];
+    double fan[CT_COUNT];
+    const void **field[CT_COUNT], **base_field[CT_COUNT];
+    int t;
+    long i;
+
+    memset(args, 0, sizeof *args);
+    memset(buf, 0, sizeof *buf);
+    for (t = 0; t < CT_COUNT; t++) {
+        n[t] = 0;
+        fan[t] = 1.0;
+    }
+    n[CT_S] = (size_t)batch * (size_t)seq_q * ds;
+    n[CT_H] = (size_t)batch * (size_t)seq_k * dh;
+    if (additive) {
+        n[CT_W_S] = da * ds, fan[CT_W_S] = (double)ds;
+        n[CT_V] = da, fan[CT_V] = (double)da;
+        if (use_u)
+            n[CT_U] = (size_t)batch * (size_t)seq_k * da, fan[CT_U] = 9.0; /* std about 0.57, that of H W_h^T */
+        else
+            n[CT_W_H] = da * dh, fan[CT_W_H] = (double)dh;
+    }
+    if (general)
+        n[CT_W] = dh * ds, fan[CT_W] = (double)ds;
+    if (concat) {
+        n[CT_W] = da * (dh + ds), fan[CT_W] = (double)(dh + ds);
+        n[CT_V] = da, fan[CT_V] = (double)da;
+    }
+    if (spec->bias && (additive || concat))
+        n[CT_B] = da, fan[CT_B] = (double)ds;
+    for (t = 0; t < CT_COUNT; t++) {
+        const attn_dtype dt = t == CT_S ? spec->dtype_q : spec->dtype_kv;
+        const float scale = (float)(1.0 / sqrt(fan[t]));
+        size_t e;
+        if (n[t] == 0) continue;
+        buf->f32[t] = attn_tool_random_floats(n[t], (uint64_t)(11 + t));
+        if (!buf->f32[t]) return -1;
+        if (fan[t] != 1.0)
+            for (e = 0; e < n[t]; e++) buf->f32[t][e] *= scale;
+        buf->stored[t] = attn_tool_stored(dt, buf->f32[t], n[t]);
+        if (!buf->stored[t]) return -1;
+    }
+    buf->c = malloc(attn_dtype_size(spec->dtype_o) * nc + 1);
+    buf->c32 = spec->dtype_o == ATTN_DTYPE_F32 ? (float *)buf->c : (float *)malloc(sizeof(float) * nc + 1);
+    if (!buf->c || !buf->c32) return -1;
+    if (spec->padding) {
+        buf->seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
+        if (!buf->seqlens) return -1;
+        for (i = 0; i < batch; i++) buf->seqlens[i] = (int32_t)seq_k;
+    }
+    if (spec->mask == ATTN_MASK_BOOL) {
+        buf->mask = (uint8_t *)malloc((size_t)(seq_q * seq_k) + 1);
+        if (!buf->mask) return -1;
+        memset(buf->mask, 1, (size_t)(seq_q * seq_k));
+    }
+
+    args->batch = batch;
+    args->seq_q = seq_q;
+    args->seq_k = seq_k;
+    args->threads = threads;
+    attn_classic_args_set_contiguous(args, spec);
+    args->mask_stride[0] = 0; /* one [Lq][Lk] mask for every batch entry */
+    args->seqlens_k = buf->seqlens;
+    args->mask = buf->mask;
+    *base = *args;
+    field[CT_S] = &args->s, base_field[CT_S] = &base->s;
+    field[CT_H] = &args->h, base_field[CT_H] = &base->h;
+    field[CT_U] = &args->u, base_field[CT_U] = &base->u;
+    field[CT_W_S] = &args->w_s, base_field[CT_W_S] = &base->w_s;
+    field[CT_W_H] = &args->w_h, base_field[CT_W_H] = &base->w_h;
+    field[CT_W] = &args->w, base_field[CT_W] = &base->w;
+    field[CT_V] = &args->v_attn, base_field[CT_V] = &base->v_attn;
+    field[CT_B] = &args->b_attn, base_field[CT_B] = &base->b_attn;
+    for (t = 0; t < CT_COUNT; t++) {
+        *field[t] = buf->stored[t];
+        *base_field[t] = buf->f32[t];
+    }
+    args->c = buf->c;
+    base->c = buf->c32;
+    return 0;
+}
+
+static void classic_free_buffers(classic_buffers *buf)
+{
+    int t;
+    for (t = 0; t < CT_COUNT; t++) {
+        attn_tool_free_stored(buf->stored[t], buf->f32[t]);
+        free(buf->f32[t]);
+    }
+    if ((void *)buf->c32 != buf->c) free(buf->c32);
+    free(buf->c);
+    free(buf->seqlens);
+    free(buf->mask);
+    memset(buf, 0, sizeof *buf);
+}
+
+typedef attn_status (*classic_run_fn)(const attn_spec *, const attn_classic_args *);
+static attn_classic_fwd_fn current_classic;
+static attn_status run_classic_variant(const attn_spec *s, const attn_classic_args *a)
+{
+    (void)s;
+    return current_classic(a);
+}
+
+/* As time_fn, for a classic call. */
+static attn_status time_classic(classic_run_fn fn, const attn_spec *s, const attn_classic_args *args, timing *t)
+{
+    double total = 0.0, best = 1e30;
+    attn_status st = fn(s, args);
+    t->runs = 0;
+    while (st == ATTN_OK && (t->runs < 5 || total < 1.0) && t->runs < 1000) {
+        const double t0 = now();
+        double dt;
+        st = fn(s, args);
+        dt = now() - t0;
+        total += dt;
+        if (dt < best) best = dt;
+        t->runs++;
+    }
+    t->seconds = best;
+    return st;
+}
+
+/* The reference on the kernel's stored inputs, C unrounded into an f32
+   array (base's C). */
+static attn_status classic_reference(const attn_spec *s, const attn_classic_args *a)
+{
+    attn_spec rs = *s;
+    rs.dtype_o = ATTN_DTYPE_F32;
+    return attn_reference_classic(&rs, a);
+}
+
+#ifdef ATTN_HAVE_OPENBLAS
+/*
+ * The unfused baseline, what a user of OpenBLAS would write, on f32
+ * tensors, per batch entry: cblas_sgemm for the projections (additive:
+ * W_s S^T, and W_h H^T unless U is given; concat: the s and h halves of W;
+ * general: W S^T), then for each row the sums q_i + k_j (+ b) through tanhf
+ * from libm, one element at a time, and cblas_sgemv with v for the row's
+ * scores (dot and general: one cblas_sgemm for all the scores), the masked
+ * row softmax of the sdpa baseline, and the context sum_j a_ij h_j:
+ * cblas_sgemv for one row, cblas_sgemm for more.  The masks it models are
+ * padding; a bool mask is not modelled (no baseline).
+ */
+static attn_status blas_classic(const attn_spec *s, const attn_classic_args *a)
+{
+    const int additive = s->family == ATTN_FAMILY_ADDITIVE;
+    const int concat = !additive && s->score == ATTN_SCORE_CONCAT;
+    const int general = !additive && s->score == ATTN_SCORE_GENERAL;
+    const int tanh_score = additive || concat;
+    const int Ds = s->query_dim, Dh = s->key_dim, Da = s->attn_dim;
+    const int Lq = (int)a->seq_q, Lk = (int)a->seq_k;
+    const int threads = a->threads > 0 ? a->threads : 1;
+    const int qd = tanh_score ? Da : Dh; /* the width of the projected rows */
+    const int softmax_avx512 = attn_isa_supported(ATTN_ISA_AVX512);
+    float *Q = (float *)malloc(sizeof(float) * (size_t)Lq * (size_t)qd + 1);
+    float *K = tanh_score ? (float *)malloc(sizeof(float) * (size_t)Lk * (size_t)Da + 1) : NULL;
+    float *T = tanh_score ? (float *)malloc(sizeof(float) * (size_t)Lk * (size_t)Da + 1) : NULL;
+    float *E = (float *)malloc(sizeof(float) * (size_t)Lq * (size_t)Lk + 1);
+    /* W_s and W_h and their row strides: additive's own, or the halves of concat's W [Da][Dh + Ds] */
+    const float *w_s = additive ? (const float *)a->w_s : concat ? (const float *)a->w + Dh : (const float *)a->w;
+    const float *w_h = additive ? (const float *)a->w_h : (const float *)a->w;
+    const int ldw_s = additive ? Ds : concat ? Dh + Ds : Ds, ldw_h = additive ? Dh : Dh + Ds;
+    int64_t b;
+    int i, j, e;
+    if (!Q || (tanh_score && (!K || !T)) || !E) {
+        free(Q);
+        free(K);
+        free(T);
+        free(E);
+        return ATTN_ERR_NOMEM;
+    }
+    for (b = 0; b < a->batch; b++) {
+        const int lk = s->padding ? (int)a->seqlens_k[b] : Lk;
+        const float *S = (const float *)a->s + b * a->s_stride[0];
+        const float *H = (const float *)a->h + b * a->h_stride[0];
+        float *C = (float *)a->c + b * a->c_stride[0];
+        const int lds = (int)a->s_stride[1], ldh = (int)a->h_stride[1], ldc = (int)a->c_stride[1];
+        if (tanh_score) {
+            const float *Kb = K;
+            int ldk = Da;
+            /* q = W_s s (+ b) for every row, k = W_h h for every key (or U) */
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, Da, Ds, 1.0f, S, lds, w_s, ldw_s, 0.0f, Q, Da);
+            if (a->b_attn)
+                for (i = 0; i < Lq; i++)
+                    for (e = 0; e < Da; e++) Q[(size_t)i * Da + e] += ((const float *)a->b_attn)[e];
+            if (additive && a->u) {
+                Kb = (const float *)a->u + b * a->u_stride[0];
+                ldk = (int)a->u_stride[1];
+            } else if (lk > 0) {
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, lk, Da, Dh, 1.0f, H, ldh, w_h, ldw_h, 0.0f, K,
+                            Da);
+            }
+            for (i = 0; i < Lq; i++) {
+                const float *q = Q + (size_t)i * Da;
+                /* tanh(q_i + k_j) one element at a time, libm's tanhf */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) num_threads(threads)
+#endif
+                for (j = 0; j < lk; j++) {
+                    int x;
+                    for (x = 0; x < Da; x++) T[(size_t)j * Da + x] = tanhf(q[x] + Kb[(size_t)j * ldk + x]);
+                }
+                if (lk > 0)
+                    cblas_sgemv(CblasRowMajor, CblasNoTrans, lk, Da, 1.0f, T, Da, (const float *)a->v_attn, 1, 0.0f,
+                                E + (size_t)i * Lk, 1);
+            }
+        } else if (lk > 0) {
+            const float *q = S;
+            int ldq = lds;
+            if (general) { /* q_i = W s_i, then h_j . q_i */
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, Dh, Ds, 1.0f, S, lds, w_s, ldw_s, 0.0f, Q,
+                            Dh);
+                q = Q;
+                ldq = Dh;
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, lk, Dh, 1.0f, q, ldq, H, ldh, 0.0f, E, Lk);
+        }
+        for (i = 0; i < Lq; i++) {
+            if (softmax_avx512) softmax_row_avx512(E + (size_t)i * Lk, lk, 0, lk);
+            else softmax_row(E + (size_t)i * Lk, lk, 0, lk);
+        }
+        if (lk == 0) {
+            for (i = 0; i < Lq; i++) memset(C + (size_t)i * ldc, 0, sizeof(float) * (size_t)Dh);
+        } else if (Lq == 1) {
+            cblas_sgemv(CblasRowMajor, CblasTrans, lk, Dh, 1.0f, H, ldh, E, 1, 0.0f, C, 1);
+        } else {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Lq, Dh, lk, 1.0f, E, Lk, H, ldh, 0.0f, C, ldc);
+        }
+    }
+    free(Q);
+    free(K);
+    free(T);
+    free(E);
+    return ATTN_OK;
+}
+#endif
+
+/* The classic command line's extras, checked against the config. */
+static int classic_options(const attn_spec *spec, const bench_options *opt)
+{
+    const char *kind = attn_family_name(spec->family);
+    if (opt->head_major) {
+        fprintf(stderr, "attngen: bench: --kv-layout: the config '%s' has kind = \"%s\", whose H [B][Lk][Dh] "
+                        "has one layout\n", spec->name, kind);
+        return 2;
+    }
+    if (opt->u_mode >= 0 && spec->family != ATTN_FAMILY_ADDITIVE) {
+        fprintf(stderr, "attngen: bench: %s: the config '%s' has kind = \"%s\"; only additive kernels read U\n",
+                opt->u_mode ? "--precomputed-u" : "--no-precomputed-u", spec->name, kind);
+        return 2;
+    }
+    return 0;
+}
+
+/* One timed variant's tanh loop rate (additive and concat). */
+typedef struct {
+    double seconds, terms, fraction;
+    int measured;
+} tanh_rate;
+
+/* Times the variant on the shape where the tanh terms dominate (U
+   precomputed for additive): the call's FMAs, TANH_FMAS_PER_TERM per tanh
+   term and one per multiply-add of the projections and the context, over
+   the whole call's time, against the peak.  The softmax and the rest of
+   the call count as time but not as FMAs, so this is a lower bound of the
+   tanh loop's own rate. */
+static void time_tanh(const attn_kernel *kern, const attn_variant *var, int threads, double peak, tanh_rate *r)
+{
+    const attn_spec *spec = &kern->spec;
+    const int additive = spec->family == ATTN_FAMILY_ADDITIVE;
+    const long lq = additive ? TANH_ADDITIVE_Q : TANH_CONCAT_Q, lk = additive ? TANH_ADDITIVE_K : TANH_CONCAT_K;
+    attn_classic_args args, base;
+    classic_buffers buf;
+    timing t;
+    memset(r, 0, sizeof *r);
+    if (peak <= 0.0) return;
+    if (classic_make_inputs(spec, 1, lq, lk, additive, threads, &args, &base, &buf) == 0) {
+        current_classic = var->classic_fwd;
+        if (time_classic(run_classic_variant, spec, &args, &t) == ATTN_OK) {
+            r->seconds = t.seconds;
+            double other_fmas;
+            r->terms = (double)lq * (double)lk * spec->attn_dim;
+            /* attn_reference_classic_flops counts 3 FLOPs a tanh term (every key is visible here) */
+            other_fmas = (attn_reference_classic_flops(spec, &args) - 3.0 * r->terms) / 2.0;
+            r->fraction = (r->terms * TANH_FMAS_PER_TERM + other_fmas) * 2.0 / t.seconds * 1e-9 / peak;
+            r->measured = 1;
+        }
+    }
+    classic_free_buffers(&buf);
+}
+
+static const char *score_name(const attn_spec *spec)
+{
+    static const char *const names[] = { "none", "additive", "dot", "general", "concat" };
+    return spec->score >= ATTN_SCORE_NONE && spec->score <= ATTN_SCORE_CONCAT ? names[spec->score] : "unknown";
+}
+
+/* `attngen bench` for an additive or luong kernel: the variants, the
+   unfused OpenBLAS baseline and the reference on one shape, and for tanh
+   scores each variant's tanh loop rate; FLOPs as
+   attn_reference_classic_flops counts them. */
+static int bench_classic(const attn_kernel *kern, const bench_options *opt)
+{
+    const attn_spec *spec = &kern->spec;
+    const int use_u = spec->family == ATTN_FAMILY_ADDITIVE && opt->u_mode != 0; /* default: precomputed */
+    const int tanh_score = classic_uses_tanh(spec);
+    attn_classic_args args, base;
+    classic_buffers buf;
+    timing rows[ATTN_ISA_COUNT + 2]; /* the variants, openblas, reference */
+    tanh_rate tanh[ATTN_ISA_COUNT];
+    const char *blas_core = NULL;
+    double flops, blas_seconds = 0.0;
+    int n = 0, n_var = 0, failed = 0, i;
+
+    if (classic_options(spec, opt) != 0) return 2;
+    if (classic_make_inputs(spec, opt->batch, opt->seq_q, opt->seq_k, use_u, (int)opt->threads, &args, &base, &buf)) {
+        fprintf(stderr, "attngen: bench: out of memory for this shape\n");
+        return 2;
+    }
+    flops = attn_reference_classic_flops(spec, &args);
+
+    for (i = 0; i < kern->n_variants; i++) {
+        const attn_variant *var = &kern->variants[i];
+        timing *row = &rows[n];
+        if (opt->isa && strcmp(opt->isa, attn_isa_name(var->isa))) continue;
+        if (!attn_isa_supported(var->isa)) continue;
+        snprintf(row->name, sizeof row->name, "%s", attn_isa_name(var->isa));
+        row->peak = fma_peak(var->isa, (int)opt->threads);
+        row->dot_peak = 0.0;
+        current_classic = var->classic_fwd;
+        if (time_classic(run_classic_variant, spec, &args, row) != ATTN_OK) {
+            fprintf(stderr, "attngen: bench: %s failed: %s\n", row->name,
+                    attn_status_string(var->classic_fwd(&args)));
+            failed = 1;
+            continue;
+        }
+        memset(&tanh[n], 0, sizeof tanh[n]);
+        if (tanh_score && !opt->no_tanh) time_tanh(kern, var, (int)opt->threads, row->peak, &tanh[n]);
+        n++;
+    }
+    n_var = n;
+    if (opt->isa && n == 0 && !failed) {
+        fprintf(stderr, "attngen: bench: no runnable variant named '%s'\n", opt->isa);
+        classic_free_buffers(&buf);
+        return 2;
+    }
+#ifdef ATTN_HAVE_OPENBLAS
+    if (!opt->no_blas && spec->mask == ATTN_MASK_NONE) {
+        openblas_set_num_threads((int)opt->threads);
+        blas_core = openblas_get_corename();
+        snprintf(rows[n].name, sizeof rows[n].name, "openblas");
+        rows[n].peak = rows[n].dot_peak = 0.0;
+        if (time_classic(blas_classic, spec, &base, &rows[n]) == ATTN_OK) blas_seconds = rows[n++].seconds;
+    }
+#endif
+    if (!opt->no_ref && flops <= CLASSIC_REFERENCE_LIMIT) {
+        attn_classic_args ra = args; /* the stored inputs, C f32 */
+        double t0;
+        ra.c = base.c;
+        t0 = now();
+        if (classic_reference(spec, &ra) == ATTN_OK) {
+            snprintf(rows[n].name, sizeof rows[n].name, "reference");
+            rows[n].seconds = now() - t0;
+            rows[n].runs = 1;
+            rows[n].peak = rows[n].dot_peak = 0.0;
+            n++;
+        }
+    }
+
+    if (opt->json) {
+        printf("{\"config\": \"%s\", \"kind\": \"%s\", \"score\": \"%s\", \"batch\": %ld, \"seq_q\": %ld, "
+               "\"seq_k\": %ld, \"threads\": %ld, \"query_dim\": %d, \"key_dim\": %d, \"attn_dim\": %d, "
+               "\"bias\": %s, \"precomputed_u\": %s, \"flops\": %.0f, \"flops_counted\": \"classic\", "
+               "\"blas_core\": %s%s%s, ",
+               spec->name, attn_family_name(spec->family), score_name(spec), opt->batch, opt->seq_q, opt->seq_k,
+               opt->threads, spec->query_dim, spec->key_dim, spec->attn_dim, spec->bias ? "true" : "false",
+               spec->family != ATTN_FAMILY_ADDITIVE ? "null" : use_u ? "true" : "false", flops,
+               blas_core ? "\"" : "", blas_core ? blas_core : "null", blas_core ? "\"" : "");
+        if (tanh_score && !opt->no_tanh)
+            printf("\"tanh\": {\"batch\": 1, \"seq_q\": %d, \"seq_k\": %d, \"precomputed_u\": %s, "
+                   "\"fmas_per_term\": %d}, ",
+                   spec->family == ATTN_FAMILY_ADDITIVE ? TANH_ADDITIVE_Q : TANH_CONCAT_Q,
+                   spec->family == ATTN_FAMILY_ADDITIVE ? TANH_ADDITIVE_K : TANH_CONCAT_K,
+                   spec->family == ATTN_FAMILY_ADDITIVE ? "true" : "false", TANH_FMAS_PER_TERM);
+        printf("\"results\": [");
+        for (i = 0; i < n; i++) {
+            printf("%s{\"impl\": \"%s\", \"seconds\": %.6g, \"gflops\": %.5g, \"peak_gflops\": %.5g, \"runs\": %d",
+                   i ? ", " : "", rows[i].name, rows[i].seconds, flops / rows[i].seconds * 1e-9, rows[i].peak,
+                   rows[i].runs);
+            if (i < n_var && blas_seconds > 0)
+                printf(", \"speedup_vs_openblas\": %.5g", blas_seconds / rows[i].seconds);
+            if (i < n_var && tanh[i].measured)
+                printf(", \"tanh_seconds\": %.6g, \"tanh_terms\": %.0f, \"tanh_gterms_per_s\": %.5g, "
+                       "\"tanh_fraction_of_peak\": %.5g",
+                       tanh[i].seconds, tanh[i].terms, tanh[i].terms / tanh[i].seconds * 1e-9, tanh[i].fraction);
+            printf("}");
+        }
+        printf("]}\n");
+    } else {
+        char da[32] = "";
+        if (spec->attn_dim > 0) snprintf(da, sizeof da, " Da=%d", spec->attn_dim);
+        printf("%s: %s, B=%ld Lq=%ld Lk=%ld Ds=%d Dh=%d%s%s threads=%ld%s\n", spec->name,
+               spec->family == ATTN_FAMILY_ADDITIVE ? "additive" : score_name(spec), opt->batch, opt->seq_q,
+               opt->seq_k, spec->query_dim, spec->key_dim, da, spec->bias ? " bias" : "", opt->threads,
+               spec->family != ATTN_FAMILY_ADDITIVE ? "" : use_u ? ", U precomputed" : ", U from W_h");
+        printf("  (GFLOP/s of %.4g FLOPs: the projections, scores and context; tanh and softmax not counted)\n",
+               flops);
+        printf("  %-13s %12s %10s %16s %12s\n", "impl", "time (ms)", "GFLOP/s", "of peak", "vs openblas");
+        for (i = 0; i < n; i++) {
+            const double gf = flops / rows[i].seconds * 1e-9;
+            printf("  %-13s %12.3f %10.2f ", rows[i].name, rows[i].seconds * 1e3, gf);
+            if (rows[i].peak > 0) printf("%6.1f%% of %4.0f", 100.0 * gf / rows[i].peak, rows[i].peak);
+            else printf("%16s", "-");
+            if (i < n_var && blas_seconds > 0) printf(" %11.2fx", blas_seconds / rows[i].seconds);
+            printf("\n");
+        }
+        for (i = 0; i < n_var; i++)
+            if (tanh[i].measured)
+                printf("  tanh loop (%s): B=1 Lq=%d Lk=%d%s, %.4g terms in %.3f ms, %.3g Gterms/s; at %d FMAs a "
+                       "term and 1 a multiply-add elsewhere: %.2f of the FMA peak (%.0f GFLOP/s)\n",
+                       rows[i].name, spec->family == ATTN_FAMILY_ADDITIVE ? TANH_ADDITIVE_Q : TANH_CONCAT_Q,
+                       spec->family == ATTN_FAMILY_ADDITIVE ? TANH_ADDITIVE_K : TANH_CONCAT_K,
+                       spec->family == ATTN_FAMILY_ADDITIVE ? ", U precomputed" : "", tanh[i].terms,
+                       tanh[i].seconds * 1e3, tanh[i].terms / tanh[i].seconds * 1e-9, TANH_FMAS_PER_TERM,
+                       tanh[i].fraction, rows[i].peak);
+        if (tanh_score && n_var > 0 && !opt->no_tanh)
+            printf("  (tanh loop: the whole call's time, softmax included; a lower bound of the loop's own rate)\n");
+        if (blas_core) printf("  (openblas core: %s)\n", blas_core);
+#ifdef ATTN_HAVE_OPENBLAS
+        if (!opt->no_blas && spec->mask != ATTN_MASK_NONE)
+            printf("  (no openblas baseline: it does not model the bool mask)\n");
+#endif
+    }
+    classic_free_buffers(&buf);
+    return failed ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     const attn_kernel *kern = attn_entry_kernel;
@@ -957,6 +1466,14 @@ int main(int argc, char **argv)
 #endif
     if (parse_options(argc, argv, &opt) != 0)
         return 2;
+    if (spec->family == ATTN_FAMILY_ADDITIVE || spec->family == ATTN_FAMILY_LUONG)
+        return bench_classic(kern, &opt);
+    if (opt.u_mode >= 0 || opt.no_tanh) {
+        fprintf(stderr, "attngen: bench: %s: the config '%s' has kind = \"%s\"; it is for additive and luong "
+                        "configs\n", opt.u_mode >= 0 ? (opt.u_mode ? "--precomputed-u" : "--no-precomputed-u")
+                                                      : "--no-tanh-rate", spec->name, attn_family_name(spec->family));
+        return 2;
+    }
     if (make_inputs(&opt, spec, &args, &base_args, &buf) != 0) {
         fprintf(stderr, "attngen: bench: out of memory for this shape\n");
         return 2;

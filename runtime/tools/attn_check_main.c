@@ -7,7 +7,10 @@
  * reference over attn_verify_default_cases and checks that 1 and 2
  * threads give bitwise identical results.  Tensors are in the kernel's
  * storage types; the reference runs on the stored inputs and O is held to
- * the tolerance of its storage type (attn_verify.h).
+ * the tolerance of its storage type (attn_verify.h).  Additive and luong
+ * kernels (attn_classic_args) go through the same calls: attn_verify_case
+ * and attn_verify_bitwise_threads dispatch on the spec's family, and the
+ * report names their outputs C and A.
  * Exit codes: 0 all pass, 1 a failure (or a crash), 2 usage error.
  */
 #ifndef _POSIX_C_SOURCE
@@ -97,6 +100,8 @@ static int check_variant(const attn_kernel *kernel, const attn_variant *variant,
     double worst_o = 0.0, worst_lse = 0.0, worst_p = 0.0, worst_state = 0.0, worst_ratio = 0.0;
     char first[300] = "", what[128], p_err[32] = "", lse_err[32] = "";
     const int linear = kernel->spec.family == ATTN_FAMILY_LINEAR;
+    /* additive and luong: outputs C and the weights A, no LSE */
+    const int classic = kernel->spec.family == ATTN_FAMILY_ADDITIVE || kernel->spec.family == ATTN_FAMILY_LUONG;
     int failures = 0, i;
 
     for (i = 0; i < n_cases; i++) {
@@ -153,14 +158,16 @@ static int check_variant(const attn_kernel *kernel, const attn_variant *variant,
     if (show_progress)
         fprintf(stderr, "\r%*s\r", 40, "");
 
-    if (!linear) /* linear attention has no LSE */
+    if (!linear && !classic) /* linear, additive and luong attention have no LSE */
         snprintf(lse_err, sizeof lse_err, " LSE %.1e", worst_lse);
-    if (!linear && kernel->spec.weights) /* the weights P too */
+    if (classic) /* the weights A, which every classic case asks for */
+        snprintf(p_err, sizeof p_err, " A %.1e", worst_p);
+    else if (!linear && kernel->spec.weights) /* the weights P too */
         snprintf(p_err, sizeof p_err, " P %.1e", worst_p);
     else if (linear && kernel->spec.state) /* the state written back */
         snprintf(p_err, sizeof p_err, " state %.1e", worst_state);
-    printf("%s: %d cases, worst |err| O %.1e%s%s (%.2g of tolerance), %d failure%s\n", isa, n_cases, worst_o,
-           lse_err, p_err, worst_ratio, failures, failures == 1 ? "" : "s");
+    printf("%s: %d cases, worst |err| %s %.1e%s%s (%.2g of tolerance), %d failure%s\n", isa, n_cases,
+           classic ? "C" : "O", worst_o, lse_err, p_err, worst_ratio, failures, failures == 1 ? "" : "s");
     if (failures > 0)
         printf("  first failure: %s\n", first);
     fflush(stdout);

@@ -35,6 +35,15 @@
  * state is zero) and --state-out S.npy Z.npy writes the state after it,
  * float32, published with O.  --state-out may name the --state-in files:
  * the state is then updated in place (atomically, like every output).
+ *
+ * Additive and luong configs (attn_classic_args: one head, no scale) take
+ * their inputs by name instead: --s S [B][Lq][Ds] and --h H [B][Lk][Dh]
+ * (without the batch dim: B = 1), which give the shape, and the parameters
+ * the score reads (--w-s, --w-h or --u, --w, --v-attn, --b), each checked
+ * against the config and against S and H; a mismatch names both shapes.
+ * S is stored in dtype_q, the rest in dtype_kv, converted as above.  C
+ * [B][Lq][Dh] is written as O is, and --weights A [B][Lq][Lk] as float32.
+ * The flags of one kind of config are errors for the other.
  */
 #include <errno.h>
 #include <limits.h>
@@ -72,7 +81,24 @@ static const char usage[] =
     "                --dropout-offset (uint32) pick the mask (default 0)\n"
     "  --state-in    linear configs with state = true: the state before the call,\n"
     "                S [B][Hkv][D][Dv] and z [B][Hkv][D] (default: zero);\n"
-    "                --state-out: where to write the state after the call (float32)\n";
+    "                --state-out: where to write the state after the call (float32)\n"
+    "additive and luong configs (one head, no scale):\n"
+    "       attn_run --s S.npy --h H.npy [--w-s W.npy] [--w-h W.npy | --u U.npy] [--w W.npy]\n"
+    "                [--v-attn V.npy] [--b B.npy] [--seqlens-k S.npy] [--mask M.npy]\n"
+    "                -o C.npy [--weights A.npy] [--threads N] [--isa NAME] [--reference]\n"
+    "  S [B][Lq][Ds], H [B][Lk][Dh] (without the batch dim: B = 1); additive: --w-s\n"
+    "  W_s [Da][Ds], --w-h W_h [Da][Dh] or --u U = H W_h^T [B][Lk][Da], --v-attn v [Da];\n"
+    "  luong general: --w W [Dh][Ds]; concat: --w W [Da][Dh + Ds], --v-attn v [Da];\n"
+    "  --b b [Da] with bias; C [B][Lq][Dh], --weights A [B][Lq][Lk] float32\n";
+
+/* The inputs of the additive and luong families, by option (run_options.cl). */
+enum { CL_S, CL_H, CL_U, CL_W_S, CL_W_H, CL_W, CL_V, CL_B, CL_COUNT };
+static const char *const classic_opt[CL_COUNT] = { "--s", "--h", "--u", "--w-s", "--w-h", "--w", "--v-attn", "--b" };
+
+static int is_classic(const attn_spec *spec)
+{
+    return spec->family == ATTN_FAMILY_ADDITIVE || spec->family == ATTN_FAMILY_LUONG;
+}
 
 #ifdef __GNUC__
 __attribute__((format(printf, 2, 3), noreturn))
@@ -107,6 +133,14 @@ static void load(const char *path, attn_npy *a)
     char err[256];
     if (attn_npy_read(path, a, err, sizeof err) != 0)
         fail(path, "%s", err);
+}
+
+/* The same, with label ("--w-s W.npy") starting the message. */
+static void load_label(const char *label, const char *path, attn_npy *a)
+{
+    char err[256];
+    if (attn_npy_read(path, a, err, sizeof err) != 0)
+        fail(label, "%s", err);
 }
 
 static float *load_f32(const char *path, const attn_npy *a)
@@ -345,6 +379,7 @@ typedef struct {
     const char *q_path, *k_path, *v_path, *s_path, *m_path, *o_path, *lse_path, *isa_name;
     const char *p_path; /* --weights */
     const char *s_in[2], *s_out[2]; /* --state-in, --state-out: S and z */
+    const char *cl[CL_COUNT]; /* additive and luong configs: the inputs by name (CL_*) */
     int threads, use_reference, average_heads;
     const char *dropout_opt;   /* the first --dropout-* option given, or NULL */
     float dropout_p;
@@ -396,8 +431,19 @@ typedef struct {
     float *p;                /* the weights [B][Hq][Lq][Lk] (--weights) */
     float *state[2];         /* linear configs with state: S and z, in and out */
     size_t o_count;
+    int o_ndim, p_ndim;      /* with the batch dim: 4 (sdpa, linear), 3 (additive, luong) */
     int64_t o_shape[4], lse_shape[3], p_shape[4], state_shape[2][4];
 } run_outputs;
+
+/* Where an option of the additive and luong families goes; NULL: not one. */
+static const char **classic_dest(run_options *opt, const char *arg)
+{
+    int c;
+    for (c = 0; c < CL_COUNT; c++)
+        if (strcmp(arg, classic_opt[c]) == 0)
+            return &opt->cl[c];
+    return NULL;
+}
 
 /* Parses argv into opt; --help prints the usage and exits 0. */
 static void parse_options(int argc, char **argv, run_options *opt)
@@ -450,10 +496,11 @@ static void parse_options(int argc, char **argv, run_options *opt)
         else if (strcmp(arg, "--lse") == 0) dest = &opt->lse_path;
         else if (strcmp(arg, "--weights") == 0) dest = &opt->p_path;
         else if (strcmp(arg, "--isa") == 0) dest = &opt->isa_name;
-        else if (strcmp(arg, "--threads") != 0)
+        else if (strcmp(arg, "--threads") != 0 && (dest = classic_dest(opt, arg)) == NULL)
             fail(arg, "unknown option (expected --q, --k, --v, --seqlens-k, --mask, -o, "
                       "--lse, --weights, --average-heads, --threads, --isa, --reference, "
-                      "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out)");
+                      "--dropout-p, --dropout-seed, --dropout-offset, --state-in, --state-out, "
+                      "--s, --h, --u, --w-s, --w-h, --w, --v-attn, --b)");
         if (i + 1 >= argc)
             fail(arg, "needs a value");
         if (dest != NULL)
@@ -475,6 +522,11 @@ static void check_paths(const run_options *opt, const attn_spec *spec)
     const int linear = spec->family == ATTN_FAMILY_LINEAR;
     int a, b;
 
+    for (a = 0; a < CL_COUNT; a++)
+        if (opt->cl[a] != NULL)
+            fail(classic_opt[a], "the config '%s' has kind = \"%s\", which takes --q, --k and --v; %s is "
+                                 "for additive and luong configs",
+                 spec->name, attn_family_name(spec->family), classic_opt[a]);
     if (opt->q_path == NULL) fail("--q", "required (the query tensor)");
     if (opt->k_path == NULL) fail("--k", "required (the key tensor)");
     if (opt->v_path == NULL) fail("--v", "required (the value tensor)");
@@ -588,22 +640,30 @@ static void load_qkv(const run_options *opt, const attn_spec *spec, run_inputs *
     args->dropout_offset = opt->dropout_offset;
 }
 
-/* seqlens_k: one valid key length per batch, each in 0..seq_k. */
-static void load_seqlens(const char *path, run_inputs *in, attn_args *args)
+/* seqlens_k: one valid key length per batch, each in 0..seq_k; read into
+   *sa, returned as int32 (malloc'ed). */
+static int32_t *read_seqlens(const char *path, attn_npy *sa, int64_t batch, int64_t seq_k)
 {
     char err[256], shp[160];
+    int32_t *seqlens;
     int64_t b;
 
-    load(path, &in->sa);
-    if (in->sa.ndim != 1 || in->sa.shape[0] != args->batch)
-        fail(path, "expected shape (%lld,) (one key length per batch), got %s",
-             (long long)args->batch, shape_str(&in->sa, shp, sizeof shp));
-    if (attn_npy_to_i32(&in->sa, &in->seqlens, err, sizeof err) != 0)
+    load(path, sa);
+    if (sa->ndim != 1 || sa->shape[0] != batch)
+        fail(path, "expected shape (%lld,) (one key length per batch), got %s", (long long)batch,
+             shape_str(sa, shp, sizeof shp));
+    if (attn_npy_to_i32(sa, &seqlens, err, sizeof err) != 0)
         fail(path, "%s", err);
-    for (b = 0; b < args->batch; b++)
-        if (in->seqlens[b] < 0 || in->seqlens[b] > args->seq_k)
-            fail(path, "seqlens_k[%d] = %ld is outside 0..%lld (seq_k)", (int)b,
-                 (long)in->seqlens[b], (long long)args->seq_k);
+    for (b = 0; b < batch; b++)
+        if (seqlens[b] < 0 || seqlens[b] > seq_k)
+            fail(path, "seqlens_k[%d] = %ld is outside 0..%lld (seq_k)", (int)b, (long)seqlens[b],
+                 (long long)seq_k);
+    return seqlens;
+}
+
+static void load_seqlens(const char *path, run_inputs *in, attn_args *args)
+{
+    in->seqlens = read_seqlens(path, &in->sa, args->batch, args->seq_k);
     args->seqlens_k = in->seqlens;
 }
 
@@ -713,6 +773,7 @@ static void alloc_outputs(const char *o_path, const char *p_path, const attn_spe
     out->o_shape[1] = args->seq_q;
     out->o_shape[2] = spec->heads_q;
     out->o_shape[3] = spec->head_dim_v;
+    out->o_ndim = out->p_ndim = 4;
     out->lse_shape[0] = args->batch;
     out->lse_shape[1] = spec->heads_q;
     out->lse_shape[2] = args->seq_q;
@@ -763,6 +824,7 @@ static void average_heads(run_outputs *out)
         }
     out->p_shape[1] = out->p_shape[2];
     out->p_shape[2] = out->p_shape[3];
+    out->p_ndim = 3;
 }
 
 /* The reference (on the stored inputs, widened), the variant --isa names,
@@ -812,7 +874,7 @@ static void publish_outputs(const run_options *opt, int drop_batch, run_outputs 
         out->o_wide = widen_copy(opt->o_path, ATTN_DTYPE_BF16, out->o, out->o_count);
         o_data = out->o_wide;
     }
-    o_staged = write_staged(opt->o_path, o_npy, 4 - drop_batch, out->o_shape + drop_batch, o_data, err,
+    o_staged = write_staged(opt->o_path, o_npy, out->o_ndim - drop_batch, out->o_shape + drop_batch, o_data, err,
                             sizeof err);
     if (o_staged == NULL)
         fail(opt->o_path, "%s", err);
@@ -827,7 +889,7 @@ static void publish_outputs(const run_options *opt, int drop_batch, run_outputs 
     if (opt->p_path != NULL) {
         if (opt->average_heads)
             average_heads(out);
-        p_staged = write_staged(opt->p_path, ATTN_NPY_F32, (opt->average_heads ? 3 : 4) - drop_batch,
+        p_staged = write_staged(opt->p_path, ATTN_NPY_F32, out->p_ndim - drop_batch,
                                 out->p_shape + drop_batch, out->p, err, sizeof err);
         if (p_staged == NULL) {
             remove(o_staged);
@@ -919,6 +981,377 @@ static void free_all(const run_options *opt, run_inputs *in, run_outputs *out)
     attn_npy_free(&in->state_a[1]);
 }
 
+/* ---- additive and luong configs (attn_classic_args) --------------------- */
+
+/* "[1000, 512]": a shape as the messages about classic inputs print it */
+static const char *dims_str(int ndim, const int64_t *dims, char *buf, size_t len)
+{
+    size_t pos = 0;
+    int d;
+    pos += (size_t)snprintf(buf, len, "[");
+    for (d = 0; d < ndim && pos < len; d++)
+        pos += (size_t)snprintf(buf + pos, len - pos, d == 0 ? "%lld" : ", %lld", (long long)dims[d]);
+    if (pos < len)
+        snprintf(buf + pos, len - pos, "]");
+    return buf;
+}
+
+/* 'kind = "additive"' or 'kind = "luong", score = "general"' */
+static const char *classic_kind(const attn_spec *spec, char *buf, size_t len)
+{
+    static const char *const scores[] = { "none", "additive", "dot", "general", "concat" };
+    if (spec->family == ATTN_FAMILY_LUONG && spec->score >= ATTN_SCORE_DOT && spec->score <= ATTN_SCORE_CONCAT)
+        snprintf(buf, len, "kind = \"luong\", score = \"%s\"", scores[spec->score]);
+    else
+        snprintf(buf, len, "kind = \"%s\"", attn_family_name(spec->family));
+    return buf;
+}
+
+/* Which inputs a config reads (CL_*): 1 required, 0 not accepted, -1
+   optional.  Additive takes W_h or U (U replaces W_h: one of the two). */
+static void classic_takes(const attn_spec *spec, int take[CL_COUNT])
+{
+    const int additive = spec->family == ATTN_FAMILY_ADDITIVE;
+    const int concat = spec->score == ATTN_SCORE_CONCAT;
+    int c;
+    for (c = 0; c < CL_COUNT; c++)
+        take[c] = 0;
+    take[CL_S] = take[CL_H] = 1;
+    if (additive) {
+        take[CL_W_S] = take[CL_V] = 1;
+        take[CL_W_H] = take[CL_U] = -1;
+    }
+    if (!additive && (spec->score == ATTN_SCORE_GENERAL || concat))
+        take[CL_W] = 1;
+    if (!additive && concat)
+        take[CL_V] = 1;
+    if (spec->bias && (additive || concat))
+        take[CL_B] = 1;
+}
+
+/* What an input holds, named by the config's keys, and the shape it must
+   have (batch, seq_q and seq_k: from S and H). */
+static int classic_want(const attn_spec *spec, int c, int64_t batch, int64_t seq_q, int64_t seq_k,
+                        int64_t dims[3], const char **names)
+{
+    const int64_t ds = spec->query_dim, dh = spec->key_dim, da = spec->attn_dim;
+    switch (c) {
+    case CL_S: dims[0] = batch; dims[1] = seq_q; dims[2] = ds; *names = "batch, seq_q, query_dim"; return 3;
+    case CL_H: dims[0] = batch; dims[1] = seq_k; dims[2] = dh; *names = "batch, seq_k, key_dim"; return 3;
+    case CL_U: dims[0] = batch; dims[1] = seq_k; dims[2] = da; *names = "batch, seq_k, attn_dim"; return 3;
+    case CL_W_S: dims[0] = da; dims[1] = ds; *names = "attn_dim, query_dim"; return 2;
+    case CL_W_H: dims[0] = da; dims[1] = dh; *names = "attn_dim, key_dim"; return 2;
+    case CL_W:
+        if (spec->score == ATTN_SCORE_CONCAT) {
+            dims[0] = da; dims[1] = dh + ds; *names = "attn_dim, key_dim + query_dim";
+        } else {
+            dims[0] = dh; dims[1] = ds; *names = "key_dim, query_dim";
+        }
+        return 2;
+    default: dims[0] = da; *names = "attn_dim"; return 1; /* v, b */
+    }
+}
+
+/* The inputs as read: each one's label ("--w-s W.npy"), array and data in
+   its storage type (S: dtype_q, the others dtype_kv); seqlens_k and the
+   mask. */
+typedef struct {
+    char *label[CL_COUNT];
+    attn_npy a[CL_COUNT];
+    void *stored[CL_COUNT];
+    attn_npy sa, ma;
+    int32_t *seqlens;
+    int drop_batch; /* S without its batch dim: the outputs have none either */
+} classic_inputs;
+
+/* The classic command line against the config: the inputs its score reads
+   and nothing else, outputs that replace no input. */
+static void check_classic_paths(const run_options *opt, const attn_spec *spec)
+{
+    static const char *const sdpa_opt[3] = { "--q", "--k", "--v" };
+    const char *sdpa_path[3];
+    const char *in_opt[CL_COUNT + 2], *in_path[CL_COUNT + 2];
+    char kind[64], takes[160] = "";
+    int take[CL_COUNT], c, n_in = 0;
+
+    classic_kind(spec, kind, sizeof kind);
+    classic_takes(spec, take);
+    sdpa_path[0] = opt->q_path;
+    sdpa_path[1] = opt->k_path;
+    sdpa_path[2] = opt->v_path;
+    for (c = 0; c < 3; c++)
+        if (sdpa_path[c] != NULL)
+            fail(sdpa_opt[c], "the config '%s' has %s, which takes --s and --h; %s is for sdpa and linear configs",
+                 spec->name, kind, sdpa_opt[c]);
+    if (opt->lse_path != NULL)
+        fail("--lse", "the config '%s' has %s, which has no LSE", spec->name, kind);
+    if (opt->s_in[0] != NULL || opt->s_out[0] != NULL)
+        fail(opt->s_in[0] != NULL ? "--state-in" : "--state-out",
+             "the config '%s' has %s, which has no state, so it is not accepted", spec->name, kind);
+    if (opt->dropout_opt != NULL)
+        fail(opt->dropout_opt, "the config '%s' has %s, which has no dropout, so %s is not accepted", spec->name,
+             kind, opt->dropout_opt);
+    if (opt->average_heads)
+        fail("--average-heads", "the config '%s' has %s: one head, so the weights --weights writes are "
+                                "[batch][seq_q][seq_k] already",
+             spec->name, kind);
+    for (c = 0; c < CL_COUNT; c++)
+        if (take[c] != 0) {
+            if (takes[0] != '\0')
+                strncat(takes, ", ", sizeof takes - strlen(takes) - 1);
+            strncat(takes, classic_opt[c], sizeof takes - strlen(takes) - 1);
+        }
+    for (c = 0; c < CL_COUNT; c++) {
+        if (opt->cl[c] != NULL && take[c] == 0)
+            fail(classic_opt[c], c == CL_B ? "the config '%s' has no bias (bias = true), so %s is not accepted"
+                                           : "the config '%s' (%s) reads no such input (it takes %s)",
+                 spec->name, c == CL_B ? classic_opt[c] : kind, takes);
+        if (opt->cl[c] == NULL && take[c] == 1)
+            fail(classic_opt[c], "required: the config '%s' has %s%s", spec->name, kind,
+                 c == CL_B ? " and bias = true" : "");
+    }
+    if (take[CL_U] != 0 && opt->cl[CL_U] == NULL && opt->cl[CL_W_H] == NULL)
+        fail("--w-h", "required, or --u: the config '%s' has %s (U = H W_h^T, when given, replaces W_h)",
+             spec->name, kind);
+    if (opt->cl[CL_U] != NULL && opt->cl[CL_W_H] != NULL)
+        fail("--w-h", "give --w-h or --u, not both (U = H W_h^T replaces W_h: the kernel does not read W_h then)");
+    if (opt->o_path == NULL)
+        fail("-o", "required (where to write the context C)");
+
+    /* outputs: never an input, never each other */
+    for (c = 0; c < CL_COUNT; c++)
+        if (opt->cl[c] != NULL) {
+            in_opt[n_in] = classic_opt[c];
+            in_path[n_in++] = opt->cl[c];
+        }
+    if (opt->s_path != NULL) {
+        in_opt[n_in] = "--seqlens-k";
+        in_path[n_in++] = opt->s_path;
+    }
+    if (opt->m_path != NULL) {
+        in_opt[n_in] = "--mask";
+        in_path[n_in++] = opt->m_path;
+    }
+    if (opt->p_path != NULL && same_file(opt->p_path, opt->o_path))
+        fail("--weights", "must differ from -o");
+    for (c = 0; c < n_in; c++) {
+        if (same_file(opt->o_path, in_path[c]))
+            fail("-o", "'%s' is the %s input; not replacing an input", opt->o_path, in_opt[c]);
+        if (opt->p_path != NULL && same_file(opt->p_path, in_path[c]))
+            fail("--weights", "'%s' is the %s input; not replacing an input", opt->p_path, in_opt[c]);
+    }
+    check_output_path(opt->o_path);
+    if (opt->p_path != NULL)
+        check_output_path(opt->p_path);
+    if (opt->s_path != NULL && !spec->padding)
+        fail(opt->s_path, "the config '%s' has no padding, so --seqlens-k is not accepted", spec->name);
+    if (opt->s_path == NULL && spec->padding)
+        fail("--seqlens-k", "required: the config '%s' has padding", spec->name);
+    if (opt->m_path != NULL && spec->mask == ATTN_MASK_NONE)
+        fail(opt->m_path, "the config '%s' has no mask, so --mask is not accepted", spec->name);
+    if (opt->m_path == NULL && spec->mask != ATTN_MASK_NONE)
+        fail("--mask", "required: the config '%s' has mask \"bool\"", spec->name);
+}
+
+/* Reads input c and checks its shape against what the config and S (batch,
+   seq_q) and H (seq_k) say; S and H set *batch, *seq_q and *seq_k. */
+static void load_classic_input(const run_options *opt, const attn_spec *spec, int c, classic_inputs *in,
+                               int64_t *batch, int64_t *seq_q, int64_t *seq_k)
+{
+    const char *path = opt->cl[c];
+    attn_npy *a = &in->a[c];
+    int64_t want[3];
+    const char *names;
+    char shp[160], exp[160], from[400] = "", sshp[160], hshp[160];
+    const size_t len = strlen(classic_opt[c]) + strlen(path) + 2;
+    int nd, ok, d, off;
+
+    in->label[c] = (char *)malloc(len);
+    if (in->label[c] == NULL)
+        fail(path, "out of memory");
+    snprintf(in->label[c], len, "%s %s", classic_opt[c], path);
+    load_label(in->label[c], path, a);
+    nd = classic_want(spec, c, *batch, *seq_q, *seq_k, want, &names);
+    if (nd == 3) {
+        /* [batch][len][dim], or [len][dim] for batch 1 */
+        if (a->ndim != 3 && a->ndim != 2)
+            fail(in->label[c], "expected a 3-D array [%s] (or 2-D without the batch dim: batch 1), got shape %s",
+                 names, dims_str(a->ndim, a->shape, shp, sizeof shp));
+        off = a->ndim - 2;
+        if (c == CL_S) { /* S gives batch and seq_q */
+            *batch = want[0] = off ? a->shape[0] : 1;
+            *seq_q = want[1] = a->shape[off];
+            in->drop_batch = a->ndim == 2;
+        } else if (c == CL_H) { /* H gives seq_k */
+            *seq_k = want[1] = a->shape[off];
+        }
+        ok = (off ? a->shape[0] : 1) == want[0];
+        for (d = 1; d < 3; d++)
+            ok = ok && a->shape[off + d - 1] == want[d];
+        if (!ok) {
+            if (c == CL_H)
+                snprintf(from, sizeof from, " and --s %s's shape %s", opt->cl[CL_S],
+                         dims_str(in->a[CL_S].ndim, in->a[CL_S].shape, sshp, sizeof sshp));
+            else if (c == CL_U)
+                snprintf(from, sizeof from, ", --s %s's shape %s and --h %s's shape %s", opt->cl[CL_S],
+                         dims_str(in->a[CL_S].ndim, in->a[CL_S].shape, sshp, sizeof sshp), opt->cl[CL_H],
+                         dims_str(in->a[CL_H].ndim, in->a[CL_H].shape, hshp, sizeof hshp));
+            fail(in->label[c], "shape %s does not match [%s] = %s of the config%s",
+                 dims_str(a->ndim, a->shape, shp, sizeof shp), names, dims_str(3, want, exp, sizeof exp), from);
+        }
+    } else {
+        ok = a->ndim == nd;
+        for (d = 0; ok && d < nd; d++)
+            ok = a->shape[d] == want[d];
+        if (!ok)
+            fail(in->label[c], "shape %s does not match [%s] = %s of the config",
+                 dims_str(a->ndim, a->shape, shp, sizeof shp), names, dims_str(nd, want, exp, sizeof exp));
+    }
+    in->stored[c] = load_stored(in->label[c], a, c == CL_S ? spec->dtype_q : spec->dtype_kv);
+}
+
+/* The mask of a classic config: bool or uint8, [Lq][Lk] for every batch
+   entry or [B|1][Lq][Lk]. */
+static void load_classic_mask(const char *path, classic_inputs *in, attn_classic_args *args)
+{
+    const int64_t lq = args->seq_q, lk = args->seq_k;
+    attn_npy *ma = &in->ma;
+    char shp[160];
+
+    load(path, ma);
+    if (ma->dtype != ATTN_NPY_BOOL && ma->dtype != ATTN_NPY_U8)
+        fail(path, "dtype %s does not match the config's mask \"bool\" (expected bool or uint8)",
+             attn_npy_dtype_name(ma->dtype));
+    if (ma->ndim == 2 && ma->shape[0] == lq && ma->shape[1] == lk) {
+        args->mask_stride[0] = 0; /* one [Lq][Lk] matrix for every b */
+    } else if (ma->ndim == 3 && (ma->shape[0] == args->batch || ma->shape[0] == 1) && ma->shape[1] == lq &&
+               ma->shape[2] == lk) {
+        args->mask_stride[0] = ma->shape[0] == 1 ? 0 : lq * lk;
+    } else {
+        fail(path, "shape %s does not match: expected [seq_q][seq_k] = (%lld, %lld) or "
+                   "[batch|1][seq_q][seq_k] = (%lld|1, %lld, %lld)",
+             shape_str(ma, shp, sizeof shp), (long long)lq, (long long)lk, (long long)args->batch,
+             (long long)lq, (long long)lk);
+    }
+    args->mask_stride[1] = lk;
+    args->mask_stride[2] = 1;
+    args->mask = (const uint8_t *)ma->data; /* bytes, nonzero = keep */
+}
+
+/* C [B][Lq][Dh] in C's storage type (f32 for the reference) and with
+   --weights A [B][Lq][Lk], f32, attached to the args. */
+static void alloc_classic_outputs(const run_options *opt, const attn_spec *spec, attn_classic_args *args,
+                                  run_outputs *out)
+{
+    const size_t rows = (size_t)args->batch * (size_t)args->seq_q;
+    out->o_ndim = out->p_ndim = 3;
+    out->o_shape[0] = out->p_shape[0] = args->batch;
+    out->o_shape[1] = out->p_shape[1] = args->seq_q;
+    out->o_shape[2] = spec->key_dim;
+    out->p_shape[2] = args->seq_k;
+    if (args->seq_q > 0 && (size_t)args->batch > SIZE_MAX / sizeof(float) / (size_t)args->seq_q)
+        fail(opt->o_path, "the output is too large");
+    if (rows > SIZE_MAX / sizeof(float) / ((size_t)spec->key_dim + 1))
+        fail(opt->o_path, "the output is too large");
+    out->o_count = rows * (size_t)spec->key_dim;
+    out->o_dtype = opt->use_reference ? ATTN_DTYPE_F32 : spec->dtype_o;
+    out->o = malloc(out->o_count * attn_dtype_size(out->o_dtype) + 1);
+    if (out->o == NULL)
+        fail(opt->o_path, "out of memory");
+    args->c = out->o;
+    if (opt->p_path != NULL) {
+        if (args->seq_k > 0 && rows > SIZE_MAX / sizeof(float) / (size_t)args->seq_k)
+            fail(opt->p_path, "the weights are too large");
+        out->p = (float *)malloc(rows * (size_t)args->seq_k * sizeof(float) + 1);
+        if (out->p == NULL)
+            fail(opt->p_path, "out of memory");
+        args->weights = out->p; /* weights_stride: contiguous (attn_classic_args_set_contiguous) */
+    }
+}
+
+/* The reference (on the stored inputs; C unrounded, f32), the variant
+   --isa names, or the kernel's dispatch. */
+static void compute_classic(const attn_kernel *kernel, const attn_variant *variant, int use_reference,
+                            const attn_classic_args *args)
+{
+    const attn_spec *spec = &kernel->spec;
+    attn_status st;
+    if (use_reference) {
+        attn_spec rs = *spec; /* the reference reads the storage types and writes C as rs.dtype_o */
+        rs.dtype_o = ATTN_DTYPE_F32;
+        st = attn_reference_classic(&rs, args);
+    } else if (variant != NULL) {
+        st = attn_check_classic_args(spec, args);
+        if (st == ATTN_OK)
+            st = variant->classic_fwd(args);
+    } else {
+        st = kernel->classic_fwd(args);
+    }
+    if (st != ATTN_OK)
+        fail(spec->name, "%s", attn_status_string(st));
+}
+
+/* `attngen run` for an additive or luong config: the inputs by name, C
+   (and A) out, published as the other families' outputs are. */
+static int run_classic(const attn_kernel *kernel, const run_options *opt)
+{
+    const attn_spec *spec = &kernel->spec;
+    const attn_variant *variant = NULL;
+    classic_inputs in;
+    run_outputs out;
+    attn_classic_args args;
+    int64_t batch = 0, seq_q = 0, seq_k = 0;
+    int c;
+
+    check_classic_paths(opt, spec);
+    if (opt->isa_name != NULL && !opt->use_reference)
+        variant = pick_isa(kernel, opt->isa_name);
+    memset(&in, 0, sizeof in);
+    memset(&out, 0, sizeof out);
+    /* S first (batch, seq_q), then H (seq_k), then the rest against both */
+    for (c = 0; c < CL_COUNT; c++)
+        if (opt->cl[c] != NULL)
+            load_classic_input(opt, spec, c, &in, &batch, &seq_q, &seq_k);
+
+    memset(&args, 0, sizeof args);
+    args.batch = batch;
+    args.seq_q = seq_q;
+    args.seq_k = seq_k;
+    attn_classic_args_set_contiguous(&args, spec);
+    args.s = in.stored[CL_S];
+    args.h = in.stored[CL_H];
+    args.u = in.stored[CL_U];
+    args.w_s = in.stored[CL_W_S];
+    args.w_h = in.stored[CL_W_H];
+    args.w = in.stored[CL_W];
+    args.v_attn = in.stored[CL_V];
+    args.b_attn = in.stored[CL_B];
+    args.threads = opt->threads;
+    if (opt->s_path != NULL) {
+        in.seqlens = read_seqlens(opt->s_path, &in.sa, batch, seq_k);
+        args.seqlens_k = in.seqlens;
+    }
+    if (opt->m_path != NULL)
+        load_classic_mask(opt->m_path, &in, &args);
+    alloc_classic_outputs(opt, spec, &args, &out);
+
+    compute_classic(kernel, variant, opt->use_reference, &args);
+    publish_outputs(opt, in.drop_batch, &out);
+
+    for (c = 0; c < CL_COUNT; c++) {
+        free(in.label[c]);
+        attn_npy_free(&in.a[c]);
+        free(in.stored[c]);
+    }
+    attn_npy_free(&in.sa);
+    attn_npy_free(&in.ma);
+    free(in.seqlens);
+    free(out.o);
+    free(out.o_wide);
+    free(out.p);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     const attn_kernel *kernel = attn_entry_kernel;
@@ -930,6 +1363,8 @@ int main(int argc, char **argv)
     attn_args args;
 
     parse_options(argc, argv, &opt);
+    if (is_classic(spec))
+        return run_classic(kernel, &opt);
     check_paths(&opt, spec);
     if (opt.isa_name != NULL && !opt.use_reference)
         variant = pick_isa(kernel, opt.isa_name);

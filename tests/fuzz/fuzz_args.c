@@ -26,6 +26,8 @@
  *     and an LSE buffer must stay untouched; with state, the state gets a
  *     random start (z positive), the reference starts from a copy, and the
  *     states written back must agree within ATTN_REF_TOL_STATE.
+ *     Additive and luong kernels (attn_classic_args) decode an input of
+ *     their own, described before classic_one below.
  *
  * Input layout (missing bytes read as 0):
  *   kernel (1 byte, index mod the number of kernels)
@@ -706,6 +708,377 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
         release(mask);
 }
 
+/* ---- the additive and luong families ------------------------------------- */
+
+/*
+ * A classic kernel (its entry takes attn_classic_args) gets its own decoding
+ * of the same kind of input, after the kernel and entry bytes:
+ *   flags  (1 byte: bits 0-2 S, H, C NULL; 3 A requested; 4 U given
+ *          (additive); 5 seqlens_k NULL; 6 mask NULL; 7 one parameter NULL,
+ *          the next byte picking which: W_s, W_h, W, v, b)
+ *   batch, seq_q, seq_k (length fields)
+ *   strides S {i, b}, H {j, b}, U {j, b}, C {i, b}, A {j, i, b},
+ *           mask {j, i, b} (stride fields, innermost first)
+ *   threads (1 byte, as int8), seed (4 bytes), seqlens_k[b] for b < 64
+ * and the same three steps: attn_check_classic_args against the args'
+ * faults, the entry point's status on rejected args with poisoned tensors,
+ * and an accepted call on buffers of exactly its span (NaN gaps, C's and
+ * A's gaps the sentinel) against attn_reference_classic within the bounds
+ * of ATTN_REF_TOL_SCORE.
+ */
+
+static int classic_spec(const attn_spec *spec)
+{
+    return spec->family == ATTN_FAMILY_ADDITIVE || spec->family == ATTN_FAMILY_LUONG;
+}
+
+/* Strides {outer..inner} of a tensor whose innermost dim has stride 1:
+   n dims above it with extents ext_up (innermost first), decoded innermost
+   first into str[n - 1], ..., str[0]. */
+static void decode_strides_n(input *in, int64_t *str, int n, const int64_t *ext_up, int64_t inner, int unit_inner)
+{
+    int64_t ext[4], s[4];
+    int d, k = 0;
+    if (unit_inner) {
+        ext[0] = inner;
+        s[0] = 1;
+        k = 1;
+    }
+    for (d = 0; d < n; d++) {
+        str[n - 1 - d] = stride_field(in, k == 0 ? 1 : natural(ext, s, k));
+        ext[k] = ext_up[d];
+        s[k] = str[n - 1 - d];
+        k++;
+    }
+}
+
+static void classic_check_status(const attn_spec *spec, const attn_classic_args *a, attn_status st)
+{
+    const int additive = spec->family == ATTN_FAMILY_ADDITIVE;
+    const attn_score sc = additive ? ATTN_SCORE_ADDITIVE : spec->score;
+    const int has_mask = spec->mask == ATTN_MASK_BOOL, has_u = additive && a->u != NULL;
+    const int null_arg = a->s == NULL || a->h == NULL || a->c == NULL ||
+                         (additive && (a->w_s == NULL || a->v_attn == NULL || (!has_u && a->w_h == NULL))) ||
+                         ((sc == ATTN_SCORE_GENERAL || sc == ATTN_SCORE_CONCAT) && a->w == NULL) ||
+                         (sc == ATTN_SCORE_CONCAT && a->v_attn == NULL) ||
+                         ((additive || sc == ATTN_SCORE_CONCAT) && spec->bias && a->b_attn == NULL) ||
+                         (spec->padding && a->seqlens_k == NULL) || (has_mask && a->mask == NULL);
+    const int bad_shape = a->batch < 0 || a->seq_q < 0 || a->seq_k < 0;
+    const int bad_stride = any_negative(a->s_stride, 2) || any_negative(a->h_stride, 2) ||
+                           any_negative(a->c_stride, 2) || (has_u && any_negative(a->u_stride, 2)) ||
+                           (a->weights != NULL && any_negative(a->weights_stride, 3)) ||
+                           (has_mask && any_negative(a->mask_stride, 3));
+    int bad_seqlens = 0;
+    int64_t b;
+
+    if (spec->padding && !null_arg && !bad_shape && a->batch <= MAX_SEQLENS)
+        for (b = 0; b < a->batch; b++)
+            bad_seqlens |= a->seqlens_k[b] < 0 || a->seqlens_k[b] > a->seq_k;
+    if ((st == ATTN_ERR_NULL_ARG) != null_arg)
+        die("status '%s' but a required pointer is %s", attn_status_string(st), null_arg ? "NULL" : "not NULL");
+    switch (st) {
+    case ATTN_OK:
+        if (bad_shape || bad_stride || a->threads < 0 || bad_seqlens)
+            die("accepted bad args (shape %d, stride %d, threads %d, seqlens %d)", bad_shape, bad_stride, a->threads,
+                bad_seqlens);
+        break;
+    case ATTN_ERR_NULL_ARG: break;
+    case ATTN_ERR_SHAPE:
+        if (!bad_shape) die("'%s' but no length is negative", attn_status_string(st));
+        break;
+    case ATTN_ERR_STRIDE:
+        if (!bad_stride) die("'%s' but no stride is negative", attn_status_string(st));
+        break;
+    case ATTN_ERR_THREADS:
+        if (a->threads >= 0) die("'%s' with threads = %d", attn_status_string(st), a->threads);
+        break;
+    case ATTN_ERR_SEQLENS:
+        if (!spec->padding || (a->batch <= MAX_SEQLENS && !bad_seqlens))
+            die("'%s' but every seqlens_k value is in range", attn_status_string(st));
+        break;
+    case ATTN_ERR_TOO_LARGE:
+        if (a->batch < ((int64_t)1 << 24) && a->seq_q < ((int64_t)1 << 24) && a->seq_k < ((int64_t)1 << 24) &&
+            all_below(a->s_stride, 2, (int64_t)1 << 28) && all_below(a->h_stride, 2, (int64_t)1 << 28) &&
+            all_below(a->c_stride, 2, (int64_t)1 << 28) && (!has_u || all_below(a->u_stride, 2, (int64_t)1 << 28)) &&
+            (a->weights == NULL || all_below(a->weights_stride, 3, (int64_t)1 << 28)) &&
+            (!has_mask || all_below(a->mask_stride, 3, (int64_t)1 << 28)))
+            die("'%s' for lengths below 2^24 and strides below 2^28", attn_status_string(st));
+        break;
+    default: die("attn_check_classic_args returned '%s' (%d)", attn_status_string(st), (int)st);
+    }
+}
+
+/* n parameters uniform in +-1/sqrt(in), stored as dtype, exactly sized */
+static void *classic_param(int64_t n, double in, attn_dtype dtype, uint64_t *rng)
+{
+    float *wide = (float *)alloc_elems(n, sizeof(float));
+    uint16_t *stored;
+    int64_t i;
+    for (i = 0; i < n; i++)
+        wide[i] = (float)((2.0 * rng_unit(rng) - 1.0) / sqrt(in));
+    if (dtype == ATTN_DTYPE_F32)
+        return wide;
+    stored = (uint16_t *)alloc_elems(n, sizeof(uint16_t));
+    attn_f32_to_dtype_array(dtype, wide, stored, (size_t)n);
+    release(wide);
+    return stored;
+}
+
+static void classic_run_and_compare(const attn_spec *spec, attn_classic_fwd_fn fwd, attn_classic_args *a,
+                                    uint64_t seed)
+{
+    const int64_t B = a->batch, Lq = a->seq_q, Lk = a->seq_k;
+    const int64_t Ds = spec->query_dim, Dh = spec->key_dim, Da = spec->attn_dim;
+    const int additive = spec->family == ATTN_FAMILY_ADDITIVE;
+    const attn_score sc = additive ? ATTN_SCORE_ADDITIVE : spec->score;
+    const int tanh_score = sc == ATTN_SCORE_ADDITIVE || sc == ATTN_SCORE_CONCAT;
+    /* U is additive's: a luong kernel keeps the poisoned pointer it must not read */
+    const int use_u = additive && a->u != NULL;
+    const int64_t zero3[3] = { 0, 0, 0 };
+    layout ls, lh, lu, lc, la, lm;
+    int64_t str3[3];
+    float *s_w, *h_w, *u_w = NULL, *ref_c, *ref_a;
+    double *c_tol, *w_rel;
+    void *c_buf, *params[5] = { NULL, NULL, NULL, NULL, NULL };
+    float *a_buf = NULL;
+    uint8_t *m_buf = NULL;
+    attn_spec ref_spec;
+    attn_classic_args ra;
+    attn_status st;
+    int64_t b, i, j, d, p;
+    int k;
+
+    if (sat_mul(sat_mul(sat_mul(B, Lq), Lk), Ds + Dh + Da + 1) > MAX_WORK)
+        return;
+    str3[0] = a->s_stride[0];
+    str3[1] = a->s_stride[1];
+    str3[2] = 0;
+    set_layout(&ls, B, Lq, 1, Ds, str3, 1);
+    str3[0] = a->h_stride[0];
+    str3[1] = a->h_stride[1];
+    set_layout(&lh, B, Lk, 1, Dh, str3, 1);
+    str3[0] = a->u_stride[0];
+    str3[1] = a->u_stride[1];
+    set_layout(&lu, B, Lk, 1, use_u ? Da : 0, str3, 1);
+    str3[0] = a->c_stride[0];
+    str3[1] = a->c_stride[1];
+    set_layout(&lc, B, Lq, 1, Dh, str3, 1);
+    set_layout(&la, B, Lq, a->weights != NULL ? Lk : 0, 1, a->weights != NULL ? a->weights_stride : zero3, 1);
+    set_layout(&lm, B, Lq, spec->mask == ATTN_MASK_BOOL ? Lk : 0, 1,
+               spec->mask == ATTN_MASK_BOOL ? a->mask_stride : zero3, 1);
+    if (ls.span > MAX_ELEMS || lh.span > MAX_ELEMS || lu.span > MAX_ELEMS || lc.span > MAX_ELEMS ||
+        la.span > MAX_ELEMS || lm.span > MAX_ELEMS || !injective(&lc) || !injective(&la))
+        return;
+
+    /* S and H N(0,1) with NaN gaps (H NaN past seqlens_k too), the
+       parameters, U from H and a random W_h, a random mask */
+    s_w = make_input(&ls, &seed);
+    h_w = make_input(&lh, &seed);
+    for (b = 0; b < B && spec->padding; b++)
+        for (j = a->seqlens_k[b]; j < Lk; j++)
+            for (d = 0; d < Dh; d++) h_w[offset_of(&lh, b, j, 0, d)] = NAN;
+    a->s = store_input(&ls, s_w, spec->dtype_q);
+    a->h = store_input(&lh, h_w, spec->dtype_kv);
+    if (additive) {
+        params[0] = classic_param(Da * Ds, (double)Ds, spec->dtype_kv, &seed);
+        params[1] = classic_param(Da * Dh, (double)Dh, spec->dtype_kv, &seed);
+        a->w_s = params[0];
+        a->w_h = use_u ? NULL : params[1];
+    } else if (sc == ATTN_SCORE_GENERAL || sc == ATTN_SCORE_CONCAT) {
+        params[2] = sc == ATTN_SCORE_GENERAL ? classic_param(Dh * Ds, (double)Ds, spec->dtype_kv, &seed)
+                                             : classic_param(Da * (Dh + Ds), (double)(Dh + Ds), spec->dtype_kv, &seed);
+        a->w = params[2];
+    }
+    if (tanh_score) {
+        params[3] = classic_param(Da, (double)Da, spec->dtype_kv, &seed);
+        a->v_attn = params[3];
+        if (spec->bias) {
+            params[4] = classic_param(Da, (double)Ds, spec->dtype_kv, &seed);
+            a->b_attn = params[4];
+        }
+    }
+    if (use_u) { /* U = H W_h^T from the stored values; NaN gaps */
+        u_w = (float *)alloc_elems(lu.span, sizeof(float));
+        for (p = 0; p < lu.span; p++) u_w[p] = NAN;
+        for (b = 0; b < B; b++)
+            for (j = 0; j < (spec->padding ? a->seqlens_k[b] : Lk); j++)
+                for (k = 0; k < Da; k++) {
+                    double sum = 0.0;
+                    for (d = 0; d < Dh; d++)
+                        sum += (double)o_value(params[1], spec->dtype_kv, k * Dh + d) * (double)h_w[offset_of(&lh, b, j, 0, d)];
+                    u_w[offset_of(&lu, b, j, 0, k)] = (float)sum;
+                }
+        a->u = store_input(&lu, u_w, spec->dtype_kv);
+    }
+    if (spec->mask == ATTN_MASK_BOOL) {
+        m_buf = (uint8_t *)alloc_elems(lm.span, 1);
+        for (p = 0; p < lm.span; p++) m_buf[p] = (uint8_t)(rng_next(&seed) % 5 != 0);
+        a->mask = m_buf;
+    }
+    c_buf = make_output(&lc, spec->dtype_o);
+    a->c = c_buf;
+    if (a->weights != NULL) {
+        a_buf = (float *)make_output(&la, ATTN_DTYPE_F32);
+        a->weights = a_buf;
+    }
+
+    st = fwd(a);
+    if (st != ATTN_OK)
+        die("accepted args, then the call returned '%s'", attn_status_string(st));
+
+    ref_c = (float *)alloc_elems(B * Lq * Dh + 1, sizeof(float));
+    ref_a = (float *)alloc_elems(B * Lq * Lk + 1, sizeof(float));
+    c_tol = (double *)alloc_elems(B * Lq * Dh + 1, sizeof(double));
+    w_rel = (double *)alloc_elems(B * Lq + 1, sizeof(double));
+    ref_spec = *spec;
+    ref_spec.dtype_o = ATTN_DTYPE_F32;
+    ra = *a;
+    ra.c = ref_c;
+    ra.weights = ref_a;
+    ra.c_stride[1] = Dh;
+    ra.c_stride[0] = Lq * Dh;
+    ra.weights_stride[2] = 1;
+    ra.weights_stride[1] = Lk;
+    ra.weights_stride[0] = Lq * Lk;
+    if (attn_reference_classic(&ref_spec, &ra) != ATTN_OK || attn_reference_classic_bounds(spec, &ra, c_tol, w_rel) != ATTN_OK)
+        die("the reference rejected args the kernel accepted");
+    for (b = 0; b < B; b++)
+        for (i = 0; i < Lq; i++) {
+            int sees = 0;
+            for (j = 0; j < Lk && !sees; j++) sees = attn_reference_classic_key_visible(spec, a, b, i, j);
+            for (d = 0; d < Dh; d++) {
+                const int64_t at = (b * Lq + i) * Dh + d;
+                const float x = o_value(c_buf, spec->dtype_o, offset_of(&lc, b, i, 0, d));
+                if (!close_enough(x, ref_c[at], c_tol[at]) || (!sees && x != 0.0f))
+                    die("C[%lld][%lld][%lld] = %.9g, reference %.9g (B %lld Lq %lld Lk %lld)", (long long)b, (long long)i,
+                        (long long)d, (double)x, (double)ref_c[at], (long long)B, (long long)Lq, (long long)Lk);
+            }
+            for (j = 0; j < Lk && a_buf != NULL; j++) {
+                const float x = a_buf[offset_of(&la, b, i, j, 0)], r = ref_a[(b * Lq + i) * Lk + j];
+                if (!close_enough(x, r, ATTN_REF_TOL_P(r) + w_rel[b * Lq + i] * fabs((double)r)) || (r == 0.0f && x != 0.0f))
+                    die("A[%lld][%lld][%lld] = %.9g, reference %.9g", (long long)b, (long long)i, (long long)j, (double)x,
+                        (double)r);
+            }
+        }
+    /* C's and A's gaps still hold the sentinel */
+    {
+        unsigned char *seen = (unsigned char *)calloc((size_t)(lc.span > la.span ? lc.span : la.span) + 1, 1);
+        if (seen == NULL) die("out of memory");
+        for (b = 0; b < B; b++)
+            for (i = 0; i < Lq; i++)
+                for (d = 0; d < Dh; d++) seen[offset_of(&lc, b, i, 0, d)] = 1;
+        for (p = 0; p < lc.span; p++)
+            if (!seen[p] && o_bits(c_buf, spec->dtype_o, p) != gap_bits(spec->dtype_o))
+                die("C's gap at %lld was written", (long long)p);
+        memset(seen, 0, (size_t)la.span + 1);
+        for (b = 0; b < B && a_buf != NULL; b++)
+            for (i = 0; i < Lq; i++)
+                for (j = 0; j < Lk; j++) seen[offset_of(&la, b, i, j, 0)] = 1;
+        for (p = 0; p < la.span && a_buf != NULL; p++)
+            if (!seen[p] && o_bits(a_buf, ATTN_DTYPE_F32, p) != O_GAP_BITS)
+                die("A's gap at %lld was written", (long long)p);
+        free(seen);
+    }
+    free(ref_c);
+    free(ref_a);
+    free(c_tol);
+    free(w_rel);
+    if (a->s != (const void *)s_w) release((void *)a->s);
+    if (a->h != (const void *)h_w) release((void *)a->h);
+    if (u_w != NULL && a->u != (const void *)u_w) release((void *)a->u);
+    release(s_w);
+    release(h_w);
+    if (u_w != NULL) release(u_w);
+    for (k = 0; k < 5; k++)
+        if (params[k] != NULL) release(params[k]);
+    release(c_buf);
+    if (a_buf != NULL) release(a_buf);
+    if (m_buf != NULL) release(m_buf);
+}
+
+static int classic_one(const attn_kernel *kernel, input *in, unsigned entry)
+{
+    const attn_spec *spec = &kernel->spec;
+    attn_classic_fwd_fn fwd = kernel->classic_fwd;
+    attn_classic_args a;
+    unsigned flags, which = 0;
+    int32_t *seqlens = NULL;
+    int64_t ext[3];
+    uint64_t seed = 0;
+    attn_status st, st2;
+    int i;
+
+    cur_entry = "entry point";
+    if (entry > 0 && kernel->n_variants > 0) {
+        const attn_variant *var = &kernel->variants[(entry - 1) % (unsigned)kernel->n_variants];
+        if (attn_isa_supported(var->isa)) {
+            fwd = var->classic_fwd;
+            cur_entry = attn_isa_name(var->isa);
+        }
+    }
+    flags = next_byte(in);
+    if (flags & 128) which = next_byte(in) % 5;
+    memset(&a, 0, sizeof a);
+    a.batch = length_field(in);
+    a.seq_q = length_field(in);
+    a.seq_k = length_field(in);
+    ext[0] = a.seq_q;
+    ext[1] = a.batch;
+    decode_strides_n(in, a.s_stride, 2, ext, spec->query_dim, 1);
+    ext[0] = a.seq_k;
+    decode_strides_n(in, a.h_stride, 2, ext, spec->key_dim, 1);
+    decode_strides_n(in, a.u_stride, 2, ext, spec->attn_dim, 1);
+    ext[0] = a.seq_q;
+    decode_strides_n(in, a.c_stride, 2, ext, spec->key_dim, 1);
+    ext[0] = a.seq_k;
+    ext[1] = a.seq_q;
+    ext[2] = a.batch;
+    decode_strides_n(in, a.weights_stride, 3, ext, 0, 0);
+    decode_strides_n(in, a.mask_stride, 3, ext, 0, 0);
+    a.threads = (int)(int8_t)next_byte(in);
+    for (i = 0; i < 4; i++) seed |= (uint64_t)next_byte(in) << (8 * i);
+
+    /* pointers: NULL, or poisoned memory no access may touch */
+    a.s = (flags & 1) ? NULL : poisoned();
+    a.h = (flags & 2) ? NULL : poisoned();
+    a.c = (flags & 4) ? NULL : poisoned();
+    a.weights = (flags & 8) ? (float *)poisoned() : NULL;
+    a.u = (flags & 16) ? poisoned() : NULL;
+    a.mask = (flags & 64) ? NULL : (const uint8_t *)poisoned();
+    a.w_s = (flags & 128) && which == 0 ? NULL : poisoned();
+    a.w_h = (flags & 128) && which == 1 ? NULL : poisoned();
+    a.w = (flags & 128) && which == 2 ? NULL : poisoned();
+    a.v_attn = (flags & 128) && which == 3 ? NULL : poisoned();
+    a.b_attn = (flags & 128) && which == 4 ? NULL : poisoned();
+    if (!(flags & 32)) {
+        if (spec->padding && a.batch > 0 && a.batch <= MAX_SEQLENS) {
+            const int32_t full = (int32_t)(a.seq_k < 0 ? 0 : a.seq_k > INT32_MAX ? INT32_MAX : a.seq_k);
+            int64_t b;
+            seqlens = (int32_t *)malloc((size_t)a.batch * sizeof *seqlens);
+            if (seqlens == NULL) die("out of memory");
+            for (b = 0; b < a.batch; b++) seqlens[b] = b < SEQLEN_FIELDS ? seqlen_field(in, a.seq_k) : full;
+            a.seqlens_k = seqlens;
+        } else if (spec->padding && a.batch > MAX_SEQLENS && a.batch <= ((int64_t)1 << 62)) {
+            return 0;
+        } else {
+            a.seqlens_k = (const int32_t *)poisoned();
+        }
+    }
+
+    st = attn_check_classic_args(spec, &a);
+    classic_check_status(spec, &a, st);
+    if (st != ATTN_OK) {
+        st2 = fwd(&a);
+        if (st2 != st)
+            die("attn_check_classic_args says '%s', the entry point '%s'", attn_status_string(st),
+                attn_status_string(st2));
+    } else if (a.s != NULL) {
+        classic_run_and_compare(spec, fwd, &a, seed);
+    }
+    free(seqlens);
+    return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     input in;
@@ -726,6 +1099,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     spec = &kernel->spec;
     cur_kernel = kernel;
     entry = next_byte(&in);
+    if (classic_spec(spec))
+        return classic_one(kernel, &in, entry);
     fwd = kernel->fwd;
     cur_entry = "entry point";
     if (entry > 0 && kernel->n_variants > 0) {

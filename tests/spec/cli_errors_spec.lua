@@ -86,6 +86,63 @@ local function linear_run(...)
   return argv
 end
 
+-- t_additive (kind = "additive"): query_dim 16, key_dim 32, attn_dim 24;
+-- the inputs below: batch 2, seq_q 3, seq_k 5
+local ADDITIVE = helper.root .. "/configs/test/t_additive.lua"
+local DS, DH, DA = 16, 32, 24
+
+--- Good inputs for t_additive in folder d (W_h and U both), then, with
+-- `name`, one of them rewritten: additive_inputs(name, descr, shape).
+local function additive_inputs(name, descr, shape)
+  return function(d)
+    npy(d .. "/s.npy", "<f4", { B, LQ, DS })
+    npy(d .. "/h.npy", "<f4", { B, LK, DH })
+    npy(d .. "/ws.npy", "<f4", { DA, DS })
+    npy(d .. "/wh.npy", "<f4", { DA, DH })
+    npy(d .. "/u.npy", "<f4", { B, LK, DA })
+    npy(d .. "/va.npy", "<f4", { DA })
+    if name then npy(d .. "/" .. name, descr, shape) end
+  end
+end
+
+--- `attngen run t_additive` on those inputs (W_h, not U), some replaced
+-- ({ wh = false, u = "u.npy" }), and extra arguments appended.
+local function additive_run(replace, ...)
+  replace = replace or {}
+  local argv = { "run", ADDITIVE }
+  for _, f in ipairs({ { "--s", "s" }, { "--h", "h" }, { "--w-s", "ws" }, { "--w-h", "wh" }, { "--u", "u" },
+      { "--v-attn", "va" } }) do
+    local file = replace[f[2]]
+    if file == nil and f[2] ~= "u" then file = f[2] .. ".npy" end
+    if file then
+      argv[#argv + 1] = f[1]
+      argv[#argv + 1] = file
+    end
+  end
+  for _, a in ipairs({ ... }) do argv[#argv + 1] = a end
+  argv[#argv + 1] = "-o"
+  argv[#argv + 1] = "c.npy"
+  return argv
+end
+
+-- t_luong_concat (kind = "luong", score = "concat"): query_dim 10, key_dim
+-- 21, attn_dim 15, bias, padding, a bool mask; W [attn_dim][key_dim + query_dim]
+local CONCAT = helper.root .. "/configs/test/t_luong_concat.lua"
+local function concat_inputs(w_shape)
+  return function(d)
+    npy(d .. "/s.npy", "<f4", { B, LQ, 10 })
+    npy(d .. "/h.npy", "<f4", { B, LK, 21 })
+    npy(d .. "/w.npy", "<f4", w_shape)
+    npy(d .. "/va.npy", "<f4", { 15 })
+    npy(d .. "/b.npy", "<f4", { 15 })
+    npy(d .. "/sl.npy", "<i4", { B }, i32(LK, 2))
+    npy(d .. "/m.npy", "|b1", { LQ, LK })
+  end
+end
+local CONCAT_RUN = { "run", CONCAT, "--s", "s.npy", "--h", "h.npy", "--w", "w.npy", "--v-attn", "va.npy",
+  "--b", "b.npy",
+  "--seqlens-k", "sl.npy", "--mask", "m.npy", "-o", "c.npy" }
+
 --- Inputs, then one of them rewritten: with(name, descr, shape, data, header).
 local function with(name, descr, shape, data, header)
   return function(d)
@@ -363,6 +420,91 @@ local CASES = {
     argv = linear_run("--state-out", "s1.npy", "./s1.npy"), msg = "^%-%-state%-out: the S and z files must differ$" },
   { name = "--state-out over an input", setup = linear_inputs, argv = linear_run("--state-out", "k.npy", "z1.npy"),
     msg = "^%-%-state%-out: 'k%.npy' is the %-%-k input; not replacing an input$" },
+
+  -- the inputs of run for additive and luong configs (attn_classic_args)
+  { name = "additive: W_s of the wrong shape", setup = additive_inputs("ws.npy", "<f4", { DA, DS + 1 }),
+    argv = additive_run(),
+    msg = "^%-%-w%-s ws%.npy: shape %[24, 17%] does not match %[attn_dim, query_dim%] = %[24, 16%] of the config$" },
+  { name = "additive: S with the wrong query_dim", setup = additive_inputs("s.npy", "<f4", { B, LQ, DS + 1 }),
+    argv = additive_run(),
+    msg = "^%-%-s s%.npy: shape %[2, 3, 17%] does not match %[batch, seq_q, query_dim%] = %[2, 3, 16%] "
+      .. "of the config$" },
+  { name = "additive: S of rank 1", setup = additive_inputs("s.npy", "<f4", { DS }), argv = additive_run(),
+    msg = "^%-%-s s%.npy: expected a 3%-D array %[batch, seq_q, query_dim%] .*got shape %[16%]$" },
+  { name = "additive: H of another batch", setup = additive_inputs("h.npy", "<f4", { B + 1, LK, DH }),
+    argv = additive_run(),
+    msg = "^%-%-h h%.npy: shape %[3, 5, 32%] does not match %[batch, seq_k, key_dim%] = %[2, 5, 32%] of the config "
+      .. "and %-%-s s%.npy's shape %[2, 3, 16%]$" },
+  { name = "additive: U of another seq_k", setup = additive_inputs("u.npy", "<f4", { B, LK - 1, DA }),
+    argv = additive_run({ wh = false, u = "u.npy" }),
+    msg = "^%-%-u u%.npy: shape %[2, 4, 24%] does not match %[batch, seq_k, attn_dim%] = %[2, 5, 24%] of the config, "
+      .. "%-%-s s%.npy's shape %[2, 3, 16%] and %-%-h h%.npy's shape %[2, 5, 32%]$" },
+  { name = "additive: v of int32", setup = additive_inputs("va.npy", "<i4", { DA }), argv = additive_run(),
+    msg = "^%-%-v%-attn va%.npy: expected float16, float32 or float64 data, got int32$" },
+  { name = "additive: --w-h and --u together", setup = additive_inputs(), argv = additive_run({ u = "u.npy" }),
+    msg = "^%-%-w%-h: give %-%-w%-h or %-%-u, not both" },
+  { name = "additive: neither --w-h nor --u", setup = additive_inputs(), argv = additive_run({ wh = false }),
+    msg = "^%-%-w%-h: required, or %-%-u: the config 't_additive' has kind = \"additive\"" },
+  { name = "additive: no --v-attn", setup = additive_inputs(), argv = additive_run({ va = false }),
+    msg = "^%-%-v%-attn: required: the config 't_additive' has kind = \"additive\"$" },
+  { name = "additive: --w, which only luong takes", setup = additive_inputs(), argv = additive_run({}, "--w", "ws.npy"),
+    msg = "^%-%-w: the config 't_additive' %(kind = \"additive\"%) reads no such input %(it takes %-%-s, %-%-h, "
+      .. "%-%-u, %-%-w%-s, %-%-w%-h, %-%-v%-attn%)$" },
+  { name = "additive: --b without bias", setup = additive_inputs(), argv = additive_run({}, "--b", "va.npy"),
+    msg = "^%-%-b: the config 't_additive' has no bias %(bias = true%), so %-%-b is not accepted$" },
+  { name = "additive: --q", setup = additive_inputs(), argv = additive_run({}, "--q", "s.npy"),
+    msg = "^%-%-q: the config 't_additive' has kind = \"additive\", which takes %-%-s and %-%-h; %-%-q is for sdpa "
+      .. "and linear configs$" },
+  { name = "additive: --lse", setup = additive_inputs(), argv = additive_run({}, "--lse", "l.npy"),
+    msg = "^%-%-lse: the config 't_additive' has kind = \"additive\", which has no LSE$" },
+  { name = "additive: --average-heads", setup = additive_inputs(),
+    argv = additive_run({}, "--weights", "a.npy", "--average-heads"),
+    msg = "^%-%-average%-heads: the config 't_additive' has kind = \"additive\": one head" },
+  { name = "additive: --dropout-p", setup = additive_inputs(), argv = additive_run({}, "--dropout-p", "0.1"),
+    msg = "^%-%-dropout%-p: the config 't_additive' has kind = \"additive\", which has no dropout" },
+  { name = "additive: --seqlens-k without padding", setup = additive_inputs(),
+    argv = additive_run({}, "--seqlens-k", "va.npy"), msg = "^va%.npy: the config 't_additive' has no padding" },
+  { name = "additive: -o over --h", setup = additive_inputs(), argv = { "run", ADDITIVE, "--s", "s.npy", "--h",
+    "h.npy", "--w-s", "ws.npy", "--u", "u.npy", "--v-attn", "va.npy", "-o", "./h.npy" },
+    msg = "^%-o: '%./h%.npy' is the %-%-h input; not replacing an input$" },
+  { name = "additive: --weights the same file as -o", setup = additive_inputs(),
+    argv = additive_run({}, "--weights", "c.npy"), msg = "^%-%-weights: must differ from %-o$" },
+  { name = "--s for an sdpa config", setup = inputs, argv = run({}, "--s", "q.npy"),
+    msg = "^%-%-s: the config 't_everything' has kind = \"sdpa\", which takes %-%-q, %-%-k and %-%-v; %-%-s is for "
+      .. "additive and luong configs$" },
+  { name = "luong concat: W of the general score's shape", setup = concat_inputs({ 21, 10 }), argv = CONCAT_RUN,
+    msg = "^%-%-w w%.npy: shape %[21, 10%] does not match %[attn_dim, key_dim %+ query_dim%] = %[15, 31%] of the "
+      .. "config$" },
+  { name = "luong concat: a mask of the wrong shape", setup = function(d)
+      concat_inputs({ 15, 31 })(d)
+      npy(d .. "/m.npy", "|b1", { LK, LQ })
+    end, argv = CONCAT_RUN, msg = "^m%.npy: shape %(5, 3%) does not match" },
+  { name = "luong concat: --w-s, which only additive takes", setup = concat_inputs({ 15, 31 }),
+    argv = function()
+      local argv = {}
+      for _, a in ipairs(CONCAT_RUN) do argv[#argv + 1] = a end
+      argv[#argv + 1] = "--w-s"
+      argv[#argv + 1] = "w.npy"
+      return argv
+    end,
+    msg = "^%-%-w%-s: the config 't_luong_concat' %(kind = \"luong\", score = \"concat\"%) reads no such input" },
+
+  -- commands that do not apply to additive and luong configs
+  { name = "tune an additive config", argv = { "tune", ADDITIVE },
+    msg = "^tune: .*t_additive%.lua is additive attention, which has no tiles to tune" },
+  { name = "plot mask of a luong config",
+    argv = { "plot", "mask", CONCAT, "--seq-q", "4", "--seq-k", "4", "-o", "m.svg" },
+    msg = "^plot mask: .*t_luong_concat%.lua is luong attention, which has no mask rule or tiles to draw" },
+  { name = "bench --kv-layout for an additive config",
+    argv = { "bench", ADDITIVE, "--kv-layout", "bhsd", "--no-blas", "--no-reference" },
+    msg = "^bench: %-%-kv%-layout: the config 't_additive' has kind = \"additive\"" },
+  { name = "bench --precomputed-u for a luong config",
+    argv = { "bench", CONCAT, "--precomputed-u", "--no-blas", "--no-reference" },
+    msg = "^bench: %-%-precomputed%-u: the config 't_luong_concat' has kind = \"luong\"; only additive kernels "
+      .. "read U$" },
+  { name = "bench --no-precomputed-u for an sdpa config",
+    argv = { "bench", EVERYTHING, "--no-precomputed-u", "--no-blas", "--no-reference" },
+    msg = "^bench: %-%-no%-precomputed%-u: the config 't_everything' has kind = \"sdpa\"" },
 
   -- options of the tools
   { name = "--threads 1.5", setup = inputs, argv = run({}, "--threads", "1.5"), msg = "^%-%-threads: .*'1%.5'" },

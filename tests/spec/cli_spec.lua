@@ -402,6 +402,96 @@ describe("cli #slow", function()
       assert.equal("(2, 2, 16, 16)", helper.read_file(d1 .. "/s.npy"):match("'shape': (%b())"))
     end)
 
+    --- Inputs of an additive or luong config: S, H and the parameters its
+    -- score reads (--u instead of --w-h with case.u), seqlens_k, the mask;
+    -- returns the argument list for `attngen run` without -o.
+    local function classic_inputs(d, cfg, case)
+      local b, lq, lk = case.batch or 2, case.lq, case.lk
+      local dt = case.dtype or "f32"
+      local ds, dh, da = cfg.query_dim, cfg.key_dim, cfg.attn_dim
+      local seed = 20
+      local args = {}
+      local function rnd(flag, name, ...)
+        local p = d .. "/" .. name .. ".npy"
+        seed = seed + 1
+        local code, _, err = npy("random", p, dt, tostring(seed), ...)
+        assert(code == 0, err)
+        args[#args + 1] = flag
+        args[#args + 1] = p
+      end
+      if case.no_batch then rnd("--s", "s", lq, ds) else rnd("--s", "s", b, lq, ds) end
+      rnd("--h", "h", b, lk, dh)
+      local score = cfg.kind == "additive" and "additive" or cfg.score
+      if score == "additive" then
+        rnd("--w-s", "w_s", da, ds)
+        if case.u then rnd("--u", "u", b, lk, da) else rnd("--w-h", "w_h", da, dh) end
+      elseif score == "general" then
+        rnd("--w", "w", dh, ds)
+      elseif score == "concat" then
+        rnd("--w", "w", da, dh + ds)
+      end
+      if score == "additive" or score == "concat" then rnd("--v-attn", "v", da) end
+      if cfg.bias then rnd("--b", "b", da) end
+      if cfg.padding then
+        local p = d .. "/sl.npy"
+        local argv = { "ints", p }
+        for i = 1, b do argv[#argv + 1] = tostring(case.seqlens and case.seqlens[i] or lk) end
+        assert.equal(0, (npy(argv)))
+        args[#args + 1] = "--seqlens-k"
+        args[#args + 1] = p
+      end
+      if cfg.mask == "bool" then
+        local p = d .. "/m.npy"
+        assert.equal(0, (npy("random", p, "b1", "14", lq, lk)))
+        args[#args + 1] = "--mask"
+        args[#args + 1] = p
+      end
+      return args
+    end
+
+    -- additive and luong (attn_classic_args): C and the weights A against
+    -- the reference on every ISA this CPU runs
+    local CLASSIC = {
+      { config = "configs/test/t_additive.lua", lq = 3, lk = 9, what = "additive, W_h" },
+      { config = "configs/test/t_additive.lua", lq = 3, lk = 9, u = true, what = "additive, U precomputed" },
+      { config = "configs/test/t_additive.lua", lq = 1, lk = 7, batch = 1, no_batch = true,
+        what = "additive, S without the batch dim" },
+      { config = "configs/test/t_additive_bias_mask.lua", lq = 4, lk = 9, seqlens = { 9, 3 },
+        what = "additive, bias, padding, bool mask" },
+      { config = "configs/test/t_additive_bf16.lua", lq = 2, lk = 6, u = true, seqlens = { 6, 0 },
+        what = "additive, bf16 storage, U, a sequence with no key" },
+      { config = "configs/test/t_luong_dot.lua", lq = 5, lk = 8, seqlens = { 8, 5 }, what = "luong dot" },
+      { config = "configs/test/t_luong_general.lua", lq = 3, lk = 11, what = "luong general, bool mask" },
+      { config = "configs/test/t_luong_concat.lua", lq = 3, lk = 10, seqlens = { 10, 7 },
+        what = "luong concat, bias, padding, bool mask" },
+      { config = "configs/test/t_luong_f16.lua", lq = 2, lk = 9, dtype = "f16", seqlens = { 9, 2 },
+        what = "luong general, f16 inputs into an f16 H" },
+    }
+    for i, case in ipairs(CLASSIC) do
+      it(("matches the reference: %s (%s) on %s"):format(case.config, case.what, table.concat(ISAS, ", ")), function()
+        local cfg = assert(presets.load(case.config))
+        local d = folder("classic" .. i)
+        local base = cat({ "run", case.config }, classic_inputs(d, cfg, case))
+        local ref, ref_a = d .. "/ref.npy", d .. "/ref_a.npy"
+        local code, _, err = attngen(cat(base, { "--reference", "-o", ref, "--weights", ref_a }))
+        assert.equal(0, code, err)
+        local b = case.no_batch and "" or ("%d, "):format(case.batch or 2)
+        assert.equal(("(%s%d, %d)"):format(b, case.lq, cfg.key_dim), helper.read_file(ref):match("'shape': (%b())"))
+        assert.equal(("(%s%d, %d)"):format(b, case.lq, case.lk), helper.read_file(ref_a):match("'shape': (%b())"))
+        for _, isa in ipairs(ISAS) do
+          local c, a = d .. "/c_" .. isa .. ".npy", d .. "/a_" .. isa .. ".npy"
+          code, _, err = attngen(cat(base, { "--isa", isa, "-o", c, "--weights", a }))
+          assert.equal(0, code, isa .. ": " .. err)
+          compare(c, ref)
+          compare(a, ref_a)
+        end
+        local c = d .. "/c_auto.npy" -- the dispatcher's own choice, C alone
+        code, _, err = attngen(cat(base, { "--threads", "1", "-o", c }))
+        assert.equal(0, code, err)
+        compare(c, ref)
+      end)
+    end
+
     it("--reference ignores --isa, even an unknown one", function()
       local cfg = assert(presets.load("gpt2"))
       local d = folder("refisa")

@@ -428,4 +428,44 @@ describe("ISA storage-type operations", function()
       end
     end)
   end)
+  describe("the classic families", function()
+    it("plans the projections, scores and dot kernels each score needs", function()
+      local cases = {
+        { raw = { kind = "additive", query_dim = 7, key_dim = 13, attn_dim = 19, bias = true },
+          score = "additive", nq = 19, key_proj = true, family = "ATTN_FAMILY_ADDITIVE" },
+        { raw = { kind = "luong", score = "dot", query_dim = 9, dtype = { kv = "f16" } },
+          score = "dot", nq = 0, key_proj = false, family = "ATTN_FAMILY_LUONG" },
+        { raw = { kind = "luong", score = "general", query_dim = 5, key_dim = 11 },
+          score = "general", nq = 11, key_proj = false, family = "ATTN_FAMILY_LUONG" },
+        { raw = { kind = "luong", score = "concat", query_dim = 6, key_dim = 10, attn_dim = 33, dtype = "bf16" },
+          score = "concat", nq = 33, key_proj = true, family = "ATTN_FAMILY_LUONG" },
+      }
+      for _, case in ipairs(cases) do
+        case.raw.name = "c"
+        local p = planner.plan(assert(schema.normalize(case.raw)))
+        assert.equal(case.score, p.score)
+        assert.equal(case.nq, p.NQ)
+        assert.equal(case.key_proj, p.key_proj)
+        assert.equal("classic", p.template)
+        for _, v in ipairs(p.variants) do
+          assert.equal(0, v.nqp % v.lanes)
+          assert.is_true(v.nqp >= p.NQ and v.nqp < p.NQ + v.lanes)
+          -- a projection calls its dot kernel on MR rows and on 1
+          for _, list in ipairs({ p.NQ > 0 and v.dots or nil, p.key_proj and v.doth or nil }) do
+            assert.same({ v.mr, 1 }, list[1].rows)
+          end
+          if case.score == "dot" then
+            local found = false
+            for _, t in ipairs(v.doth) do found = found or (t.dt == p.dtype.q and t.rows[#t.rows] == 1) end
+            assert.is_true(found, v.name)
+          end
+          assert.equal(p.tanh and 1 or 0, math.min(#v.tanh_types, 1))
+        end
+        local fields = {}
+        for _, f in ipairs(p.spec_fields) do fields[f[1]] = f[2] end
+        assert.equal(case.family, fields.family)
+        assert.equal(p.Da, fields.attn_dim)
+      end
+    end)
+  end)
 end)

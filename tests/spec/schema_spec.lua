@@ -415,12 +415,63 @@ describe("schema", function()
       rejects_key(with({ isa = { "avx512bf16", "avx512" } }), "isa", "avx512bf16", "needs that 'matmul'")
     end)
 
-    it("kind: sdpa, linear; additive, luong are not implemented yet", function()
-      for _, planned in ipairs({ "additive", "luong" }) do
-        rejects_key(with({ kind = planned }), "kind", "not implemented yet", planned, "sdpa, linear")
+    it("kind: sdpa, linear, additive, luong", function()
+      rejects_key(with({ kind = "flash" }), "kind", "sdpa, linear, additive, luong", "flash")
+    end)
+
+    it("kind = additive: its keys, defaults and errors", function()
+      local function add(t)
+        local raw = { name = "a", kind = "additive", query_dim = 10, key_dim = 20, attn_dim = 30 }
+        for k, v in pairs(t or {}) do raw[k] = v end
+        return raw
       end
-      local msg = rejects_key(with({ kind = "flash" }), "kind", "sdpa", "flash")
-      assert.is_nil(msg:find("not implemented", 1, true))
+      local c = assert(schema.normalize(add()))
+      assert.equal("additive", c.kind)
+      assert.same({ 10, 20, 30 }, { c.query_dim, c.key_dim, c.attn_dim })
+      assert.is_false(c.bias)
+      assert.is_false(c.padding)
+      assert.equal("none", c.mask)
+      assert.equal("auto", c.tile)
+      assert.same({ "name", "kind", "query_dim", "key_dim", "attn_dim", "bias", "padding", "mask", "dtype",
+        "matmul", "isa", "tile" }, schema.order_of("additive"))
+      assert.equal("bool", assert(schema.normalize(add({ mask = "bool", bias = true }))).mask)
+      for _, k in ipairs({ "query_dim", "key_dim", "attn_dim" }) do
+        rejects_key(add({ [k] = false }), k, "integer in 1..16384")
+        local raw = add()
+        raw[k] = nil
+        rejects_key(raw, k, "is required")
+      end
+      rejects_key(add({ query_dim = 16385 }), "query_dim", "1..16384")
+      rejects_key(add({ mask = "bias" }), "mask", "none, bool", "no additive bias")
+      rejects_key(add({ bias = "yes" }), "bias", "true or false")
+      rejects_key(add({ heads_q = 4 }), "heads_q", "unknown key")
+      rejects_key(add({ tile = { q = 16, kv = 16 } }), "tile", "has no tiles")
+      rejects_key(add({ dtype = "bf16", matmul = "bf16" }), "matmul", "sdpa family")
+      assert.same({ q = "f32", kv = "f16", o = "f32" }, assert(schema.normalize(add({ dtype = { kv = "f16" } }))).dtype)
+    end)
+
+    it("kind = luong: score and the keys that depend on it", function()
+      local function lu(t)
+        local raw = { name = "l", kind = "luong", query_dim = 16 }
+        for k, v in pairs(t or {}) do raw[k] = v end
+        return raw
+      end
+      local dot = assert(schema.normalize(lu()))
+      assert.equal("dot", dot.score)
+      assert.equal(16, dot.key_dim)
+      assert.is_false(dot.bias)
+      assert.is_nil(dot.attn_dim)
+      rejects_key(lu({ key_dim = 8 }), "key_dim", "must equal 'query_dim'")
+      local general = assert(schema.normalize(lu({ score = "general", key_dim = 8 })))
+      assert.equal(8, general.key_dim)
+      rejects_key(lu({ score = "general", attn_dim = 8 }), "attn_dim", "belongs to score \"concat\"")
+      rejects_key(lu({ bias = true }), "bias", "belongs to score \"concat\"")
+      local concat = assert(schema.normalize(lu({ score = "concat", attn_dim = 12 })))
+      assert.is_true(concat.bias)
+      assert.equal(12, concat.attn_dim)
+      assert.is_false(assert(schema.normalize(lu({ score = "concat", attn_dim = 12, bias = false }))).bias)
+      rejects_key(lu({ score = "concat" }), "attn_dim", "is required")
+      rejects_key(lu({ score = "bilinear" }), "score", "dot, general, concat", "bilinear")
     end)
 
     it("kind = linear: its keys, defaults and errors", function()

@@ -1,0 +1,2 @@
+--- kind = "luong": planner/classic.lua plans both classic kinds.
+return require("planner.classic")
