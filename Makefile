@@ -149,15 +149,21 @@ neon-run-%: $(BUILD)/neon/%_check
 # names of a generated .c (build/gen-test/) and writes tests that #include it;
 # tests/ukernel_main.c holds the testers and the runner.  The test configs
 # only (each TU compiles a whole kernel; the presets would add minutes).
-#   make ukernel-test   build/test_ukernels          (x86-64)
-#   make ukernel-neon   build/test_ukernels_aarch64  (under qemu-aarch64) ---
+#   make ukernel-test   build/ukernel/x86-64/test_ukernels
+#   make ukernel-neon   build/ukernel/aarch64/test_ukernels (under qemu-aarch64) ---
 
 .PHONY: ukernel-test ukernel-neon
 
 UK_DIR     := $(BUILD)/ukernel
-UK_CONFIGS := $(call kernel_set,ukernel)
+# the configs' set: expanded only when a test binary is built (the pattern
+# rule's secondary expansion, $$), so make bootstrap runs before Lua is there
+UK_CONFIGS = $(call kernel_set,ukernel)
 UK_CFLAGS  := -std=c99 -O2 -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Iruntime -Itests
 UK_DEPS    := tests/ukernel.h runtime/attn_runtime.h
+# the compiler of each architecture's folder (the AArch64 binary runs under qemu-user)
+UK_CC_x86-64  = $(CC)
+UK_CC_aarch64 = $(AARCH64_CC)
+UK_LDFLAGS_aarch64 = -static
 
 $(UK_DIR)/ukernel_list.h: $(wildcard configs/test/*.lua) tests/kernel_sets.lua
 	@mkdir -p $(@D)
@@ -176,27 +182,21 @@ $(UK_DIR)/aarch64/%_tests.o: $(UK_DIR)/%_tests.c $(TEST_GEN)/%.c $(TEST_GEN)/%.h
 	@mkdir -p $(@D)
 	$(AARCH64_CC) $(UK_CFLAGS) -I$(TEST_GEN) -c $< -o $@
 
-$(UK_DIR)/x86-64/attn_runtime.o: runtime/attn_runtime.c runtime/*.h
+$(UK_DIR)/%/attn_runtime.o: runtime/attn_runtime.c runtime/*.h
 	@mkdir -p $(@D)
-	$(CC) $(UK_CFLAGS) -c $< -o $@
+	$(UK_CC_$*) $(UK_CFLAGS) -c $< -o $@
 
-$(UK_DIR)/aarch64/attn_runtime.o: runtime/attn_runtime.c runtime/*.h
-	@mkdir -p $(@D)
-	$(AARCH64_CC) $(UK_CFLAGS) -c $< -o $@
+# $(UK_DIR)/ARCH/test_ukernels, ARCH = x86-64 or aarch64
+.SECONDEXPANSION:
+$(UK_DIR)/%/test_ukernels: tests/ukernel_main.c $(UK_DEPS) $(UK_DIR)/ukernel_list.h \
+  $$(addprefix $(UK_DIR)/$$*/,$$(addsuffix _tests.o,$$(UK_CONFIGS))) $(UK_DIR)/%/attn_runtime.o
+	$(UK_CC_$*) $(UK_CFLAGS) $(UK_LDFLAGS_$*) -I$(UK_DIR) tests/ukernel_main.c $(filter %.o,$^) -o $@ -lm
 
-$(BUILD)/test_ukernels: tests/ukernel_main.c $(UK_DEPS) $(UK_DIR)/ukernel_list.h \
-  $(UK_CONFIGS:%=$(UK_DIR)/x86-64/%_tests.o) $(UK_DIR)/x86-64/attn_runtime.o
-	$(CC) $(UK_CFLAGS) -I$(UK_DIR) tests/ukernel_main.c $(filter %.o,$^) -o $@ -lm
+ukernel-test: $(UK_DIR)/x86-64/test_ukernels
+	$<
 
-$(BUILD)/test_ukernels_aarch64: tests/ukernel_main.c $(UK_DEPS) $(UK_DIR)/ukernel_list.h \
-  $(UK_CONFIGS:%=$(UK_DIR)/aarch64/%_tests.o) $(UK_DIR)/aarch64/attn_runtime.o
-	$(AARCH64_CC) $(UK_CFLAGS) -static -I$(UK_DIR) tests/ukernel_main.c $(filter %.o,$^) -o $@ -lm
-
-ukernel-test: $(BUILD)/test_ukernels
-	$(BUILD)/test_ukernels
-
-ukernel-neon: $(BUILD)/test_ukernels_aarch64
-	$(QEMU_AARCH64) $(BUILD)/test_ukernels_aarch64
+ukernel-neon: $(UK_DIR)/aarch64/test_ukernels
+	$(QEMU_AARCH64) $<
 
 # --- benchmarks (not part of make test: timings are noisy on shared machines) ---
 # Both install the optional packages too: libopenblas-dev, for the unfused

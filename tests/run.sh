@@ -123,7 +123,7 @@ ukernel_suite() {
 }
 
 echo "== micro-kernels alone against plain loops (qk, pv, dot, qkdp, pvdp of every test config)"
-ukernel_suite "micro-kernels" ukernels build/test_ukernels env
+ukernel_suite "micro-kernels" ukernels build/ukernel/x86-64/test_ukernels env
 missing=""
 for tool in aarch64-linux-gnu-gcc qemu-aarch64; do
   command -v "$tool" >/dev/null 2>&1 || missing="$missing $tool"
@@ -132,7 +132,7 @@ if [ -n "$missing" ]; then
   echo "missing:$missing (the AArch64 micro-kernel tests need a cross compiler and qemu-user)"
   record "micro-kernels (aarch64, qemu)" 0 1
 else
-  ukernel_suite "micro-kernels (aarch64, qemu)" ukernels-aarch64 build/test_ukernels_aarch64 qemu-aarch64
+  ukernel_suite "micro-kernels (aarch64, qemu)" ukernels-aarch64 build/ukernel/aarch64/test_ukernels qemu-aarch64
 fi
 
 echo "== concurrency: 16 attngen processes on one cache and one output folder"
