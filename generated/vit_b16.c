@@ -223,8 +223,7 @@ static int attn_vit_b16_sees(const int64_t *first, const int64_t *last, int n, i
 enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
-    DECODE_BLOCK = 64, /* keys of a block inside a split */
-    DECODE_PREFETCH = 8 /* keys ahead that K and V rows are prefetched */
+    DECODE_BLOCK = 16 /* keys of a block inside a split */
 };
 enum {
     STREAM_PREFETCH = 2, /* keys ahead, when a key's kv heads are adjacent */
@@ -1093,11 +1092,14 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_kvpack_f32__avx5
  * one block are read for all kv heads together (a contiguous stretch of the
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
- * micro-kernel), or, when a kv head has fewer rows than a panel, dot
- * products along D.  The online softmax then runs over whole vectors of
- * rows.  Each split leaves its normalized O and LSE; a merge combines the
- * splits in order.  The split size does not depend on the thread count, so
- * neither does the result.
+ * micro-kernel) or against one vector of a kv head's rows, or, when a kv
+ * head has fewer rows than half a vector, dot products along D.  The online
+ * softmax then runs over whole vectors of rows.  While a block is worked
+ * on, the next one is prefetched in address order (each key's K rows of
+ * every kv head, then its V rows), spread evenly over the block's work.
+ * Each split leaves its normalized O and LSE; a merge combines the splits in
+ * order.  The split size does not depend on the thread count, so neither
+ * does the result.
  */
 
 /* S^T[0][r] = q_r . k0 and S^T[1][r] = q_r . k1 for rows r < R, R a multiple of 4
@@ -1777,15 +1779,19 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
         attn_vit_b16_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
-    /* fewer rows than a panel: dot products, each kv head's rows padded to 4,
+    /* more than half a vector of rows a kv head and at most one: each kv head's
+       rows padded to one vector, its scores with the rows along the lanes;
+       fewer rows than a panel: dot products, each kv head's rows padded to 4,
        all padded once to whole vectors; else each kv head's rows padded to panels */
-    const int dots = gl < 32;
-    const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
+    const int lanes = gl > 8 && gl <= 16;
+    const int dots = !lanes && gl < 32;
+    const int64_t glp = lanes ? 16 : dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
     const int64_t rp = dots ? (HKV * glp + 15) / 16 * 16 : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_vit_b16_kv kv = attn_vit_b16_kv_of(args, b);
     int64_t r, c, j0, hk;
+    int full;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -1808,38 +1814,104 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
     }
     memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
     memset(w->s, 0, sizeof(float) * (size_t)(DECODE_BLOCK * rp)); /* padding rows' scores stay finite */
+    /* a split that every row sees in full: so does each of its blocks */
+    full = attn_vit_b16_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
     for (j0 = j_begin; j0 < j_end; j0 += DECODE_BLOCK) {
         const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
-        const attn_vit_b16_tile_class cls = attn_vit_b16_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        const attn_vit_b16_tile_class cls = full ? TILE_FULL : attn_vit_b16_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        /* the next block's rows (K and V of every kv head), prefetched while this one is
+           worked on: half of them over the scores, half over P V */
+        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
+        int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
-           4 KiB, a page): read the cache in address order, every kv head of a
-           key before the next key, and fetch V rows the same way ahead of P V. */
-        if (dots) { /* keys in pairs; a lone last key pairs with itself */
+           4 KiB, a page): the next block's prefetch reads the cache in address order,
+           every kv head of a key before the next key. */
+        if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
+            for (hk = 0; hk < HKV; hk++) {
+                const float *qt = w->qt + (hk * glp / 32) * 32 * D + (hk * glp) % 32; /* its rows' Q^T */
+                for (c = 0; c < kb;) {
+                    const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
+                    int64_t d;
+                    if (c + 8 <= kb) { /* 8 keys */
+                        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
+                        for (d = 0; d < D; d++) {
+                            const __m512 q = _mm512_loadu_ps(qt + d * 32);
+                            a0 = _mm512_fmadd_ps(_mm512_set1_ps(k0[0 * kv.k_key + d]), q, a0);
+                            a1 = _mm512_fmadd_ps(_mm512_set1_ps(k0[1 * kv.k_key + d]), q, a1);
+                            a2 = _mm512_fmadd_ps(_mm512_set1_ps(k0[2 * kv.k_key + d]), q, a2);
+                            a3 = _mm512_fmadd_ps(_mm512_set1_ps(k0[3 * kv.k_key + d]), q, a3);
+                            a4 = _mm512_fmadd_ps(_mm512_set1_ps(k0[4 * kv.k_key + d]), q, a4);
+                            a5 = _mm512_fmadd_ps(_mm512_set1_ps(k0[5 * kv.k_key + d]), q, a5);
+                            a6 = _mm512_fmadd_ps(_mm512_set1_ps(k0[6 * kv.k_key + d]), q, a6);
+                            a7 = _mm512_fmadd_ps(_mm512_set1_ps(k0[7 * kv.k_key + d]), q, a7);
+                        }
+                        _mm512_storeu_ps(w->s + (c + 0) * rp + hk * glp, a0);
+                        _mm512_storeu_ps(w->s + (c + 1) * rp + hk * glp, a1);
+                        _mm512_storeu_ps(w->s + (c + 2) * rp + hk * glp, a2);
+                        _mm512_storeu_ps(w->s + (c + 3) * rp + hk * glp, a3);
+                        _mm512_storeu_ps(w->s + (c + 4) * rp + hk * glp, a4);
+                        _mm512_storeu_ps(w->s + (c + 5) * rp + hk * glp, a5);
+                        _mm512_storeu_ps(w->s + (c + 6) * rp + hk * glp, a6);
+                        _mm512_storeu_ps(w->s + (c + 7) * rp + hk * glp, a7);
+                        c += 8;
+                    } else { /* one key */
+                        __m512 a0 = _mm512_setzero_ps();
+                        for (d = 0; d < D; d++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(k0[d]), _mm512_loadu_ps(qt + d * 32), a0);
+                        _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
+                        c++;
+                    }
+                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                        if (ph < HKV)
+                            attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                        else
+                            attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                    }
+                }
+            }
+        } else if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    if (j0 + c + DECODE_PREFETCH + 1 < j_end) { /* the keys DECODE_PREFETCH ahead, in address order */
-                        attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, hk, j0 + c + DECODE_PREFETCH), D);
-                        attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, hk, j0 + c + DECODE_PREFETCH + 1), D);
-                        attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, hk, j0 + c + DECODE_PREFETCH), DV);
-                        attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, hk, j0 + c + DECODE_PREFETCH + 1), DV);
-                    }
                     attn_vit_b16_dot_4x2_f32__avx512(w->q + hk * glp * 64, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
                             attn_vit_b16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                        if (ph < HKV)
+                            attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                        else
+                            attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                    }
                 }
             }
         } else {
+            const int64_t npan = glp / 32; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (c = 0; c < kb; c++) attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, hk, j0 + c), DV);
                 for (r = hk * glp; r < (hk + 1) * glp; r += 32) {
                     const float *qt = w->qt + r * D;
-                    for (c = 0; c + 8 <= kb; c += 8)
+                    const int64_t pan = hk * npan + (r - hk * glp) / 32;
+                    for (c = 0; c + 8 <= kb; c += 8) {
                         attn_vit_b16_qk_8x32_f32__avx512(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                            if (ph < HKV)
+                                attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                            else
+                                attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                        }
+                    }
                     for (; c < kb; c++)
                         attn_vit_b16_qk_1x32_f32__avx512(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                        if (ph < HKV)
+                            attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                        else
+                            attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                    }
                 }
             }
         }
@@ -1854,35 +1926,43 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
         /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_vit_b16_v_row(&kv, hk, j0);
-            for (r = hk * glp; r < hk * glp + gl;) { /* the widest kernel that fits the rows left */
+            for (r = hk * glp; r < hk * glp + gl;) {
+                /* the widest kernel that fits the rows left; past two widths a head, the last
+                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not
+                   6, ..., 6, 2; with 8 rows 6 and 2 read the cache faster than 4 and 4) */
                 const int64_t left = hk * glp + gl - r;
-                if (left >= 6) {
+                const int64_t take = gl > 12 && left > 6 && left < 12 ? (left + 1) / 2 : left;
+                if (take >= 6) {
                     attn_vit_b16_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 6;
-                    continue;
-                }
-                if (left >= 5) {
+                } else
+                if (take >= 5) {
                     attn_vit_b16_pv_5x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 5;
-                    continue;
-                }
-                if (left >= 4) {
+                } else
+                if (take >= 4) {
                     attn_vit_b16_pv_4x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 4;
-                    continue;
-                }
-                if (left >= 3) {
+                } else
+                if (take >= 3) {
                     attn_vit_b16_pv_3x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 3;
-                    continue;
-                }
-                if (left >= 2) {
+                } else
+                if (take >= 2) {
                     attn_vit_b16_pv_2x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 2;
-                    continue;
+                } else
+                {
+                    attn_vit_b16_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    r += 1;
                 }
-                attn_vit_b16_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                r += 1;
+                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                    if (ph < HKV)
+                        attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                    else
+                        attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                }
             }
         }
     }
@@ -3387,11 +3467,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_kvpack_f32__av
  * one block are read for all kv heads together (a contiguous stretch of the
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
- * micro-kernel), or, when a kv head has fewer rows than a panel, dot
- * products along D.  The online softmax then runs over whole vectors of
- * rows.  Each split leaves its normalized O and LSE; a merge combines the
- * splits in order.  The split size does not depend on the thread count, so
- * neither does the result.
+ * micro-kernel) or against one vector of a kv head's rows, or, when a kv
+ * head has fewer rows than half a vector, dot products along D.  The online
+ * softmax then runs over whole vectors of rows.  While a block is worked
+ * on, the next one is prefetched in address order (each key's K rows of
+ * every kv head, then its V rows), spread evenly over the block's work.
+ * Each split leaves its normalized O and LSE; a merge combines the splits in
+ * order.  The split size does not depend on the thread count, so neither
+ * does the result.
  */
 
 /* S^T[0][r] = q_r . k0 and S^T[1][r] = q_r . k1 for rows r < R, R a multiple of 4
@@ -4411,15 +4494,19 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(co
         attn_vit_b16_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
-    /* fewer rows than a panel: dot products, each kv head's rows padded to 4,
+    /* more than half a vector of rows a kv head and at most one: each kv head's
+       rows padded to one vector, its scores with the rows along the lanes;
+       fewer rows than a panel: dot products, each kv head's rows padded to 4,
        all padded once to whole vectors; else each kv head's rows padded to panels */
-    const int dots = gl < 16;
-    const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
+    const int lanes = gl > 4 && gl <= 8;
+    const int dots = !lanes && gl < 16;
+    const int64_t glp = lanes ? 8 : dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
     const int64_t rp = dots ? (HKV * glp + 7) / 8 * 8 : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_vit_b16_kv kv = attn_vit_b16_kv_of(args, b);
     int64_t r, c, j0, hk;
+    int full;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -4442,38 +4529,104 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(co
     }
     memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
     memset(w->s, 0, sizeof(float) * (size_t)(DECODE_BLOCK * rp)); /* padding rows' scores stay finite */
+    /* a split that every row sees in full: so does each of its blocks */
+    full = attn_vit_b16_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
     for (j0 = j_begin; j0 < j_end; j0 += DECODE_BLOCK) {
         const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
-        const attn_vit_b16_tile_class cls = attn_vit_b16_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        const attn_vit_b16_tile_class cls = full ? TILE_FULL : attn_vit_b16_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        /* the next block's rows (K and V of every kv head), prefetched while this one is
+           worked on: half of them over the scores, half over P V */
+        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
+        int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
-           4 KiB, a page): read the cache in address order, every kv head of a
-           key before the next key, and fetch V rows the same way ahead of P V. */
-        if (dots) { /* keys in pairs; a lone last key pairs with itself */
+           4 KiB, a page): the next block's prefetch reads the cache in address order,
+           every kv head of a key before the next key. */
+        if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
+            for (hk = 0; hk < HKV; hk++) {
+                const float *qt = w->qt + (hk * glp / 16) * 16 * D + (hk * glp) % 16; /* its rows' Q^T */
+                for (c = 0; c < kb;) {
+                    const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
+                    int64_t d;
+                    if (c + 8 <= kb) { /* 8 keys */
+                        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
+                        for (d = 0; d < D; d++) {
+                            const __m256 q = _mm256_loadu_ps(qt + d * 16);
+                            a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[0 * kv.k_key + d]), q, a0);
+                            a1 = _mm256_fmadd_ps(_mm256_set1_ps(k0[1 * kv.k_key + d]), q, a1);
+                            a2 = _mm256_fmadd_ps(_mm256_set1_ps(k0[2 * kv.k_key + d]), q, a2);
+                            a3 = _mm256_fmadd_ps(_mm256_set1_ps(k0[3 * kv.k_key + d]), q, a3);
+                            a4 = _mm256_fmadd_ps(_mm256_set1_ps(k0[4 * kv.k_key + d]), q, a4);
+                            a5 = _mm256_fmadd_ps(_mm256_set1_ps(k0[5 * kv.k_key + d]), q, a5);
+                            a6 = _mm256_fmadd_ps(_mm256_set1_ps(k0[6 * kv.k_key + d]), q, a6);
+                            a7 = _mm256_fmadd_ps(_mm256_set1_ps(k0[7 * kv.k_key + d]), q, a7);
+                        }
+                        _mm256_storeu_ps(w->s + (c + 0) * rp + hk * glp, a0);
+                        _mm256_storeu_ps(w->s + (c + 1) * rp + hk * glp, a1);
+                        _mm256_storeu_ps(w->s + (c + 2) * rp + hk * glp, a2);
+                        _mm256_storeu_ps(w->s + (c + 3) * rp + hk * glp, a3);
+                        _mm256_storeu_ps(w->s + (c + 4) * rp + hk * glp, a4);
+                        _mm256_storeu_ps(w->s + (c + 5) * rp + hk * glp, a5);
+                        _mm256_storeu_ps(w->s + (c + 6) * rp + hk * glp, a6);
+                        _mm256_storeu_ps(w->s + (c + 7) * rp + hk * glp, a7);
+                        c += 8;
+                    } else { /* one key */
+                        __m256 a0 = _mm256_setzero_ps();
+                        for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), _mm256_loadu_ps(qt + d * 16), a0);
+                        _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
+                        c++;
+                    }
+                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                        if (ph < HKV)
+                            attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                        else
+                            attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                    }
+                }
+            }
+        } else if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    if (j0 + c + DECODE_PREFETCH + 1 < j_end) { /* the keys DECODE_PREFETCH ahead, in address order */
-                        attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, hk, j0 + c + DECODE_PREFETCH), D);
-                        attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, hk, j0 + c + DECODE_PREFETCH + 1), D);
-                        attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, hk, j0 + c + DECODE_PREFETCH), DV);
-                        attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, hk, j0 + c + DECODE_PREFETCH + 1), DV);
-                    }
                     attn_vit_b16_dot_4x2_f32__avx2(w->q + hk * glp * 64, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
                             attn_vit_b16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                        if (ph < HKV)
+                            attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                        else
+                            attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                    }
                 }
             }
         } else {
+            const int64_t npan = glp / 16; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (c = 0; c < kb; c++) attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, hk, j0 + c), DV);
                 for (r = hk * glp; r < (hk + 1) * glp; r += 16) {
                     const float *qt = w->qt + r * D;
-                    for (c = 0; c + 4 <= kb; c += 4)
+                    const int64_t pan = hk * npan + (r - hk * glp) / 16;
+                    for (c = 0; c + 4 <= kb; c += 4) {
                         attn_vit_b16_qk_4x16_f32__avx2(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                            if (ph < HKV)
+                                attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                            else
+                                attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                        }
+                    }
                     for (; c < kb; c++)
                         attn_vit_b16_qk_1x16_f32__avx2(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                        if (ph < HKV)
+                            attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                        else
+                            attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                    }
                 }
             }
         }
@@ -4488,25 +4641,35 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(co
         /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_vit_b16_v_row(&kv, hk, j0);
-            for (r = hk * glp; r < hk * glp + gl;) { /* the widest kernel that fits the rows left */
+            for (r = hk * glp; r < hk * glp + gl;) {
+                /* the widest kernel that fits the rows left; past two widths a head, the last
+                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not
+                   6, ..., 6, 2; with 8 rows 6 and 2 read the cache faster than 4 and 4) */
                 const int64_t left = hk * glp + gl - r;
-                if (left >= 4) {
+                const int64_t take = gl > 8 && left > 4 && left < 8 ? (left + 1) / 2 : left;
+                if (take >= 4) {
                     attn_vit_b16_pv_4x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 4;
-                    continue;
-                }
-                if (left >= 3) {
+                } else
+                if (take >= 3) {
                     attn_vit_b16_pv_3x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 3;
-                    continue;
-                }
-                if (left >= 2) {
+                } else
+                if (take >= 2) {
                     attn_vit_b16_pv_2x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 2;
-                    continue;
+                } else
+                {
+                    attn_vit_b16_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    r += 1;
                 }
-                attn_vit_b16_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                r += 1;
+                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                    if (ph < HKV)
+                        attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                    else
+                        attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                }
             }
         }
     }
@@ -6746,11 +6909,14 @@ static void attn_vit_b16_kvpack_f32__neon(const attn_args *args, int64_t b, int6
  * one block are read for all kv heads together (a contiguous stretch of the
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
- * micro-kernel), or, when a kv head has fewer rows than a panel, dot
- * products along D.  The online softmax then runs over whole vectors of
- * rows.  Each split leaves its normalized O and LSE; a merge combines the
- * splits in order.  The split size does not depend on the thread count, so
- * neither does the result.
+ * micro-kernel) or against one vector of a kv head's rows, or, when a kv
+ * head has fewer rows than half a vector, dot products along D.  The online
+ * softmax then runs over whole vectors of rows.  While a block is worked
+ * on, the next one is prefetched in address order (each key's K rows of
+ * every kv head, then its V rows), spread evenly over the block's work.
+ * Each split leaves its normalized O and LSE; a merge combines the splits in
+ * order.  The split size does not depend on the thread count, so neither
+ * does the result.
  */
 
 /* S^T[0][r] = q_r . k0 and S^T[1][r] = q_r . k1 for rows r < R, R a multiple of 4
@@ -7184,15 +7350,19 @@ static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j
         attn_vit_b16_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
-    /* fewer rows than a panel: dot products, each kv head's rows padded to 4,
+    /* more than half a vector of rows a kv head and at most one: each kv head's
+       rows padded to one vector, its scores with the rows along the lanes;
+       fewer rows than a panel: dot products, each kv head's rows padded to 4,
        all padded once to whole vectors; else each kv head's rows padded to panels */
-    const int dots = gl < 8;
-    const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
+    const int lanes = gl > 2 && gl <= 4;
+    const int dots = !lanes && gl < 8;
+    const int64_t glp = lanes ? 4 : dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
     const int64_t rp = dots ? (HKV * glp + 3) / 4 * 4 : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_vit_b16_kv kv = attn_vit_b16_kv_of(args, b);
     int64_t r, c, j0, hk;
+    int full;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -7215,38 +7385,104 @@ static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j
     }
     memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
     memset(w->s, 0, sizeof(float) * (size_t)(DECODE_BLOCK * rp)); /* padding rows' scores stay finite */
+    /* a split that every row sees in full: so does each of its blocks */
+    full = attn_vit_b16_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
     for (j0 = j_begin; j0 < j_end; j0 += DECODE_BLOCK) {
         const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
-        const attn_vit_b16_tile_class cls = attn_vit_b16_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        const attn_vit_b16_tile_class cls = full ? TILE_FULL : attn_vit_b16_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        /* the next block's rows (K and V of every kv head), prefetched while this one is
+           worked on: half of them over the scores, half over P V */
+        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
+        int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
-           4 KiB, a page): read the cache in address order, every kv head of a
-           key before the next key, and fetch V rows the same way ahead of P V. */
-        if (dots) { /* keys in pairs; a lone last key pairs with itself */
+           4 KiB, a page): the next block's prefetch reads the cache in address order,
+           every kv head of a key before the next key. */
+        if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
+            for (hk = 0; hk < HKV; hk++) {
+                const float *qt = w->qt + (hk * glp / 8) * 8 * D + (hk * glp) % 8; /* its rows' Q^T */
+                for (c = 0; c < kb;) {
+                    const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
+                    int64_t d;
+                    if (c + 8 <= kb) { /* 8 keys */
+                        float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
+                        for (d = 0; d < D; d++) {
+                            const float32x4_t q = vld1q_f32(qt + d * 8);
+                            a0 = vfmaq_f32(a0, vdupq_n_f32(k0[0 * kv.k_key + d]), q);
+                            a1 = vfmaq_f32(a1, vdupq_n_f32(k0[1 * kv.k_key + d]), q);
+                            a2 = vfmaq_f32(a2, vdupq_n_f32(k0[2 * kv.k_key + d]), q);
+                            a3 = vfmaq_f32(a3, vdupq_n_f32(k0[3 * kv.k_key + d]), q);
+                            a4 = vfmaq_f32(a4, vdupq_n_f32(k0[4 * kv.k_key + d]), q);
+                            a5 = vfmaq_f32(a5, vdupq_n_f32(k0[5 * kv.k_key + d]), q);
+                            a6 = vfmaq_f32(a6, vdupq_n_f32(k0[6 * kv.k_key + d]), q);
+                            a7 = vfmaq_f32(a7, vdupq_n_f32(k0[7 * kv.k_key + d]), q);
+                        }
+                        vst1q_f32(w->s + (c + 0) * rp + hk * glp, a0);
+                        vst1q_f32(w->s + (c + 1) * rp + hk * glp, a1);
+                        vst1q_f32(w->s + (c + 2) * rp + hk * glp, a2);
+                        vst1q_f32(w->s + (c + 3) * rp + hk * glp, a3);
+                        vst1q_f32(w->s + (c + 4) * rp + hk * glp, a4);
+                        vst1q_f32(w->s + (c + 5) * rp + hk * glp, a5);
+                        vst1q_f32(w->s + (c + 6) * rp + hk * glp, a6);
+                        vst1q_f32(w->s + (c + 7) * rp + hk * glp, a7);
+                        c += 8;
+                    } else { /* one key */
+                        float32x4_t a0 = vdupq_n_f32(0.0f);
+                        for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), vld1q_f32(qt + d * 8));
+                        vst1q_f32(w->s + c * rp + hk * glp, a0);
+                        c++;
+                    }
+                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                        if (ph < HKV)
+                            attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                        else
+                            attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                    }
+                }
+            }
+        } else if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    if (j0 + c + DECODE_PREFETCH + 1 < j_end) { /* the keys DECODE_PREFETCH ahead, in address order */
-                        attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, hk, j0 + c + DECODE_PREFETCH), D);
-                        attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, hk, j0 + c + DECODE_PREFETCH + 1), D);
-                        attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, hk, j0 + c + DECODE_PREFETCH), DV);
-                        attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, hk, j0 + c + DECODE_PREFETCH + 1), DV);
-                    }
                     attn_vit_b16_dot_4x2_f32__neon(w->q + hk * glp * 64, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
                             attn_vit_b16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                        if (ph < HKV)
+                            attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                        else
+                            attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                    }
                 }
             }
         } else {
+            const int64_t npan = glp / 8; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (c = 0; c < kb; c++) attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, hk, j0 + c), DV);
                 for (r = hk * glp; r < (hk + 1) * glp; r += 8) {
                     const float *qt = w->qt + r * D;
-                    for (c = 0; c + 8 <= kb; c += 8)
+                    const int64_t pan = hk * npan + (r - hk * glp) / 8;
+                    for (c = 0; c + 8 <= kb; c += 8) {
                         attn_vit_b16_qk_8x8_f32__neon(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                            if (ph < HKV)
+                                attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                            else
+                                attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                        }
+                    }
                     for (; c < kb; c++)
                         attn_vit_b16_qk_1x8_f32__neon(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                        if (ph < HKV)
+                            attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                        else
+                            attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                    }
                 }
             }
         }
@@ -7261,35 +7497,43 @@ static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j
         /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_vit_b16_v_row(&kv, hk, j0);
-            for (r = hk * glp; r < hk * glp + gl;) { /* the widest kernel that fits the rows left */
+            for (r = hk * glp; r < hk * glp + gl;) {
+                /* the widest kernel that fits the rows left; past two widths a head, the last
+                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not
+                   6, ..., 6, 2; with 8 rows 6 and 2 read the cache faster than 4 and 4) */
                 const int64_t left = hk * glp + gl - r;
-                if (left >= 6) {
+                const int64_t take = gl > 12 && left > 6 && left < 12 ? (left + 1) / 2 : left;
+                if (take >= 6) {
                     attn_vit_b16_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 6;
-                    continue;
-                }
-                if (left >= 5) {
+                } else
+                if (take >= 5) {
                     attn_vit_b16_pv_5x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 5;
-                    continue;
-                }
-                if (left >= 4) {
+                } else
+                if (take >= 4) {
                     attn_vit_b16_pv_4x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 4;
-                    continue;
-                }
-                if (left >= 3) {
+                } else
+                if (take >= 3) {
                     attn_vit_b16_pv_3x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 3;
-                    continue;
-                }
-                if (left >= 2) {
+                } else
+                if (take >= 2) {
                     attn_vit_b16_pv_2x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 2;
-                    continue;
+                } else
+                {
+                    attn_vit_b16_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    r += 1;
                 }
-                attn_vit_b16_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                r += 1;
+                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                    if (ph < HKV)
+                        attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                    else
+                        attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                }
             }
         }
     }
@@ -8459,11 +8703,14 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_kvpack_f32__scalar(const attn_args *arg
  * one block are read for all kv heads together (a contiguous stretch of the
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
- * micro-kernel), or, when a kv head has fewer rows than a panel, dot
- * products along D.  The online softmax then runs over whole vectors of
- * rows.  Each split leaves its normalized O and LSE; a merge combines the
- * splits in order.  The split size does not depend on the thread count, so
- * neither does the result.
+ * micro-kernel) or against one vector of a kv head's rows, or, when a kv
+ * head has fewer rows than half a vector, dot products along D.  The online
+ * softmax then runs over whole vectors of rows.  While a block is worked
+ * on, the next one is prefetched in address order (each key's K rows of
+ * every kv head, then its V rows), spread evenly over the block's work.
+ * Each split leaves its normalized O and LSE; a merge combines the splits in
+ * order.  The split size does not depend on the thread count, so neither
+ * does the result.
  */
 
 /* S^T[0][r] = q_r . k0 and S^T[1][r] = q_r . k1 for rows r < R, R a multiple of 4
@@ -8513,15 +8760,19 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_dunit__scalar(const attn_args *args, in
         attn_vit_b16_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
-    /* fewer rows than a panel: dot products, each kv head's rows padded to 4,
+    /* more than half a vector of rows a kv head and at most one: each kv head's
+       rows padded to one vector, its scores with the rows along the lanes;
+       fewer rows than a panel: dot products, each kv head's rows padded to 4,
        all padded once to whole vectors; else each kv head's rows padded to panels */
-    const int dots = gl < 2;
-    const int64_t glp = dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
+    const int lanes = 0;
+    const int dots = !lanes && gl < 2;
+    const int64_t glp = lanes ? 1 : dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
     const int64_t rp = dots ? (HKV * glp + 0) / 1 * 1 : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_vit_b16_kv kv = attn_vit_b16_kv_of(args, b);
     int64_t r, c, j0, hk;
+    int full;
 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
@@ -8544,38 +8795,61 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_dunit__scalar(const attn_args *args, in
     }
     memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
     memset(w->s, 0, sizeof(float) * (size_t)(DECODE_BLOCK * rp)); /* padding rows' scores stay finite */
+    /* a split that every row sees in full: so does each of its blocks */
+    full = attn_vit_b16_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
     for (j0 = j_begin; j0 < j_end; j0 += DECODE_BLOCK) {
         const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
-        const attn_vit_b16_tile_class cls = attn_vit_b16_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        const attn_vit_b16_tile_class cls = full ? TILE_FULL : attn_vit_b16_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
+        /* the next block's rows (K and V of every kv head), prefetched while this one is
+           worked on: half of them over the scores, half over P V */
+        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
+        int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
-           4 KiB, a page): read the cache in address order, every kv head of a
-           key before the next key, and fetch V rows the same way ahead of P V. */
+           4 KiB, a page): the next block's prefetch reads the cache in address order,
+           every kv head of a key before the next key. */
         if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    if (j0 + c + DECODE_PREFETCH + 1 < j_end) { /* the keys DECODE_PREFETCH ahead, in address order */
-                        attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, hk, j0 + c + DECODE_PREFETCH), D);
-                        attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, hk, j0 + c + DECODE_PREFETCH + 1), D);
-                        attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, hk, j0 + c + DECODE_PREFETCH), DV);
-                        attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, hk, j0 + c + DECODE_PREFETCH + 1), DV);
-                    }
                     attn_vit_b16_dot_4x2_f32__scalar(w->q + hk * glp * 64, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
                             attn_vit_b16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
+                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                        if (ph < HKV)
+                            attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                        else
+                            attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                    }
                 }
             }
         } else {
+            const int64_t npan = glp / 2; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (c = 0; c < kb; c++) attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, hk, j0 + c), DV);
                 for (r = hk * glp; r < (hk + 1) * glp; r += 2) {
                     const float *qt = w->qt + r * D;
-                    for (c = 0; c + 4 <= kb; c += 4)
+                    const int64_t pan = hk * npan + (r - hk * glp) / 2;
+                    for (c = 0; c + 4 <= kb; c += 4) {
                         attn_vit_b16_qk_4x2_f32__scalar(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                            if (ph < HKV)
+                                attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                            else
+                                attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                        }
+                    }
                     for (; c < kb; c++)
                         attn_vit_b16_qk_1x2_f32__scalar(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                        if (ph < HKV)
+                            attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                        else
+                            attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                    }
                 }
             }
         }
@@ -8590,15 +8864,23 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_dunit__scalar(const attn_args *args, in
         /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_vit_b16_v_row(&kv, hk, j0);
-            for (r = hk * glp; r < hk * glp + gl;) { /* the widest kernel that fits the rows left */
-                const int64_t left = hk * glp + gl - r;
-                if (left >= 4) {
+            for (r = hk * glp; r < hk * glp + gl;) {
+                const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
+                if (take >= 4) {
                     attn_vit_b16_pv_4x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 4;
-                    continue;
+                } else
+                {
+                    attn_vit_b16_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    r += 1;
                 }
-                attn_vit_b16_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
-                r += 1;
+                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                    if (ph < HKV)
+                        attn_vit_b16_prefetch_row(attn_vit_b16_k_row(&kv, ph, pj), D);
+                    else
+                        attn_vit_b16_prefetch_row(attn_vit_b16_v_row(&kv, ph - HKV, pj), DV);
+                }
             }
         }
     }

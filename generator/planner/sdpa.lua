@@ -16,8 +16,20 @@ local M = {}
 M.DECODE_CHUNK = 512
 M.DECODE_MAX_SPLITS = 32
 M.DECODE_BLOCK = 64
---- Keys ahead that the decode path prefetches K and V rows.
-M.DECODE_PREFETCH = 8
+--- The blocked decode kernel prefetches the next block's K and V (every kv
+-- head) while it works on one, so a block is at most DECODE_BLOCK_BYTES of
+-- them: DECODE_BLOCK keys where that fits, else fewer, a multiple of 8
+-- (Llama-3-8B, f32: 16 keys; at 32768 keys, one thread, Lq = 2 took 13.3 ms
+-- with blocks of 16 and 14.5 with 32, Lq = 4 16.3 and 16.6; Falcon-7B's
+-- one kv head keeps 64, 9% faster than 16 at Lq = 1; docs/decode.md).
+-- A tuned block (opts.decode_block) is taken as it is.
+M.DECODE_BLOCK_BYTES = 128 * 1024
+local KV_BYTES = { f32 = 4, bf16 = 2, f16 = 2 }
+local function decode_block(p)
+  local per_key = p.Hkv * (p.D + p.Dv) * KV_BYTES[p.dtype.kv]
+  local keys = math.floor(M.DECODE_BLOCK_BYTES / per_key / 8) * 8
+  return math.max(8, math.min(M.DECODE_BLOCK, keys))
+end
 
 --- The streaming decode path reads the cache one key at a time, every kv
 -- head of it, against all query rows held in L1: it is generated where the
@@ -216,7 +228,7 @@ function M.plan(cfg, opts)
   -- depends on Lk only, never on the thread count
   p.decode = { max_q = cfg.decode_max_q, chunk = opts.decode_chunk or M.DECODE_CHUNK,
     max_splits = M.DECODE_MAX_SPLITS,
-    block = opts.decode_block or M.DECODE_BLOCK, prefetch = M.DECODE_PREFETCH,
+    block = opts.decode_block or decode_block(p),
     reason = (opts.decode_block or opts.decode_chunk) and (opts.decode_reason or "given") or nil }
   p.stream = { prefetch = M.STREAM_PREFETCH, prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR,
     split_dot = M.STREAM_SPLIT_DOT_DTYPES[p.dtype.kv] == true }
