@@ -168,6 +168,21 @@ static int64_t rng_range(rng *r, int64_t n)
     return (int64_t)(rng_next(r) % (uint64_t)(n + 1));
 }
 
+/* seqlens_k of a padded case: Lk for every batch, or (ragged) a mix of 0, Lk
+   and random lengths; one draw per batch either way, so the inputs drawn
+   after are the same. */
+static void fill_seqlens(int32_t *seqlens, int64_t B, int64_t Lk, int ragged, rng *r)
+{
+    int64_t b;
+    for (b = 0; b < B; b++) {
+        const uint64_t kind = rng_next(r) % 4;
+        int64_t len = Lk;
+        if (ragged)
+            len = kind == 0 ? 0 : kind == 1 ? Lk : rng_range(r, Lk);
+        seqlens[b] = (int32_t)len;
+    }
+}
+
 /* ---- layouts ------------------------------------------------------------ */
 
 /* A 4-D tensor's extents and element strides, and its element span. */
@@ -509,13 +524,7 @@ static attn_status case_build(case_bufs *cb, const attn_spec *spec, const attn_c
     /* seqlens_k: with padding, ragged cases mix 0, Lk and random lengths */
     if (spec->padding) {
         seqlens = (int32_t *)cb->seqlens.ptr;
-        for (b = 0; b < B; b++) {
-            const uint64_t kind = rng_next(&r) % 4;
-            int64_t len = Lk;
-            if (c->ragged)
-                len = kind == 0 ? 0 : kind == 1 ? Lk : rng_range(&r, Lk);
-            seqlens[b] = (int32_t)len;
-        }
+        fill_seqlens(seqlens, B, Lk, c->ragged, &r);
     }
 
     /* N(0,1) as f32, then as stored (the same random stream for every
@@ -827,13 +836,7 @@ static attn_status classic_build(classic_bufs *cb, const attn_spec *spec, const 
     /* seqlens_k: with padding, ragged cases mix 0, Lk and random lengths */
     if (spec->padding) {
         seqlens = (int32_t *)cb->seqlens.ptr;
-        for (b = 0; b < B; b++) {
-            const uint64_t kind = rng_next(&r) % 4;
-            int64_t len = Lk;
-            if (c->ragged)
-                len = kind == 0 ? 0 : kind == 1 ? Lk : rng_range(&r, Lk);
-            seqlens[b] = (int32_t)len;
-        }
+        fill_seqlens(seqlens, B, Lk, c->ragged, &r);
     }
 
     /* S and H N(0,1), then the parameters, in the same order for every

@@ -91,18 +91,20 @@ local CLASSIC_SCORES = {
   concat = "Luong concat: e_ij = v . tanh(W [h_j; s_i]%s)",
 }
 
+--- The fields of a description every family has: the names of the kernel and its files.
+local function names_of(plan, d)
+  d.name, d.entry, d.kernel = plan.name, plan.entry, plan.kernel
+  d.header, d.source = plan.name .. ".h", plan.name .. ".c"
+  return d
+end
+
 --- describe() for the additive and luong families (attn_classic_args).
 local function describe_classic(plan)
-  local d = {
-    name = plan.name,
-    entry = plan.entry,
-    kernel = plan.kernel,
-    header = plan.name .. ".h",
-    source = plan.name .. ".c",
+  local d = names_of(plan, {
     isas = isa_list(plan),
     padding = plan.padding,
     mask = plan.mask,
-  }
+  })
   local f = { CLASSIC_SCORES[plan.score]:format(plan.bias and " + b" or "") }
   if plan.padding then f[#f + 1] = "padding" end
   if plan.mask == "bool" then f[#f + 1] = "boolean mask tensor" end
@@ -176,12 +178,7 @@ local function describe(plan)
   if plan.mask == "bias" then needs[#needs + 1] = "mask (f32 bias)" end
   if plan.state then needs[#needs + 1] = "state_s and state_z (the f32 running state)" end
 
-  local d = {
-    name = plan.name,
-    entry = plan.entry,
-    kernel = plan.kernel,
-    header = plan.name .. ".h",
-    source = plan.name .. ".c",
+  local d = names_of(plan, {
     Hq = plan.Hq, Hkv = plan.Hkv, D = plan.D, Dv = plan.Dv,
     shape = ("%d query heads, %d key/value heads, head dim %d (V: %d)"):format(plan.Hq, plan.Hkv,
       plan.D, plan.Dv),
@@ -194,7 +191,7 @@ local function describe(plan)
     linear = linear,
     state = plan.state,
     dtypes = ("Q %s, K/V %s, O %s"):format(plan.dtype.q, plan.dtype.kv, plan.dtype.o),
-  }
+  })
   return d
 end
 

@@ -565,17 +565,18 @@ static attn_status run_variant(const attn_spec *s, const attn_args *a)
     return current_variant(a);
 }
 
-/* Best time over at least 5 runs and ~1 s, after one warm-up run (this
-   machine is shared: the minimum is the least disturbed run). */
-static attn_status time_fn(run_fn fn, const attn_spec *s, const attn_args *args, timing *t)
+/* Best time of call(ctx) over at least 5 runs and ~1 s, after one warm-up
+   run (this machine is shared: the minimum is the least disturbed run). */
+typedef attn_status (*timed_call)(const void *ctx);
+static attn_status best_time(timed_call call, const void *ctx, timing *t)
 {
     double total = 0.0, best = 1e30;
-    attn_status st = fn(s, args);
+    attn_status st = call(ctx);
     t->runs = 0;
     while (st == ATTN_OK && (t->runs < 5 || total < 1.0) && t->runs < 1000) {
         const double t0 = now();
         double dt;
-        st = fn(s, args);
+        st = call(ctx);
         dt = now() - t0;
         total += dt;
         if (dt < best) best = dt;
@@ -583,6 +584,27 @@ static attn_status time_fn(run_fn fn, const attn_spec *s, const attn_args *args,
     }
     t->seconds = best;
     return st;
+}
+
+typedef struct {
+    run_fn fn;
+    const attn_spec *s;
+    const attn_args *a;
+} sdpa_call;
+static attn_status call_sdpa(const void *ctx)
+{
+    const sdpa_call *c = (const sdpa_call *)ctx;
+    return c->fn(c->s, c->a);
+}
+
+/* The best time of fn(s, args). */
+static attn_status time_fn(run_fn fn, const attn_spec *s, const attn_args *args, timing *t)
+{
+    sdpa_call c;
+    c.fn = fn;
+    c.s = s;
+    c.a = args;
+    return best_time(call_sdpa, &c, t);
 }
 
 /* The strides (batch, key, head) of a [B][heads][len][dim] tensor. */
@@ -1115,23 +1137,25 @@ static attn_status run_classic_variant(const attn_spec *s, const attn_classic_ar
     return current_classic(a);
 }
 
+typedef struct {
+    classic_run_fn fn;
+    const attn_spec *s;
+    const attn_classic_args *a;
+} classic_call;
+static attn_status call_classic(const void *ctx)
+{
+    const classic_call *c = (const classic_call *)ctx;
+    return c->fn(c->s, c->a);
+}
+
 /* As time_fn, for a classic call. */
 static attn_status time_classic(classic_run_fn fn, const attn_spec *s, const attn_classic_args *args, timing *t)
 {
-    double total = 0.0, best = 1e30;
-    attn_status st = fn(s, args);
-    t->runs = 0;
-    while (st == ATTN_OK && (t->runs < 5 || total < 1.0) && t->runs < 1000) {
-        const double t0 = now();
-        double dt;
-        st = fn(s, args);
-        dt = now() - t0;
-        total += dt;
-        if (dt < best) best = dt;
-        t->runs++;
-    }
-    t->seconds = best;
-    return st;
+    classic_call c;
+    c.fn = fn;
+    c.s = s;
+    c.a = args;
+    return best_time(call_classic, &c, t);
 }
 
 /* The reference on the kernel's stored inputs, C unrounded into an f32
