@@ -54,14 +54,17 @@ echo "== generated/ matches a fresh generation"
 check generated-fresh tests/check_generated.sh
 
 echo "== every preset compiles warning-free (gcc, clang; x86-64 and AArch64)"
-pass=0; fail=0
+# JOBS compiles at a time; each prints "PASS", or "FAIL: CC FILE" and its messages
+mkdir -p "$LOG/strict"
 for c in generated/*.c; do
-  for cc in gcc clang "aarch64-linux-gnu-gcc"; do
-    if $cc -std=c99 -Wall -Wextra -Wpedantic -Werror -O2 -Iruntime -Igenerated -c "$c" -o "$LOG/strict.o" \
-        >"$LOG/strict.log" 2>&1; then pass=$((pass + 1))
-    else echo "FAIL: $cc $c"; cat "$LOG/strict.log"; fail=$((fail + 1)); fi
-  done
-done
+  for cc in gcc clang aarch64-linux-gnu-gcc; do echo "$cc $c"; done
+done | xargs -P "$JOBS" -n 2 sh -c '
+  out="$1/strict/$2-$(basename "$3" .c)"
+  if $2 -std=c99 -Wall -Wextra -Wpedantic -Werror -O2 -Iruntime -Igenerated -c "$3" -o "$out.o" >"$out.log" 2>&1
+  then echo PASS; else echo "FAIL: $2 $3"; cat "$out.log"; fi' strict "$LOG" >"$LOG/strict.log" 2>&1
+pass=$(grep -c '^PASS$' "$LOG/strict.log")
+fail=$(grep -c '^FAIL: ' "$LOG/strict.log")
+[ "$fail" -eq 0 ] || grep -v '^PASS$' "$LOG/strict.log"
 record "strict compiles" "$pass" "$fail"
 
 echo "== attngen vendor: the folder builds alone (gcc, clang, make, CMake, C++), vs the reference"
