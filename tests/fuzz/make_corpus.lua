@@ -124,6 +124,8 @@ local NEEDS = {
   padding = { "padding (seqlens_k)", function(c) return c.padding == true end },
   linear_state = { 'a linear state (kind = "linear", state = true)',
     function(c) return c.kind == "linear" and c.state == true end },
+  classic = { 'a classic family (kind = "additive" or "luong")',
+    function(c) return c.kind == "additive" or c.kind == "luong" end },
   -- nothing but Q, K, V, O (and LSE) to check: a seed's one bad argument is
   -- the only thing wrong with it
   plain = { "neither a mask nor padding", function(c) return not has_mask(c) and c.padding ~= true end },
@@ -210,6 +212,11 @@ on("padding", "seqlen_too_long", { batch = 2, seq_q = 4, seq_k = 9, seqlens = { 
 on("plain", "negative_threads", { batch = 1, seq_q = 4, seq_k = 4, threads = 255 })
 on("linear_state", "null_state_s", { batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.mask_null, seqlens = { 4 } })
 on("linear_state", "null_state_z", { batch = 1, seq_q = 4, seq_k = 4, flags = FLAG.sparse, seqlens = { 4 } })
+-- a classic call with batch 0 and seq_q 2^56 (0xF8: the next 8 bytes as an int64), seq_k
+-- 33, every stride contiguous (the missing bytes read as 0): the kernel has nothing to do;
+-- the harness once built the reference's strides from seq_q and overflowed them
+args_seeds.classic_batch_0_huge_seq_q = string.char(kernel_with("classic", "classic_batch_0_huge_seq_q"), 0, 0) ..
+  "\0\248\0\0\0\0\0\0\0\1\33"
 
 -- Raw inputs, kept byte for byte.  Their first byte was written for the
 -- kernel list of the time (0 t_everything, 1 t_bool_mask, 2 t_odd_dims,
