@@ -24,9 +24,8 @@ M.DECODE_BLOCK = 64
 -- one kv head keeps 64, 9% faster than 16 at Lq = 1; docs/decode.md).
 -- A tuned block (opts.decode_block) is taken as it is.
 M.DECODE_BLOCK_BYTES = 128 * 1024
-local KV_BYTES = { f32 = 4, bf16 = 2, f16 = 2 }
 local function decode_block(p)
-  local per_key = p.Hkv * (p.D + p.Dv) * KV_BYTES[p.dtype.kv]
+  local per_key = p.Hkv * (p.D + p.Dv) * common.DTYPE_BYTES[p.dtype.kv]
   local keys = math.floor(M.DECODE_BLOCK_BYTES / per_key / 8) * 8
   return math.max(8, math.min(M.DECODE_BLOCK, keys))
 end
