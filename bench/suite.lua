@@ -119,10 +119,11 @@ local function result(r, impl)
 end
 
 -- the widest vector ISA this CPU runs, from a tiny bench run (its variants
--- are those the dispatcher can pick here); every target is measured on it
+-- are those the dispatcher can pick here: llama3_8b's f32 ISAs, in the
+-- registry's best-first order); every target is measured on it
 do
   local probe = bench("llama3_8b", {}, { ["seq-q"] = 4, ["seq-k"] = 4, ["no-reference"] = true, ["no-blas"] = true })
-  for _, name in ipairs({ "avx512", "avx2", "neon", "scalar" }) do
+  for _, name in ipairs(require("isa").order) do
     if not ISA and result(probe, name) then ISA = name end
   end
   if not ISA then io.stderr:write("attngen: bench: no variant of llama3_8b runs on this CPU\n"); os.exit(1) end
