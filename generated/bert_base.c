@@ -1053,15 +1053,15 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_qpack_f32__avx
     _mm512_storeu_ps(dst + 48, _mm512_mul_ps(_mm512_loadu_ps(src + 48), vs));
 }
 
-/* Packs keys [j0, j0 + 32) of batch b, kv head hk: the K^T panel
- * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
- * zero for keys at or past Lk_b and for V's padding columns. */
-__attribute__((target("avx512f,fma"))) static void attn_bert_base_kvpack_f32__avx512(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+/* Packs keys [j0, j0 + 32) of kv head hk of the rows kv (a batch's, or a
+ * view of some of its keys): the K^T panel kt[d][c] = K[j0 + c][hk][d] and V
+ * rows vp[c][d] = V[j0 + c][hk][d], zero for keys at or past lk and for V's
+ * padding columns. */
+__attribute__((target("avx512f,fma"))) static void attn_bert_base_kvpack_f32__avx512(const attn_bert_base_kv *kvs, int64_t hk, int64_t j0, int64_t lk,
         float *restrict kt, float *restrict vp)
 {
-    const int64_t lk = args->seqlens_k[b];
     const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 32 ? 32 : lk - j0);
-    const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
+    const attn_bert_base_kv kv = *kvs;
     int64_t c, d;
     if (n < 32) {
         memset(kt, 0, sizeof(float) * 32 * D);
@@ -2501,18 +2501,26 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_unit__avx512(c
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_bert_base_scratch__avx512 *w)
 {
     const int64_t lk = args->seqlens_k[b];
-    const int64_t ntiles = (lk + TK - 1) / TK;
+    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
 
     for (r = 0; r < tq; r++) {
         attn_bert_base_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
+        { /* the row's keys lie in [a, z) */
+            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
+            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            if (z > a) {
+                if (a < jmin) jmin = a;
+                if (z > jmax) jmax = z;
+            }
+        }
         attn_bert_base_qpack_f32__avx512(attn_bert_base_q_row(args, b, i0 + r, h), w->q + r * 64);
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
 
-    for (t = 0; t < ntiles; t++) {
+    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
         const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
         const attn_bert_base_tile_class cls = attn_bert_base_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
@@ -2634,11 +2642,13 @@ __attribute__((target("avx512f,fma"))) attn_status attn_bert_base_fwd__avx512(co
         }
         for (g = 0; g < B * HKV; g++) { /* every thread walks the same groups */
             const int64_t b = g / HKV, hk = g % HKV;
+            const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
+            const int64_t lk = args->seqlens_k[b];
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
             for (u = 0; u < lkp / 32; u++)
-                attn_bert_base_kvpack_f32__avx512(args, b, hk, u * 32, kt + u * 32 * D, vp + u * 2048);
+                attn_bert_base_kvpack_f32__avx512(&kv, hk, u * 32, lk, kt + u * 32 * D, vp + u * 2048);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -3428,15 +3438,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_qpack_f32__a
     _mm256_storeu_ps(dst + 56, _mm256_mul_ps(_mm256_loadu_ps(src + 56), vs));
 }
 
-/* Packs keys [j0, j0 + 16) of batch b, kv head hk: the K^T panel
- * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
- * zero for keys at or past Lk_b and for V's padding columns. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_kvpack_f32__avx2(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+/* Packs keys [j0, j0 + 16) of kv head hk of the rows kv (a batch's, or a
+ * view of some of its keys): the K^T panel kt[d][c] = K[j0 + c][hk][d] and V
+ * rows vp[c][d] = V[j0 + c][hk][d], zero for keys at or past lk and for V's
+ * padding columns. */
+__attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_kvpack_f32__avx2(const attn_bert_base_kv *kvs, int64_t hk, int64_t j0, int64_t lk,
         float *restrict kt, float *restrict vp)
 {
-    const int64_t lk = args->seqlens_k[b];
     const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 16 ? 16 : lk - j0);
-    const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
+    const attn_bert_base_kv kv = *kvs;
     int64_t c, d;
     if (n < 16) {
         memset(kt, 0, sizeof(float) * 16 * D);
@@ -5208,18 +5218,26 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_unit__avx2(c
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_bert_base_scratch__avx2 *w)
 {
     const int64_t lk = args->seqlens_k[b];
-    const int64_t ntiles = (lk + TK - 1) / TK;
+    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
 
     for (r = 0; r < tq; r++) {
         attn_bert_base_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
+        { /* the row's keys lie in [a, z) */
+            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
+            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            if (z > a) {
+                if (a < jmin) jmin = a;
+                if (z > jmax) jmax = z;
+            }
+        }
         attn_bert_base_qpack_f32__avx2(attn_bert_base_q_row(args, b, i0 + r, h), w->q + r * 64);
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
 
-    for (t = 0; t < ntiles; t++) {
+    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
         const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
         const attn_bert_base_tile_class cls = attn_bert_base_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
@@ -5345,11 +5363,13 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_bert_base_fwd__avx2(co
         }
         for (g = 0; g < B * HKV; g++) { /* every thread walks the same groups */
             const int64_t b = g / HKV, hk = g % HKV;
+            const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
+            const int64_t lk = args->seqlens_k[b];
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
             for (u = 0; u < lkp / 16; u++)
-                attn_bert_base_kvpack_f32__avx2(args, b, hk, u * 16, kt + u * 16 * D, vp + u * 1024);
+                attn_bert_base_kvpack_f32__avx2(&kv, hk, u * 16, lk, kt + u * 16 * D, vp + u * 1024);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -6878,15 +6898,15 @@ static void attn_bert_base_qpack_f32__neon(const float *restrict src, float *res
     vst1q_f32(dst + 60, vmulq_f32(vld1q_f32(src + 60), vs));
 }
 
-/* Packs keys [j0, j0 + 8) of batch b, kv head hk: the K^T panel
- * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
- * zero for keys at or past Lk_b and for V's padding columns. */
-static void attn_bert_base_kvpack_f32__neon(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+/* Packs keys [j0, j0 + 8) of kv head hk of the rows kv (a batch's, or a
+ * view of some of its keys): the K^T panel kt[d][c] = K[j0 + c][hk][d] and V
+ * rows vp[c][d] = V[j0 + c][hk][d], zero for keys at or past lk and for V's
+ * padding columns. */
+static void attn_bert_base_kvpack_f32__neon(const attn_bert_base_kv *kvs, int64_t hk, int64_t j0, int64_t lk,
         float *restrict kt, float *restrict vp)
 {
-    const int64_t lk = args->seqlens_k[b];
     const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 8 ? 8 : lk - j0);
-    const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
+    const attn_bert_base_kv kv = *kvs;
     int64_t c, d;
     if (n < 8) {
         memset(kt, 0, sizeof(float) * 8 * D);
@@ -8072,18 +8092,26 @@ static void attn_bert_base_unit__neon(const attn_args *args, const float *kt, co
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_bert_base_scratch__neon *w)
 {
     const int64_t lk = args->seqlens_k[b];
-    const int64_t ntiles = (lk + TK - 1) / TK;
+    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
 
     for (r = 0; r < tq; r++) {
         attn_bert_base_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
+        { /* the row's keys lie in [a, z) */
+            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
+            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            if (z > a) {
+                if (a < jmin) jmin = a;
+                if (z > jmax) jmax = z;
+            }
+        }
         attn_bert_base_qpack_f32__neon(attn_bert_base_q_row(args, b, i0 + r, h), w->q + r * 64);
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
 
-    for (t = 0; t < ntiles; t++) {
+    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
         const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
         const attn_bert_base_tile_class cls = attn_bert_base_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
@@ -8217,11 +8245,13 @@ attn_status attn_bert_base_fwd__neon(const attn_args *args)
         }
         for (g = 0; g < B * HKV; g++) { /* every thread walks the same groups */
             const int64_t b = g / HKV, hk = g % HKV;
+            const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
+            const int64_t lk = args->seqlens_k[b];
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
             for (u = 0; u < lkp / 8; u++)
-                attn_bert_base_kvpack_f32__neon(args, b, hk, u * 8, kt + u * 8 * D, vp + u * 512);
+                attn_bert_base_kvpack_f32__neon(&kv, hk, u * 8, lk, kt + u * 8 * D, vp + u * 512);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -8672,15 +8702,15 @@ ATTN_NO_AUTOVEC static void attn_bert_base_qpack_f32__scalar(const float *restri
     *(dst + 63) = (*(src + 63) * vs);
 }
 
-/* Packs keys [j0, j0 + 2) of batch b, kv head hk: the K^T panel
- * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
- * zero for keys at or past Lk_b and for V's padding columns. */
-ATTN_NO_AUTOVEC static void attn_bert_base_kvpack_f32__scalar(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+/* Packs keys [j0, j0 + 2) of kv head hk of the rows kv (a batch's, or a
+ * view of some of its keys): the K^T panel kt[d][c] = K[j0 + c][hk][d] and V
+ * rows vp[c][d] = V[j0 + c][hk][d], zero for keys at or past lk and for V's
+ * padding columns. */
+ATTN_NO_AUTOVEC static void attn_bert_base_kvpack_f32__scalar(const attn_bert_base_kv *kvs, int64_t hk, int64_t j0, int64_t lk,
         float *restrict kt, float *restrict vp)
 {
-    const int64_t lk = args->seqlens_k[b];
     const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 2 ? 2 : lk - j0);
-    const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
+    const attn_bert_base_kv kv = *kvs;
     int64_t c, d;
     if (n < 2) {
         memset(kt, 0, sizeof(float) * 2 * D);
@@ -8992,18 +9022,26 @@ ATTN_NO_AUTOVEC static void attn_bert_base_unit__scalar(const attn_args *args, c
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_bert_base_scratch__scalar *w)
 {
     const int64_t lk = args->seqlens_k[b];
-    const int64_t ntiles = (lk + TK - 1) / TK;
+    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
 
     for (r = 0; r < tq; r++) {
         attn_bert_base_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
+        { /* the row's keys lie in [a, z) */
+            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
+            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            if (z > a) {
+                if (a < jmin) jmin = a;
+                if (z > jmax) jmax = z;
+            }
+        }
         attn_bert_base_qpack_f32__scalar(attn_bert_base_q_row(args, b, i0 + r, h), w->q + r * 64);
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
 
-    for (t = 0; t < ntiles; t++) {
+    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
         const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
         const attn_bert_base_tile_class cls = attn_bert_base_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
@@ -9185,11 +9223,13 @@ ATTN_NO_AUTOVEC attn_status attn_bert_base_fwd__scalar(const attn_args *args)
         }
         for (g = 0; g < B * HKV; g++) { /* every thread walks the same groups */
             const int64_t b = g / HKV, hk = g % HKV;
+            const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
+            const int64_t lk = args->seqlens_k[b];
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
             for (u = 0; u < lkp / 2; u++)
-                attn_bert_base_kvpack_f32__scalar(args, b, hk, u * 2, kt + u * 2 * D, vp + u * 128);
+                attn_bert_base_kvpack_f32__scalar(&kv, hk, u * 2, lk, kt + u * 2 * D, vp + u * 128);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif

@@ -1316,15 +1316,15 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_qpack_f32__av
     _mm512_storeu_ps(dst + 112, _mm512_mul_ps(_mm512_loadu_ps(src + 112), vs));
 }
 
-/* Packs keys [j0, j0 + 32) of batch b, kv head hk: the K^T panel
- * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
- * zero for keys at or past Lk_b and for V's padding columns. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_kvpack_f32__avx512(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+/* Packs keys [j0, j0 + 32) of kv head hk of the rows kv (a batch's, or a
+ * view of some of its keys): the K^T panel kt[d][c] = K[j0 + c][hk][d] and V
+ * rows vp[c][d] = V[j0 + c][hk][d], zero for keys at or past lk and for V's
+ * padding columns. */
+__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_kvpack_f32__avx512(const attn_mistral_7b_kv *kvs, int64_t hk, int64_t j0, int64_t lk,
         float *restrict kt, float *restrict vp)
 {
-    const int64_t lk = args->seq_k;
     const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 32 ? 32 : lk - j0);
-    const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
+    const attn_mistral_7b_kv kv = *kvs;
     int64_t c, d;
     if (n < 32) {
         memset(kt, 0, sizeof(float) * 32 * D);
@@ -2195,18 +2195,26 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_unit__avx512(
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_mistral_7b_scratch__avx512 *w)
 {
     const int64_t lk = args->seq_k;
-    const int64_t ntiles = (lk + TK - 1) / TK;
+    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
 
     for (r = 0; r < tq; r++) {
         attn_mistral_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
+        { /* the row's keys lie in [a, z) */
+            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
+            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            if (z > a) {
+                if (a < jmin) jmin = a;
+                if (z > jmax) jmax = z;
+            }
+        }
         attn_mistral_7b_qpack_f32__avx512(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128);
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
 
-    for (t = 0; t < ntiles; t++) {
+    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
         const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
         const attn_mistral_7b_tile_class cls = attn_mistral_7b_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
@@ -2332,11 +2340,13 @@ __attribute__((target("avx512f,fma"))) attn_status attn_mistral_7b_fwd__avx512(c
         }
         for (g = 0; g < B * HKV; g++) { /* every thread walks the same groups */
             const int64_t b = g / HKV, hk = g % HKV;
+            const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
+            const int64_t lk = args->seq_k;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
             for (u = 0; u < lkp / 32; u++)
-                attn_mistral_7b_kvpack_f32__avx512(args, b, hk, u * 32, kt + u * 32 * D, vp + u * 4096);
+                attn_mistral_7b_kvpack_f32__avx512(&kv, hk, u * 32, lk, kt + u * 32 * D, vp + u * 4096);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -2942,15 +2952,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_qpack_f32__
     _mm256_storeu_ps(dst + 120, _mm256_mul_ps(_mm256_loadu_ps(src + 120), vs));
 }
 
-/* Packs keys [j0, j0 + 16) of batch b, kv head hk: the K^T panel
- * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
- * zero for keys at or past Lk_b and for V's padding columns. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_kvpack_f32__avx2(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+/* Packs keys [j0, j0 + 16) of kv head hk of the rows kv (a batch's, or a
+ * view of some of its keys): the K^T panel kt[d][c] = K[j0 + c][hk][d] and V
+ * rows vp[c][d] = V[j0 + c][hk][d], zero for keys at or past lk and for V's
+ * padding columns. */
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_kvpack_f32__avx2(const attn_mistral_7b_kv *kvs, int64_t hk, int64_t j0, int64_t lk,
         float *restrict kt, float *restrict vp)
 {
-    const int64_t lk = args->seq_k;
     const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 16 ? 16 : lk - j0);
-    const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
+    const attn_mistral_7b_kv kv = *kvs;
     int64_t c, d;
     if (n < 16) {
         memset(kt, 0, sizeof(float) * 16 * D);
@@ -3557,18 +3567,26 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_unit__avx2(
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_mistral_7b_scratch__avx2 *w)
 {
     const int64_t lk = args->seq_k;
-    const int64_t ntiles = (lk + TK - 1) / TK;
+    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
 
     for (r = 0; r < tq; r++) {
         attn_mistral_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
+        { /* the row's keys lie in [a, z) */
+            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
+            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            if (z > a) {
+                if (a < jmin) jmin = a;
+                if (z > jmax) jmax = z;
+            }
+        }
         attn_mistral_7b_qpack_f32__avx2(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128);
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
 
-    for (t = 0; t < ntiles; t++) {
+    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
         const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
         const attn_mistral_7b_tile_class cls = attn_mistral_7b_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
@@ -3702,11 +3720,13 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_mistral_7b_fwd__avx2(c
         }
         for (g = 0; g < B * HKV; g++) { /* every thread walks the same groups */
             const int64_t b = g / HKV, hk = g % HKV;
+            const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
+            const int64_t lk = args->seq_k;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
             for (u = 0; u < lkp / 16; u++)
-                attn_mistral_7b_kvpack_f32__avx2(args, b, hk, u * 16, kt + u * 16 * D, vp + u * 2048);
+                attn_mistral_7b_kvpack_f32__avx2(&kv, hk, u * 16, lk, kt + u * 16 * D, vp + u * 2048);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -4735,15 +4755,15 @@ static void attn_mistral_7b_qpack_f32__neon(const float *restrict src, float *re
     vst1q_f32(dst + 124, vmulq_f32(vld1q_f32(src + 124), vs));
 }
 
-/* Packs keys [j0, j0 + 8) of batch b, kv head hk: the K^T panel
- * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
- * zero for keys at or past Lk_b and for V's padding columns. */
-static void attn_mistral_7b_kvpack_f32__neon(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+/* Packs keys [j0, j0 + 8) of kv head hk of the rows kv (a batch's, or a
+ * view of some of its keys): the K^T panel kt[d][c] = K[j0 + c][hk][d] and V
+ * rows vp[c][d] = V[j0 + c][hk][d], zero for keys at or past lk and for V's
+ * padding columns. */
+static void attn_mistral_7b_kvpack_f32__neon(const attn_mistral_7b_kv *kvs, int64_t hk, int64_t j0, int64_t lk,
         float *restrict kt, float *restrict vp)
 {
-    const int64_t lk = args->seq_k;
     const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 8 ? 8 : lk - j0);
-    const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
+    const attn_mistral_7b_kv kv = *kvs;
     int64_t c, d;
     if (n < 8) {
         memset(kt, 0, sizeof(float) * 8 * D);
@@ -5350,18 +5370,26 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_mistral_7b_scratch__neon *w)
 {
     const int64_t lk = args->seq_k;
-    const int64_t ntiles = (lk + TK - 1) / TK;
+    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
 
     for (r = 0; r < tq; r++) {
         attn_mistral_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
+        { /* the row's keys lie in [a, z) */
+            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
+            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            if (z > a) {
+                if (a < jmin) jmin = a;
+                if (z > jmax) jmax = z;
+            }
+        }
         attn_mistral_7b_qpack_f32__neon(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128);
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
 
-    for (t = 0; t < ntiles; t++) {
+    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
         const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
         const attn_mistral_7b_tile_class cls = attn_mistral_7b_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
@@ -5511,11 +5539,13 @@ attn_status attn_mistral_7b_fwd__neon(const attn_args *args)
         }
         for (g = 0; g < B * HKV; g++) { /* every thread walks the same groups */
             const int64_t b = g / HKV, hk = g % HKV;
+            const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
+            const int64_t lk = args->seq_k;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
             for (u = 0; u < lkp / 8; u++)
-                attn_mistral_7b_kvpack_f32__neon(args, b, hk, u * 8, kt + u * 8 * D, vp + u * 1024);
+                attn_mistral_7b_kvpack_f32__neon(&kv, hk, u * 8, lk, kt + u * 8 * D, vp + u * 1024);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -6030,15 +6060,15 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_qpack_f32__scalar(const float *restr
     *(dst + 127) = (*(src + 127) * vs);
 }
 
-/* Packs keys [j0, j0 + 2) of batch b, kv head hk: the K^T panel
- * kt[d][c] = K[b][j0 + c][hk][d] and V rows vp[c][d] = V[b][j0 + c][hk][d],
- * zero for keys at or past Lk_b and for V's padding columns. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_kvpack_f32__scalar(const attn_args *args, int64_t b, int64_t hk, int64_t j0,
+/* Packs keys [j0, j0 + 2) of kv head hk of the rows kv (a batch's, or a
+ * view of some of its keys): the K^T panel kt[d][c] = K[j0 + c][hk][d] and V
+ * rows vp[c][d] = V[j0 + c][hk][d], zero for keys at or past lk and for V's
+ * padding columns. */
+ATTN_NO_AUTOVEC static void attn_mistral_7b_kvpack_f32__scalar(const attn_mistral_7b_kv *kvs, int64_t hk, int64_t j0, int64_t lk,
         float *restrict kt, float *restrict vp)
 {
-    const int64_t lk = args->seq_k;
     const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 2 ? 2 : lk - j0);
-    const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
+    const attn_mistral_7b_kv kv = *kvs;
     int64_t c, d;
     if (n < 2) {
         memset(kt, 0, sizeof(float) * 2 * D);
@@ -6350,18 +6380,26 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_unit__scalar(const attn_args *args, 
         int64_t b, int64_t h, int64_t i0, int64_t tq, attn_mistral_7b_scratch__scalar *w)
 {
     const int64_t lk = args->seq_k;
-    const int64_t ntiles = (lk + TK - 1) / TK;
+    int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
 
     for (r = 0; r < tq; r++) {
         attn_mistral_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
+        { /* the row's keys lie in [a, z) */
+            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
+            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            if (z > a) {
+                if (a < jmin) jmin = a;
+                if (z > jmax) jmax = z;
+            }
+        }
         attn_mistral_7b_qpack_f32__scalar(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128);
     }
     memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
 
-    for (t = 0; t < ntiles; t++) {
+    for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
         const int64_t jn = lk - j0 < TK ? lk - j0 : TK; /* keys of this tile that exist */
         const attn_mistral_7b_tile_class cls = attn_mistral_7b_classify(tq, j0, j0 + TK, w->lo, w->hi, w->sink_hi, w->first, w->last);
@@ -6607,11 +6645,13 @@ ATTN_NO_AUTOVEC attn_status attn_mistral_7b_fwd__scalar(const attn_args *args)
         }
         for (g = 0; g < B * HKV; g++) { /* every thread walks the same groups */
             const int64_t b = g / HKV, hk = g % HKV;
+            const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
+            const int64_t lk = args->seq_k;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
             for (u = 0; u < lkp / 2; u++)
-                attn_mistral_7b_kvpack_f32__scalar(args, b, hk, u * 2, kt + u * 2 * D, vp + u * 256);
+                attn_mistral_7b_kvpack_f32__scalar(&kv, hk, u * 2, lk, kt + u * 2 * D, vp + u * 256);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif

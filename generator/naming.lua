@@ -61,6 +61,8 @@ M.OPS = {
     what = "a panel of K^T and V rows packed for the prefill path (as pairs for pair dot products)" },
   -- the loops around them (templates/families/)
   unit = { isa = true, what = "prefill: one (batch, head, query tile) work unit" },
+  punit = { isa = true,
+    what = "prefill: a sparse pattern's gathered keys of a block of query rows, into partial sums" },
   scratch = { isa = true, what = "prefill: per-thread scratch type" },
   decode = { isa = true, what = "decode path: splits, then the merge" },
   dunit = { isa = true, what = "decode: one (batch, split) unit, blocked" },
@@ -116,6 +118,8 @@ M.OPS = {
   sparse_first = { what = "the first key at or after a key that the sparse pattern keeps" },
   sparse_next = { what = "the next key after a kept one that the sparse pattern keeps" },
   sparse_last = { what = "the last key at or before a key that the sparse pattern keeps" },
+  sparse_index = { what = "the column of a key in the panel of a sparse pattern's gathered keys" },
+  summary_key = { what = "the key at a column of the gathered panel of a fixed pattern's summary keys" },
   mask_at = { what = "address of a mask or bias element" },
   dropout_row = { isa = true, what = "dropout of one row's probabilities at a range of keys" },
   softmax = { isa = true, what = "online softmax of one row, keys along the lanes" },

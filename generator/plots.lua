@@ -20,7 +20,8 @@ local function hex(c) return ("#%02x%02x%02x"):format(c[1], c[2], c[3]) end
 
 -- ---- plot mask --------------------------------------------------------------
 
-M.MASK_COLORS = { visible = { 49, 104, 170 }, hidden = { 238, 238, 238 }, padding = { 240, 180, 60 } }
+M.MASK_COLORS = { visible = { 49, 104, 170 }, gathered = { 140, 190, 230 }, hidden = { 238, 238, 238 },
+  padding = { 240, 180, 60 } }
 M.TILE_STYLES = {
   { class = "skipped", color = "#7f7f7f", lw = 1.5, dt = 2, title = "skipped tile (no visible key)" },
   { class = "full", color = "#1b9e3e", lw = 2.5, dt = 1, title = "full tile (no mask test)" },
@@ -40,7 +41,8 @@ function M.cell_pixel(area, nr, nc, i, j)
 end
 
 --- Classifies the prefill tiles of a visibility matrix (rows: strings of
--- '1' visible, '0' hidden, 'p' padding): a list of { i0, i1, j0, j1, class }
+-- '1' visible, '0' hidden, 'p' padding, 's' visible on a sparse pattern's
+-- gathered panel, not on the tiles): a list of { i0, i1, j0, j1, class }
 -- (half-open) and counts by class.
 function M.classify_tiles(rows, lq, lk, tq, tk)
   local tiles, counts = {}, { skipped = 0, full = 0, partial = 0 }
@@ -64,9 +66,12 @@ end
 function M.mask(m)
   local c = M.MASK_COLORS
   local bytes = { ["1"] = string.char(unpack_rgb(c.visible)), ["0"] = string.char(unpack_rgb(c.hidden)),
-    p = string.char(unpack_rgb(c.padding)) }
-  local data = {}
-  for i = 1, m.lq do data[i] = m.rows[i]:gsub(".", bytes) end
+    p = string.char(unpack_rgb(c.padding)), s = string.char(unpack_rgb(c.gathered)) }
+  local data, gathered = {}, false
+  for i = 1, m.lq do
+    data[i] = m.rows[i]:gsub(".", bytes)
+    gathered = gathered or m.rows[i]:find("s", 1, true) ~= nil
+  end
   local tiles, counts = M.classify_tiles(m.rows, m.lq, m.lk, m.tile.q, m.tile.kv)
   local area = M.mask_area(m.width, m.height)
   local s = {
@@ -100,6 +105,7 @@ function M.mask(m)
       :format(color, q(title))
   end
   entry(hex(c.visible), "visible")
+  if gathered then entry(hex(c.gathered), "visible, on a gathered panel (sparse)") end
   entry(hex(c.hidden), "hidden")
   if m.padding then entry(hex(c.padding), "padding (key >= seqlens_k)") end
   for _, style in ipairs(M.TILE_STYLES) do

@@ -36,6 +36,9 @@ local function window_side(c, side)
   if side == "left" and type(c.sliding_window) == "number" then return c.sliding_window - 1 end
   return -1
 end
+local function sparse_gathered(c)
+  return type(c.sparse) == "table" and not (c.alibi or (c.mask or "none") ~= "none" or c.weights or c.dropout)
+end
 local function dtypes(c)
   if type(c.dtype) == "table" then return { c.dtype.q, c.dtype.kv, c.dtype.o } end
   return { c.dtype }
@@ -46,9 +49,12 @@ M.FEATURES = {
   -- positions i instead of i + Lk_b - Lq
   { "top_left", function(c) return c.causal == "top_left" end },
   { "chunk", function(c) return c.chunk ~= nil end },
-  -- the Sparse Transformer patterns (each its own per-key rule)
-  { "sparse_strided", function(c) return type(c.sparse) == "table" and c.sparse.pattern == "strided" end },
-  { "sparse_fixed", function(c) return type(c.sparse) == "table" and c.sparse.pattern == "fixed" end },
+  -- the Sparse Transformer patterns: each pattern's keys gathered into panels of their own, and
+  -- the per-key tests on the key tiles that a pattern keeps with what is indexed by a key's
+  -- position (ALiBi, a mask tensor, the weights, dropout)
+  { "sparse_strided", function(c) return sparse_gathered(c) and c.sparse.pattern == "strided" end },
+  { "sparse_fixed", function(c) return sparse_gathered(c) and c.sparse.pattern == "fixed" end },
+  { "sparse_tiles", function(c) return type(c.sparse) == "table" and not sparse_gathered(c) end },
   -- outputs and draws beyond O: the weights P, the dropout mask
   { "weights", function(c) return c.weights == true end },
   { "dropout", function(c) return c.dropout == true end },

@@ -203,6 +203,15 @@ function M.plan(cfg, opts)
   -- streaming decode path is not generated
   p.dropout = cfg.dropout == true
   p.mask_ctype = ({ bool = "uint8_t", bias = "float" })[cfg.mask]
+  -- the prefill path gathers a sparse pattern's keys outside each row's
+  -- dense part into panels of their own (fixed: the summary keys, one panel
+  -- a kv head; strided: the keys of one residue mod the stride, one panel
+  -- for the rows of that residue) and computes them in a pass before the key
+  -- tiles, whose rows start from that pass's partial sums; the key tiles then
+  -- see only dense spans.  What is indexed by a key's position (ALiBi's
+  -- distance, the mask tensors, the weights, dropout's counters) keeps the
+  -- key tiles' per-key tests instead.
+  p.sparse_gather = p.sparse ~= nil and not (cfg.alibi or cfg.mask ~= "none" or p.weights or p.dropout)
   -- keys outside [0, Lk_b) or outside a row's span exist only with these
   p.has_spans = p.causal or p.has_left or p.has_right or p.chunk ~= nil or p.padding
   -- the kernel keeps scores in base 2: everything that adds to a score is

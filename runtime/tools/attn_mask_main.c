@@ -8,9 +8,12 @@
  *
  * prints "attn_mask SEQ_Q SEQ_K LK" (LK: the valid keys, SEQLEN_K or SEQ_K)
  * and then one line per query row of SEQ_K characters: '1' visible, '0'
- * hidden, 'p' padding (key at or past LK).  A run-time mask (bool or bias)
- * is not part of the pattern: the spec's mask is taken as none.  Not
- * vendored.  Exit codes: 0, or 2 with one line on stderr for bad arguments.
+ * hidden, 'p' padding (key at or past LK), 's' visible and gathered: a key
+ * of a sparse pattern before the row's dense part, which the prefill path
+ * computes on a panel of such keys instead of on the key tiles.  A run-time
+ * mask (bool or bias) is not part of the pattern: the spec's mask is taken
+ * as none.  Not vendored.  Exit codes: 0, or 2 with one line on stderr for
+ * bad arguments.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +22,23 @@
 #include "attn_reference.h"
 
 extern const attn_spec attn_mask_spec;
+
+/* Whether the prefill path gathers the visible key j of the row at position
+ * p: a sparse pattern's key before the row's dense part (strided: p - j >= l;
+ * fixed: another block than p's), when neither is a global token.  The
+ * kernel gathers unless something indexed by a key's position (ALiBi, a mask
+ * tensor, the weights, dropout) keeps the pattern on its key tiles. */
+static int gathered(const attn_spec *spec, attn_mask_kind mask, int64_t p, int64_t j)
+{
+    const int64_t g = spec->global_tokens;
+    if (spec->sparse == ATTN_SPARSE_NONE || spec->alibi || mask != ATTN_MASK_NONE || spec->weights || spec->dropout)
+        return 0;
+    if ((p >= 0 && p < g) || j < g)
+        return 0;
+    if (spec->sparse == ATTN_SPARSE_STRIDED)
+        return p - j >= spec->sparse_stride;
+    return j / spec->sparse_block != p / spec->sparse_block;
+}
 
 static int parse_len(const char *s, long long max, long long *out)
 {
@@ -33,6 +53,7 @@ static int parse_len(const char *s, long long max, long long *out)
 int main(int argc, char **argv)
 {
     attn_spec spec = attn_mask_spec;
+    const attn_mask_kind mask = spec.mask;
     attn_args args;
     long long lq, lk, lkb;
     int32_t seqlen;
@@ -65,8 +86,10 @@ int main(int argc, char **argv)
         for (j = 0; j < lk; j++) {
             if (spec.padding && j >= lkb)
                 line[j] = 'p';
+            else if (!attn_reference_key_visible(&spec, &args, 0, 0, i, j))
+                line[j] = '0';
             else
-                line[j] = attn_reference_key_visible(&spec, &args, 0, 0, i, j) ? '1' : '0';
+                line[j] = gathered(&spec, mask, spec.top_left ? i : i + lkb - lq, j) ? 's' : '1';
         }
         line[lk] = '\n';
         fwrite(line, 1, (size_t)lk + 1, stdout);

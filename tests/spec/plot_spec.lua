@@ -152,6 +152,28 @@ describe("plot #slow", function()
     assert.truthy(text:find("partial tile (masked per key): 2", 1, true))
   end)
 
+  it("mask: a sparse pattern's gathered keys in their own colour, and not on the tiles", function()
+    -- fixed, block 32 with 8 summary keys, 16 x 16 tiles at 64 x 64: the rows of block 1 see the
+    -- summary keys 24..31 on a gathered panel, so the tiles holding only those are skipped
+    local d = tmp .. "/sparse"
+    assert(require("pl.dir").makepath(d))
+    local args = { "plot", "mask", "llama3_8b", "--set", 'sparse={pattern="fixed",block=32,summary=8}',
+      "--set", "tile={q=16,kv=16}", "--seq-q", "64", "--seq-k", "64", "--size", "700x500" }
+    local png, svg = { "-o", "s.png" }, { "-o", "s.svg" }
+    for _, a in ipairs(args) do table.insert(png, #png - 1, a); table.insert(svg, #svg - 1, a) end
+    ok_run(d, png)
+    ok_run(d, svg)
+    local area = plots.mask_area(700, 500)
+    local px = pixels(d .. "/s.png", 500, { { plots.cell_pixel(area, 64, 64, 40, 28) },
+      { plots.cell_pixel(area, 64, 64, 40, 20) }, { plots.cell_pixel(area, 64, 64, 20, 4) } })
+    assert.same({ hex(C.gathered), hex(C.hidden), hex(C.visible) }, px)
+    local text = assert(helper.read_file(d .. "/s.svg"))
+    assert.truthy(text:find("visible, on a gathered panel (sparse)", 1, true))
+    assert.truthy(text:find("skipped tile (no visible key): 10", 1, true))
+    assert.truthy(text:find("full tile (no mask test): 2", 1, true))
+    assert.truthy(text:find("partial tile (masked per key): 4", 1, true))
+  end)
+
   it("mask: a run-time mask is named as not drawn", function()
     local d = tmp .. "/bool"
     assert(require("pl.dir").makepath(d))
