@@ -1,12 +1,16 @@
 --- Compiling a config's kernel with the runtime and the tools (run, check,
 -- bench) into the cache, keyed by a hash of the generated source, the
--- generator version and the compiler.
+-- generator version and the compiler.  The runtime's objects and the tools'
+-- mains are the same for every config: they are compiled once into a cache
+-- entry of their own (runtime-KEY), so a config's build compiles its kernel
+-- and links; the compiler runs for several sources at once.
 --
 -- Concurrency: an entry is built in a private temporary folder and renamed
 -- into place; a rename that loses the race finds the winner's folder and
 -- uses it.  A folder in the cache is therefore always complete.
 local path = require("pl.path")
 local dir = require("pl.dir")
+local lfs = require("lfs")
 local kernel_files = require("kernel_files")
 local util = require("util")
 local version = require("version")
@@ -84,6 +88,52 @@ local function publish(tmp, entry, marker)
   return entry
 end
 
+--- This process's id (the shell's parent), for build locks.
+local own_pid
+local function pid()
+  if not own_pid then
+    local p = io.popen("echo $PPID")
+    own_pid = p and tonumber(p:read("*l") or "") or 0
+    if p then p:close() end
+  end
+  return own_pid
+end
+
+--- Whether the build lock lock is abandoned: its process is gone, or it
+-- has held no pid for 10 seconds (its process died between the mkdir and
+-- the write).
+local function lock_abandoned(lock)
+  local holder = tonumber((util.read_file(lock .. "/pid") or ""):match("%d+") or "")
+  if holder then return not util.run_capture(("kill -0 %d"):format(holder)) end
+  local attr = lfs.attributes(lock)
+  return attr ~= nil and os.time() - attr.modification > 10
+end
+
+--- Builds a cache entry once however many processes ask at the same time:
+-- the one that creates entry.lock (an atomic mkdir) runs build(); the
+-- others wait until the entry is complete (it holds marker), or the lock is
+-- released or abandoned, and look again.  Returns what build() returns, or
+-- entry.
+local function build_once(entry, marker, build)
+  local lock = entry .. ".lock"
+  while true do
+    if path.isfile(entry .. "/" .. marker) then return entry end
+    if lfs.mkdir(lock) then
+      util.write_atomic(lock .. "/pid", tostring(pid()))
+      local ok, a, b = pcall(build)
+      os.remove(lock .. "/pid")
+      lfs.rmdir(lock)
+      if not ok then error(a, 0) end
+      return a, b
+    end
+    if lock_abandoned(lock) then
+      dir.rmtree(lock)
+    else
+      os.execute("sleep 0.2")
+    end
+  end
+end
+
 --- Where an OpenBLAS library is found in the usual places: part of the
 -- cache key, so that installing or removing it rebuilds the bench (which
 -- links it when it can) instead of keeping a build without, or with, it.
@@ -100,6 +150,102 @@ local function blas_probe()
   return table.concat(found, ";")
 end
 
+--- Compiles several sources at once (one shell, each compiler in the
+-- background): jobs is a list of { cmd, obj }.  Returns true; or nil and the
+-- output of the first that failed; or nil, "produced no OBJ (is CC a C
+-- compiler?)" for one that exited 0 without writing its object.
+local function compile_all(jobs)
+  local q = util.shell_quote
+  local parts = {}
+  for _, job in ipairs(jobs) do
+    parts[#parts + 1] = ("(%s; echo $? >%s) >%s 2>&1 &"):format(job.cmd, q(job.obj .. ".rc"), q(job.obj .. ".log"))
+  end
+  util.run_capture(table.concat(parts, " ") .. " wait")
+  local err
+  for _, job in ipairs(jobs) do
+    local rc = (util.read_file(job.obj .. ".rc") or ""):match("%d+")
+    if not err and rc ~= "0" then
+      err = util.read_file(job.obj .. ".log") or ""
+      if err == "" then err = "exit code " .. tostring(rc) end
+    elseif not err and not path.isfile(job.obj) then
+      err = ("produced no %s (is CC a C compiler?)"):format(path.basename(job.obj))
+    end
+    os.remove(job.obj .. ".rc")
+    os.remove(job.obj .. ".log")
+  end
+  if err then return nil, err end
+  return true
+end
+
+local function cflags() return "-std=c99 -O2 -D_POSIX_C_SOURCE=200809L " .. (os.getenv("CFLAGS") or "") end
+
+--- The inputs of the objects every config's tools share (runtime/).
+local function runtime_inputs()
+  local rt = util.root .. "/runtime"
+  local inputs = {}
+  for _, f in ipairs(RUNTIME_SOURCES) do
+    inputs[#inputs + 1] = rt .. "/" .. f
+    inputs[#inputs + 1] = rt .. "/" .. f:gsub("%.c$", ".h") -- a header change rebuilds too
+  end
+  for _, t in ipairs(M.TOOLS) do inputs[#inputs + 1] = rt .. "/tools/attn_" .. t .. "_main.c" end
+  inputs[#inputs + 1] = rt .. "/tools/attn_tool_inputs.h"
+  inputs[#inputs + 1] = rt .. "/tools/attn_entry.c"
+  return inputs
+end
+
+--- Builds (or finds) what the tools of every config share, once per
+-- compiler, flags and runtime sources: the runtime's objects and the tools'
+-- mains (the bench's also with its OpenBLAS baseline, where OpenBLAS
+-- compiles), with or without OpenMP, in cache/runtime-KEY/.  A config's
+-- build then compiles only its kernel.  Returns the folder, or nil, err.
+local build_runtime
+local function ensure_runtime(cid, openmp)
+  local key = M.hash(read_all(runtime_inputs()) .. version.string .. cid .. cflags() .. blas_probe()
+    .. (openmp and " -fopenmp" or ""))
+  local cache = M.cache_dir()
+  local entry = ("%s/runtime-%s"):format(cache, key)
+  if path.isfile(entry .. "/complete") then return entry end
+  local ok, err = util.makepath(cache)
+  if not ok then return nil, err end
+  return build_once(entry, "complete", function() return build_runtime(cache, entry, openmp) end)
+end
+
+--- Compiles the shared objects into entry (ensure_runtime).
+function build_runtime(cache, entry, openmp)
+  local tmp = ("%s/.build-runtime-%s"):format(cache, util.unique_suffix())
+  local ok, err = util.makepath(tmp)
+  if not ok then return nil, err end
+  local q, rt = util.shell_quote, util.root .. "/runtime"
+  local common = ("%s %s%s -I%s"):format(q(M.compiler()), cflags(), openmp and " -fopenmp" or "", q(rt))
+  local jobs = {}
+  for _, f in ipairs(RUNTIME_SOURCES) do
+    local obj = tmp .. "/" .. f:gsub("%.c$", ".o")
+    jobs[#jobs + 1] = { cmd = ("%s -c %s -o %s"):format(common, q(rt .. "/" .. f), q(obj)), obj = obj }
+  end
+  for _, t in ipairs(M.TOOLS) do
+    local obj = ("%s/main_%s.o"):format(tmp, t)
+    jobs[#jobs + 1] = { cmd = ("%s -c %s -o %s"):format(common, q(rt .. "/tools/attn_" .. t .. "_main.c"), q(obj)),
+      obj = obj }
+  end
+  local built, out = compile_all(jobs)
+  if not built then
+    dir.rmtree(tmp)
+    return nil, out
+  end
+  -- the bench with the unfused OpenBLAS baseline, when OpenBLAS's header is there (linked per config)
+  local blas = tmp .. "/main_bench_blas.o"
+  compile_all({ { cmd = ("%s -DATTN_HAVE_OPENBLAS -c %s -o %s"):format(common, q(rt .. "/tools/attn_bench_main.c"),
+    q(blas)), obj = blas } })
+  local w, werr = util.write_atomic(tmp .. "/complete", "")
+  if w == nil then
+    dir.rmtree(tmp)
+    return nil, werr
+  end
+  return publish(tmp, entry, "complete")
+end
+
+local build_tools
+
 --- Builds (or finds) the tools for a config.  Returns the entry folder,
 -- holding the executables attn_run, attn_check, attn_bench; or nil, err.
 -- The kernel is rendered as `generate` writes it (tile = "auto": the tuning
@@ -110,25 +256,23 @@ function M.ensure(cfg, display, sets)
   local cid, cerr = compiler_id()
   if not cid then return nil, cerr end
 
-  local rt = util.root .. "/runtime"
-  local inputs = {}
-  for _, f in ipairs(RUNTIME_SOURCES) do
-    inputs[#inputs + 1] = rt .. "/" .. f
-    inputs[#inputs + 1] = rt .. "/" .. f:gsub("%.c$", ".h") -- a header change rebuilds too
-  end
-  for _, t in ipairs(M.TOOLS) do inputs[#inputs + 1] = rt .. "/tools/attn_" .. t .. "_main.c" end
-  inputs[#inputs + 1] = rt .. "/tools/attn_tool_inputs.h"
-  inputs[#inputs + 1] = rt .. "/tools/attn_entry.c"
-  local key = M.hash(files[1].text .. files[2].text .. read_all(inputs) .. version.string .. cid
+  local key = M.hash(files[1].text .. files[2].text .. read_all(runtime_inputs()) .. version.string .. cid
     .. (os.getenv("CFLAGS") or "") .. blas_probe())
   local cache = M.cache_dir()
   local entry = ("%s/%s-%s"):format(cache, cfg.name, key)
   if path.isfile(entry .. "/attn_" .. M.TOOLS[#M.TOOLS]) then return entry end
-
   local ok, err = util.makepath(cache)
   if not ok then return nil, err end
+  return build_once(entry, "attn_" .. M.TOOLS[#M.TOOLS], function()
+    return build_tools(cfg, files, plan, cid, cache, entry)
+  end)
+end
+
+--- Compiles a config's kernel and links its tools into entry (M.ensure).
+function build_tools(cfg, files, plan, cid, cache, entry)
+  local rt = util.root .. "/runtime"
   local tmp = ("%s/.build-%s-%s"):format(cache, cfg.name, util.unique_suffix())
-  ok, err = util.makepath(tmp)
+  local ok, err = util.makepath(tmp)
   if not ok then return nil, err end
   local function fail(msg)
     dir.rmtree(tmp)
@@ -138,46 +282,47 @@ function M.ensure(cfg, display, sets)
     local w, werr = util.write_atomic(tmp .. "/" .. f.name, f.text)
     if w == nil then return fail(werr) end
   end
-  -- the tools reach the kernel through attn_entry_kernel, which
-  -- runtime/tools/attn_entry.c defines from -DATTN_ENTRY_KERNEL
-  local entry_unit = ("%s -DATTN_ENTRY_KERNEL=%s"):format(util.shell_quote(rt .. "/tools/attn_entry.c"),
-    util.shell_quote(plan.kernel))
 
-  local cc = util.shell_quote(M.compiler())
   local q = util.shell_quote
-  local cflags = "-std=c99 -O2 -D_POSIX_C_SOURCE=200809L " .. (os.getenv("CFLAGS") or "")
-  local common = ("%s %s -I%s -I%s"):format(cc, cflags, q(tmp), q(rt))
-  local srcs = {}
-  for _, f in ipairs(RUNTIME_SOURCES) do srcs[#srcs + 1] = q(rt .. "/" .. f) end
-  -- one object for the kernel and the runtime, then a link per tool
+  -- the kernel and its entry unit (the tools reach the kernel through
+  -- attn_entry_kernel, which runtime/tools/attn_entry.c defines from
+  -- -DATTN_ENTRY_KERNEL), then a link per tool with the shared objects
   local function build(openmp)
+    local shared, serr = ensure_runtime(cid, openmp)
+    if not shared then return nil, serr end
     local omp = openmp and " -fopenmp" or ""
-    local objs = {}
-    local units = { q(tmp .. "/" .. cfg.name .. ".c"), entry_unit }
-    for _, src in ipairs(srcs) do units[#units + 1] = src end
-    for i, src in ipairs(units) do
-      local obj = q(("%s/o%d.o"):format(tmp, i))
-      local okc, out = util.run_capture(("%s%s -c %s -o %s"):format(common, omp, src, obj))
-      if not okc then return nil, out end
-      objs[#objs + 1] = obj
+    local common = ("%s %s%s -I%s -I%s"):format(q(M.compiler()), cflags(), omp, q(tmp), q(rt))
+    local kobj, eobj = tmp .. "/kernel.o", tmp .. "/entry.o"
+    local built, out = compile_all({
+      { cmd = ("%s -c %s -o %s"):format(common, q(tmp .. "/" .. cfg.name .. ".c"), q(kobj)), obj = kobj },
+      { cmd = ("%s -DATTN_ENTRY_KERNEL=%s -c %s -o %s"):format(common, q(plan.kernel), q(rt .. "/tools/attn_entry.c"),
+        q(eobj)), obj = eobj } })
+    if not built then return nil, out end
+    local objs = { q(kobj), q(eobj) }
+    for _, f in ipairs(RUNTIME_SOURCES) do objs[#objs + 1] = q(shared .. "/" .. f:gsub("%.c$", ".o")) end
+    local function link(main, libs, exe)
+      return util.run_capture(("%s%s %s %s -o %s%s -lm"):format(q(M.compiler()), omp, q(main),
+        table.concat(objs, " "), q(exe), libs))
     end
     for _, t in ipairs(M.TOOLS) do
-      local function link(defines, libs)
-        return util.run_capture(("%s%s%s %s %s -o %s%s -lm"):format(common, omp, defines,
-          q(rt .. "/tools/attn_" .. t .. "_main.c"), table.concat(objs, " "), q(tmp .. "/attn_" .. t), libs))
-      end
-      -- the bench adds an unfused OpenBLAS baseline when OpenBLAS is installed
-      local okl, out = false, nil
+      local exe = tmp .. "/attn_" .. t
+      -- the bench adds an unfused OpenBLAS baseline when OpenBLAS links
       -- (-ldl: its look-up of cblas_sbgemm; part of libc from glibc 2.34 on)
-      if t == "bench" then okl = link(" -DATTN_HAVE_OPENBLAS", " -lopenblas -ldl") end
-      if not okl then okl, out = link("", "") end
-      if not okl then return nil, out end
+      local okl = t == "bench" and path.isfile(shared .. "/main_bench_blas.o")
+        and link(shared .. "/main_bench_blas.o", " -lopenblas -ldl", exe)
+      if not okl then
+        local lout
+        okl, lout = link(shared .. "/main_" .. t .. ".o", "", exe)
+        if not okl then return nil, lout end
+      end
     end
     return true
   end
   if not build(true) then
     local built, out = build(false) -- a compiler without OpenMP still builds a single-threaded kernel
     if not built then
+      if tostring(out):match("^produced no ") then return fail(("compiling %s with '%s' %s"):format(cfg.name,
+        M.compiler(), out)) end
       return fail(("compiling %s with '%s' failed: %s"):format(cfg.name, M.compiler(), M.first_error(out)))
     end
   end
@@ -231,9 +376,8 @@ function M.ensure_tuner(name, files)
   end
   for _, src in ipairs(runtime) do units[#units + 1] = q(src) end
   units[#units + 1] = q(driver)
-  local cflags = "-std=c99 -O2 -D_POSIX_C_SOURCE=200809L " .. (os.getenv("CFLAGS") or "")
   local function compile(omp)
-    return util.run_capture(("%s %s%s -I%s -I%s %s -o %s -lm"):format(q(M.compiler()), cflags, omp, q(tmp), q(rt),
+    return util.run_capture(("%s %s%s -I%s -I%s %s -o %s -lm"):format(q(M.compiler()), cflags(), omp, q(tmp), q(rt),
       table.concat(units, " "), q(tmp .. "/attn_tune")))
   end
   local built, out = compile(" -fopenmp")
@@ -285,8 +429,8 @@ function M.ensure_mask_tool(plan)
   local q = util.shell_quote
   local units = { q(tmp .. "/attn_mask_spec.c") }
   for _, src in ipairs(sources) do units[#units + 1] = q(src) end
-  local cflags = "-std=c99 -O1 -D_POSIX_C_SOURCE=200809L " .. (os.getenv("CFLAGS") or "")
-  local built, out = util.run_capture(("%s %s -I%s %s -o %s -lm"):format(q(M.compiler()), cflags, q(rt),
+  local flags = "-std=c99 -O1 -D_POSIX_C_SOURCE=200809L " .. (os.getenv("CFLAGS") or "")
+  local built, out = util.run_capture(("%s %s -I%s %s -o %s -lm"):format(q(M.compiler()), flags, q(rt),
     table.concat(units, " "), q(tmp .. "/attn_mask")))
   if not built or not path.isfile(tmp .. "/attn_mask") then
     dir.rmtree(tmp)

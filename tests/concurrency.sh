@@ -5,11 +5,13 @@
 #      together (they race to build the kernel), each with its own inputs
 #      and outputs: all succeed; each output is bit for bit the output of a
 #      later serial run on the same inputs and agrees with the float64
-#      reference; the cache then holds exactly one entry, complete, and no
-#      temporary folder.
+#      reference; the cache then holds exactly the config's entry and the
+#      shared runtime's, complete, and no temporary folder.
 #   2. N `attngen generate` of several configs into one folder, started
 #      together: all succeed, and the folder holds exactly the files of a
 #      serial generation, byte for byte, and no temporary file.
+#   3. A run killed (SIGKILL) while it holds a build lock: the next run
+#      finds the lock's process gone, builds and gives the serial output.
 #
 # Usage: tests/concurrency.sh [N]   (N defaults to 16; CC as for attngen)
 # Exit code 0 when every check passes.  Takes ~30-60 s on 2 cores.
@@ -81,15 +83,18 @@ done
 expect "$n_ok" "$N" "$N parallel runs all succeeded" "$n_ok of $N parallel runs succeeded"
 
 entries=$(ls -A "$ATTNGEN_CACHE")
-if [ "$(echo "$entries" | wc -l)" -eq 1 ] && echo "$entries" | grep -q '^t_d1-[0-9a-f]*$'; then
-  e="$ATTNGEN_CACHE/$entries"
-  if [ -x "$e/attn_run" ] && [ -x "$e/attn_check" ] && [ -x "$e/attn_bench" ]; then
-    ok "the cache holds one complete entry ($entries)"
+kentry=$(echo "$entries" | grep '^t_d1-[0-9a-f]*$')
+rentry=$(echo "$entries" | grep '^runtime-[0-9a-f]*$')
+if [ "$(echo "$entries" | wc -l)" -eq 2 ] && [ -n "$kentry" ] && [ -n "$rentry" ]; then
+  e="$ATTNGEN_CACHE/$kentry"
+  if [ -x "$e/attn_run" ] && [ -x "$e/attn_check" ] && [ -x "$e/attn_bench" ] && [ -f "$ATTNGEN_CACHE/$rentry/complete" ]
+  then
+    ok "the cache holds the config's entry and the shared runtime's, complete ($kentry, $rentry)"
   else
-    bad "the cache entry $entries is incomplete: $(find "$e" | tr '\n' ' ')"
+    bad "an entry is incomplete: $(find "$e" "$ATTNGEN_CACHE/$rentry" | tr '\n' ' ')"
   fi
 else
-  bad "the cache holds, instead of one entry: $(echo "$entries" | tr '\n' ' ')"
+  bad "the cache holds, instead of the config's entry and the runtime's: $(echo "$entries" | tr '\n' ' ')"
 fi
 
 # every output equals a serial run on the same inputs and the reference
@@ -162,6 +167,29 @@ if diff -r "$work/gen_serial" "$work/gen" >"$work/gen_diff" 2>&1; then
 else
   bad "the folder differs from a serial generation: $(head -c 400 "$work/gen_diff")"
 fi
+
+# --- 3. a build killed while it holds its lock does not stall the next -----
+# (the next run finds the lock's process gone and builds)
+export ATTNGEN_CACHE="$work/cache3"
+d="$work/run1"
+"$ATTNGEN" run "$CFG" --q "$d/q.npy" --k "$d/k.npy" --v "$d/v.npy" -o "$d/o_killed.npy" >/dev/null 2>&1 &
+victim=$!
+k=0
+while [ "$k" -lt 100 ] && [ -z "$(find "$ATTNGEN_CACHE" -maxdepth 2 -name pid 2>/dev/null)" ]; do
+  sleep 0.1
+  k=$((k + 1))
+done
+locked=$(find "$ATTNGEN_CACHE" -maxdepth 1 -name '*.lock' 2>/dev/null | head -n 1)
+kill -9 "$victim" 2>/dev/null
+wait "$victim" 2>/dev/null
+t0=$(now)
+if [ -n "$locked" ] && "$ATTNGEN" run "$CFG" --q "$d/q.npy" --k "$d/k.npy" --v "$d/v.npy" -o "$d/o_after.npy" \
+    >"$d/log_after" 2>&1 && cmp -s "$d/o_after.npy" "$d/o_serial.npy"; then
+  ok "a run after a build killed with its lock held ($(basename "$locked")) builds and matches ($(elapsed "$t0") s)"
+else
+  bad "after a killed build (lock: ${locked:-none seen}): $(cat "$d/log_after" 2>/dev/null)"
+fi
+rm -rf "$ATTNGEN_CACHE"
 
 leftovers=$(find "$work" -name '*.tmp.*' -o -name '.build-*')
 if [ -z "$leftovers" ]; then ok "no temporary file or folder left"; else bad "left behind: $leftovers"; fi
