@@ -10,12 +10,17 @@ total_pass=0
 total_fail=0
 failed_suites=""
 
-# record SUITE PASSED FAILED
+t_run=$(date +%s)
+t_suite=$t_run
+
+# record SUITE PASSED FAILED (with the seconds since the last record)
 record() {
   total_pass=$((total_pass + $2))
   total_fail=$((total_fail + $3))
   [ "$3" -gt 0 ] && failed_suites="$failed_suites $1"
-  printf '== %-28s %d passed, %d failed\n' "$1" "$2" "$3"
+  now=$(date +%s)
+  printf '== %-28s %d passed, %d failed (%d s)\n' "$1" "$2" "$3" $((now - t_suite))
+  t_suite=$now
 }
 
 # one check that passes when the command succeeds; output shown on failure
@@ -148,5 +153,6 @@ check fuzz make -s fuzz FUZZ_SECONDS=30 && grep '^fuzz: ' "$LOG/fuzz.log"
 
 echo
 [ -n "$failed_suites" ] && echo "failed suites:$failed_suites"
+echo "($(( $(date +%s) - t_run )) s in all)"
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]
