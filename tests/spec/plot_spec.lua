@@ -117,6 +117,17 @@ describe("plot #slow", function()
   local function hex(c) return ("#%02x%02x%02x"):format(c[1], c[2], c[3]) end
   local C = plots.MASK_COLORS
 
+  --- Runs the command args twice in d: -o STEM.png and -o STEM.svg.
+  local function png_and_svg(d, args, stem)
+    for _, ext in ipairs({ ".png", ".svg" }) do
+      local argv = {}
+      for i, a in ipairs(args) do argv[i] = a end
+      argv[#argv + 1] = "-o"
+      argv[#argv + 1] = stem .. ext
+      ok_run(d, argv)
+    end
+  end
+
   it("mask: causal at 8 x 8, a PNG of the size asked, hidden above the diagonal", function()
     local d = tmp .. "/causal"
     assert(require("pl.dir").makepath(d))
@@ -136,11 +147,7 @@ describe("plot #slow", function()
     assert(require("pl.dir").makepath(d))
     local args = { "plot", "mask", "llama3_8b", "--set", "padding=true", "--set", "causal=false", "--set",
       "tile={q=4,kv=16}", "--seq-q", "8", "--seq-k", "8", "--seqlens", "5", "--size", "700x500" }
-    local png = { "-o", "p.png" }
-    local svg = { "-o", "p.svg" }
-    for _, a in ipairs(args) do table.insert(png, #png - 1, a); table.insert(svg, #svg - 1, a) end
-    ok_run(d, png)
-    ok_run(d, svg)
+    png_and_svg(d, args, "p")
     local area = plots.mask_area(700, 500)
     local px = pixels(d .. "/p.png", 500, { { plots.cell_pixel(area, 8, 8, 2, 2) },
       { plots.cell_pixel(area, 8, 8, 2, 6) }, { plots.cell_pixel(area, 8, 8, 7, 4) } })
@@ -159,10 +166,7 @@ describe("plot #slow", function()
     assert(require("pl.dir").makepath(d))
     local args = { "plot", "mask", "llama3_8b", "--set", 'sparse={pattern="fixed",block=32,summary=8}',
       "--set", "tile={q=16,kv=16}", "--seq-q", "64", "--seq-k", "64", "--size", "700x500" }
-    local png, svg = { "-o", "s.png" }, { "-o", "s.svg" }
-    for _, a in ipairs(args) do table.insert(png, #png - 1, a); table.insert(svg, #svg - 1, a) end
-    ok_run(d, png)
-    ok_run(d, svg)
+    png_and_svg(d, args, "s")
     local area = plots.mask_area(700, 500)
     local px = pixels(d .. "/s.png", 500, { { plots.cell_pixel(area, 64, 64, 40, 28) },
       { plots.cell_pixel(area, 64, 64, 40, 20) }, { plots.cell_pixel(area, 64, 64, 20, 4) } })
