@@ -134,7 +134,21 @@ do
 end
 
 local runs, rows = {}, {}
-local function record(name, r) runs[#runs + 1] = { name = name, data = r } end
+--- Each run is also appended to DIR/results.partial.jsonl as it is
+-- measured, so that a suite stopped part-way (a time limit, a slow machine)
+-- keeps what it timed; the file is removed once results.json is written.
+local partial_path = out .. "/results.partial.jsonl"
+local partial
+local function record(name, r)
+  runs[#runs + 1] = { name = name, data = r }
+  if not partial then
+    util.makepath(out)
+    partial = io.open(partial_path, "w")
+    if not partial then io.stderr:write("attngen: cannot write ", partial_path, "\n"); os.exit(1) end
+  end
+  partial:write(json.encode({ name = name, data = r }), "\n")
+  partial:flush()
+end
 --- A target row: what, measured, the goal, and whether it holds.  A value
 -- that rounds to the goal's own figure gets the digits that tell them apart,
 -- so that a miss by less than the rounding does not read "0.80 >= 0.80 NO".
@@ -661,6 +675,7 @@ util.write_atomic(out .. "/results.json", json.encode({ quick = quick, isa = ISA
   decode = decode_rows, decode_rounds = rounds, decode_threshold = crossover, short_prompts = short_prompts,
   multi_token_decode = multi },
   { indent = true }) .. "\n")
+if partial then partial:close(); os.remove(partial_path) end
 write_plot(series, peak)
 print(("wrote %s/results.json and %s/prefill.svg"):format(out, out))
 os.exit(all and 0 or 1)
