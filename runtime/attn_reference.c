@@ -606,6 +606,39 @@ static void classic_store(attn_dtype dtype, void *base, int64_t i, double x)
     }
 }
 
+/* n elements of an array of storage type dtype from element i0 on (stride
+   1), widened into out. */
+static void classic_widen(attn_dtype dtype, const void *base, int64_t i0, int64_t n, double *out)
+{
+    int64_t d;
+    for (d = 0; d < n; d++)
+        out[d] = classic_load(dtype, base, i0 + d);
+}
+
+/* sum_d a_d x_d, and sum_d |a_d x_d| into *abs_sum: the terms in four
+   interleaved partial sums (the same sum in double, without one long chain
+   of dependent additions). */
+static double classic_dot(const double *a, const double *x, int64_t n, double *abs_sum)
+{
+    double s[4] = { 0.0, 0.0, 0.0, 0.0 }, t[4] = { 0.0, 0.0, 0.0, 0.0 };
+    int64_t d;
+    for (d = 0; d + 4 <= n; d += 4) {
+        int u;
+        for (u = 0; u < 4; u++) {
+            const double y = a[d + u] * x[d + u];
+            s[u] += y;
+            t[u] += fabs(y);
+        }
+    }
+    for (; d < n; d++) {
+        const double y = a[d] * x[d];
+        s[0] += y;
+        t[0] += fabs(y);
+    }
+    *abs_sum = (t[0] + t[1]) + (t[2] + t[3]);
+    return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
 static int classic_family(const attn_spec *spec)
 {
     return spec != NULL && (spec->family == ATTN_FAMILY_ADDITIVE || spec->family == ATTN_FAMILY_LUONG);
@@ -630,12 +663,14 @@ int attn_reference_classic_key_visible(const attn_spec *spec, const attn_classic
 }
 
 /*
- * One pass of the reference: C into c_out (its dtype_o, args->c_stride)
+ * One pass of the reference: C into c_out (in c_dtype, args->c_stride)
  * unless NULL, A into args->weights when given, and, when c_tol is not
- * NULL, the bounds of attn_reference_classic_bounds.
+ * NULL, the bounds of attn_reference_classic_bounds.  The parameters the
+ * projections read (W_h or W's h columns, W_s or W's s columns, general's
+ * W) are widened once per call, each S and H row once where it is used.
  */
-static attn_status classic_run(const attn_spec *spec, const attn_classic_args *args, void *c_out, double *c_tol,
-                               double *w_rel)
+static attn_status classic_run(const attn_spec *spec, const attn_classic_args *args, attn_dtype c_dtype, void *c_out,
+                               double *c_tol, double *w_rel)
 {
     const attn_score sc = classic_score(spec);
     const int tanh_score = sc == ATTN_SCORE_ADDITIVE || sc == ATTN_SCORE_CONCAT;
@@ -645,6 +680,11 @@ static attn_status classic_run(const attn_spec *spec, const attn_classic_args *a
     const attn_dtype tq = spec->dtype_q, tkv = spec->dtype_kv;
     const int use_u = sc == ATTN_SCORE_ADDITIVE && args->u != NULL;
     const int has_b = tanh_score && spec->bias;
+    /* the per-key projection's matrix [P][Dh] (none with U or for general)
+       and the per-row one's [P][Ds], widened; a row of S or H, widened */
+    const int key_proj = P > 0 && sc != ATTN_SCORE_GENERAL && !use_u;
+    const int64_t Dx = Ds > Dh ? Ds : Dh;
+    double *wk = NULL, *wq = NULL, *xrow = NULL;
     double *q = NULL, *qa = NULL, *k = NULL, *ka = NULL, *e = NULL, *ea = NULL, *acc = NULL, *hs = NULL;
     unsigned char *vis = NULL;
     attn_status st = attn_check_classic_args(spec, args);
@@ -669,34 +709,38 @@ static attn_status classic_run(const attn_spec *spec, const attn_classic_args *a
     acc = (double *)malloc(((size_t)Dh + 1) * sizeof *acc);
     hs = (double *)malloc(((size_t)Dh + 1) * sizeof *hs);
     vis = (unsigned char *)malloc((size_t)Lk + 1);
+    wk = (double *)malloc(((size_t)(key_proj ? P * Dh : 0) + 1) * sizeof *wk);
+    wq = (double *)malloc(((size_t)(P * Ds) + 1) * sizeof *wq);
+    xrow = (double *)malloc(((size_t)Dx + 1) * sizeof *xrow);
     if (q == NULL || qa == NULL || k == NULL || ka == NULL || e == NULL || ea == NULL || acc == NULL ||
-        hs == NULL || vis == NULL) {
+        hs == NULL || vis == NULL || wk == NULL || wq == NULL || xrow == NULL) {
         st = ATTN_ERR_NOMEM;
         goto done;
+    }
+    /* additive: W_h [Da][Dh], W_s [Da][Ds]; concat: W [Da][Dh + Ds], its
+       first Dh columns for keys, its last Ds for rows; general: W [Dh][Ds] */
+    for (a = 0; a < P; a++) {
+        if (key_proj)
+            classic_widen(tkv, sc == ATTN_SCORE_ADDITIVE ? args->w_h : args->w,
+                          sc == ATTN_SCORE_ADDITIVE ? a * Dh : a * (Dh + Ds), Dh, wk + a * Dh);
+        classic_widen(tkv, sc == ATTN_SCORE_ADDITIVE ? args->w_s : args->w,
+                      sc == ATTN_SCORE_ADDITIVE ? a * Ds : sc == ATTN_SCORE_CONCAT ? a * (Dh + Ds) + Dh : a * Ds, Ds,
+                      wq + a * Ds);
     }
 
     for (b = 0; b < args->batch; b++) {
         const int64_t lk_b = spec->padding ? args->seqlens_k[b] : Lk;
         /* the per-key projections k_j (and sum|terms| of each, ka_j) */
         for (j = 0; j < lk_b && P > 0 && sc != ATTN_SCORE_GENERAL; j++) {
-            const int64_t h0 = b * args->h_stride[0] + j * args->h_stride[1];
+            if (key_proj)
+                classic_widen(tkv, args->h, b * args->h_stride[0] + j * args->h_stride[1], Dh, xrow);
             for (a = 0; a < P; a++) {
-                double sum = 0.0, abs_sum = 0.0;
                 if (use_u) {
-                    sum = classic_load(tkv, args->u, b * args->u_stride[0] + j * args->u_stride[1] + a);
-                    abs_sum = fabs(sum);
+                    k[j * P + a] = classic_load(tkv, args->u, b * args->u_stride[0] + j * args->u_stride[1] + a);
+                    ka[j * P + a] = fabs(k[j * P + a]);
                 } else {
-                    /* additive: W_h [Da][Dh]; concat: the first Dh columns of W [Da][Dh + Ds] */
-                    const void *w = sc == ATTN_SCORE_ADDITIVE ? args->w_h : args->w;
-                    const int64_t row = sc == ATTN_SCORE_ADDITIVE ? a * Dh : a * (Dh + Ds);
-                    for (d = 0; d < Dh; d++) {
-                        const double t = classic_load(tkv, w, row + d) * classic_load(tkv, args->h, h0 + d);
-                        sum += t;
-                        abs_sum += fabs(t);
-                    }
+                    k[j * P + a] = classic_dot(wk + a * Dh, xrow, Dh, &ka[j * P + a]);
                 }
-                k[j * P + a] = sum;
-                ka[j * P + a] = abs_sum;
             }
         }
         for (i = 0; i < Lq; i++) {
@@ -705,18 +749,11 @@ static attn_status classic_run(const attn_spec *spec, const attn_classic_args *a
             int any_nan = 0;
 
             /* the per-row projection q_i (with the bias folded in), and sum|terms| */
+            if (P > 0)
+                classic_widen(tq, args->s, s0, Ds, xrow);
             for (a = 0; a < P; a++) {
-                double x = 0.0, xa = 0.0;
-                for (d = 0; d < Ds; d++) {
-                    /* additive: W_s [Da][Ds]; concat: the last Ds columns of W;
-                       general: W [Dh][Ds] */
-                    const double w = sc == ATTN_SCORE_ADDITIVE ? classic_load(tkv, args->w_s, a * Ds + d)
-                                     : sc == ATTN_SCORE_CONCAT ? classic_load(tkv, args->w, a * (Dh + Ds) + Dh + d)
-                                                               : classic_load(tkv, args->w, a * Ds + d);
-                    const double t = w * classic_load(tq, args->s, s0 + d);
-                    x += t;
-                    xa += fabs(t);
-                }
+                double xa;
+                double x = classic_dot(wq + a * Ds, xrow, Ds, &xa);
                 if (has_b) {
                     const double bb = classic_load(tkv, args->b_attn, a);
                     x += bb;
@@ -792,7 +829,7 @@ static attn_status classic_run(const attn_spec *spec, const attn_classic_args *a
             /* else: no visible key (or every score -inf), C = 0 and A = 0 */
             if (c_out != NULL)
                 for (d = 0; d < Dh; d++)
-                    classic_store(spec->dtype_o, c_out, b * args->c_stride[0] + i * args->c_stride[1] + d, acc[d]);
+                    classic_store(c_dtype, c_out, b * args->c_stride[0] + i * args->c_stride[1] + d, acc[d]);
             if (c_tol != NULL) {
                 for (d = 0; d < Dh; d++)
                     c_tol[(b * Lq + i) * Dh + d] =
@@ -821,23 +858,24 @@ done:
     free(acc);
     free(hs);
     free(vis);
+    free(wk);
+    free(wq);
+    free(xrow);
     return st;
 }
 
 attn_status attn_reference_classic(const attn_spec *spec, const attn_classic_args *args)
 {
-    return classic_run(spec, args, args != NULL ? args->c : NULL, NULL, NULL);
+    return classic_run(spec, args, spec != NULL ? spec->dtype_o : ATTN_DTYPE_F32, args != NULL ? args->c : NULL,
+                       NULL, NULL);
 }
 
 attn_status attn_reference_classic_bounds(const attn_spec *spec, const attn_classic_args *args, double *c_tol,
                                           double *w_rel)
 {
-    attn_classic_args a;
     if (args == NULL || c_tol == NULL || w_rel == NULL)
         return ATTN_ERR_NULL_ARG;
-    a = *args;
-    a.weights = NULL; /* only the bounds */
-    return classic_run(spec, &a, NULL, c_tol, w_rel);
+    return classic_run(spec, args, ATTN_DTYPE_F32, args->c, c_tol, w_rel);
 }
 
 double attn_reference_classic_flops(const attn_spec *spec, const attn_classic_args *args)

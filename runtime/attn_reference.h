@@ -269,10 +269,12 @@ int attn_reference_key_visible(const attn_spec *spec, const attn_args *args, int
 attn_status attn_reference_classic(const attn_spec *spec, const attn_classic_args *args);
 
 /*
- * The bounds of ATTN_REF_TOL_SCORE for every element, from the same pass:
- * c_tol [B][Lq][Dh] (contiguous; the whole bound, ATTN_REF_TOL included) and
+ * The bounds of ATTN_REF_TOL_SCORE for every element: c_tol [B][Lq][Dh]
+ * (contiguous; the whole bound, ATTN_REF_TOL of spec->dtype_o included) and
  * w_rel [B][Lq], the 2 delta_i that A's bound adds times the reference
- * weight.  args->c and args->weights are not written.  Statuses as
+ * weight.  From the same pass, C is written to args->c as f32, not rounded
+ * to dtype_o (when args->c is not NULL), and A to args->weights (when not
+ * NULL): what a comparison with a kernel needs, in one pass.  Statuses as
  * attn_reference_classic.
  */
 attn_status attn_reference_classic_bounds(const attn_spec *spec, const attn_classic_args *args, double *c_tol,
