@@ -119,27 +119,42 @@ clean:
 # emulation.) ---
 
 NEON_CONFIGS ?= $(call kernel_set,neon)
+NEON_SCALAR  ?= $(call kernel_set,neon_scalar)
 AARCH64_CC   ?= aarch64-linux-gnu-gcc
 QEMU_AARCH64 ?= qemu-aarch64
 NEON_CFLAGS  := -std=c99 -O2 -static -D_POSIX_C_SOURCE=200809L -Wall -Wextra -Werror -Iruntime
 
-NEON_LINK = $(AARCH64_CC) $(NEON_CFLAGS) $(ENTRY_DEFINE) -I$(dir $<) $< $(ENTRY_SRC) runtime/attn_runtime.c \
-	runtime/attn_reference.c runtime/attn_verify.c runtime/tools/attn_check_main.c -o $@ -lm
+# the runtime and the check tool's main, compiled once; each config's
+# kernel and entry compiled with its name and linked to them
+NEON_OBJ  := $(BUILD)/neon/obj
+NEON_RT   := $(addprefix $(NEON_OBJ)/,attn_runtime.o attn_reference.o attn_verify.o attn_check_main.o)
+NEON_LINK = $(AARCH64_CC) $(NEON_CFLAGS) $(ENTRY_DEFINE) -I$(dir $<) $< $(ENTRY_SRC) $(NEON_RT) -o $@ -lm
+
+$(NEON_OBJ)/%.o: runtime/%.c runtime/*.h
+	@mkdir -p $(@D)
+	$(AARCH64_CC) $(NEON_CFLAGS) -c $< -o $@
+
+$(NEON_OBJ)/%.o: runtime/tools/%.c runtime/*.h
+	@mkdir -p $(@D)
+	$(AARCH64_CC) $(NEON_CFLAGS) -c $< -o $@
 
 # presets from generated/, test configs from build/gen-test/
-$(BUILD)/neon/%_check: generated/%.c $(ENTRY_SRC) $(RUNTIME_SRC) runtime/tools/attn_check_main.c
+$(BUILD)/neon/%_check: generated/%.c $(ENTRY_SRC) $(NEON_RT)
 	@mkdir -p $(@D)
 	$(NEON_LINK)
 
-$(BUILD)/neon/%_check: $(TEST_GEN)/%.c $(ENTRY_SRC) $(RUNTIME_SRC) runtime/tools/attn_check_main.c
+$(BUILD)/neon/%_check: $(TEST_GEN)/%.c $(ENTRY_SRC) $(NEON_RT)
 	@mkdir -p $(@D)
 	$(NEON_LINK)
 
+# every config's NEON variant; the scalar variant too for NEON_SCALAR, a set
+# that covers every feature (the kernel tests run each scalar variant natively)
 neon-check:
-	@$(MAKE) --no-print-directory $(addprefix neon-run-,$(NEON_CONFIGS))
+	@$(MAKE) --no-print-directory NEON_SCALAR="$(NEON_SCALAR)" $(addprefix neon-run-,$(NEON_CONFIGS))
 
 neon-run-%: $(BUILD)/neon/%_check
-	@out=$$($(QEMU_AARCH64) $< --quick 2>&1); rc=$$?; printf '%s\n' "$$out" | sed 's/^/$*: /'; exit $$rc
+	@out=$$($(QEMU_AARCH64) $< --quick $(if $(filter $*,$(NEON_SCALAR)),,--isa neon) 2>&1); rc=$$?; \
+	  printf '%s\n' "$$out" | sed 's/^/$*: /'; exit $$rc
 
 # --- micro-kernel tests (XNNPACK style): each qk, pv, dot, qkdp and pvdp
 # micro-kernel of every test config checked alone against plain loops, on

@@ -13,7 +13,7 @@
 -- names come out sorted, so the same files always give the same lines.
 --
 -- Purposes (PURPOSES below): sanitize, sanitize-presets, run, fuzz, neon,
--- matmul_bf16, ukernel.
+-- neon_scalar, matmul_bf16, ukernel.
 -- Config files are data: each is loaded in an empty environment.  Usable as
 -- a module too: require("kernel_sets").select(purpose, files).
 -- Runs on LuaJIT, Lua 5.1 and Lua 5.4.
@@ -142,6 +142,10 @@ M.PURPOSES = {
   fuzz = { pool = "test", features = "all" },
   -- Makefile NEON_CONFIGS: every test config with a NEON variant, under qemu
   neon = { pool = "test", every = true, filter = function(c) return has_isa(c, "neon") end },
+  -- Makefile NEON_SCALAR: of those, the ones whose scalar variant runs under
+  -- qemu too (every config's scalar variant runs natively in the kernel
+  -- tests; on AArch64 a set that covers every feature is enough)
+  neon_scalar = { pool = "test", features = "all", filter = function(c) return has_isa(c, "neon") end },
   -- Makefile kernel_list.h: the configs with bf16 products (their avx512bf16 variant's tests)
   matmul_bf16 = { pool = "any", every = true, filter = function(c) return c.matmul == "bf16" end },
   -- Makefile UK_CONFIGS: every test config built from the library's
