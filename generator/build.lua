@@ -99,12 +99,48 @@ local function pid()
   return own_pid
 end
 
+--- A private folder in the cache for one build of what: its name holds this
+-- process's id, so that a later build can tell a folder whose process is
+-- gone (killed while it built) from one still being written (sweep).
+local function private_dir(cache, what)
+  local tmp = ("%s/.build-%s-p%d-%s"):format(cache, what, pid(), util.unique_suffix())
+  local ok, err = util.makepath(tmp)
+  if not ok then return nil, err end
+  return tmp
+end
+
+--- Whether process n is gone.
+local function gone(n)
+  return not util.run_capture(("kill -0 %d"):format(n))
+end
+
+--- Removes what builds killed while they ran left in the cache: private
+-- folders (private_dir) and build locks whose process is gone.  A folder or
+-- lock of a live process, or one whose process cannot be told, is kept.
+local function sweep(cache)
+  local ok, iter, state = pcall(lfs.dir, cache)
+  if not ok then return end
+  local dead = {}
+  for name in iter, state do
+    local n = name:match("^%.build%-.*%-p(%d+)%-[^%-]+$")
+    if n then
+      dead[#dead + 1] = { cache .. "/" .. name, tonumber(n) }
+    elseif name:match("%.lock$") then
+      local holder = (util.read_file(cache .. "/" .. name .. "/pid") or ""):match("%d+")
+      if holder then dead[#dead + 1] = { cache .. "/" .. name, tonumber(holder) } end
+    end
+  end
+  for _, d in ipairs(dead) do
+    if d[2] ~= pid() and gone(d[2]) then dir.rmtree(d[1]) end
+  end
+end
+
 --- Whether the build lock lock is abandoned: its process is gone, or it
 -- has held no pid for 10 seconds (its process died between the mkdir and
 -- the write).
 local function lock_abandoned(lock)
   local holder = tonumber((util.read_file(lock .. "/pid") or ""):match("%d+") or "")
-  if holder then return not util.run_capture(("kill -0 %d"):format(holder)) end
+  if holder then return gone(holder) end
   local attr = lfs.attributes(lock)
   return attr ~= nil and os.time() - attr.modification > 10
 end
@@ -120,6 +156,7 @@ local function build_once(entry, marker, build)
     if path.isfile(entry .. "/" .. marker) then return entry end
     if lfs.mkdir(lock) then
       util.write_atomic(lock .. "/pid", tostring(pid()))
+      sweep(path.dirname(entry))
       local ok, a, b = pcall(build)
       os.remove(lock .. "/pid")
       lfs.rmdir(lock)
@@ -212,9 +249,8 @@ end
 
 --- Compiles the shared objects into entry (ensure_runtime).
 function build_runtime(cache, entry, openmp)
-  local tmp = ("%s/.build-runtime-%s"):format(cache, util.unique_suffix())
-  local ok, err = util.makepath(tmp)
-  if not ok then return nil, err end
+  local tmp, err = private_dir(cache, "runtime")
+  if not tmp then return nil, err end
   local q, rt = util.shell_quote, util.root .. "/runtime"
   local common = ("%s %s%s -I%s"):format(q(M.compiler()), cflags(), openmp and " -fopenmp" or "", q(rt))
   local jobs = {}
@@ -271,9 +307,8 @@ end
 --- Compiles a config's kernel and links its tools into entry (M.ensure).
 function build_tools(cfg, files, plan, cid, cache, entry)
   local rt = util.root .. "/runtime"
-  local tmp = ("%s/.build-%s-%s"):format(cache, cfg.name, util.unique_suffix())
-  local ok, err = util.makepath(tmp)
-  if not ok then return nil, err end
+  local tmp, err = private_dir(cache, cfg.name)
+  if not tmp then return nil, err end
   local function fail(msg)
     dir.rmtree(tmp)
     return nil, msg
@@ -361,9 +396,10 @@ function M.ensure_tuner(name, files)
 
   local ok, err = util.makepath(cache)
   if not ok then return nil, err end
-  local tmp = ("%s/.build-tune-%s-%s"):format(cache, name, util.unique_suffix())
-  ok, err = util.makepath(tmp)
-  if not ok then return nil, err end
+  sweep(cache)
+  local tmp
+  tmp, err = private_dir(cache, "tune-" .. name)
+  if not tmp then return nil, err end
   local q = util.shell_quote
   local units = {}
   for _, f in ipairs(files) do
@@ -418,9 +454,10 @@ function M.ensure_mask_tool(plan)
 
   local ok, err = util.makepath(cache)
   if not ok then return nil, err end
-  local tmp = ("%s/.build-mask-%s-%s"):format(cache, plan.name, util.unique_suffix())
-  ok, err = util.makepath(tmp)
-  if not ok then return nil, err end
+  sweep(cache)
+  local tmp
+  tmp, err = private_dir(cache, "mask-" .. plan.name)
+  if not tmp then return nil, err end
   local w, werr = util.write_atomic(tmp .. "/attn_mask_spec.c", spec_text)
   if w == nil then
     dir.rmtree(tmp)

@@ -11,7 +11,8 @@
 #      together: all succeed, and the folder holds exactly the files of a
 #      serial generation, byte for byte, and no temporary file.
 #   3. A run killed (SIGKILL) while it holds a build lock: the next run
-#      finds the lock's process gone, builds and gives the serial output.
+#      finds the lock's process gone, builds and gives the serial output,
+#      and removes the killed build's private folder.
 #
 # Usage: tests/concurrency.sh [N]   (N defaults to 16; CC as for attngen)
 # Exit code 0 when every check passes.  Takes ~30-60 s on 2 cores.
@@ -175,19 +176,28 @@ d="$work/run1"
 "$ATTNGEN" run "$CFG" --q "$d/q.npy" --k "$d/k.npy" --v "$d/v.npy" -o "$d/o_killed.npy" >/dev/null 2>&1 &
 victim=$!
 k=0
-while [ "$k" -lt 100 ] && [ -z "$(find "$ATTNGEN_CACHE" -maxdepth 2 -name pid 2>/dev/null)" ]; do
+# (killed once its private build folder exists)
+while [ "$k" -lt 100 ] && [ -z "$(find "$ATTNGEN_CACHE" -maxdepth 1 -name '.build-*' 2>/dev/null)" ]; do
   sleep 0.1
   k=$((k + 1))
 done
 locked=$(find "$ATTNGEN_CACHE" -maxdepth 1 -name '*.lock' 2>/dev/null | head -n 1)
 kill -9 "$victim" 2>/dev/null
 wait "$victim" 2>/dev/null
+victim_dirs=$(find "$ATTNGEN_CACHE" -maxdepth 1 -name ".build-*-p$victim-*" 2>/dev/null)
 t0=$(now)
 if [ -n "$locked" ] && "$ATTNGEN" run "$CFG" --q "$d/q.npy" --k "$d/k.npy" --v "$d/v.npy" -o "$d/o_after.npy" \
     >"$d/log_after" 2>&1 && cmp -s "$d/o_after.npy" "$d/o_serial.npy"; then
   ok "a run after a build killed with its lock held ($(basename "$locked")) builds and matches ($(elapsed "$t0") s)"
 else
   bad "after a killed build (lock: ${locked:-none seen}): $(cat "$d/log_after" 2>/dev/null)"
+fi
+# the next build removes what the killed one left: its private folder and its lock
+left=$(find "$ATTNGEN_CACHE" -maxdepth 1 \( -name ".build-*" -o -name '*.lock' \) 2>/dev/null)
+if [ -n "$victim_dirs" ] && [ -z "$left" ]; then
+  ok "the killed build's folder ($(basename "$victim_dirs")) was removed by the next build"
+else
+  bad "after a killed build: its folder ${victim_dirs:-was not seen}; left in the cache: ${left:-nothing}"
 fi
 rm -rf "$ATTNGEN_CACHE"
 
