@@ -87,6 +87,16 @@ enum {
 #endif
 #endif
 
+/* Static functions the variants share: a build part (ATTN_BUILD_PART, see the
+ * dispatch at the end) holds one variant or none, so it may not call them. */
+#ifndef ATTN_SHARED
+#if defined(ATTN_BUILD_PART) && defined(__GNUC__)
+#define ATTN_SHARED __attribute__((unused))
+#else
+#define ATTN_SHARED
+#endif
+#endif
+
 /* How a block of query rows sees a block of keys. */
 typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_bert_base_tile_class;
 
@@ -168,7 +178,7 @@ static inline float *attn_bert_base_o_row(const attn_args *args, int64_t b, int6
 
 /* Visible keys of the query at position p when Lk_b keys are valid:
  * [0, *sink_hi) and [*lo, *hi) (docs/config.md, "Semantics"). */
-static void attn_bert_base_row_span(int64_t p, int64_t lk, int64_t *lo, int64_t *hi, int64_t *sink_hi)
+ATTN_SHARED static void attn_bert_base_row_span(int64_t p, int64_t lk, int64_t *lo, int64_t *hi, int64_t *sink_hi)
 {
     int64_t a = 0, b = lk; /* validity: j < Lk_b */
     int64_t s = 0;
@@ -189,7 +199,7 @@ static inline int attn_bert_base_visible(int64_t lo, int64_t hi, int64_t sink_hi
 /* How the rows [0, n) see the keys [j0, j1): TILE_HIDDEN when no row sees one
  * of them, TILE_FULL when every row sees all of them, else TILE_PARTIAL;
  * first[r]/last[r] bound the columns (from j0) row r may see. */
-static attn_bert_base_tile_class attn_bert_base_classify(int64_t n, int64_t j0, int64_t j1, const int64_t *lo, const int64_t *hi,
+ATTN_SHARED static attn_bert_base_tile_class attn_bert_base_classify(int64_t n, int64_t j0, int64_t j1, const int64_t *lo, const int64_t *hi,
         const int64_t *sink_hi, int64_t *first, int64_t *last)
 {
     int any = 0, all = 1;
@@ -211,7 +221,7 @@ static attn_bert_base_tile_class attn_bert_base_classify(int64_t n, int64_t j0, 
 
 /* Whether any of n rows may see a tile column in [c0, c1) (first/last as
  * classify leaves them); score panels no row of a block sees are skipped. */
-static int attn_bert_base_sees(const int64_t *first, const int64_t *last, int n, int64_t c0, int64_t c1)
+ATTN_SHARED static int attn_bert_base_sees(const int64_t *first, const int64_t *last, int n, int64_t c0, int64_t c1)
 {
     int i;
     for (i = 0; i < n; i++)
@@ -232,7 +242,7 @@ enum {
 
 /* A decode split's result for one row: O / l into op and the LSE (natural
  * log, m in base 2) into lp; a row that saw nothing gives 0 and -inf. */
-static void attn_bert_base_dresult(const float *o, float m, float l, float *op, float *lp)
+ATTN_SHARED static void attn_bert_base_dresult(const float *o, float m, float l, float *op, float *lp)
 {
     const float inv = l == 0.0f ? 0.0f : 1.0f / l;
     int64_t d;
@@ -253,8 +263,9 @@ static inline int attn_bert_base_shidden(const attn_args *args, const int64_t *l
 }
 
 /* ======================================================================== */
-/* avx512: 16 lanes of f32, 32 registers */
+/* avx512: 16 lanes of f32, 32 registers; build part 1 */
 /* ======================================================================== */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 1
 #if defined(__x86_64__) || defined(_M_X64)
 
 /* The lane sums of x0..x3 as one __m128: pairwise adds within 128-bit
@@ -2667,10 +2678,12 @@ __attribute__((target("avx512f,fma"))) attn_status attn_bert_base_fwd__avx512(co
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
+#endif /* build part of avx512 */
 
 /* ======================================================================== */
-/* avx2: 8 lanes of f32, 16 registers */
+/* avx2: 8 lanes of f32, 16 registers; build part 2 */
 /* ======================================================================== */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 2
 #if defined(__x86_64__) || defined(_M_X64)
 
 ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline float attn_hadd__avx2(__m256 v)
@@ -5388,10 +5401,12 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_bert_base_fwd__avx2(co
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
+#endif /* build part of avx2 */
 
 /* ======================================================================== */
-/* neon: 4 lanes of f32, 32 registers */
+/* neon: 4 lanes of f32, 32 registers; build part 3 */
 /* ======================================================================== */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 3
 #if defined(__aarch64__)
 
 ATTN_MAYBE_UNUSED static inline float32x4_t attn_loadn__neon(const float *p, int n)
@@ -8270,10 +8285,12 @@ attn_status attn_bert_base_fwd__neon(const attn_args *args)
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__aarch64__) */
+#endif /* build part of neon */
 
 /* ======================================================================== */
-/* scalar: 1 lane of f32, 16 registers */
+/* scalar: 1 lane of f32, 16 registers; build part 4 */
 /* ======================================================================== */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 4
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define ATTN_NO_AUTOVEC __attribute__((optimize("no-tree-vectorize")))
@@ -9247,10 +9264,15 @@ ATTN_NO_AUTOVEC attn_status attn_bert_base_fwd__scalar(const attn_args *args)
     attn_free(vp);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
+#endif /* build part of scalar */
 
 /* ======================================================================== */
 /* descriptor and dispatch                                                  */
 /* ======================================================================== */
+/* Build parts: this file compiles whole, or in 5 parts that link to the same
+ * kernel, each compiled alone (in parallel) with -DATTN_BUILD_PART=K: 0 this
+ * descriptor and dispatch, 1-4 the variants, as their banners say. */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 0
 
 static const attn_variant attn_bert_base_variants[] = {
 #if defined(__x86_64__) || defined(_M_X64)
@@ -9318,3 +9340,4 @@ attn_status attn_bert_base_fwd(const attn_args *args)
     }
     return v->fwd(args);
 }
+#endif /* build part 0 */

@@ -84,6 +84,16 @@ enum {
 #endif
 #endif
 
+/* Static functions the variants share: a build part (ATTN_BUILD_PART, see the
+ * dispatch at the end) holds one variant or none, so it may not call them. */
+#ifndef ATTN_SHARED
+#if defined(ATTN_BUILD_PART) && defined(__GNUC__)
+#define ATTN_SHARED __attribute__((unused))
+#else
+#define ATTN_SHARED
+#endif
+#endif
+
 /* Query row i of head h in batch b. */
 static inline const float *attn_linear_transformer_q_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -144,7 +154,7 @@ static inline float *attn_linear_transformer_o_row(const attn_args *args, int64_
 
 /* Asks for the K and V rows of keys [j0, j1) (j1 <= Lk_b) of kv heads
  * [hk0, hk0 + nh), key by key, while the keys before them are folded in. */
-static void attn_linear_transformer_prefetch_keys(const attn_linear_transformer_kv *kv, int64_t hk0, int64_t nh, int64_t j0, int64_t j1)
+ATTN_SHARED static void attn_linear_transformer_prefetch_keys(const attn_linear_transformer_kv *kv, int64_t hk0, int64_t nh, int64_t j0, int64_t j1)
 {
     int64_t j, hh;
     for (j = j0; j < j1; j++)
@@ -155,8 +165,9 @@ static void attn_linear_transformer_prefetch_keys(const attn_linear_transformer_
 }
 
 /* ======================================================================== */
-/* avx512: 16 lanes of f32, 32 registers */
+/* avx512: 16 lanes of f32, 32 registers; build part 1 */
 /* ======================================================================== */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 1
 #if defined(__x86_64__) || defined(_M_X64)
 
 /* The lane sums of x0..x3 as one __m128: pairwise adds within 128-bit
@@ -1194,10 +1205,12 @@ __attribute__((target("avx512f,fma"))) attn_status attn_linear_transformer_fwd__
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
+#endif /* build part of avx512 */
 
 /* ======================================================================== */
-/* avx2: 8 lanes of f32, 16 registers */
+/* avx2: 8 lanes of f32, 16 registers; build part 2 */
 /* ======================================================================== */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 2
 #if defined(__x86_64__) || defined(_M_X64)
 
 ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline float attn_hadd__avx2(__m256 v)
@@ -2201,10 +2214,12 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_linear_transformer_fwd
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
+#endif /* build part of avx2 */
 
 /* ======================================================================== */
-/* neon: 4 lanes of f32, 32 registers */
+/* neon: 4 lanes of f32, 32 registers; build part 3 */
 /* ======================================================================== */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 3
 #if defined(__aarch64__)
 
 ATTN_MAYBE_UNUSED static inline float32x4_t attn_loadn__neon(const float *p, int n)
@@ -3949,10 +3964,12 @@ attn_status attn_linear_transformer_fwd__neon(const attn_args *args)
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__aarch64__) */
+#endif /* build part of neon */
 
 /* ======================================================================== */
-/* scalar: 1 lane of f32, 16 registers */
+/* scalar: 1 lane of f32, 16 registers; build part 4 */
 /* ======================================================================== */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 4
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define ATTN_NO_AUTOVEC __attribute__((optimize("no-tree-vectorize")))
@@ -4633,10 +4650,15 @@ ATTN_NO_AUTOVEC attn_status attn_linear_transformer_fwd__scalar(const attn_args 
     }
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
+#endif /* build part of scalar */
 
 /* ======================================================================== */
 /* descriptor and dispatch                                                  */
 /* ======================================================================== */
+/* Build parts: this file compiles whole, or in 5 parts that link to the same
+ * kernel, each compiled alone (in parallel) with -DATTN_BUILD_PART=K: 0 this
+ * descriptor and dispatch, 1-4 the variants, as their banners say. */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 0
 
 static const attn_variant attn_linear_transformer_variants[] = {
 #if defined(__x86_64__) || defined(_M_X64)
@@ -4703,3 +4725,4 @@ attn_status attn_linear_transformer_fwd(const attn_args *args)
     }
     return v->fwd(args);
 }
+#endif /* build part 0 */

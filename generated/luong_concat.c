@@ -69,6 +69,16 @@ enum {
 #endif
 #endif
 
+/* Static functions the variants share: a build part (ATTN_BUILD_PART, see the
+ * dispatch at the end) holds one variant or none, so it may not call them. */
+#ifndef ATTN_SHARED
+#if defined(ATTN_BUILD_PART) && defined(__GNUC__)
+#define ATTN_SHARED __attribute__((unused))
+#else
+#define ATTN_SHARED
+#endif
+#endif
+
 /* Decoder row i of batch b. */
 static inline const float *attn_luong_concat_s_row(const attn_classic_args *args, int64_t b, int64_t i)
 {
@@ -94,8 +104,9 @@ static inline float *attn_luong_concat_a_row(const attn_classic_args *args, int6
 }
 
 /* ======================================================================== */
-/* avx512: 16 lanes of f32, 32 registers */
+/* avx512: 16 lanes of f32, 32 registers; build part 1 */
 /* ======================================================================== */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 1
 #if defined(__x86_64__) || defined(_M_X64)
 
 /* The lane sums of x0..x3 as one __m128: pairwise adds within 128-bit
@@ -592,10 +603,12 @@ __attribute__((target("avx512f,fma"))) attn_status attn_luong_concat_fwd__avx512
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
+#endif /* build part of avx512 */
 
 /* ======================================================================== */
-/* avx2: 8 lanes of f32, 16 registers */
+/* avx2: 8 lanes of f32, 16 registers; build part 2 */
 /* ======================================================================== */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 2
 #if defined(__x86_64__) || defined(_M_X64)
 
 ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline float attn_hadd__avx2(__m256 v)
@@ -998,10 +1011,12 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_luong_concat_fwd__avx2
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
+#endif /* build part of avx2 */
 
 /* ======================================================================== */
-/* neon: 4 lanes of f32, 32 registers */
+/* neon: 4 lanes of f32, 32 registers; build part 3 */
 /* ======================================================================== */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 3
 #if defined(__aarch64__)
 
 ATTN_MAYBE_UNUSED static inline float32x4_t attn_loadn__neon(const float *p, int n)
@@ -1441,10 +1456,12 @@ attn_status attn_luong_concat_fwd__neon(const attn_classic_args *args)
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__aarch64__) */
+#endif /* build part of neon */
 
 /* ======================================================================== */
-/* scalar: 1 lane of f32, 16 registers */
+/* scalar: 1 lane of f32, 16 registers; build part 4 */
 /* ======================================================================== */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 4
 
 #if defined(__GNUC__) && !defined(__clang__)
 #define ATTN_NO_AUTOVEC __attribute__((optimize("no-tree-vectorize")))
@@ -1849,10 +1866,15 @@ ATTN_NO_AUTOVEC attn_status attn_luong_concat_fwd__scalar(const attn_classic_arg
     attn_free(va);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
+#endif /* build part of scalar */
 
 /* ======================================================================== */
 /* descriptor and dispatch                                                  */
 /* ======================================================================== */
+/* Build parts: this file compiles whole, or in 5 parts that link to the same
+ * kernel, each compiled alone (in parallel) with -DATTN_BUILD_PART=K: 0 this
+ * descriptor and dispatch, 1-4 the variants, as their banners say. */
+#if !defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 0
 
 static const attn_variant attn_luong_concat_variants[] = {
 #if defined(__x86_64__) || defined(_M_X64)
@@ -1919,3 +1941,4 @@ attn_status attn_luong_concat_fwd(const attn_classic_args *args)
     }
     return v->classic_fwd(args);
 }
+#endif /* build part 0 */

@@ -327,13 +327,20 @@ function build_tools(cfg, files, plan, cid, cache, entry)
     if not shared then return nil, serr end
     local omp = openmp and " -fopenmp" or ""
     local common = ("%s %s%s -I%s -I%s"):format(q(M.compiler()), cflags(), omp, q(tmp), q(rt))
-    local kobj, eobj = tmp .. "/kernel.o", tmp .. "/entry.o"
-    local built, out = compile_all({
-      { cmd = ("%s -c %s -o %s"):format(common, q(tmp .. "/" .. cfg.name .. ".c"), q(kobj)), obj = kobj },
-      { cmd = ("%s -DATTN_ENTRY_KERNEL=%s -c %s -o %s"):format(common, q(plan.kernel), q(rt .. "/tools/attn_entry.c"),
-        q(eobj)), obj = eobj } })
+    -- the kernel in its build parts (0 the dispatch, 1..n the ISA
+    -- variants: lib/dispatch), all compiled at once, and the entry unit
+    local eobj = tmp .. "/entry.o"
+    local jobs = { { cmd = ("%s -DATTN_ENTRY_KERNEL=%s -c %s -o %s"):format(common, q(plan.kernel),
+      q(rt .. "/tools/attn_entry.c"), q(eobj)), obj = eobj } }
+    local objs = { q(eobj) }
+    for k = 0, plan.build_parts do
+      local kobj = ("%s/kernel-%d.o"):format(tmp, k)
+      jobs[#jobs + 1] = { cmd = ("%s -DATTN_BUILD_PART=%d -c %s -o %s"):format(common, k,
+        q(tmp .. "/" .. cfg.name .. ".c"), q(kobj)), obj = kobj }
+      objs[#objs + 1] = q(kobj)
+    end
+    local built, out = compile_all(jobs)
     if not built then return nil, out end
-    local objs = { q(kobj), q(eobj) }
     for _, f in ipairs(RUNTIME_SOURCES) do objs[#objs + 1] = q(shared .. "/" .. f:gsub("%.c$", ".o")) end
     local function link(main, libs, exe)
       return util.run_capture(("%s%s %s %s -o %s%s -lm"):format(q(M.compiler()), omp, q(main),

@@ -2,12 +2,13 @@
 # tests/vendor_test.sh - `attngen vendor` end to end.
 #
 # Vendors two configs into a temporary folder, copies only that folder
-# elsewhere and builds it there four ways, each with
+# elsewhere and builds it there five ways, each with
 # -std=c99 -Wall -Wextra -Wpedantic -Werror:
 #   gcc    `gcc -O2 -c *.c` in the folder (no OpenMP)
 #   make   attngen.mk included by a Makefile, gcc -fopenmp
 #   clang  `clang -O2 -c *.c` in the folder (no OpenMP)
 #   cmake  CMakeLists.txt through add_subdirectory, clang with OpenMP
+#   parts  as gcc, each kernel's file compiled in its build parts
 # Then: the example runs (same checksum with and without OpenMP,
 # ATTNGEN_ISA honoured); tests/vendor_check.c, linked with each build and
 # with runtime/attn_reference.c from the repository, compares both kernels
@@ -141,6 +142,21 @@ build_direct() {
     $2 $3 -o example ./*.o -lm
 }
 
+# build_parts: as build_direct gcc, but each kernel's file in its build parts
+# (-DATTN_BUILD_PART=K, one object each), as the comment above its dispatch says
+build_parts() {
+  cp -R "$V" "$T/parts" && cd "$T/parts" || return 1
+  for c in ./*.c; do
+    parts=$(sed -n 's/.*ATTN_BUILD_PART == \([0-9]*\).*/\1/p' "$c" | sort -un)
+    if [ -z "$parts" ]; then
+      gcc $STRICT -O2 -c "$c" || return 1
+    else
+      for k in $parts; do gcc $STRICT -O2 -DATTN_BUILD_PART="$k" -c "$c" -o "${c%.c}-part$k.o" || return 1; done
+    fi
+  done
+  gcc -o example ./*.o -lm
+}
+
 build_make() {
   mkdir -p "$T/make" && cat >"$T/make/Makefile" <<EOF
 ATTNGEN_BUILD := build
@@ -179,10 +195,10 @@ run_build() {
 }
 
 if [ "${JOBS:-2}" -ge 2 ]; then
-  (run_build gcc build_direct gcc gcc "" && run_build make build_make) &
+  (run_build gcc build_direct gcc gcc "" && run_build make build_make && run_build parts build_parts) &
   (run_build clang build_direct clang clang "" && run_build cmake build_cmake) &
 else
-  (run_build gcc build_direct gcc gcc "" && run_build make build_make &&
+  (run_build gcc build_direct gcc gcc "" && run_build make build_make && run_build parts build_parts &&
     run_build clang build_direct clang clang "" && run_build cmake build_cmake) &
 fi
 
@@ -249,6 +265,7 @@ check "gcc: cc -O2 -c *.c, strict, no OpenMP" build_ok gcc
 check "gcc -fopenmp through attngen.mk, strict" build_ok make
 check "clang: cc -O2 -c *.c, strict, no OpenMP" build_ok clang
 check "clang with OpenMP through CMakeLists.txt, strict" build_ok cmake
+check "gcc: each kernel in its build parts (-DATTN_BUILD_PART), strict" build_ok parts
 cmake_flags() { # the kernels compile as C99, at -O2, with OpenMP
   line=$(grep "\"command\".*/$K1\.c\"" "$T/cmake/build/compile_commands.json")
   echo "$line"
@@ -265,6 +282,8 @@ check "example: same output with and without OpenMP (gcc, make)" \
   sh -c "[ \"\$('$T/gcc/example')\" = \"\$('$T/make/example')\" ] && '$T/gcc/example'"
 check "example: same output with and without OpenMP (clang, cmake)" \
   sh -c "[ \"\$('$T/clang/example')\" = \"\$('$T/cmake/build/attngen/attngen_example')\" ] && '$T/clang/example'"
+check "example: the same output from the kernels built in parts (gcc)" \
+  sh -c "[ \"\$('$T/gcc/example')\" = \"\$('$T/parts/example')\" ] && '$T/parts/example'"
 check "example: ATTNGEN_ISA=scalar runs the scalar variant" \
   sh -c "ATTNGEN_ISA=scalar '$T/gcc/example' | grep -q 'isa scalar:'"
 check "example: an unknown ATTNGEN_ISA is a status, not a crash" \

@@ -232,10 +232,31 @@ end
 --- A family's planner module (planner/<kind>.lua).
 function M.family(kind) return require("planner." .. kind) end
 
+--- The build parts of a plan's source file (lib/dispatch): part 0 the
+-- dispatch, then one per variant in order (v.build_part), except that a
+-- variant calling another's code (v.decode_by) is in that one's part, since
+-- the code is static.  Sets p.build_parts, the number of the last part.
+local function build_parts(p)
+  local n = 0
+  for _, v in ipairs(p.variants) do
+    if not v.decode_by then
+      n = n + 1
+      v.build_part = n
+    end
+  end
+  for _, v in ipairs(p.variants) do
+    if v.decode_by then v.build_part = v.decode_by.build_part end
+  end
+  p.build_parts = n
+  return p
+end
+
 --- Turns a normalized config into the plan of its family.  opts: tile,
 -- tile_reason, and what the family's planner takes.
 function M.plan(cfg, opts)
-  return M.family(cfg.kind or "sdpa").plan(cfg, opts or {})
+  local p, err = M.family(cfg.kind or "sdpa").plan(cfg, opts or {})
+  if not p then return nil, err end
+  return build_parts(p)
 end
 
 return M
