@@ -31,10 +31,10 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#if defined(__x86_64__) || defined(_M_X64)
+#if (defined(__x86_64__) || defined(_M_X64)) && (!defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 1 || ATTN_BUILD_PART == 2)
 #include <immintrin.h>
 #endif
-#if defined(__aarch64__)
+#if (defined(__aarch64__)) && (!defined(ATTN_BUILD_PART) || ATTN_BUILD_PART == 3)
 #include <arm_neon.h>
 #endif
 

@@ -58,12 +58,25 @@ end
 -- fragment of templates/lib/ or templates/families/ in place, and a few
 -- spelling helpers.
 function environment(plan)
+  -- each ISA's intrinsics header, behind its architecture's guard and,
+  -- in a build part (lib/dispatch), only in the parts of its variants:
+  -- x86's headers alone take a compiler about half a second to read
   local includes, seen = {}, {}
   for _, v in ipairs(plan.variants) do
     local isa = v.isa
     if isa.include and not seen[isa.include] then
-      seen[isa.include] = true
-      includes[#includes + 1] = { guard = isa.arch_guard or "1", header = isa.include }
+      seen[isa.include] = { guard = isa.arch_guard or "1", header = isa.include, parts = {}, has = {} }
+      includes[#includes + 1] = seen[isa.include]
+    end
+    local inc = isa.include and seen[isa.include]
+    if inc and v.build_part and not inc.has[v.build_part] then
+      inc.has[v.build_part] = true
+      inc.parts[#inc.parts + 1] = "ATTN_BUILD_PART == " .. v.build_part
+    end
+  end
+  for _, inc in ipairs(includes) do
+    if #inc.parts > 0 then
+      inc.guard = ("(%s) && (!defined(ATTN_BUILD_PART) || %s)"):format(inc.guard, table.concat(inc.parts, " || "))
     end
   end
   local has_stream = false
