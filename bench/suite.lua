@@ -318,8 +318,8 @@ for _, preset in ipairs({ "llama3_8b", "mistral_7b_bf16" }) do
     return ns * 1e-9
   end
   local parts = timed(function(src, dir)
-    return ("for k in $(sed -n 's/.*ATTN_BUILD_PART == \\([0-9]*\\).*/\\1/p' %s | sort -un); do"
-      .. " %s -DATTN_BUILD_PART=$k -c %s -o %s/k$k.o & done; wait; [ -s %s/k0.o ]"):format(src, cc, src, dir, dir)
+    return ("for k in $(%s/scripts/build_parts.sh %s); do %s -DATTN_BUILD_PART=$k -c %s -o %s/k$k.o & done;"
+      .. " wait; [ -s %s/k0.o ]"):format(q(root), src, cc, src, dir, dir)
   end)
   local whole = timed(function(src, dir) return ("%s -c %s -o %s/k.o"):format(cc, src, dir) end)
   target(("generate + compile %s in build parts (seconds)"):format(preset), parts, "< 3", parts < 3)

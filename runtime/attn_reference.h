@@ -259,8 +259,8 @@ int attn_reference_key_visible(const attn_spec *spec, const attn_args *args, int
  * widened exactly, so it computes on exactly what the kernel reads) and
  * writes C in dtype_o (rounded once to nearest even) with args->c_stride,
  * and A (f32) when args->weights is not NULL.  To compare a kernel with it,
- * pass a copy of the spec with dtype_o = ATTN_DTYPE_F32 and an f32 C, so the
- * reference's C is not rounded (attn_verify does).  The args are checked
+ * use attn_reference_classic_bounds, which writes C unrounded as f32 and the
+ * error bounds in the same pass (attn_verify does).  The args are checked
  * with attn_check_classic_args; returns its status, ATTN_ERR_NOMEM when its
  * scratch allocation fails, ATTN_ERR_NULL_ARG for a spec of another family,
  * else ATTN_OK.  A row with a NaN score gets NaN in all of C and in A at

@@ -65,8 +65,7 @@ echo "== every preset compiles warning-free (gcc, clang; x86-64 and AArch64; who
 mkdir -p "$LOG/strict"
 for c in generated/*.c; do
   for cc in clang aarch64-linux-gnu-gcc; do echo "$cc $c whole"; done
-  parts=$(sed -n 's/.*ATTN_BUILD_PART == \([0-9]*\).*/\1/p' "$c" | sort -un)
-  for k in $parts; do echo "gcc $c $k"; done
+  for k in $(scripts/build_parts.sh "$c"); do echo "gcc $c $k"; done
 done | xargs -P "$JOBS" -n 3 sh -c '
   out="$1/strict/$2-$(basename "$3" .c)-$4"
   part=; [ "$4" = whole ] || part=-DATTN_BUILD_PART=$4

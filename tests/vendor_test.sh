@@ -147,7 +147,7 @@ build_direct() {
 build_parts() {
   cp -R "$V" "$T/parts" && cd "$T/parts" || return 1
   for c in ./*.c; do
-    parts=$(sed -n 's/.*ATTN_BUILD_PART == \([0-9]*\).*/\1/p' "$c" | sort -un)
+    parts=$("$ROOT/scripts/build_parts.sh" "$c")
     if [ -z "$parts" ]; then
       gcc $STRICT -O2 -c "$c" || return 1
     else
