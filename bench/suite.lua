@@ -12,7 +12,11 @@
 -- The plot is drawn by gnuplot (generator/plots.lua); --replot redraws it
 -- from DIR/results.json without running anything.
 --
--- Usage: bin/attngen-lua bench/suite.lua [--quick] [--out DIR] [--replot]
+-- Usage: bin/attngen-lua bench/suite.lua [--quick] [--out DIR] [--only S,S,...] [--replot]
+--
+-- --only runs the named sections alone (their names: SECTIONS below), for a
+-- machine with little time or a target to re-measure; the tables of the
+-- sections not run are left out.
 local root = os.getenv("ATTNGEN_ROOT") or "."
 package.path = root .. "/generator/?.lua;" .. root .. "/generator/?/init.lua;" .. package.path
 
@@ -21,17 +25,39 @@ local util = require("util")
 local gnuplot = require("gnuplot")
 local plots = require("plots")
 
-local quick, out, replot = false, root .. "/bench", false
+--- The suite's sections, in the order they run.
+local SECTIONS = { "prefill", "causal", "weights", "dropout", "window", "sparse", "threads", "odd", "avx2",
+  "compile", "storage", "bf16", "linear", "classic", "decode", "threshold", "short", "multi", "sweep" }
+
+local USAGE = "usage: bench/suite.lua [--quick] [--out DIR] [--only SECTION,...] [--replot]\n"
+local quick, out, replot, only = false, nil, false, nil
 do
   local i = 1
   while arg[i] do
     if arg[i] == "--quick" then quick = true
-    elseif arg[i] == "--out" then out = arg[i + 1]; i = i + 1
+    elseif arg[i] == "--out" and arg[i + 1] then out = arg[i + 1]; i = i + 1
+    elseif arg[i] == "--only" and arg[i + 1] then
+      only = {}
+      local known = {}
+      for _, name in ipairs(SECTIONS) do known[name] = true end
+      for name in arg[i + 1]:gmatch("[^,]+") do
+        if not known[name] then
+          io.stderr:write(("bench/suite.lua: unknown section %q (sections: %s)\n"):format(name,
+            table.concat(SECTIONS, ",")))
+          os.exit(2)
+        end
+        only[name] = true
+      end
+      i = i + 1
     elseif arg[i] == "--replot" then replot = true
-    else io.stderr:write("usage: bench/suite.lua [--quick] [--out DIR] [--replot]\n"); os.exit(2) end
+    else io.stderr:write(USAGE); os.exit(2) end
     i = i + 1
   end
 end
+-- a run of some sections keeps its results apart from the full suite's
+out = out or (only and root .. "/bench/sections" or root .. "/bench")
+--- Whether the suite runs the section of that name.
+local function wanted(section) return not only or only[section] == true end
 
 --- The variant the suite times: the widest vector ISA this CPU runs (set
 -- below, or read back from results.json by --replot), and its name in prose.
@@ -185,11 +211,26 @@ local function with(base, ...)
   return t
 end
 
+--- Section 1's run at D = 128 (non-causal, f32, 1 thread): the reference
+-- point of sections 2, 4 and 7b, run by the first of them the suite runs.
+local full
+local function full_run()
+  if not full then
+    progress(("prefill D=128 L=%d, 1 thread"):format(L))
+    full = bench("llama3_8b", with(H8, "head_dim=128"), { ["seq-q"] = L, threads = 1, isa = ISA })
+    record("prefill D=128", full)
+  end
+  return full
+end
+
 -- 1. D = 128 and D = 64, non-causal, 1 thread, against OpenBLAS and the peak
-for _, d in ipairs({ 128, 64 }) do
-  progress(("prefill D=%d L=%d, 1 thread"):format(d, L))
-  local r = bench("llama3_8b", with(H8, "head_dim=" .. d), { ["seq-q"] = L, threads = 1, isa = ISA })
-  record(("prefill D=%d"):format(d), r)
+for _, d in ipairs(wanted("prefill") and { 128, 64 } or {}) do
+  local r = d == 128 and full_run()
+  if not r then
+    progress(("prefill D=%d L=%d, 1 thread"):format(d, L))
+    r = bench("llama3_8b", with(H8, "head_dim=" .. d), { ["seq-q"] = L, threads = 1, isa = ISA })
+    record(("prefill D=%d"):format(d), r)
+  end
   local k = result(r, ISA)
   local frac = k.gflops / k.peak_gflops
   target(("D=%d L=%d non-causal, 1 thread: fraction of FMA peak"):format(d, L), frac,
@@ -202,79 +243,93 @@ for _, d in ipairs({ 128, 64 }) do
 end
 
 -- 2. causal against non-causal at the same shape
-progress(("causal L=%d"):format(L))
-local full = runs[1].data -- D = 128, non-causal, f32: the reference point of sections 2, 4 and 7b
-local causal = bench("llama3_8b", with(H8, "causal=true"), { ["seq-q"] = L, threads = 1, isa = ISA })
-record("prefill causal", causal)
-local speed = result(full, ISA).seconds / result(causal, ISA).seconds
-target(("causal vs non-causal at L=%d: speed-up"):format(L), speed, ">= 1.8", speed >= 1.8)
+if wanted("causal") then
+  local f = full_run()
+  progress(("causal L=%d"):format(L))
+  local causal = bench("llama3_8b", with(H8, "causal=true"), { ["seq-q"] = L, threads = 1, isa = ISA })
+  record("prefill causal", causal)
+  local speed = result(f, ISA).seconds / result(causal, ISA).seconds
+  target(("causal vs non-causal at L=%d: speed-up"):format(L), speed, ">= 1.8", speed >= 1.8)
+end
 
 -- 2b. the attention weights output (weights = true: P written as well as O)
 -- against the same causal kernel without it, 1 thread
 local LP = quick and 1024 or 2048
-progress(("causal L=%d with weights"):format(LP))
-local nowt = bench("llama3_8b", with(H8, "causal=true"), { ["seq-q"] = LP, threads = 1, isa = ISA,
-  ["no-reference"] = true })
-local wt = bench("llama3_8b", with(H8, "causal=true", "weights=true"), { ["seq-q"] = LP, threads = 1, isa = ISA,
-  ["no-reference"] = true })
-record("prefill causal, no weights", nowt)
-record("prefill causal, weights", wt)
-local wcost = result(wt, ISA).seconds / result(nowt, ISA).seconds
-target(("weights = true, causal L=%d: time / the time without weights"):format(LP), wcost, "<= 1.6", wcost <= 1.6)
+local nowt -- the causal run at LP without weights, which 2c reuses when LD = LP
+if wanted("weights") then
+  progress(("causal L=%d with weights"):format(LP))
+  nowt = bench("llama3_8b", with(H8, "causal=true"), { ["seq-q"] = LP, threads = 1, isa = ISA,
+    ["no-reference"] = true })
+  local wt = bench("llama3_8b", with(H8, "causal=true", "weights=true"), { ["seq-q"] = LP, threads = 1, isa = ISA,
+    ["no-reference"] = true })
+  record("prefill causal, no weights", nowt)
+  record("prefill causal, weights", wt)
+  local wcost = result(wt, ISA).seconds / result(nowt, ISA).seconds
+  target(("weights = true, causal L=%d: time / the time without weights"):format(LP), wcost, "<= 1.6", wcost <= 1.6)
+end
 
 -- 2c. dropout on the weights (dropout = true; the bench passes dropout_p = 0.1) against the same
 -- causal kernel without it, 1 thread
 local LD = quick and 1024 or 4096
-progress(("causal L=%d with dropout"):format(LD))
-local nodr = LD == LP and nowt or bench("llama3_8b", with(H8, "causal=true"), { ["seq-q"] = LD, threads = 1,
-  isa = ISA, ["no-reference"] = true })
-local dr = bench("llama3_8b", with(H8, "causal=true", "dropout=true"), { ["seq-q"] = LD, threads = 1, isa = ISA,
-  ["no-reference"] = true })
-record("prefill causal, no dropout", nodr)
-record("prefill causal, dropout 0.1", dr)
-local dcost = result(dr, ISA).seconds / result(nodr, ISA).seconds
-target(("dropout = true with dropout_p = 0.1, causal L=%d: time / the time without dropout"):format(LD), dcost,
-  "<= 1.15", dcost <= 1.15)
+if wanted("dropout") then
+  progress(("causal L=%d with dropout"):format(LD))
+  local nodr = LD == LP and nowt or bench("llama3_8b", with(H8, "causal=true"), { ["seq-q"] = LD, threads = 1,
+    isa = ISA, ["no-reference"] = true })
+  local dr = bench("llama3_8b", with(H8, "causal=true", "dropout=true"), { ["seq-q"] = LD, threads = 1, isa = ISA,
+    ["no-reference"] = true })
+  record("prefill causal, no dropout", nodr)
+  record("prefill causal, dropout 0.1", dr)
+  local dcost = result(dr, ISA).seconds / result(nodr, ISA).seconds
+  target(("dropout = true with dropout_p = 0.1, causal L=%d: time / the time without dropout"):format(LD), dcost,
+    "<= 1.15", dcost <= 1.15)
+end
 
 -- 3. sliding window W = 512 at LW against the window's share of non-causal time
-progress(("sliding window 512 at L=%d"):format(LW))
-local wfull = bench("llama3_8b", H8, { ["seq-q"] = LW, threads = 1, isa = ISA, ["no-reference"] = true })
-local win = bench("llama3_8b", with(H8, "window={left=511,right=0}"),
-  { ["seq-q"] = LW, threads = 1, isa = ISA, ["no-reference"] = true })
-record("window full", wfull)
-record("window 512", win)
-local share = (512 / LW) * result(wfull, ISA).seconds
-local wr = result(win, ISA).seconds / share
-target(("window 512 at L=%d: time / ((W/L) x non-causal time)"):format(LW), wr, "<= 1.3", wr <= 1.3)
+if wanted("window") then
+  progress(("sliding window 512 at L=%d"):format(LW))
+  local wfull = bench("llama3_8b", H8, { ["seq-q"] = LW, threads = 1, isa = ISA, ["no-reference"] = true })
+  local win = bench("llama3_8b", with(H8, "window={left=511,right=0}"),
+    { ["seq-q"] = LW, threads = 1, isa = ISA, ["no-reference"] = true })
+  record("window full", wfull)
+  record("window 512", win)
+  local share = (512 / LW) * result(wfull, ISA).seconds
+  local wr = result(win, ISA).seconds / share
+  target(("window 512 at L=%d: time / ((W/L) x non-causal time)"):format(LW), wr, "<= 1.3", wr <= 1.3)
+end
 
 -- 3b. chunked attention and the Sparse Transformer patterns at LW against
 -- the causal kernel's time scaled by the scores each computes (visible
 -- scores / the causal kernel's, as the bench counts them)
-progress(("chunked and sparse masks at L=%d"):format(LW))
-local scausal = bench("llama3_8b", with(H8, "causal=true"),
-  { ["seq-q"] = LW, threads = 1, isa = ISA, ["no-reference"] = true })
-record("causal (chunk and sparse reference)", scausal)
-for _, sp in ipairs({ { "chunk 2048", "chunk=2048", 1.3 },
-    { "sparse fixed 128/16", 'sparse={pattern="fixed",block=128,summary=16}', 1.5 },
-    { "sparse strided 128", 'sparse={pattern="strided",stride=128}', 2 } }) do
-  local r = bench("llama3_8b", with(H8, "causal=true", sp[2]),
+if wanted("sparse") then
+  progress(("chunked and sparse masks at L=%d"):format(LW))
+  local scausal = bench("llama3_8b", with(H8, "causal=true"),
     { ["seq-q"] = LW, threads = 1, isa = ISA, ["no-reference"] = true })
-  record(sp[1], r)
-  local sshare = r.visible_scores / scausal.visible_scores * result(scausal, ISA).seconds
-  local sr = result(r, ISA).seconds / sshare
-  target(("%s at L=%d: time / ((visible/causal) x causal time)"):format(sp[1], LW), sr,
-    ("<= %g"):format(sp[3]), sr <= sp[3])
+  record("causal (chunk and sparse reference)", scausal)
+  for _, sp in ipairs({ { "chunk 2048", "chunk=2048", 1.3 },
+      { "sparse fixed 128/16", 'sparse={pattern="fixed",block=128,summary=16}', 1.5 },
+      { "sparse strided 128", 'sparse={pattern="strided",stride=128}', 2 } }) do
+    local r = bench("llama3_8b", with(H8, "causal=true", sp[2]),
+      { ["seq-q"] = LW, threads = 1, isa = ISA, ["no-reference"] = true })
+    record(sp[1], r)
+    local sshare = r.visible_scores / scausal.visible_scores * result(scausal, ISA).seconds
+    local sr = result(r, ISA).seconds / sshare
+    target(("%s at L=%d: time / ((visible/causal) x causal time)"):format(sp[1], LW), sr,
+      ("<= %g"):format(sp[3]), sr <= sp[3])
+  end
 end
 
 -- 4. two threads
-progress(("2 threads L=%d"):format(L))
-local two = bench("llama3_8b", H8, { ["seq-q"] = L, threads = 2, isa = ISA, ["no-reference"] = true })
-record("prefill 2 threads", two)
-local scale = result(two, ISA).gflops / result(full, ISA).gflops
-target(("2 threads vs 1 at L=%d"):format(L), scale, ">= 1.85", scale >= 1.85)
+if wanted("threads") then
+  local f = full_run()
+  progress(("2 threads L=%d"):format(L))
+  local two = bench("llama3_8b", H8, { ["seq-q"] = L, threads = 2, isa = ISA, ["no-reference"] = true })
+  record("prefill 2 threads", two)
+  local scale = result(two, ISA).gflops / result(f, ISA).gflops
+  target(("2 threads vs 1 at L=%d"):format(L), scale, ">= 1.85", scale >= 1.85)
+end
 
 -- 5. odd head dims
-for _, d in ipairs({ 59, 72, 111 }) do
+for _, d in ipairs(wanted("odd") and { 59, 72, 111 } or {}) do
   progress(("head dim %d at L=%d"):format(d, LODD))
   local r = bench("llama3_8b", with(H8, "head_dim=" .. d), { ["seq-q"] = LODD, threads = 1, isa = ISA })
   record(("odd D=%d"):format(d), r)
@@ -284,8 +339,8 @@ for _, d in ipairs({ 59, 72, 111 }) do
 end
 
 -- 6. the AVX2 variant
-progress(("AVX2 L=%d"):format(L))
-do
+if wanted("avx2") then
+  progress(("AVX2 L=%d"):format(L))
   local what = ("AVX2 variant, D=128 L=%d: fraction of the AVX2 peak"):format(L)
   local avx2, err = bench("llama3_8b", H8, { ["seq-q"] = L, threads = 1, isa = "avx2", ["no-reference"] = true }, true)
   if avx2 then
@@ -300,7 +355,7 @@ end
 -- 7. generating and compiling one preset, f32 and all-bf16: the kernel's
 -- file in its build parts at once, as attngen's build cache compiles it (the
 -- target), and whole, as a plain `cc -c` of a vendored file does
-for _, preset in ipairs({ "llama3_8b", "mistral_7b_bf16" }) do
+for _, preset in ipairs(wanted("compile") and { "llama3_8b", "mistral_7b_bf16" } or {}) do
   progress("generate + compile " .. preset)
   local q = util.shell_quote
   local cc = ("cc -std=c99 -O2 -fopenmp -I%s/runtime"):format(q(root))
@@ -328,12 +383,13 @@ end
 
 -- 7b. reduced storage types (matmul = "f32"): prefill against the f32
 -- kernel of the same run (section 1), 1 thread
-for _, dt in ipairs({ "bf16", "f16" }) do
+for _, dt in ipairs(wanted("storage") and { "bf16", "f16" } or {}) do
+  local f = full_run()
   progress(("prefill %s storage L=%d, 1 thread"):format(dt, L))
   local r = bench("llama3_8b", with(H8, ("dtype=%q"):format(dt)),
     { ["seq-q"] = L, threads = 1, isa = ISA, ["no-reference"] = true })
   record(("prefill %s"):format(dt), r)
-  local ratio = result(r, ISA).gflops / result(full, ISA).gflops
+  local ratio = result(r, ISA).gflops / result(f, ISA).gflops
   target(("%s storage, D=128 L=%d: GFLOP/s / the f32 kernel's"):format(dt, L), ratio, ">= 0.95", ratio >= 0.95)
 end
 
@@ -343,7 +399,7 @@ end
 -- products, not the f32 kernel); and its fraction of the bf16 dot peak the
 -- bench measures.  Without the variant (a CPU without AVX512_BF16, or a
 -- generator that does not make it) the target is not held, with a note.
-do
+if wanted("bf16") then
   progress(("prefill all-bf16, matmul bf16, L=%d, 1 thread"):format(L))
   local what = ('matmul="bf16" (all-bf16), D=128 L=%d: GFLOP/s / f32, run just before'):format(L)
   local f32 = bench("llama3_8b", H8, { ["seq-q"] = L, threads = 1, isa = ISA, ["no-reference"] = true,
@@ -370,7 +426,7 @@ end
 -- states its FLOP count) against the FMA peak, and causal against attngen's
 -- own causal sdpa kernel at the same shape
 local LINEAR = { { "causal", "causal=true", ">= 0.60", 0.60 }, { "non-causal", "causal=false", ">= 0.70", 0.70 } }
-for _, c in ipairs(LINEAR) do
+for _, c in ipairs(wanted("linear") and LINEAR or {}) do
   progress(("linear attention, %s, L=%d, 1 thread"):format(c[1], L))
   local r = bench("linear_transformer", { c[2] },
     { ["seq-q"] = L, threads = 1, isa = ISA, ["no-reference"] = true })
@@ -396,7 +452,7 @@ end
 -- over its steps; the same run times the tanh loop on a shape where the tanh
 -- terms dominate (the bench's "tanh" fields) and counts its FMAs per term
 -- against the FMA peak.  Luong general: 1000-unit LSTM states.
-do
+if wanted("classic") then
   local STEP = { batch = 16, ["seq-q"] = 1, ["seq-k"] = 50, threads = 1, isa = ISA }
   progress("additive decoder step (RNNsearch), B=16 Lk=50, 1 thread")
   local opts = {}
@@ -445,7 +501,7 @@ local function decode(preset, lk, threads, round)
   record(("decode %s Lk=%d threads=%d%s"):format(preset, lk, threads, round and (" round=" .. round) or ""), r)
   return r, result(r, ISA)
 end
-do
+if wanted("decode") then
   local r, k = decode("llama3_8b", LK[1], 1)
   decode_rows[#decode_rows + 1] = decode_row("llama3_8b", LK[1], 1, r)
   target(("decode Llama-3-8B Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):format(LK[1]), k.kv_gbs / r.read_gbs,
@@ -461,7 +517,7 @@ end
 -- (the most demanding denominator).  Every round is printed.
 local ROUNDS = quick and 2 or 3
 local rounds = {}
-local long_slots = { reserve(), reserve(), reserve(), reserve() }
+local long_slots = wanted("decode") and { reserve(), reserve(), reserve(), reserve() }
 -- the reduced K/V caches of the same shape (Q and O f32), one thread: the
 -- K/V bytes halve, so the time should too
 local CACHES = { { key = "f16", set = 'dtype={kv="f16"}' }, { key = "bf16", set = 'dtype={kv="bf16"}' } }
@@ -479,7 +535,7 @@ local function decode_round()
     rounds[n][c.key] = decode_row("llama3_8b (" .. c.key .. " K/V)", LONG, 1, r)
   end
 end
-decode_round()
+if wanted("decode") then decode_round() end
 
 --- The other presets the decode table compares, derived from configs/: every
 -- sdpa preset that runs the decode path (causal, decode_max_q > 0), one for each
@@ -504,7 +560,7 @@ local function decode_presets()
   end
   return names
 end
-local other_presets = decode_presets()
+local other_presets = wanted("decode") and decode_presets() or {}
 for _, lk in ipairs(LK) do
   for _, preset in ipairs(other_presets) do
     decode_rows[#decode_rows + 1] = decode_row(preset, lk, 1, (decode(preset, lk, 1)))
@@ -514,7 +570,7 @@ end
 -- 9. where the decode path stops paying: Lq rows against a 4096-key cache,
 -- decode path forced on (decode_max_q = 64) and off (0)
 local crossover = {}
-for _, lq in ipairs(quick and { 1, 16, 64 } or { 1, 4, 8, 16, 32, 64 }) do
+for _, lq in ipairs(not wanted("threshold") and {} or quick and { 1, 16, 64 } or { 1, 4, 8, 16, 32, 64 }) do
   progress(("decode threshold Lq=%d"):format(lq))
   local t = {}
   for _, mq in ipairs({ 64, 0 }) do
@@ -534,7 +590,8 @@ end
 -- rows are judged at the end, when every run's peak is known.
 local short_prompts = {}
 local SHORT_GOALS = { [256] = 0.60, [512] = 0.72, [1024] = 0.78 }
-for _, l in ipairs(quick and { 128, 256, 512, 1024 } or { 128, 256, 512, 1024, 2048, 4096 }) do
+for _, l in ipairs(not wanted("short") and {} or quick and { 128, 256, 512, 1024 }
+    or { 128, 256, 512, 1024, 2048, 4096 }) do
   progress(("causal prefill L=%d, 1 thread"):format(l))
   local r = bench("llama3_8b", with(H8, "causal=true"), { ["seq-q"] = l, threads = 1, isa = ISA,
     ["no-reference"] = true, ["no-blas"] = true })
@@ -549,7 +606,7 @@ end
 -- max(K/V bytes / read bandwidth, visible-score FLOPs / FMA peak), each
 -- measured in the same bench run
 local multi = {}
-for _, lk in ipairs(LK) do
+for _, lk in ipairs(wanted("multi") and LK or {}) do
   for _, lq in ipairs(quick and { 1, 2, 4, 8 } or { 1, 2, 4, 8, 16 }) do
     progress(("decode Llama-3-8B Lq=%d Lk=%d, 1 thread"):format(lq, lk))
     local r = bench("llama3_8b", {}, { ["seq-q"] = lq, ["seq-k"] = lk, threads = 1, isa = ISA,
@@ -567,11 +624,11 @@ for _, lk in ipairs(LK) do
   end
 end
 
-if ROUNDS >= 2 then decode_round() end
+if ROUNDS >= 2 and wanted("decode") then decode_round() end
 
 -- 10. the sweep for the plot: GFLOP/s against L per implementation
 local series, peak = {}, 0
-local lengths = quick and { 256, 512, 1024 } or { 256, 512, 1024, 2048, 4096 }
+local lengths = not wanted("sweep") and {} or quick and { 256, 512, 1024 } or { 256, 512, 1024, 2048, 4096 }
 for _, l in ipairs(lengths) do
   progress(("sweep L=%d"):format(l))
   local r = bench("llama3_8b", H8, { ["seq-q"] = l, threads = 1 })
@@ -582,7 +639,7 @@ for _, l in ipairs(lengths) do
     if x.impl == ISA then peak = math.max(peak, x.peak_gflops) end
   end
 end
-if ROUNDS >= 3 then decode_round() end
+if ROUNDS >= 3 and wanted("decode") then decode_round() end
 progress("")
 if tty then io.write("\r\27[K") end
 
@@ -604,6 +661,7 @@ for _, x in ipairs(short_prompts) do
 end
 
 -- the long-cache decode targets: each thread count's best over the rounds
+local best_one, best_two
 local function best_of_rounds(which)
   local b
   for _, rd in ipairs(rounds) do
@@ -619,19 +677,21 @@ local function best_of_rounds(which)
   end
   return b
 end
-local best_one, best_two = best_of_rounds("one"), best_of_rounds("two")
-target(("decode Llama-3-8B Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):format(LONG), best_one.gbs / best_one.bw,
-  ">= 0.80", best_one.gbs / best_one.bw >= 0.80, nil, long_slots[1])
-target(("decode Llama-3-8B Lk=%d: 2 threads vs 1"):format(LONG), best_one.ms / best_two.ms, ">= 1.6",
-  best_one.ms / best_two.ms >= 1.6, nil, long_slots[2])
-for i, c in ipairs(CACHES) do
-  local b = best_of_rounds(c.key)
-  target(("decode Llama-3-8B, %s K/V, Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):format(c.key, LONG),
-    b.gbs / b.bw, ">= 0.80", b.gbs / b.bw >= 0.80, nil, long_slots[2 + i])
-  table.insert(decode_rows, decode_at, b)
+if #rounds > 0 then
+  best_one, best_two = best_of_rounds("one"), best_of_rounds("two")
+  target(("decode Llama-3-8B Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):format(LONG), best_one.gbs / best_one.bw,
+    ">= 0.80", best_one.gbs / best_one.bw >= 0.80, nil, long_slots[1])
+  target(("decode Llama-3-8B Lk=%d: 2 threads vs 1"):format(LONG), best_one.ms / best_two.ms, ">= 1.6",
+    best_one.ms / best_two.ms >= 1.6, nil, long_slots[2])
+  for i, c in ipairs(CACHES) do
+    local b = best_of_rounds(c.key)
+    target(("decode Llama-3-8B, %s K/V, Lq=1 Lk=%d, 1 thread: K/V read / read bandwidth"):format(c.key, LONG),
+      b.gbs / b.bw, ">= 0.80", b.gbs / b.bw >= 0.80, nil, long_slots[2 + i])
+    table.insert(decode_rows, decode_at, b)
+  end
+  table.insert(decode_rows, decode_at, best_two)
+  table.insert(decode_rows, decode_at, best_one)
 end
-table.insert(decode_rows, decode_at, best_two)
-table.insert(decode_rows, decode_at, best_one)
 
 -- report
 print(("attngen bench suite (%s): one run, ratios measured side by side"):format(quick and "quick" or "full"))
@@ -642,54 +702,68 @@ for _, r in ipairs(rows) do
   all = all and (r.info or r.ok)
 end
 for _, n in ipairs(notes) do print("  note: " .. n) end
-print()
-print(("decode, Lq = 1, %s (K/V: bytes every implementation must read; read BW: measured in the same run)")
-  :format(isa_name()))
-print(("%-22s %7s %7s %10s %10s %10s %8s %12s"):format("model", "Lk", "threads", "time (ms)", "K/V GB/s",
-  "read BW", "of BW", "OpenBLAS ms"))
-for _, d in ipairs(decode_rows) do
-  print(("%-22s %7d %7d %10.3f %10.2f %10.2f %7.0f%% %12s"):format(d.preset, d.lk, d.threads, d.ms, d.gbs, d.bw,
-    100 * d.gbs / d.bw, d.blas_ms and ("%.2f"):format(d.blas_ms) or "-"))
+if #decode_rows > 0 then
+  print()
+  print(("decode, Lq = 1, %s (K/V: bytes every implementation must read; read BW: measured in the same run)")
+    :format(isa_name()))
+  print(("%-22s %7s %7s %10s %10s %10s %8s %12s"):format("model", "Lk", "threads", "time (ms)", "K/V GB/s",
+    "read BW", "of BW", "OpenBLAS ms"))
+  for _, d in ipairs(decode_rows) do
+    print(("%-22s %7d %7d %10.3f %10.2f %10.2f %7.0f%% %12s"):format(d.preset, d.lk, d.threads, d.ms, d.gbs, d.bw,
+      100 * d.gbs / d.bw, d.blas_ms and ("%.2f"):format(d.blas_ms) or "-"))
+  end
 end
-print()
--- every round of the long-cache targets; the last column, what the machine
--- itself gives a second thread, is the ceiling of the two-thread target
-print(("Llama-3-8B Lq=1 Lk=%d in %d rounds over the suite (best: each column's best, which gives the targets)")
-  :format(LONG, #rounds))
-print(("%7s %14s %8s %16s %8s %16s"):format("round", "1 thread (ms)", "of BW", "2 threads (ms)", "2 vs 1",
-  "read BW 2 vs 1"))
-for n, rd in ipairs(rounds) do
-  print(("%7s %14.3f %7.0f%% %16.3f %8.2f %16.2f"):format(n, rd.one.ms, 100 * rd.one.gbs / rd.one.bw, rd.two.ms,
-    rd.one.ms / rd.two.ms, rd.two.bw / rd.one.bw))
+if #rounds > 0 then
+  print()
+  -- every round of the long-cache targets; the last column, what the machine
+  -- itself gives a second thread, is the ceiling of the two-thread target
+  print(("Llama-3-8B Lq=1 Lk=%d in %d rounds over the suite (best: each column's best, which gives the targets)")
+    :format(LONG, #rounds))
+  print(("%7s %14s %8s %16s %8s %16s"):format("round", "1 thread (ms)", "of BW", "2 threads (ms)", "2 vs 1",
+    "read BW 2 vs 1"))
+  for n, rd in ipairs(rounds) do
+    print(("%7s %14.3f %7.0f%% %16.3f %8.2f %16.2f"):format(n, rd.one.ms, 100 * rd.one.gbs / rd.one.bw, rd.two.ms,
+      rd.one.ms / rd.two.ms, rd.two.bw / rd.one.bw))
+  end
+  print(("%7s %14.3f %7.0f%% %16.3f %8.2f %16.2f"):format("best", best_one.ms, 100 * best_one.gbs / best_one.bw,
+    best_two.ms, best_one.ms / best_two.ms, best_two.bw / best_one.bw))
 end
-print(("%7s %14.3f %7.0f%% %16.3f %8.2f %16.2f"):format("best", best_one.ms, 100 * best_one.gbs / best_one.bw,
-  best_two.ms, best_one.ms / best_two.ms, best_two.bw / best_one.bw))
-print()
-print("decode path against the prefill kernel, Llama-3-8B, Lk = 4096, 1 thread (decode_max_q picks)")
-print(("%6s %14s %14s"):format("Lq", "decode (ms)", "prefill (ms)"))
-for _, c in ipairs(crossover) do
-  print(("%6d %14.3f %14.3f"):format(c.lq, c.decode_ms, c.prefill_ms))
+if #crossover > 0 then
+  print()
+  print("decode path against the prefill kernel, Llama-3-8B, Lk = 4096, 1 thread (decode_max_q picks)")
+  print(("%6s %14s %14s"):format("Lq", "decode (ms)", "prefill (ms)"))
+  for _, c in ipairs(crossover) do
+    print(("%6d %14.3f %14.3f"):format(c.lq, c.decode_ms, c.prefill_ms))
+  end
 end
-print()
-print(("causal prefill, H = 8, D = 128, 1 thread, %s (short prompts; of peak: of the suite's best"
-  .. " one-thread peak, %.0f GFLOP/s; run's peak: the one its own run measured)"):format(isa_name(), suite_peak))
-print(("%6s %10s %10s %10s %12s"):format("L", "time (ms)", "GFLOP/s", "of peak", "run's peak"))
-for _, x in ipairs(short_prompts) do
-  print(("%6d %10.3f %10.1f %9.0f%% %12.0f"):format(x.l, x.ms, x.gflops, 100 * x.frac, x.run_peak))
+if #short_prompts > 0 then
+  print()
+  print(("causal prefill, H = 8, D = 128, 1 thread, %s (short prompts; of peak: of the suite's best"
+    .. " one-thread peak, %.0f GFLOP/s; run's peak: the one its own run measured)"):format(isa_name(), suite_peak))
+  print(("%6s %10s %10s %10s %12s"):format("L", "time (ms)", "GFLOP/s", "of peak", "run's peak"))
+  for _, x in ipairs(short_prompts) do
+    print(("%6d %10.3f %10.1f %9.0f%% %12.0f"):format(x.l, x.ms, x.gflops, 100 * x.frac, x.run_peak))
+  end
 end
-print()
-print(("multi-token decode, Llama-3-8B, 1 thread, %s (roofline: max(K/V bytes / read BW, FLOPs / FMA peak))")
-  :format(isa_name()))
-print(("%6s %7s %10s %12s %8s  %s"):format("Lq", "Lk", "time (ms)", "roofline ms", "ratio", "bound by"))
-for _, x in ipairs(multi) do
-  print(("%6d %7d %10.3f %12.3f %8.2f  %s"):format(x.lq, x.lk, x.ms, x.roof_ms, x.ms / x.roof_ms, x.bound))
+if #multi > 0 then
+  print()
+  print(("multi-token decode, Llama-3-8B, 1 thread, %s (roofline: max(K/V bytes / read BW, FLOPs / FMA peak))")
+    :format(isa_name()))
+  print(("%6s %7s %10s %12s %8s  %s"):format("Lq", "Lk", "time (ms)", "roofline ms", "ratio", "bound by"))
+  for _, x in ipairs(multi) do
+    print(("%6d %7d %10.3f %12.3f %8.2f  %s"):format(x.lq, x.lk, x.ms, x.roof_ms, x.ms / x.roof_ms, x.bound))
+  end
 end
 util.makepath(out)
 util.write_atomic(out .. "/results.json", json.encode({ quick = quick, isa = ISA, runs = runs, targets = rows,
   decode = decode_rows, decode_rounds = rounds, decode_threshold = crossover, short_prompts = short_prompts,
-  multi_token_decode = multi },
+  multi_token_decode = multi, sections = only and util.sorted_keys(only) or nil },
   { indent = true }) .. "\n")
 if partial then partial:close(); os.remove(partial_path) end
-write_plot(series, peak)
-print(("wrote %s/results.json and %s/prefill.svg"):format(out, out))
+if #lengths > 0 then
+  write_plot(series, peak)
+  print(("wrote %s/results.json and %s/prefill.svg"):format(out, out))
+else
+  print(("wrote %s/results.json"):format(out))
+end
 os.exit(all and 0 or 1)
