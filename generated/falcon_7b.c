@@ -97,6 +97,17 @@ enum {
 #endif
 #endif
 
+/* Functions kept out of line: the micro-kernels, whose register blocking gcc
+ * loses when it inlines one with a single caller into a work unit (an f16 or
+ * bf16 config's prefill products measured about 1.4 times slower so). */
+#ifndef ATTN_NOINLINE
+#if defined(__GNUC__)
+#define ATTN_NOINLINE __attribute__((noinline))
+#else
+#define ATTN_NOINLINE
+#endif
+#endif
+
 /* How a block of query rows sees a block of keys. */
 typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_falcon_7b_tile_class;
 
@@ -361,7 +372,7 @@ __attribute__((target("avx512f,fma"))) static inline __m512 attn_exp2__avx512(__
 
 /* C[8][32] = A[8][64] B[64][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -564,7 +575,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_qk_8x32_f32__a
 
 /* C[1][32] = A[1][64] B[64][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -628,7 +639,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_qk_1x32_f32__a
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -700,7 +711,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_6x64_f32__a
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -765,7 +776,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_5x64_f32__a
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -823,7 +834,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_4x64_f32__a
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -874,7 +885,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_3x64_f32__a
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -918,7 +929,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_2x64_f32__a
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1441,8 +1452,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_unit__avx512(c
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -1680,7 +1690,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256 attn_exp2__avx2(__
 
 /* C[4][16] = A[4][64] B[64][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -1803,7 +1813,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_qk_4x16_f32_
 
 /* C[1][16] = A[1][64] B[64][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -1867,7 +1877,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_qk_1x16_f32_
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -1999,7 +2009,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_4x64_f32_
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 10 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2114,7 +2124,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_3x64_f32_
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 7 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2212,7 +2222,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_2x64_f32_
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2819,8 +2829,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_unit__avx2(c
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -3038,7 +3047,7 @@ static inline float32x4_t attn_exp2__neon(float32x4_t x)
 
 /* C[8][8] = A[8][64] B[64][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 19 vector registers. */
-static void attn_falcon_7b_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_falcon_7b_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -3241,7 +3250,7 @@ static void attn_falcon_7b_qk_8x8_f32__neon(const float *restrict a, int64_t as,
 
 /* C[1][8] = A[1][64] B[64][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
-static void attn_falcon_7b_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_falcon_7b_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -3305,7 +3314,7 @@ static void attn_falcon_7b_qk_1x8_f32__neon(const float *restrict a, int64_t as,
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-static void attn_falcon_7b_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_falcon_7b_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -3551,7 +3560,7 @@ static void attn_falcon_7b_pv_6x64_f32__neon(const float *restrict p, int64_t ps
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-static void attn_falcon_7b_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_falcon_7b_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -3772,7 +3781,7 @@ static void attn_falcon_7b_pv_5x64_f32__neon(const float *restrict p, int64_t ps
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-static void attn_falcon_7b_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_falcon_7b_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -3968,7 +3977,7 @@ static void attn_falcon_7b_pv_4x64_f32__neon(const float *restrict p, int64_t ps
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-static void attn_falcon_7b_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_falcon_7b_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4139,7 +4148,7 @@ static void attn_falcon_7b_pv_3x64_f32__neon(const float *restrict p, int64_t ps
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-static void attn_falcon_7b_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_falcon_7b_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4285,7 +4294,7 @@ static void attn_falcon_7b_pv_2x64_f32__neon(const float *restrict p, int64_t ps
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-static void attn_falcon_7b_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_falcon_7b_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4864,8 +4873,7 @@ static void attn_falcon_7b_unit__neon(const attn_args *args, const float *kt, co
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -5049,7 +5057,7 @@ attn_status attn_falcon_7b_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][64] B[64][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 11 vector registers. */
-ATTN_NO_AUTOVEC static void attn_falcon_7b_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_falcon_7b_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -5172,7 +5180,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_qk_4x2_f32__scalar(const float *restr
 
 /* C[1][2] = A[1][64] B[64][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  256 FLOPs, 5 vector registers. */
-ATTN_NO_AUTOVEC static void attn_falcon_7b_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_falcon_7b_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -5236,7 +5244,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_qk_1x2_f32__scalar(const float *restr
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
-ATTN_NO_AUTOVEC static void attn_falcon_7b_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_falcon_7b_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -5308,7 +5316,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_pv_4x64_f32__scalar(const float *rest
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
-ATTN_NO_AUTOVEC static void attn_falcon_7b_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_falcon_7b_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -5796,8 +5804,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_unit__scalar(const attn_args *args, c
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;

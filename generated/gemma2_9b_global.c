@@ -98,12 +98,9 @@ enum {
 #endif
 #endif
 
-/* How a block of query rows sees a block of keys. */
-typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_gemma2_9b_global_tile_class;
-
-/* The streaming decode path inlines its per-key steps into the loop over kv
- * heads (gcc would call them) and keeps the rare rescale out of line, so
- * that the compiler leaves the rows' O in memory around it. */
+/* Functions kept out of line: the micro-kernels, whose register blocking gcc
+ * loses when it inlines one with a single caller into a work unit (an f16 or
+ * bf16 config's prefill products measured about 1.4 times slower so). */
 #ifndef ATTN_NOINLINE
 #if defined(__GNUC__)
 #define ATTN_NOINLINE __attribute__((noinline))
@@ -111,6 +108,13 @@ typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_gemma2_9b_global_tile
 #define ATTN_NOINLINE
 #endif
 #endif
+
+/* How a block of query rows sees a block of keys. */
+typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_gemma2_9b_global_tile_class;
+
+/* The streaming decode path inlines its per-key steps into the loop over kv
+ * heads (gcc would call them) and keeps the rare rescale out of line
+ * (ATTN_NOINLINE), so that the compiler leaves the rows' O in memory around it. */
 #ifndef ATTN_INLINE
 #if defined(__GNUC__)
 #define ATTN_INLINE __attribute__((always_inline)) inline
@@ -454,7 +458,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_tanh_q4__avx512
 
 /* C[8][32] = A[8][256] B[256][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  131072 FLOPs, 19 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -657,7 +661,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_qk_8x32
 
 /* C[1][32] = A[1][256] B[256][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  16384 FLOPs, 5 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -721,7 +725,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_qk_1x32
 /* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 3072 FLOPs per key, 31 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_6x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_6x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -967,7 +971,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_6x25
 /* O[5][256] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2560 FLOPs per key, 26 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_5x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_5x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1188,7 +1192,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_5x25
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 21 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_4x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_4x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1384,7 +1388,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_4x25
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1536 FLOPs per key, 16 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_3x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_3x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1555,7 +1559,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_3x25
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_2x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_2x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1701,7 +1705,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_2x25
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_1x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_1x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2508,8 +2512,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__a
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -2822,7 +2825,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_tanh_q4__avx2
 
 /* C[4][16] = A[4][256] B[256][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  32768 FLOPs, 11 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -2945,7 +2948,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_qk_4x
 
 /* C[1][16] = A[1][256] B[256][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -3009,7 +3012,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_qk_1x
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 13 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_4x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_4x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3081,7 +3084,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_4x
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1536 FLOPs per key, 10 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_3x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_3x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3144,7 +3147,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_3x
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1024 FLOPs per key, 7 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_2x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_2x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3198,7 +3201,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_2x
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 4 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_1x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_1x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3937,8 +3940,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit_
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -4243,7 +4245,7 @@ static inline float32x4_t attn_tanh_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][256] B[256][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
-static void attn_gemma2_9b_global_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_gemma2_9b_global_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -4446,7 +4448,7 @@ static void attn_gemma2_9b_global_qk_8x8_f32__neon(const float *restrict a, int6
 
 /* C[1][8] = A[1][256] B[256][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-static void attn_gemma2_9b_global_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_gemma2_9b_global_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -4510,7 +4512,7 @@ static void attn_gemma2_9b_global_qk_1x8_f32__neon(const float *restrict a, int6
 /* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 3072 FLOPs per key, 31 vector registers. */
-static void attn_gemma2_9b_global_pv_6x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gemma2_9b_global_pv_6x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4640,7 +4642,7 @@ static void attn_gemma2_9b_global_pv_6x256_f32__neon(const float *restrict p, in
 /* O[5][256] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2560 FLOPs per key, 26 vector registers. */
-static void attn_gemma2_9b_global_pv_5x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gemma2_9b_global_pv_5x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4757,7 +4759,7 @@ static void attn_gemma2_9b_global_pv_5x256_f32__neon(const float *restrict p, in
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 21 vector registers. */
-static void attn_gemma2_9b_global_pv_4x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gemma2_9b_global_pv_4x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4861,7 +4863,7 @@ static void attn_gemma2_9b_global_pv_4x256_f32__neon(const float *restrict p, in
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1536 FLOPs per key, 16 vector registers. */
-static void attn_gemma2_9b_global_pv_3x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gemma2_9b_global_pv_3x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4952,7 +4954,7 @@ static void attn_gemma2_9b_global_pv_3x256_f32__neon(const float *restrict p, in
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
-static void attn_gemma2_9b_global_pv_2x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gemma2_9b_global_pv_2x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -5030,7 +5032,7 @@ static void attn_gemma2_9b_global_pv_2x256_f32__neon(const float *restrict p, in
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 6 vector registers. */
-static void attn_gemma2_9b_global_pv_1x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gemma2_9b_global_pv_1x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -5821,8 +5823,7 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -6059,7 +6060,7 @@ attn_status attn_gemma2_9b_global_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][256] B[256][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  4096 FLOPs, 11 vector registers. */
-ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -6182,7 +6183,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_qk_4x2_f32__scalar(const float
 
 /* C[1][2] = A[1][256] B[256][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
-ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -6246,7 +6247,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_qk_1x2_f32__scalar(const float
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 128 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 13 vector registers. */
-ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_pv_4x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_pv_4x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -6318,7 +6319,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_pv_4x256_f32__scalar(const flo
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 128 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 4 vector registers. */
-ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_pv_1x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_pv_1x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -7005,8 +7006,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_unit__scalar(const attn_args *
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;

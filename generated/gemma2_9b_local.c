@@ -98,12 +98,9 @@ enum {
 #endif
 #endif
 
-/* How a block of query rows sees a block of keys. */
-typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_gemma2_9b_local_tile_class;
-
-/* The streaming decode path inlines its per-key steps into the loop over kv
- * heads (gcc would call them) and keeps the rare rescale out of line, so
- * that the compiler leaves the rows' O in memory around it. */
+/* Functions kept out of line: the micro-kernels, whose register blocking gcc
+ * loses when it inlines one with a single caller into a work unit (an f16 or
+ * bf16 config's prefill products measured about 1.4 times slower so). */
 #ifndef ATTN_NOINLINE
 #if defined(__GNUC__)
 #define ATTN_NOINLINE __attribute__((noinline))
@@ -111,6 +108,13 @@ typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_gemma2_9b_local_tile_
 #define ATTN_NOINLINE
 #endif
 #endif
+
+/* How a block of query rows sees a block of keys. */
+typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_gemma2_9b_local_tile_class;
+
+/* The streaming decode path inlines its per-key steps into the loop over kv
+ * heads (gcc would call them) and keeps the rare rescale out of line
+ * (ATTN_NOINLINE), so that the compiler leaves the rows' O in memory around it. */
 #ifndef ATTN_INLINE
 #if defined(__GNUC__)
 #define ATTN_INLINE __attribute__((always_inline)) inline
@@ -455,7 +459,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_tanh_q4__avx512
 
 /* C[8][32] = A[8][256] B[256][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  131072 FLOPs, 19 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -658,7 +662,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_8x32_
 
 /* C[1][32] = A[1][256] B[256][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  16384 FLOPs, 5 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -722,7 +726,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_1x32_
 /* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 3072 FLOPs per key, 31 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_6x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_6x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -968,7 +972,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_6x256
 /* O[5][256] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2560 FLOPs per key, 26 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_5x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_5x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1189,7 +1193,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_5x256
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 21 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_4x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_4x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1385,7 +1389,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_4x256
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1536 FLOPs per key, 16 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_3x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_3x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1556,7 +1560,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_3x256
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_2x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_2x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1702,7 +1706,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_2x256
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_1x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_pv_1x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2509,8 +2513,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_unit__av
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -2823,7 +2826,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_tanh_q4__avx2
 
 /* C[4][16] = A[4][256] B[256][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  32768 FLOPs, 11 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -2946,7 +2949,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_4x1
 
 /* C[1][16] = A[1][256] B[256][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -3010,7 +3013,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_1x1
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 13 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_4x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_4x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3082,7 +3085,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_4x2
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1536 FLOPs per key, 10 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_3x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_3x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3145,7 +3148,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_3x2
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1024 FLOPs per key, 7 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_2x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_2x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3199,7 +3202,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_2x2
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 4 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_1x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_pv_1x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3938,8 +3941,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_unit__
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -4244,7 +4246,7 @@ static inline float32x4_t attn_tanh_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][256] B[256][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
-static void attn_gemma2_9b_local_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_gemma2_9b_local_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -4447,7 +4449,7 @@ static void attn_gemma2_9b_local_qk_8x8_f32__neon(const float *restrict a, int64
 
 /* C[1][8] = A[1][256] B[256][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-static void attn_gemma2_9b_local_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_gemma2_9b_local_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -4511,7 +4513,7 @@ static void attn_gemma2_9b_local_qk_1x8_f32__neon(const float *restrict a, int64
 /* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 3072 FLOPs per key, 31 vector registers. */
-static void attn_gemma2_9b_local_pv_6x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gemma2_9b_local_pv_6x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4641,7 +4643,7 @@ static void attn_gemma2_9b_local_pv_6x256_f32__neon(const float *restrict p, int
 /* O[5][256] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2560 FLOPs per key, 26 vector registers. */
-static void attn_gemma2_9b_local_pv_5x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gemma2_9b_local_pv_5x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4758,7 +4760,7 @@ static void attn_gemma2_9b_local_pv_5x256_f32__neon(const float *restrict p, int
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 21 vector registers. */
-static void attn_gemma2_9b_local_pv_4x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gemma2_9b_local_pv_4x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4862,7 +4864,7 @@ static void attn_gemma2_9b_local_pv_4x256_f32__neon(const float *restrict p, int
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1536 FLOPs per key, 16 vector registers. */
-static void attn_gemma2_9b_local_pv_3x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gemma2_9b_local_pv_3x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4953,7 +4955,7 @@ static void attn_gemma2_9b_local_pv_3x256_f32__neon(const float *restrict p, int
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 1024 FLOPs per key, 11 vector registers. */
-static void attn_gemma2_9b_local_pv_2x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gemma2_9b_local_pv_2x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -5031,7 +5033,7 @@ static void attn_gemma2_9b_local_pv_2x256_f32__neon(const float *restrict p, int
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 6 vector registers. */
-static void attn_gemma2_9b_local_pv_1x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gemma2_9b_local_pv_1x256_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -5822,8 +5824,7 @@ static void attn_gemma2_9b_local_unit__neon(const attn_args *args, const float *
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -6060,7 +6061,7 @@ attn_status attn_gemma2_9b_local_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][256] B[256][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  4096 FLOPs, 11 vector registers. */
-ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -6183,7 +6184,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_4x2_f32__scalar(const float 
 
 /* C[1][2] = A[1][256] B[256][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
-ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -6247,7 +6248,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_1x2_f32__scalar(const float 
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 128 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 2048 FLOPs per key, 13 vector registers. */
-ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_pv_4x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_pv_4x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -6319,7 +6320,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_pv_4x256_f32__scalar(const floa
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 128 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 512 FLOPs per key, 4 vector registers. */
-ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_pv_1x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_pv_1x256_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -7006,8 +7007,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_unit__scalar(const attn_args *a
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;

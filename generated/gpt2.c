@@ -97,12 +97,9 @@ enum {
 #endif
 #endif
 
-/* How a block of query rows sees a block of keys. */
-typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_gpt2_tile_class;
-
-/* The streaming decode path inlines its per-key steps into the loop over kv
- * heads (gcc would call them) and keeps the rare rescale out of line, so
- * that the compiler leaves the rows' O in memory around it. */
+/* Functions kept out of line: the micro-kernels, whose register blocking gcc
+ * loses when it inlines one with a single caller into a work unit (an f16 or
+ * bf16 config's prefill products measured about 1.4 times slower so). */
 #ifndef ATTN_NOINLINE
 #if defined(__GNUC__)
 #define ATTN_NOINLINE __attribute__((noinline))
@@ -110,6 +107,13 @@ typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_gpt2_tile_class;
 #define ATTN_NOINLINE
 #endif
 #endif
+
+/* How a block of query rows sees a block of keys. */
+typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_gpt2_tile_class;
+
+/* The streaming decode path inlines its per-key steps into the loop over kv
+ * heads (gcc would call them) and keeps the rare rescale out of line
+ * (ATTN_NOINLINE), so that the compiler leaves the rows' O in memory around it. */
 #ifndef ATTN_INLINE
 #if defined(__GNUC__)
 #define ATTN_INLINE __attribute__((always_inline)) inline
@@ -415,7 +419,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
 
 /* C[8][32] = A[8][64] B[64][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gpt2_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt2_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -618,7 +622,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_qk_8x32_f32__avx512
 
 /* C[1][32] = A[1][64] B[64][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gpt2_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt2_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -682,7 +686,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_qk_1x32_f32__avx512
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -754,7 +758,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_6x64_f32__avx512
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -819,7 +823,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_5x64_f32__avx512
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -877,7 +881,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_4x64_f32__avx512
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -928,7 +932,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_3x64_f32__avx512
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -972,7 +976,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_2x64_f32__avx512
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gpt2_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2520,8 +2524,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_unit__avx512(const 
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -2779,7 +2782,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
 
 /* C[4][16] = A[4][64] B[64][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -2902,7 +2905,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_qk_4x16_f32__avx2
 
 /* C[1][16] = A[1][64] B[64][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -2966,7 +2969,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_qk_1x16_f32__avx2
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3098,7 +3101,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_4x64_f32__avx2
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 10 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3213,7 +3216,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_3x64_f32__avx2
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 7 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3311,7 +3314,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_2x64_f32__avx2
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -5239,8 +5242,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_unit__avx2(const 
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -5478,7 +5480,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][64] B[64][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 19 vector registers. */
-static void attn_gpt2_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_gpt2_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -5681,7 +5683,7 @@ static void attn_gpt2_qk_8x8_f32__neon(const float *restrict a, int64_t as, cons
 
 /* C[1][8] = A[1][64] B[64][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
-static void attn_gpt2_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_gpt2_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -5745,7 +5747,7 @@ static void attn_gpt2_qk_1x8_f32__neon(const float *restrict a, int64_t as, cons
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-static void attn_gpt2_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gpt2_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -5991,7 +5993,7 @@ static void attn_gpt2_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-static void attn_gpt2_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gpt2_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -6212,7 +6214,7 @@ static void attn_gpt2_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-static void attn_gpt2_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gpt2_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -6408,7 +6410,7 @@ static void attn_gpt2_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-static void attn_gpt2_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gpt2_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -6579,7 +6581,7 @@ static void attn_gpt2_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-static void attn_gpt2_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gpt2_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -6725,7 +6727,7 @@ static void attn_gpt2_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-static void attn_gpt2_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_gpt2_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -8115,8 +8117,7 @@ static void attn_gpt2_unit__neon(const attn_args *args, const float *kt, const f
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -8300,7 +8301,7 @@ attn_status attn_gpt2_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][64] B[64][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 11 vector registers. */
-ATTN_NO_AUTOVEC static void attn_gpt2_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gpt2_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -8423,7 +8424,7 @@ ATTN_NO_AUTOVEC static void attn_gpt2_qk_4x2_f32__scalar(const float *restrict a
 
 /* C[1][2] = A[1][64] B[64][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  256 FLOPs, 5 vector registers. */
-ATTN_NO_AUTOVEC static void attn_gpt2_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gpt2_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -8487,7 +8488,7 @@ ATTN_NO_AUTOVEC static void attn_gpt2_qk_1x2_f32__scalar(const float *restrict a
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
-ATTN_NO_AUTOVEC static void attn_gpt2_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gpt2_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -8559,7 +8560,7 @@ ATTN_NO_AUTOVEC static void attn_gpt2_pv_4x64_f32__scalar(const float *restrict 
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
-ATTN_NO_AUTOVEC static void attn_gpt2_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gpt2_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -9047,8 +9048,7 @@ ATTN_NO_AUTOVEC static void attn_gpt2_unit__scalar(const attn_args *args, const 
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;

@@ -94,6 +94,17 @@ enum {
 #endif
 #endif
 
+/* Functions kept out of line: the micro-kernels, whose register blocking gcc
+ * loses when it inlines one with a single caller into a work unit (an f16 or
+ * bf16 config's prefill products measured about 1.4 times slower so). */
+#ifndef ATTN_NOINLINE
+#if defined(__GNUC__)
+#define ATTN_NOINLINE __attribute__((noinline))
+#else
+#define ATTN_NOINLINE
+#endif
+#endif
+
 /* Query row i of head h in batch b. */
 static inline const float *attn_linear_transformer_q_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -297,7 +308,7 @@ __attribute__((target("avx512f,fma"))) static inline __m512 attn_exp2__avx512(__
 
 /* C[8][32] = A[8][64] B[64][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 19 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -500,7 +511,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_qk_8x
 
 /* C[1][32] = A[1][64] B[64][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -564,7 +575,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_qk_1x
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_6x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -636,7 +647,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_6x
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_5x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -701,7 +712,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_5x
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_4x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -759,7 +770,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_4x
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_3x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -810,7 +821,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_3x
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_2x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -854,7 +865,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_2x
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_pv_1x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1286,7 +1297,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m256 attn_exp2__avx2(__
 
 /* C[4][16] = A[4][64] B[64][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -1409,7 +1420,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_qk_
 
 /* C[1][16] = A[1][64] B[64][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -1473,7 +1484,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_qk_
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -1605,7 +1616,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 10 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -1720,7 +1731,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 7 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_2x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -1818,7 +1829,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2271,7 +2282,7 @@ static inline float32x4_t attn_exp2__neon(float32x4_t x)
 
 /* C[8][8] = A[8][64] B[64][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 19 vector registers. */
-static void attn_linear_transformer_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_linear_transformer_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -2474,7 +2485,7 @@ static void attn_linear_transformer_qk_8x8_f32__neon(const float *restrict a, in
 
 /* C[1][8] = A[1][64] B[64][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  1024 FLOPs, 5 vector registers. */
-static void attn_linear_transformer_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_linear_transformer_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -2538,7 +2549,7 @@ static void attn_linear_transformer_qk_1x8_f32__neon(const float *restrict a, in
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
-static void attn_linear_transformer_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_linear_transformer_pv_6x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -2784,7 +2795,7 @@ static void attn_linear_transformer_pv_6x64_f32__neon(const float *restrict p, i
 /* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 640 FLOPs per key, 26 vector registers. */
-static void attn_linear_transformer_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_linear_transformer_pv_5x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -3005,7 +3016,7 @@ static void attn_linear_transformer_pv_5x64_f32__neon(const float *restrict p, i
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 21 vector registers. */
-static void attn_linear_transformer_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_linear_transformer_pv_4x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -3201,7 +3212,7 @@ static void attn_linear_transformer_pv_4x64_f32__neon(const float *restrict p, i
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 384 FLOPs per key, 16 vector registers. */
-static void attn_linear_transformer_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_linear_transformer_pv_3x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -3372,7 +3383,7 @@ static void attn_linear_transformer_pv_3x64_f32__neon(const float *restrict p, i
 /* O[2][64] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 256 FLOPs per key, 11 vector registers. */
-static void attn_linear_transformer_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_linear_transformer_pv_2x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -3518,7 +3529,7 @@ static void attn_linear_transformer_pv_2x64_f32__neon(const float *restrict p, i
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 6 vector registers. */
-static void attn_linear_transformer_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_linear_transformer_pv_1x64_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -3979,7 +3990,7 @@ attn_status attn_linear_transformer_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][64] B[64][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 11 vector registers. */
-ATTN_NO_AUTOVEC static void attn_linear_transformer_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_linear_transformer_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -4102,7 +4113,7 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_qk_4x2_f32__scalar(const flo
 
 /* C[1][2] = A[1][64] B[64][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  256 FLOPs, 5 vector registers. */
-ATTN_NO_AUTOVEC static void attn_linear_transformer_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_linear_transformer_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -4166,7 +4177,7 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_qk_1x2_f32__scalar(const flo
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 512 FLOPs per key, 13 vector registers. */
-ATTN_NO_AUTOVEC static void attn_linear_transformer_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_linear_transformer_pv_4x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -4238,7 +4249,7 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_pv_4x64_f32__scalar(const fl
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 128 FLOPs per key, 4 vector registers. */
-ATTN_NO_AUTOVEC static void attn_linear_transformer_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_linear_transformer_pv_1x64_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);

@@ -97,12 +97,9 @@ enum {
 #endif
 #endif
 
-/* How a block of query rows sees a block of keys. */
-typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_llama3_8b_f16kv_tile_class;
-
-/* The streaming decode path inlines its per-key steps into the loop over kv
- * heads (gcc would call them) and keeps the rare rescale out of line, so
- * that the compiler leaves the rows' O in memory around it. */
+/* Functions kept out of line: the micro-kernels, whose register blocking gcc
+ * loses when it inlines one with a single caller into a work unit (an f16 or
+ * bf16 config's prefill products measured about 1.4 times slower so). */
 #ifndef ATTN_NOINLINE
 #if defined(__GNUC__)
 #define ATTN_NOINLINE __attribute__((noinline))
@@ -110,6 +107,13 @@ typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_llama3_8b_f16kv_tile_
 #define ATTN_NOINLINE
 #endif
 #endif
+
+/* How a block of query rows sees a block of keys. */
+typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_llama3_8b_f16kv_tile_class;
+
+/* The streaming decode path inlines its per-key steps into the loop over kv
+ * heads (gcc would call them) and keeps the rare rescale out of line
+ * (ATTN_NOINLINE), so that the compiler leaves the rows' O in memory around it. */
 #ifndef ATTN_INLINE
 #if defined(__GNUC__)
 #define ATTN_INLINE __attribute__((always_inline)) inline
@@ -384,7 +388,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
 
 /* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -587,7 +591,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_8x32_
 
 /* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -651,7 +655,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_1x32_
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -781,7 +785,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_6x128
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -845,7 +849,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_1x128
 
 /* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_8x32_f16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_8x32_f16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1048,7 +1052,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_8x32_
 
 /* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_1x32_f16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_1x32_f16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1112,7 +1116,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_qk_1x32_
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_6x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_6x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1242,7 +1246,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_6x128
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_5x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_5x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1359,7 +1363,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_5x128
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_4x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_4x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1463,7 +1467,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_4x128
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_3x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_3x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1554,7 +1558,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_3x128
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_2x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_2x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1632,7 +1636,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_2x128
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_1x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_pv_1x128_f16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2952,8 +2956,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_unit__av
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -3206,7 +3209,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
 
 /* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -3329,7 +3332,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_4x1
 
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -3393,7 +3396,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_1x1
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3465,7 +3468,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_4x1
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3509,7 +3512,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_1x1
 
 /* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_4x16_f16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_4x16_f16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -3632,7 +3635,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_4x1
 
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_1x16_f16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_1x16_f16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -3696,7 +3699,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_qk_1x1
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_4x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_4x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3768,7 +3771,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_4x1
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 10 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_3x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_3x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3831,7 +3834,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_3x1
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 7 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_2x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_2x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3885,7 +3888,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_2x1
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_1x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_pv_1x128_f16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4703,8 +4706,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_unit__
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -4966,7 +4968,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
-static void attn_llama3_8b_f16kv_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -5169,7 +5171,7 @@ static void attn_llama3_8b_f16kv_qk_8x8_f32__neon(const float *restrict a, int64
 
 /* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-static void attn_llama3_8b_f16kv_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -5233,7 +5235,7 @@ static void attn_llama3_8b_f16kv_qk_1x8_f32__neon(const float *restrict a, int64
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-static void attn_llama3_8b_f16kv_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -5363,7 +5365,7 @@ static void attn_llama3_8b_f16kv_pv_6x128_f32__neon(const float *restrict p, int
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-static void attn_llama3_8b_f16kv_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -5427,7 +5429,7 @@ static void attn_llama3_8b_f16kv_pv_1x128_f32__neon(const float *restrict p, int
 
 /* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
-static void attn_llama3_8b_f16kv_qk_8x8_f16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_8x8_f16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -5630,7 +5632,7 @@ static void attn_llama3_8b_f16kv_qk_8x8_f16__neon(const uint16_t *restrict a, in
 
 /* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-static void attn_llama3_8b_f16kv_qk_1x8_f16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_1x8_f16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -5694,7 +5696,7 @@ static void attn_llama3_8b_f16kv_qk_1x8_f16__neon(const uint16_t *restrict a, in
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-static void attn_llama3_8b_f16kv_pv_6x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_6x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -5824,7 +5826,7 @@ static void attn_llama3_8b_f16kv_pv_6x128_f16__neon(const float *restrict p, int
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-static void attn_llama3_8b_f16kv_pv_5x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_5x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -5941,7 +5943,7 @@ static void attn_llama3_8b_f16kv_pv_5x128_f16__neon(const float *restrict p, int
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-static void attn_llama3_8b_f16kv_pv_4x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_4x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -6045,7 +6047,7 @@ static void attn_llama3_8b_f16kv_pv_4x128_f16__neon(const float *restrict p, int
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-static void attn_llama3_8b_f16kv_pv_3x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_3x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -6136,7 +6138,7 @@ static void attn_llama3_8b_f16kv_pv_3x128_f16__neon(const float *restrict p, int
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-static void attn_llama3_8b_f16kv_pv_2x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_2x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -6214,7 +6216,7 @@ static void attn_llama3_8b_f16kv_pv_2x128_f16__neon(const float *restrict p, int
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-static void attn_llama3_8b_f16kv_pv_1x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_1x128_f16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7076,8 +7078,7 @@ static void attn_llama3_8b_f16kv_unit__neon(const attn_args *args, const float *
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -7277,7 +7278,7 @@ attn_status attn_llama3_8b_f16kv_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
-ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -7400,7 +7401,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f32__scalar(const float 
 
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
-ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -7464,7 +7465,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f32__scalar(const float 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -7536,7 +7537,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_4x128_f32__scalar(const floa
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -7580,7 +7581,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_1x128_f32__scalar(const floa
 
 /* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
-ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -7703,7 +7704,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f16__scalar(const uint16
 
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
-ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -7767,7 +7768,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f16__scalar(const uint16
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_4x128_f16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_4x128_f16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -7839,7 +7840,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_4x128_f16__scalar(const floa
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_1x128_f16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_1x128_f16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -8391,8 +8392,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_unit__scalar(const attn_args *a
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;

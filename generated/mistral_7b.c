@@ -97,12 +97,9 @@ enum {
 #endif
 #endif
 
-/* How a block of query rows sees a block of keys. */
-typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_mistral_7b_tile_class;
-
-/* The streaming decode path inlines its per-key steps into the loop over kv
- * heads (gcc would call them) and keeps the rare rescale out of line, so
- * that the compiler leaves the rows' O in memory around it. */
+/* Functions kept out of line: the micro-kernels, whose register blocking gcc
+ * loses when it inlines one with a single caller into a work unit (an f16 or
+ * bf16 config's prefill products measured about 1.4 times slower so). */
 #ifndef ATTN_NOINLINE
 #if defined(__GNUC__)
 #define ATTN_NOINLINE __attribute__((noinline))
@@ -110,6 +107,13 @@ typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_mistral_7b_tile_class
 #define ATTN_NOINLINE
 #endif
 #endif
+
+/* How a block of query rows sees a block of keys. */
+typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_mistral_7b_tile_class;
+
+/* The streaming decode path inlines its per-key steps into the loop over kv
+ * heads (gcc would call them) and keeps the rare rescale out of line
+ * (ATTN_NOINLINE), so that the compiler leaves the rows' O in memory around it. */
 #ifndef ATTN_INLINE
 #if defined(__GNUC__)
 #define ATTN_INLINE __attribute__((always_inline)) inline
@@ -416,7 +420,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
 
 /* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -619,7 +623,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_qk_8x32_f32__
 
 /* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -683,7 +687,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_qk_1x32_f32__
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -813,7 +817,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_6x128_f32_
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_5x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_5x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -930,7 +934,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_5x128_f32_
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_4x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_4x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1034,7 +1038,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_4x128_f32_
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1125,7 +1129,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_3x128_f32_
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_2x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_2x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1203,7 +1207,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_2x128_f32_
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2214,8 +2218,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_unit__avx512(
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -2477,7 +2480,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
 
 /* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -2600,7 +2603,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_qk_4x16_f32
 
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -2664,7 +2667,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_qk_1x16_f32
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2736,7 +2739,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_4x128_f3
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 10 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2799,7 +2802,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_3x128_f3
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 7 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_2x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_2x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -2853,7 +2856,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_2x128_f3
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3588,8 +3591,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_unit__avx2(
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -3835,7 +3837,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
-static void attn_mistral_7b_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_mistral_7b_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -4038,7 +4040,7 @@ static void attn_mistral_7b_qk_8x8_f32__neon(const float *restrict a, int64_t as
 
 /* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-static void attn_mistral_7b_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_mistral_7b_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -4102,7 +4104,7 @@ static void attn_mistral_7b_qk_1x8_f32__neon(const float *restrict a, int64_t as
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-static void attn_mistral_7b_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_mistral_7b_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4232,7 +4234,7 @@ static void attn_mistral_7b_pv_6x128_f32__neon(const float *restrict p, int64_t 
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-static void attn_mistral_7b_pv_5x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_mistral_7b_pv_5x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4349,7 +4351,7 @@ static void attn_mistral_7b_pv_5x128_f32__neon(const float *restrict p, int64_t 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-static void attn_mistral_7b_pv_4x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_mistral_7b_pv_4x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4453,7 +4455,7 @@ static void attn_mistral_7b_pv_4x128_f32__neon(const float *restrict p, int64_t 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-static void attn_mistral_7b_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_mistral_7b_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4544,7 +4546,7 @@ static void attn_mistral_7b_pv_3x128_f32__neon(const float *restrict p, int64_t 
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-static void attn_mistral_7b_pv_2x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_mistral_7b_pv_2x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -4622,7 +4624,7 @@ static void attn_mistral_7b_pv_2x128_f32__neon(const float *restrict p, int64_t 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-static void attn_mistral_7b_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_mistral_7b_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -5393,8 +5395,7 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -5594,7 +5595,7 @@ attn_status attn_mistral_7b_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -5717,7 +5718,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_qk_4x2_f32__scalar(const float *rest
 
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -5781,7 +5782,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_qk_1x2_f32__scalar(const float *rest
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -5853,7 +5854,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_pv_4x128_f32__scalar(const float *re
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -6405,8 +6406,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_unit__scalar(const attn_args *args, 
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;

@@ -97,12 +97,9 @@ enum {
 #endif
 #endif
 
-/* How a block of query rows sees a block of keys. */
-typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_mistral_7b_bf16_tile_class;
-
-/* The streaming decode path inlines its per-key steps into the loop over kv
- * heads (gcc would call them) and keeps the rare rescale out of line, so
- * that the compiler leaves the rows' O in memory around it. */
+/* Functions kept out of line: the micro-kernels, whose register blocking gcc
+ * loses when it inlines one with a single caller into a work unit (an f16 or
+ * bf16 config's prefill products measured about 1.4 times slower so). */
 #ifndef ATTN_NOINLINE
 #if defined(__GNUC__)
 #define ATTN_NOINLINE __attribute__((noinline))
@@ -110,6 +107,13 @@ typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_mistral_7b_bf16_tile_
 #define ATTN_NOINLINE
 #endif
 #endif
+
+/* How a block of query rows sees a block of keys. */
+typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_mistral_7b_bf16_tile_class;
+
+/* The streaming decode path inlines its per-key steps into the loop over kv
+ * heads (gcc would call them) and keeps the rare rescale out of line
+ * (ATTN_NOINLINE), so that the compiler leaves the rows' O in memory around it. */
 #ifndef ATTN_INLINE
 #if defined(__GNUC__)
 #define ATTN_INLINE __attribute__((always_inline)) inline
@@ -373,7 +377,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_exp2_q4__avx512
 
 /* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -576,7 +580,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_8x32_
 
 /* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -640,7 +644,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_1x32_
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -770,7 +774,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_6x128
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -834,7 +838,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_1x128
 
 /* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_8x32_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_8x32_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1037,7 +1041,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_8x32_
 
 /* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_1x32_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_1x32_bf16__avx512(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
@@ -1101,7 +1105,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_1x32_
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_6x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_6x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1231,7 +1235,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_6x128
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_5x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_5x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1348,7 +1352,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_5x128
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_4x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_4x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1452,7 +1456,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_4x128
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_3x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_3x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1543,7 +1547,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_3x128
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_2x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_2x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -1621,7 +1625,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_2x128
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_1x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_1x128_bf16__avx512(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
@@ -2943,8 +2947,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_unit__av
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -3207,7 +3210,7 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_exp2_q4__avx2
 
 /* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_4x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -3330,7 +3333,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_4x1
 
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -3394,7 +3397,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_1x1
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3466,7 +3469,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_4x1
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3510,7 +3513,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_1x1
 
 /* C[4][16] = A[4][128] B[128][16]: a: 4 rows of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_4x16_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_4x16_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -3633,7 +3636,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_4x1
 
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_1x16_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_1x16_bf16__avx2(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
@@ -3697,7 +3700,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_1x1
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_4x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_4x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3769,7 +3772,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_4x1
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 10 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_3x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_3x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3832,7 +3835,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_3x1
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 7 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_2x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_2x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -3886,7 +3889,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_2x1
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_1x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_1x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const __m256 va0 = _mm256_set1_ps(alpha[0]);
@@ -4706,8 +4709,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_unit__
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -4978,7 +4980,7 @@ static inline float32x4_t attn_exp2_q4__neon(float32x4_t x)
 
 /* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
-static void attn_mistral_7b_bf16_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_8x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -5181,7 +5183,7 @@ static void attn_mistral_7b_bf16_qk_8x8_f32__neon(const float *restrict a, int64
 
 /* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-static void attn_mistral_7b_bf16_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -5245,7 +5247,7 @@ static void attn_mistral_7b_bf16_qk_1x8_f32__neon(const float *restrict a, int64
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-static void attn_mistral_7b_bf16_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_6x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -5375,7 +5377,7 @@ static void attn_mistral_7b_bf16_pv_6x128_f32__neon(const float *restrict p, int
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-static void attn_mistral_7b_bf16_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_1x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -5439,7 +5441,7 @@ static void attn_mistral_7b_bf16_pv_1x128_f32__neon(const float *restrict p, int
 
 /* C[8][8] = A[8][128] B[128][8]: a: 8 rows of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 19 vector registers. */
-static void attn_mistral_7b_bf16_qk_8x8_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_8x8_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -5642,7 +5644,7 @@ static void attn_mistral_7b_bf16_qk_8x8_bf16__neon(const uint16_t *restrict a, i
 
 /* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
-static void attn_mistral_7b_bf16_qk_1x8_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_1x8_bf16__neon(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
@@ -5706,7 +5708,7 @@ static void attn_mistral_7b_bf16_qk_1x8_bf16__neon(const uint16_t *restrict a, i
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1536 FLOPs per key, 31 vector registers. */
-static void attn_mistral_7b_bf16_pv_6x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_6x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -5836,7 +5838,7 @@ static void attn_mistral_7b_bf16_pv_6x128_bf16__neon(const float *restrict p, in
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1280 FLOPs per key, 26 vector registers. */
-static void attn_mistral_7b_bf16_pv_5x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_5x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -5953,7 +5955,7 @@ static void attn_mistral_7b_bf16_pv_5x128_bf16__neon(const float *restrict p, in
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 21 vector registers. */
-static void attn_mistral_7b_bf16_pv_4x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_4x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -6057,7 +6059,7 @@ static void attn_mistral_7b_bf16_pv_4x128_bf16__neon(const float *restrict p, in
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 768 FLOPs per key, 16 vector registers. */
-static void attn_mistral_7b_bf16_pv_3x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_3x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -6148,7 +6150,7 @@ static void attn_mistral_7b_bf16_pv_3x128_bf16__neon(const float *restrict p, in
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 512 FLOPs per key, 11 vector registers. */
-static void attn_mistral_7b_bf16_pv_2x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_2x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -6226,7 +6228,7 @@ static void attn_mistral_7b_bf16_pv_2x128_bf16__neon(const float *restrict p, in
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
-static void attn_mistral_7b_bf16_pv_1x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_1x128_bf16__neon(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float32x4_t va0 = vdupq_n_f32(alpha[0]);
@@ -7090,8 +7092,7 @@ static void attn_mistral_7b_bf16_unit__neon(const attn_args *args, const float *
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
@@ -7291,7 +7292,7 @@ attn_status attn_mistral_7b_bf16_fwd__neon(const attn_args *args)
 
 /* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -7414,7 +7415,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_f32__scalar(const float 
 
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -7478,7 +7479,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_1x2_f32__scalar(const float 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_4x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -7550,7 +7551,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_4x128_f32__scalar(const floa
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_1x128_f32__scalar(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -7594,7 +7595,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_1x128_f32__scalar(const floa
 
 /* C[4][2] = A[4][128] B[128][2]: a: 4 rows of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 11 vector registers. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -7717,7 +7718,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_bf16__scalar(const uint1
 
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_1x2_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_1x2_bf16__scalar(const uint16_t *restrict a, int64_t as, const float *restrict b,
         float *restrict c, int64_t cs)
 {
     float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
@@ -7781,7 +7782,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_1x2_bf16__scalar(const uint1
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 1024 FLOPs per key, 13 vector registers. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_4x128_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_4x128_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -7853,7 +7854,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_4x128_bf16__scalar(const flo
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 64 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 4 vector registers. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_1x128_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_1x128_bf16__scalar(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
     const float va0 = (alpha[0]);
@@ -8407,8 +8408,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_unit__scalar(const attn_args *a
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
-            const int64_t a = w->sink_hi[r] > 0 ? 0 : w->lo[r];
-            const int64_t z = w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r];
+            const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
                 if (a < jmin) jmin = a;
                 if (z > jmax) jmax = z;
