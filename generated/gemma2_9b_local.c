@@ -1920,7 +1920,10 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_kvpack_f
         const float *vr = attn_gemma2_9b_local_v_row(&kv, hk, j0 + c);
         if (n < 32) /* a partial panel: plain loops */
             for (d = 0; d < D; d++) kt[d * 32 + c] = kr[d];
-        memcpy(vp + c * 256, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 256; d += 16)
+            _mm512_storeu_ps(vp + c * 256 + d, _mm512_loadu_ps(vr + d));
     }
 }
 
@@ -3356,7 +3359,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_kvpack
         const float *vr = attn_gemma2_9b_local_v_row(&kv, hk, j0 + c);
         if (n < 16) /* a partial panel: plain loops */
             for (d = 0; d < D; d++) kt[d * 16 + c] = kr[d];
-        memcpy(vp + c * 256, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 256; d += 8)
+            _mm256_storeu_ps(vp + c * 256 + d, _mm256_loadu_ps(vr + d));
     }
 }
 
@@ -5231,7 +5237,10 @@ static void attn_gemma2_9b_local_kvpack_f32__neon(const attn_gemma2_9b_local_kv 
         const float *kr = attn_gemma2_9b_local_k_row(&kv, hk, j0 + c);
         const float *vr = attn_gemma2_9b_local_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 8 + c] = kr[d];
-        memcpy(vp + c * 256, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 256; d += 4)
+            vst1q_f32(vp + c * 256 + d, vld1q_f32(vr + d));
     }
 }
 
@@ -6690,7 +6699,10 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_kvpack_f32__scalar(const attn_g
         const float *kr = attn_gemma2_9b_local_k_row(&kv, hk, j0 + c);
         const float *vr = attn_gemma2_9b_local_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 2 + c] = kr[d];
-        memcpy(vp + c * 256, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 256; d += 1)
+            *(vp + c * 256 + d) = *(vr + d);
     }
 }
 

@@ -1356,7 +1356,10 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_kvpack_f32__av
         const float *vr = attn_llama3_8b_v_row(&kv, hk, j0 + c);
         if (n < 32) /* a partial panel: plain loops */
             for (d = 0; d < D; d++) kt[d * 32 + c] = kr[d];
-        memcpy(vp + c * 128, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 128; d += 16)
+            _mm512_storeu_ps(vp + c * 128 + d, _mm512_loadu_ps(vr + d));
     }
 }
 
@@ -2993,7 +2996,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_kvpack_f32__
         const float *vr = attn_llama3_8b_v_row(&kv, hk, j0 + c);
         if (n < 16) /* a partial panel: plain loops */
             for (d = 0; d < D; d++) kt[d * 16 + c] = kr[d];
-        memcpy(vp + c * 128, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 128; d += 8)
+            _mm256_storeu_ps(vp + c * 128 + d, _mm256_loadu_ps(vr + d));
     }
 }
 
@@ -4789,7 +4795,10 @@ static void attn_llama3_8b_kvpack_f32__neon(const attn_llama3_8b_kv *kvs, int64_
         const float *kr = attn_llama3_8b_k_row(&kv, hk, j0 + c);
         const float *vr = attn_llama3_8b_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 8 + c] = kr[d];
-        memcpy(vp + c * 128, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 128; d += 4)
+            vst1q_f32(vp + c * 128 + d, vld1q_f32(vr + d));
     }
 }
 
@@ -6095,7 +6104,10 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_kvpack_f32__scalar(const attn_llama3_
         const float *kr = attn_llama3_8b_k_row(&kv, hk, j0 + c);
         const float *vr = attn_llama3_8b_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 2 + c] = kr[d];
-        memcpy(vp + c * 128, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 128; d += 1)
+            *(vp + c * 128 + d) = *(vr + d);
     }
 }
 

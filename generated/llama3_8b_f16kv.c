@@ -1778,7 +1778,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_kvpack_f
         const uint16_t *kr = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
         const uint16_t *vr = attn_llama3_8b_f16kv_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 32 + c] = attn_widen_f16__scalar(kr[d]);
-        for (d = 0; d < DV; d++) vp[c * 128 + d] = attn_widen_f16__scalar(vr[d]);
+        /* the V row, widened a vector at a time */
+        for (d = 0; d < 128; d += 16)
+            _mm512_storeu_ps(vp + c * 128 + d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(vr + d))));
     }
 }
 
@@ -4018,7 +4020,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_kvpack
         const uint16_t *kr = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
         const uint16_t *vr = attn_llama3_8b_f16kv_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 16 + c] = attn_widen_f16__scalar(kr[d]);
-        for (d = 0; d < DV; d++) vp[c * 128 + d] = attn_widen_f16__scalar(vr[d]);
+        /* the V row, widened a vector at a time */
+        for (d = 0; d < 128; d += 8)
+            _mm256_storeu_ps(vp + c * 128 + d, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(vr + d))));
     }
 }
 
@@ -6382,7 +6386,9 @@ static void attn_llama3_8b_f16kv_kvpack_f16__neon(const attn_llama3_8b_f16kv_kv 
         const uint16_t *kr = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
         const uint16_t *vr = attn_llama3_8b_f16kv_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 8 + c] = attn_widen_f16__scalar(kr[d]);
-        for (d = 0; d < DV; d++) vp[c * 128 + d] = attn_widen_f16__scalar(vr[d]);
+        /* the V row, widened a vector at a time */
+        for (d = 0; d < 128; d += 4)
+            vst1q_f32(vp + c * 128 + d, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(vr + d))));
     }
 }
 
@@ -8082,7 +8088,9 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_kvpack_f16__scalar(const attn_l
         const uint16_t *kr = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
         const uint16_t *vr = attn_llama3_8b_f16kv_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 2 + c] = attn_widen_f16__scalar(kr[d]);
-        for (d = 0; d < DV; d++) vp[c * 128 + d] = attn_widen_f16__scalar(vr[d]);
+        /* the V row, widened a vector at a time */
+        for (d = 0; d < 128; d += 1)
+            *(vp + c * 128 + d) = attn_widen_f16__scalar(*(vr + d));
     }
 }
 

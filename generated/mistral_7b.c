@@ -1357,7 +1357,10 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_kvpack_f32__a
         const float *vr = attn_mistral_7b_v_row(&kv, hk, j0 + c);
         if (n < 32) /* a partial panel: plain loops */
             for (d = 0; d < D; d++) kt[d * 32 + c] = kr[d];
-        memcpy(vp + c * 128, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 128; d += 16)
+            _mm512_storeu_ps(vp + c * 128 + d, _mm512_loadu_ps(vr + d));
     }
 }
 
@@ -2994,7 +2997,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_kvpack_f32_
         const float *vr = attn_mistral_7b_v_row(&kv, hk, j0 + c);
         if (n < 16) /* a partial panel: plain loops */
             for (d = 0; d < D; d++) kt[d * 16 + c] = kr[d];
-        memcpy(vp + c * 128, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 128; d += 8)
+            _mm256_storeu_ps(vp + c * 128 + d, _mm256_loadu_ps(vr + d));
     }
 }
 
@@ -4790,7 +4796,10 @@ static void attn_mistral_7b_kvpack_f32__neon(const attn_mistral_7b_kv *kvs, int6
         const float *kr = attn_mistral_7b_k_row(&kv, hk, j0 + c);
         const float *vr = attn_mistral_7b_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 8 + c] = kr[d];
-        memcpy(vp + c * 128, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 128; d += 4)
+            vst1q_f32(vp + c * 128 + d, vld1q_f32(vr + d));
     }
 }
 
@@ -6096,7 +6105,10 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_kvpack_f32__scalar(const attn_mistra
         const float *kr = attn_mistral_7b_k_row(&kv, hk, j0 + c);
         const float *vr = attn_mistral_7b_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 2 + c] = kr[d];
-        memcpy(vp + c * 128, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 128; d += 1)
+            *(vp + c * 128 + d) = *(vr + d);
     }
 }
 

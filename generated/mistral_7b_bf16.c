@@ -1767,7 +1767,9 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_kvpack_b
         const uint16_t *kr = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
         const uint16_t *vr = attn_mistral_7b_bf16_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 32 + c] = attn_widen_bf16__scalar(kr[d]);
-        for (d = 0; d < DV; d++) vp[c * 128 + d] = attn_widen_bf16__scalar(vr[d]);
+        /* the V row, widened a vector at a time */
+        for (d = 0; d < 128; d += 16)
+            _mm512_storeu_ps(vp + c * 128 + d, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(vr + d))), 16)));
     }
 }
 
@@ -4019,7 +4021,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_kvpack
         const uint16_t *kr = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
         const uint16_t *vr = attn_mistral_7b_bf16_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 16 + c] = attn_widen_bf16__scalar(kr[d]);
-        for (d = 0; d < DV; d++) vp[c * 128 + d] = attn_widen_bf16__scalar(vr[d]);
+        /* the V row, widened a vector at a time */
+        for (d = 0; d < 128; d += 8)
+            _mm256_storeu_ps(vp + c * 128 + d, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + d))), 16)));
     }
 }
 
@@ -6394,7 +6398,9 @@ static void attn_mistral_7b_bf16_kvpack_bf16__neon(const attn_mistral_7b_bf16_kv
         const uint16_t *kr = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
         const uint16_t *vr = attn_mistral_7b_bf16_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 8 + c] = attn_widen_bf16__scalar(kr[d]);
-        for (d = 0; d < DV; d++) vp[c * 128 + d] = attn_widen_bf16__scalar(vr[d]);
+        /* the V row, widened a vector at a time */
+        for (d = 0; d < 128; d += 4)
+            vst1q_f32(vp + c * 128 + d, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(vr + d), 16)));
     }
 }
 
@@ -8096,7 +8102,9 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_kvpack_bf16__scalar(const attn_
         const uint16_t *kr = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
         const uint16_t *vr = attn_mistral_7b_bf16_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 2 + c] = attn_widen_bf16__scalar(kr[d]);
-        for (d = 0; d < DV; d++) vp[c * 128 + d] = attn_widen_bf16__scalar(vr[d]);
+        /* the V row, widened a vector at a time */
+        for (d = 0; d < 128; d += 1)
+            *(vp + c * 128 + d) = attn_widen_bf16__scalar(*(vr + d));
     }
 }
 

@@ -1094,7 +1094,10 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_kvpack_f32__avx5
         const float *vr = attn_vit_b16_v_row(&kv, hk, j0 + c);
         if (n < 32) /* a partial panel: plain loops */
             for (d = 0; d < D; d++) kt[d * 32 + c] = kr[d];
-        memcpy(vp + c * 64, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 64; d += 16)
+            _mm512_storeu_ps(vp + c * 64 + d, _mm512_loadu_ps(vr + d));
     }
 }
 
@@ -3480,7 +3483,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_kvpack_f32__av
         const float *vr = attn_vit_b16_v_row(&kv, hk, j0 + c);
         if (n < 16) /* a partial panel: plain loops */
             for (d = 0; d < D; d++) kt[d * 16 + c] = kr[d];
-        memcpy(vp + c * 64, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 64; d += 8)
+            _mm256_storeu_ps(vp + c * 64 + d, _mm256_loadu_ps(vr + d));
     }
 }
 
@@ -6933,7 +6939,10 @@ static void attn_vit_b16_kvpack_f32__neon(const attn_vit_b16_kv *kvs, int64_t hk
         const float *kr = attn_vit_b16_k_row(&kv, hk, j0 + c);
         const float *vr = attn_vit_b16_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 8 + c] = kr[d];
-        memcpy(vp + c * 64, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 64; d += 4)
+            vst1q_f32(vp + c * 64 + d, vld1q_f32(vr + d));
     }
 }
 
@@ -8738,7 +8747,10 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_kvpack_f32__scalar(const attn_vit_b16_k
         const float *kr = attn_vit_b16_k_row(&kv, hk, j0 + c);
         const float *vr = attn_vit_b16_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 2 + c] = kr[d];
-        memcpy(vp + c * 64, vr, sizeof(float) * DV);
+        /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
+           rep movs, slow for a row of a few hundred bytes) */
+        for (d = 0; d < 64; d += 1)
+            *(vp + c * 64 + d) = *(vr + d);
     }
 }
 
