@@ -42,7 +42,7 @@ do
       for _, name in ipairs(SECTIONS) do known[name] = true end
       for name in arg[i + 1]:gmatch("[^,]+") do
         if not known[name] then
-          io.stderr:write(("bench/suite.lua: unknown section %q (sections: %s)\n"):format(name,
+          io.stderr:write(("attngen: bench suite: unknown section %q (sections: %s)\n"):format(name,
             table.concat(SECTIONS, ",")))
           os.exit(2)
         end
