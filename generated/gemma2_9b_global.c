@@ -1836,7 +1836,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_softmax
     mx = _mm512_reduce_max_ps(vmx);
     m_new = mx > *m ? mx : *m;
     m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-    *alpha = exp2f(*m - m_ref);
+    /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
+    *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
     vm = _mm512_set1_ps(m_ref);
     for (c = 0; c < ca; c += 16) _mm512_storeu_ps(s + c, zero);
     for (c = ca; c < ce; c += 16) {
@@ -2556,7 +2557,10 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__a
                 const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
-                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                { /* the softmax reads from the vector of the row's first visible column on, if any */
+                    const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 16 * 16;
+                    for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
+                }
                 { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
                     const int64_t ce = (w->last[r] + 15) / 16 * 16;
                     for (c = hi; c < ce; c++) sr[c] = -INFINITY;
@@ -3259,7 +3263,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_softm
     mx = attn_hmax__avx2(vmx);
     m_new = mx > *m ? mx : *m;
     m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-    *alpha = exp2f(*m - m_ref);
+    /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
+    *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
     vm = _mm256_set1_ps(m_ref);
     for (c = 0; c < ca; c += 8) _mm256_storeu_ps(s + c, zero);
     for (c = ca; c < ce; c += 8) {
@@ -3987,7 +3992,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit_
                 const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
-                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                { /* the softmax reads from the vector of the row's first visible column on, if any */
+                    const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 8 * 8;
+                    for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
+                }
                 { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
                     const int64_t ce = (w->last[r] + 7) / 8 * 8;
                     for (c = hi; c < ce; c++) sr[c] = -INFINITY;
@@ -5113,7 +5121,8 @@ static void attn_gemma2_9b_global_softmax__neon(float *restrict s, int64_t ca, i
     mx = vmaxvq_f32(vmx);
     m_new = mx > *m ? mx : *m;
     m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-    *alpha = exp2f(*m - m_ref);
+    /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
+    *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
     vm = vdupq_n_f32(m_ref);
     for (c = 0; c < ca; c += 4) vst1q_f32(s + c, zero);
     for (c = ca; c < ce; c += 4) {
@@ -5873,7 +5882,10 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
                 const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
-                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                { /* the softmax reads from the vector of the row's first visible column on, if any */
+                    const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 4 * 4;
+                    for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
+                }
                 { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
                     const int64_t ce = (w->last[r] + 3) / 4 * 4;
                     for (c = hi; c < ce; c++) sr[c] = -INFINITY;
@@ -6383,7 +6395,8 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_softmax__scalar(float *restric
     mx = vmx;
     m_new = mx > *m ? mx : *m;
     m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-    *alpha = exp2f(*m - m_ref);
+    /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
+    *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
     vm = (m_ref);
     for (c = 0; c < ca; c += 1) *(s + c) = zero;
     for (c = ca; c < ce; c += 1) {
@@ -7059,7 +7072,10 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_unit__scalar(const attn_args *
                 const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
-                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                { /* the softmax reads from the vector of the row's first visible column on, if any */
+                    const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 1 * 1;
+                    for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
+                }
                 { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
                     const int64_t ce = (w->last[r] + 0) / 1 * 1;
                     for (c = hi; c < ce; c++) sr[c] = -INFINITY;

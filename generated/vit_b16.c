@@ -1023,7 +1023,8 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_softmax__avx512(
     mx = _mm512_reduce_max_ps(vmx);
     m_new = mx > *m ? mx : *m;
     m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-    *alpha = exp2f(*m - m_ref);
+    /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
+    *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
     vm = _mm512_set1_ps(m_ref);
     for (c = 0; c < ca; c += 16) _mm512_storeu_ps(s + c, zero);
     for (c = ca; c < ce; c += 16) {
@@ -2563,7 +2564,10 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_unit__avx512(con
                 const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
-                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                { /* the softmax reads from the vector of the row's first visible column on, if any */
+                    const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 16 * 16;
+                    for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
+                }
                 { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
                     const int64_t ce = (w->last[r] + 15) / 16 * 16;
                     for (c = hi; c < ce; c++) sr[c] = -INFINITY;
@@ -3408,7 +3412,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_softmax__avx2(
     mx = attn_hmax__avx2(vmx);
     m_new = mx > *m ? mx : *m;
     m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-    *alpha = exp2f(*m - m_ref);
+    /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
+    *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
     vm = _mm256_set1_ps(m_ref);
     for (c = 0; c < ca; c += 8) _mm256_storeu_ps(s + c, zero);
     for (c = ca; c < ce; c += 8) {
@@ -5284,7 +5289,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_unit__avx2(con
                 const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
-                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                { /* the softmax reads from the vector of the row's first visible column on, if any */
+                    const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 8 * 8;
+                    for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
+                }
                 { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
                     const int64_t ce = (w->last[r] + 7) / 8 * 8;
                     for (c = hi; c < ce; c++) sr[c] = -INFINITY;
@@ -6864,7 +6872,8 @@ static void attn_vit_b16_softmax__neon(float *restrict s, int64_t ca, int64_t ce
     mx = vmaxvq_f32(vmx);
     m_new = mx > *m ? mx : *m;
     m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-    *alpha = exp2f(*m - m_ref);
+    /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
+    *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
     vm = vdupq_n_f32(m_ref);
     for (c = 0; c < ca; c += 4) vst1q_f32(s + c, zero);
     for (c = ca; c < ce; c += 4) {
@@ -8162,7 +8171,10 @@ static void attn_vit_b16_unit__neon(const attn_args *args, const float *kt, cons
                 const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
-                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                { /* the softmax reads from the vector of the row's first visible column on, if any */
+                    const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 4 * 4;
+                    for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
+                }
                 { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
                     const int64_t ce = (w->last[r] + 3) / 4 * 4;
                     for (c = hi; c < ce; c++) sr[c] = -INFINITY;
@@ -8624,7 +8636,8 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_softmax__scalar(float *restrict s, int6
     mx = vmx;
     m_new = mx > *m ? mx : *m;
     m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-    *alpha = exp2f(*m - m_ref);
+    /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
+    *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
     vm = (m_ref);
     for (c = 0; c < ca; c += 1) *(s + c) = zero;
     for (c = ca; c < ce; c += 1) {
@@ -9096,7 +9109,10 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_unit__scalar(const attn_args *args, con
                 const int64_t lo = w->lo[r] - j0 < 0 ? 0 : (w->lo[r] - j0 > TK ? TK : w->lo[r] - j0);
                 const int64_t hi = w->hi[r] - j0 < lo ? lo : (w->hi[r] - j0 > TK ? TK : w->hi[r] - j0);
                 const int64_t sk = w->sink_hi[r] - j0 < 0 ? 0 : (w->sink_hi[r] - j0 > lo ? lo : w->sink_hi[r] - j0);
-                for (c = sk; c < lo; c++) sr[c] = -INFINITY;
+                { /* the softmax reads from the vector of the row's first visible column on, if any */
+                    const int64_t cf = w->last[r] <= w->first[r] ? lo : w->first[r] / 1 * 1;
+                    for (c = cf > sk ? cf : sk; c < lo; c++) sr[c] = -INFINITY;
+                }
                 { /* past hi, only the columns of the softmax's last vector: it zeroes the ones after */
                     const int64_t ce = (w->last[r] + 0) / 1 * 1;
                     for (c = hi; c < ce; c++) sr[c] = -INFINITY;
