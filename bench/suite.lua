@@ -694,7 +694,8 @@ if #rounds > 0 then
 end
 
 -- report
-print(("attngen bench suite (%s): one run, ratios measured side by side"):format(quick and "quick" or "full"))
+print(("attngen bench suite (%s%s): one run, ratios measured side by side"):format(quick and "quick" or "full",
+  only and (", sections " .. table.concat(util.sorted_keys(only), ",")) or ""))
 print(("%-70s %10s %10s  %s"):format("target", "measured", "goal", "holds"))
 local all = true
 for _, r in ipairs(rows) do
