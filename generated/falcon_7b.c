@@ -163,6 +163,20 @@ static inline void attn_falcon_7b_prefetch_row(const float *p, int n)
 #endif
 }
 
+/* The same into the second-level cache (prefetcht1 on x86): the streaming decode
+ * path's prefetch from an f32 cache, a few keys ahead. */
+static inline void attn_falcon_7b_prefetch_row_l2(const float *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 2); /* one 64-byte line */
+    if (n % 16) __builtin_prefetch(p + n - 1, 0, 2);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Output row i of head h in batch b. */
 static inline float *attn_falcon_7b_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -1164,6 +1178,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -1237,7 +1252,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
                         _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -1252,7 +1267,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
                 for (hk = 0; hk < HKV; hk++) {
                     attn_falcon_7b_dot_4x2_f32__avx512(w->q + hk * glp * 64, glp, attn_falcon_7b_k_row(&kv, hk, j0 + c),
                             attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -1269,7 +1284,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
                     const int64_t pan = hk * npan + (r - hk * glp) / 32;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_falcon_7b_qk_8x32_f32__avx512(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -1279,7 +1294,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
                     }
                     for (; c < kb; c++)
                         attn_falcon_7b_qk_1x32_f32__avx512(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -1330,7 +1345,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
                     attn_falcon_7b_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -2556,6 +2571,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -2629,7 +2645,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
                         _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -2644,7 +2660,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
                 for (hk = 0; hk < HKV; hk++) {
                     attn_falcon_7b_dot_4x2_f32__avx2(w->q + hk * glp * 64, glp, attn_falcon_7b_k_row(&kv, hk, j0 + c),
                             attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -2661,7 +2677,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
                     const int64_t pan = hk * npan + (r - hk * glp) / 16;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_falcon_7b_qk_4x16_f32__avx2(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -2671,7 +2687,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
                     }
                     for (; c < kb; c++)
                         attn_falcon_7b_qk_1x16_f32__avx2(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -2714,7 +2730,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
                     attn_falcon_7b_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -4599,6 +4615,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -4672,7 +4689,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
                         vst1q_f32(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -4687,7 +4704,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
                 for (hk = 0; hk < HKV; hk++) {
                     attn_falcon_7b_dot_4x2_f32__neon(w->q + hk * glp * 64, glp, attn_falcon_7b_k_row(&kv, hk, j0 + c),
                             attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -4704,7 +4721,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     const int64_t pan = hk * npan + (r - hk * glp) / 8;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_falcon_7b_qk_8x8_f32__neon(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -4714,7 +4731,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     }
                     for (; c < kb; c++)
                         attn_falcon_7b_qk_1x8_f32__neon(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -4765,7 +4782,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     attn_falcon_7b_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -5600,6 +5617,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -5645,7 +5663,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
                 for (hk = 0; hk < HKV; hk++) {
                     attn_falcon_7b_dot_4x2_f32__scalar(w->q + hk * glp * 64, glp, attn_falcon_7b_k_row(&kv, hk, j0 + c),
                             attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -5662,7 +5680,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
                     const int64_t pan = hk * npan + (r - hk * glp) / 2;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_falcon_7b_qk_4x2_f32__scalar(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -5672,7 +5690,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
                     }
                     for (; c < kb; c++)
                         attn_falcon_7b_qk_1x2_f32__scalar(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
@@ -5703,7 +5721,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
                     attn_falcon_7b_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);

@@ -175,6 +175,20 @@ static inline void attn_gemma2_9b_global_prefetch_row(const float *p, int n)
 #endif
 }
 
+/* The same into the second-level cache (prefetcht1 on x86): the streaming decode
+ * path's prefetch from an f32 cache, a few keys ahead. */
+static inline void attn_gemma2_9b_global_prefetch_row_l2(const float *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 2); /* one 64-byte line */
+    if (n % 16) __builtin_prefetch(p + n - 1, 0, 2);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Output row i of head h in batch b. */
 static inline float *attn_gemma2_9b_global_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -2099,6 +2113,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma2_9b_global_kv kv = attn_gemma2_9b_global_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -2172,7 +2187,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                         _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -2187,7 +2202,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                 for (hk = 0; hk < HKV; hk++) {
                     attn_gemma2_9b_global_dot_4x2_f32__avx512(w->q + hk * glp * 256, glp, attn_gemma2_9b_global_k_row(&kv, hk, j0 + c),
                             attn_gemma2_9b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -2204,7 +2219,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                     const int64_t pan = hk * npan + (r - hk * glp) / 32;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_gemma2_9b_global_qk_8x32_f32__avx512(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -2214,7 +2229,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_global_qk_1x32_f32__avx512(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -2272,7 +2287,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                     attn_gemma2_9b_global_pv_1x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -2341,8 +2356,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_sunit_2
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_gemma2_9b_global_spv_2x256_f32__avx512(p, attn_gemma2_9b_global_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -2354,8 +2369,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_sunit_2
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_gemma2_9b_global_spv_2x256_f32__avx512(p, attn_gemma2_9b_global_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -2374,8 +2389,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_sunit_2
                         attn_gemma2_9b_global_spv_2x256_f32__avx512(attn_gemma2_9b_global_sqk_2x1_f32__avx512(w->sq + (hk) * 512, attn_gemma2_9b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_gemma2_9b_global_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -2386,8 +2401,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_sunit_2
                         attn_gemma2_9b_global_spv_2x256_f32__avx512(attn_gemma2_9b_global_sqk_2x1_f32__avx512(w->sq + (hk) * 512, attn_gemma2_9b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_gemma2_9b_global_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -3542,6 +3557,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma2_9b_global_kv kv = attn_gemma2_9b_global_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -3615,7 +3631,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
                         _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -3630,7 +3646,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
                 for (hk = 0; hk < HKV; hk++) {
                     attn_gemma2_9b_global_dot_4x2_f32__avx2(w->q + hk * glp * 256, glp, attn_gemma2_9b_global_k_row(&kv, hk, j0 + c),
                             attn_gemma2_9b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -3647,7 +3663,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
                     const int64_t pan = hk * npan + (r - hk * glp) / 16;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_gemma2_9b_global_qk_4x16_f32__avx2(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -3657,7 +3673,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_global_qk_1x16_f32__avx2(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -3707,7 +3723,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
                     attn_gemma2_9b_global_pv_1x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -3776,8 +3792,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_sunit
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_gemma2_9b_global_spv_2x256_f32__avx2(p, attn_gemma2_9b_global_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -3789,8 +3805,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_sunit
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_gemma2_9b_global_spv_2x256_f32__avx2(p, attn_gemma2_9b_global_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -3809,8 +3825,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_sunit
                         attn_gemma2_9b_global_spv_2x256_f32__avx2(attn_gemma2_9b_global_sqk_2x1_f32__avx2(w->sq + (hk) * 512, attn_gemma2_9b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_gemma2_9b_global_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -3821,8 +3837,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_sunit
                         attn_gemma2_9b_global_spv_2x256_f32__avx2(attn_gemma2_9b_global_sqk_2x1_f32__avx2(w->sq + (hk) * 512, attn_gemma2_9b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_gemma2_9b_global_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -5424,6 +5440,7 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma2_9b_global_kv kv = attn_gemma2_9b_global_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -5497,7 +5514,7 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
                         vst1q_f32(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -5512,7 +5529,7 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
                 for (hk = 0; hk < HKV; hk++) {
                     attn_gemma2_9b_global_dot_4x2_f32__neon(w->q + hk * glp * 256, glp, attn_gemma2_9b_global_k_row(&kv, hk, j0 + c),
                             attn_gemma2_9b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -5529,7 +5546,7 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
                     const int64_t pan = hk * npan + (r - hk * glp) / 8;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_gemma2_9b_global_qk_8x8_f32__neon(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -5539,7 +5556,7 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_global_qk_1x8_f32__neon(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -5597,7 +5614,7 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
                     attn_gemma2_9b_global_pv_1x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -5666,8 +5683,8 @@ static void attn_gemma2_9b_global_sunit_2x1__neon(const attn_args *args, int64_t
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_gemma2_9b_global_spv_2x256_f32__neon(p, attn_gemma2_9b_global_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -5679,8 +5696,8 @@ static void attn_gemma2_9b_global_sunit_2x1__neon(const attn_args *args, int64_t
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_gemma2_9b_global_spv_2x256_f32__neon(p, attn_gemma2_9b_global_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -5699,8 +5716,8 @@ static void attn_gemma2_9b_global_sunit_2x1__neon(const attn_args *args, int64_t
                         attn_gemma2_9b_global_spv_2x256_f32__neon(attn_gemma2_9b_global_sqk_2x1_f32__neon(w->sq + (hk) * 512, attn_gemma2_9b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_gemma2_9b_global_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -5711,8 +5728,8 @@ static void attn_gemma2_9b_global_sunit_2x1__neon(const attn_args *args, int64_t
                         attn_gemma2_9b_global_spv_2x256_f32__neon(attn_gemma2_9b_global_sqk_2x1_f32__neon(w->sq + (hk) * 512, attn_gemma2_9b_global_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_gemma2_9b_global_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -6795,6 +6812,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_dunit__scalar(const attn_args 
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma2_9b_global_kv kv = attn_gemma2_9b_global_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -6840,7 +6858,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_dunit__scalar(const attn_args 
                 for (hk = 0; hk < HKV; hk++) {
                     attn_gemma2_9b_global_dot_4x2_f32__scalar(w->q + hk * glp * 256, glp, attn_gemma2_9b_global_k_row(&kv, hk, j0 + c),
                             attn_gemma2_9b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -6857,7 +6875,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_dunit__scalar(const attn_args 
                     const int64_t pan = hk * npan + (r - hk * glp) / 2;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_gemma2_9b_global_qk_4x2_f32__scalar(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -6867,7 +6885,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_dunit__scalar(const attn_args 
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_global_qk_1x2_f32__scalar(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
@@ -6905,7 +6923,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_dunit__scalar(const attn_args 
                     attn_gemma2_9b_global_pv_1x256_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);

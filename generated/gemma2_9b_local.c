@@ -175,6 +175,20 @@ static inline void attn_gemma2_9b_local_prefetch_row(const float *p, int n)
 #endif
 }
 
+/* The same into the second-level cache (prefetcht1 on x86): the streaming decode
+ * path's prefetch from an f32 cache, a few keys ahead. */
+static inline void attn_gemma2_9b_local_prefetch_row_l2(const float *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 2); /* one 64-byte line */
+    if (n % 16) __builtin_prefetch(p + n - 1, 0, 2);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Output row i of head h in batch b. */
 static inline float *attn_gemma2_9b_local_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -2100,6 +2114,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma2_9b_local_kv kv = attn_gemma2_9b_local_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -2173,7 +2188,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                         _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -2188,7 +2203,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                 for (hk = 0; hk < HKV; hk++) {
                     attn_gemma2_9b_local_dot_4x2_f32__avx512(w->q + hk * glp * 256, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
                             attn_gemma2_9b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -2205,7 +2220,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                     const int64_t pan = hk * npan + (r - hk * glp) / 32;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_gemma2_9b_local_qk_8x32_f32__avx512(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -2215,7 +2230,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_local_qk_1x32_f32__avx512(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -2273,7 +2288,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                     attn_gemma2_9b_local_pv_1x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -2342,8 +2357,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_gemma2_9b_local_spv_2x256_f32__avx512(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -2355,8 +2370,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_gemma2_9b_local_spv_2x256_f32__avx512(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -2375,8 +2390,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
                         attn_gemma2_9b_local_spv_2x256_f32__avx512(attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hk) * 512, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -2387,8 +2402,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
                         attn_gemma2_9b_local_spv_2x256_f32__avx512(attn_gemma2_9b_local_sqk_2x1_f32__avx512(w->sq + (hk) * 512, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -3543,6 +3558,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma2_9b_local_kv kv = attn_gemma2_9b_local_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -3616,7 +3632,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
                         _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -3631,7 +3647,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
                 for (hk = 0; hk < HKV; hk++) {
                     attn_gemma2_9b_local_dot_4x2_f32__avx2(w->q + hk * glp * 256, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
                             attn_gemma2_9b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -3648,7 +3664,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
                     const int64_t pan = hk * npan + (r - hk * glp) / 16;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_gemma2_9b_local_qk_4x16_f32__avx2(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -3658,7 +3674,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_local_qk_1x16_f32__avx2(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -3708,7 +3724,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
                     attn_gemma2_9b_local_pv_1x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -3777,8 +3793,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_gemma2_9b_local_spv_2x256_f32__avx2(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -3790,8 +3806,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_gemma2_9b_local_spv_2x256_f32__avx2(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -3810,8 +3826,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
                         attn_gemma2_9b_local_spv_2x256_f32__avx2(attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hk) * 512, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -3822,8 +3838,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
                         attn_gemma2_9b_local_spv_2x256_f32__avx2(attn_gemma2_9b_local_sqk_2x1_f32__avx2(w->sq + (hk) * 512, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -5425,6 +5441,7 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma2_9b_local_kv kv = attn_gemma2_9b_local_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -5498,7 +5515,7 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
                         vst1q_f32(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -5513,7 +5530,7 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
                 for (hk = 0; hk < HKV; hk++) {
                     attn_gemma2_9b_local_dot_4x2_f32__neon(w->q + hk * glp * 256, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
                             attn_gemma2_9b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -5530,7 +5547,7 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
                     const int64_t pan = hk * npan + (r - hk * glp) / 8;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_gemma2_9b_local_qk_8x8_f32__neon(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -5540,7 +5557,7 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_local_qk_1x8_f32__neon(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -5598,7 +5615,7 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
                     attn_gemma2_9b_local_pv_1x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -5667,8 +5684,8 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_gemma2_9b_local_spv_2x256_f32__neon(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -5680,8 +5697,8 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_gemma2_9b_local_spv_2x256_f32__neon(p, attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -5700,8 +5717,8 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
                         attn_gemma2_9b_local_spv_2x256_f32__neon(attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (hk) * 512, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -5712,8 +5729,8 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
                         attn_gemma2_9b_local_spv_2x256_f32__neon(attn_gemma2_9b_local_sqk_2x1_f32__neon(w->sq + (hk) * 512, attn_gemma2_9b_local_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_gemma2_9b_local_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_gemma2_9b_local_prefetch_row_l2(attn_gemma2_9b_local_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -6796,6 +6813,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_dunit__scalar(const attn_args *
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma2_9b_local_kv kv = attn_gemma2_9b_local_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -6841,7 +6859,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_dunit__scalar(const attn_args *
                 for (hk = 0; hk < HKV; hk++) {
                     attn_gemma2_9b_local_dot_4x2_f32__scalar(w->q + hk * glp * 256, glp, attn_gemma2_9b_local_k_row(&kv, hk, j0 + c),
                             attn_gemma2_9b_local_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -6858,7 +6876,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_dunit__scalar(const attn_args *
                     const int64_t pan = hk * npan + (r - hk * glp) / 2;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_gemma2_9b_local_qk_4x2_f32__scalar(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -6868,7 +6886,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_dunit__scalar(const attn_args *
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_local_qk_1x2_f32__scalar(attn_gemma2_9b_local_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);
@@ -6906,7 +6924,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_dunit__scalar(const attn_args *
                     attn_gemma2_9b_local_pv_1x256_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_gemma2_9b_local_prefetch_row(attn_gemma2_9b_local_k_row(&kv, ph, pj), D);

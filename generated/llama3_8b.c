@@ -174,6 +174,20 @@ static inline void attn_llama3_8b_prefetch_row(const float *p, int n)
 #endif
 }
 
+/* The same into the second-level cache (prefetcht1 on x86): the streaming decode
+ * path's prefetch from an f32 cache, a few keys ahead. */
+static inline void attn_llama3_8b_prefetch_row_l2(const float *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 2); /* one 64-byte line */
+    if (n % 16) __builtin_prefetch(p + n - 1, 0, 2);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Output row i of head h in batch b. */
 static inline float *attn_llama3_8b_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -1811,6 +1825,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -1884,7 +1899,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                         _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -1899,7 +1914,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                 for (hk = 0; hk < HKV; hk++) {
                     attn_llama3_8b_dot_4x2_f32__avx512(w->q + hk * glp * 128, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -1916,7 +1931,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                     const int64_t pan = hk * npan + (r - hk * glp) / 32;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_llama3_8b_qk_8x32_f32__avx512(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -1926,7 +1941,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_qk_1x32_f32__avx512(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -1977,7 +1992,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                     attn_llama3_8b_pv_1x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -2046,8 +2061,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_llama3_8b_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_llama3_8b_prefetch_row(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -2059,8 +2074,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_llama3_8b_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_llama3_8b_prefetch_row(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -2079,8 +2094,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
                         attn_llama3_8b_spv_4x128_f32__avx512(attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_llama3_8b_prefetch_row(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -2091,8 +2106,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
                         attn_llama3_8b_spv_4x128_f32__avx512(attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_llama3_8b_prefetch_row(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -3199,6 +3214,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -3272,7 +3288,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                         _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -3287,7 +3303,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                 for (hk = 0; hk < HKV; hk++) {
                     attn_llama3_8b_dot_4x2_f32__avx2(w->q + hk * glp * 128, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -3304,7 +3320,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                     const int64_t pan = hk * npan + (r - hk * glp) / 16;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_llama3_8b_qk_4x16_f32__avx2(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -3314,7 +3330,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_qk_1x16_f32__avx2(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -3357,7 +3373,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                     attn_llama3_8b_pv_1x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -3426,8 +3442,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_llama3_8b_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_llama3_8b_prefetch_row(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -3439,8 +3455,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_llama3_8b_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_llama3_8b_prefetch_row(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -3459,8 +3475,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
                         attn_llama3_8b_spv_4x128_f32__avx2(attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_llama3_8b_prefetch_row(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -3471,8 +3487,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
                         attn_llama3_8b_spv_4x128_f32__avx2(attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_llama3_8b_prefetch_row(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -5002,6 +5018,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -5075,7 +5092,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                         vst1q_f32(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -5090,7 +5107,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                 for (hk = 0; hk < HKV; hk++) {
                     attn_llama3_8b_dot_4x2_f32__neon(w->q + hk * glp * 128, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -5107,7 +5124,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     const int64_t pan = hk * npan + (r - hk * glp) / 8;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_llama3_8b_qk_8x8_f32__neon(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -5117,7 +5134,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_qk_1x8_f32__neon(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -5168,7 +5185,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     attn_llama3_8b_pv_1x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -5237,8 +5254,8 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_llama3_8b_spv_4x128_f32__neon(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_llama3_8b_prefetch_row(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -5250,8 +5267,8 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_llama3_8b_spv_4x128_f32__neon(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_llama3_8b_prefetch_row(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -5270,8 +5287,8 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
                         attn_llama3_8b_spv_4x128_f32__neon(attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_llama3_8b_prefetch_row(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -5282,8 +5299,8 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
                         attn_llama3_8b_spv_4x128_f32__neon(attn_llama3_8b_sqk_4x1_f32__neon(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_llama3_8b_prefetch_row(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -6201,6 +6218,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -6246,7 +6264,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
                 for (hk = 0; hk < HKV; hk++) {
                     attn_llama3_8b_dot_4x2_f32__scalar(w->q + hk * glp * 128, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -6263,7 +6281,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
                     const int64_t pan = hk * npan + (r - hk * glp) / 2;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_llama3_8b_qk_4x2_f32__scalar(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -6273,7 +6291,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_qk_1x2_f32__scalar(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);
@@ -6304,7 +6322,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
                     attn_llama3_8b_pv_1x128_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_llama3_8b_prefetch_row(attn_llama3_8b_k_row(&kv, ph, pj), D);

@@ -174,6 +174,20 @@ static inline void attn_longformer_base_prefetch_row(const float *p, int n)
 #endif
 }
 
+/* The same into the second-level cache (prefetcht1 on x86): the streaming decode
+ * path's prefetch from an f32 cache, a few keys ahead. */
+static inline void attn_longformer_base_prefetch_row_l2(const float *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 2); /* one 64-byte line */
+    if (n % 16) __builtin_prefetch(p + n - 1, 0, 2);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Output row i of head h in batch b. */
 static inline float *attn_longformer_base_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -1815,6 +1829,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -1888,7 +1903,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
                         _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -1903,7 +1918,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
                 for (hk = 0; hk < HKV; hk++) {
                     attn_longformer_base_dot_4x2_f32__avx512(w->q + hk * glp * 64, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
                             attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -1920,7 +1935,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
                     const int64_t pan = hk * npan + (r - hk * glp) / 32;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_longformer_base_qk_8x32_f32__avx512(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -1930,7 +1945,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
                     }
                     for (; c < kb; c++)
                         attn_longformer_base_qk_1x32_f32__avx512(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -1981,7 +1996,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
                     attn_longformer_base_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -2050,8 +2065,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                     w->sl + (hn) * 4, w->so + (hn) * 64) : p;
                     attn_longformer_base_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -2063,8 +2078,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                     w->sl + (hk) * 4, w->so + (hk) * 64);
                     attn_longformer_base_spv_1x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -2083,8 +2098,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                         attn_longformer_base_spv_1x64_f32__avx512(attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -2095,8 +2110,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_1x
                         attn_longformer_base_spv_1x64_f32__avx512(attn_longformer_base_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -2150,8 +2165,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                     w->sl + (hn) * 4, w->so + (hn) * 128) : p;
                     attn_longformer_base_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -2163,8 +2178,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                     w->sl + (hk) * 4, w->so + (hk) * 128);
                     attn_longformer_base_spv_2x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -2183,8 +2198,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                         attn_longformer_base_spv_2x64_f32__avx512(attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -2195,8 +2210,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
                         attn_longformer_base_spv_2x64_f32__avx512(attn_longformer_base_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -2250,8 +2265,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                     w->sl + (hn) * 4, w->so + (hn) * 192) : p;
                     attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -2263,8 +2278,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                     w->sl + (hk) * 4, w->so + (hk) * 192);
                     attn_longformer_base_spv_3x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -2283,8 +2298,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                         attn_longformer_base_spv_3x64_f32__avx512(attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -2295,8 +2310,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
                         attn_longformer_base_spv_3x64_f32__avx512(attn_longformer_base_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -2350,8 +2365,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                     w->sl + (hn) * 4, w->so + (hn) * 256) : p;
                     attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -2363,8 +2378,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                     w->sl + (hk) * 4, w->so + (hk) * 256);
                     attn_longformer_base_spv_4x64_f32__avx512(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -2383,8 +2398,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                         attn_longformer_base_spv_4x64_f32__avx512(attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -2395,8 +2410,8 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
                         attn_longformer_base_spv_4x64_f32__avx512(attn_longformer_base_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -4548,6 +4563,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -4621,7 +4637,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
                         _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -4636,7 +4652,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
                 for (hk = 0; hk < HKV; hk++) {
                     attn_longformer_base_dot_4x2_f32__avx2(w->q + hk * glp * 64, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
                             attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -4653,7 +4669,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
                     const int64_t pan = hk * npan + (r - hk * glp) / 16;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_longformer_base_qk_4x16_f32__avx2(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -4663,7 +4679,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
                     }
                     for (; c < kb; c++)
                         attn_longformer_base_qk_1x16_f32__avx2(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -4706,7 +4722,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
                     attn_longformer_base_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -4775,8 +4791,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     w->sl + (hn) * 4, w->so + (hn) * 64) : p;
                     attn_longformer_base_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -4788,8 +4804,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     w->sl + (hk) * 4, w->so + (hk) * 64);
                     attn_longformer_base_spv_1x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -4808,8 +4824,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                         attn_longformer_base_spv_1x64_f32__avx2(attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -4820,8 +4836,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                         attn_longformer_base_spv_1x64_f32__avx2(attn_longformer_base_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -4875,8 +4891,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     w->sl + (hn) * 4, w->so + (hn) * 128) : p;
                     attn_longformer_base_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -4888,8 +4904,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     w->sl + (hk) * 4, w->so + (hk) * 128);
                     attn_longformer_base_spv_2x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -4908,8 +4924,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                         attn_longformer_base_spv_2x64_f32__avx2(attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -4920,8 +4936,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                         attn_longformer_base_spv_2x64_f32__avx2(attn_longformer_base_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -4975,8 +4991,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     w->sl + (hn) * 4, w->so + (hn) * 192) : p;
                     attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -4988,8 +5004,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     w->sl + (hk) * 4, w->so + (hk) * 192);
                     attn_longformer_base_spv_3x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -5008,8 +5024,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                         attn_longformer_base_spv_3x64_f32__avx2(attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -5020,8 +5036,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                         attn_longformer_base_spv_3x64_f32__avx2(attn_longformer_base_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -5075,8 +5091,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     w->sl + (hn) * 4, w->so + (hn) * 256) : p;
                     attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -5088,8 +5104,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                     w->sl + (hk) * 4, w->so + (hk) * 256);
                     attn_longformer_base_spv_4x64_f32__avx2(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -5108,8 +5124,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                         attn_longformer_base_spv_4x64_f32__avx2(attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -5120,8 +5136,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
                         attn_longformer_base_spv_4x64_f32__avx2(attn_longformer_base_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -7422,6 +7438,7 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -7495,7 +7512,7 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
                         vst1q_f32(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -7510,7 +7527,7 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
                 for (hk = 0; hk < HKV; hk++) {
                     attn_longformer_base_dot_4x2_f32__neon(w->q + hk * glp * 64, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
                             attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -7527,7 +7544,7 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
                     const int64_t pan = hk * npan + (r - hk * glp) / 8;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_longformer_base_qk_8x8_f32__neon(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -7537,7 +7554,7 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
                     }
                     for (; c < kb; c++)
                         attn_longformer_base_qk_1x8_f32__neon(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -7588,7 +7605,7 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
                     attn_longformer_base_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -7657,8 +7674,8 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                     w->sl + (hn) * 4, w->so + (hn) * 64) : p;
                     attn_longformer_base_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -7670,8 +7687,8 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                     w->sl + (hk) * 4, w->so + (hk) * 64);
                     attn_longformer_base_spv_1x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -7690,8 +7707,8 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                         attn_longformer_base_spv_1x64_f32__neon(attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -7702,8 +7719,8 @@ static void attn_longformer_base_sunit_1x1__neon(const attn_args *args, int64_t 
                         attn_longformer_base_spv_1x64_f32__neon(attn_longformer_base_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 64);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -7757,8 +7774,8 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                     w->sl + (hn) * 4, w->so + (hn) * 128) : p;
                     attn_longformer_base_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -7770,8 +7787,8 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                     w->sl + (hk) * 4, w->so + (hk) * 128);
                     attn_longformer_base_spv_2x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -7790,8 +7807,8 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                         attn_longformer_base_spv_2x64_f32__neon(attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -7802,8 +7819,8 @@ static void attn_longformer_base_sunit_2x1__neon(const attn_args *args, int64_t 
                         attn_longformer_base_spv_2x64_f32__neon(attn_longformer_base_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 128);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -7857,8 +7874,8 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                     w->sl + (hn) * 4, w->so + (hn) * 192) : p;
                     attn_longformer_base_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -7870,8 +7887,8 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                     w->sl + (hk) * 4, w->so + (hk) * 192);
                     attn_longformer_base_spv_3x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -7890,8 +7907,8 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                         attn_longformer_base_spv_3x64_f32__neon(attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -7902,8 +7919,8 @@ static void attn_longformer_base_sunit_3x1__neon(const attn_args *args, int64_t 
                         attn_longformer_base_spv_3x64_f32__neon(attn_longformer_base_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 192);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -7957,8 +7974,8 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                     w->sl + (hn) * 4, w->so + (hn) * 256) : p;
                     attn_longformer_base_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -7970,8 +7987,8 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                     w->sl + (hk) * 4, w->so + (hk) * 256);
                     attn_longformer_base_spv_4x64_f32__neon(p, attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -7990,8 +8007,8 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                         attn_longformer_base_spv_4x64_f32__neon(attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -8002,8 +8019,8 @@ static void attn_longformer_base_sunit_4x1__neon(const attn_args *args, int64_t 
                         attn_longformer_base_spv_4x64_f32__neon(attn_longformer_base_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_longformer_base_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256), attn_longformer_base_v_row(&kv, hk, j), w->so + (hk) * 256);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_longformer_base_prefetch_row_l2(attn_longformer_base_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -8850,6 +8867,7 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_dunit__scalar(const attn_args *
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -8895,7 +8913,7 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_dunit__scalar(const attn_args *
                 for (hk = 0; hk < HKV; hk++) {
                     attn_longformer_base_dot_4x2_f32__scalar(w->q + hk * glp * 64, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
                             attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -8912,7 +8930,7 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_dunit__scalar(const attn_args *
                     const int64_t pan = hk * npan + (r - hk * glp) / 2;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_longformer_base_qk_4x2_f32__scalar(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -8922,7 +8940,7 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_dunit__scalar(const attn_args *
                     }
                     for (; c < kb; c++)
                         attn_longformer_base_qk_1x2_f32__scalar(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
@@ -8953,7 +8971,7 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_dunit__scalar(const attn_args *
                     attn_longformer_base_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);

@@ -174,6 +174,20 @@ static inline void attn_mistral_7b_prefetch_row(const float *p, int n)
 #endif
 }
 
+/* The same into the second-level cache (prefetcht1 on x86): the streaming decode
+ * path's prefetch from an f32 cache, a few keys ahead. */
+static inline void attn_mistral_7b_prefetch_row_l2(const float *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 2); /* one 64-byte line */
+    if (n % 16) __builtin_prefetch(p + n - 1, 0, 2);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Output row i of head h in batch b. */
 static inline float *attn_mistral_7b_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -1812,6 +1826,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -1885,7 +1900,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                         _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -1900,7 +1915,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                 for (hk = 0; hk < HKV; hk++) {
                     attn_mistral_7b_dot_4x2_f32__avx512(w->q + hk * glp * 128, glp, attn_mistral_7b_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -1917,7 +1932,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                     const int64_t pan = hk * npan + (r - hk * glp) / 32;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_mistral_7b_qk_8x32_f32__avx512(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -1927,7 +1942,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_qk_1x32_f32__avx512(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -1978,7 +1993,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                     attn_mistral_7b_pv_1x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -2047,8 +2062,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit_4x1__av
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_mistral_7b_spv_4x128_f32__avx512(p, attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -2060,8 +2075,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit_4x1__av
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_mistral_7b_spv_4x128_f32__avx512(p, attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -2080,8 +2095,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit_4x1__av
                         attn_mistral_7b_spv_4x128_f32__avx512(attn_mistral_7b_sqk_4x1_f32__avx512(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -2092,8 +2107,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_sunit_4x1__av
                         attn_mistral_7b_spv_4x128_f32__avx512(attn_mistral_7b_sqk_4x1_f32__avx512(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -3200,6 +3215,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -3273,7 +3289,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
                         _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -3288,7 +3304,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
                 for (hk = 0; hk < HKV; hk++) {
                     attn_mistral_7b_dot_4x2_f32__avx2(w->q + hk * glp * 128, glp, attn_mistral_7b_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -3305,7 +3321,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
                     const int64_t pan = hk * npan + (r - hk * glp) / 16;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_mistral_7b_qk_4x16_f32__avx2(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -3315,7 +3331,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_qk_1x16_f32__avx2(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -3358,7 +3374,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
                     attn_mistral_7b_pv_1x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -3427,8 +3443,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_sunit_4x1__
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_mistral_7b_spv_4x128_f32__avx2(p, attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -3440,8 +3456,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_sunit_4x1__
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_mistral_7b_spv_4x128_f32__avx2(p, attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -3460,8 +3476,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_sunit_4x1__
                         attn_mistral_7b_spv_4x128_f32__avx2(attn_mistral_7b_sqk_4x1_f32__avx2(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -3472,8 +3488,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_sunit_4x1__
                         attn_mistral_7b_spv_4x128_f32__avx2(attn_mistral_7b_sqk_4x1_f32__avx2(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -5003,6 +5019,7 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -5076,7 +5093,7 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
                         vst1q_f32(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -5091,7 +5108,7 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
                 for (hk = 0; hk < HKV; hk++) {
                     attn_mistral_7b_dot_4x2_f32__neon(w->q + hk * glp * 128, glp, attn_mistral_7b_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -5108,7 +5125,7 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
                     const int64_t pan = hk * npan + (r - hk * glp) / 8;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_mistral_7b_qk_8x8_f32__neon(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -5118,7 +5135,7 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_qk_1x8_f32__neon(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -5169,7 +5186,7 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
                     attn_mistral_7b_pv_1x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -5238,8 +5255,8 @@ static void attn_mistral_7b_sunit_4x1__neon(const attn_args *args, int64_t b, in
                     w->sl + (hn) * 4, w->so + (hn) * 512) : p;
                     attn_mistral_7b_spv_4x128_f32__neon(p, attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -5251,8 +5268,8 @@ static void attn_mistral_7b_sunit_4x1__neon(const attn_args *args, int64_t b, in
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_mistral_7b_spv_4x128_f32__neon(p, attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -5271,8 +5288,8 @@ static void attn_mistral_7b_sunit_4x1__neon(const attn_args *args, int64_t b, in
                         attn_mistral_7b_spv_4x128_f32__neon(attn_mistral_7b_sqk_4x1_f32__neon(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -5283,8 +5300,8 @@ static void attn_mistral_7b_sunit_4x1__neon(const attn_args *args, int64_t b, in
                         attn_mistral_7b_spv_4x128_f32__neon(attn_mistral_7b_sqk_4x1_f32__neon(w->sq + (hk) * 512, attn_mistral_7b_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_mistral_7b_prefetch_row_l2(attn_mistral_7b_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -6202,6 +6219,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -6247,7 +6265,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
                 for (hk = 0; hk < HKV; hk++) {
                     attn_mistral_7b_dot_4x2_f32__scalar(w->q + hk * glp * 128, glp, attn_mistral_7b_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -6264,7 +6282,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
                     const int64_t pan = hk * npan + (r - hk * glp) / 2;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_mistral_7b_qk_4x2_f32__scalar(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -6274,7 +6292,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_qk_1x2_f32__scalar(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
@@ -6305,7 +6323,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
                     attn_mistral_7b_pv_1x128_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);

@@ -2520,6 +2520,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -2593,7 +2594,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
                         _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -2608,7 +2609,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
                 for (hk = 0; hk < HKV; hk++) {
                     attn_mistral_7b_bf16_dot_4x2_bf16__avx512(w->q + hk * glp * 128, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -2625,7 +2626,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
                     const int64_t pan = hk * npan + (r - hk * glp) / 32;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_mistral_7b_bf16_qk_8x32_bf16__avx512(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -2635,7 +2636,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_bf16_qk_1x32_bf16__avx512(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -2686,7 +2687,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
                     attn_mistral_7b_bf16_pv_1x128_bf16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -4296,6 +4297,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -4369,7 +4371,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
                         _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -4384,7 +4386,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
                 for (hk = 0; hk < HKV; hk++) {
                     attn_mistral_7b_bf16_dot_4x2_bf16__avx2(w->q + hk * glp * 128, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -4401,7 +4403,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
                     const int64_t pan = hk * npan + (r - hk * glp) / 16;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_mistral_7b_bf16_qk_4x16_bf16__avx2(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -4411,7 +4413,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_bf16_qk_1x16_bf16__avx2(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -4454,7 +4456,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
                     attn_mistral_7b_bf16_pv_1x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -6677,6 +6679,7 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -6750,7 +6753,7 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
                         vst1q_f32(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -6765,7 +6768,7 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
                 for (hk = 0; hk < HKV; hk++) {
                     attn_mistral_7b_bf16_dot_4x2_bf16__neon(w->q + hk * glp * 128, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -6782,7 +6785,7 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
                     const int64_t pan = hk * npan + (r - hk * glp) / 8;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_mistral_7b_bf16_qk_8x8_bf16__neon(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -6792,7 +6795,7 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_bf16_qk_1x8_bf16__neon(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -6843,7 +6846,7 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
                     attn_mistral_7b_bf16_pv_1x128_bf16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -8198,6 +8201,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -8243,7 +8247,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
                 for (hk = 0; hk < HKV; hk++) {
                     attn_mistral_7b_bf16_dot_4x2_bf16__scalar(w->q + hk * glp * 128, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -8260,7 +8264,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
                     const int64_t pan = hk * npan + (r - hk * glp) / 2;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_mistral_7b_bf16_qk_4x2_bf16__scalar(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -8270,7 +8274,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_bf16_qk_1x2_bf16__scalar(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
@@ -8301,7 +8305,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
                     attn_mistral_7b_bf16_pv_1x128_bf16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);

@@ -174,6 +174,20 @@ static inline void attn_whisper_cross_prefetch_row(const float *p, int n)
 #endif
 }
 
+/* The same into the second-level cache (prefetcht1 on x86): the streaming decode
+ * path's prefetch from an f32 cache, a few keys ahead. */
+static inline void attn_whisper_cross_prefetch_row_l2(const float *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 2); /* one 64-byte line */
+    if (n % 16) __builtin_prefetch(p + n - 1, 0, 2);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Output row i of head h in batch b. */
 static inline float *attn_whisper_cross_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -1809,6 +1823,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -1882,7 +1897,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
                         _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -1897,7 +1912,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
                 for (hk = 0; hk < HKV; hk++) {
                     attn_whisper_cross_dot_4x2_f32__avx512(w->q + hk * glp * 64, glp, attn_whisper_cross_k_row(&kv, hk, j0 + c),
                             attn_whisper_cross_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -1914,7 +1929,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
                     const int64_t pan = hk * npan + (r - hk * glp) / 32;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_whisper_cross_qk_8x32_f32__avx512(attn_whisper_cross_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -1924,7 +1939,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
                     }
                     for (; c < kb; c++)
                         attn_whisper_cross_qk_1x32_f32__avx512(attn_whisper_cross_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -1975,7 +1990,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
                     attn_whisper_cross_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -2044,8 +2059,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
                     w->sl + (hn) * 4, w->so + (hn) * 64) : p;
                     attn_whisper_cross_spv_1x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -2057,8 +2072,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
                     w->sl + (hk) * 4, w->so + (hk) * 64);
                     attn_whisper_cross_spv_1x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -2077,8 +2092,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
                         attn_whisper_cross_spv_1x64_f32__avx512(attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -2089,8 +2104,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_1x1_
                         attn_whisper_cross_spv_1x64_f32__avx512(attn_whisper_cross_sqk_1x1_f32__avx512(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -2144,8 +2159,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
                     w->sl + (hn) * 4, w->so + (hn) * 128) : p;
                     attn_whisper_cross_spv_2x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -2157,8 +2172,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
                     w->sl + (hk) * 4, w->so + (hk) * 128);
                     attn_whisper_cross_spv_2x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -2177,8 +2192,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
                         attn_whisper_cross_spv_2x64_f32__avx512(attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -2189,8 +2204,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_2x1_
                         attn_whisper_cross_spv_2x64_f32__avx512(attn_whisper_cross_sqk_2x1_f32__avx512(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -2244,8 +2259,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
                     w->sl + (hn) * 4, w->so + (hn) * 192) : p;
                     attn_whisper_cross_spv_3x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -2257,8 +2272,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
                     w->sl + (hk) * 4, w->so + (hk) * 192);
                     attn_whisper_cross_spv_3x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -2277,8 +2292,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
                         attn_whisper_cross_spv_3x64_f32__avx512(attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -2289,8 +2304,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_3x1_
                         attn_whisper_cross_spv_3x64_f32__avx512(attn_whisper_cross_sqk_3x1_f32__avx512(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -2344,8 +2359,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
                     w->sl + (hn) * 4, w->so + (hn) * 256) : p;
                     attn_whisper_cross_spv_4x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -2357,8 +2372,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
                     w->sl + (hk) * 4, w->so + (hk) * 256);
                     attn_whisper_cross_spv_4x64_f32__avx512(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -2377,8 +2392,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
                         attn_whisper_cross_spv_4x64_f32__avx512(attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -2389,8 +2404,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_sunit_4x1_
                         attn_whisper_cross_spv_4x64_f32__avx512(attn_whisper_cross_sqk_4x1_f32__avx512(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -4542,6 +4557,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_dunit__a
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -4615,7 +4631,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_dunit__a
                         _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -4630,7 +4646,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_dunit__a
                 for (hk = 0; hk < HKV; hk++) {
                     attn_whisper_cross_dot_4x2_f32__avx2(w->q + hk * glp * 64, glp, attn_whisper_cross_k_row(&kv, hk, j0 + c),
                             attn_whisper_cross_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -4647,7 +4663,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_dunit__a
                     const int64_t pan = hk * npan + (r - hk * glp) / 16;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_whisper_cross_qk_4x16_f32__avx2(attn_whisper_cross_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -4657,7 +4673,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_dunit__a
                     }
                     for (; c < kb; c++)
                         attn_whisper_cross_qk_1x16_f32__avx2(attn_whisper_cross_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -4700,7 +4716,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_dunit__a
                     attn_whisper_cross_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -4769,8 +4785,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
                     w->sl + (hn) * 4, w->so + (hn) * 64) : p;
                     attn_whisper_cross_spv_1x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -4782,8 +4798,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
                     w->sl + (hk) * 4, w->so + (hk) * 64);
                     attn_whisper_cross_spv_1x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -4802,8 +4818,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
                         attn_whisper_cross_spv_1x64_f32__avx2(attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -4814,8 +4830,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_1x
                         attn_whisper_cross_spv_1x64_f32__avx2(attn_whisper_cross_sqk_1x1_f32__avx2(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -4869,8 +4885,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
                     w->sl + (hn) * 4, w->so + (hn) * 128) : p;
                     attn_whisper_cross_spv_2x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -4882,8 +4898,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
                     w->sl + (hk) * 4, w->so + (hk) * 128);
                     attn_whisper_cross_spv_2x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -4902,8 +4918,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
                         attn_whisper_cross_spv_2x64_f32__avx2(attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -4914,8 +4930,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_2x
                         attn_whisper_cross_spv_2x64_f32__avx2(attn_whisper_cross_sqk_2x1_f32__avx2(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -4969,8 +4985,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
                     w->sl + (hn) * 4, w->so + (hn) * 192) : p;
                     attn_whisper_cross_spv_3x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -4982,8 +4998,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
                     w->sl + (hk) * 4, w->so + (hk) * 192);
                     attn_whisper_cross_spv_3x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -5002,8 +5018,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
                         attn_whisper_cross_spv_3x64_f32__avx2(attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -5014,8 +5030,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_3x
                         attn_whisper_cross_spv_3x64_f32__avx2(attn_whisper_cross_sqk_3x1_f32__avx2(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -5069,8 +5085,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
                     w->sl + (hn) * 4, w->so + (hn) * 256) : p;
                     attn_whisper_cross_spv_4x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -5082,8 +5098,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
                     w->sl + (hk) * 4, w->so + (hk) * 256);
                     attn_whisper_cross_spv_4x64_f32__avx2(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -5102,8 +5118,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
                         attn_whisper_cross_spv_4x64_f32__avx2(attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -5114,8 +5130,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_sunit_4x
                         attn_whisper_cross_spv_4x64_f32__avx2(attn_whisper_cross_sqk_4x1_f32__avx2(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -7416,6 +7432,7 @@ static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -7489,7 +7506,7 @@ static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int
                         vst1q_f32(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
-                    for (; pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -7504,7 +7521,7 @@ static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int
                 for (hk = 0; hk < HKV; hk++) {
                     attn_whisper_cross_dot_4x2_f32__neon(w->q + hk * glp * 64, glp, attn_whisper_cross_k_row(&kv, hk, j0 + c),
                             attn_whisper_cross_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -7521,7 +7538,7 @@ static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int
                     const int64_t pan = hk * npan + (r - hk * glp) / 8;
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_whisper_cross_qk_8x8_f32__neon(attn_whisper_cross_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -7531,7 +7548,7 @@ static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int
                     }
                     for (; c < kb; c++)
                         attn_whisper_cross_qk_1x8_f32__neon(attn_whisper_cross_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -7582,7 +7599,7 @@ static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int
                     attn_whisper_cross_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -7651,8 +7668,8 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
                     w->sl + (hn) * 4, w->so + (hn) * 64) : p;
                     attn_whisper_cross_spv_1x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -7664,8 +7681,8 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
                     w->sl + (hk) * 4, w->so + (hk) * 64);
                     attn_whisper_cross_spv_1x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -7684,8 +7701,8 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
                         attn_whisper_cross_spv_1x64_f32__neon(attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -7696,8 +7713,8 @@ static void attn_whisper_cross_sunit_1x1__neon(const attn_args *args, int64_t b,
                         attn_whisper_cross_spv_1x64_f32__neon(attn_whisper_cross_sqk_1x1_f32__neon(w->sq + (hk) * 64, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 64), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 64);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -7751,8 +7768,8 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
                     w->sl + (hn) * 4, w->so + (hn) * 128) : p;
                     attn_whisper_cross_spv_2x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -7764,8 +7781,8 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
                     w->sl + (hk) * 4, w->so + (hk) * 128);
                     attn_whisper_cross_spv_2x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -7784,8 +7801,8 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
                         attn_whisper_cross_spv_2x64_f32__neon(attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -7796,8 +7813,8 @@ static void attn_whisper_cross_sunit_2x1__neon(const attn_args *args, int64_t b,
                         attn_whisper_cross_spv_2x64_f32__neon(attn_whisper_cross_sqk_2x1_f32__neon(w->sq + (hk) * 128, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 128), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 128);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -7851,8 +7868,8 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
                     w->sl + (hn) * 4, w->so + (hn) * 192) : p;
                     attn_whisper_cross_spv_3x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -7864,8 +7881,8 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
                     w->sl + (hk) * 4, w->so + (hk) * 192);
                     attn_whisper_cross_spv_3x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -7884,8 +7901,8 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
                         attn_whisper_cross_spv_3x64_f32__neon(attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -7896,8 +7913,8 @@ static void attn_whisper_cross_sunit_3x1__neon(const attn_args *args, int64_t b,
                         attn_whisper_cross_spv_3x64_f32__neon(attn_whisper_cross_sqk_3x1_f32__neon(w->sq + (hk) * 192, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 192), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 192);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -7951,8 +7968,8 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
                     w->sl + (hn) * 4, w->so + (hn) * 256) : p;
                     attn_whisper_cross_spv_4x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
                     if (j + STREAM_PREFETCH < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                     }
                     p = pn;
                 }
@@ -7964,8 +7981,8 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
                     w->sl + (hk) * 4, w->so + (hk) * 256);
                     attn_whisper_cross_spv_4x64_f32__neon(p, attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -7984,8 +8001,8 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
                         attn_whisper_cross_spv_4x64_f32__neon(attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -7996,8 +8013,8 @@ static void attn_whisper_cross_sunit_4x1__neon(const attn_args *args, int64_t b,
                         attn_whisper_cross_spv_4x64_f32__neon(attn_whisper_cross_sqk_4x1_f32__neon(w->sq + (hk) * 256, attn_whisper_cross_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 256), attn_whisper_cross_v_row(&kv, hk, j), w->so + (hk) * 256);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_whisper_cross_prefetch_row(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_whisper_cross_prefetch_row_l2(attn_whisper_cross_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -8844,6 +8861,7 @@ ATTN_NO_AUTOVEC static void attn_whisper_cross_dunit__scalar(const attn_args *ar
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_whisper_cross_kv kv = attn_whisper_cross_kv_of(args, b);
+    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -8889,7 +8907,7 @@ ATTN_NO_AUTOVEC static void attn_whisper_cross_dunit__scalar(const attn_args *ar
                 for (hk = 0; hk < HKV; hk++) {
                     attn_whisper_cross_dot_4x2_f32__scalar(w->q + hk * glp * 64, glp, attn_whisper_cross_k_row(&kv, hk, j0 + c),
                             attn_whisper_cross_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
-                    for (; pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -8906,7 +8924,7 @@ ATTN_NO_AUTOVEC static void attn_whisper_cross_dunit__scalar(const attn_args *ar
                     const int64_t pan = hk * npan + (r - hk * glp) / 2;
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_whisper_cross_qk_4x2_f32__scalar(attn_whisper_cross_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                             if (ph < HKV)
                                 attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -8916,7 +8934,7 @@ ATTN_NO_AUTOVEC static void attn_whisper_cross_dunit__scalar(const attn_args *ar
                     }
                     for (; c < kb; c++)
                         attn_whisper_cross_qk_1x2_f32__scalar(attn_whisper_cross_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                    for (; pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
+                    for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                         if (ph < HKV)
                             attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);
@@ -8947,7 +8965,7 @@ ATTN_NO_AUTOVEC static void attn_whisper_cross_dunit__scalar(const attn_args *ar
                     attn_whisper_cross_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 1;
                 }
-                for (; pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
+                for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
                     if (ph < HKV)
                         attn_whisper_cross_prefetch_row(attn_whisper_cross_k_row(&kv, ph, pj), D);

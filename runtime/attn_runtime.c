@@ -323,6 +323,48 @@ int attn_isa_supported(attn_isa isa)
     return (set >> isa) & 1u;
 }
 
+/* 1 on an Intel CPU (cpuid's vendor string "GenuineIntel"). */
+static int cpu_is_intel(void)
+{
+#ifdef ATTN_X86_CPUID
+    unsigned int a, b, c, d;
+    /* the vendor string is in EBX, EDX, ECX: "Genu" "ineI" "ntel" */
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return 0;
+    return b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
+#else
+    return 0;
+#endif
+}
+
+/* Cached as 1 + the answer; racing threads store the same value. */
+static int decode_prefetch_cache;
+
+int attn_decode_prefetch(void)
+{
+    int v;
+#ifdef __GNUC__
+    v = __atomic_load_n(&decode_prefetch_cache, __ATOMIC_ACQUIRE);
+#else
+    v = decode_prefetch_cache;
+#endif
+    if (v == 0) {
+        const char *e = getenv("ATTNGEN_DECODE_PREFETCH");
+        if (e != NULL && strcmp(e, "0") == 0)
+            v = 1;
+        else if (e != NULL && strcmp(e, "1") == 0)
+            v = 2;
+        else
+            v = cpu_is_intel() ? 1 : 2;
+#ifdef __GNUC__
+        __atomic_store_n(&decode_prefetch_cache, v, __ATOMIC_RELEASE);
+#else
+        decode_prefetch_cache = v;
+#endif
+    }
+    return v - 1;
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 const attn_variant *attn_pick_variant(const attn_variant *variants, int n)

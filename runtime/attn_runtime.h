@@ -192,6 +192,14 @@ const char *attn_isa_name(attn_isa isa);
 int attn_isa_from_name(const char *name);
 /* Whether this CPU (and OS) can run the variant. */
 int attn_isa_supported(attn_isa isa);
+/*
+ * Whether the decode path's blocked kernel (several query rows a kv head)
+ * asks for the next block of K and V rows with prefetch instructions while
+ * it works on one: 1, except on Intel CPUs, whose hardware prefetchers
+ * follow its reads better alone (docs/decode.md has the measurements).
+ * ATTNGEN_DECODE_PREFETCH=1 or 0 in the environment overrides it.
+ */
+int attn_decode_prefetch(void);
 
 /* Kernel families, in the order of the attn_family values: X(ID, name). */
 #define ATTN_FAMILY_LIST(X) \

@@ -264,6 +264,31 @@ Test(entry, attngen_isa_forces_a_variant)
     problem_free(&p);
 }
 
+Test(entry, decode_prefetch_follows_the_environment)
+{
+    setenv("ATTNGEN_DECODE_PREFETCH", "0", 1);
+    cr_expect_eq(attn_decode_prefetch(), 0);
+}
+
+Test(entry, decode_prefetch_can_be_forced_on)
+{
+    setenv("ATTNGEN_DECODE_PREFETCH", "1", 1);
+    cr_expect_eq(attn_decode_prefetch(), 1);
+}
+
+/* The blocked decode kernel without its prefetches (as on Intel CPUs; the matrix
+ * of each kernel runs with this CPU's default), on the best ISA of a GQA preset. */
+Test(entry, blocked_decode_without_prefetch)
+{
+    const attn_kernel *k = &attn_llama3_8b_kernel;
+    int i;
+    setenv("ATTNGEN_DECODE_PREFETCH", "0", 1);
+    cr_assert_eq(attn_decode_prefetch(), 0);
+    for (i = 0; i < k->n_variants && !attn_isa_supported(k->variants[i].isa); i++) continue;
+    cr_assert_lt(i, k->n_variants);
+    run_matrix(k, k->variants[i].isa);
+}
+
 Test(entry, unknown_attngen_isa_is_an_error)
 {
     problem p;
