@@ -163,20 +163,6 @@ static inline void attn_falcon_7b_prefetch_row(const float *p, int n)
 #endif
 }
 
-/* The same into the second-level cache (prefetcht1 on x86): the streaming decode
- * path's prefetch from an f32 cache, a few keys ahead. */
-static inline void attn_falcon_7b_prefetch_row_l2(const float *p, int n)
-{
-#if defined(__GNUC__)
-    int i;
-    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 2); /* one 64-byte line */
-    if (n % 16) __builtin_prefetch(p + n - 1, 0, 2);
-#else
-    (void)p;
-    (void)n;
-#endif
-}
-
 /* Output row i of head h in batch b. */
 static inline float *attn_falcon_7b_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
