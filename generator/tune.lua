@@ -34,6 +34,19 @@ M.MIN_TIME = 0.25
 M.EXHAUSTIVE_Q = 288
 M.EXHAUSTIVE_KV = 512
 
+--- Linear attention's grid: tile.q is the chunk of the causal algorithm
+-- (and the query rows of a tile), tile.kv the keys packed and folded into
+-- the state at a time.  Short chunks do less of the diagonal blocks' work
+-- and more passes over the state; which wins depends on the machine (on a
+-- 2-core AVX2 EPYC, causal H 8, D 64: chunks of 16 rows ran a quarter
+-- faster than the default 64).  The exhaustive grid takes every multiple of
+-- LINEAR_Q_STEP up to LINEAR_EXHAUSTIVE_Q.
+M.LINEAR_QS = { 16, 32, 64, 128 }
+M.LINEAR_KVS = { 64, 128, 256 }
+M.LINEAR_Q_STEP = 8
+M.LINEAR_EXHAUSTIVE_Q = 256
+M.LINEAR_EXHAUSTIVE_KVS = { 32, 64, 128, 256, 512 }
+
 -- ---- the machine's caches ---------------------------------------------------
 
 --- Data cache sizes in bytes, { l1 = ..., l2 = ..., l3 = ... }: from sysfs
@@ -102,16 +115,24 @@ local function same_tile(a, b) return a.q == b.q and a.kv == b.kv end
 -- sequence would have more than 32 splits): a split's setup and merge are
 -- worth saving on long caches (3-4% at 32768 keys on one thread), and
 -- longer splits on short caches would leave fewer units for more threads.
+-- Linear attention (kind = "linear") has the prefill bucket only, on its
+-- own grid (M.LINEAR_QS x M.LINEAR_KVS, or the exhaustive one), unpruned.
 -- Returns { prefill = { {q=, kv=}, ... }, decode = { {block=, chunk=}, ... } }.
 function M.candidates(cfg, isa_name, opts)
   opts = opts or {}
   local qstep, kvstep = M.steps(isa_name)
   local caches = opts.caches or M.caches()
   local out = { prefill = {}, decode = {} }
-  local heur = { q = planner.DEFAULT_TILE.q, kv = planner.DEFAULT_TILE.kv }
+  local linear = cfg.kind == "linear"
+  local default = (linear and planner.family("linear") or planner).DEFAULT_TILE
+  local heur = { q = default.q, kv = default.kv }
   local qs, kvs
   if opts.tiles then
     qs, kvs = {}, {}
+  elseif linear and opts.exhaustive then
+    qs, kvs = multiples(M.LINEAR_Q_STEP, M.LINEAR_Q_STEP, M.LINEAR_EXHAUSTIVE_Q), M.LINEAR_EXHAUSTIVE_KVS
+  elseif linear then
+    qs, kvs = M.LINEAR_QS, M.LINEAR_KVS
   elseif opts.exhaustive then
     qs, kvs = multiples(qstep, qstep, M.EXHAUSTIVE_Q), multiples(kvstep, kvstep, M.EXHAUSTIVE_KV)
   else
@@ -132,7 +153,7 @@ function M.candidates(cfg, isa_name, opts)
   for _, q in ipairs(qs) do
     for _, kv in ipairs(kvs) do
       local t = { q = q, kv = kv }
-      if opts.exhaustive or M.working_set(cfg, isa_name, t) <= caches.l2 then
+      if opts.exhaustive or linear or M.working_set(cfg, isa_name, t) <= caches.l2 then
         out.prefill[#out.prefill + 1] = t
       end
     end
@@ -152,7 +173,7 @@ function M.candidates(cfg, isa_name, opts)
   end
   table.sort(out.prefill, function(a, b) return a.q < b.q or (a.q == b.q and a.kv < b.kv) end)
 
-  if cfg.decode_max_q > 0 then
+  if (cfg.decode_max_q or 0) > 0 then
     local blocks
     if opts.blocks then
       blocks = { planner.family("sdpa").DECODE_BLOCK }
@@ -199,7 +220,7 @@ local function candidate_config(cfg, isa_name, bucket, t)
   c.isa = { isa_name }
   if bucket == "prefill" then
     c.tile = { q = t.q, kv = t.kv }
-    c.decode_max_q = 0
+    if c.decode_max_q then c.decode_max_q = 0 end -- a family without a decode path has no such key
   else
     c.tile = { q = planner.DEFAULT_TILE.q, kv = planner.DEFAULT_TILE.kv }
   end

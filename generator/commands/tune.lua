@@ -180,7 +180,7 @@ end
 
 --- Checks the numeric options; returns the prefill lengths, or nil, err.
 local function check_numbers(args, cfg)
-  local seqs, serr = parse_seqs(args.seq, cfg.decode_max_q)
+  local seqs, serr = parse_seqs(args.seq, cfg.decode_max_q or 0)
   if not seqs then return nil, serr end
   if not args.decode_seq or args.decode_seq ~= math.floor(args.decode_seq) or args.decode_seq < 1
       or args.decode_seq > 1048576 then
@@ -216,7 +216,11 @@ end
 local function candidate_set(t)
   local args, cfg = t.args, t.cfg
   t.do_prefill = args.only ~= "decode"
-  t.do_decode = args.only ~= "prefill" and cfg.decode_max_q > 0
+  t.do_decode = args.only ~= "prefill" and (cfg.decode_max_q or 0) > 0
+  if args.only == "decode" and cfg.kind == "linear" then
+    return nil, ("%s is linear attention, which has no decode path: nothing to tune with --only decode")
+      :format(cfg.name)
+  end
   if args.only == "decode" and cfg.decode_max_q == 0 then
     return nil, ("%s has no decode path (decode_max_q = 0): nothing to tune with --only decode"):format(cfg.name)
   end
@@ -277,6 +281,10 @@ local function compile(t)
   end
   print(("%s on %s, %s: %d prefill + %d decode candidates%s"):format(cfg.name, t.host.cpu, t.isa,
     #cands.prefill, #cands.decode, t.args.exhaustive and " (exhaustive)" or ""))
+  if cfg.kind == "linear" then
+    print("linear attention: tile.q is the chunk of the causal algorithm; GFLOP/s count the FLOPs of the "
+      .. "token-at-a-time recurrence, the same for every chunk, so they rank the candidates by time")
+  end
   local files, list = tune.sources(cfg, t.isa, cands)
   t.list = list
   print(("compiling %d candidates into one program..."):format(total))
@@ -410,10 +418,6 @@ function M.run(args)
   local started = wall()
   local cfg, display = presets.load(args.config, args.set)
   if not cfg then return nil, display end
-  if cfg.kind == "linear" then
-    return nil, ("tune: %s is linear attention, which the tuner does not time yet; set its chunk in the "
-      .. "config instead (tile = { q = N }: the query rows of a chunk of the causal algorithm)"):format(display)
-  end
   if cfg.kind == "additive" or cfg.kind == "luong" then
     return nil, ("tune: %s is %s attention, which has no tiles to tune (one head, a row of scores at a time); "
       .. "'attngen bench' times it"):format(display, cfg.kind)

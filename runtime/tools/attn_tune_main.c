@@ -22,6 +22,12 @@
  *     `always`) are timed on the bucket's later shapes.
  * GFLOP/s count the visible scores only, as attn_bench does:
  * FLOPs = 2 * visible * (D + Dv), the count of the README's benchmark tables.
+ * Linear attention's candidates differ in their chunk, and with it in the
+ * FLOPs of the chunked algorithm; their GFLOP/s count the FLOPs of the
+ * token-at-a-time recurrence instead (attn_reference_linear_flops with
+ * chunks of one row), the same for every candidate, so that they rank the
+ * candidates by time.  A linear config with a state starts each candidate's
+ * warm-up run from a zero state.
  *
  * Output: one JSON object per line on stdout, flushed as it goes, for the
  * generator to read (events "start", "shape", "tick" after each run or burst,
@@ -247,7 +253,8 @@ typedef struct {
     const attn_spec *spec; /* the candidates' spec: O's storage type, how close their outputs must agree */
     int32_t *seqlens;
     void *mask;
-    size_t no; /* elements of O */
+    float *state_s, *state_z; /* linear attention's state (zeroed before each warm-up run) */
+    size_t no, ns, nz;        /* elements of O and of the state's S and z */
 } tune_inputs;
 
 static void free_inputs(tune_inputs *in)
@@ -264,6 +271,8 @@ static void free_inputs(tune_inputs *in)
     free(in->lse);
     free(in->seqlens);
     free(in->mask);
+    free(in->state_s);
+    free(in->state_z);
 }
 
 /* Fills args and in for shape sh: contiguous random Q, K, V, full key
@@ -308,6 +317,15 @@ static int make_inputs(const shape *sh, const options *opt, const attn_spec *spe
         args->mask_stride[2] = sh->seq_k;
         args->mask_stride[3] = 1;
     }
+    if (spec->family == ATTN_FAMILY_LINEAR && spec->state) { /* S [B][Hkv][D][Dv], z [B][Hkv][D] */
+        in->nz = (size_t)(opt->batch * spec->heads_kv * spec->head_dim);
+        in->ns = in->nz * (size_t)spec->head_dim_v;
+        in->state_s = (float *)calloc(in->ns + 1, sizeof(float));
+        in->state_z = (float *)calloc(in->nz + 1, sizeof(float));
+        if (!in->state_s || !in->state_z) return -1;
+        args->state_s = in->state_s;
+        args->state_z = in->state_z;
+    }
     if (!in->q || !in->k || !in->v || !in->qs || !in->ks || !in->vs || !in->o || !in->o32 || !in->ref ||
         !in->lse || (spec->padding && !in->seqlens) || (spec->mask != ATTN_MASK_NONE && !in->mask))
         return -1;
@@ -333,6 +351,10 @@ static int warm_up(int i, const shape *sh, const options *opt, attn_fwd_fn fn, c
     char msg[160];
     attn_status st;
     memset(in->o, 0, attn_dtype_size(in->spec->dtype_o) * in->no);
+    if (in->state_s) { /* every candidate's output from the same (zero) state */
+        memset(in->state_s, 0, sizeof(float) * in->ns);
+        memset(in->state_z, 0, sizeof(float) * in->nz);
+    }
     if (cold) flush_caches();
     t0 = now();
     st = fn(args);
@@ -436,7 +458,13 @@ static int run_shape(const shape *sh, const options *options_in, const int *aliv
         failed = -1;
         goto done;
     }
-    flops = 2.0 * (double)visible_scores(spec, &args) * (spec->head_dim + spec->head_dim_v);
+    if (spec->family == ATTN_FAMILY_LINEAR) { /* the recurrence's FLOPs: the same for every chunk */
+        attn_spec one_row = *spec;
+        one_row.tile_q = 1;
+        flops = attn_reference_linear_flops(&one_row, &args);
+    } else {
+        flops = 2.0 * (double)visible_scores(spec, &args) * (spec->head_dim + spec->head_dim_v);
+    }
     printf("{\"event\": \"shape\", \"bucket\": \"%s\", \"batch\": %ld, \"seq_q\": %ld, \"seq_k\": %ld, "
            "\"flops\": %.0f, \"candidates\": %d}\n",
            sh->bucket, opt->batch, sh->seq_q, sh->seq_k, flops, count);

@@ -146,6 +146,31 @@ describe("tune", function()
       assert.is_true(cands.decode[2].heuristic)
     end)
 
+    it("linear attention: its own grid of chunks and key blocks, prefill only, every candidate a valid plan", function()
+      local lin = assert(schema.normalize({ name = "tl", kind = "linear", heads_q = 4, head_dim = 32, causal = true,
+        state = true }))
+      local default = planner.family("linear").DEFAULT_TILE
+      local cands = tune.candidates(lin, "avx2", { caches = { l1 = 1024, l2 = 1024, l3 = 1024 } }) -- no pruning
+      assert.equal(#tune.LINEAR_QS * #tune.LINEAR_KVS, #cands.prefill)
+      assert.same({}, cands.decode)
+      local heur = 0
+      for _, t in ipairs(cands.prefill) do
+        if t.heuristic then
+          heur = heur + 1
+          assert.same({ default.q, default.kv }, { t.q, t.kv })
+        end
+      end
+      assert.equal(1, heur)
+      local full = tune.candidates(lin, "avx512", { exhaustive = true })
+      assert.equal((tune.LINEAR_EXHAUSTIVE_Q / tune.LINEAR_Q_STEP) * #tune.LINEAR_EXHAUSTIVE_KVS, #full.prefill)
+      for _, isa_name in ipairs({ "avx512", "avx2", "neon", "scalar" }) do
+        local files, list = tune.sources(lin, isa_name, { prefill = { { q = 16, kv = 64 }, { q = 128, kv = 256 } } })
+        assert.equal(2, #list)
+        assert.equal(5, #files) -- .h and .c of each, and the table
+        assert.truthy(files[2].text:find("TQ = 16,", 1, true))
+      end
+    end)
+
     it("decode candidates are timed at the fewest query rows that take the blocked decode kernel", function()
       -- Llama-3-8B's shape: 4 query heads per kv head, so the streaming kernel serves Lq = 1 only
       local llama = cfg_of({ heads_q = 32, heads_kv = 8, head_dim = 128 })
@@ -365,6 +390,25 @@ if not ok then io.stderr:write(err, "\n") os.exit(1) end
       assert.truthy(helper.read_file(db):find('"gflops"', 1, true)) -- a result was recorded
     end)
 
+    it("a causal linear config with a state tunes: every chunk's output agrees, from a zero state #slow", function()
+      local d = folder("lin")
+      local file = helper.config_file(d, "tl",
+        'return { name = "tl", kind = "linear", heads_q = 2, head_dim = 32, causal = true, state = true }\n')
+      local db = d .. "/tune.json"
+      local code, out, err = helper.attngen({ "tune", file, "--seq", "200", "--tiles", "16x64,32x128", "--db", db })
+      assert.equal(0, code, err)
+      assert.falsy((out .. err):find("FAILED", 1, true), out .. err)
+      assert.truthy(out:find("token-at-a-time recurrence", 1, true), out)
+      local entries = assert(json.decode(helper.read_file(db))).entries
+      local n = 0
+      for _, e in pairs(entries) do
+        n = n + 1
+        assert.equal("prefill", e.bucket)
+        assert.equal(3, e.candidates) -- the two tiles and the heuristic
+      end
+      assert.equal(1, n)
+    end)
+
     it("tile = \"auto\" takes the tuning file's tile and the header says so", function()
       local d, file, db = tuned_setup("ta")
       local out = d .. "/gen"
@@ -434,6 +478,7 @@ if not ok then io.stderr:write(err, "\n") os.exit(1) end
       end
       fails({ "tune", file, "--set", "isa={\"scalar\"}", "--isa", "avx2" }, env, "not one of the config's ISAs")
       fails({ "tune", file, "--set", "decode_max_q=0", "--only", "decode" }, env, "no decode path")
+      fails({ "tune", "linear_transformer", "--only", "decode" }, env, "linear attention, which has no decode path")
       fails({ "tune", file, "--plot", notdir .. "/x/p.svg", "--db", d .. "/t.json" }, env, "cannot write the plot")
       assert.falsy(helper.exists(d .. "/cache"))
       assert.falsy(helper.exists(d .. "/t.json"))
