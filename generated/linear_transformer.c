@@ -18,7 +18,7 @@
  *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
- * Tile: q = 64, kv = 128 (heuristic default (tile = "auto", no tuning result)).
+ * Tile: q = 32, kv = 128 (heuristic default (tile = "auto", no tuning result)).
  */
 #include "linear_transformer.h"
 
@@ -37,7 +37,7 @@
 
 /*
  * Shape: Hq = 8, Hkv = 8 (query head h reads kv head h / 1), D = 64, Dv = 64.
- * Causal (bottom-right), chunks of TQ = 64 query rows.
+ * Causal (bottom-right), chunks of TQ = 32 query rows.
  *
  * phi(x) = elu(x) + 1 (x + 1 for x > 0, exp(x) otherwise) is positive, so
  *   O_i = phi(q_i)^T S_i / (phi(q_i) . z_i + eps),
@@ -60,12 +60,12 @@
  *      not O(L^2).
  *   3. S and z start from args->state_s and state_z and are written back
  *      with every valid key of the call folded in.
- * A full causal tile of one query head is 2097152 FLOPs.
+ * A full causal tile of one query head is 786432 FLOPs.
  */
 
 /* The shape and tiles this file is specialized for. */
 enum {
-    TQ = 64, /* query rows of a tile; the causal algorithm's chunk */
+    TQ = 32, /* query rows of a tile; the causal algorithm's chunk */
     TK = 128, /* keys packed and folded into the state at a time */
     D = 64, /* Q and K head dim */
     DV = 64, /* V and O head dim */
@@ -903,8 +903,8 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_linear_tra
  * (the running S and z of a unit's kv heads, their packed blocks of keys and
  * the tile's phi(Q) are in the unit's buffers, lunit). */
 typedef struct {
-    float kt[2 * 64 * 32]; /* the diagonal block's phi(K)^T, panels of 32 keys (0 past the block) */
-    float a[TQ * 64];          /* the diagonal block's scores phi(Q) phi(K)^T */
+    float kt[1 * 64 * 32]; /* the diagonal block's phi(K)^T, panels of 32 keys (0 past the block) */
+    float a[TQ * 32];          /* the diagonal block's scores phi(Q) phi(K)^T */
     float o[TQ * 64];         /* the tile's unnormalized output rows */
     float den[TQ];                /* the rows' denominators, without eps */
 } attn_linear_transformer_lscratch__avx512;
@@ -1012,13 +1012,13 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltile
         for (pn = 0; pn * 32 < n; pn++) {
             const float *kt = w->kt + pn * 2048;
             for (r = 0; r + 8 <= tq; r += 8)
-                attn_linear_transformer_qk_8x32_f32__avx512(fq + r * 64, 64, kt, w->a + r * 64 + pn * 32, 64);
+                attn_linear_transformer_qk_8x32_f32__avx512(fq + r * 64, 64, kt, w->a + r * 32 + pn * 32, 32);
             for (; r < tq; r++)
-                attn_linear_transformer_qk_1x32_f32__avx512(fq + r * 64, 64, kt, w->a + r * 64 + pn * 32, 64);
+                attn_linear_transformer_qk_1x32_f32__avx512(fq + r * 64, 64, kt, w->a + r * 32 + pn * 32, 32);
         }
         /* row i sees the block's keys up to its position: the rest of A is 0; denominators += row sums */
         for (r = 0; r < tq; r++) {
-            float *ar = w->a + r * 64;
+            float *ar = w->a + r * 32;
             const int64_t vis = pos0 + r + 1 - first < 0 ? 0 : (pos0 + r + 1 - first > n ? n : pos0 + r + 1 - first);
             __m512 sum = _mm512_setzero_ps();
             int64_t c;
@@ -1028,8 +1028,8 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltile
         }
         /* O += A V */
         for (r = 0; r + 6 <= tq; r += 6)
-            attn_linear_transformer_pv_6x64_f32__avx512(w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
-        attn_linear_transformer_lrows__avx512(tq - r, w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
+            attn_linear_transformer_pv_6x64_f32__avx512(w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
+        attn_linear_transformer_lrows__avx512(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
     for (r = 0; r < tq; r++) {
@@ -1911,8 +1911,8 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
  * (the running S and z of a unit's kv heads, their packed blocks of keys and
  * the tile's phi(Q) are in the unit's buffers, lunit). */
 typedef struct {
-    float kt[4 * 64 * 16]; /* the diagonal block's phi(K)^T, panels of 16 keys (0 past the block) */
-    float a[TQ * 64];          /* the diagonal block's scores phi(Q) phi(K)^T */
+    float kt[2 * 64 * 16]; /* the diagonal block's phi(K)^T, panels of 16 keys (0 past the block) */
+    float a[TQ * 32];          /* the diagonal block's scores phi(Q) phi(K)^T */
     float o[TQ * 64];         /* the tile's unnormalized output rows */
     float den[TQ];                /* the rows' denominators, without eps */
 } attn_linear_transformer_lscratch__avx2;
@@ -2017,13 +2017,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
         for (pn = 0; pn * 16 < n; pn++) {
             const float *kt = w->kt + pn * 1024;
             for (r = 0; r + 4 <= tq; r += 4)
-                attn_linear_transformer_qk_4x16_f32__avx2(fq + r * 64, 64, kt, w->a + r * 64 + pn * 16, 64);
+                attn_linear_transformer_qk_4x16_f32__avx2(fq + r * 64, 64, kt, w->a + r * 32 + pn * 16, 32);
             for (; r < tq; r++)
-                attn_linear_transformer_qk_1x16_f32__avx2(fq + r * 64, 64, kt, w->a + r * 64 + pn * 16, 64);
+                attn_linear_transformer_qk_1x16_f32__avx2(fq + r * 64, 64, kt, w->a + r * 32 + pn * 16, 32);
         }
         /* row i sees the block's keys up to its position: the rest of A is 0; denominators += row sums */
         for (r = 0; r < tq; r++) {
-            float *ar = w->a + r * 64;
+            float *ar = w->a + r * 32;
             const int64_t vis = pos0 + r + 1 - first < 0 ? 0 : (pos0 + r + 1 - first > n ? n : pos0 + r + 1 - first);
             __m256 sum = _mm256_setzero_ps();
             int64_t c;
@@ -2033,8 +2033,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
         }
         /* O += A V */
         for (r = 0; r + 4 <= tq; r += 4)
-            attn_linear_transformer_pv_4x64_f32__avx2(w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
-        attn_linear_transformer_lrows__avx2(tq - r, w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
+            attn_linear_transformer_pv_4x64_f32__avx2(w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
+        attn_linear_transformer_lrows__avx2(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
     for (r = 0; r < tq; r++) {
@@ -3651,8 +3651,8 @@ ATTN_NOINLINE static void attn_linear_transformer_pv_1x64_f32__neon(const float 
  * (the running S and z of a unit's kv heads, their packed blocks of keys and
  * the tile's phi(Q) are in the unit's buffers, lunit). */
 typedef struct {
-    float kt[8 * 64 * 8]; /* the diagonal block's phi(K)^T, panels of 8 keys (0 past the block) */
-    float a[TQ * 64];          /* the diagonal block's scores phi(Q) phi(K)^T */
+    float kt[4 * 64 * 8]; /* the diagonal block's phi(K)^T, panels of 8 keys (0 past the block) */
+    float a[TQ * 32];          /* the diagonal block's scores phi(Q) phi(K)^T */
     float o[TQ * 64];         /* the tile's unnormalized output rows */
     float den[TQ];                /* the rows' denominators, without eps */
 } attn_linear_transformer_lscratch__neon;
@@ -3759,13 +3759,13 @@ static void attn_linear_transformer_ltile__neon(const attn_args *args, int64_t b
         for (pn = 0; pn * 8 < n; pn++) {
             const float *kt = w->kt + pn * 512;
             for (r = 0; r + 8 <= tq; r += 8)
-                attn_linear_transformer_qk_8x8_f32__neon(fq + r * 64, 64, kt, w->a + r * 64 + pn * 8, 64);
+                attn_linear_transformer_qk_8x8_f32__neon(fq + r * 64, 64, kt, w->a + r * 32 + pn * 8, 32);
             for (; r < tq; r++)
-                attn_linear_transformer_qk_1x8_f32__neon(fq + r * 64, 64, kt, w->a + r * 64 + pn * 8, 64);
+                attn_linear_transformer_qk_1x8_f32__neon(fq + r * 64, 64, kt, w->a + r * 32 + pn * 8, 32);
         }
         /* row i sees the block's keys up to its position: the rest of A is 0; denominators += row sums */
         for (r = 0; r < tq; r++) {
-            float *ar = w->a + r * 64;
+            float *ar = w->a + r * 32;
             const int64_t vis = pos0 + r + 1 - first < 0 ? 0 : (pos0 + r + 1 - first > n ? n : pos0 + r + 1 - first);
             float32x4_t sum = vdupq_n_f32(0.0f);
             int64_t c;
@@ -3775,8 +3775,8 @@ static void attn_linear_transformer_ltile__neon(const attn_args *args, int64_t b
         }
         /* O += A V */
         for (r = 0; r + 6 <= tq; r += 6)
-            attn_linear_transformer_pv_6x64_f32__neon(w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
-        attn_linear_transformer_lrows__neon(tq - r, w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
+            attn_linear_transformer_pv_6x64_f32__neon(w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
+        attn_linear_transformer_lrows__neon(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
     for (r = 0; r < tq; r++) {
@@ -4295,8 +4295,8 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_linear_transformer_pv_1x64_f32__s
  * (the running S and z of a unit's kv heads, their packed blocks of keys and
  * the tile's phi(Q) are in the unit's buffers, lunit). */
 typedef struct {
-    float kt[32 * 64 * 2]; /* the diagonal block's phi(K)^T, panels of 2 keys (0 past the block) */
-    float a[TQ * 64];          /* the diagonal block's scores phi(Q) phi(K)^T */
+    float kt[16 * 64 * 2]; /* the diagonal block's phi(K)^T, panels of 2 keys (0 past the block) */
+    float a[TQ * 32];          /* the diagonal block's scores phi(Q) phi(K)^T */
     float o[TQ * 64];         /* the tile's unnormalized output rows */
     float den[TQ];                /* the rows' denominators, without eps */
 } attn_linear_transformer_lscratch__scalar;
@@ -4398,13 +4398,13 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_ltile__scalar(const attn_arg
         for (pn = 0; pn * 2 < n; pn++) {
             const float *kt = w->kt + pn * 128;
             for (r = 0; r + 4 <= tq; r += 4)
-                attn_linear_transformer_qk_4x2_f32__scalar(fq + r * 64, 64, kt, w->a + r * 64 + pn * 2, 64);
+                attn_linear_transformer_qk_4x2_f32__scalar(fq + r * 64, 64, kt, w->a + r * 32 + pn * 2, 32);
             for (; r < tq; r++)
-                attn_linear_transformer_qk_1x2_f32__scalar(fq + r * 64, 64, kt, w->a + r * 64 + pn * 2, 64);
+                attn_linear_transformer_qk_1x2_f32__scalar(fq + r * 64, 64, kt, w->a + r * 32 + pn * 2, 32);
         }
         /* row i sees the block's keys up to its position: the rest of A is 0; denominators += row sums */
         for (r = 0; r < tq; r++) {
-            float *ar = w->a + r * 64;
+            float *ar = w->a + r * 32;
             const int64_t vis = pos0 + r + 1 - first < 0 ? 0 : (pos0 + r + 1 - first > n ? n : pos0 + r + 1 - first);
             float sum = 0.0f;
             int64_t c;
@@ -4414,8 +4414,8 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_ltile__scalar(const attn_arg
         }
         /* O += A V */
         for (r = 0; r + 4 <= tq; r += 4)
-            attn_linear_transformer_pv_4x64_f32__scalar(w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
-        attn_linear_transformer_lrows__scalar(tq - r, w->a + r * 64, 64, 1, vp, 64, 0, n, w->o + r * 64, ones);
+            attn_linear_transformer_pv_4x64_f32__scalar(w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
+        attn_linear_transformer_lrows__scalar(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
     for (r = 0; r < tq; r++) {
@@ -4703,7 +4703,7 @@ const attn_kernel attn_linear_transformer_kernel = {
         .dtype_kv = ATTN_DTYPE_F32,
         .dtype_o = ATTN_DTYPE_F32,
         .matmul = ATTN_DTYPE_F32,
-        .tile_q = 64,
+        .tile_q = 32,
         .tile_kv = 128,
         .eps = 1e-06f,
         .state = 1

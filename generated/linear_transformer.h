@@ -18,7 +18,7 @@
  *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
- * Tile: q = 64, kv = 128 (heuristic default (tile = "auto", no tuning result)).
+ * Tile: q = 32, kv = 128 (heuristic default (tile = "auto", no tuning result)).
  */
 #ifndef ATTN_LINEAR_TRANSFORMER_H
 #define ATTN_LINEAR_TRANSFORMER_H
@@ -32,7 +32,7 @@ extern "C" {
 /*
  * linear_transformer: linear attention, 8 query heads, 8 key/value heads, head dim 64 (V: 64).
  * Feature map phi(x) = elu(x) + 1, eps = 1e-06f; causal (bottom-right), running state (args->state_s, args->state_z).
- * Tiles: 64 query rows (the causal algorithm's chunk) x 128 keys (heuristic default (tile = "auto", no tuning result)).
+ * Tiles: 32 query rows (the causal algorithm's chunk) x 128 keys (heuristic default (tile = "auto", no tuning result)).
  *
  * attn_linear_transformer_fwd() checks its arguments, picks the best ISA variant this CPU
  * runs (once; ATTNGEN_ISA=name forces one) and computes, for each query row,

@@ -124,7 +124,7 @@ function M.candidates(cfg, isa_name, opts)
   local caches = opts.caches or M.caches()
   local out = { prefill = {}, decode = {} }
   local linear = cfg.kind == "linear"
-  local default = (linear and planner.family("linear") or planner).DEFAULT_TILE
+  local default = linear and planner.family("linear").default_tile(cfg) or planner.DEFAULT_TILE
   local heur = { q = default.q, kv = default.kv }
   local qs, kvs
   if opts.tiles then

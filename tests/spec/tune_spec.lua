@@ -149,7 +149,8 @@ describe("tune", function()
     it("linear attention: its own grid of chunks and key blocks, prefill only, every candidate a valid plan", function()
       local lin = assert(schema.normalize({ name = "tl", kind = "linear", heads_q = 4, head_dim = 32, causal = true,
         state = true }))
-      local default = planner.family("linear").DEFAULT_TILE
+      local default = planner.family("linear").default_tile(lin)
+      assert.same(planner.family("linear").DEFAULT_TILE_CAUSAL, default)
       local cands = tune.candidates(lin, "avx2", { caches = { l1 = 1024, l2 = 1024, l3 = 1024 } }) -- no pruning
       assert.equal(#tune.LINEAR_QS * #tune.LINEAR_KVS, #cands.prefill)
       assert.same({}, cands.decode)
@@ -395,7 +396,7 @@ if not ok then io.stderr:write(err, "\n") os.exit(1) end
       local file = helper.config_file(d, "tl",
         'return { name = "tl", kind = "linear", heads_q = 2, head_dim = 32, causal = true, state = true }\n')
       local db = d .. "/tune.json"
-      local code, out, err = helper.attngen({ "tune", file, "--seq", "200", "--tiles", "16x64,32x128", "--db", db })
+      local code, out, err = helper.attngen({ "tune", file, "--seq", "200", "--tiles", "16x64,64x128", "--db", db })
       assert.equal(0, code, err)
       assert.falsy((out .. err):find("FAILED", 1, true), out .. err)
       assert.truthy(out:find("token-at-a-time recurrence", 1, true), out)
