@@ -41,14 +41,17 @@
  *      X = S W_s^T [B*Lq][1000], W_s the columns of W past Dh.
  *   2. The encoder states are projected the same way:
  *      U = H W_h^T [B][Lk][1000], W_h the first Dh columns of W (valid keys only).
- *   3. One decoder row at a time:
+ *   3. Decoder rows in blocks (up to 8 rows of one batch; fewer when there
+ *      would be under two blocks a thread), each row as if alone:
  *      e_j = v . tanh(x + u_j) for each valid key, KS keys a step, vectorized
  *      along the attention units (the hot loop: Lq Lk Da tanh);
  *      then the softmax over the visible keys, the weights, and the
- *      context c = sum_j a_j h_j over the visible keys only.
- * Phases 1 and 2 split weight rows among threads, phase 3 decoder rows;
- * each value is computed by one thread in one fixed order, so the output is
- * bitwise identical for every thread count.
+ *      context c = sum_j a_j h_j over the visible keys only.  The scores
+ *      and the contexts of a block's rows go a block of keys at a time, so
+ *      that the keys' rows are read from memory once for the block's rows.
+ * Phases 1 and 2 split weight rows among threads, phase 3 blocks of rows;
+ * each value is computed by one thread in one fixed order (the same for
+ * any block), so the output is bitwise identical for every thread count.
  */
 
 /* The shape this file is specialized for. */
@@ -397,23 +400,22 @@ __attribute__((target("avx512f,fma"))) static void attn_luong_concat_cscores_1x4
     attn_hsum4__avx512(acc0x0, acc0x1, acc0x2, acc0x3, e);
 }
 
-/* c = inv sum over k < n of w[k] hp[k] (the weighted sum of n encoder rows),
- * stored as f32; n = 0 stores 0. */
-__attribute__((target("avx512f,fma"))) static void attn_luong_concat_cctx_f32__avx512(const float *const *restrict hp, const float *restrict w, int64_t n, float inv,
-        float *restrict c)
+/* cs[0..1008) += sum over k < n of w[k] hp[k]: n encoder rows, weighted, added in
+ * order to the f32 sums cs (whole vectors; past Dh they stay 0). */
+__attribute__((target("avx512f,fma"))) static void attn_luong_concat_cctx_f32__avx512(const float *const *restrict hp, const float *restrict w, int64_t n,
+        float *restrict cs)
 {
-    const __m512 vinv = _mm512_set1_ps(inv);
     int64_t d = 0, k;
     for (; d < 896; d += 128)
     {
-        __m512 acc0 = _mm512_setzero_ps();
-        __m512 acc1 = _mm512_setzero_ps();
-        __m512 acc2 = _mm512_setzero_ps();
-        __m512 acc3 = _mm512_setzero_ps();
-        __m512 acc4 = _mm512_setzero_ps();
-        __m512 acc5 = _mm512_setzero_ps();
-        __m512 acc6 = _mm512_setzero_ps();
-        __m512 acc7 = _mm512_setzero_ps();
+        __m512 acc0 = _mm512_loadu_ps(cs + d + 0);
+        __m512 acc1 = _mm512_loadu_ps(cs + d + 16);
+        __m512 acc2 = _mm512_loadu_ps(cs + d + 32);
+        __m512 acc3 = _mm512_loadu_ps(cs + d + 48);
+        __m512 acc4 = _mm512_loadu_ps(cs + d + 64);
+        __m512 acc5 = _mm512_loadu_ps(cs + d + 80);
+        __m512 acc6 = _mm512_loadu_ps(cs + d + 96);
+        __m512 acc7 = _mm512_loadu_ps(cs + d + 112);
         for (k = 0; k < n; k++) {
             const __m512 vw = _mm512_set1_ps(w[k]);
             const float *restrict h = hp[k] + d;
@@ -426,23 +428,23 @@ __attribute__((target("avx512f,fma"))) static void attn_luong_concat_cctx_f32__a
             acc6 = _mm512_fmadd_ps(vw, _mm512_loadu_ps(h + 96), acc6);
             acc7 = _mm512_fmadd_ps(vw, _mm512_loadu_ps(h + 112), acc7);
         }
-        _mm512_storeu_ps(c + d + 0, _mm512_mul_ps(acc0, vinv));
-        _mm512_storeu_ps(c + d + 16, _mm512_mul_ps(acc1, vinv));
-        _mm512_storeu_ps(c + d + 32, _mm512_mul_ps(acc2, vinv));
-        _mm512_storeu_ps(c + d + 48, _mm512_mul_ps(acc3, vinv));
-        _mm512_storeu_ps(c + d + 64, _mm512_mul_ps(acc4, vinv));
-        _mm512_storeu_ps(c + d + 80, _mm512_mul_ps(acc5, vinv));
-        _mm512_storeu_ps(c + d + 96, _mm512_mul_ps(acc6, vinv));
-        _mm512_storeu_ps(c + d + 112, _mm512_mul_ps(acc7, vinv));
+        _mm512_storeu_ps(cs + d + 0, acc0);
+        _mm512_storeu_ps(cs + d + 16, acc1);
+        _mm512_storeu_ps(cs + d + 32, acc2);
+        _mm512_storeu_ps(cs + d + 48, acc3);
+        _mm512_storeu_ps(cs + d + 64, acc4);
+        _mm512_storeu_ps(cs + d + 80, acc5);
+        _mm512_storeu_ps(cs + d + 96, acc6);
+        _mm512_storeu_ps(cs + d + 112, acc7);
     }
     {
-        __m512 acc0 = _mm512_setzero_ps();
-        __m512 acc1 = _mm512_setzero_ps();
-        __m512 acc2 = _mm512_setzero_ps();
-        __m512 acc3 = _mm512_setzero_ps();
-        __m512 acc4 = _mm512_setzero_ps();
-        __m512 acc5 = _mm512_setzero_ps();
-        __m512 acc6 = _mm512_setzero_ps();
+        __m512 acc0 = _mm512_loadu_ps(cs + 896 + 0);
+        __m512 acc1 = _mm512_loadu_ps(cs + 896 + 16);
+        __m512 acc2 = _mm512_loadu_ps(cs + 896 + 32);
+        __m512 acc3 = _mm512_loadu_ps(cs + 896 + 48);
+        __m512 acc4 = _mm512_loadu_ps(cs + 896 + 64);
+        __m512 acc5 = _mm512_loadu_ps(cs + 896 + 80);
+        __m512 acc6 = _mm512_loadu_ps(cs + 896 + 96);
         for (k = 0; k < n; k++) {
             const __m512 vw = _mm512_set1_ps(w[k]);
             const float *restrict h = hp[k] + 896;
@@ -454,70 +456,126 @@ __attribute__((target("avx512f,fma"))) static void attn_luong_concat_cctx_f32__a
             acc5 = _mm512_fmadd_ps(vw, _mm512_loadu_ps(h + 80), acc5);
             acc6 = _mm512_fmadd_ps(vw, _mm512_maskz_loadu_ps((__mmask16)0x00FF, h + 96), acc6);
         }
-        _mm512_storeu_ps(c + 896 + 0, _mm512_mul_ps(acc0, vinv));
-        _mm512_storeu_ps(c + 896 + 16, _mm512_mul_ps(acc1, vinv));
-        _mm512_storeu_ps(c + 896 + 32, _mm512_mul_ps(acc2, vinv));
-        _mm512_storeu_ps(c + 896 + 48, _mm512_mul_ps(acc3, vinv));
-        _mm512_storeu_ps(c + 896 + 64, _mm512_mul_ps(acc4, vinv));
-        _mm512_storeu_ps(c + 896 + 80, _mm512_mul_ps(acc5, vinv));
-        _mm512_mask_storeu_ps(c + 896 + 96, (__mmask16)0x00FF, _mm512_mul_ps(acc6, vinv));
+        _mm512_storeu_ps(cs + 896 + 0, acc0);
+        _mm512_storeu_ps(cs + 896 + 16, acc1);
+        _mm512_storeu_ps(cs + 896 + 32, acc2);
+        _mm512_storeu_ps(cs + 896 + 48, acc3);
+        _mm512_storeu_ps(cs + 896 + 64, acc4);
+        _mm512_storeu_ps(cs + 896 + 80, acc5);
+        _mm512_storeu_ps(cs + 896 + 96, acc6);
     }
     (void)d;
 }
 
-/* Per-thread scratch of one decoder row: its scores, visible keys and weights. */
+/* c = inv cs: one row's context (Dh values, stored as f32) from its sums. */
+__attribute__((target("avx512f,fma"))) static void attn_luong_concat_cstore__avx512(const float *restrict cs, float inv, float *restrict c)
+{
+    const __m512 vinv = _mm512_set1_ps(inv);
+    int64_t d;
+    for (d = 0; d < 992; d += 16) _mm512_storeu_ps(c + d, _mm512_mul_ps(_mm512_loadu_ps(cs + d), vinv));
+    _mm512_mask_storeu_ps(c + 992, (__mmask16)0x00FF, _mm512_mul_ps(_mm512_loadu_ps(cs + 992), vinv));
+    (void)d;
+}
+
+/* Per-thread scratch of a block of up to 8 decoder rows: for row r, at r * keys
+ * (keys: seq_k, at least 1) its scores, weights, visible keys and their encoder
+ * rows, and at r * 1008 its context sums. */
 typedef struct {
     float *e;                /* e[j]: the score of each valid key */
     float *w;                /* w[k]: the weights of the visible keys, unnormalized */
     int64_t *vis;            /* vis[k]: the visible keys, in order */
     const float **hp;       /* hp[k]: their encoder rows */
+    float *cs;               /* the context sums, 1008 floats a row */
+    int64_t keys;
 } attn_luong_concat_cscratch__avx512;
 
-/* Decoder row i of batch b: its scores against the valid keys, the softmax
- * over the visible ones, the weights and the context. x: its projected row. uc: the
- * computed U of batch b (NULL when args->u is given). */
+/* Decoder row i of batch b: its scores e[j] against the valid keys j in [j0, j1) (j0 a
+ * multiple of 4 and 4). x: its projected row. uc: the computed U of batch b
+ * (NULL when args->u is given). */
 __attribute__((target("avx512f,fma"))) static void attn_luong_concat_crow__avx512(const attn_classic_args *args, int64_t b, int64_t i, const float *x,
-        const float *uc, const float *va, attn_luong_concat_cscratch__avx512 *ws)
+        const float *uc, const float *va, float *restrict e, int64_t j0, int64_t j1)
 {
     const int64_t lk = args->seqlens_k[b];
-    float *e = ws->e, *w = ws->w;
-    float m = -INFINITY, sum = 0.0f;
-    int64_t j, k, n = 0;
+    int64_t j, k;
+    (void)i; /* the dot score's decoder row */
     (void)uc;
-    for (j = 0; j < lk; j += 4) { /* a short last step repeats its last key */
+    for (j = j0; j < j1; j += 4) { /* a short last step repeats its last key */
         const float *up[4];
         float s[4];
         for (k = 0; k < 4; k++) up[k] = uc + (j + k < lk ? j + k : lk - 1) * 1008;
         attn_luong_concat_cscores_1x4_f32__avx512(x, va, up, s);
         for (k = 0; k < 4 && j + k < lk; k++) e[j + k] = s[k];
     }
+}
 
-    /* softmax over the visible keys (a NaN score is no max but makes every weight NaN) */
+/* Decoder row i of batch b, its scores e: the softmax over its visible keys (a NaN
+ * score is no max but makes every weight NaN) into w, vis and hp, the weights if
+ * asked for; returns the number of visible keys, and their sum of weights in *sum. */
+__attribute__((target("avx512f,fma"))) static int64_t attn_luong_concat_csoftmax__avx512(const attn_classic_args *args, int64_t b, int64_t i, const float *e,
+        float *restrict w, int64_t *restrict vis, const float **hp, float *sum)
+{
+    const int64_t lk = args->seqlens_k[b];
+    float m = -INFINITY, s = 0.0f;
+    int64_t j, k, n = 0;
     for (j = 0; j < lk; j++) {
-        ws->vis[n] = j;
-        ws->hp[n] = attn_luong_concat_h_row(args, b, j);
+        vis[n] = j;
+        hp[n] = attn_luong_concat_h_row(args, b, j);
         if (e[j] > m) m = e[j];
         n++;
     }
     for (k = 0; k < n; k++) {
-        w[k] = expf(e[ws->vis[k]] - m);
-        sum += w[k];
+        w[k] = expf(e[vis[k]] - m);
+        s += w[k];
     }
     if (args->weights) {
         float *a = attn_luong_concat_a_row(args, b, i);
-        const float inv = n > 0 ? 1.0f / sum : 0.0f;
+        const float inv = n > 0 ? 1.0f / s : 0.0f;
         for (j = 0; j < args->seq_k; j++) a[j * args->weights_stride[2]] = 0.0f;
-        for (k = 0; k < n; k++) a[ws->vis[k] * args->weights_stride[2]] = w[k] * inv;
+        for (k = 0; k < n; k++) a[vis[k] * args->weights_stride[2]] = w[k] * inv;
     }
-    attn_luong_concat_cctx_f32__avx512(ws->hp, w, n, n > 0 ? 1.0f / sum : 0.0f, attn_luong_concat_c_row(args, b, i));
+    *sum = s;
+    return n;
+}
+
+/* Decoder rows [i0, i0 + rows) of batch b (rows <= 8): their scores, 64 keys at a
+ * time, then their contexts, 64 keys at a time, so that a block of keys' U rows (scores)
+ * and H rows (context) are read once for every row; the softmax of each row in between.
+ * x: their projected rows. */
+__attribute__((target("avx512f,fma"))) static void attn_luong_concat_cblock__avx512(const attn_classic_args *args, int64_t b, int64_t i0, int64_t rows,
+        const float *x, const float *uc, const float *va, attn_luong_concat_cscratch__avx512 *ws)
+{
+    const int64_t lk = args->seqlens_k[b], keys = ws->keys;
+    int64_t n[8], at[8];
+    float sum[8];
+    int64_t r, j0;
+    for (j0 = 0; j0 < lk; j0 += 64)
+        for (r = 0; r < rows; r++)
+            attn_luong_concat_crow__avx512(args, b, i0 + r, x + r * 1008, uc, va, ws->e + r * keys, j0,
+                    j0 + 64 < lk ? j0 + 64 : lk);
+    for (r = 0; r < rows; r++) {
+        n[r] = attn_luong_concat_csoftmax__avx512(args, b, i0 + r, ws->e + r * keys, ws->w + r * keys, ws->vis + r * keys,
+                ws->hp + r * keys, &sum[r]);
+        at[r] = 0;
+        memset(ws->cs + r * 1008, 0, sizeof(float) * 1008);
+    }
+    for (j0 = 0; j0 < lk; j0 += 64)
+        for (r = 0; r < rows; r++) { /* the row's visible keys below j0 + 64 */
+            const int64_t *vis = ws->vis + r * keys;
+            int64_t k = at[r];
+            while (k < n[r] && vis[k] < j0 + 64) k++;
+            attn_luong_concat_cctx_f32__avx512(ws->hp + r * keys + at[r], ws->w + r * keys + at[r], k - at[r], ws->cs + r * 1008);
+            at[r] = k;
+        }
+    for (r = 0; r < rows; r++)
+        attn_luong_concat_cstore__avx512(ws->cs + r * 1008, n[r] > 0 ? 1.0f / sum[r] : 0.0f, attn_luong_concat_c_row(args, b, i0 + r));
 }
 
 /* Phases 1 and 2 (the projections) split weight rows among threads, phase
- * 3 decoder rows (crow); see the top of the file. */
+ * 3 blocks of decoder rows (cblock); see the top of the file. */
 __attribute__((target("avx512f,fma"))) attn_status attn_luong_concat_fwd__avx512(const attn_classic_args *args)
 {
     const attn_status st = attn_check_classic_args(&attn_luong_concat_kernel.spec, args);
-    int64_t B, Lq, Lk;
+    int64_t B, Lq, Lk, rb, nrb;
     int threads, failed = 0;
     float *x = NULL, *uc = NULL, *va = NULL;
 
@@ -554,6 +612,11 @@ __attribute__((target("avx512f,fma"))) attn_status attn_luong_concat_fwd__avx512
         return ATTN_ERR_NOMEM;
     }
     (void)Lk;
+    /* rows of a block: 8, fewer while there would be under two blocks a thread
+       (the output is the same whatever the blocks) */
+    rb = 8;
+    while (rb > 1 && B * ((Lq + rb - 1) / rb) < 2 * threads) rb /= 2;
+    nrb = (Lq + rb - 1) / rb;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
@@ -562,11 +625,13 @@ __attribute__((target("avx512f,fma"))) attn_status attn_luong_concat_fwd__avx512
         attn_luong_concat_cscratch__avx512 ws;
         const size_t keys = (size_t)(args->seq_k > 0 ? args->seq_k : 1);
         int64_t unit;
-        ws.e = (float *)attn_alloc(sizeof(float) * keys);
-        ws.w = (float *)attn_alloc(sizeof(float) * keys);
-        ws.vis = (int64_t *)attn_alloc(sizeof(int64_t) * keys);
-        ws.hp = (const float **)attn_alloc(sizeof(*ws.hp) * keys);
-        if (!ws.e || !ws.w || !ws.vis || !ws.hp) {
+        ws.keys = (int64_t)keys;
+        ws.e = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
+        ws.w = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
+        ws.vis = (int64_t *)attn_alloc(sizeof(int64_t) * keys * (size_t)rb);
+        ws.hp = (const float **)attn_alloc(sizeof(*ws.hp) * keys * (size_t)rb);
+        ws.cs = (float *)attn_alloc(sizeof(float) * 1008 * (size_t)rb);
+        if (!ws.e || !ws.w || !ws.vis || !ws.hp || !ws.cs) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
@@ -594,19 +659,21 @@ __attribute__((target("avx512f,fma"))) attn_status attn_luong_concat_fwd__avx512
                 attn_luong_concat_cprojh__avx512(attn_luong_concat_h_row(args, b, 0), args->h_stride[1], args->seqlens_k[b], wk,
                     2000, unit * 4, DA, NULL, uc + b * Lk * 1008, 1008);
         }
-        /* 3. the decoder rows */
+        /* 3. the decoder rows, blocks of rb rows of one batch */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (unit = 0; unit < B * Lq; unit++) {
-            const int64_t b = unit / Lq, i = unit % Lq;
-            if (ws.e && ws.w && ws.vis && ws.hp)
-                attn_luong_concat_crow__avx512(args, b, i, x + unit * 1008, uc ? uc + b * Lk * 1008 : NULL, va, &ws);
+        for (unit = 0; unit < B * nrb; unit++) {
+            const int64_t b = unit / nrb, i0 = (unit % nrb) * rb;
+            if (ws.e && ws.w && ws.vis && ws.hp && ws.cs)
+                attn_luong_concat_cblock__avx512(args, b, i0, Lq - i0 < rb ? Lq - i0 : rb, x + (b * Lq + i0) * 1008,
+                    uc ? uc + b * Lk * 1008 : NULL, va, &ws);
         }
         attn_free(ws.e);
         attn_free(ws.w);
         attn_free(ws.vis);
         attn_free((void *)ws.hp);
+        attn_free(ws.cs);
     }
     attn_free(x);
     attn_free(uc);
@@ -835,19 +902,18 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_luong_concat_cscores_1
     (e)[1] = attn_hadd__avx2(acc0x1);
 }
 
-/* c = inv sum over k < n of w[k] hp[k] (the weighted sum of n encoder rows),
- * stored as f32; n = 0 stores 0. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_luong_concat_cctx_f32__avx2(const float *const *restrict hp, const float *restrict w, int64_t n, float inv,
-        float *restrict c)
+/* cs[0..1000) += sum over k < n of w[k] hp[k]: n encoder rows, weighted, added in
+ * order to the f32 sums cs (whole vectors; past Dh they stay 0). */
+__attribute__((target("avx2,fma,f16c"))) static void attn_luong_concat_cctx_f32__avx2(const float *const *restrict hp, const float *restrict w, int64_t n,
+        float *restrict cs)
 {
-    const __m256 vinv = _mm256_set1_ps(inv);
     int64_t d = 0, k;
     for (; d < 992; d += 32)
     {
-        __m256 acc0 = _mm256_setzero_ps();
-        __m256 acc1 = _mm256_setzero_ps();
-        __m256 acc2 = _mm256_setzero_ps();
-        __m256 acc3 = _mm256_setzero_ps();
+        __m256 acc0 = _mm256_loadu_ps(cs + d + 0);
+        __m256 acc1 = _mm256_loadu_ps(cs + d + 8);
+        __m256 acc2 = _mm256_loadu_ps(cs + d + 16);
+        __m256 acc3 = _mm256_loadu_ps(cs + d + 24);
         for (k = 0; k < n; k++) {
             const __m256 vw = _mm256_set1_ps(w[k]);
             const float *restrict h = hp[k] + d;
@@ -856,76 +922,131 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_luong_concat_cctx_f32_
             acc2 = _mm256_fmadd_ps(vw, _mm256_loadu_ps(h + 16), acc2);
             acc3 = _mm256_fmadd_ps(vw, _mm256_loadu_ps(h + 24), acc3);
         }
-        _mm256_storeu_ps(c + d + 0, _mm256_mul_ps(acc0, vinv));
-        _mm256_storeu_ps(c + d + 8, _mm256_mul_ps(acc1, vinv));
-        _mm256_storeu_ps(c + d + 16, _mm256_mul_ps(acc2, vinv));
-        _mm256_storeu_ps(c + d + 24, _mm256_mul_ps(acc3, vinv));
+        _mm256_storeu_ps(cs + d + 0, acc0);
+        _mm256_storeu_ps(cs + d + 8, acc1);
+        _mm256_storeu_ps(cs + d + 16, acc2);
+        _mm256_storeu_ps(cs + d + 24, acc3);
     }
     {
-        __m256 acc0 = _mm256_setzero_ps();
+        __m256 acc0 = _mm256_loadu_ps(cs + 992 + 0);
         for (k = 0; k < n; k++) {
             const __m256 vw = _mm256_set1_ps(w[k]);
             const float *restrict h = hp[k] + 992;
             acc0 = _mm256_fmadd_ps(vw, _mm256_loadu_ps(h + 0), acc0);
         }
-        _mm256_storeu_ps(c + 992 + 0, _mm256_mul_ps(acc0, vinv));
+        _mm256_storeu_ps(cs + 992 + 0, acc0);
     }
     (void)d;
 }
 
-/* Per-thread scratch of one decoder row: its scores, visible keys and weights. */
+/* c = inv cs: one row's context (Dh values, stored as f32) from its sums. */
+__attribute__((target("avx2,fma,f16c"))) static void attn_luong_concat_cstore__avx2(const float *restrict cs, float inv, float *restrict c)
+{
+    const __m256 vinv = _mm256_set1_ps(inv);
+    int64_t d;
+    for (d = 0; d < 1000; d += 8) _mm256_storeu_ps(c + d, _mm256_mul_ps(_mm256_loadu_ps(cs + d), vinv));
+    (void)d;
+}
+
+/* Per-thread scratch of a block of up to 8 decoder rows: for row r, at r * keys
+ * (keys: seq_k, at least 1) its scores, weights, visible keys and their encoder
+ * rows, and at r * 1000 its context sums. */
 typedef struct {
     float *e;                /* e[j]: the score of each valid key */
     float *w;                /* w[k]: the weights of the visible keys, unnormalized */
     int64_t *vis;            /* vis[k]: the visible keys, in order */
     const float **hp;       /* hp[k]: their encoder rows */
+    float *cs;               /* the context sums, 1000 floats a row */
+    int64_t keys;
 } attn_luong_concat_cscratch__avx2;
 
-/* Decoder row i of batch b: its scores against the valid keys, the softmax
- * over the visible ones, the weights and the context. x: its projected row. uc: the
- * computed U of batch b (NULL when args->u is given). */
+/* Decoder row i of batch b: its scores e[j] against the valid keys j in [j0, j1) (j0 a
+ * multiple of 2 and 4). x: its projected row. uc: the computed U of batch b
+ * (NULL when args->u is given). */
 __attribute__((target("avx2,fma,f16c"))) static void attn_luong_concat_crow__avx2(const attn_classic_args *args, int64_t b, int64_t i, const float *x,
-        const float *uc, const float *va, attn_luong_concat_cscratch__avx2 *ws)
+        const float *uc, const float *va, float *restrict e, int64_t j0, int64_t j1)
 {
     const int64_t lk = args->seqlens_k[b];
-    float *e = ws->e, *w = ws->w;
-    float m = -INFINITY, sum = 0.0f;
-    int64_t j, k, n = 0;
+    int64_t j, k;
+    (void)i; /* the dot score's decoder row */
     (void)uc;
-    for (j = 0; j < lk; j += 2) { /* a short last step repeats its last key */
+    for (j = j0; j < j1; j += 2) { /* a short last step repeats its last key */
         const float *up[2];
         float s[2];
         for (k = 0; k < 2; k++) up[k] = uc + (j + k < lk ? j + k : lk - 1) * 1000;
         attn_luong_concat_cscores_1x2_f32__avx2(x, va, up, s);
         for (k = 0; k < 2 && j + k < lk; k++) e[j + k] = s[k];
     }
+}
 
-    /* softmax over the visible keys (a NaN score is no max but makes every weight NaN) */
+/* Decoder row i of batch b, its scores e: the softmax over its visible keys (a NaN
+ * score is no max but makes every weight NaN) into w, vis and hp, the weights if
+ * asked for; returns the number of visible keys, and their sum of weights in *sum. */
+__attribute__((target("avx2,fma,f16c"))) static int64_t attn_luong_concat_csoftmax__avx2(const attn_classic_args *args, int64_t b, int64_t i, const float *e,
+        float *restrict w, int64_t *restrict vis, const float **hp, float *sum)
+{
+    const int64_t lk = args->seqlens_k[b];
+    float m = -INFINITY, s = 0.0f;
+    int64_t j, k, n = 0;
     for (j = 0; j < lk; j++) {
-        ws->vis[n] = j;
-        ws->hp[n] = attn_luong_concat_h_row(args, b, j);
+        vis[n] = j;
+        hp[n] = attn_luong_concat_h_row(args, b, j);
         if (e[j] > m) m = e[j];
         n++;
     }
     for (k = 0; k < n; k++) {
-        w[k] = expf(e[ws->vis[k]] - m);
-        sum += w[k];
+        w[k] = expf(e[vis[k]] - m);
+        s += w[k];
     }
     if (args->weights) {
         float *a = attn_luong_concat_a_row(args, b, i);
-        const float inv = n > 0 ? 1.0f / sum : 0.0f;
+        const float inv = n > 0 ? 1.0f / s : 0.0f;
         for (j = 0; j < args->seq_k; j++) a[j * args->weights_stride[2]] = 0.0f;
-        for (k = 0; k < n; k++) a[ws->vis[k] * args->weights_stride[2]] = w[k] * inv;
+        for (k = 0; k < n; k++) a[vis[k] * args->weights_stride[2]] = w[k] * inv;
     }
-    attn_luong_concat_cctx_f32__avx2(ws->hp, w, n, n > 0 ? 1.0f / sum : 0.0f, attn_luong_concat_c_row(args, b, i));
+    *sum = s;
+    return n;
+}
+
+/* Decoder rows [i0, i0 + rows) of batch b (rows <= 8): their scores, 64 keys at a
+ * time, then their contexts, 64 keys at a time, so that a block of keys' U rows (scores)
+ * and H rows (context) are read once for every row; the softmax of each row in between.
+ * x: their projected rows. */
+__attribute__((target("avx2,fma,f16c"))) static void attn_luong_concat_cblock__avx2(const attn_classic_args *args, int64_t b, int64_t i0, int64_t rows,
+        const float *x, const float *uc, const float *va, attn_luong_concat_cscratch__avx2 *ws)
+{
+    const int64_t lk = args->seqlens_k[b], keys = ws->keys;
+    int64_t n[8], at[8];
+    float sum[8];
+    int64_t r, j0;
+    for (j0 = 0; j0 < lk; j0 += 64)
+        for (r = 0; r < rows; r++)
+            attn_luong_concat_crow__avx2(args, b, i0 + r, x + r * 1000, uc, va, ws->e + r * keys, j0,
+                    j0 + 64 < lk ? j0 + 64 : lk);
+    for (r = 0; r < rows; r++) {
+        n[r] = attn_luong_concat_csoftmax__avx2(args, b, i0 + r, ws->e + r * keys, ws->w + r * keys, ws->vis + r * keys,
+                ws->hp + r * keys, &sum[r]);
+        at[r] = 0;
+        memset(ws->cs + r * 1000, 0, sizeof(float) * 1000);
+    }
+    for (j0 = 0; j0 < lk; j0 += 64)
+        for (r = 0; r < rows; r++) { /* the row's visible keys below j0 + 64 */
+            const int64_t *vis = ws->vis + r * keys;
+            int64_t k = at[r];
+            while (k < n[r] && vis[k] < j0 + 64) k++;
+            attn_luong_concat_cctx_f32__avx2(ws->hp + r * keys + at[r], ws->w + r * keys + at[r], k - at[r], ws->cs + r * 1000);
+            at[r] = k;
+        }
+    for (r = 0; r < rows; r++)
+        attn_luong_concat_cstore__avx2(ws->cs + r * 1000, n[r] > 0 ? 1.0f / sum[r] : 0.0f, attn_luong_concat_c_row(args, b, i0 + r));
 }
 
 /* Phases 1 and 2 (the projections) split weight rows among threads, phase
- * 3 decoder rows (crow); see the top of the file. */
+ * 3 blocks of decoder rows (cblock); see the top of the file. */
 __attribute__((target("avx2,fma,f16c"))) attn_status attn_luong_concat_fwd__avx2(const attn_classic_args *args)
 {
     const attn_status st = attn_check_classic_args(&attn_luong_concat_kernel.spec, args);
-    int64_t B, Lq, Lk;
+    int64_t B, Lq, Lk, rb, nrb;
     int threads, failed = 0;
     float *x = NULL, *uc = NULL, *va = NULL;
 
@@ -962,6 +1083,11 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_luong_concat_fwd__avx2
         return ATTN_ERR_NOMEM;
     }
     (void)Lk;
+    /* rows of a block: 8, fewer while there would be under two blocks a thread
+       (the output is the same whatever the blocks) */
+    rb = 8;
+    while (rb > 1 && B * ((Lq + rb - 1) / rb) < 2 * threads) rb /= 2;
+    nrb = (Lq + rb - 1) / rb;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
@@ -970,11 +1096,13 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_luong_concat_fwd__avx2
         attn_luong_concat_cscratch__avx2 ws;
         const size_t keys = (size_t)(args->seq_k > 0 ? args->seq_k : 1);
         int64_t unit;
-        ws.e = (float *)attn_alloc(sizeof(float) * keys);
-        ws.w = (float *)attn_alloc(sizeof(float) * keys);
-        ws.vis = (int64_t *)attn_alloc(sizeof(int64_t) * keys);
-        ws.hp = (const float **)attn_alloc(sizeof(*ws.hp) * keys);
-        if (!ws.e || !ws.w || !ws.vis || !ws.hp) {
+        ws.keys = (int64_t)keys;
+        ws.e = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
+        ws.w = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
+        ws.vis = (int64_t *)attn_alloc(sizeof(int64_t) * keys * (size_t)rb);
+        ws.hp = (const float **)attn_alloc(sizeof(*ws.hp) * keys * (size_t)rb);
+        ws.cs = (float *)attn_alloc(sizeof(float) * 1000 * (size_t)rb);
+        if (!ws.e || !ws.w || !ws.vis || !ws.hp || !ws.cs) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
@@ -1002,19 +1130,21 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_luong_concat_fwd__avx2
                 attn_luong_concat_cprojh__avx2(attn_luong_concat_h_row(args, b, 0), args->h_stride[1], args->seqlens_k[b], wk,
                     2000, unit * 4, DA, NULL, uc + b * Lk * 1000, 1000);
         }
-        /* 3. the decoder rows */
+        /* 3. the decoder rows, blocks of rb rows of one batch */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (unit = 0; unit < B * Lq; unit++) {
-            const int64_t b = unit / Lq, i = unit % Lq;
-            if (ws.e && ws.w && ws.vis && ws.hp)
-                attn_luong_concat_crow__avx2(args, b, i, x + unit * 1000, uc ? uc + b * Lk * 1000 : NULL, va, &ws);
+        for (unit = 0; unit < B * nrb; unit++) {
+            const int64_t b = unit / nrb, i0 = (unit % nrb) * rb;
+            if (ws.e && ws.w && ws.vis && ws.hp && ws.cs)
+                attn_luong_concat_cblock__avx2(args, b, i0, Lq - i0 < rb ? Lq - i0 : rb, x + (b * Lq + i0) * 1000,
+                    uc ? uc + b * Lk * 1000 : NULL, va, &ws);
         }
         attn_free(ws.e);
         attn_free(ws.w);
         attn_free(ws.vis);
         attn_free((void *)ws.hp);
+        attn_free(ws.cs);
     }
     attn_free(x);
     attn_free(uc);
@@ -1265,23 +1395,22 @@ static void attn_luong_concat_cscores_1x4_f32__neon(const float *restrict x, con
     vst1q_f32(e, vpaddq_f32(vpaddq_f32(acc0x0, acc0x1), vpaddq_f32(acc0x2, acc0x3)));
 }
 
-/* c = inv sum over k < n of w[k] hp[k] (the weighted sum of n encoder rows),
- * stored as f32; n = 0 stores 0. */
-static void attn_luong_concat_cctx_f32__neon(const float *const *restrict hp, const float *restrict w, int64_t n, float inv,
-        float *restrict c)
+/* cs[0..1000) += sum over k < n of w[k] hp[k]: n encoder rows, weighted, added in
+ * order to the f32 sums cs (whole vectors; past Dh they stay 0). */
+static void attn_luong_concat_cctx_f32__neon(const float *const *restrict hp, const float *restrict w, int64_t n,
+        float *restrict cs)
 {
-    const float32x4_t vinv = vdupq_n_f32(inv);
     int64_t d = 0, k;
     for (; d < 992; d += 32)
     {
-        float32x4_t acc0 = vdupq_n_f32(0.0f);
-        float32x4_t acc1 = vdupq_n_f32(0.0f);
-        float32x4_t acc2 = vdupq_n_f32(0.0f);
-        float32x4_t acc3 = vdupq_n_f32(0.0f);
-        float32x4_t acc4 = vdupq_n_f32(0.0f);
-        float32x4_t acc5 = vdupq_n_f32(0.0f);
-        float32x4_t acc6 = vdupq_n_f32(0.0f);
-        float32x4_t acc7 = vdupq_n_f32(0.0f);
+        float32x4_t acc0 = vld1q_f32(cs + d + 0);
+        float32x4_t acc1 = vld1q_f32(cs + d + 4);
+        float32x4_t acc2 = vld1q_f32(cs + d + 8);
+        float32x4_t acc3 = vld1q_f32(cs + d + 12);
+        float32x4_t acc4 = vld1q_f32(cs + d + 16);
+        float32x4_t acc5 = vld1q_f32(cs + d + 20);
+        float32x4_t acc6 = vld1q_f32(cs + d + 24);
+        float32x4_t acc7 = vld1q_f32(cs + d + 28);
         for (k = 0; k < n; k++) {
             const float32x4_t vw = vdupq_n_f32(w[k]);
             const float *restrict h = hp[k] + d;
@@ -1294,83 +1423,138 @@ static void attn_luong_concat_cctx_f32__neon(const float *const *restrict hp, co
             acc6 = vfmaq_f32(acc6, vw, vld1q_f32(h + 24));
             acc7 = vfmaq_f32(acc7, vw, vld1q_f32(h + 28));
         }
-        vst1q_f32(c + d + 0, vmulq_f32(acc0, vinv));
-        vst1q_f32(c + d + 4, vmulq_f32(acc1, vinv));
-        vst1q_f32(c + d + 8, vmulq_f32(acc2, vinv));
-        vst1q_f32(c + d + 12, vmulq_f32(acc3, vinv));
-        vst1q_f32(c + d + 16, vmulq_f32(acc4, vinv));
-        vst1q_f32(c + d + 20, vmulq_f32(acc5, vinv));
-        vst1q_f32(c + d + 24, vmulq_f32(acc6, vinv));
-        vst1q_f32(c + d + 28, vmulq_f32(acc7, vinv));
+        vst1q_f32(cs + d + 0, acc0);
+        vst1q_f32(cs + d + 4, acc1);
+        vst1q_f32(cs + d + 8, acc2);
+        vst1q_f32(cs + d + 12, acc3);
+        vst1q_f32(cs + d + 16, acc4);
+        vst1q_f32(cs + d + 20, acc5);
+        vst1q_f32(cs + d + 24, acc6);
+        vst1q_f32(cs + d + 28, acc7);
     }
     {
-        float32x4_t acc0 = vdupq_n_f32(0.0f);
-        float32x4_t acc1 = vdupq_n_f32(0.0f);
+        float32x4_t acc0 = vld1q_f32(cs + 992 + 0);
+        float32x4_t acc1 = vld1q_f32(cs + 992 + 4);
         for (k = 0; k < n; k++) {
             const float32x4_t vw = vdupq_n_f32(w[k]);
             const float *restrict h = hp[k] + 992;
             acc0 = vfmaq_f32(acc0, vw, vld1q_f32(h + 0));
             acc1 = vfmaq_f32(acc1, vw, vld1q_f32(h + 4));
         }
-        vst1q_f32(c + 992 + 0, vmulq_f32(acc0, vinv));
-        vst1q_f32(c + 992 + 4, vmulq_f32(acc1, vinv));
+        vst1q_f32(cs + 992 + 0, acc0);
+        vst1q_f32(cs + 992 + 4, acc1);
     }
     (void)d;
 }
 
-/* Per-thread scratch of one decoder row: its scores, visible keys and weights. */
+/* c = inv cs: one row's context (Dh values, stored as f32) from its sums. */
+static void attn_luong_concat_cstore__neon(const float *restrict cs, float inv, float *restrict c)
+{
+    const float32x4_t vinv = vdupq_n_f32(inv);
+    int64_t d;
+    for (d = 0; d < 1000; d += 4) vst1q_f32(c + d, vmulq_f32(vld1q_f32(cs + d), vinv));
+    (void)d;
+}
+
+/* Per-thread scratch of a block of up to 8 decoder rows: for row r, at r * keys
+ * (keys: seq_k, at least 1) its scores, weights, visible keys and their encoder
+ * rows, and at r * 1000 its context sums. */
 typedef struct {
     float *e;                /* e[j]: the score of each valid key */
     float *w;                /* w[k]: the weights of the visible keys, unnormalized */
     int64_t *vis;            /* vis[k]: the visible keys, in order */
     const float **hp;       /* hp[k]: their encoder rows */
+    float *cs;               /* the context sums, 1000 floats a row */
+    int64_t keys;
 } attn_luong_concat_cscratch__neon;
 
-/* Decoder row i of batch b: its scores against the valid keys, the softmax
- * over the visible ones, the weights and the context. x: its projected row. uc: the
- * computed U of batch b (NULL when args->u is given). */
+/* Decoder row i of batch b: its scores e[j] against the valid keys j in [j0, j1) (j0 a
+ * multiple of 4 and 4). x: its projected row. uc: the computed U of batch b
+ * (NULL when args->u is given). */
 static void attn_luong_concat_crow__neon(const attn_classic_args *args, int64_t b, int64_t i, const float *x,
-        const float *uc, const float *va, attn_luong_concat_cscratch__neon *ws)
+        const float *uc, const float *va, float *restrict e, int64_t j0, int64_t j1)
 {
     const int64_t lk = args->seqlens_k[b];
-    float *e = ws->e, *w = ws->w;
-    float m = -INFINITY, sum = 0.0f;
-    int64_t j, k, n = 0;
+    int64_t j, k;
+    (void)i; /* the dot score's decoder row */
     (void)uc;
-    for (j = 0; j < lk; j += 4) { /* a short last step repeats its last key */
+    for (j = j0; j < j1; j += 4) { /* a short last step repeats its last key */
         const float *up[4];
         float s[4];
         for (k = 0; k < 4; k++) up[k] = uc + (j + k < lk ? j + k : lk - 1) * 1000;
         attn_luong_concat_cscores_1x4_f32__neon(x, va, up, s);
         for (k = 0; k < 4 && j + k < lk; k++) e[j + k] = s[k];
     }
+}
 
-    /* softmax over the visible keys (a NaN score is no max but makes every weight NaN) */
+/* Decoder row i of batch b, its scores e: the softmax over its visible keys (a NaN
+ * score is no max but makes every weight NaN) into w, vis and hp, the weights if
+ * asked for; returns the number of visible keys, and their sum of weights in *sum. */
+static int64_t attn_luong_concat_csoftmax__neon(const attn_classic_args *args, int64_t b, int64_t i, const float *e,
+        float *restrict w, int64_t *restrict vis, const float **hp, float *sum)
+{
+    const int64_t lk = args->seqlens_k[b];
+    float m = -INFINITY, s = 0.0f;
+    int64_t j, k, n = 0;
     for (j = 0; j < lk; j++) {
-        ws->vis[n] = j;
-        ws->hp[n] = attn_luong_concat_h_row(args, b, j);
+        vis[n] = j;
+        hp[n] = attn_luong_concat_h_row(args, b, j);
         if (e[j] > m) m = e[j];
         n++;
     }
     for (k = 0; k < n; k++) {
-        w[k] = expf(e[ws->vis[k]] - m);
-        sum += w[k];
+        w[k] = expf(e[vis[k]] - m);
+        s += w[k];
     }
     if (args->weights) {
         float *a = attn_luong_concat_a_row(args, b, i);
-        const float inv = n > 0 ? 1.0f / sum : 0.0f;
+        const float inv = n > 0 ? 1.0f / s : 0.0f;
         for (j = 0; j < args->seq_k; j++) a[j * args->weights_stride[2]] = 0.0f;
-        for (k = 0; k < n; k++) a[ws->vis[k] * args->weights_stride[2]] = w[k] * inv;
+        for (k = 0; k < n; k++) a[vis[k] * args->weights_stride[2]] = w[k] * inv;
     }
-    attn_luong_concat_cctx_f32__neon(ws->hp, w, n, n > 0 ? 1.0f / sum : 0.0f, attn_luong_concat_c_row(args, b, i));
+    *sum = s;
+    return n;
+}
+
+/* Decoder rows [i0, i0 + rows) of batch b (rows <= 8): their scores, 64 keys at a
+ * time, then their contexts, 64 keys at a time, so that a block of keys' U rows (scores)
+ * and H rows (context) are read once for every row; the softmax of each row in between.
+ * x: their projected rows. */
+static void attn_luong_concat_cblock__neon(const attn_classic_args *args, int64_t b, int64_t i0, int64_t rows,
+        const float *x, const float *uc, const float *va, attn_luong_concat_cscratch__neon *ws)
+{
+    const int64_t lk = args->seqlens_k[b], keys = ws->keys;
+    int64_t n[8], at[8];
+    float sum[8];
+    int64_t r, j0;
+    for (j0 = 0; j0 < lk; j0 += 64)
+        for (r = 0; r < rows; r++)
+            attn_luong_concat_crow__neon(args, b, i0 + r, x + r * 1000, uc, va, ws->e + r * keys, j0,
+                    j0 + 64 < lk ? j0 + 64 : lk);
+    for (r = 0; r < rows; r++) {
+        n[r] = attn_luong_concat_csoftmax__neon(args, b, i0 + r, ws->e + r * keys, ws->w + r * keys, ws->vis + r * keys,
+                ws->hp + r * keys, &sum[r]);
+        at[r] = 0;
+        memset(ws->cs + r * 1000, 0, sizeof(float) * 1000);
+    }
+    for (j0 = 0; j0 < lk; j0 += 64)
+        for (r = 0; r < rows; r++) { /* the row's visible keys below j0 + 64 */
+            const int64_t *vis = ws->vis + r * keys;
+            int64_t k = at[r];
+            while (k < n[r] && vis[k] < j0 + 64) k++;
+            attn_luong_concat_cctx_f32__neon(ws->hp + r * keys + at[r], ws->w + r * keys + at[r], k - at[r], ws->cs + r * 1000);
+            at[r] = k;
+        }
+    for (r = 0; r < rows; r++)
+        attn_luong_concat_cstore__neon(ws->cs + r * 1000, n[r] > 0 ? 1.0f / sum[r] : 0.0f, attn_luong_concat_c_row(args, b, i0 + r));
 }
 
 /* Phases 1 and 2 (the projections) split weight rows among threads, phase
- * 3 decoder rows (crow); see the top of the file. */
+ * 3 blocks of decoder rows (cblock); see the top of the file. */
 attn_status attn_luong_concat_fwd__neon(const attn_classic_args *args)
 {
     const attn_status st = attn_check_classic_args(&attn_luong_concat_kernel.spec, args);
-    int64_t B, Lq, Lk;
+    int64_t B, Lq, Lk, rb, nrb;
     int threads, failed = 0;
     float *x = NULL, *uc = NULL, *va = NULL;
 
@@ -1407,6 +1591,11 @@ attn_status attn_luong_concat_fwd__neon(const attn_classic_args *args)
         return ATTN_ERR_NOMEM;
     }
     (void)Lk;
+    /* rows of a block: 8, fewer while there would be under two blocks a thread
+       (the output is the same whatever the blocks) */
+    rb = 8;
+    while (rb > 1 && B * ((Lq + rb - 1) / rb) < 2 * threads) rb /= 2;
+    nrb = (Lq + rb - 1) / rb;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
@@ -1415,11 +1604,13 @@ attn_status attn_luong_concat_fwd__neon(const attn_classic_args *args)
         attn_luong_concat_cscratch__neon ws;
         const size_t keys = (size_t)(args->seq_k > 0 ? args->seq_k : 1);
         int64_t unit;
-        ws.e = (float *)attn_alloc(sizeof(float) * keys);
-        ws.w = (float *)attn_alloc(sizeof(float) * keys);
-        ws.vis = (int64_t *)attn_alloc(sizeof(int64_t) * keys);
-        ws.hp = (const float **)attn_alloc(sizeof(*ws.hp) * keys);
-        if (!ws.e || !ws.w || !ws.vis || !ws.hp) {
+        ws.keys = (int64_t)keys;
+        ws.e = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
+        ws.w = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
+        ws.vis = (int64_t *)attn_alloc(sizeof(int64_t) * keys * (size_t)rb);
+        ws.hp = (const float **)attn_alloc(sizeof(*ws.hp) * keys * (size_t)rb);
+        ws.cs = (float *)attn_alloc(sizeof(float) * 1000 * (size_t)rb);
+        if (!ws.e || !ws.w || !ws.vis || !ws.hp || !ws.cs) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
@@ -1447,19 +1638,21 @@ attn_status attn_luong_concat_fwd__neon(const attn_classic_args *args)
                 attn_luong_concat_cprojh__neon(attn_luong_concat_h_row(args, b, 0), args->h_stride[1], args->seqlens_k[b], wk,
                     2000, unit * 4, DA, NULL, uc + b * Lk * 1000, 1000);
         }
-        /* 3. the decoder rows */
+        /* 3. the decoder rows, blocks of rb rows of one batch */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (unit = 0; unit < B * Lq; unit++) {
-            const int64_t b = unit / Lq, i = unit % Lq;
-            if (ws.e && ws.w && ws.vis && ws.hp)
-                attn_luong_concat_crow__neon(args, b, i, x + unit * 1000, uc ? uc + b * Lk * 1000 : NULL, va, &ws);
+        for (unit = 0; unit < B * nrb; unit++) {
+            const int64_t b = unit / nrb, i0 = (unit % nrb) * rb;
+            if (ws.e && ws.w && ws.vis && ws.hp && ws.cs)
+                attn_luong_concat_cblock__neon(args, b, i0, Lq - i0 < rb ? Lq - i0 : rb, x + (b * Lq + i0) * 1000,
+                    uc ? uc + b * Lk * 1000 : NULL, va, &ws);
         }
         attn_free(ws.e);
         attn_free(ws.w);
         attn_free(ws.vis);
         attn_free((void *)ws.hp);
+        attn_free(ws.cs);
     }
     attn_free(x);
     attn_free(uc);
@@ -1688,23 +1881,22 @@ ATTN_NO_AUTOVEC static void attn_luong_concat_cscores_1x4_f32__scalar(const floa
     (e)[0] = acc0x0, (e)[1] = acc0x1, (e)[2] = acc0x2, (e)[3] = acc0x3;
 }
 
-/* c = inv sum over k < n of w[k] hp[k] (the weighted sum of n encoder rows),
- * stored as f32; n = 0 stores 0. */
-ATTN_NO_AUTOVEC static void attn_luong_concat_cctx_f32__scalar(const float *const *restrict hp, const float *restrict w, int64_t n, float inv,
-        float *restrict c)
+/* cs[0..1000) += sum over k < n of w[k] hp[k]: n encoder rows, weighted, added in
+ * order to the f32 sums cs (whole vectors; past Dh they stay 0). */
+ATTN_NO_AUTOVEC static void attn_luong_concat_cctx_f32__scalar(const float *const *restrict hp, const float *restrict w, int64_t n,
+        float *restrict cs)
 {
-    const float vinv = (inv);
     int64_t d = 0, k;
     for (; d < 1000; d += 8)
     {
-        float acc0 = 0.0f;
-        float acc1 = 0.0f;
-        float acc2 = 0.0f;
-        float acc3 = 0.0f;
-        float acc4 = 0.0f;
-        float acc5 = 0.0f;
-        float acc6 = 0.0f;
-        float acc7 = 0.0f;
+        float acc0 = *(cs + d + 0);
+        float acc1 = *(cs + d + 1);
+        float acc2 = *(cs + d + 2);
+        float acc3 = *(cs + d + 3);
+        float acc4 = *(cs + d + 4);
+        float acc5 = *(cs + d + 5);
+        float acc6 = *(cs + d + 6);
+        float acc7 = *(cs + d + 7);
         for (k = 0; k < n; k++) {
             const float vw = (w[k]);
             const float *restrict h = hp[k] + d;
@@ -1717,71 +1909,126 @@ ATTN_NO_AUTOVEC static void attn_luong_concat_cctx_f32__scalar(const float *cons
             acc6 = (vw * *(h + 6) + acc6);
             acc7 = (vw * *(h + 7) + acc7);
         }
-        *(c + d + 0) = (acc0 * vinv);
-        *(c + d + 1) = (acc1 * vinv);
-        *(c + d + 2) = (acc2 * vinv);
-        *(c + d + 3) = (acc3 * vinv);
-        *(c + d + 4) = (acc4 * vinv);
-        *(c + d + 5) = (acc5 * vinv);
-        *(c + d + 6) = (acc6 * vinv);
-        *(c + d + 7) = (acc7 * vinv);
+        *(cs + d + 0) = acc0;
+        *(cs + d + 1) = acc1;
+        *(cs + d + 2) = acc2;
+        *(cs + d + 3) = acc3;
+        *(cs + d + 4) = acc4;
+        *(cs + d + 5) = acc5;
+        *(cs + d + 6) = acc6;
+        *(cs + d + 7) = acc7;
     }
     (void)d;
 }
 
-/* Per-thread scratch of one decoder row: its scores, visible keys and weights. */
+/* c = inv cs: one row's context (Dh values, stored as f32) from its sums. */
+ATTN_NO_AUTOVEC static void attn_luong_concat_cstore__scalar(const float *restrict cs, float inv, float *restrict c)
+{
+    const float vinv = (inv);
+    int64_t d;
+    for (d = 0; d < 1000; d += 1) *(c + d) = (*(cs + d) * vinv);
+    (void)d;
+}
+
+/* Per-thread scratch of a block of up to 8 decoder rows: for row r, at r * keys
+ * (keys: seq_k, at least 1) its scores, weights, visible keys and their encoder
+ * rows, and at r * 1000 its context sums. */
 typedef struct {
     float *e;                /* e[j]: the score of each valid key */
     float *w;                /* w[k]: the weights of the visible keys, unnormalized */
     int64_t *vis;            /* vis[k]: the visible keys, in order */
     const float **hp;       /* hp[k]: their encoder rows */
+    float *cs;               /* the context sums, 1000 floats a row */
+    int64_t keys;
 } attn_luong_concat_cscratch__scalar;
 
-/* Decoder row i of batch b: its scores against the valid keys, the softmax
- * over the visible ones, the weights and the context. x: its projected row. uc: the
- * computed U of batch b (NULL when args->u is given). */
+/* Decoder row i of batch b: its scores e[j] against the valid keys j in [j0, j1) (j0 a
+ * multiple of 4 and 4). x: its projected row. uc: the computed U of batch b
+ * (NULL when args->u is given). */
 ATTN_NO_AUTOVEC static void attn_luong_concat_crow__scalar(const attn_classic_args *args, int64_t b, int64_t i, const float *x,
-        const float *uc, const float *va, attn_luong_concat_cscratch__scalar *ws)
+        const float *uc, const float *va, float *restrict e, int64_t j0, int64_t j1)
 {
     const int64_t lk = args->seqlens_k[b];
-    float *e = ws->e, *w = ws->w;
-    float m = -INFINITY, sum = 0.0f;
-    int64_t j, k, n = 0;
+    int64_t j, k;
+    (void)i; /* the dot score's decoder row */
     (void)uc;
-    for (j = 0; j < lk; j += 4) { /* a short last step repeats its last key */
+    for (j = j0; j < j1; j += 4) { /* a short last step repeats its last key */
         const float *up[4];
         float s[4];
         for (k = 0; k < 4; k++) up[k] = uc + (j + k < lk ? j + k : lk - 1) * 1000;
         attn_luong_concat_cscores_1x4_f32__scalar(x, va, up, s);
         for (k = 0; k < 4 && j + k < lk; k++) e[j + k] = s[k];
     }
+}
 
-    /* softmax over the visible keys (a NaN score is no max but makes every weight NaN) */
+/* Decoder row i of batch b, its scores e: the softmax over its visible keys (a NaN
+ * score is no max but makes every weight NaN) into w, vis and hp, the weights if
+ * asked for; returns the number of visible keys, and their sum of weights in *sum. */
+ATTN_NO_AUTOVEC static int64_t attn_luong_concat_csoftmax__scalar(const attn_classic_args *args, int64_t b, int64_t i, const float *e,
+        float *restrict w, int64_t *restrict vis, const float **hp, float *sum)
+{
+    const int64_t lk = args->seqlens_k[b];
+    float m = -INFINITY, s = 0.0f;
+    int64_t j, k, n = 0;
     for (j = 0; j < lk; j++) {
-        ws->vis[n] = j;
-        ws->hp[n] = attn_luong_concat_h_row(args, b, j);
+        vis[n] = j;
+        hp[n] = attn_luong_concat_h_row(args, b, j);
         if (e[j] > m) m = e[j];
         n++;
     }
     for (k = 0; k < n; k++) {
-        w[k] = expf(e[ws->vis[k]] - m);
-        sum += w[k];
+        w[k] = expf(e[vis[k]] - m);
+        s += w[k];
     }
     if (args->weights) {
         float *a = attn_luong_concat_a_row(args, b, i);
-        const float inv = n > 0 ? 1.0f / sum : 0.0f;
+        const float inv = n > 0 ? 1.0f / s : 0.0f;
         for (j = 0; j < args->seq_k; j++) a[j * args->weights_stride[2]] = 0.0f;
-        for (k = 0; k < n; k++) a[ws->vis[k] * args->weights_stride[2]] = w[k] * inv;
+        for (k = 0; k < n; k++) a[vis[k] * args->weights_stride[2]] = w[k] * inv;
     }
-    attn_luong_concat_cctx_f32__scalar(ws->hp, w, n, n > 0 ? 1.0f / sum : 0.0f, attn_luong_concat_c_row(args, b, i));
+    *sum = s;
+    return n;
+}
+
+/* Decoder rows [i0, i0 + rows) of batch b (rows <= 8): their scores, 64 keys at a
+ * time, then their contexts, 64 keys at a time, so that a block of keys' U rows (scores)
+ * and H rows (context) are read once for every row; the softmax of each row in between.
+ * x: their projected rows. */
+ATTN_NO_AUTOVEC static void attn_luong_concat_cblock__scalar(const attn_classic_args *args, int64_t b, int64_t i0, int64_t rows,
+        const float *x, const float *uc, const float *va, attn_luong_concat_cscratch__scalar *ws)
+{
+    const int64_t lk = args->seqlens_k[b], keys = ws->keys;
+    int64_t n[8], at[8];
+    float sum[8];
+    int64_t r, j0;
+    for (j0 = 0; j0 < lk; j0 += 64)
+        for (r = 0; r < rows; r++)
+            attn_luong_concat_crow__scalar(args, b, i0 + r, x + r * 1000, uc, va, ws->e + r * keys, j0,
+                    j0 + 64 < lk ? j0 + 64 : lk);
+    for (r = 0; r < rows; r++) {
+        n[r] = attn_luong_concat_csoftmax__scalar(args, b, i0 + r, ws->e + r * keys, ws->w + r * keys, ws->vis + r * keys,
+                ws->hp + r * keys, &sum[r]);
+        at[r] = 0;
+        memset(ws->cs + r * 1000, 0, sizeof(float) * 1000);
+    }
+    for (j0 = 0; j0 < lk; j0 += 64)
+        for (r = 0; r < rows; r++) { /* the row's visible keys below j0 + 64 */
+            const int64_t *vis = ws->vis + r * keys;
+            int64_t k = at[r];
+            while (k < n[r] && vis[k] < j0 + 64) k++;
+            attn_luong_concat_cctx_f32__scalar(ws->hp + r * keys + at[r], ws->w + r * keys + at[r], k - at[r], ws->cs + r * 1000);
+            at[r] = k;
+        }
+    for (r = 0; r < rows; r++)
+        attn_luong_concat_cstore__scalar(ws->cs + r * 1000, n[r] > 0 ? 1.0f / sum[r] : 0.0f, attn_luong_concat_c_row(args, b, i0 + r));
 }
 
 /* Phases 1 and 2 (the projections) split weight rows among threads, phase
- * 3 decoder rows (crow); see the top of the file. */
+ * 3 blocks of decoder rows (cblock); see the top of the file. */
 ATTN_NO_AUTOVEC attn_status attn_luong_concat_fwd__scalar(const attn_classic_args *args)
 {
     const attn_status st = attn_check_classic_args(&attn_luong_concat_kernel.spec, args);
-    int64_t B, Lq, Lk;
+    int64_t B, Lq, Lk, rb, nrb;
     int threads, failed = 0;
     float *x = NULL, *uc = NULL, *va = NULL;
 
@@ -1818,6 +2065,11 @@ ATTN_NO_AUTOVEC attn_status attn_luong_concat_fwd__scalar(const attn_classic_arg
         return ATTN_ERR_NOMEM;
     }
     (void)Lk;
+    /* rows of a block: 8, fewer while there would be under two blocks a thread
+       (the output is the same whatever the blocks) */
+    rb = 8;
+    while (rb > 1 && B * ((Lq + rb - 1) / rb) < 2 * threads) rb /= 2;
+    nrb = (Lq + rb - 1) / rb;
 
 #ifdef _OPENMP
 #pragma omp parallel num_threads(threads)
@@ -1826,11 +2078,13 @@ ATTN_NO_AUTOVEC attn_status attn_luong_concat_fwd__scalar(const attn_classic_arg
         attn_luong_concat_cscratch__scalar ws;
         const size_t keys = (size_t)(args->seq_k > 0 ? args->seq_k : 1);
         int64_t unit;
-        ws.e = (float *)attn_alloc(sizeof(float) * keys);
-        ws.w = (float *)attn_alloc(sizeof(float) * keys);
-        ws.vis = (int64_t *)attn_alloc(sizeof(int64_t) * keys);
-        ws.hp = (const float **)attn_alloc(sizeof(*ws.hp) * keys);
-        if (!ws.e || !ws.w || !ws.vis || !ws.hp) {
+        ws.keys = (int64_t)keys;
+        ws.e = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
+        ws.w = (float *)attn_alloc(sizeof(float) * keys * (size_t)rb);
+        ws.vis = (int64_t *)attn_alloc(sizeof(int64_t) * keys * (size_t)rb);
+        ws.hp = (const float **)attn_alloc(sizeof(*ws.hp) * keys * (size_t)rb);
+        ws.cs = (float *)attn_alloc(sizeof(float) * 1000 * (size_t)rb);
+        if (!ws.e || !ws.w || !ws.vis || !ws.hp || !ws.cs) {
 #ifdef _OPENMP
 #pragma omp critical
 #endif
@@ -1858,19 +2112,21 @@ ATTN_NO_AUTOVEC attn_status attn_luong_concat_fwd__scalar(const attn_classic_arg
                 attn_luong_concat_cprojh__scalar(attn_luong_concat_h_row(args, b, 0), args->h_stride[1], args->seqlens_k[b], wk,
                     2000, unit * 4, DA, NULL, uc + b * Lk * 1000, 1000);
         }
-        /* 3. the decoder rows */
+        /* 3. the decoder rows, blocks of rb rows of one batch */
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-        for (unit = 0; unit < B * Lq; unit++) {
-            const int64_t b = unit / Lq, i = unit % Lq;
-            if (ws.e && ws.w && ws.vis && ws.hp)
-                attn_luong_concat_crow__scalar(args, b, i, x + unit * 1000, uc ? uc + b * Lk * 1000 : NULL, va, &ws);
+        for (unit = 0; unit < B * nrb; unit++) {
+            const int64_t b = unit / nrb, i0 = (unit % nrb) * rb;
+            if (ws.e && ws.w && ws.vis && ws.hp && ws.cs)
+                attn_luong_concat_cblock__scalar(args, b, i0, Lq - i0 < rb ? Lq - i0 : rb, x + (b * Lq + i0) * 1000,
+                    uc ? uc + b * Lk * 1000 : NULL, va, &ws);
         }
         attn_free(ws.e);
         attn_free(ws.w);
         attn_free(ws.vis);
         attn_free((void *)ws.hp);
+        attn_free(ws.cs);
     }
     attn_free(x);
     attn_free(uc);
