@@ -296,9 +296,29 @@ static unsigned detect_isas(void)
 }
 
 /*
- * The detected set, cached with a "done" bit.  Detection is idempotent, so
- * two threads racing here both compute and store the same value.
+ * Values computed once per process (0 until then).  Computing them is
+ * idempotent, so two threads racing here both compute and store the same
+ * value.
  */
+static unsigned cache_load(const unsigned *cache)
+{
+#ifdef __GNUC__
+    return __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+#else
+    return *cache;
+#endif
+}
+
+static void cache_store(unsigned *cache, unsigned value)
+{
+#ifdef __GNUC__
+    __atomic_store_n(cache, value, __ATOMIC_RELEASE);
+#else
+    *cache = value;
+#endif
+}
+
+/* The detected set, cached with a "done" bit. */
 #define ISA_CACHE_DONE 0x80000000u
 static unsigned isa_cache;
 
@@ -307,18 +327,10 @@ int attn_isa_supported(attn_isa isa)
     unsigned set;
     if ((int)isa < 0 || (int)isa >= ATTN_ISA_COUNT)
         return 0;
-#ifdef __GNUC__
-    set = __atomic_load_n(&isa_cache, __ATOMIC_ACQUIRE);
-#else
-    set = isa_cache;
-#endif
+    set = cache_load(&isa_cache);
     if (!(set & ISA_CACHE_DONE)) {
         set = detect_isas() | ISA_CACHE_DONE;
-#ifdef __GNUC__
-        __atomic_store_n(&isa_cache, set, __ATOMIC_RELEASE);
-#else
-        isa_cache = set;
-#endif
+        cache_store(&isa_cache, set);
     }
     return (set >> isa) & 1u;
 }
@@ -337,17 +349,12 @@ static int cpu_is_intel(void)
 #endif
 }
 
-/* Cached as 1 + the answer; racing threads store the same value. */
-static int decode_prefetch_cache;
+/* Cached as 1 + the answer. */
+static unsigned decode_prefetch_cache;
 
 int attn_decode_prefetch(void)
 {
-    int v;
-#ifdef __GNUC__
-    v = __atomic_load_n(&decode_prefetch_cache, __ATOMIC_ACQUIRE);
-#else
-    v = decode_prefetch_cache;
-#endif
+    unsigned v = cache_load(&decode_prefetch_cache);
     if (v == 0) {
         const char *e = getenv("ATTNGEN_DECODE_PREFETCH");
         if (e != NULL && strcmp(e, "0") == 0)
@@ -356,13 +363,9 @@ int attn_decode_prefetch(void)
             v = 2;
         else
             v = cpu_is_intel() ? 1 : 2;
-#ifdef __GNUC__
-        __atomic_store_n(&decode_prefetch_cache, v, __ATOMIC_RELEASE);
-#else
-        decode_prefetch_cache = v;
-#endif
+        cache_store(&decode_prefetch_cache, v);
     }
-    return v - 1;
+    return (int)v - 1;
 }
 
 /* ---- dispatch ----------------------------------------------------------- */

@@ -105,13 +105,13 @@ function M.plan(cfg, opts)
     local blk = BLOCKS[isa.name] or BLOCKS.scalar
     v.mr, v.nb, v.ks, v.ch = blk.mr, blk.nb, blk.ks, blk.ch
     -- keys of a block: KEY_BLOCK_BYTES of the rows the scores read (U for
-    -- the tanh scores, H for dot and general) and of the H rows the context reads
+    -- the tanh scores, counted as f32, the type of a computed U; H for dot
+    -- and general) and of the H rows the context reads
     local function block_of(row_bytes) return math.max(4, math.floor(M.KEY_BLOCK_BYTES / row_bytes / 4) * 4) end
     local size = common.DTYPE_BYTES[p.dtype.kv]
-    v.key_block_s = block_of(size * (p.tanh and p.Da or p.Dh))
+    v.key_block_s = block_of(p.tanh and 4 * p.Da or size * p.Dh)
     v.key_block_c = block_of(size * p.Dh)
     v.dhp = math.ceil(p.Dh / isa.lanes) * isa.lanes -- a context accumulator row: whole vectors
-    v.row_block = p.row_block
     -- none of the library's micro-kernels or vector math (the softmax runs
     -- over one row's few keys, in plain C)
     v.mk, v.transpose_pack, v.vmath = {}, false, false
