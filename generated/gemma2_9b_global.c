@@ -2589,7 +2589,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__a
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -2604,10 +2604,26 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__a
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 6)
+            switch (rows) {
+            case 6:
                 attn_gemma2_9b_global_pv_6x256_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
-            else
+                break;
+            case 5:
+                attn_gemma2_9b_global_pv_5x256_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            case 4:
+                attn_gemma2_9b_global_pv_4x256_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            case 3:
+                attn_gemma2_9b_global_pv_3x256_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            case 2:
+                attn_gemma2_9b_global_pv_2x256_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            default:
                 attn_gemma2_9b_global_pv_1x256_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }
@@ -3031,9 +3047,222 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
     _mm256_storeu_ps(c + 0 * cs + 8, vacc0x1);
 }
 
+/* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
+ * 3072 FLOPs per key, 15 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_6x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    const __m256 va4 = _mm256_set1_ps(alpha[4]);
+    const __m256 va5 = _mm256_set1_ps(alpha[5]);
+    for (int64_t cf = 0; cf < 30; cf += 2) { /* columns 0..239, 2 vectors at a time */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + (cf + 1) * 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + (cf + 0) * 8), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + (cf + 1) * 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + (cf + 0) * 8), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + (cf + 1) * 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + (cf + 0) * 8), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + (cf + 1) * 8), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 256 + (cf + 0) * 8), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 256 + (cf + 1) * 8), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 256 + (cf + 0) * 8), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 256 + (cf + 1) * 8), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + (cf + 0) * 8, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + (cf + 1) * 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 256 + (cf + 0) * 8, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 256 + (cf + 1) * 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + (cf + 0) * 8, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + (cf + 1) * 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + (cf + 0) * 8, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + (cf + 1) * 8, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 256 + (cf + 0) * 8, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 256 + (cf + 1) * 8, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 256 + (cf + 0) * 8, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 256 + (cf + 1) * 8, vacc5x1);
+    }
+    { /* columns 240..255 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 240), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 248), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 240), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 248), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 240), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 248), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 240), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 248), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 256 + 240), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 256 + 248), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 256 + 240), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 256 + 248), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 240);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 248);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 240, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 248, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 256 + 240, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 256 + 248, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + 240, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 248, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 240, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 248, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 256 + 240, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 256 + 248, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 256 + 240, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 256 + 248, vacc5x1);
+    }
+}
+
+/* O[5][256] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
+ * 2560 FLOPs per key, 13 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_5x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    const __m256 va4 = _mm256_set1_ps(alpha[4]);
+    for (int64_t cf = 0; cf < 30; cf += 2) { /* columns 0..239, 2 vectors at a time */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + (cf + 1) * 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + (cf + 0) * 8), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + (cf + 1) * 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + (cf + 0) * 8), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + (cf + 1) * 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + (cf + 0) * 8), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + (cf + 1) * 8), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 256 + (cf + 0) * 8), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 256 + (cf + 1) * 8), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + (cf + 0) * 8, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + (cf + 1) * 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 256 + (cf + 0) * 8, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 256 + (cf + 1) * 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + (cf + 0) * 8, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + (cf + 1) * 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + (cf + 0) * 8, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + (cf + 1) * 8, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 256 + (cf + 0) * 8, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 256 + (cf + 1) * 8, vacc4x1);
+    }
+    { /* columns 240..255 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 240), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 248), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 240), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 248), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 240), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 248), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 240), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 248), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 256 + 240), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 256 + 248), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 240);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 248);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 256 + 240, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 256 + 248, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 256 + 240, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 256 + 248, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 256 + 240, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 256 + 248, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 256 + 240, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 256 + 248, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 256 + 240, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 256 + 248, vacc4x1);
+    }
+}
+
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
- * 2048 FLOPs per key, 13 vector registers. */
+ * 2048 FLOPs per key, 11 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_4x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -3049,17 +3278,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + (cf + 0) * 8), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + (cf + 1) * 8), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 0) * 8);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 1) * 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 256 + (cf + 0) * 8, vacc0x0);
@@ -3079,17 +3314,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 240), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 256 + 248), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 240);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 248);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 240);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 248);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 256 + 240, vacc0x0);
@@ -3105,7 +3346,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
 
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
- * 1536 FLOPs per key, 10 vector registers. */
+ * 1536 FLOPs per key, 9 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_3x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -3119,16 +3360,19 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + (cf + 0) * 8), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + (cf + 1) * 8), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 0) * 8);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 1) * 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 256 + (cf + 0) * 8, vacc0x0);
@@ -3145,16 +3389,19 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 240), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 256 + 248), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 240);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 248);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 240);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 248);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 256 + 240, vacc0x0);
@@ -3180,15 +3427,15 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + (cf + 0) * 8), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + (cf + 1) * 8), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 0) * 8);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 1) * 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 256 + (cf + 0) * 8, vacc0x0);
@@ -3202,15 +3449,15 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 240), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 256 + 248), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 240);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 248);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 240);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 248);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 256 + 240, vacc0x0);
@@ -3222,7 +3469,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
 
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 16 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
- * 512 FLOPs per key, 4 vector registers. */
+ * 512 FLOPs per key, 5 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_pv_1x256_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -3232,14 +3479,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + (cf + 1) * 8), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 0) * 8);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 1) * 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 256 + (cf + 0) * 8, vacc0x0);
@@ -3250,14 +3494,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 240), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 256 + 248), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 240);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 248);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 240);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 248);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 256 + 240, vacc0x0);
@@ -3698,15 +3939,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
         /* online softmax over whole vectors of rows */
         for (r = 0; r < rp; r += 8) attn_gemma2_9b_global_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
-        /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
+        /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_gemma2_9b_global_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
-                /* the widest kernel that fits the rows left; past two widths a head, the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not
-                   6, ..., 6, 2; with 8 rows 6 and 2 read the cache faster than 4 and 4) */
+                /* the widest kernel that fits the rows left, the last rows under two widths
+                   in two even halves (8 rows: 4 and 4, not 6 and 2) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = gl > 8 && left > 4 && left < 8 ? (left + 1) / 2 : left;
+                const int64_t take = left > 6 && left < 12 ? (left + 1) / 2 : left;
+                if (take >= 6) {
+                    attn_gemma2_9b_global_pv_6x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    r += 6;
+                } else
+                if (take >= 5) {
+                    attn_gemma2_9b_global_pv_5x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    r += 5;
+                } else
                 if (take >= 4) {
                     attn_gemma2_9b_global_pv_4x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
                     r += 4;
@@ -4025,7 +4273,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit_
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 4 ? 4 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -4040,10 +4288,26 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit_
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 4)
+            switch (rows) {
+            case 6:
+                attn_gemma2_9b_global_pv_6x256_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            case 5:
+                attn_gemma2_9b_global_pv_5x256_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            case 4:
                 attn_gemma2_9b_global_pv_4x256_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
-            else
+                break;
+            case 3:
+                attn_gemma2_9b_global_pv_3x256_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            case 2:
+                attn_gemma2_9b_global_pv_2x256_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            default:
                 attn_gemma2_9b_global_pv_1x256_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }
@@ -5916,7 +6180,7 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -5931,10 +6195,26 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 6)
+            switch (rows) {
+            case 6:
                 attn_gemma2_9b_global_pv_6x256_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
-            else
+                break;
+            case 5:
+                attn_gemma2_9b_global_pv_5x256_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            case 4:
+                attn_gemma2_9b_global_pv_4x256_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            case 3:
+                attn_gemma2_9b_global_pv_3x256_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            case 2:
+                attn_gemma2_9b_global_pv_2x256_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            default:
                 attn_gemma2_9b_global_pv_1x256_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }
@@ -7122,10 +7402,14 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_unit__scalar(const attn_args *
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 4)
+            switch (rows) {
+            case 4:
                 attn_gemma2_9b_global_pv_4x256_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
-            else
+                break;
+            default:
                 attn_gemma2_9b_global_pv_1x256_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }

@@ -2596,7 +2596,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_unit__avx512(const 
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -2611,10 +2611,26 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_unit__avx512(const 
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 6)
+            switch (rows) {
+            case 6:
                 attn_gpt2_pv_6x64_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-            else
+                break;
+            case 5:
+                attn_gpt2_pv_5x64_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            case 4:
+                attn_gpt2_pv_4x64_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            case 3:
+                attn_gpt2_pv_3x64_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            case 2:
+                attn_gpt2_pv_2x64_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            default:
                 attn_gpt2_pv_1x64_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }
@@ -2988,9 +3004,408 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_qk_
     _mm256_storeu_ps(c + 0 * cs + 8, vacc0x1);
 }
 
+/* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
+ * 768 FLOPs per key, 15 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_6x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    const __m256 va4 = _mm256_set1_ps(alpha[4]);
+    const __m256 va5 = _mm256_set1_ps(alpha[5]);
+    { /* columns 0..15 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 0), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 8), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 0), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 8), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 0), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 8), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 0);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 8);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 0, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 0, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 0, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 8, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 0, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 8, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 64 + 0, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 64 + 8, vacc5x1);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 24), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 24), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 16), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 24), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 16), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 24), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 16), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 24), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 16);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 24);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 24, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 16, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 24, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 16, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 24, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 16, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 24, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 16, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 24, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 64 + 16, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 64 + 24, vacc5x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 40), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 40), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 32), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 40), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 32), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 40), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 32), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 40), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 32);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 40);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 40, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 32, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 40, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 32, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 40, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 32, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 40, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 32, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 40, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 64 + 32, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 64 + 40, vacc5x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 56), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 56), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 48), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 56), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 48), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 56), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 48), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 56), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 48);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 56);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 56, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 48, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 56, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 48, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 56, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 48, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 56, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 48, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 56, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 64 + 48, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 64 + 56, vacc5x1);
+    }
+}
+
+/* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
+ * 640 FLOPs per key, 13 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_5x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    const __m256 va4 = _mm256_set1_ps(alpha[4]);
+    { /* columns 0..15 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 0), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 8), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 0), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 8), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 0);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 8);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 0, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 0, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 0, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 8, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 0, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 8, vacc4x1);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 24), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 24), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 16), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 24), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 16), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 24), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 16);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 24);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 24, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 16, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 24, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 16, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 24, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 16, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 24, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 16, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 24, vacc4x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 40), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 40), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 32), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 40), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 32), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 40), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 32);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 40);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 40, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 32, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 40, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 32, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 40, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 32, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 40, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 32, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 40, vacc4x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 56), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 56), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 48), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 56), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 48), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 56), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 48);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 56);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 56, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 48, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 56, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 48, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 56, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 48, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 56, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 48, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 56, vacc4x1);
+    }
+}
+
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
- * 512 FLOPs per key, 13 vector registers. */
+ * 512 FLOPs per key, 11 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -3006,17 +3421,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 0), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 8), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 0);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 0);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
@@ -3036,17 +3457,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 16), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 24), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 16);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 24);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 16);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 24);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
@@ -3066,17 +3493,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 32), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 40), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 32);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 40);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 32);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 40);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
@@ -3096,17 +3529,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 48), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 56), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 48);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 56);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 48);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 56);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
@@ -3122,7 +3561,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
 
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
- * 384 FLOPs per key, 10 vector registers. */
+ * 384 FLOPs per key, 9 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -3136,16 +3575,19 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 8), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 0);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 0);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
@@ -3162,16 +3604,19 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 24), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 16);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 24);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 16);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 24);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
@@ -3188,16 +3633,19 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 40), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 32);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 40);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 32);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 40);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
@@ -3214,16 +3662,19 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 56), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 48);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 56);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 48);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 56);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
@@ -3249,15 +3700,15 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 8), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 0);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 0);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
@@ -3271,15 +3722,15 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 24), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 16);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 24);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 16);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 24);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
@@ -3293,15 +3744,15 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 40), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 32);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 40);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 32);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 40);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
@@ -3315,15 +3766,15 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 56), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 48);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 56);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 48);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 56);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
@@ -3335,7 +3786,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
 
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
- * 128 FLOPs per key, 4 vector registers. */
+ * 128 FLOPs per key, 5 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -3345,14 +3796,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 0);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 0);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
@@ -3363,14 +3811,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 16);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 24);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 16);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 24);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
@@ -3381,14 +3826,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 32);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 40);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 32);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 40);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
@@ -3399,14 +3841,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_pv_
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 48);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 56);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 48);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 56);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
@@ -4691,15 +5130,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dunit__avx2(const
         /* online softmax over whole vectors of rows */
         for (r = 0; r < rp; r += 8) attn_gpt2_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
-        /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
+        /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_gpt2_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
-                /* the widest kernel that fits the rows left; past two widths a head, the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not
-                   6, ..., 6, 2; with 8 rows 6 and 2 read the cache faster than 4 and 4) */
+                /* the widest kernel that fits the rows left, the last rows under two widths
+                   in two even halves (8 rows: 4 and 4, not 6 and 2) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = gl > 8 && left > 4 && left < 8 ? (left + 1) / 2 : left;
+                const int64_t take = left > 6 && left < 12 ? (left + 1) / 2 : left;
+                if (take >= 6) {
+                    attn_gpt2_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    r += 6;
+                } else
+                if (take >= 5) {
+                    attn_gpt2_pv_5x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    r += 5;
+                } else
                 if (take >= 4) {
                     attn_gpt2_pv_4x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 4;
@@ -5322,7 +5768,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_unit__avx2(const 
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 4 ? 4 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -5337,10 +5783,26 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_unit__avx2(const 
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 4)
+            switch (rows) {
+            case 6:
+                attn_gpt2_pv_6x64_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            case 5:
+                attn_gpt2_pv_5x64_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            case 4:
                 attn_gpt2_pv_4x64_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-            else
+                break;
+            case 3:
+                attn_gpt2_pv_3x64_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            case 2:
+                attn_gpt2_pv_2x64_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            default:
                 attn_gpt2_pv_1x64_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }
@@ -8205,7 +8667,7 @@ static void attn_gpt2_unit__neon(const attn_args *args, const float *kt, const f
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -8220,10 +8682,26 @@ static void attn_gpt2_unit__neon(const attn_args *args, const float *kt, const f
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 6)
+            switch (rows) {
+            case 6:
                 attn_gpt2_pv_6x64_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-            else
+                break;
+            case 5:
+                attn_gpt2_pv_5x64_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            case 4:
+                attn_gpt2_pv_4x64_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            case 3:
+                attn_gpt2_pv_3x64_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            case 2:
+                attn_gpt2_pv_2x64_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            default:
                 attn_gpt2_pv_1x64_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }
@@ -9159,10 +9637,14 @@ ATTN_NO_AUTOVEC static void attn_gpt2_unit__scalar(const attn_args *args, const 
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 4)
+            switch (rows) {
+            case 4:
                 attn_gpt2_pv_4x64_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
-            else
+                break;
+            default:
                 attn_gpt2_pv_1x64_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }

@@ -1481,9 +1481,408 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
     _mm256_storeu_ps(c + 0 * cs + 8, vacc0x1);
 }
 
+/* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
+ * 768 FLOPs per key, 15 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_6x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    const __m256 va4 = _mm256_set1_ps(alpha[4]);
+    const __m256 va5 = _mm256_set1_ps(alpha[5]);
+    { /* columns 0..15 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 0), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 8), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 0), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 8), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 0), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 8), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 0);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 8);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 0, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 0, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 0, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 8, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 0, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 8, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 64 + 0, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 64 + 8, vacc5x1);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 24), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 24), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 16), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 24), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 16), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 24), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 16), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 24), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 16);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 24);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 24, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 16, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 24, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 16, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 24, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 16, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 24, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 16, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 24, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 64 + 16, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 64 + 24, vacc5x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 40), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 40), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 32), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 40), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 32), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 40), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 32), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 40), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 32);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 40);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 40, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 32, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 40, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 32, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 40, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 32, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 40, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 32, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 40, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 64 + 32, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 64 + 40, vacc5x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 56), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 56), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 48), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 56), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 48), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 56), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 48), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 64 + 56), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 48);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 56);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 56, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 48, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 56, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 48, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 56, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 48, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 56, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 48, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 56, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 64 + 48, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 64 + 56, vacc5x1);
+    }
+}
+
+/* O[5][64] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
+ * 640 FLOPs per key, 13 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_5x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    const __m256 va4 = _mm256_set1_ps(alpha[4]);
+    { /* columns 0..15 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 0), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 8), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 0), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 8), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 0);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 8);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 0, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 0, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 0, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 8, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 0, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 8, vacc4x1);
+    }
+    { /* columns 16..31 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 24), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 24), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 16), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 24), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 16), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 24), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 16);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 24);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 24, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 16, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 24, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 16, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 24, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 16, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 24, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 16, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 24, vacc4x1);
+    }
+    { /* columns 32..47 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 40), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 40), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 32), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 40), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 32), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 40), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 32);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 40);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 40, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 32, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 40, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 32, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 40, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 32, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 40, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 32, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 40, vacc4x1);
+    }
+    { /* columns 48..63 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 56), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 56), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 48), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 56), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 48), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 64 + 56), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 48);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 56);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 64 + 56, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 64 + 48, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 64 + 56, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 64 + 48, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 64 + 56, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 64 + 48, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 64 + 56, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 64 + 48, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 64 + 56, vacc4x1);
+    }
+}
+
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
- * 512 FLOPs per key, 13 vector registers. */
+ * 512 FLOPs per key, 11 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_4x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -1499,17 +1898,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 0), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 8), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 0);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 0);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
@@ -1529,17 +1934,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 16), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 24), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 16);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 24);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 16);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 24);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
@@ -1559,17 +1970,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 32), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 40), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 32);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 40);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 32);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 40);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
@@ -1589,17 +2006,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 48), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 64 + 56), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 48);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 56);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 48);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 56);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
@@ -1615,7 +2038,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
 
 /* O[3][64] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
- * 384 FLOPs per key, 10 vector registers. */
+ * 384 FLOPs per key, 9 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_3x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -1629,16 +2052,19 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 0), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 8), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 0);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 0);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
@@ -1655,16 +2081,19 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 16), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 24), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 16);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 24);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 16);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 24);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
@@ -1681,16 +2110,19 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 32), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 40), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 32);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 40);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 32);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 40);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
@@ -1707,16 +2139,19 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 48), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 64 + 56), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 48);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 56);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 48);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 56);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
@@ -1742,15 +2177,15 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 0), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 8), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 0);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 0);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
@@ -1764,15 +2199,15 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 16), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 24), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 16);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 24);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 16);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 24);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
@@ -1786,15 +2221,15 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 32), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 40), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 32);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 40);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 32);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 40);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
@@ -1808,15 +2243,15 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 48), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 64 + 56), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 48);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 56);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 48);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 56);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
@@ -1828,7 +2263,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
 
 /* O[1][64] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
- * 128 FLOPs per key, 4 vector registers. */
+ * 128 FLOPs per key, 5 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_pv_1x64_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -1838,14 +2273,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 0), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 8), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 0);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 0);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 0, vacc0x0);
@@ -1856,14 +2288,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 16), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 24), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 16);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 24);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 16);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 24);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 16, vacc0x0);
@@ -1874,14 +2303,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 32), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 40), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 32);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 40);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 32);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 40);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 32, vacc0x0);
@@ -1892,14 +2318,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_linear_t
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 48), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 64 + 56), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 48);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 56);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 48);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 56);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 64 + 48, vacc0x0);
@@ -1952,11 +2375,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lpa
     for (c = 0; c < 64; c += 8) _mm256_storeu_ps(fv + c, _mm256_loadu_ps(vr + c));
 }
 
-/* The P*V kernel on rows < 4 rows (the last rows of a tile). */
+/* The P*V kernel on rows < 6 rows (the last rows of a tile). */
 __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lrows__avx2(int64_t rows, const float *p, int64_t ps, int64_t pk, const float *v, int64_t vs,
         int64_t jlo, int64_t jhi, float *o, const float *alpha)
 {
     switch (rows) {
+    case 5: attn_linear_transformer_pv_5x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
+    case 4: attn_linear_transformer_pv_4x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
     case 3: attn_linear_transformer_pv_3x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
     case 2: attn_linear_transformer_pv_2x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
     case 1: attn_linear_transformer_pv_1x64_f32__avx2(p, ps, pk, v, vs, jlo, jhi, o, alpha); break;
@@ -1968,13 +2393,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lro
 }
 
 /* s += phi(K)^T V over n keys packed as phi(k) rows kr and V rows vp: the P*V kernel with head
- * dims as its rows, 4 at a time: P(d, j) = phi(k_j)[d]. */
+ * dims as its rows, 6 at a time: P(d, j) = phi(k_j)[d]. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lfold__avx2(const float *restrict kr, const float *restrict vp, int64_t n, float *restrict s)
 {
-    static const float ones[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
+    static const float ones[6] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t d;
-    for (d = 0; d + 4 <= D; d += 4)
-        attn_linear_transformer_pv_4x64_f32__avx2(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones);
+    for (d = 0; d + 6 <= D; d += 6)
+        attn_linear_transformer_pv_6x64_f32__avx2(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones);
+    attn_linear_transformer_pv_4x64_f32__avx2(kr + d, 1, 64, vp, 64, 0, n, s + d * 64, ones); /* the last 4 head dims */
 }
 
 /* The diagonal block's n keys, packed as phi(k) rows in kr (room for whole
@@ -2003,13 +2429,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
         const float *restrict fq, const float *restrict s, const float *restrict z, int64_t pos0, int64_t first,
         int64_t n, const float *restrict vp, attn_linear_transformer_lscratch__avx2 *w)
 {
-    static const float ones[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
+    static const float ones[6] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t r;
     /* O = phi(Q) S and the denominators phi(q) . z */
     for (r = 0; r < tq; r++) w->den[r] = attn_linear_transformer_zdot__avx2(fq + r * 64, z);
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
-    for (r = 0; r + 4 <= tq; r += 4)
-        attn_linear_transformer_pv_4x64_f32__avx2(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+    for (r = 0; r + 6 <= tq; r += 6)
+        attn_linear_transformer_pv_6x64_f32__avx2(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     attn_linear_transformer_lrows__avx2(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     if (n > 0) {
         int64_t pn;
@@ -2032,8 +2458,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
             w->den[r] += attn_hadd__avx2(sum);
         }
         /* O += A V */
-        for (r = 0; r + 4 <= tq; r += 4)
-            attn_linear_transformer_pv_4x64_f32__avx2(w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
+        for (r = 0; r + 6 <= tq; r += 6)
+            attn_linear_transformer_pv_6x64_f32__avx2(w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
         attn_linear_transformer_lrows__avx2(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */

@@ -2289,7 +2289,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_unit__avx512(c
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -2304,10 +2304,26 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_unit__avx512(c
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 6)
+            switch (rows) {
+            case 6:
                 attn_llama3_8b_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
-            else
+                break;
+            case 5:
+                attn_llama3_8b_pv_5x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 4:
+                attn_llama3_8b_pv_4x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 3:
+                attn_llama3_8b_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 2:
+                attn_llama3_8b_pv_2x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            default:
                 attn_llama3_8b_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }
@@ -2685,9 +2701,222 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
     _mm256_storeu_ps(c + 0 * cs + 8, vacc0x1);
 }
 
+/* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 1536 FLOPs per key, 15 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_pv_6x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    const __m256 va4 = _mm256_set1_ps(alpha[4]);
+    const __m256 va5 = _mm256_set1_ps(alpha[5]);
+    for (int64_t cf = 0; cf < 14; cf += 2) { /* columns 0..111, 2 vectors at a time */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 1) * 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 0) * 8), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 1) * 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 0) * 8), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 1) * 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 0) * 8), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 1) * 8), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + (cf + 0) * 8), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + (cf + 1) * 8), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 128 + (cf + 0) * 8), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 128 + (cf + 1) * 8), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 1) * 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 0) * 8, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 1) * 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 0) * 8, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 1) * 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + (cf + 0) * 8, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + (cf + 1) * 8, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 128 + (cf + 0) * 8, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 128 + (cf + 1) * 8, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 128 + (cf + 0) * 8, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 128 + (cf + 1) * 8, vacc5x1);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 120), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 112), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 120), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + 112), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + 120), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 128 + 112), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 128 + 120), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 112);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 120);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 112, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 120, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 112, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 120, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 112, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 120, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 128 + 112, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 128 + 120, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 128 + 112, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 128 + 120, vacc5x1);
+    }
+}
+
+/* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 1280 FLOPs per key, 13 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_pv_5x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    const __m256 va4 = _mm256_set1_ps(alpha[4]);
+    for (int64_t cf = 0; cf < 14; cf += 2) { /* columns 0..111, 2 vectors at a time */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 1) * 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 0) * 8), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 1) * 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 0) * 8), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 1) * 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 0) * 8), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 1) * 8), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + (cf + 0) * 8), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + (cf + 1) * 8), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 1) * 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 0) * 8, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 1) * 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 0) * 8, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 1) * 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + (cf + 0) * 8, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + (cf + 1) * 8, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 128 + (cf + 0) * 8, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 128 + (cf + 1) * 8, vacc4x1);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 120), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 112), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 120), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + 112), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + 120), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 112);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 120);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 112, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 120, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 112, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 120, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 112, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 120, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 128 + 112, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 128 + 120, vacc4x1);
+    }
+}
+
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 1024 FLOPs per key, 13 vector registers. */
+ * 1024 FLOPs per key, 11 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -2703,17 +2932,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 0) * 8), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 1) * 8), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 0) * 8);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 1) * 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
@@ -2733,17 +2968,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 112), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 120), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 112);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 120);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 112);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 120);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
@@ -2759,7 +3000,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 768 FLOPs per key, 10 vector registers. */
+ * 768 FLOPs per key, 9 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -2773,16 +3014,19 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 0) * 8), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 1) * 8), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 0) * 8);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 1) * 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
@@ -2799,16 +3043,19 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 120), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 112);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 120);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 112);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 120);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
@@ -2834,15 +3081,15 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 0) * 8), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 1) * 8), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 0) * 8);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 1) * 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
@@ -2856,15 +3103,15 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 112);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 120);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 112);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 120);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
@@ -2876,7 +3123,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 256 FLOPs per key, 4 vector registers. */
+ * 256 FLOPs per key, 5 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -2886,14 +3133,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 1) * 8), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 0) * 8);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 1) * 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
@@ -2904,14 +3148,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 112);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 120);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 112);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 120);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
@@ -3348,15 +3589,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
         /* online softmax over whole vectors of rows */
         for (r = 0; r < rp; r += 8) attn_llama3_8b_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
-        /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
+        /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_llama3_8b_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
-                /* the widest kernel that fits the rows left; past two widths a head, the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not
-                   6, ..., 6, 2; with 8 rows 6 and 2 read the cache faster than 4 and 4) */
+                /* the widest kernel that fits the rows left, the last rows under two widths
+                   in two even halves (8 rows: 4 and 4, not 6 and 2) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = gl > 8 && left > 4 && left < 8 ? (left + 1) / 2 : left;
+                const int64_t take = left > 6 && left < 12 ? (left + 1) / 2 : left;
+                if (take >= 6) {
+                    attn_llama3_8b_pv_6x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    r += 6;
+                } else
+                if (take >= 5) {
+                    attn_llama3_8b_pv_5x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    r += 5;
+                } else
                 if (take >= 4) {
                     attn_llama3_8b_pv_4x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 4;
@@ -3670,7 +3918,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_unit__avx2(c
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 4 ? 4 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -3685,10 +3933,26 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_unit__avx2(c
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 4)
+            switch (rows) {
+            case 6:
+                attn_llama3_8b_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 5:
+                attn_llama3_8b_pv_5x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 4:
                 attn_llama3_8b_pv_4x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
-            else
+                break;
+            case 3:
+                attn_llama3_8b_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 2:
+                attn_llama3_8b_pv_2x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            default:
                 attn_llama3_8b_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }
@@ -5482,7 +5746,7 @@ static void attn_llama3_8b_unit__neon(const attn_args *args, const float *kt, co
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -5497,10 +5761,26 @@ static void attn_llama3_8b_unit__neon(const attn_args *args, const float *kt, co
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 6)
+            switch (rows) {
+            case 6:
                 attn_llama3_8b_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
-            else
+                break;
+            case 5:
+                attn_llama3_8b_pv_5x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 4:
+                attn_llama3_8b_pv_4x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 3:
+                attn_llama3_8b_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 2:
+                attn_llama3_8b_pv_2x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            default:
                 attn_llama3_8b_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }
@@ -6516,10 +6796,14 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_unit__scalar(const attn_args *args, c
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 4)
+            switch (rows) {
+            case 4:
                 attn_llama3_8b_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
-            else
+                break;
+            default:
                 attn_llama3_8b_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }

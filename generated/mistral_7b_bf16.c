@@ -771,6 +771,396 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     }
 }
 
+/* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 1280 FLOPs per key, 26 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_5x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    const __m512 va2 = _mm512_set1_ps(alpha[2]);
+    const __m512 va3 = _mm512_set1_ps(alpha[3]);
+    const __m512 va4 = _mm512_set1_ps(alpha[4]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 48), va3);
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 48), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
+            const __m512 vp3 = _mm512_set1_ps(p[3 * ps + j * pk]);
+            const __m512 vp4 = _mm512_set1_ps(p[4 * ps + j * pk]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1); vacc4x1 = _mm512_fmadd_ps(vp4, vv, vacc4x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2); vacc4x2 = _mm512_fmadd_ps(vp4, vv, vacc4x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3); vacc4x3 = _mm512_fmadd_ps(vp4, vv, vacc4x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 48, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 0, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 16, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 32, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 48, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 128 + 0, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 128 + 16, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 128 + 32, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 128 + 48, vacc3x3);
+        _mm512_storeu_ps(o + 4 * 128 + 0, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 128 + 16, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 128 + 32, vacc4x2);
+        _mm512_storeu_ps(o + 4 * 128 + 48, vacc4x3);
+    }
+    { /* columns 64..127 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 64), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 80), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 96), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 112), va3);
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 64), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 80), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 96), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 112), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
+            const __m512 vp3 = _mm512_set1_ps(p[3 * ps + j * pk]);
+            const __m512 vp4 = _mm512_set1_ps(p[4 * ps + j * pk]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0); vacc4x0 = _mm512_fmadd_ps(vp4, vv, vacc4x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1); vacc4x1 = _mm512_fmadd_ps(vp4, vv, vacc4x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2); vacc4x2 = _mm512_fmadd_ps(vp4, vv, vacc4x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3); vacc4x3 = _mm512_fmadd_ps(vp4, vv, vacc4x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 80, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 96, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 112, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 64, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 80, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 96, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 112, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 128 + 64, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 128 + 80, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 128 + 96, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 128 + 112, vacc3x3);
+        _mm512_storeu_ps(o + 4 * 128 + 64, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 128 + 80, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 128 + 96, vacc4x2);
+        _mm512_storeu_ps(o + 4 * 128 + 112, vacc4x3);
+    }
+}
+
+/* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 1024 FLOPs per key, 21 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_4x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    const __m512 va2 = _mm512_set1_ps(alpha[2]);
+    const __m512 va3 = _mm512_set1_ps(alpha[3]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 48), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
+            const __m512 vp3 = _mm512_set1_ps(p[3 * ps + j * pk]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 48, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 0, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 16, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 32, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 48, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 128 + 0, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 128 + 16, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 128 + 32, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 128 + 48, vacc3x3);
+    }
+    { /* columns 64..127 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 64), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 80), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 96), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 112), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
+            const __m512 vp3 = _mm512_set1_ps(p[3 * ps + j * pk]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm512_fmadd_ps(vp3, vv, vacc3x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm512_fmadd_ps(vp3, vv, vacc3x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2); vacc3x2 = _mm512_fmadd_ps(vp3, vv, vacc3x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3); vacc3x3 = _mm512_fmadd_ps(vp3, vv, vacc3x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 80, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 96, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 112, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 64, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 80, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 96, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 112, vacc2x3);
+        _mm512_storeu_ps(o + 3 * 128 + 64, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 128 + 80, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 128 + 96, vacc3x2);
+        _mm512_storeu_ps(o + 3 * 128 + 112, vacc3x3);
+    }
+}
+
+/* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 768 FLOPs per key, 16 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    const __m512 va2 = _mm512_set1_ps(alpha[2]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 48, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 0, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 16, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 32, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 48, vacc2x3);
+    }
+    { /* columns 64..127 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 80, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 96, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 112, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 64, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 80, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 96, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 112, vacc2x3);
+    }
+}
+
+/* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 512 FLOPs per key, 11 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_2x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 48, vacc1x3);
+    }
+    { /* columns 64..127 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 80, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 96, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 112, vacc1x3);
+    }
+}
+
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 256 FLOPs per key, 6 vector registers. */
@@ -3004,7 +3394,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_unit__av
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -3019,10 +3409,26 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_unit__av
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 6)
+            switch (rows) {
+            case 6:
                 attn_mistral_7b_bf16_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
-            else
+                break;
+            case 5:
+                attn_mistral_7b_bf16_pv_5x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 4:
+                attn_mistral_7b_bf16_pv_4x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 3:
+                attn_mistral_7b_bf16_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 2:
+                attn_mistral_7b_bf16_pv_2x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            default:
                 attn_mistral_7b_bf16_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }
@@ -3401,9 +3807,222 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
     _mm256_storeu_ps(c + 0 * cs + 8, vacc0x1);
 }
 
+/* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 1536 FLOPs per key, 15 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_6x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    const __m256 va4 = _mm256_set1_ps(alpha[4]);
+    const __m256 va5 = _mm256_set1_ps(alpha[5]);
+    for (int64_t cf = 0; cf < 14; cf += 2) { /* columns 0..111, 2 vectors at a time */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 1) * 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 0) * 8), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 1) * 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 0) * 8), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 1) * 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 0) * 8), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 1) * 8), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + (cf + 0) * 8), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + (cf + 1) * 8), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 128 + (cf + 0) * 8), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 128 + (cf + 1) * 8), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 1) * 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 0) * 8, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 1) * 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 0) * 8, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 1) * 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + (cf + 0) * 8, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + (cf + 1) * 8, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 128 + (cf + 0) * 8, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 128 + (cf + 1) * 8, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 128 + (cf + 0) * 8, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 128 + (cf + 1) * 8, vacc5x1);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 120), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 112), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 120), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + 112), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + 120), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 128 + 112), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 128 + 120), va5);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 112);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 120);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 112, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 120, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 112, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 120, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 112, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 120, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 128 + 112, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 128 + 120, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 128 + 112, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 128 + 120, vacc5x1);
+    }
+}
+
+/* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 1280 FLOPs per key, 13 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_5x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    const __m256 va4 = _mm256_set1_ps(alpha[4]);
+    for (int64_t cf = 0; cf < 14; cf += 2) { /* columns 0..111, 2 vectors at a time */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 1) * 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 0) * 8), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 1) * 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 0) * 8), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 1) * 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 0) * 8), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 1) * 8), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + (cf + 0) * 8), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + (cf + 1) * 8), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 1) * 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 0) * 8, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 1) * 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 0) * 8, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 1) * 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + (cf + 0) * 8, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + (cf + 1) * 8, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 128 + (cf + 0) * 8, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 128 + (cf + 1) * 8, vacc4x1);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 120), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 112), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 120), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + 112), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + 120), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 112);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 120);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 112, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 120, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 112, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 120, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 112, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 120, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 128 + 112, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 128 + 120, vacc4x1);
+    }
+}
+
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 1024 FLOPs per key, 13 vector registers. */
+ * 1024 FLOPs per key, 11 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_4x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -3419,17 +4038,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 0) * 8), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 1) * 8), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 0) * 8);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 1) * 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
@@ -3449,17 +4074,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 112), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 120), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 112);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 120);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 112);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 120);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
@@ -3473,9 +4104,132 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
     }
 }
 
+/* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 768 FLOPs per key, 9 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    for (int64_t cf = 0; cf < 14; cf += 2) { /* columns 0..111, 2 vectors at a time */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 1) * 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 0) * 8), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 1) * 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 0) * 8), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 1) * 8), va2);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 1) * 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 0) * 8, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 1) * 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 0) * 8, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 1) * 8, vacc2x1);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 120), va2);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 112);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 120);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 112, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 120, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 112, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 120, vacc2x1);
+    }
+}
+
+/* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 512 FLOPs per key, 7 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_2x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    for (int64_t cf = 0; cf < 14; cf += 2) { /* columns 0..111, 2 vectors at a time */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 1) * 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 0) * 8), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 1) * 8), va1);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 1) * 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 0) * 8, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 1) * 8, vacc1x1);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 112);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 120);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 112, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 120, vacc1x1);
+    }
+}
+
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 256 FLOPs per key, 4 vector registers. */
+ * 256 FLOPs per key, 5 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_1x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -3485,14 +4239,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 1) * 8), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 0) * 8);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + (cf + 1) * 8);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
@@ -3503,14 +4254,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_loadu_ps(vr + 112);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 120);
             {
-                const __m256 vv = _mm256_loadu_ps(vr + 112);
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_loadu_ps(vr + 120);
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
@@ -3704,9 +4452,222 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
     _mm256_storeu_ps(c + 0 * cs + 8, vacc0x1);
 }
 
+/* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 1536 FLOPs per key, 15 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_6x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    const __m256 va4 = _mm256_set1_ps(alpha[4]);
+    const __m256 va5 = _mm256_set1_ps(alpha[5]);
+    for (int64_t cf = 0; cf < 14; cf += 2) { /* columns 0..111, 2 vectors at a time */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 1) * 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 0) * 8), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 1) * 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 0) * 8), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 1) * 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 0) * 8), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 1) * 8), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + (cf + 0) * 8), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + (cf + 1) * 8), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 128 + (cf + 0) * 8), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 128 + (cf + 1) * 8), va5);
+        for (j = jlo; j < jhi; j++) {
+            const uint16_t *vr = v + j * vs;
+            const __m256 vv0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 0) * 8))), 16));
+            const __m256 vv1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 1) * 8))), 16));
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 1) * 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 0) * 8, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 1) * 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 0) * 8, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 1) * 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + (cf + 0) * 8, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + (cf + 1) * 8, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 128 + (cf + 0) * 8, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 128 + (cf + 1) * 8, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 128 + (cf + 0) * 8, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 128 + (cf + 1) * 8, vacc5x1);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 120), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 112), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 120), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + 112), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + 120), va4);
+        __m256 vacc5x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 128 + 112), va5), vacc5x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 5 * 128 + 120), va5);
+        for (j = jlo; j < jhi; j++) {
+            const uint16_t *vr = v + j * vs;
+            const __m256 vv0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 112))), 16));
+            const __m256 vv1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 120))), 16));
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm256_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm256_fmadd_ps(vp, vv1, vacc5x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 112, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 120, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 112, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 120, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 112, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 120, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 128 + 112, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 128 + 120, vacc4x1);
+        _mm256_storeu_ps(o + 5 * 128 + 112, vacc5x0);
+        _mm256_storeu_ps(o + 5 * 128 + 120, vacc5x1);
+    }
+}
+
+/* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 1280 FLOPs per key, 13 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_5x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    const __m256 va3 = _mm256_set1_ps(alpha[3]);
+    const __m256 va4 = _mm256_set1_ps(alpha[4]);
+    for (int64_t cf = 0; cf < 14; cf += 2) { /* columns 0..111, 2 vectors at a time */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 1) * 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 0) * 8), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 1) * 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 0) * 8), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 1) * 8), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 0) * 8), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 1) * 8), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + (cf + 0) * 8), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + (cf + 1) * 8), va4);
+        for (j = jlo; j < jhi; j++) {
+            const uint16_t *vr = v + j * vs;
+            const __m256 vv0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 0) * 8))), 16));
+            const __m256 vv1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 1) * 8))), 16));
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 1) * 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 0) * 8, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 1) * 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 0) * 8, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 1) * 8, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + (cf + 0) * 8, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + (cf + 1) * 8, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 128 + (cf + 0) * 8, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 128 + (cf + 1) * 8, vacc4x1);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 120), va2);
+        __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 112), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 120), va3);
+        __m256 vacc4x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + 112), va4), vacc4x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 4 * 128 + 120), va4);
+        for (j = jlo; j < jhi; j++) {
+            const uint16_t *vr = v + j * vs;
+            const __m256 vv0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 112))), 16));
+            const __m256 vv1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 120))), 16));
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm256_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm256_fmadd_ps(vp, vv1, vacc4x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 112, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 120, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 112, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 120, vacc2x1);
+        _mm256_storeu_ps(o + 3 * 128 + 112, vacc3x0);
+        _mm256_storeu_ps(o + 3 * 128 + 120, vacc3x1);
+        _mm256_storeu_ps(o + 4 * 128 + 112, vacc4x0);
+        _mm256_storeu_ps(o + 4 * 128 + 120, vacc4x1);
+    }
+}
+
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 1024 FLOPs per key, 13 vector registers. */
+ * 1024 FLOPs per key, 11 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_4x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -3722,17 +4683,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 0) * 8), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + (cf + 1) * 8), va3);
         for (j = jlo; j < jhi; j++) {
             const uint16_t *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 0) * 8))), 16));
+            const __m256 vv1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 1) * 8))), 16));
             {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 0) * 8))), 16));
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 1) * 8))), 16));
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
@@ -3752,17 +4719,23 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
         __m256 vacc3x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 112), va3), vacc3x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 3 * 128 + 120), va3);
         for (j = jlo; j < jhi; j++) {
             const uint16_t *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
-            const __m256 vp3 = _mm256_set1_ps(p[3 * ps + j * pk]);
+            const __m256 vv0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 112))), 16));
+            const __m256 vv1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 120))), 16));
             {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 112))), 16));
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0); vacc3x0 = _mm256_fmadd_ps(vp3, vv, vacc3x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 120))), 16));
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1); vacc3x1 = _mm256_fmadd_ps(vp3, vv, vacc3x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm256_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(vp, vv1, vacc3x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
@@ -3778,7 +4751,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 768 FLOPs per key, 10 vector registers. */
+ * 768 FLOPs per key, 9 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_3x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -3792,16 +4765,19 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 0) * 8), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 1) * 8), va2);
         for (j = jlo; j < jhi; j++) {
             const uint16_t *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
+            const __m256 vv0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 0) * 8))), 16));
+            const __m256 vv1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 1) * 8))), 16));
             {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 0) * 8))), 16));
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 1) * 8))), 16));
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
@@ -3818,16 +4794,19 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
         __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 120), va2);
         for (j = jlo; j < jhi; j++) {
             const uint16_t *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
-            const __m256 vp2 = _mm256_set1_ps(p[2 * ps + j * pk]);
+            const __m256 vv0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 112))), 16));
+            const __m256 vv1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 120))), 16));
             {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 112))), 16));
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm256_fmadd_ps(vp2, vv, vacc2x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 120))), 16));
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm256_fmadd_ps(vp2, vv, vacc2x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
@@ -3853,15 +4832,15 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 0) * 8), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 1) * 8), va1);
         for (j = jlo; j < jhi; j++) {
             const uint16_t *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
+            const __m256 vv0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 0) * 8))), 16));
+            const __m256 vv1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 1) * 8))), 16));
             {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 0) * 8))), 16));
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 1) * 8))), 16));
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
@@ -3875,15 +4854,15 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
         __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
         for (j = jlo; j < jhi; j++) {
             const uint16_t *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
-            const __m256 vp1 = _mm256_set1_ps(p[1 * ps + j * pk]);
+            const __m256 vv0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 112))), 16));
+            const __m256 vv1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 120))), 16));
             {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 112))), 16));
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm256_fmadd_ps(vp1, vv, vacc1x0);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
             {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 120))), 16));
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm256_fmadd_ps(vp1, vv, vacc1x1);
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
@@ -3895,7 +4874,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 256 FLOPs per key, 4 vector registers. */
+ * 256 FLOPs per key, 5 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_1x128_bf16__avx2(const float *restrict p, int64_t ps, int64_t pk, const uint16_t *restrict v,
         int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
 {
@@ -3905,14 +4884,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 1) * 8), va0);
         for (j = jlo; j < jhi; j++) {
             const uint16_t *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 0) * 8))), 16));
+            const __m256 vv1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 1) * 8))), 16));
             {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 0) * 8))), 16));
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + (cf + 1) * 8))), 16));
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
@@ -3923,14 +4899,11 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
         __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
         for (j = jlo; j < jhi; j++) {
             const uint16_t *vr = v + j * vs;
-            const __m256 vp0 = _mm256_set1_ps(p[0 * ps + j * pk]);
+            const __m256 vv0 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 112))), 16));
+            const __m256 vv1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 120))), 16));
             {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 112))), 16));
-                vacc0x0 = _mm256_fmadd_ps(vp0, vv, vacc0x0);
-            }
-            {
-                const __m256 vv = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + 120))), 16));
-                vacc0x1 = _mm256_fmadd_ps(vp0, vv, vacc0x1);
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
             }
         }
         _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
@@ -4431,15 +5404,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
         /* online softmax over whole vectors of rows */
         for (r = 0; r < rp; r += 8) attn_mistral_7b_bf16_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
-        /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
+        /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
             const uint16_t *vh = attn_mistral_7b_bf16_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
-                /* the widest kernel that fits the rows left; past two widths a head, the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not
-                   6, ..., 6, 2; with 8 rows 6 and 2 read the cache faster than 4 and 4) */
+                /* the widest kernel that fits the rows left, the last rows under two widths
+                   in two even halves (8 rows: 4 and 4, not 6 and 2) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = gl > 8 && left > 4 && left < 8 ? (left + 1) / 2 : left;
+                const int64_t take = left > 6 && left < 12 ? (left + 1) / 2 : left;
+                if (take >= 6) {
+                    attn_mistral_7b_bf16_pv_6x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    r += 6;
+                } else
+                if (take >= 5) {
+                    attn_mistral_7b_bf16_pv_5x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    r += 5;
+                } else
                 if (take >= 4) {
                     attn_mistral_7b_bf16_pv_4x128_bf16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 4;
@@ -4773,7 +5753,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_unit__
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 4 ? 4 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -4788,10 +5768,26 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_unit__
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 4)
+            switch (rows) {
+            case 6:
+                attn_mistral_7b_bf16_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 5:
+                attn_mistral_7b_bf16_pv_5x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 4:
                 attn_mistral_7b_bf16_pv_4x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
-            else
+                break;
+            case 3:
+                attn_mistral_7b_bf16_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 2:
+                attn_mistral_7b_bf16_pv_2x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            default:
                 attn_mistral_7b_bf16_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }
@@ -5385,6 +6381,396 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_6x128_f32__neon(const float *r
         vst1q_f32(o + 5 * 128 + 116, vacc5x1);
         vst1q_f32(o + 5 * 128 + 120, vacc5x2);
         vst1q_f32(o + 5 * 128 + 124, vacc5x3);
+    }
+}
+
+/* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 1280 FLOPs per key, 26 vector registers. */
+ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_5x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    const float32x4_t va2 = vdupq_n_f32(alpha[2]);
+    const float32x4_t va3 = vdupq_n_f32(alpha[3]);
+    const float32x4_t va4 = vdupq_n_f32(alpha[4]);
+    for (int64_t cf = 0; cf < 28; cf += 4) { /* columns 0..111, 4 vectors at a time */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 0) * 4), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 1) * 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 2) * 4), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 3) * 4), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 0) * 4), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 1) * 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 2) * 4), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 3) * 4), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 0) * 4), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 1) * 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 2) * 4), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 3) * 4), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + (cf + 0) * 4), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + (cf + 1) * 4), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + (cf + 2) * 4), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + (cf + 3) * 4), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + (cf + 0) * 4), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + (cf + 1) * 4), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + (cf + 2) * 4), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + (cf + 3) * 4), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * ps + j * pk]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * ps + j * pk]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * ps + j * pk]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * ps + j * pk]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * ps + j * pk]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 0) * 4);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 1) * 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 2) * 4);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 3) * 4);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + (cf + 0) * 4, vacc0x0);
+        vst1q_f32(o + 0 * 128 + (cf + 1) * 4, vacc0x1);
+        vst1q_f32(o + 0 * 128 + (cf + 2) * 4, vacc0x2);
+        vst1q_f32(o + 0 * 128 + (cf + 3) * 4, vacc0x3);
+        vst1q_f32(o + 1 * 128 + (cf + 0) * 4, vacc1x0);
+        vst1q_f32(o + 1 * 128 + (cf + 1) * 4, vacc1x1);
+        vst1q_f32(o + 1 * 128 + (cf + 2) * 4, vacc1x2);
+        vst1q_f32(o + 1 * 128 + (cf + 3) * 4, vacc1x3);
+        vst1q_f32(o + 2 * 128 + (cf + 0) * 4, vacc2x0);
+        vst1q_f32(o + 2 * 128 + (cf + 1) * 4, vacc2x1);
+        vst1q_f32(o + 2 * 128 + (cf + 2) * 4, vacc2x2);
+        vst1q_f32(o + 2 * 128 + (cf + 3) * 4, vacc2x3);
+        vst1q_f32(o + 3 * 128 + (cf + 0) * 4, vacc3x0);
+        vst1q_f32(o + 3 * 128 + (cf + 1) * 4, vacc3x1);
+        vst1q_f32(o + 3 * 128 + (cf + 2) * 4, vacc3x2);
+        vst1q_f32(o + 3 * 128 + (cf + 3) * 4, vacc3x3);
+        vst1q_f32(o + 4 * 128 + (cf + 0) * 4, vacc4x0);
+        vst1q_f32(o + 4 * 128 + (cf + 1) * 4, vacc4x1);
+        vst1q_f32(o + 4 * 128 + (cf + 2) * 4, vacc4x2);
+        vst1q_f32(o + 4 * 128 + (cf + 3) * 4, vacc4x3);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 112), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 116), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 120), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 124), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 112), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 116), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 120), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 124), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 112), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 116), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 120), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 124), va3);
+        float32x4_t vacc4x0 = vmulq_f32(vld1q_f32(o + 4 * 128 + 112), va4), vacc4x1 = vmulq_f32(vld1q_f32(o + 4 * 128 + 116), va4), vacc4x2 = vmulq_f32(vld1q_f32(o + 4 * 128 + 120), va4), vacc4x3 = vmulq_f32(vld1q_f32(o + 4 * 128 + 124), va4);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * ps + j * pk]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * ps + j * pk]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * ps + j * pk]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * ps + j * pk]);
+            const float32x4_t vp4 = vdupq_n_f32(p[4 * ps + j * pk]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 112);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv); vacc4x0 = vfmaq_f32(vacc4x0, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 116);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv); vacc4x1 = vfmaq_f32(vacc4x1, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 120);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv); vacc4x2 = vfmaq_f32(vacc4x2, vp4, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 124);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv); vacc4x3 = vfmaq_f32(vacc4x3, vp4, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 124, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 112, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 116, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 120, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 124, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 112, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 116, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 120, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 124, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 112, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 116, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 120, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 124, vacc3x3);
+        vst1q_f32(o + 4 * 128 + 112, vacc4x0);
+        vst1q_f32(o + 4 * 128 + 116, vacc4x1);
+        vst1q_f32(o + 4 * 128 + 120, vacc4x2);
+        vst1q_f32(o + 4 * 128 + 124, vacc4x3);
+    }
+}
+
+/* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 1024 FLOPs per key, 21 vector registers. */
+ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_4x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    const float32x4_t va2 = vdupq_n_f32(alpha[2]);
+    const float32x4_t va3 = vdupq_n_f32(alpha[3]);
+    for (int64_t cf = 0; cf < 28; cf += 4) { /* columns 0..111, 4 vectors at a time */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 0) * 4), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 1) * 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 2) * 4), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 3) * 4), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 0) * 4), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 1) * 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 2) * 4), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 3) * 4), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 0) * 4), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 1) * 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 2) * 4), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 3) * 4), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + (cf + 0) * 4), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + (cf + 1) * 4), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + (cf + 2) * 4), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + (cf + 3) * 4), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * ps + j * pk]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * ps + j * pk]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * ps + j * pk]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * ps + j * pk]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 0) * 4);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 1) * 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 2) * 4);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 3) * 4);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + (cf + 0) * 4, vacc0x0);
+        vst1q_f32(o + 0 * 128 + (cf + 1) * 4, vacc0x1);
+        vst1q_f32(o + 0 * 128 + (cf + 2) * 4, vacc0x2);
+        vst1q_f32(o + 0 * 128 + (cf + 3) * 4, vacc0x3);
+        vst1q_f32(o + 1 * 128 + (cf + 0) * 4, vacc1x0);
+        vst1q_f32(o + 1 * 128 + (cf + 1) * 4, vacc1x1);
+        vst1q_f32(o + 1 * 128 + (cf + 2) * 4, vacc1x2);
+        vst1q_f32(o + 1 * 128 + (cf + 3) * 4, vacc1x3);
+        vst1q_f32(o + 2 * 128 + (cf + 0) * 4, vacc2x0);
+        vst1q_f32(o + 2 * 128 + (cf + 1) * 4, vacc2x1);
+        vst1q_f32(o + 2 * 128 + (cf + 2) * 4, vacc2x2);
+        vst1q_f32(o + 2 * 128 + (cf + 3) * 4, vacc2x3);
+        vst1q_f32(o + 3 * 128 + (cf + 0) * 4, vacc3x0);
+        vst1q_f32(o + 3 * 128 + (cf + 1) * 4, vacc3x1);
+        vst1q_f32(o + 3 * 128 + (cf + 2) * 4, vacc3x2);
+        vst1q_f32(o + 3 * 128 + (cf + 3) * 4, vacc3x3);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 112), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 116), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 120), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 124), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 112), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 116), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 120), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 124), va2);
+        float32x4_t vacc3x0 = vmulq_f32(vld1q_f32(o + 3 * 128 + 112), va3), vacc3x1 = vmulq_f32(vld1q_f32(o + 3 * 128 + 116), va3), vacc3x2 = vmulq_f32(vld1q_f32(o + 3 * 128 + 120), va3), vacc3x3 = vmulq_f32(vld1q_f32(o + 3 * 128 + 124), va3);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * ps + j * pk]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * ps + j * pk]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * ps + j * pk]);
+            const float32x4_t vp3 = vdupq_n_f32(p[3 * ps + j * pk]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 112);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv); vacc3x0 = vfmaq_f32(vacc3x0, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 116);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv); vacc3x1 = vfmaq_f32(vacc3x1, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 120);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv); vacc3x2 = vfmaq_f32(vacc3x2, vp3, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 124);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv); vacc3x3 = vfmaq_f32(vacc3x3, vp3, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 124, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 112, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 116, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 120, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 124, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 112, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 116, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 120, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 124, vacc2x3);
+        vst1q_f32(o + 3 * 128 + 112, vacc3x0);
+        vst1q_f32(o + 3 * 128 + 116, vacc3x1);
+        vst1q_f32(o + 3 * 128 + 120, vacc3x2);
+        vst1q_f32(o + 3 * 128 + 124, vacc3x3);
+    }
+}
+
+/* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 768 FLOPs per key, 16 vector registers. */
+ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    const float32x4_t va2 = vdupq_n_f32(alpha[2]);
+    for (int64_t cf = 0; cf < 28; cf += 4) { /* columns 0..111, 4 vectors at a time */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 0) * 4), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 1) * 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 2) * 4), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 3) * 4), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 0) * 4), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 1) * 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 2) * 4), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 3) * 4), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 0) * 4), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 1) * 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 2) * 4), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 3) * 4), va2);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * ps + j * pk]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * ps + j * pk]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * ps + j * pk]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 0) * 4);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 1) * 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 2) * 4);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 3) * 4);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + (cf + 0) * 4, vacc0x0);
+        vst1q_f32(o + 0 * 128 + (cf + 1) * 4, vacc0x1);
+        vst1q_f32(o + 0 * 128 + (cf + 2) * 4, vacc0x2);
+        vst1q_f32(o + 0 * 128 + (cf + 3) * 4, vacc0x3);
+        vst1q_f32(o + 1 * 128 + (cf + 0) * 4, vacc1x0);
+        vst1q_f32(o + 1 * 128 + (cf + 1) * 4, vacc1x1);
+        vst1q_f32(o + 1 * 128 + (cf + 2) * 4, vacc1x2);
+        vst1q_f32(o + 1 * 128 + (cf + 3) * 4, vacc1x3);
+        vst1q_f32(o + 2 * 128 + (cf + 0) * 4, vacc2x0);
+        vst1q_f32(o + 2 * 128 + (cf + 1) * 4, vacc2x1);
+        vst1q_f32(o + 2 * 128 + (cf + 2) * 4, vacc2x2);
+        vst1q_f32(o + 2 * 128 + (cf + 3) * 4, vacc2x3);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 112), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 116), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 120), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 124), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 112), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 116), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 120), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 124), va2);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * ps + j * pk]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * ps + j * pk]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * ps + j * pk]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 112);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 116);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 120);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 124);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 124, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 112, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 116, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 120, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 124, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 112, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 116, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 120, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 124, vacc2x3);
+    }
+}
+
+/* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 512 FLOPs per key, 11 vector registers. */
+ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_2x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    for (int64_t cf = 0; cf < 28; cf += 4) { /* columns 0..111, 4 vectors at a time */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 0) * 4), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 1) * 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 2) * 4), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 3) * 4), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 0) * 4), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 1) * 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 2) * 4), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 3) * 4), va1);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * ps + j * pk]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * ps + j * pk]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 0) * 4);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 1) * 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 2) * 4);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 3) * 4);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + (cf + 0) * 4, vacc0x0);
+        vst1q_f32(o + 0 * 128 + (cf + 1) * 4, vacc0x1);
+        vst1q_f32(o + 0 * 128 + (cf + 2) * 4, vacc0x2);
+        vst1q_f32(o + 0 * 128 + (cf + 3) * 4, vacc0x3);
+        vst1q_f32(o + 1 * 128 + (cf + 0) * 4, vacc1x0);
+        vst1q_f32(o + 1 * 128 + (cf + 1) * 4, vacc1x1);
+        vst1q_f32(o + 1 * 128 + (cf + 2) * 4, vacc1x2);
+        vst1q_f32(o + 1 * 128 + (cf + 3) * 4, vacc1x3);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 112), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 116), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 120), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 124), va1);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * ps + j * pk]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * ps + j * pk]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 112);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 116);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 120);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 124);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 124, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 112, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 116, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 120, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 124, vacc1x3);
     }
 }
 
@@ -7163,7 +8549,7 @@ static void attn_mistral_7b_bf16_unit__neon(const attn_args *args, const float *
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -7178,10 +8564,26 @@ static void attn_mistral_7b_bf16_unit__neon(const attn_args *args, const float *
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 6)
+            switch (rows) {
+            case 6:
                 attn_mistral_7b_bf16_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
-            else
+                break;
+            case 5:
+                attn_mistral_7b_bf16_pv_5x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 4:
+                attn_mistral_7b_bf16_pv_4x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 3:
+                attn_mistral_7b_bf16_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 2:
+                attn_mistral_7b_bf16_pv_2x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            default:
                 attn_mistral_7b_bf16_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }
@@ -8501,10 +9903,14 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_unit__scalar(const attn_args *a
                 if (jhi > jn) jhi = jn;
                 if (jlo > jhi) jlo = jhi;
             }
-            if (rows == 4)
+            switch (rows) {
+            case 4:
                 attn_mistral_7b_bf16_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
-            else
+                break;
+            default:
                 attn_mistral_7b_bf16_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            }
             r += rows;
         }
     }

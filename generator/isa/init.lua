@@ -5,7 +5,13 @@
 --   lanes, regs       f32 lanes per vector, vector registers available
 --   qk_block, pv_block register blocking of the two micro-kernels, {mr, nr}
 --                     and {mr, nvc}, measured on the hardware (the planner fits
---                     them to the tile and head dims)
+--                     them to the tile and head dims); pv_block.late_bcast:
+--                     P*V loads a chunk's V vectors first and broadcasts each
+--                     row's P just before its FMAs (mr * nvc + nvc + 1
+--                     registers, for ISAs with 16), instead of broadcasting
+--                     every row first (mr * nvc + mr + 1); pv_block.even_tail:
+--                     the decode kernel splits any kv head's last rows under
+--                     two widths in two even halves (else only past two widths)
 --   vec               C type of a vector
 --   arch_guard        C preprocessor condition for the architecture, or nil
 --   include           intrinsics header, or nil

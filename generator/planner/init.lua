@@ -53,7 +53,8 @@ end
 local function pv_blocking(isa, dv)
   local nv = math.ceil(dv / isa.lanes)
   local nchunks = math.ceil(nv / isa.pv_block.nvc)
-  local best = { mr = isa.pv_block.mr, nvc = math.ceil(nv / nchunks), nchunks = nchunks }
+  local best = { mr = isa.pv_block.mr, nvc = math.ceil(nv / nchunks), nchunks = nchunks,
+    late_bcast = isa.pv_block.late_bcast or false, even_tail = isa.pv_block.even_tail or false }
   -- the chunks: vector index ranges, the last one may end in a partial vector
   local chunks = {}
   for c = 0, best.nchunks - 1 do
@@ -135,10 +136,11 @@ function M.variant(cfg, plan, isa)
   -- panels, the K/V type for the decode path, which reads the cache in place
   v.qk_fn = function(mr, dt) return naming.qk(cfg.name, mr, v.qk.nc, isa.name, dt or "f32") end
   v.pv_fn = function(mr, dt) return naming.pv(cfg.name, mr, plan.Dv, isa.name, dt or "f32") end
-  -- which instances exist: prefill (packed panels, f32) calls MR and 1 rows;
-  -- the decode path (its K/V type) calls qk with MR and 1, pv with every row count
-  -- (v.pv_rows holds MR and 1, so one f32 instance serves both paths)
-  local prefill_pv = pv.mr > 1 and { pv.mr, 1 } or { 1 }
+  -- which instances exist: qk with MR and 1 rows on both paths; pv with
+  -- v.pv_rows, the prefill path (packed panels, f32) on a tile's rows, the
+  -- widest kernel that fits the rows left (a short last tile of 64 rows is
+  -- 6 x 10 + 4, not 6 x 10 + 1 x 4), the decode path (its K/V type) on a kv
+  -- head's rows; the pair dot products keep MR and 1
   local decode = plan.decode and plan.decode.max_q > 0
   -- the prefill path's products: f32 FMAs on packed f32 panels, or (an ISA
   -- with pair dot products, matmul = "bf16") pairwise bf16 dot products on
@@ -148,21 +150,19 @@ function M.variant(cfg, plan, isa)
     v.dp_pairs = math.ceil(plan.D / 2) -- pairs of head dims in a packed Q row and a K^T panel
     v.qkdp_fn = function(mr) return naming.qkdp(cfg.name, mr, v.qk.nc, isa.name, "bf16") end
     v.pvdp_fn = function(mr) return naming.pvdp(cfg.name, mr, plan.Dv, isa.name, "bf16") end
-    v.mkdp = { qk_rows = v.qk_rows, pv_rows = prefill_pv }
+    v.prefill_pv_rows = pv.mr > 1 and { pv.mr, 1 } or { 1 }
+    v.mkdp = { qk_rows = v.qk_rows, pv_rows = v.prefill_pv_rows }
     v.mk = decode and { { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } } or {}
-  elseif not decode then
-    v.mk = { { dt = "f32", qk_rows = v.qk_rows, pv_rows = prefill_pv } }
-  elseif dtype == "f32" then
-    v.mk = { { dt = "f32", qk_rows = v.qk_rows, pv_rows = v.pv_rows } }
   else
-    v.mk = { { dt = "f32", qk_rows = v.qk_rows, pv_rows = prefill_pv },
-      { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } }
+    v.prefill_pv_rows = v.pv_rows
+    v.mk = { { dt = "f32", qk_rows = v.qk_rows, pv_rows = v.pv_rows } }
+    if decode and dtype ~= "f32" then v.mk[2] = { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } end
   end
   -- vector registers each micro-kernel keeps live, for the cost comments:
   -- accumulators, then the loads of a step (a panel row of B and one
   -- broadcast; P broadcasts of every row and one V vector)
   v.qk.regs_of = function(mr) return mr * qk.nr + qk.nr + 1 end
-  v.pv.regs_of = function(mr) return mr * pv.nvc + mr + 1 end
+  v.pv.regs_of = function(mr) return mr * pv.nvc + (pv.late_bcast and pv.nvc or mr) + 1 end
   return v
 end
 

@@ -31,11 +31,13 @@ local function check_variant(v, cfg, tile)
     :format(v.qk.mr, v.qk.nr, qk_need, isa.name, isa.regs, where))
   assert.equal(v.qk.nr * isa.lanes, v.qk.nc, where)
   assert.equal(0, tile.kv % v.qk.nc, "nc does not divide tile.kv: " .. where)
-  -- P*V kernel: MR*NVC accumulators + MR broadcasts + 1 V load
+  -- P*V kernel: MR*NVC accumulators + MR broadcasts + 1 V load, or with
+  -- late broadcasts (pv_block.late_bcast) NVC V loads + 1 broadcast
   local pv = v.pv
   assert.is_true(pv.mr >= 1 and pv.nvc >= 1, where)
-  local pv_need = pv.mr * pv.nvc + pv.mr + 1
-  assert.is_true(pv_need <= isa.regs, ("pv blocking %dx%d needs mr*nvc + mr + 1 = %d registers, %s has %d (%s)")
+  assert.equal(isa.pv_block.late_bcast or false, pv.late_bcast, where)
+  local pv_need = pv.mr * pv.nvc + (pv.late_bcast and pv.nvc or pv.mr) + 1
+  assert.is_true(pv_need <= isa.regs, ("pv blocking %dx%d needs %d registers, %s has %d (%s)")
     :format(pv.mr, pv.nvc, pv_need, isa.name, isa.regs, where))
   -- the chunks cover exactly ceil(Dv / lanes) vectors, in order, without overlap
   local nv = math.ceil(cfg.head_dim_v / isa.lanes)
@@ -90,6 +92,26 @@ describe("planner", function()
         end
       end)
     end
+
+    it("the prefill path has a P*V kernel for every row count a tile's last rows need", function()
+      -- f32 K/V with and without the decode path, a 16-bit cache (its own decode kernels
+      -- besides the prefill path's f32 ones), and bf16 pair dot products (MR and 1)
+      for _, raw in ipairs({ {}, { decode_max_q = 0 }, { dtype = { q = "f32", kv = "f16", o = "f32" } },
+          { dtype = "bf16", matmul = "bf16" } }) do
+        local cfg = cfg_of(raw)
+        for _, v in ipairs(planner.plan(cfg).variants) do
+          local where = v.name .. " " .. require("dkjson").encode(raw)
+          if v.dp then
+            assert.same(v.pv.mr > 1 and { v.pv.mr, 1 } or { 1 }, v.prefill_pv_rows, where)
+            assert.same(v.prefill_pv_rows, v.mkdp.pv_rows, where)
+          else
+            assert.same(v.pv_rows, v.prefill_pv_rows, where)
+            assert.equal("f32", v.mk[1].dt, where)
+            assert.same(v.prefill_pv_rows, v.mk[1].pv_rows, where)
+          end
+        end
+      end
+    end)
 
     it("the ISA modules state lanes and registers", function()
       local expect = { avx512 = { 16, 32 }, avx2 = { 8, 16 }, neon = { 4, 32 }, scalar = { 1, 16 } }
