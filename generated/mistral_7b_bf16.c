@@ -334,6 +334,92 @@ ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline void attn
     _mm256_storeu_si256((__m256i *)(t), attn_narrow_bf16__avx512(v));
     memcpy(p, t, sizeof(uint16_t) * (size_t)n);
 }
+/* dst[d][c] = src[c][d] for a 16 x 16 block (src rows ss apart, dst rows ds apart). */
+ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline void attn_transpose16__avx512(const float *src, int64_t ss, float *dst, int64_t ds)
+{
+    __m512 r0, r1, r2, r3, r4, r5, r6, r7, r8, r9, r10, r11, r12, r13, r14, r15;
+    __m512 t0, t1, t2, t3, t4, t5, t6, t7, t8, t9, t10, t11, t12, t13, t14, t15;
+    r0 = _mm512_loadu_ps(src + 0 * ss);
+    r1 = _mm512_loadu_ps(src + 1 * ss);
+    r2 = _mm512_loadu_ps(src + 2 * ss);
+    r3 = _mm512_loadu_ps(src + 3 * ss);
+    r4 = _mm512_loadu_ps(src + 4 * ss);
+    r5 = _mm512_loadu_ps(src + 5 * ss);
+    r6 = _mm512_loadu_ps(src + 6 * ss);
+    r7 = _mm512_loadu_ps(src + 7 * ss);
+    r8 = _mm512_loadu_ps(src + 8 * ss);
+    r9 = _mm512_loadu_ps(src + 9 * ss);
+    r10 = _mm512_loadu_ps(src + 10 * ss);
+    r11 = _mm512_loadu_ps(src + 11 * ss);
+    r12 = _mm512_loadu_ps(src + 12 * ss);
+    r13 = _mm512_loadu_ps(src + 13 * ss);
+    r14 = _mm512_loadu_ps(src + 14 * ss);
+    r15 = _mm512_loadu_ps(src + 15 * ss);
+    t0 = _mm512_unpacklo_ps(r0, r1);
+    t1 = _mm512_unpackhi_ps(r0, r1);
+    t2 = _mm512_unpacklo_ps(r2, r3);
+    t3 = _mm512_unpackhi_ps(r2, r3);
+    t4 = _mm512_unpacklo_ps(r4, r5);
+    t5 = _mm512_unpackhi_ps(r4, r5);
+    t6 = _mm512_unpacklo_ps(r6, r7);
+    t7 = _mm512_unpackhi_ps(r6, r7);
+    t8 = _mm512_unpacklo_ps(r8, r9);
+    t9 = _mm512_unpackhi_ps(r8, r9);
+    t10 = _mm512_unpacklo_ps(r10, r11);
+    t11 = _mm512_unpackhi_ps(r10, r11);
+    t12 = _mm512_unpacklo_ps(r12, r13);
+    t13 = _mm512_unpackhi_ps(r12, r13);
+    t14 = _mm512_unpacklo_ps(r14, r15);
+    t15 = _mm512_unpackhi_ps(r14, r15);
+    r0 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+    r1 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+    r2 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+    r3 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+    r4 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t4), _mm512_castps_pd(t6)));
+    r5 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t4), _mm512_castps_pd(t6)));
+    r6 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t5), _mm512_castps_pd(t7)));
+    r7 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t5), _mm512_castps_pd(t7)));
+    r8 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t8), _mm512_castps_pd(t10)));
+    r9 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t8), _mm512_castps_pd(t10)));
+    r10 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t9), _mm512_castps_pd(t11)));
+    r11 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t9), _mm512_castps_pd(t11)));
+    r12 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t12), _mm512_castps_pd(t14)));
+    r13 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t12), _mm512_castps_pd(t14)));
+    r14 = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t13), _mm512_castps_pd(t15)));
+    r15 = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t13), _mm512_castps_pd(t15)));
+    t0 = _mm512_shuffle_f32x4(r0, r4, 0x88);
+    t4 = _mm512_shuffle_f32x4(r0, r4, 0xDD);
+    t8 = _mm512_shuffle_f32x4(r8, r12, 0x88);
+    t12 = _mm512_shuffle_f32x4(r8, r12, 0xDD);
+    t1 = _mm512_shuffle_f32x4(r1, r5, 0x88);
+    t5 = _mm512_shuffle_f32x4(r1, r5, 0xDD);
+    t9 = _mm512_shuffle_f32x4(r9, r13, 0x88);
+    t13 = _mm512_shuffle_f32x4(r9, r13, 0xDD);
+    t2 = _mm512_shuffle_f32x4(r2, r6, 0x88);
+    t6 = _mm512_shuffle_f32x4(r2, r6, 0xDD);
+    t10 = _mm512_shuffle_f32x4(r10, r14, 0x88);
+    t14 = _mm512_shuffle_f32x4(r10, r14, 0xDD);
+    t3 = _mm512_shuffle_f32x4(r3, r7, 0x88);
+    t7 = _mm512_shuffle_f32x4(r3, r7, 0xDD);
+    t11 = _mm512_shuffle_f32x4(r11, r15, 0x88);
+    t15 = _mm512_shuffle_f32x4(r11, r15, 0xDD);
+    _mm512_storeu_ps(dst + 0 * ds, _mm512_shuffle_f32x4(t0, t8, 0x88));
+    _mm512_storeu_ps(dst + 8 * ds, _mm512_shuffle_f32x4(t0, t8, 0xDD));
+    _mm512_storeu_ps(dst + 1 * ds, _mm512_shuffle_f32x4(t1, t9, 0x88));
+    _mm512_storeu_ps(dst + 9 * ds, _mm512_shuffle_f32x4(t1, t9, 0xDD));
+    _mm512_storeu_ps(dst + 2 * ds, _mm512_shuffle_f32x4(t2, t10, 0x88));
+    _mm512_storeu_ps(dst + 10 * ds, _mm512_shuffle_f32x4(t2, t10, 0xDD));
+    _mm512_storeu_ps(dst + 3 * ds, _mm512_shuffle_f32x4(t3, t11, 0x88));
+    _mm512_storeu_ps(dst + 11 * ds, _mm512_shuffle_f32x4(t3, t11, 0xDD));
+    _mm512_storeu_ps(dst + 4 * ds, _mm512_shuffle_f32x4(t4, t12, 0x88));
+    _mm512_storeu_ps(dst + 12 * ds, _mm512_shuffle_f32x4(t4, t12, 0xDD));
+    _mm512_storeu_ps(dst + 5 * ds, _mm512_shuffle_f32x4(t5, t13, 0x88));
+    _mm512_storeu_ps(dst + 13 * ds, _mm512_shuffle_f32x4(t5, t13, 0xDD));
+    _mm512_storeu_ps(dst + 6 * ds, _mm512_shuffle_f32x4(t6, t14, 0x88));
+    _mm512_storeu_ps(dst + 14 * ds, _mm512_shuffle_f32x4(t6, t14, 0xDD));
+    _mm512_storeu_ps(dst + 7 * ds, _mm512_shuffle_f32x4(t7, t15, 0x88));
+    _mm512_storeu_ps(dst + 15 * ds, _mm512_shuffle_f32x4(t7, t15, 0xDD));
+}
 
 /* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
  * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
@@ -2154,10 +2240,23 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_kvpack_b
         memset(kt, 0, sizeof(float) * 32 * D);
         memset(vp + n * 128, 0, sizeof(float) * (size_t)((32 - n) * 128));
     }
+    if (n == 32) { /* a full panel: 16 x 16 blocks transposed in registers */
+        for (c = 0; c < 32; c += 16) {
+            int64_t cc;
+            float kr[2048]; /* the 16 keys' rows, widened to f32 */
+            for (cc = 0; cc < 16; cc++) {
+                const uint16_t *src = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c + cc);
+                for (d = 0; d < 128; d += 16) _mm512_storeu_ps(kr + cc * 128 + d, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + d))), 16)));
+            }
+            for (d = 0; d < 128; d += 16)
+                attn_transpose16__avx512(kr + d, 128, kt + d * 32 + c, 32);
+        }
+    }
     for (c = 0; c < n; c++) {
         const uint16_t *kr = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
         const uint16_t *vr = attn_mistral_7b_bf16_v_row(&kv, hk, j0 + c);
-        for (d = 0; d < D; d++) kt[d * 32 + c] = attn_widen_bf16__scalar(kr[d]);
+        if (n < 32) /* a partial panel: plain loops */
+            for (d = 0; d < D; d++) kt[d * 32 + c] = attn_widen_bf16__scalar(kr[d]);
         /* the V row, widened a vector at a time */
         for (d = 0; d < 128; d += 16)
             _mm512_storeu_ps(vp + c * 128 + d, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(vr + d))), 16)));
@@ -3580,6 +3679,30 @@ ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline void at
     _mm_storeu_si128((__m128i *)(t), attn_narrow_bf16__avx2(v));
     memcpy(p, t, sizeof(uint16_t) * (size_t)n);
 }
+/* dst[d][c] = src[c][d] for an 8 x 8 block (src rows ss apart, dst rows ds apart):
+ * 32-bit and 64-bit interleaves, then the 128-bit halves. */
+ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline void attn_transpose8__avx2(const float *src, int64_t ss, float *dst, int64_t ds)
+{
+    const __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + ss);
+    const __m256 r2 = _mm256_loadu_ps(src + 2 * ss), r3 = _mm256_loadu_ps(src + 3 * ss);
+    const __m256 r4 = _mm256_loadu_ps(src + 4 * ss), r5 = _mm256_loadu_ps(src + 5 * ss);
+    const __m256 r6 = _mm256_loadu_ps(src + 6 * ss), r7 = _mm256_loadu_ps(src + 7 * ss);
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+                 t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+                 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+                 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
+                 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
+                 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(dst + ds, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(dst + 2 * ds, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(dst + 3 * ds, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(dst + 4 * ds, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(dst + 5 * ds, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(dst + 6 * ds, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(dst + 7 * ds, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
 
 /* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
  * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
@@ -4996,10 +5119,23 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_kvpack
         memset(kt, 0, sizeof(float) * 16 * D);
         memset(vp + n * 128, 0, sizeof(float) * (size_t)((16 - n) * 128));
     }
+    if (n == 16) { /* a full panel: 8 x 8 blocks transposed in registers */
+        for (c = 0; c < 16; c += 8) {
+            int64_t cc;
+            float kr[1024]; /* the 8 keys' rows, widened to f32 */
+            for (cc = 0; cc < 8; cc++) {
+                const uint16_t *src = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c + cc);
+                for (d = 0; d < 128; d += 8) _mm256_storeu_ps(kr + cc * 128 + d, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + d))), 16)));
+            }
+            for (d = 0; d < 128; d += 8)
+                attn_transpose8__avx2(kr + d, 128, kt + d * 16 + c, 16);
+        }
+    }
     for (c = 0; c < n; c++) {
         const uint16_t *kr = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c);
         const uint16_t *vr = attn_mistral_7b_bf16_v_row(&kv, hk, j0 + c);
-        for (d = 0; d < D; d++) kt[d * 16 + c] = attn_widen_bf16__scalar(kr[d]);
+        if (n < 16) /* a partial panel: plain loops */
+            for (d = 0; d < D; d++) kt[d * 16 + c] = attn_widen_bf16__scalar(kr[d]);
         /* the V row, widened a vector at a time */
         for (d = 0; d < 128; d += 8)
             _mm256_storeu_ps(vp + c * 128 + d, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(vr + d))), 16)));

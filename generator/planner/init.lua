@@ -112,10 +112,10 @@ function M.variant(cfg, plan, isa)
   v.dqs = math.ceil(plan.D / isa.lanes) * isa.lanes -- packed Q rows: D in whole vectors
   -- K^T panels are packed lanes x lanes blocks at a time through registers
   -- where the ISA spells a transpose and D holds at least one block
-  -- (with pair dot products, v.dp below, blocks of lanes x lanes pairs)
+  -- (with pair dot products, v.dp below, blocks of lanes x lanes pairs; a
+  -- 16-bit K is widened a vector at a time into an f32 stage first)
   local dp = isa.dp ~= nil and plan.matmul == "bf16"
-  v.transpose_pack = isa.transpose ~= nil
-    and (dp and plan.D >= 2 * isa.lanes or (plan.D >= isa.lanes and plan.dtype.kv == "f32"))
+  v.transpose_pack = isa.transpose ~= nil and (dp and plan.D >= 2 * isa.lanes or plan.D >= isa.lanes)
   -- the row counts the scores kernel is generated for: a full block, and 1
   -- for the rest.  The decode path calls it with the roles swapped: keys
   -- broadcast (MR of them) against packed Q^T panels.
