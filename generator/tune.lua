@@ -174,23 +174,21 @@ function M.candidates(cfg, isa_name, opts)
   table.sort(out.prefill, function(a, b) return a.q < b.q or (a.q == b.q and a.kv < b.kv) end)
 
   if (cfg.decode_max_q or 0) > 0 then
-    local blocks
-    if opts.blocks then
-      blocks = { planner.family("sdpa").DECODE_BLOCK }
-      local seen = { [planner.family("sdpa").DECODE_BLOCK] = true }
-      for _, b in ipairs(opts.blocks) do
-        if not seen[b] then seen[b] = true; blocks[#blocks + 1] = b end
-      end
-      table.sort(blocks)
-    elseif opts.exhaustive then
-      blocks = { 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512 }
-    else
-      blocks = { 8, 16, 32, 64, 128 }
+    -- the heuristic block is the planner's for this config (DECODE_BLOCK keys,
+    -- fewer where a block of them would pass DECODE_BLOCK_BYTES), always a candidate
+    local sdpa = planner.family("sdpa")
+    local default = sdpa.default_decode_block(cfg)
+    local blocks = opts.blocks or (opts.exhaustive and { 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512 })
+      or { 8, 16, 32, 64, 128 }
+    local seen, list = {}, { default }
+    seen[default] = true
+    for _, b in ipairs(blocks) do
+      if not seen[b] then seen[b] = true; list[#list + 1] = b end
     end
-    for _, block in ipairs(blocks) do
-      if block <= planner.family("sdpa").DECODE_CHUNK then
-        out.decode[#out.decode + 1] = { block = block, chunk = planner.family("sdpa").DECODE_CHUNK,
-          heuristic = block == planner.family("sdpa").DECODE_BLOCK or nil }
+    table.sort(list)
+    for _, block in ipairs(list) do
+      if block <= sdpa.DECODE_CHUNK then
+        out.decode[#out.decode + 1] = { block = block, chunk = sdpa.DECODE_CHUNK, heuristic = block == default or nil }
       end
     end
   end
@@ -236,7 +234,7 @@ end
 -- the block matters only on masked splits).
 function M.decode_rows(cfg, isa_name)
   local sdpa = planner.family("sdpa")
-  local c = candidate_config(cfg, isa_name, "decode", { block = sdpa.DECODE_BLOCK, chunk = sdpa.DECODE_CHUNK })
+  local c = candidate_config(cfg, isa_name, "decode", { block = sdpa.default_decode_block(cfg), chunk = sdpa.DECODE_CHUNK })
   local st = planner.plan(c, {}).variants[1].stream
   if st and st.max_q < cfg.decode_max_q then
     return st.max_q + 1, ("decode candidates are timed at Lq = %d: the streaming kernel takes Lq <= %d"

@@ -3,6 +3,7 @@
 -- kernel, the attn_spec of the descriptor.  Builds on planner (the parts
 -- every family shares).
 local common = require("planner")
+local schema = require("schema")
 local util = require("util")
 
 local M = {}
@@ -24,8 +25,11 @@ M.DECODE_BLOCK = 64
 -- one kv head keeps 64, 9% faster than 16 at Lq = 1; docs/decode.md).
 -- A tuned block (opts.decode_block) is taken as it is.
 M.DECODE_BLOCK_BYTES = 128 * 1024
-local function decode_block(p)
-  local per_key = p.Hkv * (p.D + p.Dv) * common.DTYPE_BYTES[p.dtype.kv]
+
+--- The heuristic decode block of a normalized sdpa config (what the plan
+-- takes without a tuned block; tune marks that candidate).
+function M.default_decode_block(cfg)
+  local per_key = cfg.heads_kv * (cfg.head_dim + cfg.head_dim_v) * common.DTYPE_BYTES[schema.dtypes(cfg.dtype).kv]
   local keys = math.floor(M.DECODE_BLOCK_BYTES / per_key / 8) * 8
   return math.max(8, math.min(M.DECODE_BLOCK, keys))
 end
@@ -236,7 +240,7 @@ function M.plan(cfg, opts)
   -- depends on Lk only, never on the thread count
   p.decode = { max_q = cfg.decode_max_q, chunk = opts.decode_chunk or M.DECODE_CHUNK,
     max_splits = M.DECODE_MAX_SPLITS,
-    block = opts.decode_block or decode_block(p),
+    block = opts.decode_block or M.default_decode_block(cfg),
     reason = (opts.decode_block or opts.decode_chunk) and (opts.decode_reason or "given") or nil }
   p.stream = { prefetch = M.STREAM_PREFETCH, prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR,
     split_dot = M.STREAM_SPLIT_DOT_DTYPES[p.dtype.kv] == true }

@@ -104,7 +104,9 @@ describe("tune", function()
                 if d.heuristic then
                   dh = dh + 1
                   local sdpa = planner.family("sdpa")
-                  assert.same({ sdpa.DECODE_BLOCK, sdpa.DECODE_CHUNK }, { d.block, d.chunk })
+                  assert.same({ sdpa.default_decode_block(cfg), sdpa.DECODE_CHUNK }, { d.block, d.chunk })
+                  -- the block the plan takes without a tuned one
+                  assert.equal(planner.plan(cfg).decode.block, d.block)
                 end
               end
               assert.equal(1, dh)
@@ -133,6 +135,20 @@ describe("tune", function()
       local small = tune.candidates(cfg, "avx512", { caches = { l1 = 32768, l2 = 256 * 1024 } })
       local big = tune.candidates(cfg, "avx512", { caches = { l1 = 32768, l2 = 4096 * 1024 } })
       assert.is_true(#small.prefill < #big.prefill)
+    end)
+
+    it("the heuristic decode block is the plan's: Llama-3-8B's 8 kv heads of 128 dims take 16 keys (f32), 32 (f16)", function()
+      local sdpa = planner.family("sdpa")
+      for _, c in ipairs({ { "f32", 16 }, { "f16", 32 } }) do
+        local cfg = cfg_of({ heads_q = 32, heads_kv = 8, head_dim = 128, dtype = c[1] })
+        assert.equal(c[2], sdpa.default_decode_block(cfg))
+        assert.equal(c[2], planner.plan(cfg).decode.block)
+        local marked = {}
+        for _, d in ipairs(tune.candidates(cfg, "avx2").decode) do
+          if d.heuristic then marked[#marked + 1] = d.block end
+        end
+        assert.same({ c[2] }, marked)
+      end
     end)
 
     it("--tiles and --blocks give exactly those candidates plus the heuristic default", function()
