@@ -177,18 +177,18 @@ function M.candidates(cfg, isa_name, opts)
     -- the heuristic block is the planner's for this config (DECODE_BLOCK keys,
     -- fewer where a block of them would pass DECODE_BLOCK_BYTES), always a candidate
     local sdpa = planner.family("sdpa")
-    local default = sdpa.default_decode_block(cfg)
+    local dblock = sdpa.default_decode_block(cfg)
     local blocks = opts.blocks or (opts.exhaustive and { 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512 })
       or { 8, 16, 32, 64, 128 }
-    local seen, list = {}, { default }
-    seen[default] = true
+    local seen, list = {}, { dblock }
+    seen[dblock] = true
     for _, b in ipairs(blocks) do
       if not seen[b] then seen[b] = true; list[#list + 1] = b end
     end
     table.sort(list)
     for _, block in ipairs(list) do
       if block <= sdpa.DECODE_CHUNK then
-        out.decode[#out.decode + 1] = { block = block, chunk = sdpa.DECODE_CHUNK, heuristic = block == default or nil }
+        out.decode[#out.decode + 1] = { block = block, chunk = sdpa.DECODE_CHUNK, heuristic = block == dblock or nil }
       end
     end
   end
@@ -234,7 +234,8 @@ end
 -- the block matters only on masked splits).
 function M.decode_rows(cfg, isa_name)
   local sdpa = planner.family("sdpa")
-  local c = candidate_config(cfg, isa_name, "decode", { block = sdpa.default_decode_block(cfg), chunk = sdpa.DECODE_CHUNK })
+  local c = candidate_config(cfg, isa_name, "decode",
+    { block = sdpa.default_decode_block(cfg), chunk = sdpa.DECODE_CHUNK })
   local st = planner.plan(c, {}).variants[1].stream
   if st and st.max_q < cfg.decode_max_q then
     return st.max_q + 1, ("decode candidates are timed at Lq = %d: the streaming kernel takes Lq <= %d"
