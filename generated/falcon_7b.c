@@ -3134,10 +3134,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_falcon_7b_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
-                /* the widest kernel that fits the rows left, the last rows under two widths
-                   in two even halves (8 rows: 4 and 4, not 6 and 2) */
+                /* the widest kernel that fits the rows left; past two widths a head, the last
+                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not
+                   6, ..., 6, 2; with 8 rows 6 and 2 read the cache faster than 4 and 4) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = left > 6 && left < 12 ? (left + 1) / 2 : left;
+                const int64_t take = gl > 12 && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {
                     attn_falcon_7b_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 6;

@@ -9,11 +9,9 @@ local M = {
   -- 4x3 P*V spills (~55).  P*V 6x2 with late broadcasts (12 accumulators,
   -- the chunk's 2 V vectors, 1 broadcast: 15 of the 16 registers) on an
   -- AVX2 EPYC: causal prefill H 8 D 128 L 2048 102.5-103.3 ms against
-  -- 107.8-110.6 with 4x2; 6x2 with the broadcasts first spills (213 ms).
-  -- even_tail: the decode kernel splits a kv head's 8 rows 4 + 4, not 6 + 2
-  -- (Llama-3-8B, Lq 2, 32768 keys: 32.2-33.5 ms against 34.2-35.6)
+  -- 107.8-110.6 with 4x2; 6x2 with the broadcasts first spills (213 ms)
   qk_block = { mr = 4, nr = 2 },
-  pv_block = { mr = 6, nvc = 2, late_bcast = true, even_tail = true },
+  pv_block = { mr = 6, nvc = 2, late_bcast = true },
   vec = "__m256",
   arch_guard = "defined(__x86_64__) || defined(_M_X64)",
   include = "immintrin.h",

@@ -9,9 +9,7 @@
 --                     P*V loads a chunk's V vectors first and broadcasts each
 --                     row's P just before its FMAs (mr * nvc + nvc + 1
 --                     registers, for ISAs with 16), instead of broadcasting
---                     every row first (mr * nvc + mr + 1); pv_block.even_tail:
---                     the decode kernel splits any kv head's last rows under
---                     two widths in two even halves (else only past two widths)
+--                     every row first (mr * nvc + mr + 1)
 --   vec               C type of a vector
 --   arch_guard        C preprocessor condition for the architecture, or nil
 --   include           intrinsics header, or nil

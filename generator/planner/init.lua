@@ -54,7 +54,7 @@ local function pv_blocking(isa, dv)
   local nv = math.ceil(dv / isa.lanes)
   local nchunks = math.ceil(nv / isa.pv_block.nvc)
   local best = { mr = isa.pv_block.mr, nvc = math.ceil(nv / nchunks), nchunks = nchunks,
-    late_bcast = isa.pv_block.late_bcast or false, even_tail = isa.pv_block.even_tail or false }
+    late_bcast = isa.pv_block.late_bcast or false }
   -- the chunks: vector index ranges, the last one may end in a partial vector
   local chunks = {}
   for c = 0, best.nchunks - 1 do
