@@ -93,19 +93,22 @@ describe("planner", function()
       end)
     end
 
-    it("the prefill path has a P*V kernel for every row count a tile's last rows need", function()
+    it("the prefill path's P*V: every row count where the decode path reads f32, else MR and 1", function()
       -- f32 K/V with and without the decode path, a 16-bit cache (its own decode kernels
       -- besides the prefill path's f32 ones), and bf16 pair dot products (MR and 1)
-      for _, raw in ipairs({ {}, { decode_max_q = 0 }, { dtype = { q = "f32", kv = "f16", o = "f32" } },
-          { dtype = "bf16", matmul = "bf16" } }) do
+      for _, c in ipairs({ { {}, true }, { { decode_max_q = 0 }, false },
+          { { dtype = { q = "f32", kv = "f16", o = "f32" } }, false },
+          { { dtype = "bf16", matmul = "bf16" }, false } }) do
+        local raw, all = c[1], c[2]
         local cfg = cfg_of(raw)
         for _, v in ipairs(planner.plan(cfg).variants) do
           local where = v.name .. " " .. require("dkjson").encode(raw)
+          local two = v.pv.mr > 1 and { v.pv.mr, 1 } or { 1 }
           if v.dp then
-            assert.same(v.pv.mr > 1 and { v.pv.mr, 1 } or { 1 }, v.prefill_pv_rows, where)
+            assert.same(two, v.prefill_pv_rows, where)
             assert.same(v.prefill_pv_rows, v.mkdp.pv_rows, where)
           else
-            assert.same(v.pv_rows, v.prefill_pv_rows, where)
+            assert.same(all and v.pv_rows or two, v.prefill_pv_rows, where)
             assert.equal("f32", v.mk[1].dt, where)
             assert.same(v.prefill_pv_rows, v.mk[1].pv_rows, where)
           end
