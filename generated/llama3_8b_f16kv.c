@@ -1867,7 +1867,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_kvpack_f
             float kr[2048]; /* the 16 keys' rows, widened to f32 */
             for (cc = 0; cc < 16; cc++) {
                 const uint16_t *src = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c + cc);
-                for (d = 0; d < 128; d += 16) _mm512_storeu_ps(kr + cc * 128 + d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + d))));
+                for (d = 0; d < 128; d += 16)
+                    _mm512_storeu_ps(kr + cc * 128 + d, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(src + d))));
             }
             for (d = 0; d < 128; d += 16)
                 attn_transpose16__avx512(kr + d, 128, kt + d * 32 + c, 32);
@@ -4416,7 +4417,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_kvpack
             float kr[1024]; /* the 8 keys' rows, widened to f32 */
             for (cc = 0; cc < 8; cc++) {
                 const uint16_t *src = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c + cc);
-                for (d = 0; d < 128; d += 8) _mm256_storeu_ps(kr + cc * 128 + d, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + d))));
+                for (d = 0; d < 128; d += 8)
+                    _mm256_storeu_ps(kr + cc * 128 + d, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(src + d))));
             }
             for (d = 0; d < 128; d += 8)
                 attn_transpose8__avx2(kr + d, 128, kt + d * 16 + c, 16);

@@ -1856,7 +1856,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_kvpack_b
             float kr[2048]; /* the 16 keys' rows, widened to f32 */
             for (cc = 0; cc < 16; cc++) {
                 const uint16_t *src = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c + cc);
-                for (d = 0; d < 128; d += 16) _mm512_storeu_ps(kr + cc * 128 + d, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + d))), 16)));
+                for (d = 0; d < 128; d += 16)
+                    _mm512_storeu_ps(kr + cc * 128 + d, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(src + d))), 16)));
             }
             for (d = 0; d < 128; d += 16)
                 attn_transpose16__avx512(kr + d, 128, kt + d * 32 + c, 32);
@@ -4417,7 +4418,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_kvpack
             float kr[1024]; /* the 8 keys' rows, widened to f32 */
             for (cc = 0; cc < 8; cc++) {
                 const uint16_t *src = attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c + cc);
-                for (d = 0; d < 128; d += 8) _mm256_storeu_ps(kr + cc * 128 + d, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + d))), 16)));
+                for (d = 0; d < 128; d += 8)
+                    _mm256_storeu_ps(kr + cc * 128 + d, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(src + d))), 16)));
             }
             for (d = 0; d < 128; d += 8)
                 attn_transpose8__avx2(kr + d, 128, kt + d * 16 + c, 16);

@@ -124,11 +124,12 @@ function M.variant(cfg, plan, isa)
   -- heads often have fewer rows than MR: Llama-3's 4 at Lq = 1; the prefill
   -- path takes MR and 1); plain C (one float per "vector", Dv unrolled)
   -- keeps MR and 1, for compile time
+  local pv_mr_and_1 = pv.mr > 1 and { pv.mr, 1 } or { 1 }
   if isa.lanes > 1 then
     v.pv_rows = {}
     for mr = pv.mr, 1, -1 do v.pv_rows[#v.pv_rows + 1] = mr end
   else
-    v.pv_rows = pv.mr > 1 and { pv.mr, 1 } or { 1 }
+    v.pv_rows = pv_mr_and_1
   end
   local dtype = plan.dtype.kv -- what the decode path's micro-kernels read
   -- the micro-kernels read their broadcast rows (qk's A) or V rows (pv) in
@@ -145,6 +146,7 @@ function M.variant(cfg, plan, isa)
   -- took a bf16 preset's compile from 3.8 to 5.6 s of CPU.  The pair dot
   -- products keep MR and 1.
   local decode = plan.decode and plan.decode.max_q > 0
+  local decode_f32 = decode and dtype == "f32"
   -- the prefill path's products: f32 FMAs on packed f32 panels, or (an ISA
   -- with pair dot products, matmul = "bf16") pairwise bf16 dot products on
   -- panels packed as pairs: Q and K^T along D, P and V along the keys
@@ -153,13 +155,13 @@ function M.variant(cfg, plan, isa)
     v.dp_pairs = math.ceil(plan.D / 2) -- pairs of head dims in a packed Q row and a K^T panel
     v.qkdp_fn = function(mr) return naming.qkdp(cfg.name, mr, v.qk.nc, isa.name, "bf16") end
     v.pvdp_fn = function(mr) return naming.pvdp(cfg.name, mr, plan.Dv, isa.name, "bf16") end
-    v.prefill_pv_rows = pv.mr > 1 and { pv.mr, 1 } or { 1 }
+    v.prefill_pv_rows = pv_mr_and_1
     v.mkdp = { qk_rows = v.qk_rows, pv_rows = v.prefill_pv_rows }
     v.mk = decode and { { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } } or {}
   else
-    v.prefill_pv_rows = (decode and dtype == "f32") and v.pv_rows or (pv.mr > 1 and { pv.mr, 1 } or { 1 })
+    v.prefill_pv_rows = decode_f32 and v.pv_rows or pv_mr_and_1
     v.mk = { { dt = "f32", qk_rows = v.qk_rows, pv_rows = v.prefill_pv_rows } }
-    if decode and dtype ~= "f32" then v.mk[2] = { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } end
+    if decode and not decode_f32 then v.mk[2] = { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } end
   end
   -- vector registers each micro-kernel keeps live, for the cost comments:
   -- accumulators, then the loads of a step (a panel row of B and one
