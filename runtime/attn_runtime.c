@@ -349,26 +349,50 @@ static int cpu_is_intel(void)
 #endif
 }
 
-/* Cached as 1 + the answer. */
-static unsigned decode_prefetch_cache;
-
-int attn_decode_prefetch(void)
+/*
+ * A setting read once per process: 1 or 0 from the environment variable
+ * NAME when it holds "1" or "0", else 0 on Intel CPUs and 1 elsewhere.
+ * Cached as 1 + the value.
+ */
+static int setting_off_on_intel(unsigned *cache, const char *name)
 {
-    unsigned v = cache_load(&decode_prefetch_cache);
+    unsigned v = cache_load(cache);
     if (v == 0) {
-        const char *e = getenv("ATTNGEN_DECODE_PREFETCH");
+        const char *e = getenv(name);
         if (e != NULL && strcmp(e, "0") == 0)
             v = 1;
         else if (e != NULL && strcmp(e, "1") == 0)
             v = 2;
         else
             v = cpu_is_intel() ? 1 : 2;
-        cache_store(&decode_prefetch_cache, v);
+        cache_store(cache, v);
     }
     return (int)v - 1;
 }
 
+static unsigned decode_prefetch_cache, bf16_dot_cache;
+
+int attn_decode_prefetch(void)
+{
+    return setting_off_on_intel(&decode_prefetch_cache, "ATTNGEN_DECODE_PREFETCH");
+}
+
+int attn_bf16_dot_preferred(void)
+{
+    return setting_off_on_intel(&bf16_dot_cache, "ATTNGEN_BF16_DOT");
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
+
+/* Whether the list holds a variant of that ISA which this CPU runs. */
+static int runs_variant_of(const attn_variant *variants, int n, attn_isa isa)
+{
+    int i;
+    for (i = 0; i < n; i++)
+        if (variants[i].isa == isa && attn_isa_supported(isa))
+            return 1;
+    return 0;
+}
 
 const attn_variant *attn_pick_variant(const attn_variant *variants, int n)
 {
@@ -386,9 +410,16 @@ const attn_variant *attn_pick_variant(const attn_variant *variants, int n)
                 return &variants[i];
         return NULL; /* known and supported, but not compiled in */
     }
-    for (i = 0; i < n; i++)
-        if (attn_isa_supported(variants[i].isa))
-            return &variants[i];
+    for (i = 0; i < n; i++) {
+        if (!attn_isa_supported(variants[i].isa))
+            continue;
+        /* bf16 products where they are slower than f32 ones: the avx512
+           variant multiplies the same bf16 tensors in f32 */
+        if (variants[i].isa == ATTN_ISA_AVX512BF16 && !attn_bf16_dot_preferred() &&
+            runs_variant_of(variants, n, ATTN_ISA_AVX512))
+            continue;
+        return &variants[i];
+    }
     return NULL;
 }
 

@@ -200,6 +200,16 @@ int attn_isa_supported(attn_isa isa);
  * ATTNGEN_DECODE_PREFETCH=1 or 0 in the environment overrides it.
  */
 int attn_decode_prefetch(void);
+/*
+ * Whether the default dispatch runs an avx512bf16 variant (vdpbf16ps
+ * products, matmul = "bf16") where the CPU has one: 1, except on Intel
+ * CPUs, where vdpbf16ps measured half the f32 FMA's rate and the kernel
+ * that multiplies the same bf16 tensors in f32 is faster (docs/kernels.md).
+ * Only a variant list that also holds avx512 falls back to it.
+ * ATTNGEN_BF16_DOT=1 or 0 in the environment overrides it; ATTNGEN_ISA
+ * still forces any variant.
+ */
+int attn_bf16_dot_preferred(void);
 
 /* Kernel families, in the order of the attn_family values: X(ID, name). */
 #define ATTN_FAMILY_LIST(X) \
@@ -382,8 +392,9 @@ attn_status attn_check_classic_args(const attn_spec *spec, const attn_classic_ar
 /*
  * Picks the variant to run: the one ATTNGEN_ISA names when set (NULL if it
  * names an ISA that is unknown, not compiled in or not supported), else the
- * first the CPU supports.  The result depends only on the environment and
- * the CPU, so callers may cache it.
+ * first the CPU supports, passing over avx512bf16 for avx512 where
+ * attn_bf16_dot_preferred() says so.  The result depends only on the
+ * environment and the CPU, so callers may cache it.
  */
 const attn_variant *attn_pick_variant(const attn_variant *variants, int n);
 

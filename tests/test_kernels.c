@@ -276,6 +276,60 @@ Test(entry, decode_prefetch_can_be_forced_on)
     cr_expect_eq(attn_decode_prefetch(), 1);
 }
 
+/* Variant lists for the dispatch tests: only .isa matters to attn_pick_variant. */
+static const attn_variant BF16_FIRST[] = { { ATTN_ISA_AVX512BF16, NULL, NULL }, { ATTN_ISA_AVX512, NULL, NULL },
+                                           { ATTN_ISA_AVX2, NULL, NULL }, { ATTN_ISA_SCALAR, NULL, NULL } };
+static const attn_variant BF16_ALONE[] = { { ATTN_ISA_AVX512BF16, NULL, NULL }, { ATTN_ISA_SCALAR, NULL, NULL } };
+
+/* The first variant of the list this CPU runs: what the dispatch takes when bf16 products are preferred. */
+static attn_isa first_supported(const attn_variant *v, int n)
+{
+    int i;
+    for (i = 0; i < n && !attn_isa_supported(v[i].isa); i++) continue;
+    cr_assert_lt(i, n);
+    return v[i].isa;
+}
+
+Test(entry, bf16_products_can_be_passed_over)
+{
+    const attn_variant *v;
+    setenv("ATTNGEN_BF16_DOT", "0", 1);
+    cr_assert_eq(attn_bf16_dot_preferred(), 0);
+    v = attn_pick_variant(BF16_FIRST, 4);
+    cr_assert_not_null(v);
+    /* avx512 (f32 products) wherever the CPU runs it, never avx512bf16 */
+    cr_expect_neq(v->isa, ATTN_ISA_AVX512BF16);
+    cr_expect_eq(v->isa, first_supported(BF16_FIRST + 1, 3), "picked %s", attn_isa_name(v->isa));
+    /* without an avx512 variant to take instead, the bf16 one stays the best */
+    v = attn_pick_variant(BF16_ALONE, 2);
+    cr_assert_not_null(v);
+    cr_expect_eq(v->isa, first_supported(BF16_ALONE, 2), "picked %s", attn_isa_name(v->isa));
+}
+
+Test(entry, bf16_products_can_be_preferred)
+{
+    const attn_variant *v;
+    setenv("ATTNGEN_BF16_DOT", "1", 1);
+    cr_assert_eq(attn_bf16_dot_preferred(), 1);
+    v = attn_pick_variant(BF16_FIRST, 4);
+    cr_assert_not_null(v);
+    cr_expect_eq(v->isa, first_supported(BF16_FIRST, 4), "picked %s", attn_isa_name(v->isa));
+}
+
+Test(entry, attngen_isa_forces_bf16_products_still)
+{
+    const attn_variant *v;
+    setenv("ATTNGEN_BF16_DOT", "0", 1);
+    setenv("ATTNGEN_ISA", "avx512bf16", 1);
+    v = attn_pick_variant(BF16_FIRST, 4);
+    if (attn_isa_supported(ATTN_ISA_AVX512BF16)) {
+        cr_assert_not_null(v);
+        cr_expect_eq(v->isa, ATTN_ISA_AVX512BF16);
+    } else {
+        cr_expect_null(v); /* forced but not run here: an error, not another variant */
+    }
+}
+
 /* The blocked decode kernel without its prefetches (as on Intel CPUs; the matrix
  * of each kernel runs with this CPU's default), on the best ISA of a GQA preset. */
 Test(entry, blocked_decode_without_prefetch)
