@@ -111,6 +111,18 @@ enum {
 /* How a block of query rows sees a block of keys. */
 typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_falcon_7b_tile_class;
 
+/* Keeps a vector in a register.  The decode path's dot products over two keys
+ * or more load each Q vector once for all of them; gcc folds that load into
+ * every FMA as a memory operand instead (one load per FMA), and the loop then
+ * waits on its loads. */
+#ifndef ATTN_IN_REGISTER
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define ATTN_IN_REGISTER(x) __asm__("" : "+v"(x))
+#else
+#define ATTN_IN_REGISTER(x) ((void)0)
+#endif
+#endif
+
 /* Query row i of head h in batch b. */
 static inline const float *attn_falcon_7b_q_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -1088,10 +1100,14 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dot_4x2_f32__a
         __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps(), b2 = _mm512_setzero_ps(), b3 = _mm512_setzero_ps();
         {
             const __m512 x = _mm512_loadu_ps(k0 + 0), y = _mm512_loadu_ps(k1 + 0);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 0);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 0);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 0);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 0);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 0);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 0);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 0);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 0);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1099,10 +1115,14 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dot_4x2_f32__a
         }
         {
             const __m512 x = _mm512_loadu_ps(k0 + 16), y = _mm512_loadu_ps(k1 + 16);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 16);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 16);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 16);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 16);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 16);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 16);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 16);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 16);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1110,10 +1130,14 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dot_4x2_f32__a
         }
         {
             const __m512 x = _mm512_loadu_ps(k0 + 32), y = _mm512_loadu_ps(k1 + 32);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 32);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 32);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 32);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 32);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 32);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 32);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 32);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 32);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1121,10 +1145,14 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dot_4x2_f32__a
         }
         {
             const __m512 x = _mm512_loadu_ps(k0 + 48), y = _mm512_loadu_ps(k1 + 48);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 48);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 48);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 48);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 48);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 48);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 48);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 48);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 48);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -2876,10 +2904,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dot_4x2_f32_
         __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps(), b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
         {
             const __m256 x = _mm256_loadu_ps(k0 + 0), y = _mm256_loadu_ps(k1 + 0);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 0);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 0);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 0);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 0);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 0);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 0);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 0);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 0);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -2887,10 +2919,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dot_4x2_f32_
         }
         {
             const __m256 x = _mm256_loadu_ps(k0 + 8), y = _mm256_loadu_ps(k1 + 8);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 8);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 8);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 8);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 8);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 8);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 8);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 8);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 8);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -2898,10 +2934,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dot_4x2_f32_
         }
         {
             const __m256 x = _mm256_loadu_ps(k0 + 16), y = _mm256_loadu_ps(k1 + 16);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 16);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 16);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 16);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 16);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 16);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 16);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 16);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 16);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -2909,10 +2949,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dot_4x2_f32_
         }
         {
             const __m256 x = _mm256_loadu_ps(k0 + 24), y = _mm256_loadu_ps(k1 + 24);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 24);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 24);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 24);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 24);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 24);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 24);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 24);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 24);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -2920,10 +2964,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dot_4x2_f32_
         }
         {
             const __m256 x = _mm256_loadu_ps(k0 + 32), y = _mm256_loadu_ps(k1 + 32);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 32);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 32);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 32);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 32);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 32);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 32);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 32);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 32);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -2931,10 +2979,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dot_4x2_f32_
         }
         {
             const __m256 x = _mm256_loadu_ps(k0 + 40), y = _mm256_loadu_ps(k1 + 40);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 40);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 40);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 40);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 40);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 40);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 40);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 40);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 40);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -2942,10 +2994,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dot_4x2_f32_
         }
         {
             const __m256 x = _mm256_loadu_ps(k0 + 48), y = _mm256_loadu_ps(k1 + 48);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 48);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 48);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 48);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 48);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 48);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 48);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 48);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 48);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -2953,10 +3009,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dot_4x2_f32_
         }
         {
             const __m256 x = _mm256_loadu_ps(k0 + 56), y = _mm256_loadu_ps(k1 + 56);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 56);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 56);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 56);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 56);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 56);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 56);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 56);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 56);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -5021,10 +5081,14 @@ static void attn_falcon_7b_dot_4x2_f32__neon(const float *restrict q, int64_t R,
         int64_t d;
         for (d = 0; d < 64; d += 4) {
             const float32x4_t x = vld1q_f32(k0 + d), y = vld1q_f32(k1 + d);
-            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + d);
-            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + d);
-            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + d);
-            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + d);
+            float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + d);
+            float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + d);
+            float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + d);
+            float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + d);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
             a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
             a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
@@ -6039,10 +6103,14 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dot_4x2_f32__scalar(const float *rest
         int64_t d;
         for (d = 0; d < 64; d += 1) {
             const float x = *(k0 + d), y = *(k1 + d);
-            const float q0c = *(q0 + 0 * 64 + d);
-            const float q1c = *(q0 + 1 * 64 + d);
-            const float q2c = *(q0 + 2 * 64 + d);
-            const float q3c = *(q0 + 3 * 64 + d);
+            float q0c = *(q0 + 0 * 64 + d);
+            float q1c = *(q0 + 1 * 64 + d);
+            float q2c = *(q0 + 2 * 64 + d);
+            float q3c = *(q0 + 3 * 64 + d);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = (q0c * x + a0); b0 = (q0c * y + b0);
             a1 = (q1c * x + a1); b1 = (q1c * y + b1);
             a2 = (q2c * x + a2); b2 = (q2c * y + b2);

@@ -112,6 +112,18 @@ enum {
 /* How a block of query rows sees a block of keys. */
 typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_gemma2_9b_global_tile_class;
 
+/* Keeps a vector in a register.  The decode path's dot products over two keys
+ * or more load each Q vector once for all of them; gcc folds that load into
+ * every FMA as a memory operand instead (one load per FMA), and the loop then
+ * waits on its loads. */
+#ifndef ATTN_IN_REGISTER
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define ATTN_IN_REGISTER(x) __asm__("" : "+v"(x))
+#else
+#define ATTN_IN_REGISTER(x) ((void)0)
+#endif
+#endif
+
 /* The streaming decode path inlines its per-key steps into the loop over kv
  * heads (gcc would call them) and keeps the rare rescale out of line
  * (ATTN_NOINLINE), so that the compiler leaves the rows' O in memory around it. */
@@ -1975,10 +1987,14 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dot_4x2
         int64_t d;
         for (d = 0; d < 256; d += 16) {
             const __m512 x = _mm512_loadu_ps(k0 + d), y = _mm512_loadu_ps(k1 + d);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 256 + d);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 256 + d);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 256 + d);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 256 + d);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 256 + d);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 256 + d);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 256 + d);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 256 + d);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -3660,10 +3676,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dot_4
         int64_t d;
         for (d = 0; d < 256; d += 8) {
             const __m256 x = _mm256_loadu_ps(k0 + d), y = _mm256_loadu_ps(k1 + d);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 256 + d);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 256 + d);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 256 + d);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 256 + d);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 256 + d);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 256 + d);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 256 + d);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 256 + d);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -5567,10 +5587,14 @@ static void attn_gemma2_9b_global_dot_4x2_f32__neon(const float *restrict q, int
         int64_t d;
         for (d = 0; d < 256; d += 4) {
             const float32x4_t x = vld1q_f32(k0 + d), y = vld1q_f32(k1 + d);
-            const float32x4_t q0c = vld1q_f32(q0 + 0 * 256 + d);
-            const float32x4_t q1c = vld1q_f32(q0 + 1 * 256 + d);
-            const float32x4_t q2c = vld1q_f32(q0 + 2 * 256 + d);
-            const float32x4_t q3c = vld1q_f32(q0 + 3 * 256 + d);
+            float32x4_t q0c = vld1q_f32(q0 + 0 * 256 + d);
+            float32x4_t q1c = vld1q_f32(q0 + 1 * 256 + d);
+            float32x4_t q2c = vld1q_f32(q0 + 2 * 256 + d);
+            float32x4_t q3c = vld1q_f32(q0 + 3 * 256 + d);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
             a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
             a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
@@ -7050,10 +7074,14 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_dot_4x2_f32__scalar(const floa
         int64_t d;
         for (d = 0; d < 256; d += 1) {
             const float x = *(k0 + d), y = *(k1 + d);
-            const float q0c = *(q0 + 0 * 256 + d);
-            const float q1c = *(q0 + 1 * 256 + d);
-            const float q2c = *(q0 + 2 * 256 + d);
-            const float q3c = *(q0 + 3 * 256 + d);
+            float q0c = *(q0 + 0 * 256 + d);
+            float q1c = *(q0 + 1 * 256 + d);
+            float q2c = *(q0 + 2 * 256 + d);
+            float q3c = *(q0 + 3 * 256 + d);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = (q0c * x + a0); b0 = (q0c * y + b0);
             a1 = (q1c * x + a1); b1 = (q1c * y + b1);
             a2 = (q2c * x + a2); b2 = (q2c * y + b2);

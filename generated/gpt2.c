@@ -111,6 +111,18 @@ enum {
 /* How a block of query rows sees a block of keys. */
 typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_gpt2_tile_class;
 
+/* Keeps a vector in a register.  The decode path's dot products over two keys
+ * or more load each Q vector once for all of them; gcc folds that load into
+ * every FMA as a memory operand instead (one load per FMA), and the loop then
+ * waits on its loads. */
+#ifndef ATTN_IN_REGISTER
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define ATTN_IN_REGISTER(x) __asm__("" : "+v"(x))
+#else
+#define ATTN_IN_REGISTER(x) ((void)0)
+#endif
+#endif
+
 /* The streaming decode path inlines its per-key steps into the loop over kv
  * heads (gcc would call them) and keeps the rare rescale out of line
  * (ATTN_NOINLINE), so that the compiler leaves the rows' O in memory around it. */
@@ -1149,10 +1161,14 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_dot_4x2_f32__avx512
         __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps(), b2 = _mm512_setzero_ps(), b3 = _mm512_setzero_ps();
         {
             const __m512 x = _mm512_loadu_ps(k0 + 0), y = _mm512_loadu_ps(k1 + 0);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 0);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 0);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 0);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 0);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 0);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 0);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 0);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 0);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1160,10 +1176,14 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_dot_4x2_f32__avx512
         }
         {
             const __m512 x = _mm512_loadu_ps(k0 + 16), y = _mm512_loadu_ps(k1 + 16);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 16);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 16);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 16);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 16);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 16);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 16);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 16);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 16);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1171,10 +1191,14 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_dot_4x2_f32__avx512
         }
         {
             const __m512 x = _mm512_loadu_ps(k0 + 32), y = _mm512_loadu_ps(k1 + 32);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 32);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 32);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 32);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 32);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 32);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 32);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 32);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 32);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1182,10 +1206,14 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_dot_4x2_f32__avx512
         }
         {
             const __m512 x = _mm512_loadu_ps(k0 + 48), y = _mm512_loadu_ps(k1 + 48);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 48);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 48);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 48);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 48);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 64 + 48);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 64 + 48);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 64 + 48);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 64 + 48);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -3982,10 +4010,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dot_4x2_f32__avx2
         __m256 b0 = _mm256_setzero_ps(), b1 = _mm256_setzero_ps(), b2 = _mm256_setzero_ps(), b3 = _mm256_setzero_ps();
         {
             const __m256 x = _mm256_loadu_ps(k0 + 0), y = _mm256_loadu_ps(k1 + 0);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 0);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 0);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 0);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 0);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 0);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 0);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 0);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 0);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -3993,10 +4025,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dot_4x2_f32__avx2
         }
         {
             const __m256 x = _mm256_loadu_ps(k0 + 8), y = _mm256_loadu_ps(k1 + 8);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 8);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 8);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 8);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 8);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 8);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 8);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 8);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 8);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -4004,10 +4040,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dot_4x2_f32__avx2
         }
         {
             const __m256 x = _mm256_loadu_ps(k0 + 16), y = _mm256_loadu_ps(k1 + 16);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 16);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 16);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 16);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 16);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 16);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 16);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 16);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 16);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -4015,10 +4055,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dot_4x2_f32__avx2
         }
         {
             const __m256 x = _mm256_loadu_ps(k0 + 24), y = _mm256_loadu_ps(k1 + 24);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 24);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 24);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 24);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 24);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 24);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 24);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 24);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 24);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -4026,10 +4070,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dot_4x2_f32__avx2
         }
         {
             const __m256 x = _mm256_loadu_ps(k0 + 32), y = _mm256_loadu_ps(k1 + 32);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 32);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 32);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 32);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 32);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 32);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 32);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 32);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 32);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -4037,10 +4085,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dot_4x2_f32__avx2
         }
         {
             const __m256 x = _mm256_loadu_ps(k0 + 40), y = _mm256_loadu_ps(k1 + 40);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 40);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 40);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 40);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 40);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 40);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 40);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 40);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 40);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -4048,10 +4100,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dot_4x2_f32__avx2
         }
         {
             const __m256 x = _mm256_loadu_ps(k0 + 48), y = _mm256_loadu_ps(k1 + 48);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 48);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 48);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 48);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 48);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 48);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 48);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 48);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 48);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -4059,10 +4115,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dot_4x2_f32__avx2
         }
         {
             const __m256 x = _mm256_loadu_ps(k0 + 56), y = _mm256_loadu_ps(k1 + 56);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 56);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 56);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 56);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 56);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 64 + 56);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 64 + 56);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 64 + 56);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 64 + 56);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -7468,10 +7528,14 @@ static void attn_gpt2_dot_4x2_f32__neon(const float *restrict q, int64_t R, cons
         int64_t d;
         for (d = 0; d < 64; d += 4) {
             const float32x4_t x = vld1q_f32(k0 + d), y = vld1q_f32(k1 + d);
-            const float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + d);
-            const float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + d);
-            const float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + d);
-            const float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + d);
+            float32x4_t q0c = vld1q_f32(q0 + 0 * 64 + d);
+            float32x4_t q1c = vld1q_f32(q0 + 1 * 64 + d);
+            float32x4_t q2c = vld1q_f32(q0 + 2 * 64 + d);
+            float32x4_t q3c = vld1q_f32(q0 + 3 * 64 + d);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
             a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
             a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
@@ -9297,10 +9361,14 @@ ATTN_NO_AUTOVEC static void attn_gpt2_dot_4x2_f32__scalar(const float *restrict 
         int64_t d;
         for (d = 0; d < 64; d += 1) {
             const float x = *(k0 + d), y = *(k1 + d);
-            const float q0c = *(q0 + 0 * 64 + d);
-            const float q1c = *(q0 + 1 * 64 + d);
-            const float q2c = *(q0 + 2 * 64 + d);
-            const float q3c = *(q0 + 3 * 64 + d);
+            float q0c = *(q0 + 0 * 64 + d);
+            float q1c = *(q0 + 1 * 64 + d);
+            float q2c = *(q0 + 2 * 64 + d);
+            float q3c = *(q0 + 3 * 64 + d);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = (q0c * x + a0); b0 = (q0c * y + b0);
             a1 = (q1c * x + a1); b1 = (q1c * y + b1);
             a2 = (q2c * x + a2); b2 = (q2c * y + b2);

@@ -111,6 +111,18 @@ enum {
 /* How a block of query rows sees a block of keys. */
 typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_llama3_8b_tile_class;
 
+/* Keeps a vector in a register.  The decode path's dot products over two keys
+ * or more load each Q vector once for all of them; gcc folds that load into
+ * every FMA as a memory operand instead (one load per FMA), and the loop then
+ * waits on its loads. */
+#ifndef ATTN_IN_REGISTER
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define ATTN_IN_REGISTER(x) __asm__("" : "+v"(x))
+#else
+#define ATTN_IN_REGISTER(x) ((void)0)
+#endif
+#endif
+
 /* The streaming decode path inlines its per-key steps into the loop over kv
  * heads (gcc would call them) and keeps the rare rescale out of line
  * (ATTN_NOINLINE), so that the compiler leaves the rows' O in memory around it. */
@@ -1411,10 +1423,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dot_4x2_f32__a
         __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps(), b2 = _mm512_setzero_ps(), b3 = _mm512_setzero_ps();
         {
             const __m512 x = _mm512_loadu_ps(k0 + 0), y = _mm512_loadu_ps(k1 + 0);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 0);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 0);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 0);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 0);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 0);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 0);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 0);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 0);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1422,10 +1438,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dot_4x2_f32__a
         }
         {
             const __m512 x = _mm512_loadu_ps(k0 + 16), y = _mm512_loadu_ps(k1 + 16);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 16);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 16);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 16);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 16);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 16);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 16);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 16);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 16);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1433,10 +1453,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dot_4x2_f32__a
         }
         {
             const __m512 x = _mm512_loadu_ps(k0 + 32), y = _mm512_loadu_ps(k1 + 32);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 32);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 32);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 32);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 32);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 32);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 32);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 32);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 32);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1444,10 +1468,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dot_4x2_f32__a
         }
         {
             const __m512 x = _mm512_loadu_ps(k0 + 48), y = _mm512_loadu_ps(k1 + 48);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 48);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 48);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 48);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 48);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 48);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 48);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 48);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 48);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1455,10 +1483,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dot_4x2_f32__a
         }
         {
             const __m512 x = _mm512_loadu_ps(k0 + 64), y = _mm512_loadu_ps(k1 + 64);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 64);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 64);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 64);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 64);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 64);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 64);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 64);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 64);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1466,10 +1498,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dot_4x2_f32__a
         }
         {
             const __m512 x = _mm512_loadu_ps(k0 + 80), y = _mm512_loadu_ps(k1 + 80);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 80);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 80);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 80);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 80);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 80);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 80);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 80);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 80);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1477,10 +1513,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dot_4x2_f32__a
         }
         {
             const __m512 x = _mm512_loadu_ps(k0 + 96), y = _mm512_loadu_ps(k1 + 96);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 96);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 96);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 96);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 96);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 96);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 96);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 96);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 96);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1488,10 +1528,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dot_4x2_f32__a
         }
         {
             const __m512 x = _mm512_loadu_ps(k0 + 112), y = _mm512_loadu_ps(k1 + 112);
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 112);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 112);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 112);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 112);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 112);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 112);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 112);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 112);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -3298,10 +3342,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dot_4x2_f32_
         int64_t d;
         for (d = 0; d < 128; d += 8) {
             const __m256 x = _mm256_loadu_ps(k0 + d), y = _mm256_loadu_ps(k1 + d);
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + d);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + d);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + d);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + d);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + d);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + d);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + d);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + d);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -5126,10 +5174,14 @@ static void attn_llama3_8b_dot_4x2_f32__neon(const float *restrict q, int64_t R,
         int64_t d;
         for (d = 0; d < 128; d += 4) {
             const float32x4_t x = vld1q_f32(k0 + d), y = vld1q_f32(k1 + d);
-            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + d);
-            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + d);
-            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + d);
-            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + d);
+            float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + d);
+            float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + d);
+            float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + d);
+            float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + d);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
             a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
             a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
@@ -6456,10 +6508,14 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dot_4x2_f32__scalar(const float *rest
         int64_t d;
         for (d = 0; d < 128; d += 1) {
             const float x = *(k0 + d), y = *(k1 + d);
-            const float q0c = *(q0 + 0 * 128 + d);
-            const float q1c = *(q0 + 1 * 128 + d);
-            const float q2c = *(q0 + 2 * 128 + d);
-            const float q3c = *(q0 + 3 * 128 + d);
+            float q0c = *(q0 + 0 * 128 + d);
+            float q1c = *(q0 + 1 * 128 + d);
+            float q2c = *(q0 + 2 * 128 + d);
+            float q3c = *(q0 + 3 * 128 + d);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = (q0c * x + a0); b0 = (q0c * y + b0);
             a1 = (q1c * x + a1); b1 = (q1c * y + b1);
             a2 = (q2c * x + a2); b2 = (q2c * y + b2);

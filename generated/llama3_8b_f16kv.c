@@ -111,6 +111,18 @@ enum {
 /* How a block of query rows sees a block of keys. */
 typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_llama3_8b_f16kv_tile_class;
 
+/* Keeps a vector in a register.  The decode path's dot products over two keys
+ * or more load each Q vector once for all of them; gcc folds that load into
+ * every FMA as a memory operand instead (one load per FMA), and the loop then
+ * waits on its loads. */
+#ifndef ATTN_IN_REGISTER
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define ATTN_IN_REGISTER(x) __asm__("" : "+v"(x))
+#else
+#define ATTN_IN_REGISTER(x) ((void)0)
+#endif
+#endif
+
 /* The streaming decode path inlines its per-key steps into the loop over kv
  * heads (gcc would call them) and keeps the rare rescale out of line
  * (ATTN_NOINLINE), so that the compiler leaves the rows' O in memory around it. */
@@ -1918,10 +1930,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dot_4x2_
         __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps(), b2 = _mm512_setzero_ps(), b3 = _mm512_setzero_ps();
         {
             const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 0))), y = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 0)));
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 0);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 0);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 0);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 0);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 0);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 0);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 0);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 0);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1929,10 +1945,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dot_4x2_
         }
         {
             const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 16))), y = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 16)));
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 16);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 16);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 16);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 16);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 16);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 16);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 16);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 16);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1940,10 +1960,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dot_4x2_
         }
         {
             const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 32))), y = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 32)));
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 32);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 32);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 32);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 32);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 32);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 32);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 32);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 32);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1951,10 +1975,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dot_4x2_
         }
         {
             const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 48))), y = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 48)));
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 48);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 48);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 48);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 48);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 48);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 48);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 48);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 48);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1962,10 +1990,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dot_4x2_
         }
         {
             const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 64))), y = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 64)));
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 64);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 64);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 64);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 64);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 64);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 64);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 64);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 64);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1973,10 +2005,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dot_4x2_
         }
         {
             const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 80))), y = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 80)));
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 80);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 80);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 80);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 80);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 80);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 80);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 80);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 80);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1984,10 +2020,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dot_4x2_
         }
         {
             const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 96))), y = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 96)));
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 96);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 96);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 96);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 96);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 96);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 96);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 96);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 96);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -1995,10 +2035,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dot_4x2_
         }
         {
             const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 112))), y = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 112)));
-            const __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 112);
-            const __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 112);
-            const __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 112);
-            const __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 112);
+            __m512 q0c = _mm512_loadu_ps(q0 + 0 * 128 + 112);
+            __m512 q1c = _mm512_loadu_ps(q0 + 1 * 128 + 112);
+            __m512 q2c = _mm512_loadu_ps(q0 + 2 * 128 + 112);
+            __m512 q3c = _mm512_loadu_ps(q0 + 3 * 128 + 112);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm512_fmadd_ps(q0c, x, a0); b0 = _mm512_fmadd_ps(q0c, y, b0);
             a1 = _mm512_fmadd_ps(q1c, x, a1); b1 = _mm512_fmadd_ps(q1c, y, b1);
             a2 = _mm512_fmadd_ps(q2c, x, a2); b2 = _mm512_fmadd_ps(q2c, y, b2);
@@ -2256,22 +2300,26 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f1
         const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 0)));
         const __m512 x1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 0)));
         {
-            const __m512 vq = _mm512_loadu_ps(q + 0 + 0);
+            __m512 vq = _mm512_loadu_ps(q + 0 + 0);
+            ATTN_IN_REGISTER(vq);
             a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
             a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 128 + 0);
+            __m512 vq = _mm512_loadu_ps(q + 128 + 0);
+            ATTN_IN_REGISTER(vq);
             a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
             a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 256 + 0);
+            __m512 vq = _mm512_loadu_ps(q + 256 + 0);
+            ATTN_IN_REGISTER(vq);
             a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
             a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 384 + 0);
+            __m512 vq = _mm512_loadu_ps(q + 384 + 0);
+            ATTN_IN_REGISTER(vq);
             a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
             a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
         }
@@ -2280,22 +2328,26 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f1
         const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 16)));
         const __m512 x1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 16)));
         {
-            const __m512 vq = _mm512_loadu_ps(q + 0 + 16);
+            __m512 vq = _mm512_loadu_ps(q + 0 + 16);
+            ATTN_IN_REGISTER(vq);
             a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
             a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 128 + 16);
+            __m512 vq = _mm512_loadu_ps(q + 128 + 16);
+            ATTN_IN_REGISTER(vq);
             a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
             a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 256 + 16);
+            __m512 vq = _mm512_loadu_ps(q + 256 + 16);
+            ATTN_IN_REGISTER(vq);
             a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
             a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 384 + 16);
+            __m512 vq = _mm512_loadu_ps(q + 384 + 16);
+            ATTN_IN_REGISTER(vq);
             a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
             a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
         }
@@ -2304,22 +2356,26 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f1
         const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 32)));
         const __m512 x1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 32)));
         {
-            const __m512 vq = _mm512_loadu_ps(q + 0 + 32);
+            __m512 vq = _mm512_loadu_ps(q + 0 + 32);
+            ATTN_IN_REGISTER(vq);
             a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
             a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 128 + 32);
+            __m512 vq = _mm512_loadu_ps(q + 128 + 32);
+            ATTN_IN_REGISTER(vq);
             a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
             a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 256 + 32);
+            __m512 vq = _mm512_loadu_ps(q + 256 + 32);
+            ATTN_IN_REGISTER(vq);
             a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
             a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 384 + 32);
+            __m512 vq = _mm512_loadu_ps(q + 384 + 32);
+            ATTN_IN_REGISTER(vq);
             a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
             a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
         }
@@ -2328,22 +2384,26 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f1
         const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 48)));
         const __m512 x1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 48)));
         {
-            const __m512 vq = _mm512_loadu_ps(q + 0 + 48);
+            __m512 vq = _mm512_loadu_ps(q + 0 + 48);
+            ATTN_IN_REGISTER(vq);
             a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
             a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 128 + 48);
+            __m512 vq = _mm512_loadu_ps(q + 128 + 48);
+            ATTN_IN_REGISTER(vq);
             a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
             a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 256 + 48);
+            __m512 vq = _mm512_loadu_ps(q + 256 + 48);
+            ATTN_IN_REGISTER(vq);
             a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
             a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 384 + 48);
+            __m512 vq = _mm512_loadu_ps(q + 384 + 48);
+            ATTN_IN_REGISTER(vq);
             a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
             a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
         }
@@ -2352,22 +2412,26 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f1
         const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 64)));
         const __m512 x1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 64)));
         {
-            const __m512 vq = _mm512_loadu_ps(q + 0 + 64);
+            __m512 vq = _mm512_loadu_ps(q + 0 + 64);
+            ATTN_IN_REGISTER(vq);
             a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
             a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 128 + 64);
+            __m512 vq = _mm512_loadu_ps(q + 128 + 64);
+            ATTN_IN_REGISTER(vq);
             a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
             a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 256 + 64);
+            __m512 vq = _mm512_loadu_ps(q + 256 + 64);
+            ATTN_IN_REGISTER(vq);
             a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
             a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 384 + 64);
+            __m512 vq = _mm512_loadu_ps(q + 384 + 64);
+            ATTN_IN_REGISTER(vq);
             a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
             a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
         }
@@ -2376,22 +2440,26 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f1
         const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 80)));
         const __m512 x1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 80)));
         {
-            const __m512 vq = _mm512_loadu_ps(q + 0 + 80);
+            __m512 vq = _mm512_loadu_ps(q + 0 + 80);
+            ATTN_IN_REGISTER(vq);
             a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
             a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 128 + 80);
+            __m512 vq = _mm512_loadu_ps(q + 128 + 80);
+            ATTN_IN_REGISTER(vq);
             a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
             a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 256 + 80);
+            __m512 vq = _mm512_loadu_ps(q + 256 + 80);
+            ATTN_IN_REGISTER(vq);
             a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
             a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 384 + 80);
+            __m512 vq = _mm512_loadu_ps(q + 384 + 80);
+            ATTN_IN_REGISTER(vq);
             a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
             a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
         }
@@ -2400,22 +2468,26 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f1
         const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 96)));
         const __m512 x1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 96)));
         {
-            const __m512 vq = _mm512_loadu_ps(q + 0 + 96);
+            __m512 vq = _mm512_loadu_ps(q + 0 + 96);
+            ATTN_IN_REGISTER(vq);
             a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
             a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 128 + 96);
+            __m512 vq = _mm512_loadu_ps(q + 128 + 96);
+            ATTN_IN_REGISTER(vq);
             a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
             a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 256 + 96);
+            __m512 vq = _mm512_loadu_ps(q + 256 + 96);
+            ATTN_IN_REGISTER(vq);
             a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
             a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 384 + 96);
+            __m512 vq = _mm512_loadu_ps(q + 384 + 96);
+            ATTN_IN_REGISTER(vq);
             a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
             a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
         }
@@ -2424,22 +2496,26 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_f1
         const __m512 x0 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k0 + 112)));
         const __m512 x1 = _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(k1 + 112)));
         {
-            const __m512 vq = _mm512_loadu_ps(q + 0 + 112);
+            __m512 vq = _mm512_loadu_ps(q + 0 + 112);
+            ATTN_IN_REGISTER(vq);
             a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
             a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 128 + 112);
+            __m512 vq = _mm512_loadu_ps(q + 128 + 112);
+            ATTN_IN_REGISTER(vq);
             a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
             a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 256 + 112);
+            __m512 vq = _mm512_loadu_ps(q + 256 + 112);
+            ATTN_IN_REGISTER(vq);
             a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
             a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
         }
         {
-            const __m512 vq = _mm512_loadu_ps(q + 384 + 112);
+            __m512 vq = _mm512_loadu_ps(q + 384 + 112);
+            ATTN_IN_REGISTER(vq);
             a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
             a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
         }
@@ -4469,10 +4545,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dot_4x
         int64_t d;
         for (d = 0; d < 128; d += 8) {
             const __m256 x = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k0 + d))), y = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k1 + d)));
-            const __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + d);
-            const __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + d);
-            const __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + d);
-            const __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + d);
+            __m256 q0c = _mm256_loadu_ps(q0 + 0 * 128 + d);
+            __m256 q1c = _mm256_loadu_ps(q0 + 1 * 128 + d);
+            __m256 q2c = _mm256_loadu_ps(q0 + 2 * 128 + d);
+            __m256 q3c = _mm256_loadu_ps(q0 + 3 * 128 + d);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = _mm256_fmadd_ps(q0c, x, a0); b0 = _mm256_fmadd_ps(q0c, y, b0);
             a1 = _mm256_fmadd_ps(q1c, x, a1); b1 = _mm256_fmadd_ps(q1c, y, b1);
             a2 = _mm256_fmadd_ps(q2c, x, a2); b2 = _mm256_fmadd_ps(q2c, y, b2);
@@ -4595,22 +4675,26 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_
         const __m256 x0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k0 + c)));
         const __m256 x1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(k1 + c)));
         {
-            const __m256 vq = _mm256_loadu_ps(q + 0 + c);
+            __m256 vq = _mm256_loadu_ps(q + 0 + c);
+            ATTN_IN_REGISTER(vq);
             a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
             a1_0 = _mm256_fmadd_ps(vq, x1, a1_0);
         }
         {
-            const __m256 vq = _mm256_loadu_ps(q + 128 + c);
+            __m256 vq = _mm256_loadu_ps(q + 128 + c);
+            ATTN_IN_REGISTER(vq);
             a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
             a1_1 = _mm256_fmadd_ps(vq, x1, a1_1);
         }
         {
-            const __m256 vq = _mm256_loadu_ps(q + 256 + c);
+            __m256 vq = _mm256_loadu_ps(q + 256 + c);
+            ATTN_IN_REGISTER(vq);
             a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
             a1_2 = _mm256_fmadd_ps(vq, x1, a1_2);
         }
         {
-            const __m256 vq = _mm256_loadu_ps(q + 384 + c);
+            __m256 vq = _mm256_loadu_ps(q + 384 + c);
+            ATTN_IN_REGISTER(vq);
             a0_3 = _mm256_fmadd_ps(vq, x0, a0_3);
             a1_3 = _mm256_fmadd_ps(vq, x1, a1_3);
         }
@@ -6852,10 +6936,14 @@ static void attn_llama3_8b_f16kv_dot_4x2_f16__neon(const float *restrict q, int6
         int64_t d;
         for (d = 0; d < 128; d += 4) {
             const float32x4_t x = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(k0 + d))), y = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(k1 + d)));
-            const float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + d);
-            const float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + d);
-            const float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + d);
-            const float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + d);
+            float32x4_t q0c = vld1q_f32(q0 + 0 * 128 + d);
+            float32x4_t q1c = vld1q_f32(q0 + 1 * 128 + d);
+            float32x4_t q2c = vld1q_f32(q0 + 2 * 128 + d);
+            float32x4_t q3c = vld1q_f32(q0 + 3 * 128 + d);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = vfmaq_f32(a0, q0c, x); b0 = vfmaq_f32(b0, q0c, y);
             a1 = vfmaq_f32(a1, q1c, x); b1 = vfmaq_f32(b1, q1c, y);
             a2 = vfmaq_f32(a2, q2c, x); b2 = vfmaq_f32(b2, q2c, y);
@@ -6978,22 +7066,26 @@ static ATTN_INLINE void attn_llama3_8b_f16kv_sqk_4x2_f16__neon(const float *rest
         const float32x4_t x0 = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(k0 + c)));
         const float32x4_t x1 = vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(k1 + c)));
         {
-            const float32x4_t vq = vld1q_f32(q + 0 + c);
+            float32x4_t vq = vld1q_f32(q + 0 + c);
+            ATTN_IN_REGISTER(vq);
             a0_0 = vfmaq_f32(a0_0, vq, x0);
             a1_0 = vfmaq_f32(a1_0, vq, x1);
         }
         {
-            const float32x4_t vq = vld1q_f32(q + 128 + c);
+            float32x4_t vq = vld1q_f32(q + 128 + c);
+            ATTN_IN_REGISTER(vq);
             a0_1 = vfmaq_f32(a0_1, vq, x0);
             a1_1 = vfmaq_f32(a1_1, vq, x1);
         }
         {
-            const float32x4_t vq = vld1q_f32(q + 256 + c);
+            float32x4_t vq = vld1q_f32(q + 256 + c);
+            ATTN_IN_REGISTER(vq);
             a0_2 = vfmaq_f32(a0_2, vq, x0);
             a1_2 = vfmaq_f32(a1_2, vq, x1);
         }
         {
-            const float32x4_t vq = vld1q_f32(q + 384 + c);
+            float32x4_t vq = vld1q_f32(q + 384 + c);
+            ATTN_IN_REGISTER(vq);
             a0_3 = vfmaq_f32(a0_3, vq, x0);
             a1_3 = vfmaq_f32(a1_3, vq, x1);
         }
@@ -8563,10 +8655,14 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dot_4x2_f16__scalar(const float
         int64_t d;
         for (d = 0; d < 128; d += 1) {
             const float x = attn_widen_f16__scalar(*(k0 + d)), y = attn_widen_f16__scalar(*(k1 + d));
-            const float q0c = *(q0 + 0 * 128 + d);
-            const float q1c = *(q0 + 1 * 128 + d);
-            const float q2c = *(q0 + 2 * 128 + d);
-            const float q3c = *(q0 + 3 * 128 + d);
+            float q0c = *(q0 + 0 * 128 + d);
+            float q1c = *(q0 + 1 * 128 + d);
+            float q2c = *(q0 + 2 * 128 + d);
+            float q3c = *(q0 + 3 * 128 + d);
+            ATTN_IN_REGISTER(q0c);
+            ATTN_IN_REGISTER(q1c);
+            ATTN_IN_REGISTER(q2c);
+            ATTN_IN_REGISTER(q3c);
             a0 = (q0c * x + a0); b0 = (q0c * y + b0);
             a1 = (q1c * x + a1); b1 = (q1c * y + b1);
             a2 = (q2c * x + a2); b2 = (q2c * y + b2);
