@@ -856,6 +856,7 @@ typedef struct {
     const char *blas_core;
     int sbgemm;     /* whether the OpenBLAS run with has cblas_sbgemm; -1 without OpenBLAS */
     int sbgemm_for; /* whether this run would time the bf16 baseline, had it cblas_sbgemm */
+    const char *dispatch; /* the variant the entry point runs on this CPU (NULL: none) */
 } bench_totals;
 
 #ifdef ATTN_HAVE_OPENBLAS
@@ -922,12 +923,12 @@ static void report_json(const attn_spec *spec, const bench_options *opt, const b
     printf("{\"config\": \"%s\", \"batch\": %ld, \"seq_q\": %ld, \"seq_k\": %ld, \"threads\": %ld, "
            "\"heads_q\": %d, \"heads_kv\": %d, \"head_dim\": %d, \"head_dim_v\": %d, "
            "\"visible_scores\": %lld, \"flops\": %.0f, \"flops_counted\": \"%s\", \"kv_bytes\": %.0f, "
-           "\"read_gbs\": %.4g, "
+           "\"read_gbs\": %.4g, \"dispatch\": %s%s%s, "
            "\"blas_core\": %s%s%s, \"blas_sbgemm\": %s, \"results\": [",
            spec->name, opt->batch, opt->seq_q, opt->seq_k, opt->threads, spec->heads_q, spec->heads_kv,
            spec->head_dim, spec->head_dim_v, (long long)t->visible, t->flops,
            spec->family == ATTN_FAMILY_LINEAR ? "linear_chunked" : "visible_scores", t->kv_bytes, t->read_bw,
-           t->blas_core ? "\"" : "", t->blas_core ? t->blas_core : "null", t->blas_core ? "\"" : "",
+           t->dispatch ? "\"" : "", t->dispatch ? t->dispatch : "null", t->dispatch ? "\"" : "", t->blas_core ? "\"" : "", t->blas_core ? t->blas_core : "null", t->blas_core ? "\"" : "",
            t->sbgemm < 0 ? "null" : t->sbgemm ? "true" : "false");
     for (i = 0; i < n; i++) {
         printf("%s{\"impl\": \"%s\", \"seconds\": %.6g, \"gflops\": %.5g, \"peak_gflops\": %.5g, ",
@@ -972,6 +973,10 @@ static void report_table(const attn_spec *spec, const bench_options *opt, const 
         if (rows[i].dot_peak > 0 && rows[i].peak > 0)
             printf("  (%s: of the bf16 dot peak, vdpbf16ps chains; %.1f%% of the f32 FMA peak, %.0f GFLOP/s)\n",
                    rows[i].name, 100.0 * t->flops / rows[i].seconds * 1e-9 / rows[i].peak, rows[i].peak);
+    for (i = 0; i < n; i++) /* a variant timed by name that the entry point passes over here */
+        if (!strcmp(rows[i].name, "avx512bf16") && t->dispatch && strcmp(t->dispatch, "avx512bf16"))
+            printf("  (avx512bf16: timed by name; the entry point runs %s on this CPU, where bf16 products are\n"
+                   "   slower than f32 ones: ATTNGEN_BF16_DOT=1 makes it take avx512bf16)\n", t->dispatch);
     if (t->blas_core) printf("  (openblas core: %s)\n", t->blas_core);
     if (t->sbgemm_for && t->sbgemm == 0)
         printf("  openblas-bf16: not in this OpenBLAS (built without bfloat16: it has no cblas_sbgemm)\n");
@@ -1517,6 +1522,10 @@ int main(int argc, char **argv)
     }
 
     time_variants(kern, &opt, &args, rows, &n, &failed);
+    {
+        const attn_variant *pick = attn_pick_variant(kern->variants, kern->n_variants);
+        t.dispatch = pick ? attn_isa_name(pick->isa) : NULL;
+    }
     if (opt.isa && n == 0 && !failed) {
         fprintf(stderr, "attngen: bench: no runnable variant named '%s'\n", opt.isa);
         return 2;
