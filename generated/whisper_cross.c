@@ -1832,6 +1832,44 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_whisper_cross_s
     return _mm_set_ps(h3, h2, h1, h0);
 }
 
+/* S^T of 8 keys against one vector of a kv head's rows (rows along the lanes):
+ * s[i * rp + lane] = K row i . Q^T[.][lane], K rows ks elements apart from k0, Q^T
+ * rows 32 floats apart.  Out of line, so that its 8 row pointers have registers
+ * of their own: inside the decode unit gcc kept them on the stack, a reload for
+ * every few FMAs. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_lanes_8x1_f32__avx512(const float *restrict k0, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t rp)
+{
+    const float *restrict k1 = k0 + 1 * ks;
+    const float *restrict k2 = k0 + 2 * ks;
+    const float *restrict k3 = k0 + 3 * ks;
+    const float *restrict k4 = k0 + 4 * ks;
+    const float *restrict k5 = k0 + 5 * ks;
+    const float *restrict k6 = k0 + 6 * ks;
+    const float *restrict k7 = k0 + 7 * ks;
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
+    int64_t d;
+    for (d = 0; d < D; d++) {
+        const __m512 q = _mm512_loadu_ps(qt + d * 32);
+        a0 = _mm512_fmadd_ps(_mm512_set1_ps(k0[d]), q, a0);
+        a1 = _mm512_fmadd_ps(_mm512_set1_ps(k1[d]), q, a1);
+        a2 = _mm512_fmadd_ps(_mm512_set1_ps(k2[d]), q, a2);
+        a3 = _mm512_fmadd_ps(_mm512_set1_ps(k3[d]), q, a3);
+        a4 = _mm512_fmadd_ps(_mm512_set1_ps(k4[d]), q, a4);
+        a5 = _mm512_fmadd_ps(_mm512_set1_ps(k5[d]), q, a5);
+        a6 = _mm512_fmadd_ps(_mm512_set1_ps(k6[d]), q, a6);
+        a7 = _mm512_fmadd_ps(_mm512_set1_ps(k7[d]), q, a7);
+    }
+    _mm512_storeu_ps(s + 0 * rp, a0);
+    _mm512_storeu_ps(s + 1 * rp, a1);
+    _mm512_storeu_ps(s + 2 * rp, a2);
+    _mm512_storeu_ps(s + 3 * rp, a3);
+    _mm512_storeu_ps(s + 4 * rp, a4);
+    _mm512_storeu_ps(s + 5 * rp, a5);
+    _mm512_storeu_ps(s + 6 * rp, a6);
+    _mm512_storeu_ps(s + 7 * rp, a7);
+}
+
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
@@ -1898,26 +1936,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
                     const float *k0 = attn_whisper_cross_k_row(&kv, hk, j0 + c);
                     int64_t d;
                     if (c + 8 <= kb) { /* 8 keys */
-                        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
-                        for (d = 0; d < D; d++) {
-                            const __m512 q = _mm512_loadu_ps(qt + d * 32);
-                            a0 = _mm512_fmadd_ps(_mm512_set1_ps(k0[0 * kv.k_key + d]), q, a0);
-                            a1 = _mm512_fmadd_ps(_mm512_set1_ps(k0[1 * kv.k_key + d]), q, a1);
-                            a2 = _mm512_fmadd_ps(_mm512_set1_ps(k0[2 * kv.k_key + d]), q, a2);
-                            a3 = _mm512_fmadd_ps(_mm512_set1_ps(k0[3 * kv.k_key + d]), q, a3);
-                            a4 = _mm512_fmadd_ps(_mm512_set1_ps(k0[4 * kv.k_key + d]), q, a4);
-                            a5 = _mm512_fmadd_ps(_mm512_set1_ps(k0[5 * kv.k_key + d]), q, a5);
-                            a6 = _mm512_fmadd_ps(_mm512_set1_ps(k0[6 * kv.k_key + d]), q, a6);
-                            a7 = _mm512_fmadd_ps(_mm512_set1_ps(k0[7 * kv.k_key + d]), q, a7);
-                        }
-                        _mm512_storeu_ps(w->s + (c + 0) * rp + hk * glp, a0);
-                        _mm512_storeu_ps(w->s + (c + 1) * rp + hk * glp, a1);
-                        _mm512_storeu_ps(w->s + (c + 2) * rp + hk * glp, a2);
-                        _mm512_storeu_ps(w->s + (c + 3) * rp + hk * glp, a3);
-                        _mm512_storeu_ps(w->s + (c + 4) * rp + hk * glp, a4);
-                        _mm512_storeu_ps(w->s + (c + 5) * rp + hk * glp, a5);
-                        _mm512_storeu_ps(w->s + (c + 6) * rp + hk * glp, a6);
-                        _mm512_storeu_ps(w->s + (c + 7) * rp + hk * glp, a7);
+                        attn_whisper_cross_lanes_8x1_f32__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                         c += 8;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps();
@@ -5037,6 +5056,44 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_whisper_cross
     return _mm_set_ps(h3, h2, h1, h0);
 }
 
+/* S^T of 8 keys against one vector of a kv head's rows (rows along the lanes):
+ * s[i * rp + lane] = K row i . Q^T[.][lane], K rows ks elements apart from k0, Q^T
+ * rows 16 floats apart.  Out of line, so that its 8 row pointers have registers
+ * of their own: inside the decode unit gcc kept them on the stack, a reload for
+ * every few FMAs. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_lanes_8x1_f32__avx2(const float *restrict k0, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t rp)
+{
+    const float *restrict k1 = k0 + 1 * ks;
+    const float *restrict k2 = k0 + 2 * ks;
+    const float *restrict k3 = k0 + 3 * ks;
+    const float *restrict k4 = k0 + 4 * ks;
+    const float *restrict k5 = k0 + 5 * ks;
+    const float *restrict k6 = k0 + 6 * ks;
+    const float *restrict k7 = k0 + 7 * ks;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
+    int64_t d;
+    for (d = 0; d < D; d++) {
+        const __m256 q = _mm256_loadu_ps(qt + d * 16);
+        a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), q, a0);
+        a1 = _mm256_fmadd_ps(_mm256_set1_ps(k1[d]), q, a1);
+        a2 = _mm256_fmadd_ps(_mm256_set1_ps(k2[d]), q, a2);
+        a3 = _mm256_fmadd_ps(_mm256_set1_ps(k3[d]), q, a3);
+        a4 = _mm256_fmadd_ps(_mm256_set1_ps(k4[d]), q, a4);
+        a5 = _mm256_fmadd_ps(_mm256_set1_ps(k5[d]), q, a5);
+        a6 = _mm256_fmadd_ps(_mm256_set1_ps(k6[d]), q, a6);
+        a7 = _mm256_fmadd_ps(_mm256_set1_ps(k7[d]), q, a7);
+    }
+    _mm256_storeu_ps(s + 0 * rp, a0);
+    _mm256_storeu_ps(s + 1 * rp, a1);
+    _mm256_storeu_ps(s + 2 * rp, a2);
+    _mm256_storeu_ps(s + 3 * rp, a3);
+    _mm256_storeu_ps(s + 4 * rp, a4);
+    _mm256_storeu_ps(s + 5 * rp, a5);
+    _mm256_storeu_ps(s + 6 * rp, a6);
+    _mm256_storeu_ps(s + 7 * rp, a7);
+}
+
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
@@ -5103,26 +5160,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_dunit__a
                     const float *k0 = attn_whisper_cross_k_row(&kv, hk, j0 + c);
                     int64_t d;
                     if (c + 8 <= kb) { /* 8 keys */
-                        __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
-                        for (d = 0; d < D; d++) {
-                            const __m256 q = _mm256_loadu_ps(qt + d * 16);
-                            a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[0 * kv.k_key + d]), q, a0);
-                            a1 = _mm256_fmadd_ps(_mm256_set1_ps(k0[1 * kv.k_key + d]), q, a1);
-                            a2 = _mm256_fmadd_ps(_mm256_set1_ps(k0[2 * kv.k_key + d]), q, a2);
-                            a3 = _mm256_fmadd_ps(_mm256_set1_ps(k0[3 * kv.k_key + d]), q, a3);
-                            a4 = _mm256_fmadd_ps(_mm256_set1_ps(k0[4 * kv.k_key + d]), q, a4);
-                            a5 = _mm256_fmadd_ps(_mm256_set1_ps(k0[5 * kv.k_key + d]), q, a5);
-                            a6 = _mm256_fmadd_ps(_mm256_set1_ps(k0[6 * kv.k_key + d]), q, a6);
-                            a7 = _mm256_fmadd_ps(_mm256_set1_ps(k0[7 * kv.k_key + d]), q, a7);
-                        }
-                        _mm256_storeu_ps(w->s + (c + 0) * rp + hk * glp, a0);
-                        _mm256_storeu_ps(w->s + (c + 1) * rp + hk * glp, a1);
-                        _mm256_storeu_ps(w->s + (c + 2) * rp + hk * glp, a2);
-                        _mm256_storeu_ps(w->s + (c + 3) * rp + hk * glp, a3);
-                        _mm256_storeu_ps(w->s + (c + 4) * rp + hk * glp, a4);
-                        _mm256_storeu_ps(w->s + (c + 5) * rp + hk * glp, a5);
-                        _mm256_storeu_ps(w->s + (c + 6) * rp + hk * glp, a6);
-                        _mm256_storeu_ps(w->s + (c + 7) * rp + hk * glp, a7);
+                        attn_whisper_cross_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                         c += 8;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
@@ -7940,6 +7978,44 @@ static inline float32x4_t attn_whisper_cross_sterms_4x1__neon(const attn_args *a
     return attn_set4__neon(h0, h1, h2, h3);
 }
 
+/* S^T of 8 keys against one vector of a kv head's rows (rows along the lanes):
+ * s[i * rp + lane] = K row i . Q^T[.][lane], K rows ks elements apart from k0, Q^T
+ * rows 8 floats apart.  Out of line, so that its 8 row pointers have registers
+ * of their own: inside the decode unit gcc kept them on the stack, a reload for
+ * every few FMAs. */
+ATTN_NOINLINE static void attn_whisper_cross_lanes_8x1_f32__neon(const float *restrict k0, int64_t ks,
+        const float *restrict qt, float *restrict s, int64_t rp)
+{
+    const float *restrict k1 = k0 + 1 * ks;
+    const float *restrict k2 = k0 + 2 * ks;
+    const float *restrict k3 = k0 + 3 * ks;
+    const float *restrict k4 = k0 + 4 * ks;
+    const float *restrict k5 = k0 + 5 * ks;
+    const float *restrict k6 = k0 + 6 * ks;
+    const float *restrict k7 = k0 + 7 * ks;
+    float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
+    int64_t d;
+    for (d = 0; d < D; d++) {
+        const float32x4_t q = vld1q_f32(qt + d * 8);
+        a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), q);
+        a1 = vfmaq_f32(a1, vdupq_n_f32(k1[d]), q);
+        a2 = vfmaq_f32(a2, vdupq_n_f32(k2[d]), q);
+        a3 = vfmaq_f32(a3, vdupq_n_f32(k3[d]), q);
+        a4 = vfmaq_f32(a4, vdupq_n_f32(k4[d]), q);
+        a5 = vfmaq_f32(a5, vdupq_n_f32(k5[d]), q);
+        a6 = vfmaq_f32(a6, vdupq_n_f32(k6[d]), q);
+        a7 = vfmaq_f32(a7, vdupq_n_f32(k7[d]), q);
+    }
+    vst1q_f32(s + 0 * rp, a0);
+    vst1q_f32(s + 1 * rp, a1);
+    vst1q_f32(s + 2 * rp, a2);
+    vst1q_f32(s + 3 * rp, a3);
+    vst1q_f32(s + 4 * rp, a4);
+    vst1q_f32(s + 5 * rp, a5);
+    vst1q_f32(s + 6 * rp, a6);
+    vst1q_f32(s + 7 * rp, a7);
+}
+
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
@@ -8006,26 +8082,7 @@ static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int
                     const float *k0 = attn_whisper_cross_k_row(&kv, hk, j0 + c);
                     int64_t d;
                     if (c + 8 <= kb) { /* 8 keys */
-                        float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
-                        for (d = 0; d < D; d++) {
-                            const float32x4_t q = vld1q_f32(qt + d * 8);
-                            a0 = vfmaq_f32(a0, vdupq_n_f32(k0[0 * kv.k_key + d]), q);
-                            a1 = vfmaq_f32(a1, vdupq_n_f32(k0[1 * kv.k_key + d]), q);
-                            a2 = vfmaq_f32(a2, vdupq_n_f32(k0[2 * kv.k_key + d]), q);
-                            a3 = vfmaq_f32(a3, vdupq_n_f32(k0[3 * kv.k_key + d]), q);
-                            a4 = vfmaq_f32(a4, vdupq_n_f32(k0[4 * kv.k_key + d]), q);
-                            a5 = vfmaq_f32(a5, vdupq_n_f32(k0[5 * kv.k_key + d]), q);
-                            a6 = vfmaq_f32(a6, vdupq_n_f32(k0[6 * kv.k_key + d]), q);
-                            a7 = vfmaq_f32(a7, vdupq_n_f32(k0[7 * kv.k_key + d]), q);
-                        }
-                        vst1q_f32(w->s + (c + 0) * rp + hk * glp, a0);
-                        vst1q_f32(w->s + (c + 1) * rp + hk * glp, a1);
-                        vst1q_f32(w->s + (c + 2) * rp + hk * glp, a2);
-                        vst1q_f32(w->s + (c + 3) * rp + hk * glp, a3);
-                        vst1q_f32(w->s + (c + 4) * rp + hk * glp, a4);
-                        vst1q_f32(w->s + (c + 5) * rp + hk * glp, a5);
-                        vst1q_f32(w->s + (c + 6) * rp + hk * glp, a6);
-                        vst1q_f32(w->s + (c + 7) * rp + hk * glp, a7);
+                        attn_whisper_cross_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
                         c += 8;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);

@@ -49,6 +49,8 @@ M.OPS = {
   sqk = { shape = "MxN", dtype = "kv", isa = true,
     what = "streaming decode: M rows' scores against N keys (1 or 2), through the softmax step" },
   spv = { shape = "MxN", dtype = "kv", isa = true, what = "streaming decode: M rows += p V, one V row" },
+  lanes = { shape = "MxN", dtype = "kv", isa = true,
+    what = "decode: S^T of M keys against one vector of a kv head's rows, rows along the lanes" },
   supd = { shape = "MxN", isa = true, what = "streaming decode: the lazy online-softmax step of M rows at one key" },
   spvk = { shape = "MxN", dtype = "kv", isa = true,
     what = "streaming decode: M rows += the weights of N keys times their V rows" },
