@@ -108,13 +108,11 @@ enum {
 #endif
 #endif
 
-/* How a block of query rows sees a block of keys. */
-typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_bert_base_tile_class;
-
-/* Keeps a vector in a register.  The decode path's dot products over two keys
- * or more load each Q vector once for all of them; gcc folds that load into
- * every FMA as a memory operand instead (one load per FMA), and the loop then
- * waits on its loads. */
+/* Keeps a vector in a register, as an empty asm statement that takes it as an
+ * operand.  Two places need it: a Q vector loaded once for the dot products of
+ * several keys, which gcc would fold into every FMA as a memory operand (one
+ * load per FMA: the decode loops then wait on their loads), and a row copied a
+ * vector at a time, which gcc would turn into a call to memcpy per row. */
 #ifndef ATTN_IN_REGISTER
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define ATTN_IN_REGISTER(x) __asm__("" : "+v"(x))
@@ -122,6 +120,9 @@ typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_bert_base_tile_class;
 #define ATTN_IN_REGISTER(x) ((void)0)
 #endif
 #endif
+
+/* How a block of query rows sees a block of keys. */
+typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_bert_base_tile_class;
 
 /* The streaming decode path inlines its per-key steps into the loop over kv
  * heads (gcc would call them) and keeps the rare rescale out of line
@@ -1122,9 +1123,13 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_kvpack_f32__av
         if (n < 32) /* a partial panel: plain loops */
             for (d = 0; d < D; d++) kt[d * 32 + c] = kr[d];
         /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
-           rep movs, slow for a row of a few hundred bytes) */
-        for (d = 0; d < 64; d += 16)
-            _mm512_storeu_ps(vp + c * 64 + d, _mm512_loadu_ps(vr + d));
+           rep movs, slow for a row of a few hundred bytes, and a plain copy loop
+           into a memcpy call per row) */
+        for (d = 0; d < 64; d += 16) {
+            __m512 x = _mm512_loadu_ps(vr + d);
+            ATTN_IN_REGISTER(x);
+            _mm512_storeu_ps(vp + c * 64 + d, x);
+        }
     }
 }
 
@@ -3990,9 +3995,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_kvpack_f32__
         if (n < 16) /* a partial panel: plain loops */
             for (d = 0; d < D; d++) kt[d * 16 + c] = kr[d];
         /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
-           rep movs, slow for a row of a few hundred bytes) */
-        for (d = 0; d < 64; d += 8)
-            _mm256_storeu_ps(vp + c * 64 + d, _mm256_loadu_ps(vr + d));
+           rep movs, slow for a row of a few hundred bytes, and a plain copy loop
+           into a memcpy call per row) */
+        for (d = 0; d < 64; d += 8) {
+            __m256 x = _mm256_loadu_ps(vr + d);
+            ATTN_IN_REGISTER(x);
+            _mm256_storeu_ps(vp + c * 64 + d, x);
+        }
     }
 }
 
@@ -7526,9 +7535,13 @@ static void attn_bert_base_kvpack_f32__neon(const attn_bert_base_kv *kvs, int64_
         const float *vr = attn_bert_base_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 8 + c] = kr[d];
         /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
-           rep movs, slow for a row of a few hundred bytes) */
-        for (d = 0; d < 64; d += 4)
-            vst1q_f32(vp + c * 64 + d, vld1q_f32(vr + d));
+           rep movs, slow for a row of a few hundred bytes, and a plain copy loop
+           into a memcpy call per row) */
+        for (d = 0; d < 64; d += 4) {
+            float32x4_t x = vld1q_f32(vr + d);
+            ATTN_IN_REGISTER(x);
+            vst1q_f32(vp + c * 64 + d, x);
+        }
     }
 }
 
@@ -9378,9 +9391,13 @@ ATTN_NO_AUTOVEC static void attn_bert_base_kvpack_f32__scalar(const attn_bert_ba
         const float *vr = attn_bert_base_v_row(&kv, hk, j0 + c);
         for (d = 0; d < D; d++) kt[d * 2 + c] = kr[d];
         /* the V row, a vector at a time (gcc turns a memcpy of this fixed size into
-           rep movs, slow for a row of a few hundred bytes) */
-        for (d = 0; d < 64; d += 1)
-            *(vp + c * 64 + d) = *(vr + d);
+           rep movs, slow for a row of a few hundred bytes, and a plain copy loop
+           into a memcpy call per row) */
+        for (d = 0; d < 64; d += 1) {
+            float x = *(vr + d);
+            ATTN_IN_REGISTER(x);
+            *(vp + c * 64 + d) = x;
+        }
     }
 }
 

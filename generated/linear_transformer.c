@@ -105,6 +105,19 @@ enum {
 #endif
 #endif
 
+/* Keeps a vector in a register, as an empty asm statement that takes it as an
+ * operand.  Two places need it: a Q vector loaded once for the dot products of
+ * several keys, which gcc would fold into every FMA as a memory operand (one
+ * load per FMA: the decode loops then wait on their loads), and a row copied a
+ * vector at a time, which gcc would turn into a call to memcpy per row. */
+#ifndef ATTN_IN_REGISTER
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define ATTN_IN_REGISTER(x) __asm__("" : "+v"(x))
+#else
+#define ATTN_IN_REGISTER(x) ((void)0)
+#endif
+#endif
+
 /* Query row i of head h in batch b. */
 static inline const float *attn_linear_transformer_q_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -941,7 +954,11 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lpack
         _mm512_storeu_ps(fk + c, y);
         _mm512_storeu_ps(zacc + c, _mm512_add_ps(_mm512_loadu_ps(zacc + c), y));
     }
-    for (c = 0; c < 64; c += 16) _mm512_storeu_ps(fv + c, _mm512_loadu_ps(vr + c));
+    for (c = 0; c < 64; c += 16) {
+        __m512 x = _mm512_loadu_ps(vr + c);
+        ATTN_IN_REGISTER(x); /* a copy, not a memcpy call */
+        _mm512_storeu_ps(fv + c, x);
+    }
 }
 
 /* The P*V kernel on rows < 6 rows (the last rows of a tile). */
@@ -2372,7 +2389,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lpa
         _mm256_storeu_ps(fk + c, y);
         _mm256_storeu_ps(zacc + c, _mm256_add_ps(_mm256_loadu_ps(zacc + c), y));
     }
-    for (c = 0; c < 64; c += 8) _mm256_storeu_ps(fv + c, _mm256_loadu_ps(vr + c));
+    for (c = 0; c < 64; c += 8) {
+        __m256 x = _mm256_loadu_ps(vr + c);
+        ATTN_IN_REGISTER(x); /* a copy, not a memcpy call */
+        _mm256_storeu_ps(fv + c, x);
+    }
 }
 
 /* The P*V kernel on rows < 6 rows (the last rows of a tile). */
@@ -4115,7 +4136,11 @@ static void attn_linear_transformer_lpack__neon(const float *restrict kr, const 
         vst1q_f32(fk + c, y);
         vst1q_f32(zacc + c, vaddq_f32(vld1q_f32(zacc + c), y));
     }
-    for (c = 0; c < 64; c += 4) vst1q_f32(fv + c, vld1q_f32(vr + c));
+    for (c = 0; c < 64; c += 4) {
+        float32x4_t x = vld1q_f32(vr + c);
+        ATTN_IN_REGISTER(x); /* a copy, not a memcpy call */
+        vst1q_f32(fv + c, x);
+    }
 }
 
 /* The P*V kernel on rows < 6 rows (the last rows of a tile). */
@@ -4759,7 +4784,11 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lpack__scalar(const float *r
         *(fk + c) = y;
         *(zacc + c) = (*(zacc + c) + y);
     }
-    for (c = 0; c < 64; c += 1) *(fv + c) = *(vr + c);
+    for (c = 0; c < 64; c += 1) {
+        float x = *(vr + c);
+        ATTN_IN_REGISTER(x); /* a copy, not a memcpy call */
+        *(fv + c) = x;
+    }
 }
 
 /* The P*V kernel on rows < 4 rows (the last rows of a tile). */

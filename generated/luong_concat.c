@@ -93,6 +93,19 @@ enum {
 #endif
 #endif
 
+/* Keeps a vector in a register, as an empty asm statement that takes it as an
+ * operand.  Two places need it: a Q vector loaded once for the dot products of
+ * several keys, which gcc would fold into every FMA as a memory operand (one
+ * load per FMA: the decode loops then wait on their loads), and a row copied a
+ * vector at a time, which gcc would turn into a call to memcpy per row. */
+#ifndef ATTN_IN_REGISTER
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define ATTN_IN_REGISTER(x) __asm__("" : "+v"(x))
+#else
+#define ATTN_IN_REGISTER(x) ((void)0)
+#endif
+#endif
+
 /* Decoder row i of batch b. */
 static inline const float *attn_luong_concat_s_row(const attn_classic_args *args, int64_t b, int64_t i)
 {

@@ -108,13 +108,11 @@ enum {
 #endif
 #endif
 
-/* How a block of query rows sees a block of keys. */
-typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_mistral_7b_bf16_tile_class;
-
-/* Keeps a vector in a register.  The decode path's dot products over two keys
- * or more load each Q vector once for all of them; gcc folds that load into
- * every FMA as a memory operand instead (one load per FMA), and the loop then
- * waits on its loads. */
+/* Keeps a vector in a register, as an empty asm statement that takes it as an
+ * operand.  Two places need it: a Q vector loaded once for the dot products of
+ * several keys, which gcc would fold into every FMA as a memory operand (one
+ * load per FMA: the decode loops then wait on their loads), and a row copied a
+ * vector at a time, which gcc would turn into a call to memcpy per row. */
 #ifndef ATTN_IN_REGISTER
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define ATTN_IN_REGISTER(x) __asm__("" : "+v"(x))
@@ -122,6 +120,9 @@ typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_mistral_7b_bf16_tile_
 #define ATTN_IN_REGISTER(x) ((void)0)
 #endif
 #endif
+
+/* How a block of query rows sees a block of keys. */
+typedef enum { TILE_HIDDEN, TILE_PARTIAL, TILE_FULL } attn_mistral_7b_bf16_tile_class;
 
 /* The streaming decode path inlines its per-key steps into the loop over kv
  * heads (gcc would call them) and keeps the rare rescale out of line
