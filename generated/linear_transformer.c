@@ -954,9 +954,10 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lpack
         _mm512_storeu_ps(fk + c, y);
         _mm512_storeu_ps(zacc + c, _mm512_add_ps(_mm512_loadu_ps(zacc + c), y));
     }
+    /* the V row as f32, 0 past Dv */
     for (c = 0; c < 64; c += 16) {
         __m512 x = _mm512_loadu_ps(vr + c);
-        ATTN_IN_REGISTER(x); /* a copy, not a memcpy call */
+        ATTN_IN_REGISTER(x);
         _mm512_storeu_ps(fv + c, x);
     }
 }
@@ -2389,9 +2390,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lpa
         _mm256_storeu_ps(fk + c, y);
         _mm256_storeu_ps(zacc + c, _mm256_add_ps(_mm256_loadu_ps(zacc + c), y));
     }
+    /* the V row as f32, 0 past Dv */
     for (c = 0; c < 64; c += 8) {
         __m256 x = _mm256_loadu_ps(vr + c);
-        ATTN_IN_REGISTER(x); /* a copy, not a memcpy call */
+        ATTN_IN_REGISTER(x);
         _mm256_storeu_ps(fv + c, x);
     }
 }
@@ -4136,9 +4138,10 @@ static void attn_linear_transformer_lpack__neon(const float *restrict kr, const 
         vst1q_f32(fk + c, y);
         vst1q_f32(zacc + c, vaddq_f32(vld1q_f32(zacc + c), y));
     }
+    /* the V row as f32, 0 past Dv */
     for (c = 0; c < 64; c += 4) {
         float32x4_t x = vld1q_f32(vr + c);
-        ATTN_IN_REGISTER(x); /* a copy, not a memcpy call */
+        ATTN_IN_REGISTER(x);
         vst1q_f32(fv + c, x);
     }
 }
@@ -4784,9 +4787,10 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lpack__scalar(const float *r
         *(fk + c) = y;
         *(zacc + c) = (*(zacc + c) + y);
     }
+    /* the V row as f32, 0 past Dv */
     for (c = 0; c < 64; c += 1) {
         float x = *(vr + c);
-        ATTN_IN_REGISTER(x); /* a copy, not a memcpy call */
+        ATTN_IN_REGISTER(x);
         *(fv + c) = x;
     }
 }

@@ -168,6 +168,28 @@ function M.variant(cfg, plan, isa)
   -- broadcast; P broadcasts of every row and one V vector)
   v.qk.regs_of = function(mr) return mr * qk.nr + qk.nr + 1 end
   v.pv.regs_of = function(mr) return mr * pv.nvc + (pv.late_bcast and pv.nvc or mr) + 1 end
+  --- C statements: dst[0..n) = src[0..n) (K/V elements) widened to f32 a vector
+  -- at a time with the loop index i (declared by the caller), the last vector
+  -- partial (zero past n); ind: their indent.  An f32 row goes through a
+  -- register gcc may not see through (ATTN_IN_REGISTER): it would turn the copy
+  -- loop into a call to memcpy per row.
+  v.widen_row = function(dst, src, n, ind, i)
+    local L = isa.lanes
+    local full = n - n % L
+    local s
+    if plan.dtype.kv == "f32" then
+      s = ("for (%s = 0; %s < %d; %s += %d) {\n%s    %s x = %s;\n%s    ATTN_IN_REGISTER(x);\n%s    %s;\n%s}"):format(
+        i, i, full, i, L, ind, isa.vec, isa.load(src .. " + " .. i), ind, ind, isa.store(dst .. " + " .. i, "x"), ind)
+    else
+      s = ("for (%s = 0; %s < %d; %s += %d)\n%s    %s;"):format(i, i, full, i, L, ind,
+        isa.store(dst .. " + " .. i, isa.load_from(plan.dtype.kv, src .. " + " .. i)))
+    end
+    if full < n then
+      local tail = isa.loadn_from(plan.dtype.kv, src .. " + " .. full, n - full)
+      s = s .. "\n" .. ind .. isa.store(dst .. " + " .. full, tail) .. ";"
+    end
+    return s
+  end
   return v
 end
 
