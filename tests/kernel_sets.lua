@@ -13,7 +13,7 @@
 -- names come out sorted, so the same files always give the same lines.
 --
 -- Purposes (PURPOSES below): sanitize, sanitize-presets, run, fuzz, neon,
--- neon_scalar, matmul_bf16, ukernel.
+-- neon_scalar, matmul_bf16.
 -- Config files are data: each is loaded in an empty environment.  Usable as
 -- a module too: require("kernel_sets").select(purpose, files).
 -- Runs on LuaJIT, Lua 5.1 and Lua 5.4.
@@ -148,10 +148,6 @@ M.PURPOSES = {
   neon_scalar = { pool = "test", features = "all", filter = function(c) return has_isa(c, "neon") end },
   -- Makefile kernel_list.h: the configs with bf16 products (their avx512bf16 variant's tests)
   matmul_bf16 = { pool = "any", every = true, filter = function(c) return c.matmul == "bf16" end },
-  -- Makefile UK_CONFIGS: every test config built from the library's
-  -- micro-kernels (tests/gen_ukernel_tests.lua tests them alone); the
-  -- classic kinds have their own loops, tested through their kernels
-  ukernel = { pool = "test", every = true, filter = function(c) return not classic(c) end },
 }
 
 --- Loads a config file in an empty environment; returns its table or nil, err.

@@ -1,7 +1,7 @@
 /*
  * ukernel.h - the micro-kernel testers (XNNPACK style), shared by the tests
  * tests/gen_ukernel_tests.lua writes for each generated kernel and the
- * runner, tests/ukernel_main.c, which defines them.
+ * runner, tests/ukernel_main.c; tests/ukernel.c defines them.
  *
  * Each generated test hands one micro-kernel (a qk, pv, dot, qkdp or pvdp
  * function of the generated .c, found by parsing its name) with the shape
@@ -82,5 +82,12 @@ int ukt_pvdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, i
  * ISA and per storage type). */
 void ukt_record(const char *name, attn_isa isa, attn_dtype dt, int status, const char *why, int *passed,
                 int *failed);
+
+/* The runner's start (stdout line-buffered; a memory fault inside a kernel
+ * made a failure of that kernel, not a crash) and end: the totals per ISA
+ * and per storage type, then "N passed, N failed"; returns the exit status,
+ * 1 on any failure or when nothing ran. */
+void ukt_start(void);
+int ukt_summary(int passed, int failed);
 
 #endif

@@ -1,0 +1,824 @@
+/*
+ * ukernel.c - the micro-kernel testers (see ukernel.h) and the lines they
+ * print.  Plain C99 + POSIX (no test framework), so the same source runs
+ * natively on x86-64 and under qemu-user for AArch64.  The runner is
+ * tests/ukernel_main.c.
+ *
+ * One line per micro-kernel, then (ukt_summary) a line per ISA, a line per
+ * storage type of the kernels' operands, and last "N passed, N failed"
+ * (micro-kernels).
+ *
+ * Storage types: the operand a kernel's name gives a type (qk: A, pv: V,
+ * dot: K) is filled with random values narrowed to it (attn_f32_to_bf16,
+ * attn_f32_to_f16), so the values stored are exact in the type; want is
+ * computed from the stored values widened here (bf16: the top half of an
+ * f32; f16: IEEE binary16), independently of the runtime and the kernels.
+ * Padding between its rows holds a NaN of its type (bf16 0x7fc0, f16 0x7e00).
+ *
+ * Pair dot products (qkdp, pvdp: bf16 only): every operand but C, O and
+ * alpha is bf16 packed as pairs along the reduction, laid out as the packers
+ * write them (templates/lib/pack_pairs.c.tmpl); where the packers write zeros
+ * that the kernels read (the half-empty last pair of an odd D, a V pair row
+ * past Dv up to whole vectors) the testers write zeros too, and NaN only
+ * where nothing may be read (between rows, keys outside the range).  The
+ * tolerance below holds for them too: a product of two bf16 values is exact
+ * in f32, so only the f32 sums (and qkdp's one multiply by its scale) round.
+ *
+ * Tolerance: |got - want| <= 1e-5 * (sum of |terms|) + 1e-6, want computed in
+ * double.  The kernels accumulate in f32 in their own order (vector lanes,
+ * unrolled partial sums, FMA), so the rounding error of a sum grows with the
+ * magnitudes of its terms, not with its value (which may cancel to ~0); the
+ * absolute 1e-6 covers sums of few, tiny terms.  A wrong or missing term is
+ * ~1e-2 or more with inputs in [-1, 1], far outside it.  The same holds for
+ * bf16 and f16 operands: the kernels widen them exactly and compute in f32,
+ * so only the f32 arithmetic rounds.
+ */
+#define _DEFAULT_SOURCE 1 /* MAP_ANONYMOUS */
+
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "ukernel.h"
+
+#ifndef MAP_ANONYMOUS
+#define MAP_ANONYMOUS MAP_ANON
+#endif
+
+#define REL_TOL 1e-5
+#define ABS_TOL 1e-6
+#define SEED 0x5eed1234abcdULL
+#define PAD 16 /* canary floats before and after each output */
+#define KEYS 11 /* keys of the P*V cases */
+#define KEYS_DP 12 /* keys of the pvdp cases: 6 pairs */
+
+/* ---- inputs and canaries ------------------------------------------------ */
+
+static uint64_t rng;
+
+static void reseed(unsigned salt) { rng = SEED + 0x9e3779b97f4a7c15ULL * (salt + 1); }
+
+/* uniform in [-1, 1) */
+static float rnd(void)
+{
+    rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    return (float)((double)(rng >> 40) * (2.0 / 16777216.0) - 1.0);
+}
+
+/* Around outputs and in input padding: a quiet NaN with a payload, so that a
+ * kernel that reads it spreads NaN into its result, and one that writes over
+ * it is seen bit for bit. */
+#define CANARY_BITS 0x7fc5a5a5u
+
+static float canary(void)
+{
+    const uint32_t bits = CANARY_BITS;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static int is_canary(float f)
+{
+    uint32_t bits;
+    memcpy(&bits, &f, sizeof bits);
+    return bits == CANARY_BITS;
+}
+
+/* ---- operands in a storage type (float, or uint16_t for bf16 and f16) --- */
+
+#define BF16_NAN 0x7fc0u
+#define F16_NAN 0x7e00u
+
+static int dtype_known(attn_dtype dt)
+{
+    return dt == ATTN_DTYPE_F32 || dt == ATTN_DTYPE_BF16 || dt == ATTN_DTYPE_F16;
+}
+
+static size_t elem_size(attn_dtype dt) { return dt == ATTN_DTYPE_F32 ? sizeof(float) : sizeof(uint16_t); }
+
+/* exact widening, written out here rather than taken from the runtime */
+static double widen_bf16(uint16_t h)
+{
+    const uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static double widen_f16(uint16_t h)
+{
+    const int e = (h >> 10) & 31, mant = h & 1023;
+    const double mag = e == 0 ? ldexp(mant, -24) : e == 31 ? (mant ? NAN : INFINITY) : ldexp(1024 + mant, e - 25);
+    return h & 0x8000u ? -mag : mag;
+}
+
+/* element i of an operand of type dt, widened */
+static double elem(attn_dtype dt, const void *p, size_t i)
+{
+    if (dt == ATTN_DTYPE_F32) return ((const float *)p)[i];
+    if (dt == ATTN_DTYPE_BF16) return widen_bf16(((const uint16_t *)p)[i]);
+    return widen_f16(((const uint16_t *)p)[i]);
+}
+
+/* element i := a random value narrowed to dt (so exact in dt) */
+static void put_rnd(attn_dtype dt, void *p, size_t i)
+{
+    const float x = rnd();
+    if (dt == ATTN_DTYPE_F32) ((float *)p)[i] = x;
+    else ((uint16_t *)p)[i] = dt == ATTN_DTYPE_BF16 ? attn_f32_to_bf16(x) : attn_f32_to_f16(x);
+}
+
+/* element i := padding that poisons a result it reaches: a NaN of dt */
+static void put_nan(attn_dtype dt, void *p, size_t i)
+{
+    if (dt == ATTN_DTYPE_F32) ((float *)p)[i] = canary();
+    else ((uint16_t *)p)[i] = (uint16_t)(dt == ATTN_DTYPE_BF16 ? BF16_NAN : F16_NAN);
+}
+
+/* n elements of size bytes that end at a PROT_NONE page: a read past the
+ * last one faults. */
+typedef struct {
+    void *map;
+    size_t len;
+    void *p;
+} guarded;
+
+static void *guarded_alloc(guarded *g, size_t n, size_t size)
+{
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    const size_t data = (n * size + page - 1) / page * page;
+    g->len = data + page;
+    g->map = mmap(NULL, g->len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (g->map == MAP_FAILED || mprotect((char *)g->map + data, page, PROT_NONE) != 0) {
+        perror("ukernel tests: mmap/mprotect");
+        exit(2);
+    }
+    g->p = (char *)g->map + data - n * size;
+    return g->p;
+}
+
+static void guarded_free(guarded *g) { munmap(g->map, g->len); }
+
+/* n floats, all canaries, with PAD canaries before: returns the first of the n */
+static float *canary_alloc(size_t n)
+{
+    float *b = malloc((n + 2 * PAD) * sizeof(float));
+    size_t i;
+    if (!b) {
+        fprintf(stderr, "ukernel tests: out of memory\n");
+        exit(2);
+    }
+    for (i = 0; i < n + 2 * PAD; i++) b[i] = canary();
+    return b + PAD;
+}
+
+static void canary_free(float *p) { free(p - PAD); }
+
+/* a copy of n elements of size bytes */
+static void *copy_of(const void *p, size_t n, size_t size)
+{
+    void *c = malloc(n * size + 1);
+    if (!c) {
+        fprintf(stderr, "ukernel tests: out of memory\n");
+        exit(2);
+    }
+    memcpy(c, p, n * size);
+    return c;
+}
+
+/* ---- a memory fault inside a kernel is a failure, not a crash ----------- */
+
+static sigjmp_buf fault_jmp;
+static volatile sig_atomic_t fault_armed;
+
+static void on_fault(int sig)
+{
+    if (fault_armed) {
+        fault_armed = 0;
+        siglongjmp(fault_jmp, sig);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_faults(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_fault;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+}
+
+/* Each call converts fn back to the kernel's type (dt says which) and
+ * returns 0, or the signal of a fault inside the kernel. */
+static int call_qk(ukt_fn fn, attn_dtype dt, const void *a, int64_t as, const float *b, float *c, int64_t cs)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        if (dt == ATTN_DTYPE_F32) ((ukt_qk_fn)fn)((const float *)a, as, b, c, cs);
+        else ((ukt_qk16_fn)fn)((const uint16_t *)a, as, b, c, cs);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+static int call_pv(ukt_fn fn, attn_dtype dt, const float *p, int64_t ps, int64_t pk, const void *v, int64_t vs,
+                   int64_t jlo, int64_t jhi, float *o, const float *alpha)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        if (dt == ATTN_DTYPE_F32) ((ukt_pv_fn)fn)(p, ps, pk, (const float *)v, vs, jlo, jhi, o, alpha);
+        else ((ukt_pv16_fn)fn)(p, ps, pk, (const uint16_t *)v, vs, jlo, jhi, o, alpha);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+static int call_dot(ukt_fn fn, attn_dtype dt, const float *q, int64_t R, const void *k0, const void *k1, float *s0,
+                    float *s1)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        if (dt == ATTN_DTYPE_F32) ((ukt_dot_fn)fn)(q, R, (const float *)k0, (const float *)k1, s0, s1);
+        else ((ukt_dot16_fn)fn)(q, R, (const uint16_t *)k0, (const uint16_t *)k1, s0, s1);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+static int call_qkdp(ukt_fn fn, const uint16_t *a, int64_t as, const uint16_t *b, float *c, int64_t cs)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        ((ukt_qkdp16_fn)fn)(a, as, b, c, cs);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+static int call_pvdp(ukt_fn fn, const uint16_t *p, int64_t ps, const uint16_t *v, int64_t vs, int64_t jlo,
+                     int64_t jhi, float *o, const float *alpha)
+{
+    int sig = sigsetjmp(fault_jmp, 1);
+    if (sig == 0) {
+        fault_armed = 1;
+        ((ukt_pvdp16_fn)fn)(p, ps, 1, v, vs, jlo, jhi, o, alpha);
+        fault_armed = 0;
+    }
+    return sig;
+}
+
+/* ---- checks ------------------------------------------------------------- */
+
+/* the case being run, for failure lines: "M = 8, N = 32, D = 59, as = 62, cs = 37" */
+static char shape[256];
+static int cases_run;
+
+/* one mismatch line per case, then a count of the others */
+static int mismatches;
+
+static int within(double got, double want, double bound)
+{
+    return fabs(got - want) <= REL_TOL * bound + ABS_TOL; /* false for NaN */
+}
+
+static void mismatch(const char *name, const char *what, float got, double want, double bound)
+{
+    if (mismatches++ == 0)
+        printf("FAIL %s: %s = %.9g, expected %.9g (tolerance %.3g) with %s\n", name, what, (double)got, want,
+               REL_TOL * bound + ABS_TOL, shape);
+}
+
+static void canary_hit(const char *name, const char *what, long i, float got)
+{
+    if (mismatches++ == 0)
+        printf("FAIL %s: wrote %.9g at %s + %ld, outside its output, with %s\n", name, (double)got, what, i, shape);
+}
+
+/* the canaries before (at -PAD..-1) and after (n..n+PAD-1) an output */
+static void check_pads(const char *name, const char *what, const float *out, long n)
+{
+    long i;
+    for (i = -PAD; i < 0; i++)
+        if (!is_canary(out[i])) canary_hit(name, what, i, out[i]);
+    for (i = n; i < n + PAD; i++)
+        if (!is_canary(out[i])) canary_hit(name, what, i, out[i]);
+}
+
+/* n elements of size bytes, bit for bit */
+static void check_input(const char *name, const char *what, const void *now, const void *was, size_t n, size_t size)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        if (memcmp((const char *)now + i * size, (const char *)was + i * size, size) != 0) {
+            if (mismatches++ == 0)
+                printf("FAIL %s: changed its input %s at %zu with %s\n", name, what, i, shape);
+            return;
+        }
+}
+
+static void fault(const char *name, int sig)
+{
+    if (mismatches++ == 0)
+        printf("FAIL %s: signal %d (a read or write outside its buffers) with %s\n", name, sig, shape);
+}
+
+/* a type the testers do not know: a failure, not a guess at the layout */
+static int unknown_dtype(const char *name, attn_dtype dt)
+{
+    printf("FAIL %s: no tester for storage type %d (%s)\n", name, (int)dt, attn_dtype_name(dt));
+    return UKT_FAIL;
+}
+
+/* after a case: 1 when it passed (the first failure is printed already) */
+static int case_done(const char *name)
+{
+    cases_run++;
+    if (mismatches > 1) printf("FAIL %s: ... and %d more in this case\n", name, mismatches - 1);
+    return mismatches == 0;
+}
+
+/* ---- qk: C[m][n] = A[m][d] B[d][n], A in dt ----------------------------- */
+
+int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d)
+{
+    /* strides: A rows and C rows with room between them, then packed tight */
+    static const int extra[2][2] = { { 3, 5 }, { 0, 0 } };
+    const char *tn = attn_dtype_name(dt);
+    size_t es;
+    int ok = 1, k;
+    cases_run = 0;
+    if (!dtype_known(dt)) return unknown_dtype(name, dt);
+    es = elem_size(dt);
+    for (k = 0; k < 2; k++) {
+        const int64_t as = d + extra[k][0], cs = n + extra[k][1];
+        const size_t na = (size_t)((m - 1) * as + d), nb = (size_t)d * n, nc = (size_t)((m - 1) * cs + n);
+        guarded ga, gb;
+        void *a = guarded_alloc(&ga, na, es), *a0;
+        float *b = guarded_alloc(&gb, nb, sizeof(float)), *c = canary_alloc(nc), *b0;
+        int r, col, sig;
+        long i;
+        reseed((unsigned)k);
+        for (i = 0; i < (long)na; i++) { /* NaN between rows */
+            if ((i % as) < d) put_rnd(dt, a, (size_t)i);
+            else put_nan(dt, a, (size_t)i);
+        }
+        for (i = 0; i < (long)nb; i++) b[i] = rnd();
+        a0 = copy_of(a, na, es);
+        b0 = copy_of(b, nb, sizeof(float));
+        snprintf(shape, sizeof shape, "M = %d, N = %d, D = %d, A %s, as = %ld, cs = %ld", m, n, d, tn, (long)as,
+                 (long)cs);
+        mismatches = 0;
+        sig = call_qk(fn, dt, a, as, b, c, cs);
+        if (sig) fault(name, sig);
+        else {
+            for (r = 0; r < m; r++)
+                for (col = 0; col < n; col++) {
+                    double want = 0.0, bound = 0.0;
+                    int dd;
+                    for (dd = 0; dd < d; dd++) {
+                        const double t = elem(dt, a, (size_t)(r * as + dd)) * (double)b[dd * n + col];
+                        want += t;
+                        bound += fabs(t);
+                    }
+                    if (!within(c[r * cs + col], want, bound)) {
+                        char what[64];
+                        snprintf(what, sizeof what, "c[%d][%d]", r, col);
+                        mismatch(name, what, c[r * cs + col], want, bound);
+                    }
+                }
+            /* between rows (columns n..cs-1), before and after */
+            for (r = 0; r + 1 < m; r++)
+                for (col = n; col < cs; col++)
+                    if (!is_canary(c[r * cs + col])) canary_hit(name, "c", (long)(r * cs + col), c[r * cs + col]);
+            check_pads(name, "c", c, (long)nc);
+            check_input(name, "a", a, a0, na, es);
+            check_input(name, "b", b, b0, nb, sizeof(float));
+        }
+        ok &= case_done(name);
+        free(a0);
+        free(b0);
+        guarded_free(&ga);
+        guarded_free(&gb);
+        canary_free(c);
+    }
+    snprintf(shape, sizeof shape, "%dx%d, A %s, D = %d: %d cases", m, n, tn, d, cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}
+
+/* ---- pv: O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv], V in dt ------ */
+
+/* The operands of a P*V case, as its term function reads them. */
+typedef struct {
+    attn_dtype dt;    /* V's storage type (P is f32, or bf16 for pvdp) */
+    const void *p;
+    int64_t ps, pk;
+    const void *v;
+    int64_t vs;
+} pv_operands;
+
+/* P(r, j) V(j, c) of pv: P f32 at p[r * ps + j * pk], V rows vs elements apart */
+static double pv_term(const pv_operands *x, int r, int j, int c)
+{
+    return (double)((const float *)x->p)[r * x->ps + j * x->pk] * elem(x->dt, x->v, (size_t)(j * x->vs + c));
+}
+
+/* P(r, j) V(j, c) of pvdp: bf16 P at p[r * ps + j]; V as pairs of keys, the
+ * pair (j, j + 1), j even, a row of pairs at v + j * vs */
+static double pvdp_term(const pv_operands *x, int r, int j, int c)
+{
+    const uint16_t *p = (const uint16_t *)x->p, *v = (const uint16_t *)x->v;
+    return widen_bf16(p[r * x->ps + j]) * widen_bf16(v[(j - j % 2) * x->vs + 2 * c + j % 2]);
+}
+
+/* Checks O[r][c] = alpha[r] O0[r][c] + sum over [jlo, jhi) of term(r, j, c)
+ * for the m rows and dv columns of O (rows dvp apart; columns dv..dvp may
+ * hold anything), each within the bound of its terms' magnitudes. */
+static void check_pv(const char *name, int m, int dv, int dvp, int jlo, int jhi, const float *alpha,
+                     const float *o0, const float *o, double (*term)(const pv_operands *, int, int, int),
+                     const pv_operands *x)
+{
+    int r, c, j;
+    for (r = 0; r < m; r++)
+        for (c = 0; c < dv; c++) {
+            double want = (double)alpha[r] * (double)o0[r * dvp + c];
+            double bound = fabs(want);
+            for (j = jlo; j < jhi; j++) {
+                const double t = term(x, r, j, c);
+                want += t;
+                bound += fabs(t);
+            }
+            if (!within(o[r * dvp + c], want, bound)) {
+                char what[64];
+                snprintf(what, sizeof what, "o[%d][%d]", r, c);
+                mismatch(name, what, o[r * dvp + c], want, bound);
+            }
+        }
+}
+
+int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp)
+{
+    /* key ranges: all, a middle part, the last key alone, none */
+    static const int range[4][2] = { { 0, KEYS }, { 3, KEYS - 2 }, { KEYS - 1, KEYS }, { 5, 5 } };
+    const int64_t vs = dv + 7;
+    const char *tn = attn_dtype_name(dt);
+    size_t es;
+    int ok = 1, layout, rg;
+    cases_run = 0;
+    if (!dtype_known(dt)) return unknown_dtype(name, dt);
+    es = elem_size(dt);
+    if (n != dv) {
+        printf("FAIL %s: its name says Dv = %d, its file's DV is %d\n", name, n, dv);
+        return UKT_FAIL;
+    }
+    for (layout = 0; layout < 2; layout++)
+        for (rg = 0; rg < 4; rg++) {
+            /* P row-major (the prefill path: ps = keys, pk = 1) or key-major (decode: ps = 1, pk = rows) */
+            const int64_t ps = layout == 0 ? KEYS : 1, pk = layout == 0 ? 1 : m;
+            const int jlo = range[rg][0], jhi = range[rg][1];
+            /* V: rows 0..jhi-1, the last ending at the guard; none for an empty range */
+            const int vrows = jhi > jlo ? jhi : 0;
+            const size_t np = (size_t)((m - 1) * ps + (KEYS - 1) * pk + 1);
+            const size_t nv = vrows > 0 ? (size_t)((vrows - 1) * vs + dv) : 0, no = (size_t)m * dvp;
+            guarded gp, gv, ga;
+            float *p = guarded_alloc(&gp, np, sizeof(float)), *alpha = guarded_alloc(&ga, (size_t)m, sizeof(float));
+            void *v = guarded_alloc(&gv, nv, es), *v0;
+            float *o = canary_alloc(no), *o0, *p0, *alpha0;
+            int r, j, sig;
+            long i;
+            reseed((unsigned)(10 + layout * 4 + rg));
+            for (r = 0; r < m; r++)
+                for (j = 0; j < KEYS; j++) /* NaN outside the key range */
+                    p[r * ps + j * pk] = j >= jlo && j < jhi ? rnd() : canary();
+            for (i = 0; i < (long)nv; i++) { /* NaN outside the key range and between rows */
+                const long row = i / vs;
+                if (row >= jlo && row < jhi && i % vs < dv) put_rnd(dt, v, (size_t)i);
+                else put_nan(dt, v, (size_t)i);
+            }
+            for (r = 0; r < m; r++) alpha[r] = rnd();
+            for (i = 0; i < (long)no; i++) o[i] = rnd(); /* columns dv..dvp too: the kernel scales them */
+            o0 = copy_of(o, no, sizeof(float));
+            p0 = copy_of(p, np, sizeof(float));
+            v0 = copy_of(v, nv, es);
+            alpha0 = copy_of(alpha, (size_t)m, sizeof(float));
+            snprintf(shape, sizeof shape,
+                     "M = %d, Dv = %d, DVP = %d, V %s, vs = %ld, P %s (ps = %ld, pk = %ld), keys %d..%d", m, dv, dvp,
+                     tn, (long)vs, layout == 0 ? "row-major" : "key-major", (long)ps, (long)pk, jlo, jhi);
+            mismatches = 0;
+            sig = call_pv(fn, dt, p, ps, pk, v, vs, jlo, jhi, o, alpha);
+            if (sig) fault(name, sig);
+            else {
+                const pv_operands x = { dt, p, ps, pk, v, vs };
+                check_pv(name, m, dv, dvp, jlo, jhi, alpha, o0, o, pv_term, &x);
+                check_pads(name, "o", o, (long)no);
+                check_input(name, "p", p, p0, np, sizeof(float));
+                check_input(name, "v", v, v0, nv, es);
+                check_input(name, "alpha", alpha, alpha0, (size_t)m, sizeof(float));
+            }
+            ok &= case_done(name);
+            free(o0);
+            free(p0);
+            free(v0);
+            free(alpha0);
+            guarded_free(&gp);
+            guarded_free(&gv);
+            guarded_free(&ga);
+            canary_free(o);
+        }
+    snprintf(shape, sizeof shape, "%dx%d, V %s, DVP = %d, vs = %ld: %d cases", m, n, tn, dvp, (long)vs, cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}
+
+/* ---- dot: s0[r] = q_r . k0, s1[r] = q_r . k1, k0 and k1 in dt ----------- */
+
+int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int dqs)
+{
+    const char *tn = attn_dtype_name(dt);
+    size_t es;
+    int ok = 1, k;
+    cases_run = 0;
+    if (!dtype_known(dt)) return unknown_dtype(name, dt);
+    es = elem_size(dt);
+    if (n != 2) {
+        printf("FAIL %s: no tester for %d keys (the dot kernels take k0, k1)\n", name, n);
+        return UKT_FAIL;
+    }
+    for (k = 1; k <= 2; k++) {
+        const int R = k * m;
+        const size_t nq = (size_t)R * dqs;
+        guarded gq, gk0, gk1;
+        float *q = guarded_alloc(&gq, nq, sizeof(float)), *q0;
+        void *k0 = guarded_alloc(&gk0, (size_t)d, es), *k1 = guarded_alloc(&gk1, (size_t)d, es), *k00, *k10;
+        float *s0 = canary_alloc((size_t)R), *s1 = canary_alloc((size_t)R);
+        int r, dd, sig;
+        long i;
+        reseed((unsigned)(20 + k));
+        for (i = 0; i < (long)nq; i++) q[i] = i % dqs < d ? rnd() : 0.0f; /* packed rows: zero past D */
+        for (i = 0; i < d; i++) put_rnd(dt, k0, (size_t)i);
+        for (i = 0; i < d; i++) put_rnd(dt, k1, (size_t)i);
+        q0 = copy_of(q, nq, sizeof(float));
+        k00 = copy_of(k0, (size_t)d, es);
+        k10 = copy_of(k1, (size_t)d, es);
+        snprintf(shape, sizeof shape, "R = %d, D = %d, DQS = %d, K %s", R, d, dqs, tn);
+        mismatches = 0;
+        sig = call_dot(fn, dt, q, R, k0, k1, s0, s1);
+        if (sig) fault(name, sig);
+        else {
+            for (r = 0; r < R; r++) {
+                double w0 = 0.0, w1 = 0.0, b0 = 0.0, b1 = 0.0;
+                for (dd = 0; dd < d; dd++) {
+                    const double t0 = (double)q[r * dqs + dd] * elem(dt, k0, (size_t)dd);
+                    const double t1 = (double)q[r * dqs + dd] * elem(dt, k1, (size_t)dd);
+                    w0 += t0;
+                    w1 += t1;
+                    b0 += fabs(t0);
+                    b1 += fabs(t1);
+                }
+                if (!within(s0[r], w0, b0)) {
+                    char what[64];
+                    snprintf(what, sizeof what, "s0[%d]", r);
+                    mismatch(name, what, s0[r], w0, b0);
+                }
+                if (!within(s1[r], w1, b1)) {
+                    char what[64];
+                    snprintf(what, sizeof what, "s1[%d]", r);
+                    mismatch(name, what, s1[r], w1, b1);
+                }
+            }
+            check_pads(name, "s0", s0, R);
+            check_pads(name, "s1", s1, R);
+            check_input(name, "q", q, q0, nq, sizeof(float));
+            check_input(name, "k0", k0, k00, (size_t)d, es);
+            check_input(name, "k1", k1, k10, (size_t)d, es);
+        }
+        ok &= case_done(name);
+        free(q0);
+        free(k00);
+        free(k10);
+        guarded_free(&gq);
+        guarded_free(&gk0);
+        guarded_free(&gk1);
+        canary_free(s0);
+        canary_free(s1);
+    }
+    snprintf(shape, sizeof shape, "%dx%d, K %s, D = %d, DQS = %d: %d cases", m, n, tn, d, dqs, cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}
+
+/* ---- qkdp: C[m][n] = qscale A[m][d] B[d][n] in bf16 pairs of head dims --- */
+
+int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, float qscale)
+{
+    /* strides: A rows (odd: pairs not 4-byte aligned) and C rows with room
+     * between them, then packed tight (the prefill path's as = 2 P) */
+    static const int extra[2][2] = { { 3, 5 }, { 0, 0 } };
+    const int pairs = (d + 1) / 2, w = 2 * pairs; /* pairs, elements of a row of A */
+    int ok = 1, k;
+    cases_run = 0;
+    if (dt != ATTN_DTYPE_BF16) return unknown_dtype(name, dt);
+    for (k = 0; k < 2; k++) {
+        const int64_t as = w + extra[k][0], cs = n + extra[k][1];
+        const size_t na = (size_t)((m - 1) * as + w), nb = (size_t)w * n, nc = (size_t)((m - 1) * cs + n);
+        guarded ga, gb;
+        uint16_t *a = guarded_alloc(&ga, na, sizeof(uint16_t)), *b = guarded_alloc(&gb, nb, sizeof(uint16_t));
+        uint16_t *a0, *b0;
+        float *c = canary_alloc(nc);
+        int r, col, dd, sig;
+        long i;
+        reseed((unsigned)(30 + k));
+        for (i = 0; i < (long)na; i++) { /* zero in the half-empty last pair (odd d), NaN between rows */
+            if (i % as < d) put_rnd(dt, a, (size_t)i);
+            else if (i % as < w) a[i] = 0;
+            else put_nan(dt, a, (size_t)i);
+        }
+        for (dd = 0; dd < w; dd++) /* B[dd][col] at b[2 ((dd / 2) n + col) + dd % 2], zero for dd = d */
+            for (col = 0; col < n; col++) {
+                const size_t at = (size_t)(2 * ((dd / 2) * n + col) + dd % 2);
+                if (dd < d) put_rnd(dt, b, at);
+                else b[at] = 0;
+            }
+        a0 = copy_of(a, na, sizeof(uint16_t));
+        b0 = copy_of(b, nb, sizeof(uint16_t));
+        snprintf(shape, sizeof shape, "M = %d, N = %d, D = %d (%d pairs), scale %.9g, A, B bf16, as = %ld, cs = %ld",
+                 m, n, d, pairs, (double)qscale, (long)as, (long)cs);
+        mismatches = 0;
+        sig = call_qkdp(fn, a, as, b, c, cs);
+        if (sig) fault(name, sig);
+        else {
+            for (r = 0; r < m; r++)
+                for (col = 0; col < n; col++) {
+                    double want = 0.0, bound = 0.0;
+                    for (dd = 0; dd < d; dd++) {
+                        const double t = widen_bf16(a[r * as + dd]) *
+                                         widen_bf16(b[2 * ((dd / 2) * n + col) + dd % 2]);
+                        want += t;
+                        bound += fabs(t);
+                    }
+                    want *= (double)qscale;
+                    bound *= fabs((double)qscale);
+                    if (!within(c[r * cs + col], want, bound)) {
+                        char what[64];
+                        snprintf(what, sizeof what, "c[%d][%d]", r, col);
+                        mismatch(name, what, c[r * cs + col], want, bound);
+                    }
+                }
+            for (r = 0; r + 1 < m; r++)
+                for (col = n; col < cs; col++)
+                    if (!is_canary(c[r * cs + col])) canary_hit(name, "c", (long)(r * cs + col), c[r * cs + col]);
+            check_pads(name, "c", c, (long)nc);
+            check_input(name, "a", a, a0, na, sizeof(uint16_t));
+            check_input(name, "b", b, b0, nb, sizeof(uint16_t));
+        }
+        ok &= case_done(name);
+        free(a0);
+        free(b0);
+        guarded_free(&ga);
+        guarded_free(&gb);
+        canary_free(c);
+    }
+    snprintf(shape, sizeof shape, "%dx%d, bf16 pairs, D = %d, scale %.9g: %d cases", m, n, d, (double)qscale,
+             cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}
+
+/* ---- pvdp: O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv] in bf16 pairs of keys */
+
+int ukt_pvdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp)
+{
+    /* key ranges, even: all, a middle part, the last pair alone, none */
+    static const int range[4][2] = { { 0, KEYS_DP }, { 2, KEYS_DP - 4 }, { KEYS_DP - 2, KEYS_DP }, { 6, 6 } };
+    /* strides: P rows and V's pair rows with room between them, then as the
+     * prefill path passes them (ps = the tile's keys, vs = dvp) */
+    static const int extra[2][2] = { { 3, 3 }, { 0, 0 } };
+    int ok = 1, layout, rg;
+    cases_run = 0;
+    if (dt != ATTN_DTYPE_BF16) return unknown_dtype(name, dt);
+    if (n != dv) {
+        printf("FAIL %s: its name says Dv = %d, its file's DV is %d\n", name, n, dv);
+        return UKT_FAIL;
+    }
+    for (layout = 0; layout < 2; layout++)
+        for (rg = 0; rg < 4; rg++) {
+            const int64_t ps = KEYS_DP + extra[layout][0], vs = dvp + extra[layout][1];
+            const int jlo = range[rg][0], jhi = range[rg][1];
+            /* V: the pairs of keys 0..jhi-1, rows of 2 vs elements, the last
+             * pair's dvp pairs ending at the guard; none for an empty range */
+            const size_t np = (size_t)((m - 1) * ps + KEYS_DP);
+            const size_t nv = jhi > jlo ? (size_t)((jhi - 2) * vs + 2 * dvp) : 0, no = (size_t)m * dvp;
+            guarded gp, gv, ga;
+            uint16_t *p = guarded_alloc(&gp, np, sizeof(uint16_t)), *v = guarded_alloc(&gv, nv, sizeof(uint16_t));
+            uint16_t *p0, *v0;
+            float *alpha = guarded_alloc(&ga, (size_t)m, sizeof(float));
+            float *o = canary_alloc(no), *o0, *alpha0;
+            int r, sig;
+            long i;
+            reseed((unsigned)(40 + layout * 4 + rg));
+            for (i = 0; i < (long)np; i++) { /* NaN outside the key range and between rows */
+                const long key = i % ps;
+                if (key >= jlo && key < jhi) put_rnd(dt, p, (size_t)i);
+                else put_nan(dt, p, (size_t)i);
+            }
+            for (i = 0; i < (long)nv; i++) {
+                /* element e of pair row q: V[2 q + e % 2][e / 2] for e < 2 dv;
+                 * zero to 2 dvp (whole vectors of it are read, the packer
+                 * writes zeros); NaN between pair rows and before jlo */
+                const long q = i / (2 * vs), e = i % (2 * vs);
+                if (e >= 2 * dvp || 2 * q < jlo) put_nan(dt, v, (size_t)i);
+                else if (e < 2 * dv) put_rnd(dt, v, (size_t)i);
+                else v[i] = 0;
+            }
+            for (r = 0; r < m; r++) alpha[r] = rnd();
+            for (i = 0; i < (long)no; i++) o[i] = rnd(); /* columns dv..dvp too: the kernel scales them */
+            o0 = copy_of(o, no, sizeof(float));
+            p0 = copy_of(p, np, sizeof(uint16_t));
+            v0 = copy_of(v, nv, sizeof(uint16_t));
+            alpha0 = copy_of(alpha, (size_t)m, sizeof(float));
+            snprintf(shape, sizeof shape,
+                     "M = %d, Dv = %d, DVP = %d, P, V bf16 pairs of keys, ps = %ld, vs = %ld, keys %d..%d", m, dv,
+                     dvp, (long)ps, (long)vs, jlo, jhi);
+            mismatches = 0;
+            sig = call_pvdp(fn, p, ps, v, vs, jlo, jhi, o, alpha);
+            if (sig) fault(name, sig);
+            else {
+                const pv_operands x = { ATTN_DTYPE_BF16, p, ps, 1, v, vs };
+                check_pv(name, m, dv, dvp, jlo, jhi, alpha, o0, o, pvdp_term, &x);
+                check_pads(name, "o", o, (long)no);
+                check_input(name, "p", p, p0, np, sizeof(uint16_t));
+                check_input(name, "v", v, v0, nv, sizeof(uint16_t));
+                check_input(name, "alpha", alpha, alpha0, (size_t)m, sizeof(float));
+            }
+            ok &= case_done(name);
+            free(o0);
+            free(p0);
+            free(v0);
+            free(alpha0);
+            guarded_free(&gp);
+            guarded_free(&gv);
+            guarded_free(&ga);
+            canary_free(o);
+        }
+    snprintf(shape, sizeof shape, "%dx%d, bf16 pairs of keys, DVP = %d: %d cases", m, n, dvp, cases_run);
+    return ok ? UKT_PASS : UKT_FAIL;
+}
+
+/* ---- the run ------------------------------------------------------------ */
+
+/* passed, failed, not run: per ISA, per storage type */
+static int per_isa[ATTN_ISA_COUNT][3], per_dtype[ATTN_DTYPE_COUNT][3];
+
+void ukt_record(const char *name, attn_isa isa, attn_dtype dt, int status, const char *why, int *passed,
+                int *failed)
+{
+    if (status == UKT_PASS) {
+        printf("ok      %s (%s)\n", name, shape);
+        ++*passed;
+    } else if (status == UKT_FAIL) {
+        printf("FAILED  %s\n", name);
+        ++*failed;
+    } else {
+        printf("not run %s: %s\n", name, why ? why : "(no reason given)");
+    }
+    if ((int)isa >= 0 && (int)isa < ATTN_ISA_COUNT && status >= 0 && status <= 2) per_isa[isa][status]++;
+    if ((int)dt >= 0 && (int)dt < ATTN_DTYPE_COUNT && status >= 0 && status <= 2) per_dtype[dt][status]++;
+    fflush(stdout);
+}
+
+void ukt_start(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    catch_faults();
+}
+
+int ukt_summary(int passed, int failed)
+{
+    int not_run = 0, i;
+    for (i = 0; i < ATTN_ISA_COUNT; i++) {
+        const int *n = per_isa[i];
+        if (n[0] + n[1] + n[2] > 0)
+            printf("%s: %d micro-kernels passed, %d failed, %d not run\n", attn_isa_name((attn_isa)i), n[0], n[1],
+                   n[2]);
+        not_run += n[2];
+    }
+    for (i = 0; i < ATTN_DTYPE_COUNT; i++) {
+        const int *n = per_dtype[i];
+        if (n[0] + n[1] + n[2] > 0)
+            printf("%s operands: %d micro-kernels passed, %d failed, %d not run\n", attn_dtype_name((attn_dtype)i),
+                   n[0], n[1], n[2]);
+    }
+    if (not_run > 0) printf("%d micro-kernels not run (see 'not run' above)\n", not_run);
+    if (passed + failed == 0) printf("no micro-kernel ran\n");
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed > 0 || passed + failed == 0;
+}
