@@ -67,13 +67,26 @@ TEST_CFLAGS := -std=c99 -O2 -g -fopenmp -D_POSIX_C_SOURCE=200809L -Wall -Wextra 
 KERNEL_CFLAGS := $(TEST_CFLAGS:-g=-g1)
 RUNTIME_SRC := runtime/attn_runtime.c runtime/attn_reference.c runtime/attn_npy.c runtime/attn_verify.c
 
+# (generate leaves a file it would write unchanged alone; the touch tells
+# make that the target is new, else it goes on finding it out of date and,
+# having run its recipe, skips the rest of the targets that need it)
 $(TEST_GEN)/%.c $(TEST_GEN)/%.h: configs/test/%.lua $(wildcard generator/*.lua generator/*/*.lua templates/*.tmpl templates/*/*.tmpl)
 	@mkdir -p $(TEST_GEN)
-	ATTNGEN_TUNE_DB=none $(ATTNGEN) generate -q $< -o $(TEST_GEN)
+	ATTNGEN_TUNE_DB=none $(ATTNGEN) generate -q $< -o $(TEST_GEN) && touch $(TEST_GEN)/$*.c $(TEST_GEN)/$*.h
 
-$(KOBJ)/preset_%.o: generated/%.c generated/%.h runtime/attn_runtime.h
-	@mkdir -p $(KOBJ)
-	$(CC) $(KERNEL_CFLAGS) -Igenerated -c $< -o $@
+# the presets' kernels in their build parts (scripts/build_parts.sh: K = 0
+# the dispatch, then the variants), each compiled alone as the build cache
+# does, and strict (-Wpedantic): gcc's share of make test's check that every
+# preset compiles warning-free (clang and the AArch64 gcc compile each file
+# whole there): $(KOBJ)/preset/NAME/K.o, a pattern rule per preset.
+PRESET_PARTS := $(foreach n,$(PRESETS),$(foreach k,$(shell scripts/build_parts.sh generated/$(n).c),\
+  $(KOBJ)/preset/$(n)/$(k).o))
+define preset_parts_rule
+$(KOBJ)/preset/$(1)/%.o: generated/$(1).c generated/$(1).h runtime/attn_runtime.h
+	@mkdir -p $$(@D)
+	$$(CC) $$(KERNEL_CFLAGS) -Wpedantic -DATTN_BUILD_PART=$$* -Igenerated -c $$< -o $$@
+endef
+$(foreach n,$(PRESETS),$(eval $(call preset_parts_rule,$(n))))
 
 $(KOBJ)/rt_%.o: runtime/%.c runtime/*.h
 	@mkdir -p $(KOBJ)
@@ -92,14 +105,14 @@ $(BUILD)/kernel_list.h: $(wildcard configs/*.lua configs/test/*.lua)
 # a test config's kernel is compiled once, inside the file of its
 # micro-kernel tests (which #includes it, see below): the kernel tests link
 # that object, and the testers it calls
-KERNEL_OBJS  := $(PRESETS:%=$(KOBJ)/preset_%.o) $(TEST_CONFIGS:%=$(UK_DIR)/x86-64/%_tests.o) \
+KERNEL_OBJS  := $(PRESET_PARTS) $(TEST_CONFIGS:%=$(UK_DIR)/x86-64/%_tests.o) \
   $(UK_DIR)/x86-64/ukernel.o
 RUNTIME_OBJS := $(RUNTIME_SRC:runtime/%.c=$(KOBJ)/rt_%.o)
 
 # the kernels' vector math, exported for tests/test_vmath.c
 $(BUILD)/vmath.c: tests/gen_vmath.lua templates/lib/vmath.c.tmpl templates/vmath_test.c.tmpl $(wildcard generator/*.lua generator/*/*.lua)
 	@mkdir -p $(BUILD)
-	ATTNGEN_ROOT=$(CURDIR) $(LUA) tests/gen_vmath.lua $@
+	ATTNGEN_ROOT=$(CURDIR) $(LUA) tests/gen_vmath.lua $@ && touch $@
 
 $(BUILD)/test_kernels: tests/test_kernels.c tests/test_vmath.c tests/test_extremes.c tests/test_threads.c \
   tests/test_convert.c tests/test_linear.c tests/test_classic.c $(BUILD)/vmath.c $(BUILD)/kernel_list.h \
