@@ -74,17 +74,17 @@ echo "== generated/ matches a fresh generation"
 check generated-fresh tests/check_generated.sh
 
 echo "== every preset compiles warning-free (clang, x86-64; gcc, AArch64; without OpenMP)"
-# JOBS compiles at a time; each prints "PASS", or "FAIL: CC FILE PART" and its messages.
+# JOBS compiles at a time; each prints "PASS", or "FAIL: CC FILE" and its messages.
 # clang and the AArch64 gcc compile each file whole; x86-64 gcc compiles
 # each build part alone (-DATTN_BUILD_PART=K, as the build cache does), as
 # strict, in the kernel tests' build below (Makefile: PRESET_PARTS)
 mkdir -p "$LOG/strict"
 for c in generated/*.c; do
-  for cc in clang aarch64-linux-gnu-gcc; do echo "$cc $c whole"; done
-done | xargs -P "$JOBS" -n 3 sh -c '
-  out="$1/strict/$2-$(basename "$3" .c)-$4"
+  for cc in clang aarch64-linux-gnu-gcc; do echo "$cc $c"; done
+done | xargs -P "$JOBS" -n 2 sh -c '
+  out="$1/strict/$2-$(basename "$3" .c)"
   if $2 -std=c99 -Wall -Wextra -Wpedantic -Werror -O2 -Iruntime -Igenerated -c "$3" -o "$out.o" >"$out.log" 2>&1
-  then echo PASS; else echo "FAIL: $2 $3 $4"; cat "$out.log"; fi' strict "$LOG" >"$LOG/strict.log" 2>&1
+  then echo PASS; else echo "FAIL: $2 $3"; cat "$out.log"; fi' strict "$LOG" >"$LOG/strict.log" 2>&1
 pass=$(grep -c '^PASS$' "$LOG/strict.log")
 fail=$(grep -c '^FAIL: ' "$LOG/strict.log")
 [ "$fail" -eq 0 ] || grep -v '^PASS$' "$LOG/strict.log"
