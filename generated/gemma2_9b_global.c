@@ -189,7 +189,7 @@ static inline void attn_gemma2_9b_global_prefetch_row(const float *p, int n)
 }
 
 /* The same into the second-level cache (prefetcht1 on x86): the streaming decode
- * path's prefetch from an f32 cache, a few keys ahead. */
+ * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead. */
 static inline void attn_gemma2_9b_global_prefetch_row_l2(const float *p, int n)
 {
 #if defined(__GNUC__)
@@ -2090,6 +2090,45 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_gemma2_9b_
     return attn_gemma2_9b_global_supd_2x1__avx512(s, m, l, o, NULL, 0);
 }
 
+/* The weights w[0..2) of 2 rows at 2 keys, k0 first (no terms): one pass over Q
+ * for the 2 dot products, then the softmax step of each key in order; a later key
+ * that moves the max rescales the weights before it with O. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_global_sqk_2x2_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
+        float *restrict m, float *restrict l, float *restrict o, __m128 *w)
+{
+    __m512 a0_0 = _mm512_setzero_ps();
+    __m512 a0_1 = _mm512_setzero_ps();
+    __m512 a1_0 = _mm512_setzero_ps();
+    __m512 a1_1 = _mm512_setzero_ps();
+    int64_t c;
+    for (c = 0; c < 256; c += 16) {
+        const __m512 x0 = _mm512_loadu_ps(k0 + c);
+        const __m512 x1 = _mm512_loadu_ps(k1 + c);
+        {
+            __m512 vq = _mm512_loadu_ps(q + 0 + c);
+            ATTN_IN_REGISTER(vq);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 256 + c);
+            ATTN_IN_REGISTER(vq);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+    }
+    {
+        __m128 s = attn_hsum4q__avx512(a0_0, a0_1, _mm512_setzero_ps(), _mm512_setzero_ps());
+        s = _mm_mul_ps(_mm_set1_ps(72.134752f), attn_tanh_q4__avx512(_mm_mul_ps(s, _mm_set1_ps(0.0138629436f)))); /* softcap */
+        w[0] = attn_gemma2_9b_global_supd_2x1__avx512(s, m, l, o, w, 0);
+    }
+    {
+        __m128 s = attn_hsum4q__avx512(a1_0, a1_1, _mm512_setzero_ps(), _mm512_setzero_ps());
+        s = _mm_mul_ps(_mm_set1_ps(72.134752f), attn_tanh_q4__avx512(_mm_mul_ps(s, _mm_set1_ps(0.0138629436f)))); /* softcap */
+        w[1] = attn_gemma2_9b_global_supd_2x1__avx512(s, m, l, o, w, 1);
+    }
+}
+
 /* O[2 rows] += p_r V: one V row. */
 __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_global_spv_2x256_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
@@ -2101,6 +2140,24 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_gl
         const __m512 x0 = _mm512_loadu_ps(v0 + c);
         _mm512_storeu_ps(o + 0 + c, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + c)));
         _mm512_storeu_ps(o + 256 + c, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 256 + c)));
+    }
+}
+
+/* O[2 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_gemma2_9b_global_spvk_2x2_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+{
+    const __m512 s0 = _mm512_broadcast_f32x4(w[0]);
+    const __m512 s1 = _mm512_broadcast_f32x4(w[1]);
+    const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
+    const __m512 p0_1 = _mm512_permute_ps(s0, 0x55);
+    const __m512 p1_0 = _mm512_permute_ps(s1, 0x00);
+    const __m512 p1_1 = _mm512_permute_ps(s1, 0x55);
+    int64_t c;
+    for (c = 0; c < 256; c += 16) {
+        const __m512 x0 = _mm512_loadu_ps(v0 + c);
+        const __m512 x1 = _mm512_loadu_ps(v1 + c);
+        _mm512_storeu_ps(o + 0 + c, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + c))));
+        _mm512_storeu_ps(o + 256 + c, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 256 + c))));
     }
 }
 
@@ -2357,6 +2414,50 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
  * measurements behind this order of reads.
  */
 
+/* The 2-key steps of a streaming unit whose rows see every key of the split
+ * [j_begin, j_end), a key's kv heads adjacent: what the unit runs where
+ * attn_decode_key_pairs() says this CPU takes them better than one key a step (a
+ * call, not inlined: the unit's one-key loop compiles as it does without it). */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_spairs_2x2__avx512(const attn_gemma2_9b_global_kv kv, attn_gemma2_9b_global_dscratch__avx512 *w, int64_t j_begin, int64_t j_end)
+{
+    __m128 p;
+    int64_t j, hk;
+    /* 2 keys a step, so that one pass over Q scores them and one over O adds
+       their V rows; one step ahead: the next head's weights while this head's
+       P*V runs (never the same head's: its max may move, and w with it) */
+    __m128 wt[2], wn[2];
+    int64_t jp;
+    memset(wt, 0, sizeof wt);
+    memset(wn, 0, sizeof wn);
+    if (j_end - j_begin >= 2)
+        attn_gemma2_9b_global_sqk_2x2_f32__avx512(w->sq + (0) * 512, attn_gemma2_9b_global_k_row(&kv, 0, j_begin + 0), attn_gemma2_9b_global_k_row(&kv, 0, j_begin + 1),
+                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
+    for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        for (hk = 0; hk < HKV; hk++) {
+            const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
+            if (jn + 1 < j_end)
+                attn_gemma2_9b_global_sqk_2x2_f32__avx512(w->sq + (hn) * 512, attn_gemma2_9b_global_k_row(&kv, hn, jn + 0), attn_gemma2_9b_global_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+            attn_gemma2_9b_global_spvk_2x2_f32__avx512(wt, attn_gemma2_9b_global_v_row(&kv, hk, jp + 0), attn_gemma2_9b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+            j = jp;
+            if (j + STREAM_PREFETCH + 0 < j_end) {
+                attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+            }
+            if (j + STREAM_PREFETCH + 1 < j_end) {
+                attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+            }
+            memcpy(wt, wn, sizeof wt);
+        }
+    for (j = jp; j < j_end; j++) /* the last keys, one at a time */
+        for (hk = 0; hk < HKV; hk++) {
+            p = attn_gemma2_9b_global_sqk_2x1_f32__avx512(w->sq + (hk) * 512, attn_gemma2_9b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 512);
+            attn_gemma2_9b_global_spv_2x256_f32__avx512(p, attn_gemma2_9b_global_v_row(&kv, hk, j), w->so + (hk) * 512);
+        }
+}
+
 /* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 2 rows per kv head
  * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
@@ -2384,7 +2485,9 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_sunit_2
     cls = attn_gemma2_9b_global_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
-        if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
+        if (kv.k_head < kv.k_key && attn_decode_key_pairs()) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
+            attn_gemma2_9b_global_spairs_2x2__avx512(kv, w, j_begin, j_end);
+        } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             /* one step ahead: the next head's scores while this head's P*V runs
                (never the same head's: its max may move, and p with it) */
             p = attn_gemma2_9b_global_sqk_2x1_f32__avx512(w->sq + (0) * 512, attn_gemma2_9b_global_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
@@ -3802,6 +3905,45 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_gemma2_9
     return attn_gemma2_9b_global_supd_2x1__avx2(s, m, l, o, NULL, 0);
 }
 
+/* The weights w[0..2) of 2 rows at 2 keys, k0 first (no terms): one pass over Q
+ * for the 2 dot products, then the softmax step of each key in order; a later key
+ * that moves the max rescales the weights before it with O. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_global_sqk_2x2_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
+        float *restrict m, float *restrict l, float *restrict o, __m128 *w)
+{
+    __m256 a0_0 = _mm256_setzero_ps();
+    __m256 a0_1 = _mm256_setzero_ps();
+    __m256 a1_0 = _mm256_setzero_ps();
+    __m256 a1_1 = _mm256_setzero_ps();
+    int64_t c;
+    for (c = 0; c < 256; c += 8) {
+        const __m256 x0 = _mm256_loadu_ps(k0 + c);
+        const __m256 x1 = _mm256_loadu_ps(k1 + c);
+        {
+            __m256 vq = _mm256_loadu_ps(q + 0 + c);
+            ATTN_IN_REGISTER(vq);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm256_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            __m256 vq = _mm256_loadu_ps(q + 256 + c);
+            ATTN_IN_REGISTER(vq);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm256_fmadd_ps(vq, x1, a1_1);
+        }
+    }
+    {
+        __m128 s = attn_hsum4q__avx2(a0_0, a0_1, _mm256_setzero_ps(), _mm256_setzero_ps());
+        s = _mm_mul_ps(_mm_set1_ps(72.134752f), attn_tanh_q4__avx2(_mm_mul_ps(s, _mm_set1_ps(0.0138629436f)))); /* softcap */
+        w[0] = attn_gemma2_9b_global_supd_2x1__avx2(s, m, l, o, w, 0);
+    }
+    {
+        __m128 s = attn_hsum4q__avx2(a1_0, a1_1, _mm256_setzero_ps(), _mm256_setzero_ps());
+        s = _mm_mul_ps(_mm_set1_ps(72.134752f), attn_tanh_q4__avx2(_mm_mul_ps(s, _mm_set1_ps(0.0138629436f)))); /* softcap */
+        w[1] = attn_gemma2_9b_global_supd_2x1__avx2(s, m, l, o, w, 1);
+    }
+}
+
 /* O[2 rows] += p_r V: one V row. */
 __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_global_spv_2x256_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
@@ -3813,6 +3955,24 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_
         const __m256 x0 = _mm256_loadu_ps(v0 + c);
         _mm256_storeu_ps(o + 0 + c, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + c)));
         _mm256_storeu_ps(o + 256 + c, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 256 + c)));
+    }
+}
+
+/* O[2 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_gemma2_9b_global_spvk_2x2_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+{
+    const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[0]), w[0], 1);
+    const __m256 s1 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[1]), w[1], 1);
+    const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
+    const __m256 p0_1 = _mm256_permute_ps(s0, 0x55);
+    const __m256 p1_0 = _mm256_permute_ps(s1, 0x00);
+    const __m256 p1_1 = _mm256_permute_ps(s1, 0x55);
+    int64_t c;
+    for (c = 0; c < 256; c += 8) {
+        const __m256 x0 = _mm256_loadu_ps(v0 + c);
+        const __m256 x1 = _mm256_loadu_ps(v1 + c);
+        _mm256_storeu_ps(o + 0 + c, _mm256_fmadd_ps(p1_0, x1, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + c))));
+        _mm256_storeu_ps(o + 256 + c, _mm256_fmadd_ps(p1_1, x1, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 256 + c))));
     }
 }
 
@@ -4069,6 +4229,50 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
  * measurements behind this order of reads.
  */
 
+/* The 2-key steps of a streaming unit whose rows see every key of the split
+ * [j_begin, j_end), a key's kv heads adjacent: what the unit runs where
+ * attn_decode_key_pairs() says this CPU takes them better than one key a step (a
+ * call, not inlined: the unit's one-key loop compiles as it does without it). */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_spairs_2x2__avx2(const attn_gemma2_9b_global_kv kv, attn_gemma2_9b_global_dscratch__avx2 *w, int64_t j_begin, int64_t j_end)
+{
+    __m128 p;
+    int64_t j, hk;
+    /* 2 keys a step, so that one pass over Q scores them and one over O adds
+       their V rows; one step ahead: the next head's weights while this head's
+       P*V runs (never the same head's: its max may move, and w with it) */
+    __m128 wt[2], wn[2];
+    int64_t jp;
+    memset(wt, 0, sizeof wt);
+    memset(wn, 0, sizeof wn);
+    if (j_end - j_begin >= 2)
+        attn_gemma2_9b_global_sqk_2x2_f32__avx2(w->sq + (0) * 512, attn_gemma2_9b_global_k_row(&kv, 0, j_begin + 0), attn_gemma2_9b_global_k_row(&kv, 0, j_begin + 1),
+                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
+    for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        for (hk = 0; hk < HKV; hk++) {
+            const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
+            if (jn + 1 < j_end)
+                attn_gemma2_9b_global_sqk_2x2_f32__avx2(w->sq + (hn) * 512, attn_gemma2_9b_global_k_row(&kv, hn, jn + 0), attn_gemma2_9b_global_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+            attn_gemma2_9b_global_spvk_2x2_f32__avx2(wt, attn_gemma2_9b_global_v_row(&kv, hk, jp + 0), attn_gemma2_9b_global_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+            j = jp;
+            if (j + STREAM_PREFETCH + 0 < j_end) {
+                attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+            }
+            if (j + STREAM_PREFETCH + 1 < j_end) {
+                attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                attn_gemma2_9b_global_prefetch_row_l2(attn_gemma2_9b_global_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+            }
+            memcpy(wt, wn, sizeof wt);
+        }
+    for (j = jp; j < j_end; j++) /* the last keys, one at a time */
+        for (hk = 0; hk < HKV; hk++) {
+            p = attn_gemma2_9b_global_sqk_2x1_f32__avx2(w->sq + (hk) * 512, attn_gemma2_9b_global_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 512);
+            attn_gemma2_9b_global_spv_2x256_f32__avx2(p, attn_gemma2_9b_global_v_row(&kv, hk, j), w->so + (hk) * 512);
+        }
+}
+
 /* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 2 rows per kv head
  * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
@@ -4096,7 +4300,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_sunit
     cls = attn_gemma2_9b_global_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
-        if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
+        if (kv.k_head < kv.k_key && attn_decode_key_pairs()) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
+            attn_gemma2_9b_global_spairs_2x2__avx2(kv, w, j_begin, j_end);
+        } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             /* one step ahead: the next head's scores while this head's P*V runs
                (never the same head's: its max may move, and p with it) */
             p = attn_gemma2_9b_global_sqk_2x1_f32__avx2(w->sq + (0) * 512, attn_gemma2_9b_global_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,

@@ -188,7 +188,7 @@ static inline void attn_llama3_8b_prefetch_row(const float *p, int n)
 }
 
 /* The same into the second-level cache (prefetcht1 on x86): the streaming decode
- * path's prefetch from an f32 cache, a few keys ahead. */
+ * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead. */
 static inline void attn_llama3_8b_prefetch_row_l2(const float *p, int n)
 {
 #if defined(__GNUC__)
@@ -1776,6 +1776,254 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE __m128 attn_llama3_8b_
     return attn_llama3_8b_supd_4x1__avx512(s, m, l, o, NULL, 0);
 }
 
+/* The weights w[0..2) of 4 rows at 2 keys, k0 first (no terms): one pass over Q
+ * for the 2 dot products, then the softmax step of each key in order; a later key
+ * that moves the max rescales the weights before it with O. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_sqk_4x2_f32__avx512(const float *restrict q, const float *restrict k0, const float *restrict k1,
+        float *restrict m, float *restrict l, float *restrict o, __m128 *w)
+{
+    __m512 a0_0 = _mm512_setzero_ps();
+    __m512 a0_1 = _mm512_setzero_ps();
+    __m512 a0_2 = _mm512_setzero_ps();
+    __m512 a0_3 = _mm512_setzero_ps();
+    __m512 a1_0 = _mm512_setzero_ps();
+    __m512 a1_1 = _mm512_setzero_ps();
+    __m512 a1_2 = _mm512_setzero_ps();
+    __m512 a1_3 = _mm512_setzero_ps();
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 0);
+        const __m512 x1 = _mm512_loadu_ps(k1 + 0);
+        {
+            __m512 vq = _mm512_loadu_ps(q + 0 + 0);
+            ATTN_IN_REGISTER(vq);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 128 + 0);
+            ATTN_IN_REGISTER(vq);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 256 + 0);
+            ATTN_IN_REGISTER(vq);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 384 + 0);
+            ATTN_IN_REGISTER(vq);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 16);
+        const __m512 x1 = _mm512_loadu_ps(k1 + 16);
+        {
+            __m512 vq = _mm512_loadu_ps(q + 0 + 16);
+            ATTN_IN_REGISTER(vq);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 128 + 16);
+            ATTN_IN_REGISTER(vq);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 256 + 16);
+            ATTN_IN_REGISTER(vq);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 384 + 16);
+            ATTN_IN_REGISTER(vq);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 32);
+        const __m512 x1 = _mm512_loadu_ps(k1 + 32);
+        {
+            __m512 vq = _mm512_loadu_ps(q + 0 + 32);
+            ATTN_IN_REGISTER(vq);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 128 + 32);
+            ATTN_IN_REGISTER(vq);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 256 + 32);
+            ATTN_IN_REGISTER(vq);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 384 + 32);
+            ATTN_IN_REGISTER(vq);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 48);
+        const __m512 x1 = _mm512_loadu_ps(k1 + 48);
+        {
+            __m512 vq = _mm512_loadu_ps(q + 0 + 48);
+            ATTN_IN_REGISTER(vq);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 128 + 48);
+            ATTN_IN_REGISTER(vq);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 256 + 48);
+            ATTN_IN_REGISTER(vq);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 384 + 48);
+            ATTN_IN_REGISTER(vq);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 64);
+        const __m512 x1 = _mm512_loadu_ps(k1 + 64);
+        {
+            __m512 vq = _mm512_loadu_ps(q + 0 + 64);
+            ATTN_IN_REGISTER(vq);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 128 + 64);
+            ATTN_IN_REGISTER(vq);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 256 + 64);
+            ATTN_IN_REGISTER(vq);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 384 + 64);
+            ATTN_IN_REGISTER(vq);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 80);
+        const __m512 x1 = _mm512_loadu_ps(k1 + 80);
+        {
+            __m512 vq = _mm512_loadu_ps(q + 0 + 80);
+            ATTN_IN_REGISTER(vq);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 128 + 80);
+            ATTN_IN_REGISTER(vq);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 256 + 80);
+            ATTN_IN_REGISTER(vq);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 384 + 80);
+            ATTN_IN_REGISTER(vq);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 96);
+        const __m512 x1 = _mm512_loadu_ps(k1 + 96);
+        {
+            __m512 vq = _mm512_loadu_ps(q + 0 + 96);
+            ATTN_IN_REGISTER(vq);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 128 + 96);
+            ATTN_IN_REGISTER(vq);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 256 + 96);
+            ATTN_IN_REGISTER(vq);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 384 + 96);
+            ATTN_IN_REGISTER(vq);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(k0 + 112);
+        const __m512 x1 = _mm512_loadu_ps(k1 + 112);
+        {
+            __m512 vq = _mm512_loadu_ps(q + 0 + 112);
+            ATTN_IN_REGISTER(vq);
+            a0_0 = _mm512_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm512_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 128 + 112);
+            ATTN_IN_REGISTER(vq);
+            a0_1 = _mm512_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm512_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 256 + 112);
+            ATTN_IN_REGISTER(vq);
+            a0_2 = _mm512_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm512_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            __m512 vq = _mm512_loadu_ps(q + 384 + 112);
+            ATTN_IN_REGISTER(vq);
+            a0_3 = _mm512_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm512_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        __m128 s = attn_hsum4q__avx512(a0_0, a0_1, a0_2, a0_3);
+        w[0] = attn_llama3_8b_supd_4x1__avx512(s, m, l, o, w, 0);
+    }
+    {
+        __m128 s = attn_hsum4q__avx512(a1_0, a1_1, a1_2, a1_3);
+        w[1] = attn_llama3_8b_supd_4x1__avx512(s, m, l, o, w, 1);
+    }
+}
+
 /* O[4 rows] += p_r V: one V row. */
 __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_spv_4x128_f32__avx512(__m128 p, const float *restrict v0, float *restrict o)
 {
@@ -1839,6 +2087,85 @@ __attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_sp
         _mm512_storeu_ps(o + 128 + 112, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 112)));
         _mm512_storeu_ps(o + 256 + 112, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 112)));
         _mm512_storeu_ps(o + 384 + 112, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 112)));
+    }
+}
+
+/* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
+__attribute__((target("avx512f,fma"))) static ATTN_INLINE void attn_llama3_8b_spvk_4x2_f32__avx512(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+{
+    const __m512 s0 = _mm512_broadcast_f32x4(w[0]);
+    const __m512 s1 = _mm512_broadcast_f32x4(w[1]);
+    const __m512 p0_0 = _mm512_permute_ps(s0, 0x00);
+    const __m512 p0_1 = _mm512_permute_ps(s0, 0x55);
+    const __m512 p0_2 = _mm512_permute_ps(s0, 0xAA);
+    const __m512 p0_3 = _mm512_permute_ps(s0, 0xFF);
+    const __m512 p1_0 = _mm512_permute_ps(s1, 0x00);
+    const __m512 p1_1 = _mm512_permute_ps(s1, 0x55);
+    const __m512 p1_2 = _mm512_permute_ps(s1, 0xAA);
+    const __m512 p1_3 = _mm512_permute_ps(s1, 0xFF);
+    {
+        const __m512 x0 = _mm512_loadu_ps(v0 + 0);
+        const __m512 x1 = _mm512_loadu_ps(v1 + 0);
+        _mm512_storeu_ps(o + 0 + 0, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 0))));
+        _mm512_storeu_ps(o + 128 + 0, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 0))));
+        _mm512_storeu_ps(o + 256 + 0, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 0))));
+        _mm512_storeu_ps(o + 384 + 0, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 0))));
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(v0 + 16);
+        const __m512 x1 = _mm512_loadu_ps(v1 + 16);
+        _mm512_storeu_ps(o + 0 + 16, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 16))));
+        _mm512_storeu_ps(o + 128 + 16, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 16))));
+        _mm512_storeu_ps(o + 256 + 16, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 16))));
+        _mm512_storeu_ps(o + 384 + 16, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 16))));
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(v0 + 32);
+        const __m512 x1 = _mm512_loadu_ps(v1 + 32);
+        _mm512_storeu_ps(o + 0 + 32, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 32))));
+        _mm512_storeu_ps(o + 128 + 32, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 32))));
+        _mm512_storeu_ps(o + 256 + 32, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 32))));
+        _mm512_storeu_ps(o + 384 + 32, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 32))));
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(v0 + 48);
+        const __m512 x1 = _mm512_loadu_ps(v1 + 48);
+        _mm512_storeu_ps(o + 0 + 48, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 48))));
+        _mm512_storeu_ps(o + 128 + 48, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 48))));
+        _mm512_storeu_ps(o + 256 + 48, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 48))));
+        _mm512_storeu_ps(o + 384 + 48, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 48))));
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(v0 + 64);
+        const __m512 x1 = _mm512_loadu_ps(v1 + 64);
+        _mm512_storeu_ps(o + 0 + 64, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 64))));
+        _mm512_storeu_ps(o + 128 + 64, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 64))));
+        _mm512_storeu_ps(o + 256 + 64, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 64))));
+        _mm512_storeu_ps(o + 384 + 64, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 64))));
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(v0 + 80);
+        const __m512 x1 = _mm512_loadu_ps(v1 + 80);
+        _mm512_storeu_ps(o + 0 + 80, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 80))));
+        _mm512_storeu_ps(o + 128 + 80, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 80))));
+        _mm512_storeu_ps(o + 256 + 80, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 80))));
+        _mm512_storeu_ps(o + 384 + 80, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 80))));
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(v0 + 96);
+        const __m512 x1 = _mm512_loadu_ps(v1 + 96);
+        _mm512_storeu_ps(o + 0 + 96, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 96))));
+        _mm512_storeu_ps(o + 128 + 96, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 96))));
+        _mm512_storeu_ps(o + 256 + 96, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 96))));
+        _mm512_storeu_ps(o + 384 + 96, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 96))));
+    }
+    {
+        const __m512 x0 = _mm512_loadu_ps(v0 + 112);
+        const __m512 x1 = _mm512_loadu_ps(v1 + 112);
+        _mm512_storeu_ps(o + 0 + 112, _mm512_fmadd_ps(p1_0, x1, _mm512_fmadd_ps(p0_0, x0, _mm512_loadu_ps(o + 0 + 112))));
+        _mm512_storeu_ps(o + 128 + 112, _mm512_fmadd_ps(p1_1, x1, _mm512_fmadd_ps(p0_1, x0, _mm512_loadu_ps(o + 128 + 112))));
+        _mm512_storeu_ps(o + 256 + 112, _mm512_fmadd_ps(p1_2, x1, _mm512_fmadd_ps(p0_2, x0, _mm512_loadu_ps(o + 256 + 112))));
+        _mm512_storeu_ps(o + 384 + 112, _mm512_fmadd_ps(p1_3, x1, _mm512_fmadd_ps(p0_3, x0, _mm512_loadu_ps(o + 384 + 112))));
     }
 }
 
@@ -2090,6 +2417,50 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
  * measurements behind this order of reads.
  */
 
+/* The 2-key steps of a streaming unit whose rows see every key of the split
+ * [j_begin, j_end), a key's kv heads adjacent: what the unit runs where
+ * attn_decode_key_pairs() says this CPU takes them better than one key a step (a
+ * call, not inlined: the unit's one-key loop compiles as it does without it). */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_spairs_4x2__avx512(const attn_llama3_8b_kv kv, attn_llama3_8b_dscratch__avx512 *w, int64_t j_begin, int64_t j_end)
+{
+    __m128 p;
+    int64_t j, hk;
+    /* 2 keys a step, so that one pass over Q scores them and one over O adds
+       their V rows; one step ahead: the next head's weights while this head's
+       P*V runs (never the same head's: its max may move, and w with it) */
+    __m128 wt[2], wn[2];
+    int64_t jp;
+    memset(wt, 0, sizeof wt);
+    memset(wn, 0, sizeof wn);
+    if (j_end - j_begin >= 2)
+        attn_llama3_8b_sqk_4x2_f32__avx512(w->sq + (0) * 512, attn_llama3_8b_k_row(&kv, 0, j_begin + 0), attn_llama3_8b_k_row(&kv, 0, j_begin + 1),
+                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
+    for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        for (hk = 0; hk < HKV; hk++) {
+            const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
+            if (jn + 1 < j_end)
+                attn_llama3_8b_sqk_4x2_f32__avx512(w->sq + (hn) * 512, attn_llama3_8b_k_row(&kv, hn, jn + 0), attn_llama3_8b_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+            attn_llama3_8b_spvk_4x2_f32__avx512(wt, attn_llama3_8b_v_row(&kv, hk, jp + 0), attn_llama3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+            j = jp;
+            if (j + STREAM_PREFETCH + 0 < j_end) {
+                attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+            }
+            if (j + STREAM_PREFETCH + 1 < j_end) {
+                attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+            }
+            memcpy(wt, wn, sizeof wt);
+        }
+    for (j = jp; j < j_end; j++) /* the last keys, one at a time */
+        for (hk = 0; hk < HKV; hk++) {
+            p = attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 512);
+            attn_llama3_8b_spv_4x128_f32__avx512(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+        }
+}
+
 /* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 4 rows per kv head
  * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
@@ -2117,7 +2488,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
     cls = attn_llama3_8b_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
-        if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
+        if (kv.k_head < kv.k_key && attn_decode_key_pairs()) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
+            attn_llama3_8b_spairs_4x2__avx512(kv, w, j_begin, j_end);
+        } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             /* one step ahead: the next head's scores while this head's P*V runs
                (never the same head's: its max may move, and p with it) */
             p = attn_llama3_8b_sqk_4x1_f32__avx512(w->sq + (0) * 512, attn_llama3_8b_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,
@@ -3481,6 +3854,59 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE __m128 attn_llama3_8
     return attn_llama3_8b_supd_4x1__avx2(s, m, l, o, NULL, 0);
 }
 
+/* The weights w[0..2) of 4 rows at 2 keys, k0 first (no terms): one pass over Q
+ * for the 2 dot products, then the softmax step of each key in order; a later key
+ * that moves the max rescales the weights before it with O. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_sqk_4x2_f32__avx2(const float *restrict q, const float *restrict k0, const float *restrict k1,
+        float *restrict m, float *restrict l, float *restrict o, __m128 *w)
+{
+    __m256 a0_0 = _mm256_setzero_ps();
+    __m256 a0_1 = _mm256_setzero_ps();
+    __m256 a0_2 = _mm256_setzero_ps();
+    __m256 a0_3 = _mm256_setzero_ps();
+    __m256 a1_0 = _mm256_setzero_ps();
+    __m256 a1_1 = _mm256_setzero_ps();
+    __m256 a1_2 = _mm256_setzero_ps();
+    __m256 a1_3 = _mm256_setzero_ps();
+    int64_t c;
+    for (c = 0; c < 128; c += 8) {
+        const __m256 x0 = _mm256_loadu_ps(k0 + c);
+        const __m256 x1 = _mm256_loadu_ps(k1 + c);
+        {
+            __m256 vq = _mm256_loadu_ps(q + 0 + c);
+            ATTN_IN_REGISTER(vq);
+            a0_0 = _mm256_fmadd_ps(vq, x0, a0_0);
+            a1_0 = _mm256_fmadd_ps(vq, x1, a1_0);
+        }
+        {
+            __m256 vq = _mm256_loadu_ps(q + 128 + c);
+            ATTN_IN_REGISTER(vq);
+            a0_1 = _mm256_fmadd_ps(vq, x0, a0_1);
+            a1_1 = _mm256_fmadd_ps(vq, x1, a1_1);
+        }
+        {
+            __m256 vq = _mm256_loadu_ps(q + 256 + c);
+            ATTN_IN_REGISTER(vq);
+            a0_2 = _mm256_fmadd_ps(vq, x0, a0_2);
+            a1_2 = _mm256_fmadd_ps(vq, x1, a1_2);
+        }
+        {
+            __m256 vq = _mm256_loadu_ps(q + 384 + c);
+            ATTN_IN_REGISTER(vq);
+            a0_3 = _mm256_fmadd_ps(vq, x0, a0_3);
+            a1_3 = _mm256_fmadd_ps(vq, x1, a1_3);
+        }
+    }
+    {
+        __m128 s = attn_hsum4q__avx2(a0_0, a0_1, a0_2, a0_3);
+        w[0] = attn_llama3_8b_supd_4x1__avx2(s, m, l, o, w, 0);
+    }
+    {
+        __m128 s = attn_hsum4q__avx2(a1_0, a1_1, a1_2, a1_3);
+        w[1] = attn_llama3_8b_supd_4x1__avx2(s, m, l, o, w, 1);
+    }
+}
+
 /* O[4 rows] += p_r V: one V row. */
 __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_spv_4x128_f32__avx2(__m128 p, const float *restrict v0, float *restrict o)
 {
@@ -3496,6 +3922,30 @@ __attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_
         _mm256_storeu_ps(o + 128 + c, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 128 + c)));
         _mm256_storeu_ps(o + 256 + c, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 256 + c)));
         _mm256_storeu_ps(o + 384 + c, _mm256_fmadd_ps(p0_3, x0, _mm256_loadu_ps(o + 384 + c)));
+    }
+}
+
+/* O[4 rows] += w[0] V0 + ... + w[1] V1: 2 V rows in one pass over O. */
+__attribute__((target("avx2,fma,f16c"))) static ATTN_INLINE void attn_llama3_8b_spvk_4x2_f32__avx2(const __m128 *w, const float *restrict v0, const float *restrict v1, float *restrict o)
+{
+    const __m256 s0 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[0]), w[0], 1);
+    const __m256 s1 = _mm256_insertf128_ps(_mm256_castps128_ps256(w[1]), w[1], 1);
+    const __m256 p0_0 = _mm256_permute_ps(s0, 0x00);
+    const __m256 p0_1 = _mm256_permute_ps(s0, 0x55);
+    const __m256 p0_2 = _mm256_permute_ps(s0, 0xAA);
+    const __m256 p0_3 = _mm256_permute_ps(s0, 0xFF);
+    const __m256 p1_0 = _mm256_permute_ps(s1, 0x00);
+    const __m256 p1_1 = _mm256_permute_ps(s1, 0x55);
+    const __m256 p1_2 = _mm256_permute_ps(s1, 0xAA);
+    const __m256 p1_3 = _mm256_permute_ps(s1, 0xFF);
+    int64_t c;
+    for (c = 0; c < 128; c += 8) {
+        const __m256 x0 = _mm256_loadu_ps(v0 + c);
+        const __m256 x1 = _mm256_loadu_ps(v1 + c);
+        _mm256_storeu_ps(o + 0 + c, _mm256_fmadd_ps(p1_0, x1, _mm256_fmadd_ps(p0_0, x0, _mm256_loadu_ps(o + 0 + c))));
+        _mm256_storeu_ps(o + 128 + c, _mm256_fmadd_ps(p1_1, x1, _mm256_fmadd_ps(p0_1, x0, _mm256_loadu_ps(o + 128 + c))));
+        _mm256_storeu_ps(o + 256 + c, _mm256_fmadd_ps(p1_2, x1, _mm256_fmadd_ps(p0_2, x0, _mm256_loadu_ps(o + 256 + c))));
+        _mm256_storeu_ps(o + 384 + c, _mm256_fmadd_ps(p1_3, x1, _mm256_fmadd_ps(p0_3, x0, _mm256_loadu_ps(o + 384 + c))));
     }
 }
 
@@ -3747,6 +4197,50 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
  * measurements behind this order of reads.
  */
 
+/* The 2-key steps of a streaming unit whose rows see every key of the split
+ * [j_begin, j_end), a key's kv heads adjacent: what the unit runs where
+ * attn_decode_key_pairs() says this CPU takes them better than one key a step (a
+ * call, not inlined: the unit's one-key loop compiles as it does without it). */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_spairs_4x2__avx2(const attn_llama3_8b_kv kv, attn_llama3_8b_dscratch__avx2 *w, int64_t j_begin, int64_t j_end)
+{
+    __m128 p;
+    int64_t j, hk;
+    /* 2 keys a step, so that one pass over Q scores them and one over O adds
+       their V rows; one step ahead: the next head's weights while this head's
+       P*V runs (never the same head's: its max may move, and w with it) */
+    __m128 wt[2], wn[2];
+    int64_t jp;
+    memset(wt, 0, sizeof wt);
+    memset(wn, 0, sizeof wn);
+    if (j_end - j_begin >= 2)
+        attn_llama3_8b_sqk_4x2_f32__avx2(w->sq + (0) * 512, attn_llama3_8b_k_row(&kv, 0, j_begin + 0), attn_llama3_8b_k_row(&kv, 0, j_begin + 1),
+                        w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
+    for (jp = j_begin; jp + 1 < j_end; jp += 2)
+        for (hk = 0; hk < HKV; hk++) {
+            const int64_t hn = hk + 1 < HKV ? hk + 1 : 0, jn = hn > 0 ? jp : jp + 2;
+            if (jn + 1 < j_end)
+                attn_llama3_8b_sqk_4x2_f32__avx2(w->sq + (hn) * 512, attn_llama3_8b_k_row(&kv, hn, jn + 0), attn_llama3_8b_k_row(&kv, hn, jn + 1),
+                        w->sm + (hn) * 4, w->sl + (hn) * 4, w->so + (hn) * 512, wn);
+            attn_llama3_8b_spvk_4x2_f32__avx2(wt, attn_llama3_8b_v_row(&kv, hk, jp + 0), attn_llama3_8b_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
+            j = jp;
+            if (j + STREAM_PREFETCH + 0 < j_end) {
+                attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+            }
+            if (j + STREAM_PREFETCH + 1 < j_end) {
+                attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                attn_llama3_8b_prefetch_row_l2(attn_llama3_8b_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+            }
+            memcpy(wt, wn, sizeof wt);
+        }
+    for (j = jp; j < j_end; j++) /* the last keys, one at a time */
+        for (hk = 0; hk < HKV; hk++) {
+            p = attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (hk) * 512, attn_llama3_8b_k_row(&kv, hk, j), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (hk) * 4,
+                    w->sl + (hk) * 4, w->so + (hk) * 512);
+            attn_llama3_8b_spv_4x128_f32__avx2(p, attn_llama3_8b_v_row(&kv, hk, j), w->so + (hk) * 512);
+        }
+}
+
 /* One streaming unit: batch b, keys [j_begin, j_begin + chunk), 4 rows per kv head
  * (Lq = 1).  Writes each row's normalized partial output and LSE (natural
  * log), indexed by h * Lq + i, as the decode unit does. */
@@ -3774,7 +4268,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
     cls = attn_llama3_8b_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
-        if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
+        if (kv.k_head < kv.k_key && attn_decode_key_pairs()) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
+            attn_llama3_8b_spairs_4x2__avx2(kv, w, j_begin, j_end);
+        } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             /* one step ahead: the next head's scores while this head's P*V runs
                (never the same head's: its max may move, and p with it) */
             p = attn_llama3_8b_sqk_4x1_f32__avx2(w->sq + (0) * 512, attn_llama3_8b_k_row(&kv, 0, j_begin), 0, _mm_setzero_ps(), _mm_setzero_ps(), w->sm + (0) * 4,

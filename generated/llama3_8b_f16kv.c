@@ -227,6 +227,20 @@ static inline void attn_llama3_8b_f16kv_prefetch_row(const uint16_t *p, int n)
 #endif
 }
 
+/* The same into the second-level cache (prefetcht1 on x86): the streaming decode
+ * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead. */
+static inline void attn_llama3_8b_f16kv_prefetch_row_l2(const uint16_t *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 32) __builtin_prefetch(p + i, 0, 2); /* one 64-byte line */
+    if (n % 32) __builtin_prefetch(p + n - 1, 0, 2);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Output row i of head h in batch b. */
 static inline float *attn_llama3_8b_f16kv_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -2952,6 +2966,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
+            (void)pn;
             /* 2 keys a step, so that one pass over Q scores them and one over O adds
                their V rows; one step ahead: the next head's weights while this head's
                P*V runs (never the same head's: its max may move, and w with it) */
@@ -2959,7 +2974,6 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
-            (void)pn;
             if (j_end - j_begin >= 2)
                 attn_llama3_8b_f16kv_sqk_4x2_f16__avx512(w->sq + (0) * 512, attn_llama3_8b_f16kv_k_row(&kv, 0, j_begin + 0), attn_llama3_8b_f16kv_k_row(&kv, 0, j_begin + 1),
                         w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
@@ -2972,12 +2986,12 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
                     attn_llama3_8b_f16kv_spvk_4x2_f16__avx512(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
                     }
                     if (j + STREAM_PREFETCH + 1 < j_end) {
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                     }
                     memcpy(wt, wn, sizeof wt);
                 }
@@ -2994,8 +3008,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_llama3_8b_f16kv_spv_4x128_f16__avx512(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -3014,8 +3028,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
                         attn_llama3_8b_f16kv_spv_4x128_f16__avx512(attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -3026,8 +3040,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_sunit_4x
                         attn_llama3_8b_f16kv_spv_4x128_f16__avx512(attn_llama3_8b_f16kv_sqk_4x1_f16__avx512(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -5047,6 +5061,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
+            (void)pn;
             /* 2 keys a step, so that one pass over Q scores them and one over O adds
                their V rows; one step ahead: the next head's weights while this head's
                P*V runs (never the same head's: its max may move, and w with it) */
@@ -5054,7 +5069,6 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
-            (void)pn;
             if (j_end - j_begin >= 2)
                 attn_llama3_8b_f16kv_sqk_4x2_f16__avx2(w->sq + (0) * 512, attn_llama3_8b_f16kv_k_row(&kv, 0, j_begin + 0), attn_llama3_8b_f16kv_k_row(&kv, 0, j_begin + 1),
                         w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
@@ -5067,12 +5081,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
                     attn_llama3_8b_f16kv_spvk_4x2_f16__avx2(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
                     }
                     if (j + STREAM_PREFETCH + 1 < j_end) {
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                     }
                     memcpy(wt, wn, sizeof wt);
                 }
@@ -5089,8 +5103,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_llama3_8b_f16kv_spv_4x128_f16__avx2(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -5109,8 +5123,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
                         attn_llama3_8b_f16kv_spv_4x128_f16__avx2(attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -5121,8 +5135,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_sunit_
                         attn_llama3_8b_f16kv_spv_4x128_f16__avx2(attn_llama3_8b_f16kv_sqk_4x1_f16__avx2(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -7457,6 +7471,7 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         float32x4_t p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
+            (void)pn;
             /* 2 keys a step, so that one pass over Q scores them and one over O adds
                their V rows; one step ahead: the next head's weights while this head's
                P*V runs (never the same head's: its max may move, and w with it) */
@@ -7464,7 +7479,6 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
-            (void)pn;
             if (j_end - j_begin >= 2)
                 attn_llama3_8b_f16kv_sqk_4x2_f16__neon(w->sq + (0) * 512, attn_llama3_8b_f16kv_k_row(&kv, 0, j_begin + 0), attn_llama3_8b_f16kv_k_row(&kv, 0, j_begin + 1),
                         w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
@@ -7477,12 +7491,12 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
                     attn_llama3_8b_f16kv_spvk_4x2_f16__neon(wt, attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 0), attn_llama3_8b_f16kv_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
                     }
                     if (j + STREAM_PREFETCH + 1 < j_end) {
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                     }
                     memcpy(wt, wn, sizeof wt);
                 }
@@ -7499,8 +7513,8 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_llama3_8b_f16kv_spv_4x128_f16__neon(p, attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -7519,8 +7533,8 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
                         attn_llama3_8b_f16kv_spv_4x128_f16__neon(attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -7531,8 +7545,8 @@ static void attn_llama3_8b_f16kv_sunit_4x1__neon(const attn_args *args, int64_t 
                         attn_llama3_8b_f16kv_spv_4x128_f16__neon(attn_llama3_8b_f16kv_sqk_4x1_f16__neon(w->sq + (hk) * 512, attn_llama3_8b_f16kv_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_llama3_8b_f16kv_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(attn_llama3_8b_f16kv_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }

@@ -205,6 +205,20 @@ static inline void attn_mistral_7b_bf16_prefetch_row(const uint16_t *p, int n)
 #endif
 }
 
+/* The same into the second-level cache (prefetcht1 on x86): the streaming decode
+ * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead. */
+static inline void attn_mistral_7b_bf16_prefetch_row_l2(const uint16_t *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 32) __builtin_prefetch(p + i, 0, 2); /* one 64-byte line */
+    if (n % 32) __builtin_prefetch(p + n - 1, 0, 2);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Output row i of head h in batch b. */
 static inline uint16_t *attn_mistral_7b_bf16_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -2941,6 +2955,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
+            (void)pn;
             /* 2 keys a step, so that one pass over Q scores them and one over O adds
                their V rows; one step ahead: the next head's weights while this head's
                P*V runs (never the same head's: its max may move, and w with it) */
@@ -2948,7 +2963,6 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
-            (void)pn;
             if (j_end - j_begin >= 2)
                 attn_mistral_7b_bf16_sqk_4x2_bf16__avx512(w->sq + (0) * 512, attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 1),
                         w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
@@ -2961,12 +2975,12 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
                     attn_mistral_7b_bf16_spvk_4x2_bf16__avx512(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
                     }
                     if (j + STREAM_PREFETCH + 1 < j_end) {
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                     }
                     memcpy(wt, wn, sizeof wt);
                 }
@@ -2983,8 +2997,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_mistral_7b_bf16_spv_4x128_bf16__avx512(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -3003,8 +3017,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
                         attn_mistral_7b_bf16_spv_4x128_bf16__avx512(attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -3015,8 +3029,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
                         attn_mistral_7b_bf16_spv_4x128_bf16__avx512(attn_mistral_7b_bf16_sqk_4x1_bf16__avx512(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -5048,6 +5062,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
+            (void)pn;
             /* 2 keys a step, so that one pass over Q scores them and one over O adds
                their V rows; one step ahead: the next head's weights while this head's
                P*V runs (never the same head's: its max may move, and w with it) */
@@ -5055,7 +5070,6 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
-            (void)pn;
             if (j_end - j_begin >= 2)
                 attn_mistral_7b_bf16_sqk_4x2_bf16__avx2(w->sq + (0) * 512, attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 1),
                         w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
@@ -5068,12 +5082,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
                     attn_mistral_7b_bf16_spvk_4x2_bf16__avx2(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
                     }
                     if (j + STREAM_PREFETCH + 1 < j_end) {
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                     }
                     memcpy(wt, wn, sizeof wt);
                 }
@@ -5090,8 +5104,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_mistral_7b_bf16_spv_4x128_bf16__avx2(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -5110,8 +5124,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
                         attn_mistral_7b_bf16_spv_4x128_bf16__avx2(attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -5122,8 +5136,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
                         attn_mistral_7b_bf16_spv_4x128_bf16__avx2(attn_mistral_7b_bf16_sqk_4x1_bf16__avx2(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }
@@ -7469,6 +7483,7 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         float32x4_t p, pn;
         if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
+            (void)pn;
             /* 2 keys a step, so that one pass over Q scores them and one over O adds
                their V rows; one step ahead: the next head's weights while this head's
                P*V runs (never the same head's: its max may move, and w with it) */
@@ -7476,7 +7491,6 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
             int64_t jp;
             memset(wt, 0, sizeof wt);
             memset(wn, 0, sizeof wn);
-            (void)pn;
             if (j_end - j_begin >= 2)
                 attn_mistral_7b_bf16_sqk_4x2_bf16__neon(w->sq + (0) * 512, attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 0), attn_mistral_7b_bf16_k_row(&kv, 0, j_begin + 1),
                         w->sm + (0) * 4, w->sl + (0) * 4, w->so + (0) * 512, wt);
@@ -7489,12 +7503,12 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
                     attn_mistral_7b_bf16_spvk_4x2_bf16__neon(wt, attn_mistral_7b_bf16_v_row(&kv, hk, jp + 0), attn_mistral_7b_bf16_v_row(&kv, hk, jp + 1), w->so + (hk) * 512);
                     j = jp;
                     if (j + STREAM_PREFETCH + 0 < j_end) {
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 0), D);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 0), DV);
                     }
                     if (j + STREAM_PREFETCH + 1 < j_end) {
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH + 1), D);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH + 1), DV);
                     }
                     memcpy(wt, wn, sizeof wt);
                 }
@@ -7511,8 +7525,8 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
                     w->sl + (hk) * 4, w->so + (hk) * 512);
                     attn_mistral_7b_bf16_spv_4x128_bf16__neon(p, attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
                     if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                        attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                     }
                 }
         }
@@ -7531,8 +7545,8 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
                         attn_mistral_7b_bf16_spv_4x128_bf16__neon(attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH < j_end) {
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH), D);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH), DV);
                         }
                     }
             } else {
@@ -7543,8 +7557,8 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
                         attn_mistral_7b_bf16_spv_4x128_bf16__neon(attn_mistral_7b_bf16_sqk_4x1_bf16__neon(w->sq + (hk) * 512, attn_mistral_7b_bf16_k_row(&kv, hk, j), 1, add, hide, w->sm + (hk) * 4,
                     w->sl + (hk) * 4, w->so + (hk) * 512), attn_mistral_7b_bf16_v_row(&kv, hk, j), w->so + (hk) * 512);
                         if (j + STREAM_PREFETCH_HEAD_MAJOR < j_end) {
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_k_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), D);
+                            attn_mistral_7b_bf16_prefetch_row_l2(attn_mistral_7b_bf16_v_row(&kv, hk, j + STREAM_PREFETCH_HEAD_MAJOR), DV);
                         }
                     }
             }

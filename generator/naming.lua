@@ -69,6 +69,8 @@ M.OPS = {
   decode = { isa = true, what = "decode path: splits, then the merge" },
   dunit = { isa = true, what = "decode: one (batch, split) unit, blocked" },
   sunit = { shape = "MxN", isa = true, what = "decode: one (batch, split) unit, streaming, M rows a kv head" },
+  spairs = { shape = "MxN", isa = true,
+    what = "decode: a streaming unit's steps of N keys (M rows a kv head), where the CPU takes them" },
   dscratch = { isa = true, what = "decode: per-thread scratch type" },
   dmerge = { isa = true, what = "decode: combines one row's splits" },
   -- the linear family's loops (templates/families/linear)

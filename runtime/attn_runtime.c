@@ -351,10 +351,10 @@ static int cpu_is_intel(void)
 
 /*
  * A setting read once per process: 1 or 0 from the environment variable
- * NAME when it holds "1" or "0", else 0 on Intel CPUs and 1 elsewhere.
+ * NAME when it holds "1" or "0", else what cpu_default() says for this CPU.
  * Cached as 1 + the value.
  */
-static int setting_off_on_intel(unsigned *cache, const char *name)
+static int cpu_setting(unsigned *cache, const char *name, int (*cpu_default)(void))
 {
     unsigned v = cache_load(cache);
     if (v == 0) {
@@ -364,22 +364,53 @@ static int setting_off_on_intel(unsigned *cache, const char *name)
         else if (e != NULL && strcmp(e, "1") == 0)
             v = 2;
         else
-            v = cpu_is_intel() ? 1 : 2;
+            v = cpu_default() ? 2 : 1;
         cache_store(cache, v);
     }
     return (int)v - 1;
 }
 
-static unsigned decode_prefetch_cache, bf16_dot_cache;
+static int cpu_is_not_intel(void)
+{
+    return !cpu_is_intel();
+}
+
+/*
+ * 1 on an AMD family 19h CPU with AVX-512F (Zen 4; Zen 3, the same family,
+ * has no AVX-512): a core that runs each 512-bit instruction in two 256-bit
+ * halves.
+ */
+static int cpu_is_amd_zen4(void)
+{
+#ifdef ATTN_X86_CPUID
+    unsigned int a, b, c, d, family;
+    /* "Auth" "enti" "cAMD" */
+    if (!__get_cpuid(0, &a, &b, &c, &d) || b != 0x68747541u || d != 0x69746e65u || c != 0x444d4163u)
+        return 0;
+    if (!__get_cpuid(1, &a, &b, &c, &d))
+        return 0;
+    family = ((a >> 8) & 0xfu) + ((a >> 20) & 0xffu);
+    return family == 0x19 && attn_isa_supported(ATTN_ISA_AVX512);
+#else
+    return 0;
+#endif
+}
+
+static unsigned decode_prefetch_cache, bf16_dot_cache, key_pairs_cache;
 
 int attn_decode_prefetch(void)
 {
-    return setting_off_on_intel(&decode_prefetch_cache, "ATTNGEN_DECODE_PREFETCH");
+    return cpu_setting(&decode_prefetch_cache, "ATTNGEN_DECODE_PREFETCH", cpu_is_not_intel);
 }
 
 int attn_bf16_dot_preferred(void)
 {
-    return setting_off_on_intel(&bf16_dot_cache, "ATTNGEN_BF16_DOT");
+    return cpu_setting(&bf16_dot_cache, "ATTNGEN_BF16_DOT", cpu_is_not_intel);
+}
+
+int attn_decode_key_pairs(void)
+{
+    return cpu_setting(&key_pairs_cache, "ATTNGEN_DECODE_KEY_PAIRS", cpu_is_amd_zen4);
 }
 
 /* ---- dispatch ----------------------------------------------------------- */

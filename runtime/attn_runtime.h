@@ -210,6 +210,18 @@ int attn_decode_prefetch(void);
  * still forces any variant.
  */
 int attn_bf16_dot_preferred(void);
+/*
+ * Whether the streaming decode kernel (up to 4 query rows a kv head) reads
+ * an f32 cache two keys a step, one pass over the rows' Q scoring both and
+ * one over their O adding both V rows, instead of one key a step: 1 on AMD
+ * Zen 4 (family 19h with AVX-512), which runs a 512-bit instruction in two
+ * halves and where the one-key step is bound by those passes (Llama-3-8B,
+ * Lq 1, 32768 keys: 19 -> 14 ms); 0 elsewhere, where one key a step keeps
+ * the read order the hardware prefetchers follow best (docs/decode.md).
+ * 16-bit caches always take two keys a step.  ATTNGEN_DECODE_KEY_PAIRS=1
+ * or 0 in the environment overrides it.
+ */
+int attn_decode_key_pairs(void);
 
 /* Kernel families, in the order of the attn_family values: X(ID, name). */
 #define ATTN_FAMILY_LIST(X) \

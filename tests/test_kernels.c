@@ -276,6 +276,37 @@ Test(entry, decode_prefetch_can_be_forced_on)
     cr_expect_eq(attn_decode_prefetch(), 1);
 }
 
+/* The streaming decode kernels of an f32 cache hold a one-key and a two-key
+ * step, the runtime choosing by CPU (attn_decode_key_pairs); the matrix of each
+ * kernel runs this CPU's choice, these the other one too, on every x86 variant
+ * this CPU runs: Llama-3-8B (4 rows a kv head) and GPT-2 (MHA: the two-key step
+ * at 3 and 4 query rows). */
+static void run_stream_steps(const char *pairs)
+{
+    const attn_kernel *ks[] = { &attn_llama3_8b_kernel, &attn_gpt2_kernel };
+    const attn_isa isas[] = { ATTN_ISA_AVX512, ATTN_ISA_AVX2 };
+    int i, j, ran = 0;
+    setenv("ATTNGEN_DECODE_KEY_PAIRS", pairs, 1);
+    cr_assert_eq(attn_decode_key_pairs(), atoi(pairs));
+    for (i = 0; i < 2; i++)
+        for (j = 0; j < 2; j++)
+            if (attn_isa_supported(isas[j])) {
+                run_matrix(ks[i], isas[j]);
+                ran++;
+            }
+    if (ran == 0) cr_skip_test("this CPU runs neither AVX-512 nor AVX2");
+}
+
+Test(entry, streaming_decode_one_key_a_step)
+{
+    run_stream_steps("0");
+}
+
+Test(entry, streaming_decode_two_keys_a_step)
+{
+    run_stream_steps("1");
+}
+
 /* Variant lists for the dispatch tests: only .isa matters to attn_pick_variant. */
 static const attn_variant BF16_FIRST[] = { { ATTN_ISA_AVX512BF16, NULL, NULL }, { ATTN_ISA_AVX512, NULL, NULL },
                                            { ATTN_ISA_AVX2, NULL, NULL }, { ATTN_ISA_SCALAR, NULL, NULL } };

@@ -58,12 +58,25 @@ M.STREAM_SPLIT_DOT_DTYPES = { bf16 = true, f16 = true }
 --- Keys the streaming kernel takes a step at a time (one pass over the rows'
 -- Q for their scores, one over O for their V rows), by storage type and ISA:
 -- with 16-bit caches the kernel is bound by its instructions, and each pass
--- over Q and O serves that many keys; from an f32 cache one key a step keeps
--- the read order the hardware prefetcher follows (docs/decode.md).  Two keys
--- measured best on AVX-512 (Llama-3-8B, f16 cache, 32768 keys: 6.3 ms one key
--- a step, 4.9 two, 11 four); AVX2 and NEON take two unmeasured.
+-- over Q and O serves that many keys (Llama-3-8B, f16 cache, 32768 keys, AMD
+-- Zen 5, AVX-512: 6.3 ms one key a step, 4.9 two, 11 four; AVX2 and NEON
+-- take two unmeasured).  From an f32 cache one key a step keeps the read
+-- order the hardware prefetcher follows (Zen 5: 7.8 ms, 10.0 two keys), but
+-- where the CPU runs 512-bit instructions in halves (Zen 4) the one-key step
+-- is bound by its passes over Q and O (19 ms, 14 two keys, AVX-512 and AVX2
+-- alike): the x86 kernels hold both steps for f32 (STREAM_KEYS_BY_CPU) and
+-- the runtime picks (attn_decode_key_pairs); docs/decode.md.
 local TWO_KEYS = { avx512 = 2, avx2 = 2, neon = 2 }
-M.STREAM_KEYS = { bf16 = TWO_KEYS, f16 = TWO_KEYS }
+M.STREAM_KEYS = { bf16 = TWO_KEYS, f16 = TWO_KEYS, f32 = { avx512 = 2, avx2 = 2 } }
+M.STREAM_KEYS_BY_CPU = { f32 = true }
+--- Rows whose Q and O hold more than this many bytes (half a 32 KiB L1) take
+-- most of the L1 of a Zen 4 or an older Intel core: there the f32 kernels hold
+-- the pair step (above: Llama-3-8B, 32 KiB, one key a step 19-22 ms, two 13.7;
+-- GPT-2, 12 heads x 64, at Lq 4: 24 KiB, 11.9-12.6 and 8.2-8.3 ms; at Lq 1:
+-- 6 KiB, 7.0-7.7 ms either way, so one key a step), and the 16-bit ones ask
+-- for the K and V rows ahead into L2, not L1, where they would push the rows
+-- out (Llama-3-8B, f16 cache, 32768 keys, Zen 4: 14.0 -> 9.4 ms).
+M.STREAM_QO_L1 = 16 * 1024
 
 --- The streaming decode path's running max is lazy: it moves only when a
 -- score passes it by more than this (base 2), so O is seldom rescaled and
@@ -109,7 +122,20 @@ local function stream_plan(plan, v)
       if not (plan.alibi or plan.mask ~= "none") and plan.Hkv > 1 and M.STREAM_KEYS[plan.dtype.kv] then
         st.keys = M.STREAM_KEYS[plan.dtype.kv][isa.name] or 1
       end
-      for lq = 1, max_q do st.rows[lq] = plan.group * lq end
+      -- per rows a kv head: keys a step, and whether the runtime chooses them
+      -- and whether the rows ahead are asked for into L2 (else L1)
+      st.nkeys, st.by_cpu, st.l2 = {}, {}, {}
+      for lq = 1, max_q do
+        local rows, nk = plan.group * lq, st.keys
+        local big = bytes_per_q * lq > M.STREAM_QO_L1
+        local by_cpu = nk > 1 and M.STREAM_KEYS_BY_CPU[plan.dtype.kv] == true
+        if by_cpu and not big then
+          nk, by_cpu = 1, false -- few rows: the passes over Q and O are short
+        end
+        st.rows[lq], st.nkeys[rows], st.by_cpu[rows] = rows, nk, by_cpu
+        st.l2[rows] = plan.dtype.kv == "f32" or big
+        st.any_l2 = st.any_l2 or st.l2[rows]
+      end
       return st
     end
   end

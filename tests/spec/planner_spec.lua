@@ -412,6 +412,40 @@ describe("ISA storage-type operations", function()
     end)
   end)
 
+  describe("streaming decode steps", function()
+    local function stream(raw, isa)
+      for _, v in ipairs(plan_of(raw).variants) do
+        if v.isa.name == isa then return v.stream end
+      end
+    end
+    it("holds the two-key step for the runtime to pick from f32 where the rows' Q and O fill half an L1", function()
+      -- Llama-3-8B: 32 query heads, 8 kv heads, D 128: 4 rows a kv head, 32 KiB of Q and O
+      local llama = { heads_q = 32, heads_kv = 8, head_dim = 128 }
+      for _, isa in ipairs({ "avx512", "avx2" }) do
+        local st = stream(llama, isa)
+        assert.equal(2, st.nkeys[4], isa)
+        assert.is_true(st.by_cpu[4], isa)
+        assert.is_true(st.l2[4], isa)
+      end
+      assert.equal(1, stream(llama, "neon").nkeys[4]) -- no pair step for f32 there
+      -- GPT-2's shape (MHA, 12 x 64): 6 KiB of Q and O a query row, so one key a
+      -- step up to 2 rows a kv head (12 KiB), the choice from 3 (18 KiB)
+      local gpt2 = stream({ heads_q = 12, heads_kv = 12, head_dim = 64 }, "avx512")
+      assert.same({ 1, 1, 2, 2 }, { gpt2.nkeys[1], gpt2.nkeys[2], gpt2.nkeys[3], gpt2.nkeys[4] })
+      assert.same({ false, false, true, true }, { gpt2.by_cpu[1], gpt2.by_cpu[2], gpt2.by_cpu[3], gpt2.by_cpu[4] })
+    end)
+    it("takes two keys a step from 16-bit caches everywhere, prefetching into L2 only where the rows fill L1", function()
+      local big = stream({ heads_q = 32, heads_kv = 8, head_dim = 128, dtype = { q = "f32", kv = "f16", o = "f32" } }, "avx512")
+      assert.equal(2, big.nkeys[4])
+      assert.is_false(big.by_cpu[4])
+      assert.is_true(big.l2[4])
+      local small = stream({ heads_q = 12, heads_kv = 12, head_dim = 64, dtype = "bf16" }, "avx512")
+      assert.equal(2, small.nkeys[1])
+      assert.is_false(small.l2[1])
+      assert.is_true(small.l2[4]) -- 24 KiB of Q and O at 4 rows a kv head
+    end)
+  end)
+
   describe("dropout", function()
     it("takes the blocked decode path (no streaming kernel) and sets the spec's dropout only when on", function()
       local on, off = plan_of({ heads_kv = 4, dropout = true }), plan_of({ heads_kv = 4 })
