@@ -188,7 +188,8 @@ static inline void attn_bert_base_prefetch_row(const float *p, int n)
 }
 
 /* The same into the second-level cache (prefetcht1 on x86): the streaming decode
- * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead. */
+ * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead, and
+ * the blocked kernel's of its next block where attn_decode_prefetch() says so. */
 static inline void attn_bert_base_prefetch_row_l2(const float *p, int n)
 {
 #if defined(__GNUC__)
@@ -2228,7 +2229,7 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -2285,10 +2286,11 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2300,10 +2302,11 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
                             attn_bert_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2317,20 +2320,22 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
                         attn_bert_base_qk_8x32_f32__avx512(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                                attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_bert_base_qk_1x32_f32__avx512(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2378,10 +2383,11 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                        attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -6142,7 +6148,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -6199,10 +6205,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -6214,10 +6221,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
                             attn_bert_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -6231,20 +6239,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
                         attn_bert_base_qk_4x16_f32__avx2(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                                attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_bert_base_qk_1x16_f32__avx2(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -6292,10 +6302,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                        attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -9160,7 +9171,7 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -9217,10 +9228,11 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -9232,10 +9244,11 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
                             attn_bert_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -9249,20 +9262,22 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
                         attn_bert_base_qk_8x8_f32__neon(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                                attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_bert_base_qk_1x8_f32__neon(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -9310,10 +9325,11 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                        attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -10594,7 +10610,7 @@ ATTN_NO_AUTOVEC static void attn_bert_base_dunit__scalar(const attn_args *args, 
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -10642,10 +10658,11 @@ ATTN_NO_AUTOVEC static void attn_bert_base_dunit__scalar(const attn_args *args, 
                             attn_bert_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -10659,20 +10676,22 @@ ATTN_NO_AUTOVEC static void attn_bert_base_dunit__scalar(const attn_args *args, 
                         attn_bert_base_qk_4x2_f32__scalar(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                                attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_bert_base_qk_1x2_f32__scalar(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -10700,10 +10719,11 @@ ATTN_NO_AUTOVEC static void attn_bert_base_dunit__scalar(const attn_args *args, 
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_bert_base_prefetch_row(attn_bert_base_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_bert_base_prefetch_row(attn_bert_base_v_row(&kv, ph - HKV, pj), DV);
+                        attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }

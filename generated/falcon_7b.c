@@ -176,6 +176,21 @@ static inline void attn_falcon_7b_prefetch_row(const float *p, int n)
 #endif
 }
 
+/* The same into the second-level cache (prefetcht1 on x86): the streaming decode
+ * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead, and
+ * the blocked kernel's of its next block where attn_decode_prefetch() says so. */
+static inline void attn_falcon_7b_prefetch_row_l2(const float *p, int n)
+{
+#if defined(__GNUC__)
+    int i;
+    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i, 0, 2); /* one 64-byte line */
+    if (n % 16) __builtin_prefetch(p + n - 1, 0, 2);
+#else
+    (void)p;
+    (void)n;
+#endif
+}
+
 /* Output row i of head h in batch b. */
 static inline float *attn_falcon_7b_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -1235,7 +1250,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -1292,10 +1307,11 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -1307,10 +1323,11 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
                             attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -1324,20 +1341,22 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
                         attn_falcon_7b_qk_8x32_f32__avx512(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                                attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_falcon_7b_qk_1x32_f32__avx512(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -1385,10 +1404,11 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                        attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -3122,7 +3142,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -3179,10 +3199,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -3194,10 +3215,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
                             attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -3211,20 +3233,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
                         attn_falcon_7b_qk_4x16_f32__avx2(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                                attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_falcon_7b_qk_1x16_f32__avx2(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -3272,10 +3296,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                        attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -5217,7 +5242,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -5274,10 +5299,11 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -5289,10 +5315,11 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
                             attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -5306,20 +5333,22 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
                         attn_falcon_7b_qk_8x8_f32__neon(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                                attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_falcon_7b_qk_1x8_f32__neon(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -5367,10 +5396,11 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                        attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -6224,7 +6254,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -6272,10 +6302,11 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
                             attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -6289,20 +6320,22 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
                         attn_falcon_7b_qk_4x2_f32__scalar(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                                attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_falcon_7b_qk_1x2_f32__scalar(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -6330,10 +6363,11 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_falcon_7b_prefetch_row(attn_falcon_7b_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_falcon_7b_prefetch_row(attn_falcon_7b_v_row(&kv, ph - HKV, pj), DV);
+                        attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }

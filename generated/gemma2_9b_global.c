@@ -189,7 +189,8 @@ static inline void attn_gemma2_9b_global_prefetch_row(const float *p, int n)
 }
 
 /* The same into the second-level cache (prefetcht1 on x86): the streaming decode
- * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead. */
+ * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead, and
+ * the blocked kernel's of its next block where attn_decode_prefetch() says so. */
 static inline void attn_gemma2_9b_global_prefetch_row_l2(const float *p, int n)
 {
 #if defined(__GNUC__)
@@ -2229,7 +2230,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma2_9b_global_kv kv = attn_gemma2_9b_global_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -2286,10 +2287,11 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2301,10 +2303,11 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                             attn_gemma2_9b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2318,20 +2321,22 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                         attn_gemma2_9b_global_qk_8x32_f32__avx512(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                                attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_global_qk_1x32_f32__avx512(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2386,10 +2391,11 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                        attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -4044,7 +4050,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma2_9b_global_kv kv = attn_gemma2_9b_global_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -4101,10 +4107,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -4116,10 +4123,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
                             attn_gemma2_9b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -4133,20 +4141,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
                         attn_gemma2_9b_global_qk_4x16_f32__avx2(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                                attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_global_qk_1x16_f32__avx2(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -4201,10 +4211,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                        attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -6024,7 +6035,7 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma2_9b_global_kv kv = attn_gemma2_9b_global_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -6081,10 +6092,11 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -6096,10 +6108,11 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
                             attn_gemma2_9b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -6113,20 +6126,22 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
                         attn_gemma2_9b_global_qk_8x8_f32__neon(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                                attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_global_qk_1x8_f32__neon(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -6181,10 +6196,11 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                        attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -7401,7 +7417,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_dunit__scalar(const attn_args 
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_gemma2_9b_global_kv kv = attn_gemma2_9b_global_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -7449,10 +7465,11 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_dunit__scalar(const attn_args 
                             attn_gemma2_9b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -7466,20 +7483,22 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_dunit__scalar(const attn_args 
                         attn_gemma2_9b_global_qk_4x2_f32__scalar(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                                attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_global_qk_1x2_f32__scalar(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -7514,10 +7533,11 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_dunit__scalar(const attn_args 
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_gemma2_9b_global_prefetch_row(attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj), DV);
+                        attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }

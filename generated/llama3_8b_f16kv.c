@@ -228,7 +228,8 @@ static inline void attn_llama3_8b_f16kv_prefetch_row(const uint16_t *p, int n)
 }
 
 /* The same into the second-level cache (prefetcht1 on x86): the streaming decode
- * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead. */
+ * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead, and
+ * the blocked kernel's of its next block where attn_decode_prefetch() says so. */
 static inline void attn_llama3_8b_f16kv_prefetch_row_l2(const uint16_t *p, int n)
 {
 #if defined(__GNUC__)
@@ -2760,7 +2761,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -2817,10 +2818,11 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2832,10 +2834,11 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                             attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2849,20 +2852,22 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                         attn_llama3_8b_f16kv_qk_8x32_f16__avx512(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                            const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                                attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_f16kv_qk_1x32_f16__avx512(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2910,10 +2915,11 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                    const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                        attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -4855,7 +4861,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -4912,10 +4918,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -4927,10 +4934,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                             attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -4944,20 +4952,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                         attn_llama3_8b_f16kv_qk_4x16_f16__avx2(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                            const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                                attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_f16kv_qk_1x16_f16__avx2(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -5005,10 +5015,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                    const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                        attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -7265,7 +7276,7 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -7322,10 +7333,11 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -7337,10 +7349,11 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                             attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -7354,20 +7367,22 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                         attn_llama3_8b_f16kv_qk_8x8_f16__neon(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                            const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                                attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_f16kv_qk_1x8_f16__neon(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -7415,10 +7430,11 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                    const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                        attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -8774,7 +8790,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -8822,10 +8838,11 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
                             attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -8839,20 +8856,22 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
                         attn_llama3_8b_f16kv_qk_4x2_f16__scalar(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                            const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                                attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_f16kv_qk_1x2_f16__scalar(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -8880,10 +8899,11 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_k_row(&kv, ph, pj), D);
+                    const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_llama3_8b_f16kv_prefetch_row(attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj), DV);
+                        attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }

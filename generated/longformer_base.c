@@ -188,7 +188,8 @@ static inline void attn_longformer_base_prefetch_row(const float *p, int n)
 }
 
 /* The same into the second-level cache (prefetcht1 on x86): the streaming decode
- * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead. */
+ * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead, and
+ * the blocked kernel's of its next block where attn_decode_prefetch() says so. */
 static inline void attn_longformer_base_prefetch_row_l2(const float *p, int n)
 {
 #if defined(__GNUC__)
@@ -2234,7 +2235,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -2291,10 +2292,11 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2306,10 +2308,11 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
                             attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2323,20 +2326,22 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
                         attn_longformer_base_qk_8x32_f32__avx512(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                                attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_longformer_base_qk_1x32_f32__avx512(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2384,10 +2389,11 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                        attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -6148,7 +6154,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -6205,10 +6211,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -6220,10 +6227,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
                             attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -6237,20 +6245,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
                         attn_longformer_base_qk_4x16_f32__avx2(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                                attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_longformer_base_qk_1x16_f32__avx2(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -6298,10 +6308,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                        attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -9166,7 +9177,7 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -9223,10 +9234,11 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -9238,10 +9250,11 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
                             attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -9255,20 +9268,22 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
                         attn_longformer_base_qk_8x8_f32__neon(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                                attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_longformer_base_qk_1x8_f32__neon(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -9316,10 +9331,11 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                        attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -10600,7 +10616,7 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_dunit__scalar(const attn_args *
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -10648,10 +10664,11 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_dunit__scalar(const attn_args *
                             attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -10665,20 +10682,22 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_dunit__scalar(const attn_args *
                         attn_longformer_base_qk_4x2_f32__scalar(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                                attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_longformer_base_qk_1x2_f32__scalar(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -10706,10 +10725,11 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_dunit__scalar(const attn_args *
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_longformer_base_prefetch_row(attn_longformer_base_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_longformer_base_prefetch_row(attn_longformer_base_v_row(&kv, ph - HKV, pj), DV);
+                        attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }

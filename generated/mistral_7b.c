@@ -188,7 +188,8 @@ static inline void attn_mistral_7b_prefetch_row(const float *p, int n)
 }
 
 /* The same into the second-level cache (prefetcht1 on x86): the streaming decode
- * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead. */
+ * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead, and
+ * the blocked kernel's of its next block where attn_decode_prefetch() says so. */
 static inline void attn_mistral_7b_prefetch_row_l2(const float *p, int n)
 {
 #if defined(__GNUC__)
@@ -2240,7 +2241,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -2297,10 +2298,11 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2312,10 +2314,11 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                             attn_mistral_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2329,20 +2332,22 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                         attn_mistral_7b_qk_8x32_f32__avx512(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                                attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_qk_1x32_f32__avx512(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2390,10 +2395,11 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                        attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -4020,7 +4026,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -4077,10 +4083,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -4092,10 +4099,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
                             attn_mistral_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -4109,20 +4117,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
                         attn_mistral_7b_qk_4x16_f32__avx2(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                                attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_qk_1x16_f32__avx2(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -4170,10 +4180,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                        attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -5921,7 +5932,7 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -5978,10 +5989,11 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -5993,10 +6005,11 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
                             attn_mistral_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -6010,20 +6023,22 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
                         attn_mistral_7b_qk_8x8_f32__neon(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                                attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_qk_1x8_f32__neon(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -6071,10 +6086,11 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                        attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -7126,7 +7142,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -7174,10 +7190,11 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
                             attn_mistral_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -7191,20 +7208,22 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
                         attn_mistral_7b_qk_4x2_f32__scalar(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                            const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                                attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_qk_1x2_f32__scalar(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -7232,10 +7251,11 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_k_row(&kv, ph, pj), D);
+                    const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_mistral_7b_prefetch_row(attn_mistral_7b_v_row(&kv, ph - HKV, pj), DV);
+                        attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }

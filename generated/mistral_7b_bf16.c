@@ -206,7 +206,8 @@ static inline void attn_mistral_7b_bf16_prefetch_row(const uint16_t *p, int n)
 }
 
 /* The same into the second-level cache (prefetcht1 on x86): the streaming decode
- * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead. */
+ * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead, and
+ * the blocked kernel's of its next block where attn_decode_prefetch() says so. */
 static inline void attn_mistral_7b_bf16_prefetch_row_l2(const uint16_t *p, int n)
 {
 #if defined(__GNUC__)
@@ -2749,7 +2750,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -2806,10 +2807,11 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2821,10 +2823,11 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
                             attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2838,20 +2841,22 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
                         attn_mistral_7b_bf16_qk_8x32_bf16__avx512(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                            const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                                attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_bf16_qk_1x32_bf16__avx512(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -2899,10 +2904,11 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                    const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                        attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -4856,7 +4862,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -4913,10 +4919,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -4928,10 +4935,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
                             attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -4945,20 +4953,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
                         attn_mistral_7b_bf16_qk_4x16_bf16__avx2(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                            const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                                attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_bf16_qk_1x16_bf16__avx2(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -5006,10 +5016,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                    const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                        attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -7277,7 +7288,7 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -7334,10 +7345,11 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -7349,10 +7361,11 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
                             attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -7366,20 +7379,22 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
                         attn_mistral_7b_bf16_qk_8x8_bf16__neon(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                            const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                                attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_bf16_qk_1x8_bf16__neon(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -7427,10 +7442,11 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                    const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                        attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }
@@ -8788,7 +8804,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block (not on Intel CPUs: their hardware prefetchers do better alone) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -8836,10 +8852,11 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
                             attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -8853,20 +8870,22 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
                         attn_mistral_7b_bf16_qk_4x2_bf16__scalar(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            if (ph < HKV)
-                                attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                            const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                            if (pf == ATTN_PREFETCH_L2)
+                                attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                             else
-                                attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                                attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_bf16_qk_1x2_bf16__scalar(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
                         const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        if (ph < HKV)
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                     }
                 }
             }
@@ -8894,10 +8913,11 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
                     const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    if (ph < HKV)
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_k_row(&kv, ph, pj), D);
+                    const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                    if (pf == ATTN_PREFETCH_L2)
+                        attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
                     else
-                        attn_mistral_7b_bf16_prefetch_row(attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj), DV);
+                        attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
                 }
             }
         }

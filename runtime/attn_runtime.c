@@ -350,29 +350,22 @@ static int cpu_is_intel(void)
 }
 
 /*
- * A setting read once per process: 1 or 0 from the environment variable
- * NAME when it holds "1" or "0", else what cpu_default() says for this CPU.
+ * A setting read once per process: from the environment variable NAME when it
+ * holds one digit from 0 to max, else what cpu_default() says for this CPU.
  * Cached as 1 + the value.
  */
-static int cpu_setting(unsigned *cache, const char *name, int (*cpu_default)(void))
+static int cpu_setting(unsigned *cache, const char *name, int max, int (*cpu_default)(void))
 {
     unsigned v = cache_load(cache);
     if (v == 0) {
         const char *e = getenv(name);
-        if (e != NULL && strcmp(e, "0") == 0)
-            v = 1;
-        else if (e != NULL && strcmp(e, "1") == 0)
-            v = 2;
+        if (e != NULL && e[0] >= '0' && e[0] <= '0' + max && e[1] == '\0')
+            v = 1u + (unsigned)(e[0] - '0');
         else
-            v = cpu_default() ? 2 : 1;
+            v = 1u + (unsigned)cpu_default();
         cache_store(cache, v);
     }
     return (int)v - 1;
-}
-
-static int cpu_is_not_intel(void)
-{
-    return !cpu_is_intel();
 }
 
 /*
@@ -396,21 +389,33 @@ static int cpu_is_amd_zen4(void)
 #endif
 }
 
+static int cpu_is_not_intel(void)
+{
+    return !cpu_is_intel();
+}
+
+/* The blocked decode kernel's prefetch of its next block: none on Intel CPUs,
+   into L2 on AMD Zen 4, into L1 elsewhere (docs/decode.md). */
+static int decode_prefetch_default(void)
+{
+    return cpu_is_intel() ? ATTN_PREFETCH_NONE : cpu_is_amd_zen4() ? ATTN_PREFETCH_L2 : ATTN_PREFETCH_L1;
+}
+
 static unsigned decode_prefetch_cache, bf16_dot_cache, key_pairs_cache;
 
 int attn_decode_prefetch(void)
 {
-    return cpu_setting(&decode_prefetch_cache, "ATTNGEN_DECODE_PREFETCH", cpu_is_not_intel);
+    return cpu_setting(&decode_prefetch_cache, "ATTNGEN_DECODE_PREFETCH", ATTN_PREFETCH_L2, decode_prefetch_default);
 }
 
 int attn_bf16_dot_preferred(void)
 {
-    return cpu_setting(&bf16_dot_cache, "ATTNGEN_BF16_DOT", cpu_is_not_intel);
+    return cpu_setting(&bf16_dot_cache, "ATTNGEN_BF16_DOT", 1, cpu_is_not_intel);
 }
 
 int attn_decode_key_pairs(void)
 {
-    return cpu_setting(&key_pairs_cache, "ATTNGEN_DECODE_KEY_PAIRS", cpu_is_amd_zen4);
+    return cpu_setting(&key_pairs_cache, "ATTNGEN_DECODE_KEY_PAIRS", 1, cpu_is_amd_zen4);
 }
 
 /* ---- dispatch ----------------------------------------------------------- */

@@ -193,12 +193,15 @@ int attn_isa_from_name(const char *name);
 /* Whether this CPU (and OS) can run the variant. */
 int attn_isa_supported(attn_isa isa);
 /*
- * Whether the decode path's blocked kernel (several query rows a kv head)
- * asks for the next block of K and V rows with prefetch instructions while
- * it works on one: 1, except on Intel CPUs, whose hardware prefetchers
- * follow its reads better alone (docs/decode.md has the measurements).
- * ATTNGEN_DECODE_PREFETCH=1 or 0 in the environment overrides it.
+ * How the decode path's blocked kernel (several query rows a kv head) asks
+ * for the next block of K and V rows while it works on one: not at all
+ * (ATTN_PREFETCH_NONE) on Intel CPUs, whose hardware prefetchers follow its
+ * reads better alone; into L2 (ATTN_PREFETCH_L2) on AMD Zen 4, whose 32 KiB
+ * L1 the block would overrun; into L1 (ATTN_PREFETCH_L1) elsewhere
+ * (docs/decode.md has the measurements).  ATTNGEN_DECODE_PREFETCH=0, 1 or 2
+ * in the environment overrides it.
  */
+enum { ATTN_PREFETCH_NONE = 0, ATTN_PREFETCH_L1 = 1, ATTN_PREFETCH_L2 = 2 };
 int attn_decode_prefetch(void);
 /*
  * Whether the default dispatch runs an avx512bf16 variant (vdpbf16ps

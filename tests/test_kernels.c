@@ -273,7 +273,21 @@ Test(entry, decode_prefetch_follows_the_environment)
 Test(entry, decode_prefetch_can_be_forced_on)
 {
     setenv("ATTNGEN_DECODE_PREFETCH", "1", 1);
-    cr_expect_eq(attn_decode_prefetch(), 1);
+    cr_expect_eq(attn_decode_prefetch(), ATTN_PREFETCH_L1);
+}
+
+Test(entry, decode_prefetch_can_be_forced_into_l2)
+{
+    setenv("ATTNGEN_DECODE_PREFETCH", "2", 1);
+    cr_expect_eq(attn_decode_prefetch(), ATTN_PREFETCH_L2);
+}
+
+/* A value that is not one of the settings leaves the CPU's default, one of them. */
+Test(entry, decode_prefetch_ignores_an_unknown_level)
+{
+    setenv("ATTNGEN_DECODE_PREFETCH", "3", 1);
+    cr_expect_geq(attn_decode_prefetch(), ATTN_PREFETCH_NONE);
+    cr_expect_leq(attn_decode_prefetch(), ATTN_PREFETCH_L2);
 }
 
 /* The streaming decode kernels of an f32 cache hold a one-key and a two-key
@@ -361,17 +375,32 @@ Test(entry, attngen_isa_forces_bf16_products_still)
     }
 }
 
-/* The blocked decode kernel without its prefetches (as on Intel CPUs; the matrix
- * of each kernel runs with this CPU's default), on the best ISA of a GQA preset. */
-Test(entry, blocked_decode_without_prefetch)
+/* The blocked decode kernel with each of its prefetches (the matrix of each
+ * kernel runs with this CPU's default), on the best ISA of a GQA preset. */
+static void run_blocked_decode(const char *prefetch)
 {
     const attn_kernel *k = &attn_llama3_8b_kernel;
     int i;
-    setenv("ATTNGEN_DECODE_PREFETCH", "0", 1);
-    cr_assert_eq(attn_decode_prefetch(), 0);
+    setenv("ATTNGEN_DECODE_PREFETCH", prefetch, 1);
+    cr_assert_eq(attn_decode_prefetch(), atoi(prefetch));
     for (i = 0; i < k->n_variants && !attn_isa_supported(k->variants[i].isa); i++) continue;
     cr_assert_lt(i, k->n_variants);
     run_matrix(k, k->variants[i].isa);
+}
+
+Test(entry, blocked_decode_without_prefetch) /* as on Intel CPUs */
+{
+    run_blocked_decode("0");
+}
+
+Test(entry, blocked_decode_prefetching_into_l1)
+{
+    run_blocked_decode("1");
+}
+
+Test(entry, blocked_decode_prefetching_into_l2) /* as on AMD Zen 4 */
+{
+    run_blocked_decode("2");
 }
 
 Test(entry, unknown_attngen_isa_is_an_error)

@@ -134,7 +134,6 @@ local function stream_plan(plan, v)
         end
         st.rows[lq], st.nkeys[rows], st.by_cpu[rows] = rows, nk, by_cpu
         st.l2[rows] = plan.dtype.kv == "f32" or big
-        st.any_l2 = st.any_l2 or st.l2[rows]
       end
       return st
     end
