@@ -431,11 +431,14 @@ describe("ISA storage-type operations", function()
       -- GPT-2's shape (MHA, 12 x 64): 6 KiB of Q and O a query row, so one key a
       -- step up to 2 rows a kv head (12 KiB), the choice from 3 (18 KiB)
       local gpt2 = stream({ heads_q = 12, heads_kv = 12, head_dim = 64 }, "avx512")
-      assert.same({ 1, 1, 2, 2 }, { gpt2.nkeys[1], gpt2.nkeys[2], gpt2.nkeys[3], gpt2.nkeys[4] })
-      assert.same({ false, false, true, true }, { gpt2.by_cpu[1], gpt2.by_cpu[2], gpt2.by_cpu[3], gpt2.by_cpu[4] })
+      local nkeys, by_cpu = {}, {}
+      for rows = 1, 4 do nkeys[rows], by_cpu[rows] = gpt2.nkeys[rows], gpt2.by_cpu[rows] end
+      assert.same({ 1, 1, 2, 2 }, nkeys)
+      assert.same({ false, false, true, true }, by_cpu)
     end)
-    it("takes two keys a step from 16-bit caches everywhere, prefetching into L2 only where the rows fill L1", function()
-      local big = stream({ heads_q = 32, heads_kv = 8, head_dim = 128, dtype = { q = "f32", kv = "f16", o = "f32" } }, "avx512")
+    it("takes two keys a step from 16-bit caches, prefetching into L2 only where the rows fill L1", function()
+      local f16_cache = { q = "f32", kv = "f16", o = "f32" }
+      local big = stream({ heads_q = 32, heads_kv = 8, head_dim = 128, dtype = f16_cache }, "avx512")
       assert.equal(2, big.nkeys[4])
       assert.is_false(big.by_cpu[4])
       assert.is_true(big.l2[4])
