@@ -335,18 +335,25 @@ int attn_isa_supported(attn_isa isa)
     return (set >> isa) & 1u;
 }
 
-/* 1 on an Intel CPU (cpuid's vendor string "GenuineIntel"). */
-static int cpu_is_intel(void)
+/* 1 when cpuid's vendor string is `vendor` (12 characters: "GenuineIntel",
+   "AuthenticAMD"). */
+static int cpu_vendor_is(const char *vendor)
 {
 #ifdef ATTN_X86_CPUID
-    unsigned int a, b, c, d;
-    /* the vendor string is in EBX, EDX, ECX: "Genu" "ineI" "ntel" */
-    if (!__get_cpuid(0, &a, &b, &c, &d))
+    unsigned int a, regs[3];
+    /* the vendor string is in EBX, EDX, ECX, four characters each */
+    if (!__get_cpuid(0, &a, &regs[0], &regs[2], &regs[1]))
         return 0;
-    return b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu;
+    return memcmp(regs, vendor, 12) == 0;
 #else
+    (void)vendor;
     return 0;
 #endif
+}
+
+static int cpu_is_intel(void)
+{
+    return cpu_vendor_is("GenuineIntel");
 }
 
 /*
@@ -377,10 +384,7 @@ static int cpu_is_amd_zen4(void)
 {
 #ifdef ATTN_X86_CPUID
     unsigned int a, b, c, d, family;
-    /* "Auth" "enti" "cAMD" */
-    if (!__get_cpuid(0, &a, &b, &c, &d) || b != 0x68747541u || d != 0x69746e65u || c != 0x444d4163u)
-        return 0;
-    if (!__get_cpuid(1, &a, &b, &c, &d))
+    if (!cpu_vendor_is("AuthenticAMD") || !__get_cpuid(1, &a, &b, &c, &d))
         return 0;
     family = ((a >> 8) & 0xfu) + ((a >> 20) & 0xffu);
     return family == 0x19 && attn_isa_supported(ATTN_ISA_AVX512);

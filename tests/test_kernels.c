@@ -299,11 +299,12 @@ static void run_stream_steps(const char *pairs)
 {
     const attn_kernel *ks[] = { &attn_llama3_8b_kernel, &attn_gpt2_kernel };
     const attn_isa isas[] = { ATTN_ISA_AVX512, ATTN_ISA_AVX2 };
-    int i, j, ran = 0;
+    size_t i, j;
+    int ran = 0;
     setenv("ATTNGEN_DECODE_KEY_PAIRS", pairs, 1);
     cr_assert_eq(attn_decode_key_pairs(), atoi(pairs));
-    for (i = 0; i < 2; i++)
-        for (j = 0; j < 2; j++)
+    for (i = 0; i < sizeof ks / sizeof *ks; i++)
+        for (j = 0; j < sizeof isas / sizeof *isas; j++)
             if (attn_isa_supported(isas[j])) {
                 run_matrix(ks[i], isas[j]);
                 ran++;

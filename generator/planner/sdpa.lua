@@ -116,17 +116,19 @@ local function stream_plan(plan, v)
     local bytes_per_q = plan.Hq * (v.dqs + v.dvp) * 4 -- Q and O of one query row of every head
     local max_q = math.min(math.floor(4 / plan.group), math.floor(M.STREAM_L1 / bytes_per_q), plan.decode.max_q)
     if max_q >= 1 then
-      local st = { max_q = max_q, rows = {}, keys = 1 }
+      local st = { max_q = max_q, rows = {} }
       -- several keys a step where the kernel takes its step without score
       -- terms (no ALiBi, no mask tensor) over more than one kv head
+      local keys = 1
       if not (plan.alibi or plan.mask ~= "none") and plan.Hkv > 1 and M.STREAM_KEYS[plan.dtype.kv] then
-        st.keys = M.STREAM_KEYS[plan.dtype.kv][isa.name] or 1
+        keys = M.STREAM_KEYS[plan.dtype.kv][isa.name] or 1
       end
-      -- per rows a kv head: keys a step, and whether the runtime chooses them
-      -- and whether the rows ahead are asked for into L2 (else L1)
+      -- per rows a kv head: keys a step, whether the runtime chooses them (only
+      -- where keys > 1: never with score terms or one kv head), and whether the
+      -- rows ahead are asked for into L2 (else L1)
       st.nkeys, st.by_cpu, st.l2 = {}, {}, {}
       for lq = 1, max_q do
-        local rows, nk = plan.group * lq, st.keys
+        local rows, nk = plan.group * lq, keys
         local big = bytes_per_q * lq > M.STREAM_QO_L1
         local by_cpu = nk > 1 and M.STREAM_KEYS_BY_CPU[plan.dtype.kv] == true
         if by_cpu and not big then
