@@ -755,11 +755,13 @@ static int make_inputs(const bench_options *opt, const attn_spec *spec, attn_arg
     buf->qs = attn_tool_stored(spec->dtype_q, buf->q, nq);
     buf->ks = attn_tool_stored(spec->dtype_kv, buf->k, nk);
     buf->vs = attn_tool_stored(spec->dtype_kv, buf->v, nv);
-    buf->o = malloc(attn_dtype_size(spec->dtype_o) * no + 1);
+    /* outputs in memory like the inputs' (an engine's output tensors are as aligned as its inputs) */
+    buf->o = attn_tool_tensor_alloc(attn_dtype_size(spec->dtype_o) * no + 1);
     buf->o32 = spec->dtype_o == ATTN_DTYPE_F32 ? (float *)buf->o : (float *)malloc(sizeof(float) * no + 1);
-    buf->lse = (float *)malloc(sizeof(float) * (size_t)(batch * spec->heads_q * seq_q));
+    buf->lse = (float *)attn_tool_tensor_alloc(sizeof(float) * (size_t)(batch * spec->heads_q * seq_q) + 1);
     if (has_weights) /* the kernel writes the weights too: part of what is timed */
-        buf->weights = (float *)malloc(sizeof(float) * (size_t)(batch * spec->heads_q) * (size_t)(seq_q * seq_k) + 1);
+        buf->weights = (float *)attn_tool_tensor_alloc(sizeof(float) * (size_t)(batch * spec->heads_q) *
+                                                       (size_t)(seq_q * seq_k) + 1);
     if (spec->padding) {
         buf->seqlens = (int32_t *)malloc(sizeof(int32_t) * (size_t)batch);
         if (buf->seqlens)
