@@ -378,14 +378,14 @@ ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline void attn
     _mm512_storeu_ps(dst + 15 * ds, _mm512_shuffle_f32x4(t7, t15, 0xDD));
 }
 
-/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
- * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
- * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+/* 2^x: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and 2^r = 1 + r P(r),
+ * P the degree-5 polynomial of Cephes' exp2f (relative error about 2e-7),
+ * times 2^n in one exact step; subnormal below -126, exactly 0 from -150
+ * down (-inf included), inf above 128, NaN stays NaN. */
 __attribute__((target("avx512f,fma"))) static inline __m512 attn_exp2__avx512(__m512 x)
 {
     __m512 n, r, y;
-    x = _mm512_min_ps(_mm512_set1_ps(127.0f), x);
-    x = _mm512_max_ps(_mm512_set1_ps(-127.0f), x);
+    x = _mm512_max_ps(_mm512_set1_ps(-150.0f), x);
     n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     r = _mm512_sub_ps(x, n);
     y = _mm512_set1_ps(1.535336188319500e-4f);
@@ -395,7 +395,7 @@ __attribute__((target("avx512f,fma"))) static inline __m512 attn_exp2__avx512(__
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(2.402264791363012e-1f));
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(6.931472028550421e-1f));
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.0f));
-    return _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)));
+    return _mm512_scalef_ps(y, n);
 }
 
 /* C[8][32] = A[8][64] B[64][32]: a: 8 rows of A (as elements apart), b: a packed

@@ -299,14 +299,14 @@ ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline void attn
     _mm512_storeu_ps(dst + 15 * ds, _mm512_shuffle_f32x4(t7, t15, 0xDD));
 }
 
-/* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
- * 2^r = 1 + r P(r), P the degree-5 polynomial of Cephes' exp2f (relative
- * error about 2e-7); x below -126.5 gives exactly 0, NaN stays NaN. */
+/* 2^x: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and 2^r = 1 + r P(r),
+ * P the degree-5 polynomial of Cephes' exp2f (relative error about 2e-7),
+ * times 2^n in one exact step; subnormal below -126, exactly 0 from -150
+ * down (-inf included), inf above 128, NaN stays NaN. */
 __attribute__((target("avx512f,fma"))) static inline __m512 attn_exp2__avx512(__m512 x)
 {
     __m512 n, r, y;
-    x = _mm512_min_ps(_mm512_set1_ps(127.0f), x);
-    x = _mm512_max_ps(_mm512_set1_ps(-127.0f), x);
+    x = _mm512_max_ps(_mm512_set1_ps(-150.0f), x);
     n = _mm512_roundscale_ps(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     r = _mm512_sub_ps(x, n);
     y = _mm512_set1_ps(1.535336188319500e-4f);
@@ -316,7 +316,7 @@ __attribute__((target("avx512f,fma"))) static inline __m512 attn_exp2__avx512(__
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(2.402264791363012e-1f));
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(6.931472028550421e-1f));
     y = _mm512_fmadd_ps(y, r, _mm512_set1_ps(1.0f));
-    return _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)));
+    return _mm512_scalef_ps(y, n);
 }
 
 /* C[8][32] = A[8][64] B[64][32]: a: 8 rows of A (as elements apart), b: a packed
@@ -1011,10 +1011,11 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltran
  * O = phi(Q) S (and, causal,
  * + A V over the diagonal block packed in w: n keys from `first`, the rows at
  * positions pos0, pos0 + 1, ..., V rows vp), divided by phi(q) . z (+ the row sums of A)
- * + eps; s and z are the running state of h's kv head. */
+ * + eps; s and z are the running state of h's kv head.  nt: O's rows are stored
+ * non-temporally. */
 __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltile__avx512(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
         const float *restrict fq, const float *restrict s, const float *restrict z, int64_t pos0, int64_t first,
-        int64_t n, const float *restrict vp, attn_linear_transformer_lscratch__avx512 *w)
+        int64_t n, const float *restrict vp, attn_linear_transformer_lscratch__avx512 *w, int nt)
 {
     static const float ones[6] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t r;
@@ -1050,6 +1051,18 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltile
         attn_linear_transformer_lrows__avx512(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
+    if (nt) { /* past the caches: whole vectors, aligned (attn_stream_output) */
+        for (r = 0; r < tq; r++) {
+            float *orow = attn_linear_transformer_o_row(args, b, i0 + r, h);
+            const float *acc = w->o + r * 64;
+            const __m512 vinv = _mm512_set1_ps(1.0f / (w->den[r] + 1e-06f));
+            _mm512_stream_ps(orow + 0, _mm512_mul_ps(_mm512_loadu_ps(acc + 0), vinv));
+            _mm512_stream_ps(orow + 16, _mm512_mul_ps(_mm512_loadu_ps(acc + 16), vinv));
+            _mm512_stream_ps(orow + 32, _mm512_mul_ps(_mm512_loadu_ps(acc + 32), vinv));
+            _mm512_stream_ps(orow + 48, _mm512_mul_ps(_mm512_loadu_ps(acc + 48), vinv));
+        }
+        return;
+    }
     for (r = 0; r < tq; r++) {
         float *orow = attn_linear_transformer_o_row(args, b, i0 + r, h);
         const float *acc = w->o + r * 64;
@@ -1112,7 +1125,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lphiq
  * the unit (so whatever the thread count): keys in order, TK at a time, and
  * query tiles in order. */
 __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lunit__avx512(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, float *restrict sz,
-        float *restrict kb, float *restrict qb, attn_linear_transformer_lscratch__avx512 *w)
+        float *restrict kb, float *restrict qb, attn_linear_transformer_lscratch__avx512 *w, int nt)
 {
     const int64_t lk = args->seq_k;
     const int64_t lq = args->seq_q;
@@ -1155,7 +1168,7 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lunit
                 if (n > 0) attn_linear_transformer_ltrans__avx512(kr, n, w);
                 for (g = 0; g < GROUP; g++)
                     attn_linear_transformer_ltile__avx512(args, b, hk * GROUP + g, i0, tq, qb + (hh * GROUP + g) * TQ * 64, s, z, pos0, first,
-                            n, vp, w);
+                            n, vp, w, nt);
                 /* the diagonal block into S and z */
                 if (n > 0) {
                     int64_t d;
@@ -1187,11 +1200,13 @@ __attribute__((target("avx512f,fma"))) attn_status attn_linear_transformer_fwd__
 {
     const attn_status st = attn_check_args(&attn_linear_transformer_kernel.spec, args);
     int64_t B, runs;
-    int threads;
+    int threads, nt;
     int failed = 0;
 
     if (st != ATTN_OK) return st;
     B = args->batch;
+    nt = attn_stream_output(args->o, args->o_stride, sizeof(float), B * args->seq_q * HQ * DV * (int64_t)sizeof(float),
+            sizeof(__m512));
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
 #ifdef _OPENMP
     threads = args->threads > 0 ? args->threads : omp_get_max_threads();
@@ -1224,8 +1239,9 @@ __attribute__((target("avx512f,fma"))) attn_status attn_linear_transformer_fwd__
         for (unit = 0; unit < B * runs; unit++) {
             const int64_t b = unit / runs, run = unit % runs;
             const int64_t hk0 = run * HKV / runs, hk1 = (run + 1) * HKV / runs;
-            if (w && sz && kb && qb) attn_linear_transformer_lunit__avx512(args, b, hk0, hk1 - hk0, sz, kb, qb, w);
+            if (w && sz && kb && qb) attn_linear_transformer_lunit__avx512(args, b, hk0, hk1 - hk0, sz, kb, qb, w, nt);
         }
+        if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
         attn_free(w);
         attn_free(sz);
         attn_free(kb);
@@ -2447,10 +2463,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_ltr
  * O = phi(Q) S (and, causal,
  * + A V over the diagonal block packed in w: n keys from `first`, the rows at
  * positions pos0, pos0 + 1, ..., V rows vp), divided by phi(q) . z (+ the row sums of A)
- * + eps; s and z are the running state of h's kv head. */
+ * + eps; s and z are the running state of h's kv head.  nt: O's rows are stored
+ * non-temporally. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_ltile__avx2(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
         const float *restrict fq, const float *restrict s, const float *restrict z, int64_t pos0, int64_t first,
-        int64_t n, const float *restrict vp, attn_linear_transformer_lscratch__avx2 *w)
+        int64_t n, const float *restrict vp, attn_linear_transformer_lscratch__avx2 *w, int nt)
 {
     static const float ones[6] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t r;
@@ -2486,6 +2503,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
         attn_linear_transformer_lrows__avx2(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
+    if (nt) { /* past the caches: whole vectors, aligned (attn_stream_output) */
+        for (r = 0; r < tq; r++) {
+            float *orow = attn_linear_transformer_o_row(args, b, i0 + r, h);
+            const float *acc = w->o + r * 64;
+            const __m256 vinv = _mm256_set1_ps(1.0f / (w->den[r] + 1e-06f));
+            _mm256_stream_ps(orow + 0, _mm256_mul_ps(_mm256_loadu_ps(acc + 0), vinv));
+            _mm256_stream_ps(orow + 8, _mm256_mul_ps(_mm256_loadu_ps(acc + 8), vinv));
+            _mm256_stream_ps(orow + 16, _mm256_mul_ps(_mm256_loadu_ps(acc + 16), vinv));
+            _mm256_stream_ps(orow + 24, _mm256_mul_ps(_mm256_loadu_ps(acc + 24), vinv));
+            _mm256_stream_ps(orow + 32, _mm256_mul_ps(_mm256_loadu_ps(acc + 32), vinv));
+            _mm256_stream_ps(orow + 40, _mm256_mul_ps(_mm256_loadu_ps(acc + 40), vinv));
+            _mm256_stream_ps(orow + 48, _mm256_mul_ps(_mm256_loadu_ps(acc + 48), vinv));
+            _mm256_stream_ps(orow + 56, _mm256_mul_ps(_mm256_loadu_ps(acc + 56), vinv));
+        }
+        return;
+    }
     for (r = 0; r < tq; r++) {
         float *orow = attn_linear_transformer_o_row(args, b, i0 + r, h);
         const float *acc = w->o + r * 64;
@@ -2552,7 +2585,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lph
  * the unit (so whatever the thread count): keys in order, TK at a time, and
  * query tiles in order. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lunit__avx2(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, float *restrict sz,
-        float *restrict kb, float *restrict qb, attn_linear_transformer_lscratch__avx2 *w)
+        float *restrict kb, float *restrict qb, attn_linear_transformer_lscratch__avx2 *w, int nt)
 {
     const int64_t lk = args->seq_k;
     const int64_t lq = args->seq_q;
@@ -2595,7 +2628,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lun
                 if (n > 0) attn_linear_transformer_ltrans__avx2(kr, n, w);
                 for (g = 0; g < GROUP; g++)
                     attn_linear_transformer_ltile__avx2(args, b, hk * GROUP + g, i0, tq, qb + (hh * GROUP + g) * TQ * 64, s, z, pos0, first,
-                            n, vp, w);
+                            n, vp, w, nt);
                 /* the diagonal block into S and z */
                 if (n > 0) {
                     int64_t d;
@@ -2627,11 +2660,13 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_linear_transformer_fwd
 {
     const attn_status st = attn_check_args(&attn_linear_transformer_kernel.spec, args);
     int64_t B, runs;
-    int threads;
+    int threads, nt;
     int failed = 0;
 
     if (st != ATTN_OK) return st;
     B = args->batch;
+    nt = attn_stream_output(args->o, args->o_stride, sizeof(float), B * args->seq_q * HQ * DV * (int64_t)sizeof(float),
+            sizeof(__m256));
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
 #ifdef _OPENMP
     threads = args->threads > 0 ? args->threads : omp_get_max_threads();
@@ -2664,8 +2699,9 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_linear_transformer_fwd
         for (unit = 0; unit < B * runs; unit++) {
             const int64_t b = unit / runs, run = unit % runs;
             const int64_t hk0 = run * HKV / runs, hk1 = (run + 1) * HKV / runs;
-            if (w && sz && kb && qb) attn_linear_transformer_lunit__avx2(args, b, hk0, hk1 - hk0, sz, kb, qb, w);
+            if (w && sz && kb && qb) attn_linear_transformer_lunit__avx2(args, b, hk0, hk1 - hk0, sz, kb, qb, w, nt);
         }
+        if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
         attn_free(w);
         attn_free(sz);
         attn_free(kb);
@@ -4194,10 +4230,11 @@ static void attn_linear_transformer_ltrans__neon(float *restrict kr, int64_t n, 
  * O = phi(Q) S (and, causal,
  * + A V over the diagonal block packed in w: n keys from `first`, the rows at
  * positions pos0, pos0 + 1, ..., V rows vp), divided by phi(q) . z (+ the row sums of A)
- * + eps; s and z are the running state of h's kv head. */
+ * + eps; s and z are the running state of h's kv head.  nt: O's rows are stored
+ * non-temporally (not on this variant). */
 static void attn_linear_transformer_ltile__neon(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
         const float *restrict fq, const float *restrict s, const float *restrict z, int64_t pos0, int64_t first,
-        int64_t n, const float *restrict vp, attn_linear_transformer_lscratch__neon *w)
+        int64_t n, const float *restrict vp, attn_linear_transformer_lscratch__neon *w, int nt)
 {
     static const float ones[6] = { 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t r;
@@ -4233,6 +4270,7 @@ static void attn_linear_transformer_ltile__neon(const attn_args *args, int64_t b
         attn_linear_transformer_lrows__neon(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
+    (void)nt;
     for (r = 0; r < tq; r++) {
         float *orow = attn_linear_transformer_o_row(args, b, i0 + r, h);
         const float *acc = w->o + r * 64;
@@ -4307,7 +4345,7 @@ static void attn_linear_transformer_lphiq__neon(const attn_args *args, int64_t b
  * the unit (so whatever the thread count): keys in order, TK at a time, and
  * query tiles in order. */
 static void attn_linear_transformer_lunit__neon(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, float *restrict sz,
-        float *restrict kb, float *restrict qb, attn_linear_transformer_lscratch__neon *w)
+        float *restrict kb, float *restrict qb, attn_linear_transformer_lscratch__neon *w, int nt)
 {
     const int64_t lk = args->seq_k;
     const int64_t lq = args->seq_q;
@@ -4350,7 +4388,7 @@ static void attn_linear_transformer_lunit__neon(const attn_args *args, int64_t b
                 if (n > 0) attn_linear_transformer_ltrans__neon(kr, n, w);
                 for (g = 0; g < GROUP; g++)
                     attn_linear_transformer_ltile__neon(args, b, hk * GROUP + g, i0, tq, qb + (hh * GROUP + g) * TQ * 64, s, z, pos0, first,
-                            n, vp, w);
+                            n, vp, w, nt);
                 /* the diagonal block into S and z */
                 if (n > 0) {
                     int64_t d;
@@ -4382,11 +4420,12 @@ attn_status attn_linear_transformer_fwd__neon(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_linear_transformer_kernel.spec, args);
     int64_t B, runs;
-    int threads;
+    int threads, nt;
     int failed = 0;
 
     if (st != ATTN_OK) return st;
     B = args->batch;
+    nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
 #ifdef _OPENMP
     threads = args->threads > 0 ? args->threads : omp_get_max_threads();
@@ -4419,7 +4458,7 @@ attn_status attn_linear_transformer_fwd__neon(const attn_args *args)
         for (unit = 0; unit < B * runs; unit++) {
             const int64_t b = unit / runs, run = unit % runs;
             const int64_t hk0 = run * HKV / runs, hk1 = (run + 1) * HKV / runs;
-            if (w && sz && kb && qb) attn_linear_transformer_lunit__neon(args, b, hk0, hk1 - hk0, sz, kb, qb, w);
+            if (w && sz && kb && qb) attn_linear_transformer_lunit__neon(args, b, hk0, hk1 - hk0, sz, kb, qb, w, nt);
         }
         attn_free(w);
         attn_free(sz);
@@ -4838,10 +4877,11 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_ltrans__scalar(float *restri
  * O = phi(Q) S (and, causal,
  * + A V over the diagonal block packed in w: n keys from `first`, the rows at
  * positions pos0, pos0 + 1, ..., V rows vp), divided by phi(q) . z (+ the row sums of A)
- * + eps; s and z are the running state of h's kv head. */
+ * + eps; s and z are the running state of h's kv head.  nt: O's rows are stored
+ * non-temporally (not on this variant). */
 ATTN_NO_AUTOVEC static void attn_linear_transformer_ltile__scalar(const attn_args *args, int64_t b, int64_t h, int64_t i0, int64_t tq,
         const float *restrict fq, const float *restrict s, const float *restrict z, int64_t pos0, int64_t first,
-        int64_t n, const float *restrict vp, attn_linear_transformer_lscratch__scalar *w)
+        int64_t n, const float *restrict vp, attn_linear_transformer_lscratch__scalar *w, int nt)
 {
     static const float ones[4] = { 1.0f, 1.0f, 1.0f, 1.0f };
     int64_t r;
@@ -4877,6 +4917,7 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_ltile__scalar(const attn_arg
         attn_linear_transformer_lrows__scalar(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
+    (void)nt;
     for (r = 0; r < tq; r++) {
         float *orow = attn_linear_transformer_o_row(args, b, i0 + r, h);
         const float *acc = w->o + r * 64;
@@ -4999,7 +5040,7 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lphiq__scalar(const attn_arg
  * the unit (so whatever the thread count): keys in order, TK at a time, and
  * query tiles in order. */
 ATTN_NO_AUTOVEC static void attn_linear_transformer_lunit__scalar(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, float *restrict sz,
-        float *restrict kb, float *restrict qb, attn_linear_transformer_lscratch__scalar *w)
+        float *restrict kb, float *restrict qb, attn_linear_transformer_lscratch__scalar *w, int nt)
 {
     const int64_t lk = args->seq_k;
     const int64_t lq = args->seq_q;
@@ -5042,7 +5083,7 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lunit__scalar(const attn_arg
                 if (n > 0) attn_linear_transformer_ltrans__scalar(kr, n, w);
                 for (g = 0; g < GROUP; g++)
                     attn_linear_transformer_ltile__scalar(args, b, hk * GROUP + g, i0, tq, qb + (hh * GROUP + g) * TQ * 64, s, z, pos0, first,
-                            n, vp, w);
+                            n, vp, w, nt);
                 /* the diagonal block into S and z */
                 if (n > 0) {
                     int64_t d;
@@ -5074,11 +5115,12 @@ ATTN_NO_AUTOVEC attn_status attn_linear_transformer_fwd__scalar(const attn_args 
 {
     const attn_status st = attn_check_args(&attn_linear_transformer_kernel.spec, args);
     int64_t B, runs;
-    int threads;
+    int threads, nt;
     int failed = 0;
 
     if (st != ATTN_OK) return st;
     B = args->batch;
+    nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if (B == 0) return ATTN_OK; /* with no query rows, the keys still go into the state */
 #ifdef _OPENMP
     threads = args->threads > 0 ? args->threads : omp_get_max_threads();
@@ -5111,7 +5153,7 @@ ATTN_NO_AUTOVEC attn_status attn_linear_transformer_fwd__scalar(const attn_args 
         for (unit = 0; unit < B * runs; unit++) {
             const int64_t b = unit / runs, run = unit % runs;
             const int64_t hk0 = run * HKV / runs, hk1 = (run + 1) * HKV / runs;
-            if (w && sz && kb && qb) attn_linear_transformer_lunit__scalar(args, b, hk0, hk1 - hk0, sz, kb, qb, w);
+            if (w && sz && kb && qb) attn_linear_transformer_lunit__scalar(args, b, hk0, hk1 - hk0, sz, kb, qb, w, nt);
         }
         attn_free(w);
         attn_free(sz);

@@ -42,7 +42,7 @@ M.EXHAUSTIVE_KV = 512
 -- faster than the default 64).  The exhaustive grid takes every multiple of
 -- LINEAR_Q_STEP up to LINEAR_EXHAUSTIVE_Q.
 M.LINEAR_QS = { 16, 32, 64, 128 }
-M.LINEAR_KVS = { 64, 128, 256 }
+M.LINEAR_KVS = { 64, 128, 256, 512 }
 M.LINEAR_Q_STEP = 8
 M.LINEAR_EXHAUSTIVE_Q = 256
 M.LINEAR_EXHAUSTIVE_KVS = { 32, 64, 128, 256, 512 }

@@ -422,6 +422,24 @@ int attn_decode_key_pairs(void)
     return cpu_setting(&key_pairs_cache, "ATTNGEN_DECODE_KEY_PAIRS", 1, cpu_is_amd_zen4);
 }
 
+static int stream_output_default(void)
+{
+    return 2;
+}
+
+static unsigned stream_output_cache;
+
+int attn_stream_output(const void *o, const int64_t stride[3], size_t elem, int64_t bytes, size_t vec)
+{
+    const int mode = cpu_setting(&stream_output_cache, "ATTNGEN_STREAM_OUTPUT", 2, stream_output_default);
+    int i;
+    if (mode == 0 || (mode == 2 && bytes < ATTN_STREAM_OUTPUT_BYTES) || (uintptr_t)o % vec != 0)
+        return 0;
+    for (i = 0; i < 3; i++)
+        if ((uint64_t)stride[i] * elem % vec != 0) return 0;
+    return 1;
+}
+
 /* ---- dispatch ----------------------------------------------------------- */
 
 /* Whether the list holds a variant of that ISA which this CPU runs. */

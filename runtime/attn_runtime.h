@@ -225,6 +225,19 @@ int attn_bf16_dot_preferred(void);
  * or 0 in the environment overrides it.
  */
 int attn_decode_key_pairs(void);
+/*
+ * Whether a kernel stores its output rows non-temporally (past the caches,
+ * without reading each line of O first): where the CPU has such stores, O
+ * (at o, element strides stride[3] of elem bytes) lies in whole vectors of
+ * vec bytes, and the call writes at least ATTN_STREAM_OUTPUT_BYTES of it
+ * (bytes): an O that large leaves the caches before anyone reads it, and on
+ * the linear family's kernels, which spend a tenth of their time storing O,
+ * the stores that read each line first cost 7-11% (docs/kernels.md).
+ * ATTNGEN_STREAM_OUTPUT=0 in the environment never streams, 1 streams
+ * whatever the size, 2 is the default.
+ */
+#define ATTN_STREAM_OUTPUT_BYTES ((int64_t)1 << 20)
+int attn_stream_output(const void *o, const int64_t stride[3], size_t elem, int64_t bytes, size_t vec);
 
 /* Kernel families, in the order of the attn_family values: X(ID, name). */
 #define ATTN_FAMILY_LIST(X) \

@@ -322,6 +322,70 @@ Test(entry, streaming_decode_two_keys_a_step)
     run_stream_steps("1");
 }
 
+/* Linear kernels with O in whole f32 vectors store it past the caches when it
+ * is large (attn_stream_output); the matrix of each kernel runs the small
+ * shapes, stored through the caches, and these run it streamed on every x86
+ * variant this CPU runs, then through the caches whatever the size.  Dv 40 and
+ * 72 stream on AVX2 only, 64 and 16 on AVX-512 too. */
+static void run_linear_output(const char *stream)
+{
+    extern const attn_kernel attn_t_linear_kernel, attn_t_linear_causal_kernel, attn_t_linear_state_kernel,
+        attn_t_linear_f16_kernel;
+    const attn_kernel *ks[] = { &attn_t_linear_kernel, &attn_t_linear_causal_kernel, &attn_t_linear_state_kernel,
+                                &attn_t_linear_f16_kernel };
+    const attn_isa isas[] = { ATTN_ISA_AVX512, ATTN_ISA_AVX2 };
+    size_t i, j;
+    int ran = 0;
+    setenv("ATTNGEN_STREAM_OUTPUT", stream, 1);
+    for (i = 0; i < sizeof ks / sizeof *ks; i++)
+        for (j = 0; j < sizeof isas / sizeof *isas; j++)
+            if (attn_isa_supported(isas[j])) {
+                run_matrix(ks[i], isas[j]);
+                ran++;
+            }
+    if (ran == 0) cr_skip_test("this CPU runs neither AVX-512 nor AVX2");
+}
+
+Test(entry, linear_output_streamed_past_the_caches)
+{
+    run_linear_output("1");
+}
+
+Test(entry, linear_output_through_the_caches)
+{
+    run_linear_output("0");
+}
+
+/* Streaming needs O and its strides in whole vectors and, by default, an O of
+ * at least ATTN_STREAM_OUTPUT_BYTES; 0 and 1 in the environment force it. */
+Test(entry, output_streams_when_large_and_aligned)
+{
+    static float o[64] __attribute__((aligned(64)));
+    const int64_t whole[3] = { 4096 * 512, 512, 64 }, odd[3] = { 4096 * 520, 520, 65 };
+    cr_expect_eq(attn_stream_output(o, whole, sizeof(float), ATTN_STREAM_OUTPUT_BYTES, 64), 1);
+    cr_expect_eq(attn_stream_output(o, whole, sizeof(float), ATTN_STREAM_OUTPUT_BYTES - 4, 64), 0);
+    cr_expect_eq(attn_stream_output(o + 4, whole, sizeof(float), ATTN_STREAM_OUTPUT_BYTES, 64), 0);
+    cr_expect_eq(attn_stream_output(o + 8, whole, sizeof(float), ATTN_STREAM_OUTPUT_BYTES, 32), 1);
+    cr_expect_eq(attn_stream_output(o, odd, sizeof(float), ATTN_STREAM_OUTPUT_BYTES, 64), 0);
+}
+
+Test(entry, output_streaming_can_be_forced_either_way)
+{
+    static float o[64] __attribute__((aligned(64)));
+    const int64_t whole[3] = { 1024, 64, 16 };
+    setenv("ATTNGEN_STREAM_OUTPUT", "1", 1);
+    cr_expect_eq(attn_stream_output(o, whole, sizeof(float), 256, 64), 1, "small O, forced");
+    cr_expect_eq(attn_stream_output(o + 1, whole, sizeof(float), 256, 64), 0, "never where unaligned");
+}
+
+Test(entry, output_streaming_can_be_turned_off)
+{
+    static float o[64] __attribute__((aligned(64)));
+    const int64_t whole[3] = { 4096 * 512, 512, 64 };
+    setenv("ATTNGEN_STREAM_OUTPUT", "0", 1);
+    cr_expect_eq(attn_stream_output(o, whole, sizeof(float), 2 * ATTN_STREAM_OUTPUT_BYTES, 64), 0);
+}
+
 /* Variant lists for the dispatch tests: only .isa matters to attn_pick_variant. */
 static const attn_variant BF16_FIRST[] = { { ATTN_ISA_AVX512BF16, NULL, NULL }, { ATTN_ISA_AVX512, NULL, NULL },
                                            { ATTN_ISA_AVX2, NULL, NULL }, { ATTN_ISA_SCALAR, NULL, NULL } };

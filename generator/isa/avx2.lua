@@ -29,6 +29,9 @@ function M.zero() return "_mm256_setzero_ps()" end
 function M.set1(x) return ("_mm256_set1_ps(%s)"):format(x) end
 function M.load(p) return ("_mm256_loadu_ps(%s)"):format(p) end
 function M.store(p, v) return ("_mm256_storeu_ps(%s, %s)"):format(p, v) end
+-- a non-temporal store (p aligned to the vector) and the fence that orders such stores
+function M.stream(p, v) return ("_mm256_stream_ps(%s, %s)"):format(p, v) end
+function M.stream_fence() return "_mm_sfence()" end
 
 local function lane_mask(n)
   local t = {}

@@ -118,6 +118,9 @@ local function build(name, enum, target)
   function M.set1(x) return ("_mm512_set1_ps(%s)"):format(x) end
   function M.load(p) return ("_mm512_loadu_ps(%s)"):format(p) end
   function M.store(p, v) return ("_mm512_storeu_ps(%s, %s)"):format(p, v) end
+  -- a non-temporal store (p aligned to the vector) and the fence that orders such stores
+  function M.stream(p, v) return ("_mm512_stream_ps(%s, %s)"):format(p, v) end
+  function M.stream_fence() return "_mm_sfence()" end
   -- First n lanes (a compile-time constant 0 < n < lanes); the rest read as 0
   -- and are never touched in memory.
   function M.loadn(p, n)
@@ -147,6 +150,9 @@ local function build(name, enum, target)
     return ("_mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(%s), "
       .. "_mm512_set1_epi32(127)), 23))"):format(v)
   end
+  -- y 2^n for n holding integral values (vscalefps: exact, rounded once where the
+  -- result is subnormal, 0 below half the least subnormal, inf past the largest float)
+  function M.scale(y, n) return ("_mm512_scalef_ps(%s, %s)"):format(y, n) end
   -- {0, 1, ..., lanes-1}
   function M.iota()
     return "_mm512_set_ps(15.0f, 14.0f, 13.0f, 12.0f, 11.0f, 10.0f, 9.0f, 8.0f, "

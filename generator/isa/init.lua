@@ -17,7 +17,9 @@
 -- and functions that return C expressions (strings):
 --   zero() set1(x) load(p) store(p, v) loadn(p, n) storen(p, v, n)
 --   add sub mul div fma(a, b, c) = a*b + c, max min (b wins on NaN)
---   select_lt(a, b, x, y) = (a < b) ? x : y, round pow2i iota
+--   select_lt(a, b, x, y) = (a < b) ? x : y, round pow2i iota, and
+--   optionally scale(y, n) = y 2^n for integral n in one instruction (the
+--   exp2 of lib/vmath then needs neither pow2i nor its clamp at 127)
 --   reduce_add reduce_max, hsum4(a, b, c, d, out) (a statement: out[0..3] =
 --   the sums of four vectors)
 -- optionally helpers(attr) (C text of static helpers), q4 (a table: four
@@ -28,7 +30,10 @@
 -- q4, spread(v) a q4 copied into every group of four lanes of a full vector,
 -- lane(s, r) lane r of each such group), transpose(src, ss,
 -- dst, ds) (a statement: a lanes x lanes block transposed through registers;
--- without it K is packed by plain loops), exp2(v) and tanh(v)
+-- without it K is packed by plain loops), stream(p, v) and stream_fence() (a
+-- non-temporal store of a vector at an address aligned to it, and the fence
+-- after a thread's last such store; without them outputs are stored through
+-- the caches), exp2(v) and tanh(v)
 -- when the ISA spells them itself (scalar uses libm); otherwise the
 -- template builds them from round/pow2i/select_lt.
 --

@@ -16,8 +16,12 @@ local M = {}
 -- half of the work), so causal configs take shorter chunks: on the AVX2
 -- host (H 8, D 64, L 4096, alternated) chunks of 32 took 17.9-18.3 ms
 -- against 20.8-22.0 for 64 and 17.0-18.4 for 16; 32 is also the AVX-512
--- scores kernel's panel of keys.  Without causal, q only tiles the rows.
-M.DEFAULT_TILE = { q = 64, kv = 128 }
+-- scores kernel's panel of keys.  Without causal, q only tiles the rows,
+-- and every key goes through the state in blocks of kv: longer blocks call
+-- the P*V kernel over more keys for each load and store of its rows of S
+-- (AMD Zen 4, AVX-512, H 8, D 64, L 4096, six rounds each: 6.56-6.85 ms
+-- at 128, 6.29-6.65 at 256, 6.25-6.62 at 512, 6.65-6.70 at 1024).
+M.DEFAULT_TILE = { q = 64, kv = 512 }
 M.DEFAULT_TILE_CAUSAL = { q = 32, kv = 128 }
 
 --- The heuristic tile of a normalized linear config.
@@ -96,6 +100,9 @@ function M.plan(cfg, opts)
     v.panels = math.ceil(p.tile.q / v.qk.nc)
     v.kb = math.max(p.tile.kv, v.panels * v.qk.nc)
     v.transpose_pack = p.causal and isa.transpose ~= nil
+    -- O in f32 whole vectors can be stored non-temporally where the ISA
+    -- spells it (the runtime decides per call: attn_stream_output)
+    v.stream_o = isa.stream ~= nil and p.dtype.o == "f32" and p.Dv % isa.lanes == 0
     p.variants[#p.variants + 1] = v
   end
   -- FLOPs of a full causal tile of one query head, for the cost comment:

@@ -470,9 +470,14 @@ describe("ISA storage-type operations", function()
         local c = cfg_of(raw)
         local p = planner.plan(c)
         assert.equal("linear", p.family)
-        -- the heuristic chunk: 32 rows with causal, 64 without
-        local want = raw.tile or { q = raw.causal and 32 or 64, kv = 128 }
+        -- the heuristic chunk: 32 rows with causal, 64 without; without causal,
+        -- keys go through the state 512 at a time
+        local want = raw.tile or (raw.causal and { q = 32, kv = 128 } or { q = 64, kv = 512 })
         assert.same(want, p.tile)
+        -- O stored past the caches where the ISA can and Dv is whole vectors
+        for _, v in ipairs(p.variants) do
+          assert.equal(v.isa.stream ~= nil and p.Dv % v.lanes == 0, v.stream_o)
+        end
         for _, v in ipairs(p.variants) do
           check_variant(v, c, p.tile)
           local mk = v.mk[1]
