@@ -108,6 +108,18 @@ enum {
 #endif
 #endif
 
+/* Functions that must be inlined: those that only prefetch.  gcc counts a
+ * prefetch as free of side effects, so it drops every call to a function that
+ * does nothing else (its interprocedural analysis finds it "const"); inlined
+ * into a caller that does other work, the prefetches stay. */
+#ifndef ATTN_ALWAYS_INLINE
+#if defined(__GNUC__)
+#define ATTN_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ATTN_ALWAYS_INLINE inline
+#endif
+#endif
+
 /* Keeps a vector in a register, as an empty asm statement that takes it as an
  * operand.  Two places need it: a Q vector loaded once for the dot products of
  * several keys, which gcc would fold into every FMA as a memory operand (one

@@ -105,6 +105,18 @@ enum {
 #endif
 #endif
 
+/* Functions that must be inlined: those that only prefetch.  gcc counts a
+ * prefetch as free of side effects, so it drops every call to a function that
+ * does nothing else (its interprocedural analysis finds it "const"); inlined
+ * into a caller that does other work, the prefetches stay. */
+#ifndef ATTN_ALWAYS_INLINE
+#if defined(__GNUC__)
+#define ATTN_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ATTN_ALWAYS_INLINE inline
+#endif
+#endif
+
 /* Keeps a vector in a register, as an empty asm statement that takes it as an
  * operand.  Two places need it: a Q vector loaded once for the dot products of
  * several keys, which gcc would fold into every FMA as a memory operand (one
@@ -156,36 +168,34 @@ static inline const float *attn_linear_transformer_v_row(const attn_linear_trans
     return kv->v + j * kv->v_key + hk * kv->v_head;
 }
 
-/* Asks for the cache lines of the n elements at p ahead of use (a no-op where
- * the compiler has no prefetch builtin). */
-static inline void attn_linear_transformer_prefetch_row(const float *p, int n)
-{
-#if defined(__GNUC__)
-    int i;
-    for (i = 0; i < n; i += 16) __builtin_prefetch(p + i); /* one 64-byte line */
-    if (n % 16) __builtin_prefetch(p + n - 1);
-#else
-    (void)p;
-    (void)n;
-#endif
-}
-
 /* Output row i of head h in batch b. */
 static inline float *attn_linear_transformer_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
     return (float *)args->o + b * args->o_stride[0] + i * args->o_stride[1] + h * args->o_stride[2];
 }
 
-/* Asks for the K and V rows of keys [j0, j1) (j1 <= Lk_b) of kv heads
- * [hk0, hk0 + nh), key by key, while the keys before them are folded in. */
-ATTN_SHARED static void attn_linear_transformer_prefetch_keys(const attn_linear_transformer_kv *kv, int64_t hk0, int64_t nh, int64_t j0, int64_t j1)
+/* Asks for Q rows [i, i1) of head h in batch b (those below seq_q) to be brought
+ * into L2 (prefetcht1 on x86; nothing where the compiler has no prefetch builtin):
+ * the next query tile's rows, a block of them while each block of this tile's
+ * products runs, so that phi(Q) does not wait for memory (always inlined:
+ * ATTN_ALWAYS_INLINE says why). */
+static ATTN_ALWAYS_INLINE void attn_linear_transformer_prefetch_q(const attn_args *args, int64_t b, int64_t h, int64_t i, int64_t i1)
 {
-    int64_t j, hh;
-    for (j = j0; j < j1; j++)
-        for (hh = 0; hh < nh; hh++) {
-            attn_linear_transformer_prefetch_row(attn_linear_transformer_k_row(kv, hk0 + hh, j), D);
-            attn_linear_transformer_prefetch_row(attn_linear_transformer_v_row(kv, hk0 + hh, j), DV);
-        }
+#if defined(__GNUC__)
+    for (; i < i1 && i < args->seq_q; i++) {
+        const char *q = (const char *)attn_linear_transformer_q_row(args, b, i, h);
+        const size_t bytes = D * sizeof(*attn_linear_transformer_q_row(args, b, i, h));
+        size_t c;
+        for (c = 0; c < bytes; c += 64) __builtin_prefetch(q + c, 0, 2);
+        __builtin_prefetch(q + bytes - 1, 0, 2); /* the row's last line, where the row does not start one */
+    }
+#else
+    (void)args;
+    (void)b;
+    (void)h;
+    (void)i;
+    (void)i1;
+#endif
 }
 
 /* ======================================================================== */
@@ -1022,8 +1032,11 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltile
     /* O = phi(Q) S and the denominators phi(q) . z */
     for (r = 0; r < tq; r++) w->den[r] = attn_linear_transformer_zdot__avx512(fq + r * 64, z);
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
-    for (r = 0; r + 6 <= tq; r += 6)
+    for (r = 0; r + 6 <= tq; r += 6) {
+        attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 6);
         attn_linear_transformer_pv_6x64_f32__avx512(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+    }
+    attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ);
     attn_linear_transformer_lrows__avx512(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     if (n > 0) {
         int64_t pn;
@@ -1097,12 +1110,10 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lbloc
 __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ladvance__avx512(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
         int64_t j1, float *restrict sz, float *restrict kb)
 {
-    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t j, hh;
     for (j = j0; j < j1; j += TK) {
         const int64_t n = j1 - j < TK ? j1 - j : TK;
         attn_linear_transformer_lblock__avx512(args, b, hk0, nh, j, n, kb, sz + D * 64, 4160);
-        attn_linear_transformer_prefetch_keys(&kv, hk0, nh, j + n, j + 2 * n < j1 ? j + 2 * n : j1); /* the next block */
         for (hh = 0; hh < nh; hh++)
             attn_linear_transformer_lfold__avx512(kb + hh * 16448, kb + hh * 16448 + 8192, n, sz + hh * 4160);
     }
@@ -1129,7 +1140,6 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lunit
 {
     const int64_t lk = args->seq_k;
     const int64_t lq = args->seq_q;
-    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t i0, hh, g;
 
     /* the state: S and z of the keys before this call */
@@ -1159,7 +1169,6 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_lunit
             for (hh = 0; hh < nh; hh++) memset(kb + hh * 16448 + 16384, 0, sizeof(float) * 64);
             if (n > 0) {
                 attn_linear_transformer_lblock__avx512(args, b, hk0, nh, first, n, kb, kb + 16384, 16448);
-                attn_linear_transformer_prefetch_keys(&kv, hk0, nh, end, end + TQ < lk ? end + TQ : lk); /* the next tile's */
             }
             for (hh = 0; hh < nh; hh++) {
                 const int64_t hk = hk0 + hh;
@@ -2474,8 +2483,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
     /* O = phi(Q) S and the denominators phi(q) . z */
     for (r = 0; r < tq; r++) w->den[r] = attn_linear_transformer_zdot__avx2(fq + r * 64, z);
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
-    for (r = 0; r + 6 <= tq; r += 6)
+    for (r = 0; r + 6 <= tq; r += 6) {
+        attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 6);
         attn_linear_transformer_pv_6x64_f32__avx2(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+    }
+    attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ);
     attn_linear_transformer_lrows__avx2(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     if (n > 0) {
         int64_t pn;
@@ -2557,12 +2569,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lbl
 __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_ladvance__avx2(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
         int64_t j1, float *restrict sz, float *restrict kb)
 {
-    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t j, hh;
     for (j = j0; j < j1; j += TK) {
         const int64_t n = j1 - j < TK ? j1 - j : TK;
         attn_linear_transformer_lblock__avx2(args, b, hk0, nh, j, n, kb, sz + D * 64, 4160);
-        attn_linear_transformer_prefetch_keys(&kv, hk0, nh, j + n, j + 2 * n < j1 ? j + 2 * n : j1); /* the next block */
         for (hh = 0; hh < nh; hh++)
             attn_linear_transformer_lfold__avx2(kb + hh * 16448, kb + hh * 16448 + 8192, n, sz + hh * 4160);
     }
@@ -2589,7 +2599,6 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lun
 {
     const int64_t lk = args->seq_k;
     const int64_t lq = args->seq_q;
-    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t i0, hh, g;
 
     /* the state: S and z of the keys before this call */
@@ -2619,7 +2628,6 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lun
             for (hh = 0; hh < nh; hh++) memset(kb + hh * 16448 + 16384, 0, sizeof(float) * 64);
             if (n > 0) {
                 attn_linear_transformer_lblock__avx2(args, b, hk0, nh, first, n, kb, kb + 16384, 16448);
-                attn_linear_transformer_prefetch_keys(&kv, hk0, nh, end, end + TQ < lk ? end + TQ : lk); /* the next tile's */
             }
             for (hh = 0; hh < nh; hh++) {
                 const int64_t hk = hk0 + hh;
@@ -4241,8 +4249,11 @@ static void attn_linear_transformer_ltile__neon(const attn_args *args, int64_t b
     /* O = phi(Q) S and the denominators phi(q) . z */
     for (r = 0; r < tq; r++) w->den[r] = attn_linear_transformer_zdot__neon(fq + r * 64, z);
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
-    for (r = 0; r + 6 <= tq; r += 6)
+    for (r = 0; r + 6 <= tq; r += 6) {
+        attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 6);
         attn_linear_transformer_pv_6x64_f32__neon(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+    }
+    attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ);
     attn_linear_transformer_lrows__neon(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     if (n > 0) {
         int64_t pn;
@@ -4317,12 +4328,10 @@ static void attn_linear_transformer_lblock__neon(const attn_args *args, int64_t 
 static void attn_linear_transformer_ladvance__neon(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
         int64_t j1, float *restrict sz, float *restrict kb)
 {
-    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t j, hh;
     for (j = j0; j < j1; j += TK) {
         const int64_t n = j1 - j < TK ? j1 - j : TK;
         attn_linear_transformer_lblock__neon(args, b, hk0, nh, j, n, kb, sz + D * 64, 4160);
-        attn_linear_transformer_prefetch_keys(&kv, hk0, nh, j + n, j + 2 * n < j1 ? j + 2 * n : j1); /* the next block */
         for (hh = 0; hh < nh; hh++)
             attn_linear_transformer_lfold__neon(kb + hh * 16448, kb + hh * 16448 + 8192, n, sz + hh * 4160);
     }
@@ -4349,7 +4358,6 @@ static void attn_linear_transformer_lunit__neon(const attn_args *args, int64_t b
 {
     const int64_t lk = args->seq_k;
     const int64_t lq = args->seq_q;
-    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t i0, hh, g;
 
     /* the state: S and z of the keys before this call */
@@ -4379,7 +4387,6 @@ static void attn_linear_transformer_lunit__neon(const attn_args *args, int64_t b
             for (hh = 0; hh < nh; hh++) memset(kb + hh * 16448 + 16384, 0, sizeof(float) * 64);
             if (n > 0) {
                 attn_linear_transformer_lblock__neon(args, b, hk0, nh, first, n, kb, kb + 16384, 16448);
-                attn_linear_transformer_prefetch_keys(&kv, hk0, nh, end, end + TQ < lk ? end + TQ : lk); /* the next tile's */
             }
             for (hh = 0; hh < nh; hh++) {
                 const int64_t hk = hk0 + hh;
@@ -4888,8 +4895,11 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_ltile__scalar(const attn_arg
     /* O = phi(Q) S and the denominators phi(q) . z */
     for (r = 0; r < tq; r++) w->den[r] = attn_linear_transformer_zdot__scalar(fq + r * 64, z);
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
-    for (r = 0; r + 4 <= tq; r += 4)
+    for (r = 0; r + 4 <= tq; r += 4) {
+        attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 4);
         attn_linear_transformer_pv_4x64_f32__scalar(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
+    }
+    attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ);
     attn_linear_transformer_lrows__scalar(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     if (n > 0) {
         int64_t pn;
@@ -5012,12 +5022,10 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lblock__scalar(const attn_ar
 ATTN_NO_AUTOVEC static void attn_linear_transformer_ladvance__scalar(const attn_args *args, int64_t b, int64_t hk0, int64_t nh, int64_t j0,
         int64_t j1, float *restrict sz, float *restrict kb)
 {
-    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t j, hh;
     for (j = j0; j < j1; j += TK) {
         const int64_t n = j1 - j < TK ? j1 - j : TK;
         attn_linear_transformer_lblock__scalar(args, b, hk0, nh, j, n, kb, sz + D * 64, 4160);
-        attn_linear_transformer_prefetch_keys(&kv, hk0, nh, j + n, j + 2 * n < j1 ? j + 2 * n : j1); /* the next block */
         for (hh = 0; hh < nh; hh++)
             attn_linear_transformer_lfold__scalar(kb + hh * 16448, kb + hh * 16448 + 8192, n, sz + hh * 4160);
     }
@@ -5044,7 +5052,6 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lunit__scalar(const attn_arg
 {
     const int64_t lk = args->seq_k;
     const int64_t lq = args->seq_q;
-    const attn_linear_transformer_kv kv = attn_linear_transformer_kv_of(args, b);
     int64_t i0, hh, g;
 
     /* the state: S and z of the keys before this call */
@@ -5074,7 +5081,6 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_lunit__scalar(const attn_arg
             for (hh = 0; hh < nh; hh++) memset(kb + hh * 16448 + 16384, 0, sizeof(float) * 64);
             if (n > 0) {
                 attn_linear_transformer_lblock__scalar(args, b, hk0, nh, first, n, kb, kb + 16384, 16448);
-                attn_linear_transformer_prefetch_keys(&kv, hk0, nh, end, end + TQ < lk ? end + TQ : lk); /* the next tile's */
             }
             for (hh = 0; hh < nh; hh++) {
                 const int64_t hk = hk0 + hh;

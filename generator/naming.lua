@@ -77,6 +77,7 @@ M.OPS = {
   phiq = { dtype = "q", isa = true, what = "linear: phi(q) of one query row into a packed row" },
   phik = { isa = true, what = "linear: phi in place on a packed K^T panel, and the sums of its rows" },
   zdot = { isa = true, what = "linear: phi(q) . z of one packed query row" },
+  prefetch_q = { what = "linear: Q rows of a head asked for into L2 ahead of their phi(q)" },
   lpack = { isa = true, what = "linear: one key's phi(k) row and V row, packed, and phi(k) added to z" },
   lphiq = { isa = true, what = "linear: phi(q) of a tile's rows for every query head of a unit" },
   ltrans = { isa = true, what = "linear: the diagonal block's phi(k) rows transposed into K^T panels" },

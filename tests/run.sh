@@ -90,6 +90,13 @@ fail=$(grep -c '^FAIL: ' "$LOG/strict.log")
 [ "$fail" -eq 0 ] || grep -v '^PASS$' "$LOG/strict.log"
 record "strict compiles" "$pass" "$fail"
 
+echo "== prefetches survive compilation (gcc and clang, x86-64)"
+JOBS=$JOBS tests/check_prefetch.sh >"$LOG/prefetch.log" 2>&1
+pass=$(grep -c '^PASS$' "$LOG/prefetch.log")
+fail=$(grep -c '^FAIL: ' "$LOG/prefetch.log")
+[ "$fail" -eq 0 ] || grep -v '^PASS$' "$LOG/prefetch.log"
+record "prefetch instructions" "$pass" "$fail"
+
 echo "== attngen vendor: the folder builds alone (gcc, clang, make, CMake, C++), vs the reference"
 JOBS=$JOBS tests/vendor_test.sh >"$LOG/vendor.log" 2>&1
 rc=$?
