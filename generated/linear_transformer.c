@@ -1064,22 +1064,17 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltile
         attn_linear_transformer_lrows__avx512(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
-    if (nt) { /* past the caches: whole vectors, aligned (attn_stream_output) */
-        for (r = 0; r < tq; r++) {
-            float *orow = attn_linear_transformer_o_row(args, b, i0 + r, h);
-            const float *acc = w->o + r * 64;
-            const __m512 vinv = _mm512_set1_ps(1.0f / (w->den[r] + 1e-06f));
-            _mm512_stream_ps(orow + 0, _mm512_mul_ps(_mm512_loadu_ps(acc + 0), vinv));
-            _mm512_stream_ps(orow + 16, _mm512_mul_ps(_mm512_loadu_ps(acc + 16), vinv));
-            _mm512_stream_ps(orow + 32, _mm512_mul_ps(_mm512_loadu_ps(acc + 32), vinv));
-            _mm512_stream_ps(orow + 48, _mm512_mul_ps(_mm512_loadu_ps(acc + 48), vinv));
-        }
-        return;
-    }
     for (r = 0; r < tq; r++) {
         float *orow = attn_linear_transformer_o_row(args, b, i0 + r, h);
         const float *acc = w->o + r * 64;
         const __m512 vinv = _mm512_set1_ps(1.0f / (w->den[r] + 1e-06f));
+        if (nt) { /* past the caches: whole vectors, aligned (attn_stream_output) */
+            _mm512_stream_ps(orow + 0, _mm512_mul_ps(_mm512_loadu_ps(acc + 0), vinv));
+            _mm512_stream_ps(orow + 16, _mm512_mul_ps(_mm512_loadu_ps(acc + 16), vinv));
+            _mm512_stream_ps(orow + 32, _mm512_mul_ps(_mm512_loadu_ps(acc + 32), vinv));
+            _mm512_stream_ps(orow + 48, _mm512_mul_ps(_mm512_loadu_ps(acc + 48), vinv));
+            continue;
+        }
         _mm512_storeu_ps(orow + 0, _mm512_mul_ps(_mm512_loadu_ps(acc + 0), vinv));
         _mm512_storeu_ps(orow + 16, _mm512_mul_ps(_mm512_loadu_ps(acc + 16), vinv));
         _mm512_storeu_ps(orow + 32, _mm512_mul_ps(_mm512_loadu_ps(acc + 32), vinv));
@@ -2515,11 +2510,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
         attn_linear_transformer_lrows__avx2(tq - r, w->a + r * 32, 32, 1, vp, 64, 0, n, w->o + r * 64, ones);
     }
     /* O = O / (den + eps), stored */
-    if (nt) { /* past the caches: whole vectors, aligned (attn_stream_output) */
-        for (r = 0; r < tq; r++) {
-            float *orow = attn_linear_transformer_o_row(args, b, i0 + r, h);
-            const float *acc = w->o + r * 64;
-            const __m256 vinv = _mm256_set1_ps(1.0f / (w->den[r] + 1e-06f));
+    for (r = 0; r < tq; r++) {
+        float *orow = attn_linear_transformer_o_row(args, b, i0 + r, h);
+        const float *acc = w->o + r * 64;
+        const __m256 vinv = _mm256_set1_ps(1.0f / (w->den[r] + 1e-06f));
+        if (nt) { /* past the caches: whole vectors, aligned (attn_stream_output) */
             _mm256_stream_ps(orow + 0, _mm256_mul_ps(_mm256_loadu_ps(acc + 0), vinv));
             _mm256_stream_ps(orow + 8, _mm256_mul_ps(_mm256_loadu_ps(acc + 8), vinv));
             _mm256_stream_ps(orow + 16, _mm256_mul_ps(_mm256_loadu_ps(acc + 16), vinv));
@@ -2528,13 +2523,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
             _mm256_stream_ps(orow + 40, _mm256_mul_ps(_mm256_loadu_ps(acc + 40), vinv));
             _mm256_stream_ps(orow + 48, _mm256_mul_ps(_mm256_loadu_ps(acc + 48), vinv));
             _mm256_stream_ps(orow + 56, _mm256_mul_ps(_mm256_loadu_ps(acc + 56), vinv));
+            continue;
         }
-        return;
-    }
-    for (r = 0; r < tq; r++) {
-        float *orow = attn_linear_transformer_o_row(args, b, i0 + r, h);
-        const float *acc = w->o + r * 64;
-        const __m256 vinv = _mm256_set1_ps(1.0f / (w->den[r] + 1e-06f));
         _mm256_storeu_ps(orow + 0, _mm256_mul_ps(_mm256_loadu_ps(acc + 0), vinv));
         _mm256_storeu_ps(orow + 8, _mm256_mul_ps(_mm256_loadu_ps(acc + 8), vinv));
         _mm256_storeu_ps(orow + 16, _mm256_mul_ps(_mm256_loadu_ps(acc + 16), vinv));

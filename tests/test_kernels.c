@@ -295,21 +295,27 @@ Test(entry, decode_prefetch_ignores_an_unknown_level)
  * kernel runs this CPU's choice, these the other one too, on every x86 variant
  * this CPU runs: Llama-3-8B (4 rows a kv head) and GPT-2 (MHA: the two-key step
  * at 3 and 4 query rows). */
-static void run_stream_steps(const char *pairs)
+/* The matrices of n kernels on every x86 variant this CPU runs (skipped without one). */
+static void run_on_x86(const attn_kernel *const *ks, size_t n)
 {
-    const attn_kernel *ks[] = { &attn_llama3_8b_kernel, &attn_gpt2_kernel };
     const attn_isa isas[] = { ATTN_ISA_AVX512, ATTN_ISA_AVX2 };
     size_t i, j;
     int ran = 0;
-    setenv("ATTNGEN_DECODE_KEY_PAIRS", pairs, 1);
-    cr_assert_eq(attn_decode_key_pairs(), atoi(pairs));
-    for (i = 0; i < sizeof ks / sizeof *ks; i++)
+    for (i = 0; i < n; i++)
         for (j = 0; j < sizeof isas / sizeof *isas; j++)
             if (attn_isa_supported(isas[j])) {
                 run_matrix(ks[i], isas[j]);
                 ran++;
             }
     if (ran == 0) cr_skip_test("this CPU runs neither AVX-512 nor AVX2");
+}
+
+static void run_stream_steps(const char *pairs)
+{
+    const attn_kernel *ks[] = { &attn_llama3_8b_kernel, &attn_gpt2_kernel };
+    setenv("ATTNGEN_DECODE_KEY_PAIRS", pairs, 1);
+    cr_assert_eq(attn_decode_key_pairs(), atoi(pairs));
+    run_on_x86(ks, sizeof ks / sizeof *ks);
 }
 
 Test(entry, streaming_decode_one_key_a_step)
@@ -333,17 +339,8 @@ static void run_linear_output(const char *stream)
         attn_t_linear_f16_kernel;
     const attn_kernel *ks[] = { &attn_t_linear_kernel, &attn_t_linear_causal_kernel, &attn_t_linear_state_kernel,
                                 &attn_t_linear_f16_kernel };
-    const attn_isa isas[] = { ATTN_ISA_AVX512, ATTN_ISA_AVX2 };
-    size_t i, j;
-    int ran = 0;
     setenv("ATTNGEN_STREAM_OUTPUT", stream, 1);
-    for (i = 0; i < sizeof ks / sizeof *ks; i++)
-        for (j = 0; j < sizeof isas / sizeof *isas; j++)
-            if (attn_isa_supported(isas[j])) {
-                run_matrix(ks[i], isas[j]);
-                ran++;
-            }
-    if (ran == 0) cr_skip_test("this CPU runs neither AVX-512 nor AVX2");
+    run_on_x86(ks, sizeof ks / sizeof *ks);
 }
 
 Test(entry, linear_output_streamed_past_the_caches)
