@@ -184,7 +184,7 @@ static ATTN_ALWAYS_INLINE void attn_linear_transformer_prefetch_q(const attn_arg
 #if defined(__GNUC__)
     for (; i < i1 && i < args->seq_q; i++) {
         const char *q = (const char *)attn_linear_transformer_q_row(args, b, i, h);
-        const size_t bytes = D * sizeof(*attn_linear_transformer_q_row(args, b, i, h));
+        const size_t bytes = D * sizeof(float);
         size_t c;
         for (c = 0; c < bytes; c += 64) __builtin_prefetch(q + c, 0, 2);
         __builtin_prefetch(q + bytes - 1, 0, 2); /* the row's last line, where the row does not start one */

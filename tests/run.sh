@@ -23,6 +23,15 @@ record() {
   t_suite=$now
 }
 
+# record_lines SUITE LOGFILE: one pass per "PASS" line, one failure per
+# "FAIL: ..." line (the other lines shown when anything failed)
+record_lines() {
+  pass=$(grep -c '^PASS$' "$2")
+  fail=$(grep -c '^FAIL: ' "$2")
+  [ "$fail" -eq 0 ] || grep -v '^PASS$' "$2"
+  record "$1" "$pass" "$fail"
+}
+
 # one check that passes when the command succeeds; output shown on failure
 check() {
   name=$1; shift
@@ -85,17 +94,11 @@ done | xargs -P "$JOBS" -n 2 sh -c '
   out="$1/strict/$2-$(basename "$3" .c)"
   if $2 -std=c99 -Wall -Wextra -Wpedantic -Werror -O2 -Iruntime -Igenerated -c "$3" -o "$out.o" >"$out.log" 2>&1
   then echo PASS; else echo "FAIL: $2 $3"; cat "$out.log"; fi' strict "$LOG" >"$LOG/strict.log" 2>&1
-pass=$(grep -c '^PASS$' "$LOG/strict.log")
-fail=$(grep -c '^FAIL: ' "$LOG/strict.log")
-[ "$fail" -eq 0 ] || grep -v '^PASS$' "$LOG/strict.log"
-record "strict compiles" "$pass" "$fail"
+record_lines "strict compiles" "$LOG/strict.log"
 
 echo "== prefetches survive compilation (gcc and clang, x86-64)"
 JOBS=$JOBS tests/check_prefetch.sh >"$LOG/prefetch.log" 2>&1
-pass=$(grep -c '^PASS$' "$LOG/prefetch.log")
-fail=$(grep -c '^FAIL: ' "$LOG/prefetch.log")
-[ "$fail" -eq 0 ] || grep -v '^PASS$' "$LOG/prefetch.log"
-record "prefetch instructions" "$pass" "$fail"
+record_lines "prefetch instructions" "$LOG/prefetch.log"
 
 echo "== attngen vendor: the folder builds alone (gcc, clang, make, CMake, C++), vs the reference"
 JOBS=$JOBS tests/vendor_test.sh >"$LOG/vendor.log" 2>&1
