@@ -215,6 +215,43 @@ static inline void attn_gemma2_9b_global_prefetch_row_l2(const float *p, int n)
 #endif
 }
 
+/* Asks for the cache lines of a row of `bytes` bytes at p to be brought into L2
+ * (prefetcht1 on x86; nothing where the compiler has no prefetch builtin). */
+static ATTN_ALWAYS_INLINE void attn_gemma2_9b_global_prefetch_bytes_l2(const void *p, size_t bytes)
+{
+#if defined(__GNUC__)
+    const char *c = (const char *)p;
+    size_t i;
+    for (i = 0; i < bytes; i += 64) __builtin_prefetch(c + i, 0, 2);
+    __builtin_prefetch(c + bytes - 1, 0, 2); /* the row's last line, where the row does not start one */
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+/* Asks for Q rows i, i + step, ... below i1 and seq_q, of head h in batch b, in
+ * L2: the rows a thread packs next, a block of them while each block of the
+ * current products runs, so that packing them does not wait for memory.  Rows
+ * a page or more apart are beyond the hardware prefetchers, which stop at page
+ * boundaries.  Always inlined: ATTN_ALWAYS_INLINE says why. */
+static ATTN_ALWAYS_INLINE void attn_gemma2_9b_global_prefetch_q(const attn_args *args, int64_t b, int64_t h, int64_t i, int64_t i1,
+        int64_t step)
+{
+    for (; i < i1 && i < args->seq_q; i += step)
+        attn_gemma2_9b_global_prefetch_bytes_l2(attn_gemma2_9b_global_q_row(args, b, i, h), D * sizeof(float));
+}
+
+/* Asks for K and V rows [j, j1) of kv head hk in L2, for the same reason: the
+ * keys a thread packs next. */
+static ATTN_ALWAYS_INLINE void attn_gemma2_9b_global_prefetch_kv(const attn_gemma2_9b_global_kv *kv, int64_t hk, int64_t j, int64_t j1)
+{
+    for (; j < j1; j++) {
+        attn_gemma2_9b_global_prefetch_bytes_l2(attn_gemma2_9b_global_k_row(kv, hk, j), D * sizeof(float));
+        attn_gemma2_9b_global_prefetch_bytes_l2(attn_gemma2_9b_global_v_row(kv, hk, j), DV * sizeof(float));
+    }
+}
+
 /* Output row i of head h in batch b. */
 static inline float *attn_gemma2_9b_global_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
@@ -1937,13 +1974,15 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_qpack_f
 /* Packs keys [j0, j0 + 32) of kv head hk of the rows kv (a batch's, or a
  * view of some of its keys): the K^T panel kt[d][c] = K[j0 + c][hk][d] and V
  * rows vp[c][d] = V[j0 + c][hk][d], zero for keys at or past lk and for V's
- * padding columns. */
+ * padding columns.  Callers pack panels in order: the next one's rows are
+ * asked for in L2 while this one is packed. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_kvpack_f32__avx512(const attn_gemma2_9b_global_kv *kvs, int64_t hk, int64_t j0, int64_t lk,
         float *restrict kt, float *restrict vp)
 {
     const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 32 ? 32 : lk - j0);
     const attn_gemma2_9b_global_kv kv = *kvs;
     int64_t c, d;
+    attn_gemma2_9b_global_prefetch_kv(&kv, hk, j0 + 32, lk < j0 + 2 * 32 ? lk : j0 + 2 * 32); /* the next panel's rows */
     if (n < 32) {
         memset(kt, 0, sizeof(float) * 32 * D);
         memset(vp + n * 256, 0, sizeof(float) * (size_t)((32 - n) * 256));
@@ -2677,15 +2716,22 @@ typedef struct {
     float o[TQ * 256];      /* unnormalized output rows */
     float m[TQ], l[TQ], alpha[TQ]; /* running max, sum, rescale */
     int64_t lo[TQ], hi[TQ], sink_hi[TQ], first[TQ], last[TQ];
+    int nt; /* O stored past the caches (attn_stream_output) */
 } attn_gemma2_9b_global_scratch__avx512;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+ * While the P*V calls of its first key tile run, it asks for the Q
+ * rows of the unit this thread most likely runs next in L2 (query head nh,
+ * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
+ * head's rows lie a page or more apart, beyond the hardware prefetchers. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__avx512(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__avx512 *w)
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__avx512 *w,
+        int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seq_k;
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
+    int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
 
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -2785,8 +2831,11 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__a
                 attn_gemma2_9b_global_pv_1x256_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             }
+            if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
+                attn_gemma2_9b_global_prefetch_q(args, b, nh, ni + r * nstep, ni + (r + rows) * nstep, nstep);
             r += rows;
         }
+        pf = 0;
     }
 
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
@@ -2795,22 +2844,41 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__a
         const float *acc = w->o + r * 256;
         const float l = w->l[r];
         const __m512 vinv = _mm512_set1_ps(l == 0.0f ? 0.0f : 1.0f / l);
-        _mm512_storeu_ps(orow + 0, _mm512_mul_ps(_mm512_loadu_ps(acc + 0), vinv));
-        _mm512_storeu_ps(orow + 16, _mm512_mul_ps(_mm512_loadu_ps(acc + 16), vinv));
-        _mm512_storeu_ps(orow + 32, _mm512_mul_ps(_mm512_loadu_ps(acc + 32), vinv));
-        _mm512_storeu_ps(orow + 48, _mm512_mul_ps(_mm512_loadu_ps(acc + 48), vinv));
-        _mm512_storeu_ps(orow + 64, _mm512_mul_ps(_mm512_loadu_ps(acc + 64), vinv));
-        _mm512_storeu_ps(orow + 80, _mm512_mul_ps(_mm512_loadu_ps(acc + 80), vinv));
-        _mm512_storeu_ps(orow + 96, _mm512_mul_ps(_mm512_loadu_ps(acc + 96), vinv));
-        _mm512_storeu_ps(orow + 112, _mm512_mul_ps(_mm512_loadu_ps(acc + 112), vinv));
-        _mm512_storeu_ps(orow + 128, _mm512_mul_ps(_mm512_loadu_ps(acc + 128), vinv));
-        _mm512_storeu_ps(orow + 144, _mm512_mul_ps(_mm512_loadu_ps(acc + 144), vinv));
-        _mm512_storeu_ps(orow + 160, _mm512_mul_ps(_mm512_loadu_ps(acc + 160), vinv));
-        _mm512_storeu_ps(orow + 176, _mm512_mul_ps(_mm512_loadu_ps(acc + 176), vinv));
-        _mm512_storeu_ps(orow + 192, _mm512_mul_ps(_mm512_loadu_ps(acc + 192), vinv));
-        _mm512_storeu_ps(orow + 208, _mm512_mul_ps(_mm512_loadu_ps(acc + 208), vinv));
-        _mm512_storeu_ps(orow + 224, _mm512_mul_ps(_mm512_loadu_ps(acc + 224), vinv));
-        _mm512_storeu_ps(orow + 240, _mm512_mul_ps(_mm512_loadu_ps(acc + 240), vinv));
+        if (w->nt) { /* past the caches: whole vectors, aligned (attn_stream_output) */
+            _mm512_stream_ps(orow + 0, _mm512_mul_ps(_mm512_loadu_ps(acc + 0), vinv));
+            _mm512_stream_ps(orow + 16, _mm512_mul_ps(_mm512_loadu_ps(acc + 16), vinv));
+            _mm512_stream_ps(orow + 32, _mm512_mul_ps(_mm512_loadu_ps(acc + 32), vinv));
+            _mm512_stream_ps(orow + 48, _mm512_mul_ps(_mm512_loadu_ps(acc + 48), vinv));
+            _mm512_stream_ps(orow + 64, _mm512_mul_ps(_mm512_loadu_ps(acc + 64), vinv));
+            _mm512_stream_ps(orow + 80, _mm512_mul_ps(_mm512_loadu_ps(acc + 80), vinv));
+            _mm512_stream_ps(orow + 96, _mm512_mul_ps(_mm512_loadu_ps(acc + 96), vinv));
+            _mm512_stream_ps(orow + 112, _mm512_mul_ps(_mm512_loadu_ps(acc + 112), vinv));
+            _mm512_stream_ps(orow + 128, _mm512_mul_ps(_mm512_loadu_ps(acc + 128), vinv));
+            _mm512_stream_ps(orow + 144, _mm512_mul_ps(_mm512_loadu_ps(acc + 144), vinv));
+            _mm512_stream_ps(orow + 160, _mm512_mul_ps(_mm512_loadu_ps(acc + 160), vinv));
+            _mm512_stream_ps(orow + 176, _mm512_mul_ps(_mm512_loadu_ps(acc + 176), vinv));
+            _mm512_stream_ps(orow + 192, _mm512_mul_ps(_mm512_loadu_ps(acc + 192), vinv));
+            _mm512_stream_ps(orow + 208, _mm512_mul_ps(_mm512_loadu_ps(acc + 208), vinv));
+            _mm512_stream_ps(orow + 224, _mm512_mul_ps(_mm512_loadu_ps(acc + 224), vinv));
+            _mm512_stream_ps(orow + 240, _mm512_mul_ps(_mm512_loadu_ps(acc + 240), vinv));
+        } else {
+            _mm512_storeu_ps(orow + 0, _mm512_mul_ps(_mm512_loadu_ps(acc + 0), vinv));
+            _mm512_storeu_ps(orow + 16, _mm512_mul_ps(_mm512_loadu_ps(acc + 16), vinv));
+            _mm512_storeu_ps(orow + 32, _mm512_mul_ps(_mm512_loadu_ps(acc + 32), vinv));
+            _mm512_storeu_ps(orow + 48, _mm512_mul_ps(_mm512_loadu_ps(acc + 48), vinv));
+            _mm512_storeu_ps(orow + 64, _mm512_mul_ps(_mm512_loadu_ps(acc + 64), vinv));
+            _mm512_storeu_ps(orow + 80, _mm512_mul_ps(_mm512_loadu_ps(acc + 80), vinv));
+            _mm512_storeu_ps(orow + 96, _mm512_mul_ps(_mm512_loadu_ps(acc + 96), vinv));
+            _mm512_storeu_ps(orow + 112, _mm512_mul_ps(_mm512_loadu_ps(acc + 112), vinv));
+            _mm512_storeu_ps(orow + 128, _mm512_mul_ps(_mm512_loadu_ps(acc + 128), vinv));
+            _mm512_storeu_ps(orow + 144, _mm512_mul_ps(_mm512_loadu_ps(acc + 144), vinv));
+            _mm512_storeu_ps(orow + 160, _mm512_mul_ps(_mm512_loadu_ps(acc + 160), vinv));
+            _mm512_storeu_ps(orow + 176, _mm512_mul_ps(_mm512_loadu_ps(acc + 176), vinv));
+            _mm512_storeu_ps(orow + 192, _mm512_mul_ps(_mm512_loadu_ps(acc + 192), vinv));
+            _mm512_storeu_ps(orow + 208, _mm512_mul_ps(_mm512_loadu_ps(acc + 208), vinv));
+            _mm512_storeu_ps(orow + 224, _mm512_mul_ps(_mm512_loadu_ps(acc + 224), vinv));
+            _mm512_storeu_ps(orow + 240, _mm512_mul_ps(_mm512_loadu_ps(acc + 240), vinv));
+        }
         if (args->lse) /* m is in base 2 */
             args->lse[(b * HQ + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
     }
@@ -2823,7 +2891,7 @@ __attribute__((target("avx512f,fma"))) attn_status attn_gemma2_9b_global_fwd__av
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_global_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
-    int threads;
+    int threads, nt;
     float *kt = NULL, *vp = NULL;
     int failed = 0;
 
@@ -2836,6 +2904,8 @@ __attribute__((target("avx512f,fma"))) attn_status attn_gemma2_9b_global_fwd__av
     (void)threads;
     if (B == 0 || Lq == 0) return ATTN_OK;
     if (Lq <= 16) return attn_gemma2_9b_global_decode__avx512(args); /* few query rows: decode path */
+    nt = attn_stream_output(args->o, args->o_stride, sizeof(float), B * Lq * HQ * DV * (int64_t)sizeof(float),
+            sizeof(__m512));
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 256)) return ATTN_ERR_TOO_LARGE;
     kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
     vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
@@ -2851,7 +2921,15 @@ __attribute__((target("avx512f,fma"))) attn_status attn_gemma2_9b_global_fwd__av
     {
         attn_gemma2_9b_global_scratch__avx512 *w = (attn_gemma2_9b_global_scratch__avx512 *)attn_alloc(sizeof(*w));
         int64_t g, u;
-        if (w) memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
+#ifdef _OPENMP
+        const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
+#else
+        const int64_t team = 1;
+#endif
+        if (w) {
+            memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
+            w->nt = nt;
+        }
         if (!w) {
 #ifdef _OPENMP
 #pragma omp critical
@@ -2872,12 +2950,15 @@ __attribute__((target("avx512f,fma"))) attn_status attn_gemma2_9b_global_fwd__av
 #endif
             for (u = 0; u < GROUP * nq; u++) {
                 /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq;
+                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
                 const int64_t h = hk * GROUP + u / nq;
                 const int64_t i0 = qt * TQ;
-                if (w) attn_gemma2_9b_global_unit__avx512(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w);
+                if (w)
+                    attn_gemma2_9b_global_unit__avx512(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
+                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
             }
         }
+        if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
         attn_free(w);
     }
     attn_free(kt);
@@ -3757,13 +3838,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_qpack
 /* Packs keys [j0, j0 + 16) of kv head hk of the rows kv (a batch's, or a
  * view of some of its keys): the K^T panel kt[d][c] = K[j0 + c][hk][d] and V
  * rows vp[c][d] = V[j0 + c][hk][d], zero for keys at or past lk and for V's
- * padding columns. */
+ * padding columns.  Callers pack panels in order: the next one's rows are
+ * asked for in L2 while this one is packed. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_kvpack_f32__avx2(const attn_gemma2_9b_global_kv *kvs, int64_t hk, int64_t j0, int64_t lk,
         float *restrict kt, float *restrict vp)
 {
     const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 16 ? 16 : lk - j0);
     const attn_gemma2_9b_global_kv kv = *kvs;
     int64_t c, d;
+    attn_gemma2_9b_global_prefetch_kv(&kv, hk, j0 + 16, lk < j0 + 2 * 16 ? lk : j0 + 2 * 16); /* the next panel's rows */
     if (n < 16) {
         memset(kt, 0, sizeof(float) * 16 * D);
         memset(vp + n * 256, 0, sizeof(float) * (size_t)((16 - n) * 256));
@@ -4497,15 +4580,22 @@ typedef struct {
     float o[TQ * 256];      /* unnormalized output rows */
     float m[TQ], l[TQ], alpha[TQ]; /* running max, sum, rescale */
     int64_t lo[TQ], hi[TQ], sink_hi[TQ], first[TQ], last[TQ];
+    int nt; /* O stored past the caches (attn_stream_output) */
 } attn_gemma2_9b_global_scratch__avx2;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+ * While the P*V calls of its first key tile run, it asks for the Q
+ * rows of the unit this thread most likely runs next in L2 (query head nh,
+ * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
+ * head's rows lie a page or more apart, beyond the hardware prefetchers. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit__avx2(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__avx2 *w)
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__avx2 *w,
+        int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seq_k;
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
+    int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
 
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -4605,8 +4695,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit_
                 attn_gemma2_9b_global_pv_1x256_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             }
+            if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
+                attn_gemma2_9b_global_prefetch_q(args, b, nh, ni + r * nstep, ni + (r + rows) * nstep, nstep);
             r += rows;
         }
+        pf = 0;
     }
 
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
@@ -4615,38 +4708,73 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit_
         const float *acc = w->o + r * 256;
         const float l = w->l[r];
         const __m256 vinv = _mm256_set1_ps(l == 0.0f ? 0.0f : 1.0f / l);
-        _mm256_storeu_ps(orow + 0, _mm256_mul_ps(_mm256_loadu_ps(acc + 0), vinv));
-        _mm256_storeu_ps(orow + 8, _mm256_mul_ps(_mm256_loadu_ps(acc + 8), vinv));
-        _mm256_storeu_ps(orow + 16, _mm256_mul_ps(_mm256_loadu_ps(acc + 16), vinv));
-        _mm256_storeu_ps(orow + 24, _mm256_mul_ps(_mm256_loadu_ps(acc + 24), vinv));
-        _mm256_storeu_ps(orow + 32, _mm256_mul_ps(_mm256_loadu_ps(acc + 32), vinv));
-        _mm256_storeu_ps(orow + 40, _mm256_mul_ps(_mm256_loadu_ps(acc + 40), vinv));
-        _mm256_storeu_ps(orow + 48, _mm256_mul_ps(_mm256_loadu_ps(acc + 48), vinv));
-        _mm256_storeu_ps(orow + 56, _mm256_mul_ps(_mm256_loadu_ps(acc + 56), vinv));
-        _mm256_storeu_ps(orow + 64, _mm256_mul_ps(_mm256_loadu_ps(acc + 64), vinv));
-        _mm256_storeu_ps(orow + 72, _mm256_mul_ps(_mm256_loadu_ps(acc + 72), vinv));
-        _mm256_storeu_ps(orow + 80, _mm256_mul_ps(_mm256_loadu_ps(acc + 80), vinv));
-        _mm256_storeu_ps(orow + 88, _mm256_mul_ps(_mm256_loadu_ps(acc + 88), vinv));
-        _mm256_storeu_ps(orow + 96, _mm256_mul_ps(_mm256_loadu_ps(acc + 96), vinv));
-        _mm256_storeu_ps(orow + 104, _mm256_mul_ps(_mm256_loadu_ps(acc + 104), vinv));
-        _mm256_storeu_ps(orow + 112, _mm256_mul_ps(_mm256_loadu_ps(acc + 112), vinv));
-        _mm256_storeu_ps(orow + 120, _mm256_mul_ps(_mm256_loadu_ps(acc + 120), vinv));
-        _mm256_storeu_ps(orow + 128, _mm256_mul_ps(_mm256_loadu_ps(acc + 128), vinv));
-        _mm256_storeu_ps(orow + 136, _mm256_mul_ps(_mm256_loadu_ps(acc + 136), vinv));
-        _mm256_storeu_ps(orow + 144, _mm256_mul_ps(_mm256_loadu_ps(acc + 144), vinv));
-        _mm256_storeu_ps(orow + 152, _mm256_mul_ps(_mm256_loadu_ps(acc + 152), vinv));
-        _mm256_storeu_ps(orow + 160, _mm256_mul_ps(_mm256_loadu_ps(acc + 160), vinv));
-        _mm256_storeu_ps(orow + 168, _mm256_mul_ps(_mm256_loadu_ps(acc + 168), vinv));
-        _mm256_storeu_ps(orow + 176, _mm256_mul_ps(_mm256_loadu_ps(acc + 176), vinv));
-        _mm256_storeu_ps(orow + 184, _mm256_mul_ps(_mm256_loadu_ps(acc + 184), vinv));
-        _mm256_storeu_ps(orow + 192, _mm256_mul_ps(_mm256_loadu_ps(acc + 192), vinv));
-        _mm256_storeu_ps(orow + 200, _mm256_mul_ps(_mm256_loadu_ps(acc + 200), vinv));
-        _mm256_storeu_ps(orow + 208, _mm256_mul_ps(_mm256_loadu_ps(acc + 208), vinv));
-        _mm256_storeu_ps(orow + 216, _mm256_mul_ps(_mm256_loadu_ps(acc + 216), vinv));
-        _mm256_storeu_ps(orow + 224, _mm256_mul_ps(_mm256_loadu_ps(acc + 224), vinv));
-        _mm256_storeu_ps(orow + 232, _mm256_mul_ps(_mm256_loadu_ps(acc + 232), vinv));
-        _mm256_storeu_ps(orow + 240, _mm256_mul_ps(_mm256_loadu_ps(acc + 240), vinv));
-        _mm256_storeu_ps(orow + 248, _mm256_mul_ps(_mm256_loadu_ps(acc + 248), vinv));
+        if (w->nt) { /* past the caches: whole vectors, aligned (attn_stream_output) */
+            _mm256_stream_ps(orow + 0, _mm256_mul_ps(_mm256_loadu_ps(acc + 0), vinv));
+            _mm256_stream_ps(orow + 8, _mm256_mul_ps(_mm256_loadu_ps(acc + 8), vinv));
+            _mm256_stream_ps(orow + 16, _mm256_mul_ps(_mm256_loadu_ps(acc + 16), vinv));
+            _mm256_stream_ps(orow + 24, _mm256_mul_ps(_mm256_loadu_ps(acc + 24), vinv));
+            _mm256_stream_ps(orow + 32, _mm256_mul_ps(_mm256_loadu_ps(acc + 32), vinv));
+            _mm256_stream_ps(orow + 40, _mm256_mul_ps(_mm256_loadu_ps(acc + 40), vinv));
+            _mm256_stream_ps(orow + 48, _mm256_mul_ps(_mm256_loadu_ps(acc + 48), vinv));
+            _mm256_stream_ps(orow + 56, _mm256_mul_ps(_mm256_loadu_ps(acc + 56), vinv));
+            _mm256_stream_ps(orow + 64, _mm256_mul_ps(_mm256_loadu_ps(acc + 64), vinv));
+            _mm256_stream_ps(orow + 72, _mm256_mul_ps(_mm256_loadu_ps(acc + 72), vinv));
+            _mm256_stream_ps(orow + 80, _mm256_mul_ps(_mm256_loadu_ps(acc + 80), vinv));
+            _mm256_stream_ps(orow + 88, _mm256_mul_ps(_mm256_loadu_ps(acc + 88), vinv));
+            _mm256_stream_ps(orow + 96, _mm256_mul_ps(_mm256_loadu_ps(acc + 96), vinv));
+            _mm256_stream_ps(orow + 104, _mm256_mul_ps(_mm256_loadu_ps(acc + 104), vinv));
+            _mm256_stream_ps(orow + 112, _mm256_mul_ps(_mm256_loadu_ps(acc + 112), vinv));
+            _mm256_stream_ps(orow + 120, _mm256_mul_ps(_mm256_loadu_ps(acc + 120), vinv));
+            _mm256_stream_ps(orow + 128, _mm256_mul_ps(_mm256_loadu_ps(acc + 128), vinv));
+            _mm256_stream_ps(orow + 136, _mm256_mul_ps(_mm256_loadu_ps(acc + 136), vinv));
+            _mm256_stream_ps(orow + 144, _mm256_mul_ps(_mm256_loadu_ps(acc + 144), vinv));
+            _mm256_stream_ps(orow + 152, _mm256_mul_ps(_mm256_loadu_ps(acc + 152), vinv));
+            _mm256_stream_ps(orow + 160, _mm256_mul_ps(_mm256_loadu_ps(acc + 160), vinv));
+            _mm256_stream_ps(orow + 168, _mm256_mul_ps(_mm256_loadu_ps(acc + 168), vinv));
+            _mm256_stream_ps(orow + 176, _mm256_mul_ps(_mm256_loadu_ps(acc + 176), vinv));
+            _mm256_stream_ps(orow + 184, _mm256_mul_ps(_mm256_loadu_ps(acc + 184), vinv));
+            _mm256_stream_ps(orow + 192, _mm256_mul_ps(_mm256_loadu_ps(acc + 192), vinv));
+            _mm256_stream_ps(orow + 200, _mm256_mul_ps(_mm256_loadu_ps(acc + 200), vinv));
+            _mm256_stream_ps(orow + 208, _mm256_mul_ps(_mm256_loadu_ps(acc + 208), vinv));
+            _mm256_stream_ps(orow + 216, _mm256_mul_ps(_mm256_loadu_ps(acc + 216), vinv));
+            _mm256_stream_ps(orow + 224, _mm256_mul_ps(_mm256_loadu_ps(acc + 224), vinv));
+            _mm256_stream_ps(orow + 232, _mm256_mul_ps(_mm256_loadu_ps(acc + 232), vinv));
+            _mm256_stream_ps(orow + 240, _mm256_mul_ps(_mm256_loadu_ps(acc + 240), vinv));
+            _mm256_stream_ps(orow + 248, _mm256_mul_ps(_mm256_loadu_ps(acc + 248), vinv));
+        } else {
+            _mm256_storeu_ps(orow + 0, _mm256_mul_ps(_mm256_loadu_ps(acc + 0), vinv));
+            _mm256_storeu_ps(orow + 8, _mm256_mul_ps(_mm256_loadu_ps(acc + 8), vinv));
+            _mm256_storeu_ps(orow + 16, _mm256_mul_ps(_mm256_loadu_ps(acc + 16), vinv));
+            _mm256_storeu_ps(orow + 24, _mm256_mul_ps(_mm256_loadu_ps(acc + 24), vinv));
+            _mm256_storeu_ps(orow + 32, _mm256_mul_ps(_mm256_loadu_ps(acc + 32), vinv));
+            _mm256_storeu_ps(orow + 40, _mm256_mul_ps(_mm256_loadu_ps(acc + 40), vinv));
+            _mm256_storeu_ps(orow + 48, _mm256_mul_ps(_mm256_loadu_ps(acc + 48), vinv));
+            _mm256_storeu_ps(orow + 56, _mm256_mul_ps(_mm256_loadu_ps(acc + 56), vinv));
+            _mm256_storeu_ps(orow + 64, _mm256_mul_ps(_mm256_loadu_ps(acc + 64), vinv));
+            _mm256_storeu_ps(orow + 72, _mm256_mul_ps(_mm256_loadu_ps(acc + 72), vinv));
+            _mm256_storeu_ps(orow + 80, _mm256_mul_ps(_mm256_loadu_ps(acc + 80), vinv));
+            _mm256_storeu_ps(orow + 88, _mm256_mul_ps(_mm256_loadu_ps(acc + 88), vinv));
+            _mm256_storeu_ps(orow + 96, _mm256_mul_ps(_mm256_loadu_ps(acc + 96), vinv));
+            _mm256_storeu_ps(orow + 104, _mm256_mul_ps(_mm256_loadu_ps(acc + 104), vinv));
+            _mm256_storeu_ps(orow + 112, _mm256_mul_ps(_mm256_loadu_ps(acc + 112), vinv));
+            _mm256_storeu_ps(orow + 120, _mm256_mul_ps(_mm256_loadu_ps(acc + 120), vinv));
+            _mm256_storeu_ps(orow + 128, _mm256_mul_ps(_mm256_loadu_ps(acc + 128), vinv));
+            _mm256_storeu_ps(orow + 136, _mm256_mul_ps(_mm256_loadu_ps(acc + 136), vinv));
+            _mm256_storeu_ps(orow + 144, _mm256_mul_ps(_mm256_loadu_ps(acc + 144), vinv));
+            _mm256_storeu_ps(orow + 152, _mm256_mul_ps(_mm256_loadu_ps(acc + 152), vinv));
+            _mm256_storeu_ps(orow + 160, _mm256_mul_ps(_mm256_loadu_ps(acc + 160), vinv));
+            _mm256_storeu_ps(orow + 168, _mm256_mul_ps(_mm256_loadu_ps(acc + 168), vinv));
+            _mm256_storeu_ps(orow + 176, _mm256_mul_ps(_mm256_loadu_ps(acc + 176), vinv));
+            _mm256_storeu_ps(orow + 184, _mm256_mul_ps(_mm256_loadu_ps(acc + 184), vinv));
+            _mm256_storeu_ps(orow + 192, _mm256_mul_ps(_mm256_loadu_ps(acc + 192), vinv));
+            _mm256_storeu_ps(orow + 200, _mm256_mul_ps(_mm256_loadu_ps(acc + 200), vinv));
+            _mm256_storeu_ps(orow + 208, _mm256_mul_ps(_mm256_loadu_ps(acc + 208), vinv));
+            _mm256_storeu_ps(orow + 216, _mm256_mul_ps(_mm256_loadu_ps(acc + 216), vinv));
+            _mm256_storeu_ps(orow + 224, _mm256_mul_ps(_mm256_loadu_ps(acc + 224), vinv));
+            _mm256_storeu_ps(orow + 232, _mm256_mul_ps(_mm256_loadu_ps(acc + 232), vinv));
+            _mm256_storeu_ps(orow + 240, _mm256_mul_ps(_mm256_loadu_ps(acc + 240), vinv));
+            _mm256_storeu_ps(orow + 248, _mm256_mul_ps(_mm256_loadu_ps(acc + 248), vinv));
+        }
         if (args->lse) /* m is in base 2 */
             args->lse[(b * HQ + h) * args->seq_q + i0 + r] = l == 0.0f ? -INFINITY : w->m[r] * 0.693147181f + logf(l);
     }
@@ -4659,7 +4787,7 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_gemma2_9b_global_fwd__
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_global_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
-    int threads;
+    int threads, nt;
     float *kt = NULL, *vp = NULL;
     int failed = 0;
 
@@ -4672,6 +4800,8 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_gemma2_9b_global_fwd__
     (void)threads;
     if (B == 0 || Lq == 0) return ATTN_OK;
     if (Lq <= 16) return attn_gemma2_9b_global_decode__avx2(args); /* few query rows: decode path */
+    nt = attn_stream_output(args->o, args->o_stride, sizeof(float), B * Lq * HQ * DV * (int64_t)sizeof(float),
+            sizeof(__m256));
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 256)) return ATTN_ERR_TOO_LARGE;
     kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
     vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
@@ -4687,7 +4817,15 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_gemma2_9b_global_fwd__
     {
         attn_gemma2_9b_global_scratch__avx2 *w = (attn_gemma2_9b_global_scratch__avx2 *)attn_alloc(sizeof(*w));
         int64_t g, u;
-        if (w) memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
+#ifdef _OPENMP
+        const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
+#else
+        const int64_t team = 1;
+#endif
+        if (w) {
+            memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
+            w->nt = nt;
+        }
         if (!w) {
 #ifdef _OPENMP
 #pragma omp critical
@@ -4708,12 +4846,15 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_gemma2_9b_global_fwd__
 #endif
             for (u = 0; u < GROUP * nq; u++) {
                 /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq;
+                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
                 const int64_t h = hk * GROUP + u / nq;
                 const int64_t i0 = qt * TQ;
-                if (w) attn_gemma2_9b_global_unit__avx2(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w);
+                if (w)
+                    attn_gemma2_9b_global_unit__avx2(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
+                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
             }
         }
+        if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
         attn_free(w);
     }
     attn_free(kt);
@@ -5807,13 +5948,15 @@ static void attn_gemma2_9b_global_qpack_f32__neon(const float *restrict src, flo
 /* Packs keys [j0, j0 + 8) of kv head hk of the rows kv (a batch's, or a
  * view of some of its keys): the K^T panel kt[d][c] = K[j0 + c][hk][d] and V
  * rows vp[c][d] = V[j0 + c][hk][d], zero for keys at or past lk and for V's
- * padding columns. */
+ * padding columns.  Callers pack panels in order: the next one's rows are
+ * asked for in L2 while this one is packed. */
 static void attn_gemma2_9b_global_kvpack_f32__neon(const attn_gemma2_9b_global_kv *kvs, int64_t hk, int64_t j0, int64_t lk,
         float *restrict kt, float *restrict vp)
 {
     const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 8 ? 8 : lk - j0);
     const attn_gemma2_9b_global_kv kv = *kvs;
     int64_t c, d;
+    attn_gemma2_9b_global_prefetch_kv(&kv, hk, j0 + 8, lk < j0 + 2 * 8 ? lk : j0 + 2 * 8); /* the next panel's rows */
     if (n < 8) {
         memset(kt, 0, sizeof(float) * 8 * D);
         memset(vp + n * 256, 0, sizeof(float) * (size_t)((8 - n) * 256));
@@ -6436,15 +6579,22 @@ typedef struct {
     float o[TQ * 256];      /* unnormalized output rows */
     float m[TQ], l[TQ], alpha[TQ]; /* running max, sum, rescale */
     int64_t lo[TQ], hi[TQ], sink_hi[TQ], first[TQ], last[TQ];
+    int nt; /* O stored past the caches (attn_stream_output) */
 } attn_gemma2_9b_global_scratch__neon;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+ * While the P*V calls of its first key tile run, it asks for the Q
+ * rows of the unit this thread most likely runs next in L2 (query head nh,
+ * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
+ * head's rows lie a page or more apart, beyond the hardware prefetchers. */
 static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__neon *w)
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__neon *w,
+        int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seq_k;
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
+    int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
 
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -6544,8 +6694,11 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
                 attn_gemma2_9b_global_pv_1x256_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             }
+            if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
+                attn_gemma2_9b_global_prefetch_q(args, b, nh, ni + r * nstep, ni + (r + rows) * nstep, nstep);
             r += rows;
         }
+        pf = 0;
     }
 
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
@@ -6630,7 +6783,7 @@ attn_status attn_gemma2_9b_global_fwd__neon(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_global_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
-    int threads;
+    int threads, nt;
     float *kt = NULL, *vp = NULL;
     int failed = 0;
 
@@ -6643,6 +6796,7 @@ attn_status attn_gemma2_9b_global_fwd__neon(const attn_args *args)
     (void)threads;
     if (B == 0 || Lq == 0) return ATTN_OK;
     if (Lq <= 16) return attn_gemma2_9b_global_decode__neon(args); /* few query rows: decode path */
+    nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 256)) return ATTN_ERR_TOO_LARGE;
     kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
     vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
@@ -6658,7 +6812,15 @@ attn_status attn_gemma2_9b_global_fwd__neon(const attn_args *args)
     {
         attn_gemma2_9b_global_scratch__neon *w = (attn_gemma2_9b_global_scratch__neon *)attn_alloc(sizeof(*w));
         int64_t g, u;
-        if (w) memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
+#ifdef _OPENMP
+        const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
+#else
+        const int64_t team = 1;
+#endif
+        if (w) {
+            memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
+            w->nt = nt;
+        }
         if (!w) {
 #ifdef _OPENMP
 #pragma omp critical
@@ -6679,10 +6841,12 @@ attn_status attn_gemma2_9b_global_fwd__neon(const attn_args *args)
 #endif
             for (u = 0; u < GROUP * nq; u++) {
                 /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq;
+                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
                 const int64_t h = hk * GROUP + u / nq;
                 const int64_t i0 = qt * TQ;
-                if (w) attn_gemma2_9b_global_unit__neon(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w);
+                if (w)
+                    attn_gemma2_9b_global_unit__neon(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
+                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
             }
         }
         attn_free(w);
@@ -7322,13 +7486,15 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_qpack_f32__scalar(const float 
 /* Packs keys [j0, j0 + 2) of kv head hk of the rows kv (a batch's, or a
  * view of some of its keys): the K^T panel kt[d][c] = K[j0 + c][hk][d] and V
  * rows vp[c][d] = V[j0 + c][hk][d], zero for keys at or past lk and for V's
- * padding columns. */
+ * padding columns.  Callers pack panels in order: the next one's rows are
+ * asked for in L2 while this one is packed. */
 ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_kvpack_f32__scalar(const attn_gemma2_9b_global_kv *kvs, int64_t hk, int64_t j0, int64_t lk,
         float *restrict kt, float *restrict vp)
 {
     const int64_t n = lk - j0 < 0 ? 0 : (lk - j0 > 2 ? 2 : lk - j0);
     const attn_gemma2_9b_global_kv kv = *kvs;
     int64_t c, d;
+    attn_gemma2_9b_global_prefetch_kv(&kv, hk, j0 + 2, lk < j0 + 2 * 2 ? lk : j0 + 2 * 2); /* the next panel's rows */
     if (n < 2) {
         memset(kt, 0, sizeof(float) * 2 * D);
         memset(vp + n * 256, 0, sizeof(float) * (size_t)((2 - n) * 256));
@@ -7655,15 +7821,22 @@ typedef struct {
     float o[TQ * 256];      /* unnormalized output rows */
     float m[TQ], l[TQ], alpha[TQ]; /* running max, sum, rescale */
     int64_t lo[TQ], hi[TQ], sink_hi[TQ], first[TQ], last[TQ];
+    int nt; /* O stored past the caches (attn_stream_output) */
 } attn_gemma2_9b_global_scratch__scalar;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq). */
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+ * While the P*V calls of its first key tile run, it asks for the Q
+ * rows of the unit this thread most likely runs next in L2 (query head nh,
+ * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
+ * head's rows lie a page or more apart, beyond the hardware prefetchers. */
 ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_unit__scalar(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__scalar *w)
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__scalar *w,
+        int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seq_k;
     int64_t jmin = INT64_MAX, jmax = 0; /* the keys any row may see lie in [jmin, jmax) */
     int64_t r, t, c;
+    int pf = ni >= 0; /* the next unit's Q rows are still to be prefetched */
 
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
@@ -7751,8 +7924,11 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_unit__scalar(const attn_args *
                 attn_gemma2_9b_global_pv_1x256_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             }
+            if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
+                attn_gemma2_9b_global_prefetch_q(args, b, nh, ni + r * nstep, ni + (r + rows) * nstep, nstep);
             r += rows;
         }
+        pf = 0;
     }
 
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
@@ -8029,7 +8205,7 @@ ATTN_NO_AUTOVEC attn_status attn_gemma2_9b_global_fwd__scalar(const attn_args *a
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_global_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
-    int threads;
+    int threads, nt;
     float *kt = NULL, *vp = NULL;
     int failed = 0;
 
@@ -8042,6 +8218,7 @@ ATTN_NO_AUTOVEC attn_status attn_gemma2_9b_global_fwd__scalar(const attn_args *a
     (void)threads;
     if (B == 0 || Lq == 0) return ATTN_OK;
     if (Lq <= 16) return attn_gemma2_9b_global_decode__scalar(args); /* few query rows: decode path */
+    nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 256)) return ATTN_ERR_TOO_LARGE;
     kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
     vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
@@ -8057,7 +8234,15 @@ ATTN_NO_AUTOVEC attn_status attn_gemma2_9b_global_fwd__scalar(const attn_args *a
     {
         attn_gemma2_9b_global_scratch__scalar *w = (attn_gemma2_9b_global_scratch__scalar *)attn_alloc(sizeof(*w));
         int64_t g, u;
-        if (w) memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
+#ifdef _OPENMP
+        const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
+#else
+        const int64_t team = 1;
+#endif
+        if (w) {
+            memset(w, 0, sizeof(*w)); /* score columns a block skips are never uninitialized */
+            w->nt = nt;
+        }
         if (!w) {
 #ifdef _OPENMP
 #pragma omp critical
@@ -8078,10 +8263,12 @@ ATTN_NO_AUTOVEC attn_status attn_gemma2_9b_global_fwd__scalar(const attn_args *a
 #endif
             for (u = 0; u < GROUP * nq; u++) {
                 /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq;
+                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
                 const int64_t h = hk * GROUP + u / nq;
                 const int64_t i0 = qt * TQ;
-                if (w) attn_gemma2_9b_global_unit__scalar(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w);
+                if (w)
+                    attn_gemma2_9b_global_unit__scalar(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
+                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
             }
         }
         attn_free(w);

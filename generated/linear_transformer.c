@@ -168,34 +168,37 @@ static inline const float *attn_linear_transformer_v_row(const attn_linear_trans
     return kv->v + j * kv->v_key + hk * kv->v_head;
 }
 
+/* Asks for the cache lines of a row of `bytes` bytes at p to be brought into L2
+ * (prefetcht1 on x86; nothing where the compiler has no prefetch builtin). */
+static ATTN_ALWAYS_INLINE void attn_linear_transformer_prefetch_bytes_l2(const void *p, size_t bytes)
+{
+#if defined(__GNUC__)
+    const char *c = (const char *)p;
+    size_t i;
+    for (i = 0; i < bytes; i += 64) __builtin_prefetch(c + i, 0, 2);
+    __builtin_prefetch(c + bytes - 1, 0, 2); /* the row's last line, where the row does not start one */
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+/* Asks for Q rows i, i + step, ... below i1 and seq_q, of head h in batch b, in
+ * L2: the rows a thread packs next, a block of them while each block of the
+ * current products runs, so that packing them does not wait for memory.  Rows
+ * a page or more apart are beyond the hardware prefetchers, which stop at page
+ * boundaries.  Always inlined: ATTN_ALWAYS_INLINE says why. */
+static ATTN_ALWAYS_INLINE void attn_linear_transformer_prefetch_q(const attn_args *args, int64_t b, int64_t h, int64_t i, int64_t i1,
+        int64_t step)
+{
+    for (; i < i1 && i < args->seq_q; i += step)
+        attn_linear_transformer_prefetch_bytes_l2(attn_linear_transformer_q_row(args, b, i, h), D * sizeof(float));
+}
+
 /* Output row i of head h in batch b. */
 static inline float *attn_linear_transformer_o_row(const attn_args *args, int64_t b, int64_t i, int64_t h)
 {
     return (float *)args->o + b * args->o_stride[0] + i * args->o_stride[1] + h * args->o_stride[2];
-}
-
-/* Asks for Q rows [i, i1) of head h in batch b (those below seq_q) to be brought
- * into L2 (prefetcht1 on x86; nothing where the compiler has no prefetch builtin):
- * the next query tile's rows, a block of them while each block of this tile's
- * products runs, so that phi(Q) does not wait for memory (always inlined:
- * ATTN_ALWAYS_INLINE says why). */
-static ATTN_ALWAYS_INLINE void attn_linear_transformer_prefetch_q(const attn_args *args, int64_t b, int64_t h, int64_t i, int64_t i1)
-{
-#if defined(__GNUC__)
-    for (; i < i1 && i < args->seq_q; i++) {
-        const char *q = (const char *)attn_linear_transformer_q_row(args, b, i, h);
-        const size_t bytes = D * sizeof(float);
-        size_t c;
-        for (c = 0; c < bytes; c += 64) __builtin_prefetch(q + c, 0, 2);
-        __builtin_prefetch(q + bytes - 1, 0, 2); /* the row's last line, where the row does not start one */
-    }
-#else
-    (void)args;
-    (void)b;
-    (void)h;
-    (void)i;
-    (void)i1;
-#endif
 }
 
 /* ======================================================================== */
@@ -1033,10 +1036,10 @@ __attribute__((target("avx512f,fma"))) static void attn_linear_transformer_ltile
     for (r = 0; r < tq; r++) w->den[r] = attn_linear_transformer_zdot__avx512(fq + r * 64, z);
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r + 6 <= tq; r += 6) {
-        attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 6);
+        attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 6, 1);
         attn_linear_transformer_pv_6x64_f32__avx512(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     }
-    attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ);
+    attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ, 1);
     attn_linear_transformer_lrows__avx512(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     if (n > 0) {
         int64_t pn;
@@ -2479,10 +2482,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_linear_transformer_lti
     for (r = 0; r < tq; r++) w->den[r] = attn_linear_transformer_zdot__avx2(fq + r * 64, z);
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r + 6 <= tq; r += 6) {
-        attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 6);
+        attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 6, 1);
         attn_linear_transformer_pv_6x64_f32__avx2(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     }
-    attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ);
+    attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ, 1);
     attn_linear_transformer_lrows__avx2(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     if (n > 0) {
         int64_t pn;
@@ -4240,10 +4243,10 @@ static void attn_linear_transformer_ltile__neon(const attn_args *args, int64_t b
     for (r = 0; r < tq; r++) w->den[r] = attn_linear_transformer_zdot__neon(fq + r * 64, z);
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r + 6 <= tq; r += 6) {
-        attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 6);
+        attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 6, 1);
         attn_linear_transformer_pv_6x64_f32__neon(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     }
-    attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ);
+    attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ, 1);
     attn_linear_transformer_lrows__neon(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     if (n > 0) {
         int64_t pn;
@@ -4886,10 +4889,10 @@ ATTN_NO_AUTOVEC static void attn_linear_transformer_ltile__scalar(const attn_arg
     for (r = 0; r < tq; r++) w->den[r] = attn_linear_transformer_zdot__scalar(fq + r * 64, z);
     memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
     for (r = 0; r + 4 <= tq; r += 4) {
-        attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 4);
+        attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + TQ + r + 4, 1);
         attn_linear_transformer_pv_4x64_f32__scalar(fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     }
-    attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ);
+    attn_linear_transformer_prefetch_q(args, b, h, i0 + TQ + r, i0 + 2 * TQ, 1);
     attn_linear_transformer_lrows__scalar(tq - r, fq + r * 64, 64, 1, s, 64, 0, D, w->o + r * 64, ones);
     if (n > 0) {
         int64_t pn;

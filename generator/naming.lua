@@ -77,7 +77,9 @@ M.OPS = {
   phiq = { dtype = "q", isa = true, what = "linear: phi(q) of one query row into a packed row" },
   phik = { isa = true, what = "linear: phi in place on a packed K^T panel, and the sums of its rows" },
   zdot = { isa = true, what = "linear: phi(q) . z of one packed query row" },
-  prefetch_q = { what = "linear: Q rows of a head asked for into L2 ahead of their phi(q)" },
+  prefetch_q = { what = "Q rows of a head asked for into L2 ahead of their packing" },
+  prefetch_kv = { what = "K and V rows of a kv head asked for into L2 ahead of their packing" },
+  prefetch_bytes_l2 = { what = "the cache lines of a row asked for into L2" },
   lpack = { isa = true, what = "linear: one key's phi(k) row and V row, packed, and phi(k) added to z" },
   lphiq = { isa = true, what = "linear: phi(q) of a tile's rows for every query head of a unit" },
   ltrans = { isa = true, what = "linear: the diagonal block's phi(k) rows transposed into K^T panels" },
@@ -87,7 +89,6 @@ M.OPS = {
   ltile = { isa = true, what = "linear: one query head's tile of rows against the running state" },
   lblock = { isa = true, what = "linear: a block of keys packed for every kv head of a unit, key by key" },
   ladvance = { isa = true, what = "linear: a range of keys folded into the state of a unit's kv heads" },
-  prefetch_keys = { what = "linear: asks for the K and V rows of a range of keys and kv heads" },
   lscratch = { isa = true, what = "linear: per-thread scratch type" },
   -- the classic families' loops (templates/families/classic)
   cdots = { shape = "MxN", dtype = true, isa = true,

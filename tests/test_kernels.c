@@ -353,6 +353,33 @@ Test(entry, linear_output_through_the_caches)
     run_linear_output("0");
 }
 
+/* The sdpa prefill path stores O past the caches on the same terms.  The test
+ * kernels' Dv of 16, 64 and 512 stream on both x86 variants, 24, 40 and 72 on
+ * AVX2 only, 20 on neither; the kernels cover the sparse patterns' panel pass,
+ * weights, dropout, chunks, windows and masks. */
+static void run_sdpa_output(const char *stream)
+{
+    extern const attn_kernel attn_t_sparse_strided_kernel, attn_t_sparse_fixed_kernel,
+        attn_t_weights_causal_gqa_kernel, attn_t_dropout_causal_gqa_kernel, attn_t_window_right_kernel,
+        attn_t_odd_dims_kernel, attn_t_dv512_kernel, attn_t_chunk_kernel, attn_t_tile48_kernel;
+    const attn_kernel *ks[] = { &attn_t_sparse_strided_kernel, &attn_t_sparse_fixed_kernel,
+                                &attn_t_weights_causal_gqa_kernel, &attn_t_dropout_causal_gqa_kernel,
+                                &attn_t_window_right_kernel, &attn_t_odd_dims_kernel, &attn_t_dv512_kernel,
+                                &attn_t_chunk_kernel, &attn_t_tile48_kernel };
+    setenv("ATTNGEN_STREAM_OUTPUT", stream, 1);
+    run_on_x86(ks, sizeof ks / sizeof *ks);
+}
+
+Test(entry, sdpa_output_streamed_past_the_caches)
+{
+    run_sdpa_output("1");
+}
+
+Test(entry, sdpa_output_through_the_caches)
+{
+    run_sdpa_output("0");
+}
+
 /* Streaming needs O and its strides in whole vectors and, by default, an O of
  * at least ATTN_STREAM_OUTPUT_BYTES; 0 and 1 in the environment force it. */
 Test(entry, output_streams_when_large_and_aligned)

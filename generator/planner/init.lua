@@ -110,6 +110,9 @@ function M.variant(cfg, plan, isa)
   v.dv_tail = plan.Dv % isa.lanes -- lanes used by the last vector, 0 = full
   v.dvp = pv.nv * isa.lanes -- O and packed V rows: Dv in whole vectors
   v.dqs = math.ceil(plan.D / isa.lanes) * isa.lanes -- packed Q rows: D in whole vectors
+  -- O in f32 whole vectors can be stored non-temporally where the ISA
+  -- spells it (the runtime decides per call: attn_stream_output)
+  v.stream_o = isa.stream ~= nil and plan.dtype.o == "f32" and plan.Dv % isa.lanes == 0
   -- K^T panels are packed lanes x lanes blocks at a time through registers
   -- where the ISA spells a transpose and D holds at least one block
   -- (with pair dot products, v.dp below, blocks of lanes x lanes pairs; a

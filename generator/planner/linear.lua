@@ -100,9 +100,6 @@ function M.plan(cfg, opts)
     v.panels = math.ceil(p.tile.q / v.qk.nc)
     v.kb = math.max(p.tile.kv, v.panels * v.qk.nc)
     v.transpose_pack = p.causal and isa.transpose ~= nil
-    -- O in f32 whole vectors can be stored non-temporally where the ISA
-    -- spells it (the runtime decides per call: attn_stream_output)
-    v.stream_o = isa.stream ~= nil and p.dtype.o == "f32" and p.Dv % isa.lanes == 0
     p.variants[#p.variants + 1] = v
   end
   -- FLOPs of a full causal tile of one query head, for the cost comment:

@@ -146,6 +146,19 @@ describe("planner", function()
       assert.equal("attn_p_kernel", plan.kernel)
     end)
 
+    it("stores an f32 O of whole vectors past the caches where the ISA spells it", function()
+      for _, raw in ipairs({ { head_dim = 64 }, { head_dim = 64, head_dim_v = 40 },
+          { head_dim = 64, dtype = { o = "bf16" } } }) do
+        local plan = plan_of(raw)
+        for _, v in ipairs(plan.variants) do
+          local whole = plan.Dv % v.lanes == 0 and plan.dtype.o == "f32"
+          assert.equal(v.isa.stream ~= nil and whole, v.stream_o, v.name)
+        end
+        -- AVX-512 and AVX2 spell it, plain C and NEON do not
+        assert.is_true(plan.variants[1].isa.stream ~= nil)
+      end
+    end)
+
     it("target attributes only where the ISA needs them", function()
       local plan = plan_of()
       for _, v in ipairs(plan.variants) do
