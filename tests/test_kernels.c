@@ -328,56 +328,44 @@ Test(entry, streaming_decode_two_keys_a_step)
     run_stream_steps("1");
 }
 
-/* Linear kernels with O in whole f32 vectors store it past the caches when it
- * is large (attn_stream_output); the matrix of each kernel runs the small
- * shapes, stored through the caches, and these run it streamed on every x86
- * variant this CPU runs, then through the caches whatever the size.  Dv 40 and
- * 72 stream on AVX2 only, 64 and 16 on AVX-512 too. */
-static void run_linear_output(const char *stream)
-{
-    extern const attn_kernel attn_t_linear_kernel, attn_t_linear_causal_kernel, attn_t_linear_state_kernel,
-        attn_t_linear_f16_kernel;
-    const attn_kernel *ks[] = { &attn_t_linear_kernel, &attn_t_linear_causal_kernel, &attn_t_linear_state_kernel,
-                                &attn_t_linear_f16_kernel };
-    setenv("ATTNGEN_STREAM_OUTPUT", stream, 1);
-    run_on_x86(ks, sizeof ks / sizeof *ks);
-}
+/* Kernels with O in whole f32 vectors store it past the caches when it is
+ * large (attn_stream_output): the linear family and the sdpa prefill path.  The
+ * matrix of each kernel runs the small shapes, stored through the caches;
+ * these run it streamed on every x86 variant this CPU runs, then through the
+ * caches whatever the size.  Linear: Dv 40 and 72 stream on AVX2 only, 64 and
+ * 16 on AVX-512 too.  sdpa: Dv 16, 64 and 512 on both, 24, 40 and 72 on AVX2
+ * only, 20 on neither; the kernels cover the sparse patterns' panel pass,
+ * weights, dropout, chunks, windows and masks. */
+extern const attn_kernel attn_t_linear_kernel, attn_t_linear_causal_kernel, attn_t_linear_state_kernel,
+    attn_t_linear_f16_kernel, attn_t_sparse_strided_kernel, attn_t_sparse_fixed_kernel,
+    attn_t_weights_causal_gqa_kernel, attn_t_dropout_causal_gqa_kernel, attn_t_window_right_kernel,
+    attn_t_odd_dims_kernel, attn_t_dv512_kernel, attn_t_chunk_kernel, attn_t_tile48_kernel;
+static const attn_kernel *const linear_output_kernels[] = {
+    &attn_t_linear_kernel, &attn_t_linear_causal_kernel, &attn_t_linear_state_kernel, &attn_t_linear_f16_kernel };
+static const attn_kernel *const sdpa_output_kernels[] = {
+    &attn_t_sparse_strided_kernel, &attn_t_sparse_fixed_kernel, &attn_t_weights_causal_gqa_kernel,
+    &attn_t_dropout_causal_gqa_kernel, &attn_t_window_right_kernel, &attn_t_odd_dims_kernel, &attn_t_dv512_kernel,
+    &attn_t_chunk_kernel, &attn_t_tile48_kernel };
+#define RUN_OUTPUT(ks, stream) (setenv("ATTNGEN_STREAM_OUTPUT", (stream), 1), run_on_x86((ks), sizeof(ks) / sizeof *(ks)))
 
 Test(entry, linear_output_streamed_past_the_caches)
 {
-    run_linear_output("1");
+    RUN_OUTPUT(linear_output_kernels, "1");
 }
 
 Test(entry, linear_output_through_the_caches)
 {
-    run_linear_output("0");
-}
-
-/* The sdpa prefill path stores O past the caches on the same terms.  The test
- * kernels' Dv of 16, 64 and 512 stream on both x86 variants, 24, 40 and 72 on
- * AVX2 only, 20 on neither; the kernels cover the sparse patterns' panel pass,
- * weights, dropout, chunks, windows and masks. */
-static void run_sdpa_output(const char *stream)
-{
-    extern const attn_kernel attn_t_sparse_strided_kernel, attn_t_sparse_fixed_kernel,
-        attn_t_weights_causal_gqa_kernel, attn_t_dropout_causal_gqa_kernel, attn_t_window_right_kernel,
-        attn_t_odd_dims_kernel, attn_t_dv512_kernel, attn_t_chunk_kernel, attn_t_tile48_kernel;
-    const attn_kernel *ks[] = { &attn_t_sparse_strided_kernel, &attn_t_sparse_fixed_kernel,
-                                &attn_t_weights_causal_gqa_kernel, &attn_t_dropout_causal_gqa_kernel,
-                                &attn_t_window_right_kernel, &attn_t_odd_dims_kernel, &attn_t_dv512_kernel,
-                                &attn_t_chunk_kernel, &attn_t_tile48_kernel };
-    setenv("ATTNGEN_STREAM_OUTPUT", stream, 1);
-    run_on_x86(ks, sizeof ks / sizeof *ks);
+    RUN_OUTPUT(linear_output_kernels, "0");
 }
 
 Test(entry, sdpa_output_streamed_past_the_caches)
 {
-    run_sdpa_output("1");
+    RUN_OUTPUT(sdpa_output_kernels, "1");
 }
 
 Test(entry, sdpa_output_through_the_caches)
 {
-    run_sdpa_output("0");
+    RUN_OUTPUT(sdpa_output_kernels, "0");
 }
 
 /* Streaming needs O and its strides in whole vectors and, by default, an O of
