@@ -120,6 +120,7 @@ M.OPS = {
   dresult = { what = "decode: a split's normalized output and LSE" },
   prefetch_row = { what = "prefetch the cache lines of a row" },
   prefetch_row_l2 = { what = "prefetch the cache lines of a row into the second-level cache" },
+  prefetch_key_start = { what = "the first lines of a key's K and V rows asked for into L2" },
   shidden = { what = "streaming decode: whether a row does not see a key" },
   sadd = { what = "streaming decode: what is added to a row's score at a key" },
   alibi_slopes = { what = "ALiBi slopes of the query heads" },

@@ -46,6 +46,19 @@ end
 M.STREAM_L1 = 32 * 1024
 M.STREAM_PREFETCH = 2
 M.STREAM_PREFETCH_HEAD_MAJOR = 8
+--- The hardware prefetchers stop at 4 KiB page boundaries, and a key's rows
+-- of every kv head fill one page of K and one of V for Llama-3-8B: where the
+-- runtime picks the f32 two-key step (AMD Zen 4), the step also asks for the
+-- first lines (4, lib/rows' prefetch_key_start) of K and V of the keys
+-- STREAM_PAGE_AHEAD ahead, which trains the prefetcher on those pages long
+-- before the rows prefetch above reaches them.  Zen 4, Llama-3-8B, 32768 keys:
+-- 13.5 -> 10.9 ms (with the rows prefetch unrolled, lib/rows); 4 ahead and 32
+-- ahead were slower than 8, one or two lines a page slower than four, and the
+-- rows prefetch is still needed (the trigger alone: 18.2-18.4 ms).  The
+-- blocked kernel does the same a block further than its prefetch of the next
+-- block, where that prefetch goes to L2 (Zen 4: Lq 2 17.6-17.8 -> 15.8-16.2
+-- ms).  docs/decode.md has the figures.
+M.STREAM_PAGE_AHEAD = 8
 --- The streaming kernel's one-key step uses two accumulators a row in its
 -- scores (half the FMA dependency chain) when K/V are stored in 16 bits:
 -- that kernel is bound by its instructions, not by the cache reads, and the
@@ -270,7 +283,7 @@ function M.plan(cfg, opts)
     block = opts.decode_block or M.default_decode_block(cfg),
     reason = (opts.decode_block or opts.decode_chunk) and (opts.decode_reason or "given") or nil }
   p.stream = { prefetch = M.STREAM_PREFETCH, prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR,
-    split_dot = M.STREAM_SPLIT_DOT_DTYPES[p.dtype.kv] == true }
+    page_ahead = M.STREAM_PAGE_AHEAD, split_dot = M.STREAM_SPLIT_DOT_DTYPES[p.dtype.kv] == true }
 
   p.variants = {}
   local by_name = {}

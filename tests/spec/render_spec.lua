@@ -269,6 +269,40 @@ describe("render", function()
     end)
   end)
 
+  describe("decode prefetches", function()
+    --- The text of the generated function whose definition starts with `head`.
+    local function fn_text(c, head)
+      local a = assert(c:find(head, 1, true), head .. " is missing")
+      return c:sub(a, assert(c:find("\n}\n", a, true), "no end of " .. head))
+    end
+
+    it("the f32 pair step asks for the first lines of the keys STREAM_PAGE_AHEAD on, for the prefetcher", function()
+      local sdpa = require("planner.sdpa")
+      local _, c = files_for({ name = "r_pf", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512" } })
+      assert.truthy(c:find(("STREAM_PAGE_AHEAD = %d"):format(sdpa.STREAM_PAGE_AHEAD), 1, true))
+      local pairs_fn = fn_text(c, "static void attn_r_pf_spairs_4x2__avx512(")
+      for kk = 0, 1 do
+        local call = ("attn_r_pf_prefetch_key_start(&kv, jp + STREAM_PAGE_AHEAD + %d);"):format(kk)
+        assert.truthy(pairs_fn:find(call, 1, true), call)
+      end
+      -- four lines of K and of V a key (rows of 128 floats: 8 lines)
+      local starts = fn_text(c, "void attn_r_pf_prefetch_key_start(")
+      local _, n = starts:gsub("__builtin_prefetch%(", "")
+      assert.equal(8, n)
+      -- the blocked kernel asks for them a block further, where its prefetch goes to L2
+      assert.truthy(c:find("if (pf == ATTN_PREFETCH_L2)\n            for (c = jn + DECODE_BLOCK;", 1, true))
+    end)
+
+    it("the 16-bit pair step, bound by its work, does not; short rows ask for the lines they have", function()
+      local _, c = files_for({ name = "r_pf16", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512" },
+        dtype = { q = "f32", kv = "f16", o = "f32" } })
+      assert.is_nil(c:find("prefetch_key_start(&kv, jp", 1, true))
+      _, c = files_for({ name = "r_pf8", heads_q = 2, head_dim = 8, isa = { "avx512" } })
+      local _, n = fn_text(c, "void attn_r_pf8_prefetch_key_start("):gsub("__builtin_prefetch%(", "")
+      assert.equal(2, n) -- a row of 8 floats is half a line: one line of K, one of V
+    end)
+  end)
+
   describe("golden files", function()
     local update = os.getenv("ATTNGEN_UPDATE_GOLDEN") == "1"
 
