@@ -79,6 +79,7 @@ M.OPS = {
   zdot = { isa = true, what = "linear: phi(q) . z of one packed query row" },
   prefetch_q = { what = "Q rows of a head asked for into L2 ahead of their packing" },
   prefetch_kv = { what = "K and V rows of a kv head asked for into L2 ahead of their packing" },
+  kv_residue = { what = "the strided pattern's keys of one residue, as a view of the rows" },
   prefetch_bytes_l2 = { what = "the cache lines of a row asked for into L2" },
   lpack = { isa = true, what = "linear: one key's phi(k) row and V row, packed, and phi(k) added to z" },
   lphiq = { isa = true, what = "linear: phi(q) of a tile's rows for every query head of a unit" },
