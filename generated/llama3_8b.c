@@ -485,6 +485,30 @@ ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline void attn
     _mm512_storeu_ps(dst + 15 * ds, _mm512_shuffle_f32x4(t7, t15, 0xDD));
 }
 
+/* The floats p[0] and p[1] in every pair of lanes: one 64-bit broadcast, the
+ * integer one (vpbroadcastq; from memory, AMD Zen 4 runs vbroadcastsd into a
+ * 512-bit register as more than a load: the decode scores of Llama-3-8B at
+ * Lq = 2 took 10% longer with it). */
+ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline __m512 attn_set2__avx512(const float *p)
+{
+    long long t;
+    memcpy(&t, p, sizeof t);
+    return _mm512_castsi512_ps(_mm512_set1_epi64(t));
+}
+
+/* x and y hold 8 rows' sums in lane pairs (row r in lanes 2r and 2r + 1): the
+ * rows' totals of x go to s0[0..7], of y to s1[0..7].  Within 128-bit lanes the
+ * even and odd lanes of x and y are added (rows 2q, 2q + 1 of x, then of y),
+ * then one permute puts x's rows in the low half and y's in the high. */
+ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline void attn_sum_pairs__avx512(__m512 x, __m512 y, float *s0, float *s1)
+{
+    const __m512i rows = _mm512_set_epi32(15, 14, 11, 10, 7, 6, 3, 2, 13, 12, 9, 8, 5, 4, 1, 0);
+    const __m512 sums = _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88), _mm512_shuffle_ps(x, y, 0xDD));
+    const __m512 t = _mm512_permutexvar_ps(rows, sums);
+    _mm256_storeu_ps(s0, _mm512_castps512_ps256(t));
+    _mm256_storeu_ps(s1, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1)));
+}
+
 /* 2^x: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and 2^r = 1 + r P(r),
  * P the degree-5 polynomial of Cephes' exp2f (relative error about 2e-7),
  * times 2^n in one exact step; subnormal below -126, exactly 0 from -150
@@ -1487,8 +1511,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_kvpack_f32__av
  * one block are read for all kv heads together (a contiguous stretch of the
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
- * micro-kernel) or against one vector of a kv head's rows, or, when a kv
- * head has fewer rows than half a vector, dot products along D.  The online
+ * micro-kernel) or against one vector of a kv head's rows, or pairs of K
+ * values against half a vector of rows (two values of D a row), or, with
+ * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of
  * every kv head, then its V rows), spread evenly over the block's work.
@@ -2303,6 +2328,40 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     _mm512_storeu_ps(s + 7 * rp, a7);
 }
 
+/* S^T of 8 keys against half a vector of a kv head's rows, 8 rows of two
+ * values of D each (row r in lanes 2r and 2r + 1): s[i * rp + r] = K row i . Q
+ * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 16 + 2r + d % 2].
+ * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
+ * lane is padding and only the end sums lane pairs.  Out of line, as above. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+        const float *restrict qp, float *restrict s, int64_t rp)
+{
+    const float *restrict k1 = k0 + 1 * ks;
+    const float *restrict k2 = k0 + 2 * ks;
+    const float *restrict k3 = k0 + 3 * ks;
+    const float *restrict k4 = k0 + 4 * ks;
+    const float *restrict k5 = k0 + 5 * ks;
+    const float *restrict k6 = k0 + 6 * ks;
+    const float *restrict k7 = k0 + 7 * ks;
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
+    int64_t d;
+    for (d = 0; d < D; d += 2) {
+        const __m512 q = _mm512_loadu_ps(qp + d * 8);
+        a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), q, a0);
+        a1 = _mm512_fmadd_ps(attn_set2__avx512(k1 + d), q, a1);
+        a2 = _mm512_fmadd_ps(attn_set2__avx512(k2 + d), q, a2);
+        a3 = _mm512_fmadd_ps(attn_set2__avx512(k3 + d), q, a3);
+        a4 = _mm512_fmadd_ps(attn_set2__avx512(k4 + d), q, a4);
+        a5 = _mm512_fmadd_ps(attn_set2__avx512(k5 + d), q, a5);
+        a6 = _mm512_fmadd_ps(attn_set2__avx512(k6 + d), q, a6);
+        a7 = _mm512_fmadd_ps(attn_set2__avx512(k7 + d), q, a7);
+    }
+    attn_sum_pairs__avx512(a0, a1, s + 0 * rp, s + 1 * rp);
+    attn_sum_pairs__avx512(a2, a3, s + 2 * rp, s + 3 * rp);
+    attn_sum_pairs__avx512(a4, a5, s + 4 * rp, s + 5 * rp);
+    attn_sum_pairs__avx512(a6, a7, s + 6 * rp, s + 7 * rp);
+}
+
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
@@ -2312,13 +2371,17 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
 {
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
-       rows padded to one vector, its scores with the rows along the lanes;
-       fewer rows than a panel: dot products, each kv head's rows padded to 4,
-       all padded once to whole vectors; else each kv head's rows padded to panels */
+       rows padded to one vector, its scores with the rows along the lanes; more
+       than a quarter and at most half, where the cache is f32 and D even: padded
+       to half a vector, two values of D a row along the lanes; else fewer rows
+       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       head's rows padded to panels (the last three: all rows padded once to
+       whole vectors) */
     const int lanes = gl > 8 && gl <= 16;
-    const int dots = !lanes && gl < 32;
-    const int64_t glp = lanes ? 16 : dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
-    const int64_t rp = dots ? (HKV * glp + 15) / 16 * 16 : HKV * glp;
+    const int pairs = gl > 4 && gl <= 8;
+    const int dots = !lanes && !pairs && gl < 32;
+    const int64_t glp = lanes ? 16 : pairs ? 8 : dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
+    const int64_t rp = dots || pairs ? (HKV * glp + 15) / 16 * 16 : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
@@ -2341,7 +2404,11 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
             w->hi[r] = w->hi[0];
             w->sink_hi[r] = w->sink_hi[0];
         }
-        for (d = 0; d < D; d++) qc[d * 32] = qw[d];
+        if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+            if (r < HKV * glp)
+                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 16 + 2 * rr + d % 2] = qw[d];
+        } else
+            for (d = 0; d < D; d++) qc[d * 32] = qw[d];
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -2391,7 +2458,34 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                     }
                 }
             }
-        } else if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        } else
+        if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
+            for (hk = 0; hk < HKV; hk++) {
+                const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
+                for (c = 0; c < kb;) {
+                    const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
+                    int64_t d;
+                    if (c + 8 <= kb) { /* 8 keys */
+                        attn_llama3_8b_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                        c += 8;
+                    } else { /* one key */
+                        __m512 a0 = _mm512_setzero_ps();
+                        for (d = 0; d < D; d += 2) a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), _mm512_loadu_ps(qp + d * 8), a0);
+                        attn_sum_pairs__avx512(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
+                        c++;
+                    }
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        else
+                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                    }
+                }
+            }
+        } else
+        if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
@@ -3019,6 +3113,25 @@ ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline float a
     x = _mm_max_ps(x, _mm_movehl_ps(x, x));
     x = _mm_max_ss(x, _mm_movehdup_ps(x));
     return _mm_cvtss_f32(x);
+}
+
+/* The floats p[0] and p[1] in every pair of lanes: one 64-bit broadcast, the
+ * integer one (vpbroadcastq), as on AVX-512. */
+ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline __m256 attn_set2__avx2(const float *p)
+{
+    long long t;
+    memcpy(&t, p, sizeof t);
+    return _mm256_castsi256_ps(_mm256_set1_epi64x(t));
+}
+
+/* x and y hold 4 rows' sums in lane pairs (row r in lanes 2r and 2r + 1): the
+ * rows' totals of x go to s0[0..3], of y to s1[0..3]. */
+ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline void attn_sum_pairs__avx2(__m256 x, __m256 y, float *s0, float *s1)
+{
+    const __m256 sums = _mm256_add_ps(_mm256_shuffle_ps(x, y, 0x88), _mm256_shuffle_ps(x, y, 0xDD));
+    const __m256 t = _mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7));
+    _mm_storeu_ps(s0, _mm256_castps256_ps128(t));
+    _mm_storeu_ps(s1, _mm256_extractf128_ps(t, 1));
 }
 
 /* dst[d][c] = src[c][d] for an 8 x 8 block (src rows ss apart, dst rows ds apart):
@@ -3850,8 +3963,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_kvpack_f32__
  * one block are read for all kv heads together (a contiguous stretch of the
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
- * micro-kernel) or against one vector of a kv head's rows, or, when a kv
- * head has fewer rows than half a vector, dot products along D.  The online
+ * micro-kernel) or against one vector of a kv head's rows, or pairs of K
+ * values against half a vector of rows (two values of D a row), or, with
+ * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of
  * every kv head, then its V rows), spread evenly over the block's work.
@@ -4132,6 +4246,40 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
     _mm256_storeu_ps(s + 7 * rp, a7);
 }
 
+/* S^T of 8 keys against half a vector of a kv head's rows, 4 rows of two
+ * values of D each (row r in lanes 2r and 2r + 1): s[i * rp + r] = K row i . Q
+ * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 8 + 2r + d % 2].
+ * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
+ * lane is padding and only the end sums lane pairs.  Out of line, as above. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dpairs_8x1__avx2(const float *restrict k0, int64_t ks,
+        const float *restrict qp, float *restrict s, int64_t rp)
+{
+    const float *restrict k1 = k0 + 1 * ks;
+    const float *restrict k2 = k0 + 2 * ks;
+    const float *restrict k3 = k0 + 3 * ks;
+    const float *restrict k4 = k0 + 4 * ks;
+    const float *restrict k5 = k0 + 5 * ks;
+    const float *restrict k6 = k0 + 6 * ks;
+    const float *restrict k7 = k0 + 7 * ks;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
+    int64_t d;
+    for (d = 0; d < D; d += 2) {
+        const __m256 q = _mm256_loadu_ps(qp + d * 4);
+        a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), q, a0);
+        a1 = _mm256_fmadd_ps(attn_set2__avx2(k1 + d), q, a1);
+        a2 = _mm256_fmadd_ps(attn_set2__avx2(k2 + d), q, a2);
+        a3 = _mm256_fmadd_ps(attn_set2__avx2(k3 + d), q, a3);
+        a4 = _mm256_fmadd_ps(attn_set2__avx2(k4 + d), q, a4);
+        a5 = _mm256_fmadd_ps(attn_set2__avx2(k5 + d), q, a5);
+        a6 = _mm256_fmadd_ps(attn_set2__avx2(k6 + d), q, a6);
+        a7 = _mm256_fmadd_ps(attn_set2__avx2(k7 + d), q, a7);
+    }
+    attn_sum_pairs__avx2(a0, a1, s + 0 * rp, s + 1 * rp);
+    attn_sum_pairs__avx2(a2, a3, s + 2 * rp, s + 3 * rp);
+    attn_sum_pairs__avx2(a4, a5, s + 4 * rp, s + 5 * rp);
+    attn_sum_pairs__avx2(a6, a7, s + 6 * rp, s + 7 * rp);
+}
+
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
@@ -4141,13 +4289,17 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
 {
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
-       rows padded to one vector, its scores with the rows along the lanes;
-       fewer rows than a panel: dot products, each kv head's rows padded to 4,
-       all padded once to whole vectors; else each kv head's rows padded to panels */
+       rows padded to one vector, its scores with the rows along the lanes; more
+       than a quarter and at most half, where the cache is f32 and D even: padded
+       to half a vector, two values of D a row along the lanes; else fewer rows
+       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       head's rows padded to panels (the last three: all rows padded once to
+       whole vectors) */
     const int lanes = gl > 4 && gl <= 8;
-    const int dots = !lanes && gl < 16;
-    const int64_t glp = lanes ? 8 : dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
-    const int64_t rp = dots ? (HKV * glp + 7) / 8 * 8 : HKV * glp;
+    const int pairs = gl > 2 && gl <= 4;
+    const int dots = !lanes && !pairs && gl < 16;
+    const int64_t glp = lanes ? 8 : pairs ? 4 : dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
+    const int64_t rp = dots || pairs ? (HKV * glp + 7) / 8 * 8 : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
@@ -4170,7 +4322,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
             w->hi[r] = w->hi[0];
             w->sink_hi[r] = w->sink_hi[0];
         }
-        for (d = 0; d < D; d++) qc[d * 16] = qw[d];
+        if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+            if (r < HKV * glp)
+                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 8 + 2 * rr + d % 2] = qw[d];
+        } else
+            for (d = 0; d < D; d++) qc[d * 16] = qw[d];
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -4220,7 +4376,34 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                     }
                 }
             }
-        } else if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        } else
+        if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
+            for (hk = 0; hk < HKV; hk++) {
+                const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
+                for (c = 0; c < kb;) {
+                    const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
+                    int64_t d;
+                    if (c + 8 <= kb) { /* 8 keys */
+                        attn_llama3_8b_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                        c += 8;
+                    } else { /* one key */
+                        __m256 a0 = _mm256_setzero_ps();
+                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), _mm256_loadu_ps(qp + d * 4), a0);
+                        attn_sum_pairs__avx2(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
+                        c++;
+                    }
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        else
+                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                    }
+                }
+            }
+        } else
+        if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
@@ -4865,6 +5048,14 @@ ATTN_MAYBE_UNUSED static inline float32x4_t attn_iota__neon(void)
 {
     static const float iota[4] = {0.0f, 1.0f, 2.0f, 3.0f};
     return vld1q_f32(iota);
+}
+/* x and y hold 2 rows' sums in lane pairs: the rows' totals of x go to
+ * s0[0..1], of y to s1[0..1]. */
+ATTN_MAYBE_UNUSED static inline void attn_sum_pairs__neon(float32x4_t x, float32x4_t y, float *s0, float *s1)
+{
+    const float32x4_t t = vpaddq_f32(x, y);
+    vst1_f32(s0, vget_low_f32(t));
+    vst1_f32(s1, vget_high_f32(t));
 }
 
 /* 2^x for x <= 127: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and
@@ -5885,8 +6076,9 @@ static void attn_llama3_8b_kvpack_f32__neon(const attn_llama3_8b_kv *kvs, int64_
  * one block are read for all kv heads together (a contiguous stretch of the
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
- * micro-kernel) or against one vector of a kv head's rows, or, when a kv
- * head has fewer rows than half a vector, dot products along D.  The online
+ * micro-kernel) or against one vector of a kv head's rows, or pairs of K
+ * values against half a vector of rows (two values of D a row), or, with
+ * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of
  * every kv head, then its V rows), spread evenly over the block's work.
@@ -6090,6 +6282,40 @@ ATTN_NOINLINE static void attn_llama3_8b_lanes_8x1_f32__neon(const float *restri
     vst1q_f32(s + 7 * rp, a7);
 }
 
+/* S^T of 8 keys against half a vector of a kv head's rows, 2 rows of two
+ * values of D each (row r in lanes 2r and 2r + 1): s[i * rp + r] = K row i . Q
+ * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 4 + 2r + d % 2].
+ * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
+ * lane is padding and only the end sums lane pairs.  Out of line, as above. */
+ATTN_NOINLINE static void attn_llama3_8b_dpairs_8x1__neon(const float *restrict k0, int64_t ks,
+        const float *restrict qp, float *restrict s, int64_t rp)
+{
+    const float *restrict k1 = k0 + 1 * ks;
+    const float *restrict k2 = k0 + 2 * ks;
+    const float *restrict k3 = k0 + 3 * ks;
+    const float *restrict k4 = k0 + 4 * ks;
+    const float *restrict k5 = k0 + 5 * ks;
+    const float *restrict k6 = k0 + 6 * ks;
+    const float *restrict k7 = k0 + 7 * ks;
+    float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
+    int64_t d;
+    for (d = 0; d < D; d += 2) {
+        const float32x4_t q = vld1q_f32(qp + d * 2);
+        a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), q);
+        a1 = vfmaq_f32(a1, vcombine_f32(vld1_f32(k1 + d), vld1_f32(k1 + d)), q);
+        a2 = vfmaq_f32(a2, vcombine_f32(vld1_f32(k2 + d), vld1_f32(k2 + d)), q);
+        a3 = vfmaq_f32(a3, vcombine_f32(vld1_f32(k3 + d), vld1_f32(k3 + d)), q);
+        a4 = vfmaq_f32(a4, vcombine_f32(vld1_f32(k4 + d), vld1_f32(k4 + d)), q);
+        a5 = vfmaq_f32(a5, vcombine_f32(vld1_f32(k5 + d), vld1_f32(k5 + d)), q);
+        a6 = vfmaq_f32(a6, vcombine_f32(vld1_f32(k6 + d), vld1_f32(k6 + d)), q);
+        a7 = vfmaq_f32(a7, vcombine_f32(vld1_f32(k7 + d), vld1_f32(k7 + d)), q);
+    }
+    attn_sum_pairs__neon(a0, a1, s + 0 * rp, s + 1 * rp);
+    attn_sum_pairs__neon(a2, a3, s + 2 * rp, s + 3 * rp);
+    attn_sum_pairs__neon(a4, a5, s + 4 * rp, s + 5 * rp);
+    attn_sum_pairs__neon(a6, a7, s + 6 * rp, s + 7 * rp);
+}
+
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
@@ -6099,13 +6325,17 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
 {
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
-       rows padded to one vector, its scores with the rows along the lanes;
-       fewer rows than a panel: dot products, each kv head's rows padded to 4,
-       all padded once to whole vectors; else each kv head's rows padded to panels */
+       rows padded to one vector, its scores with the rows along the lanes; more
+       than a quarter and at most half, where the cache is f32 and D even: padded
+       to half a vector, two values of D a row along the lanes; else fewer rows
+       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       head's rows padded to panels (the last three: all rows padded once to
+       whole vectors) */
     const int lanes = gl > 2 && gl <= 4;
-    const int dots = !lanes && gl < 8;
-    const int64_t glp = lanes ? 4 : dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
-    const int64_t rp = dots ? (HKV * glp + 3) / 4 * 4 : HKV * glp;
+    const int pairs = gl > 1 && gl <= 2;
+    const int dots = !lanes && !pairs && gl < 8;
+    const int64_t glp = lanes ? 4 : pairs ? 2 : dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
+    const int64_t rp = dots || pairs ? (HKV * glp + 3) / 4 * 4 : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
@@ -6128,7 +6358,11 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
             w->hi[r] = w->hi[0];
             w->sink_hi[r] = w->sink_hi[0];
         }
-        for (d = 0; d < D; d++) qc[d * 8] = qw[d];
+        if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+            if (r < HKV * glp)
+                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 4 + 2 * rr + d % 2] = qw[d];
+        } else
+            for (d = 0; d < D; d++) qc[d * 8] = qw[d];
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -6178,7 +6412,34 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     }
                 }
             }
-        } else if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        } else
+        if (pairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against half a vector of rows */
+            for (hk = 0; hk < HKV; hk++) {
+                const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
+                for (c = 0; c < kb;) {
+                    const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
+                    int64_t d;
+                    if (c + 8 <= kb) { /* 8 keys */
+                        attn_llama3_8b_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                        c += 8;
+                    } else { /* one key */
+                        float32x4_t a0 = vdupq_n_f32(0.0f);
+                        for (d = 0; d < D; d += 2) a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), vld1q_f32(qp + d * 2));
+                        attn_sum_pairs__neon(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
+                        c++;
+                    }
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        else
+                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                    }
+                }
+            }
+        } else
+        if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
@@ -7274,8 +7535,9 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_kvpack_f32__scalar(const attn_llama3_
  * one block are read for all kv heads together (a contiguous stretch of the
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
- * micro-kernel) or against one vector of a kv head's rows, or, when a kv
- * head has fewer rows than half a vector, dot products along D.  The online
+ * micro-kernel) or against one vector of a kv head's rows, or pairs of K
+ * values against half a vector of rows (two values of D a row), or, with
+ * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of
  * every kv head, then its V rows), spread evenly over the block's work.
@@ -7336,13 +7598,17 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
 {
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
-       rows padded to one vector, its scores with the rows along the lanes;
-       fewer rows than a panel: dot products, each kv head's rows padded to 4,
-       all padded once to whole vectors; else each kv head's rows padded to panels */
+       rows padded to one vector, its scores with the rows along the lanes; more
+       than a quarter and at most half, where the cache is f32 and D even: padded
+       to half a vector, two values of D a row along the lanes; else fewer rows
+       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       head's rows padded to panels (the last three: all rows padded once to
+       whole vectors) */
     const int lanes = 0;
-    const int dots = !lanes && gl < 2;
-    const int64_t glp = lanes ? 1 : dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
-    const int64_t rp = dots ? (HKV * glp + 0) / 1 * 1 : HKV * glp;
+    const int pairs = 0;
+    const int dots = !lanes && !pairs && gl < 2;
+    const int64_t glp = lanes ? 1 : pairs ? 0 : dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
+    const int64_t rp = dots || pairs ? (HKV * glp + 0) / 1 * 1 : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);

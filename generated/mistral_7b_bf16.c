@@ -1993,8 +1993,9 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_kvpack_b
  * one block are read for all kv heads together (a contiguous stretch of the
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
- * micro-kernel) or against one vector of a kv head's rows, or, when a kv
- * head has fewer rows than half a vector, dot products along D.  The online
+ * micro-kernel) or against one vector of a kv head's rows, or pairs of K
+ * values against half a vector of rows (two values of D a row), or, with
+ * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of
  * every kv head, then its V rows), spread evenly over the block's work.
@@ -2822,13 +2823,17 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
 {
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
-       rows padded to one vector, its scores with the rows along the lanes;
-       fewer rows than a panel: dot products, each kv head's rows padded to 4,
-       all padded once to whole vectors; else each kv head's rows padded to panels */
+       rows padded to one vector, its scores with the rows along the lanes; more
+       than a quarter and at most half, where the cache is f32 and D even: padded
+       to half a vector, two values of D a row along the lanes; else fewer rows
+       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       head's rows padded to panels (the last three: all rows padded once to
+       whole vectors) */
     const int lanes = gl > 8 && gl <= 16;
-    const int dots = !lanes && gl < 32;
-    const int64_t glp = lanes ? 16 : dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
-    const int64_t rp = dots ? (HKV * glp + 15) / 16 * 16 : HKV * glp;
+    const int pairs = 0;
+    const int dots = !lanes && !pairs && gl < 32;
+    const int64_t glp = lanes ? 16 : pairs ? 8 : dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
+    const int64_t rp = dots || pairs ? (HKV * glp + 15) / 16 * 16 : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);
@@ -2901,7 +2906,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
                     }
                 }
             }
-        } else if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        } else
+        if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
@@ -4670,8 +4676,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_kvpack
  * one block are read for all kv heads together (a contiguous stretch of the
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
- * micro-kernel) or against one vector of a kv head's rows, or, when a kv
- * head has fewer rows than half a vector, dot products along D.  The online
+ * micro-kernel) or against one vector of a kv head's rows, or pairs of K
+ * values against half a vector of rows (two values of D a row), or, with
+ * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of
  * every kv head, then its V rows), spread evenly over the block's work.
@@ -4961,13 +4968,17 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
 {
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
-       rows padded to one vector, its scores with the rows along the lanes;
-       fewer rows than a panel: dot products, each kv head's rows padded to 4,
-       all padded once to whole vectors; else each kv head's rows padded to panels */
+       rows padded to one vector, its scores with the rows along the lanes; more
+       than a quarter and at most half, where the cache is f32 and D even: padded
+       to half a vector, two values of D a row along the lanes; else fewer rows
+       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       head's rows padded to panels (the last three: all rows padded once to
+       whole vectors) */
     const int lanes = gl > 4 && gl <= 8;
-    const int dots = !lanes && gl < 16;
-    const int64_t glp = lanes ? 8 : dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
-    const int64_t rp = dots ? (HKV * glp + 7) / 8 * 8 : HKV * glp;
+    const int pairs = 0;
+    const int dots = !lanes && !pairs && gl < 16;
+    const int64_t glp = lanes ? 8 : pairs ? 4 : dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
+    const int64_t rp = dots || pairs ? (HKV * glp + 7) / 8 * 8 : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);
@@ -5040,7 +5051,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
                     }
                 }
             }
-        } else if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        } else
+        if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
@@ -7123,8 +7135,9 @@ static void attn_mistral_7b_bf16_kvpack_bf16__neon(const attn_mistral_7b_bf16_kv
  * one block are read for all kv heads together (a contiguous stretch of the
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
- * micro-kernel) or against one vector of a kv head's rows, or, when a kv
- * head has fewer rows than half a vector, dot products along D.  The online
+ * micro-kernel) or against one vector of a kv head's rows, or pairs of K
+ * values against half a vector of rows (two values of D a row), or, with
+ * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of
  * every kv head, then its V rows), spread evenly over the block's work.
@@ -7414,13 +7427,17 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
 {
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
-       rows padded to one vector, its scores with the rows along the lanes;
-       fewer rows than a panel: dot products, each kv head's rows padded to 4,
-       all padded once to whole vectors; else each kv head's rows padded to panels */
+       rows padded to one vector, its scores with the rows along the lanes; more
+       than a quarter and at most half, where the cache is f32 and D even: padded
+       to half a vector, two values of D a row along the lanes; else fewer rows
+       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       head's rows padded to panels (the last three: all rows padded once to
+       whole vectors) */
     const int lanes = gl > 2 && gl <= 4;
-    const int dots = !lanes && gl < 8;
-    const int64_t glp = lanes ? 4 : dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
-    const int64_t rp = dots ? (HKV * glp + 3) / 4 * 4 : HKV * glp;
+    const int pairs = 0;
+    const int dots = !lanes && !pairs && gl < 8;
+    const int64_t glp = lanes ? 4 : pairs ? 2 : dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
+    const int64_t rp = dots || pairs ? (HKV * glp + 3) / 4 * 4 : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);
@@ -7493,7 +7510,8 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
                     }
                 }
             }
-        } else if (dots) { /* keys in pairs; a lone last key pairs with itself */
+        } else
+        if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
@@ -8895,8 +8913,9 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_kvpack_bf16__scalar(const attn_
  * one block are read for all kv heads together (a contiguous stretch of the
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
- * micro-kernel) or against one vector of a kv head's rows, or, when a kv
- * head has fewer rows than half a vector, dot products along D.  The online
+ * micro-kernel) or against one vector of a kv head's rows, or pairs of K
+ * values against half a vector of rows (two values of D a row), or, with
+ * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of
  * every kv head, then its V rows), spread evenly over the block's work.
@@ -8957,13 +8976,17 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
 {
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
-       rows padded to one vector, its scores with the rows along the lanes;
-       fewer rows than a panel: dot products, each kv head's rows padded to 4,
-       all padded once to whole vectors; else each kv head's rows padded to panels */
+       rows padded to one vector, its scores with the rows along the lanes; more
+       than a quarter and at most half, where the cache is f32 and D even: padded
+       to half a vector, two values of D a row along the lanes; else fewer rows
+       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       head's rows padded to panels (the last three: all rows padded once to
+       whole vectors) */
     const int lanes = 0;
-    const int dots = !lanes && gl < 2;
-    const int64_t glp = lanes ? 1 : dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
-    const int64_t rp = dots ? (HKV * glp + 0) / 1 * 1 : HKV * glp;
+    const int pairs = 0;
+    const int dots = !lanes && !pairs && gl < 2;
+    const int64_t glp = lanes ? 1 : pairs ? 0 : dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
+    const int64_t rp = dots || pairs ? (HKV * glp + 0) / 1 * 1 : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_bf16_kv kv = attn_mistral_7b_bf16_kv_of(args, b);

@@ -63,6 +63,9 @@ function M.reduce_add(v) return ("attn_hadd__avx2(%s)"):format(v) end
 function M.reduce_max(v) return ("attn_hmax__avx2(%s)"):format(v) end
 -- out[0..3] = the sums of a, b, c, d (a statement)
 function M.hsum4(a, b, c, d, out) return ("attn_hsum4__avx2(%s, %s, %s, %s, %s)"):format(a, b, c, d, out) end
+-- Rows along pairs of lanes (isa/init.lua, "set2"): four rows, two values of D each.
+function M.set2(p) return ("attn_set2__avx2(%s)"):format(p) end
+function M.sum_pairs(x, y, s0, s1) return ("attn_sum_pairs__avx2(%s, %s, %s, %s)"):format(x, y, s0, s1) end
 -- transpose(src, ss, dst, ds): a statement; the 8 x 8 block of src (rows ss
 -- floats apart) goes to dst transposed (rows ds apart).
 function M.transpose(src, ss, dst, ds)
@@ -147,6 +150,29 @@ ATTR static inline float attn_hmax__avx2(__m256 v)
 }
 ]]):gsub("ATTR ", attr))
   if opts and opts.storage then text = text .. storage_helpers(opts.storage):gsub("ATTR ", attr) end
+  if opts and opts.pairs then
+    text = text .. (([[
+
+/* The floats p[0] and p[1] in every pair of lanes: one 64-bit broadcast, the
+ * integer one (vpbroadcastq), as on AVX-512. */
+ATTR static inline __m256 attn_set2__avx2(const float *p)
+{
+    long long t;
+    memcpy(&t, p, sizeof t);
+    return _mm256_castsi256_ps(_mm256_set1_epi64x(t));
+}
+
+/* x and y hold 4 rows' sums in lane pairs (row r in lanes 2r and 2r + 1): the
+ * rows' totals of x go to s0[0..3], of y to s1[0..3]. */
+ATTR static inline void attn_sum_pairs__avx2(__m256 x, __m256 y, float *s0, float *s1)
+{
+    const __m256 sums = _mm256_add_ps(_mm256_shuffle_ps(x, y, 0x88), _mm256_shuffle_ps(x, y, 0xDD));
+    const __m256 t = _mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7));
+    _mm_storeu_ps(s0, _mm256_castps256_ps128(t));
+    _mm_storeu_ps(s1, _mm256_extractf128_ps(t, 1));
+}
+]]):gsub("ATTR ", attr))
+  end
   if opts and opts.transpose then
     text = text .. (([[
 

@@ -164,6 +164,11 @@ local function build(name, enum, target)
   function M.hsum4(a, b, c, d, out)
     return ("attn_hsum4__" .. name .. "(%s, %s, %s, %s, %s)"):format(a, b, c, d, out)
   end
+  -- Rows along pairs of lanes (isa/init.lua, "set2"): eight rows, two values of D each.
+  function M.set2(p) return ("attn_set2__" .. name .. "(%s)"):format(p) end
+  function M.sum_pairs(x, y, s0, s1)
+    return ("attn_sum_pairs__" .. name .. "(%s, %s, %s, %s)"):format(x, y, s0, s1)
+  end
   -- transpose(src, ss, dst, ds): a statement; the 16 x 16 block of src (rows ss
   -- floats apart) goes to dst transposed (rows ds apart).
   function M.transpose(src, ss, dst, ds)
@@ -289,6 +294,34 @@ ATTR static inline void attn_transpose16__ISA(const float *src, int64_t ss, floa
 TRANSPOSE
 }
 ]]):gsub("ATTR ", attr):gsub("TRANSPOSE", function() return transpose16() end))
+    end
+    if opts and opts.pairs then
+      text = text .. (([[
+
+/* The floats p[0] and p[1] in every pair of lanes: one 64-bit broadcast, the
+ * integer one (vpbroadcastq; from memory, AMD Zen 4 runs vbroadcastsd into a
+ * 512-bit register as more than a load: the decode scores of Llama-3-8B at
+ * Lq = 2 took 10% longer with it). */
+ATTR static inline __m512 attn_set2__ISA(const float *p)
+{
+    long long t;
+    memcpy(&t, p, sizeof t);
+    return _mm512_castsi512_ps(_mm512_set1_epi64(t));
+}
+
+/* x and y hold 8 rows' sums in lane pairs (row r in lanes 2r and 2r + 1): the
+ * rows' totals of x go to s0[0..7], of y to s1[0..7].  Within 128-bit lanes the
+ * even and odd lanes of x and y are added (rows 2q, 2q + 1 of x, then of y),
+ * then one permute puts x's rows in the low half and y's in the high. */
+ATTR static inline void attn_sum_pairs__ISA(__m512 x, __m512 y, float *s0, float *s1)
+{
+    const __m512i rows = _mm512_set_epi32(15, 14, 11, 10, 7, 6, 3, 2, 13, 12, 9, 8, 5, 4, 1, 0);
+    const __m512 sums = _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88), _mm512_shuffle_ps(x, y, 0xDD));
+    const __m512 t = _mm512_permutexvar_ps(rows, sums);
+    _mm256_storeu_ps(s0, _mm512_castps512_ps256(t));
+    _mm256_storeu_ps(s1, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1)));
+}
+]]):gsub("ATTR ", attr))
     end
     if opts and opts.dropout then
       for _, n in ipairs(PHILOX_CALLS) do text = text .. philox_drop(n):gsub("ATTR ", attr) end

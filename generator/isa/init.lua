@@ -30,7 +30,12 @@
 -- q4, spread(v) a q4 copied into every group of four lanes of a full vector,
 -- lane(s, r) lane r of each such group), transpose(src, ss,
 -- dst, ds) (a statement: a lanes x lanes block transposed through registers;
--- without it K is packed by plain loops), stream(p, v) and stream_fence() (a
+-- without it K is packed by plain loops), set2(p) (the floats p[0] and p[1]
+-- in every pair of lanes) with sum_pairs(x, y, s0, s1) (a statement: x and y
+-- hold lanes / 2 rows' partial sums in lane pairs, row r in lanes 2r and
+-- 2r + 1; each row's total of x goes to s0[r], of y to s1[r]; without them
+-- the decode path's scores at lanes / 4 to lanes / 2 rows a kv head are dot
+-- products; helpers(attr, {pairs = true}) defines what they call), stream(p, v) and stream_fence() (a
 -- non-temporal store of a vector at an address aligned to it, and the fence
 -- after a thread's last such store; without them outputs are stored through
 -- the caches), exp2(v) and tanh(v)

@@ -41,6 +41,9 @@ function M.reduce_max(v) return ("vmaxvq_f32(%s)"):format(v) end
 function M.hsum4(a, b, c, d, out)
   return ("vst1q_f32(%s, vpaddq_f32(vpaddq_f32(%s, %s), vpaddq_f32(%s, %s)))"):format(out, a, b, c, d)
 end
+-- Rows along pairs of lanes (isa/init.lua, "set2"): two rows, two values of D each.
+function M.set2(p) return ("vcombine_f32(vld1_f32(%s), vld1_f32(%s))"):format(p, p) end
+function M.sum_pairs(x, y, s0, s1) return ("attn_sum_pairs__neon(%s, %s, %s, %s)"):format(x, y, s0, s1) end
 --- Four floats in registers (isa/init.lua, "q4"): a NEON vector is one.
 M.q4 = {
   vec = "float32x4_t",
@@ -123,7 +126,16 @@ ATTR static inline float32x4_t attn_iota__neon(void)
     static const float iota[4] = {0.0f, 1.0f, 2.0f, 3.0f};
     return vld1q_f32(iota);
 }
-]] .. storage):gsub("ATTR ", attr))
+]] .. (opts and opts.pairs and [[
+/* x and y hold 2 rows' sums in lane pairs: the rows' totals of x go to
+ * s0[0..1], of y to s1[0..1]. */
+ATTR static inline void attn_sum_pairs__neon(float32x4_t x, float32x4_t y, float *s0, float *s1)
+{
+    const float32x4_t t = vpaddq_f32(x, y);
+    vst1_f32(s0, vget_low_f32(t));
+    vst1_f32(s1, vget_high_f32(t));
+}
+]] or "") .. storage):gsub("ATTR ", attr))
 end
 
 return M

@@ -290,6 +290,12 @@ function M.plan(cfg, opts)
   for _, isa in ipairs(common.isas(cfg)) do
     local v = common.variant(cfg, p, isa)
     v.stream = stream_plan(p, v)
+    -- the blocked decode path's scores at lanes/4 to lanes/2 rows a kv head
+    -- (Lq = 2 of a GQA group of 4 on AVX-512) with the rows along pairs of
+    -- lanes, two values of D each, where the ISA spells it: an f32 cache
+    -- (one 64-bit broadcast feeds each FMA; a 16-bit pair would need a
+    -- conversion too) and whole pairs of D (docs/decode.md)
+    v.dpairs = isa.set2 ~= nil and p.decode.max_q > 0 and p.dtype.kv == "f32" and p.D % 2 == 0
     p.variants[#p.variants + 1] = v
     by_name[isa.name] = v
   end
@@ -300,7 +306,7 @@ function M.plan(cfg, opts)
   for _, v in ipairs(p.variants) do
     local base = v.dp and v.isa.base and by_name[v.isa.base]
     if base and p.decode.max_q > 0 then
-      v.decode_by, v.stream, v.mk = base, nil, {}
+      v.decode_by, v.stream, v.mk, v.dpairs = base, nil, {}, false
     end
   end
 

@@ -303,6 +303,38 @@ describe("render", function()
     end)
   end)
 
+  describe("decode scores of half a vector of rows a kv head", function()
+    it("pair K values with two values of D a row where the cache is f32 and D is even", function()
+      local _, c = files_for({ name = "r_dp", heads_q = 32, heads_kv = 8, head_dim = 128,
+        isa = { "avx512", "avx2", "neon" } })
+      local ranges = { avx512 = "gl > 4 && gl <= 8", avx2 = "gl > 2 && gl <= 4", neon = "gl > 1 && gl <= 2" }
+      for isa, range in pairs(ranges) do
+        assert.truthy(c:find("const int pairs = " .. range .. ";", 1, true), isa)
+        assert.truthy(c:find("static void attn_r_dp_dpairs_8x1__" .. isa .. "(", 1, true), isa)
+      end
+      -- every FMA of the kernel takes one broadcast pair; the sums end it, two keys a call
+      local a = c:find("static void attn_r_dp_dpairs_8x1__avx512(", 1, true)
+      local fn = c:sub(a, c:find("\n}\n", a, true))
+      local _, fmas = fn:gsub("_mm512_fmadd_ps%(attn_set2__avx512%(k%d %+ d%), q, a%d%)", "")
+      local _, sums = fn:gsub("attn_sum_pairs__avx512%(", "")
+      assert.equal(8, fmas)
+      assert.equal(4, sums)
+    end)
+
+    it("keep the dot products for a 16-bit cache and for an odd D", function()
+      for _, cfg in ipairs({
+        { name = "r_dp16", heads_q = 32, heads_kv = 8, head_dim = 128, dtype = { q = "f32", kv = "f16", o = "f32" } },
+        { name = "r_dp_odd", heads_q = 32, heads_kv = 8, head_dim = 127 },
+      }) do
+        cfg.isa = { "avx512" }
+        local _, c = files_for(cfg)
+        assert.truthy(c:find("const int pairs = 0;", 1, true), cfg.name)
+        assert.is_nil(c:find("_dpairs_", 1, true), cfg.name)
+        assert.is_nil(c:find("attn_set2__", 1, true), cfg.name)
+      end
+    end)
+  end)
+
   describe("golden files", function()
     local update = os.getenv("ATTNGEN_UPDATE_GOLDEN") == "1"
 
