@@ -2375,6 +2375,7 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -2532,11 +2533,12 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_bert_base_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
-                /* the widest kernel that fits the rows left; past two widths a head, the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not
-                   6, ..., 6, 2; with 8 rows 6 and 2 read the cache faster than 4 and 4) */
+                /* the widest kernel that fits the rows left; past two widths a head, or
+                   where the runtime says so (attn_decode_even_rows: AMD Zen 4), the last rows
+                   under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6, ...,
+                   6, 2; 8 rows: 4 and 4 on Zen 4, 6 and 2 on Zen 5, each the faster there) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = gl > 12 && left > 6 && left < 12 ? (left + 1) / 2 : left;
+                const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {
                     attn_bert_base_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 6;
@@ -6427,6 +6429,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -6584,11 +6587,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_bert_base_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
-                /* the widest kernel that fits the rows left; past two widths a head, the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not
-                   6, ..., 6, 2; with 8 rows 6 and 2 read the cache faster than 4 and 4) */
+                /* the widest kernel that fits the rows left; past two widths a head, or
+                   where the runtime says so (attn_decode_even_rows: AMD Zen 4), the last rows
+                   under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6, ...,
+                   6, 2; 8 rows: 4 and 4 on Zen 4, 6 and 2 on Zen 5, each the faster there) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = gl > 12 && left > 6 && left < 12 ? (left + 1) / 2 : left;
+                const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {
                     attn_bert_base_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 6;
@@ -9576,6 +9580,7 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -9733,11 +9738,12 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_bert_base_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
-                /* the widest kernel that fits the rows left; past two widths a head, the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not
-                   6, ..., 6, 2; with 8 rows 6 and 2 read the cache faster than 4 and 4) */
+                /* the widest kernel that fits the rows left; past two widths a head, or
+                   where the runtime says so (attn_decode_even_rows: AMD Zen 4), the last rows
+                   under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6, ...,
+                   6, 2; 8 rows: 4 and 4 on Zen 4, 6 and 2 on Zen 5, each the faster there) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = gl > 12 && left > 6 && left < 12 ? (left + 1) / 2 : left;
+                const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {
                     attn_bert_base_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 6;

@@ -226,6 +226,16 @@ int attn_bf16_dot_preferred(void);
  */
 int attn_decode_key_pairs(void);
 /*
+ * Whether the decode path's blocked kernel splits a kv head's rows that take
+ * two P*V calls into two even halves (8 rows: 4 + 4) instead of the widest
+ * call first (6 + 2): 1 on AMD Zen 4 (family 19h with AVX-512), where a call
+ * of 2 rows waits on its loads of V (Llama-3-8B, Lq 2, 32768 keys: 15.0 ->
+ * 14.3-14.5 ms); 0 elsewhere (AMD Zen 5 measured 6 + 2 faster).  Rows that
+ * take more calls end in even halves everywhere.  ATTNGEN_DECODE_EVEN_ROWS=1
+ * or 0 in the environment overrides it.
+ */
+int attn_decode_even_rows(void);
+/*
  * Whether a kernel stores its output rows non-temporally (past the caches,
  * without reading each line of O first): where the CPU has such stores, O
  * (at o, element strides stride[3] of elem bytes) lies in whole vectors of
