@@ -221,6 +221,18 @@ static inline void attn_gemma2_9b_local_prefetch_row_l2(const float *p, int n)
 #endif
 }
 
+/* Asks for the cache line at p in L2 (prefetcht1 on x86): the blocked decode
+ * kernel's prefetch inside its score kernels, a line an iteration.  Always
+ * inlined: ATTN_ALWAYS_INLINE says why. */
+static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_prefetch_line_l2(const float *p)
+{
+#if defined(__GNUC__)
+    __builtin_prefetch(p, 0, 2);
+#else
+    (void)p;
+#endif
+}
+
 /* Asks for the first 4 cache lines of key j's K and V rows of kv head 0 in
  * L2: where a key's rows of every kv head lie together (one 4 KiB page of K and
  * one of V for Llama-3-8B), that trains the hardware prefetcher on the key's
@@ -362,6 +374,21 @@ ATTN_SHARED static void attn_gemma2_9b_local_dresult(const float *o, float m, fl
     int64_t d;
     for (d = 0; d < DV; d++) op[d] = o[d] * inv;
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
+}
+
+/* The blocked kernel's next block (keys from jn, pn rows in address order: key
+ * by key, the K rows of every kv head, then the V rows): rows pl, pl + 1, ...
+ * into pr[0..n), for a score kernel to prefetch; past pn, `idle` (a line in
+ * L1).  Returns the row after them, at most pn. */
+static inline int64_t attn_gemma2_9b_local_next_rows(const attn_gemma2_9b_local_kv *kv, int64_t jn, int64_t pn, int64_t pl, const float **pr, int n,
+        const float *idle)
+{
+    int q;
+    for (q = 0; q < n; q++, pl++) {
+        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+        pr[q] = pl >= pn ? idle : ph < HKV ? attn_gemma2_9b_local_k_row(kv, ph, pj) : attn_gemma2_9b_local_v_row(kv, ph - HKV, pj);
+    }
+    return pl < pn ? pl : pn;
 }
 
 /* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not
@@ -2285,9 +2312,9 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_gemma2_9b_local
  * s[i * rp + lane] = K row i . Q^T[.][lane], K rows ks elements apart from k0, Q^T
  * rows 32 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
- * every few FMAs. */
+ * every few FMAs.  pr: NULL, or 16 rows of the next block to prefetch into L2. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_lanes_8x1_f32__avx512(const float *restrict k0, int64_t ks,
-        const float *restrict qt, float *restrict s, int64_t rp)
+        const float *restrict qt, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
     const float *restrict k2 = k0 + 2 * ks;
@@ -2298,17 +2325,31 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     const float *restrict k7 = k0 + 7 * ks;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d++) {
-        const __m512 q = _mm512_loadu_ps(qt + d * 32);
-        a0 = _mm512_fmadd_ps(_mm512_set1_ps(k0[d]), q, a0);
-        a1 = _mm512_fmadd_ps(_mm512_set1_ps(k1[d]), q, a1);
-        a2 = _mm512_fmadd_ps(_mm512_set1_ps(k2[d]), q, a2);
-        a3 = _mm512_fmadd_ps(_mm512_set1_ps(k3[d]), q, a3);
-        a4 = _mm512_fmadd_ps(_mm512_set1_ps(k4[d]), q, a4);
-        a5 = _mm512_fmadd_ps(_mm512_set1_ps(k5[d]), q, a5);
-        a6 = _mm512_fmadd_ps(_mm512_set1_ps(k6[d]), q, a6);
-        a7 = _mm512_fmadd_ps(_mm512_set1_ps(k7[d]), q, a7);
-    }
+    if (pr) /* one line of them an iteration, 16 lines a row */
+        for (d = 0; d < D; d++) {
+            const __m512 q = _mm512_loadu_ps(qt + d * 32);
+            attn_gemma2_9b_local_prefetch_line_l2(pr[d / 16] + d % 16 * 16);
+            a0 = _mm512_fmadd_ps(_mm512_set1_ps(k0[d]), q, a0);
+            a1 = _mm512_fmadd_ps(_mm512_set1_ps(k1[d]), q, a1);
+            a2 = _mm512_fmadd_ps(_mm512_set1_ps(k2[d]), q, a2);
+            a3 = _mm512_fmadd_ps(_mm512_set1_ps(k3[d]), q, a3);
+            a4 = _mm512_fmadd_ps(_mm512_set1_ps(k4[d]), q, a4);
+            a5 = _mm512_fmadd_ps(_mm512_set1_ps(k5[d]), q, a5);
+            a6 = _mm512_fmadd_ps(_mm512_set1_ps(k6[d]), q, a6);
+            a7 = _mm512_fmadd_ps(_mm512_set1_ps(k7[d]), q, a7);
+        }
+    else
+        for (d = 0; d < D; d++) {
+            const __m512 q = _mm512_loadu_ps(qt + d * 32);
+            a0 = _mm512_fmadd_ps(_mm512_set1_ps(k0[d]), q, a0);
+            a1 = _mm512_fmadd_ps(_mm512_set1_ps(k1[d]), q, a1);
+            a2 = _mm512_fmadd_ps(_mm512_set1_ps(k2[d]), q, a2);
+            a3 = _mm512_fmadd_ps(_mm512_set1_ps(k3[d]), q, a3);
+            a4 = _mm512_fmadd_ps(_mm512_set1_ps(k4[d]), q, a4);
+            a5 = _mm512_fmadd_ps(_mm512_set1_ps(k5[d]), q, a5);
+            a6 = _mm512_fmadd_ps(_mm512_set1_ps(k6[d]), q, a6);
+            a7 = _mm512_fmadd_ps(_mm512_set1_ps(k7[d]), q, a7);
+        }
     _mm512_storeu_ps(s + 0 * rp, a0);
     _mm512_storeu_ps(s + 1 * rp, a1);
     _mm512_storeu_ps(s + 2 * rp, a2);
@@ -2323,9 +2364,10 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
  * values of D each (row r in lanes 2r and 2r + 1): s[i * rp + r] = K row i . Q
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 16 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
- * lane is padding and only the end sums lane pairs.  Out of line, as above. */
+ * lane is padding and only the end sums lane pairs.  Out of line, as above.
+ * pr: NULL, or 8 rows of the next block to prefetch into L2. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dpairs_8x1__avx512(const float *restrict k0, int64_t ks,
-        const float *restrict qp, float *restrict s, int64_t rp)
+        const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
     const float *restrict k2 = k0 + 2 * ks;
@@ -2336,17 +2378,31 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     const float *restrict k7 = k0 + 7 * ks;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
-        const __m512 q = _mm512_loadu_ps(qp + d * 8);
-        a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), q, a0);
-        a1 = _mm512_fmadd_ps(attn_set2__avx512(k1 + d), q, a1);
-        a2 = _mm512_fmadd_ps(attn_set2__avx512(k2 + d), q, a2);
-        a3 = _mm512_fmadd_ps(attn_set2__avx512(k3 + d), q, a3);
-        a4 = _mm512_fmadd_ps(attn_set2__avx512(k4 + d), q, a4);
-        a5 = _mm512_fmadd_ps(attn_set2__avx512(k5 + d), q, a5);
-        a6 = _mm512_fmadd_ps(attn_set2__avx512(k6 + d), q, a6);
-        a7 = _mm512_fmadd_ps(attn_set2__avx512(k7 + d), q, a7);
-    }
+    if (pr) /* one line of them an iteration, 16 lines a row */
+        for (d = 0; d < D; d += 2) {
+            const __m512 q = _mm512_loadu_ps(qp + d * 8);
+            attn_gemma2_9b_local_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
+            a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), q, a0);
+            a1 = _mm512_fmadd_ps(attn_set2__avx512(k1 + d), q, a1);
+            a2 = _mm512_fmadd_ps(attn_set2__avx512(k2 + d), q, a2);
+            a3 = _mm512_fmadd_ps(attn_set2__avx512(k3 + d), q, a3);
+            a4 = _mm512_fmadd_ps(attn_set2__avx512(k4 + d), q, a4);
+            a5 = _mm512_fmadd_ps(attn_set2__avx512(k5 + d), q, a5);
+            a6 = _mm512_fmadd_ps(attn_set2__avx512(k6 + d), q, a6);
+            a7 = _mm512_fmadd_ps(attn_set2__avx512(k7 + d), q, a7);
+        }
+    else
+        for (d = 0; d < D; d += 2) {
+            const __m512 q = _mm512_loadu_ps(qp + d * 8);
+            a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), q, a0);
+            a1 = _mm512_fmadd_ps(attn_set2__avx512(k1 + d), q, a1);
+            a2 = _mm512_fmadd_ps(attn_set2__avx512(k2 + d), q, a2);
+            a3 = _mm512_fmadd_ps(attn_set2__avx512(k3 + d), q, a3);
+            a4 = _mm512_fmadd_ps(attn_set2__avx512(k4 + d), q, a4);
+            a5 = _mm512_fmadd_ps(attn_set2__avx512(k5 + d), q, a5);
+            a6 = _mm512_fmadd_ps(attn_set2__avx512(k6 + d), q, a6);
+            a7 = _mm512_fmadd_ps(attn_set2__avx512(k7 + d), q, a7);
+        }
     attn_sum_pairs__avx512(a0, a1, s + 0 * rp, s + 1 * rp);
     attn_sum_pairs__avx512(a2, a3, s + 2 * rp, s + 3 * rp);
     attn_sum_pairs__avx512(a4, a5, s + 4 * rp, s + 5 * rp);
@@ -2413,7 +2469,9 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
         const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
         const attn_gemma2_9b_local_tile_class cls = full ? TILE_FULL : attn_gemma2_9b_local_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
-           worked on: half of them over the scores, half over P V */
+           worked on: half of them over the scores, half over P V;
+           into L2, the scores' half inside the lanes and pairs score kernels, a line an
+           iteration, where the lanes kernel's calls take all of them */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
@@ -2432,7 +2490,10 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                     const float *k0 = attn_gemma2_9b_local_k_row(&kv, hk, j0 + c);
                     int64_t d;
                     if (c + 8 <= kb) { /* 8 keys */
-                        attn_gemma2_9b_local_lanes_8x1_f32__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                        const float *pr[16]; /* the next block's rows this call prefetches */
+                        const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
+                        if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, 16, w->s);
+                        attn_gemma2_9b_local_lanes_8x1_f32__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         c += 8;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps();
@@ -2458,7 +2519,10 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                     const float *k0 = attn_gemma2_9b_local_k_row(&kv, hk, j0 + c);
                     int64_t d;
                     if (c + 8 <= kb) { /* 8 keys */
-                        attn_gemma2_9b_local_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                        const float *pr[8]; /* the next block's rows this call prefetches */
+                        const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
+                        if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
+                        attn_gemma2_9b_local_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         c += 8;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps();
@@ -4248,9 +4312,9 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_gemma2_9b_loc
  * s[i * rp + lane] = K row i . Q^T[.][lane], K rows ks elements apart from k0, Q^T
  * rows 16 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
- * every few FMAs. */
+ * every few FMAs.  pr: NULL, or 16 rows of the next block to prefetch into L2. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_lanes_8x1_f32__avx2(const float *restrict k0, int64_t ks,
-        const float *restrict qt, float *restrict s, int64_t rp)
+        const float *restrict qt, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
     const float *restrict k2 = k0 + 2 * ks;
@@ -4261,17 +4325,31 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
     const float *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d++) {
-        const __m256 q = _mm256_loadu_ps(qt + d * 16);
-        a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), q, a0);
-        a1 = _mm256_fmadd_ps(_mm256_set1_ps(k1[d]), q, a1);
-        a2 = _mm256_fmadd_ps(_mm256_set1_ps(k2[d]), q, a2);
-        a3 = _mm256_fmadd_ps(_mm256_set1_ps(k3[d]), q, a3);
-        a4 = _mm256_fmadd_ps(_mm256_set1_ps(k4[d]), q, a4);
-        a5 = _mm256_fmadd_ps(_mm256_set1_ps(k5[d]), q, a5);
-        a6 = _mm256_fmadd_ps(_mm256_set1_ps(k6[d]), q, a6);
-        a7 = _mm256_fmadd_ps(_mm256_set1_ps(k7[d]), q, a7);
-    }
+    if (pr) /* one line of them an iteration, 16 lines a row */
+        for (d = 0; d < D; d++) {
+            const __m256 q = _mm256_loadu_ps(qt + d * 16);
+            attn_gemma2_9b_local_prefetch_line_l2(pr[d / 16] + d % 16 * 16);
+            a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), q, a0);
+            a1 = _mm256_fmadd_ps(_mm256_set1_ps(k1[d]), q, a1);
+            a2 = _mm256_fmadd_ps(_mm256_set1_ps(k2[d]), q, a2);
+            a3 = _mm256_fmadd_ps(_mm256_set1_ps(k3[d]), q, a3);
+            a4 = _mm256_fmadd_ps(_mm256_set1_ps(k4[d]), q, a4);
+            a5 = _mm256_fmadd_ps(_mm256_set1_ps(k5[d]), q, a5);
+            a6 = _mm256_fmadd_ps(_mm256_set1_ps(k6[d]), q, a6);
+            a7 = _mm256_fmadd_ps(_mm256_set1_ps(k7[d]), q, a7);
+        }
+    else
+        for (d = 0; d < D; d++) {
+            const __m256 q = _mm256_loadu_ps(qt + d * 16);
+            a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), q, a0);
+            a1 = _mm256_fmadd_ps(_mm256_set1_ps(k1[d]), q, a1);
+            a2 = _mm256_fmadd_ps(_mm256_set1_ps(k2[d]), q, a2);
+            a3 = _mm256_fmadd_ps(_mm256_set1_ps(k3[d]), q, a3);
+            a4 = _mm256_fmadd_ps(_mm256_set1_ps(k4[d]), q, a4);
+            a5 = _mm256_fmadd_ps(_mm256_set1_ps(k5[d]), q, a5);
+            a6 = _mm256_fmadd_ps(_mm256_set1_ps(k6[d]), q, a6);
+            a7 = _mm256_fmadd_ps(_mm256_set1_ps(k7[d]), q, a7);
+        }
     _mm256_storeu_ps(s + 0 * rp, a0);
     _mm256_storeu_ps(s + 1 * rp, a1);
     _mm256_storeu_ps(s + 2 * rp, a2);
@@ -4286,9 +4364,10 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
  * values of D each (row r in lanes 2r and 2r + 1): s[i * rp + r] = K row i . Q
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 8 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
- * lane is padding and only the end sums lane pairs.  Out of line, as above. */
+ * lane is padding and only the end sums lane pairs.  Out of line, as above.
+ * pr: NULL, or 8 rows of the next block to prefetch into L2. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dpairs_8x1__avx2(const float *restrict k0, int64_t ks,
-        const float *restrict qp, float *restrict s, int64_t rp)
+        const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
     const float *restrict k2 = k0 + 2 * ks;
@@ -4299,17 +4378,31 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
     const float *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d += 2) {
-        const __m256 q = _mm256_loadu_ps(qp + d * 4);
-        a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), q, a0);
-        a1 = _mm256_fmadd_ps(attn_set2__avx2(k1 + d), q, a1);
-        a2 = _mm256_fmadd_ps(attn_set2__avx2(k2 + d), q, a2);
-        a3 = _mm256_fmadd_ps(attn_set2__avx2(k3 + d), q, a3);
-        a4 = _mm256_fmadd_ps(attn_set2__avx2(k4 + d), q, a4);
-        a5 = _mm256_fmadd_ps(attn_set2__avx2(k5 + d), q, a5);
-        a6 = _mm256_fmadd_ps(attn_set2__avx2(k6 + d), q, a6);
-        a7 = _mm256_fmadd_ps(attn_set2__avx2(k7 + d), q, a7);
-    }
+    if (pr) /* one line of them an iteration, 16 lines a row */
+        for (d = 0; d < D; d += 2) {
+            const __m256 q = _mm256_loadu_ps(qp + d * 4);
+            attn_gemma2_9b_local_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
+            a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), q, a0);
+            a1 = _mm256_fmadd_ps(attn_set2__avx2(k1 + d), q, a1);
+            a2 = _mm256_fmadd_ps(attn_set2__avx2(k2 + d), q, a2);
+            a3 = _mm256_fmadd_ps(attn_set2__avx2(k3 + d), q, a3);
+            a4 = _mm256_fmadd_ps(attn_set2__avx2(k4 + d), q, a4);
+            a5 = _mm256_fmadd_ps(attn_set2__avx2(k5 + d), q, a5);
+            a6 = _mm256_fmadd_ps(attn_set2__avx2(k6 + d), q, a6);
+            a7 = _mm256_fmadd_ps(attn_set2__avx2(k7 + d), q, a7);
+        }
+    else
+        for (d = 0; d < D; d += 2) {
+            const __m256 q = _mm256_loadu_ps(qp + d * 4);
+            a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), q, a0);
+            a1 = _mm256_fmadd_ps(attn_set2__avx2(k1 + d), q, a1);
+            a2 = _mm256_fmadd_ps(attn_set2__avx2(k2 + d), q, a2);
+            a3 = _mm256_fmadd_ps(attn_set2__avx2(k3 + d), q, a3);
+            a4 = _mm256_fmadd_ps(attn_set2__avx2(k4 + d), q, a4);
+            a5 = _mm256_fmadd_ps(attn_set2__avx2(k5 + d), q, a5);
+            a6 = _mm256_fmadd_ps(attn_set2__avx2(k6 + d), q, a6);
+            a7 = _mm256_fmadd_ps(attn_set2__avx2(k7 + d), q, a7);
+        }
     attn_sum_pairs__avx2(a0, a1, s + 0 * rp, s + 1 * rp);
     attn_sum_pairs__avx2(a2, a3, s + 2 * rp, s + 3 * rp);
     attn_sum_pairs__avx2(a4, a5, s + 4 * rp, s + 5 * rp);
@@ -4376,7 +4469,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
         const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
         const attn_gemma2_9b_local_tile_class cls = full ? TILE_FULL : attn_gemma2_9b_local_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
-           worked on: half of them over the scores, half over P V */
+           worked on: half of them over the scores, half over P V;
+           into L2, the scores' half inside the lanes and pairs score kernels, a line an
+           iteration, where the lanes kernel's calls take all of them */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
@@ -4395,7 +4490,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
                     const float *k0 = attn_gemma2_9b_local_k_row(&kv, hk, j0 + c);
                     int64_t d;
                     if (c + 8 <= kb) { /* 8 keys */
-                        attn_gemma2_9b_local_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                        const float *pr[16]; /* the next block's rows this call prefetches */
+                        const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
+                        if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, 16, w->s);
+                        attn_gemma2_9b_local_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         c += 8;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
@@ -4421,7 +4519,10 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
                     const float *k0 = attn_gemma2_9b_local_k_row(&kv, hk, j0 + c);
                     int64_t d;
                     if (c + 8 <= kb) { /* 8 keys */
-                        attn_gemma2_9b_local_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                        const float *pr[8]; /* the next block's rows this call prefetches */
+                        const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
+                        if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
+                        attn_gemma2_9b_local_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         c += 8;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
@@ -6381,9 +6482,9 @@ static inline float32x4_t attn_gemma2_9b_local_sterms_2x1__neon(const attn_args 
  * s[i * rp + lane] = K row i . Q^T[.][lane], K rows ks elements apart from k0, Q^T
  * rows 8 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
- * every few FMAs. */
+ * every few FMAs.  pr: NULL, or 16 rows of the next block to prefetch into L2. */
 ATTN_NOINLINE static void attn_gemma2_9b_local_lanes_8x1_f32__neon(const float *restrict k0, int64_t ks,
-        const float *restrict qt, float *restrict s, int64_t rp)
+        const float *restrict qt, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
     const float *restrict k2 = k0 + 2 * ks;
@@ -6394,17 +6495,31 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_lanes_8x1_f32__neon(const float *
     const float *restrict k7 = k0 + 7 * ks;
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
-    for (d = 0; d < D; d++) {
-        const float32x4_t q = vld1q_f32(qt + d * 8);
-        a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), q);
-        a1 = vfmaq_f32(a1, vdupq_n_f32(k1[d]), q);
-        a2 = vfmaq_f32(a2, vdupq_n_f32(k2[d]), q);
-        a3 = vfmaq_f32(a3, vdupq_n_f32(k3[d]), q);
-        a4 = vfmaq_f32(a4, vdupq_n_f32(k4[d]), q);
-        a5 = vfmaq_f32(a5, vdupq_n_f32(k5[d]), q);
-        a6 = vfmaq_f32(a6, vdupq_n_f32(k6[d]), q);
-        a7 = vfmaq_f32(a7, vdupq_n_f32(k7[d]), q);
-    }
+    if (pr) /* one line of them an iteration, 16 lines a row */
+        for (d = 0; d < D; d++) {
+            const float32x4_t q = vld1q_f32(qt + d * 8);
+            attn_gemma2_9b_local_prefetch_line_l2(pr[d / 16] + d % 16 * 16);
+            a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), q);
+            a1 = vfmaq_f32(a1, vdupq_n_f32(k1[d]), q);
+            a2 = vfmaq_f32(a2, vdupq_n_f32(k2[d]), q);
+            a3 = vfmaq_f32(a3, vdupq_n_f32(k3[d]), q);
+            a4 = vfmaq_f32(a4, vdupq_n_f32(k4[d]), q);
+            a5 = vfmaq_f32(a5, vdupq_n_f32(k5[d]), q);
+            a6 = vfmaq_f32(a6, vdupq_n_f32(k6[d]), q);
+            a7 = vfmaq_f32(a7, vdupq_n_f32(k7[d]), q);
+        }
+    else
+        for (d = 0; d < D; d++) {
+            const float32x4_t q = vld1q_f32(qt + d * 8);
+            a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), q);
+            a1 = vfmaq_f32(a1, vdupq_n_f32(k1[d]), q);
+            a2 = vfmaq_f32(a2, vdupq_n_f32(k2[d]), q);
+            a3 = vfmaq_f32(a3, vdupq_n_f32(k3[d]), q);
+            a4 = vfmaq_f32(a4, vdupq_n_f32(k4[d]), q);
+            a5 = vfmaq_f32(a5, vdupq_n_f32(k5[d]), q);
+            a6 = vfmaq_f32(a6, vdupq_n_f32(k6[d]), q);
+            a7 = vfmaq_f32(a7, vdupq_n_f32(k7[d]), q);
+        }
     vst1q_f32(s + 0 * rp, a0);
     vst1q_f32(s + 1 * rp, a1);
     vst1q_f32(s + 2 * rp, a2);
@@ -6419,9 +6534,10 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_lanes_8x1_f32__neon(const float *
  * values of D each (row r in lanes 2r and 2r + 1): s[i * rp + r] = K row i . Q
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 4 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
- * lane is padding and only the end sums lane pairs.  Out of line, as above. */
+ * lane is padding and only the end sums lane pairs.  Out of line, as above.
+ * pr: NULL, or 8 rows of the next block to prefetch into L2. */
 ATTN_NOINLINE static void attn_gemma2_9b_local_dpairs_8x1__neon(const float *restrict k0, int64_t ks,
-        const float *restrict qp, float *restrict s, int64_t rp)
+        const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
     const float *restrict k1 = k0 + 1 * ks;
     const float *restrict k2 = k0 + 2 * ks;
@@ -6432,17 +6548,31 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_dpairs_8x1__neon(const float *res
     const float *restrict k7 = k0 + 7 * ks;
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
-    for (d = 0; d < D; d += 2) {
-        const float32x4_t q = vld1q_f32(qp + d * 2);
-        a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), q);
-        a1 = vfmaq_f32(a1, vcombine_f32(vld1_f32(k1 + d), vld1_f32(k1 + d)), q);
-        a2 = vfmaq_f32(a2, vcombine_f32(vld1_f32(k2 + d), vld1_f32(k2 + d)), q);
-        a3 = vfmaq_f32(a3, vcombine_f32(vld1_f32(k3 + d), vld1_f32(k3 + d)), q);
-        a4 = vfmaq_f32(a4, vcombine_f32(vld1_f32(k4 + d), vld1_f32(k4 + d)), q);
-        a5 = vfmaq_f32(a5, vcombine_f32(vld1_f32(k5 + d), vld1_f32(k5 + d)), q);
-        a6 = vfmaq_f32(a6, vcombine_f32(vld1_f32(k6 + d), vld1_f32(k6 + d)), q);
-        a7 = vfmaq_f32(a7, vcombine_f32(vld1_f32(k7 + d), vld1_f32(k7 + d)), q);
-    }
+    if (pr) /* one line of them an iteration, 16 lines a row */
+        for (d = 0; d < D; d += 2) {
+            const float32x4_t q = vld1q_f32(qp + d * 2);
+            attn_gemma2_9b_local_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
+            a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), q);
+            a1 = vfmaq_f32(a1, vcombine_f32(vld1_f32(k1 + d), vld1_f32(k1 + d)), q);
+            a2 = vfmaq_f32(a2, vcombine_f32(vld1_f32(k2 + d), vld1_f32(k2 + d)), q);
+            a3 = vfmaq_f32(a3, vcombine_f32(vld1_f32(k3 + d), vld1_f32(k3 + d)), q);
+            a4 = vfmaq_f32(a4, vcombine_f32(vld1_f32(k4 + d), vld1_f32(k4 + d)), q);
+            a5 = vfmaq_f32(a5, vcombine_f32(vld1_f32(k5 + d), vld1_f32(k5 + d)), q);
+            a6 = vfmaq_f32(a6, vcombine_f32(vld1_f32(k6 + d), vld1_f32(k6 + d)), q);
+            a7 = vfmaq_f32(a7, vcombine_f32(vld1_f32(k7 + d), vld1_f32(k7 + d)), q);
+        }
+    else
+        for (d = 0; d < D; d += 2) {
+            const float32x4_t q = vld1q_f32(qp + d * 2);
+            a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), q);
+            a1 = vfmaq_f32(a1, vcombine_f32(vld1_f32(k1 + d), vld1_f32(k1 + d)), q);
+            a2 = vfmaq_f32(a2, vcombine_f32(vld1_f32(k2 + d), vld1_f32(k2 + d)), q);
+            a3 = vfmaq_f32(a3, vcombine_f32(vld1_f32(k3 + d), vld1_f32(k3 + d)), q);
+            a4 = vfmaq_f32(a4, vcombine_f32(vld1_f32(k4 + d), vld1_f32(k4 + d)), q);
+            a5 = vfmaq_f32(a5, vcombine_f32(vld1_f32(k5 + d), vld1_f32(k5 + d)), q);
+            a6 = vfmaq_f32(a6, vcombine_f32(vld1_f32(k6 + d), vld1_f32(k6 + d)), q);
+            a7 = vfmaq_f32(a7, vcombine_f32(vld1_f32(k7 + d), vld1_f32(k7 + d)), q);
+        }
     attn_sum_pairs__neon(a0, a1, s + 0 * rp, s + 1 * rp);
     attn_sum_pairs__neon(a2, a3, s + 2 * rp, s + 3 * rp);
     attn_sum_pairs__neon(a4, a5, s + 4 * rp, s + 5 * rp);
@@ -6509,7 +6639,9 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
         const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
         const attn_gemma2_9b_local_tile_class cls = full ? TILE_FULL : attn_gemma2_9b_local_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
-           worked on: half of them over the scores, half over P V */
+           worked on: half of them over the scores, half over P V;
+           into L2, the scores' half inside the lanes and pairs score kernels, a line an
+           iteration, where the lanes kernel's calls take all of them */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
@@ -6528,7 +6660,10 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
                     const float *k0 = attn_gemma2_9b_local_k_row(&kv, hk, j0 + c);
                     int64_t d;
                     if (c + 8 <= kb) { /* 8 keys */
-                        attn_gemma2_9b_local_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                        const float *pr[16]; /* the next block's rows this call prefetches */
+                        const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
+                        if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, 16, w->s);
+                        attn_gemma2_9b_local_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         c += 8;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -6554,7 +6689,10 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
                     const float *k0 = attn_gemma2_9b_local_k_row(&kv, hk, j0 + c);
                     int64_t d;
                     if (c + 8 <= kb) { /* 8 keys */
-                        attn_gemma2_9b_local_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
+                        const float *pr[8]; /* the next block's rows this call prefetches */
+                        const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
+                        if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
+                        attn_gemma2_9b_local_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         c += 8;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -7951,7 +8089,9 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_dunit__scalar(const attn_args *
         const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
         const attn_gemma2_9b_local_tile_class cls = full ? TILE_FULL : attn_gemma2_9b_local_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
-           worked on: half of them over the scores, half over P V */
+           worked on: half of them over the scores, half over P V;
+           into L2, the scores' half inside the lanes and pairs score kernels, a line an
+           iteration, where the lanes kernel's calls take all of them */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;

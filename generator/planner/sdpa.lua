@@ -25,6 +25,14 @@ M.DECODE_BLOCK = 64
 -- one kv head keeps 64, 9% faster than 16 at Lq = 1; docs/decode.md).
 -- A tuned block (opts.decode_block) is taken as it is.
 M.DECODE_BLOCK_BYTES = 128 * 1024
+--- Where the blocked kernel's score kernels prefetch its next block inside
+-- their loops, a line an iteration, rather than between calls (the lanes
+-- kernel's calls all of it, the pairs kernel's half), on AMD Zen 4 at 32768
+-- keys: Llama-3-8B (rows of 8 lines) Lq = 2 / 4 14.4-14.6 -> 13.6 and 24.0
+-- -> 22.85 ms, Gemma-2-9B (16 lines) Lq = 4 / 8 33 -> 27.7 and 56.5 -> 49;
+-- GPT-2 (4 lines) Lq = 8 9.9 -> 10.1, so rows shorter than this many lines
+-- keep the prefetch between calls (docs/decode.md).
+M.ROWS_IN_SCORES_LINES = 8
 
 --- The heuristic decode block of a normalized sdpa config (what the plan
 -- takes without a tuned block; tune marks that candidate).
@@ -282,6 +290,12 @@ function M.plan(cfg, opts)
     max_splits = M.DECODE_MAX_SPLITS,
     block = opts.decode_block or M.default_decode_block(cfg),
     reason = (opts.decode_block or opts.decode_chunk) and (opts.decode_reason or "given") or nil }
+  -- the blocked kernel's prefetch of its next block runs inside its score
+  -- kernels (lanes, dpairs), one cache line an iteration, where every K and V
+  -- row has the same whole number of lines, at least ROWS_IN_SCORES_LINES: an
+  -- f32 cache, D = Dv, D a multiple of a line (docs/decode.md)
+  p.decode.rows_in_scores = p.dtype.kv == "f32" and p.D == p.Dv and p.D % p.line_floats == 0
+    and p.D >= M.ROWS_IN_SCORES_LINES * p.line_floats
   p.stream = { prefetch = M.STREAM_PREFETCH, prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR,
     page_ahead = M.STREAM_PAGE_AHEAD, split_dot = M.STREAM_SPLIT_DOT_DTYPES[p.dtype.kv] == true }
 

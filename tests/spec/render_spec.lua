@@ -301,6 +301,41 @@ describe("render", function()
       local _, n = fn_text(c, "void attn_r_pf8_prefetch_key_start("):gsub("__builtin_prefetch%(", "")
       assert.equal(2, n) -- a row of 8 floats is half a line: one line of K, one of V
     end)
+
+    it("the blocked kernel's score kernels take a line of the next block an iteration (rows of whole lines)", function()
+      local _, c = files_for({ name = "r_pk", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512", "avx2" } })
+      for _, isa in ipairs({ "avx512", "avx2" }) do
+        -- the lanes kernel: 16 rows a call (every row of the next block), the pairs kernel 8 (half)
+        local lines = { lanes_8x1_f32 = "pr[d / 8] + d % 8 * 16", dpairs_8x1 = "pr[d / 16] + d / 2 % 8 * 16" }
+        for kernel, line in pairs(lines) do
+          local fn = fn_text(c, ("void attn_r_pk_%s__%s("):format(kernel, isa))
+          assert.truthy(fn:find("int64_t rp, const float *const *pr)", 1, true), kernel)
+          assert.truthy(fn:find("if (pr)", 1, true), kernel)
+          local _, n = fn:gsub("attn_r_pk_prefetch_line_l2%(", "")
+          assert.equal(1, n, kernel) -- one line an iteration, in the loop with pr only
+          assert.truthy(fn:find("attn_r_pk_prefetch_line_l2(" .. line .. ");", 1, true), kernel)
+        end
+      end
+      -- the calls: the rows after the last prefetched, where the prefetch goes to L2
+      assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, 16, w->s);", 1, true))
+      assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, 8, w->s);", 1, true))
+      assert.truthy(c:find("const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;", 1, true))
+    end)
+
+    it("the blocked kernel prefetches between its score kernels for a 16-bit cache, D ~= Dv, short rows", function()
+      for _, cfg in ipairs({
+        { name = "r_pk16", heads_q = 32, heads_kv = 8, head_dim = 128, dtype = { q = "f32", kv = "f16", o = "f32" } },
+        { name = "r_pkdv", heads_q = 32, heads_kv = 8, head_dim = 128, head_dim_v = 64 },
+        { name = "r_pk72", heads_q = 32, heads_kv = 8, head_dim = 72 },
+        { name = "r_pk64", heads_q = 12, heads_kv = 12, head_dim = 64 }, -- rows of 4 lines (GPT-2)
+      }) do
+        cfg.isa = { "avx512" }
+        local _, c = files_for(cfg)
+        assert.is_nil(c:find("next_rows", 1, true), cfg.name)
+        assert.is_nil(c:find("prefetch_line_l2", 1, true), cfg.name)
+        assert.truthy(c:find("_lanes_8x1_", 1, true), cfg.name) -- the kernel is there, without the prefetch
+      end
+    end)
   end)
 
   describe("decode scores of half a vector of rows a kv head", function()
@@ -317,7 +352,7 @@ describe("render", function()
       local fn = c:sub(a, c:find("\n}\n", a, true))
       local _, fmas = fn:gsub("_mm512_fmadd_ps%(attn_set2__avx512%(k%d %+ d%), q, a%d%)", "")
       local _, sums = fn:gsub("attn_sum_pairs__avx512%(", "")
-      assert.equal(8, fmas)
+      assert.equal(2 * 8, fmas) -- 8 in each of its loops: with the prefetch inside and without
       assert.equal(4, sums)
     end)
 
