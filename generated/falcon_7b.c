@@ -333,7 +333,11 @@ ATTN_SHARED static int attn_falcon_7b_sees(const int64_t *first, const int64_t *
 enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
-    DECODE_BLOCK = 64 /* keys of a block inside a split */
+    DECODE_BLOCK = 64, /* keys of a block inside a split */
+    /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4), by its rows a kv head: */
+    DECODE_BLOCK_FEW = 32, /* at most half a vector */
+    DECODE_BLOCK_ONE = 64, /* one vector or one panel */
+    DECODE_BLOCK_MANY = 64 /* more panels */
 };
 
 /* A decode split's result for one row: O / l into op and the LSE (natural
@@ -1293,7 +1297,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dot_4x2_f32__a
 typedef struct {
     float qt[1152 * D];        /* Q^T in panels of 32 rows (qpack) */
     float q[1152 * 64];       /* the same rows, row-major (zero-padded to whole vectors) */
-    float s[DECODE_BLOCK * 1152];       /* S^T, then P^T: key-major */
+    float s[DECODE_BLOCK_MANY * 1152];       /* S^T, then P^T: key-major (DECODE_BLOCK_MANY >= every block) */
     float o[1152 * 64];      /* unnormalized output rows */
     float m[1152], l[1152], alpha[1152];
     int64_t lo[1152], hi[1152], sink_hi[1152], first[1152], last[1152];
@@ -1395,6 +1399,9 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    /* keys a block: where the prefetch goes to L2, more the more work a key has */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 32 ? DECODE_BLOCK_ONE
+            : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
     int64_t r, c, j0, hk;
     int full;
@@ -1423,16 +1430,16 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
-    memset(w->s, 0, sizeof(float) * (size_t)(DECODE_BLOCK * rp)); /* padding rows' scores stay finite */
+    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_falcon_7b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
-    for (j0 = j_begin; j0 < j_end; j0 += DECODE_BLOCK) {
-        const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
+    for (j0 = j_begin; j0 < j_end; j0 += bk) {
+        const int64_t kb = j_end - j0 < bk ? j_end - j0 : bk; /* keys of this block */
         const attn_falcon_7b_tile_class cls = full ? TILE_FULL : attn_falcon_7b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
+        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
 
@@ -1442,7 +1449,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + DECODE_BLOCK; c < jn + 2 * DECODE_BLOCK && c < lk; c++) attn_falcon_7b_prefetch_key_start(&kv, c);
+            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_falcon_7b_prefetch_key_start(&kv, c);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 32) * 32 * D + (hk * glp) % 32; /* its rows' Q^T */
@@ -3312,7 +3319,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dot_4x2_f32_
 typedef struct {
     float qt[1136 * D];        /* Q^T in panels of 16 rows (qpack) */
     float q[1136 * 64];       /* the same rows, row-major (zero-padded to whole vectors) */
-    float s[DECODE_BLOCK * 1136];       /* S^T, then P^T: key-major */
+    float s[DECODE_BLOCK_MANY * 1136];       /* S^T, then P^T: key-major (DECODE_BLOCK_MANY >= every block) */
     float o[1136 * 64];      /* unnormalized output rows */
     float m[1136], l[1136], alpha[1136];
     int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
@@ -3414,6 +3421,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    /* keys a block: where the prefetch goes to L2, more the more work a key has */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 16 ? DECODE_BLOCK_ONE
+            : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
     int64_t r, c, j0, hk;
     int full;
@@ -3442,16 +3452,16 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
-    memset(w->s, 0, sizeof(float) * (size_t)(DECODE_BLOCK * rp)); /* padding rows' scores stay finite */
+    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_falcon_7b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
-    for (j0 = j_begin; j0 < j_end; j0 += DECODE_BLOCK) {
-        const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
+    for (j0 = j_begin; j0 < j_end; j0 += bk) {
+        const int64_t kb = j_end - j0 < bk ? j_end - j0 : bk; /* keys of this block */
         const attn_falcon_7b_tile_class cls = full ? TILE_FULL : attn_falcon_7b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
+        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
 
@@ -3461,7 +3471,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + DECODE_BLOCK; c < jn + 2 * DECODE_BLOCK && c < lk; c++) attn_falcon_7b_prefetch_key_start(&kv, c);
+            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_falcon_7b_prefetch_key_start(&kv, c);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 16) * 16 * D + (hk * glp) % 16; /* its rows' Q^T */
@@ -5532,7 +5542,7 @@ static void attn_falcon_7b_dot_4x2_f32__neon(const float *restrict q, int64_t R,
 typedef struct {
     float qt[1136 * D];        /* Q^T in panels of 8 rows (qpack) */
     float q[1136 * 64];       /* the same rows, row-major (zero-padded to whole vectors) */
-    float s[DECODE_BLOCK * 1136];       /* S^T, then P^T: key-major */
+    float s[DECODE_BLOCK_MANY * 1136];       /* S^T, then P^T: key-major (DECODE_BLOCK_MANY >= every block) */
     float o[1136 * 64];      /* unnormalized output rows */
     float m[1136], l[1136], alpha[1136];
     int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
@@ -5634,6 +5644,9 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    /* keys a block: where the prefetch goes to L2, more the more work a key has */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 8 ? DECODE_BLOCK_ONE
+            : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
     int64_t r, c, j0, hk;
     int full;
@@ -5662,16 +5675,16 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
-    memset(w->s, 0, sizeof(float) * (size_t)(DECODE_BLOCK * rp)); /* padding rows' scores stay finite */
+    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_falcon_7b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
-    for (j0 = j_begin; j0 < j_end; j0 += DECODE_BLOCK) {
-        const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
+    for (j0 = j_begin; j0 < j_end; j0 += bk) {
+        const int64_t kb = j_end - j0 < bk ? j_end - j0 : bk; /* keys of this block */
         const attn_falcon_7b_tile_class cls = full ? TILE_FULL : attn_falcon_7b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
+        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
 
@@ -5681,7 +5694,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + DECODE_BLOCK; c < jn + 2 * DECODE_BLOCK && c < lk; c++) attn_falcon_7b_prefetch_key_start(&kv, c);
+            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_falcon_7b_prefetch_key_start(&kv, c);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 8) * 8 * D + (hk * glp) % 8; /* its rows' Q^T */
@@ -6681,7 +6694,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dot_4x2_f32__scalar(const float *rest
 typedef struct {
     float qt[1136 * D];        /* Q^T in panels of 2 rows (qpack) */
     float q[1136 * 64];       /* the same rows, row-major (zero-padded to whole vectors) */
-    float s[DECODE_BLOCK * 1136];       /* S^T, then P^T: key-major */
+    float s[DECODE_BLOCK_MANY * 1136];       /* S^T, then P^T: key-major (DECODE_BLOCK_MANY >= every block) */
     float o[1136 * 64];      /* unnormalized output rows */
     float m[1136], l[1136], alpha[1136];
     int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
@@ -6711,6 +6724,9 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    /* keys a block: where the prefetch goes to L2, more the more work a key has */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 2 ? DECODE_BLOCK_ONE
+            : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     int64_t r, c, j0, hk;
     int full;
 
@@ -6734,16 +6750,16 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
-    memset(w->s, 0, sizeof(float) * (size_t)(DECODE_BLOCK * rp)); /* padding rows' scores stay finite */
+    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_falcon_7b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
-    for (j0 = j_begin; j0 < j_end; j0 += DECODE_BLOCK) {
-        const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
+    for (j0 = j_begin; j0 < j_end; j0 += bk) {
+        const int64_t kb = j_end - j0 < bk ? j_end - j0 : bk; /* keys of this block */
         const attn_falcon_7b_tile_class cls = full ? TILE_FULL : attn_falcon_7b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
+        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
 
@@ -6753,7 +6769,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + DECODE_BLOCK; c < jn + 2 * DECODE_BLOCK && c < lk; c++) attn_falcon_7b_prefetch_key_start(&kv, c);
+            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_falcon_7b_prefetch_key_start(&kv, c);
         if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;

@@ -356,7 +356,11 @@ ATTN_SHARED static int attn_llama3_8b_sees(const int64_t *first, const int64_t *
 enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
-    DECODE_BLOCK = 16 /* keys of a block inside a split */
+    DECODE_BLOCK = 16, /* keys of a block inside a split */
+    /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4), by its rows a kv head: */
+    DECODE_BLOCK_FEW = 8, /* at most half a vector */
+    DECODE_BLOCK_ONE = 32, /* one vector or one panel */
+    DECODE_BLOCK_MANY = 64 /* more panels */
 };
 enum {
     STREAM_PREFETCH = 2, /* keys ahead, when a key's kv heads are adjacent */
@@ -1694,7 +1698,7 @@ typedef struct {
     float sq[32 * 128], so[32 * 128], sm[HKV * 4], sl[HKV * 4];
     float qt[512 * D];        /* Q^T in panels of 32 rows (qpack) */
     float q[512 * 128];       /* the same rows, row-major (zero-padded to whole vectors) */
-    float s[DECODE_BLOCK * 512];       /* S^T, then P^T: key-major */
+    float s[DECODE_BLOCK_MANY * 512];       /* S^T, then P^T: key-major (DECODE_BLOCK_MANY >= every block) */
     float o[512 * 128];      /* unnormalized output rows */
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
@@ -2442,6 +2446,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    /* keys a block: where the prefetch goes to L2, more the more work a key has */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 32 ? DECODE_BLOCK_ONE
+            : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
     int64_t r, c, j0, hk;
     int full;
@@ -2470,18 +2477,18 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
-    memset(w->s, 0, sizeof(float) * (size_t)(DECODE_BLOCK * rp)); /* padding rows' scores stay finite */
+    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
-    for (j0 = j_begin; j0 < j_end; j0 += DECODE_BLOCK) {
-        const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
+    for (j0 = j_begin; j0 < j_end; j0 += bk) {
+        const int64_t kb = j_end - j0 < bk ? j_end - j0 : bk; /* keys of this block */
         const attn_llama3_8b_tile_class cls = full ? TILE_FULL : attn_llama3_8b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V;
            into L2, the scores' half inside the lanes and pairs score kernels, a line an
            iteration, where the lanes kernel's calls take all of them */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
+        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
 
@@ -2491,7 +2498,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + DECODE_BLOCK; c < jn + 2 * DECODE_BLOCK && c < lk; c++) attn_llama3_8b_prefetch_key_start(&kv, c);
+            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_llama3_8b_prefetch_key_start(&kv, c);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 32) * 32 * D + (hk * glp) % 32; /* its rows' Q^T */
@@ -4081,7 +4088,7 @@ typedef struct {
     float sq[32 * 128], so[32 * 128], sm[HKV * 4], sl[HKV * 4];
     float qt[512 * D];        /* Q^T in panels of 16 rows (qpack) */
     float q[512 * 128];       /* the same rows, row-major (zero-padded to whole vectors) */
-    float s[DECODE_BLOCK * 512];       /* S^T, then P^T: key-major */
+    float s[DECODE_BLOCK_MANY * 512];       /* S^T, then P^T: key-major (DECODE_BLOCK_MANY >= every block) */
     float o[512 * 128];      /* unnormalized output rows */
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
@@ -4399,6 +4406,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    /* keys a block: where the prefetch goes to L2, more the more work a key has */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 16 ? DECODE_BLOCK_ONE
+            : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
     int64_t r, c, j0, hk;
     int full;
@@ -4427,18 +4437,18 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
-    memset(w->s, 0, sizeof(float) * (size_t)(DECODE_BLOCK * rp)); /* padding rows' scores stay finite */
+    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
-    for (j0 = j_begin; j0 < j_end; j0 += DECODE_BLOCK) {
-        const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
+    for (j0 = j_begin; j0 < j_end; j0 += bk) {
+        const int64_t kb = j_end - j0 < bk ? j_end - j0 : bk; /* keys of this block */
         const attn_llama3_8b_tile_class cls = full ? TILE_FULL : attn_llama3_8b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V;
            into L2, the scores' half inside the lanes and pairs score kernels, a line an
            iteration, where the lanes kernel's calls take all of them */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
+        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
 
@@ -4448,7 +4458,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + DECODE_BLOCK; c < jn + 2 * DECODE_BLOCK && c < lk; c++) attn_llama3_8b_prefetch_key_start(&kv, c);
+            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_llama3_8b_prefetch_key_start(&kv, c);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 16) * 16 * D + (hk * glp) % 16; /* its rows' Q^T */
@@ -6233,7 +6243,7 @@ typedef struct {
     float sq[32 * 128], so[32 * 128], sm[HKV * 4], sl[HKV * 4];
     float qt[512 * D];        /* Q^T in panels of 8 rows (qpack) */
     float q[512 * 128];       /* the same rows, row-major (zero-padded to whole vectors) */
-    float s[DECODE_BLOCK * 512];       /* S^T, then P^T: key-major */
+    float s[DECODE_BLOCK_MANY * 512];       /* S^T, then P^T: key-major (DECODE_BLOCK_MANY >= every block) */
     float o[512 * 128];      /* unnormalized output rows */
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
@@ -6474,6 +6484,9 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    /* keys a block: where the prefetch goes to L2, more the more work a key has */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 8 ? DECODE_BLOCK_ONE
+            : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
     int64_t r, c, j0, hk;
     int full;
@@ -6502,18 +6515,18 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
-    memset(w->s, 0, sizeof(float) * (size_t)(DECODE_BLOCK * rp)); /* padding rows' scores stay finite */
+    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
-    for (j0 = j_begin; j0 < j_end; j0 += DECODE_BLOCK) {
-        const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
+    for (j0 = j_begin; j0 < j_end; j0 += bk) {
+        const int64_t kb = j_end - j0 < bk ? j_end - j0 : bk; /* keys of this block */
         const attn_llama3_8b_tile_class cls = full ? TILE_FULL : attn_llama3_8b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V;
            into L2, the scores' half inside the lanes and pairs score kernels, a line an
            iteration, where the lanes kernel's calls take all of them */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
+        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
 
@@ -6523,7 +6536,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + DECODE_BLOCK; c < jn + 2 * DECODE_BLOCK && c < lk; c++) attn_llama3_8b_prefetch_key_start(&kv, c);
+            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_llama3_8b_prefetch_key_start(&kv, c);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 8) * 8 * D + (hk * glp) % 8; /* its rows' Q^T */
@@ -7727,7 +7740,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dot_4x2_f32__scalar(const float *rest
 typedef struct {
     float qt[512 * D];        /* Q^T in panels of 2 rows (qpack) */
     float q[512 * 128];       /* the same rows, row-major (zero-padded to whole vectors) */
-    float s[DECODE_BLOCK * 512];       /* S^T, then P^T: key-major */
+    float s[DECODE_BLOCK_MANY * 512];       /* S^T, then P^T: key-major (DECODE_BLOCK_MANY >= every block) */
     float o[512 * 128];      /* unnormalized output rows */
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
@@ -7757,6 +7770,9 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    /* keys a block: where the prefetch goes to L2, more the more work a key has */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 2 ? DECODE_BLOCK_ONE
+            : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     int64_t r, c, j0, hk;
     int full;
 
@@ -7780,18 +7796,18 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
         w->l[r] = 0.0f;
     }
     memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
-    memset(w->s, 0, sizeof(float) * (size_t)(DECODE_BLOCK * rp)); /* padding rows' scores stay finite */
+    memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
 
-    for (j0 = j_begin; j0 < j_end; j0 += DECODE_BLOCK) {
-        const int64_t kb = j_end - j0 < DECODE_BLOCK ? j_end - j0 : DECODE_BLOCK; /* keys of this block */
+    for (j0 = j_begin; j0 < j_end; j0 += bk) {
+        const int64_t kb = j_end - j0 < bk ? j_end - j0 : bk; /* keys of this block */
         const attn_llama3_8b_tile_class cls = full ? TILE_FULL : attn_llama3_8b_classify(rp, j0, j0 + kb, w->lo, w->hi, w->sink_hi, w->first, w->last);
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V;
            into L2, the scores' half inside the lanes and pairs score kernels, a line an
            iteration, where the lanes kernel's calls take all of them */
-        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < DECODE_BLOCK ? lk - jn : DECODE_BLOCK);
+        const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
 
@@ -7801,7 +7817,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + DECODE_BLOCK; c < jn + 2 * DECODE_BLOCK && c < lk; c++) attn_llama3_8b_prefetch_key_start(&kv, c);
+            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_llama3_8b_prefetch_key_start(&kv, c);
         if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;

@@ -20,9 +20,10 @@ M.DECODE_BLOCK = 64
 --- The blocked decode kernel prefetches the next block's K and V (every kv
 -- head) while it works on one, so a block is at most DECODE_BLOCK_BYTES of
 -- them: DECODE_BLOCK keys where that fits, else fewer, a multiple of 8
--- (Llama-3-8B, f32: 16 keys; at 32768 keys, one thread, Lq = 2 took 13.3 ms
--- with blocks of 16 and 14.5 with 32, Lq = 4 16.3 and 16.6; Falcon-7B's
--- one kv head keeps 64, 9% faster than 16 at Lq = 1; docs/decode.md).
+-- (Llama-3-8B, f32: 16 keys; at 32768 keys, one thread, on Zen 5, Lq = 2 took
+-- 13.3 ms with blocks of 16 and 14.5 with 32, Lq = 4 16.3 and 16.6; Falcon-7B's
+-- one kv head keeps 64, 9% faster than 16 at Lq = 1; docs/decode.md; on Zen 4
+-- the blocked kernel scales it by its rows, DECODE_BLOCK_SCALE below).
 -- A tuned block (opts.decode_block) is taken as it is.
 M.DECODE_BLOCK_BYTES = 128 * 1024
 --- Where the blocked kernel's score kernels prefetch its next block inside
@@ -33,6 +34,15 @@ M.DECODE_BLOCK_BYTES = 128 * 1024
 -- GPT-2 (4 lines) Lq = 8 9.9 -> 10.1, so rows shorter than this many lines
 -- keep the prefetch between calls (docs/decode.md).
 M.ROWS_IN_SCORES_LINES = 8
+--- Where that prefetch goes to L2 (AMD Zen 4), the blocked kernel's block
+-- follows the rows' work a key: DECODE_BLOCK keys scaled by these factors
+-- with at most half a vector of rows a kv head, one vector or one panel,
+-- and more panels (a multiple of 8 keys, at least 8, at most the larger of
+-- DECODE_BLOCK and the block itself).  Llama-3-8B on Zen 4, 32768 keys (blocks
+-- of 8 / 16 / 32 / 64 keys): Lq = 2 12.8 / 13.2-13.6 / 14.7 ms, Lq = 4 24.4 /
+-- 22.8 / 22.3 / 22.4, Lq = 8 - / 45.2-45.4 / 43.9-44.2 / 44.6, Lq = 16 - /
+-- 90.2-91.3 / 87.6-88.1 / 86.4-87.4 (docs/decode.md).
+M.DECODE_BLOCK_SCALE = { few = 0.5, one = 2, many = 4 }
 
 --- The heuristic decode block of a normalized sdpa config (what the plan
 -- takes without a tuned block; tune marks that candidate).
@@ -296,6 +306,11 @@ function M.plan(cfg, opts)
   -- f32 cache, D = Dv, D a multiple of a line (docs/decode.md)
   p.decode.rows_in_scores = p.dtype.kv == "f32" and p.D == p.Dv and p.D % p.line_floats == 0
     and p.D >= M.ROWS_IN_SCORES_LINES * p.line_floats
+  local cap = math.min(p.decode.chunk, math.max(p.decode.block, M.DECODE_BLOCK))
+  p.decode.blocks = {}
+  for class, f in pairs(M.DECODE_BLOCK_SCALE) do
+    p.decode.blocks[class] = math.min(cap, math.max(8, math.floor(p.decode.block * f / 8) * 8))
+  end
   p.stream = { prefetch = M.STREAM_PREFETCH, prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR,
     page_ahead = M.STREAM_PAGE_AHEAD, split_dot = M.STREAM_SPLIT_DOT_DTYPES[p.dtype.kv] == true }
 

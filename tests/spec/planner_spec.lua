@@ -462,6 +462,35 @@ describe("ISA storage-type operations", function()
     end)
   end)
 
+  describe("blocked decode blocks", function()
+    it("scale the heuristic or tuned block by the rows' work a key, in whole steps of 8 keys", function()
+      local llama = { heads_q = 32, heads_kv = 8, head_dim = 128 }
+      local cases = {
+        { llama, nil, 16, { few = 8, one = 32, many = 64 } },                       -- 8 KiB a key
+        { { heads_q = 71, heads_kv = 1, head_dim = 64 }, nil, 64, { few = 32, one = 64, many = 64 } }, -- Falcon-7B
+        { { heads_q = 16, heads_kv = 8, head_dim = 256 }, nil, 8, { few = 8, one = 16, many = 32 } }, -- 16 KiB a key
+        { llama, { decode_block = 128 }, 128, { few = 64, one = 128, many = 128 } }, -- tuned: never below it
+        { llama, { decode_block = 8 }, 8, { few = 8, one = 16, many = 32 } },
+      }
+      for i, c in ipairs(cases) do
+        local p = plan_of(c[1], c[2])
+        assert.equal(c[3], p.decode.block, i)
+        assert.same(c[4], p.decode.blocks, i)
+        for _, keys in pairs(p.decode.blocks) do
+          assert.is_true(is_integer(keys) and keys % 8 == 0 and keys <= p.decode.chunk, i)
+        end
+      end
+    end)
+    it("prefetch inside the score kernels where K and V rows are f32, of D = Dv and 8 whole lines or more", function()
+      assert.is_true(plan_of({ heads_q = 32, heads_kv = 8, head_dim = 128 }).decode.rows_in_scores)
+      assert.is_true(plan_of({ heads_q = 16, heads_kv = 8, head_dim = 256 }).decode.rows_in_scores)
+      assert.is_false(plan_of({ heads_q = 12, heads_kv = 12, head_dim = 64 }).decode.rows_in_scores)
+      assert.is_false(plan_of({ heads_q = 32, heads_kv = 8, head_dim = 136 }).decode.rows_in_scores)
+      assert.is_false(plan_of({ heads_q = 32, heads_kv = 8, head_dim = 128, head_dim_v = 256 }).decode.rows_in_scores)
+      assert.is_false(plan_of({ heads_q = 32, heads_kv = 8, head_dim = 128, dtype = "bf16" }).decode.rows_in_scores)
+    end)
+  end)
+
   describe("dropout", function()
     it("takes the blocked decode path (no streaming kernel) and sets the spec's dropout only when on", function()
       local on, off = plan_of({ heads_kv = 4, dropout = true }), plan_of({ heads_kv = 4 })

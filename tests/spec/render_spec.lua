@@ -290,7 +290,8 @@ describe("render", function()
       local _, n = starts:gsub("__builtin_prefetch%(", "")
       assert.equal(8, n)
       -- the blocked kernel asks for them a block further, where its prefetch goes to L2
-      assert.truthy(c:find("if (pf == ATTN_PREFETCH_L2)\n            for (c = jn + DECODE_BLOCK;", 1, true))
+      local further = "if (pf == ATTN_PREFETCH_L2)\n            for (c = jn + bk; c < jn + 2 * bk && c < lk;"
+      assert.truthy(c:find(further, 1, true))
     end)
 
     it("the 16-bit pair step, bound by its work, does not; short rows ask for the lines they have", function()
