@@ -366,6 +366,14 @@ ATTN_SHARED static void attn_bert_base_dresult(const float *o, float m, float l,
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
 }
 
+/* Row pl of the blocked kernel's next block (its keys from jn), in address
+ * order: key by key, the K rows of every kv head, then the V rows. */
+static inline const float *attn_bert_base_next_row(const attn_bert_base_kv *kv, int64_t jn, int64_t pl)
+{
+    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+    return ph < HKV ? attn_bert_base_k_row(kv, ph, pj) : attn_bert_base_v_row(kv, ph - HKV, pj);
+}
+
 /* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not
  * see the key (its span, tested when partial). */
 static inline int attn_bert_base_shidden(const attn_args *args, const int64_t *lo, const int64_t *hi, const int64_t *sink_hi,
@@ -2446,12 +2454,12 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row_l2(row, n);
                         else
-                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -2472,12 +2480,12 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row_l2(row, n);
                         else
-                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -2489,12 +2497,12 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
                     attn_bert_base_dot_4x2_f32__avx512(w->q + hk * glp * 64, glp, attn_bert_base_k_row(&kv, hk, j0 + c),
                             attn_bert_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row_l2(row, n);
                         else
-                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -2507,23 +2515,23 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_bert_base_qk_8x32_f32__avx512(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_bert_base_prefetch_row_l2(row, n);
                             else
-                                attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_bert_base_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_bert_base_qk_1x32_f32__avx512(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row_l2(row, n);
                         else
-                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -2571,12 +2579,12 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_bert_base_prefetch_row_l2(row, n);
                     else
-                        attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_bert_base_prefetch_row(row, n);
                 }
             }
         }
@@ -6503,12 +6511,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row_l2(row, n);
                         else
-                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -6529,12 +6537,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row_l2(row, n);
                         else
-                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -6546,12 +6554,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
                     attn_bert_base_dot_4x2_f32__avx2(w->q + hk * glp * 64, glp, attn_bert_base_k_row(&kv, hk, j0 + c),
                             attn_bert_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row_l2(row, n);
                         else
-                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -6564,23 +6572,23 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_bert_base_qk_4x16_f32__avx2(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_bert_base_prefetch_row_l2(row, n);
                             else
-                                attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_bert_base_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_bert_base_qk_1x16_f32__avx2(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row_l2(row, n);
                         else
-                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -6628,12 +6636,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_bert_base_prefetch_row_l2(row, n);
                     else
-                        attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_bert_base_prefetch_row(row, n);
                 }
             }
         }
@@ -9657,12 +9665,12 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row_l2(row, n);
                         else
-                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -9683,12 +9691,12 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row_l2(row, n);
                         else
-                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -9700,12 +9708,12 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
                     attn_bert_base_dot_4x2_f32__neon(w->q + hk * glp * 64, glp, attn_bert_base_k_row(&kv, hk, j0 + c),
                             attn_bert_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row_l2(row, n);
                         else
-                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -9718,23 +9726,23 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_bert_base_qk_8x8_f32__neon(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_bert_base_prefetch_row_l2(row, n);
                             else
-                                attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_bert_base_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_bert_base_qk_1x8_f32__neon(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row_l2(row, n);
                         else
-                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -9782,12 +9790,12 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_bert_base_prefetch_row_l2(row, n);
                     else
-                        attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_bert_base_prefetch_row(row, n);
                 }
             }
         }
@@ -11150,12 +11158,12 @@ ATTN_NO_AUTOVEC static void attn_bert_base_dunit__scalar(const attn_args *args, 
                     attn_bert_base_dot_4x2_f32__scalar(w->q + hk * glp * 64, glp, attn_bert_base_k_row(&kv, hk, j0 + c),
                             attn_bert_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row_l2(row, n);
                         else
-                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -11168,23 +11176,23 @@ ATTN_NO_AUTOVEC static void attn_bert_base_dunit__scalar(const attn_args *args, 
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_bert_base_qk_4x2_f32__scalar(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_bert_base_prefetch_row_l2(row, n);
                             else
-                                attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_bert_base_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_bert_base_qk_1x2_f32__scalar(attn_bert_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row_l2(row, n);
                         else
-                            attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_bert_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -11211,12 +11219,12 @@ ATTN_NO_AUTOVEC static void attn_bert_base_dunit__scalar(const attn_args *args, 
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_bert_base_k_row(&kv, ph, pj) : attn_bert_base_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_bert_base_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_bert_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_bert_base_prefetch_row_l2(row, n);
                     else
-                        attn_bert_base_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_bert_base_prefetch_row(row, n);
                 }
             }
         }

@@ -350,6 +350,14 @@ ATTN_SHARED static void attn_falcon_7b_dresult(const float *o, float m, float l,
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
 }
 
+/* Row pl of the blocked kernel's next block (its keys from jn), in address
+ * order: key by key, the K rows of every kv head, then the V rows. */
+static inline const float *attn_falcon_7b_next_row(const attn_falcon_7b_kv *kv, int64_t jn, int64_t pl)
+{
+    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+    return ph < HKV ? attn_falcon_7b_k_row(kv, ph, pj) : attn_falcon_7b_v_row(kv, ph - HKV, pj);
+}
+
 /* ======================================================================== */
 /* avx512: 16 lanes of f32, 32 registers; build part 1 */
 /* ======================================================================== */
@@ -1466,12 +1474,12 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row_l2(row, n);
                         else
-                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -1492,12 +1500,12 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row_l2(row, n);
                         else
-                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -1509,12 +1517,12 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
                     attn_falcon_7b_dot_4x2_f32__avx512(w->q + hk * glp * 64, glp, attn_falcon_7b_k_row(&kv, hk, j0 + c),
                             attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row_l2(row, n);
                         else
-                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -1527,23 +1535,23 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_falcon_7b_qk_8x32_f32__avx512(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_falcon_7b_prefetch_row_l2(row, n);
                             else
-                                attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_falcon_7b_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_falcon_7b_qk_1x32_f32__avx512(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row_l2(row, n);
                         else
-                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -1591,12 +1599,12 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_falcon_7b_prefetch_row_l2(row, n);
                     else
-                        attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_falcon_7b_prefetch_row(row, n);
                 }
             }
         }
@@ -3488,12 +3496,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row_l2(row, n);
                         else
-                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -3514,12 +3522,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row_l2(row, n);
                         else
-                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -3531,12 +3539,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
                     attn_falcon_7b_dot_4x2_f32__avx2(w->q + hk * glp * 64, glp, attn_falcon_7b_k_row(&kv, hk, j0 + c),
                             attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row_l2(row, n);
                         else
-                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -3549,23 +3557,23 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_falcon_7b_qk_4x16_f32__avx2(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_falcon_7b_prefetch_row_l2(row, n);
                             else
-                                attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_falcon_7b_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_falcon_7b_qk_1x16_f32__avx2(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row_l2(row, n);
                         else
-                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -3613,12 +3621,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_falcon_7b_prefetch_row_l2(row, n);
                     else
-                        attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_falcon_7b_prefetch_row(row, n);
                 }
             }
         }
@@ -5711,12 +5719,12 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row_l2(row, n);
                         else
-                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -5737,12 +5745,12 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row_l2(row, n);
                         else
-                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -5754,12 +5762,12 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     attn_falcon_7b_dot_4x2_f32__neon(w->q + hk * glp * 64, glp, attn_falcon_7b_k_row(&kv, hk, j0 + c),
                             attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row_l2(row, n);
                         else
-                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -5772,23 +5780,23 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_falcon_7b_qk_8x8_f32__neon(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_falcon_7b_prefetch_row_l2(row, n);
                             else
-                                attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_falcon_7b_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_falcon_7b_qk_1x8_f32__neon(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row_l2(row, n);
                         else
-                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -5836,12 +5844,12 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_falcon_7b_prefetch_row_l2(row, n);
                     else
-                        attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_falcon_7b_prefetch_row(row, n);
                 }
             }
         }
@@ -6777,12 +6785,12 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
                     attn_falcon_7b_dot_4x2_f32__scalar(w->q + hk * glp * 64, glp, attn_falcon_7b_k_row(&kv, hk, j0 + c),
                             attn_falcon_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row_l2(row, n);
                         else
-                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -6795,23 +6803,23 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_falcon_7b_qk_4x2_f32__scalar(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_falcon_7b_prefetch_row_l2(row, n);
                             else
-                                attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_falcon_7b_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_falcon_7b_qk_1x2_f32__scalar(attn_falcon_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row_l2(row, n);
                         else
-                            attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_falcon_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -6838,12 +6846,12 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_falcon_7b_k_row(&kv, ph, pj) : attn_falcon_7b_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_falcon_7b_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_falcon_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_falcon_7b_prefetch_row_l2(row, n);
                     else
-                        attn_falcon_7b_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_falcon_7b_prefetch_row(row, n);
                 }
             }
         }

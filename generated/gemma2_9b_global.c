@@ -379,18 +379,22 @@ ATTN_SHARED static void attn_gemma2_9b_global_dresult(const float *o, float m, f
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
 }
 
-/* The blocked kernel's next block (keys from jn, pn rows in address order: key
- * by key, the K rows of every kv head, then the V rows): rows pl, pl + 1, ...
- * into pr[0..n), for a score kernel to prefetch; past pn, `idle` (a line in
- * L1).  Returns the row after them, at most pn. */
+/* Row pl of the blocked kernel's next block (its keys from jn), in address
+ * order: key by key, the K rows of every kv head, then the V rows. */
+static inline const float *attn_gemma2_9b_global_next_row(const attn_gemma2_9b_global_kv *kv, int64_t jn, int64_t pl)
+{
+    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+    return ph < HKV ? attn_gemma2_9b_global_k_row(kv, ph, pj) : attn_gemma2_9b_global_v_row(kv, ph - HKV, pj);
+}
+
+/* Rows pl, pl + 1, ... of the next block (of pn) into pr[0..n), for a score
+ * kernel to prefetch; past pn, `idle` (a line in L1).  Returns the row after
+ * them, at most pn. */
 static inline int64_t attn_gemma2_9b_global_next_rows(const attn_gemma2_9b_global_kv *kv, int64_t jn, int64_t pn, int64_t pl, const float **pr, int n,
         const float *idle)
 {
     int q;
-    for (q = 0; q < n; q++, pl++) {
-        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-        pr[q] = pl >= pn ? idle : ph < HKV ? attn_gemma2_9b_global_k_row(kv, ph, pj) : attn_gemma2_9b_global_v_row(kv, ph - HKV, pj);
-    }
+    for (q = 0; q < n; q++, pl++) pr[q] = pl >= pn ? idle : attn_gemma2_9b_global_next_row(kv, jn, pl);
     return pl < pn ? pl : pn;
 }
 
@@ -2508,12 +2512,12 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(row, n);
                         else
-                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row(row, n);
                     }
                 }
             }
@@ -2537,12 +2541,12 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(row, n);
                         else
-                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row(row, n);
                     }
                 }
             }
@@ -2554,12 +2558,12 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                     attn_gemma2_9b_global_dot_4x2_f32__avx512(w->q + hk * glp * 256, glp, attn_gemma2_9b_global_k_row(&kv, hk, j0 + c),
                             attn_gemma2_9b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(row, n);
                         else
-                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row(row, n);
                     }
                 }
             }
@@ -2572,23 +2576,23 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_gemma2_9b_global_qk_8x32_f32__avx512(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_gemma2_9b_global_prefetch_row_l2(row, n);
                             else
-                                attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_gemma2_9b_global_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_global_qk_1x32_f32__avx512(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(row, n);
                         else
-                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row(row, n);
                     }
                 }
             }
@@ -2643,12 +2647,12 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_gemma2_9b_global_prefetch_row_l2(row, n);
                     else
-                        attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_gemma2_9b_global_prefetch_row(row, n);
                 }
             }
         }
@@ -4511,12 +4515,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(row, n);
                         else
-                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row(row, n);
                     }
                 }
             }
@@ -4540,12 +4544,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(row, n);
                         else
-                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row(row, n);
                     }
                 }
             }
@@ -4557,12 +4561,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
                     attn_gemma2_9b_global_dot_4x2_f32__avx2(w->q + hk * glp * 256, glp, attn_gemma2_9b_global_k_row(&kv, hk, j0 + c),
                             attn_gemma2_9b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(row, n);
                         else
-                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row(row, n);
                     }
                 }
             }
@@ -4575,23 +4579,23 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_gemma2_9b_global_qk_4x16_f32__avx2(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_gemma2_9b_global_prefetch_row_l2(row, n);
                             else
-                                attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_gemma2_9b_global_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_global_qk_1x16_f32__avx2(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(row, n);
                         else
-                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row(row, n);
                     }
                 }
             }
@@ -4646,12 +4650,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_gemma2_9b_global_prefetch_row_l2(row, n);
                     else
-                        attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_gemma2_9b_global_prefetch_row(row, n);
                 }
             }
         }
@@ -6684,12 +6688,12 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(row, n);
                         else
-                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row(row, n);
                     }
                 }
             }
@@ -6713,12 +6717,12 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(row, n);
                         else
-                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row(row, n);
                     }
                 }
             }
@@ -6730,12 +6734,12 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
                     attn_gemma2_9b_global_dot_4x2_f32__neon(w->q + hk * glp * 256, glp, attn_gemma2_9b_global_k_row(&kv, hk, j0 + c),
                             attn_gemma2_9b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(row, n);
                         else
-                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row(row, n);
                     }
                 }
             }
@@ -6748,23 +6752,23 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_gemma2_9b_global_qk_8x8_f32__neon(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_gemma2_9b_global_prefetch_row_l2(row, n);
                             else
-                                attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_gemma2_9b_global_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_global_qk_1x8_f32__neon(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(row, n);
                         else
-                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row(row, n);
                     }
                 }
             }
@@ -6819,12 +6823,12 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_gemma2_9b_global_prefetch_row_l2(row, n);
                     else
-                        attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_gemma2_9b_global_prefetch_row(row, n);
                 }
             }
         }
@@ -8125,12 +8129,12 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_dunit__scalar(const attn_args 
                     attn_gemma2_9b_global_dot_4x2_f32__scalar(w->q + hk * glp * 256, glp, attn_gemma2_9b_global_k_row(&kv, hk, j0 + c),
                             attn_gemma2_9b_global_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(row, n);
                         else
-                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row(row, n);
                     }
                 }
             }
@@ -8143,23 +8147,23 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_dunit__scalar(const attn_args 
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_gemma2_9b_global_qk_4x2_f32__scalar(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_gemma2_9b_global_prefetch_row_l2(row, n);
                             else
-                                attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_gemma2_9b_global_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_gemma2_9b_global_qk_1x2_f32__scalar(attn_gemma2_9b_global_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row_l2(row, n);
                         else
-                            attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_gemma2_9b_global_prefetch_row(row, n);
                     }
                 }
             }
@@ -8193,12 +8197,12 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_dunit__scalar(const attn_args 
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_gemma2_9b_global_k_row(&kv, ph, pj) : attn_gemma2_9b_global_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_gemma2_9b_global_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_gemma2_9b_global_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_gemma2_9b_global_prefetch_row_l2(row, n);
                     else
-                        attn_gemma2_9b_global_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_gemma2_9b_global_prefetch_row(row, n);
                 }
             }
         }

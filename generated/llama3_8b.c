@@ -378,18 +378,22 @@ ATTN_SHARED static void attn_llama3_8b_dresult(const float *o, float m, float l,
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
 }
 
-/* The blocked kernel's next block (keys from jn, pn rows in address order: key
- * by key, the K rows of every kv head, then the V rows): rows pl, pl + 1, ...
- * into pr[0..n), for a score kernel to prefetch; past pn, `idle` (a line in
- * L1).  Returns the row after them, at most pn. */
+/* Row pl of the blocked kernel's next block (its keys from jn), in address
+ * order: key by key, the K rows of every kv head, then the V rows. */
+static inline const float *attn_llama3_8b_next_row(const attn_llama3_8b_kv *kv, int64_t jn, int64_t pl)
+{
+    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+    return ph < HKV ? attn_llama3_8b_k_row(kv, ph, pj) : attn_llama3_8b_v_row(kv, ph - HKV, pj);
+}
+
+/* Rows pl, pl + 1, ... of the next block (of pn) into pr[0..n), for a score
+ * kernel to prefetch; past pn, `idle` (a line in L1).  Returns the row after
+ * them, at most pn. */
 static inline int64_t attn_llama3_8b_next_rows(const attn_llama3_8b_kv *kv, int64_t jn, int64_t pn, int64_t pl, const float **pr, int n,
         const float *idle)
 {
     int q;
-    for (q = 0; q < n; q++, pl++) {
-        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-        pr[q] = pl >= pn ? idle : ph < HKV ? attn_llama3_8b_k_row(kv, ph, pj) : attn_llama3_8b_v_row(kv, ph - HKV, pj);
-    }
+    for (q = 0; q < n; q++, pl++) pr[q] = pl >= pn ? idle : attn_llama3_8b_next_row(kv, jn, pl);
     return pl < pn ? pl : pn;
 }
 
@@ -2518,12 +2522,12 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row(row, n);
                     }
                 }
             }
@@ -2547,12 +2551,12 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row(row, n);
                     }
                 }
             }
@@ -2564,12 +2568,12 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                     attn_llama3_8b_dot_4x2_f32__avx512(w->q + hk * glp * 128, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row(row, n);
                     }
                 }
             }
@@ -2582,23 +2586,23 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_llama3_8b_qk_8x32_f32__avx512(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_prefetch_row_l2(row, n);
                             else
-                                attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_qk_1x32_f32__avx512(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row(row, n);
                     }
                 }
             }
@@ -2646,12 +2650,12 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_prefetch_row_l2(row, n);
                     else
-                        attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_prefetch_row(row, n);
                 }
             }
         }
@@ -4478,12 +4482,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row(row, n);
                     }
                 }
             }
@@ -4507,12 +4511,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row(row, n);
                     }
                 }
             }
@@ -4524,12 +4528,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                     attn_llama3_8b_dot_4x2_f32__avx2(w->q + hk * glp * 128, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row(row, n);
                     }
                 }
             }
@@ -4542,23 +4546,23 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_llama3_8b_qk_4x16_f32__avx2(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_prefetch_row_l2(row, n);
                             else
-                                attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_qk_1x16_f32__avx2(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row(row, n);
                     }
                 }
             }
@@ -4606,12 +4610,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_prefetch_row_l2(row, n);
                     else
-                        attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_prefetch_row(row, n);
                 }
             }
         }
@@ -6556,12 +6560,12 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row(row, n);
                     }
                 }
             }
@@ -6585,12 +6589,12 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row(row, n);
                     }
                 }
             }
@@ -6602,12 +6606,12 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     attn_llama3_8b_dot_4x2_f32__neon(w->q + hk * glp * 128, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row(row, n);
                     }
                 }
             }
@@ -6620,23 +6624,23 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_llama3_8b_qk_8x8_f32__neon(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_prefetch_row_l2(row, n);
                             else
-                                attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_qk_1x8_f32__neon(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row(row, n);
                     }
                 }
             }
@@ -6684,12 +6688,12 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_prefetch_row_l2(row, n);
                     else
-                        attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_prefetch_row(row, n);
                 }
             }
         }
@@ -7825,12 +7829,12 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
                     attn_llama3_8b_dot_4x2_f32__scalar(w->q + hk * glp * 128, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row(row, n);
                     }
                 }
             }
@@ -7843,23 +7847,23 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_llama3_8b_qk_4x2_f32__scalar(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_prefetch_row_l2(row, n);
                             else
-                                attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_qk_1x2_f32__scalar(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_prefetch_row(row, n);
                     }
                 }
             }
@@ -7886,12 +7890,12 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_llama3_8b_k_row(&kv, ph, pj) : attn_llama3_8b_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_llama3_8b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_prefetch_row_l2(row, n);
                     else
-                        attn_llama3_8b_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_prefetch_row(row, n);
                 }
             }
         }

@@ -406,6 +406,14 @@ ATTN_SHARED static void attn_llama3_8b_f16kv_dresult(const float *o, float m, fl
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
 }
 
+/* Row pl of the blocked kernel's next block (its keys from jn), in address
+ * order: key by key, the K rows of every kv head, then the V rows. */
+static inline const uint16_t *attn_llama3_8b_f16kv_next_row(const attn_llama3_8b_f16kv_kv *kv, int64_t jn, int64_t pl)
+{
+    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+    return ph < HKV ? attn_llama3_8b_f16kv_k_row(kv, ph, pj) : attn_llama3_8b_f16kv_v_row(kv, ph - HKV, pj);
+}
+
 /* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not
  * see the key (its span, tested when partial). */
 static inline int attn_llama3_8b_f16kv_shidden(const attn_args *args, const int64_t *lo, const int64_t *hi, const int64_t *sink_hi,
@@ -2916,12 +2924,12 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, n);
                     }
                 }
             }
@@ -2933,12 +2941,12 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                     attn_llama3_8b_f16kv_dot_4x2_f16__avx512(w->q + hk * glp * 128, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, n);
                     }
                 }
             }
@@ -2951,23 +2959,23 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_llama3_8b_f16kv_qk_8x32_f16__avx512(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                            const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                             else
-                                attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_f16kv_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_f16kv_qk_1x32_f16__avx512(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, n);
                     }
                 }
             }
@@ -3015,12 +3023,12 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                    const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                     else
-                        attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_f16kv_prefetch_row(row, n);
                 }
             }
         }
@@ -5067,12 +5075,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, n);
                     }
                 }
             }
@@ -5084,12 +5092,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                     attn_llama3_8b_f16kv_dot_4x2_f16__avx2(w->q + hk * glp * 128, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, n);
                     }
                 }
             }
@@ -5102,23 +5110,23 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_llama3_8b_f16kv_qk_4x16_f16__avx2(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                            const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                             else
-                                attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_f16kv_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_f16kv_qk_1x16_f16__avx2(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, n);
                     }
                 }
             }
@@ -5166,12 +5174,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                    const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                     else
-                        attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_f16kv_prefetch_row(row, n);
                 }
             }
         }
@@ -7541,12 +7549,12 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, n);
                     }
                 }
             }
@@ -7558,12 +7566,12 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                     attn_llama3_8b_f16kv_dot_4x2_f16__neon(w->q + hk * glp * 128, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, n);
                     }
                 }
             }
@@ -7576,23 +7584,23 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_llama3_8b_f16kv_qk_8x8_f16__neon(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                            const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                             else
-                                attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_f16kv_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_f16kv_qk_1x8_f16__neon(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, n);
                     }
                 }
             }
@@ -7640,12 +7648,12 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                    const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                     else
-                        attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_f16kv_prefetch_row(row, n);
                 }
             }
         }
@@ -9083,12 +9091,12 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
                     attn_llama3_8b_f16kv_dot_4x2_f16__scalar(w->q + hk * glp * 128, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, n);
                     }
                 }
             }
@@ -9101,23 +9109,23 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_llama3_8b_f16kv_qk_4x2_f16__scalar(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                            const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                             else
-                                attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_llama3_8b_f16kv_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_llama3_8b_f16kv_qk_1x2_f16__scalar(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                         else
-                            attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_llama3_8b_f16kv_prefetch_row(row, n);
                     }
                 }
             }
@@ -9144,12 +9152,12 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const uint16_t *row = ph < HKV ? attn_llama3_8b_f16kv_k_row(&kv, ph, pj) : attn_llama3_8b_f16kv_v_row(&kv, ph - HKV, pj);
+                    const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_llama3_8b_f16kv_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_f16kv_prefetch_row_l2(row, n);
                     else
-                        attn_llama3_8b_f16kv_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_llama3_8b_f16kv_prefetch_row(row, n);
                 }
             }
         }

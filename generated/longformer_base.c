@@ -372,6 +372,14 @@ ATTN_SHARED static void attn_longformer_base_dresult(const float *o, float m, fl
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
 }
 
+/* Row pl of the blocked kernel's next block (its keys from jn), in address
+ * order: key by key, the K rows of every kv head, then the V rows. */
+static inline const float *attn_longformer_base_next_row(const attn_longformer_base_kv *kv, int64_t jn, int64_t pl)
+{
+    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+    return ph < HKV ? attn_longformer_base_k_row(kv, ph, pj) : attn_longformer_base_v_row(kv, ph - HKV, pj);
+}
+
 /* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not
  * see the key (its span, tested when partial). */
 static inline int attn_longformer_base_shidden(const attn_args *args, const int64_t *lo, const int64_t *hi, const int64_t *sink_hi,
@@ -2452,12 +2460,12 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row_l2(row, n);
                         else
-                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -2478,12 +2486,12 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row_l2(row, n);
                         else
-                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -2495,12 +2503,12 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
                     attn_longformer_base_dot_4x2_f32__avx512(w->q + hk * glp * 64, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
                             attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row_l2(row, n);
                         else
-                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -2513,23 +2521,23 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_longformer_base_qk_8x32_f32__avx512(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_longformer_base_prefetch_row_l2(row, n);
                             else
-                                attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_longformer_base_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_longformer_base_qk_1x32_f32__avx512(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row_l2(row, n);
                         else
-                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -2577,12 +2585,12 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_longformer_base_prefetch_row_l2(row, n);
                     else
-                        attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_longformer_base_prefetch_row(row, n);
                 }
             }
         }
@@ -6509,12 +6517,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row_l2(row, n);
                         else
-                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -6535,12 +6543,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row_l2(row, n);
                         else
-                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -6552,12 +6560,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
                     attn_longformer_base_dot_4x2_f32__avx2(w->q + hk * glp * 64, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
                             attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row_l2(row, n);
                         else
-                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -6570,23 +6578,23 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_longformer_base_qk_4x16_f32__avx2(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_longformer_base_prefetch_row_l2(row, n);
                             else
-                                attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_longformer_base_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_longformer_base_qk_1x16_f32__avx2(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row_l2(row, n);
                         else
-                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -6634,12 +6642,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_longformer_base_prefetch_row_l2(row, n);
                     else
-                        attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_longformer_base_prefetch_row(row, n);
                 }
             }
         }
@@ -9663,12 +9671,12 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row_l2(row, n);
                         else
-                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -9689,12 +9697,12 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row_l2(row, n);
                         else
-                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -9706,12 +9714,12 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
                     attn_longformer_base_dot_4x2_f32__neon(w->q + hk * glp * 64, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
                             attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row_l2(row, n);
                         else
-                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -9724,23 +9732,23 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_longformer_base_qk_8x8_f32__neon(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_longformer_base_prefetch_row_l2(row, n);
                             else
-                                attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_longformer_base_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_longformer_base_qk_1x8_f32__neon(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row_l2(row, n);
                         else
-                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -9788,12 +9796,12 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_longformer_base_prefetch_row_l2(row, n);
                     else
-                        attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_longformer_base_prefetch_row(row, n);
                 }
             }
         }
@@ -11156,12 +11164,12 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_dunit__scalar(const attn_args *
                     attn_longformer_base_dot_4x2_f32__scalar(w->q + hk * glp * 64, glp, attn_longformer_base_k_row(&kv, hk, j0 + c),
                             attn_longformer_base_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row_l2(row, n);
                         else
-                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -11174,23 +11182,23 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_dunit__scalar(const attn_args *
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_longformer_base_qk_4x2_f32__scalar(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_longformer_base_prefetch_row_l2(row, n);
                             else
-                                attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_longformer_base_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_longformer_base_qk_1x2_f32__scalar(attn_longformer_base_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row_l2(row, n);
                         else
-                            attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_longformer_base_prefetch_row(row, n);
                     }
                 }
             }
@@ -11217,12 +11225,12 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_dunit__scalar(const attn_args *
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_longformer_base_k_row(&kv, ph, pj) : attn_longformer_base_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_longformer_base_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_longformer_base_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_longformer_base_prefetch_row_l2(row, n);
                     else
-                        attn_longformer_base_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_longformer_base_prefetch_row(row, n);
                 }
             }
         }

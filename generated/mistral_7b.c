@@ -379,18 +379,22 @@ ATTN_SHARED static void attn_mistral_7b_dresult(const float *o, float m, float l
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
 }
 
-/* The blocked kernel's next block (keys from jn, pn rows in address order: key
- * by key, the K rows of every kv head, then the V rows): rows pl, pl + 1, ...
- * into pr[0..n), for a score kernel to prefetch; past pn, `idle` (a line in
- * L1).  Returns the row after them, at most pn. */
+/* Row pl of the blocked kernel's next block (its keys from jn), in address
+ * order: key by key, the K rows of every kv head, then the V rows. */
+static inline const float *attn_mistral_7b_next_row(const attn_mistral_7b_kv *kv, int64_t jn, int64_t pl)
+{
+    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+    return ph < HKV ? attn_mistral_7b_k_row(kv, ph, pj) : attn_mistral_7b_v_row(kv, ph - HKV, pj);
+}
+
+/* Rows pl, pl + 1, ... of the next block (of pn) into pr[0..n), for a score
+ * kernel to prefetch; past pn, `idle` (a line in L1).  Returns the row after
+ * them, at most pn. */
 static inline int64_t attn_mistral_7b_next_rows(const attn_mistral_7b_kv *kv, int64_t jn, int64_t pn, int64_t pl, const float **pr, int n,
         const float *idle)
 {
     int q;
-    for (q = 0; q < n; q++, pl++) {
-        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-        pr[q] = pl >= pn ? idle : ph < HKV ? attn_mistral_7b_k_row(kv, ph, pj) : attn_mistral_7b_v_row(kv, ph - HKV, pj);
-    }
+    for (q = 0; q < n; q++, pl++) pr[q] = pl >= pn ? idle : attn_mistral_7b_next_row(kv, jn, pl);
     return pl < pn ? pl : pn;
 }
 
@@ -2519,12 +2523,12 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -2548,12 +2552,12 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -2565,12 +2569,12 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                     attn_mistral_7b_dot_4x2_f32__avx512(w->q + hk * glp * 128, glp, attn_mistral_7b_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -2583,23 +2587,23 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_mistral_7b_qk_8x32_f32__avx512(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_prefetch_row_l2(row, n);
                             else
-                                attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_qk_1x32_f32__avx512(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -2647,12 +2651,12 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_prefetch_row_l2(row, n);
                     else
-                        attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_prefetch_row(row, n);
                 }
             }
         }
@@ -4479,12 +4483,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -4508,12 +4512,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -4525,12 +4529,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
                     attn_mistral_7b_dot_4x2_f32__avx2(w->q + hk * glp * 128, glp, attn_mistral_7b_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -4543,23 +4547,23 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_mistral_7b_qk_4x16_f32__avx2(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_prefetch_row_l2(row, n);
                             else
-                                attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_qk_1x16_f32__avx2(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -4607,12 +4611,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_prefetch_row_l2(row, n);
                     else
-                        attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_prefetch_row(row, n);
                 }
             }
         }
@@ -6557,12 +6561,12 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -6586,12 +6590,12 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -6603,12 +6607,12 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
                     attn_mistral_7b_dot_4x2_f32__neon(w->q + hk * glp * 128, glp, attn_mistral_7b_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -6621,23 +6625,23 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_mistral_7b_qk_8x8_f32__neon(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_prefetch_row_l2(row, n);
                             else
-                                attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_qk_1x8_f32__neon(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -6685,12 +6689,12 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_prefetch_row_l2(row, n);
                     else
-                        attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_prefetch_row(row, n);
                 }
             }
         }
@@ -7826,12 +7830,12 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
                     attn_mistral_7b_dot_4x2_f32__scalar(w->q + hk * glp * 128, glp, attn_mistral_7b_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -7844,23 +7848,23 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_mistral_7b_qk_4x2_f32__scalar(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                            const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_prefetch_row_l2(row, n);
                             else
-                                attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_qk_1x2_f32__scalar(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                        const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_prefetch_row(row, n);
                     }
                 }
             }
@@ -7887,12 +7891,12 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const float *row = ph < HKV ? attn_mistral_7b_k_row(&kv, ph, pj) : attn_mistral_7b_v_row(&kv, ph - HKV, pj);
+                    const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_mistral_7b_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_prefetch_row_l2(row, n);
                     else
-                        attn_mistral_7b_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_prefetch_row(row, n);
                 }
             }
         }

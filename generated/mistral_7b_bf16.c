@@ -385,6 +385,14 @@ ATTN_SHARED static void attn_mistral_7b_bf16_dresult(const float *o, float m, fl
     *lp = l == 0.0f ? -INFINITY : m * 0.693147181f + logf(l);
 }
 
+/* Row pl of the blocked kernel's next block (its keys from jn), in address
+ * order: key by key, the K rows of every kv head, then the V rows. */
+static inline const uint16_t *attn_mistral_7b_bf16_next_row(const attn_mistral_7b_bf16_kv *kv, int64_t jn, int64_t pl)
+{
+    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
+    return ph < HKV ? attn_mistral_7b_bf16_k_row(kv, ph, pj) : attn_mistral_7b_bf16_v_row(kv, ph - HKV, pj);
+}
+
 /* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not
  * see the key (its span, tested when partial). */
 static inline int attn_mistral_7b_bf16_shidden(const attn_args *args, const int64_t *lo, const int64_t *hi, const int64_t *sink_hi,
@@ -2905,12 +2913,12 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, n);
                     }
                 }
             }
@@ -2922,12 +2930,12 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
                     attn_mistral_7b_bf16_dot_4x2_bf16__avx512(w->q + hk * glp * 128, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, n);
                     }
                 }
             }
@@ -2940,23 +2948,23 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_mistral_7b_bf16_qk_8x32_bf16__avx512(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                            const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                             else
-                                attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_bf16_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_bf16_qk_1x32_bf16__avx512(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, n);
                     }
                 }
             }
@@ -3004,12 +3012,12 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                    const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                     else
-                        attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_bf16_prefetch_row(row, n);
                 }
             }
         }
@@ -5055,12 +5063,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, n);
                     }
                 }
             }
@@ -5072,12 +5080,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
                     attn_mistral_7b_bf16_dot_4x2_bf16__avx2(w->q + hk * glp * 128, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, n);
                     }
                 }
             }
@@ -5090,23 +5098,23 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_mistral_7b_bf16_qk_4x16_bf16__avx2(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                            const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                             else
-                                attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_bf16_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_bf16_qk_1x16_bf16__avx2(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, n);
                     }
                 }
             }
@@ -5154,12 +5162,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                    const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                     else
-                        attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_bf16_prefetch_row(row, n);
                 }
             }
         }
@@ -7519,12 +7527,12 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, n);
                     }
                 }
             }
@@ -7536,12 +7544,12 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
                     attn_mistral_7b_bf16_dot_4x2_bf16__neon(w->q + hk * glp * 128, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, n);
                     }
                 }
             }
@@ -7554,23 +7562,23 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
                     for (c = 0; c + 8 <= kb; c += 8) {
                         attn_mistral_7b_bf16_qk_8x8_bf16__neon(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                            const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                             else
-                                attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_bf16_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_bf16_qk_1x8_bf16__neon(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, n);
                     }
                 }
             }
@@ -7618,12 +7626,12 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                    const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                     else
-                        attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_bf16_prefetch_row(row, n);
                 }
             }
         }
@@ -9063,12 +9071,12 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
                     attn_mistral_7b_bf16_dot_4x2_bf16__scalar(w->q + hk * glp * 128, glp, attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c),
                             attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, n);
                     }
                 }
             }
@@ -9081,23 +9089,23 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
                     for (c = 0; c + 4 <= kb; c += 4) {
                         attn_mistral_7b_bf16_qk_4x2_bf16__scalar(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
-                            const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                            const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                            const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                            const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
-                                attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                             else
-                                attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                                attn_mistral_7b_bf16_prefetch_row(row, n);
                         }
                     }
                     for (; c < kb; c++)
                         attn_mistral_7b_bf16_qk_1x2_bf16__scalar(attn_mistral_7b_bf16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                     for (; pf && pl < pn / 2 * (pan + 1) / (HKV * npan); pl++) { /* the next block, in address order */
-                        const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                        const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                        const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                         if (pf == ATTN_PREFETCH_L2)
-                            attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                         else
-                            attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                            attn_mistral_7b_bf16_prefetch_row(row, n);
                     }
                 }
             }
@@ -9124,12 +9132,12 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
-                    const int64_t pj = jn + pl / (2 * HKV), ph = pl % (2 * HKV);
-                    const uint16_t *row = ph < HKV ? attn_mistral_7b_bf16_k_row(&kv, ph, pj) : attn_mistral_7b_bf16_v_row(&kv, ph - HKV, pj);
+                    const uint16_t *row = attn_mistral_7b_bf16_next_row(&kv, jn, pl);
+                    const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                     if (pf == ATTN_PREFETCH_L2)
-                        attn_mistral_7b_bf16_prefetch_row_l2(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_bf16_prefetch_row_l2(row, n);
                     else
-                        attn_mistral_7b_bf16_prefetch_row(row, ph < HKV ? D : DV);
+                        attn_mistral_7b_bf16_prefetch_row(row, n);
                 }
             }
         }
