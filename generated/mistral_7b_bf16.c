@@ -2805,16 +2805,28 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     const uint16_t *restrict k7 = k0 + 7 * ks;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d++) {
-        const __m512 q = _mm512_loadu_ps(qt + d * 32);
-        a0 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_bf16__scalar(k0[d])), q, a0);
-        a1 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_bf16__scalar(k1[d])), q, a1);
-        a2 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_bf16__scalar(k2[d])), q, a2);
-        a3 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_bf16__scalar(k3[d])), q, a3);
-        a4 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_bf16__scalar(k4[d])), q, a4);
-        a5 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_bf16__scalar(k5[d])), q, a5);
-        a6 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_bf16__scalar(k6[d])), q, a6);
-        a7 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_bf16__scalar(k7[d])), q, a7);
+    float kw[128]; /* 16 values of D of each key from d0, widened once */
+    int64_t d0;
+    for (d0 = 0; d0 < D; d0 += 16) {
+        _mm512_storeu_ps(kw + 0, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k0 + d0))), 16)));
+        _mm512_storeu_ps(kw + 16, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k1 + d0))), 16)));
+        _mm512_storeu_ps(kw + 32, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k2 + d0))), 16)));
+        _mm512_storeu_ps(kw + 48, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k3 + d0))), 16)));
+        _mm512_storeu_ps(kw + 64, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k4 + d0))), 16)));
+        _mm512_storeu_ps(kw + 80, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k5 + d0))), 16)));
+        _mm512_storeu_ps(kw + 96, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k6 + d0))), 16)));
+        _mm512_storeu_ps(kw + 112, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(k7 + d0))), 16)));
+        for (d = d0; d < d0 + 16; d++) {
+            const __m512 q = _mm512_loadu_ps(qt + d * 32);
+            a0 = _mm512_fmadd_ps(_mm512_set1_ps(kw[0 + d - d0]), q, a0);
+            a1 = _mm512_fmadd_ps(_mm512_set1_ps(kw[16 + d - d0]), q, a1);
+            a2 = _mm512_fmadd_ps(_mm512_set1_ps(kw[32 + d - d0]), q, a2);
+            a3 = _mm512_fmadd_ps(_mm512_set1_ps(kw[48 + d - d0]), q, a3);
+            a4 = _mm512_fmadd_ps(_mm512_set1_ps(kw[64 + d - d0]), q, a4);
+            a5 = _mm512_fmadd_ps(_mm512_set1_ps(kw[80 + d - d0]), q, a5);
+            a6 = _mm512_fmadd_ps(_mm512_set1_ps(kw[96 + d - d0]), q, a6);
+            a7 = _mm512_fmadd_ps(_mm512_set1_ps(kw[112 + d - d0]), q, a7);
+        }
     }
     _mm512_storeu_ps(s + 0 * rp, a0);
     _mm512_storeu_ps(s + 1 * rp, a1);
@@ -4955,16 +4967,28 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
     const uint16_t *restrict k7 = k0 + 7 * ks;
     __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
     int64_t d;
-    for (d = 0; d < D; d++) {
-        const __m256 q = _mm256_loadu_ps(qt + d * 16);
-        a0 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_bf16__scalar(k0[d])), q, a0);
-        a1 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_bf16__scalar(k1[d])), q, a1);
-        a2 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_bf16__scalar(k2[d])), q, a2);
-        a3 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_bf16__scalar(k3[d])), q, a3);
-        a4 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_bf16__scalar(k4[d])), q, a4);
-        a5 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_bf16__scalar(k5[d])), q, a5);
-        a6 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_bf16__scalar(k6[d])), q, a6);
-        a7 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_bf16__scalar(k7[d])), q, a7);
+    float kw[64]; /* 8 values of D of each key from d0, widened once */
+    int64_t d0;
+    for (d0 = 0; d0 < D; d0 += 8) {
+        _mm256_storeu_ps(kw + 0, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k0 + d0))), 16)));
+        _mm256_storeu_ps(kw + 8, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k1 + d0))), 16)));
+        _mm256_storeu_ps(kw + 16, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k2 + d0))), 16)));
+        _mm256_storeu_ps(kw + 24, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k3 + d0))), 16)));
+        _mm256_storeu_ps(kw + 32, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k4 + d0))), 16)));
+        _mm256_storeu_ps(kw + 40, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k5 + d0))), 16)));
+        _mm256_storeu_ps(kw + 48, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k6 + d0))), 16)));
+        _mm256_storeu_ps(kw + 56, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(k7 + d0))), 16)));
+        for (d = d0; d < d0 + 8; d++) {
+            const __m256 q = _mm256_loadu_ps(qt + d * 16);
+            a0 = _mm256_fmadd_ps(_mm256_set1_ps(kw[0 + d - d0]), q, a0);
+            a1 = _mm256_fmadd_ps(_mm256_set1_ps(kw[8 + d - d0]), q, a1);
+            a2 = _mm256_fmadd_ps(_mm256_set1_ps(kw[16 + d - d0]), q, a2);
+            a3 = _mm256_fmadd_ps(_mm256_set1_ps(kw[24 + d - d0]), q, a3);
+            a4 = _mm256_fmadd_ps(_mm256_set1_ps(kw[32 + d - d0]), q, a4);
+            a5 = _mm256_fmadd_ps(_mm256_set1_ps(kw[40 + d - d0]), q, a5);
+            a6 = _mm256_fmadd_ps(_mm256_set1_ps(kw[48 + d - d0]), q, a6);
+            a7 = _mm256_fmadd_ps(_mm256_set1_ps(kw[56 + d - d0]), q, a7);
+        }
     }
     _mm256_storeu_ps(s + 0 * rp, a0);
     _mm256_storeu_ps(s + 1 * rp, a1);
@@ -7419,16 +7443,28 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_lanes_8x1_bf16__neon(const uint16
     const uint16_t *restrict k7 = k0 + 7 * ks;
     float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(0.0f), a2 = vdupq_n_f32(0.0f), a3 = vdupq_n_f32(0.0f), a4 = vdupq_n_f32(0.0f), a5 = vdupq_n_f32(0.0f), a6 = vdupq_n_f32(0.0f), a7 = vdupq_n_f32(0.0f);
     int64_t d;
-    for (d = 0; d < D; d++) {
-        const float32x4_t q = vld1q_f32(qt + d * 8);
-        a0 = vfmaq_f32(a0, vdupq_n_f32(attn_widen_bf16__scalar(k0[d])), q);
-        a1 = vfmaq_f32(a1, vdupq_n_f32(attn_widen_bf16__scalar(k1[d])), q);
-        a2 = vfmaq_f32(a2, vdupq_n_f32(attn_widen_bf16__scalar(k2[d])), q);
-        a3 = vfmaq_f32(a3, vdupq_n_f32(attn_widen_bf16__scalar(k3[d])), q);
-        a4 = vfmaq_f32(a4, vdupq_n_f32(attn_widen_bf16__scalar(k4[d])), q);
-        a5 = vfmaq_f32(a5, vdupq_n_f32(attn_widen_bf16__scalar(k5[d])), q);
-        a6 = vfmaq_f32(a6, vdupq_n_f32(attn_widen_bf16__scalar(k6[d])), q);
-        a7 = vfmaq_f32(a7, vdupq_n_f32(attn_widen_bf16__scalar(k7[d])), q);
+    float kw[32]; /* 4 values of D of each key from d0, widened once */
+    int64_t d0;
+    for (d0 = 0; d0 < D; d0 += 4) {
+        vst1q_f32(kw + 0, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k0 + d0), 16)));
+        vst1q_f32(kw + 4, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k1 + d0), 16)));
+        vst1q_f32(kw + 8, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k2 + d0), 16)));
+        vst1q_f32(kw + 12, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k3 + d0), 16)));
+        vst1q_f32(kw + 16, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k4 + d0), 16)));
+        vst1q_f32(kw + 20, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k5 + d0), 16)));
+        vst1q_f32(kw + 24, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k6 + d0), 16)));
+        vst1q_f32(kw + 28, vreinterpretq_f32_u32(vshll_n_u16(vld1_u16(k7 + d0), 16)));
+        for (d = d0; d < d0 + 4; d++) {
+            const float32x4_t q = vld1q_f32(qt + d * 8);
+            a0 = vfmaq_f32(a0, vdupq_n_f32(kw[0 + d - d0]), q);
+            a1 = vfmaq_f32(a1, vdupq_n_f32(kw[4 + d - d0]), q);
+            a2 = vfmaq_f32(a2, vdupq_n_f32(kw[8 + d - d0]), q);
+            a3 = vfmaq_f32(a3, vdupq_n_f32(kw[12 + d - d0]), q);
+            a4 = vfmaq_f32(a4, vdupq_n_f32(kw[16 + d - d0]), q);
+            a5 = vfmaq_f32(a5, vdupq_n_f32(kw[20 + d - d0]), q);
+            a6 = vfmaq_f32(a6, vdupq_n_f32(kw[24 + d - d0]), q);
+            a7 = vfmaq_f32(a7, vdupq_n_f32(kw[28 + d - d0]), q);
+        }
     }
     vst1q_f32(s + 0 * rp, a0);
     vst1q_f32(s + 1 * rp, a1);

@@ -655,6 +655,15 @@ extern const attn_kernel attn_t_sparse_strided_kernel, attn_t_sparse_fixed_kerne
 Test(decode, sparse_strided) { run_decode(&attn_t_sparse_strided_kernel); }
 Test(decode, sparse_fixed) { run_decode(&attn_t_sparse_fixed_kernel); }
 
+/* 16-bit caches on the decode path: the blocked kernel's scores with a vector
+   of rows a kv head widen each key's values a vector at a time (Lq 3 of the
+   f16 cache's group of 4; Lq 7 of bf16's group of 2, D = 72, and Lq 16 of the
+   MHA f16 config, D = 59: the last values of D in part of a vector). */
+extern const attn_kernel attn_t_f16_cache_kernel, attn_t_bf16_all_kernel, attn_t_f16_odd_kernel;
+Test(decode, f16_cache) { run_decode(&attn_t_f16_cache_kernel); }
+Test(decode, bf16_all) { run_decode(&attn_t_bf16_all_kernel); }
+Test(decode, f16_odd) { run_decode(&attn_t_f16_odd_kernel); }
+
 /* ---- the reference's masks against masks written out by hand ------------ */
 
 /* One mask: the rules (a one-head spec), the shape (lk_b < 0: no padding)

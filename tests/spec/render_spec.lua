@@ -337,6 +337,18 @@ describe("render", function()
         assert.truthy(c:find("_lanes_8x1_", 1, true), cfg.name) -- the kernel is there, without the prefetch
       end
     end)
+
+    it("the lanes scores from a 16-bit cache widen a vector of each key's values at a time", function()
+      local _, c = files_for({ name = "r_w16", heads_q = 32, heads_kv = 8, head_dim = 72, isa = { "avx512" },
+        dtype = { q = "f32", kv = "f16", o = "f32" } })
+      local fn = fn_text(c, "void attn_r_w16_lanes_8x1_f16__avx512(")
+      assert.is_nil(fn:find("attn_widen_f16__scalar", 1, true)) -- no value widened on its own
+      local _, full = fn:gsub("_mm512_storeu_ps%(kw %+ %d+, _mm512_cvtph_ps%(", "")
+      local _, part = fn:gsub("_mm512_storeu_ps%(kw %+ %d+, attn_loadn_f16__avx512%(k%d %+ d0, 8%)%)", "")
+      assert.equal(8, full) -- 8 keys, a vector each
+      assert.equal(8, part) -- and the last 8 of D = 72
+      assert.truthy(fn:find("_mm512_set1_ps(kw[112 + d - d0])", 1, true))
+    end)
   end)
 
   describe("decode scores of half a vector of rows a kv head", function()
