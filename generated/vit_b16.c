@@ -346,7 +346,7 @@ enum {
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
     DECODE_BLOCK = 16, /* keys of a block inside a split */
     /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4), by its rows a kv head: */
-    DECODE_BLOCK_FEW = 8, /* at most half a vector */
+    DECODE_BLOCK_FEW = 8, /* in pairs or dot products, below one panel */
     DECODE_BLOCK_ONE = 32, /* one vector or one panel */
     DECODE_BLOCK_MANY = 64 /* more panels */
 };

@@ -36,9 +36,9 @@ M.DECODE_BLOCK_BYTES = 128 * 1024
 M.ROWS_IN_SCORES_LINES = 8
 --- Where that prefetch goes to L2 (AMD Zen 4), the blocked kernel's block
 -- follows the rows' work a key: DECODE_BLOCK keys scaled by these factors
--- with at most half a vector of rows a kv head, one vector or one panel,
--- and more panels (a multiple of 8 keys, at least 8, at most the larger of
--- DECODE_BLOCK and the block itself).  Llama-3-8B on Zen 4, 32768 keys (blocks
+-- where a kv head's rows take the pairs or dot-product scores (below one
+-- panel), one vector or one panel, and more panels (a multiple of 8 keys,
+-- at least 8, at most the larger of DECODE_BLOCK and the block itself).  Llama-3-8B on Zen 4, 32768 keys (blocks
 -- of 8 / 16 / 32 / 64 keys): Lq = 2 12.8 / 13.2-13.6 / 14.7 ms, Lq = 4 24.4 /
 -- 22.8 / 22.3 / 22.4, Lq = 8 - / 45.2-45.4 / 43.9-44.2 / 44.6, Lq = 16 - /
 -- 90.2-91.3 / 87.6-88.1 / 86.4-87.4 (docs/decode.md).
