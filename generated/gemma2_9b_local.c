@@ -2885,6 +2885,8 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_gemma2_9b_local_d
 #endif
     {
         attn_gemma2_9b_local_dscratch__avx512 *w = (attn_gemma2_9b_local_dscratch__avx512 *)attn_alloc(sizeof(*w));
+        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
+        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -2897,7 +2899,7 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_gemma2_9b_local_d
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                switch (GROUP * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                if (stream) switch (rows) { /* the streaming kernel's rows */
                 case 2:
                     attn_gemma2_9b_local_sunit_2x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
                     continue;
@@ -4888,6 +4890,8 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_gemma2_9b_local
 #endif
     {
         attn_gemma2_9b_local_dscratch__avx2 *w = (attn_gemma2_9b_local_dscratch__avx2 *)attn_alloc(sizeof(*w));
+        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
+        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -4900,7 +4904,7 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_gemma2_9b_local
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                switch (GROUP * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                if (stream) switch (rows) { /* the streaming kernel's rows */
                 case 2:
                     attn_gemma2_9b_local_sunit_2x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
                     continue;
@@ -7011,6 +7015,8 @@ static attn_status attn_gemma2_9b_local_decode__neon(const attn_args *args)
 #endif
     {
         attn_gemma2_9b_local_dscratch__neon *w = (attn_gemma2_9b_local_dscratch__neon *)attn_alloc(sizeof(*w));
+        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
+        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -7023,7 +7029,7 @@ static attn_status attn_gemma2_9b_local_decode__neon(const attn_args *args)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                switch (GROUP * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                if (stream) switch (rows) { /* the streaming kernel's rows */
                 case 2:
                     attn_gemma2_9b_local_sunit_2x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
                     continue;

@@ -2887,6 +2887,8 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_llama3_8b_decode_
 #endif
     {
         attn_llama3_8b_dscratch__avx512 *w = (attn_llama3_8b_dscratch__avx512 *)attn_alloc(sizeof(*w));
+        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
+        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -2899,7 +2901,7 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_llama3_8b_decode_
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                switch (GROUP * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                if (stream) switch (rows) { /* the streaming kernel's rows */
                 case 4:
                     attn_llama3_8b_sunit_4x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
                     continue;
@@ -4847,6 +4849,8 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_llama3_8b_decod
 #endif
     {
         attn_llama3_8b_dscratch__avx2 *w = (attn_llama3_8b_dscratch__avx2 *)attn_alloc(sizeof(*w));
+        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
+        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -4859,7 +4863,7 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_llama3_8b_decod
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                switch (GROUP * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                if (stream) switch (rows) { /* the streaming kernel's rows */
                 case 4:
                     attn_llama3_8b_sunit_4x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
                     continue;
@@ -6875,6 +6879,8 @@ static attn_status attn_llama3_8b_decode__neon(const attn_args *args)
 #endif
     {
         attn_llama3_8b_dscratch__neon *w = (attn_llama3_8b_dscratch__neon *)attn_alloc(sizeof(*w));
+        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
+        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -6887,7 +6893,7 @@ static attn_status attn_llama3_8b_decode__neon(const attn_args *args)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                switch (GROUP * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                if (stream) switch (rows) { /* the streaming kernel's rows */
                 case 4:
                     attn_llama3_8b_sunit_4x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
                     continue;

@@ -3172,6 +3172,8 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_longformer_base_d
 #endif
     {
         attn_longformer_base_dscratch__avx512 *w = (attn_longformer_base_dscratch__avx512 *)attn_alloc(sizeof(*w));
+        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
+        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -3184,7 +3186,7 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_longformer_base_d
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                switch (GROUP * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                if (stream) switch (rows) { /* the streaming kernel's rows */
                 case 1:
                     attn_longformer_base_sunit_1x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
                     continue;
@@ -7229,6 +7231,8 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_longformer_base
 #endif
     {
         attn_longformer_base_dscratch__avx2 *w = (attn_longformer_base_dscratch__avx2 *)attn_alloc(sizeof(*w));
+        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
+        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -7241,7 +7245,7 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_longformer_base
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                switch (GROUP * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                if (stream) switch (rows) { /* the streaming kernel's rows */
                 case 1:
                     attn_longformer_base_sunit_1x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
                     continue;
@@ -10283,6 +10287,8 @@ static attn_status attn_longformer_base_decode__neon(const attn_args *args)
 #endif
     {
         attn_longformer_base_dscratch__neon *w = (attn_longformer_base_dscratch__neon *)attn_alloc(sizeof(*w));
+        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
+        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -10295,7 +10301,7 @@ static attn_status attn_longformer_base_decode__neon(const attn_args *args)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                switch (GROUP * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                if (stream) switch (rows) { /* the streaming kernel's rows */
                 case 1:
                     attn_longformer_base_sunit_1x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
                     continue;

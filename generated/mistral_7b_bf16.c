@@ -3231,6 +3231,8 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_mistral_7b_bf16_d
 #endif
     {
         attn_mistral_7b_bf16_dscratch__avx512 *w = (attn_mistral_7b_bf16_dscratch__avx512 *)attn_alloc(sizeof(*w));
+        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
+        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -3243,7 +3245,7 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_mistral_7b_bf16_d
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                switch (GROUP * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                if (stream) switch (rows) { /* the streaming kernel's rows */
                 case 4:
                     attn_mistral_7b_bf16_sunit_4x1__avx512(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
                     continue;
@@ -5393,6 +5395,8 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_mistral_7b_bf16
 #endif
     {
         attn_mistral_7b_bf16_dscratch__avx2 *w = (attn_mistral_7b_bf16_dscratch__avx2 *)attn_alloc(sizeof(*w));
+        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
+        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -5405,7 +5409,7 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_mistral_7b_bf16
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                switch (GROUP * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                if (stream) switch (rows) { /* the streaming kernel's rows */
                 case 4:
                     attn_mistral_7b_bf16_sunit_4x1__avx2(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
                     continue;
@@ -7869,6 +7873,8 @@ static attn_status attn_mistral_7b_bf16_decode__neon(const attn_args *args)
 #endif
     {
         attn_mistral_7b_bf16_dscratch__neon *w = (attn_mistral_7b_bf16_dscratch__neon *)attn_alloc(sizeof(*w));
+        const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
+        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -7881,7 +7887,7 @@ static attn_status attn_mistral_7b_bf16_decode__neon(const attn_args *args)
 #endif
         for (u = 0; u < units; u++) /* u = b * nsplit + split */
             if (w) {
-                switch (GROUP * args->seq_q) { /* up to 4 rows a kv head: the streaming path */
+                if (stream) switch (rows) { /* the streaming kernel's rows */
                 case 4:
                     attn_mistral_7b_bf16_sunit_4x1__neon(args, u / nsplit, (u % nsplit) * chunk, chunk, w, opart + u * R * DV, lpart + u * R);
                     continue;

@@ -236,6 +236,16 @@ int attn_decode_key_pairs(void);
  */
 int attn_decode_even_rows(void);
 /*
+ * The most query rows a kv head that the decode path's streaming kernel takes
+ * (it holds 1 to 4); more go to the blocked kernel.  4 by default; 1 on AMD
+ * Zen 4 (family 19h with AVX-512), where the blocked kernel, with its next
+ * block's prefetch into L2, reads 2-4 rows a kv head faster (Llama-3-8B,
+ * Lq 1, 4096 keys: 1.28 -> 1.02 ms; an f16 cache at 32768 keys: 9.0 -> 7.1
+ * ms) and one row (MHA) slower (docs/decode.md).  ATTNGEN_DECODE_STREAM_ROWS
+ * = 0 to 4 in the environment overrides it (0: the blocked kernel always).
+ */
+int attn_decode_stream_rows(void);
+/*
  * Whether a kernel stores its output rows non-temporally (past the caches,
  * without reading each line of O first): where the CPU has such stores, O
  * (at o, element strides stride[3] of elem bytes) lies in whole vectors of

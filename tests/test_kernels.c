@@ -293,8 +293,9 @@ Test(entry, decode_prefetch_ignores_an_unknown_level)
 /* The streaming decode kernels of an f32 cache hold a one-key and a two-key
  * step, the runtime choosing by CPU (attn_decode_key_pairs); the matrix of each
  * kernel runs this CPU's choice, these the other one too, on every x86 variant
- * this CPU runs: Llama-3-8B (4 rows a kv head) and GPT-2 (MHA: the two-key step
- * at 3 and 4 query rows). */
+ * this CPU runs, with the streaming kernel taking all the rows it holds
+ * (attn_decode_stream_rows): Llama-3-8B (4 rows a kv head) and GPT-2 (MHA: the
+ * two-key step at 3 and 4 query rows). */
 /* The matrices of n kernels on every x86 variant this CPU runs (skipped without one). */
 static void run_on_x86(const attn_kernel *const *ks, size_t n)
 {
@@ -314,6 +315,7 @@ static void run_stream_steps(const char *pairs)
 {
     const attn_kernel *ks[] = { &attn_llama3_8b_kernel, &attn_gpt2_kernel };
     setenv("ATTNGEN_DECODE_KEY_PAIRS", pairs, 1);
+    setenv("ATTNGEN_DECODE_STREAM_ROWS", "4", 1); /* every row count the streaming kernel holds */
     cr_assert_eq(attn_decode_key_pairs(), atoi(pairs));
     run_on_x86(ks, sizeof ks / sizeof *ks);
 }
@@ -663,6 +665,24 @@ extern const attn_kernel attn_t_f16_cache_kernel, attn_t_bf16_all_kernel, attn_t
 Test(decode, f16_cache) { run_decode(&attn_t_f16_cache_kernel); }
 Test(decode, bf16_all) { run_decode(&attn_t_bf16_all_kernel); }
 Test(decode, f16_odd) { run_decode(&attn_t_f16_odd_kernel); }
+
+/* The streaming kernel takes up to attn_decode_stream_rows() query rows a kv
+   head (4, or 1 on AMD Zen 4), the blocked kernel the rest; the matrices
+   above run this CPU's choice, these the others: the blocked kernel at every
+   row count (0: one row of MHA too) and the streaming kernel at all it holds
+   (4), on configs with every score term, the weights, a sparse pattern, MHA
+   (one row at Lq 1) and a 16-bit cache. */
+static void run_decode_stream_rows(const char *rows)
+{
+    const attn_kernel *ks[] = { &attn_t_everything_kernel, &attn_t_bool_mask_kernel, &attn_t_weights_decode_kernel,
+                                &attn_t_sparse_strided_kernel, &attn_t_f16_cache_kernel };
+    size_t i;
+    setenv("ATTNGEN_DECODE_STREAM_ROWS", rows, 1);
+    cr_assert_eq(attn_decode_stream_rows(), atoi(rows));
+    for (i = 0; i < sizeof ks / sizeof *ks; i++) run_decode(ks[i]);
+}
+Test(decode, blocked_kernel_at_every_row_count) { run_decode_stream_rows("0"); }
+Test(decode, streaming_kernel_up_to_four_rows) { run_decode_stream_rows("4"); }
 
 /* ---- the reference's masks against masks written out by hand ------------ */
 

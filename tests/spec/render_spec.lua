@@ -351,6 +351,28 @@ describe("render", function()
     end)
   end)
 
+  describe("decode dispatch", function()
+    it("gives the streaming kernel the rows a kv head the runtime says, the blocked kernel the rest", function()
+      local _, c = files_for({ name = "r_disp", heads_q = 32, heads_kv = 8, head_dim = 128, causal = true,
+        isa = { "avx512" } })
+      local decode = c:sub((assert(c:find("static attn_status attn_r_disp_decode__avx512(", 1, true))))
+      assert.truthy(decode:find("const int stream = rows <= attn_decode_stream_rows();", 1, true))
+      local a = assert(decode:find("if (stream) switch (rows) {", 1, true))
+      local z = assert(decode:find("attn_r_disp_dunit__avx512(args", a, true))
+      -- the streaming unit of Lq 1's 4 rows, the only one before the blocked unit
+      assert.truthy(decode:sub(a, z):find("case 4:\n +attn_r_disp_sunit_4x1__avx512%(args"))
+      local _, units = decode:sub(a, z):gsub("_sunit_", "")
+      assert.equal(1, units)
+    end)
+
+    it("has no streaming dispatch where the config has no streaming kernel", function()
+      local _, c = files_for({ name = "r_disp_w", heads_q = 32, heads_kv = 8, head_dim = 128, causal = true,
+        isa = { "avx512" }, weights = true })
+      assert.is_nil(c:find("attn_decode_stream_rows", 1, true))
+      assert.truthy(c:find("attn_r_disp_w_dunit__avx512(args", 1, true))
+    end)
+  end)
+
   describe("decode scores of half a vector of rows a kv head", function()
     it("pair K values with two values of D a row where the cache is f32 and D is even", function()
       local _, c = files_for({ name = "r_dp", heads_q = 32, heads_kv = 8, head_dim = 128,
