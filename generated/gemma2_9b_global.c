@@ -238,11 +238,22 @@ static ATTN_ALWAYS_INLINE void attn_gemma2_9b_global_prefetch_line_l2(const floa
  * one of V for Llama-3-8B), that trains the hardware prefetcher on the key's
  * pages, which it then fetches on its own; it stops at page boundaries, so
  * without this it starts on each page only when the kernel's own prefetch of
- * whole rows reaches it.  Always inlined: ATTN_ALWAYS_INLINE says why. */
+ * whole rows reaches it.  Always inlined: ATTN_ALWAYS_INLINE says why.
+ * A key's rows here span 2 pages of K and of V: those of kv heads 0, 4 each
+ * start one. */
 static ATTN_ALWAYS_INLINE void attn_gemma2_9b_global_prefetch_key_start(const attn_gemma2_9b_global_kv *kv, int64_t j)
 {
 #if defined(__GNUC__)
     const char *k = (const char *)attn_gemma2_9b_global_k_row(kv, 0, j), *v = (const char *)attn_gemma2_9b_global_v_row(kv, 0, j);
+    __builtin_prefetch(k, 0, 2);
+    __builtin_prefetch(k + 64, 0, 2);
+    __builtin_prefetch(k + 128, 0, 2);
+    __builtin_prefetch(k + 192, 0, 2);
+    __builtin_prefetch(v, 0, 2);
+    __builtin_prefetch(v + 64, 0, 2);
+    __builtin_prefetch(v + 128, 0, 2);
+    __builtin_prefetch(v + 192, 0, 2);
+    k = (const char *)attn_gemma2_9b_global_k_row(kv, 4, j); v = (const char *)attn_gemma2_9b_global_v_row(kv, 4, j);
     __builtin_prefetch(k, 0, 2);
     __builtin_prefetch(k + 64, 0, 2);
     __builtin_prefetch(k + 128, 0, 2);

@@ -77,6 +77,12 @@ M.STREAM_PREFETCH_HEAD_MAJOR = 8
 -- block, where that prefetch goes to L2 (Zen 4: Lq 2 17.6-17.8 -> 15.8-16.2
 -- ms).  docs/decode.md has the figures.
 M.STREAM_PAGE_AHEAD = 8
+--- The page those prefetches train the hardware prefetcher on: a key's rows of
+-- every kv head span several where they are longer (Gemma-2-9B, D = 256 f32:
+-- 1 KiB a row, two 4 KiB pages of K and two of V a key), and each page gets
+-- its own first lines: the rows of kv heads 0, PAGE_BYTES / row bytes, ...
+-- (Zen 4, Gemma-2-9B Lq 1, 32768 keys: 27.4-27.8 -> 24.9-25.0 ms).
+M.PAGE_BYTES = 4096
 --- The streaming kernel's one-key step uses two accumulators a row in its
 -- scores (half the FMA dependency chain) when K/V are stored in 16 bits:
 -- that kernel is bound by its instructions, not by the cache reads, and the
@@ -312,7 +318,9 @@ function M.plan(cfg, opts)
     p.decode.blocks[class] = math.min(cap, math.max(8, math.floor(p.decode.block * f / 8) * 8))
   end
   p.stream = { prefetch = M.STREAM_PREFETCH, prefetch_head_major = M.STREAM_PREFETCH_HEAD_MAJOR,
-    page_ahead = M.STREAM_PAGE_AHEAD, split_dot = M.STREAM_SPLIT_DOT_DTYPES[p.dtype.kv] == true }
+    page_ahead = M.STREAM_PAGE_AHEAD, split_dot = M.STREAM_SPLIT_DOT_DTYPES[p.dtype.kv] == true,
+    -- kv heads whose rows start a key's pages (key-major layout): every page_heads-th
+    page_heads = math.max(1, math.floor(M.PAGE_BYTES / (math.max(p.D, p.Dv) * common.DTYPE_BYTES[p.dtype.kv]))) }
 
   p.variants = {}
   local by_name = {}

@@ -303,6 +303,23 @@ describe("render", function()
       assert.equal(2, n) -- a row of 8 floats is half a line: one line of K, one of V
     end)
 
+    it("a key's first lines are asked for on each page its rows of every kv head span", function()
+      -- Gemma-2-9B: rows of 1 KiB, a page every 4 kv heads; Llama-3-8B's 8 rows of 512 bytes fill one
+      local _, c = files_for({ name = "r_pg", heads_q = 16, heads_kv = 8, head_dim = 256, isa = { "avx512" } })
+      local fn = fn_text(c, "void attn_r_pg_prefetch_key_start(")
+      for _, hk in ipairs({ 0, 4 }) do
+        assert.truthy(fn:find(("attn_r_pg_k_row(kv, %d, j)"):format(hk), 1, true), hk)
+        assert.truthy(fn:find(("attn_r_pg_v_row(kv, %d, j)"):format(hk), 1, true), hk)
+      end
+      local _, n = fn:gsub("__builtin_prefetch%(", "")
+      assert.equal(16, n) -- 4 lines of K and 4 of V for each of the 2 pages
+      _, c = files_for({ name = "r_pg1", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512" } })
+      fn = fn_text(c, "void attn_r_pg1_prefetch_key_start(")
+      _, n = fn:gsub("__builtin_prefetch%(", "")
+      assert.equal(8, n)
+      assert.is_nil(fn:find("_k_row(kv, 4", 1, true))
+    end)
+
     it("the blocked kernel's score kernels take a line of the next block an iteration (rows of whole lines)", function()
       local _, c = files_for({ name = "r_pk", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512", "avx2" } })
       for _, isa in ipairs({ "avx512", "avx2" }) do
