@@ -1074,159 +1074,28 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     const uint16_t *restrict a5 = a + 5 * as;
     const uint16_t *restrict a6 = a + 6 * as;
     const uint16_t *restrict a7 = a + 7 * as;
-    int64_t d;
-    for (d = 0; d < 128; d += 8) {
-        { /* d = d */
+    float aw[128]; /* 16 values of D of each row from d0, widened once */
+    int64_t d0, d;
+    for (d0 = 0; d0 < 128; d0 += 16) {
+        _mm512_storeu_ps(aw + 0, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a0 + d0))));
+        _mm512_storeu_ps(aw + 16, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a1 + d0))));
+        _mm512_storeu_ps(aw + 32, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a2 + d0))));
+        _mm512_storeu_ps(aw + 48, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a3 + d0))));
+        _mm512_storeu_ps(aw + 64, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a4 + d0))));
+        _mm512_storeu_ps(aw + 80, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a5 + d0))));
+        _mm512_storeu_ps(aw + 96, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a6 + d0))));
+        _mm512_storeu_ps(aw + 112, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a7 + d0))));
+        for (d = d0; d < d0 + 16; d++) {
             const __m512 vb0 = _mm512_loadu_ps(b + (d) * 32 + 0);
             const __m512 vb1 = _mm512_loadu_ps(b + (d) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d]));
-            const __m512 va1 = _mm512_set1_ps(attn_widen_f16__scalar(a1[d]));
-            const __m512 va2 = _mm512_set1_ps(attn_widen_f16__scalar(a2[d]));
-            const __m512 va3 = _mm512_set1_ps(attn_widen_f16__scalar(a3[d]));
-            const __m512 va4 = _mm512_set1_ps(attn_widen_f16__scalar(a4[d]));
-            const __m512 va5 = _mm512_set1_ps(attn_widen_f16__scalar(a5[d]));
-            const __m512 va6 = _mm512_set1_ps(attn_widen_f16__scalar(a6[d]));
-            const __m512 va7 = _mm512_set1_ps(attn_widen_f16__scalar(a7[d]));
-            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
-            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
-            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
-            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
-            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
-            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
-            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
-            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
-        }
-        { /* d = d + 1 */
-            const __m512 vb0 = _mm512_loadu_ps(b + (d + 1) * 32 + 0);
-            const __m512 vb1 = _mm512_loadu_ps(b + (d + 1) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d + 1]));
-            const __m512 va1 = _mm512_set1_ps(attn_widen_f16__scalar(a1[d + 1]));
-            const __m512 va2 = _mm512_set1_ps(attn_widen_f16__scalar(a2[d + 1]));
-            const __m512 va3 = _mm512_set1_ps(attn_widen_f16__scalar(a3[d + 1]));
-            const __m512 va4 = _mm512_set1_ps(attn_widen_f16__scalar(a4[d + 1]));
-            const __m512 va5 = _mm512_set1_ps(attn_widen_f16__scalar(a5[d + 1]));
-            const __m512 va6 = _mm512_set1_ps(attn_widen_f16__scalar(a6[d + 1]));
-            const __m512 va7 = _mm512_set1_ps(attn_widen_f16__scalar(a7[d + 1]));
-            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
-            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
-            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
-            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
-            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
-            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
-            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
-            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
-        }
-        { /* d = d + 2 */
-            const __m512 vb0 = _mm512_loadu_ps(b + (d + 2) * 32 + 0);
-            const __m512 vb1 = _mm512_loadu_ps(b + (d + 2) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d + 2]));
-            const __m512 va1 = _mm512_set1_ps(attn_widen_f16__scalar(a1[d + 2]));
-            const __m512 va2 = _mm512_set1_ps(attn_widen_f16__scalar(a2[d + 2]));
-            const __m512 va3 = _mm512_set1_ps(attn_widen_f16__scalar(a3[d + 2]));
-            const __m512 va4 = _mm512_set1_ps(attn_widen_f16__scalar(a4[d + 2]));
-            const __m512 va5 = _mm512_set1_ps(attn_widen_f16__scalar(a5[d + 2]));
-            const __m512 va6 = _mm512_set1_ps(attn_widen_f16__scalar(a6[d + 2]));
-            const __m512 va7 = _mm512_set1_ps(attn_widen_f16__scalar(a7[d + 2]));
-            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
-            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
-            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
-            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
-            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
-            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
-            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
-            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
-        }
-        { /* d = d + 3 */
-            const __m512 vb0 = _mm512_loadu_ps(b + (d + 3) * 32 + 0);
-            const __m512 vb1 = _mm512_loadu_ps(b + (d + 3) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d + 3]));
-            const __m512 va1 = _mm512_set1_ps(attn_widen_f16__scalar(a1[d + 3]));
-            const __m512 va2 = _mm512_set1_ps(attn_widen_f16__scalar(a2[d + 3]));
-            const __m512 va3 = _mm512_set1_ps(attn_widen_f16__scalar(a3[d + 3]));
-            const __m512 va4 = _mm512_set1_ps(attn_widen_f16__scalar(a4[d + 3]));
-            const __m512 va5 = _mm512_set1_ps(attn_widen_f16__scalar(a5[d + 3]));
-            const __m512 va6 = _mm512_set1_ps(attn_widen_f16__scalar(a6[d + 3]));
-            const __m512 va7 = _mm512_set1_ps(attn_widen_f16__scalar(a7[d + 3]));
-            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
-            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
-            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
-            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
-            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
-            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
-            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
-            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
-        }
-        { /* d = d + 4 */
-            const __m512 vb0 = _mm512_loadu_ps(b + (d + 4) * 32 + 0);
-            const __m512 vb1 = _mm512_loadu_ps(b + (d + 4) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d + 4]));
-            const __m512 va1 = _mm512_set1_ps(attn_widen_f16__scalar(a1[d + 4]));
-            const __m512 va2 = _mm512_set1_ps(attn_widen_f16__scalar(a2[d + 4]));
-            const __m512 va3 = _mm512_set1_ps(attn_widen_f16__scalar(a3[d + 4]));
-            const __m512 va4 = _mm512_set1_ps(attn_widen_f16__scalar(a4[d + 4]));
-            const __m512 va5 = _mm512_set1_ps(attn_widen_f16__scalar(a5[d + 4]));
-            const __m512 va6 = _mm512_set1_ps(attn_widen_f16__scalar(a6[d + 4]));
-            const __m512 va7 = _mm512_set1_ps(attn_widen_f16__scalar(a7[d + 4]));
-            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
-            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
-            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
-            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
-            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
-            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
-            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
-            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
-        }
-        { /* d = d + 5 */
-            const __m512 vb0 = _mm512_loadu_ps(b + (d + 5) * 32 + 0);
-            const __m512 vb1 = _mm512_loadu_ps(b + (d + 5) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d + 5]));
-            const __m512 va1 = _mm512_set1_ps(attn_widen_f16__scalar(a1[d + 5]));
-            const __m512 va2 = _mm512_set1_ps(attn_widen_f16__scalar(a2[d + 5]));
-            const __m512 va3 = _mm512_set1_ps(attn_widen_f16__scalar(a3[d + 5]));
-            const __m512 va4 = _mm512_set1_ps(attn_widen_f16__scalar(a4[d + 5]));
-            const __m512 va5 = _mm512_set1_ps(attn_widen_f16__scalar(a5[d + 5]));
-            const __m512 va6 = _mm512_set1_ps(attn_widen_f16__scalar(a6[d + 5]));
-            const __m512 va7 = _mm512_set1_ps(attn_widen_f16__scalar(a7[d + 5]));
-            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
-            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
-            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
-            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
-            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
-            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
-            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
-            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
-        }
-        { /* d = d + 6 */
-            const __m512 vb0 = _mm512_loadu_ps(b + (d + 6) * 32 + 0);
-            const __m512 vb1 = _mm512_loadu_ps(b + (d + 6) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d + 6]));
-            const __m512 va1 = _mm512_set1_ps(attn_widen_f16__scalar(a1[d + 6]));
-            const __m512 va2 = _mm512_set1_ps(attn_widen_f16__scalar(a2[d + 6]));
-            const __m512 va3 = _mm512_set1_ps(attn_widen_f16__scalar(a3[d + 6]));
-            const __m512 va4 = _mm512_set1_ps(attn_widen_f16__scalar(a4[d + 6]));
-            const __m512 va5 = _mm512_set1_ps(attn_widen_f16__scalar(a5[d + 6]));
-            const __m512 va6 = _mm512_set1_ps(attn_widen_f16__scalar(a6[d + 6]));
-            const __m512 va7 = _mm512_set1_ps(attn_widen_f16__scalar(a7[d + 6]));
-            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
-            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
-            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
-            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
-            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
-            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
-            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
-            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
-        }
-        { /* d = d + 7 */
-            const __m512 vb0 = _mm512_loadu_ps(b + (d + 7) * 32 + 0);
-            const __m512 vb1 = _mm512_loadu_ps(b + (d + 7) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d + 7]));
-            const __m512 va1 = _mm512_set1_ps(attn_widen_f16__scalar(a1[d + 7]));
-            const __m512 va2 = _mm512_set1_ps(attn_widen_f16__scalar(a2[d + 7]));
-            const __m512 va3 = _mm512_set1_ps(attn_widen_f16__scalar(a3[d + 7]));
-            const __m512 va4 = _mm512_set1_ps(attn_widen_f16__scalar(a4[d + 7]));
-            const __m512 va5 = _mm512_set1_ps(attn_widen_f16__scalar(a5[d + 7]));
-            const __m512 va6 = _mm512_set1_ps(attn_widen_f16__scalar(a6[d + 7]));
-            const __m512 va7 = _mm512_set1_ps(attn_widen_f16__scalar(a7[d + 7]));
+            const __m512 va0 = _mm512_set1_ps(aw[0 + d - d0]);
+            const __m512 va1 = _mm512_set1_ps(aw[16 + d - d0]);
+            const __m512 va2 = _mm512_set1_ps(aw[32 + d - d0]);
+            const __m512 va3 = _mm512_set1_ps(aw[48 + d - d0]);
+            const __m512 va4 = _mm512_set1_ps(aw[64 + d - d0]);
+            const __m512 va5 = _mm512_set1_ps(aw[80 + d - d0]);
+            const __m512 va6 = _mm512_set1_ps(aw[96 + d - d0]);
+            const __m512 va7 = _mm512_set1_ps(aw[112 + d - d0]);
             vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
             vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
             vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
@@ -1263,54 +1132,14 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 {
     __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
     const uint16_t *restrict a0 = a + 0 * as;
-    int64_t d;
-    for (d = 0; d < 128; d += 8) {
-        { /* d = d */
+    float aw[16]; /* 16 values of D of each row from d0, widened once */
+    int64_t d0, d;
+    for (d0 = 0; d0 < 128; d0 += 16) {
+        _mm512_storeu_ps(aw + 0, _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(a0 + d0))));
+        for (d = d0; d < d0 + 16; d++) {
             const __m512 vb0 = _mm512_loadu_ps(b + (d) * 32 + 0);
             const __m512 vb1 = _mm512_loadu_ps(b + (d) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d]));
-            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
-        }
-        { /* d = d + 1 */
-            const __m512 vb0 = _mm512_loadu_ps(b + (d + 1) * 32 + 0);
-            const __m512 vb1 = _mm512_loadu_ps(b + (d + 1) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d + 1]));
-            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
-        }
-        { /* d = d + 2 */
-            const __m512 vb0 = _mm512_loadu_ps(b + (d + 2) * 32 + 0);
-            const __m512 vb1 = _mm512_loadu_ps(b + (d + 2) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d + 2]));
-            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
-        }
-        { /* d = d + 3 */
-            const __m512 vb0 = _mm512_loadu_ps(b + (d + 3) * 32 + 0);
-            const __m512 vb1 = _mm512_loadu_ps(b + (d + 3) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d + 3]));
-            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
-        }
-        { /* d = d + 4 */
-            const __m512 vb0 = _mm512_loadu_ps(b + (d + 4) * 32 + 0);
-            const __m512 vb1 = _mm512_loadu_ps(b + (d + 4) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d + 4]));
-            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
-        }
-        { /* d = d + 5 */
-            const __m512 vb0 = _mm512_loadu_ps(b + (d + 5) * 32 + 0);
-            const __m512 vb1 = _mm512_loadu_ps(b + (d + 5) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d + 5]));
-            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
-        }
-        { /* d = d + 6 */
-            const __m512 vb0 = _mm512_loadu_ps(b + (d + 6) * 32 + 0);
-            const __m512 vb1 = _mm512_loadu_ps(b + (d + 6) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d + 6]));
-            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
-        }
-        { /* d = d + 7 */
-            const __m512 vb0 = _mm512_loadu_ps(b + (d + 7) * 32 + 0);
-            const __m512 vb1 = _mm512_loadu_ps(b + (d + 7) * 32 + 16);
-            const __m512 va0 = _mm512_set1_ps(attn_widen_f16__scalar(a0[d + 7]));
+            const __m512 va0 = _mm512_set1_ps(aw[0 + d - d0]);
             vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
         }
     }
@@ -3967,99 +3796,20 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
     const uint16_t *restrict a1 = a + 1 * as;
     const uint16_t *restrict a2 = a + 2 * as;
     const uint16_t *restrict a3 = a + 3 * as;
-    int64_t d;
-    for (d = 0; d < 128; d += 8) {
-        { /* d = d */
+    float aw[32]; /* 8 values of D of each row from d0, widened once */
+    int64_t d0, d;
+    for (d0 = 0; d0 < 128; d0 += 8) {
+        _mm256_storeu_ps(aw + 0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a0 + d0))));
+        _mm256_storeu_ps(aw + 8, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a1 + d0))));
+        _mm256_storeu_ps(aw + 16, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a2 + d0))));
+        _mm256_storeu_ps(aw + 24, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a3 + d0))));
+        for (d = d0; d < d0 + 8; d++) {
             const __m256 vb0 = _mm256_loadu_ps(b + (d) * 16 + 0);
             const __m256 vb1 = _mm256_loadu_ps(b + (d) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d]));
-            const __m256 va1 = _mm256_set1_ps(attn_widen_f16__scalar(a1[d]));
-            const __m256 va2 = _mm256_set1_ps(attn_widen_f16__scalar(a2[d]));
-            const __m256 va3 = _mm256_set1_ps(attn_widen_f16__scalar(a3[d]));
-            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
-            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
-            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(va2, vb1, vacc2x1);
-            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(va3, vb1, vacc3x1);
-        }
-        { /* d = d + 1 */
-            const __m256 vb0 = _mm256_loadu_ps(b + (d + 1) * 16 + 0);
-            const __m256 vb1 = _mm256_loadu_ps(b + (d + 1) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d + 1]));
-            const __m256 va1 = _mm256_set1_ps(attn_widen_f16__scalar(a1[d + 1]));
-            const __m256 va2 = _mm256_set1_ps(attn_widen_f16__scalar(a2[d + 1]));
-            const __m256 va3 = _mm256_set1_ps(attn_widen_f16__scalar(a3[d + 1]));
-            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
-            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
-            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(va2, vb1, vacc2x1);
-            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(va3, vb1, vacc3x1);
-        }
-        { /* d = d + 2 */
-            const __m256 vb0 = _mm256_loadu_ps(b + (d + 2) * 16 + 0);
-            const __m256 vb1 = _mm256_loadu_ps(b + (d + 2) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d + 2]));
-            const __m256 va1 = _mm256_set1_ps(attn_widen_f16__scalar(a1[d + 2]));
-            const __m256 va2 = _mm256_set1_ps(attn_widen_f16__scalar(a2[d + 2]));
-            const __m256 va3 = _mm256_set1_ps(attn_widen_f16__scalar(a3[d + 2]));
-            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
-            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
-            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(va2, vb1, vacc2x1);
-            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(va3, vb1, vacc3x1);
-        }
-        { /* d = d + 3 */
-            const __m256 vb0 = _mm256_loadu_ps(b + (d + 3) * 16 + 0);
-            const __m256 vb1 = _mm256_loadu_ps(b + (d + 3) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d + 3]));
-            const __m256 va1 = _mm256_set1_ps(attn_widen_f16__scalar(a1[d + 3]));
-            const __m256 va2 = _mm256_set1_ps(attn_widen_f16__scalar(a2[d + 3]));
-            const __m256 va3 = _mm256_set1_ps(attn_widen_f16__scalar(a3[d + 3]));
-            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
-            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
-            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(va2, vb1, vacc2x1);
-            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(va3, vb1, vacc3x1);
-        }
-        { /* d = d + 4 */
-            const __m256 vb0 = _mm256_loadu_ps(b + (d + 4) * 16 + 0);
-            const __m256 vb1 = _mm256_loadu_ps(b + (d + 4) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d + 4]));
-            const __m256 va1 = _mm256_set1_ps(attn_widen_f16__scalar(a1[d + 4]));
-            const __m256 va2 = _mm256_set1_ps(attn_widen_f16__scalar(a2[d + 4]));
-            const __m256 va3 = _mm256_set1_ps(attn_widen_f16__scalar(a3[d + 4]));
-            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
-            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
-            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(va2, vb1, vacc2x1);
-            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(va3, vb1, vacc3x1);
-        }
-        { /* d = d + 5 */
-            const __m256 vb0 = _mm256_loadu_ps(b + (d + 5) * 16 + 0);
-            const __m256 vb1 = _mm256_loadu_ps(b + (d + 5) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d + 5]));
-            const __m256 va1 = _mm256_set1_ps(attn_widen_f16__scalar(a1[d + 5]));
-            const __m256 va2 = _mm256_set1_ps(attn_widen_f16__scalar(a2[d + 5]));
-            const __m256 va3 = _mm256_set1_ps(attn_widen_f16__scalar(a3[d + 5]));
-            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
-            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
-            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(va2, vb1, vacc2x1);
-            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(va3, vb1, vacc3x1);
-        }
-        { /* d = d + 6 */
-            const __m256 vb0 = _mm256_loadu_ps(b + (d + 6) * 16 + 0);
-            const __m256 vb1 = _mm256_loadu_ps(b + (d + 6) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d + 6]));
-            const __m256 va1 = _mm256_set1_ps(attn_widen_f16__scalar(a1[d + 6]));
-            const __m256 va2 = _mm256_set1_ps(attn_widen_f16__scalar(a2[d + 6]));
-            const __m256 va3 = _mm256_set1_ps(attn_widen_f16__scalar(a3[d + 6]));
-            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
-            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
-            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(va2, vb1, vacc2x1);
-            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm256_fmadd_ps(va3, vb1, vacc3x1);
-        }
-        { /* d = d + 7 */
-            const __m256 vb0 = _mm256_loadu_ps(b + (d + 7) * 16 + 0);
-            const __m256 vb1 = _mm256_loadu_ps(b + (d + 7) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d + 7]));
-            const __m256 va1 = _mm256_set1_ps(attn_widen_f16__scalar(a1[d + 7]));
-            const __m256 va2 = _mm256_set1_ps(attn_widen_f16__scalar(a2[d + 7]));
-            const __m256 va3 = _mm256_set1_ps(attn_widen_f16__scalar(a3[d + 7]));
+            const __m256 va0 = _mm256_set1_ps(aw[0 + d - d0]);
+            const __m256 va1 = _mm256_set1_ps(aw[8 + d - d0]);
+            const __m256 va2 = _mm256_set1_ps(aw[16 + d - d0]);
+            const __m256 va3 = _mm256_set1_ps(aw[24 + d - d0]);
             vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
             vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
             vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(va2, vb1, vacc2x1);
@@ -4084,54 +3834,14 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 {
     __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
     const uint16_t *restrict a0 = a + 0 * as;
-    int64_t d;
-    for (d = 0; d < 128; d += 8) {
-        { /* d = d */
+    float aw[8]; /* 8 values of D of each row from d0, widened once */
+    int64_t d0, d;
+    for (d0 = 0; d0 < 128; d0 += 8) {
+        _mm256_storeu_ps(aw + 0, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(a0 + d0))));
+        for (d = d0; d < d0 + 8; d++) {
             const __m256 vb0 = _mm256_loadu_ps(b + (d) * 16 + 0);
             const __m256 vb1 = _mm256_loadu_ps(b + (d) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d]));
-            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
-        }
-        { /* d = d + 1 */
-            const __m256 vb0 = _mm256_loadu_ps(b + (d + 1) * 16 + 0);
-            const __m256 vb1 = _mm256_loadu_ps(b + (d + 1) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d + 1]));
-            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
-        }
-        { /* d = d + 2 */
-            const __m256 vb0 = _mm256_loadu_ps(b + (d + 2) * 16 + 0);
-            const __m256 vb1 = _mm256_loadu_ps(b + (d + 2) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d + 2]));
-            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
-        }
-        { /* d = d + 3 */
-            const __m256 vb0 = _mm256_loadu_ps(b + (d + 3) * 16 + 0);
-            const __m256 vb1 = _mm256_loadu_ps(b + (d + 3) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d + 3]));
-            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
-        }
-        { /* d = d + 4 */
-            const __m256 vb0 = _mm256_loadu_ps(b + (d + 4) * 16 + 0);
-            const __m256 vb1 = _mm256_loadu_ps(b + (d + 4) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d + 4]));
-            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
-        }
-        { /* d = d + 5 */
-            const __m256 vb0 = _mm256_loadu_ps(b + (d + 5) * 16 + 0);
-            const __m256 vb1 = _mm256_loadu_ps(b + (d + 5) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d + 5]));
-            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
-        }
-        { /* d = d + 6 */
-            const __m256 vb0 = _mm256_loadu_ps(b + (d + 6) * 16 + 0);
-            const __m256 vb1 = _mm256_loadu_ps(b + (d + 6) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d + 6]));
-            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
-        }
-        { /* d = d + 7 */
-            const __m256 vb0 = _mm256_loadu_ps(b + (d + 7) * 16 + 0);
-            const __m256 vb1 = _mm256_loadu_ps(b + (d + 7) * 16 + 8);
-            const __m256 va0 = _mm256_set1_ps(attn_widen_f16__scalar(a0[d + 7]));
+            const __m256 va0 = _mm256_set1_ps(aw[0 + d - d0]);
             vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
         }
     }
@@ -6255,159 +5965,28 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_8x8_f16__neon(const uint16_t *
     const uint16_t *restrict a5 = a + 5 * as;
     const uint16_t *restrict a6 = a + 6 * as;
     const uint16_t *restrict a7 = a + 7 * as;
-    int64_t d;
-    for (d = 0; d < 128; d += 8) {
-        { /* d = d */
+    float aw[32]; /* 4 values of D of each row from d0, widened once */
+    int64_t d0, d;
+    for (d0 = 0; d0 < 128; d0 += 4) {
+        vst1q_f32(aw + 0, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(a0 + d0))));
+        vst1q_f32(aw + 4, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(a1 + d0))));
+        vst1q_f32(aw + 8, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(a2 + d0))));
+        vst1q_f32(aw + 12, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(a3 + d0))));
+        vst1q_f32(aw + 16, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(a4 + d0))));
+        vst1q_f32(aw + 20, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(a5 + d0))));
+        vst1q_f32(aw + 24, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(a6 + d0))));
+        vst1q_f32(aw + 28, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(a7 + d0))));
+        for (d = d0; d < d0 + 4; d++) {
             const float32x4_t vb0 = vld1q_f32(b + (d) * 8 + 0);
             const float32x4_t vb1 = vld1q_f32(b + (d) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d]));
-            const float32x4_t va1 = vdupq_n_f32(attn_widen_f16__scalar(a1[d]));
-            const float32x4_t va2 = vdupq_n_f32(attn_widen_f16__scalar(a2[d]));
-            const float32x4_t va3 = vdupq_n_f32(attn_widen_f16__scalar(a3[d]));
-            const float32x4_t va4 = vdupq_n_f32(attn_widen_f16__scalar(a4[d]));
-            const float32x4_t va5 = vdupq_n_f32(attn_widen_f16__scalar(a5[d]));
-            const float32x4_t va6 = vdupq_n_f32(attn_widen_f16__scalar(a6[d]));
-            const float32x4_t va7 = vdupq_n_f32(attn_widen_f16__scalar(a7[d]));
-            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
-            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
-            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
-            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
-            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0); vacc4x1 = vfmaq_f32(vacc4x1, va4, vb1);
-            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0); vacc5x1 = vfmaq_f32(vacc5x1, va5, vb1);
-            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0); vacc6x1 = vfmaq_f32(vacc6x1, va6, vb1);
-            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0); vacc7x1 = vfmaq_f32(vacc7x1, va7, vb1);
-        }
-        { /* d = d + 1 */
-            const float32x4_t vb0 = vld1q_f32(b + (d + 1) * 8 + 0);
-            const float32x4_t vb1 = vld1q_f32(b + (d + 1) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d + 1]));
-            const float32x4_t va1 = vdupq_n_f32(attn_widen_f16__scalar(a1[d + 1]));
-            const float32x4_t va2 = vdupq_n_f32(attn_widen_f16__scalar(a2[d + 1]));
-            const float32x4_t va3 = vdupq_n_f32(attn_widen_f16__scalar(a3[d + 1]));
-            const float32x4_t va4 = vdupq_n_f32(attn_widen_f16__scalar(a4[d + 1]));
-            const float32x4_t va5 = vdupq_n_f32(attn_widen_f16__scalar(a5[d + 1]));
-            const float32x4_t va6 = vdupq_n_f32(attn_widen_f16__scalar(a6[d + 1]));
-            const float32x4_t va7 = vdupq_n_f32(attn_widen_f16__scalar(a7[d + 1]));
-            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
-            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
-            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
-            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
-            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0); vacc4x1 = vfmaq_f32(vacc4x1, va4, vb1);
-            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0); vacc5x1 = vfmaq_f32(vacc5x1, va5, vb1);
-            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0); vacc6x1 = vfmaq_f32(vacc6x1, va6, vb1);
-            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0); vacc7x1 = vfmaq_f32(vacc7x1, va7, vb1);
-        }
-        { /* d = d + 2 */
-            const float32x4_t vb0 = vld1q_f32(b + (d + 2) * 8 + 0);
-            const float32x4_t vb1 = vld1q_f32(b + (d + 2) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d + 2]));
-            const float32x4_t va1 = vdupq_n_f32(attn_widen_f16__scalar(a1[d + 2]));
-            const float32x4_t va2 = vdupq_n_f32(attn_widen_f16__scalar(a2[d + 2]));
-            const float32x4_t va3 = vdupq_n_f32(attn_widen_f16__scalar(a3[d + 2]));
-            const float32x4_t va4 = vdupq_n_f32(attn_widen_f16__scalar(a4[d + 2]));
-            const float32x4_t va5 = vdupq_n_f32(attn_widen_f16__scalar(a5[d + 2]));
-            const float32x4_t va6 = vdupq_n_f32(attn_widen_f16__scalar(a6[d + 2]));
-            const float32x4_t va7 = vdupq_n_f32(attn_widen_f16__scalar(a7[d + 2]));
-            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
-            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
-            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
-            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
-            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0); vacc4x1 = vfmaq_f32(vacc4x1, va4, vb1);
-            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0); vacc5x1 = vfmaq_f32(vacc5x1, va5, vb1);
-            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0); vacc6x1 = vfmaq_f32(vacc6x1, va6, vb1);
-            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0); vacc7x1 = vfmaq_f32(vacc7x1, va7, vb1);
-        }
-        { /* d = d + 3 */
-            const float32x4_t vb0 = vld1q_f32(b + (d + 3) * 8 + 0);
-            const float32x4_t vb1 = vld1q_f32(b + (d + 3) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d + 3]));
-            const float32x4_t va1 = vdupq_n_f32(attn_widen_f16__scalar(a1[d + 3]));
-            const float32x4_t va2 = vdupq_n_f32(attn_widen_f16__scalar(a2[d + 3]));
-            const float32x4_t va3 = vdupq_n_f32(attn_widen_f16__scalar(a3[d + 3]));
-            const float32x4_t va4 = vdupq_n_f32(attn_widen_f16__scalar(a4[d + 3]));
-            const float32x4_t va5 = vdupq_n_f32(attn_widen_f16__scalar(a5[d + 3]));
-            const float32x4_t va6 = vdupq_n_f32(attn_widen_f16__scalar(a6[d + 3]));
-            const float32x4_t va7 = vdupq_n_f32(attn_widen_f16__scalar(a7[d + 3]));
-            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
-            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
-            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
-            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
-            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0); vacc4x1 = vfmaq_f32(vacc4x1, va4, vb1);
-            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0); vacc5x1 = vfmaq_f32(vacc5x1, va5, vb1);
-            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0); vacc6x1 = vfmaq_f32(vacc6x1, va6, vb1);
-            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0); vacc7x1 = vfmaq_f32(vacc7x1, va7, vb1);
-        }
-        { /* d = d + 4 */
-            const float32x4_t vb0 = vld1q_f32(b + (d + 4) * 8 + 0);
-            const float32x4_t vb1 = vld1q_f32(b + (d + 4) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d + 4]));
-            const float32x4_t va1 = vdupq_n_f32(attn_widen_f16__scalar(a1[d + 4]));
-            const float32x4_t va2 = vdupq_n_f32(attn_widen_f16__scalar(a2[d + 4]));
-            const float32x4_t va3 = vdupq_n_f32(attn_widen_f16__scalar(a3[d + 4]));
-            const float32x4_t va4 = vdupq_n_f32(attn_widen_f16__scalar(a4[d + 4]));
-            const float32x4_t va5 = vdupq_n_f32(attn_widen_f16__scalar(a5[d + 4]));
-            const float32x4_t va6 = vdupq_n_f32(attn_widen_f16__scalar(a6[d + 4]));
-            const float32x4_t va7 = vdupq_n_f32(attn_widen_f16__scalar(a7[d + 4]));
-            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
-            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
-            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
-            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
-            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0); vacc4x1 = vfmaq_f32(vacc4x1, va4, vb1);
-            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0); vacc5x1 = vfmaq_f32(vacc5x1, va5, vb1);
-            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0); vacc6x1 = vfmaq_f32(vacc6x1, va6, vb1);
-            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0); vacc7x1 = vfmaq_f32(vacc7x1, va7, vb1);
-        }
-        { /* d = d + 5 */
-            const float32x4_t vb0 = vld1q_f32(b + (d + 5) * 8 + 0);
-            const float32x4_t vb1 = vld1q_f32(b + (d + 5) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d + 5]));
-            const float32x4_t va1 = vdupq_n_f32(attn_widen_f16__scalar(a1[d + 5]));
-            const float32x4_t va2 = vdupq_n_f32(attn_widen_f16__scalar(a2[d + 5]));
-            const float32x4_t va3 = vdupq_n_f32(attn_widen_f16__scalar(a3[d + 5]));
-            const float32x4_t va4 = vdupq_n_f32(attn_widen_f16__scalar(a4[d + 5]));
-            const float32x4_t va5 = vdupq_n_f32(attn_widen_f16__scalar(a5[d + 5]));
-            const float32x4_t va6 = vdupq_n_f32(attn_widen_f16__scalar(a6[d + 5]));
-            const float32x4_t va7 = vdupq_n_f32(attn_widen_f16__scalar(a7[d + 5]));
-            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
-            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
-            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
-            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
-            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0); vacc4x1 = vfmaq_f32(vacc4x1, va4, vb1);
-            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0); vacc5x1 = vfmaq_f32(vacc5x1, va5, vb1);
-            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0); vacc6x1 = vfmaq_f32(vacc6x1, va6, vb1);
-            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0); vacc7x1 = vfmaq_f32(vacc7x1, va7, vb1);
-        }
-        { /* d = d + 6 */
-            const float32x4_t vb0 = vld1q_f32(b + (d + 6) * 8 + 0);
-            const float32x4_t vb1 = vld1q_f32(b + (d + 6) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d + 6]));
-            const float32x4_t va1 = vdupq_n_f32(attn_widen_f16__scalar(a1[d + 6]));
-            const float32x4_t va2 = vdupq_n_f32(attn_widen_f16__scalar(a2[d + 6]));
-            const float32x4_t va3 = vdupq_n_f32(attn_widen_f16__scalar(a3[d + 6]));
-            const float32x4_t va4 = vdupq_n_f32(attn_widen_f16__scalar(a4[d + 6]));
-            const float32x4_t va5 = vdupq_n_f32(attn_widen_f16__scalar(a5[d + 6]));
-            const float32x4_t va6 = vdupq_n_f32(attn_widen_f16__scalar(a6[d + 6]));
-            const float32x4_t va7 = vdupq_n_f32(attn_widen_f16__scalar(a7[d + 6]));
-            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
-            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
-            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
-            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
-            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0); vacc4x1 = vfmaq_f32(vacc4x1, va4, vb1);
-            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0); vacc5x1 = vfmaq_f32(vacc5x1, va5, vb1);
-            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0); vacc6x1 = vfmaq_f32(vacc6x1, va6, vb1);
-            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0); vacc7x1 = vfmaq_f32(vacc7x1, va7, vb1);
-        }
-        { /* d = d + 7 */
-            const float32x4_t vb0 = vld1q_f32(b + (d + 7) * 8 + 0);
-            const float32x4_t vb1 = vld1q_f32(b + (d + 7) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d + 7]));
-            const float32x4_t va1 = vdupq_n_f32(attn_widen_f16__scalar(a1[d + 7]));
-            const float32x4_t va2 = vdupq_n_f32(attn_widen_f16__scalar(a2[d + 7]));
-            const float32x4_t va3 = vdupq_n_f32(attn_widen_f16__scalar(a3[d + 7]));
-            const float32x4_t va4 = vdupq_n_f32(attn_widen_f16__scalar(a4[d + 7]));
-            const float32x4_t va5 = vdupq_n_f32(attn_widen_f16__scalar(a5[d + 7]));
-            const float32x4_t va6 = vdupq_n_f32(attn_widen_f16__scalar(a6[d + 7]));
-            const float32x4_t va7 = vdupq_n_f32(attn_widen_f16__scalar(a7[d + 7]));
+            const float32x4_t va0 = vdupq_n_f32(aw[0 + d - d0]);
+            const float32x4_t va1 = vdupq_n_f32(aw[4 + d - d0]);
+            const float32x4_t va2 = vdupq_n_f32(aw[8 + d - d0]);
+            const float32x4_t va3 = vdupq_n_f32(aw[12 + d - d0]);
+            const float32x4_t va4 = vdupq_n_f32(aw[16 + d - d0]);
+            const float32x4_t va5 = vdupq_n_f32(aw[20 + d - d0]);
+            const float32x4_t va6 = vdupq_n_f32(aw[24 + d - d0]);
+            const float32x4_t va7 = vdupq_n_f32(aw[28 + d - d0]);
             vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
             vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
             vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
@@ -6444,54 +6023,14 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_qk_1x8_f16__neon(const uint16_t *
 {
     float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
     const uint16_t *restrict a0 = a + 0 * as;
-    int64_t d;
-    for (d = 0; d < 128; d += 8) {
-        { /* d = d */
+    float aw[4]; /* 4 values of D of each row from d0, widened once */
+    int64_t d0, d;
+    for (d0 = 0; d0 < 128; d0 += 4) {
+        vst1q_f32(aw + 0, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(a0 + d0))));
+        for (d = d0; d < d0 + 4; d++) {
             const float32x4_t vb0 = vld1q_f32(b + (d) * 8 + 0);
             const float32x4_t vb1 = vld1q_f32(b + (d) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d]));
-            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
-        }
-        { /* d = d + 1 */
-            const float32x4_t vb0 = vld1q_f32(b + (d + 1) * 8 + 0);
-            const float32x4_t vb1 = vld1q_f32(b + (d + 1) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d + 1]));
-            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
-        }
-        { /* d = d + 2 */
-            const float32x4_t vb0 = vld1q_f32(b + (d + 2) * 8 + 0);
-            const float32x4_t vb1 = vld1q_f32(b + (d + 2) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d + 2]));
-            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
-        }
-        { /* d = d + 3 */
-            const float32x4_t vb0 = vld1q_f32(b + (d + 3) * 8 + 0);
-            const float32x4_t vb1 = vld1q_f32(b + (d + 3) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d + 3]));
-            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
-        }
-        { /* d = d + 4 */
-            const float32x4_t vb0 = vld1q_f32(b + (d + 4) * 8 + 0);
-            const float32x4_t vb1 = vld1q_f32(b + (d + 4) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d + 4]));
-            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
-        }
-        { /* d = d + 5 */
-            const float32x4_t vb0 = vld1q_f32(b + (d + 5) * 8 + 0);
-            const float32x4_t vb1 = vld1q_f32(b + (d + 5) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d + 5]));
-            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
-        }
-        { /* d = d + 6 */
-            const float32x4_t vb0 = vld1q_f32(b + (d + 6) * 8 + 0);
-            const float32x4_t vb1 = vld1q_f32(b + (d + 6) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d + 6]));
-            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
-        }
-        { /* d = d + 7 */
-            const float32x4_t vb0 = vld1q_f32(b + (d + 7) * 8 + 0);
-            const float32x4_t vb1 = vld1q_f32(b + (d + 7) * 8 + 4);
-            const float32x4_t va0 = vdupq_n_f32(attn_widen_f16__scalar(a0[d + 7]));
+            const float32x4_t va0 = vdupq_n_f32(aw[0 + d - d0]);
             vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
         }
     }

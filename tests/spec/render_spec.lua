@@ -355,7 +355,7 @@ describe("render", function()
       end
     end)
 
-    it("the lanes scores from a 16-bit cache widen a vector of each key's values at a time", function()
+    it("the scores from a 16-bit cache widen a vector of each key's values at a time", function()
       local _, c = files_for({ name = "r_w16", heads_q = 32, heads_kv = 8, head_dim = 72, isa = { "avx512" },
         dtype = { q = "f32", kv = "f16", o = "f32" } })
       local fn = fn_text(c, "void attn_r_w16_lanes_8x1_f16__avx512(")
@@ -365,6 +365,19 @@ describe("render", function()
       assert.equal(8, full) -- 8 keys, a vector each
       assert.equal(8, part) -- and the last 8 of D = 72
       assert.truthy(fn:find("_mm512_set1_ps(kw[112 + d - d0])", 1, true))
+      -- the panel kernel (K rows as its A) too, from f16; from bf16 (a shift) each value on its own
+      fn = fn_text(c, "void attn_r_w16_qk_8x32_f16__avx512(")
+      assert.is_nil(fn:find("attn_widen_f16__scalar", 1, true))
+      _, full = fn:gsub("_mm512_storeu_ps%(aw %+ %d+, _mm512_cvtph_ps%(", "")
+      _, part = fn:gsub("_mm512_storeu_ps%(aw %+ %d+, attn_loadn_f16__avx512%(a%d %+ d0, 8%)%)", "")
+      assert.equal(8, full)
+      assert.equal(8, part)
+      assert.truthy(fn:find("_mm512_set1_ps(aw[112 + d - d0])", 1, true))
+      _, c = files_for({ name = "r_wb16", heads_q = 32, heads_kv = 8, head_dim = 72, isa = { "avx512" },
+        dtype = { q = "f32", kv = "bf16", o = "f32" } })
+      fn = fn_text(c, "void attn_r_wb16_qk_8x32_bf16__avx512(")
+      assert.is_nil(fn:find("aw[", 1, true))
+      assert.truthy(fn:find("attn_widen_bf16__scalar(a7[d])", 1, true))
     end)
   end)
 
