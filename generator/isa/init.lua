@@ -46,7 +46,8 @@
 --   load_from(dtype, p)  loadn_from(dtype, p, n)  set1_from(dtype, x)
 --   store_to(dtype, p, v)  storen_to(dtype, p, v, n)
 -- which widen a stored type to f32 vectors and narrow f32 vectors to it
--- (p points at elements of the storage type, x is one of them).  A module
+-- (p points at elements of the storage type, x is one of them), and
+-- widen_rows (below), built on them for every module.  A module
 -- spells the types it supports in `storage` (dtype -> a table of those five
 -- functions); f32 needs no entry (it is load/store itself).  Asking for a
 -- type a module does not spell is a generator bug and raises.
@@ -109,6 +110,29 @@ function M.add_storage(isa)
   op("set1_from", isa.set1)
   op("store_to", isa.store)
   op("storen_to", isa.storen)
+  --- A vector of each of n rows' values from d0 widened into buf (row i at
+  -- buf + i * lanes), for FMAs that broadcast them one at a time: the C lines
+  -- (at indentation ind; where dim, spelled dim_c, is not a whole number of
+  -- vectors, the last part through loadn_from) and the head of the loop over
+  -- those values of d.  row(i) spells row i's pointer at d0.
+  function isa.widen_rows(dtype, n, row, buf, dim, dim_c, ind)
+    local L, part = isa.lanes, dim % isa.lanes
+    local function widen(ind2, load)
+      local t = {}
+      for i = 0, n - 1 do t[#t + 1] = ind2 .. isa.store(("%s + %d"):format(buf, i * L), load(row(i))) .. ";" end
+      return table.concat(t, "\n")
+    end
+    if part == 0 then
+      return widen(ind, function(r) return isa.load_from(dtype, r) end), ("for (d = d0; d < d0 + %d; d++)"):format(L)
+    end
+    return table.concat({
+      ("%sif (d0 + %d <= %s) {"):format(ind, L, dim_c),
+      widen(ind .. "    ", function(r) return isa.load_from(dtype, r) end),
+      ("%s} else { /* the last %d values */"):format(ind, part),
+      widen(ind .. "    ", function(r) return isa.loadn_from(dtype, r, part) end),
+      ind .. "}",
+    }, "\n"), ("for (d = d0; d < d0 + %d && d < %s; d++)"):format(L, dim_c)
+  end
 end
 
 --- Whether a name is a known ISA.
