@@ -848,7 +848,11 @@ static void classic_run_and_compare(const attn_spec *spec, attn_classic_fwd_fn f
     int64_t b, i, j, d, p;
     int k;
 
-    if (sat_mul(sat_mul(sat_mul(B, Lq), Lk), Ds + Dh + Da + 1) > MAX_WORK)
+    /* as for the sdpa kinds: loops run over every (b, i) and (b, j) even
+       when the other length is 0, and a stride of 0 makes a tensor's
+       logical elements (each visited) many more than its span */
+    if (sat_mul(sat_mul(sat_mul(B, Lq > 0 ? Lq : 1), Lk > 0 ? Lk : 1), Ds + Dh + Da + 1) > MAX_WORK ||
+        B > MAX_LENGTH || Lq > MAX_LENGTH || Lk > MAX_LENGTH)
         return;
     str3[0] = a->s_stride[0];
     str3[1] = a->s_stride[1];
@@ -867,7 +871,9 @@ static void classic_run_and_compare(const attn_spec *spec, attn_classic_fwd_fn f
     set_layout(&lm, B, Lq, spec->mask == ATTN_MASK_BOOL ? Lk : 0, 1,
                spec->mask == ATTN_MASK_BOOL ? a->mask_stride : zero3, 1);
     if (ls.span > MAX_ELEMS || lh.span > MAX_ELEMS || lu.span > MAX_ELEMS || lc.span > MAX_ELEMS ||
-        la.span > MAX_ELEMS || lm.span > MAX_ELEMS || !injective(&lc) || !injective(&la))
+        la.span > MAX_ELEMS || lm.span > MAX_ELEMS || ls.count > MAX_ELEMS || lh.count > MAX_ELEMS ||
+        lu.count > MAX_ELEMS || lc.count > MAX_ELEMS || la.count > MAX_ELEMS || lm.count > MAX_ELEMS ||
+        !injective(&lc) || !injective(&la))
         return;
 
     /* S and H N(0,1) with NaN gaps (H NaN past seqlens_k too), the
@@ -935,8 +941,7 @@ static void classic_run_and_compare(const attn_spec *spec, attn_classic_fwd_fn f
     ra = *a;
     ra.c = ref_c;
     ra.weights = ref_a;
-    /* with B = 0 there is nothing to compare (Lq and Lk may then be anything, even past
-       what dense reference strides could address): only C's and A's gaps are checked */
+    /* with B = 0 there is nothing to compare: only C's and A's gaps are checked */
     if (B > 0) {
         ra.c_stride[1] = Dh;
         ra.c_stride[0] = Lq * Dh;
