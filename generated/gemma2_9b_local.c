@@ -557,6 +557,25 @@ ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline void attn
     _mm256_storeu_ps(s1, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1)));
 }
 
+/* The floats p[0] and p[1] in every pair of lanes: one 64-bit broadcast, the
+ * integer one (vpbroadcastq), as into 512-bit vectors. */
+ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline __m256 attn_set2_half__avx512(const float *p)
+{
+    long long t;
+    memcpy(&t, p, sizeof t);
+    return _mm256_castsi256_ps(_mm256_set1_epi64x(t));
+}
+
+/* x and y hold 4 rows' sums in lane pairs (row r in lanes 2r and 2r + 1): the
+ * rows' totals of x go to s0[0..3], of y to s1[0..3]. */
+ATTN_MAYBE_UNUSED __attribute__((target("avx512f,fma"))) static inline void attn_sum_pairs_half__avx512(__m256 x, __m256 y, float *s0, float *s1)
+{
+    const __m256 sums = _mm256_add_ps(_mm256_shuffle_ps(x, y, 0x88), _mm256_shuffle_ps(x, y, 0xDD));
+    const __m256 t = _mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7));
+    _mm_storeu_ps(s0, _mm256_castps256_ps128(t));
+    _mm_storeu_ps(s1, _mm256_extractf128_ps(t, 1));
+}
+
 /* 2^x: 2^n 2^r with n = round(x), r = x - n in [-1/2, 1/2] and 2^r = 1 + r P(r),
  * P the degree-5 polynomial of Cephes' exp2f (relative error about 2e-7),
  * times 2^n in one exact step; subnormal below -126, exactly 0 from -150
@@ -2428,6 +2447,55 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     attn_sum_pairs__avx512(a6, a7, s + 6 * rp, s + 7 * rp);
 }
 
+/* The same of a quarter vector of a kv head's rows on half-width vectors
+ * (__m256): 4 rows of two values of D each, Q packed as
+ * qp[(d / 2) * 8 + 2r + d % 2].  Where a full vector runs in two halves
+ * (AMD Zen 4), it costs the quarter-vector rows no FMA throughput, and the
+ * next block's rows reached L2 sooner: Llama-3-8B at Lq 1 read its cache
+ * faster this way than by dot products (docs/decode.md). */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_hpairs_8x1__avx512(const float *restrict k0, int64_t ks,
+        const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
+{
+    const float *restrict k1 = k0 + 1 * ks;
+    const float *restrict k2 = k0 + 2 * ks;
+    const float *restrict k3 = k0 + 3 * ks;
+    const float *restrict k4 = k0 + 4 * ks;
+    const float *restrict k5 = k0 + 5 * ks;
+    const float *restrict k6 = k0 + 6 * ks;
+    const float *restrict k7 = k0 + 7 * ks;
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps(), a4 = _mm256_setzero_ps(), a5 = _mm256_setzero_ps(), a6 = _mm256_setzero_ps(), a7 = _mm256_setzero_ps();
+    int64_t d;
+    if (pr) /* one line of them an iteration, 16 lines a row */
+        for (d = 0; d < D; d += 2) {
+            const __m256 q = _mm256_loadu_ps(qp + d * 4);
+            attn_gemma2_9b_local_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
+            a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), q, a0);
+            a1 = _mm256_fmadd_ps(attn_set2_half__avx512(k1 + d), q, a1);
+            a2 = _mm256_fmadd_ps(attn_set2_half__avx512(k2 + d), q, a2);
+            a3 = _mm256_fmadd_ps(attn_set2_half__avx512(k3 + d), q, a3);
+            a4 = _mm256_fmadd_ps(attn_set2_half__avx512(k4 + d), q, a4);
+            a5 = _mm256_fmadd_ps(attn_set2_half__avx512(k5 + d), q, a5);
+            a6 = _mm256_fmadd_ps(attn_set2_half__avx512(k6 + d), q, a6);
+            a7 = _mm256_fmadd_ps(attn_set2_half__avx512(k7 + d), q, a7);
+        }
+    else
+        for (d = 0; d < D; d += 2) {
+            const __m256 q = _mm256_loadu_ps(qp + d * 4);
+            a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), q, a0);
+            a1 = _mm256_fmadd_ps(attn_set2_half__avx512(k1 + d), q, a1);
+            a2 = _mm256_fmadd_ps(attn_set2_half__avx512(k2 + d), q, a2);
+            a3 = _mm256_fmadd_ps(attn_set2_half__avx512(k3 + d), q, a3);
+            a4 = _mm256_fmadd_ps(attn_set2_half__avx512(k4 + d), q, a4);
+            a5 = _mm256_fmadd_ps(attn_set2_half__avx512(k5 + d), q, a5);
+            a6 = _mm256_fmadd_ps(attn_set2_half__avx512(k6 + d), q, a6);
+            a7 = _mm256_fmadd_ps(attn_set2_half__avx512(k7 + d), q, a7);
+        }
+    attn_sum_pairs_half__avx512(a0, a1, s + 0 * rp, s + 1 * rp);
+    attn_sum_pairs_half__avx512(a2, a3, s + 2 * rp, s + 3 * rp);
+    attn_sum_pairs_half__avx512(a4, a5, s + 4 * rp, s + 5 * rp);
+    attn_sum_pairs_half__avx512(a6, a7, s + 6 * rp, s + 7 * rp);
+}
+
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
  * g * Lq + i is query i of head hk * GROUP + g (glp: a kv head's rows, padded).
  * Writes each real row's normalized partial output and LSE (natural log),
@@ -2444,9 +2512,13 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
     const int lanes = gl > 8 && gl <= 16;
-    const int pairs = gl > 4 && gl <= 8;
+    /* more than an eighth of a vector and at most a quarter, where the runtime
+       says so (AMD Zen 4): padded to a quarter vector, in pairs of D on
+       half-width vectors */
+    const int hpairs = gl > 2 && gl <= 4 && attn_decode_half_pairs();
+    const int pairs = hpairs || (gl > 4 && gl <= 8);
     const int dots = !lanes && !pairs && gl < 32;
-    const int64_t glp = lanes ? 16 : pairs ? 8 : dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
+    const int64_t glp = lanes ? 16 : pairs ? (hpairs ? 4 : 8) : dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
     const int64_t rp = dots || pairs ? (HKV * glp + 15) / 16 * 16 : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
@@ -2476,7 +2548,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
         }
         if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
             if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 16 + 2 * rr + d % 2] = qw[d];
+                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
         } else
             for (d = 0; d < D; d++) qc[d * 32] = qw[d];
         w->m[r] = -INFINITY;
@@ -2521,6 +2593,35 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                         __m512 a0 = _mm512_setzero_ps();
                         for (d = 0; d < D; d++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(k0[d]), _mm512_loadu_ps(qt + d * 32), a0);
                         _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
+                        c++;
+                    }
+                    for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
+                        const float *row = attn_gemma2_9b_local_next_row(&kv, jn, pl);
+                        const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
+                        if (pf == ATTN_PREFETCH_L2)
+                            attn_gemma2_9b_local_prefetch_row_l2(row, n);
+                        else
+                            attn_gemma2_9b_local_prefetch_row(row, n);
+                    }
+                }
+            }
+        } else
+        if (hpairs) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against a quarter vector of rows, on half-width vectors */
+            for (hk = 0; hk < HKV; hk++) {
+                const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
+                for (c = 0; c < kb;) {
+                    const float *k0 = attn_gemma2_9b_local_k_row(&kv, hk, j0 + c);
+                    int64_t d;
+                    if (c + 8 <= kb) { /* 8 keys */
+                        const float *pr[8]; /* the next block's rows this call prefetches */
+                        const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
+                        if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
+                        attn_gemma2_9b_local_hpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        c += 8;
+                    } else { /* one key */
+                        __m256 a0 = _mm256_setzero_ps();
+                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), _mm256_loadu_ps(qp + d * 4), a0);
+                        attn_sum_pairs_half__avx512(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
@@ -3225,7 +3326,7 @@ ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline float a
 }
 
 /* The floats p[0] and p[1] in every pair of lanes: one 64-bit broadcast, the
- * integer one (vpbroadcastq), as on AVX-512. */
+ * integer one (vpbroadcastq), as into 512-bit vectors. */
 ATTN_MAYBE_UNUSED __attribute__((target("avx2,fma,f16c"))) static inline __m256 attn_set2__avx2(const float *p)
 {
     long long t;
@@ -4481,7 +4582,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
         }
         if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
             if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 8 + 2 * rr + d % 2] = qw[d];
+                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
         } else
             for (d = 0; d < D; d++) qc[d * 16] = qw[d];
         w->m[r] = -INFINITY;
@@ -6656,7 +6757,7 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
         }
         if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
             if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 4 + 2 * rr + d % 2] = qw[d];
+                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
         } else
             for (d = 0; d < D; d++) qc[d * 8] = qw[d];
         w->m[r] = -INFINITY;

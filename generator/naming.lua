@@ -53,6 +53,9 @@ M.OPS = {
     what = "decode: S^T of M keys against one vector of a kv head's rows, rows along the lanes" },
   dpairs = { shape = "MxN", isa = true,
     what = "decode: S^T of M keys (f32) against half a vector of a kv head's rows, two values of D a row" },
+  hpairs = { shape = "MxN", isa = true,
+    what = "decode: S^T of M keys (f32) against a quarter vector of a kv head's rows, two values of D a row, "
+      .. "on half-width vectors" },
   supd = { shape = "MxN", isa = true, what = "streaming decode: the lazy online-softmax step of M rows at one key" },
   spvk = { shape = "MxN", dtype = "kv", isa = true,
     what = "streaming decode: M rows += the weights of N keys times their V rows" },
@@ -160,6 +163,8 @@ M.SHARED = {
   loadn = "the first n lanes loaded, the rest 0", storen = "the first n lanes stored",
   set4 = "four floats as a vector", set2 = "two floats in every pair of lanes",
   sum_pairs = "two vectors' lane pairs summed, each into its own row of scores",
+  set2_half = "two floats in every pair of a half-width vector's lanes",
+  sum_pairs_half = "two half-width vectors' lane pairs summed, each into its own row of scores",
   widen_bf16 = "a bf16 value as f32", widen_f16 = "an f16 value as f32",
   narrow_bf16 = "f32 to bf16, round to nearest even", narrow_f16 = "f32 to f16, round to nearest even",
   loadn_bf16 = "the first n bf16 values as f32 lanes", loadn_f16 = "the first n f16 values as f32 lanes",

@@ -405,7 +405,8 @@ static int decode_prefetch_default(void)
     return cpu_is_intel() ? ATTN_PREFETCH_NONE : cpu_is_amd_zen4() ? ATTN_PREFETCH_L2 : ATTN_PREFETCH_L1;
 }
 
-static unsigned decode_prefetch_cache, bf16_dot_cache, key_pairs_cache, even_rows_cache, stream_rows_cache;
+static unsigned decode_prefetch_cache, bf16_dot_cache, key_pairs_cache, even_rows_cache, half_pairs_cache,
+    stream_rows_cache;
 
 int attn_decode_prefetch(void)
 {
@@ -425,6 +426,11 @@ int attn_decode_key_pairs(void)
 int attn_decode_even_rows(void)
 {
     return cpu_setting(&even_rows_cache, "ATTNGEN_DECODE_EVEN_ROWS", 1, cpu_is_amd_zen4);
+}
+
+int attn_decode_half_pairs(void)
+{
+    return cpu_setting(&half_pairs_cache, "ATTNGEN_DECODE_HALF_PAIRS", 1, cpu_is_amd_zen4);
 }
 
 /* The streaming decode kernel's rows a kv head: 1 on AMD Zen 4, else all 4 it holds. */

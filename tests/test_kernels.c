@@ -684,6 +684,27 @@ static void run_decode_stream_rows(const char *rows)
 Test(decode, blocked_kernel_at_every_row_count) { run_decode_stream_rows("0"); }
 Test(decode, streaming_kernel_up_to_four_rows) { run_decode_stream_rows("4"); }
 
+/* The blocked kernel scores more than an eighth and at most a quarter of a
+   vector of rows a kv head (AVX-512: 3 or 4) in pairs of D on half-width
+   vectors where attn_decode_half_pairs() says so (AMD Zen 4), else by dot
+   products; the matrices above run this CPU's choice, these both, with the
+   blocked kernel at every row count: GQA groups of 2, 3 and 4 (Lq 2 of
+   t_everything and t_padding_causal, Lq 1 of t_sparse_strided, Lq 1 of
+   Llama-3-8B, whose score kernels prefetch the next block) and MHA at Lq 3. */
+static void run_decode_half_pairs(const char *half)
+{
+    const attn_kernel *ks[] = { &attn_t_everything_kernel, &attn_t_padding_causal_kernel, &attn_t_sparse_strided_kernel,
+                                &attn_t_bool_mask_kernel, &attn_llama3_8b_kernel };
+    size_t i;
+    setenv("ATTNGEN_DECODE_STREAM_ROWS", "0", 1);
+    setenv("ATTNGEN_DECODE_HALF_PAIRS", half, 1);
+    cr_assert_eq(attn_decode_stream_rows(), 0);
+    cr_assert_eq(attn_decode_half_pairs(), atoi(half));
+    for (i = 0; i < sizeof ks / sizeof *ks; i++) run_decode(ks[i]);
+}
+Test(decode, quarter_vector_rows_by_dot_products) { run_decode_half_pairs("0"); }
+Test(decode, quarter_vector_rows_in_half_width_pairs) { run_decode_half_pairs("1"); }
+
 /* ---- the reference's masks against masks written out by hand ------------ */
 
 /* One mask: the rules (a one-head spec), the shape (lk_b < 0: no padding)

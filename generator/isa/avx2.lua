@@ -121,6 +121,35 @@ ATTR static inline __m128i attn_narrow_bf16__avx2(__m256 v)
   return table.concat(out)
 end
 
+local PAIRS_TEXT = [[
+
+/* The floats p[0] and p[1] in every pair of lanes: one 64-bit broadcast, the
+ * integer one (vpbroadcastq), as into 512-bit vectors. */
+ATTR static inline __m256 SET2(const float *p)
+{
+    long long t;
+    memcpy(&t, p, sizeof t);
+    return _mm256_castsi256_ps(_mm256_set1_epi64x(t));
+}
+
+/* x and y hold 4 rows' sums in lane pairs (row r in lanes 2r and 2r + 1): the
+ * rows' totals of x go to s0[0..3], of y to s1[0..3]. */
+ATTR static inline void SUM_PAIRS(__m256 x, __m256 y, float *s0, float *s1)
+{
+    const __m256 sums = _mm256_add_ps(_mm256_shuffle_ps(x, y, 0x88), _mm256_shuffle_ps(x, y, 0xDD));
+    const __m256 t = _mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7));
+    _mm_storeu_ps(s0, _mm256_castps256_ps128(t));
+    _mm_storeu_ps(s1, _mm256_extractf128_ps(t, 1));
+}
+]]
+
+--- The C text of set2 and sum_pairs on 256-bit vectors under the attribute
+-- attr, named set2 and sum_pairs: this variant's helpers, and the AVX-512
+-- variant's on its half-width vectors (isa/avx512.lua, "half").
+function M.pairs_helpers(attr, set2, sum_pairs)
+  return (PAIRS_TEXT:gsub("ATTR ", attr):gsub("SET2", set2):gsub("SUM_PAIRS", sum_pairs))
+end
+
 function M.helpers(attr, opts)
   local text = (([[
 ATTR static inline float attn_hadd__avx2(__m256 v)
@@ -151,27 +180,7 @@ ATTR static inline float attn_hmax__avx2(__m256 v)
 ]]):gsub("ATTR ", attr))
   if opts and opts.storage then text = text .. storage_helpers(opts.storage):gsub("ATTR ", attr) end
   if opts and opts.pairs then
-    text = text .. (([[
-
-/* The floats p[0] and p[1] in every pair of lanes: one 64-bit broadcast, the
- * integer one (vpbroadcastq), as on AVX-512. */
-ATTR static inline __m256 attn_set2__avx2(const float *p)
-{
-    long long t;
-    memcpy(&t, p, sizeof t);
-    return _mm256_castsi256_ps(_mm256_set1_epi64x(t));
-}
-
-/* x and y hold 4 rows' sums in lane pairs (row r in lanes 2r and 2r + 1): the
- * rows' totals of x go to s0[0..3], of y to s1[0..3]. */
-ATTR static inline void attn_sum_pairs__avx2(__m256 x, __m256 y, float *s0, float *s1)
-{
-    const __m256 sums = _mm256_add_ps(_mm256_shuffle_ps(x, y, 0x88), _mm256_shuffle_ps(x, y, 0xDD));
-    const __m256 t = _mm256_permutevar8x32_ps(sums, _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7));
-    _mm_storeu_ps(s0, _mm256_castps256_ps128(t));
-    _mm_storeu_ps(s1, _mm256_extractf128_ps(t, 1));
-}
-]]):gsub("ATTR ", attr))
+    text = text .. M.pairs_helpers(attr, "attn_set2__avx2", "attn_sum_pairs__avx2")
   end
   if opts and opts.transpose then
     text = text .. (([[

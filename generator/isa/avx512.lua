@@ -14,6 +14,7 @@
 -- 1.10x the time without dropout, from 1.33x with 16 counters in 32-bit
 -- lanes (even and odd products blended back) and the dropped keys zeroed
 -- one by one.
+local avx2 = require("isa.avx2") -- the spelling of half-width vectors (M.half)
 local PHILOX_STREAMS = { "a", "b", "c", "d" } -- the streams' letters in the C
 local PHILOX_CALLS = { 32, 16 } -- counters a call, the larger first
 
@@ -169,6 +170,14 @@ local function build(name, enum, target)
   function M.sum_pairs(x, y, s0, s1)
     return ("attn_sum_pairs__" .. name .. "(%s, %s, %s, %s)"):format(x, y, s0, s1)
   end
+  -- Half-width vectors (isa/init.lua, "half"): the AVX2 spelling of 256-bit
+  -- vectors, which every AVX-512 CPU runs, with the pair helpers defined
+  -- under this variant's target and names (helpers(attr, {half_pairs = true})).
+  M.half = { vec = avx2.vec, lanes = avx2.lanes, zero = avx2.zero, load = avx2.load, fma = avx2.fma,
+    set2 = function(p) return ("attn_set2_half__" .. name .. "(%s)"):format(p) end,
+    sum_pairs = function(x, y, s0, s1)
+      return ("attn_sum_pairs_half__" .. name .. "(%s, %s, %s, %s)"):format(x, y, s0, s1)
+    end }
   -- transpose(src, ss, dst, ds): a statement; the 16 x 16 block of src (rows ss
   -- floats apart) goes to dst transposed (rows ds apart).
   function M.transpose(src, ss, dst, ds)
@@ -322,6 +331,9 @@ ATTR static inline void attn_sum_pairs__ISA(__m512 x, __m512 y, float *s0, float
     _mm256_storeu_ps(s1, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(t), 1)));
 }
 ]]):gsub("ATTR ", attr))
+    end
+    if opts and opts.half_pairs then
+      text = text .. avx2.pairs_helpers(attr, "attn_set2_half__ISA", "attn_sum_pairs_half__ISA")
     end
     if opts and opts.dropout then
       for _, n in ipairs(PHILOX_CALLS) do text = text .. philox_drop(n):gsub("ATTR ", attr) end

@@ -35,7 +35,12 @@
 -- hold lanes / 2 rows' partial sums in lane pairs, row r in lanes 2r and
 -- 2r + 1; each row's total of x goes to s0[r], of y to s1[r]; without them
 -- the decode path's scores at lanes / 4 to lanes / 2 rows a kv head are dot
--- products; helpers(attr, {pairs = true}) defines what they call), stream(p, v) and stream_fence() (a
+-- products; helpers(attr, {pairs = true}) defines what they call), half (a
+-- table: vec, lanes, zero, load, fma, set2 and sum_pairs spelling vectors of
+-- half the lanes, which the ISA's CPUs run as fast a lane where they run a
+-- full vector in two halves; helpers(attr, {half_pairs = true}) defines what
+-- its set2 and sum_pairs call; without it the decode path's scores at lanes / 8
+-- to lanes / 4 rows a kv head are always dot products), stream(p, v) and stream_fence() (a
 -- non-temporal store of a vector at an address aligned to it, and the fence
 -- after a thread's last such store; without them outputs are stored through
 -- the caches), exp2(v) and tanh(v)

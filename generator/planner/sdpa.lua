@@ -333,6 +333,10 @@ function M.plan(cfg, opts)
     -- (one 64-bit broadcast feeds each FMA; a 16-bit pair would need a
     -- conversion too) and whole pairs of D (docs/decode.md)
     v.dpairs = isa.set2 ~= nil and p.decode.max_q > 0 and p.dtype.kv == "f32" and p.D % 2 == 0
+    -- the same at lanes/8 to lanes/4 rows (Lq = 1 of a group of 4 on AVX-512)
+    -- on half-width vectors, where the ISA has them and the runtime picks them
+    -- (attn_decode_half_pairs: AMD Zen 4; elsewhere dot products, docs/decode.md)
+    v.hpairs = v.dpairs and isa.half ~= nil
     p.variants[#p.variants + 1] = v
     by_name[isa.name] = v
   end
@@ -343,7 +347,7 @@ function M.plan(cfg, opts)
   for _, v in ipairs(p.variants) do
     local base = v.dp and v.isa.base and by_name[v.isa.base]
     if base and p.decode.max_q > 0 then
-      v.decode_by, v.stream, v.mk, v.dpairs = base, nil, {}, false
+      v.decode_by, v.stream, v.mk, v.dpairs, v.hpairs = base, nil, {}, false, false
     end
   end
 

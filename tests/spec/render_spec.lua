@@ -407,7 +407,7 @@ describe("render", function()
     it("pair K values with two values of D a row where the cache is f32 and D is even", function()
       local _, c = files_for({ name = "r_dp", heads_q = 32, heads_kv = 8, head_dim = 128,
         isa = { "avx512", "avx2", "neon" } })
-      local ranges = { avx512 = "gl > 4 && gl <= 8", avx2 = "gl > 2 && gl <= 4", neon = "gl > 1 && gl <= 2" }
+      local ranges = { avx512 = "hpairs || (gl > 4 && gl <= 8)", avx2 = "gl > 2 && gl <= 4", neon = "gl > 1 && gl <= 2" }
       for isa, range in pairs(ranges) do
         assert.truthy(c:find("const int pairs = " .. range .. ";", 1, true), isa)
         assert.truthy(c:find("static void attn_r_dp_dpairs_8x1__" .. isa .. "(", 1, true), isa)
@@ -421,6 +421,26 @@ describe("render", function()
       assert.equal(4, sums)
     end)
 
+    it("of a quarter vector on AVX-512 run on half-width vectors where the runtime says so", function()
+      local _, c = files_for({ name = "r_hp", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512", "avx2" } })
+      assert.truthy(c:find("const int hpairs = gl > 2 && gl <= 4 && attn_decode_half_pairs();", 1, true))
+      assert.truthy(c:find("pairs ? (hpairs ? 4 : 8) :", 1, true))
+      -- Q packed in pairs of D, a kv head's padded rows wide
+      assert.truthy(c:find("(d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];", 1, true))
+      -- 256-bit FMAs on one broadcast pair each, Q 4 rows of pairs (8 floats) a step
+      local a = assert(c:find("static void attn_r_hp_hpairs_8x1__avx512(", 1, true))
+      local fn = c:sub(a, (c:find("\n}\n", a, true)))
+      local _, fmas = fn:gsub("_mm256_fmadd_ps%(attn_set2_half__avx512%(k%d %+ d%), q, a%d%)", "")
+      assert.equal(2 * 8, fmas)
+      assert.truthy(fn:find("_mm256_loadu_ps(qp + d * 4)", 1, true))
+      local _, sums = fn:gsub("attn_sum_pairs_half__avx512%(", "")
+      assert.equal(4, sums)
+      -- its helpers under the variant's target; the AVX2 variant has none of it
+      assert.truthy(c:find('target("avx512f,fma"))) static inline __m256 attn_set2_half__avx512(', 1, true))
+      assert.is_nil(c:find("hpairs__avx2", 1, true))
+      assert.is_nil(c:find("half__avx2", 1, true))
+    end)
+
     it("keep the dot products for a 16-bit cache and for an odd D", function()
       for _, cfg in ipairs({
         { name = "r_dp16", heads_q = 32, heads_kv = 8, head_dim = 128, dtype = { q = "f32", kv = "f16", o = "f32" } },
@@ -431,6 +451,8 @@ describe("render", function()
         assert.truthy(c:find("const int pairs = 0;", 1, true), cfg.name)
         assert.is_nil(c:find("_dpairs_", 1, true), cfg.name)
         assert.is_nil(c:find("attn_set2__", 1, true), cfg.name)
+        assert.is_nil(c:find("attn_set2_half__", 1, true), cfg.name)
+        assert.is_nil(c:find("hpairs", 1, true), cfg.name)
       end
     end)
   end)
