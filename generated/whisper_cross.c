@@ -2433,10 +2433,9 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
     const int lanes = gl > 8 && gl <= 16;
-    /* more than an eighth of a vector and at most a quarter, where the runtime
-       says so (AMD Zen 4): padded to a quarter vector, in pairs of D on
-       half-width vectors */
-    const int hpairs = gl > 2 && gl <= 4 && attn_decode_half_pairs();
+    /* at most a quarter of a vector, where the runtime says so (AMD Zen 4):
+       padded to a quarter vector, in pairs of D on half-width vectors */
+    const int hpairs = gl <= 4 && attn_decode_half_pairs();
     const int pairs = hpairs || (gl > 4 && gl <= 8);
     const int dots = !lanes && !pairs && gl < 32;
     const int64_t glp = lanes ? 16 : pairs ? (hpairs ? 4 : 8) : dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;

@@ -236,14 +236,14 @@ int attn_decode_key_pairs(void);
  */
 int attn_decode_even_rows(void);
 /*
- * Whether the decode path's blocked kernel scores more than an eighth and at
- * most a quarter of a vector of query rows a kv head (Llama-3-8B at Lq 1 on
- * AVX-512: 4 rows) with the rows along pairs of lanes of half-width vectors,
+ * Whether the decode path's blocked kernel scores at most a quarter of a
+ * vector of query rows a kv head (Llama-3-8B at Lq 1 on AVX-512: 4 rows;
+ * Gemma-2-9B: 2) with the rows along pairs of lanes of half-width vectors,
  * two values of D a row, instead of by dot products (an f32 cache, D even;
  * AVX-512 variants): 1 on AMD Zen 4 (family 19h with AVX-512), which runs a
  * 512-bit instruction in two 256-bit halves, so the narrower vectors cost
  * those rows no FMA throughput, and which read the cache faster so
- * (Llama-3-8B, Lq 1, 32768 keys: 11.1-11.3 -> 9.6-9.8 ms); 0 elsewhere.
+ * (Llama-3-8B, Lq 1, 32768 keys: 10.9-11.2 -> 9.7-9.8 ms); 0 elsewhere.
  * ATTNGEN_DECODE_HALF_PAIRS=1 or 0 in the environment overrides it.
  */
 int attn_decode_half_pairs(void);

@@ -684,13 +684,13 @@ static void run_decode_stream_rows(const char *rows)
 Test(decode, blocked_kernel_at_every_row_count) { run_decode_stream_rows("0"); }
 Test(decode, streaming_kernel_up_to_four_rows) { run_decode_stream_rows("4"); }
 
-/* The blocked kernel scores more than an eighth and at most a quarter of a
-   vector of rows a kv head (AVX-512: 3 or 4) in pairs of D on half-width
-   vectors where attn_decode_half_pairs() says so (AMD Zen 4), else by dot
-   products; the matrices above run this CPU's choice, these both, with the
-   blocked kernel at every row count: GQA groups of 2, 3 and 4 (Lq 2 of
-   t_everything and t_padding_causal, Lq 1 of t_sparse_strided, Lq 1 of
-   Llama-3-8B, whose score kernels prefetch the next block) and MHA at Lq 3. */
+/* The blocked kernel scores up to a quarter of a vector of rows a kv head
+   (AVX-512: 1 to 4) in pairs of D on half-width vectors where
+   attn_decode_half_pairs() says so (AMD Zen 4), else by dot products; the
+   matrices above run this CPU's choice, these both, with the blocked kernel
+   at every row count: GQA groups of 2, 3 and 4 (Lq 1 and 2 of t_everything
+   and t_padding_causal, Lq 1 of t_sparse_strided, Lq 1 of Llama-3-8B, whose
+   score kernels prefetch the next block) and MHA at Lq 1, 2 and 3. */
 static void run_decode_half_pairs(const char *half)
 {
     const attn_kernel *ks[] = { &attn_t_everything_kernel, &attn_t_padding_causal_kernel, &attn_t_sparse_strided_kernel,

@@ -333,7 +333,7 @@ function M.plan(cfg, opts)
     -- (one 64-bit broadcast feeds each FMA; a 16-bit pair would need a
     -- conversion too) and whole pairs of D (docs/decode.md)
     v.dpairs = isa.set2 ~= nil and p.decode.max_q > 0 and p.dtype.kv == "f32" and p.D % 2 == 0
-    -- the same at lanes/8 to lanes/4 rows (Lq = 1 of a group of 4 on AVX-512)
+    -- the same at up to lanes/4 rows (Lq = 1 of a group of 4 on AVX-512)
     -- on half-width vectors, where the ISA has them and the runtime picks them
     -- (attn_decode_half_pairs: AMD Zen 4; elsewhere dot products, docs/decode.md)
     v.hpairs = v.dpairs and isa.half ~= nil

@@ -423,7 +423,7 @@ describe("render", function()
 
     it("of a quarter vector on AVX-512 run on half-width vectors where the runtime says so", function()
       local _, c = files_for({ name = "r_hp", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512", "avx2" } })
-      assert.truthy(c:find("const int hpairs = gl > 2 && gl <= 4 && attn_decode_half_pairs();", 1, true))
+      assert.truthy(c:find("const int hpairs = gl <= 4 && attn_decode_half_pairs();", 1, true))
       assert.truthy(c:find("pairs ? (hpairs ? 4 : 8) :", 1, true))
       -- Q packed in pairs of D, a kv head's padded rows wide
       assert.truthy(c:find("(d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];", 1, true))
