@@ -2449,9 +2449,9 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 /* The same of a quarter vector of a kv head's rows on half-width vectors
  * (__m256): 4 rows of two values of D each, Q packed as
  * qp[(d / 2) * 8 + 2r + d % 2].  Where a full vector runs in two halves
- * (AMD Zen 4), it costs the quarter-vector rows no FMA throughput, and the
- * next block's rows reached L2 sooner: Llama-3-8B at Lq 1 read its cache
- * faster this way than by dot products (docs/decode.md). */
+ * (AMD Zen 4), the narrower vectors cost these rows no FMA throughput, and
+ * Llama-3-8B at Lq 1 read its cache faster so than by dot products
+ * (docs/decode.md). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_hpairs_8x1__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
