@@ -407,7 +407,8 @@ describe("render", function()
     it("pair K values with two values of D a row where the cache is f32 and D is even", function()
       local _, c = files_for({ name = "r_dp", heads_q = 32, heads_kv = 8, head_dim = 128,
         isa = { "avx512", "avx2", "neon" } })
-      local ranges = { avx512 = "hpairs || (gl > 4 && gl <= 8)", avx2 = "gl > 2 && gl <= 4", neon = "gl > 1 && gl <= 2" }
+      local ranges = { avx512 = "hpairs || (gl > 4 && gl <= 8)", avx2 = "gl > 2 && gl <= 4",
+        neon = "gl > 1 && gl <= 2" }
       for isa, range in pairs(ranges) do
         assert.truthy(c:find("const int pairs = " .. range .. ";", 1, true), isa)
         assert.truthy(c:find("static void attn_r_dp_dpairs_8x1__" .. isa .. "(", 1, true), isa)
