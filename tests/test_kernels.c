@@ -690,14 +690,13 @@ Test(decode, streaming_kernel_up_to_four_rows) { run_decode_stream_rows("4"); }
    matrices above run this CPU's choice, these both, with the blocked kernel
    at every row count: GQA groups of 2 and 3 (Lq 1 and 2 of t_everything, Lq 1
    of t_sparse_strided), MHA at Lq 1, 2 and 3, and Llama-3-8B's matrix (Lq 1
-   against up to 113 keys) with the next block prefetched into L2, inside the
-   pairs kernels. */
+   against up to 113 keys) on each x86 variant with the next block prefetched
+   into L2, inside the pairs kernels. */
 static void run_decode_half_pairs(const char *half)
 {
     const attn_kernel *ks[] = { &attn_t_everything_kernel, &attn_t_sparse_strided_kernel, &attn_t_bool_mask_kernel };
-    const attn_kernel *llama = &attn_llama3_8b_kernel;
+    const attn_kernel *llama[] = { &attn_llama3_8b_kernel };
     size_t i;
-    int v;
     setenv("ATTNGEN_DECODE_STREAM_ROWS", "0", 1);
     setenv("ATTNGEN_DECODE_HALF_PAIRS", half, 1);
     setenv("ATTNGEN_DECODE_PREFETCH", "2", 1);
@@ -705,8 +704,7 @@ static void run_decode_half_pairs(const char *half)
     cr_assert_eq(attn_decode_half_pairs(), atoi(half));
     cr_assert_eq(attn_decode_prefetch(), ATTN_PREFETCH_L2);
     for (i = 0; i < sizeof ks / sizeof *ks; i++) run_decode(ks[i]);
-    for (v = 0; v < llama->n_variants; v++)
-        if (attn_isa_supported(llama->variants[v].isa)) run_matrix(llama, llama->variants[v].isa);
+    run_on_x86(llama, 1);
 }
 Test(decode, quarter_vector_rows_by_dot_products) { run_decode_half_pairs("0"); }
 Test(decode, quarter_vector_rows_in_half_width_pairs) { run_decode_half_pairs("1"); }

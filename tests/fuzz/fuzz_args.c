@@ -301,6 +301,13 @@ static void set_layout(layout *l, int64_t e0, int64_t e1, int64_t e2, int64_t e3
     }
 }
 
+/* Whether a tensor spans or has more elements than a run builds and visits
+   (a stride of 0 gives it many more logical elements than its span). */
+static int too_large(const layout *l)
+{
+    return l->span > MAX_ELEMS || l->count > MAX_ELEMS;
+}
+
 /* Whether distinct logical elements have distinct offsets. */
 static int injective(const layout *l)
 {
@@ -548,10 +555,7 @@ static void run_and_compare(const attn_spec *spec, attn_fwd_fn fwd, attn_args *a
     memset(&lm, 0, sizeof lm);
     if (has_mask)
         set_layout(&lm, B, Hq, Lq, Lk, a->mask_stride, a->mask_stride[3]);
-    if (lq.span > MAX_ELEMS || lk.span > MAX_ELEMS || lv.span > MAX_ELEMS ||
-        lo.span > MAX_ELEMS || lq.count > MAX_ELEMS || lk.count > MAX_ELEMS ||
-        lv.count > MAX_ELEMS || lo.count > MAX_ELEMS ||
-        (has_mask && (lm.span > MAX_ELEMS || lm.count > MAX_ELEMS)))
+    if (too_large(&lq) || too_large(&lk) || too_large(&lv) || too_large(&lo) || (has_mask && too_large(&lm)))
         return;
     if (a->lse != NULL) {
         lse_count = sat_mul(sat_mul(B, Hq), Lq);
@@ -870,9 +874,7 @@ static void classic_run_and_compare(const attn_spec *spec, attn_classic_fwd_fn f
     set_layout(&la, B, Lq, a->weights != NULL ? Lk : 0, 1, a->weights != NULL ? a->weights_stride : zero3, 1);
     set_layout(&lm, B, Lq, spec->mask == ATTN_MASK_BOOL ? Lk : 0, 1,
                spec->mask == ATTN_MASK_BOOL ? a->mask_stride : zero3, 1);
-    if (ls.span > MAX_ELEMS || lh.span > MAX_ELEMS || lu.span > MAX_ELEMS || lc.span > MAX_ELEMS ||
-        la.span > MAX_ELEMS || lm.span > MAX_ELEMS || ls.count > MAX_ELEMS || lh.count > MAX_ELEMS ||
-        lu.count > MAX_ELEMS || lc.count > MAX_ELEMS || la.count > MAX_ELEMS || lm.count > MAX_ELEMS ||
+    if (too_large(&ls) || too_large(&lh) || too_large(&lu) || too_large(&lc) || too_large(&la) || too_large(&lm) ||
         !injective(&lc) || !injective(&la))
         return;
 
