@@ -345,7 +345,7 @@ enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
     DECODE_BLOCK = 16, /* keys of a block inside a split */
-    /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4), by its rows a kv head: */
+    /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4 and 5), by its rows a kv head: */
     DECODE_BLOCK_FEW = 8, /* in pairs or dot products, below one panel */
     DECODE_BLOCK_ONE = 32, /* one vector or one panel */
     DECODE_BLOCK_MANY = 64 /* more panels */
@@ -2386,8 +2386,8 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_bert_base_
  * (__m256): 4 rows of two values of D each, Q packed as
  * qp[(d / 2) * 8 + 2r + d % 2].  Where a full vector runs in two halves
  * (AMD Zen 4), the narrower vectors cost these rows no FMA throughput, and
- * Llama-3-8B at Lq 1 read its cache faster so than by dot products
- * (docs/decode.md). */
+ * Llama-3-8B at Lq 1 read its cache faster so than by dot products, on Zen 4
+ * and on Zen 5 (docs/decode.md). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_bert_base_hpairs_8x1__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
@@ -2433,7 +2433,7 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
     const int lanes = gl > 8 && gl <= 16;
-    /* at most a quarter of a vector, where the runtime says so (AMD Zen 4):
+    /* at most a quarter of a vector, where the runtime says so (AMD Zen 4 and 5):
        padded to a quarter vector, in pairs of D on half-width vectors */
     const int hpairs = gl <= 4 && attn_decode_half_pairs();
     const int pairs = hpairs || (gl > 4 && gl <= 8);
@@ -2443,7 +2443,7 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 32 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
@@ -2490,7 +2490,7 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dunit__avx512(
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
-           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4),
+           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
@@ -3250,7 +3250,8 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_bert_base_decode_
     {
         attn_bert_base_dscratch__avx512 *w = (attn_bert_base_dscratch__avx512 *)attn_alloc(sizeof(*w));
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
+        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
+        const int stream = rows <= attn_decode_stream_rows(1);
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -6528,7 +6529,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 16 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
@@ -6575,7 +6576,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dunit__avx2(
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
-           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4),
+           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
@@ -7309,7 +7310,8 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_bert_base_decod
     {
         attn_bert_base_dscratch__avx2 *w = (attn_bert_base_dscratch__avx2 *)attn_alloc(sizeof(*w));
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
+        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
+        const int stream = rows <= attn_decode_stream_rows(0);
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -9684,7 +9686,7 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 8 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
@@ -9731,7 +9733,7 @@ static void attn_bert_base_dunit__neon(const attn_args *args, int64_t b, int64_t
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
-           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4),
+           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
@@ -10365,7 +10367,8 @@ static attn_status attn_bert_base_decode__neon(const attn_args *args)
     {
         attn_bert_base_dscratch__neon *w = (attn_bert_base_dscratch__neon *)attn_alloc(sizeof(*w));
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
+        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
+        const int stream = rows <= attn_decode_stream_rows(0);
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -11193,7 +11196,7 @@ ATTN_NO_AUTOVEC static void attn_bert_base_dunit__scalar(const attn_args *args, 
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_bert_base_kv kv = attn_bert_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 2 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
@@ -11235,7 +11238,7 @@ ATTN_NO_AUTOVEC static void attn_bert_base_dunit__scalar(const attn_args *args, 
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
-           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4),
+           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)

@@ -334,7 +334,7 @@ enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
     DECODE_BLOCK = 64, /* keys of a block inside a split */
-    /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4), by its rows a kv head: */
+    /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4 and 5), by its rows a kv head: */
     DECODE_BLOCK_FEW = 32, /* in pairs or dot products, below one panel */
     DECODE_BLOCK_ONE = 64, /* one vector or one panel */
     DECODE_BLOCK_MANY = 64 /* more panels */
@@ -1406,8 +1406,8 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_
  * (__m256): 4 rows of two values of D each, Q packed as
  * qp[(d / 2) * 8 + 2r + d % 2].  Where a full vector runs in two halves
  * (AMD Zen 4), the narrower vectors cost these rows no FMA throughput, and
- * Llama-3-8B at Lq 1 read its cache faster so than by dot products
- * (docs/decode.md). */
+ * Llama-3-8B at Lq 1 read its cache faster so than by dot products, on Zen 4
+ * and on Zen 5 (docs/decode.md). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_hpairs_8x1__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp)
 {
@@ -1453,7 +1453,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
     const int lanes = gl > 8 && gl <= 16;
-    /* at most a quarter of a vector, where the runtime says so (AMD Zen 4):
+    /* at most a quarter of a vector, where the runtime says so (AMD Zen 4 and 5):
        padded to a quarter vector, in pairs of D on half-width vectors */
     const int hpairs = gl <= 4 && attn_decode_half_pairs();
     const int pairs = hpairs || (gl > 4 && gl <= 8);
@@ -1463,7 +1463,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 32 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
@@ -1510,7 +1510,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
-           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4),
+           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
@@ -3511,7 +3511,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 16 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
@@ -3558,7 +3558,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
-           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4),
+           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
@@ -5734,7 +5734,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 8 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
@@ -5781,7 +5781,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
-           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4),
+           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
@@ -6814,7 +6814,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 2 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
@@ -6856,7 +6856,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
-           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4),
+           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)

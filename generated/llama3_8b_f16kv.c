@@ -385,7 +385,7 @@ enum {
     DECODE_SPLIT = 512, /* keys of a split (before doubling) */
     DECODE_MAX_SPLITS = 32, /* splits a sequence at most, while a split can double */
     DECODE_BLOCK = 32, /* keys of a block inside a split */
-    /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4), by its rows a kv head: */
+    /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4 and 5), by its rows a kv head: */
     DECODE_BLOCK_FEW = 16, /* in pairs or dot products, below one panel */
     DECODE_BLOCK_ONE = 64, /* one vector or one panel */
     DECODE_BLOCK_MANY = 64 /* more panels */
@@ -2701,7 +2701,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 32 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
@@ -2744,7 +2744,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
-           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4),
+           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
@@ -3070,7 +3070,8 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_llama3_8b_f16kv_d
     {
         attn_llama3_8b_f16kv_dscratch__avx512 *w = (attn_llama3_8b_f16kv_dscratch__avx512 *)attn_alloc(sizeof(*w));
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
+        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
+        const int stream = rows <= attn_decode_stream_rows(0);
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -4747,7 +4748,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 16 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
@@ -4790,7 +4791,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
-           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4),
+           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
@@ -5116,7 +5117,8 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_llama3_8b_f16kv
     {
         attn_llama3_8b_f16kv_dscratch__avx2 *w = (attn_llama3_8b_f16kv_dscratch__avx2 *)attn_alloc(sizeof(*w));
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
+        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
+        const int stream = rows <= attn_decode_stream_rows(0);
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -7064,7 +7066,7 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 8 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
@@ -7107,7 +7109,7 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
-           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4),
+           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
@@ -7433,7 +7435,8 @@ static attn_status attn_llama3_8b_f16kv_decode__neon(const attn_args *args)
     {
         attn_llama3_8b_f16kv_dscratch__neon *w = (attn_llama3_8b_f16kv_dscratch__neon *)attn_alloc(sizeof(*w));
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
-        const int stream = rows <= attn_decode_stream_rows(); /* the streaming path's, by CPU (attn_runtime.h) */
+        /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
+        const int stream = rows <= attn_decode_stream_rows(0);
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -8618,7 +8621,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4) or not (Intel CPUs) */
+    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 2 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
@@ -8660,7 +8663,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
-           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4),
+           every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)

@@ -376,21 +376,41 @@ static int cpu_setting(unsigned *cache, const char *name, int max, int (*cpu_def
 }
 
 /*
- * 1 on an AMD family 19h CPU with AVX-512F (Zen 4; Zen 3, the same family,
- * has no AVX-512): a core that runs each 512-bit instruction in two 256-bit
- * halves.
+ * The AMD core generation with AVX-512F, read once: 4 on family 19h (Zen 4;
+ * Zen 3, the same family, has no AVX-512), which runs each 512-bit
+ * instruction in two 256-bit halves and has 32 KiB of L1; 5 on family 1Ah
+ * and later (Zen 5), which runs them whole; 0 on every other CPU.  Cached as
+ * 1 + the value.
  */
+static unsigned amd_zen_cache;
+
+static int cpu_amd_zen(void)
+{
+    unsigned v = cache_load(&amd_zen_cache);
+    if (v == 0) {
+        unsigned zen = 0;
+#ifdef ATTN_X86_CPUID
+        unsigned int a, b, c, d, family;
+        if (cpu_vendor_is("AuthenticAMD") && __get_cpuid(1, &a, &b, &c, &d) && attn_isa_supported(ATTN_ISA_AVX512)) {
+            family = ((a >> 8) & 0xfu) + ((a >> 20) & 0xffu);
+            zen = family == 0x19 ? 4 : family > 0x19 ? 5 : 0;
+        }
+#endif
+        v = 1u + zen;
+        cache_store(&amd_zen_cache, v);
+    }
+    return (int)v - 1;
+}
+
 static int cpu_is_amd_zen4(void)
 {
-#ifdef ATTN_X86_CPUID
-    unsigned int a, b, c, d, family;
-    if (!cpu_vendor_is("AuthenticAMD") || !__get_cpuid(1, &a, &b, &c, &d))
-        return 0;
-    family = ((a >> 8) & 0xfu) + ((a >> 20) & 0xffu);
-    return family == 0x19 && attn_isa_supported(ATTN_ISA_AVX512);
-#else
-    return 0;
-#endif
+    return cpu_amd_zen() == 4;
+}
+
+/* AMD Zen 4 or later: AVX-512 on an AMD core */
+static int cpu_is_amd_avx512(void)
+{
+    return cpu_amd_zen() != 0;
 }
 
 static int cpu_is_not_intel(void)
@@ -399,10 +419,10 @@ static int cpu_is_not_intel(void)
 }
 
 /* The blocked decode kernel's prefetch of its next block: none on Intel CPUs,
-   into L2 on AMD Zen 4, into L1 elsewhere (docs/decode.md). */
+   into L2 on AMD Zen 4 and Zen 5, into L1 elsewhere (docs/decode.md). */
 static int decode_prefetch_default(void)
 {
-    return cpu_is_intel() ? ATTN_PREFETCH_NONE : cpu_is_amd_zen4() ? ATTN_PREFETCH_L2 : ATTN_PREFETCH_L1;
+    return cpu_is_intel() ? ATTN_PREFETCH_NONE : cpu_is_amd_avx512() ? ATTN_PREFETCH_L2 : ATTN_PREFETCH_L1;
 }
 
 static unsigned decode_prefetch_cache, bf16_dot_cache, key_pairs_cache, even_rows_cache, half_pairs_cache,
@@ -430,18 +450,28 @@ int attn_decode_even_rows(void)
 
 int attn_decode_half_pairs(void)
 {
-    return cpu_setting(&half_pairs_cache, "ATTNGEN_DECODE_HALF_PAIRS", 1, cpu_is_amd_zen4);
+    return cpu_setting(&half_pairs_cache, "ATTNGEN_DECODE_HALF_PAIRS", 1, cpu_is_amd_avx512);
 }
 
-/* The streaming decode kernel's rows a kv head: 1 on AMD Zen 4, else all 4 it holds. */
-static int stream_rows_default(void)
+/* ATTNGEN_DECODE_STREAM_ROWS unset: the rows by CPU and caller (below) */
+#define STREAM_ROWS_BY_CPU 5
+
+static int stream_rows_by_cpu(void)
 {
-    return cpu_is_amd_zen4() ? 1 : 4;
+    return STREAM_ROWS_BY_CPU;
 }
 
-int attn_decode_stream_rows(void)
+/* The streaming decode kernel's rows a kv head: 1 on AMD Zen 4; 1 on Zen 5
+   where the caller's blocked kernel scores them in half-width pairs; else all
+   4 it holds. */
+int attn_decode_stream_rows(int half_pairs)
 {
-    return cpu_setting(&stream_rows_cache, "ATTNGEN_DECODE_STREAM_ROWS", 4, stream_rows_default);
+    const int forced = cpu_setting(&stream_rows_cache, "ATTNGEN_DECODE_STREAM_ROWS", 4, stream_rows_by_cpu);
+    if (forced != STREAM_ROWS_BY_CPU)
+        return forced;
+    if (cpu_is_amd_zen4() || (half_pairs && cpu_is_amd_avx512() && attn_decode_half_pairs()))
+        return 1;
+    return 4;
 }
 
 static int stream_output_default(void)

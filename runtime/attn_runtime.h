@@ -197,8 +197,9 @@ int attn_isa_supported(attn_isa isa);
  * for the next block of K and V rows while it works on one: not at all
  * (ATTN_PREFETCH_NONE) on Intel CPUs, whose hardware prefetchers follow its
  * reads better alone; into L2 (ATTN_PREFETCH_L2) on AMD Zen 4, whose 32 KiB
- * L1 the block would overrun; into L1 (ATTN_PREFETCH_L1) elsewhere
- * (docs/decode.md has the measurements).  ATTNGEN_DECODE_PREFETCH=0, 1 or 2
+ * L1 the block would overrun, and on Zen 5, where it measured as fast or
+ * faster (Llama-3-8B, Lq 2, 32768 keys: 15.7-18.1 -> 12.2-14.4 ms); into L1
+ * (ATTN_PREFETCH_L1) elsewhere (docs/decode.md has the measurements).  ATTNGEN_DECODE_PREFETCH=0, 1 or 2
  * in the environment overrides it.
  */
 enum { ATTN_PREFETCH_NONE = 0, ATTN_PREFETCH_L1 = 1, ATTN_PREFETCH_L2 = 2 };
@@ -240,23 +241,29 @@ int attn_decode_even_rows(void);
  * vector of query rows a kv head (Llama-3-8B at Lq 1 on AVX-512: 4 rows;
  * Gemma-2-9B: 2) with the rows along pairs of lanes of half-width vectors,
  * two values of D a row, instead of by dot products (an f32 cache, D even;
- * AVX-512 variants): 1 on AMD Zen 4 (family 19h with AVX-512), which runs a
- * 512-bit instruction in two 256-bit halves, so the narrower vectors cost
- * those rows no FMA throughput, and which read the cache faster so
- * (Llama-3-8B, Lq 1, 32768 keys: 10.9-11.2 -> 9.7-9.8 ms); 0 elsewhere.
- * ATTNGEN_DECODE_HALF_PAIRS=1 or 0 in the environment overrides it.
+ * AVX-512 variants): 1 on AMD Zen 4 and Zen 5 (family 19h and later with
+ * AVX-512), which read the cache faster so (Llama-3-8B, Lq 1, 32768 keys:
+ * 10.9-11.2 -> 9.7-9.8 ms on Zen 4; Gemma-2-9B 29-31 -> 22-24 ms on Zen 5);
+ * 0 elsewhere.  ATTNGEN_DECODE_HALF_PAIRS=1 or 0 in the environment
+ * overrides it.
  */
 int attn_decode_half_pairs(void);
 /*
  * The most query rows a kv head that the decode path's streaming kernel takes
- * (it holds 1 to 4); more go to the blocked kernel.  4 by default; 1 on AMD
- * Zen 4 (family 19h with AVX-512), where the blocked kernel, with its next
- * block's prefetch into L2, reads 2-4 rows a kv head faster (Llama-3-8B,
- * Lq 1, 4096 keys: 1.28 -> 1.02 ms; an f16 cache at 32768 keys: 9.0 -> 7.1
- * ms) and one row (MHA) slower (docs/decode.md).  ATTNGEN_DECODE_STREAM_ROWS
- * = 0 to 4 in the environment overrides it (0: the blocked kernel always).
+ * (it holds 1 to 4); more go to the blocked kernel.  half_pairs: whether the
+ * caller's blocked kernel can score up to a quarter vector of rows in
+ * half-width pairs (above: an AVX-512 variant, an f32 cache, D even).  4 by
+ * default; 1 on AMD Zen 4 (family 19h with AVX-512), where the blocked
+ * kernel, with its next block's prefetch into L2, reads 2-4 rows a kv head
+ * faster (Llama-3-8B, Lq 1, 4096 keys: 1.28 -> 1.02 ms; an f16 cache at 32768
+ * keys: 9.0 -> 7.1 ms) and one row (MHA) slower; 1 on AMD Zen 5 where
+ * half_pairs is 1 and attn_decode_half_pairs() too (Llama-3-8B, Lq 1, 32768
+ * keys: 13.8-14.3 -> 11.2-12.4 ms; the blocked kernel's dot products and a
+ * 16-bit cache's stream measured as fast or faster there) (docs/decode.md).
+ * ATTNGEN_DECODE_STREAM_ROWS = 0 to 4 in the environment overrides it (0: the
+ * blocked kernel always).
  */
-int attn_decode_stream_rows(void);
+int attn_decode_stream_rows(int half_pairs);
 /*
  * Whether a kernel stores its output rows non-temporally (past the caches,
  * without reading each line of O first): where the CPU has such stores, O

@@ -477,7 +477,7 @@ Test(entry, blocked_decode_prefetching_into_l1)
     run_blocked_decode("1");
 }
 
-Test(entry, blocked_decode_prefetching_into_l2) /* as on AMD Zen 4 */
+Test(entry, blocked_decode_prefetching_into_l2) /* as on AMD Zen 4 and 5 */
 {
     run_blocked_decode("2");
 }
@@ -667,7 +667,8 @@ Test(decode, bf16_all) { run_decode(&attn_t_bf16_all_kernel); }
 Test(decode, f16_odd) { run_decode(&attn_t_f16_odd_kernel); }
 
 /* The streaming kernel takes up to attn_decode_stream_rows() query rows a kv
-   head (4, or 1 on AMD Zen 4), the blocked kernel the rest; the matrices
+   head (4, or 1 on AMD Zen 4, and on Zen 5 where the blocked kernel has the
+   half-width pairs), the blocked kernel the rest; the matrices
    above run this CPU's choice, these the others: the blocked kernel at every
    row count (0: one row of MHA too) and the streaming kernel at all it holds
    (4), on configs with every score term, the weights, a sparse pattern, MHA
@@ -678,7 +679,8 @@ static void run_decode_stream_rows(const char *rows)
                                 &attn_t_sparse_strided_kernel, &attn_t_f16_cache_kernel };
     size_t i;
     setenv("ATTNGEN_DECODE_STREAM_ROWS", rows, 1);
-    cr_assert_eq(attn_decode_stream_rows(), atoi(rows));
+    cr_assert_eq(attn_decode_stream_rows(0), atoi(rows));
+    cr_assert_eq(attn_decode_stream_rows(1), atoi(rows));
     for (i = 0; i < sizeof ks / sizeof *ks; i++) run_decode(ks[i]);
 }
 Test(decode, blocked_kernel_at_every_row_count) { run_decode_stream_rows("0"); }
@@ -686,7 +688,7 @@ Test(decode, streaming_kernel_up_to_four_rows) { run_decode_stream_rows("4"); }
 
 /* The blocked kernel scores up to a quarter of a vector of rows a kv head
    (AVX-512: 1 to 4) in pairs of D on half-width vectors where
-   attn_decode_half_pairs() says so (AMD Zen 4), else by dot products; the
+   attn_decode_half_pairs() says so (AMD Zen 4 and 5), else by dot products; the
    matrices above run this CPU's choice, these both, with the blocked kernel
    at every row count: GQA groups of 2 and 3 (Lq 1 and 2 of t_everything, Lq 1
    of t_sparse_strided), MHA at Lq 1, 2 and 3, and Llama-3-8B's matrix (Lq 1
@@ -700,7 +702,7 @@ static void run_decode_half_pairs(const char *half)
     setenv("ATTNGEN_DECODE_STREAM_ROWS", "0", 1);
     setenv("ATTNGEN_DECODE_HALF_PAIRS", half, 1);
     setenv("ATTNGEN_DECODE_PREFETCH", "2", 1);
-    cr_assert_eq(attn_decode_stream_rows(), 0);
+    cr_assert_eq(attn_decode_stream_rows(1), 0);
     cr_assert_eq(attn_decode_half_pairs(), atoi(half));
     cr_assert_eq(attn_decode_prefetch(), ATTN_PREFETCH_L2);
     for (i = 0; i < sizeof ks / sizeof *ks; i++) run_decode(ks[i]);

@@ -34,7 +34,7 @@ M.DECODE_BLOCK_BYTES = 128 * 1024
 -- GPT-2 (4 lines) Lq = 8 9.9 -> 10.1, so rows shorter than this many lines
 -- keep the prefetch between calls (docs/decode.md).
 M.ROWS_IN_SCORES_LINES = 8
---- Where that prefetch goes to L2 (AMD Zen 4), the blocked kernel's block
+--- Where that prefetch goes to L2 (AMD Zen 4 and 5), the blocked kernel's block
 -- follows the rows' work a key: DECODE_BLOCK keys scaled by these factors
 -- where a kv head's rows take the pairs or dot-product scores (below one
 -- panel), one vector or one panel, and more panels (a multiple of 8 keys,
@@ -335,7 +335,7 @@ function M.plan(cfg, opts)
     v.dpairs = isa.set2 ~= nil and p.decode.max_q > 0 and p.dtype.kv == "f32" and p.D % 2 == 0
     -- the same at up to lanes/4 rows (Lq = 1 of a group of 4 on AVX-512)
     -- on half-width vectors, where the ISA has them and the runtime picks them
-    -- (attn_decode_half_pairs: AMD Zen 4; elsewhere dot products, docs/decode.md)
+    -- (attn_decode_half_pairs: AMD Zen 4 and 5; elsewhere dot products, docs/decode.md)
     v.hpairs = v.dpairs and isa.half ~= nil
     p.variants[#p.variants + 1] = v
     by_name[isa.name] = v
