@@ -1467,7 +1467,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 32 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
+    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -1652,9 +1652,9 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
             const float *vh = attn_falcon_7b_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4), the last rows
-                   under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6, ...,
-                   6, 2; 8 rows: 4 and 4 on Zen 4, 6 and 2 on Zen 5, each the faster there) */
+                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
+                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {
@@ -3515,7 +3515,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 16 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
+    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -3674,9 +3674,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
             const float *vh = attn_falcon_7b_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4), the last rows
-                   under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6, ...,
-                   6, 2; 8 rows: 4 and 4 on Zen 4, 6 and 2 on Zen 5, each the faster there) */
+                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
+                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {
@@ -5738,7 +5738,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 8 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
+    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -5897,9 +5897,9 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
             const float *vh = attn_falcon_7b_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4), the last rows
-                   under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6, ...,
-                   6, 2; 8 rows: 4 and 4 on Zen 4, 6 and 2 on Zen 5, each the faster there) */
+                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
+                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {

@@ -2705,7 +2705,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 32 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
+    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -2834,9 +2834,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
             const uint16_t *vh = attn_llama3_8b_f16kv_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4), the last rows
-                   under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6, ...,
-                   6, 2; 8 rows: 4 and 4 on Zen 4, 6 and 2 on Zen 5, each the faster there) */
+                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
+                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {
@@ -4752,7 +4752,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 16 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
+    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -4881,9 +4881,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
             const uint16_t *vh = attn_llama3_8b_f16kv_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4), the last rows
-                   under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6, ...,
-                   6, 2; 8 rows: 4 and 4 on Zen 4, 6 and 2 on Zen 5, each the faster there) */
+                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
+                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {
@@ -7070,7 +7070,7 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 8 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4) */
+    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -7199,9 +7199,9 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
             const uint16_t *vh = attn_llama3_8b_f16kv_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4), the last rows
-                   under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6, ...,
-                   6, 2; 8 rows: 4 and 4 on Zen 4, 6 and 2 on Zen 5, each the faster there) */
+                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
+                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {

@@ -445,7 +445,7 @@ int attn_decode_key_pairs(void)
 
 int attn_decode_even_rows(void)
 {
-    return cpu_setting(&even_rows_cache, "ATTNGEN_DECODE_EVEN_ROWS", 1, cpu_is_amd_zen4);
+    return cpu_setting(&even_rows_cache, "ATTNGEN_DECODE_EVEN_ROWS", 1, cpu_is_amd_avx512);
 }
 
 int attn_decode_half_pairs(void)

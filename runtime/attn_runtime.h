@@ -229,10 +229,11 @@ int attn_decode_key_pairs(void);
 /*
  * Whether the decode path's blocked kernel splits a kv head's rows that take
  * two P*V calls into two even halves (8 rows: 4 + 4) instead of the widest
- * call first (6 + 2): 1 on AMD Zen 4 (family 19h with AVX-512), where a call
- * of 2 rows waits on its loads of V (Llama-3-8B, Lq 2, 32768 keys: 15.0 ->
- * 14.3-14.5 ms); 0 elsewhere (AMD Zen 5 measured 6 + 2 faster).  Rows that
- * take more calls end in even halves everywhere.  ATTNGEN_DECODE_EVEN_ROWS=1
+ * call first (6 + 2): 1 on AMD Zen 4 and Zen 5 (family 19h and later with
+ * AVX-512), where a call of 2 rows waits on its loads of V (Llama-3-8B, Lq 2,
+ * 32768 keys: 15.0 -> 14.3-14.5 ms on Zen 4, 12.3-12.7 -> 11.4-12.0 on Zen 5
+ * with the next block's prefetch into L2); 0 elsewhere.  Rows that take more
+ * calls end in even halves everywhere.  ATTNGEN_DECODE_EVEN_ROWS=1
  * or 0 in the environment overrides it.
  */
 int attn_decode_even_rows(void);

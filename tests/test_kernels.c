@@ -484,7 +484,7 @@ Test(entry, blocked_decode_prefetching_into_l2) /* as on AMD Zen 4 and 5 */
 
 /* The blocked decode kernel splits a kv head's rows that take two P*V calls
  * widest first or, where the runtime says so (attn_decode_even_rows: AMD Zen
- * 4), in even halves; the matrix of each kernel runs this CPU's choice, these
+ * 4 and 5), in even halves; the matrix of each kernel runs this CPU's choice, these
  * both on every x86 variant this CPU runs: Llama-3-8B's 8 rows a kv head at
  * Lq 2 (6 + 2 or 4 + 4). */
 static void run_pv_split(const char *even)
@@ -500,7 +500,7 @@ Test(entry, blocked_decode_rows_widest_first)
     run_pv_split("0");
 }
 
-Test(entry, blocked_decode_rows_in_even_halves) /* as on AMD Zen 4 */
+Test(entry, blocked_decode_rows_in_even_halves) /* as on AMD Zen 4 and 5 */
 {
     run_pv_split("1");
 }
