@@ -199,8 +199,8 @@ int attn_isa_supported(attn_isa isa);
  * reads better alone; into L2 (ATTN_PREFETCH_L2) on AMD Zen 4, whose 32 KiB
  * L1 the block would overrun, and on Zen 5, where it measured as fast or
  * faster (Llama-3-8B, Lq 2, 32768 keys: 15.7-18.1 -> 12.2-14.4 ms); into L1
- * (ATTN_PREFETCH_L1) elsewhere (docs/decode.md has the measurements).  ATTNGEN_DECODE_PREFETCH=0, 1 or 2
- * in the environment overrides it.
+ * (ATTN_PREFETCH_L1) elsewhere (docs/decode.md has the measurements).
+ * ATTNGEN_DECODE_PREFETCH=0, 1 or 2 in the environment overrides it.
  */
 enum { ATTN_PREFETCH_NONE = 0, ATTN_PREFETCH_L1 = 1, ATTN_PREFETCH_L2 = 2 };
 int attn_decode_prefetch(void);
@@ -233,8 +233,8 @@ int attn_decode_key_pairs(void);
  * AVX-512), where a call of 2 rows waits on its loads of V (Llama-3-8B, Lq 2,
  * 32768 keys: 15.0 -> 14.3-14.5 ms on Zen 4, 12.3-12.7 -> 11.4-12.0 on Zen 5
  * with the next block's prefetch into L2); 0 elsewhere.  Rows that take more
- * calls end in even halves everywhere.  ATTNGEN_DECODE_EVEN_ROWS=1
- * or 0 in the environment overrides it.
+ * calls end in even halves everywhere.  ATTNGEN_DECODE_EVEN_ROWS=1 or 0 in
+ * the environment overrides it.
  */
 int attn_decode_even_rows(void);
 /*
@@ -259,8 +259,9 @@ int attn_decode_half_pairs(void);
  * faster (Llama-3-8B, Lq 1, 4096 keys: 1.28 -> 1.02 ms; an f16 cache at 32768
  * keys: 9.0 -> 7.1 ms) and one row (MHA) slower; 1 on AMD Zen 5 where
  * half_pairs is 1 and attn_decode_half_pairs() too (Llama-3-8B, Lq 1, 32768
- * keys: 13.8-14.3 -> 11.2-12.4 ms; the blocked kernel's dot products and a
- * 16-bit cache's stream measured as fast or faster there) (docs/decode.md).
+ * keys: 13.4-14.1 -> 11.5-12.0 ms; the blocked kernel's dot products measured
+ * no faster than the stream there, and a 16-bit cache streams faster)
+ * (docs/decode.md).
  * ATTNGEN_DECODE_STREAM_ROWS = 0 to 4 in the environment overrides it (0: the
  * blocked kernel always).
  */
