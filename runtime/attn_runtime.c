@@ -469,9 +469,14 @@ int attn_decode_stream_rows(int half_pairs)
     const int forced = cpu_setting(&stream_rows_cache, "ATTNGEN_DECODE_STREAM_ROWS", 4, stream_rows_by_cpu);
     if (forced != STREAM_ROWS_BY_CPU)
         return forced;
-    if (cpu_is_amd_zen4() || (half_pairs && cpu_is_amd_avx512() && attn_decode_half_pairs()))
+    switch (cpu_amd_zen()) {
+    case 4:
         return 1;
-    return 4;
+    case 5:
+        return half_pairs && attn_decode_half_pairs() ? 1 : 4;
+    default:
+        return 4;
+    }
 }
 
 static int stream_output_default(void)
