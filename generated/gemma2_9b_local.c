@@ -2022,20 +2022,29 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0.  The weights go to s. */
+ * the others get weight 0.  The weights go to s.
+ * *m is the row's reference: its running max, or up to max_lag below it. */
 __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_softmax__avx512(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
+    const float max_lag = 8.0f; /* base 2: a score may pass m by this much before m moves */
     const __m512 zero = _mm512_setzero_ps();
     __m512 vmx = _mm512_set1_ps(-INFINITY), vsum = zero, vm;
     float mx, m_new, m_ref;
     int64_t c;
     for (c = ca; c < ce; c += 16) vmx = _mm512_max_ps(vmx, _mm512_loadu_ps(s + c));
     mx = _mm512_reduce_max_ps(vmx);
-    m_new = mx > *m ? mx : *m;
-    m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-    /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
-    *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
+    if (*m > -INFINITY && *m < INFINITY && mx <= *m + max_lag) {
+        /* most tiles: m stays while no score passes it by more than max_lag, so
+           O and l keep their scale and the weights do not wait for mx */
+        m_new = m_ref = *m;
+        *alpha = 1.0f;
+    } else {
+        m_new = mx > *m ? mx : *m;
+        m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
+        /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
+        *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
+    }
     vm = _mm512_set1_ps(m_ref);
     for (c = 0; c < ca; c += 16) _mm512_storeu_ps(s + c, zero);
     for (c = ca; c < ce; c += 16) {
@@ -4093,20 +4102,29 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0.  The weights go to s. */
+ * the others get weight 0.  The weights go to s.
+ * *m is the row's reference: its running max, or up to max_lag below it. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_softmax__avx2(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
+    const float max_lag = 8.0f; /* base 2: a score may pass m by this much before m moves */
     const __m256 zero = _mm256_setzero_ps();
     __m256 vmx = _mm256_set1_ps(-INFINITY), vsum = zero, vm;
     float mx, m_new, m_ref;
     int64_t c;
     for (c = ca; c < ce; c += 8) vmx = _mm256_max_ps(vmx, _mm256_loadu_ps(s + c));
     mx = attn_hmax__avx2(vmx);
-    m_new = mx > *m ? mx : *m;
-    m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-    /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
-    *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
+    if (*m > -INFINITY && *m < INFINITY && mx <= *m + max_lag) {
+        /* most tiles: m stays while no score passes it by more than max_lag, so
+           O and l keep their scale and the weights do not wait for mx */
+        m_new = m_ref = *m;
+        *alpha = 1.0f;
+    } else {
+        m_new = mx > *m ? mx : *m;
+        m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
+        /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
+        *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
+    }
     vm = _mm256_set1_ps(m_ref);
     for (c = 0; c < ca; c += 8) _mm256_storeu_ps(s + c, zero);
     for (c = ca; c < ce; c += 8) {
@@ -6302,20 +6320,29 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_pv_1x256_f32__neon(const float *r
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0.  The weights go to s. */
+ * the others get weight 0.  The weights go to s.
+ * *m is the row's reference: its running max, or up to max_lag below it. */
 static void attn_gemma2_9b_local_softmax__neon(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
+    const float max_lag = 8.0f; /* base 2: a score may pass m by this much before m moves */
     const float32x4_t zero = vdupq_n_f32(0.0f);
     float32x4_t vmx = vdupq_n_f32(-INFINITY), vsum = zero, vm;
     float mx, m_new, m_ref;
     int64_t c;
     for (c = ca; c < ce; c += 4) vmx = vmaxq_f32(vmx, vld1q_f32(s + c));
     mx = vmaxvq_f32(vmx);
-    m_new = mx > *m ? mx : *m;
-    m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-    /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
-    *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
+    if (*m > -INFINITY && *m < INFINITY && mx <= *m + max_lag) {
+        /* most tiles: m stays while no score passes it by more than max_lag, so
+           O and l keep their scale and the weights do not wait for mx */
+        m_new = m_ref = *m;
+        *alpha = 1.0f;
+    } else {
+        m_new = mx > *m ? mx : *m;
+        m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
+        /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
+        *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
+    }
     vm = vdupq_n_f32(m_ref);
     for (c = 0; c < ca; c += 4) vst1q_f32(s + c, zero);
     for (c = ca; c < ce; c += 4) {
@@ -7767,20 +7794,29 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_pv_1x256_f32__sca
 }
 
 /* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
- * the others get weight 0.  The weights go to s. */
+ * the others get weight 0.  The weights go to s.
+ * *m is the row's reference: its running max, or up to max_lag below it. */
 ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_softmax__scalar(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
         float *restrict l, float *restrict alpha)
 {
+    const float max_lag = 8.0f; /* base 2: a score may pass m by this much before m moves */
     const float zero = 0.0f;
     float vmx = (-INFINITY), vsum = zero, vm;
     float mx, m_new, m_ref;
     int64_t c;
     for (c = ca; c < ce; c += 1) vmx = (vmx > *(s + c) ? vmx : *(s + c));
     mx = vmx;
-    m_new = mx > *m ? mx : *m;
-    m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
-    /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
-    *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
+    if (*m > -INFINITY && *m < INFINITY && mx <= *m + max_lag) {
+        /* most tiles: m stays while no score passes it by more than max_lag, so
+           O and l keep their scale and the weights do not wait for mx */
+        m_new = m_ref = *m;
+        *alpha = 1.0f;
+    } else {
+        m_new = mx > *m ? mx : *m;
+        m_ref = m_new == -INFINITY ? 0.0f : m_new; /* a row that has seen nothing yet */
+        /* 2^(m - m_ref), without the call where it is exact: 1 while a finite max stays, 0 on the first keys */
+        *alpha = *m == m_ref && m_ref != INFINITY ? 1.0f : *m == -INFINITY ? 0.0f : exp2f(*m - m_ref);
+    }
     vm = (m_ref);
     for (c = 0; c < ca; c += 1) *(s + c) = zero;
     for (c = ca; c < ce; c += 1) {

@@ -11,7 +11,8 @@
  * docs/config.md:
  *   - logits near the float range: Q and K scaled by 1e3 and 1e4;
  *   - logits that grow along the keys, so that the running max moves again
- *     and again (the streaming path moves it lazily);
+ *     and again (the streaming path and the prefill softmax move it lazily),
+ *     also with Lq = 37 against 300 keys, several key tiles;
  *   - +inf and -inf in K, NaN in Q, K and V, +inf in V;
  *   - denormal inputs, with flush-to-zero and denormals-are-zero off (the
  *     C default) and on;
@@ -72,6 +73,9 @@ static const attn_kernel *const kernels[] = {
    head), the decode path (Lq <= 16) and the tiled path */
 static const int64_t shapes[][2] = { { 1, 150 }, { 7, 19 }, { 37, 45 } };
 #define N_SHAPES 3
+/* the tiled path over several key tiles (tiles of up to 128 keys): the
+   running max moves from tile to tile, past its lag or within it */
+static const int64_t tiles_shape[][2] = { { 37, 300 } };
 #define BATCH 2
 
 /* ---- one problem: inputs, kernel outputs, reference outputs ------------- */
@@ -434,7 +438,10 @@ typedef void (*case_fn)(const attn_kernel *k, const attn_variant *v, int64_t lq,
 
 /* Runs fn for each kernel the filter accepts (NULL: all), each runnable
    variant and each shape; expects no miss.  Returns the number of runs. */
-static int for_each(int (*accept)(const attn_spec *), case_fn fn, const char *what)
+/* fn on every sdpa kernel that accept takes (NULL: all), each variant this
+   CPU runs, each of the n_shapes (Lq, Lk) in shapes */
+static int for_each_shape(int (*accept)(const attn_spec *), case_fn fn, const char *what, const int64_t (*shapes)[2],
+                          int n_shapes)
 {
     int n, i, sh, ran = 0;
     for (n = 0; n < N_KERNELS; n++) {
@@ -446,7 +453,7 @@ static int for_each(int (*accept)(const attn_spec *), case_fn fn, const char *wh
         for (i = 0; i < k->n_variants; i++) {
             const attn_variant *v = &k->variants[i];
             if (!attn_isa_supported(v->isa)) continue;
-            for (sh = 0; sh < N_SHAPES; sh++) {
+            for (sh = 0; sh < n_shapes; sh++) {
                 tally t;
                 memset(&t, 0, sizeof t);
                 fn(k, v, shapes[sh][0], shapes[sh][1], &t);
@@ -459,6 +466,11 @@ static int for_each(int (*accept)(const attn_spec *), case_fn fn, const char *wh
     }
     cr_assert_gt(ran, 0, "%s: nothing ran", what);
     return ran;
+}
+
+static int for_each(int (*accept)(const attn_spec *), case_fn fn, const char *what)
+{
+    return for_each_shape(accept, fn, what, shapes, N_SHAPES);
 }
 
 /* ---- logits near the float range ----------------------------------------- */
@@ -489,9 +501,8 @@ static void logits_1e4(const attn_kernel *k, const attn_variant *v, int64_t lq, 
 Test(extremes, logits_scaled_by_1e3) { for_each(NULL, logits_1e3, "Q and K x 1e3"); }
 Test(extremes, logits_scaled_by_1e4) { for_each(NULL, logits_1e4, "Q and K x 1e4"); }
 
-/* K row j times 1 + j / 2: the largest score of a row grows by a few units
-   from key to key, past any fixed lead of the running max. */
-static void growing_logits(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+/* K row j times 1 + g j: the largest score of a row grows along the keys. */
+static void grown_logits(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t, float g)
 {
     problem p;
     int64_t b, j, hk, d;
@@ -499,13 +510,32 @@ static void growing_logits(const attn_kernel *k, const attn_variant *v, int64_t 
     for (b = 0; b < p.nb; b++)
         for (j = 0; j < lk; j++)
             for (hk = 0; hk < k->spec.heads_kv; hk++)
-                for (d = 0; d < k->spec.head_dim; d++) k_at(&p, b, j, hk)[d] *= 1.0f + 0.5f * (float)j;
+                for (d = 0; d < k->spec.head_dim; d++) k_at(&p, b, j, hk)[d] *= 1.0f + g * (float)j;
     run_both(&p, v);
     compare_large(&p, t);
     problem_free(&p);
 }
 
-Test(extremes, growing_logits) { for_each(NULL, growing_logits, "K row j x (1 + j / 2)"); }
+/* g = 1/2: the max grows by a few units from key to key, past any fixed
+   lead or lag of the running max. */
+static void growing_logits(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+{
+    grown_logits(k, v, lq, lk, t, 0.5f);
+}
+
+/* g = 1/32: the max grows by a few units from tile to tile, within the
+   prefill softmax's lag (8, base 2), so its reference stays below the max. */
+static void creeping_logits(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+{
+    grown_logits(k, v, lq, lk, t, 1.0f / 32.0f);
+}
+
+Test(extremes, growing_logits)
+{
+    for_each(NULL, growing_logits, "K row j x (1 + j / 2)");
+    for_each_shape(NULL, growing_logits, "K row j x (1 + j / 2)", tiles_shape, 1);
+}
+Test(extremes, creeping_logits) { for_each_shape(NULL, creeping_logits, "K row j x (1 + j / 32)", tiles_shape, 1); }
 
 /* ---- infinities and NaN --------------------------------------------------- */
 
