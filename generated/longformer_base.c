@@ -852,6 +852,193 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer
     _mm512_storeu_ps(c + 0 * cs + 16, vacc0x1);
 }
 
+/* C[8][16] = A[8][64] B[64][16]: a: 8 rows of A (as elements apart), b: a packed
+ * panel (32 floats per d, the 16 from b), c: rows cs floats apart.  16384 FLOPs, 10 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_qk_8x16_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+        float *restrict c, int64_t cs)
+{
+    __m512 vacc0x0 = _mm512_setzero_ps();
+    __m512 vacc1x0 = _mm512_setzero_ps();
+    __m512 vacc2x0 = _mm512_setzero_ps();
+    __m512 vacc3x0 = _mm512_setzero_ps();
+    __m512 vacc4x0 = _mm512_setzero_ps();
+    __m512 vacc5x0 = _mm512_setzero_ps();
+    __m512 vacc6x0 = _mm512_setzero_ps();
+    __m512 vacc7x0 = _mm512_setzero_ps();
+    const float *restrict a0 = a + 0 * as;
+    const float *restrict a1 = a + 1 * as;
+    const float *restrict a2 = a + 2 * as;
+    const float *restrict a3 = a + 3 * as;
+    const float *restrict a4 = a + 4 * as;
+    const float *restrict a5 = a + 5 * as;
+    const float *restrict a6 = a + 6 * as;
+    const float *restrict a7 = a + 7 * as;
+    int64_t d;
+    for (d = 0; d < 64; d += 8) {
+        { /* d = d */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d) * 32 + 0);
+            const __m512 va0 = _mm512_set1_ps(a0[d]);
+            const __m512 va1 = _mm512_set1_ps(a1[d]);
+            const __m512 va2 = _mm512_set1_ps(a2[d]);
+            const __m512 va3 = _mm512_set1_ps(a3[d]);
+            const __m512 va4 = _mm512_set1_ps(a4[d]);
+            const __m512 va5 = _mm512_set1_ps(a5[d]);
+            const __m512 va6 = _mm512_set1_ps(a6[d]);
+            const __m512 va7 = _mm512_set1_ps(a7[d]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0);
+        }
+        { /* d = d + 1 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 1) * 32 + 0);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 1]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 1]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 1]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 1]);
+            const __m512 va4 = _mm512_set1_ps(a4[d + 1]);
+            const __m512 va5 = _mm512_set1_ps(a5[d + 1]);
+            const __m512 va6 = _mm512_set1_ps(a6[d + 1]);
+            const __m512 va7 = _mm512_set1_ps(a7[d + 1]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0);
+        }
+        { /* d = d + 2 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 2) * 32 + 0);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 2]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 2]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 2]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 2]);
+            const __m512 va4 = _mm512_set1_ps(a4[d + 2]);
+            const __m512 va5 = _mm512_set1_ps(a5[d + 2]);
+            const __m512 va6 = _mm512_set1_ps(a6[d + 2]);
+            const __m512 va7 = _mm512_set1_ps(a7[d + 2]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0);
+        }
+        { /* d = d + 3 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 3) * 32 + 0);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 3]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 3]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 3]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 3]);
+            const __m512 va4 = _mm512_set1_ps(a4[d + 3]);
+            const __m512 va5 = _mm512_set1_ps(a5[d + 3]);
+            const __m512 va6 = _mm512_set1_ps(a6[d + 3]);
+            const __m512 va7 = _mm512_set1_ps(a7[d + 3]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0);
+        }
+        { /* d = d + 4 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 4) * 32 + 0);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 4]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 4]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 4]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 4]);
+            const __m512 va4 = _mm512_set1_ps(a4[d + 4]);
+            const __m512 va5 = _mm512_set1_ps(a5[d + 4]);
+            const __m512 va6 = _mm512_set1_ps(a6[d + 4]);
+            const __m512 va7 = _mm512_set1_ps(a7[d + 4]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0);
+        }
+        { /* d = d + 5 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 5) * 32 + 0);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 5]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 5]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 5]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 5]);
+            const __m512 va4 = _mm512_set1_ps(a4[d + 5]);
+            const __m512 va5 = _mm512_set1_ps(a5[d + 5]);
+            const __m512 va6 = _mm512_set1_ps(a6[d + 5]);
+            const __m512 va7 = _mm512_set1_ps(a7[d + 5]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0);
+        }
+        { /* d = d + 6 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 6) * 32 + 0);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 6]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 6]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 6]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 6]);
+            const __m512 va4 = _mm512_set1_ps(a4[d + 6]);
+            const __m512 va5 = _mm512_set1_ps(a5[d + 6]);
+            const __m512 va6 = _mm512_set1_ps(a6[d + 6]);
+            const __m512 va7 = _mm512_set1_ps(a7[d + 6]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0);
+        }
+        { /* d = d + 7 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 7) * 32 + 0);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 7]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 7]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 7]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 7]);
+            const __m512 va4 = _mm512_set1_ps(a4[d + 7]);
+            const __m512 va5 = _mm512_set1_ps(a5[d + 7]);
+            const __m512 va6 = _mm512_set1_ps(a6[d + 7]);
+            const __m512 va7 = _mm512_set1_ps(a7[d + 7]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0);
+        }
+    }
+
+    _mm512_storeu_ps(c + 0 * cs + 0, vacc0x0);
+    _mm512_storeu_ps(c + 1 * cs + 0, vacc1x0);
+    _mm512_storeu_ps(c + 2 * cs + 0, vacc2x0);
+    _mm512_storeu_ps(c + 3 * cs + 0, vacc3x0);
+    _mm512_storeu_ps(c + 4 * cs + 0, vacc4x0);
+    _mm512_storeu_ps(c + 5 * cs + 0, vacc5x0);
+    _mm512_storeu_ps(c + 6 * cs + 0, vacc6x0);
+    _mm512_storeu_ps(c + 7 * cs + 0, vacc7x0);
+}
+
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
@@ -3361,8 +3548,20 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_unit__av
         for (c = 0; c < TK; c += 32) {
             const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
-                if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 8, c, c + 32))
+                if (cls == TILE_FULL)
                     attn_longformer_base_qk_8x32_f32__avx512(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
+                else if (attn_longformer_base_sees(w->first + r, w->last + r, 8, c, c + 32)) {
+                    /* a block on a mask's edge: the panel's vectors no row of it sees
+                       are left out (they lie outside every row's softmax) */
+                    int64_t u0 = c, u1 = c + 32, u;
+                    while (!attn_longformer_base_sees(w->first + r, w->last + r, 8, u0, u0 + 16)) u0 += 16;
+                    while (!attn_longformer_base_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
+                    if (u1 - u0 == 32)
+                        attn_longformer_base_qk_8x32_f32__avx512(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
+                    else
+                        for (u = u0; u < u1; u += 16)
+                            attn_longformer_base_qk_8x16_f32__avx512(w->q + r * 64, 64, ktc + (u - c), w->s + r * TK + u, TK);
+                }
             for (; r < tq; r++)
                 if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 1, c, c + 32))
                     attn_longformer_base_qk_1x32_f32__avx512(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
@@ -3841,6 +4040,117 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longform
 
     _mm256_storeu_ps(c + 0 * cs + 0, vacc0x0);
     _mm256_storeu_ps(c + 0 * cs + 8, vacc0x1);
+}
+
+/* C[4][8] = A[4][64] B[64][8]: a: 4 rows of A (as elements apart), b: a packed
+ * panel (16 floats per d, the 8 from b), c: rows cs floats apart.  4096 FLOPs, 6 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_qk_4x8_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+        float *restrict c, int64_t cs)
+{
+    __m256 vacc0x0 = _mm256_setzero_ps();
+    __m256 vacc1x0 = _mm256_setzero_ps();
+    __m256 vacc2x0 = _mm256_setzero_ps();
+    __m256 vacc3x0 = _mm256_setzero_ps();
+    const float *restrict a0 = a + 0 * as;
+    const float *restrict a1 = a + 1 * as;
+    const float *restrict a2 = a + 2 * as;
+    const float *restrict a3 = a + 3 * as;
+    int64_t d;
+    for (d = 0; d < 64; d += 8) {
+        { /* d = d */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d) * 16 + 0);
+            const __m256 va0 = _mm256_set1_ps(a0[d]);
+            const __m256 va1 = _mm256_set1_ps(a1[d]);
+            const __m256 va2 = _mm256_set1_ps(a2[d]);
+            const __m256 va3 = _mm256_set1_ps(a3[d]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0);
+        }
+        { /* d = d + 1 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 1) * 16 + 0);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 1]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 1]);
+            const __m256 va2 = _mm256_set1_ps(a2[d + 1]);
+            const __m256 va3 = _mm256_set1_ps(a3[d + 1]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0);
+        }
+        { /* d = d + 2 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 2) * 16 + 0);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 2]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 2]);
+            const __m256 va2 = _mm256_set1_ps(a2[d + 2]);
+            const __m256 va3 = _mm256_set1_ps(a3[d + 2]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0);
+        }
+        { /* d = d + 3 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 3) * 16 + 0);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 3]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 3]);
+            const __m256 va2 = _mm256_set1_ps(a2[d + 3]);
+            const __m256 va3 = _mm256_set1_ps(a3[d + 3]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0);
+        }
+        { /* d = d + 4 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 4) * 16 + 0);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 4]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 4]);
+            const __m256 va2 = _mm256_set1_ps(a2[d + 4]);
+            const __m256 va3 = _mm256_set1_ps(a3[d + 4]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0);
+        }
+        { /* d = d + 5 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 5) * 16 + 0);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 5]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 5]);
+            const __m256 va2 = _mm256_set1_ps(a2[d + 5]);
+            const __m256 va3 = _mm256_set1_ps(a3[d + 5]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0);
+        }
+        { /* d = d + 6 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 6) * 16 + 0);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 6]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 6]);
+            const __m256 va2 = _mm256_set1_ps(a2[d + 6]);
+            const __m256 va3 = _mm256_set1_ps(a3[d + 6]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0);
+        }
+        { /* d = d + 7 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 7) * 16 + 0);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 7]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 7]);
+            const __m256 va2 = _mm256_set1_ps(a2[d + 7]);
+            const __m256 va3 = _mm256_set1_ps(a3[d + 7]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0);
+            vacc2x0 = _mm256_fmadd_ps(va2, vb0, vacc2x0);
+            vacc3x0 = _mm256_fmadd_ps(va3, vb0, vacc3x0);
+        }
+    }
+
+    _mm256_storeu_ps(c + 0 * cs + 0, vacc0x0);
+    _mm256_storeu_ps(c + 1 * cs + 0, vacc1x0);
+    _mm256_storeu_ps(c + 2 * cs + 0, vacc2x0);
+    _mm256_storeu_ps(c + 3 * cs + 0, vacc3x0);
 }
 
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 2 vectors.
@@ -7430,8 +7740,20 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_unit__
         for (c = 0; c < TK; c += 16) {
             const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
-                if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 4, c, c + 16))
+                if (cls == TILE_FULL)
                     attn_longformer_base_qk_4x16_f32__avx2(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
+                else if (attn_longformer_base_sees(w->first + r, w->last + r, 4, c, c + 16)) {
+                    /* a block on a mask's edge: the panel's vectors no row of it sees
+                       are left out (they lie outside every row's softmax) */
+                    int64_t u0 = c, u1 = c + 16, u;
+                    while (!attn_longformer_base_sees(w->first + r, w->last + r, 4, u0, u0 + 8)) u0 += 8;
+                    while (!attn_longformer_base_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
+                    if (u1 - u0 == 16)
+                        attn_longformer_base_qk_4x16_f32__avx2(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
+                    else
+                        for (u = u0; u < u1; u += 8)
+                            attn_longformer_base_qk_4x8_f32__avx2(w->q + r * 64, 64, ktc + (u - c), w->s + r * TK + u, TK);
+                }
             for (; r < tq; r++)
                 if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 1, c, c + 16))
                     attn_longformer_base_qk_1x16_f32__avx2(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
@@ -7963,6 +8285,193 @@ ATTN_NOINLINE static void attn_longformer_base_qk_1x8_f32__neon(const float *res
 
     vst1q_f32(c + 0 * cs + 0, vacc0x0);
     vst1q_f32(c + 0 * cs + 4, vacc0x1);
+}
+
+/* C[8][4] = A[8][64] B[64][4]: a: 8 rows of A (as elements apart), b: a packed
+ * panel (8 floats per d, the 4 from b), c: rows cs floats apart.  4096 FLOPs, 10 vector registers. */
+ATTN_NOINLINE static void attn_longformer_base_qk_8x4_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+        float *restrict c, int64_t cs)
+{
+    float32x4_t vacc0x0 = vdupq_n_f32(0.0f);
+    float32x4_t vacc1x0 = vdupq_n_f32(0.0f);
+    float32x4_t vacc2x0 = vdupq_n_f32(0.0f);
+    float32x4_t vacc3x0 = vdupq_n_f32(0.0f);
+    float32x4_t vacc4x0 = vdupq_n_f32(0.0f);
+    float32x4_t vacc5x0 = vdupq_n_f32(0.0f);
+    float32x4_t vacc6x0 = vdupq_n_f32(0.0f);
+    float32x4_t vacc7x0 = vdupq_n_f32(0.0f);
+    const float *restrict a0 = a + 0 * as;
+    const float *restrict a1 = a + 1 * as;
+    const float *restrict a2 = a + 2 * as;
+    const float *restrict a3 = a + 3 * as;
+    const float *restrict a4 = a + 4 * as;
+    const float *restrict a5 = a + 5 * as;
+    const float *restrict a6 = a + 6 * as;
+    const float *restrict a7 = a + 7 * as;
+    int64_t d;
+    for (d = 0; d < 64; d += 8) {
+        { /* d = d */
+            const float32x4_t vb0 = vld1q_f32(b + (d) * 8 + 0);
+            const float32x4_t va0 = vdupq_n_f32(a0[d]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d]);
+            const float32x4_t va4 = vdupq_n_f32(a4[d]);
+            const float32x4_t va5 = vdupq_n_f32(a5[d]);
+            const float32x4_t va6 = vdupq_n_f32(a6[d]);
+            const float32x4_t va7 = vdupq_n_f32(a7[d]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0);
+            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0);
+            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0);
+            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0);
+            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0);
+        }
+        { /* d = d + 1 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 1) * 8 + 0);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 1]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 1]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 1]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 1]);
+            const float32x4_t va4 = vdupq_n_f32(a4[d + 1]);
+            const float32x4_t va5 = vdupq_n_f32(a5[d + 1]);
+            const float32x4_t va6 = vdupq_n_f32(a6[d + 1]);
+            const float32x4_t va7 = vdupq_n_f32(a7[d + 1]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0);
+            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0);
+            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0);
+            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0);
+            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0);
+        }
+        { /* d = d + 2 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 2) * 8 + 0);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 2]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 2]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 2]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 2]);
+            const float32x4_t va4 = vdupq_n_f32(a4[d + 2]);
+            const float32x4_t va5 = vdupq_n_f32(a5[d + 2]);
+            const float32x4_t va6 = vdupq_n_f32(a6[d + 2]);
+            const float32x4_t va7 = vdupq_n_f32(a7[d + 2]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0);
+            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0);
+            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0);
+            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0);
+            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0);
+        }
+        { /* d = d + 3 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 3) * 8 + 0);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 3]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 3]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 3]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 3]);
+            const float32x4_t va4 = vdupq_n_f32(a4[d + 3]);
+            const float32x4_t va5 = vdupq_n_f32(a5[d + 3]);
+            const float32x4_t va6 = vdupq_n_f32(a6[d + 3]);
+            const float32x4_t va7 = vdupq_n_f32(a7[d + 3]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0);
+            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0);
+            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0);
+            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0);
+            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0);
+        }
+        { /* d = d + 4 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 4) * 8 + 0);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 4]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 4]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 4]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 4]);
+            const float32x4_t va4 = vdupq_n_f32(a4[d + 4]);
+            const float32x4_t va5 = vdupq_n_f32(a5[d + 4]);
+            const float32x4_t va6 = vdupq_n_f32(a6[d + 4]);
+            const float32x4_t va7 = vdupq_n_f32(a7[d + 4]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0);
+            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0);
+            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0);
+            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0);
+            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0);
+        }
+        { /* d = d + 5 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 5) * 8 + 0);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 5]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 5]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 5]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 5]);
+            const float32x4_t va4 = vdupq_n_f32(a4[d + 5]);
+            const float32x4_t va5 = vdupq_n_f32(a5[d + 5]);
+            const float32x4_t va6 = vdupq_n_f32(a6[d + 5]);
+            const float32x4_t va7 = vdupq_n_f32(a7[d + 5]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0);
+            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0);
+            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0);
+            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0);
+            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0);
+        }
+        { /* d = d + 6 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 6) * 8 + 0);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 6]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 6]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 6]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 6]);
+            const float32x4_t va4 = vdupq_n_f32(a4[d + 6]);
+            const float32x4_t va5 = vdupq_n_f32(a5[d + 6]);
+            const float32x4_t va6 = vdupq_n_f32(a6[d + 6]);
+            const float32x4_t va7 = vdupq_n_f32(a7[d + 6]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0);
+            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0);
+            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0);
+            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0);
+            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0);
+        }
+        { /* d = d + 7 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 7) * 8 + 0);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 7]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 7]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 7]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 7]);
+            const float32x4_t va4 = vdupq_n_f32(a4[d + 7]);
+            const float32x4_t va5 = vdupq_n_f32(a5[d + 7]);
+            const float32x4_t va6 = vdupq_n_f32(a6[d + 7]);
+            const float32x4_t va7 = vdupq_n_f32(a7[d + 7]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0);
+            vacc4x0 = vfmaq_f32(vacc4x0, va4, vb0);
+            vacc5x0 = vfmaq_f32(vacc5x0, va5, vb0);
+            vacc6x0 = vfmaq_f32(vacc6x0, va6, vb0);
+            vacc7x0 = vfmaq_f32(vacc7x0, va7, vb0);
+        }
+    }
+
+    vst1q_f32(c + 0 * cs + 0, vacc0x0);
+    vst1q_f32(c + 1 * cs + 0, vacc1x0);
+    vst1q_f32(c + 2 * cs + 0, vacc2x0);
+    vst1q_f32(c + 3 * cs + 0, vacc3x0);
+    vst1q_f32(c + 4 * cs + 0, vacc4x0);
+    vst1q_f32(c + 5 * cs + 0, vacc5x0);
+    vst1q_f32(c + 6 * cs + 0, vacc6x0);
+    vst1q_f32(c + 7 * cs + 0, vacc7x0);
 }
 
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 4 chunks of at most 4 vectors.
@@ -10496,8 +11005,20 @@ static void attn_longformer_base_unit__neon(const attn_args *args, const float *
         for (c = 0; c < TK; c += 8) {
             const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
-                if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 8, c, c + 8))
+                if (cls == TILE_FULL)
                     attn_longformer_base_qk_8x8_f32__neon(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
+                else if (attn_longformer_base_sees(w->first + r, w->last + r, 8, c, c + 8)) {
+                    /* a block on a mask's edge: the panel's vectors no row of it sees
+                       are left out (they lie outside every row's softmax) */
+                    int64_t u0 = c, u1 = c + 8, u;
+                    while (!attn_longformer_base_sees(w->first + r, w->last + r, 8, u0, u0 + 4)) u0 += 4;
+                    while (!attn_longformer_base_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
+                    if (u1 - u0 == 8)
+                        attn_longformer_base_qk_8x8_f32__neon(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
+                    else
+                        for (u = u0; u < u1; u += 4)
+                            attn_longformer_base_qk_8x4_f32__neon(w->q + r * 64, 64, ktc + (u - c), w->s + r * TK + u, TK);
+                }
             for (; r < tq; r++)
                 if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 1, c, c + 8))
                     attn_longformer_base_qk_1x8_f32__neon(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
@@ -10874,6 +11395,117 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_longformer_base_qk_1x2_f32__scala
 
     *(c + 0 * cs + 0) = vacc0x0;
     *(c + 0 * cs + 1) = vacc0x1;
+}
+
+/* C[4][1] = A[4][64] B[64][1]: a: 4 rows of A (as elements apart), b: a packed
+ * panel (2 floats per d, the 1 from b), c: rows cs floats apart.  512 FLOPs, 6 vector registers. */
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_longformer_base_qk_4x1_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+        float *restrict c, int64_t cs)
+{
+    float vacc0x0 = 0.0f;
+    float vacc1x0 = 0.0f;
+    float vacc2x0 = 0.0f;
+    float vacc3x0 = 0.0f;
+    const float *restrict a0 = a + 0 * as;
+    const float *restrict a1 = a + 1 * as;
+    const float *restrict a2 = a + 2 * as;
+    const float *restrict a3 = a + 3 * as;
+    int64_t d;
+    for (d = 0; d < 64; d += 8) {
+        { /* d = d */
+            const float vb0 = *(b + (d) * 2 + 0);
+            const float va0 = (a0[d]);
+            const float va1 = (a1[d]);
+            const float va2 = (a2[d]);
+            const float va3 = (a3[d]);
+            vacc0x0 = (va0 * vb0 + vacc0x0);
+            vacc1x0 = (va1 * vb0 + vacc1x0);
+            vacc2x0 = (va2 * vb0 + vacc2x0);
+            vacc3x0 = (va3 * vb0 + vacc3x0);
+        }
+        { /* d = d + 1 */
+            const float vb0 = *(b + (d + 1) * 2 + 0);
+            const float va0 = (a0[d + 1]);
+            const float va1 = (a1[d + 1]);
+            const float va2 = (a2[d + 1]);
+            const float va3 = (a3[d + 1]);
+            vacc0x0 = (va0 * vb0 + vacc0x0);
+            vacc1x0 = (va1 * vb0 + vacc1x0);
+            vacc2x0 = (va2 * vb0 + vacc2x0);
+            vacc3x0 = (va3 * vb0 + vacc3x0);
+        }
+        { /* d = d + 2 */
+            const float vb0 = *(b + (d + 2) * 2 + 0);
+            const float va0 = (a0[d + 2]);
+            const float va1 = (a1[d + 2]);
+            const float va2 = (a2[d + 2]);
+            const float va3 = (a3[d + 2]);
+            vacc0x0 = (va0 * vb0 + vacc0x0);
+            vacc1x0 = (va1 * vb0 + vacc1x0);
+            vacc2x0 = (va2 * vb0 + vacc2x0);
+            vacc3x0 = (va3 * vb0 + vacc3x0);
+        }
+        { /* d = d + 3 */
+            const float vb0 = *(b + (d + 3) * 2 + 0);
+            const float va0 = (a0[d + 3]);
+            const float va1 = (a1[d + 3]);
+            const float va2 = (a2[d + 3]);
+            const float va3 = (a3[d + 3]);
+            vacc0x0 = (va0 * vb0 + vacc0x0);
+            vacc1x0 = (va1 * vb0 + vacc1x0);
+            vacc2x0 = (va2 * vb0 + vacc2x0);
+            vacc3x0 = (va3 * vb0 + vacc3x0);
+        }
+        { /* d = d + 4 */
+            const float vb0 = *(b + (d + 4) * 2 + 0);
+            const float va0 = (a0[d + 4]);
+            const float va1 = (a1[d + 4]);
+            const float va2 = (a2[d + 4]);
+            const float va3 = (a3[d + 4]);
+            vacc0x0 = (va0 * vb0 + vacc0x0);
+            vacc1x0 = (va1 * vb0 + vacc1x0);
+            vacc2x0 = (va2 * vb0 + vacc2x0);
+            vacc3x0 = (va3 * vb0 + vacc3x0);
+        }
+        { /* d = d + 5 */
+            const float vb0 = *(b + (d + 5) * 2 + 0);
+            const float va0 = (a0[d + 5]);
+            const float va1 = (a1[d + 5]);
+            const float va2 = (a2[d + 5]);
+            const float va3 = (a3[d + 5]);
+            vacc0x0 = (va0 * vb0 + vacc0x0);
+            vacc1x0 = (va1 * vb0 + vacc1x0);
+            vacc2x0 = (va2 * vb0 + vacc2x0);
+            vacc3x0 = (va3 * vb0 + vacc3x0);
+        }
+        { /* d = d + 6 */
+            const float vb0 = *(b + (d + 6) * 2 + 0);
+            const float va0 = (a0[d + 6]);
+            const float va1 = (a1[d + 6]);
+            const float va2 = (a2[d + 6]);
+            const float va3 = (a3[d + 6]);
+            vacc0x0 = (va0 * vb0 + vacc0x0);
+            vacc1x0 = (va1 * vb0 + vacc1x0);
+            vacc2x0 = (va2 * vb0 + vacc2x0);
+            vacc3x0 = (va3 * vb0 + vacc3x0);
+        }
+        { /* d = d + 7 */
+            const float vb0 = *(b + (d + 7) * 2 + 0);
+            const float va0 = (a0[d + 7]);
+            const float va1 = (a1[d + 7]);
+            const float va2 = (a2[d + 7]);
+            const float va3 = (a3[d + 7]);
+            vacc0x0 = (va0 * vb0 + vacc0x0);
+            vacc1x0 = (va1 * vb0 + vacc1x0);
+            vacc2x0 = (va2 * vb0 + vacc2x0);
+            vacc3x0 = (va3 * vb0 + vacc3x0);
+        }
+    }
+
+    *(c + 0 * cs + 0) = vacc0x0;
+    *(c + 1 * cs + 0) = vacc1x0;
+    *(c + 2 * cs + 0) = vacc2x0;
+    *(c + 3 * cs + 0) = vacc3x0;
 }
 
 /* O[4][64] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 32 chunks of at most 2 vectors.
@@ -11507,8 +12139,20 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_unit__scalar(const attn_args *a
         for (c = 0; c < TK; c += 2) {
             const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
-                if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 4, c, c + 2))
+                if (cls == TILE_FULL)
                     attn_longformer_base_qk_4x2_f32__scalar(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
+                else if (attn_longformer_base_sees(w->first + r, w->last + r, 4, c, c + 2)) {
+                    /* a block on a mask's edge: the panel's vectors no row of it sees
+                       are left out (they lie outside every row's softmax) */
+                    int64_t u0 = c, u1 = c + 2, u;
+                    while (!attn_longformer_base_sees(w->first + r, w->last + r, 4, u0, u0 + 1)) u0 += 1;
+                    while (!attn_longformer_base_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
+                    if (u1 - u0 == 2)
+                        attn_longformer_base_qk_4x2_f32__scalar(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);
+                    else
+                        for (u = u0; u < u1; u += 1)
+                            attn_longformer_base_qk_4x1_f32__scalar(w->q + r * 64, 64, ktc + (u - c), w->s + r * TK + u, TK);
+                }
             for (; r < tq; r++)
                 if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 1, c, c + 2))
                     attn_longformer_base_qk_1x2_f32__scalar(w->q + r * 64, 64, ktc, w->s + r * TK + c, TK);

@@ -138,7 +138,7 @@ function M.variant(cfg, plan, isa)
   -- the micro-kernels read their broadcast rows (qk's A) or V rows (pv) in
   -- the storage type their name carries: f32 for the prefill path's packed
   -- panels, the K/V type for the decode path, which reads the cache in place
-  v.qk_fn = function(mr, dt) return naming.qk(cfg.name, mr, v.qk.nc, isa.name, dt or "f32") end
+  v.qk_fn = function(mr, dt, ncw) return naming.qk(cfg.name, mr, ncw or v.qk.nc, isa.name, dt or "f32") end
   v.pv_fn = function(mr, dt) return naming.pv(cfg.name, mr, plan.Dv, isa.name, dt or "f32") end
   -- which instances exist: qk with MR and 1 rows on both paths; pv with
   -- v.pv_rows on the decode path (its K/V type, a kv head's rows).  The
@@ -156,20 +156,20 @@ function M.variant(cfg, plan, isa)
   v.dp = dp
   if dp then
     v.dp_pairs = math.ceil(plan.D / 2) -- pairs of head dims in a packed Q row and a K^T panel
-    v.qkdp_fn = function(mr) return naming.qkdp(cfg.name, mr, v.qk.nc, isa.name, "bf16") end
+    v.qkdp_fn = function(mr, ncw) return naming.qkdp(cfg.name, mr, ncw or v.qk.nc, isa.name, "bf16") end
     v.pvdp_fn = function(mr) return naming.pvdp(cfg.name, mr, plan.Dv, isa.name, "bf16") end
     v.prefill_pv_rows = pv_mr_and_1
     v.mkdp = { qk_rows = v.qk_rows, pv_rows = v.prefill_pv_rows }
     v.mk = decode and { { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } } or {}
   else
     v.prefill_pv_rows = decode_f32 and v.pv_rows or pv_mr_and_1
-    v.mk = { { dt = "f32", qk_rows = v.qk_rows, pv_rows = v.prefill_pv_rows } }
+    v.mk = { { dt = "f32", qk_rows = v.qk_rows, pv_rows = v.prefill_pv_rows, prefill = true } }
     if decode and not decode_f32 then v.mk[2] = { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } end
   end
   -- vector registers each micro-kernel keeps live, for the cost comments:
   -- accumulators, then the loads of a step (a panel row of B and one
   -- broadcast; P broadcasts of every row and one V vector)
-  v.qk.regs_of = function(mr) return mr * qk.nr + qk.nr + 1 end
+  v.qk.regs_of = function(mr, nr) nr = nr or qk.nr; return mr * nr + nr + 1 end
   v.pv.regs_of = function(mr) return mr * pv.nvc + (pv.late_bcast and pv.nvc or mr) + 1 end
   --- C statements: dst[0..n) = src[0..n) (K/V elements) widened to f32 a vector
   -- at a time with the loop index i (declared by the caller), the last vector

@@ -327,6 +327,11 @@ function M.plan(cfg, opts)
   for _, isa in ipairs(common.isas(cfg)) do
     local v = common.variant(cfg, p, isa)
     v.stream = stream_plan(p, v)
+    -- the prefill's scores kernel on one vector of a panel's columns too,
+    -- where a panel has several: a block of rows on a mask's edge (the causal
+    -- diagonal, a window's edges, the last keys) computes only the vectors
+    -- some row of it sees
+    v.qk_narrow = v.qk.mr > 1 and v.qk.nr > 1
     -- the blocked decode path's scores at lanes/4 to lanes/2 rows a kv head
     -- (Lq = 2 of a GQA group of 4 on AVX-512) with the rows along pairs of
     -- lanes, two values of D each, where the ISA spells it: an f32 cache
