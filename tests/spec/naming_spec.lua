@@ -138,7 +138,8 @@ describe("naming", function()
           assert.is_true(allowed_isa[p.isa] == true, id .. ": an ISA that is not in the config")
           local v = variants[p.isa]
           if p.op == "qk" then
-            assert.equal(v.qk.nc, p.n, id)
+            -- a panel's columns, or (the prefill's narrow instance, MR rows) one vector of them
+            assert.truthy(p.n == v.qk.nc or (v.qk_narrow and p.n == v.lanes and p.m == v.qk.mr), id)
             assert.truthy(p.m == v.qk.mr or p.m == 1, id)
           elseif p.op == "pv" then
             assert.equal(cfg.head_dim_v, p.n, id)
@@ -163,6 +164,7 @@ describe("naming", function()
       for _, v in ipairs(plan.variants) do
         want[#want + 1] = v.fn
         for _, mr in ipairs(v.qk_rows) do want[#want + 1] = v.qk_fn(mr) end
+        if v.qk_narrow then want[#want + 1] = v.qk_fn(v.qk.mr, nil, v.lanes) end
         for _, mr in ipairs(v.pv_rows) do want[#want + 1] = v.pv_fn(mr) end
       end
       for _, f in ipairs(want) do assert.is_not_nil(found[f], f .. " is not in the generated C") end

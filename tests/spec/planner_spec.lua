@@ -53,6 +53,9 @@ local function check_variant(v, cfg, tile)
   assert.equal(cfg.head_dim_v % isa.lanes, v.dv_tail, where)
   -- the row counts the micro-kernels are generated for
   assert.same(v.qk.mr > 1 and { v.qk.mr, 1 } or { 1 }, v.qk_rows, where)
+  -- and the prefill's narrow scores kernel (one vector of a panel's columns)
+  -- where a block has several vectors
+  if cfg.kind == "sdpa" then assert.equal(v.qk.mr > 1 and v.qk.nr > 1, v.qk_narrow == true, where) end
   -- P*V: every row count from MR down on vector ISAs (the decode path's kv
   -- heads), MR and 1 in plain C
   local want_pv = {}
