@@ -93,13 +93,27 @@ local function qkdp_scale(k, def)
   return lit
 end
 
+--- The row width of the panel a qk or qkdp kernel reads B from (floats, or
+-- pairs, per d), as the comment above it says ("(<n> floats per d" or
+-- "rows of <n> pairs"): the kernel's N, or more for a narrow instance
+-- (one vector of a wider panel, templates/lib/qk.c.tmpl).
+local function panel_width(k, def)
+  local doc = def and doc_comment(text, def.at) or ""
+  local w = tonumber(doc:match("%((%d+) floats per d") or doc:match("rows of (%d+) pairs") or "")
+  if not w then
+    fail("%s: no panel width in the comment above it (\"(<n> floats per d\" or \"rows of <n> pairs\")", k.name)
+  end
+  if w < k.n then fail("%s: its comment's panel of %d columns is narrower than its %d", k.name, w, k.n) end
+  return w
+end
+
 -- each micro op's call of its tester (tests/ukernel.h): the kernel k (a
 -- parsed name plus name, isa, dt, its attn_dtype constant, and def, where
 -- defined_functions found it), held in the variable fn, as a C expression;
 -- D and DV are the generated file's enum constants (its head dims)
 local TESTERS = {
   qk = function(k)
-    return ("ukt_qk(%s, (ukt_fn)fn, %s, %d, %d, D)"):format(cstr(k.name), k.dt, k.m, k.n)
+    return ("ukt_qk(%s, (ukt_fn)fn, %s, %d, %d, %d, D)"):format(cstr(k.name), k.dt, k.m, k.n, panel_width(k, k.def))
   end,
   pv = function(k)
     return ("ukt_pv(%s, (ukt_fn)fn, %s, %d, %d, DV, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
@@ -110,7 +124,8 @@ local TESTERS = {
       k.isa.lanes - 1, k.isa.lanes, k.isa.lanes)
   end,
   qkdp = function(k)
-    return ("ukt_qkdp(%s, (ukt_fn)fn, %s, %d, %d, D, %s)"):format(cstr(k.name), k.dt, k.m, k.n, qkdp_scale(k, k.def))
+    return ("ukt_qkdp(%s, (ukt_fn)fn, %s, %d, %d, %d, D, %s)"):format(cstr(k.name), k.dt, k.m, k.n, panel_width(k, k.def),
+      qkdp_scale(k, k.def))
   end,
   pvdp = function(k)
     return ("ukt_pvdp(%s, (ukt_fn)fn, %s, %d, %d, DV, %d)"):format(cstr(k.name), k.dt, k.m, k.n,

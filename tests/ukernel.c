@@ -350,11 +350,12 @@ static int case_done(const char *name)
     return mismatches == 0;
 }
 
-/* ---- qk: C[m][n] = A[m][d] B[d][n], A in dt ----------------------------- */
+/* ---- qk: C[m][n] = A[m][d] B[d][n], A in dt, B's rows bs apart ---------- */
 
-int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d)
+int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d)
 {
-    /* strides: A rows and C rows with room between them, then packed tight */
+    /* strides: A rows and C rows with room between them, B from its panel's
+       first column; then packed tight, B from its panel's last n columns */
     static const int extra[2][2] = { { 3, 5 }, { 0, 0 } };
     const char *tn = attn_dtype_name(dt);
     size_t es;
@@ -364,7 +365,8 @@ int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d)
     es = elem_size(dt);
     for (k = 0; k < 2; k++) {
         const int64_t as = d + extra[k][0], cs = n + extra[k][1];
-        const size_t na = (size_t)((m - 1) * as + d), nb = (size_t)d * n, nc = (size_t)((m - 1) * cs + n);
+        const size_t na = (size_t)((m - 1) * as + d), nb = (size_t)d * bs, nc = (size_t)((m - 1) * cs + n);
+        const int bo = k == 0 ? 0 : bs - n; /* the first column the kernel reads */
         guarded ga, gb;
         void *a = guarded_alloc(&ga, na, es), *a0;
         float *b = guarded_alloc(&gb, nb, sizeof(float)), *c = canary_alloc(nc), *b0;
@@ -378,10 +380,10 @@ int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d)
         for (i = 0; i < (long)nb; i++) b[i] = rnd();
         a0 = copy_of(a, na, es);
         b0 = copy_of(b, nb, sizeof(float));
-        snprintf(shape, sizeof shape, "M = %d, N = %d, D = %d, A %s, as = %ld, cs = %ld", m, n, d, tn, (long)as,
-                 (long)cs);
+        snprintf(shape, sizeof shape, "M = %d, N = %d of %d from %d, D = %d, A %s, as = %ld, cs = %ld", m, n, bs, bo,
+                 d, tn, (long)as, (long)cs);
         mismatches = 0;
-        sig = call_qk(fn, dt, a, as, b, c, cs);
+        sig = call_qk(fn, dt, a, as, b + bo, c, cs);
         if (sig) fault(name, sig);
         else {
             for (r = 0; r < m; r++)
@@ -389,7 +391,7 @@ int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d)
                     double want = 0.0, bound = 0.0;
                     int dd;
                     for (dd = 0; dd < d; dd++) {
-                        const double t = elem(dt, a, (size_t)(r * as + dd)) * (double)b[dd * n + col];
+                        const double t = elem(dt, a, (size_t)(r * as + dd)) * (double)b[dd * bs + bo + col];
                         want += t;
                         bound += fabs(t);
                     }
@@ -619,10 +621,11 @@ int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int
 
 /* ---- qkdp: C[m][n] = qscale A[m][d] B[d][n] in bf16 pairs of head dims --- */
 
-int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, float qscale)
+int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d, float qscale)
 {
     /* strides: A rows (odd: pairs not 4-byte aligned) and C rows with room
-     * between them, then packed tight (the prefill path's as = 2 P) */
+     * between them, B from its panel's first pair; then packed tight (the
+     * prefill path's as = 2 P), B from its panel's last n pairs */
     static const int extra[2][2] = { { 3, 5 }, { 0, 0 } };
     const int pairs = (d + 1) / 2, w = 2 * pairs; /* pairs, elements of a row of A */
     int ok = 1, k;
@@ -630,7 +633,8 @@ int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, fl
     if (dt != ATTN_DTYPE_BF16) return unknown_dtype(name, dt);
     for (k = 0; k < 2; k++) {
         const int64_t as = w + extra[k][0], cs = n + extra[k][1];
-        const size_t na = (size_t)((m - 1) * as + w), nb = (size_t)w * n, nc = (size_t)((m - 1) * cs + n);
+        const size_t na = (size_t)((m - 1) * as + w), nb = (size_t)w * bs, nc = (size_t)((m - 1) * cs + n);
+        const int bo = k == 0 ? 0 : bs - n; /* the first pair of a panel row the kernel reads */
         guarded ga, gb;
         uint16_t *a = guarded_alloc(&ga, na, sizeof(uint16_t)), *b = guarded_alloc(&gb, nb, sizeof(uint16_t));
         uint16_t *a0, *b0;
@@ -643,18 +647,19 @@ int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, fl
             else if (i % as < w) a[i] = 0;
             else put_nan(dt, a, (size_t)i);
         }
-        for (dd = 0; dd < w; dd++) /* B[dd][col] at b[2 ((dd / 2) n + col) + dd % 2], zero for dd = d */
-            for (col = 0; col < n; col++) {
-                const size_t at = (size_t)(2 * ((dd / 2) * n + col) + dd % 2);
+        for (dd = 0; dd < w; dd++) /* B[dd][col] at b[2 ((dd / 2) bs + col) + dd % 2], zero for dd = d */
+            for (col = 0; col < bs; col++) {
+                const size_t at = (size_t)(2 * ((dd / 2) * bs + col) + dd % 2);
                 if (dd < d) put_rnd(dt, b, at);
                 else b[at] = 0;
             }
         a0 = copy_of(a, na, sizeof(uint16_t));
         b0 = copy_of(b, nb, sizeof(uint16_t));
-        snprintf(shape, sizeof shape, "M = %d, N = %d, D = %d (%d pairs), scale %.9g, A, B bf16, as = %ld, cs = %ld",
-                 m, n, d, pairs, (double)qscale, (long)as, (long)cs);
+        snprintf(shape, sizeof shape,
+                 "M = %d, N = %d of %d from %d, D = %d (%d pairs), scale %.9g, A, B bf16, as = %ld, cs = %ld", m, n,
+                 bs, bo, d, pairs, (double)qscale, (long)as, (long)cs);
         mismatches = 0;
-        sig = call_qkdp(fn, a, as, b, c, cs);
+        sig = call_qkdp(fn, a, as, b + 2 * bo, c, cs);
         if (sig) fault(name, sig);
         else {
             for (r = 0; r < m; r++)
@@ -662,7 +667,7 @@ int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, fl
                     double want = 0.0, bound = 0.0;
                     for (dd = 0; dd < d; dd++) {
                         const double t = widen_bf16(a[r * as + dd]) *
-                                         widen_bf16(b[2 * ((dd / 2) * n + col) + dd % 2]);
+                                         widen_bf16(b[2 * ((dd / 2) * bs + bo + col) + dd % 2]);
                         want += t;
                         bound += fabs(t);
                     }

@@ -57,24 +57,26 @@ typedef void (*ukt_fn)(void);
 /*
  * The testers: UKT_PASS or UKT_FAIL.  dt: the storage type of the operand
  * named above (ATTN_DTYPE_F32, ATTN_DTYPE_BF16 or ATTN_DTYPE_F16).
- *   qk:  C[m][n] = A[m][d] B[d][n]
+ *   qk:  C[m][n] = A[m][d] B[d][n], B's rows bs >= n columns apart (bs > n:
+ *        a narrow instance, one vector of a wider panel: tested at its
+ *        first columns and at its last)
  *   pv:  O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv], O rows dvp apart;
  *        n: the Dv the kernel's name says, dv: the file's
  *   dot: s0[r] = q_r . k0, s1[r] = q_r . k1 for R rows (multiples of m),
  *        q rows dqs apart; n: the keys the name says (2)
  *   qkdp: C[m][n] = qscale A[m][d] B[d][n], A's rows ceil(d / 2) pairs of
  *        head dims (element d, for odd d, 0), B a panel of ceil(d / 2) rows
- *        of n pairs (B[d][col] at b[2 ((d / 2) n + col) + d % 2]); qscale:
+ *        of bs >= n pairs (B[d][col] at b[2 ((d / 2) bs + col) + d % 2]); qscale:
  *        the constant the kernel's file bakes in (scale * log2(e))
  *   pvdp: O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv], jlo and jhi
  *        even, P(r, j) at p[r ps + j] (pk = 1), V as pairs of keys: the
  *        pair (j, j + 1) a row of dvp pairs at v + j vs (zero past dv),
  *        V[j + e][c] at its element 2 c + e; O rows dvp apart
  */
-int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d);
+int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d);
 int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp);
 int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int dqs);
-int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, float qscale);
+int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d, float qscale);
 int ukt_pvdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp);
 
 /* Prints a micro-kernel's line and counts it: UKT_PASS in *passed, UKT_FAIL
