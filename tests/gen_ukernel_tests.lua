@@ -124,8 +124,8 @@ local TESTERS = {
       k.isa.lanes - 1, k.isa.lanes, k.isa.lanes)
   end,
   qkdp = function(k)
-    return ("ukt_qkdp(%s, (ukt_fn)fn, %s, %d, %d, %d, D, %s)"):format(cstr(k.name), k.dt, k.m, k.n, panel_width(k, k.def),
-      qkdp_scale(k, k.def))
+    return ("ukt_qkdp(%s, (ukt_fn)fn, %s, %d, %d, %d, D, %s)"):format(cstr(k.name), k.dt, k.m, k.n,
+      panel_width(k, k.def), qkdp_scale(k, k.def))
   end,
   pvdp = function(k)
     return ("ukt_pvdp(%s, (ukt_fn)fn, %s, %d, %d, DV, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
