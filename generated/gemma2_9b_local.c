@@ -3280,14 +3280,14 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_unit__av
         for (c = 0; c < TK; c += 32) {
             const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
-                if (cls == TILE_FULL)
-                    attn_gemma2_9b_local_qk_8x32_f32__avx512(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
-                else if (attn_gemma2_9b_local_sees(w->first + r, w->last + r, 8, c, c + 32)) {
-                    /* a block on a mask's edge: the panel's vectors no row of it sees
-                       are left out (they lie outside every row's softmax) */
-                    int64_t u0 = c, u1 = c + 32, u;
-                    while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 8, u0, u0 + 16)) u0 += 16;
-                    while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
+                if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 8, c, c + 32)) {
+                    int64_t u0 = c, u1 = c + 32, u; /* the panel's vectors the block computes */
+                    /* on a mask's edge, the vectors no row of the block sees are left out
+                       (they lie outside every row's softmax) */
+                    if (cls != TILE_FULL) {
+                        while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 8, u0, u0 + 16)) u0 += 16;
+                        while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 8, u1 - 16, u1)) u1 -= 16;
+                    }
                     if (u1 - u0 == 32)
                         attn_gemma2_9b_local_qk_8x32_f32__avx512(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
                     else
@@ -5418,14 +5418,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_unit__
         for (c = 0; c < TK; c += 16) {
             const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
-                if (cls == TILE_FULL)
-                    attn_gemma2_9b_local_qk_4x16_f32__avx2(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
-                else if (attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, c, c + 16)) {
-                    /* a block on a mask's edge: the panel's vectors no row of it sees
-                       are left out (they lie outside every row's softmax) */
-                    int64_t u0 = c, u1 = c + 16, u;
-                    while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, u0, u0 + 8)) u0 += 8;
-                    while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
+                if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, c, c + 16)) {
+                    int64_t u0 = c, u1 = c + 16, u; /* the panel's vectors the block computes */
+                    /* on a mask's edge, the vectors no row of the block sees are left out
+                       (they lie outside every row's softmax) */
+                    if (cls != TILE_FULL) {
+                        while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, u0, u0 + 8)) u0 += 8;
+                        while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, u1 - 8, u1)) u1 -= 8;
+                    }
                     if (u1 - u0 == 16)
                         attn_gemma2_9b_local_qk_4x16_f32__avx2(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
                     else
@@ -7752,14 +7752,14 @@ static void attn_gemma2_9b_local_unit__neon(const attn_args *args, const float *
         for (c = 0; c < TK; c += 8) {
             const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
-                if (cls == TILE_FULL)
-                    attn_gemma2_9b_local_qk_8x8_f32__neon(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
-                else if (attn_gemma2_9b_local_sees(w->first + r, w->last + r, 8, c, c + 8)) {
-                    /* a block on a mask's edge: the panel's vectors no row of it sees
-                       are left out (they lie outside every row's softmax) */
-                    int64_t u0 = c, u1 = c + 8, u;
-                    while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 8, u0, u0 + 4)) u0 += 4;
-                    while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
+                if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 8, c, c + 8)) {
+                    int64_t u0 = c, u1 = c + 8, u; /* the panel's vectors the block computes */
+                    /* on a mask's edge, the vectors no row of the block sees are left out
+                       (they lie outside every row's softmax) */
+                    if (cls != TILE_FULL) {
+                        while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 8, u0, u0 + 4)) u0 += 4;
+                        while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 8, u1 - 4, u1)) u1 -= 4;
+                    }
                     if (u1 - u0 == 8)
                         attn_gemma2_9b_local_qk_8x8_f32__neon(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
                     else
@@ -9140,14 +9140,14 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_unit__scalar(const attn_args *a
         for (c = 0; c < TK; c += 2) {
             const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
-                if (cls == TILE_FULL)
-                    attn_gemma2_9b_local_qk_4x2_f32__scalar(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
-                else if (attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, c, c + 2)) {
-                    /* a block on a mask's edge: the panel's vectors no row of it sees
-                       are left out (they lie outside every row's softmax) */
-                    int64_t u0 = c, u1 = c + 2, u;
-                    while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, u0, u0 + 1)) u0 += 1;
-                    while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
+                if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, c, c + 2)) {
+                    int64_t u0 = c, u1 = c + 2, u; /* the panel's vectors the block computes */
+                    /* on a mask's edge, the vectors no row of the block sees are left out
+                       (they lie outside every row's softmax) */
+                    if (cls != TILE_FULL) {
+                        while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, u0, u0 + 1)) u0 += 1;
+                        while (!attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, u1 - 1, u1)) u1 -= 1;
+                    }
                     if (u1 - u0 == 2)
                         attn_gemma2_9b_local_qk_4x2_f32__scalar(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
                     else
