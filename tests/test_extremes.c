@@ -437,11 +437,10 @@ static void compare_denormal_o(const problem *p, tally *t, double v_scale)
 typedef void (*case_fn)(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t);
 
 /* Runs fn for each kernel the filter accepts (NULL: all), each runnable
-   variant and each shape; expects no miss.  Returns the number of runs. */
-/* fn on every sdpa kernel that accept takes (NULL: all), each variant this
-   CPU runs, each of the n_shapes (Lq, Lk) in shapes */
-static int for_each_shape(int (*accept)(const attn_spec *), case_fn fn, const char *what, const int64_t (*shapes)[2],
-                          int n_shapes)
+   variant and each of the n_list (Lq, Lk) in list; expects no miss.  Returns the
+   number of runs. */
+static int for_each_shape(int (*accept)(const attn_spec *), case_fn fn, const char *what, const int64_t (*list)[2],
+                          int n_list)
 {
     int n, i, sh, ran = 0;
     for (n = 0; n < N_KERNELS; n++) {
@@ -453,12 +452,12 @@ static int for_each_shape(int (*accept)(const attn_spec *), case_fn fn, const ch
         for (i = 0; i < k->n_variants; i++) {
             const attn_variant *v = &k->variants[i];
             if (!attn_isa_supported(v->isa)) continue;
-            for (sh = 0; sh < n_shapes; sh++) {
+            for (sh = 0; sh < n_list; sh++) {
                 tally t;
                 memset(&t, 0, sizeof t);
-                fn(k, v, shapes[sh][0], shapes[sh][1], &t);
+                fn(k, v, list[sh][0], list[sh][1], &t);
                 cr_expect_eq(t.fails, 0, "%s/%s %s, Lq=%lld Lk=%lld: %d elements off; first: %s", k->spec.name,
-                             attn_isa_name(v->isa), what, (long long)shapes[sh][0], (long long)shapes[sh][1],
+                             attn_isa_name(v->isa), what, (long long)list[sh][0], (long long)list[sh][1],
                              t.fails, t.first);
                 ran++;
             }
