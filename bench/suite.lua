@@ -583,48 +583,61 @@ for _, lq in ipairs(not wanted("threshold") and {} or quick and { 1, 16, 64 } or
 end
 
 -- 9b. short prompts: causal prefill, H 8, D 128, 1 thread (the targets at
--- 256, 512 and 1024 keys).  Each fraction divides by the best one-thread
--- FMA peak of the whole suite (of the suite's variant), not by its own run's: a bench run
--- measures the peak in about a second, and a slow phase of this VM then
--- gives a peak too low (and a fraction too high, above 1 at times); the
--- rows are judged at the end, when every run's peak is known.
+-- 256, 512 and 1024 keys), and 9c. multi-token decode (speculative
+-- decoding, beam search): Llama-3-8B, Lq query rows against Lk keys, 1
+-- thread, against the roofline max(K/V bytes / read bandwidth,
+-- visible-score FLOPs / FMA peak), each measured in the same bench run.
+-- Both are measured in ROUNDS rounds spread over the suite, as the
+-- long-cache decode is (one bench run times a length for about a second,
+-- and a slow phase of this VM would otherwise decide a target): each row
+-- counts with its best round and prints its median.  A prefill fraction
+-- divides the best time's FLOP rate by the best one-thread FMA peak of the
+-- whole suite (of the suite's variant), not by its own run's: a bench run
+-- measures the peak in about a second, and a slow phase then gives a peak
+-- too low (and a fraction too high, above 1 at times); the rows are judged
+-- at the end, when every run's peak is known.  A decode row's ratio is its
+-- best round's (time over the roofline of the same run).
 local short_prompts = {}
 local SHORT_GOALS = { [256] = 0.60, [512] = 0.72, [1024] = 0.78 }
-for _, l in ipairs(not wanted("short") and {} or quick and { 128, 256, 512, 1024 }
-    or { 128, 256, 512, 1024, 2048, 4096 }) do
-  progress(("causal prefill L=%d, 1 thread"):format(l))
-  local r = bench("llama3_8b", with(H8, "causal=true"), { ["seq-q"] = l, threads = 1, isa = ISA,
-    ["no-reference"] = true, ["no-blas"] = true })
-  record(("causal prefill L=%d"):format(l), r)
-  local k = result(r, ISA)
-  short_prompts[#short_prompts + 1] = { l = l, ms = k.seconds * 1e3, gflops = k.gflops, run_peak = k.peak_gflops,
-    slot = SHORT_GOALS[l] and reserve() or nil }
+local short_lengths = not wanted("short") and {} or quick and { 128, 256, 512, 1024 }
+  or { 128, 256, 512, 1024, 2048, 4096 }
+for i, l in ipairs(short_lengths) do
+  short_prompts[i] = { l = l, rounds = {}, slot = SHORT_GOALS[l] and reserve() or nil }
 end
-
--- 9c. multi-token decode (speculative decoding, beam search): Llama-3-8B,
--- Lq query rows against Lk keys, 1 thread, against the roofline
--- max(K/V bytes / read bandwidth, visible-score FLOPs / FMA peak), each
--- measured in the same bench run
 local multi = {}
 for _, lk in ipairs(wanted("multi") and LK or {}) do
   for _, lq in ipairs(quick and { 1, 2, 4, 8 } or { 1, 2, 4, 8, 16 }) do
-    progress(("decode Llama-3-8B Lq=%d Lk=%d, 1 thread"):format(lq, lk))
-    local r = bench("llama3_8b", {}, { ["seq-q"] = lq, ["seq-k"] = lk, threads = 1, isa = ISA,
+    multi[#multi + 1] = { lq = lq, lk = lk, rounds = {},
+      slot = lk == LONG and lq >= 2 and lq <= 8 and reserve() or nil }
+  end
+end
+local function short_multi_round()
+  for _, x in ipairs(short_prompts) do
+    local n = #x.rounds + 1
+    progress(("causal prefill L=%d, 1 thread, round %d"):format(x.l, n))
+    local r = bench("llama3_8b", with(H8, "causal=true"), { ["seq-q"] = x.l, threads = 1, isa = ISA,
       ["no-reference"] = true, ["no-blas"] = true })
-    record(("multi-token decode Lq=%d Lk=%d"):format(lq, lk), r)
+    record(("causal prefill L=%d round=%d"):format(x.l, n), r)
+    local k = result(r, ISA)
+    x.rounds[n] = { ms = k.seconds * 1e3, gflops = k.gflops, run_peak = k.peak_gflops }
+  end
+  for _, x in ipairs(multi) do
+    local n = #x.rounds + 1
+    progress(("decode Llama-3-8B Lq=%d Lk=%d, 1 thread, round %d"):format(x.lq, x.lk, n))
+    local r = bench("llama3_8b", {}, { ["seq-q"] = x.lq, ["seq-k"] = x.lk, threads = 1, isa = ISA,
+      ["no-reference"] = true, ["no-blas"] = true })
+    record(("multi-token decode Lq=%d Lk=%d round=%d"):format(x.lq, x.lk, n), r)
     local k = result(r, ISA)
     local bytes, flops = k.kv_gbs * k.seconds, k.gflops * k.seconds -- GB, GFLOP
     local roof = math.max(bytes / r.read_gbs, flops / k.peak_gflops)
-    multi[#multi + 1] = { lq = lq, lk = lk, ms = k.seconds * 1e3, roof_ms = roof * 1e3,
+    x.rounds[n] = { ms = k.seconds * 1e3, roof_ms = roof * 1e3,
       bound = bytes / r.read_gbs >= flops / k.peak_gflops and "K/V reads" or "FLOPs" }
-    if lk == LONG and lq >= 2 and lq <= 8 then
-      target(("decode Llama-3-8B Lq=%d Lk=%d, 1 thread: time / roofline"):format(lq, lk), k.seconds / roof,
-        "<= 1.25", k.seconds / roof <= 1.25)
-    end
   end
 end
+short_multi_round()
 
 if ROUNDS >= 2 and wanted("decode") then decode_round() end
+if ROUNDS >= 2 then short_multi_round() end
 
 -- 10. the sweep for the plot: GFLOP/s against L per implementation
 local series, peak = {}, 0
@@ -640,6 +653,7 @@ for _, l in ipairs(lengths) do
   end
 end
 if ROUNDS >= 3 and wanted("decode") then decode_round() end
+if ROUNDS >= 3 then short_multi_round() end
 progress("")
 if tty then io.write("\r\27[K") end
 
@@ -652,11 +666,31 @@ for _, run in ipairs(runs) do
     end
   end
 end
+--- The best and the median of a row's rounds, by key (the smallest first).
+local function best_median(xs, key)
+  local sorted = {}
+  for i, x in ipairs(xs) do sorted[i] = x end
+  table.sort(sorted, function(a, b) return a[key] < b[key] end)
+  local n = #sorted
+  local median = n % 2 == 1 and sorted[(n + 1) / 2][key] or (sorted[n / 2][key] + sorted[n / 2 + 1][key]) / 2
+  return sorted[1], median
+end
 for _, x in ipairs(short_prompts) do
+  local best, median_ms = best_median(x.rounds, "ms")
+  x.ms, x.gflops, x.run_peak, x.median_ms = best.ms, best.gflops, best.run_peak, median_ms
   x.frac = x.gflops / suite_peak
   if x.slot then
     target(("causal prefill H=8 D=128 L=%d, 1 thread: fraction of FMA peak (%.0f)"):format(x.l, suite_peak), x.frac,
       (">= %.2f"):format(SHORT_GOALS[x.l]), x.frac >= SHORT_GOALS[x.l], nil, x.slot)
+  end
+end
+for _, x in ipairs(multi) do
+  for _, rd in ipairs(x.rounds) do rd.ratio = rd.ms / rd.roof_ms end
+  local best, median_ratio = best_median(x.rounds, "ratio")
+  x.ms, x.roof_ms, x.bound, x.ratio, x.median_ratio = best.ms, best.roof_ms, best.bound, best.ratio, median_ratio
+  if x.slot then
+    target(("decode Llama-3-8B Lq=%d Lk=%d, 1 thread: time / roofline"):format(x.lq, x.lk), x.ratio,
+      "<= 1.25", x.ratio <= 1.25, nil, x.slot)
   end
 end
 
@@ -741,18 +775,23 @@ if #short_prompts > 0 then
   print()
   print(("causal prefill, H = 8, D = 128, 1 thread, %s (short prompts; of peak: of the suite's best"
     .. " one-thread peak, %.0f GFLOP/s; run's peak: the one its own run measured)"):format(isa_name(), suite_peak))
-  print(("%6s %10s %10s %10s %12s"):format("L", "time (ms)", "GFLOP/s", "of peak", "run's peak"))
+  print(("best of %d rounds (median: the rounds' median time)"):format(#short_prompts[1].rounds))
+  print(("%6s %10s %12s %10s %10s %12s"):format("L", "time (ms)", "median (ms)", "GFLOP/s", "of peak", "run's peak"))
   for _, x in ipairs(short_prompts) do
-    print(("%6d %10.3f %10.1f %9.0f%% %12.0f"):format(x.l, x.ms, x.gflops, 100 * x.frac, x.run_peak))
+    print(("%6d %10.3f %12.3f %10.1f %9.0f%% %12.0f"):format(x.l, x.ms, x.median_ms, x.gflops, 100 * x.frac,
+      x.run_peak))
   end
 end
 if #multi > 0 then
   print()
   print(("multi-token decode, Llama-3-8B, 1 thread, %s (roofline: max(K/V bytes / read BW, FLOPs / FMA peak))")
     :format(isa_name()))
-  print(("%6s %7s %10s %12s %8s  %s"):format("Lq", "Lk", "time (ms)", "roofline ms", "ratio", "bound by"))
+  print(("the round with the lowest ratio of %d (median: the rounds' median ratio)"):format(#multi[1].rounds))
+  print(("%6s %7s %10s %12s %8s %8s  %s"):format("Lq", "Lk", "time (ms)", "roofline ms", "ratio", "median",
+    "bound by"))
   for _, x in ipairs(multi) do
-    print(("%6d %7d %10.3f %12.3f %8.2f  %s"):format(x.lq, x.lk, x.ms, x.roof_ms, x.ms / x.roof_ms, x.bound))
+    print(("%6d %7d %10.3f %12.3f %8.2f %8.2f  %s"):format(x.lq, x.lk, x.ms, x.roof_ms, x.ratio, x.median_ratio,
+      x.bound))
   end
 end
 util.makepath(out)
