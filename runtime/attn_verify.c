@@ -1006,38 +1006,115 @@ static int is_classic(const attn_spec *spec)
     return spec->family == ATTN_FAMILY_ADDITIVE || spec->family == ATTN_FAMILY_LUONG;
 }
 
-static attn_status classic_verify_case(const attn_kernel *kernel, const attn_variant *variant, const attn_case *c,
-                                       attn_verify_result *res)
+/* res (zeroed before) and status of a variant that did not get compared:
+   the message, one failure */
+static void fail_variant(attn_verify_result *res, attn_status *status, attn_status st, const char *what,
+                         const char *shape)
+{
+    snprintf(res->first_failure, sizeof res->first_failure, "%s: %s (shape %s)", what, attn_status_string(st),
+             shape);
+    res->failures = 1;
+    *status = st;
+}
+
+/* C and A of one classic variant's run against the reference's (C within
+   c_tol, A within ATTN_REF_TOL_P and w_rel; exactly 0 where hidden and in
+   rows that see nothing), and their gaps, into res */
+static void classic_compare(const attn_spec *spec, const attn_case *c, const classic_bufs *cb, const float *ref_c,
+                            const float *ref_a, const double *c_tol, const double *w_rel, const char *shape,
+                            attn_verify_result *res)
+{
+    const attn_dtype odt = spec->dtype_o;
+    const int64_t B = c->batch, Lq = c->seq_q, Lk = c->seq_k, Dh = spec->key_dim;
+    char label[96] = "";
+    int64_t b, i, j, d;
+    int sees = 0;
+    size_t e;
+
+    for (b = 0; b < B; b++)
+        for (i = 0; i < Lq; i++)
+            for (d = 0; d < Dh; d++) {
+                const int64_t at = (b * Lq + i) * Dh + d;
+                const double x = load_value(odt, cb->c_out.ptr, (size_t)offset4(&cb->lc, b, i, 0, d));
+                const double r = ref_c[at];
+                double err, ratio;
+                int ok = values_agree(x, r, c_tol[at], &err, &ratio);
+                if (d == 0) { /* does the row see a key? */
+                    sees = 0;
+                    for (j = 0; j < Lk && !sees; j++)
+                        sees = attn_reference_classic_key_visible(spec, &cb->args, b, i, j);
+                }
+                if (!sees && x != 0.0) { /* a row that sees nothing: exactly 0 */
+                    ok = 0;
+                    ratio = INFINITY;
+                }
+                if (!ok && res->failures == 0)
+                    snprintf(label, sizeof label, "C[b=%lld][i=%lld][d=%lld]%s%s", (long long)b, (long long)i,
+                             (long long)d, odt == ATTN_DTYPE_F32 ? "" : " stored as ",
+                             odt == ATTN_DTYPE_F32 ? "" : attn_dtype_name(odt));
+                note(res, ok, err, ratio, &res->max_err_o, label, x, r, c);
+            }
+    if (cb->has_a)
+        for (b = 0; b < B; b++)
+            for (i = 0; i < Lq; i++)
+                for (j = 0; j < Lk; j++) {
+                    const double x = ((const float *)cb->a.ptr)[offset4(&cb->la, b, 0, i, j)];
+                    const double r = ref_a[(b * Lq + i) * Lk + j];
+                    double err, ratio;
+                    int ok = values_agree(x, r, ATTN_REF_TOL_P(r) + w_rel[b * Lq + i] * fabs(r), &err, &ratio);
+                    /* hidden: exactly 0 (a visible key's weight may underflow to 0 in the
+                       reference and to a denormal in f32: within the tolerance) */
+                    if (x != 0.0 && !attn_reference_classic_key_visible(spec, &cb->args, b, i, j)) {
+                        ok = 0;
+                        ratio = INFINITY;
+                    }
+                    if (!ok && res->failures == 0)
+                        snprintf(label, sizeof label, "A[b=%lld][i=%lld][j=%lld]", (long long)b, (long long)i,
+                                 (long long)j);
+                    note(res, ok, err, ratio, &res->max_err_p, label, x, r, c);
+                }
+    /* C's and A's gaps must still hold the sentinel */
+    for (e = 0; e < cb->lc.span; e++) {
+        if (cb->c_described[e] || load_bits(odt, cb->c_out.ptr, e) == o_gap_bits(odt))
+            continue;
+        if (res->failures == 0)
+            snprintf(res->first_failure, sizeof res->first_failure,
+                     "C gap at element offset %zu was overwritten with %.9g (shape %s)", e,
+                     (double)load_value(odt, cb->c_out.ptr, e), shape);
+        res->failures++;
+    }
+    for (e = 0; e < cb->la.span; e++) {
+        if (cb->a_described[e] || load_bits(ATTN_DTYPE_F32, cb->a.ptr, e) == o_gap_bits(ATTN_DTYPE_F32))
+            continue;
+        if (res->failures == 0)
+            snprintf(res->first_failure, sizeof res->first_failure,
+                     "A gap at element offset %zu was overwritten with %.9g (shape %s)", e,
+                     (double)load_value(ATTN_DTYPE_F32, cb->a.ptr, e), shape);
+        res->failures++;
+    }
+}
+
+/* attn_verify_case_variants for an additive or luong kernel: the inputs
+   and the reference once, then each variant from reset outputs */
+static void classic_verify_variants(const attn_kernel *kernel, const attn_variant *const *variants, int n,
+                                    const attn_case *c, attn_verify_result *res, attn_status *status)
 {
     const attn_spec *spec = &kernel->spec;
-    const attn_dtype odt = spec->dtype_o;
     const int64_t B = c->batch, Lq = c->seq_q, Lk = c->seq_k, Dh = spec->key_dim;
     classic_bufs cb;
     attn_classic_args ra;
     float *ref_c = NULL, *ref_a = NULL;
     double *c_tol = NULL, *w_rel = NULL;
-    char label[96] = "", shape[96];
+    char shape[96];
     attn_status st;
-    int64_t b, i, j, d;
-    int sees = 0;
-    size_t e;
+    int v;
 
-    memset(res, 0, sizeof *res);
     attn_verify_case_string(c, shape, sizeof shape);
     st = classic_build(&cb, spec, c);
     if (st != ATTN_OK) {
-        snprintf(res->first_failure, sizeof res->first_failure, "cannot build the inputs: %s (shape %s)",
-                 attn_status_string(st), shape);
-        res->failures = 1;
-        return st;
-    }
-    st = run_classic(kernel, variant, &cb.args);
-    if (st != ATTN_OK) {
-        snprintf(res->first_failure, sizeof res->first_failure, "kernel returned \"%s\" (shape %s)",
-                 attn_status_string(st), shape);
-        res->failures = 1;
-        classic_free(&cb);
-        return st;
+        for (v = 0; v < n; v++)
+            fail_variant(&res[v], &status[v], st, "cannot build the inputs", shape);
+        return;
     }
 
     /* the reference: contiguous f32 C and A of its own, C not rounded */
@@ -1058,81 +1135,24 @@ static attn_status classic_verify_case(const attn_kernel *kernel, const attn_var
         ra.weights_stride[0] = Lq * Lk;
         st = attn_reference_classic_bounds(spec, &ra, c_tol, w_rel);
     }
-    if (st != ATTN_OK) {
-        snprintf(res->first_failure, sizeof res->first_failure, "the reference failed: %s (shape %s)",
-                 attn_status_string(st), shape);
-        res->failures = 1;
-        goto done;
-    }
-
-    for (b = 0; b < B; b++)
-        for (i = 0; i < Lq; i++)
-            for (d = 0; d < Dh; d++) {
-                const int64_t at = (b * Lq + i) * Dh + d;
-                const double x = load_value(odt, cb.c_out.ptr, (size_t)offset4(&cb.lc, b, i, 0, d));
-                const double r = ref_c[at];
-                double err, ratio;
-                int ok = values_agree(x, r, c_tol[at], &err, &ratio);
-                if (d == 0) { /* does the row see a key? */
-                    sees = 0;
-                    for (j = 0; j < Lk && !sees; j++)
-                        sees = attn_reference_classic_key_visible(spec, &cb.args, b, i, j);
-                }
-                if (!sees && x != 0.0) { /* a row that sees nothing: exactly 0 */
-                    ok = 0;
-                    ratio = INFINITY;
-                }
-                if (!ok && res->failures == 0)
-                    snprintf(label, sizeof label, "C[b=%lld][i=%lld][d=%lld]%s%s", (long long)b, (long long)i,
-                             (long long)d, odt == ATTN_DTYPE_F32 ? "" : " stored as ",
-                             odt == ATTN_DTYPE_F32 ? "" : attn_dtype_name(odt));
-                note(res, ok, err, ratio, &res->max_err_o, label, x, r, c);
-            }
-    if (cb.has_a)
-        for (b = 0; b < B; b++)
-            for (i = 0; i < Lq; i++)
-                for (j = 0; j < Lk; j++) {
-                    const double x = ((const float *)cb.a.ptr)[offset4(&cb.la, b, 0, i, j)];
-                    const double r = ref_a[(b * Lq + i) * Lk + j];
-                    double err, ratio;
-                    int ok = values_agree(x, r, ATTN_REF_TOL_P(r) + w_rel[b * Lq + i] * fabs(r), &err, &ratio);
-                    /* hidden: exactly 0 (a visible key's weight may underflow to 0 in the
-                       reference and to a denormal in f32: within the tolerance) */
-                    if (x != 0.0 && !attn_reference_classic_key_visible(spec, &cb.args, b, i, j)) {
-                        ok = 0;
-                        ratio = INFINITY;
-                    }
-                    if (!ok && res->failures == 0)
-                        snprintf(label, sizeof label, "A[b=%lld][i=%lld][j=%lld]", (long long)b, (long long)i,
-                                 (long long)j);
-                    note(res, ok, err, ratio, &res->max_err_p, label, x, r, c);
-                }
-    /* C's and A's gaps must still hold the sentinel */
-    for (e = 0; e < cb.lc.span; e++) {
-        if (cb.c_described[e] || load_bits(odt, cb.c_out.ptr, e) == o_gap_bits(odt))
+    for (v = 0; v < n; v++) {
+        if (st != ATTN_OK) {
+            fail_variant(&res[v], &status[v], st, "the reference failed", shape);
             continue;
-        if (res->failures == 0)
-            snprintf(res->first_failure, sizeof res->first_failure,
-                     "C gap at element offset %zu was overwritten with %.9g (shape %s)", e,
-                     (double)load_value(odt, cb.c_out.ptr, e), shape);
-        res->failures++;
+        }
+        if (v > 0)
+            classic_reset_outputs(&cb);
+        status[v] = run_classic(kernel, variants[v], &cb.args);
+        if (status[v] != ATTN_OK)
+            fail_variant(&res[v], &status[v], status[v], "kernel returned", shape);
+        else
+            classic_compare(spec, c, &cb, ref_c, ref_a, c_tol, w_rel, shape, &res[v]);
     }
-    for (e = 0; e < cb.la.span; e++) {
-        if (cb.a_described[e] || load_bits(ATTN_DTYPE_F32, cb.a.ptr, e) == o_gap_bits(ATTN_DTYPE_F32))
-            continue;
-        if (res->failures == 0)
-            snprintf(res->first_failure, sizeof res->first_failure,
-                     "A gap at element offset %zu was overwritten with %.9g (shape %s)", e,
-                     (double)load_value(ATTN_DTYPE_F32, cb.a.ptr, e), shape);
-        res->failures++;
-    }
-done:
     free(ref_c);
     free(ref_a);
     free(c_tol);
     free(w_rel);
     classic_free(&cb);
-    return st;
 }
 
 static int classic_bitwise_threads(const attn_kernel *kernel, const attn_variant *variant, const attn_case *c,
@@ -1169,109 +1189,94 @@ done:
     return result;
 }
 
-attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *variant,
-                             const attn_case *c, attn_verify_result *res)
+/* The reference's results for a case: O, LSE, the weights P and the
+   state written back (with the sums of |terms| that bound it). */
+typedef struct {
+    float *o, *lse, *p, *s, *z;
+    double *s_abs, *z_abs;
+} sdpa_ref;
+
+static void sdpa_ref_free(sdpa_ref *ref)
 {
-    const attn_spec *spec = &kernel->spec;
-    case_bufs cb;
-    const attn_dtype odt = spec->dtype_o;
-    const int linear = spec->family == ATTN_FAMILY_LINEAR;
+    free(ref->o);
+    free(ref->lse);
+    free(ref->p);
+    free(ref->s);
+    free(ref->z);
+    free(ref->s_abs);
+    free(ref->z_abs);
+}
+
+/* Runs the reference on the case's stored inputs, widened, into ref
+   (zeroed before; sdpa_ref_free frees it whatever this returns). */
+static attn_status sdpa_ref_run(const attn_spec *spec, const attn_case *c, const case_bufs *cb, sdpa_ref *ref)
+{
     attn_args ref_args;
-    float *ref_o = NULL, *ref_lse = NULL, *ref_p = NULL, *ref_s = NULL, *ref_z = NULL;
-    double *s_abs = NULL, *z_abs = NULL;
-    const float *lse;
-    char label[96] = "", shape[96];
-    attn_status st;
-    int64_t b, i, h, d;
-    size_t e, o_count;
-
-    if (is_classic(spec))
-        return classic_verify_case(kernel, variant, c, res);
-    memset(res, 0, sizeof *res);
-    attn_verify_case_string(c, shape, sizeof shape);
-    st = case_build(&cb, spec, c);
-    if (st != ATTN_OK) {
-        snprintf(res->first_failure, sizeof res->first_failure,
-                 "cannot build the inputs: %s (shape %s)", attn_status_string(st), shape);
-        res->failures = 1;
-        return st;
-    }
-
-    st = run_kernel(kernel, variant, &cb.args);
-    if (st != ATTN_OK) {
-        snprintf(res->first_failure, sizeof res->first_failure,
-                 "kernel returned \"%s\" (shape %s)", attn_status_string(st), shape);
-        res->failures = 1;
-        case_free(&cb);
-        return st;
-    }
-
     /* the reference writes a contiguous O of its own */
-    o_count = (size_t)c->batch * (size_t)c->seq_q * (size_t)spec->heads_q *
-              (size_t)spec->head_dim_v;
-    ref_o = (float *)malloc(o_count * sizeof *ref_o + 1);
-    ref_lse = (float *)malloc(cb.lse_count * sizeof *ref_lse + 1);
-    if (cb.args.weights != NULL) /* contiguous [B][Hq][Lq][Lk] */
-        ref_p = (float *)malloc((size_t)c->batch * (size_t)spec->heads_q * (size_t)c->seq_q *
-                                    (size_t)c->seq_k * sizeof *ref_p + 1);
-    if (cb.s_count > 0) { /* the reference's state starts where the kernel's did */
-        ref_s = (float *)malloc(cb.s_count * sizeof *ref_s + 1);
-        ref_z = (float *)malloc(cb.z_count * sizeof *ref_z + 1);
-        s_abs = (double *)malloc(cb.s_count * sizeof *s_abs + 1);
-        z_abs = (double *)malloc(cb.z_count * sizeof *z_abs + 1);
-        if (ref_s != NULL && ref_z != NULL) {
-            memcpy(ref_s, cb.s0, cb.s_count * sizeof *ref_s);
-            memcpy(ref_z, cb.z0, cb.z_count * sizeof *ref_z);
+    const size_t o_count = (size_t)c->batch * (size_t)c->seq_q * (size_t)spec->heads_q * (size_t)spec->head_dim_v;
+    attn_status st;
+
+    ref->o = (float *)malloc(o_count * sizeof *ref->o + 1);
+    ref->lse = (float *)malloc(cb->lse_count * sizeof *ref->lse + 1);
+    if (cb->args.weights != NULL) /* contiguous [B][Hq][Lq][Lk] */
+        ref->p = (float *)malloc((size_t)c->batch * (size_t)spec->heads_q * (size_t)c->seq_q * (size_t)c->seq_k *
+                                     sizeof *ref->p + 1);
+    if (cb->s_count > 0) { /* the reference's state starts where the kernel's does */
+        ref->s = (float *)malloc(cb->s_count * sizeof *ref->s + 1);
+        ref->z = (float *)malloc(cb->z_count * sizeof *ref->z + 1);
+        ref->s_abs = (double *)malloc(cb->s_count * sizeof *ref->s_abs + 1);
+        ref->z_abs = (double *)malloc(cb->z_count * sizeof *ref->z_abs + 1);
+        if (ref->s != NULL && ref->z != NULL) {
+            memcpy(ref->s, cb->s0, cb->s_count * sizeof *ref->s);
+            memcpy(ref->z, cb->z0, cb->z_count * sizeof *ref->z);
         }
     }
-    if (ref_o == NULL || ref_lse == NULL || (cb.args.weights != NULL && ref_p == NULL) ||
-        (cb.s_count > 0 && (ref_s == NULL || ref_z == NULL || s_abs == NULL || z_abs == NULL))) {
-        st = ATTN_ERR_NOMEM;
-    } else {
-        /* the stored inputs, widened, with the kernel's strides */
-        ref_args = cb.args;
-        ref_args.q = cb.qw;
-        ref_args.k = cb.kw;
-        ref_args.v = cb.vw;
-        ref_args.o = ref_o;
-        ref_args.lse = ref_lse;
-        ref_args.weights = ref_p;
-        ref_args.state_s = ref_s;
-        ref_args.state_z = ref_z;
-        attn_args_set_contiguous(&ref_args, spec);
-        memcpy(ref_args.q_stride, cb.args.q_stride, sizeof ref_args.q_stride);
-        memcpy(ref_args.k_stride, cb.args.k_stride, sizeof ref_args.k_stride);
-        memcpy(ref_args.v_stride, cb.args.v_stride, sizeof ref_args.v_stride);
-        memcpy(ref_args.mask_stride, cb.args.mask_stride, sizeof ref_args.mask_stride);
-        st = attn_reference(spec, &ref_args);
-        if (st == ATTN_OK && cb.s_count > 0 &&
-            attn_reference_linear_state_bound(spec, &ref_args, cb.s0, cb.z0, s_abs, z_abs) != 0)
-            st = ATTN_ERR_NOMEM; /* cannot happen: the reference accepted the args */
-    }
-    if (st != ATTN_OK) {
-        snprintf(res->first_failure, sizeof res->first_failure,
-                 "the reference failed: %s (shape %s)", attn_status_string(st), shape);
-        res->failures = 1;
-        free(ref_o);
-        free(ref_lse);
-        free(ref_p);
-        free(ref_s);
-        free(ref_z);
-        free(s_abs);
-        free(z_abs);
-        case_free(&cb);
-        return st;
-    }
+    if (ref->o == NULL || ref->lse == NULL || (cb->args.weights != NULL && ref->p == NULL) ||
+        (cb->s_count > 0 && (ref->s == NULL || ref->z == NULL || ref->s_abs == NULL || ref->z_abs == NULL)))
+        return ATTN_ERR_NOMEM;
+    /* the stored inputs, widened, with the kernel's strides */
+    ref_args = cb->args;
+    ref_args.q = cb->qw;
+    ref_args.k = cb->kw;
+    ref_args.v = cb->vw;
+    ref_args.o = ref->o;
+    ref_args.lse = ref->lse;
+    ref_args.weights = ref->p;
+    ref_args.state_s = ref->s;
+    ref_args.state_z = ref->z;
+    attn_args_set_contiguous(&ref_args, spec);
+    memcpy(ref_args.q_stride, cb->args.q_stride, sizeof ref_args.q_stride);
+    memcpy(ref_args.k_stride, cb->args.k_stride, sizeof ref_args.k_stride);
+    memcpy(ref_args.v_stride, cb->args.v_stride, sizeof ref_args.v_stride);
+    memcpy(ref_args.mask_stride, cb->args.mask_stride, sizeof ref_args.mask_stride);
+    st = attn_reference(spec, &ref_args);
+    if (st == ATTN_OK && cb->s_count > 0 &&
+        attn_reference_linear_state_bound(spec, &ref_args, cb->s0, cb->z0, ref->s_abs, ref->z_abs) != 0)
+        st = ATTN_ERR_NOMEM; /* cannot happen: the reference accepted the args */
+    return st;
+}
 
-    lse = (const float *)cb.lse.ptr;
+/* O (and LSE, P, the state) of one variant's run against the reference's,
+   and O's and P's gaps, into res */
+static void sdpa_compare(const attn_spec *spec, const attn_case *c, const case_bufs *cb, const sdpa_ref *ref,
+                         const char *shape, attn_verify_result *res)
+{
+    const attn_dtype odt = spec->dtype_o;
+    const int linear = spec->family == ATTN_FAMILY_LINEAR;
+    const float *lse;
+    char label[96] = "";
+    int64_t b, i, h, d;
+    size_t e;
+
+    lse = (const float *)cb->lse.ptr;
     for (b = 0; b < c->batch; b++)
         for (i = 0; i < c->seq_q; i++)
             for (h = 0; h < spec->heads_q; h++)
                 for (d = 0; d < spec->head_dim_v; d++) {
                     const double x =
-                        load_value(odt, cb.o.ptr, (size_t)offset4(&cb.lo, b, i, h, d));
+                        load_value(odt, cb->o.ptr, (size_t)offset4(&cb->lo, b, i, h, d));
                     const double r =
-                        ref_o[((b * c->seq_q + i) * spec->heads_q + h) * spec->head_dim_v + d];
+                        ref->o[((b * c->seq_q + i) * spec->heads_q + h) * spec->head_dim_v + d];
                     double err, ratio;
                     const int ok = values_agree(x, r, ATTN_REF_TOL_O(spec, r), &err, &ratio);
                     if (!ok && res->failures == 0)
@@ -1283,8 +1288,8 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
                     note(res, ok, err, ratio, &res->max_err_o, label, x, r, c);
                 }
     if (linear) { /* no LSE: the buffer must still hold the sentinel */
-        for (e = 0; e < cb.lse_count; e++) {
-            if (load_bits(ATTN_DTYPE_F32, cb.lse.ptr, e) == o_gap_bits(ATTN_DTYPE_F32))
+        for (e = 0; e < cb->lse_count; e++) {
+            if (load_bits(ATTN_DTYPE_F32, cb->lse.ptr, e) == o_gap_bits(ATTN_DTYPE_F32))
                 continue;
             if (res->failures == 0)
                 snprintf(res->first_failure, sizeof res->first_failure,
@@ -1294,12 +1299,12 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
         }
     }
     /* the state after the call, within ATTN_REF_TOL_STATE of sum|terms| */
-    for (e = 0; e < cb.s_count + cb.z_count; e++) {
-        const int is_z = e >= cb.s_count;
-        const size_t at = is_z ? e - cb.s_count : e;
-        const double x = is_z ? ((const float *)cb.state_z.ptr)[at] : ((const float *)cb.state_s.ptr)[at];
-        const double r = is_z ? ref_z[at] : ref_s[at];
-        const double bound = ATTN_REF_TOL_STATE(is_z ? z_abs[at] : s_abs[at]);
+    for (e = 0; e < cb->s_count + cb->z_count; e++) {
+        const int is_z = e >= cb->s_count;
+        const size_t at = is_z ? e - cb->s_count : e;
+        const double x = is_z ? ((const float *)cb->state_z.ptr)[at] : ((const float *)cb->state_s.ptr)[at];
+        const double r = is_z ? ref->z[at] : ref->s[at];
+        const double bound = ATTN_REF_TOL_STATE(is_z ? ref->z_abs[at] : ref->s_abs[at]);
         double err, ratio;
         const int ok = values_agree(x, r, bound, &err, &ratio);
         if (!ok && res->failures == 0) {
@@ -1319,22 +1324,22 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
             for (i = 0; i < c->seq_q; i++) {
                 const size_t at = (size_t)((b * spec->heads_q + h) * c->seq_q + i);
                 double err, ratio;
-                const int ok = values_agree(lse[at], ref_lse[at], ATTN_REF_TOL(ATTN_DTYPE_F32, ref_lse[at]), &err,
+                const int ok = values_agree(lse[at], ref->lse[at], ATTN_REF_TOL(ATTN_DTYPE_F32, ref->lse[at]), &err,
                                              &ratio);
                 if (!ok && res->failures == 0)
                     snprintf(label, sizeof label, "LSE[b=%lld][h=%lld][i=%lld]",
                              (long long)b, (long long)h, (long long)i);
-                note(res, ok, err, ratio, &res->max_err_lse, label, lse[at], ref_lse[at], c);
+                note(res, ok, err, ratio, &res->max_err_lse, label, lse[at], ref->lse[at], c);
             }
 
     /* the weights: within ATTN_REF_TOL_P, and exactly 0 where the reference's are */
-    if (cb.args.weights != NULL)
+    if (cb->args.weights != NULL)
         for (b = 0; b < c->batch; b++)
             for (h = 0; h < spec->heads_q; h++)
                 for (i = 0; i < c->seq_q; i++)
                     for (d = 0; d < c->seq_k; d++) { /* d: the key */
-                        const double x = ((const float *)cb.p.ptr)[offset4(&cb.lp, b, h, i, d)];
-                        const double r = ref_p[((b * spec->heads_q + h) * c->seq_q + i) * c->seq_k + d];
+                        const double x = ((const float *)cb->p.ptr)[offset4(&cb->lp, b, h, i, d)];
+                        const double r = ref->p[((b * spec->heads_q + h) * c->seq_q + i) * c->seq_k + d];
                         double err, ratio;
                         int ok = values_agree(x, r, ATTN_REF_TOL_P(r), &err, &ratio);
                         if (r == 0.0 && x != 0.0) {
@@ -1346,38 +1351,84 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
                                      (long long)b, (long long)h, (long long)i, (long long)d);
                         note(res, ok, err, ratio, &res->max_err_p, label, x, r, c);
                     }
-    for (e = 0; e < cb.lp.span; e++) { /* P's gaps must still hold the sentinel */
-        if (cb.p_described[e] || load_bits(ATTN_DTYPE_F32, cb.p.ptr, e) == o_gap_bits(ATTN_DTYPE_F32))
+    for (e = 0; e < cb->lp.span; e++) { /* P's gaps must still hold the sentinel */
+        if (cb->p_described[e] || load_bits(ATTN_DTYPE_F32, cb->p.ptr, e) == o_gap_bits(ATTN_DTYPE_F32))
             continue;
         if (res->failures == 0)
             snprintf(res->first_failure, sizeof res->first_failure,
                      "P gap at element offset %zu was overwritten with %.9g (shape %s)", e,
-                     (double)load_value(ATTN_DTYPE_F32, cb.p.ptr, e), shape);
+                     (double)load_value(ATTN_DTYPE_F32, cb->p.ptr, e), shape);
         res->failures++;
     }
 
     /* O's gaps must still hold the sentinel */
-    for (e = 0; e < cb.lo.span; e++) {
-        if (cb.o_described[e])
+    for (e = 0; e < cb->lo.span; e++) {
+        if (cb->o_described[e])
             continue;
-        if (load_bits(odt, cb.o.ptr, e) != o_gap_bits(odt)) {
+        if (load_bits(odt, cb->o.ptr, e) != o_gap_bits(odt)) {
             if (res->failures == 0)
                 snprintf(res->first_failure, sizeof res->first_failure,
                          "O gap at element offset %zu was overwritten with %.9g (shape %s)", e,
-                         (double)load_value(odt, cb.o.ptr, e), shape);
+                         (double)load_value(odt, cb->o.ptr, e), shape);
             res->failures++;
         }
     }
 
-    free(ref_o);
-    free(ref_lse);
-    free(ref_p);
-    free(ref_s);
-    free(ref_z);
-    free(s_abs);
-    free(z_abs);
-    case_free(&cb);
+}
+
+attn_status attn_verify_case_variants(const attn_kernel *kernel, const attn_variant *const *variants, int n,
+                                      const attn_case *c, attn_verify_result *res, attn_status *status)
+{
+    const attn_spec *spec = &kernel->spec;
+    case_bufs cb;
+    sdpa_ref ref;
+    char shape[96];
+    attn_status st;
+    int v;
+
+    memset(res, 0, (size_t)n * sizeof *res);
+    for (v = 0; v < n; v++)
+        status[v] = ATTN_OK;
+    if (is_classic(spec)) {
+        classic_verify_variants(kernel, variants, n, c, res, status);
+    } else {
+        attn_verify_case_string(c, shape, sizeof shape);
+        st = case_build(&cb, spec, c);
+        if (st != ATTN_OK) {
+            for (v = 0; v < n; v++)
+                fail_variant(&res[v], &status[v], st, "cannot build the inputs", shape);
+        } else {
+            memset(&ref, 0, sizeof ref);
+            st = sdpa_ref_run(spec, c, &cb, &ref);
+            for (v = 0; v < n; v++) {
+                if (st != ATTN_OK) {
+                    fail_variant(&res[v], &status[v], st, "the reference failed", shape);
+                    continue;
+                }
+                if (v > 0)
+                    reset_outputs(&cb); /* the state too: each run starts from the same one */
+                status[v] = run_kernel(kernel, variants[v], &cb.args);
+                if (status[v] != ATTN_OK)
+                    fail_variant(&res[v], &status[v], status[v], "kernel returned", shape);
+                else
+                    sdpa_compare(spec, c, &cb, &ref, shape, &res[v]);
+            }
+            sdpa_ref_free(&ref);
+            case_free(&cb);
+        }
+    }
+    for (v = 0; v < n; v++)
+        if (status[v] != ATTN_OK)
+            return status[v];
     return ATTN_OK;
+}
+
+attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *variant, const attn_case *c,
+                             attn_verify_result *res)
+{
+    attn_status st;
+    attn_verify_case_variants(kernel, &variant, 1, c, res, &st);
+    return st;
 }
 
 int attn_verify_bitwise_threads(const attn_kernel *kernel, const attn_variant *variant,

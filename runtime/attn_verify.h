@@ -70,6 +70,17 @@ attn_status attn_verify_case(const attn_kernel *kernel, const attn_variant *vari
                              const attn_case *c, attn_verify_result *res);
 
 /*
+ * attn_verify_case for n variants of one kernel (variants[i] NULL: the
+ * kernel's fwd) on the same case: the inputs are built and the reference
+ * run once, then each variant runs on those inputs, its outputs (and a
+ * linear spec's state) reset before it, and is compared into res[i], its
+ * status into status[i].  Returns ATTN_OK when every variant and the
+ * reference ran, else the first variant's failing status.
+ */
+attn_status attn_verify_case_variants(const attn_kernel *kernel, const attn_variant *const *variants, int n,
+                                      const attn_case *c, attn_verify_result *res, attn_status *status);
+
+/*
  * Runs the case with threads_a and then threads_b (c->threads is ignored)
  * and compares the bytes of O (C for additive and luong specs) as stored
  * (gaps included), of LSE, of the

@@ -53,6 +53,7 @@
 #include "attn_reference.h"
 #include "attn_runtime.h"
 #include "attn_verify.h"
+#include "verify_variants.h"
 
 #define KERNEL(name) extern const attn_kernel attn_##name##_kernel;
 #include "kernel_list.h"
@@ -256,13 +257,6 @@ static void run_kernel(problem *p, const attn_variant *v)
     attn_verify_widen(p->s->dtype_o, p->os, p->o, p->no);
 }
 
-/* Stores the inputs, runs the reference, then the variant. */
-static void run_both(problem *p, const attn_variant *v)
-{
-    store_inputs(p);
-    run_reference(p);
-    run_kernel(p, v);
-}
 
 /* ---- comparisons --------------------------------------------------------- */
 
@@ -434,31 +428,51 @@ static void compare_denormal_o(const problem *p, tally *t, double v_scale)
 
 /* ---- running every kernel on every ISA ---------------------------------- */
 
-typedef void (*case_fn)(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t);
+/* A comparison of p's kernel output with its reference, into t. */
+typedef void (*compare_fn)(const problem *p, tally *t);
 
-/* Runs fn for each kernel the filter accepts (NULL: all), each runnable
-   variant and each of the n_list (Lq, Lk) in list; expects no miss.  Returns the
-   number of runs. */
+/* Stores the inputs and runs the reference once, then each of the nv
+   variants vs, comparing each run into t[i]. */
+static void run_each(problem *p, const attn_variant *const *vs, int nv, tally *t, compare_fn cmp)
+{
+    int i;
+    store_inputs(p);
+    run_reference(p);
+    for (i = 0; i < nv; i++) {
+        run_kernel(p, vs[i]);
+        cmp(p, &t[i]);
+    }
+}
+
+
+/* A case on the kernel's nv variants vs, one tally each. */
+typedef void (*case_fn)(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk,
+                        tally *t);
+
+/* Runs fn for each kernel the filter accepts (NULL: all) and each of the
+   n_list (Lq, Lk) in list, on every variant this CPU runs (one reference
+   a case for them all); expects no miss.  Returns the number of runs. */
 static int for_each_shape(int (*accept)(const attn_spec *), case_fn fn, const char *what, const int64_t (*list)[2],
                           int n_list)
 {
     int n, i, sh, ran = 0;
     for (n = 0; n < N_KERNELS; n++) {
         const attn_kernel *k = kernels[n];
+        const attn_variant *vs[MAX_VARIANTS];
+        int nv;
         /* the bounds here are the softmax's; linear kernels' edges (NaN,
            rows that see nothing) are in test_linear.c */
         if (k->spec.family != ATTN_FAMILY_SDPA) continue;
         if (accept != NULL && !accept(&k->spec)) continue;
-        for (i = 0; i < k->n_variants; i++) {
-            const attn_variant *v = &k->variants[i];
-            if (!attn_isa_supported(v->isa)) continue;
-            for (sh = 0; sh < n_list; sh++) {
-                tally t;
-                memset(&t, 0, sizeof t);
-                fn(k, v, list[sh][0], list[sh][1], &t);
-                cr_expect_eq(t.fails, 0, "%s/%s %s, Lq=%lld Lk=%lld: %d elements off; first: %s", k->spec.name,
-                             attn_isa_name(v->isa), what, (long long)list[sh][0], (long long)list[sh][1],
-                             t.fails, t.first);
+        nv = runnable_variants(k, vs);
+        for (sh = 0; sh < n_list; sh++) {
+            tally t[MAX_VARIANTS];
+            memset(t, 0, sizeof t);
+            fn(k, vs, nv, list[sh][0], list[sh][1], t);
+            for (i = 0; i < nv; i++) {
+                cr_expect_eq(t[i].fails, 0, "%s/%s %s, Lq=%lld Lk=%lld: %d elements off; first: %s", k->spec.name,
+                             attn_isa_name(vs[i]->isa), what, (long long)list[sh][0], (long long)list[sh][1],
+                             t[i].fails, t[i].first);
                 ran++;
             }
         }
@@ -474,7 +488,7 @@ static int for_each(int (*accept)(const attn_spec *), case_fn fn, const char *wh
 
 /* ---- logits near the float range ----------------------------------------- */
 
-static void scaled_logits(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t, float f)
+static void scaled_logits(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t, float f)
 {
     problem p;
     size_t i;
@@ -482,26 +496,25 @@ static void scaled_logits(const attn_kernel *k, const attn_variant *v, int64_t l
     /* |Q|, |K| < 1e4: finite in every storage type (f16 up to 65504) */
     for (i = 0; i < p.nq; i++) p.q[i] *= f;
     for (i = 0; i < p.nk; i++) p.k[i] *= f;
-    run_both(&p, v);
-    compare_large(&p, t);
+    run_each(&p, vs, nv, t, compare_large);
     problem_free(&p);
 }
 
-static void logits_1e3(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+static void logits_1e3(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
 {
-    scaled_logits(k, v, lq, lk, t, 1e3f);
+    scaled_logits(k, vs, nv, lq, lk, t, 1e3f);
 }
 
-static void logits_1e4(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+static void logits_1e4(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
 {
-    scaled_logits(k, v, lq, lk, t, 1e4f);
+    scaled_logits(k, vs, nv, lq, lk, t, 1e4f);
 }
 
 Test(extremes, logits_scaled_by_1e3) { for_each(NULL, logits_1e3, "Q and K x 1e3"); }
 Test(extremes, logits_scaled_by_1e4) { for_each(NULL, logits_1e4, "Q and K x 1e4"); }
 
 /* K row j times 1 + g j: the largest score of a row grows along the keys. */
-static void grown_logits(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t, float g)
+static void grown_logits(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t, float g)
 {
     problem p;
     int64_t b, j, hk, d;
@@ -510,23 +523,22 @@ static void grown_logits(const attn_kernel *k, const attn_variant *v, int64_t lq
         for (j = 0; j < lk; j++)
             for (hk = 0; hk < k->spec.heads_kv; hk++)
                 for (d = 0; d < k->spec.head_dim; d++) k_at(&p, b, j, hk)[d] *= 1.0f + g * (float)j;
-    run_both(&p, v);
-    compare_large(&p, t);
+    run_each(&p, vs, nv, t, compare_large);
     problem_free(&p);
 }
 
 /* g = 1/2: the max grows by a few units from key to key, past any fixed
    lead or lag of the running max. */
-static void growing_logits(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+static void growing_logits(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
 {
-    grown_logits(k, v, lq, lk, t, 0.5f);
+    grown_logits(k, vs, nv, lq, lk, t, 0.5f);
 }
 
 /* g = 1/32: the max grows by a few units from tile to tile, within the
    prefill softmax's lag (8, base 2), so its reference stays below the max. */
-static void creeping_logits(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+static void creeping_logits(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
 {
-    grown_logits(k, v, lq, lk, t, 1.0f / 32.0f);
+    grown_logits(k, vs, nv, lq, lk, t, 1.0f / 32.0f);
 }
 
 Test(extremes, growing_logits)
@@ -541,7 +553,7 @@ Test(extremes, creeping_logits) { for_each_shape(NULL, creeping_logits, "K row j
 /* +inf and -inf in single elements of K: scores of +-inf (depending on the
    sign of q), which the reference turns into NaN (+inf) or a zero weight
    (-inf); a whole row of -inf scores is a row with no visible key. */
-static void inf_in_k(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+static void inf_in_k(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
 {
     const attn_spec *s = &k->spec;
     problem p;
@@ -554,15 +566,14 @@ static void inf_in_k(const attn_kernel *k, const attn_variant *v, int64_t lq, in
     for (j = 0; j < lk; j++) k_at(&p, 1, j, 0)[0] = -INFINITY;
     for (i = 0; i < lq; i++)
         for (h = 0; h < s->heads_q / s->heads_kv; h++) q_at(&p, 1, i, h)[0] = 0.5f;
-    run_both(&p, v);
-    compare_with_reference(&p, t);
+    run_each(&p, vs, nv, t, compare_with_reference);
     problem_free(&p);
 }
 
 /* NaN in one element of Q and of K: NaN in exactly the outputs the
    reference gives NaN (rows that see the key; a NaN key that a row does
    not see must not reach it). */
-static void nan_in_q_k(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+static void nan_in_q_k(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
 {
     const attn_spec *s = &k->spec;
     problem p;
@@ -571,8 +582,7 @@ static void nan_in_q_k(const attn_kernel *k, const attn_variant *v, int64_t lq, 
     q_at(&p, 1, lq / 2, s->heads_q - 1)[s->head_dim - 1] = NAN;
     k_at(&p, 0, lk / 2, 0)[s->head_dim - 1] = NAN;
     k_at(&p, 1, 1, s->heads_kv - 1)[0] = NAN;
-    run_both(&p, v);
-    compare_with_reference(&p, t);
+    run_each(&p, vs, nv, t, compare_with_reference);
     problem_free(&p);
 }
 
@@ -585,7 +595,7 @@ static int sees_every_key(const attn_spec *s)
     return !s->causal && s->window_left < 0 && s->window_right < 0 && s->chunk == 0 && s->mask == ATTN_MASK_NONE;
 }
 
-static void nan_inf_in_v(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+static void nan_inf_in_v(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
 {
     const attn_spec *s = &k->spec;
     problem p;
@@ -593,8 +603,7 @@ static void nan_inf_in_v(const attn_kernel *k, const attn_variant *v, int64_t lq
     v_at(&p, 0, 0, 0)[s->head_dim_v - 1] = NAN;
     v_at(&p, 1, 1, s->heads_kv - 1)[0] = INFINITY;
     v_at(&p, 0, lk - 1, s->heads_kv - 1)[0] = -INFINITY;
-    run_both(&p, v);
-    compare_with_reference(&p, t);
+    run_each(&p, vs, nv, t, compare_with_reference);
     problem_free(&p);
 }
 
@@ -630,7 +639,7 @@ static int stored_subnormal(attn_dtype dtype, float x)
    With flush is 1 the kernel runs with FTZ and DAZ on (it then sees
    zeros, and must still give the uniform average); the reference always
    runs with them off. */
-static void denormal_qk_run(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t, int flush)
+static void denormal_qk_run(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t, int flush)
 {
     const attn_spec *s = &k->spec;
     problem p;
@@ -644,33 +653,44 @@ static void denormal_qk_run(const attn_kernel *k, const attn_variant *v, int64_t
     {
         unsigned saved = set_flush(0);
         run_reference(&p);
-        set_flush(flush);
-        run_kernel(&p, v);
-        _mm_setcsr(saved);
+        for (i = 0; i < (size_t)nv; i++) {
+            set_flush(flush);
+            run_kernel(&p, vs[i]);
+            _mm_setcsr(saved);
+            compare_with_reference(&p, &t[i]);
+        }
     }
 #else
     (void)flush;
     run_reference(&p);
-    run_kernel(&p, v);
+    for (i = 0; i < (size_t)nv; i++) {
+        run_kernel(&p, vs[i]);
+        compare_with_reference(&p, &t[i]);
+    }
 #endif
-    compare_with_reference(&p, t);
     problem_free(&p);
 }
 
-static void denormal_qk(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+static void denormal_qk(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
 {
-    denormal_qk_run(k, v, lq, lk, t, 0);
+    denormal_qk_run(k, vs, nv, lq, lk, t, 0);
 }
 
-static void denormal_qk_flushed(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+static void denormal_qk_flushed(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
 {
-    denormal_qk_run(k, v, lq, lk, t, 1);
+    denormal_qk_run(k, vs, nv, lq, lk, t, 1);
+}
+
+/* compare_denormal_o at the scale denormal_v gives V */
+static void compare_denormal_v(const problem *p, tally *t)
+{
+    compare_denormal_o(p, t, denormal_scale(p->s->dtype_kv));
 }
 
 /* V denormal, Q and K normal: O is denormal (with f16 V: as small as f16
    subnormals, which are normal f32 values) and, with FTZ and DAZ off, must
    match the reference down to the denormals' own rounding. */
-static void denormal_v(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+static void denormal_v(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
 {
     const attn_spec *s = &k->spec;
     problem p;
@@ -680,13 +700,12 @@ static void denormal_v(const attn_kernel *k, const attn_variant *v, int64_t lq, 
 #ifdef HAVE_MXCSR
     {
         unsigned saved = set_flush(0);
-        run_both(&p, v);
+        run_each(&p, vs, nv, t, compare_denormal_v);
         _mm_setcsr(saved);
     }
 #else
-    run_both(&p, v);
+    run_each(&p, vs, nv, t, compare_denormal_v);
 #endif
-    compare_denormal_o(&p, t, denormal_scale(s->dtype_kv));
     problem_free(&p);
 }
 
@@ -706,7 +725,7 @@ static int can_hide_rows(const attn_spec *s)
    row (i = 1, or 0 when Lq = 1; every b and h), and, with causal, Lq > Lk_b
    (the first rows are past the keys): O = 0 and LSE = -inf there, the
    reference elsewhere. */
-static void empty_rows(const attn_kernel *k, const attn_variant *v, int64_t lq, int64_t lk, tally *t)
+static void empty_rows(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
 {
     const attn_spec *s = &k->spec;
     problem p;
@@ -723,10 +742,9 @@ static void empty_rows(const attn_kernel *k, const attn_variant *v, int64_t lq, 
                 if (s->mask == ATTN_MASK_BOOL) p.keep[m] = 0;
                 if (s->mask == ATTN_MASK_BIAS) p.bias[m] = -INFINITY;
             }
-    run_both(&p, v);
+    run_each(&p, vs, nv, t, compare_with_reference);
     for (r = 0; r < p.nb * s->heads_q * lq; r++) empty += isinf(p.rlse[r]) && p.rlse[r] < 0;
     cr_assert_gt(empty, 0, "%s: no empty row in the case", s->name);
-    compare_with_reference(&p, t);
     problem_free(&p);
 }
 
@@ -734,37 +752,26 @@ Test(extremes, rows_with_no_visible_key) { for_each(can_hide_rows, empty_rows, "
 
 /* ---- Lq = 1, Lk = 1, head dims 1 and 512 --------------------------------- */
 
-/* attn_verify_case (guard pages, strided layouts with NaN gaps, ragged
-   seqlens with NaN past them) on shapes with a single query or key. */
+/* attn_verify_case_variants (guard pages, strided layouts with NaN gaps,
+   ragged seqlens with NaN past them) on the shapes lens, every variant this
+   CPU runs against one reference a case. */
 static void verify_shapes(const attn_kernel *k, const int64_t (*lens)[2], int n, int threads)
 {
-    int i, c, ran = 0;
-    for (i = 0; i < k->n_variants; i++) {
-        const attn_variant *v = &k->variants[i];
-        if (!attn_isa_supported(v->isa)) continue;
-        for (c = 0; c < 2 * n; c++) {
-            attn_case cs;
-            attn_verify_result res;
-            char shape[160];
-            attn_status st;
-            memset(&cs, 0, sizeof cs);
-            cs.batch = 1 + c % 2;
-            cs.seq_q = lens[c / 2][0];
-            cs.seq_k = lens[c / 2][1];
-            cs.strided = c % 2;
-            cs.ragged = k->spec.padding && c % 2;
-            cs.threads = threads;
-            cs.seed = (uint64_t)(31 * c + 7);
-            st = attn_verify_case(k, v, &cs, &res);
-            attn_verify_case_string(&cs, shape, sizeof shape);
-            cr_assert_eq(st, ATTN_OK, "%s/%s %s: %s (%s)", k->spec.name, attn_isa_name(v->isa), shape,
-                         attn_status_string(st), res.first_failure);
-            cr_expect_eq(res.failures, 0, "%s/%s %s: %d elements off; first: %s", k->spec.name,
-                         attn_isa_name(v->isa), shape, res.failures, res.first_failure);
-            ran++;
-        }
+    const attn_variant *vs[MAX_VARIANTS];
+    const int nv = runnable_variants(k, vs);
+    int c;
+    for (c = 0; c < 2 * n; c++) {
+        attn_case cs;
+        memset(&cs, 0, sizeof cs);
+        cs.batch = 1 + c % 2;
+        cs.seq_q = lens[c / 2][0];
+        cs.seq_k = lens[c / 2][1];
+        cs.strided = c % 2;
+        cs.ragged = k->spec.padding && c % 2;
+        cs.threads = threads;
+        cs.seed = (uint64_t)(31 * c + 7);
+        expect_case_on_variants(k, vs, nv, &cs); /* the reference once for them all */
     }
-    cr_assert_gt(ran, 0, "%s: no runnable variant", k->spec.name);
 }
 
 Test(extremes, one_query_or_one_key)

@@ -5,7 +5,8 @@
  * which defines attn_entry_kernel.  For every variant compiled in (or the one
  * --isa names) that this CPU can run, verifies the kernel against the
  * reference over attn_verify_default_cases and checks that 1 and 2
- * threads give bitwise identical results.  Tensors are in the kernel's
+ * threads give bitwise identical results; each case's inputs and reference
+ * are built once for every variant (attn_verify_case_variants).  Tensors are in the kernel's
  * storage types; the reference runs on the stored inputs and O is held to
  * the tolerance of its storage type (attn_verify.h).  Additive and luong
  * kernels (attn_classic_args) go through the same calls: attn_verify_case
@@ -31,6 +32,7 @@
 extern const attn_kernel *const attn_entry_kernel;
 
 #define MAX_CASES 256
+#define MAX_VARIANTS 8 /* more than the ISAs a kernel has */
 
 /* ", scalar, avx2, avx512, neon": every ISA name (skip the first 2 chars) */
 #define ISA_NAME_(id, name) ", " #name
@@ -63,12 +65,15 @@ static void install_crash_handler(void)
     sigaction(SIGBUS, &sa, NULL);
 }
 
+/* isa: the variant, or "avx512, avx2 or scalar" where a case runs several
+   (then --isa tells them apart) */
 static void set_crash_msg(const char *isa, const char *what)
 {
     const int n = snprintf(crash_msg, sizeof crash_msg,
                            "%sattngen: check: %s crashed on %s (a read or write outside a "
-                           "tensor?)\n",
-                           show_progress ? "\n" : "", isa, what);
+                           "tensor?%s)\n",
+                           show_progress ? "\n" : "", isa, what,
+                           strchr(isa, ' ') != NULL ? " --isa NAME checks one variant alone" : "");
     crash_len = n < 0 ? 0 : (size_t)n < sizeof crash_msg ? (size_t)n : sizeof crash_msg - 1;
 }
 
@@ -90,42 +95,60 @@ static void compiled_list(const attn_kernel *kernel, char *buf, size_t len)
     }
 }
 
-/* Verifies one variant; returns the number of failures (cases + thread check). */
-static int check_variant(const attn_kernel *kernel, const attn_variant *variant,
-                         const attn_case *cases, int n_cases)
+/* What the check found for one variant. */
+typedef struct {
+    double worst_o, worst_lse, worst_p, worst_state, worst_ratio;
+    int failures; /* cases + thread checks */
+    char first[300];
+} variant_report;
+
+/* A failure of rep's variant, the first one's message kept. */
+static void report_failure(variant_report *rep, const char *msg)
 {
-    const char *isa = attn_isa_name(variant->isa);
+    if (rep->failures == 0)
+        snprintf(rep->first, sizeof rep->first, "%s", msg);
+    rep->failures++;
+}
+
+/* Verifies the nv variants vs on every case, each case's inputs and
+   reference built once for all of them (attn_verify_case_variants), then
+   checks each variant's 1 and 2 threads; fills rep[0..nv). */
+static void check_variants(const attn_kernel *kernel, const attn_variant *const *vs, int nv,
+                           const attn_case *cases, int n_cases, variant_report *rep)
+{
     /* larger shapes for the thread check: a prefill and a long decode */
     attn_case big[2];
-    double worst_o = 0.0, worst_lse = 0.0, worst_p = 0.0, worst_state = 0.0, worst_ratio = 0.0;
-    char first[300] = "", what[128], p_err[32] = "", lse_err[32] = "";
-    const int linear = kernel->spec.family == ATTN_FAMILY_LINEAR;
-    /* additive and luong: outputs C and the weights A, no LSE */
-    const int classic = kernel->spec.family == ATTN_FAMILY_ADDITIVE || kernel->spec.family == ATTN_FAMILY_LUONG;
-    int failures = 0, i;
+    attn_verify_result res[MAX_VARIANTS];
+    attn_status st[MAX_VARIANTS];
+    char what[128], names[64] = "", msg[300];
+    int i, v;
 
+    memset(rep, 0, (size_t)nv * sizeof *rep);
+    for (v = 0; v < nv; v++) { /* for the crash message: the order they run in */
+        if (v > 0)
+            strncat(names, v + 1 < nv ? ", " : " or ", sizeof names - strlen(names) - 1);
+        strncat(names, attn_isa_name(vs[v]->isa), sizeof names - strlen(names) - 1);
+    }
     for (i = 0; i < n_cases; i++) {
-        attn_verify_result res;
-        attn_status st;
         if (show_progress)
-            fprintf(stderr, "\r%s: case %d/%d ", isa, i + 1, n_cases);
+            fprintf(stderr, "\rcase %d/%d ", i + 1, n_cases);
         attn_verify_case_string(&cases[i], what, sizeof what);
-        set_crash_msg(isa, what);
-        st = attn_verify_case(kernel, variant, &cases[i], &res);
-        if (res.max_err_o > worst_o)
-            worst_o = res.max_err_o;
-        if (res.max_err_lse > worst_lse)
-            worst_lse = res.max_err_lse;
-        if (res.max_err_p > worst_p)
-            worst_p = res.max_err_p;
-        if (res.max_err_state > worst_state)
-            worst_state = res.max_err_state;
-        if (res.worst_ratio > worst_ratio)
-            worst_ratio = res.worst_ratio;
-        if (st != ATTN_OK || res.failures > 0) {
-            if (failures == 0)
-                snprintf(first, sizeof first, "%s", res.first_failure);
-            failures++;
+        set_crash_msg(names, what);
+        attn_verify_case_variants(kernel, vs, nv, &cases[i], res, st);
+        for (v = 0; v < nv; v++) {
+            variant_report *r = &rep[v];
+            if (res[v].max_err_o > r->worst_o)
+                r->worst_o = res[v].max_err_o;
+            if (res[v].max_err_lse > r->worst_lse)
+                r->worst_lse = res[v].max_err_lse;
+            if (res[v].max_err_p > r->worst_p)
+                r->worst_p = res[v].max_err_p;
+            if (res[v].max_err_state > r->worst_state)
+                r->worst_state = res[v].max_err_state;
+            if (res[v].worst_ratio > r->worst_ratio)
+                r->worst_ratio = res[v].worst_ratio;
+            if (st[v] != ATTN_OK || res[v].failures > 0)
+                report_failure(r, res[v].first_failure);
         }
     }
 
@@ -140,38 +163,48 @@ static int check_variant(const attn_kernel *kernel, const attn_variant *variant,
     big[1].seq_q = 1;
     big[1].seq_k = 2049;
     big[1].seed = 0xdec0de;
-    for (i = 0; i < 2; i++) {
-        int same;
-        if (show_progress)
-            fprintf(stderr, "\r%s: threads 1 vs 2 (%d/2) ", isa, i + 1);
-        attn_verify_case_string(&big[i], what, sizeof what);
-        set_crash_msg(isa, what);
-        same = attn_verify_bitwise_threads(kernel, variant, &big[i], 1, 2);
-        if (same != 1) {
-            if (failures == 0)
-                snprintf(first, sizeof first, "threads 1 vs 2 %s (shape %s)",
+    for (v = 0; v < nv; v++) {
+        const char *isa = attn_isa_name(vs[v]->isa);
+        for (i = 0; i < 2; i++) {
+            int same;
+            if (show_progress)
+                fprintf(stderr, "\r%s: threads 1 vs 2 (%d/2) ", isa, i + 1);
+            attn_verify_case_string(&big[i], what, sizeof what);
+            set_crash_msg(isa, what);
+            same = attn_verify_bitwise_threads(kernel, vs[v], &big[i], 1, 2);
+            if (same != 1) {
+                snprintf(msg, sizeof msg, "threads 1 vs 2 %s (shape %s)",
                          same == 0 ? "are not bitwise identical" : "could not run", what);
-            failures++;
+                report_failure(&rep[v], msg);
+            }
         }
     }
     crash_len = 0;
     if (show_progress)
         fprintf(stderr, "\r%*s\r", 40, "");
+}
+
+/* One variant's line (and its first failure). */
+static void print_report(const attn_kernel *kernel, const char *isa, const variant_report *rep, int n_cases)
+{
+    char p_err[32] = "", lse_err[32] = "";
+    const int linear = kernel->spec.family == ATTN_FAMILY_LINEAR;
+    /* additive and luong: outputs C and the weights A, no LSE */
+    const int classic = kernel->spec.family == ATTN_FAMILY_ADDITIVE || kernel->spec.family == ATTN_FAMILY_LUONG;
 
     if (!linear && !classic) /* linear, additive and luong attention have no LSE */
-        snprintf(lse_err, sizeof lse_err, " LSE %.1e", worst_lse);
+        snprintf(lse_err, sizeof lse_err, " LSE %.1e", rep->worst_lse);
     if (classic) /* the weights A, which every classic case asks for */
-        snprintf(p_err, sizeof p_err, " A %.1e", worst_p);
+        snprintf(p_err, sizeof p_err, " A %.1e", rep->worst_p);
     else if (!linear && kernel->spec.weights) /* the weights P too */
-        snprintf(p_err, sizeof p_err, " P %.1e", worst_p);
+        snprintf(p_err, sizeof p_err, " P %.1e", rep->worst_p);
     else if (linear && kernel->spec.state) /* the state written back */
-        snprintf(p_err, sizeof p_err, " state %.1e", worst_state);
+        snprintf(p_err, sizeof p_err, " state %.1e", rep->worst_state);
     printf("%s: %d cases, worst |err| %s %.1e%s%s (%.2g of tolerance), %d failure%s\n", isa, n_cases,
-           classic ? "C" : "O", worst_o, lse_err, p_err, worst_ratio, failures, failures == 1 ? "" : "s");
-    if (failures > 0)
-        printf("  first failure: %s\n", first);
-    fflush(stdout);
-    return failures;
+           classic ? "C" : "O", rep->worst_o, lse_err, p_err, rep->worst_ratio, rep->failures,
+           rep->failures == 1 ? "" : "s");
+    if (rep->failures > 0)
+        printf("  first failure: %s\n", rep->first);
 }
 
 /* The command line. */
@@ -243,8 +276,10 @@ int main(int argc, char **argv)
 {
     const attn_kernel *kernel = attn_entry_kernel;
     attn_case cases[MAX_CASES];
+    const attn_variant *vs[MAX_VARIANTS];
+    variant_report rep[MAX_VARIANTS];
     check_options opt;
-    int n_cases, i, failures = 0, checked = 0;
+    int n_cases, i, j, failures = 0, checked = 0;
     char list[128];
 
     parse_options(argc, argv, &opt);
@@ -258,17 +293,28 @@ int main(int argc, char **argv)
     show_progress = isatty(STDERR_FILENO);
     install_crash_handler();
 
-    for (i = 0; i < kernel->n_variants; i++) {
+    /* the variants to check, in the kernel's order */
+    for (i = 0; i < kernel->n_variants && checked < MAX_VARIANTS; i++) {
         const attn_variant *v = &kernel->variants[i];
         if (opt.isa_name != NULL && strcmp(attn_isa_name(v->isa), opt.isa_name) != 0)
             continue;
-        if (!attn_isa_supported(v->isa)) {
-            printf("%s: not runnable on this CPU (compiled only)\n", attn_isa_name(v->isa));
-            continue;
-        }
-        failures += check_variant(kernel, v, cases, n_cases);
-        checked++;
+        if (attn_isa_supported(v->isa))
+            vs[checked++] = v;
     }
+    if (checked > 0)
+        check_variants(kernel, vs, checked, cases, n_cases, rep);
+    for (i = 0, j = 0; i < kernel->n_variants; i++) {
+        const attn_variant *v = &kernel->variants[i];
+        if (opt.isa_name != NULL && strcmp(attn_isa_name(v->isa), opt.isa_name) != 0)
+            continue;
+        if (j < checked && vs[j] == v) {
+            print_report(kernel, attn_isa_name(v->isa), &rep[j], n_cases);
+            failures += rep[j++].failures;
+        } else {
+            printf("%s: not runnable on this CPU (compiled only)\n", attn_isa_name(v->isa));
+        }
+    }
+    fflush(stdout);
     if (checked == 0) {
         fprintf(stderr, "attngen: check: no variant of '%s' can run on this CPU (compiled: %s)\n",
                 kernel->spec.name, list);
