@@ -2,7 +2,7 @@
 # The whole test run (make test).  Each suite prints its own output and adds
 # its counts; the last line is the total, "N passed, N failed".
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 JOBS=${JOBS:-2}
 LOG=build/test-logs
 mkdir -p "$LOG"
@@ -88,6 +88,7 @@ echo "== every preset compiles warning-free (clang, x86-64; gcc, AArch64; withou
 # each build part alone (-DATTN_BUILD_PART=K, as the build cache does), as
 # strict, in the kernel tests' build below (Makefile: PRESET_PARTS)
 mkdir -p "$LOG/strict"
+# shellcheck disable=SC2016  # $1-$3 are the inner script's
 for c in generated/*.c; do
   for cc in clang aarch64-linux-gnu-gcc; do echo "$cc $c"; done
 done | xargs -P "$JOBS" -n 2 sh -c '
