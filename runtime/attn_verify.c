@@ -1007,12 +1007,12 @@ static int is_classic(const attn_spec *spec)
 }
 
 /* res (zeroed before) and status of a variant that did not get compared:
-   the message, one failure */
-static void fail_variant(attn_verify_result *res, attn_status *status, attn_status st, const char *what,
-                         const char *shape)
+   one failure, the message "<before><st's name><after> (shape <shape>)" */
+static void fail_variant(attn_verify_result *res, attn_status *status, attn_status st, const char *before,
+                         const char *after, const char *shape)
 {
-    snprintf(res->first_failure, sizeof res->first_failure, "%s: %s (shape %s)", what, attn_status_string(st),
-             shape);
+    snprintf(res->first_failure, sizeof res->first_failure, "%s%s%s (shape %s)", before, attn_status_string(st),
+             after, shape);
     res->failures = 1;
     *status = st;
 }
@@ -1113,7 +1113,7 @@ static void classic_verify_variants(const attn_kernel *kernel, const attn_varian
     st = classic_build(&cb, spec, c);
     if (st != ATTN_OK) {
         for (v = 0; v < n; v++)
-            fail_variant(&res[v], &status[v], st, "cannot build the inputs", shape);
+            fail_variant(&res[v], &status[v], st, "cannot build the inputs: ", "", shape);
         return;
     }
 
@@ -1137,14 +1137,14 @@ static void classic_verify_variants(const attn_kernel *kernel, const attn_varian
     }
     for (v = 0; v < n; v++) {
         if (st != ATTN_OK) {
-            fail_variant(&res[v], &status[v], st, "the reference failed", shape);
+            fail_variant(&res[v], &status[v], st, "the reference failed: ", "", shape);
             continue;
         }
         if (v > 0)
             classic_reset_outputs(&cb);
         status[v] = run_classic(kernel, variants[v], &cb.args);
         if (status[v] != ATTN_OK)
-            fail_variant(&res[v], &status[v], status[v], "kernel returned", shape);
+            fail_variant(&res[v], &status[v], status[v], "kernel returned \"", "\"", shape);
         else
             classic_compare(spec, c, &cb, ref_c, ref_a, c_tol, w_rel, shape, &res[v]);
     }
@@ -1376,8 +1376,10 @@ static void sdpa_compare(const attn_spec *spec, const attn_case *c, const case_b
 
 }
 
-attn_status attn_verify_case_variants(const attn_kernel *kernel, const attn_variant *const *variants, int n,
-                                      const attn_case *c, attn_verify_result *res, attn_status *status)
+/* attn_verify_case_variants for an sdpa or linear kernel: the inputs and
+   the reference once, then each variant from reset outputs */
+static void sdpa_verify_variants(const attn_kernel *kernel, const attn_variant *const *variants, int n,
+                                 const attn_case *c, attn_verify_result *res, attn_status *status)
 {
     const attn_spec *spec = &kernel->spec;
     case_bufs cb;
@@ -1386,37 +1388,44 @@ attn_status attn_verify_case_variants(const attn_kernel *kernel, const attn_vari
     attn_status st;
     int v;
 
+    attn_verify_case_string(c, shape, sizeof shape);
+    st = case_build(&cb, spec, c);
+    if (st != ATTN_OK) {
+        for (v = 0; v < n; v++)
+            fail_variant(&res[v], &status[v], st, "cannot build the inputs: ", "", shape);
+        return;
+    }
+    memset(&ref, 0, sizeof ref);
+    st = sdpa_ref_run(spec, c, &cb, &ref);
+    for (v = 0; v < n; v++) {
+        if (st != ATTN_OK) {
+            fail_variant(&res[v], &status[v], st, "the reference failed: ", "", shape);
+            continue;
+        }
+        if (v > 0)
+            reset_outputs(&cb); /* the state too: each run starts from the same one */
+        status[v] = run_kernel(kernel, variants[v], &cb.args);
+        if (status[v] != ATTN_OK)
+            fail_variant(&res[v], &status[v], status[v], "kernel returned \"", "\"", shape);
+        else
+            sdpa_compare(spec, c, &cb, &ref, shape, &res[v]);
+    }
+    sdpa_ref_free(&ref);
+    case_free(&cb);
+}
+
+attn_status attn_verify_case_variants(const attn_kernel *kernel, const attn_variant *const *variants, int n,
+                                      const attn_case *c, attn_verify_result *res, attn_status *status)
+{
+    int v;
+
     memset(res, 0, (size_t)n * sizeof *res);
     for (v = 0; v < n; v++)
         status[v] = ATTN_OK;
-    if (is_classic(spec)) {
+    if (is_classic(&kernel->spec))
         classic_verify_variants(kernel, variants, n, c, res, status);
-    } else {
-        attn_verify_case_string(c, shape, sizeof shape);
-        st = case_build(&cb, spec, c);
-        if (st != ATTN_OK) {
-            for (v = 0; v < n; v++)
-                fail_variant(&res[v], &status[v], st, "cannot build the inputs", shape);
-        } else {
-            memset(&ref, 0, sizeof ref);
-            st = sdpa_ref_run(spec, c, &cb, &ref);
-            for (v = 0; v < n; v++) {
-                if (st != ATTN_OK) {
-                    fail_variant(&res[v], &status[v], st, "the reference failed", shape);
-                    continue;
-                }
-                if (v > 0)
-                    reset_outputs(&cb); /* the state too: each run starts from the same one */
-                status[v] = run_kernel(kernel, variants[v], &cb.args);
-                if (status[v] != ATTN_OK)
-                    fail_variant(&res[v], &status[v], status[v], "kernel returned", shape);
-                else
-                    sdpa_compare(spec, c, &cb, &ref, shape, &res[v]);
-            }
-            sdpa_ref_free(&ref);
-            case_free(&cb);
-        }
-    }
+    else
+        sdpa_verify_variants(kernel, variants, n, c, res, status);
     for (v = 0; v < n; v++)
         if (status[v] != ATTN_OK)
             return status[v];

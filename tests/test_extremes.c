@@ -257,7 +257,6 @@ static void run_kernel(problem *p, const attn_variant *v)
     attn_verify_widen(p->s->dtype_o, p->os, p->o, p->no);
 }
 
-
 /* ---- comparisons --------------------------------------------------------- */
 
 typedef struct {
@@ -444,7 +443,6 @@ static void run_each(problem *p, const attn_variant *const *vs, int nv, tally *t
     }
 }
 
-
 /* A case on the kernel's nv variants vs, one tally each. */
 typedef void (*case_fn)(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk,
                         tally *t);
@@ -488,7 +486,8 @@ static int for_each(int (*accept)(const attn_spec *), case_fn fn, const char *wh
 
 /* ---- logits near the float range ----------------------------------------- */
 
-static void scaled_logits(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t, float f)
+static void scaled_logits(const attn_kernel *k, const attn_variant *const *vs, int nv,
+                          int64_t lq, int64_t lk, tally *t, float f)
 {
     problem p;
     size_t i;
@@ -514,7 +513,8 @@ Test(extremes, logits_scaled_by_1e3) { for_each(NULL, logits_1e3, "Q and K x 1e3
 Test(extremes, logits_scaled_by_1e4) { for_each(NULL, logits_1e4, "Q and K x 1e4"); }
 
 /* K row j times 1 + g j: the largest score of a row grows along the keys. */
-static void grown_logits(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t, float g)
+static void grown_logits(const attn_kernel *k, const attn_variant *const *vs, int nv,
+                         int64_t lq, int64_t lk, tally *t, float g)
 {
     problem p;
     int64_t b, j, hk, d;
@@ -529,14 +529,16 @@ static void grown_logits(const attn_kernel *k, const attn_variant *const *vs, in
 
 /* g = 1/2: the max grows by a few units from key to key, past any fixed
    lead or lag of the running max. */
-static void growing_logits(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
+static void growing_logits(const attn_kernel *k, const attn_variant *const *vs, int nv,
+                           int64_t lq, int64_t lk, tally *t)
 {
     grown_logits(k, vs, nv, lq, lk, t, 0.5f);
 }
 
 /* g = 1/32: the max grows by a few units from tile to tile, within the
    prefill softmax's lag (8, base 2), so its reference stays below the max. */
-static void creeping_logits(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
+static void creeping_logits(const attn_kernel *k, const attn_variant *const *vs, int nv,
+                            int64_t lq, int64_t lk, tally *t)
 {
     grown_logits(k, vs, nv, lq, lk, t, 1.0f / 32.0f);
 }
@@ -639,7 +641,8 @@ static int stored_subnormal(attn_dtype dtype, float x)
    With flush is 1 the kernel runs with FTZ and DAZ on (it then sees
    zeros, and must still give the uniform average); the reference always
    runs with them off. */
-static void denormal_qk_run(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t, int flush)
+static void denormal_qk_run(const attn_kernel *k, const attn_variant *const *vs, int nv,
+                            int64_t lq, int64_t lk, tally *t, int flush)
 {
     const attn_spec *s = &k->spec;
     problem p;
@@ -676,7 +679,8 @@ static void denormal_qk(const attn_kernel *k, const attn_variant *const *vs, int
     denormal_qk_run(k, vs, nv, lq, lk, t, 0);
 }
 
-static void denormal_qk_flushed(const attn_kernel *k, const attn_variant *const *vs, int nv, int64_t lq, int64_t lk, tally *t)
+static void denormal_qk_flushed(const attn_kernel *k, const attn_variant *const *vs, int nv,
+                                int64_t lq, int64_t lk, tally *t)
 {
     denormal_qk_run(k, vs, nv, lq, lk, t, 1);
 }
