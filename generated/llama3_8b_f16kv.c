@@ -2042,7 +2042,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_kvpack_f
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
- * values against half a vector of rows (two values of D a row), or, with
+ * values against half a vector of rows (two values of D a row) or, where
+ * the ISA says so, against one vector of rows in two such halves, or, with
  * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of
@@ -4759,7 +4760,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_kvpack
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
- * values against half a vector of rows (two values of D a row), or, with
+ * values against half a vector of rows (two values of D a row) or, where
+ * the ISA says so, against one vector of rows in two such halves, or, with
  * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of
@@ -7285,7 +7287,8 @@ static void attn_llama3_8b_f16kv_kvpack_f16__neon(const attn_llama3_8b_f16kv_kv 
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
- * values against half a vector of rows (two values of D a row), or, with
+ * values against half a vector of rows (two values of D a row) or, where
+ * the ISA says so, against one vector of rows in two such halves, or, with
  * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of
@@ -9213,7 +9216,8 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_kvpack_f16__scalar(const attn_l
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
- * values against half a vector of rows (two values of D a row), or, with
+ * values against half a vector of rows (two values of D a row) or, where
+ * the ISA says so, against one vector of rows in two such halves, or, with
  * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of

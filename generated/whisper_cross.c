@@ -1477,7 +1477,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_kvpack_f32
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
- * values against half a vector of rows (two values of D a row), or, with
+ * values against half a vector of rows (two values of D a row) or, where
+ * the ISA says so, against one vector of rows in two such halves, or, with
  * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of
@@ -2506,44 +2507,6 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_whisper_cross_s
     return _mm_set_ps(h3, h2, h1, h0);
 }
 
-/* S^T of 8 keys against one vector of a kv head's rows (rows along the lanes):
- * s[i * rp + lane] = K row i . Q^T[.][lane], K rows ks elements apart from k0, Q^T
- * rows 32 floats apart.  Out of line, so that its 8 row pointers have registers
- * of their own: inside the decode unit gcc kept them on the stack, a reload for
- * every few FMAs. */
-ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_lanes_8x1_f32__avx512(const float *restrict k0, int64_t ks,
-        const float *restrict qt, float *restrict s, int64_t rp)
-{
-    const float *restrict k1 = k0 + 1 * ks;
-    const float *restrict k2 = k0 + 2 * ks;
-    const float *restrict k3 = k0 + 3 * ks;
-    const float *restrict k4 = k0 + 4 * ks;
-    const float *restrict k5 = k0 + 5 * ks;
-    const float *restrict k6 = k0 + 6 * ks;
-    const float *restrict k7 = k0 + 7 * ks;
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps();
-    int64_t d;
-    for (d = 0; d < D; d++) {
-        const __m512 q = _mm512_loadu_ps(qt + d * 32);
-        a0 = _mm512_fmadd_ps(_mm512_set1_ps(k0[d]), q, a0);
-        a1 = _mm512_fmadd_ps(_mm512_set1_ps(k1[d]), q, a1);
-        a2 = _mm512_fmadd_ps(_mm512_set1_ps(k2[d]), q, a2);
-        a3 = _mm512_fmadd_ps(_mm512_set1_ps(k3[d]), q, a3);
-        a4 = _mm512_fmadd_ps(_mm512_set1_ps(k4[d]), q, a4);
-        a5 = _mm512_fmadd_ps(_mm512_set1_ps(k5[d]), q, a5);
-        a6 = _mm512_fmadd_ps(_mm512_set1_ps(k6[d]), q, a6);
-        a7 = _mm512_fmadd_ps(_mm512_set1_ps(k7[d]), q, a7);
-    }
-    _mm512_storeu_ps(s + 0 * rp, a0);
-    _mm512_storeu_ps(s + 1 * rp, a1);
-    _mm512_storeu_ps(s + 2 * rp, a2);
-    _mm512_storeu_ps(s + 3 * rp, a3);
-    _mm512_storeu_ps(s + 4 * rp, a4);
-    _mm512_storeu_ps(s + 5 * rp, a5);
-    _mm512_storeu_ps(s + 6 * rp, a6);
-    _mm512_storeu_ps(s + 7 * rp, a7);
-}
-
 /* S^T of 8 keys against half a vector of a kv head's rows, 8 rows of two
  * values of D each (row r in lanes 2r and 2r + 1): s[i * rp + r] = K row i . Q
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 16 + 2r + d % 2].
@@ -2576,6 +2539,69 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
     attn_sum_pairs__avx512(a2, a3, s + 2 * rp, s + 3 * rp);
     attn_sum_pairs__avx512(a4, a5, s + 4 * rp, s + 5 * rp);
     attn_sum_pairs__avx512(a6, a7, s + 6 * rp, s + 7 * rp);
+}
+
+/* The same of one vector of a kv head's rows, 16 rows of two values of D each
+ * in two vectors (row r in lanes 2r and 2r + 1 of the first vector, row 8 + r
+ * of the second), Q packed as qp[(d / 2) * 32 + 2r + d % 2]: s[i * rp + r]
+ * = K row i . Q row r.  Each pair of K values, broadcast once, feeds two FMAs,
+ * where the rows along the lanes (one K value broadcast for each FMA) were
+ * bound by the loads (docs/decode.md).  Out of line, as above. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dpairs_8x2__avx512(const float *restrict k0, int64_t ks,
+        const float *restrict qp, float *restrict s, int64_t rp)
+{
+    const float *restrict k1 = k0 + 1 * ks;
+    const float *restrict k2 = k0 + 2 * ks;
+    const float *restrict k3 = k0 + 3 * ks;
+    const float *restrict k4 = k0 + 4 * ks;
+    const float *restrict k5 = k0 + 5 * ks;
+    const float *restrict k6 = k0 + 6 * ks;
+    const float *restrict k7 = k0 + 7 * ks;
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps(), a8 = _mm512_setzero_ps(), a9 = _mm512_setzero_ps(), a10 = _mm512_setzero_ps(), a11 = _mm512_setzero_ps(), a12 = _mm512_setzero_ps(), a13 = _mm512_setzero_ps(), a14 = _mm512_setzero_ps(), a15 = _mm512_setzero_ps();
+    int64_t d;
+    for (d = 0; d < D; d += 2) {
+        const __m512 q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);
+        {
+            const __m512 kb = attn_set2__avx512(k0 + d);
+            a0 = _mm512_fmadd_ps(kb, q0, a0); a1 = _mm512_fmadd_ps(kb, q1, a1);
+        }
+        {
+            const __m512 kb = attn_set2__avx512(k1 + d);
+            a2 = _mm512_fmadd_ps(kb, q0, a2); a3 = _mm512_fmadd_ps(kb, q1, a3);
+        }
+        {
+            const __m512 kb = attn_set2__avx512(k2 + d);
+            a4 = _mm512_fmadd_ps(kb, q0, a4); a5 = _mm512_fmadd_ps(kb, q1, a5);
+        }
+        {
+            const __m512 kb = attn_set2__avx512(k3 + d);
+            a6 = _mm512_fmadd_ps(kb, q0, a6); a7 = _mm512_fmadd_ps(kb, q1, a7);
+        }
+        {
+            const __m512 kb = attn_set2__avx512(k4 + d);
+            a8 = _mm512_fmadd_ps(kb, q0, a8); a9 = _mm512_fmadd_ps(kb, q1, a9);
+        }
+        {
+            const __m512 kb = attn_set2__avx512(k5 + d);
+            a10 = _mm512_fmadd_ps(kb, q0, a10); a11 = _mm512_fmadd_ps(kb, q1, a11);
+        }
+        {
+            const __m512 kb = attn_set2__avx512(k6 + d);
+            a12 = _mm512_fmadd_ps(kb, q0, a12); a13 = _mm512_fmadd_ps(kb, q1, a13);
+        }
+        {
+            const __m512 kb = attn_set2__avx512(k7 + d);
+            a14 = _mm512_fmadd_ps(kb, q0, a14); a15 = _mm512_fmadd_ps(kb, q1, a15);
+        }
+    }
+    attn_sum_pairs__avx512(a0, a1, s + 0 * rp, s + 0 * rp + 8);
+    attn_sum_pairs__avx512(a2, a3, s + 1 * rp, s + 1 * rp + 8);
+    attn_sum_pairs__avx512(a4, a5, s + 2 * rp, s + 2 * rp + 8);
+    attn_sum_pairs__avx512(a6, a7, s + 3 * rp, s + 3 * rp + 8);
+    attn_sum_pairs__avx512(a8, a9, s + 4 * rp, s + 4 * rp + 8);
+    attn_sum_pairs__avx512(a10, a11, s + 5 * rp, s + 5 * rp + 8);
+    attn_sum_pairs__avx512(a12, a13, s + 6 * rp, s + 6 * rp + 8);
+    attn_sum_pairs__avx512(a14, a15, s + 7 * rp, s + 7 * rp + 8);
 }
 
 /* The same of a quarter vector of a kv head's rows on half-width vectors
@@ -2622,7 +2648,8 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
 {
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
-       rows padded to one vector, its scores with the rows along the lanes; more
+       rows padded to one vector, its scores with the rows along the lanes
+       (here two values of D a row, in two vectors); more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
        than a panel: dot products, each kv head's rows padded to 4; else each kv
@@ -2662,7 +2689,7 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
             w->hi[r] = w->hi[0];
             w->sink_hi[r] = w->sink_hi[0];
         }
-        if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+        if (pairs || lanes) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
             if (r < HKV * glp)
                 for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
         } else
@@ -2691,19 +2718,19 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
         if (pf == ATTN_PREFETCH_L2)
             for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_whisper_cross_prefetch_key_start(&kv, c);
-        if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
+        if (lanes) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against one vector of rows, in two vectors */
             for (hk = 0; hk < HKV; hk++) {
-                const float *qt = w->qt + (hk * glp / 32) * 32 * D + (hk * glp) % 32; /* its rows' Q^T */
+                const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_whisper_cross_k_row(&kv, hk, j0 + c);
                     int64_t d;
                     if (c + 8 <= kb) { /* 8 keys */
-                        attn_whisper_cross_lanes_8x1_f32__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
+                        attn_whisper_cross_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
                         c += 8;
                     } else { /* one key */
-                        __m512 a0 = _mm512_setzero_ps();
-                        for (d = 0; d < D; d++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(k0[d]), _mm512_loadu_ps(qt + d * 32), a0);
-                        _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
+                        __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
+                        for (d = 0; d < D; d += 2) { const __m512 kb = attn_set2__avx512(k0 + d); a0 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * 16), a0); a1 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * 16 + 16), a1); };
+                        attn_sum_pairs__avx512(a0, a1, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp + 8);
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
@@ -5117,7 +5144,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_kvpack_f
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
- * values against half a vector of rows (two values of D a row), or, with
+ * values against half a vector of rows (two values of D a row) or, where
+ * the ISA says so, against one vector of rows in two such halves, or, with
  * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of
@@ -9690,7 +9718,8 @@ static void attn_whisper_cross_kvpack_f32__neon(const attn_whisper_cross_kv *kvs
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
- * values against half a vector of rows (two values of D a row), or, with
+ * values against half a vector of rows (two values of D a row) or, where
+ * the ISA says so, against one vector of rows in two such halves, or, with
  * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of
@@ -11788,7 +11817,8 @@ ATTN_NO_AUTOVEC static void attn_whisper_cross_kvpack_f32__scalar(const attn_whi
  * cache).  Scores are computed transposed, S^T = K Q^T, with the rows along
  * the vector lanes: K values broadcast against packed Q^T panels (the scores
  * micro-kernel) or against one vector of a kv head's rows, or pairs of K
- * values against half a vector of rows (two values of D a row), or, with
+ * values against half a vector of rows (two values of D a row) or, where
+ * the ISA says so, against one vector of rows in two such halves, or, with
  * fewer rows, dot products along D.  The online
  * softmax then runs over whole vectors of rows.  While a block is worked
  * on, the next one is prefetched in address order (each key's K rows of

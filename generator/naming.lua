@@ -52,7 +52,8 @@ M.OPS = {
   lanes = { shape = "MxN", dtype = "kv", isa = true,
     what = "decode: S^T of M keys against one vector of a kv head's rows, rows along the lanes" },
   dpairs = { shape = "MxN", isa = true,
-    what = "decode: S^T of M keys (f32) against half a vector of a kv head's rows, two values of D a row" },
+    what = "decode: S^T of M keys (f32) against N half vectors of a kv head's rows (N = 1: half a vector; "
+      .. "N = 2: one vector, in two), two values of D a row" },
   hpairs = { shape = "MxN", isa = true,
     what = "decode: S^T of M keys (f32) against a quarter vector of a kv head's rows, two values of D a row, "
       .. "on half-width vectors" },

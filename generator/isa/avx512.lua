@@ -170,6 +170,10 @@ local function build(name, enum, target)
   function M.sum_pairs(x, y, s0, s1)
     return ("attn_sum_pairs__" .. name .. "(%s, %s, %s, %s)"):format(x, y, s0, s1)
   end
+  -- One vector of rows a kv head scored in pairs of D too, in two vectors
+  -- (isa/init.lua, "pairs_wide"): the lanes kernel's broadcast a FMA bound it
+  -- by the loads (docs/decode.md).
+  M.pairs_wide = true
   -- Half-width vectors (isa/init.lua, "half"): the AVX2 spelling of 256-bit
   -- vectors, which every AVX-512 CPU runs, with the pair helpers defined
   -- under this variant's target and names (helpers(attr, {half_pairs = true})).

@@ -35,7 +35,10 @@
 -- hold lanes / 2 rows' partial sums in lane pairs, row r in lanes 2r and
 -- 2r + 1; each row's total of x goes to s0[r], of y to s1[r]; without them
 -- the decode path's scores at lanes / 4 to lanes / 2 rows a kv head are dot
--- products; helpers(attr, {pairs = true}) defines what they call), half (a
+-- products; helpers(attr, {pairs = true}) defines what they call),
+-- pairs_wide (true where the pairs also score one vector of rows a kv head,
+-- lanes / 2 to lanes, in two vectors; without it those rows are scored along
+-- the lanes, a K value broadcast for each FMA), half (a
 -- table: vec, lanes, zero, load, fma, set2 and sum_pairs spelling vectors of
 -- half the lanes, which the ISA's CPUs run as fast a lane where they run a
 -- full vector in two halves; helpers(attr, {half_pairs = true}) defines what

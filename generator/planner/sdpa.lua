@@ -342,6 +342,10 @@ function M.plan(cfg, opts)
     -- on half-width vectors, where the ISA has them and the runtime picks them
     -- (attn_decode_half_pairs: AMD Zen 4 and 5; elsewhere dot products, docs/decode.md)
     v.hpairs = v.dpairs and isa.half ~= nil
+    -- and from lanes/2 to lanes rows (Lq = 4 of a group of 4 on AVX-512) in
+    -- two vectors of pairs, where the ISA says so (isa.pairs_wide: AVX-512,
+    -- whose lanes kernel the loads bound; AVX2 measured slower so, docs/decode.md)
+    v.wpairs = v.dpairs and isa.pairs_wide == true
     p.variants[#p.variants + 1] = v
     by_name[isa.name] = v
   end
@@ -352,7 +356,7 @@ function M.plan(cfg, opts)
   for _, v in ipairs(p.variants) do
     local base = v.dp and v.isa.base and by_name[v.isa.base]
     if base and p.decode.max_q > 0 then
-      v.decode_by, v.stream, v.mk, v.dpairs, v.hpairs = base, nil, {}, false, false
+      v.decode_by, v.stream, v.mk, v.dpairs, v.hpairs, v.wpairs = base, nil, {}, false, false, false
     end
   end
 

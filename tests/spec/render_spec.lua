@@ -322,18 +322,26 @@ describe("render", function()
 
     it("the blocked kernel's score kernels take a line of the next block an iteration (rows of whole lines)", function()
       local _, c = files_for({ name = "r_pk", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512", "avx2" } })
-      for _, isa in ipairs({ "avx512", "avx2" }) do
-        -- the lanes kernel: 16 rows a call (every row of the next block), the pairs kernel 8 (half)
-        local lines = { lanes_8x1_f32 = "pr[d / 8] + d % 8 * 16", dpairs_8x1 = "pr[d / 16] + d / 2 % 8 * 16" }
-        for kernel, line in pairs(lines) do
-          local fn = fn_text(c, ("void attn_r_pk_%s__%s("):format(kernel, isa))
-          assert.truthy(fn:find("int64_t rp, const float *const *pr)", 1, true), kernel)
-          assert.truthy(fn:find("if (pr)", 1, true), kernel)
-          local _, n = fn:gsub("attn_r_pk_prefetch_line_l2%(", "")
-          assert.equal(1, n, kernel) -- one line an iteration, in the loop with pr only
+      -- one vector of rows: the lanes kernel (AVX2) and the pairs kernel in two vectors (AVX-512), 16 rows a
+      -- call (every row of the next block), one line an iteration and two; half a vector: 8 rows (half)
+      local kernels = {
+        { "lanes_8x1_f32", "avx2", { "pr[d / 8] + d % 8 * 16" } },
+        { "dpairs_8x2", "avx512", { "pr[d / 8] + d % 8 * 16", "pr[(d + 1) / 8] + (d + 1) % 8 * 16" } },
+        { "dpairs_8x1", "avx512", { "pr[d / 16] + d / 2 % 8 * 16" } },
+        { "dpairs_8x1", "avx2", { "pr[d / 16] + d / 2 % 8 * 16" } },
+      }
+      for _, k in ipairs(kernels) do
+        local kernel, isa, lines = k[1], k[2], k[3]
+        local fn = fn_text(c, ("void attn_r_pk_%s__%s("):format(kernel, isa))
+        assert.truthy(fn:find("int64_t rp, const float *const *pr)", 1, true), kernel)
+        assert.truthy(fn:find("if (pr)", 1, true), kernel)
+        local _, n = fn:gsub("attn_r_pk_prefetch_line_l2%(", "")
+        assert.equal(#lines, n, kernel) -- in the loop with pr only
+        for _, line in ipairs(lines) do
           assert.truthy(fn:find("attn_r_pk_prefetch_line_l2(" .. line .. ");", 1, true), kernel)
         end
       end
+      assert.is_nil(c:find("attn_r_pk_lanes_8x1_f32__avx512(", 1, true))
       -- the calls: the rows after the last prefetched, where the prefetch goes to L2
       assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, 16, w->s);", 1, true))
       assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, 8, w->s);", 1, true))
@@ -351,7 +359,8 @@ describe("render", function()
         local _, c = files_for(cfg)
         assert.is_nil(c:find("next_rows", 1, true), cfg.name)
         assert.is_nil(c:find("prefetch_line_l2", 1, true), cfg.name)
-        assert.truthy(c:find("_lanes_8x1_", 1, true), cfg.name) -- the kernel is there, without the prefetch
+        -- the kernel is there, without the prefetch: lanes from a 16-bit cache, pairs from an f32 one
+        assert.truthy(c:find(cfg.dtype and "_lanes_8x1_" or "_dpairs_8x2_", 1, true), cfg.name)
       end
     end)
 
@@ -421,6 +430,26 @@ describe("render", function()
       local _, sums = fn:gsub("attn_sum_pairs__avx512%(", "")
       assert.equal(2 * 8, fmas) -- 8 in each of its loops: with the prefetch inside and without
       assert.equal(4, sums)
+    end)
+
+    it("and of one vector in two vectors of pairs on AVX-512 only, each broadcast pair feeding two FMAs", function()
+      local _, c = files_for({ name = "r_wp", heads_q = 32, heads_kv = 8, head_dim = 128,
+        isa = { "avx512", "avx2", "neon" } })
+      local a = assert(c:find("static void attn_r_wp_dpairs_8x2__avx512(", 1, true))
+      local fn = c:sub(a, (c:find("\n}\n", a, true)))
+      local _, bcasts = fn:gsub("const __m512 kb = attn_set2__avx512%(k%d %+ d%);", "")
+      local _, fmas = fn:gsub("_mm512_fmadd_ps%(kb, q[01], a%d+%)", "")
+      local _, sums = fn:gsub("attn_sum_pairs__avx512%(a%d+, a%d+, s %+ %d %* rp, s %+ %d %* rp %+ 8%)", "")
+      assert.equal(2 * 8, bcasts) -- 8 keys in each of its loops
+      assert.equal(2 * 16, fmas)
+      assert.equal(8, sums) -- one key a sum: rows 0-7, then 8-15
+      assert.truthy(fn:find("q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);", 1, true))
+      -- its rows' Q packed in pairs; the lanes kernel where the other ISAs score one vector
+      assert.truthy(c:find("if (pairs || lanes) { /* Q of a kv head's rows in pairs of D", 1, true))
+      assert.is_nil(c:find("attn_r_wp_lanes_8x1_f32__avx512(", 1, true))
+      assert.truthy(c:find("attn_r_wp_lanes_8x1_f32__avx2(", 1, true))
+      assert.truthy(c:find("attn_r_wp_lanes_8x1_f32__neon(", 1, true))
+      assert.is_nil(c:find("attn_r_wp_dpairs_8x2__avx2(", 1, true))
     end)
 
     it("of a quarter vector on AVX-512 run on half-width vectors where the runtime says so", function()
