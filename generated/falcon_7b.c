@@ -1525,6 +1525,7 @@ typedef struct {
     float o[1152 * 64];      /* unnormalized output rows */
     float m[1152], l[1152], alpha[1152];
     int64_t lo[1152], hi[1152], sink_hi[1152], first[1152], last[1152];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_falcon_7b_dscratch__avx512;
 
 /* S^T of 8 keys against half a vector of a kv head's rows, 8 rows of two
@@ -1694,26 +1695,32 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 32) * 32 * D + r % 32;
-        float *qw = w->q + r * 64;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_falcon_7b_qpack_f32__avx512(attn_falcon_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 32) * 32 * D + r % 32;
+            float *qw = w->q + r * 64;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_falcon_7b_qpack_f32__avx512(attn_falcon_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 64; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            if (pairs || lanes) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+                if (r < HKV * glp)
+                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+            } else
+                for (d = 0; d < D; d++) qc[d * 32] = qw[d];
         }
-        if (pairs || lanes) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-            if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-        } else
-            for (d = 0; d < D; d++) qc[d * 32] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -1987,7 +1994,8 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_falcon_7b_decode_
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -3770,6 +3778,7 @@ typedef struct {
     float o[1136 * 64];      /* unnormalized output rows */
     float m[1136], l[1136], alpha[1136];
     int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_falcon_7b_dscratch__avx2;
 
 /* S^T of 8 keys against one vector of a kv head's rows (rows along the lanes):
@@ -3875,26 +3884,32 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 16) * 16 * D + r % 16;
-        float *qw = w->q + r * 64;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_falcon_7b_qpack_f32__avx2(attn_falcon_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 16) * 16 * D + r % 16;
+            float *qw = w->q + r * 64;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_falcon_7b_qpack_f32__avx2(attn_falcon_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 64; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+                if (r < HKV * glp)
+                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+            } else
+                for (d = 0; d < D; d++) qc[d * 16] = qw[d];
         }
-        if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-            if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-        } else
-            for (d = 0; d < D; d++) qc[d * 16] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -4142,7 +4157,8 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_falcon_7b_decod
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -6202,6 +6218,7 @@ typedef struct {
     float o[1136 * 64];      /* unnormalized output rows */
     float m[1136], l[1136], alpha[1136];
     int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_falcon_7b_dscratch__neon;
 
 /* S^T of 8 keys against one vector of a kv head's rows (rows along the lanes):
@@ -6307,26 +6324,32 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 8) * 8 * D + r % 8;
-        float *qw = w->q + r * 64;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_falcon_7b_qpack_f32__neon(attn_falcon_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 8) * 8 * D + r % 8;
+            float *qw = w->q + r * 64;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_falcon_7b_qpack_f32__neon(attn_falcon_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 64; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+                if (r < HKV * glp)
+                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+            } else
+                for (d = 0; d < D; d++) qc[d * 8] = qw[d];
         }
-        if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-            if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-        } else
-            for (d = 0; d < D; d++) qc[d * 8] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -6574,7 +6597,8 @@ static attn_status attn_falcon_7b_decode__neon(const attn_args *args)
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -7487,6 +7511,7 @@ typedef struct {
     float o[1136 * 64];      /* unnormalized output rows */
     float m[1136], l[1136], alpha[1136];
     int64_t lo[1136], hi[1136], sink_hi[1136], first[1136], last[1136];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_falcon_7b_dscratch__scalar;
 
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
@@ -7519,22 +7544,28 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 2) * 2 * D + r % 2;
-        float *qw = w->q + r * 64;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_falcon_7b_qpack_f32__scalar(attn_falcon_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 2) * 2 * D + r % 2;
+            float *qw = w->q + r * 64;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_falcon_7b_qpack_f32__scalar(attn_falcon_7b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_falcon_7b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 64; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            for (d = 0; d < D; d++) qc[d * 2] = qw[d];
         }
-        for (d = 0; d < D; d++) qc[d * 2] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -7709,7 +7740,8 @@ ATTN_NO_AUTOVEC static attn_status attn_falcon_7b_decode__scalar(const attn_args
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif

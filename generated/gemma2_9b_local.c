@@ -2393,6 +2393,7 @@ typedef struct {
     float o[256 * 256];      /* unnormalized output rows */
     float m[256], l[256], alpha[256];
     int64_t lo[256], hi[256], sink_hi[256], first[256], last[256];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_gemma2_9b_local_dscratch__avx512;
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
@@ -2780,26 +2781,32 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 32) * 32 * D + r % 32;
-        float *qw = w->q + r * 256;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_gemma2_9b_local_qpack_f32__avx512(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 256; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 32) * 32 * D + r % 32;
+            float *qw = w->q + r * 256;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_gemma2_9b_local_qpack_f32__avx512(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 256; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            if (pairs || lanes) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+                if (r < HKV * glp)
+                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+            } else
+                for (d = 0; d < D; d++) qc[d * 32] = qw[d];
         }
-        if (pairs || lanes) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-            if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-        } else
-            for (d = 0; d < D; d++) qc[d * 32] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -3100,6 +3107,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_sunit_2x
     int64_t r, j, j0, hk;
     attn_gemma2_9b_local_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
         attn_gemma2_9b_local_qpack_f32__avx512(attn_gemma2_9b_local_q_row(args, b, i, h), w->sq + r * 256);
@@ -3255,7 +3263,8 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_gemma2_9b_local_d
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -4666,6 +4675,7 @@ typedef struct {
     float o[256 * 256];      /* unnormalized output rows */
     float m[256], l[256], alpha[256];
     int64_t lo[256], hi[256], sink_hi[256], first[256], last[256];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_gemma2_9b_local_dscratch__avx2;
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
@@ -4948,26 +4958,32 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 16) * 16 * D + r % 16;
-        float *qw = w->q + r * 256;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_gemma2_9b_local_qpack_f32__avx2(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 256; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 16) * 16 * D + r % 16;
+            float *qw = w->q + r * 256;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_gemma2_9b_local_qpack_f32__avx2(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 256; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+                if (r < HKV * glp)
+                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+            } else
+                for (d = 0; d < D; d++) qc[d * 16] = qw[d];
         }
-        if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-            if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-        } else
-            for (d = 0; d < D; d++) qc[d * 16] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -5239,6 +5255,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_sunit_
     int64_t r, j, j0, hk;
     attn_gemma2_9b_local_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
         attn_gemma2_9b_local_qpack_f32__avx2(attn_gemma2_9b_local_q_row(args, b, i, h), w->sq + r * 256);
@@ -5394,7 +5411,8 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_gemma2_9b_local
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -7108,6 +7126,7 @@ typedef struct {
     float o[256 * 256];      /* unnormalized output rows */
     float m[256], l[256], alpha[256];
     int64_t lo[256], hi[256], sink_hi[256], first[256], last[256];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_gemma2_9b_local_dscratch__neon;
 
 /* O[2 rows] *= lane r of alpha: the running max moved. */
@@ -7333,26 +7352,32 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 8) * 8 * D + r % 8;
-        float *qw = w->q + r * 256;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_gemma2_9b_local_qpack_f32__neon(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 256; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 8) * 8 * D + r % 8;
+            float *qw = w->q + r * 256;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_gemma2_9b_local_qpack_f32__neon(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 256; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+                if (r < HKV * glp)
+                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+            } else
+                for (d = 0; d < D; d++) qc[d * 8] = qw[d];
         }
-        if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-            if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-        } else
-            for (d = 0; d < D; d++) qc[d * 8] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -7576,6 +7601,7 @@ static void attn_gemma2_9b_local_sunit_2x1__neon(const attn_args *args, int64_t 
     int64_t r, j, j0, hk;
     attn_gemma2_9b_local_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
         attn_gemma2_9b_local_qpack_f32__neon(attn_gemma2_9b_local_q_row(args, b, i, h), w->sq + r * 256);
@@ -7729,7 +7755,8 @@ static attn_status attn_gemma2_9b_local_decode__neon(const attn_args *args)
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -8894,6 +8921,7 @@ typedef struct {
     float o[256 * 256];      /* unnormalized output rows */
     float m[256], l[256], alpha[256];
     int64_t lo[256], hi[256], sink_hi[256], first[256], last[256];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_gemma2_9b_local_dscratch__scalar;
 
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
@@ -8926,22 +8954,28 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_dunit__scalar(const attn_args *
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 2) * 2 * D + r % 2;
-        float *qw = w->q + r * 256;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_gemma2_9b_local_qpack_f32__scalar(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 256; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 2) * 2 * D + r % 2;
+            float *qw = w->q + r * 256;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_gemma2_9b_local_qpack_f32__scalar(attn_gemma2_9b_local_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_gemma2_9b_local_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 256; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            for (d = 0; d < D; d++) qc[d * 2] = qw[d];
         }
-        for (d = 0; d < D; d++) qc[d * 2] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -9125,7 +9159,8 @@ ATTN_NO_AUTOVEC static attn_status attn_gemma2_9b_local_decode__scalar(const att
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif

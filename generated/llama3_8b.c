@@ -1922,6 +1922,7 @@ typedef struct {
     float o[512 * 128];      /* unnormalized output rows */
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_llama3_8b_dscratch__avx512;
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
@@ -2778,26 +2779,32 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 32) * 32 * D + r % 32;
-        float *qw = w->q + r * 128;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_llama3_8b_qpack_f32__avx512(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 32) * 32 * D + r % 32;
+            float *qw = w->q + r * 128;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_llama3_8b_qpack_f32__avx512(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            if (pairs || lanes) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+                if (r < HKV * glp)
+                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+            } else
+                for (d = 0; d < D; d++) qc[d * 32] = qw[d];
         }
-        if (pairs || lanes) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-            if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-        } else
-            for (d = 0; d < D; d++) qc[d * 32] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -3091,6 +3098,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
     int64_t r, j, j0, hk;
     attn_llama3_8b_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
         attn_llama3_8b_qpack_f32__avx512(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * 128);
@@ -3246,7 +3254,8 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_llama3_8b_decode_
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -4582,6 +4591,7 @@ typedef struct {
     float o[512 * 128];      /* unnormalized output rows */
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_llama3_8b_dscratch__avx2;
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
@@ -4903,26 +4913,32 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 16) * 16 * D + r % 16;
-        float *qw = w->q + r * 128;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_llama3_8b_qpack_f32__avx2(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 16) * 16 * D + r % 16;
+            float *qw = w->q + r * 128;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_llama3_8b_qpack_f32__avx2(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+                if (r < HKV * glp)
+                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+            } else
+                for (d = 0; d < D; d++) qc[d * 16] = qw[d];
         }
-        if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-            if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-        } else
-            for (d = 0; d < D; d++) qc[d * 16] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -5187,6 +5203,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
     int64_t r, j, j0, hk;
     attn_llama3_8b_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
         attn_llama3_8b_qpack_f32__avx2(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * 128);
@@ -5342,7 +5359,8 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_llama3_8b_decod
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -6949,6 +6967,7 @@ typedef struct {
     float o[512 * 128];      /* unnormalized output rows */
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_llama3_8b_dscratch__neon;
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
@@ -7193,26 +7212,32 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 8) * 8 * D + r % 8;
-        float *qw = w->q + r * 128;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_llama3_8b_qpack_f32__neon(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 8) * 8 * D + r % 8;
+            float *qw = w->q + r * 128;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_llama3_8b_qpack_f32__neon(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+                if (r < HKV * glp)
+                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+            } else
+                for (d = 0; d < D; d++) qc[d * 8] = qw[d];
         }
-        if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-            if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-        } else
-            for (d = 0; d < D; d++) qc[d * 8] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -7429,6 +7454,7 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
     int64_t r, j, j0, hk;
     attn_llama3_8b_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
         attn_llama3_8b_qpack_f32__neon(attn_llama3_8b_q_row(args, b, i, h), w->sq + r * 128);
@@ -7582,7 +7608,8 @@ static attn_status attn_llama3_8b_decode__neon(const attn_args *args)
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -8582,6 +8609,7 @@ typedef struct {
     float o[512 * 128];      /* unnormalized output rows */
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_llama3_8b_dscratch__scalar;
 
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
@@ -8614,22 +8642,28 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 2) * 2 * D + r % 2;
-        float *qw = w->q + r * 128;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_llama3_8b_qpack_f32__scalar(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 2) * 2 * D + r % 2;
+            float *qw = w->q + r * 128;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_llama3_8b_qpack_f32__scalar(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            for (d = 0; d < D; d++) qc[d * 2] = qw[d];
         }
-        for (d = 0; d < D; d++) qc[d * 2] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -8806,7 +8840,8 @@ ATTN_NO_AUTOVEC static attn_status attn_llama3_8b_decode__scalar(const attn_args
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif

@@ -2362,6 +2362,7 @@ typedef struct {
     float o[512 * 128];      /* unnormalized output rows */
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_mistral_7b_bf16_dscratch__avx512;
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
@@ -3066,22 +3067,28 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 32) * 32 * D + r % 32;
-        float *qw = w->q + r * 128;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_mistral_7b_bf16_qpack_bf16__avx512(attn_mistral_7b_bf16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 32) * 32 * D + r % 32;
+            float *qw = w->q + r * 128;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_mistral_7b_bf16_qpack_bf16__avx512(attn_mistral_7b_bf16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            for (d = 0; d < D; d++) qc[d * 32] = qw[d];
         }
-        for (d = 0; d < D; d++) qc[d * 32] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -3264,6 +3271,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
     int64_t r, j, j0, hk;
     attn_mistral_7b_bf16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
         attn_mistral_7b_bf16_qpack_bf16__avx512(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * 128);
@@ -3437,7 +3445,8 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_mistral_7b_bf16_d
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -5094,6 +5103,7 @@ typedef struct {
     float o[512 * 128];      /* unnormalized output rows */
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_mistral_7b_bf16_dscratch__avx2;
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
@@ -5364,22 +5374,28 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 16) * 16 * D + r % 16;
-        float *qw = w->q + r * 128;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_mistral_7b_bf16_qpack_bf16__avx2(attn_mistral_7b_bf16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 16) * 16 * D + r % 16;
+            float *qw = w->q + r * 128;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_mistral_7b_bf16_qpack_bf16__avx2(attn_mistral_7b_bf16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            for (d = 0; d < D; d++) qc[d * 16] = qw[d];
         }
-        for (d = 0; d < D; d++) qc[d * 16] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -5562,6 +5578,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
     int64_t r, j, j0, hk;
     attn_mistral_7b_bf16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
         attn_mistral_7b_bf16_qpack_bf16__avx2(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * 128);
@@ -5735,7 +5752,8 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_mistral_7b_bf16
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -7782,6 +7800,7 @@ typedef struct {
     float o[512 * 128];      /* unnormalized output rows */
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_mistral_7b_bf16_dscratch__neon;
 
 /* O[4 rows] *= lane r of alpha: the running max moved. */
@@ -8052,22 +8071,28 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 8) * 8 * D + r % 8;
-        float *qw = w->q + r * 128;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_mistral_7b_bf16_qpack_bf16__neon(attn_mistral_7b_bf16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 8) * 8 * D + r % 8;
+            float *qw = w->q + r * 128;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_mistral_7b_bf16_qpack_bf16__neon(attn_mistral_7b_bf16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            for (d = 0; d < D; d++) qc[d * 8] = qw[d];
         }
-        for (d = 0; d < D; d++) qc[d * 8] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -8250,6 +8275,7 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
     int64_t r, j, j0, hk;
     attn_mistral_7b_bf16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
         attn_mistral_7b_bf16_qpack_bf16__neon(attn_mistral_7b_bf16_q_row(args, b, i, h), w->sq + r * 128);
@@ -8423,7 +8449,8 @@ static attn_status attn_mistral_7b_bf16_decode__neon(const attn_args *args)
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -9709,6 +9736,7 @@ typedef struct {
     float o[512 * 128];      /* unnormalized output rows */
     float m[512], l[512], alpha[512];
     int64_t lo[512], hi[512], sink_hi[512], first[512], last[512];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_mistral_7b_bf16_dscratch__scalar;
 
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
@@ -9741,22 +9769,28 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 2) * 2 * D + r % 2;
-        float *qw = w->q + r * 128;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_mistral_7b_bf16_qpack_bf16__scalar(attn_mistral_7b_bf16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 128; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 2) * 2 * D + r % 2;
+            float *qw = w->q + r * 128;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_mistral_7b_bf16_qpack_bf16__scalar(attn_mistral_7b_bf16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_mistral_7b_bf16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            for (d = 0; d < D; d++) qc[d * 2] = qw[d];
         }
-        for (d = 0; d < D; d++) qc[d * 2] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -9933,7 +9967,8 @@ ATTN_NO_AUTOVEC static attn_status attn_mistral_7b_bf16_decode__scalar(const att
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif

@@ -1577,6 +1577,7 @@ typedef struct {
     float o[384 * 64];      /* unnormalized output rows */
     float m[384], l[384], alpha[384];
     int64_t lo[384], hi[384], sink_hi[384], first[384], last[384];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_vit_b16_dscratch__avx512;
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
@@ -2674,26 +2675,32 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 32) * 32 * D + r % 32;
-        float *qw = w->q + r * 64;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 32) * 32 * D + r % 32;
+            float *qw = w->q + r * 64;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 64; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            if (pairs || lanes) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+                if (r < HKV * glp)
+                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+            } else
+                for (d = 0; d < D; d++) qc[d * 32] = qw[d];
         }
-        if (pairs || lanes) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-            if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-        } else
-            for (d = 0; d < D; d++) qc[d * 32] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -2928,6 +2935,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_1x1__avx51
     int64_t r, j, j0, hk;
     attn_vit_b16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
         attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
@@ -3028,6 +3036,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_2x1__avx51
     int64_t r, j, j0, hk;
     attn_vit_b16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
         attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
@@ -3176,6 +3185,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_3x1__avx51
     int64_t r, j, j0, hk;
     attn_vit_b16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
         attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
@@ -3326,6 +3336,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_sunit_4x1__avx51
     int64_t r, j, j0, hk;
     attn_vit_b16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
         attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
@@ -3481,7 +3492,8 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_vit_b16_decode__a
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -5304,6 +5316,7 @@ typedef struct {
     float o[192 * 64];      /* unnormalized output rows */
     float m[192], l[192], alpha[192];
     int64_t lo[192], hi[192], sink_hi[192], first[192], last[192];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_vit_b16_dscratch__avx2;
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
@@ -6893,26 +6906,32 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(co
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 16) * 16 * D + r % 16;
-        float *qw = w->q + r * 64;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 16) * 16 * D + r % 16;
+            float *qw = w->q + r * 64;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 64; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+                if (r < HKV * glp)
+                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+            } else
+                for (d = 0; d < D; d++) qc[d * 16] = qw[d];
         }
-        if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-            if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-        } else
-            for (d = 0; d < D; d++) qc[d * 16] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -7121,6 +7140,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_1x1__avx
     int64_t r, j, j0, hk;
     attn_vit_b16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
         attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
@@ -7221,6 +7241,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_2x1__avx
     int64_t r, j, j0, hk;
     attn_vit_b16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
         attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
@@ -7369,6 +7390,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_3x1__avx
     int64_t r, j, j0, hk;
     attn_vit_b16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
         attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
@@ -7519,6 +7541,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_sunit_4x1__avx
     int64_t r, j, j0, hk;
     attn_vit_b16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
         attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
@@ -7674,7 +7697,8 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_vit_b16_decode_
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -9774,6 +9798,7 @@ typedef struct {
     float o[192 * 64];      /* unnormalized output rows */
     float m[192], l[192], alpha[192];
     int64_t lo[192], hi[192], sink_hi[192], first[192], last[192];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_vit_b16_dscratch__neon;
 
 /* O[1 row] *= lane r of alpha: the running max moved. */
@@ -10259,26 +10284,32 @@ static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 8) * 8 * D + r % 8;
-        float *qw = w->q + r * 64;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 8) * 8 * D + r % 8;
+            float *qw = w->q + r * 64;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 64; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
+                if (r < HKV * glp)
+                    for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
+            } else
+                for (d = 0; d < D; d++) qc[d * 8] = qw[d];
         }
-        if (pairs) { /* Q of a kv head's rows in pairs of D: qt[hk][d / 2][2 rr + d % 2] */
-            if (r < HKV * glp)
-                for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
-        } else
-            for (d = 0; d < D; d++) qc[d * 8] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -10487,6 +10518,7 @@ static void attn_vit_b16_sunit_1x1__neon(const attn_args *args, int64_t b, int64
     int64_t r, j, j0, hk;
     attn_vit_b16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 1, h = (r / 1) * GROUP + rr / Lq, i = rr % Lq;
         attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
@@ -10587,6 +10619,7 @@ static void attn_vit_b16_sunit_2x1__neon(const attn_args *args, int64_t b, int64
     int64_t r, j, j0, hk;
     attn_vit_b16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 2, h = (r / 2) * GROUP + rr / Lq, i = rr % Lq;
         attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
@@ -10687,6 +10720,7 @@ static void attn_vit_b16_sunit_3x1__neon(const attn_args *args, int64_t b, int64
     int64_t r, j, j0, hk;
     attn_vit_b16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 3, h = (r / 3) * GROUP + rr / Lq, i = rr % Lq;
         attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
@@ -10787,6 +10821,7 @@ static void attn_vit_b16_sunit_4x1__neon(const attn_args *args, int64_t b, int64
     int64_t r, j, j0, hk;
     attn_vit_b16_tile_class cls;
 
+    w->rows_of = -1; /* the spans below are this kernel's, not the blocked kernel's rows */
     for (r = 0; r < n; r++) {
         const int64_t rr = r % 4, h = (r / 4) * GROUP + rr / Lq, i = rr % Lq;
         attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, h), w->sq + r * 64);
@@ -10940,7 +10975,8 @@ static attn_status attn_vit_b16_decode__neon(const attn_args *args)
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
@@ -11869,6 +11905,7 @@ typedef struct {
     float o[192 * 64];      /* unnormalized output rows */
     float m[192], l[192], alpha[192];
     int64_t lo[192], hi[192], sink_hi[192], first[192], last[192];
+    int64_t rows_of; /* the batch whose rows q, qt and the spans above hold (-1: none yet) */
 } attn_vit_b16_dscratch__scalar;
 
 /* One decode unit: batch b, keys [j_begin, j_begin + chunk).  Row r' = hk * glp +
@@ -11901,22 +11938,28 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_dunit__scalar(const attn_args *args, in
     int64_t r, c, j0, hk;
     int full;
 
-    for (r = 0; r < rp; r++) {
-        const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-        float *qc = w->qt + (r / 2) * 2 * D + r % 2;
-        float *qw = w->q + r * 64;
-        int64_t d;
-        if (r < HKV * glp && rr < gl) {
-            attn_vit_b16_qpack_f32__scalar(attn_vit_b16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
-            attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        } else { /* padding rows: zero queries that see what row 0 sees (so that they
-                    change no block's class: blocks no real row sees are skipped), never read back */
-            for (d = 0; d < 64; d++) qw[d] = 0.0f;
-            w->lo[r] = w->lo[0];
-            w->hi[r] = w->hi[0];
-            w->sink_hi[r] = w->sink_hi[0];
+    if (w->rows_of != b) { /* each row's Q, packed for the scores, and its span: once a batch for a
+                              thread (its splits follow one another), not once a split */
+        for (r = 0; r < rp; r++) {
+            const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
+            float *qc = w->qt + (r / 2) * 2 * D + r % 2;
+            float *qw = w->q + r * 64;
+            int64_t d;
+            if (r < HKV * glp && rr < gl) {
+                attn_vit_b16_qpack_f32__scalar(attn_vit_b16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
+                attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
+            } else { /* padding rows: zero queries that see what row 0 sees (so that they
+                        change no block's class: blocks no real row sees are skipped), never read back */
+                for (d = 0; d < 64; d++) qw[d] = 0.0f;
+                w->lo[r] = w->lo[0];
+                w->hi[r] = w->hi[0];
+                w->sink_hi[r] = w->sink_hi[0];
+            }
+            for (d = 0; d < D; d++) qc[d * 2] = qw[d];
         }
-        for (d = 0; d < D; d++) qc[d * 2] = qw[d];
+        w->rows_of = b;
+    }
+    for (r = 0; r < rp; r++) {
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
@@ -12091,7 +12134,8 @@ ATTN_NO_AUTOVEC static attn_status attn_vit_b16_decode__scalar(const attn_args *
 #pragma omp critical
 #endif
             failed = 1;
-        }
+        } else
+            w->rows_of = -1;
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
