@@ -615,14 +615,29 @@ Test(extremes, nan_and_inf_in_v) { for_each(sees_every_key, nan_inf_in_v, "NaN a
 
 /* ---- denormals ------------------------------------------------------------ */
 
-#ifdef HAVE_MXCSR
+/* FTZ and DAZ on (on = 1) or off for the calling thread, where the CPU has
+   them (x86's MXCSR; elsewhere there is nothing to set); returns the state
+   that restore_flush puts back. */
 static unsigned set_flush(int on)
 {
+#ifdef HAVE_MXCSR
     const unsigned old = _mm_getcsr();
     _mm_setcsr(on ? (old | MXCSR_FTZ | MXCSR_DAZ) : (old & ~(MXCSR_FTZ | MXCSR_DAZ)));
     return old;
-}
+#else
+    (void)on;
+    return 0;
 #endif
+}
+
+static void restore_flush(unsigned saved)
+{
+#ifdef HAVE_MXCSR
+    _mm_setcsr(saved);
+#else
+    (void)saved;
+#endif
+}
 
 /* A scale that makes uniform [-1, 1) values subnormal in the storage type
    (f32 and bf16 below 2^-126, f16 below 2^-14), and whether a stored value
@@ -646,31 +661,21 @@ static void denormal_qk_run(const attn_kernel *k, const attn_variant *const *vs,
 {
     const attn_spec *s = &k->spec;
     problem p;
+    unsigned saved;
     size_t i;
     problem_init(&p, s, lq, lk, 505);
     for (i = 0; i < p.nq; i++) p.q[i] *= denormal_scale(s->dtype_q);
     for (i = 0; i < p.nk; i++) p.k[i] *= denormal_scale(s->dtype_kv);
     store_inputs(&p);
     cr_assert(stored_subnormal(s->dtype_q, p.q[0]) && stored_subnormal(s->dtype_kv, p.k[0]));
-#ifdef HAVE_MXCSR
-    {
-        unsigned saved = set_flush(0);
-        run_reference(&p);
-        for (i = 0; i < (size_t)nv; i++) {
-            set_flush(flush);
-            run_kernel(&p, vs[i]);
-            _mm_setcsr(saved);
-            compare_with_reference(&p, &t[i]);
-        }
-    }
-#else
-    (void)flush;
+    saved = set_flush(0);
     run_reference(&p);
     for (i = 0; i < (size_t)nv; i++) {
+        set_flush(flush);
         run_kernel(&p, vs[i]);
+        restore_flush(saved);
         compare_with_reference(&p, &t[i]);
     }
-#endif
     problem_free(&p);
 }
 
@@ -698,18 +703,13 @@ static void denormal_v(const attn_kernel *k, const attn_variant *const *vs, int 
 {
     const attn_spec *s = &k->spec;
     problem p;
+    unsigned saved;
     size_t i;
     problem_init(&p, s, lq, lk, 606);
     for (i = 0; i < p.nv; i++) p.v[i] *= denormal_scale(s->dtype_kv);
-#ifdef HAVE_MXCSR
-    {
-        unsigned saved = set_flush(0);
-        run_each(&p, vs, nv, t, compare_denormal_v);
-        _mm_setcsr(saved);
-    }
-#else
+    saved = set_flush(0);
     run_each(&p, vs, nv, t, compare_denormal_v);
-#endif
+    restore_flush(saved);
     problem_free(&p);
 }
 
