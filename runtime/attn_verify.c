@@ -1373,7 +1373,6 @@ static void sdpa_compare(const attn_spec *spec, const attn_case *c, const case_b
             res->failures++;
         }
     }
-
 }
 
 /* attn_verify_case_variants for an sdpa or linear kernel: the inputs and

@@ -11,7 +11,7 @@
 #include "attn_runtime.h"
 #include "attn_verify.h"
 
-#define MAX_VARIANTS 8 /* more than the ISAs a kernel has */
+#define MAX_VARIANTS ATTN_ISA_COUNT /* a kernel has one variant an ISA at most */
 
 /* The variants of k this CPU runs, in the kernel's order, into vs; asserts
    there is one.  Returns how many. */

@@ -32,7 +32,7 @@
 extern const attn_kernel *const attn_entry_kernel;
 
 #define MAX_CASES 256
-#define MAX_VARIANTS 8 /* more than the ISAs a kernel has */
+#define MAX_VARIANTS ATTN_ISA_COUNT /* a kernel has one variant an ISA at most */
 
 /* ", scalar, avx2, avx512, neon": every ISA name (skip the first 2 chars) */
 #define ISA_NAME_(id, name) ", " #name
@@ -214,6 +214,12 @@ typedef struct {
     int quick;
 } check_options;
 
+/* Whether --isa (if given) names v's ISA. */
+static int selected(const check_options *opt, const attn_variant *v)
+{
+    return opt->isa_name == NULL || strcmp(attn_isa_name(v->isa), opt->isa_name) == 0;
+}
+
 /* Parses argv into opt; --help prints the usage and exits 0, a usage
    error exits 2. */
 static void parse_options(int argc, char **argv, check_options *opt)
@@ -294,18 +300,14 @@ int main(int argc, char **argv)
     install_crash_handler();
 
     /* the variants to check, in the kernel's order */
-    for (i = 0; i < kernel->n_variants && checked < MAX_VARIANTS; i++) {
-        const attn_variant *v = &kernel->variants[i];
-        if (opt.isa_name != NULL && strcmp(attn_isa_name(v->isa), opt.isa_name) != 0)
-            continue;
-        if (attn_isa_supported(v->isa))
-            vs[checked++] = v;
-    }
+    for (i = 0; i < kernel->n_variants && checked < MAX_VARIANTS; i++)
+        if (selected(&opt, &kernel->variants[i]) && attn_isa_supported(kernel->variants[i].isa))
+            vs[checked++] = &kernel->variants[i];
     if (checked > 0)
         check_variants(kernel, vs, checked, cases, n_cases, rep);
     for (i = 0, j = 0; i < kernel->n_variants; i++) {
         const attn_variant *v = &kernel->variants[i];
-        if (opt.isa_name != NULL && strcmp(attn_isa_name(v->isa), opt.isa_name) != 0)
+        if (!selected(&opt, v))
             continue;
         if (j < checked && vs[j] == v) {
             print_report(kernel, attn_isa_name(v->isa), &rep[j], n_cases);
