@@ -3302,13 +3302,17 @@ typedef struct {
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_gemma2_9b_global_scratch__avx512;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PART = 258 floats a row: O unnormalized, m, l) instead of O.
  * While the P*V calls of its first key tile run, it asks for the Q
  * rows of the unit this thread most likely runs next in L2 (query head nh,
  * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
  * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__avx512(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__avx512 *w,
+__attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__avx512(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__avx512 *w, float *part,
         int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seq_k;
@@ -3318,8 +3322,6 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__a
 
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        w->m[r] = -INFINITY;
-        w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
@@ -3327,9 +3329,24 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__a
                 if (z > jmax) jmax = z;
             }
         }
+    }
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    for (r = 0; r < tq; r++) {
+        if (part && k0 > 0) { /* from the row's sums over the chunks before */
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 258;
+            memcpy(w->o + r * 256, pr, sizeof(float) * 256);
+            w->m[r] = pr[256];
+            w->l[r] = pr[257];
+        } else {
+            memset(w->o + r * 256, 0, sizeof(float) * 256);
+            w->m[r] = -INFINITY;
+            w->l[r] = 0.0f;
+        }
         attn_gemma2_9b_global_qpack_f32__avx512(attn_gemma2_9b_global_q_row(args, b, i0 + r, h), w->q + r * 256);
     }
-    memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
 
     for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
@@ -3340,7 +3357,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__a
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < TK; c += 32) {
-            const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
+            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
                 if (cls == TILE_FULL || attn_gemma2_9b_global_sees(w->first + r, w->last + r, 8, c, c + 32)) {
                     int64_t u0 = c, u1 = c + 32, u; /* the panel's vectors the block computes */
@@ -3408,22 +3425,22 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__a
             }
             switch (rows) {
             case 6:
-                attn_gemma2_9b_global_pv_6x256_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_6x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             case 5:
-                attn_gemma2_9b_global_pv_5x256_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_5x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             case 4:
-                attn_gemma2_9b_global_pv_4x256_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_4x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             case 3:
-                attn_gemma2_9b_global_pv_3x256_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_3x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             case 2:
-                attn_gemma2_9b_global_pv_2x256_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_2x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             default:
-                attn_gemma2_9b_global_pv_1x256_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_1x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -3433,6 +3450,15 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__a
         pf = 0;
     }
 
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 258;
+            memcpy(pr, w->o + r * 256, sizeof(float) * 256);
+            pr[256] = w->m[r];
+            pr[257] = w->l[r];
+        }
+        return;
+    }
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
         float *orow = attn_gemma2_9b_global_o_row(args, b, i0 + r, h);
@@ -3481,13 +3507,18 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__a
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
- * are allocated once per call. */
+ * are allocated once per call.
+ * Past 4096 keys (8 MiB of K^T and V packed; 2 MiB a chunk), a kv head's keys are packed and run
+ * 1024 at a time, each unit's rows carrying their sums from chunk to chunk.
+ */
 __attribute__((target("avx512f,fma"))) attn_status attn_gemma2_9b_global_fwd__avx512(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_global_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
+    int64_t kc; /* keys packed at a time */
     int threads, nt;
     float *kt = NULL, *vp = NULL;
+    float *part = NULL; /* the rows' sums between chunks, 258 floats a row, for the rows of a kv head's query heads */
     int failed = 0;
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
@@ -3502,9 +3533,13 @@ __attribute__((target("avx512f,fma"))) attn_status attn_gemma2_9b_global_fwd__av
     nt = attn_stream_output(args->o, args->o_stride, sizeof(float), B * Lq * HQ * DV * (int64_t)sizeof(float),
             sizeof(__m512));
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 256)) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
-    if (!kt || !vp) {
+    kc = lkp > 4096 ? 1024 : lkp;
+    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 258) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 256));
+    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 258));
+    if (!kt || !vp || (kc < lkp && !part)) {
+        attn_free(part);
         attn_free(kt);
         attn_free(vp);
         return ATTN_ERR_NOMEM;
@@ -3515,7 +3550,7 @@ __attribute__((target("avx512f,fma"))) attn_status attn_gemma2_9b_global_fwd__av
 #endif
     {
         attn_gemma2_9b_global_scratch__avx512 *w = (attn_gemma2_9b_global_scratch__avx512 *)attn_alloc(sizeof(*w));
-        int64_t g, u;
+        int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
@@ -3535,29 +3570,35 @@ __attribute__((target("avx512f,fma"))) attn_status attn_gemma2_9b_global_fwd__av
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_gemma2_9b_global_kv kv = attn_gemma2_9b_global_kv_of(args, b);
             const int64_t lk = args->seq_k;
+            k0 = 0;
+            do { /* a chunk of keys: packed, then every unit over it */
+                const int64_t k1 = lkp - k0 < kc ? lkp : k0 + kc;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-            for (u = 0; u < lkp / 32; u++)
-                attn_gemma2_9b_global_kvpack_f32__avx512(&kv, hk, u * 32, lk, kt + u * 32 * D, vp + u * 8192);
+                for (u = k0 / 32; u < k1 / 32; u++)
+                    attn_gemma2_9b_global_kvpack_f32__avx512(&kv, hk, u * 32, lk, kt + (u * 32 - k0) * D, vp + (u * 32 - k0) * 256);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-            for (u = 0; u < GROUP * nq; u++) {
-                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
-                const int64_t h = hk * GROUP + u / nq;
-                const int64_t i0 = qt * TQ;
-                if (w)
-                    attn_gemma2_9b_global_unit__avx512(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
-                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
-            }
+                for (u = 0; u < GROUP * nq; u++) {
+                    /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                    const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
+                    const int64_t h = hk * GROUP + u / nq;
+                    const int64_t i0 = qt * TQ;
+                    if (w)
+                        attn_gemma2_9b_global_unit__avx512(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                }
+                k0 += kc;
+            } while (k0 < lkp);
         }
         if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
         attn_free(w);
     }
     attn_free(kt);
     attn_free(vp);
+    attn_free(part);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
@@ -5450,13 +5491,17 @@ typedef struct {
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_gemma2_9b_global_scratch__avx2;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PART = 258 floats a row: O unnormalized, m, l) instead of O.
  * While the P*V calls of its first key tile run, it asks for the Q
  * rows of the unit this thread most likely runs next in L2 (query head nh,
  * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
  * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit__avx2(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__avx2 *w,
+__attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit__avx2(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__avx2 *w, float *part,
         int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seq_k;
@@ -5466,8 +5511,6 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit_
 
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        w->m[r] = -INFINITY;
-        w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
@@ -5475,9 +5518,24 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit_
                 if (z > jmax) jmax = z;
             }
         }
+    }
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    for (r = 0; r < tq; r++) {
+        if (part && k0 > 0) { /* from the row's sums over the chunks before */
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 258;
+            memcpy(w->o + r * 256, pr, sizeof(float) * 256);
+            w->m[r] = pr[256];
+            w->l[r] = pr[257];
+        } else {
+            memset(w->o + r * 256, 0, sizeof(float) * 256);
+            w->m[r] = -INFINITY;
+            w->l[r] = 0.0f;
+        }
         attn_gemma2_9b_global_qpack_f32__avx2(attn_gemma2_9b_global_q_row(args, b, i0 + r, h), w->q + r * 256);
     }
-    memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
 
     for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
@@ -5488,7 +5546,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit_
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < TK; c += 16) {
-            const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
+            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
                 if (cls == TILE_FULL || attn_gemma2_9b_global_sees(w->first + r, w->last + r, 4, c, c + 16)) {
                     int64_t u0 = c, u1 = c + 16, u; /* the panel's vectors the block computes */
@@ -5556,22 +5614,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit_
             }
             switch (rows) {
             case 6:
-                attn_gemma2_9b_global_pv_6x256_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_6x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             case 5:
-                attn_gemma2_9b_global_pv_5x256_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_5x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             case 4:
-                attn_gemma2_9b_global_pv_4x256_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_4x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             case 3:
-                attn_gemma2_9b_global_pv_3x256_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_3x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             case 2:
-                attn_gemma2_9b_global_pv_2x256_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_2x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             default:
-                attn_gemma2_9b_global_pv_1x256_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_1x256_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -5581,6 +5639,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit_
         pf = 0;
     }
 
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 258;
+            memcpy(pr, w->o + r * 256, sizeof(float) * 256);
+            pr[256] = w->m[r];
+            pr[257] = w->l[r];
+        }
+        return;
+    }
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
         float *orow = attn_gemma2_9b_global_o_row(args, b, i0 + r, h);
@@ -5661,13 +5728,18 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_unit_
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
- * are allocated once per call. */
+ * are allocated once per call.
+ * Past 4096 keys (8 MiB of K^T and V packed; 2 MiB a chunk), a kv head's keys are packed and run
+ * 1024 at a time, each unit's rows carrying their sums from chunk to chunk.
+ */
 __attribute__((target("avx2,fma,f16c"))) attn_status attn_gemma2_9b_global_fwd__avx2(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_global_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
+    int64_t kc; /* keys packed at a time */
     int threads, nt;
     float *kt = NULL, *vp = NULL;
+    float *part = NULL; /* the rows' sums between chunks, 258 floats a row, for the rows of a kv head's query heads */
     int failed = 0;
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
@@ -5682,9 +5754,13 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_gemma2_9b_global_fwd__
     nt = attn_stream_output(args->o, args->o_stride, sizeof(float), B * Lq * HQ * DV * (int64_t)sizeof(float),
             sizeof(__m256));
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 256)) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
-    if (!kt || !vp) {
+    kc = lkp > 4096 ? 1024 : lkp;
+    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 258) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 256));
+    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 258));
+    if (!kt || !vp || (kc < lkp && !part)) {
+        attn_free(part);
         attn_free(kt);
         attn_free(vp);
         return ATTN_ERR_NOMEM;
@@ -5695,7 +5771,7 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_gemma2_9b_global_fwd__
 #endif
     {
         attn_gemma2_9b_global_scratch__avx2 *w = (attn_gemma2_9b_global_scratch__avx2 *)attn_alloc(sizeof(*w));
-        int64_t g, u;
+        int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
@@ -5715,29 +5791,35 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_gemma2_9b_global_fwd__
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_gemma2_9b_global_kv kv = attn_gemma2_9b_global_kv_of(args, b);
             const int64_t lk = args->seq_k;
+            k0 = 0;
+            do { /* a chunk of keys: packed, then every unit over it */
+                const int64_t k1 = lkp - k0 < kc ? lkp : k0 + kc;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-            for (u = 0; u < lkp / 16; u++)
-                attn_gemma2_9b_global_kvpack_f32__avx2(&kv, hk, u * 16, lk, kt + u * 16 * D, vp + u * 4096);
+                for (u = k0 / 16; u < k1 / 16; u++)
+                    attn_gemma2_9b_global_kvpack_f32__avx2(&kv, hk, u * 16, lk, kt + (u * 16 - k0) * D, vp + (u * 16 - k0) * 256);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-            for (u = 0; u < GROUP * nq; u++) {
-                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
-                const int64_t h = hk * GROUP + u / nq;
-                const int64_t i0 = qt * TQ;
-                if (w)
-                    attn_gemma2_9b_global_unit__avx2(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
-                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
-            }
+                for (u = 0; u < GROUP * nq; u++) {
+                    /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                    const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
+                    const int64_t h = hk * GROUP + u / nq;
+                    const int64_t i0 = qt * TQ;
+                    if (w)
+                        attn_gemma2_9b_global_unit__avx2(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                }
+                k0 += kc;
+            } while (k0 < lkp);
         }
         if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
         attn_free(w);
     }
     attn_free(kt);
     attn_free(vp);
+    attn_free(part);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
@@ -7794,13 +7876,17 @@ typedef struct {
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_gemma2_9b_global_scratch__neon;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PART = 258 floats a row: O unnormalized, m, l) instead of O.
  * While the P*V calls of its first key tile run, it asks for the Q
  * rows of the unit this thread most likely runs next in L2 (query head nh,
  * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
  * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__neon *w,
+static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__neon *w, float *part,
         int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seq_k;
@@ -7810,8 +7896,6 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
 
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        w->m[r] = -INFINITY;
-        w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
@@ -7819,9 +7903,24 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
                 if (z > jmax) jmax = z;
             }
         }
+    }
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    for (r = 0; r < tq; r++) {
+        if (part && k0 > 0) { /* from the row's sums over the chunks before */
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 258;
+            memcpy(w->o + r * 256, pr, sizeof(float) * 256);
+            w->m[r] = pr[256];
+            w->l[r] = pr[257];
+        } else {
+            memset(w->o + r * 256, 0, sizeof(float) * 256);
+            w->m[r] = -INFINITY;
+            w->l[r] = 0.0f;
+        }
         attn_gemma2_9b_global_qpack_f32__neon(attn_gemma2_9b_global_q_row(args, b, i0 + r, h), w->q + r * 256);
     }
-    memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
 
     for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
@@ -7832,7 +7931,7 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < TK; c += 8) {
-            const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
+            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
                 if (cls == TILE_FULL || attn_gemma2_9b_global_sees(w->first + r, w->last + r, 8, c, c + 8)) {
                     int64_t u0 = c, u1 = c + 8, u; /* the panel's vectors the block computes */
@@ -7900,22 +7999,22 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
             }
             switch (rows) {
             case 6:
-                attn_gemma2_9b_global_pv_6x256_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_6x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             case 5:
-                attn_gemma2_9b_global_pv_5x256_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_5x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             case 4:
-                attn_gemma2_9b_global_pv_4x256_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_4x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             case 3:
-                attn_gemma2_9b_global_pv_3x256_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_3x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             case 2:
-                attn_gemma2_9b_global_pv_2x256_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_2x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             default:
-                attn_gemma2_9b_global_pv_1x256_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_1x256_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -7925,6 +8024,15 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
         pf = 0;
     }
 
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 258;
+            memcpy(pr, w->o + r * 256, sizeof(float) * 256);
+            pr[256] = w->m[r];
+            pr[257] = w->l[r];
+        }
+        return;
+    }
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
         float *orow = attn_gemma2_9b_global_o_row(args, b, i0 + r, h);
@@ -8002,13 +8110,18 @@ static void attn_gemma2_9b_global_unit__neon(const attn_args *args, const float 
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
- * are allocated once per call. */
+ * are allocated once per call.
+ * Past 4096 keys (8 MiB of K^T and V packed; 2 MiB a chunk), a kv head's keys are packed and run
+ * 1024 at a time, each unit's rows carrying their sums from chunk to chunk.
+ */
 attn_status attn_gemma2_9b_global_fwd__neon(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_global_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
+    int64_t kc; /* keys packed at a time */
     int threads, nt;
     float *kt = NULL, *vp = NULL;
+    float *part = NULL; /* the rows' sums between chunks, 258 floats a row, for the rows of a kv head's query heads */
     int failed = 0;
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
@@ -8022,9 +8135,13 @@ attn_status attn_gemma2_9b_global_fwd__neon(const attn_args *args)
     if (Lq <= 16) return attn_gemma2_9b_global_decode__neon(args); /* few query rows: decode path */
     nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 256)) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
-    if (!kt || !vp) {
+    kc = lkp > 4096 ? 1024 : lkp;
+    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 258) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 256));
+    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 258));
+    if (!kt || !vp || (kc < lkp && !part)) {
+        attn_free(part);
         attn_free(kt);
         attn_free(vp);
         return ATTN_ERR_NOMEM;
@@ -8035,7 +8152,7 @@ attn_status attn_gemma2_9b_global_fwd__neon(const attn_args *args)
 #endif
     {
         attn_gemma2_9b_global_scratch__neon *w = (attn_gemma2_9b_global_scratch__neon *)attn_alloc(sizeof(*w));
-        int64_t g, u;
+        int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
@@ -8055,28 +8172,34 @@ attn_status attn_gemma2_9b_global_fwd__neon(const attn_args *args)
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_gemma2_9b_global_kv kv = attn_gemma2_9b_global_kv_of(args, b);
             const int64_t lk = args->seq_k;
+            k0 = 0;
+            do { /* a chunk of keys: packed, then every unit over it */
+                const int64_t k1 = lkp - k0 < kc ? lkp : k0 + kc;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-            for (u = 0; u < lkp / 8; u++)
-                attn_gemma2_9b_global_kvpack_f32__neon(&kv, hk, u * 8, lk, kt + u * 8 * D, vp + u * 2048);
+                for (u = k0 / 8; u < k1 / 8; u++)
+                    attn_gemma2_9b_global_kvpack_f32__neon(&kv, hk, u * 8, lk, kt + (u * 8 - k0) * D, vp + (u * 8 - k0) * 256);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-            for (u = 0; u < GROUP * nq; u++) {
-                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
-                const int64_t h = hk * GROUP + u / nq;
-                const int64_t i0 = qt * TQ;
-                if (w)
-                    attn_gemma2_9b_global_unit__neon(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
-                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
-            }
+                for (u = 0; u < GROUP * nq; u++) {
+                    /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                    const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
+                    const int64_t h = hk * GROUP + u / nq;
+                    const int64_t i0 = qt * TQ;
+                    if (w)
+                        attn_gemma2_9b_global_unit__neon(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                }
+                k0 += kc;
+            } while (k0 < lkp);
         }
         attn_free(w);
     }
     attn_free(kt);
     attn_free(vp);
+    attn_free(part);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__aarch64__) */
@@ -9191,13 +9314,17 @@ typedef struct {
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_gemma2_9b_global_scratch__scalar;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PART = 258 floats a row: O unnormalized, m, l) instead of O.
  * While the P*V calls of its first key tile run, it asks for the Q
  * rows of the unit this thread most likely runs next in L2 (query head nh,
  * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
  * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_unit__scalar(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__scalar *w,
+ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_unit__scalar(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_gemma2_9b_global_scratch__scalar *w, float *part,
         int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seq_k;
@@ -9207,8 +9334,6 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_unit__scalar(const attn_args *
 
     for (r = 0; r < tq; r++) {
         attn_gemma2_9b_global_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        w->m[r] = -INFINITY;
-        w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
@@ -9216,9 +9341,24 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_unit__scalar(const attn_args *
                 if (z > jmax) jmax = z;
             }
         }
+    }
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    for (r = 0; r < tq; r++) {
+        if (part && k0 > 0) { /* from the row's sums over the chunks before */
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 258;
+            memcpy(w->o + r * 256, pr, sizeof(float) * 256);
+            w->m[r] = pr[256];
+            w->l[r] = pr[257];
+        } else {
+            memset(w->o + r * 256, 0, sizeof(float) * 256);
+            w->m[r] = -INFINITY;
+            w->l[r] = 0.0f;
+        }
         attn_gemma2_9b_global_qpack_f32__scalar(attn_gemma2_9b_global_q_row(args, b, i0 + r, h), w->q + r * 256);
     }
-    memset(w->o, 0, sizeof(float) * (size_t)tq * 256);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
 
     for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
@@ -9229,7 +9369,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_unit__scalar(const attn_args *
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < TK; c += 2) {
-            const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
+            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
                 if (cls == TILE_FULL || attn_gemma2_9b_global_sees(w->first + r, w->last + r, 4, c, c + 2)) {
                     int64_t u0 = c, u1 = c + 2, u; /* the panel's vectors the block computes */
@@ -9297,10 +9437,10 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_unit__scalar(const attn_args *
             }
             switch (rows) {
             case 4:
-                attn_gemma2_9b_global_pv_4x256_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_4x256_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             default:
-                attn_gemma2_9b_global_pv_1x256_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_1x256_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -9310,6 +9450,15 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_unit__scalar(const attn_args *
         pf = 0;
     }
 
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 258;
+            memcpy(pr, w->o + r * 256, sizeof(float) * 256);
+            pr[256] = w->m[r];
+            pr[257] = w->l[r];
+        }
+        return;
+    }
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
         float *orow = attn_gemma2_9b_global_o_row(args, b, i0 + r, h);
@@ -9579,13 +9728,18 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_global_unit__scalar(const attn_args *
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
- * are allocated once per call. */
+ * are allocated once per call.
+ * Past 4096 keys (8 MiB of K^T and V packed; 2 MiB a chunk), a kv head's keys are packed and run
+ * 1024 at a time, each unit's rows carrying their sums from chunk to chunk.
+ */
 ATTN_NO_AUTOVEC attn_status attn_gemma2_9b_global_fwd__scalar(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_gemma2_9b_global_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
+    int64_t kc; /* keys packed at a time */
     int threads, nt;
     float *kt = NULL, *vp = NULL;
+    float *part = NULL; /* the rows' sums between chunks, 258 floats a row, for the rows of a kv head's query heads */
     int failed = 0;
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
@@ -9599,9 +9753,13 @@ ATTN_NO_AUTOVEC attn_status attn_gemma2_9b_global_fwd__scalar(const attn_args *a
     if (Lq <= 16) return attn_gemma2_9b_global_decode__scalar(args); /* few query rows: decode path */
     nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 256)) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 256));
-    if (!kt || !vp) {
+    kc = lkp > 4096 ? 1024 : lkp;
+    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 258) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 256));
+    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 258));
+    if (!kt || !vp || (kc < lkp && !part)) {
+        attn_free(part);
         attn_free(kt);
         attn_free(vp);
         return ATTN_ERR_NOMEM;
@@ -9612,7 +9770,7 @@ ATTN_NO_AUTOVEC attn_status attn_gemma2_9b_global_fwd__scalar(const attn_args *a
 #endif
     {
         attn_gemma2_9b_global_scratch__scalar *w = (attn_gemma2_9b_global_scratch__scalar *)attn_alloc(sizeof(*w));
-        int64_t g, u;
+        int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
@@ -9632,28 +9790,34 @@ ATTN_NO_AUTOVEC attn_status attn_gemma2_9b_global_fwd__scalar(const attn_args *a
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_gemma2_9b_global_kv kv = attn_gemma2_9b_global_kv_of(args, b);
             const int64_t lk = args->seq_k;
+            k0 = 0;
+            do { /* a chunk of keys: packed, then every unit over it */
+                const int64_t k1 = lkp - k0 < kc ? lkp : k0 + kc;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-            for (u = 0; u < lkp / 2; u++)
-                attn_gemma2_9b_global_kvpack_f32__scalar(&kv, hk, u * 2, lk, kt + u * 2 * D, vp + u * 512);
+                for (u = k0 / 2; u < k1 / 2; u++)
+                    attn_gemma2_9b_global_kvpack_f32__scalar(&kv, hk, u * 2, lk, kt + (u * 2 - k0) * D, vp + (u * 2 - k0) * 256);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-            for (u = 0; u < GROUP * nq; u++) {
-                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
-                const int64_t h = hk * GROUP + u / nq;
-                const int64_t i0 = qt * TQ;
-                if (w)
-                    attn_gemma2_9b_global_unit__scalar(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
-                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
-            }
+                for (u = 0; u < GROUP * nq; u++) {
+                    /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                    const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
+                    const int64_t h = hk * GROUP + u / nq;
+                    const int64_t i0 = qt * TQ;
+                    if (w)
+                        attn_gemma2_9b_global_unit__scalar(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                }
+                k0 += kc;
+            } while (k0 < lkp);
         }
         attn_free(w);
     }
     attn_free(kt);
     attn_free(vp);
+    attn_free(part);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* build part of scalar */

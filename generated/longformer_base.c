@@ -3547,13 +3547,17 @@ typedef struct {
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_longformer_base_scratch__avx512;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PART = 66 floats a row: O unnormalized, m, l) instead of O.
  * While the P*V calls of its first key tile run, it asks for the Q
  * rows of the unit this thread most likely runs next in L2 (query head nh,
  * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
  * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-__attribute__((target("avx512f,fma"))) static void attn_longformer_base_unit__avx512(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_longformer_base_scratch__avx512 *w,
+__attribute__((target("avx512f,fma"))) static void attn_longformer_base_unit__avx512(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_longformer_base_scratch__avx512 *w, float *part,
         int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seqlens_k[b];
@@ -3563,8 +3567,6 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_unit__av
 
     for (r = 0; r < tq; r++) {
         attn_longformer_base_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        w->m[r] = -INFINITY;
-        w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
@@ -3572,9 +3574,24 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_unit__av
                 if (z > jmax) jmax = z;
             }
         }
+    }
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    for (r = 0; r < tq; r++) {
+        if (part && k0 > 0) { /* from the row's sums over the chunks before */
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
+            memcpy(w->o + r * 64, pr, sizeof(float) * 64);
+            w->m[r] = pr[64];
+            w->l[r] = pr[65];
+        } else {
+            memset(w->o + r * 64, 0, sizeof(float) * 64);
+            w->m[r] = -INFINITY;
+            w->l[r] = 0.0f;
+        }
         attn_longformer_base_qpack_f32__avx512(attn_longformer_base_q_row(args, b, i0 + r, h), w->q + r * 64);
     }
-    memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
 
     for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
@@ -3585,7 +3602,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_unit__av
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < TK; c += 32) {
-            const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
+            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
                 if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 8, c, c + 32)) {
                     int64_t u0 = c, u1 = c + 32, u; /* the panel's vectors the block computes */
@@ -3648,22 +3665,22 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_unit__av
             }
             switch (rows) {
             case 6:
-                attn_longformer_base_pv_6x64_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_6x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             case 5:
-                attn_longformer_base_pv_5x64_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_5x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             case 4:
-                attn_longformer_base_pv_4x64_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_4x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             case 3:
-                attn_longformer_base_pv_3x64_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_3x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             case 2:
-                attn_longformer_base_pv_2x64_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_2x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             default:
-                attn_longformer_base_pv_1x64_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_1x64_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -3673,6 +3690,15 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_unit__av
         pf = 0;
     }
 
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
+            memcpy(pr, w->o + r * 64, sizeof(float) * 64);
+            pr[64] = w->m[r];
+            pr[65] = w->l[r];
+        }
+        return;
+    }
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
         float *orow = attn_longformer_base_o_row(args, b, i0 + r, h);
@@ -3697,13 +3723,18 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_unit__av
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
- * are allocated once per call. */
+ * are allocated once per call.
+ * Past 16384 keys (8 MiB of K^T and V packed; 2 MiB a chunk), a kv head's keys are packed and run
+ * 4096 at a time, each unit's rows carrying their sums from chunk to chunk.
+ */
 __attribute__((target("avx512f,fma"))) attn_status attn_longformer_base_fwd__avx512(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_longformer_base_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
+    int64_t kc; /* keys packed at a time */
     int threads, nt;
     float *kt = NULL, *vp = NULL;
+    float *part = NULL; /* the rows' sums between chunks, 66 floats a row, for the rows of a kv head's query heads */
     int failed = 0;
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
@@ -3718,9 +3749,13 @@ __attribute__((target("avx512f,fma"))) attn_status attn_longformer_base_fwd__avx
     nt = attn_stream_output(args->o, args->o_stride, sizeof(float), B * Lq * HQ * DV * (int64_t)sizeof(float),
             sizeof(__m512));
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 64)) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
-    if (!kt || !vp) {
+    kc = lkp > 16384 ? 4096 : lkp;
+    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 66) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 64));
+    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 66));
+    if (!kt || !vp || (kc < lkp && !part)) {
+        attn_free(part);
         attn_free(kt);
         attn_free(vp);
         return ATTN_ERR_NOMEM;
@@ -3731,7 +3766,7 @@ __attribute__((target("avx512f,fma"))) attn_status attn_longformer_base_fwd__avx
 #endif
     {
         attn_longformer_base_scratch__avx512 *w = (attn_longformer_base_scratch__avx512 *)attn_alloc(sizeof(*w));
-        int64_t g, u;
+        int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
@@ -3751,29 +3786,35 @@ __attribute__((target("avx512f,fma"))) attn_status attn_longformer_base_fwd__avx
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
             const int64_t lk = args->seqlens_k[b];
+            k0 = 0;
+            do { /* a chunk of keys: packed, then every unit over it */
+                const int64_t k1 = lkp - k0 < kc ? lkp : k0 + kc;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-            for (u = 0; u < lkp / 32; u++)
-                attn_longformer_base_kvpack_f32__avx512(&kv, hk, u * 32, lk, kt + u * 32 * D, vp + u * 2048);
+                for (u = k0 / 32; u < k1 / 32; u++)
+                    attn_longformer_base_kvpack_f32__avx512(&kv, hk, u * 32, lk, kt + (u * 32 - k0) * D, vp + (u * 32 - k0) * 64);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-            for (u = 0; u < GROUP * nq; u++) {
-                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
-                const int64_t h = hk * GROUP + u / nq;
-                const int64_t i0 = qt * TQ;
-                if (w)
-                    attn_longformer_base_unit__avx512(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
-                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
-            }
+                for (u = 0; u < GROUP * nq; u++) {
+                    /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                    const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
+                    const int64_t h = hk * GROUP + u / nq;
+                    const int64_t i0 = qt * TQ;
+                    if (w)
+                        attn_longformer_base_unit__avx512(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                }
+                k0 += kc;
+            } while (k0 < lkp);
         }
         if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
         attn_free(w);
     }
     attn_free(kt);
     attn_free(vp);
+    attn_free(part);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
@@ -7752,13 +7793,17 @@ typedef struct {
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_longformer_base_scratch__avx2;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PART = 66 floats a row: O unnormalized, m, l) instead of O.
  * While the P*V calls of its first key tile run, it asks for the Q
  * rows of the unit this thread most likely runs next in L2 (query head nh,
  * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
  * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_unit__avx2(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_longformer_base_scratch__avx2 *w,
+__attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_unit__avx2(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_longformer_base_scratch__avx2 *w, float *part,
         int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seqlens_k[b];
@@ -7768,8 +7813,6 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_unit__
 
     for (r = 0; r < tq; r++) {
         attn_longformer_base_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        w->m[r] = -INFINITY;
-        w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
@@ -7777,9 +7820,24 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_unit__
                 if (z > jmax) jmax = z;
             }
         }
+    }
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    for (r = 0; r < tq; r++) {
+        if (part && k0 > 0) { /* from the row's sums over the chunks before */
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
+            memcpy(w->o + r * 64, pr, sizeof(float) * 64);
+            w->m[r] = pr[64];
+            w->l[r] = pr[65];
+        } else {
+            memset(w->o + r * 64, 0, sizeof(float) * 64);
+            w->m[r] = -INFINITY;
+            w->l[r] = 0.0f;
+        }
         attn_longformer_base_qpack_f32__avx2(attn_longformer_base_q_row(args, b, i0 + r, h), w->q + r * 64);
     }
-    memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
 
     for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
@@ -7790,7 +7848,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_unit__
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < TK; c += 16) {
-            const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
+            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
                 if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 4, c, c + 16)) {
                     int64_t u0 = c, u1 = c + 16, u; /* the panel's vectors the block computes */
@@ -7853,22 +7911,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_unit__
             }
             switch (rows) {
             case 6:
-                attn_longformer_base_pv_6x64_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_6x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             case 5:
-                attn_longformer_base_pv_5x64_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_5x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             case 4:
-                attn_longformer_base_pv_4x64_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_4x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             case 3:
-                attn_longformer_base_pv_3x64_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_3x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             case 2:
-                attn_longformer_base_pv_2x64_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_2x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             default:
-                attn_longformer_base_pv_1x64_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_1x64_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -7878,6 +7936,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_unit__
         pf = 0;
     }
 
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
+            memcpy(pr, w->o + r * 64, sizeof(float) * 64);
+            pr[64] = w->m[r];
+            pr[65] = w->l[r];
+        }
+        return;
+    }
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
         float *orow = attn_longformer_base_o_row(args, b, i0 + r, h);
@@ -7910,13 +7977,18 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_unit__
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
- * are allocated once per call. */
+ * are allocated once per call.
+ * Past 16384 keys (8 MiB of K^T and V packed; 2 MiB a chunk), a kv head's keys are packed and run
+ * 4096 at a time, each unit's rows carrying their sums from chunk to chunk.
+ */
 __attribute__((target("avx2,fma,f16c"))) attn_status attn_longformer_base_fwd__avx2(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_longformer_base_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
+    int64_t kc; /* keys packed at a time */
     int threads, nt;
     float *kt = NULL, *vp = NULL;
+    float *part = NULL; /* the rows' sums between chunks, 66 floats a row, for the rows of a kv head's query heads */
     int failed = 0;
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
@@ -7931,9 +8003,13 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_longformer_base_fwd__a
     nt = attn_stream_output(args->o, args->o_stride, sizeof(float), B * Lq * HQ * DV * (int64_t)sizeof(float),
             sizeof(__m256));
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 64)) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
-    if (!kt || !vp) {
+    kc = lkp > 16384 ? 4096 : lkp;
+    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 66) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 64));
+    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 66));
+    if (!kt || !vp || (kc < lkp && !part)) {
+        attn_free(part);
         attn_free(kt);
         attn_free(vp);
         return ATTN_ERR_NOMEM;
@@ -7944,7 +8020,7 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_longformer_base_fwd__a
 #endif
     {
         attn_longformer_base_scratch__avx2 *w = (attn_longformer_base_scratch__avx2 *)attn_alloc(sizeof(*w));
-        int64_t g, u;
+        int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
@@ -7964,29 +8040,35 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_longformer_base_fwd__a
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
             const int64_t lk = args->seqlens_k[b];
+            k0 = 0;
+            do { /* a chunk of keys: packed, then every unit over it */
+                const int64_t k1 = lkp - k0 < kc ? lkp : k0 + kc;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-            for (u = 0; u < lkp / 16; u++)
-                attn_longformer_base_kvpack_f32__avx2(&kv, hk, u * 16, lk, kt + u * 16 * D, vp + u * 1024);
+                for (u = k0 / 16; u < k1 / 16; u++)
+                    attn_longformer_base_kvpack_f32__avx2(&kv, hk, u * 16, lk, kt + (u * 16 - k0) * D, vp + (u * 16 - k0) * 64);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-            for (u = 0; u < GROUP * nq; u++) {
-                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
-                const int64_t h = hk * GROUP + u / nq;
-                const int64_t i0 = qt * TQ;
-                if (w)
-                    attn_longformer_base_unit__avx2(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
-                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
-            }
+                for (u = 0; u < GROUP * nq; u++) {
+                    /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                    const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
+                    const int64_t h = hk * GROUP + u / nq;
+                    const int64_t i0 = qt * TQ;
+                    if (w)
+                        attn_longformer_base_unit__avx2(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                }
+                k0 += kc;
+            } while (k0 < lkp);
         }
         if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
         attn_free(w);
     }
     attn_free(kt);
     attn_free(vp);
+    attn_free(part);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
@@ -11030,13 +11112,17 @@ typedef struct {
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_longformer_base_scratch__neon;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PART = 66 floats a row: O unnormalized, m, l) instead of O.
  * While the P*V calls of its first key tile run, it asks for the Q
  * rows of the unit this thread most likely runs next in L2 (query head nh,
  * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
  * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-static void attn_longformer_base_unit__neon(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_longformer_base_scratch__neon *w,
+static void attn_longformer_base_unit__neon(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_longformer_base_scratch__neon *w, float *part,
         int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seqlens_k[b];
@@ -11046,8 +11132,6 @@ static void attn_longformer_base_unit__neon(const attn_args *args, const float *
 
     for (r = 0; r < tq; r++) {
         attn_longformer_base_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        w->m[r] = -INFINITY;
-        w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
@@ -11055,9 +11139,24 @@ static void attn_longformer_base_unit__neon(const attn_args *args, const float *
                 if (z > jmax) jmax = z;
             }
         }
+    }
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    for (r = 0; r < tq; r++) {
+        if (part && k0 > 0) { /* from the row's sums over the chunks before */
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
+            memcpy(w->o + r * 64, pr, sizeof(float) * 64);
+            w->m[r] = pr[64];
+            w->l[r] = pr[65];
+        } else {
+            memset(w->o + r * 64, 0, sizeof(float) * 64);
+            w->m[r] = -INFINITY;
+            w->l[r] = 0.0f;
+        }
         attn_longformer_base_qpack_f32__neon(attn_longformer_base_q_row(args, b, i0 + r, h), w->q + r * 64);
     }
-    memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
 
     for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
@@ -11068,7 +11167,7 @@ static void attn_longformer_base_unit__neon(const attn_args *args, const float *
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < TK; c += 8) {
-            const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
+            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
                 if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 8, c, c + 8)) {
                     int64_t u0 = c, u1 = c + 8, u; /* the panel's vectors the block computes */
@@ -11131,22 +11230,22 @@ static void attn_longformer_base_unit__neon(const attn_args *args, const float *
             }
             switch (rows) {
             case 6:
-                attn_longformer_base_pv_6x64_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_6x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             case 5:
-                attn_longformer_base_pv_5x64_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_5x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             case 4:
-                attn_longformer_base_pv_4x64_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_4x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             case 3:
-                attn_longformer_base_pv_3x64_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_3x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             case 2:
-                attn_longformer_base_pv_2x64_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_2x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             default:
-                attn_longformer_base_pv_1x64_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_1x64_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -11156,6 +11255,15 @@ static void attn_longformer_base_unit__neon(const attn_args *args, const float *
         pf = 0;
     }
 
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
+            memcpy(pr, w->o + r * 64, sizeof(float) * 64);
+            pr[64] = w->m[r];
+            pr[65] = w->l[r];
+        }
+        return;
+    }
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
         float *orow = attn_longformer_base_o_row(args, b, i0 + r, h);
@@ -11185,13 +11293,18 @@ static void attn_longformer_base_unit__neon(const attn_args *args, const float *
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
- * are allocated once per call. */
+ * are allocated once per call.
+ * Past 16384 keys (8 MiB of K^T and V packed; 2 MiB a chunk), a kv head's keys are packed and run
+ * 4096 at a time, each unit's rows carrying their sums from chunk to chunk.
+ */
 attn_status attn_longformer_base_fwd__neon(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_longformer_base_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
+    int64_t kc; /* keys packed at a time */
     int threads, nt;
     float *kt = NULL, *vp = NULL;
+    float *part = NULL; /* the rows' sums between chunks, 66 floats a row, for the rows of a kv head's query heads */
     int failed = 0;
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
@@ -11205,9 +11318,13 @@ attn_status attn_longformer_base_fwd__neon(const attn_args *args)
     if (Lq <= 16) return attn_longformer_base_decode__neon(args); /* few query rows: decode path */
     nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 64)) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
-    if (!kt || !vp) {
+    kc = lkp > 16384 ? 4096 : lkp;
+    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 66) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 64));
+    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 66));
+    if (!kt || !vp || (kc < lkp && !part)) {
+        attn_free(part);
         attn_free(kt);
         attn_free(vp);
         return ATTN_ERR_NOMEM;
@@ -11218,7 +11335,7 @@ attn_status attn_longformer_base_fwd__neon(const attn_args *args)
 #endif
     {
         attn_longformer_base_scratch__neon *w = (attn_longformer_base_scratch__neon *)attn_alloc(sizeof(*w));
-        int64_t g, u;
+        int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
@@ -11238,28 +11355,34 @@ attn_status attn_longformer_base_fwd__neon(const attn_args *args)
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
             const int64_t lk = args->seqlens_k[b];
+            k0 = 0;
+            do { /* a chunk of keys: packed, then every unit over it */
+                const int64_t k1 = lkp - k0 < kc ? lkp : k0 + kc;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-            for (u = 0; u < lkp / 8; u++)
-                attn_longformer_base_kvpack_f32__neon(&kv, hk, u * 8, lk, kt + u * 8 * D, vp + u * 512);
+                for (u = k0 / 8; u < k1 / 8; u++)
+                    attn_longformer_base_kvpack_f32__neon(&kv, hk, u * 8, lk, kt + (u * 8 - k0) * D, vp + (u * 8 - k0) * 64);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-            for (u = 0; u < GROUP * nq; u++) {
-                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
-                const int64_t h = hk * GROUP + u / nq;
-                const int64_t i0 = qt * TQ;
-                if (w)
-                    attn_longformer_base_unit__neon(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
-                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
-            }
+                for (u = 0; u < GROUP * nq; u++) {
+                    /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                    const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
+                    const int64_t h = hk * GROUP + u / nq;
+                    const int64_t i0 = qt * TQ;
+                    if (w)
+                        attn_longformer_base_unit__neon(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                }
+                k0 += kc;
+            } while (k0 < lkp);
         }
         attn_free(w);
     }
     attn_free(kt);
     attn_free(vp);
+    attn_free(part);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__aarch64__) */
@@ -12173,13 +12296,17 @@ typedef struct {
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_longformer_base_scratch__scalar;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PART = 66 floats a row: O unnormalized, m, l) instead of O.
  * While the P*V calls of its first key tile run, it asks for the Q
  * rows of the unit this thread most likely runs next in L2 (query head nh,
  * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
  * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-ATTN_NO_AUTOVEC static void attn_longformer_base_unit__scalar(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_longformer_base_scratch__scalar *w,
+ATTN_NO_AUTOVEC static void attn_longformer_base_unit__scalar(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_longformer_base_scratch__scalar *w, float *part,
         int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seqlens_k[b];
@@ -12189,8 +12316,6 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_unit__scalar(const attn_args *a
 
     for (r = 0; r < tq; r++) {
         attn_longformer_base_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        w->m[r] = -INFINITY;
-        w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
@@ -12198,9 +12323,24 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_unit__scalar(const attn_args *a
                 if (z > jmax) jmax = z;
             }
         }
+    }
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    for (r = 0; r < tq; r++) {
+        if (part && k0 > 0) { /* from the row's sums over the chunks before */
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
+            memcpy(w->o + r * 64, pr, sizeof(float) * 64);
+            w->m[r] = pr[64];
+            w->l[r] = pr[65];
+        } else {
+            memset(w->o + r * 64, 0, sizeof(float) * 64);
+            w->m[r] = -INFINITY;
+            w->l[r] = 0.0f;
+        }
         attn_longformer_base_qpack_f32__scalar(attn_longformer_base_q_row(args, b, i0 + r, h), w->q + r * 64);
     }
-    memset(w->o, 0, sizeof(float) * (size_t)tq * 64);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
 
     for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
@@ -12211,7 +12351,7 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_unit__scalar(const attn_args *a
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < TK; c += 2) {
-            const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
+            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
                 if (cls == TILE_FULL || attn_longformer_base_sees(w->first + r, w->last + r, 4, c, c + 2)) {
                     int64_t u0 = c, u1 = c + 2, u; /* the panel's vectors the block computes */
@@ -12274,10 +12414,10 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_unit__scalar(const attn_args *a
             }
             switch (rows) {
             case 4:
-                attn_longformer_base_pv_4x64_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_4x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             default:
-                attn_longformer_base_pv_1x64_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
+                attn_longformer_base_pv_1x64_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * 64, 64, jlo, jhi, w->o + r * 64, w->alpha + r);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -12287,6 +12427,15 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_unit__scalar(const attn_args *a
         pf = 0;
     }
 
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 66;
+            memcpy(pr, w->o + r * 64, sizeof(float) * 64);
+            pr[64] = w->m[r];
+            pr[65] = w->l[r];
+        }
+        return;
+    }
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
         float *orow = attn_longformer_base_o_row(args, b, i0 + r, h);
@@ -12364,13 +12513,18 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_unit__scalar(const attn_args *a
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
- * are allocated once per call. */
+ * are allocated once per call.
+ * Past 16384 keys (8 MiB of K^T and V packed; 2 MiB a chunk), a kv head's keys are packed and run
+ * 4096 at a time, each unit's rows carrying their sums from chunk to chunk.
+ */
 ATTN_NO_AUTOVEC attn_status attn_longformer_base_fwd__scalar(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_longformer_base_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
+    int64_t kc; /* keys packed at a time */
     int threads, nt;
     float *kt = NULL, *vp = NULL;
+    float *part = NULL; /* the rows' sums between chunks, 66 floats a row, for the rows of a kv head's query heads */
     int failed = 0;
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
@@ -12384,9 +12538,13 @@ ATTN_NO_AUTOVEC attn_status attn_longformer_base_fwd__scalar(const attn_args *ar
     if (Lq <= 16) return attn_longformer_base_decode__scalar(args); /* few query rows: decode path */
     nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 64)) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 64));
-    if (!kt || !vp) {
+    kc = lkp > 16384 ? 4096 : lkp;
+    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 66) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 64));
+    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 66));
+    if (!kt || !vp || (kc < lkp && !part)) {
+        attn_free(part);
         attn_free(kt);
         attn_free(vp);
         return ATTN_ERR_NOMEM;
@@ -12397,7 +12555,7 @@ ATTN_NO_AUTOVEC attn_status attn_longformer_base_fwd__scalar(const attn_args *ar
 #endif
     {
         attn_longformer_base_scratch__scalar *w = (attn_longformer_base_scratch__scalar *)attn_alloc(sizeof(*w));
-        int64_t g, u;
+        int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
@@ -12417,28 +12575,34 @@ ATTN_NO_AUTOVEC attn_status attn_longformer_base_fwd__scalar(const attn_args *ar
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
             const int64_t lk = args->seqlens_k[b];
+            k0 = 0;
+            do { /* a chunk of keys: packed, then every unit over it */
+                const int64_t k1 = lkp - k0 < kc ? lkp : k0 + kc;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-            for (u = 0; u < lkp / 2; u++)
-                attn_longformer_base_kvpack_f32__scalar(&kv, hk, u * 2, lk, kt + u * 2 * D, vp + u * 128);
+                for (u = k0 / 2; u < k1 / 2; u++)
+                    attn_longformer_base_kvpack_f32__scalar(&kv, hk, u * 2, lk, kt + (u * 2 - k0) * D, vp + (u * 2 - k0) * 64);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-            for (u = 0; u < GROUP * nq; u++) {
-                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
-                const int64_t h = hk * GROUP + u / nq;
-                const int64_t i0 = qt * TQ;
-                if (w)
-                    attn_longformer_base_unit__scalar(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
-                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
-            }
+                for (u = 0; u < GROUP * nq; u++) {
+                    /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                    const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
+                    const int64_t h = hk * GROUP + u / nq;
+                    const int64_t i0 = qt * TQ;
+                    if (w)
+                        attn_longformer_base_unit__scalar(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                }
+                k0 += kc;
+            } while (k0 < lkp);
         }
         attn_free(w);
     }
     attn_free(kt);
     attn_free(vp);
+    attn_free(part);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* build part of scalar */

@@ -3295,13 +3295,17 @@ typedef struct {
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_mistral_7b_scratch__avx512;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PART = 130 floats a row: O unnormalized, m, l) instead of O.
  * While the P*V calls of its first key tile run, it asks for the Q
  * rows of the unit this thread most likely runs next in L2 (query head nh,
  * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
  * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_unit__avx512(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_mistral_7b_scratch__avx512 *w,
+__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_unit__avx512(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_mistral_7b_scratch__avx512 *w, float *part,
         int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seq_k;
@@ -3311,8 +3315,6 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_unit__avx512(
 
     for (r = 0; r < tq; r++) {
         attn_mistral_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        w->m[r] = -INFINITY;
-        w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
@@ -3320,9 +3322,24 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_unit__avx512(
                 if (z > jmax) jmax = z;
             }
         }
+    }
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    for (r = 0; r < tq; r++) {
+        if (part && k0 > 0) { /* from the row's sums over the chunks before */
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 130;
+            memcpy(w->o + r * 128, pr, sizeof(float) * 128);
+            w->m[r] = pr[128];
+            w->l[r] = pr[129];
+        } else {
+            memset(w->o + r * 128, 0, sizeof(float) * 128);
+            w->m[r] = -INFINITY;
+            w->l[r] = 0.0f;
+        }
         attn_mistral_7b_qpack_f32__avx512(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128);
     }
-    memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
 
     for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
@@ -3333,7 +3350,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_unit__avx512(
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < TK; c += 32) {
-            const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
+            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
                 if (cls == TILE_FULL || attn_mistral_7b_sees(w->first + r, w->last + r, 8, c, c + 32)) {
                     int64_t u0 = c, u1 = c + 32, u; /* the panel's vectors the block computes */
@@ -3396,22 +3413,22 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_unit__avx512(
             }
             switch (rows) {
             case 6:
-                attn_mistral_7b_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             case 5:
-                attn_mistral_7b_pv_5x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_5x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             case 4:
-                attn_mistral_7b_pv_4x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_4x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             case 3:
-                attn_mistral_7b_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             case 2:
-                attn_mistral_7b_pv_2x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_2x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             default:
-                attn_mistral_7b_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -3421,6 +3438,15 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_unit__avx512(
         pf = 0;
     }
 
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 130;
+            memcpy(pr, w->o + r * 128, sizeof(float) * 128);
+            pr[128] = w->m[r];
+            pr[129] = w->l[r];
+        }
+        return;
+    }
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
         float *orow = attn_mistral_7b_o_row(args, b, i0 + r, h);
@@ -3453,13 +3479,18 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_unit__avx512(
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
- * are allocated once per call. */
+ * are allocated once per call.
+ * Past 8192 keys (8 MiB of K^T and V packed; 2 MiB a chunk), a kv head's keys are packed and run
+ * 2048 at a time, each unit's rows carrying their sums from chunk to chunk.
+ */
 __attribute__((target("avx512f,fma"))) attn_status attn_mistral_7b_fwd__avx512(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_mistral_7b_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
+    int64_t kc; /* keys packed at a time */
     int threads, nt;
     float *kt = NULL, *vp = NULL;
+    float *part = NULL; /* the rows' sums between chunks, 130 floats a row, for the rows of a kv head's query heads */
     int failed = 0;
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
@@ -3474,9 +3505,13 @@ __attribute__((target("avx512f,fma"))) attn_status attn_mistral_7b_fwd__avx512(c
     nt = attn_stream_output(args->o, args->o_stride, sizeof(float), B * Lq * HQ * DV * (int64_t)sizeof(float),
             sizeof(__m512));
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 128)) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 128));
-    if (!kt || !vp) {
+    kc = lkp > 8192 ? 2048 : lkp;
+    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 130) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 128));
+    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 130));
+    if (!kt || !vp || (kc < lkp && !part)) {
+        attn_free(part);
         attn_free(kt);
         attn_free(vp);
         return ATTN_ERR_NOMEM;
@@ -3487,7 +3522,7 @@ __attribute__((target("avx512f,fma"))) attn_status attn_mistral_7b_fwd__avx512(c
 #endif
     {
         attn_mistral_7b_scratch__avx512 *w = (attn_mistral_7b_scratch__avx512 *)attn_alloc(sizeof(*w));
-        int64_t g, u;
+        int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
@@ -3507,29 +3542,35 @@ __attribute__((target("avx512f,fma"))) attn_status attn_mistral_7b_fwd__avx512(c
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
             const int64_t lk = args->seq_k;
+            k0 = 0;
+            do { /* a chunk of keys: packed, then every unit over it */
+                const int64_t k1 = lkp - k0 < kc ? lkp : k0 + kc;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-            for (u = 0; u < lkp / 32; u++)
-                attn_mistral_7b_kvpack_f32__avx512(&kv, hk, u * 32, lk, kt + u * 32 * D, vp + u * 4096);
+                for (u = k0 / 32; u < k1 / 32; u++)
+                    attn_mistral_7b_kvpack_f32__avx512(&kv, hk, u * 32, lk, kt + (u * 32 - k0) * D, vp + (u * 32 - k0) * 128);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-            for (u = 0; u < GROUP * nq; u++) {
-                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
-                const int64_t h = hk * GROUP + u / nq;
-                const int64_t i0 = qt * TQ;
-                if (w)
-                    attn_mistral_7b_unit__avx512(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
-                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
-            }
+                for (u = 0; u < GROUP * nq; u++) {
+                    /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                    const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
+                    const int64_t h = hk * GROUP + u / nq;
+                    const int64_t i0 = qt * TQ;
+                    if (w)
+                        attn_mistral_7b_unit__avx512(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                }
+                k0 += kc;
+            } while (k0 < lkp);
         }
         if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
         attn_free(w);
     }
     attn_free(kt);
     attn_free(vp);
+    attn_free(part);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
@@ -5400,13 +5441,17 @@ typedef struct {
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_mistral_7b_scratch__avx2;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PART = 130 floats a row: O unnormalized, m, l) instead of O.
  * While the P*V calls of its first key tile run, it asks for the Q
  * rows of the unit this thread most likely runs next in L2 (query head nh,
  * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
  * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_unit__avx2(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_mistral_7b_scratch__avx2 *w,
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_unit__avx2(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_mistral_7b_scratch__avx2 *w, float *part,
         int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seq_k;
@@ -5416,8 +5461,6 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_unit__avx2(
 
     for (r = 0; r < tq; r++) {
         attn_mistral_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        w->m[r] = -INFINITY;
-        w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
@@ -5425,9 +5468,24 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_unit__avx2(
                 if (z > jmax) jmax = z;
             }
         }
+    }
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    for (r = 0; r < tq; r++) {
+        if (part && k0 > 0) { /* from the row's sums over the chunks before */
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 130;
+            memcpy(w->o + r * 128, pr, sizeof(float) * 128);
+            w->m[r] = pr[128];
+            w->l[r] = pr[129];
+        } else {
+            memset(w->o + r * 128, 0, sizeof(float) * 128);
+            w->m[r] = -INFINITY;
+            w->l[r] = 0.0f;
+        }
         attn_mistral_7b_qpack_f32__avx2(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128);
     }
-    memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
 
     for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
@@ -5438,7 +5496,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_unit__avx2(
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < TK; c += 16) {
-            const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
+            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
                 if (cls == TILE_FULL || attn_mistral_7b_sees(w->first + r, w->last + r, 4, c, c + 16)) {
                     int64_t u0 = c, u1 = c + 16, u; /* the panel's vectors the block computes */
@@ -5501,22 +5559,22 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_unit__avx2(
             }
             switch (rows) {
             case 6:
-                attn_mistral_7b_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             case 5:
-                attn_mistral_7b_pv_5x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_5x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             case 4:
-                attn_mistral_7b_pv_4x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_4x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             case 3:
-                attn_mistral_7b_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             case 2:
-                attn_mistral_7b_pv_2x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_2x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             default:
-                attn_mistral_7b_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -5526,6 +5584,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_unit__avx2(
         pf = 0;
     }
 
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 130;
+            memcpy(pr, w->o + r * 128, sizeof(float) * 128);
+            pr[128] = w->m[r];
+            pr[129] = w->l[r];
+        }
+        return;
+    }
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
         float *orow = attn_mistral_7b_o_row(args, b, i0 + r, h);
@@ -5574,13 +5641,18 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_unit__avx2(
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
- * are allocated once per call. */
+ * are allocated once per call.
+ * Past 8192 keys (8 MiB of K^T and V packed; 2 MiB a chunk), a kv head's keys are packed and run
+ * 2048 at a time, each unit's rows carrying their sums from chunk to chunk.
+ */
 __attribute__((target("avx2,fma,f16c"))) attn_status attn_mistral_7b_fwd__avx2(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_mistral_7b_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
+    int64_t kc; /* keys packed at a time */
     int threads, nt;
     float *kt = NULL, *vp = NULL;
+    float *part = NULL; /* the rows' sums between chunks, 130 floats a row, for the rows of a kv head's query heads */
     int failed = 0;
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
@@ -5595,9 +5667,13 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_mistral_7b_fwd__avx2(c
     nt = attn_stream_output(args->o, args->o_stride, sizeof(float), B * Lq * HQ * DV * (int64_t)sizeof(float),
             sizeof(__m256));
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 128)) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 128));
-    if (!kt || !vp) {
+    kc = lkp > 8192 ? 2048 : lkp;
+    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 130) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 128));
+    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 130));
+    if (!kt || !vp || (kc < lkp && !part)) {
+        attn_free(part);
         attn_free(kt);
         attn_free(vp);
         return ATTN_ERR_NOMEM;
@@ -5608,7 +5684,7 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_mistral_7b_fwd__avx2(c
 #endif
     {
         attn_mistral_7b_scratch__avx2 *w = (attn_mistral_7b_scratch__avx2 *)attn_alloc(sizeof(*w));
-        int64_t g, u;
+        int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
@@ -5628,29 +5704,35 @@ __attribute__((target("avx2,fma,f16c"))) attn_status attn_mistral_7b_fwd__avx2(c
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
             const int64_t lk = args->seq_k;
+            k0 = 0;
+            do { /* a chunk of keys: packed, then every unit over it */
+                const int64_t k1 = lkp - k0 < kc ? lkp : k0 + kc;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-            for (u = 0; u < lkp / 16; u++)
-                attn_mistral_7b_kvpack_f32__avx2(&kv, hk, u * 16, lk, kt + u * 16 * D, vp + u * 2048);
+                for (u = k0 / 16; u < k1 / 16; u++)
+                    attn_mistral_7b_kvpack_f32__avx2(&kv, hk, u * 16, lk, kt + (u * 16 - k0) * D, vp + (u * 16 - k0) * 128);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-            for (u = 0; u < GROUP * nq; u++) {
-                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
-                const int64_t h = hk * GROUP + u / nq;
-                const int64_t i0 = qt * TQ;
-                if (w)
-                    attn_mistral_7b_unit__avx2(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
-                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
-            }
+                for (u = 0; u < GROUP * nq; u++) {
+                    /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                    const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
+                    const int64_t h = hk * GROUP + u / nq;
+                    const int64_t i0 = qt * TQ;
+                    if (w)
+                        attn_mistral_7b_unit__avx2(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                }
+                k0 += kc;
+            } while (k0 < lkp);
         }
         if (nt) _mm_sfence(); /* this thread's streamed rows before the caller reads O */
         attn_free(w);
     }
     attn_free(kt);
     attn_free(vp);
+    attn_free(part);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__x86_64__) || defined(_M_X64) */
@@ -7649,13 +7731,17 @@ typedef struct {
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_mistral_7b_scratch__neon;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PART = 130 floats a row: O unnormalized, m, l) instead of O.
  * While the P*V calls of its first key tile run, it asks for the Q
  * rows of the unit this thread most likely runs next in L2 (query head nh,
  * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
  * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_mistral_7b_scratch__neon *w,
+static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_mistral_7b_scratch__neon *w, float *part,
         int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seq_k;
@@ -7665,8 +7751,6 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
 
     for (r = 0; r < tq; r++) {
         attn_mistral_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        w->m[r] = -INFINITY;
-        w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
@@ -7674,9 +7758,24 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
                 if (z > jmax) jmax = z;
             }
         }
+    }
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    for (r = 0; r < tq; r++) {
+        if (part && k0 > 0) { /* from the row's sums over the chunks before */
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 130;
+            memcpy(w->o + r * 128, pr, sizeof(float) * 128);
+            w->m[r] = pr[128];
+            w->l[r] = pr[129];
+        } else {
+            memset(w->o + r * 128, 0, sizeof(float) * 128);
+            w->m[r] = -INFINITY;
+            w->l[r] = 0.0f;
+        }
         attn_mistral_7b_qpack_f32__neon(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128);
     }
-    memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
 
     for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
@@ -7687,7 +7786,7 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < TK; c += 8) {
-            const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
+            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 8 <= tq; r += 8)
                 if (cls == TILE_FULL || attn_mistral_7b_sees(w->first + r, w->last + r, 8, c, c + 8)) {
                     int64_t u0 = c, u1 = c + 8, u; /* the panel's vectors the block computes */
@@ -7750,22 +7849,22 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
             }
             switch (rows) {
             case 6:
-                attn_mistral_7b_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             case 5:
-                attn_mistral_7b_pv_5x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_5x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             case 4:
-                attn_mistral_7b_pv_4x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_4x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             case 3:
-                attn_mistral_7b_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             case 2:
-                attn_mistral_7b_pv_2x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_2x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             default:
-                attn_mistral_7b_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -7775,6 +7874,15 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
         pf = 0;
     }
 
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 130;
+            memcpy(pr, w->o + r * 128, sizeof(float) * 128);
+            pr[128] = w->m[r];
+            pr[129] = w->l[r];
+        }
+        return;
+    }
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
         float *orow = attn_mistral_7b_o_row(args, b, i0 + r, h);
@@ -7820,13 +7928,18 @@ static void attn_mistral_7b_unit__neon(const attn_args *args, const float *kt, c
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
- * are allocated once per call. */
+ * are allocated once per call.
+ * Past 8192 keys (8 MiB of K^T and V packed; 2 MiB a chunk), a kv head's keys are packed and run
+ * 2048 at a time, each unit's rows carrying their sums from chunk to chunk.
+ */
 attn_status attn_mistral_7b_fwd__neon(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_mistral_7b_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
+    int64_t kc; /* keys packed at a time */
     int threads, nt;
     float *kt = NULL, *vp = NULL;
+    float *part = NULL; /* the rows' sums between chunks, 130 floats a row, for the rows of a kv head's query heads */
     int failed = 0;
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
@@ -7840,9 +7953,13 @@ attn_status attn_mistral_7b_fwd__neon(const attn_args *args)
     if (Lq <= 16) return attn_mistral_7b_decode__neon(args); /* few query rows: decode path */
     nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 128)) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 128));
-    if (!kt || !vp) {
+    kc = lkp > 8192 ? 2048 : lkp;
+    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 130) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 128));
+    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 130));
+    if (!kt || !vp || (kc < lkp && !part)) {
+        attn_free(part);
         attn_free(kt);
         attn_free(vp);
         return ATTN_ERR_NOMEM;
@@ -7853,7 +7970,7 @@ attn_status attn_mistral_7b_fwd__neon(const attn_args *args)
 #endif
     {
         attn_mistral_7b_scratch__neon *w = (attn_mistral_7b_scratch__neon *)attn_alloc(sizeof(*w));
-        int64_t g, u;
+        int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
@@ -7873,28 +7990,34 @@ attn_status attn_mistral_7b_fwd__neon(const attn_args *args)
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
             const int64_t lk = args->seq_k;
+            k0 = 0;
+            do { /* a chunk of keys: packed, then every unit over it */
+                const int64_t k1 = lkp - k0 < kc ? lkp : k0 + kc;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-            for (u = 0; u < lkp / 8; u++)
-                attn_mistral_7b_kvpack_f32__neon(&kv, hk, u * 8, lk, kt + u * 8 * D, vp + u * 1024);
+                for (u = k0 / 8; u < k1 / 8; u++)
+                    attn_mistral_7b_kvpack_f32__neon(&kv, hk, u * 8, lk, kt + (u * 8 - k0) * D, vp + (u * 8 - k0) * 128);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-            for (u = 0; u < GROUP * nq; u++) {
-                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
-                const int64_t h = hk * GROUP + u / nq;
-                const int64_t i0 = qt * TQ;
-                if (w)
-                    attn_mistral_7b_unit__neon(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
-                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
-            }
+                for (u = 0; u < GROUP * nq; u++) {
+                    /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                    const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
+                    const int64_t h = hk * GROUP + u / nq;
+                    const int64_t i0 = qt * TQ;
+                    if (w)
+                        attn_mistral_7b_unit__neon(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                }
+                k0 += kc;
+            } while (k0 < lkp);
         }
         attn_free(w);
     }
     attn_free(kt);
     attn_free(vp);
+    attn_free(part);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* defined(__aarch64__) */
@@ -8874,13 +8997,17 @@ typedef struct {
     int nt; /* O stored past the caches (attn_stream_output) */
 } attn_mistral_7b_scratch__scalar;
 
-/* One work unit: query head h of batch b, query rows [i0, i0 + tq).
+/* One work unit: query head h of batch b, query rows [i0, i0 + tq), against
+ * the keys [k0, k1) packed at kt and vp.  Where part is NULL these are all
+ * the keys; else the rows start from their sums over the keys before k0
+ * (where k0 > 0) and, where keys remain past k1, leave their sums there
+ * (PART = 130 floats a row: O unnormalized, m, l) instead of O.
  * While the P*V calls of its first key tile run, it asks for the Q
  * rows of the unit this thread most likely runs next in L2 (query head nh,
  * rows ni, ni + nstep, ... as many as its own; none where ni < 0): one
  * head's rows lie a page or more apart, beyond the hardware prefetchers. */
-ATTN_NO_AUTOVEC static void attn_mistral_7b_unit__scalar(const attn_args *args, const float *kt, const float *vp,
-        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_mistral_7b_scratch__scalar *w,
+ATTN_NO_AUTOVEC static void attn_mistral_7b_unit__scalar(const attn_args *args, const float *kt, const float *vp, int64_t k0, int64_t k1,
+        int64_t b, int64_t h, int64_t i0, int64_t tq, attn_mistral_7b_scratch__scalar *w, float *part,
         int64_t nh, int64_t ni, int64_t nstep)
 {
     const int64_t lk = args->seq_k;
@@ -8890,8 +9017,6 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_unit__scalar(const attn_args *args, 
 
     for (r = 0; r < tq; r++) {
         attn_mistral_7b_row_span(i0 + r + lk - args->seq_q, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
-        w->m[r] = -INFINITY;
-        w->l[r] = 0.0f;
         { /* the row's keys lie in [a, z) */
             const int64_t a = (w->sink_hi[r] > 0 ? 0 : w->lo[r]), z = (w->hi[r] > w->sink_hi[r] ? w->hi[r] : w->sink_hi[r]);
             if (z > a) {
@@ -8899,9 +9024,24 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_unit__scalar(const attn_args *args, 
                 if (z > jmax) jmax = z;
             }
         }
+    }
+    if (part && k0 > 0 && k1 < args->seq_k && (jmax <= k0 || jmin >= k1))
+        return; /* no row sees a key of this chunk, nor is it the last: the rows' sums stay as they are */
+    for (r = 0; r < tq; r++) {
+        if (part && k0 > 0) { /* from the row's sums over the chunks before */
+            const float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 130;
+            memcpy(w->o + r * 128, pr, sizeof(float) * 128);
+            w->m[r] = pr[128];
+            w->l[r] = pr[129];
+        } else {
+            memset(w->o + r * 128, 0, sizeof(float) * 128);
+            w->m[r] = -INFINITY;
+            w->l[r] = 0.0f;
+        }
         attn_mistral_7b_qpack_f32__scalar(attn_mistral_7b_q_row(args, b, i0 + r, h), w->q + r * 128);
     }
-    memset(w->o, 0, sizeof(float) * (size_t)tq * 128);
+    if (jmin < k0) jmin = k0; /* this chunk's keys */
+    if (jmax > k1) jmax = k1;
 
     for (t = jmin / TK; t * TK < jmax; t++) { /* the tiles outside [jmin, jmax) are hidden */
         const int64_t j0 = t * TK;
@@ -8912,7 +9052,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_unit__scalar(const attn_args *args, 
         /* scores: S = scale * Q K^T; column blocks outside, so each K^T panel
            stays in L1 while every row block of the tile passes over it */
         for (c = 0; c < TK; c += 2) {
-            const float *ktc = kt + (j0 + c) * D; /* the panel of keys j0 + c .. */
+            const float *ktc = kt + (j0 - k0 + c) * D; /* the panel of keys j0 + c .. */
             for (r = 0; r + 4 <= tq; r += 4)
                 if (cls == TILE_FULL || attn_mistral_7b_sees(w->first + r, w->last + r, 4, c, c + 2)) {
                     int64_t u0 = c, u1 = c + 2, u; /* the panel's vectors the block computes */
@@ -8975,10 +9115,10 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_unit__scalar(const attn_args *args, 
             }
             switch (rows) {
             case 4:
-                attn_mistral_7b_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_4x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             default:
-                attn_mistral_7b_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + j0 * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_1x128_f32__scalar(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */
@@ -8988,6 +9128,15 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_unit__scalar(const attn_args *args, 
         pf = 0;
     }
 
+    if (part && k1 < args->seq_k) { /* keys remain: the rows' sums, for the next chunk */
+        for (r = 0; r < tq; r++) {
+            float *pr = part + ((h % GROUP) * args->seq_q + i0 + r) * 130;
+            memcpy(pr, w->o + r * 128, sizeof(float) * 128);
+            pr[128] = w->m[r];
+            pr[129] = w->l[r];
+        }
+        return;
+    }
     /* epilogue: O = O / l, LSE = m + log(l); rows that saw no key give 0 and -inf */
     for (r = 0; r < tq; r++) {
         float *orow = attn_mistral_7b_o_row(args, b, i0 + r, h);
@@ -9129,13 +9278,18 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_unit__scalar(const attn_args *args, 
 
 /* Batch by batch and kv head by kv head: all threads pack that head's K and
  * V, then share its (query head, query tile) units; packed K/V and scratch
- * are allocated once per call. */
+ * are allocated once per call.
+ * Past 8192 keys (8 MiB of K^T and V packed; 2 MiB a chunk), a kv head's keys are packed and run
+ * 2048 at a time, each unit's rows carrying their sums from chunk to chunk.
+ */
 ATTN_NO_AUTOVEC attn_status attn_mistral_7b_fwd__scalar(const attn_args *args)
 {
     const attn_status st = attn_check_args(&attn_mistral_7b_kernel.spec, args);
     int64_t B, Lq, lkp, nq;
+    int64_t kc; /* keys packed at a time */
     int threads, nt;
     float *kt = NULL, *vp = NULL;
+    float *part = NULL; /* the rows' sums between chunks, 130 floats a row, for the rows of a kv head's query heads */
     int failed = 0;
 
     if (st != ATTN_OK) return st; /* before reading args: NULL, or lengths near INT64_MAX */
@@ -9149,9 +9303,13 @@ ATTN_NO_AUTOVEC attn_status attn_mistral_7b_fwd__scalar(const attn_args *args)
     if (Lq <= 16) return attn_mistral_7b_decode__scalar(args); /* few query rows: decode path */
     nt = 0; /* O through the caches: this variant stores no whole f32 vectors past them */
     if ((uint64_t)lkp > (uint64_t)INT64_MAX / 4 / (D + 128)) return ATTN_ERR_TOO_LARGE;
-    kt = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * D));
-    vp = (float *)attn_alloc(sizeof(float) * (size_t)(lkp * 128));
-    if (!kt || !vp) {
+    kc = lkp > 8192 ? 2048 : lkp;
+    if (kc < lkp && (uint64_t)Lq > (uint64_t)INT64_MAX / 4 / GROUP / 130) return ATTN_ERR_TOO_LARGE;
+    kt = (float *)attn_alloc(sizeof(float) * (size_t)(kc * D));
+    vp = (float *)attn_alloc(sizeof(float) * (size_t)(kc * 128));
+    if (kc < lkp) part = (float *)attn_alloc(sizeof(float) * (size_t)(GROUP * Lq * 130));
+    if (!kt || !vp || (kc < lkp && !part)) {
+        attn_free(part);
         attn_free(kt);
         attn_free(vp);
         return ATTN_ERR_NOMEM;
@@ -9162,7 +9320,7 @@ ATTN_NO_AUTOVEC attn_status attn_mistral_7b_fwd__scalar(const attn_args *args)
 #endif
     {
         attn_mistral_7b_scratch__scalar *w = (attn_mistral_7b_scratch__scalar *)attn_alloc(sizeof(*w));
-        int64_t g, u;
+        int64_t g, u, k0;
 #ifdef _OPENMP
         const int64_t team = omp_get_num_threads(); /* a unit's successor in this thread is about `team` units on */
 #else
@@ -9182,28 +9340,34 @@ ATTN_NO_AUTOVEC attn_status attn_mistral_7b_fwd__scalar(const attn_args *args)
             const int64_t b = g / HKV, hk = g % HKV;
             const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
             const int64_t lk = args->seq_k;
+            k0 = 0;
+            do { /* a chunk of keys: packed, then every unit over it */
+                const int64_t k1 = lkp - k0 < kc ? lkp : k0 + kc;
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
-            for (u = 0; u < lkp / 2; u++)
-                attn_mistral_7b_kvpack_f32__scalar(&kv, hk, u * 2, lk, kt + u * 2 * D, vp + u * 256);
+                for (u = k0 / 2; u < k1 / 2; u++)
+                    attn_mistral_7b_kvpack_f32__scalar(&kv, hk, u * 2, lk, kt + (u * 2 - k0) * D, vp + (u * 2 - k0) * 128);
 #ifdef _OPENMP
 #pragma omp for schedule(dynamic, 1)
 #endif
-            for (u = 0; u < GROUP * nq; u++) {
-                /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
-                const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
-                const int64_t h = hk * GROUP + u / nq;
-                const int64_t i0 = qt * TQ;
-                if (w)
-                    attn_mistral_7b_unit__scalar(args, kt, vp, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w,
-                            hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
-            }
+                for (u = 0; u < GROUP * nq; u++) {
+                    /* heaviest tiles first: under a causal mask the last query tile sees the most keys */
+                    const int64_t qt = nq - 1 - u % nq, nu = u + team; /* this thread's next unit, most likely */
+                    const int64_t h = hk * GROUP + u / nq;
+                    const int64_t i0 = qt * TQ;
+                    if (w)
+                        attn_mistral_7b_unit__scalar(args, kt, vp, k0, k1, b, h, i0, Lq - i0 < TQ ? Lq - i0 : TQ, w, part,
+                                hk * GROUP + nu / nq, nu < GROUP * nq ? (nq - 1 - nu % nq) * TQ : -1, 1);
+                }
+                k0 += kc;
+            } while (k0 < lkp);
         }
         attn_free(w);
     }
     attn_free(kt);
     attn_free(vp);
+    attn_free(part);
     return failed ? ATTN_ERR_NOMEM : ATTN_OK;
 }
 #endif /* build part of scalar */

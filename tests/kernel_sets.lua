@@ -75,6 +75,8 @@ M.FEATURES = {
   { "gqa", function(c) return heads_kv(c) < heads_q(c) end },
   { "mqa", function(c) return heads_kv(c) == 1 and heads_q(c) > 1 end },
   { "small_tiles", function(c) return type(c.tile) == "table" end },
+  -- the prefill path's keys packed and run a chunk at a time, the rows' sums carried across
+  { "prefill_chunks", function(c) return (c.prefill_chunk or 0) > 0 end },
   -- linear attention (kind = "linear"), and its recurrent state (in/out)
   { "linear", function(c) return c.kind == "linear" end },
   { "linear_state", function(c) return c.kind == "linear" and c.state == true end },

@@ -15,7 +15,8 @@ local CAUSAL_NAMES = { '"bottom_right"', '"top_left"' }
 --- The family's keys, in the order configs are echoed.
 M.order = {
   "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal", "window", "sliding_window", "chunk", "sparse",
-  "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "decode_max_q", "weights", "dropout",
+  "global_tokens", "padding", "mask", "scale", "softcap", "alibi", "decode_max_q", "prefill_chunk", "weights",
+  "dropout",
 }
 
 local function heads(raw, c, u)
@@ -174,6 +175,17 @@ local function decode(raw, c, u)
   return true
 end
 
+-- the prefill path's chunks of packed keys (an attngen key: keys packed and
+-- run at a time; 0 packs all at once); absent normalizes to nil, the
+-- planner's choice, so that configs without it echo as before
+local function prefill_chunk(raw, c, u)
+  if raw.prefill_chunk == nil then return true end
+  local err = u.int_in("prefill_chunk", raw.prefill_chunk, 0, 1048576)
+  if err then return nil, "prefill_chunk", err end
+  c.prefill_chunk = raw.prefill_chunk
+  return true
+end
+
 -- an optional flag of the kernel's interface: absent or false normalizes to
 -- nil, so that configs without it echo (and generate) as before
 local function optional_flag(key)
@@ -213,7 +225,8 @@ M.shared = {
 --- Fills the family's keys of raw into c; returns true, or nil, key, message.
 -- u: the shared checks (schema.util).
 function M.normalize(raw, c, u)
-  return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, decode, weights, dropout }, raw, c, u)
+  return u.run_steps({ heads, head_dims, window, sparse, masks, score_terms, decode, prefill_chunk, weights, dropout },
+    raw, c, u)
 end
 
 return M

@@ -334,6 +334,27 @@ describe("cli #slow", function()
       end)
     end
 
+    it("runs a long cache in chunks (prefill_chunk) to the same bits of O, the LSE and the weights", function()
+      local wconfig = "configs/test/t_weights_causal_gqa.lua" -- chunks of 32 keys
+      local cfg = assert(presets.load(wconfig))
+      local d = folder("chunks")
+      local base = cat({ "run", wconfig }, inputs(d, cfg, { lq = 20, lk = 150, seqlens = { 150, 77 } }))
+      local files = {}
+      for _, chunk in ipairs({ "32", "0" }) do -- five chunks and the last partial, then one pass
+        local o, lse, w = d .. "/o" .. chunk .. ".npy", d .. "/lse" .. chunk .. ".npy", d .. "/w" .. chunk .. ".npy"
+        local code, _, err = attngen(cat(base, { "--set", "prefill_chunk=" .. chunk, "-o", o, "--lse", lse,
+          "--weights", w }))
+        assert.equal(0, code, err)
+        files[#files + 1] = { o, lse, w }
+      end
+      for k = 1, 3 do
+        assert.equal(helper.read_file(files[2][k]), helper.read_file(files[1][k]), files[1][k])
+      end
+      local ref = d .. "/ref.npy"
+      assert.equal(0, (attngen(cat(base, { "--reference", "-o", ref }))))
+      compare(files[1][1], ref)
+    end)
+
     it("--weights writes P [B][Hq][Lq][Lk] (or [B][Lq][Lk] with --average-heads) that match the reference", function()
       local wconfig = "configs/test/t_weights_causal_gqa.lua"
       local cfg = assert(presets.load(wconfig))

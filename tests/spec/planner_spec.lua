@@ -494,6 +494,35 @@ describe("ISA storage-type operations", function()
     end)
   end)
 
+  describe("prefill chunks", function()
+    local function chunks(raw)
+      local out = {}
+      for _, v in ipairs(plan_of(raw).variants) do out[v.name] = { v.prefill_chunk, v.prefill_chunk_from } end
+      return out
+    end
+    it("pack 2 MiB of K^T and V at a time, in whole key tiles, once a cache's packed keys pass 8 MiB", function()
+      local llama = { heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512", "avx2", "scalar" } }
+      assert.same({ avx512 = { 2048, 8192 }, avx2 = { 2048, 8192 }, scalar = { 2048, 8192 } }, chunks(llama))
+      -- bf16 pairs: half the bytes a key (the f32 variant packs f32)
+      assert.same({ avx512bf16 = { 4096, 16384 }, avx512 = { 2048, 8192 } }, chunks({ heads_q = 32, heads_kv = 8,
+        head_dim = 128, dtype = "bf16", matmul = "bf16", isa = { "avx512bf16", "avx512" } }))
+      for _, raw in ipairs({ { heads_q = 2, head_dim = 17, tile = { q = 7, kv = 16 } }, { heads_q = 4, head_dim = 512 },
+        { heads_q = 2, head_dim = 1 } }) do
+        local p = plan_of(raw)
+        for _, v in ipairs(p.variants) do
+          local keys = v.prefill_chunk
+          assert.is_true(is_integer(keys) and keys >= p.tile.kv and keys % p.tile.kv == 0, v.name)
+          assert.is_true(v.prefill_chunk_from >= keys, v.name)
+        end
+      end
+    end)
+    it("take the config's prefill_chunk in whole key tiles, and none at 0", function()
+      assert.same({ avx512 = { 64, 64 } }, chunks({ head_dim = 16, tile = { q = 16, kv = 32 }, prefill_chunk = 40,
+        isa = { "avx512" } }))
+      assert.same({ avx512 = {} }, chunks({ head_dim = 16, prefill_chunk = 0, isa = { "avx512" } }))
+    end)
+  end)
+
   describe("dropout", function()
     it("takes the blocked decode path (no streaming kernel) and sets the spec's dropout only when on", function()
       local on, off = plan_of({ heads_kv = 4, dropout = true }), plan_of({ heads_kv = 4 })

@@ -41,25 +41,26 @@ describe("schema", function()
   describe("defaults", function()
     local cfg = assert(schema.normalize({ name = "m", heads_q = 8, head_dim = 64 }))
 
-    it("fills every key of docs/config.md except the optional softcap, chunk, weights and dropout", function()
+    it("fills every key of docs/config.md but the optional softcap, chunk, prefill_chunk, weights, dropout", function()
       for _, k in ipairs(schema.order) do
         if k ~= "softcap" and k ~= "sliding_window" and k ~= "chunk" and k ~= "weights" and k ~= "sparse"
-          and k ~= "dropout" then
+          and k ~= "dropout" and k ~= "prefill_chunk" then
           assert.is_not_nil(cfg[k], "missing default for " .. k)
         end
       end
       assert.is_nil(cfg.softcap)
       assert.is_nil(cfg.chunk) -- no chunks
       assert.is_nil(cfg.sparse) -- no sparse pattern
+      assert.is_nil(cfg.prefill_chunk) -- the planner's chunks (absent, so configs echo as before)
       assert.is_nil(cfg.weights) -- no weights output (absent, so configs echo as before)
       assert.is_nil(cfg.dropout) -- no dropout (absent, so configs echo as before)
       assert.is_nil(cfg.sliding_window) -- folded into window
     end)
 
-    it("knows exactly the keys of the sdpa family, and the decode_max_q extension", function()
+    it("knows exactly the keys of the sdpa family, and the decode_max_q and prefill_chunk extensions", function()
       local expected = { "name", "kind", "heads_q", "heads_kv", "head_dim", "head_dim_v", "causal",
         "window", "sliding_window", "chunk", "sparse", "global_tokens", "padding", "mask", "scale", "softcap", "alibi",
-        "decode_max_q", "weights", "dropout", "dtype", "matmul", "isa", "tile" }
+        "decode_max_q", "prefill_chunk", "weights", "dropout", "dtype", "matmul", "isa", "tile" }
       assert.same(expected, schema.order_of("sdpa"))
       assert.same(expected, schema.order)
       for _, k in ipairs(expected) do assert.is_true(schema.keys[k]) end
@@ -84,6 +85,15 @@ describe("schema", function()
       assert.equal(16, schema.normalize(with({})).decode_max_q)
       assert.equal(0, schema.normalize(with({ decode_max_q = 0 })).decode_max_q)
       rejects_key(with({ decode_max_q = 65 }), "decode_max_q", "0..64")
+    end)
+
+    it("prefill_chunk: absent (the planner's choice) normalizes to nil, else an integer 0..2^20 kept", function()
+      assert.is_nil(schema.normalize(with({})).prefill_chunk)
+      assert.equal(0, schema.normalize(with({ prefill_chunk = 0 })).prefill_chunk)
+      assert.equal(4096, schema.normalize(with({ prefill_chunk = 4096 })).prefill_chunk)
+      rejects_key(with({ prefill_chunk = -1 }), "prefill_chunk", "0..1048576")
+      rejects_key(with({ prefill_chunk = 1.5 }), "prefill_chunk", "integer")
+      rejects_key(with({ prefill_chunk = "auto" }), "prefill_chunk", "integer")
     end)
 
     it("heads_kv = heads_q, head_dim_v = head_dim", function()
