@@ -52,10 +52,10 @@ M.DECODE_BLOCK_SCALE = { few = 0.5, one = 2, many = 4 }
 -- chunk of PREFILL_CHUNK_BYTES at a time instead, every query tile over a
 -- chunk before the next, the rows' running sums (O, m, l) carried from
 -- chunk to chunk.  Llama-3-8B on one Zen 5 core, 32 query rows against
--- 32768 keys: 157-184 -> 118 ms; chunks of 1 MiB cost a causal prefill
--- of 4096 keys 5-8% (a unit's Q packing and sums once a chunk), so shorter
--- caches keep one pass (docs/kernels.md).  The config's prefill_chunk sets
--- the chunk in keys (0: never).
+-- 32768 keys: 151-157 -> 113-119 ms; chunks of 1024 keys cost a causal
+-- prefill of 4096 keys 5-8% (a unit's Q packing and sums once a chunk), so
+-- shorter caches keep one pass (docs/kernels.md).  The config's
+-- prefill_chunk sets the chunk in keys (0: never).
 M.PREFILL_CHUNK_FROM = 8388608
 M.PREFILL_CHUNK_BYTES = 2097152
 
@@ -224,7 +224,7 @@ function M.spec_fields(p)
     { "alibi", flag(p.alibi) }, { "dtype_q", common.DTYPE_ENUM[p.dtype.q] },
     { "dtype_kv", common.DTYPE_ENUM[p.dtype.kv] },
     { "dtype_o", common.DTYPE_ENUM[p.dtype.o] }, { "matmul", common.DTYPE_ENUM[p.matmul] },
-    { "tile_q", p.tile.q }, { "tile_kv", p.tile.kv }
+    { "tile_q", p.tile.q }, { "tile_kv", p.tile.kv },
   }
   if p.weights then f[#f + 1] = { "weights", "1" } end -- only when set: descriptors without it stay as they were
   if p.dropout then f[#f + 1] = { "dropout", "1" } end
@@ -350,6 +350,7 @@ function M.plan(cfg, opts)
     -- kv heads whose rows start a key's pages (key-major layout): every page_heads-th
     page_heads = math.max(1, math.floor(M.PAGE_BYTES / (math.max(p.D, p.Dv) * common.DTYPE_BYTES[p.dtype.kv]))) }
 
+  p.prefill_chunk_set = cfg.prefill_chunk ~= nil -- else the chunks of M.prefill_chunk's rule
   p.variants = {}
   local by_name = {}
   for _, isa in ipairs(common.isas(cfg)) do
@@ -361,7 +362,6 @@ function M.plan(cfg, opts)
     -- some row of it sees
     v.qk_narrow = v.qk.mr > 1 and v.qk.nr > 1
     v.prefill_chunk, v.prefill_chunk_from = M.prefill_chunk(p, v, cfg)
-    p.prefill_chunk_set = cfg.prefill_chunk ~= nil
     -- the blocked decode path's scores at lanes/4 to lanes/2 rows a kv head
     -- (Lq = 2 of a GQA group of 4 on AVX-512) with the rows along pairs of
     -- lanes, two values of D each, where the ISA spells it: an f32 cache
