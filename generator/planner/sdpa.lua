@@ -350,7 +350,10 @@ function M.plan(cfg, opts)
     -- kv heads whose rows start a key's pages (key-major layout): every page_heads-th
     page_heads = math.max(1, math.floor(M.PAGE_BYTES / (math.max(p.D, p.Dv) * common.DTYPE_BYTES[p.dtype.kv]))) }
 
-  p.prefill_chunk_set = cfg.prefill_chunk ~= nil -- else the chunks of M.prefill_chunk's rule
+  -- why the forward function runs chunks where it does, for its comment
+  p.prefill_chunk_rule = cfg.prefill_chunk and "the config's prefill_chunk"
+    or ("%d MiB of K^T and V packed; %d MiB a chunk"):format(M.PREFILL_CHUNK_FROM / 1048576,
+      M.PREFILL_CHUNK_BYTES / 1048576)
   p.variants = {}
   local by_name = {}
   for _, isa in ipairs(common.isas(cfg)) do
