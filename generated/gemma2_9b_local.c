@@ -857,6 +857,129 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     _mm512_storeu_ps(c + 7 * cs + 16, vacc7x1);
 }
 
+/* C[4][32] = A[4][256] B[256][32]: a: 4 rows of A (as elements apart), b: a packed
+ * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 11 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_4x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+        float *restrict c, int64_t cs)
+{
+    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
+    __m512 vacc1x0 = _mm512_setzero_ps(), vacc1x1 = _mm512_setzero_ps();
+    __m512 vacc2x0 = _mm512_setzero_ps(), vacc2x1 = _mm512_setzero_ps();
+    __m512 vacc3x0 = _mm512_setzero_ps(), vacc3x1 = _mm512_setzero_ps();
+    const float *restrict a0 = a + 0 * as;
+    const float *restrict a1 = a + 1 * as;
+    const float *restrict a2 = a + 2 * as;
+    const float *restrict a3 = a + 3 * as;
+    int64_t d;
+    for (d = 0; d < 256; d += 8) {
+        { /* d = d */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d]);
+            const __m512 va1 = _mm512_set1_ps(a1[d]);
+            const __m512 va2 = _mm512_set1_ps(a2[d]);
+            const __m512 va3 = _mm512_set1_ps(a3[d]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+        { /* d = d + 1 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 1) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 1) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 1]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 1]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 1]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 1]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+        { /* d = d + 2 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 2) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 2) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 2]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 2]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 2]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 2]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+        { /* d = d + 3 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 3) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 3) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 3]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 3]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 3]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 3]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+        { /* d = d + 4 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 4) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 4) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 4]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 4]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 4]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 4]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+        { /* d = d + 5 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 5) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 5) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 5]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 5]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 5]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 5]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+        { /* d = d + 6 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 6) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 6) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 6]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 6]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 6]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 6]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+        { /* d = d + 7 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 7) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 7) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 7]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 7]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 7]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 7]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+    }
+
+    _mm512_storeu_ps(c + 0 * cs + 0, vacc0x0);
+    _mm512_storeu_ps(c + 0 * cs + 16, vacc0x1);
+    _mm512_storeu_ps(c + 1 * cs + 0, vacc1x0);
+    _mm512_storeu_ps(c + 1 * cs + 16, vacc1x1);
+    _mm512_storeu_ps(c + 2 * cs + 0, vacc2x0);
+    _mm512_storeu_ps(c + 2 * cs + 16, vacc2x1);
+    _mm512_storeu_ps(c + 3 * cs + 0, vacc3x0);
+    _mm512_storeu_ps(c + 3 * cs + 16, vacc3x1);
+}
+
 /* C[1][32] = A[1][256] B[256][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  16384 FLOPs, 5 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
@@ -3374,6 +3497,11 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_unit__av
                         for (u = u0; u < u1; u += 16)
                             attn_gemma2_9b_local_qk_8x16_f32__avx512(w->q + r * 256, 256, ktc + (u - c), w->s + r * TK + u, TK);
                 }
+            if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
+                if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, c, c + 32))
+                    attn_gemma2_9b_local_qk_4x32_f32__avx512(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
+                r += 4;
+            }
             for (; r < tq; r++)
                 if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 1, c, c + 32))
                     attn_gemma2_9b_local_qk_1x32_f32__avx512(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
@@ -3880,6 +4008,89 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9
     _mm256_storeu_ps(c + 2 * cs + 8, vacc2x1);
     _mm256_storeu_ps(c + 3 * cs + 0, vacc3x0);
     _mm256_storeu_ps(c + 3 * cs + 8, vacc3x1);
+}
+
+/* C[2][16] = A[2][256] B[256][16]: a: 2 rows of A (as elements apart), b: a packed
+ * panel (16 floats per d), c: rows cs floats apart.  16384 FLOPs, 7 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_qk_2x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+        float *restrict c, int64_t cs)
+{
+    __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
+    __m256 vacc1x0 = _mm256_setzero_ps(), vacc1x1 = _mm256_setzero_ps();
+    const float *restrict a0 = a + 0 * as;
+    const float *restrict a1 = a + 1 * as;
+    int64_t d;
+    for (d = 0; d < 256; d += 8) {
+        { /* d = d */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d]);
+            const __m256 va1 = _mm256_set1_ps(a1[d]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+        { /* d = d + 1 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 1) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d + 1) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 1]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 1]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+        { /* d = d + 2 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 2) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d + 2) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 2]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 2]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+        { /* d = d + 3 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 3) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d + 3) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 3]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 3]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+        { /* d = d + 4 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 4) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d + 4) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 4]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 4]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+        { /* d = d + 5 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 5) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d + 5) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 5]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 5]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+        { /* d = d + 6 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 6) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d + 6) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 6]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 6]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+        { /* d = d + 7 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 7) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d + 7) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 7]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 7]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+    }
+
+    _mm256_storeu_ps(c + 0 * cs + 0, vacc0x0);
+    _mm256_storeu_ps(c + 0 * cs + 8, vacc0x1);
+    _mm256_storeu_ps(c + 1 * cs + 0, vacc1x0);
+    _mm256_storeu_ps(c + 1 * cs + 8, vacc1x1);
 }
 
 /* C[1][16] = A[1][256] B[256][16]: a: 1 row of A (as elements apart), b: a packed
@@ -5563,6 +5774,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_unit__
                         for (u = u0; u < u1; u += 8)
                             attn_gemma2_9b_local_qk_4x8_f32__avx2(w->q + r * 256, 256, ktc + (u - c), w->s + r * TK + u, TK);
                 }
+            if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
+                if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 2, c, c + 16))
+                    attn_gemma2_9b_local_qk_2x16_f32__avx2(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
+                r += 2;
+            }
             for (; r < tq; r++)
                 if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 1, c, c + 16))
                     attn_gemma2_9b_local_qk_1x16_f32__avx2(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
@@ -6146,6 +6362,129 @@ ATTN_NOINLINE static void attn_gemma2_9b_local_qk_8x8_f32__neon(const float *res
     vst1q_f32(c + 6 * cs + 4, vacc6x1);
     vst1q_f32(c + 7 * cs + 0, vacc7x0);
     vst1q_f32(c + 7 * cs + 4, vacc7x1);
+}
+
+/* C[4][8] = A[4][256] B[256][8]: a: 4 rows of A (as elements apart), b: a packed
+ * panel (8 floats per d), c: rows cs floats apart.  16384 FLOPs, 11 vector registers. */
+ATTN_NOINLINE static void attn_gemma2_9b_local_qk_4x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+        float *restrict c, int64_t cs)
+{
+    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc1x0 = vdupq_n_f32(0.0f), vacc1x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc2x0 = vdupq_n_f32(0.0f), vacc2x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc3x0 = vdupq_n_f32(0.0f), vacc3x1 = vdupq_n_f32(0.0f);
+    const float *restrict a0 = a + 0 * as;
+    const float *restrict a1 = a + 1 * as;
+    const float *restrict a2 = a + 2 * as;
+    const float *restrict a3 = a + 3 * as;
+    int64_t d;
+    for (d = 0; d < 256; d += 8) {
+        { /* d = d */
+            const float32x4_t vb0 = vld1q_f32(b + (d) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+        { /* d = d + 1 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 1) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d + 1) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 1]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 1]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 1]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 1]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+        { /* d = d + 2 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 2) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d + 2) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 2]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 2]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 2]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 2]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+        { /* d = d + 3 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 3) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d + 3) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 3]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 3]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 3]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 3]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+        { /* d = d + 4 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 4) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d + 4) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 4]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 4]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 4]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 4]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+        { /* d = d + 5 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 5) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d + 5) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 5]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 5]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 5]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 5]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+        { /* d = d + 6 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 6) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d + 6) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 6]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 6]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 6]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 6]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+        { /* d = d + 7 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 7) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d + 7) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 7]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 7]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 7]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 7]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+    }
+
+    vst1q_f32(c + 0 * cs + 0, vacc0x0);
+    vst1q_f32(c + 0 * cs + 4, vacc0x1);
+    vst1q_f32(c + 1 * cs + 0, vacc1x0);
+    vst1q_f32(c + 1 * cs + 4, vacc1x1);
+    vst1q_f32(c + 2 * cs + 0, vacc2x0);
+    vst1q_f32(c + 2 * cs + 4, vacc2x1);
+    vst1q_f32(c + 3 * cs + 0, vacc3x0);
+    vst1q_f32(c + 3 * cs + 4, vacc3x1);
 }
 
 /* C[1][8] = A[1][256] B[256][8]: a: 1 row of A (as elements apart), b: a packed
@@ -7948,6 +8287,11 @@ static void attn_gemma2_9b_local_unit__neon(const attn_args *args, const float *
                         for (u = u0; u < u1; u += 4)
                             attn_gemma2_9b_local_qk_8x4_f32__neon(w->q + r * 256, 256, ktc + (u - c), w->s + r * TK + u, TK);
                 }
+            if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
+                if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 4, c, c + 8))
+                    attn_gemma2_9b_local_qk_4x8_f32__neon(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
+                r += 4;
+            }
             for (; r < tq; r++)
                 if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 1, c, c + 8))
                     attn_gemma2_9b_local_qk_1x8_f32__neon(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
@@ -8338,6 +8682,89 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_4x2_f32__scala
     *(c + 2 * cs + 1) = vacc2x1;
     *(c + 3 * cs + 0) = vacc3x0;
     *(c + 3 * cs + 1) = vacc3x1;
+}
+
+/* C[2][2] = A[2][256] B[256][2]: a: 2 rows of A (as elements apart), b: a packed
+ * panel (2 floats per d), c: rows cs floats apart.  2048 FLOPs, 7 vector registers. */
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_qk_2x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+        float *restrict c, int64_t cs)
+{
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
+    float vacc1x0 = 0.0f, vacc1x1 = 0.0f;
+    const float *restrict a0 = a + 0 * as;
+    const float *restrict a1 = a + 1 * as;
+    int64_t d;
+    for (d = 0; d < 256; d += 8) {
+        { /* d = d */
+            const float vb0 = *(b + (d) * 2 + 0);
+            const float vb1 = *(b + (d) * 2 + 1);
+            const float va0 = (a0[d]);
+            const float va1 = (a1[d]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+        { /* d = d + 1 */
+            const float vb0 = *(b + (d + 1) * 2 + 0);
+            const float vb1 = *(b + (d + 1) * 2 + 1);
+            const float va0 = (a0[d + 1]);
+            const float va1 = (a1[d + 1]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+        { /* d = d + 2 */
+            const float vb0 = *(b + (d + 2) * 2 + 0);
+            const float vb1 = *(b + (d + 2) * 2 + 1);
+            const float va0 = (a0[d + 2]);
+            const float va1 = (a1[d + 2]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+        { /* d = d + 3 */
+            const float vb0 = *(b + (d + 3) * 2 + 0);
+            const float vb1 = *(b + (d + 3) * 2 + 1);
+            const float va0 = (a0[d + 3]);
+            const float va1 = (a1[d + 3]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+        { /* d = d + 4 */
+            const float vb0 = *(b + (d + 4) * 2 + 0);
+            const float vb1 = *(b + (d + 4) * 2 + 1);
+            const float va0 = (a0[d + 4]);
+            const float va1 = (a1[d + 4]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+        { /* d = d + 5 */
+            const float vb0 = *(b + (d + 5) * 2 + 0);
+            const float vb1 = *(b + (d + 5) * 2 + 1);
+            const float va0 = (a0[d + 5]);
+            const float va1 = (a1[d + 5]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+        { /* d = d + 6 */
+            const float vb0 = *(b + (d + 6) * 2 + 0);
+            const float vb1 = *(b + (d + 6) * 2 + 1);
+            const float va0 = (a0[d + 6]);
+            const float va1 = (a1[d + 6]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+        { /* d = d + 7 */
+            const float vb0 = *(b + (d + 7) * 2 + 0);
+            const float vb1 = *(b + (d + 7) * 2 + 1);
+            const float va0 = (a0[d + 7]);
+            const float va1 = (a1[d + 7]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+    }
+
+    *(c + 0 * cs + 0) = vacc0x0;
+    *(c + 0 * cs + 1) = vacc0x1;
+    *(c + 1 * cs + 0) = vacc1x0;
+    *(c + 1 * cs + 1) = vacc1x1;
 }
 
 /* C[1][2] = A[1][256] B[256][2]: a: 1 row of A (as elements apart), b: a packed
@@ -9386,6 +9813,11 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_unit__scalar(const attn_args *a
                         for (u = u0; u < u1; u += 1)
                             attn_gemma2_9b_local_qk_4x1_f32__scalar(w->q + r * 256, 256, ktc + (u - c), w->s + r * TK + u, TK);
                 }
+            if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
+                if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 2, c, c + 2))
+                    attn_gemma2_9b_local_qk_2x2_f32__scalar(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
+                r += 2;
+            }
             for (; r < tq; r++)
                 if (cls == TILE_FULL || attn_gemma2_9b_local_sees(w->first + r, w->last + r, 1, c, c + 2))
                     attn_gemma2_9b_local_qk_1x2_f32__scalar(w->q + r * 256, 256, ktc, w->s + r * TK + c, TK);
@@ -9421,7 +9853,7 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_unit__scalar(const attn_args *a
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 4 ? 4 : 1;
+            const int64_t rows = tq - r >= 4 ? 4 : 1; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;

@@ -784,6 +784,129 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     _mm512_storeu_ps(c + 7 * cs + 16, vacc7x1);
 }
 
+/* C[4][32] = A[4][128] B[128][32]: a: 4 rows of A (as elements apart), b: a packed
+ * panel (32 floats per d), c: rows cs floats apart.  32768 FLOPs, 11 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_4x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+        float *restrict c, int64_t cs)
+{
+    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
+    __m512 vacc1x0 = _mm512_setzero_ps(), vacc1x1 = _mm512_setzero_ps();
+    __m512 vacc2x0 = _mm512_setzero_ps(), vacc2x1 = _mm512_setzero_ps();
+    __m512 vacc3x0 = _mm512_setzero_ps(), vacc3x1 = _mm512_setzero_ps();
+    const float *restrict a0 = a + 0 * as;
+    const float *restrict a1 = a + 1 * as;
+    const float *restrict a2 = a + 2 * as;
+    const float *restrict a3 = a + 3 * as;
+    int64_t d;
+    for (d = 0; d < 128; d += 8) {
+        { /* d = d */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d]);
+            const __m512 va1 = _mm512_set1_ps(a1[d]);
+            const __m512 va2 = _mm512_set1_ps(a2[d]);
+            const __m512 va3 = _mm512_set1_ps(a3[d]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+        { /* d = d + 1 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 1) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 1) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 1]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 1]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 1]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 1]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+        { /* d = d + 2 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 2) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 2) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 2]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 2]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 2]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 2]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+        { /* d = d + 3 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 3) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 3) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 3]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 3]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 3]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 3]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+        { /* d = d + 4 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 4) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 4) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 4]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 4]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 4]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 4]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+        { /* d = d + 5 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 5) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 5) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 5]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 5]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 5]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 5]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+        { /* d = d + 6 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 6) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 6) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 6]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 6]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 6]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 6]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+        { /* d = d + 7 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 7) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 7) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 7]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 7]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 7]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 7]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+        }
+    }
+
+    _mm512_storeu_ps(c + 0 * cs + 0, vacc0x0);
+    _mm512_storeu_ps(c + 0 * cs + 16, vacc0x1);
+    _mm512_storeu_ps(c + 1 * cs + 0, vacc1x0);
+    _mm512_storeu_ps(c + 1 * cs + 16, vacc1x1);
+    _mm512_storeu_ps(c + 2 * cs + 0, vacc2x0);
+    _mm512_storeu_ps(c + 2 * cs + 16, vacc2x1);
+    _mm512_storeu_ps(c + 3 * cs + 0, vacc3x0);
+    _mm512_storeu_ps(c + 3 * cs + 16, vacc3x1);
+}
+
 /* C[1][32] = A[1][128] B[128][32]: a: 1 row of A (as elements apart), b: a packed
  * panel (32 floats per d), c: rows cs floats apart.  8192 FLOPs, 5 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_qk_1x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
@@ -1161,6 +1284,97 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
         _mm512_storeu_ps(o + 5 * 128 + 80, vacc5x1);
         _mm512_storeu_ps(o + 5 * 128 + 96, vacc5x2);
         _mm512_storeu_ps(o + 5 * 128 + 112, vacc5x3);
+    }
+}
+
+/* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 768 FLOPs per key, 16 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m512 va0 = _mm512_set1_ps(alpha[0]);
+    const __m512 va1 = _mm512_set1_ps(alpha[1]);
+    const __m512 va2 = _mm512_set1_ps(alpha[2]);
+    { /* columns 0..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 0);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 16);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 32);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 48);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 32, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 48, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 32, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 48, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 0, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 16, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 32, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 48, vacc2x3);
+    }
+    { /* columns 64..127 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
+            const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
+            const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 64);
+                vacc0x0 = _mm512_fmadd_ps(vp0, vv, vacc0x0); vacc1x0 = _mm512_fmadd_ps(vp1, vv, vacc1x0); vacc2x0 = _mm512_fmadd_ps(vp2, vv, vacc2x0);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 80);
+                vacc0x1 = _mm512_fmadd_ps(vp0, vv, vacc0x1); vacc1x1 = _mm512_fmadd_ps(vp1, vv, vacc1x1); vacc2x1 = _mm512_fmadd_ps(vp2, vv, vacc2x1);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 96);
+                vacc0x2 = _mm512_fmadd_ps(vp0, vv, vacc0x2); vacc1x2 = _mm512_fmadd_ps(vp1, vv, vacc1x2); vacc2x2 = _mm512_fmadd_ps(vp2, vv, vacc2x2);
+            }
+            {
+                const __m512 vv = _mm512_loadu_ps(vr + 112);
+                vacc0x3 = _mm512_fmadd_ps(vp0, vv, vacc0x3); vacc1x3 = _mm512_fmadd_ps(vp1, vv, vacc1x3); vacc2x3 = _mm512_fmadd_ps(vp2, vv, vacc2x3);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 128 + 64, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 128 + 80, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 128 + 96, vacc0x2);
+        _mm512_storeu_ps(o + 0 * 128 + 112, vacc0x3);
+        _mm512_storeu_ps(o + 1 * 128 + 64, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 128 + 80, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 128 + 96, vacc1x2);
+        _mm512_storeu_ps(o + 1 * 128 + 112, vacc1x3);
+        _mm512_storeu_ps(o + 2 * 128 + 64, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 128 + 80, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 128 + 96, vacc2x2);
+        _mm512_storeu_ps(o + 2 * 128 + 112, vacc2x3);
     }
 }
 
@@ -3556,6 +3770,11 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_unit__av
                         for (u = u0; u < u1; u += 16)
                             attn_mistral_7b_bf16_qk_8x16_f32__avx512(w->q + r * 128, 128, ktc + (u - c), w->s + r * TK + u, TK);
                 }
+            if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
+                if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 4, c, c + 32))
+                    attn_mistral_7b_bf16_qk_4x32_f32__avx512(w->q + r * 128, 128, ktc, w->s + r * TK + c, TK);
+                r += 4;
+            }
             for (; r < tq; r++)
                 if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 1, c, c + 32))
                     attn_mistral_7b_bf16_qk_1x32_f32__avx512(w->q + r * 128, 128, ktc, w->s + r * TK + c, TK);
@@ -3586,7 +3805,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_unit__av
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r >= 3 ? 3 : 1; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -3604,6 +3823,9 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_unit__av
             switch (rows) {
             case 6:
                 attn_mistral_7b_bf16_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 3:
+                attn_mistral_7b_bf16_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             default:
                 attn_mistral_7b_bf16_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
@@ -3986,6 +4208,89 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
     _mm256_storeu_ps(c + 3 * cs + 8, vacc3x1);
 }
 
+/* C[2][16] = A[2][128] B[128][16]: a: 2 rows of A (as elements apart), b: a packed
+ * panel (16 floats per d), c: rows cs floats apart.  8192 FLOPs, 7 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_2x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
+        float *restrict c, int64_t cs)
+{
+    __m256 vacc0x0 = _mm256_setzero_ps(), vacc0x1 = _mm256_setzero_ps();
+    __m256 vacc1x0 = _mm256_setzero_ps(), vacc1x1 = _mm256_setzero_ps();
+    const float *restrict a0 = a + 0 * as;
+    const float *restrict a1 = a + 1 * as;
+    int64_t d;
+    for (d = 0; d < 128; d += 8) {
+        { /* d = d */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d]);
+            const __m256 va1 = _mm256_set1_ps(a1[d]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+        { /* d = d + 1 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 1) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d + 1) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 1]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 1]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+        { /* d = d + 2 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 2) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d + 2) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 2]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 2]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+        { /* d = d + 3 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 3) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d + 3) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 3]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 3]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+        { /* d = d + 4 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 4) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d + 4) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 4]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 4]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+        { /* d = d + 5 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 5) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d + 5) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 5]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 5]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+        { /* d = d + 6 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 6) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d + 6) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 6]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 6]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+        { /* d = d + 7 */
+            const __m256 vb0 = _mm256_loadu_ps(b + (d + 7) * 16 + 0);
+            const __m256 vb1 = _mm256_loadu_ps(b + (d + 7) * 16 + 8);
+            const __m256 va0 = _mm256_set1_ps(a0[d + 7]);
+            const __m256 va1 = _mm256_set1_ps(a1[d + 7]);
+            vacc0x0 = _mm256_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm256_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(va1, vb1, vacc1x1);
+        }
+    }
+
+    _mm256_storeu_ps(c + 0 * cs + 0, vacc0x0);
+    _mm256_storeu_ps(c + 0 * cs + 8, vacc0x1);
+    _mm256_storeu_ps(c + 1 * cs + 0, vacc1x0);
+    _mm256_storeu_ps(c + 1 * cs + 8, vacc1x1);
+}
+
 /* C[1][16] = A[1][128] B[128][16]: a: 1 row of A (as elements apart), b: a packed
  * panel (16 floats per d), c: rows cs floats apart.  4096 FLOPs, 5 vector registers. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_qk_1x16_f32__avx2(const float *restrict a, int64_t as, const float *restrict b,
@@ -4271,6 +4576,75 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
         _mm256_storeu_ps(o + 4 * 128 + 120, vacc4x1);
         _mm256_storeu_ps(o + 5 * 128 + 112, vacc5x0);
         _mm256_storeu_ps(o + 5 * 128 + 120, vacc5x1);
+    }
+}
+
+/* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 768 FLOPs per key, 9 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_pv_3x128_f32__avx2(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const __m256 va0 = _mm256_set1_ps(alpha[0]);
+    const __m256 va1 = _mm256_set1_ps(alpha[1]);
+    const __m256 va2 = _mm256_set1_ps(alpha[2]);
+    for (int64_t cf = 0; cf < 14; cf += 2) { /* columns 0..111, 2 vectors at a time */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 0) * 8), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + (cf + 1) * 8), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 0) * 8), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + (cf + 1) * 8), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 0) * 8), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + (cf + 1) * 8), va2);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + (cf + 0) * 8);
+            const __m256 vv1 = _mm256_loadu_ps(vr + (cf + 1) * 8);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 0) * 8, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + (cf + 1) * 8, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 0) * 8, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + (cf + 1) * 8, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 0) * 8, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + (cf + 1) * 8, vacc2x1);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        __m256 vacc0x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 112), va0), vacc0x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 0 * 128 + 120), va0);
+        __m256 vacc1x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 112), va1), vacc1x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 1 * 128 + 120), va1);
+        __m256 vacc2x0 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 112), va2), vacc2x1 = _mm256_mul_ps(_mm256_loadu_ps(o + 2 * 128 + 120), va2);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m256 vv0 = _mm256_loadu_ps(vr + 112);
+            const __m256 vv1 = _mm256_loadu_ps(vr + 120);
+            {
+                const __m256 vp = _mm256_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm256_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm256_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm256_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm256_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m256 vp = _mm256_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm256_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm256_fmadd_ps(vp, vv1, vacc2x1);
+            }
+        }
+        _mm256_storeu_ps(o + 0 * 128 + 112, vacc0x0);
+        _mm256_storeu_ps(o + 0 * 128 + 120, vacc0x1);
+        _mm256_storeu_ps(o + 1 * 128 + 112, vacc1x0);
+        _mm256_storeu_ps(o + 1 * 128 + 120, vacc1x1);
+        _mm256_storeu_ps(o + 2 * 128 + 112, vacc2x0);
+        _mm256_storeu_ps(o + 2 * 128 + 120, vacc2x1);
     }
 }
 
@@ -5904,6 +6278,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_unit__
                         for (u = u0; u < u1; u += 8)
                             attn_mistral_7b_bf16_qk_4x8_f32__avx2(w->q + r * 128, 128, ktc + (u - c), w->s + r * TK + u, TK);
                 }
+            if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
+                if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 2, c, c + 16))
+                    attn_mistral_7b_bf16_qk_2x16_f32__avx2(w->q + r * 128, 128, ktc, w->s + r * TK + c, TK);
+                r += 2;
+            }
             for (; r < tq; r++)
                 if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 1, c, c + 16))
                     attn_mistral_7b_bf16_qk_1x16_f32__avx2(w->q + r * 128, 128, ktc, w->s + r * TK + c, TK);
@@ -5934,7 +6313,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_unit__
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r >= 3 ? 3 : 1; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -5952,6 +6331,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_unit__
             switch (rows) {
             case 6:
                 attn_mistral_7b_bf16_pv_6x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 3:
+                attn_mistral_7b_bf16_pv_3x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             default:
                 attn_mistral_7b_bf16_pv_1x128_f32__avx2(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
@@ -6398,6 +6780,129 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_8x8_f32__neon(const float *res
     vst1q_f32(c + 7 * cs + 4, vacc7x1);
 }
 
+/* C[4][8] = A[4][128] B[128][8]: a: 4 rows of A (as elements apart), b: a packed
+ * panel (8 floats per d), c: rows cs floats apart.  8192 FLOPs, 11 vector registers. */
+ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_4x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
+        float *restrict c, int64_t cs)
+{
+    float32x4_t vacc0x0 = vdupq_n_f32(0.0f), vacc0x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc1x0 = vdupq_n_f32(0.0f), vacc1x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc2x0 = vdupq_n_f32(0.0f), vacc2x1 = vdupq_n_f32(0.0f);
+    float32x4_t vacc3x0 = vdupq_n_f32(0.0f), vacc3x1 = vdupq_n_f32(0.0f);
+    const float *restrict a0 = a + 0 * as;
+    const float *restrict a1 = a + 1 * as;
+    const float *restrict a2 = a + 2 * as;
+    const float *restrict a3 = a + 3 * as;
+    int64_t d;
+    for (d = 0; d < 128; d += 8) {
+        { /* d = d */
+            const float32x4_t vb0 = vld1q_f32(b + (d) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+        { /* d = d + 1 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 1) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d + 1) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 1]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 1]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 1]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 1]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+        { /* d = d + 2 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 2) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d + 2) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 2]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 2]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 2]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 2]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+        { /* d = d + 3 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 3) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d + 3) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 3]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 3]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 3]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 3]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+        { /* d = d + 4 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 4) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d + 4) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 4]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 4]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 4]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 4]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+        { /* d = d + 5 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 5) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d + 5) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 5]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 5]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 5]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 5]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+        { /* d = d + 6 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 6) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d + 6) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 6]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 6]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 6]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 6]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+        { /* d = d + 7 */
+            const float32x4_t vb0 = vld1q_f32(b + (d + 7) * 8 + 0);
+            const float32x4_t vb1 = vld1q_f32(b + (d + 7) * 8 + 4);
+            const float32x4_t va0 = vdupq_n_f32(a0[d + 7]);
+            const float32x4_t va1 = vdupq_n_f32(a1[d + 7]);
+            const float32x4_t va2 = vdupq_n_f32(a2[d + 7]);
+            const float32x4_t va3 = vdupq_n_f32(a3[d + 7]);
+            vacc0x0 = vfmaq_f32(vacc0x0, va0, vb0); vacc0x1 = vfmaq_f32(vacc0x1, va0, vb1);
+            vacc1x0 = vfmaq_f32(vacc1x0, va1, vb0); vacc1x1 = vfmaq_f32(vacc1x1, va1, vb1);
+            vacc2x0 = vfmaq_f32(vacc2x0, va2, vb0); vacc2x1 = vfmaq_f32(vacc2x1, va2, vb1);
+            vacc3x0 = vfmaq_f32(vacc3x0, va3, vb0); vacc3x1 = vfmaq_f32(vacc3x1, va3, vb1);
+        }
+    }
+
+    vst1q_f32(c + 0 * cs + 0, vacc0x0);
+    vst1q_f32(c + 0 * cs + 4, vacc0x1);
+    vst1q_f32(c + 1 * cs + 0, vacc1x0);
+    vst1q_f32(c + 1 * cs + 4, vacc1x1);
+    vst1q_f32(c + 2 * cs + 0, vacc2x0);
+    vst1q_f32(c + 2 * cs + 4, vacc2x1);
+    vst1q_f32(c + 3 * cs + 0, vacc3x0);
+    vst1q_f32(c + 3 * cs + 4, vacc3x1);
+}
+
 /* C[1][8] = A[1][128] B[128][8]: a: 1 row of A (as elements apart), b: a packed
  * panel (8 floats per d), c: rows cs floats apart.  2048 FLOPs, 5 vector registers. */
 ATTN_NOINLINE static void attn_mistral_7b_bf16_qk_1x8_f32__neon(const float *restrict a, int64_t as, const float *restrict b,
@@ -6775,6 +7280,97 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_6x128_f32__neon(const float *r
         vst1q_f32(o + 5 * 128 + 116, vacc5x1);
         vst1q_f32(o + 5 * 128 + 120, vacc5x2);
         vst1q_f32(o + 5 * 128 + 124, vacc5x3);
+    }
+}
+
+/* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 8 chunks of at most 4 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
+ * 768 FLOPs per key, 16 vector registers. */
+ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_3x128_f32__neon(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    const float32x4_t va0 = vdupq_n_f32(alpha[0]);
+    const float32x4_t va1 = vdupq_n_f32(alpha[1]);
+    const float32x4_t va2 = vdupq_n_f32(alpha[2]);
+    for (int64_t cf = 0; cf < 28; cf += 4) { /* columns 0..111, 4 vectors at a time */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 0) * 4), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 1) * 4), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 2) * 4), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + (cf + 3) * 4), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 0) * 4), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 1) * 4), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 2) * 4), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + (cf + 3) * 4), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 0) * 4), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 1) * 4), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 2) * 4), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + (cf + 3) * 4), va2);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * ps + j * pk]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * ps + j * pk]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * ps + j * pk]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 0) * 4);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 1) * 4);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 2) * 4);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + (cf + 3) * 4);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + (cf + 0) * 4, vacc0x0);
+        vst1q_f32(o + 0 * 128 + (cf + 1) * 4, vacc0x1);
+        vst1q_f32(o + 0 * 128 + (cf + 2) * 4, vacc0x2);
+        vst1q_f32(o + 0 * 128 + (cf + 3) * 4, vacc0x3);
+        vst1q_f32(o + 1 * 128 + (cf + 0) * 4, vacc1x0);
+        vst1q_f32(o + 1 * 128 + (cf + 1) * 4, vacc1x1);
+        vst1q_f32(o + 1 * 128 + (cf + 2) * 4, vacc1x2);
+        vst1q_f32(o + 1 * 128 + (cf + 3) * 4, vacc1x3);
+        vst1q_f32(o + 2 * 128 + (cf + 0) * 4, vacc2x0);
+        vst1q_f32(o + 2 * 128 + (cf + 1) * 4, vacc2x1);
+        vst1q_f32(o + 2 * 128 + (cf + 2) * 4, vacc2x2);
+        vst1q_f32(o + 2 * 128 + (cf + 3) * 4, vacc2x3);
+    }
+    { /* columns 112..127 */
+        int64_t j;
+        float32x4_t vacc0x0 = vmulq_f32(vld1q_f32(o + 0 * 128 + 112), va0), vacc0x1 = vmulq_f32(vld1q_f32(o + 0 * 128 + 116), va0), vacc0x2 = vmulq_f32(vld1q_f32(o + 0 * 128 + 120), va0), vacc0x3 = vmulq_f32(vld1q_f32(o + 0 * 128 + 124), va0);
+        float32x4_t vacc1x0 = vmulq_f32(vld1q_f32(o + 1 * 128 + 112), va1), vacc1x1 = vmulq_f32(vld1q_f32(o + 1 * 128 + 116), va1), vacc1x2 = vmulq_f32(vld1q_f32(o + 1 * 128 + 120), va1), vacc1x3 = vmulq_f32(vld1q_f32(o + 1 * 128 + 124), va1);
+        float32x4_t vacc2x0 = vmulq_f32(vld1q_f32(o + 2 * 128 + 112), va2), vacc2x1 = vmulq_f32(vld1q_f32(o + 2 * 128 + 116), va2), vacc2x2 = vmulq_f32(vld1q_f32(o + 2 * 128 + 120), va2), vacc2x3 = vmulq_f32(vld1q_f32(o + 2 * 128 + 124), va2);
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const float32x4_t vp0 = vdupq_n_f32(p[0 * ps + j * pk]);
+            const float32x4_t vp1 = vdupq_n_f32(p[1 * ps + j * pk]);
+            const float32x4_t vp2 = vdupq_n_f32(p[2 * ps + j * pk]);
+            {
+                const float32x4_t vv = vld1q_f32(vr + 112);
+                vacc0x0 = vfmaq_f32(vacc0x0, vp0, vv); vacc1x0 = vfmaq_f32(vacc1x0, vp1, vv); vacc2x0 = vfmaq_f32(vacc2x0, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 116);
+                vacc0x1 = vfmaq_f32(vacc0x1, vp0, vv); vacc1x1 = vfmaq_f32(vacc1x1, vp1, vv); vacc2x1 = vfmaq_f32(vacc2x1, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 120);
+                vacc0x2 = vfmaq_f32(vacc0x2, vp0, vv); vacc1x2 = vfmaq_f32(vacc1x2, vp1, vv); vacc2x2 = vfmaq_f32(vacc2x2, vp2, vv);
+            }
+            {
+                const float32x4_t vv = vld1q_f32(vr + 124);
+                vacc0x3 = vfmaq_f32(vacc0x3, vp0, vv); vacc1x3 = vfmaq_f32(vacc1x3, vp1, vv); vacc2x3 = vfmaq_f32(vacc2x3, vp2, vv);
+            }
+        }
+        vst1q_f32(o + 0 * 128 + 112, vacc0x0);
+        vst1q_f32(o + 0 * 128 + 116, vacc0x1);
+        vst1q_f32(o + 0 * 128 + 120, vacc0x2);
+        vst1q_f32(o + 0 * 128 + 124, vacc0x3);
+        vst1q_f32(o + 1 * 128 + 112, vacc1x0);
+        vst1q_f32(o + 1 * 128 + 116, vacc1x1);
+        vst1q_f32(o + 1 * 128 + 120, vacc1x2);
+        vst1q_f32(o + 1 * 128 + 124, vacc1x3);
+        vst1q_f32(o + 2 * 128 + 112, vacc2x0);
+        vst1q_f32(o + 2 * 128 + 116, vacc2x1);
+        vst1q_f32(o + 2 * 128 + 120, vacc2x2);
+        vst1q_f32(o + 2 * 128 + 124, vacc2x3);
     }
 }
 
@@ -8642,6 +9238,11 @@ static void attn_mistral_7b_bf16_unit__neon(const attn_args *args, const float *
                         for (u = u0; u < u1; u += 4)
                             attn_mistral_7b_bf16_qk_8x4_f32__neon(w->q + r * 128, 128, ktc + (u - c), w->s + r * TK + u, TK);
                 }
+            if (r + 4 <= tq) { /* half a block of the last rows, then one at a time */
+                if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 4, c, c + 8))
+                    attn_mistral_7b_bf16_qk_4x8_f32__neon(w->q + r * 128, 128, ktc, w->s + r * TK + c, TK);
+                r += 4;
+            }
             for (; r < tq; r++)
                 if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 1, c, c + 8))
                     attn_mistral_7b_bf16_qk_1x8_f32__neon(w->q + r * 128, 128, ktc, w->s + r * TK + c, TK);
@@ -8672,7 +9273,7 @@ static void attn_mistral_7b_bf16_unit__neon(const attn_args *args, const float *
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 6 ? 6 : 1;
+            const int64_t rows = tq - r >= 6 ? 6 : tq - r >= 3 ? 3 : 1; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;
@@ -8690,6 +9291,9 @@ static void attn_mistral_7b_bf16_unit__neon(const attn_args *args, const float *
             switch (rows) {
             case 6:
                 attn_mistral_7b_bf16_pv_6x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                break;
+            case 3:
+                attn_mistral_7b_bf16_pv_3x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
                 break;
             default:
                 attn_mistral_7b_bf16_pv_1x128_f32__neon(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
@@ -8983,6 +9587,89 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_4x2_f32__scala
     *(c + 2 * cs + 1) = vacc2x1;
     *(c + 3 * cs + 0) = vacc3x0;
     *(c + 3 * cs + 1) = vacc3x1;
+}
+
+/* C[2][2] = A[2][128] B[128][2]: a: 2 rows of A (as elements apart), b: a packed
+ * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 7 vector registers. */
+ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_qk_2x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
+        float *restrict c, int64_t cs)
+{
+    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
+    float vacc1x0 = 0.0f, vacc1x1 = 0.0f;
+    const float *restrict a0 = a + 0 * as;
+    const float *restrict a1 = a + 1 * as;
+    int64_t d;
+    for (d = 0; d < 128; d += 8) {
+        { /* d = d */
+            const float vb0 = *(b + (d) * 2 + 0);
+            const float vb1 = *(b + (d) * 2 + 1);
+            const float va0 = (a0[d]);
+            const float va1 = (a1[d]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+        { /* d = d + 1 */
+            const float vb0 = *(b + (d + 1) * 2 + 0);
+            const float vb1 = *(b + (d + 1) * 2 + 1);
+            const float va0 = (a0[d + 1]);
+            const float va1 = (a1[d + 1]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+        { /* d = d + 2 */
+            const float vb0 = *(b + (d + 2) * 2 + 0);
+            const float vb1 = *(b + (d + 2) * 2 + 1);
+            const float va0 = (a0[d + 2]);
+            const float va1 = (a1[d + 2]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+        { /* d = d + 3 */
+            const float vb0 = *(b + (d + 3) * 2 + 0);
+            const float vb1 = *(b + (d + 3) * 2 + 1);
+            const float va0 = (a0[d + 3]);
+            const float va1 = (a1[d + 3]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+        { /* d = d + 4 */
+            const float vb0 = *(b + (d + 4) * 2 + 0);
+            const float vb1 = *(b + (d + 4) * 2 + 1);
+            const float va0 = (a0[d + 4]);
+            const float va1 = (a1[d + 4]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+        { /* d = d + 5 */
+            const float vb0 = *(b + (d + 5) * 2 + 0);
+            const float vb1 = *(b + (d + 5) * 2 + 1);
+            const float va0 = (a0[d + 5]);
+            const float va1 = (a1[d + 5]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+        { /* d = d + 6 */
+            const float vb0 = *(b + (d + 6) * 2 + 0);
+            const float vb1 = *(b + (d + 6) * 2 + 1);
+            const float va0 = (a0[d + 6]);
+            const float va1 = (a1[d + 6]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+        { /* d = d + 7 */
+            const float vb0 = *(b + (d + 7) * 2 + 0);
+            const float vb1 = *(b + (d + 7) * 2 + 1);
+            const float va0 = (a0[d + 7]);
+            const float va1 = (a1[d + 7]);
+            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
+            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
+        }
+    }
+
+    *(c + 0 * cs + 0) = vacc0x0;
+    *(c + 0 * cs + 1) = vacc0x1;
+    *(c + 1 * cs + 0) = vacc1x0;
+    *(c + 1 * cs + 1) = vacc1x1;
 }
 
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
@@ -10194,6 +10881,11 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_unit__scalar(const attn_args *a
                         for (u = u0; u < u1; u += 1)
                             attn_mistral_7b_bf16_qk_4x1_f32__scalar(w->q + r * 128, 128, ktc + (u - c), w->s + r * TK + u, TK);
                 }
+            if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
+                if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 2, c, c + 2))
+                    attn_mistral_7b_bf16_qk_2x2_f32__scalar(w->q + r * 128, 128, ktc, w->s + r * TK + c, TK);
+                r += 2;
+            }
             for (; r < tq; r++)
                 if (cls == TILE_FULL || attn_mistral_7b_bf16_sees(w->first + r, w->last + r, 1, c, c + 2))
                     attn_mistral_7b_bf16_qk_1x2_f32__scalar(w->q + r * 128, 128, ktc, w->s + r * TK + c, TK);
@@ -10224,7 +10916,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_unit__scalar(const attn_args *a
 
         /* O = alpha * O + P V over the keys each row block may see */
         for (r = 0; r < tq;) {
-            const int64_t rows = tq - r >= 4 ? 4 : 1;
+            const int64_t rows = tq - r >= 4 ? 4 : 1; /* the widest kernel that fits */
             int64_t jlo = TK, jhi = 0, k;
             if (cls == TILE_FULL) {
                 jlo = 0;

@@ -128,6 +128,7 @@ function M.variant(cfg, plan, isa)
   -- path takes MR and 1); plain C (one float per "vector", Dv unrolled)
   -- keeps MR and 1, for compile time
   local pv_mr_and_1 = pv.mr > 1 and { pv.mr, 1 } or { 1 }
+  local pv_prefill = isa.lanes > 1 and pv.mr >= 4 and { pv.mr, math.floor(pv.mr / 2), 1 } or pv_mr_and_1
   if isa.lanes > 1 then
     v.pv_rows = {}
     for mr = pv.mr, 1, -1 do v.pv_rows[#v.pv_rows + 1] = mr end
@@ -162,8 +163,15 @@ function M.variant(cfg, plan, isa)
     v.mkdp = { qk_rows = v.qk_rows, pv_rows = v.prefill_pv_rows }
     v.mk = decode and { { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } } or {}
   else
-    v.prefill_pv_rows = decode_f32 and v.pv_rows or pv_mr_and_1
-    v.mk = { { dt = "f32", qk_rows = v.qk_rows, pv_rows = v.prefill_pv_rows, prefill = true } }
+    v.prefill_pv_rows = decode_f32 and v.pv_rows or pv_prefill
+    -- the prefill path's f32 scores also take half a block (4 rows where MR
+    -- is 8, 2 where it is 4) for a query tile's last rows: 4-7 rows left
+    -- over (a tile of 20 rows: Lq = 20) took a single-row call each, each
+    -- reading the whole K^T panel for 2 FMAs a broadcast, about three times
+    -- a full block's time a row (the pair dot products keep MR and 1)
+    v.qk_half = qk.mr >= 4 and math.floor(qk.mr / 2) or nil
+    local prefill_qk_rows = v.qk_half and { qk.mr, v.qk_half, 1 } or v.qk_rows
+    v.mk = { { dt = "f32", qk_rows = prefill_qk_rows, pv_rows = v.prefill_pv_rows, prefill = true } }
     if decode and not decode_f32 then v.mk[2] = { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } end
   end
   -- vector registers each micro-kernel keeps live, for the cost comments:

@@ -140,7 +140,7 @@ describe("naming", function()
           if p.op == "qk" then
             -- a panel's columns, or (the prefill's narrow instance, MR rows) one vector of them
             assert.truthy(p.n == v.qk.nc or (v.qk_narrow and p.n == v.lanes and p.m == v.qk.mr), id)
-            assert.truthy(p.m == v.qk.mr or p.m == 1, id)
+            assert.truthy(p.m == v.qk.mr or p.m == v.qk_half or p.m == 1, id) -- a block, half a block (prefill), a row
           elseif p.op == "pv" then
             assert.equal(cfg.head_dim_v, p.n, id)
             assert.truthy(p.m >= 1 and p.m <= v.pv.mr, id)
