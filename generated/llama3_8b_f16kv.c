@@ -9148,89 +9148,6 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_4x2_f32__scala
     *(c + 3 * cs + 1) = vacc3x1;
 }
 
-/* C[2][2] = A[2][128] B[128][2]: a: 2 rows of A (as elements apart), b: a packed
- * panel (2 floats per d), c: rows cs floats apart.  1024 FLOPs, 7 vector registers. */
-ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_2x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
-        float *restrict c, int64_t cs)
-{
-    float vacc0x0 = 0.0f, vacc0x1 = 0.0f;
-    float vacc1x0 = 0.0f, vacc1x1 = 0.0f;
-    const float *restrict a0 = a + 0 * as;
-    const float *restrict a1 = a + 1 * as;
-    int64_t d;
-    for (d = 0; d < 128; d += 8) {
-        { /* d = d */
-            const float vb0 = *(b + (d) * 2 + 0);
-            const float vb1 = *(b + (d) * 2 + 1);
-            const float va0 = (a0[d]);
-            const float va1 = (a1[d]);
-            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
-            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
-        }
-        { /* d = d + 1 */
-            const float vb0 = *(b + (d + 1) * 2 + 0);
-            const float vb1 = *(b + (d + 1) * 2 + 1);
-            const float va0 = (a0[d + 1]);
-            const float va1 = (a1[d + 1]);
-            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
-            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
-        }
-        { /* d = d + 2 */
-            const float vb0 = *(b + (d + 2) * 2 + 0);
-            const float vb1 = *(b + (d + 2) * 2 + 1);
-            const float va0 = (a0[d + 2]);
-            const float va1 = (a1[d + 2]);
-            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
-            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
-        }
-        { /* d = d + 3 */
-            const float vb0 = *(b + (d + 3) * 2 + 0);
-            const float vb1 = *(b + (d + 3) * 2 + 1);
-            const float va0 = (a0[d + 3]);
-            const float va1 = (a1[d + 3]);
-            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
-            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
-        }
-        { /* d = d + 4 */
-            const float vb0 = *(b + (d + 4) * 2 + 0);
-            const float vb1 = *(b + (d + 4) * 2 + 1);
-            const float va0 = (a0[d + 4]);
-            const float va1 = (a1[d + 4]);
-            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
-            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
-        }
-        { /* d = d + 5 */
-            const float vb0 = *(b + (d + 5) * 2 + 0);
-            const float vb1 = *(b + (d + 5) * 2 + 1);
-            const float va0 = (a0[d + 5]);
-            const float va1 = (a1[d + 5]);
-            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
-            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
-        }
-        { /* d = d + 6 */
-            const float vb0 = *(b + (d + 6) * 2 + 0);
-            const float vb1 = *(b + (d + 6) * 2 + 1);
-            const float va0 = (a0[d + 6]);
-            const float va1 = (a1[d + 6]);
-            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
-            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
-        }
-        { /* d = d + 7 */
-            const float vb0 = *(b + (d + 7) * 2 + 0);
-            const float vb1 = *(b + (d + 7) * 2 + 1);
-            const float va0 = (a0[d + 7]);
-            const float va1 = (a1[d + 7]);
-            vacc0x0 = (va0 * vb0 + vacc0x0); vacc0x1 = (va0 * vb1 + vacc0x1);
-            vacc1x0 = (va1 * vb0 + vacc1x0); vacc1x1 = (va1 * vb1 + vacc1x1);
-        }
-    }
-
-    *(c + 0 * cs + 0) = vacc0x0;
-    *(c + 0 * cs + 1) = vacc0x1;
-    *(c + 1 * cs + 0) = vacc1x0;
-    *(c + 1 * cs + 1) = vacc1x1;
-}
-
 /* C[1][2] = A[1][128] B[128][2]: a: 1 row of A (as elements apart), b: a packed
  * panel (2 floats per d), c: rows cs floats apart.  512 FLOPs, 5 vector registers. */
 ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_qk_1x2_f32__scalar(const float *restrict a, int64_t as, const float *restrict b,
@@ -10438,11 +10355,6 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_unit__scalar(const attn_args *a
                         for (u = u0; u < u1; u += 1)
                             attn_llama3_8b_f16kv_qk_4x1_f32__scalar(w->q + r * 128, 128, ktc + (u - c), w->s + r * TK + u, TK);
                 }
-            if (r + 2 <= tq) { /* half a block of the last rows, then one at a time */
-                if (cls == TILE_FULL || attn_llama3_8b_f16kv_sees(w->first + r, w->last + r, 2, c, c + 2))
-                    attn_llama3_8b_f16kv_qk_2x2_f32__scalar(w->q + r * 128, 128, ktc, w->s + r * TK + c, TK);
-                r += 2;
-            }
             for (; r < tq; r++)
                 if (cls == TILE_FULL || attn_llama3_8b_f16kv_sees(w->first + r, w->last + r, 1, c, c + 2))
                     attn_llama3_8b_f16kv_qk_1x2_f32__scalar(w->q + r * 128, 128, ktc, w->s + r * TK + c, TK);

@@ -120,12 +120,13 @@ function M.variant(cfg, plan, isa)
   local dp = isa.dp ~= nil and plan.matmul == "bf16"
   v.transpose_pack = isa.transpose ~= nil and (dp and plan.D >= 2 * isa.lanes or plan.D >= isa.lanes)
   -- the row counts the scores kernel is generated for: a full block, and 1
-  -- for the rest.  The decode path calls it with the roles swapped: keys
-  -- broadcast (MR of them) against packed Q^T panels.
+  -- for the rest (the prefill path's f32 scores also half a block, below).
+  -- The decode path calls it with the roles swapped: keys broadcast (MR of
+  -- them) against packed Q^T panels.
   v.qk_rows = qk.mr > 1 and { qk.mr, 1 } or { 1 }
   -- P*V: every row count up to MR on vector ISAs (the decode path's kv
   -- heads often have fewer rows than MR: Llama-3's 4 at Lq = 1; the prefill
-  -- path takes MR and 1); plain C (one float per "vector", Dv unrolled)
+  -- path's set is below); plain C (one float per "vector", Dv unrolled)
   -- keeps MR and 1, for compile time
   local pv_mr_and_1 = pv.mr > 1 and { pv.mr, 1 } or { 1 }
   local pv_prefill = isa.lanes > 1 and pv.mr >= 4 and { pv.mr, math.floor(pv.mr / 2), 1 } or pv_mr_and_1
@@ -146,9 +147,9 @@ function M.variant(cfg, plan, isa)
   -- prefill path (packed panels, f32) takes the widest kernel that fits a
   -- tile's rows left: every count where the decode path reads f32 and has
   -- them anyway (a short last tile of 64 rows is 6 x 10 + 4, not 6 x 10 +
-  -- 1 x 4), else MR and 1: all counts in f32 besides a 16-bit cache's set
-  -- took a bf16 preset's compile from 3.8 to 5.6 s of CPU.  The pair dot
-  -- products keep MR and 1.
+  -- 1 x 4), else MR, half MR and 1 (4 rows left: 3 + 1): all counts in f32
+  -- besides a 16-bit cache's set took a bf16 preset's compile from 3.8 to
+  -- 5.6 s of CPU.  The pair dot products keep MR and 1.
   local decode = plan.decode and plan.decode.max_q > 0
   local decode_f32 = decode and dtype == "f32"
   -- the prefill path's products: f32 FMAs on packed f32 panels, or (an ISA
@@ -168,8 +169,9 @@ function M.variant(cfg, plan, isa)
     -- is 8, 2 where it is 4) for a query tile's last rows: 4-7 rows left
     -- over (a tile of 20 rows: Lq = 20) took a single-row call each, each
     -- reading the whole K^T panel for 2 FMAs a broadcast, about three times
-    -- a full block's time a row (the pair dot products keep MR and 1)
-    v.qk_half = qk.mr >= 4 and math.floor(qk.mr / 2) or nil
+    -- a full block's time a row (the pair dot products keep MR and 1, and
+    -- plain C too, for compile time: a preset's build parts compile at once)
+    v.qk_half = isa.lanes > 1 and qk.mr >= 4 and math.floor(qk.mr / 2) or nil
     local prefill_qk_rows = v.qk_half and { qk.mr, v.qk_half, 1 } or v.qk_rows
     v.mk = { { dt = "f32", qk_rows = prefill_qk_rows, pv_rows = v.prefill_pv_rows, prefill = true } }
     if decode and not decode_f32 then v.mk[2] = { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } end
