@@ -3551,11 +3551,11 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_sunit_4x1__avx512(c
 
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
-static void attn_gpt2_dmerge__avx512(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
-        const float *opart, const float *lpart)
+__attribute__((target("avx512f,fma"))) static void attn_gpt2_dmerge__avx512(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *restrict opart, const float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, R = HQ * Lq, h = row / Lq, i = row % Lq;
-    float *o = attn_gpt2_o_row(args, b, i, h);
+    float *restrict o = attn_gpt2_o_row(args, b, i, h); /* never the partials: the loops below vectorize */
     float mx = -INFINITY, sum = 0.0f;
     int64_t s, d;
     for (s = 0; s < nsplit; s++) {
@@ -7885,11 +7885,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_sunit_4x1__avx2(c
 
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
-static void attn_gpt2_dmerge__avx2(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
-        const float *opart, const float *lpart)
+__attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dmerge__avx2(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *restrict opart, const float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, R = HQ * Lq, h = row / Lq, i = row % Lq;
-    float *o = attn_gpt2_o_row(args, b, i, h);
+    float *restrict o = attn_gpt2_o_row(args, b, i, h); /* never the partials: the loops below vectorize */
     float mx = -INFINITY, sum = 0.0f;
     int64_t s, d;
     for (s = 0; s < nsplit; s++) {
@@ -11333,10 +11333,10 @@ static void attn_gpt2_sunit_4x1__neon(const attn_args *args, int64_t b, int64_t 
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_gpt2_dmerge__neon(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
-        const float *opart, const float *lpart)
+        const float *restrict opart, const float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, R = HQ * Lq, h = row / Lq, i = row % Lq;
-    float *o = attn_gpt2_o_row(args, b, i, h);
+    float *restrict o = attn_gpt2_o_row(args, b, i, h); /* never the partials: the loops below vectorize */
     float mx = -INFINITY, sum = 0.0f;
     int64_t s, d;
     for (s = 0; s < nsplit; s++) {
@@ -12540,11 +12540,11 @@ ATTN_NO_AUTOVEC static void attn_gpt2_dunit__scalar(const attn_args *args, int64
 
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
-static void attn_gpt2_dmerge__scalar(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
-        const float *opart, const float *lpart)
+ATTN_NO_AUTOVEC static void attn_gpt2_dmerge__scalar(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *restrict opart, const float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, R = HQ * Lq, h = row / Lq, i = row % Lq;
-    float *o = attn_gpt2_o_row(args, b, i, h);
+    float *restrict o = attn_gpt2_o_row(args, b, i, h); /* never the partials: the loops below vectorize */
     float mx = -INFINITY, sum = 0.0f;
     int64_t s, d;
     for (s = 0; s < nsplit; s++) {

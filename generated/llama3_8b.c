@@ -3313,11 +3313,11 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_sunit_4x1__avx
 
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
-static void attn_llama3_8b_dmerge__avx512(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
-        const float *opart, const float *lpart)
+__attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dmerge__avx512(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *restrict opart, const float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, R = HQ * Lq, h = row / Lq, i = row % Lq;
-    float *o = attn_llama3_8b_o_row(args, b, i, h);
+    float *restrict o = attn_llama3_8b_o_row(args, b, i, h); /* never the partials: the loops below vectorize */
     float mx = -INFINITY, sum = 0.0f;
     int64_t s, d;
     for (s = 0; s < nsplit; s++) {
@@ -5547,11 +5547,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_sunit_4x1__a
 
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
-static void attn_llama3_8b_dmerge__avx2(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
-        const float *opart, const float *lpart)
+__attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dmerge__avx2(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *restrict opart, const float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, R = HQ * Lq, h = row / Lq, i = row % Lq;
-    float *o = attn_llama3_8b_o_row(args, b, i, h);
+    float *restrict o = attn_llama3_8b_o_row(args, b, i, h); /* never the partials: the loops below vectorize */
     float mx = -INFINITY, sum = 0.0f;
     int64_t s, d;
     for (s = 0; s < nsplit; s++) {
@@ -7966,10 +7966,10 @@ static void attn_llama3_8b_sunit_4x1__neon(const attn_args *args, int64_t b, int
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_llama3_8b_dmerge__neon(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
-        const float *opart, const float *lpart)
+        const float *restrict opart, const float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, R = HQ * Lq, h = row / Lq, i = row % Lq;
-    float *o = attn_llama3_8b_o_row(args, b, i, h);
+    float *restrict o = attn_llama3_8b_o_row(args, b, i, h); /* never the partials: the loops below vectorize */
     float mx = -INFINITY, sum = 0.0f;
     int64_t s, d;
     for (s = 0; s < nsplit; s++) {
@@ -9246,11 +9246,11 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
 
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
-static void attn_llama3_8b_dmerge__scalar(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
-        const float *opart, const float *lpart)
+ATTN_NO_AUTOVEC static void attn_llama3_8b_dmerge__scalar(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *restrict opart, const float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, R = HQ * Lq, h = row / Lq, i = row % Lq;
-    float *o = attn_llama3_8b_o_row(args, b, i, h);
+    float *restrict o = attn_llama3_8b_o_row(args, b, i, h); /* never the partials: the loops below vectorize */
     float mx = -INFINITY, sum = 0.0f;
     int64_t s, d;
     for (s = 0; s < nsplit; s++) {

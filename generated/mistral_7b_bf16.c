@@ -3593,11 +3593,11 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_sunit_4x
 
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
-static void attn_mistral_7b_bf16_dmerge__avx512(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
-        const float *opart, const float *lpart)
+__attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dmerge__avx512(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *restrict opart, const float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, R = HQ * Lq, h = row / Lq, i = row % Lq;
-    uint16_t *o = attn_mistral_7b_bf16_o_row(args, b, i, h);
+    uint16_t *restrict o = attn_mistral_7b_bf16_o_row(args, b, i, h); /* never the partials: the loops below vectorize */
     float acc[DV]; /* O in f32, stored once */
     float mx = -INFINITY, sum = 0.0f;
     int64_t s, d;
@@ -6101,11 +6101,11 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_sunit_
 
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
-static void attn_mistral_7b_bf16_dmerge__avx2(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
-        const float *opart, const float *lpart)
+__attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dmerge__avx2(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *restrict opart, const float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, R = HQ * Lq, h = row / Lq, i = row % Lq;
-    uint16_t *o = attn_mistral_7b_bf16_o_row(args, b, i, h);
+    uint16_t *restrict o = attn_mistral_7b_bf16_o_row(args, b, i, h); /* never the partials: the loops below vectorize */
     float acc[DV]; /* O in f32, stored once */
     float mx = -INFINITY, sum = 0.0f;
     int64_t s, d;
@@ -9062,10 +9062,10 @@ static void attn_mistral_7b_bf16_sunit_4x1__neon(const attn_args *args, int64_t 
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
 static void attn_mistral_7b_bf16_dmerge__neon(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
-        const float *opart, const float *lpart)
+        const float *restrict opart, const float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, R = HQ * Lq, h = row / Lq, i = row % Lq;
-    uint16_t *o = attn_mistral_7b_bf16_o_row(args, b, i, h);
+    uint16_t *restrict o = attn_mistral_7b_bf16_o_row(args, b, i, h); /* never the partials: the loops below vectorize */
     float acc[DV]; /* O in f32, stored once */
     float mx = -INFINITY, sum = 0.0f;
     int64_t s, d;
@@ -10631,11 +10631,11 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
 
 /* Combines the splits of query i, head h of batch b in split order; opart and
  * lpart point at the batch's partials, split after split. */
-static void attn_mistral_7b_bf16_dmerge__scalar(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
-        const float *opart, const float *lpart)
+ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dmerge__scalar(const attn_args *args, int64_t b, int64_t row, int64_t nsplit,
+        const float *restrict opart, const float *restrict lpart)
 {
     const int64_t Lq = args->seq_q, R = HQ * Lq, h = row / Lq, i = row % Lq;
-    uint16_t *o = attn_mistral_7b_bf16_o_row(args, b, i, h);
+    uint16_t *restrict o = attn_mistral_7b_bf16_o_row(args, b, i, h); /* never the partials: the loops below vectorize */
     float acc[DV]; /* O in f32, stored once */
     float mx = -INFINITY, sum = 0.0f;
     int64_t s, d;
