@@ -1229,6 +1229,264 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     _mm512_storeu_ps(c + 7 * cs + 0, vacc7x0);
 }
 
+/* O[8][256] = alpha * O + P[8][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 6 chunks of at most 3 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
+ * 4096 FLOPs per key, 28 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_8x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    for (int64_t cf = 0; cf < 15; cf += 3) { /* columns 0..239, 3 vectors at a time */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[0])), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[0]));
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[1])), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[1]));
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[2])), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[2]));
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[3])), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[3])), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[3]));
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[4])), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[4])), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[4]));
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[5])), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[5])), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[5]));
+        __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[6])), vacc6x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[6]));
+        __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[7])), vacc7x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[7]));
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vv0 = _mm512_loadu_ps(vr + (cf + 0) * 16);
+            const __m512 vv1 = _mm512_loadu_ps(vr + (cf + 1) * 16);
+            const __m512 vv2 = _mm512_loadu_ps(vr + (cf + 2) * 16);
+            {
+                const __m512 vp = _mm512_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm512_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vp, vv1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vp, vv2, vacc0x2);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm512_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vp, vv1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vp, vv2, vacc1x2);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm512_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vp, vv1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vp, vv2, vacc2x2);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm512_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vp, vv1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vp, vv2, vacc3x2);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm512_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vp, vv1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vp, vv2, vacc4x2);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm512_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vp, vv1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vp, vv2, vacc5x2);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[6 * ps + j * pk]);
+                vacc6x0 = _mm512_fmadd_ps(vp, vv0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vp, vv1, vacc6x1); vacc6x2 = _mm512_fmadd_ps(vp, vv2, vacc6x2);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[7 * ps + j * pk]);
+                vacc7x0 = _mm512_fmadd_ps(vp, vv0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vp, vv1, vacc7x1); vacc7x2 = _mm512_fmadd_ps(vp, vv2, vacc7x2);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 256 + (cf + 0) * 16, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 256 + (cf + 1) * 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 256 + (cf + 2) * 16, vacc0x2);
+        _mm512_storeu_ps(o + 1 * 256 + (cf + 0) * 16, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 256 + (cf + 1) * 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 256 + (cf + 2) * 16, vacc1x2);
+        _mm512_storeu_ps(o + 2 * 256 + (cf + 0) * 16, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 256 + (cf + 1) * 16, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 256 + (cf + 2) * 16, vacc2x2);
+        _mm512_storeu_ps(o + 3 * 256 + (cf + 0) * 16, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 256 + (cf + 1) * 16, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 256 + (cf + 2) * 16, vacc3x2);
+        _mm512_storeu_ps(o + 4 * 256 + (cf + 0) * 16, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 256 + (cf + 1) * 16, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 256 + (cf + 2) * 16, vacc4x2);
+        _mm512_storeu_ps(o + 5 * 256 + (cf + 0) * 16, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 256 + (cf + 1) * 16, vacc5x1);
+        _mm512_storeu_ps(o + 5 * 256 + (cf + 2) * 16, vacc5x2);
+        _mm512_storeu_ps(o + 6 * 256 + (cf + 0) * 16, vacc6x0);
+        _mm512_storeu_ps(o + 6 * 256 + (cf + 1) * 16, vacc6x1);
+        _mm512_storeu_ps(o + 6 * 256 + (cf + 2) * 16, vacc6x2);
+        _mm512_storeu_ps(o + 7 * 256 + (cf + 0) * 16, vacc7x0);
+        _mm512_storeu_ps(o + 7 * 256 + (cf + 1) * 16, vacc7x1);
+        _mm512_storeu_ps(o + 7 * 256 + (cf + 2) * 16, vacc7x2);
+    }
+    { /* columns 240..255 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), _mm512_set1_ps(alpha[0]));
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 240), _mm512_set1_ps(alpha[1]));
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 240), _mm512_set1_ps(alpha[2]));
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 240), _mm512_set1_ps(alpha[3]));
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 240), _mm512_set1_ps(alpha[4]));
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 240), _mm512_set1_ps(alpha[5]));
+        __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + 240), _mm512_set1_ps(alpha[6]));
+        __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 256 + 240), _mm512_set1_ps(alpha[7]));
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vv0 = _mm512_loadu_ps(vr + 240);
+            {
+                const __m512 vp = _mm512_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm512_fmadd_ps(vp, vv0, vacc0x0);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm512_fmadd_ps(vp, vv0, vacc1x0);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm512_fmadd_ps(vp, vv0, vacc2x0);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm512_fmadd_ps(vp, vv0, vacc3x0);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm512_fmadd_ps(vp, vv0, vacc4x0);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm512_fmadd_ps(vp, vv0, vacc5x0);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[6 * ps + j * pk]);
+                vacc6x0 = _mm512_fmadd_ps(vp, vv0, vacc6x0);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[7 * ps + j * pk]);
+                vacc7x0 = _mm512_fmadd_ps(vp, vv0, vacc7x0);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 256 + 240, vacc0x0);
+        _mm512_storeu_ps(o + 1 * 256 + 240, vacc1x0);
+        _mm512_storeu_ps(o + 2 * 256 + 240, vacc2x0);
+        _mm512_storeu_ps(o + 3 * 256 + 240, vacc3x0);
+        _mm512_storeu_ps(o + 4 * 256 + 240, vacc4x0);
+        _mm512_storeu_ps(o + 5 * 256 + 240, vacc5x0);
+        _mm512_storeu_ps(o + 6 * 256 + 240, vacc6x0);
+        _mm512_storeu_ps(o + 7 * 256 + 240, vacc7x0);
+    }
+}
+
+/* O[7][256] = alpha * O + P[7][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 6 chunks of at most 3 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
+ * 3584 FLOPs per key, 25 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_7x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    for (int64_t cf = 0; cf < 15; cf += 3) { /* columns 0..239, 3 vectors at a time */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[0])), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[0]));
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[1])), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[1]));
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[2])), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[2]));
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[3])), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[3])), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[3]));
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[4])), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[4])), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[4]));
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[5])), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[5])), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[5]));
+        __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[6])), vacc6x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[6]));
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vv0 = _mm512_loadu_ps(vr + (cf + 0) * 16);
+            const __m512 vv1 = _mm512_loadu_ps(vr + (cf + 1) * 16);
+            const __m512 vv2 = _mm512_loadu_ps(vr + (cf + 2) * 16);
+            {
+                const __m512 vp = _mm512_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm512_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vp, vv1, vacc0x1); vacc0x2 = _mm512_fmadd_ps(vp, vv2, vacc0x2);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm512_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vp, vv1, vacc1x1); vacc1x2 = _mm512_fmadd_ps(vp, vv2, vacc1x2);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm512_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vp, vv1, vacc2x1); vacc2x2 = _mm512_fmadd_ps(vp, vv2, vacc2x2);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm512_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vp, vv1, vacc3x1); vacc3x2 = _mm512_fmadd_ps(vp, vv2, vacc3x2);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm512_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vp, vv1, vacc4x1); vacc4x2 = _mm512_fmadd_ps(vp, vv2, vacc4x2);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm512_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vp, vv1, vacc5x1); vacc5x2 = _mm512_fmadd_ps(vp, vv2, vacc5x2);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[6 * ps + j * pk]);
+                vacc6x0 = _mm512_fmadd_ps(vp, vv0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vp, vv1, vacc6x1); vacc6x2 = _mm512_fmadd_ps(vp, vv2, vacc6x2);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 256 + (cf + 0) * 16, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 256 + (cf + 1) * 16, vacc0x1);
+        _mm512_storeu_ps(o + 0 * 256 + (cf + 2) * 16, vacc0x2);
+        _mm512_storeu_ps(o + 1 * 256 + (cf + 0) * 16, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 256 + (cf + 1) * 16, vacc1x1);
+        _mm512_storeu_ps(o + 1 * 256 + (cf + 2) * 16, vacc1x2);
+        _mm512_storeu_ps(o + 2 * 256 + (cf + 0) * 16, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 256 + (cf + 1) * 16, vacc2x1);
+        _mm512_storeu_ps(o + 2 * 256 + (cf + 2) * 16, vacc2x2);
+        _mm512_storeu_ps(o + 3 * 256 + (cf + 0) * 16, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 256 + (cf + 1) * 16, vacc3x1);
+        _mm512_storeu_ps(o + 3 * 256 + (cf + 2) * 16, vacc3x2);
+        _mm512_storeu_ps(o + 4 * 256 + (cf + 0) * 16, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 256 + (cf + 1) * 16, vacc4x1);
+        _mm512_storeu_ps(o + 4 * 256 + (cf + 2) * 16, vacc4x2);
+        _mm512_storeu_ps(o + 5 * 256 + (cf + 0) * 16, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 256 + (cf + 1) * 16, vacc5x1);
+        _mm512_storeu_ps(o + 5 * 256 + (cf + 2) * 16, vacc5x2);
+        _mm512_storeu_ps(o + 6 * 256 + (cf + 0) * 16, vacc6x0);
+        _mm512_storeu_ps(o + 6 * 256 + (cf + 1) * 16, vacc6x1);
+        _mm512_storeu_ps(o + 6 * 256 + (cf + 2) * 16, vacc6x2);
+    }
+    { /* columns 240..255 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), _mm512_set1_ps(alpha[0]));
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 240), _mm512_set1_ps(alpha[1]));
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 240), _mm512_set1_ps(alpha[2]));
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 240), _mm512_set1_ps(alpha[3]));
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 240), _mm512_set1_ps(alpha[4]));
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 240), _mm512_set1_ps(alpha[5]));
+        __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + 240), _mm512_set1_ps(alpha[6]));
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vv0 = _mm512_loadu_ps(vr + 240);
+            {
+                const __m512 vp = _mm512_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm512_fmadd_ps(vp, vv0, vacc0x0);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm512_fmadd_ps(vp, vv0, vacc1x0);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm512_fmadd_ps(vp, vv0, vacc2x0);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm512_fmadd_ps(vp, vv0, vacc3x0);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm512_fmadd_ps(vp, vv0, vacc4x0);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm512_fmadd_ps(vp, vv0, vacc5x0);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[6 * ps + j * pk]);
+                vacc6x0 = _mm512_fmadd_ps(vp, vv0, vacc6x0);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 256 + 240, vacc0x0);
+        _mm512_storeu_ps(o + 1 * 256 + 240, vacc1x0);
+        _mm512_storeu_ps(o + 2 * 256 + 240, vacc2x0);
+        _mm512_storeu_ps(o + 3 * 256 + 240, vacc3x0);
+        _mm512_storeu_ps(o + 4 * 256 + 240, vacc4x0);
+        _mm512_storeu_ps(o + 5 * 256 + 240, vacc5x0);
+        _mm512_storeu_ps(o + 6 * 256 + 240, vacc6x0);
+    }
+}
+
 /* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
  * 3072 FLOPs per key, 31 vector registers. */
@@ -3103,16 +3361,24 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
         /* online softmax over whole vectors of rows */
         for (r = 0; r < rp; r += 16) attn_gemma2_9b_global_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
-        /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
+        /* O = alpha * O + P V, kv head by kv head, 8 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_gemma2_9b_global_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
                    where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
-                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
+                   rows under two widths in two even halves (18 rows: 8, 5, 5, not
+                   8, 8, 2; 10 rows: 5 and 5 on AMD, 8 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
+                const int64_t take = (gl > 16 || even) && left > 8 && left < 16 ? (left + 1) / 2 : left;
+                if (take >= 8) {
+                    attn_gemma2_9b_global_pv_8x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    r += 8;
+                } else
+                if (take >= 7) {
+                    attn_gemma2_9b_global_pv_7x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    r += 7;
+                } else
                 if (take >= 6) {
                     attn_gemma2_9b_global_pv_6x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
                     r += 6;
@@ -5386,8 +5652,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_global_dunit
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
                    where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
-                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
+                   rows under two widths in two even halves (14 rows: 6, 4, 4, not
+                   6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {
@@ -7949,8 +8215,8 @@ static void attn_gemma2_9b_global_dunit__neon(const attn_args *args, int64_t b, 
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
                    where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
-                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
+                   rows under two widths in two even halves (14 rows: 6, 4, 4, not
+                   6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {

@@ -3253,8 +3253,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
                    where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
-                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
+                   rows under two widths in two even halves (14 rows: 6, 4, 4, not
+                   6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {
@@ -5643,8 +5643,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
                    where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
-                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
+                   rows under two widths in two even halves (14 rows: 6, 4, 4, not
+                   6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {
@@ -8442,8 +8442,8 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
                    where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
-                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
+                   rows under two widths in two even halves (14 rows: 6, 4, 4, not
+                   6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {

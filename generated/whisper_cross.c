@@ -1156,6 +1156,264 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
     _mm512_storeu_ps(c + 7 * cs + 0, vacc7x0);
 }
 
+/* O[8][64] = alpha * O + P[8][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 2 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
+ * 1024 FLOPs per key, 19 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_pv_8x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    { /* columns 0..31 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 0), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 16), _mm512_set1_ps(alpha[0]));
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 0), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 16), _mm512_set1_ps(alpha[1]));
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 0), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 16), _mm512_set1_ps(alpha[2]));
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 0), _mm512_set1_ps(alpha[3])), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 16), _mm512_set1_ps(alpha[3]));
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 0), _mm512_set1_ps(alpha[4])), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 16), _mm512_set1_ps(alpha[4]));
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 0), _mm512_set1_ps(alpha[5])), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 16), _mm512_set1_ps(alpha[5]));
+        __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 64 + 0), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 64 + 16), _mm512_set1_ps(alpha[6]));
+        __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 64 + 0), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 64 + 16), _mm512_set1_ps(alpha[7]));
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vv0 = _mm512_loadu_ps(vr + 0);
+            const __m512 vv1 = _mm512_loadu_ps(vr + 16);
+            {
+                const __m512 vp = _mm512_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm512_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm512_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm512_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm512_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm512_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm512_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vp, vv1, vacc5x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[6 * ps + j * pk]);
+                vacc6x0 = _mm512_fmadd_ps(vp, vv0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vp, vv1, vacc6x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[7 * ps + j * pk]);
+                vacc7x0 = _mm512_fmadd_ps(vp, vv0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vp, vv1, vacc7x1);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 64 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 1 * 64 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 64 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 2 * 64 + 0, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 64 + 16, vacc2x1);
+        _mm512_storeu_ps(o + 3 * 64 + 0, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 64 + 16, vacc3x1);
+        _mm512_storeu_ps(o + 4 * 64 + 0, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 64 + 16, vacc4x1);
+        _mm512_storeu_ps(o + 5 * 64 + 0, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 64 + 16, vacc5x1);
+        _mm512_storeu_ps(o + 6 * 64 + 0, vacc6x0);
+        _mm512_storeu_ps(o + 6 * 64 + 16, vacc6x1);
+        _mm512_storeu_ps(o + 7 * 64 + 0, vacc7x0);
+        _mm512_storeu_ps(o + 7 * 64 + 16, vacc7x1);
+    }
+    { /* columns 32..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 32), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 48), _mm512_set1_ps(alpha[0]));
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 32), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 48), _mm512_set1_ps(alpha[1]));
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 32), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 48), _mm512_set1_ps(alpha[2]));
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 32), _mm512_set1_ps(alpha[3])), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 48), _mm512_set1_ps(alpha[3]));
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 32), _mm512_set1_ps(alpha[4])), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 48), _mm512_set1_ps(alpha[4]));
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 32), _mm512_set1_ps(alpha[5])), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 48), _mm512_set1_ps(alpha[5]));
+        __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 64 + 32), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 64 + 48), _mm512_set1_ps(alpha[6]));
+        __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 64 + 32), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 64 + 48), _mm512_set1_ps(alpha[7]));
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vv0 = _mm512_loadu_ps(vr + 32);
+            const __m512 vv1 = _mm512_loadu_ps(vr + 48);
+            {
+                const __m512 vp = _mm512_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm512_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm512_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm512_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm512_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm512_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm512_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vp, vv1, vacc5x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[6 * ps + j * pk]);
+                vacc6x0 = _mm512_fmadd_ps(vp, vv0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vp, vv1, vacc6x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[7 * ps + j * pk]);
+                vacc7x0 = _mm512_fmadd_ps(vp, vv0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(vp, vv1, vacc7x1);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 64 + 32, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 64 + 48, vacc0x1);
+        _mm512_storeu_ps(o + 1 * 64 + 32, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 64 + 48, vacc1x1);
+        _mm512_storeu_ps(o + 2 * 64 + 32, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 64 + 48, vacc2x1);
+        _mm512_storeu_ps(o + 3 * 64 + 32, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 64 + 48, vacc3x1);
+        _mm512_storeu_ps(o + 4 * 64 + 32, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 64 + 48, vacc4x1);
+        _mm512_storeu_ps(o + 5 * 64 + 32, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 64 + 48, vacc5x1);
+        _mm512_storeu_ps(o + 6 * 64 + 32, vacc6x0);
+        _mm512_storeu_ps(o + 6 * 64 + 48, vacc6x1);
+        _mm512_storeu_ps(o + 7 * 64 + 32, vacc7x0);
+        _mm512_storeu_ps(o + 7 * 64 + 48, vacc7x1);
+    }
+}
+
+/* O[7][64] = alpha * O + P[7][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 2 chunks of at most 2 vectors.
+ * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
+ * 896 FLOPs per key, 17 vector registers. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_pv_7x64_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+{
+    { /* columns 0..31 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 0), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 16), _mm512_set1_ps(alpha[0]));
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 0), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 16), _mm512_set1_ps(alpha[1]));
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 0), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 16), _mm512_set1_ps(alpha[2]));
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 0), _mm512_set1_ps(alpha[3])), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 16), _mm512_set1_ps(alpha[3]));
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 0), _mm512_set1_ps(alpha[4])), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 16), _mm512_set1_ps(alpha[4]));
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 0), _mm512_set1_ps(alpha[5])), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 16), _mm512_set1_ps(alpha[5]));
+        __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 64 + 0), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 64 + 16), _mm512_set1_ps(alpha[6]));
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vv0 = _mm512_loadu_ps(vr + 0);
+            const __m512 vv1 = _mm512_loadu_ps(vr + 16);
+            {
+                const __m512 vp = _mm512_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm512_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm512_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm512_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm512_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm512_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm512_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vp, vv1, vacc5x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[6 * ps + j * pk]);
+                vacc6x0 = _mm512_fmadd_ps(vp, vv0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vp, vv1, vacc6x1);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 64 + 0, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 64 + 16, vacc0x1);
+        _mm512_storeu_ps(o + 1 * 64 + 0, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 64 + 16, vacc1x1);
+        _mm512_storeu_ps(o + 2 * 64 + 0, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 64 + 16, vacc2x1);
+        _mm512_storeu_ps(o + 3 * 64 + 0, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 64 + 16, vacc3x1);
+        _mm512_storeu_ps(o + 4 * 64 + 0, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 64 + 16, vacc4x1);
+        _mm512_storeu_ps(o + 5 * 64 + 0, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 64 + 16, vacc5x1);
+        _mm512_storeu_ps(o + 6 * 64 + 0, vacc6x0);
+        _mm512_storeu_ps(o + 6 * 64 + 16, vacc6x1);
+    }
+    { /* columns 32..63 */
+        int64_t j;
+        __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 32), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 64 + 48), _mm512_set1_ps(alpha[0]));
+        __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 32), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 64 + 48), _mm512_set1_ps(alpha[1]));
+        __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 32), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 64 + 48), _mm512_set1_ps(alpha[2]));
+        __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 32), _mm512_set1_ps(alpha[3])), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 64 + 48), _mm512_set1_ps(alpha[3]));
+        __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 32), _mm512_set1_ps(alpha[4])), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 64 + 48), _mm512_set1_ps(alpha[4]));
+        __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 32), _mm512_set1_ps(alpha[5])), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 64 + 48), _mm512_set1_ps(alpha[5]));
+        __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 64 + 32), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 64 + 48), _mm512_set1_ps(alpha[6]));
+        for (j = jlo; j < jhi; j++) {
+            const float *vr = v + j * vs;
+            const __m512 vv0 = _mm512_loadu_ps(vr + 32);
+            const __m512 vv1 = _mm512_loadu_ps(vr + 48);
+            {
+                const __m512 vp = _mm512_set1_ps(p[0 * ps + j * pk]);
+                vacc0x0 = _mm512_fmadd_ps(vp, vv0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(vp, vv1, vacc0x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[1 * ps + j * pk]);
+                vacc1x0 = _mm512_fmadd_ps(vp, vv0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(vp, vv1, vacc1x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[2 * ps + j * pk]);
+                vacc2x0 = _mm512_fmadd_ps(vp, vv0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(vp, vv1, vacc2x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[3 * ps + j * pk]);
+                vacc3x0 = _mm512_fmadd_ps(vp, vv0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(vp, vv1, vacc3x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[4 * ps + j * pk]);
+                vacc4x0 = _mm512_fmadd_ps(vp, vv0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(vp, vv1, vacc4x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[5 * ps + j * pk]);
+                vacc5x0 = _mm512_fmadd_ps(vp, vv0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(vp, vv1, vacc5x1);
+            }
+            {
+                const __m512 vp = _mm512_set1_ps(p[6 * ps + j * pk]);
+                vacc6x0 = _mm512_fmadd_ps(vp, vv0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(vp, vv1, vacc6x1);
+            }
+        }
+        _mm512_storeu_ps(o + 0 * 64 + 32, vacc0x0);
+        _mm512_storeu_ps(o + 0 * 64 + 48, vacc0x1);
+        _mm512_storeu_ps(o + 1 * 64 + 32, vacc1x0);
+        _mm512_storeu_ps(o + 1 * 64 + 48, vacc1x1);
+        _mm512_storeu_ps(o + 2 * 64 + 32, vacc2x0);
+        _mm512_storeu_ps(o + 2 * 64 + 48, vacc2x1);
+        _mm512_storeu_ps(o + 3 * 64 + 32, vacc3x0);
+        _mm512_storeu_ps(o + 3 * 64 + 48, vacc3x1);
+        _mm512_storeu_ps(o + 4 * 64 + 32, vacc4x0);
+        _mm512_storeu_ps(o + 4 * 64 + 48, vacc4x1);
+        _mm512_storeu_ps(o + 5 * 64 + 32, vacc5x0);
+        _mm512_storeu_ps(o + 5 * 64 + 48, vacc5x1);
+        _mm512_storeu_ps(o + 6 * 64 + 32, vacc6x0);
+        _mm512_storeu_ps(o + 6 * 64 + 48, vacc6x1);
+    }
+}
+
 /* O[6][64] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][64], Dv unrolled in 1 chunk of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 64 floats per row.
  * 768 FLOPs per key, 31 vector registers. */
@@ -2980,16 +3238,24 @@ __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_dunit__avx
         /* online softmax over whole vectors of rows */
         for (r = 0; r < rp; r += 16) attn_whisper_cross_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
-        /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
+        /* O = alpha * O + P V, kv head by kv head, 8 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_whisper_cross_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
                    where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
-                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
+                   rows under two widths in two even halves (18 rows: 8, 5, 5, not
+                   8, 8, 2; 10 rows: 5 and 5 on AMD, 8 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
+                const int64_t take = (gl > 16 || even) && left > 8 && left < 16 ? (left + 1) / 2 : left;
+                if (take >= 8) {
+                    attn_whisper_cross_pv_8x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    r += 8;
+                } else
+                if (take >= 7) {
+                    attn_whisper_cross_pv_7x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    r += 7;
+                } else
                 if (take >= 6) {
                     attn_whisper_cross_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 6;
@@ -7320,8 +7586,8 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_dunit__a
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
                    where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
-                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
+                   rows under two widths in two even halves (14 rows: 6, 4, 4, not
+                   6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {
@@ -10867,8 +11133,8 @@ static void attn_whisper_cross_dunit__neon(const attn_args *args, int64_t b, int
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
                    where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
-                   rows under two widths in two even halves (32 rows: 6, 6, 6, 6, 4, 4, not 6,
-                   ..., 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
+                   rows under two widths in two even halves (14 rows: 6, 4, 4, not
+                   6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
                 if (take >= 6) {

@@ -102,6 +102,10 @@ local function build(name, enum, target)
     -- where 6x4 scores spill (~90-186) and 3x8 P*V re-loads V (~100)
     qk_block = { mr = 8, nr = 2 },
     pv_block = { mr = 6, nvc = 4 },
+    -- the decode path's P*V of 7-8 rows: 8 x 3 vectors (late broadcasts, 28
+    -- registers) reads each V row once for 8 rows where 6 x 4 reads it for 6;
+    -- Llama-3-8B's 32 rows a kv head at Lq = 8: 4 calls a block instead of 6
+    pv_wide = { mr = 8, nvc = 3, late_bcast = true },
     vec = "__m512",
     arch_guard = "defined(__x86_64__) || defined(_M_X64)",
     include = "immintrin.h",

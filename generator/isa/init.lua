@@ -10,6 +10,9 @@
 --                     row's P just before its FMAs (mr * nvc + nvc + 1
 --                     registers, for ISAs with 16), instead of broadcasting
 --                     every row first (mr * nvc + mr + 1)
+--   pv_wide           optionally, a wider P*V blocking {mr, nvc, late_bcast}
+--                     for the decode path's rows past pv_block.mr (it reads V
+--                     rows in place, from L2, once a call: fewer, wider calls)
 --   vec               C type of a vector
 --   arch_guard        C preprocessor condition for the architecture, or nil
 --   include           intrinsics header, or nil

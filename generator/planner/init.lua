@@ -49,12 +49,13 @@ local function qk_blocking(isa, tile_kv)
 end
 
 --- Blocking of O[MR][Dv] += P[MR][k] V[k][Dv]: Dv is cut into chunks of at
--- most isa.pv_block.nvc vectors (as even as possible), MR rows each.
-local function pv_blocking(isa, dv)
+-- most blk.nvc vectors (as even as possible), blk.mr rows each (blk: the
+-- ISA's pv_block or pv_wide).
+local function pv_blocking(isa, blk, dv)
   local nv = math.ceil(dv / isa.lanes)
-  local nchunks = math.ceil(nv / isa.pv_block.nvc)
-  local best = { mr = isa.pv_block.mr, nvc = math.ceil(nv / nchunks), nchunks = nchunks,
-    late_bcast = isa.pv_block.late_bcast or false }
+  local nchunks = math.ceil(nv / blk.nvc)
+  local best = { mr = blk.mr, nvc = math.ceil(nv / nchunks), nchunks = nchunks,
+    late_bcast = blk.late_bcast or false }
   -- the chunks: vector index ranges, the last one may end in a partial vector
   local chunks = {}
   for c = 0, best.nchunks - 1 do
@@ -104,7 +105,7 @@ end
 function M.variant(cfg, plan, isa)
   local v = M.variant_base(cfg, plan, isa)
   local qk = qk_blocking(isa, plan.tile.kv)
-  local pv = pv_blocking(isa, plan.Dv)
+  local pv = pv_blocking(isa, isa.pv_block, plan.Dv)
   v.qk = { mr = qk.mr, nr = qk.nr, nc = qk.nr * isa.lanes, unroll = M.QK_UNROLL }
   v.pv = pv
   v.dv_tail = plan.Dv % isa.lanes -- lanes used by the last vector, 0 = full
@@ -130,11 +131,22 @@ function M.variant(cfg, plan, isa)
   -- keeps MR and 1, for compile time
   local pv_mr_and_1 = pv.mr > 1 and { pv.mr, 1 } or { 1 }
   local pv_prefill = isa.lanes > 1 and pv.mr >= 4 and { pv.mr, math.floor(pv.mr / 2), 1 } or pv_mr_and_1
+  -- the decode path's rows past MR, where the ISA has a wider blocking for
+  -- them (isa.pv_wide) and the cache is f32: the decode path reads V in
+  -- place, so the fewer calls a kv head's rows take, the fewer times a V row
+  -- comes in from L2 (an f16 cache measured slower so at Lq = 2 and 4 of
+  -- Llama-3-8B against 32768 keys, by 8-12%, and keeps MR)
+  v.pv_wide = isa.lanes > 1 and isa.pv_wide and plan.dtype.kv == "f32" and pv_blocking(isa, isa.pv_wide, plan.Dv)
+    or nil
+  v.pv_of = function(mr) return v.pv_wide and mr > pv.mr and v.pv_wide or pv end -- the blocking of MR rows
+  local prefill_all = {} -- every row count up to MR
   if isa.lanes > 1 then
     v.pv_rows = {}
-    for mr = pv.mr, 1, -1 do v.pv_rows[#v.pv_rows + 1] = mr end
+    for mr = v.pv_wide and v.pv_wide.mr or pv.mr, 1, -1 do v.pv_rows[#v.pv_rows + 1] = mr end
+    for mr = pv.mr, 1, -1 do prefill_all[#prefill_all + 1] = mr end
   else
     v.pv_rows = pv_mr_and_1
+    prefill_all = pv_mr_and_1
   end
   local dtype = plan.dtype.kv -- what the decode path's micro-kernels read
   -- the micro-kernels read their broadcast rows (qk's A) or V rows (pv) in
@@ -164,7 +176,7 @@ function M.variant(cfg, plan, isa)
     v.mkdp = { qk_rows = v.qk_rows, pv_rows = v.prefill_pv_rows }
     v.mk = decode and { { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } } or {}
   else
-    v.prefill_pv_rows = decode_f32 and v.pv_rows or pv_prefill
+    v.prefill_pv_rows = decode_f32 and prefill_all or pv_prefill
     -- the prefill path's f32 scores also take half a block (4 rows where MR
     -- is 8, 2 where it is 4) for a query tile's last rows: 4-7 rows left
     -- over (a tile of 20 rows: Lq = 20) took a single-row call each, each
@@ -173,14 +185,18 @@ function M.variant(cfg, plan, isa)
     -- plain C too, for compile time: a preset's build parts compile at once)
     v.qk_half = isa.lanes > 1 and qk.mr >= 4 and math.floor(qk.mr / 2) or nil
     local prefill_qk_rows = v.qk_half and { qk.mr, v.qk_half, 1 } or v.qk_rows
-    v.mk = { { dt = "f32", qk_rows = prefill_qk_rows, pv_rows = v.prefill_pv_rows, prefill = true } }
+    -- (an f32 cache's decode path shares the prefill path's f32 instances,
+    -- and has its wider rows besides)
+    v.mk = { { dt = "f32", qk_rows = prefill_qk_rows, pv_rows = decode_f32 and v.pv_rows or v.prefill_pv_rows,
+      prefill = true } }
     if decode and not decode_f32 then v.mk[2] = { dt = dtype, qk_rows = v.qk_rows, pv_rows = v.pv_rows } end
   end
   -- vector registers each micro-kernel keeps live, for the cost comments:
   -- accumulators, then the loads of a step (a panel row of B and one
   -- broadcast; P broadcasts of every row and one V vector)
   v.qk.regs_of = function(mr, nr) nr = nr or qk.nr; return mr * nr + nr + 1 end
-  v.pv.regs_of = function(mr) return mr * pv.nvc + (pv.late_bcast and pv.nvc or mr) + 1 end
+  local function pv_regs(blk, mr) return mr * blk.nvc + (blk.late_bcast and blk.nvc or mr) + 1 end
+  v.pv.regs_of = function(mr) return pv_regs(v.pv_of(mr), mr) end
   --- C statements: dst[0..n) = src[0..n) (K/V elements) widened to f32 a vector
   -- at a time with the loop index i (declared by the caller), the last vector
   -- partial (zero past n); ind: their indent.  An f32 row goes through a

@@ -56,15 +56,30 @@ local function check_variant(v, cfg, tile)
   -- and the prefill's narrow scores kernel (one vector of a panel's columns)
   -- where a block has several vectors
   if cfg.kind == "sdpa" then assert.equal(v.qk.mr > 1 and v.qk.nr > 1, v.qk_narrow == true, where) end
-  -- P*V: every row count from MR down on vector ISAs (the decode path's kv
-  -- heads), MR and 1 in plain C
+  -- P*V: every row count from the widest down on vector ISAs (the decode
+  -- path's kv heads: past MR in the ISA's wider blocking, where it has one),
+  -- MR and 1 in plain C
   local want_pv = {}
+  local wide = v.pv_wide
+  local kv_type = type(cfg.dtype) == "table" and cfg.dtype.kv or cfg.dtype -- one type for all, or each tensor's
+  assert.equal(isa.lanes > 1 and isa.pv_wide ~= nil and kv_type == "f32", wide ~= nil, where)
   if isa.lanes > 1 then
-    for mr = pv.mr, 1, -1 do want_pv[#want_pv + 1] = mr end
+    for mr = wide and wide.mr or pv.mr, 1, -1 do want_pv[#want_pv + 1] = mr end
   else
     want_pv = pv.mr > 1 and { pv.mr, 1 } or { 1 }
   end
   assert.same(want_pv, v.pv_rows, where)
+  -- the wider blocking: more rows than MR, late broadcasts, in the registers
+  -- (without alpha's, which its kernels broadcast where a chunk starts)
+  if wide then
+    assert.is_true(wide.mr > pv.mr and wide.late_bcast, where)
+    local wide_need = wide.mr * wide.nvc + wide.nvc + 1
+    assert.is_true(wide_need <= isa.regs, ("wide pv blocking %dx%d needs %d registers, %s has %d (%s)")
+      :format(wide.mr, wide.nvc, wide_need, isa.name, isa.regs, where))
+    assert.equal(wide_need, v.pv.regs_of(wide.mr), where)
+    assert.equal(nv, wide.nv, where)
+    for mr = 1, wide.mr do assert.equal(mr > pv.mr and wide or pv, v.pv_of(mr), where) end
+  end
   -- what the cost comments print is what this spec checks
   assert.equal(qk_need, v.qk.regs_of(v.qk.mr), where)
   assert.equal(pv_need, v.pv.regs_of(pv.mr), where)
@@ -96,8 +111,8 @@ describe("planner", function()
       end)
     end
 
-    it("the prefill path's products: P*V every row count where the decode path reads f32, else MR, "
-      .. "half MR and 1; scores MR, half MR (vector ISAs) and 1", function()
+    it("the prefill path's products: P*V every row count up to MR where the decode path reads f32, "
+      .. "else MR, half MR and 1; scores MR, half MR (vector ISAs) and 1", function()
       -- f32 K/V with and without the decode path, a 16-bit cache (its own decode kernels
       -- besides the prefill path's f32 ones), and bf16 pair dot products (MR and 1)
       for _, c in ipairs({ { {}, true }, { { decode_max_q = 0 }, false },
@@ -115,9 +130,15 @@ describe("planner", function()
             assert.is_nil(v.qk_half, where)
           else
             local three = v.lanes > 1 and { v.pv.mr, math.floor(v.pv.mr / 2), 1 } or two
-            assert.same(all and v.pv_rows or three, v.prefill_pv_rows, where)
+            local upto_mr = two
+            if v.lanes > 1 then
+              upto_mr = {}
+              for mr = v.pv.mr, 1, -1 do upto_mr[#upto_mr + 1] = mr end
+            end
+            assert.same(all and upto_mr or three, v.prefill_pv_rows, where)
             assert.equal("f32", v.mk[1].dt, where)
-            assert.same(v.prefill_pv_rows, v.mk[1].pv_rows, where)
+            -- the f32 instances: the decode path's rows (its wider ones too) where it reads f32
+            assert.same(all and v.pv_rows or v.prefill_pv_rows, v.mk[1].pv_rows, where)
             if v.lanes > 1 then -- 4 on AVX-512 and NEON, 2 on AVX2
               assert.equal(math.floor(v.qk.mr / 2), v.qk_half, where)
               assert.same({ v.qk.mr, v.qk_half, 1 }, v.mk[1].qk_rows, where)
