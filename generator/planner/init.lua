@@ -125,10 +125,11 @@ function M.variant(cfg, plan, isa)
   -- The decode path calls it with the roles swapped: keys broadcast (MR of
   -- them) against packed Q^T panels.
   v.qk_rows = qk.mr > 1 and { qk.mr, 1 } or { 1 }
-  -- P*V: every row count up to MR on vector ISAs (the decode path's kv
-  -- heads often have fewer rows than MR: Llama-3's 4 at Lq = 1; the prefill
-  -- path's set is below); plain C (one float per "vector", Dv unrolled)
-  -- keeps MR and 1, for compile time
+  -- P*V: every row count up to MR on vector ISAs, up to the wider blocking's
+  -- below where there is one (the decode path's kv heads often have fewer
+  -- rows than MR: Llama-3's 4 at Lq = 1; the prefill path's set is below);
+  -- plain C (one float per "vector", Dv unrolled) keeps MR and 1, for
+  -- compile time
   local pv_mr_and_1 = pv.mr > 1 and { pv.mr, 1 } or { 1 }
   local pv_prefill = isa.lanes > 1 and pv.mr >= 4 and { pv.mr, math.floor(pv.mr / 2), 1 } or pv_mr_and_1
   -- the decode path's rows past MR, where the ISA has a wider blocking for
@@ -157,7 +158,7 @@ function M.variant(cfg, plan, isa)
   -- which instances exist: qk with MR and 1 rows on both paths; pv with
   -- v.pv_rows on the decode path (its K/V type, a kv head's rows).  The
   -- prefill path (packed panels, f32) takes the widest kernel that fits a
-  -- tile's rows left: every count where the decode path reads f32 and has
+  -- tile's rows left: every count up to MR where the decode path reads f32 and has
   -- them anyway (a short last tile of 64 rows is 6 x 10 + 4, not 6 x 10 +
   -- 1 x 4), else MR, half MR and 1 (4 rows left: 3 + 1): all counts in f32
   -- besides a 16-bit cache's set took a bf16 preset's compile from 3.8 to
