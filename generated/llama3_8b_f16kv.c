@@ -387,7 +387,7 @@ enum {
     DECODE_BLOCK = 32, /* keys of a block inside a split */
     /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4 and 5), by its rows a kv head: */
     DECODE_BLOCK_FEW = 16, /* in pairs or dot products, below one panel */
-    DECODE_BLOCK_ONE = 64, /* one vector or one panel */
+    DECODE_BLOCK_ONE = 64, /* one panel, or one vector in pairs of D */
     DECODE_BLOCK_MANY = 64 /* more panels */
 };
 enum {
@@ -3114,8 +3114,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
-    /* keys a block: where the prefetch goes to L2, more the more work a key has */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 32 ? DECODE_BLOCK_ONE
+    /* keys a block: where the prefetch goes to L2, more the more work a key has, but
+       for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 32 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
@@ -5504,8 +5505,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
-    /* keys a block: where the prefetch goes to L2, more the more work a key has */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 16 ? DECODE_BLOCK_ONE
+    /* keys a block: where the prefetch goes to L2, more the more work a key has, but
+       for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 16 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
@@ -8303,8 +8305,9 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
-    /* keys a block: where the prefetch goes to L2, more the more work a key has */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 8 ? DECODE_BLOCK_ONE
+    /* keys a block: where the prefetch goes to L2, more the more work a key has, but
+       for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 8 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
@@ -10049,8 +10052,9 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
-    /* keys a block: where the prefetch goes to L2, more the more work a key has */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 2 ? DECODE_BLOCK_ONE
+    /* keys a block: where the prefetch goes to L2, more the more work a key has, but
+       for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 2 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     int64_t r, c, j0, hk;
     int full;

@@ -360,7 +360,7 @@ enum {
     DECODE_BLOCK = 16, /* keys of a block inside a split */
     /* the blocked kernel's, where its prefetch goes to L2 (AMD Zen 4 and 5), by its rows a kv head: */
     DECODE_BLOCK_FEW = 8, /* in pairs or dot products, below one panel */
-    DECODE_BLOCK_ONE = 32, /* one vector or one panel */
+    DECODE_BLOCK_ONE = 32, /* one panel, or one vector in pairs of D */
     DECODE_BLOCK_MANY = 64 /* more panels */
 };
 enum {
@@ -5580,8 +5580,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dunit__avx2
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
-    /* keys a block: where the prefetch goes to L2, more the more work a key has */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 16 ? DECODE_BLOCK_ONE
+    /* keys a block: where the prefetch goes to L2, more the more work a key has, but
+       for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 16 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
@@ -8048,8 +8049,9 @@ static void attn_mistral_7b_dunit__neon(const attn_args *args, int64_t b, int64_
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
-    /* keys a block: where the prefetch goes to L2, more the more work a key has */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 8 ? DECODE_BLOCK_ONE
+    /* keys a block: where the prefetch goes to L2, more the more work a key has, but
+       for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 8 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
@@ -9525,8 +9527,9 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_mistral_7b_kv kv = attn_mistral_7b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
-    /* keys a block: where the prefetch goes to L2, more the more work a key has */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 2 ? DECODE_BLOCK_ONE
+    /* keys a block: where the prefetch goes to L2, more the more work a key has, but
+       for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 2 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     int64_t r, c, j0, hk;
     int full;

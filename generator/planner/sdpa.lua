@@ -37,11 +37,15 @@ M.ROWS_IN_SCORES_LINES = 8
 --- Where that prefetch goes to L2 (AMD Zen 4 and 5), the blocked kernel's block
 -- follows the rows' work a key: DECODE_BLOCK keys scaled by these factors
 -- where a kv head's rows take the pairs or dot-product scores (below one
--- panel), one vector or one panel, and more panels (a multiple of 8 keys,
--- at least 8, at most the larger of DECODE_BLOCK and the block itself).  Llama-3-8B on Zen 4, 32768 keys (blocks
+-- panel), one panel, and more panels (a multiple of 8 keys, at least 8, at
+-- most the larger of DECODE_BLOCK and the block itself); one vector of rows
+-- in the lanes kernel (not in pairs of D: AVX2's 5-8 rows, a 16-bit cache's)
+-- keeps DECODE_BLOCK.  Llama-3-8B on Zen 4, 32768 keys (blocks
 -- of 8 / 16 / 32 / 64 keys): Lq = 2 12.8 / 13.2-13.6 / 14.7 ms, Lq = 4 24.4 /
 -- 22.8 / 22.3 / 22.4, Lq = 8 - / 45.2-45.4 / 43.9-44.2 / 44.6, Lq = 16 - /
--- 90.2-91.3 / 87.6-88.1 / 86.4-87.4 (docs/decode.md).
+-- 90.2-91.3 / 87.6-88.1 / 86.4-87.4; on Zen 5, the lanes kernel's 16 keys
+-- against 32, Lq = 2 with --isa avx2: 16.6-17.3 against 19.4-20.0 ms
+-- (docs/decode.md).
 M.DECODE_BLOCK_SCALE = { few = 0.5, one = 2, many = 4 }
 
 --- The prefill path packs a kv head's K^T panels and V rows and runs every
