@@ -140,15 +140,13 @@ function M.variant(cfg, plan, isa)
   v.pv_wide = isa.lanes > 1 and isa.pv_wide and plan.dtype.kv == "f32" and pv_blocking(isa, isa.pv_wide, plan.Dv)
     or nil
   v.pv_of = function(mr) return v.pv_wide and mr > pv.mr and v.pv_wide or pv end -- the blocking of MR rows
-  local prefill_all = {} -- every row count up to MR
-  if isa.lanes > 1 then
-    v.pv_rows = {}
-    for mr = v.pv_wide and v.pv_wide.mr or pv.mr, 1, -1 do v.pv_rows[#v.pv_rows + 1] = mr end
-    for mr = pv.mr, 1, -1 do prefill_all[#prefill_all + 1] = mr end
-  else
-    v.pv_rows = pv_mr_and_1
-    prefill_all = pv_mr_and_1
+  local function down_from(n) -- n, n - 1, ..., 1
+    local t = {}
+    for mr = n, 1, -1 do t[#t + 1] = mr end
+    return t
   end
+  local prefill_all = isa.lanes > 1 and down_from(pv.mr) or pv_mr_and_1 -- every row count up to MR
+  v.pv_rows = isa.lanes > 1 and down_from(v.pv_wide and v.pv_wide.mr or pv.mr) or pv_mr_and_1
   local dtype = plan.dtype.kv -- what the decode path's micro-kernels read
   -- the micro-kernels read their broadcast rows (qk's A) or V rows (pv) in
   -- the storage type their name carries: f32 for the prefill path's packed
