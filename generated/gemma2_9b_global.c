@@ -1231,12 +1231,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
 
 /* O[8][256] = alpha * O + P[8][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 6 chunks of at most 3 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
- * 4096 FLOPs per key, 28 vector registers. */
+ * 4096 FLOPs per key, 28 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 6 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 16 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_8x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     for (int64_t cf = 0; cf < 15; cf += 3) { /* columns 0..239, 3 vectors at a time */
         int64_t j;
+        const int64_t t0 = cf / 3 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[0])), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[1])), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[2])), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[2]));
@@ -1247,6 +1251,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[7])), vacc7x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + (cf + 0) * 16);
             const __m512 vv1 = _mm512_loadu_ps(vr + (cf + 1) * 16);
             const __m512 vv2 = _mm512_loadu_ps(vr + (cf + 2) * 16);
@@ -1310,6 +1315,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 240..255 */
         int64_t j;
+        const int64_t t0 = 5 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 240), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 240), _mm512_set1_ps(alpha[2]));
@@ -1320,6 +1326,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 256 + 240), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 240);
             {
                 const __m512 vp = _mm512_set1_ps(p[0 * ps + j * pk]);
@@ -1367,12 +1374,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
 
 /* O[7][256] = alpha * O + P[7][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 6 chunks of at most 3 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
- * 3584 FLOPs per key, 25 vector registers. */
+ * 3584 FLOPs per key, 25 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 6 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 16 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_7x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     for (int64_t cf = 0; cf < 15; cf += 3) { /* columns 0..239, 3 vectors at a time */
         int64_t j;
+        const int64_t t0 = cf / 3 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[0])), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[1])), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[2])), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[2]));
@@ -1382,6 +1393,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + (cf + 0) * 16), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + (cf + 1) * 16), _mm512_set1_ps(alpha[6])), vacc6x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + (cf + 2) * 16), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + (cf + 0) * 16);
             const __m512 vv1 = _mm512_loadu_ps(vr + (cf + 1) * 16);
             const __m512 vv2 = _mm512_loadu_ps(vr + (cf + 2) * 16);
@@ -1438,6 +1450,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 240..255 */
         int64_t j;
+        const int64_t t0 = 5 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 240), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 240), _mm512_set1_ps(alpha[2]));
@@ -1447,6 +1460,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 256 + 240), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 240);
             {
                 const __m512 vp = _mm512_set1_ps(p[0 * ps + j * pk]);
@@ -1489,9 +1503,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
 
 /* O[6][256] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
- * 3072 FLOPs per key, 31 vector registers. */
+ * 3072 FLOPs per key, 31 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 4 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 16 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_6x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
@@ -1501,6 +1518,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     const __m512 va5 = _mm512_set1_ps(alpha[5]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 48), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 48), va2);
@@ -1509,6 +1527,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 0), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 16), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 32), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 48), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1559,6 +1578,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 112), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 112), va2);
@@ -1567,6 +1587,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 64), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 80), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 96), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 112), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1617,6 +1638,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 128..191 */
         int64_t j;
+        const int64_t t0 = 2 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 128), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 144), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 160), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 176), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 128), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 144), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 160), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 176), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 128), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 144), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 160), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 176), va2);
@@ -1625,6 +1647,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 128), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 144), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 160), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 176), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1675,6 +1698,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 192..255 */
         int64_t j;
+        const int64_t t0 = 3 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 192), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 208), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 224), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 192), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 208), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 224), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 240), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 192), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 208), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 224), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 240), va2);
@@ -1683,6 +1707,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 192), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 208), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 224), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 256 + 240), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1735,9 +1760,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
 
 /* O[5][256] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
- * 2560 FLOPs per key, 26 vector registers. */
+ * 2560 FLOPs per key, 26 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 4 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 16 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_5x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
@@ -1746,6 +1774,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     const __m512 va4 = _mm512_set1_ps(alpha[4]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 48), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 48), va2);
@@ -1753,6 +1782,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 48), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1798,6 +1828,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 112), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 112), va2);
@@ -1805,6 +1836,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 64), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 80), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 96), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 112), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1850,6 +1882,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 128..191 */
         int64_t j;
+        const int64_t t0 = 2 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 128), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 144), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 160), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 176), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 128), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 144), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 160), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 176), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 128), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 144), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 160), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 176), va2);
@@ -1857,6 +1890,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 128), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 144), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 160), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 176), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1902,6 +1936,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 192..255 */
         int64_t j;
+        const int64_t t0 = 3 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 192), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 208), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 224), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 192), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 208), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 224), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 240), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 192), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 208), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 224), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 240), va2);
@@ -1909,6 +1944,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 192), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 208), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 224), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 256 + 240), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1956,9 +1992,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
 
 /* O[4][256] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
- * 2048 FLOPs per key, 21 vector registers. */
+ * 2048 FLOPs per key, 21 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 4 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 16 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_4x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
@@ -1966,12 +2005,14 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     const __m512 va3 = _mm512_set1_ps(alpha[3]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 48), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 48), va2);
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 48), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2012,12 +2053,14 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 112), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 112), va2);
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 64), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 80), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 96), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 112), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2058,12 +2101,14 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 128..191 */
         int64_t j;
+        const int64_t t0 = 2 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 128), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 144), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 160), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 176), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 128), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 144), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 160), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 176), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 128), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 144), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 160), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 176), va2);
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 128), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 144), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 160), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 176), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2104,12 +2149,14 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 192..255 */
         int64_t j;
+        const int64_t t0 = 3 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 192), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 208), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 224), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 192), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 208), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 224), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 240), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 192), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 208), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 224), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 240), va2);
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 192), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 208), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 224), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 256 + 240), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2152,20 +2199,25 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
 
 /* O[3][256] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
- * 1536 FLOPs per key, 16 vector registers. */
+ * 1536 FLOPs per key, 16 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 4 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 16 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_3x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
     const __m512 va2 = _mm512_set1_ps(alpha[2]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 48), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 48), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2201,11 +2253,13 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 112), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 112), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2241,11 +2295,13 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 128..191 */
         int64_t j;
+        const int64_t t0 = 2 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 128), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 144), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 160), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 176), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 128), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 144), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 160), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 176), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 128), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 144), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 160), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 176), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2281,11 +2337,13 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 192..255 */
         int64_t j;
+        const int64_t t0 = 3 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 192), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 208), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 224), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 192), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 208), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 224), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 240), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 192), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 208), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 224), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 256 + 240), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2323,18 +2381,23 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
 
 /* O[2][256] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
- * 1024 FLOPs per key, 11 vector registers. */
+ * 1024 FLOPs per key, 11 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 4 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 16 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_2x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 48), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -2365,10 +2428,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 112), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -2399,10 +2464,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 128..191 */
         int64_t j;
+        const int64_t t0 = 2 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 128), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 144), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 160), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 176), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 128), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 144), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 160), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 176), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -2433,10 +2500,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 192..255 */
         int64_t j;
+        const int64_t t0 = 3 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 192), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 208), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 224), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 192), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 208), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 224), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 256 + 240), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -2469,16 +2538,21 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
 
 /* O[1][256] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][256], Dv unrolled in 4 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 256 floats per row.
- * 512 FLOPs per key, 6 vector registers. */
+ * 512 FLOPs per key, 6 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 4 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 16 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_pv_1x256_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 48), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 0);
@@ -2504,9 +2578,11 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 112), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 64);
@@ -2532,9 +2608,11 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 128..191 */
         int64_t j;
+        const int64_t t0 = 2 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 128), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 144), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 160), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 176), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 128);
@@ -2560,9 +2638,11 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     }
     { /* columns 192..255 */
         int64_t j;
+        const int64_t t0 = 3 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 192), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 208), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 224), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 256 + 240), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_gemma2_9b_global_prefetch_line_l2(pr[(t0 + j) / 16] + (t0 + j) % 16 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 192);
@@ -2979,8 +3059,8 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
  * = K row i . Q row r.  Each pair of K values, broadcast once, feeds two FMAs,
  * where the rows along the lanes (one K value broadcast for each FMA) were
  * bound by the loads (docs/decode.md).  Out of line, as above.
- * pr: NULL, or 16 rows of the next block to prefetch into L2, two lines an iteration (as
- * many rows a call as the lanes kernel's). */
+ * pr: NULL, or 8 rows of the next block to prefetch into L2 (the scores' half of it;
+ * these rows' P*V calls ask for the other half). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dpairs_8x2__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
@@ -2993,11 +3073,10 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_
     const float *restrict k7 = k0 + 7 * ks;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps(), a8 = _mm512_setzero_ps(), a9 = _mm512_setzero_ps(), a10 = _mm512_setzero_ps(), a11 = _mm512_setzero_ps(), a12 = _mm512_setzero_ps(), a13 = _mm512_setzero_ps(), a14 = _mm512_setzero_ps(), a15 = _mm512_setzero_ps();
     int64_t d;
-    if (pr) /* 2 lines of them an iteration, 16 lines a row */
+    if (pr) /* one line of them an iteration, 16 lines a row */
         for (d = 0; d < D; d += 2) {
             const __m512 q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);
-            attn_gemma2_9b_global_prefetch_line_l2(pr[d / 16] + d % 16 * 16);
-            attn_gemma2_9b_global_prefetch_line_l2(pr[(d + 1) / 16] + (d + 1) % 16 * 16);
+            attn_gemma2_9b_global_prefetch_line_l2(pr[d / 32] + d / 2 % 16 * 16);
             {
                 const __m512 kb = attn_set2__avx512(k0 + d);
                 a0 = _mm512_fmadd_ps(kb, q0, a0); a1 = _mm512_fmadd_ps(kb, q1, a1);
@@ -3201,7 +3280,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V;
            into L2, the scores' half inside the lanes and pairs score kernels, a line an
-           iteration, where the lanes kernel's calls take all of them */
+           iteration, where the lanes kernel's calls take all of them, and the P V half
+           of one vector of rows inside its P*V calls */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
@@ -3220,9 +3300,9 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                     const float *k0 = attn_gemma2_9b_global_k_row(&kv, hk, j0 + c);
                     int64_t d;
                     if (c + 8 <= kb) { /* 8 keys */
-                        const float *pr[16]; /* the next block's rows this call prefetches */
+                        const float *pr[8]; /* the next block's rows this call prefetches */
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
-                        if (inside) pl = attn_gemma2_9b_global_next_rows(&kv, jn, pn, pl, pr, 16, w->s);
+                        if (inside) pl = attn_gemma2_9b_global_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
                         attn_gemma2_9b_global_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         c += 8;
                     } else { /* one key */
@@ -3364,6 +3444,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
         /* O = alpha * O + P V, kv head by kv head, 8 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_gemma2_9b_global_v_row(&kv, hk, j0);
+            const float *pr[6 * DECODE_BLOCK_MANY / 16 + 1]; /* the next block's rows a P*V call asks for */
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
                    where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
@@ -3371,36 +3452,42 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_dunit__
                    8, 8, 2; 10 rows: 5 and 5 on AMD, 8 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 16 || even) && left > 8 && left < 16 ? (left + 1) / 2 : left;
+                /* one vector of rows (in pairs of D) asks for the next block's second half
+                   inside its P*V calls, a line each iteration (a key of a chunk), as its scores
+                   asked for the first: spread over the products, not in a burst after them,
+                   the reads overlap the FMAs (docs/decode.md) */
+                const int inside = lanes && pf == ATTN_PREFETCH_L2 && pl < pn;
+                if (inside) pl = attn_gemma2_9b_global_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= 7 ? 6 : 4) * kb + 15) / 16), w->s);
                 if (take >= 8) {
-                    attn_gemma2_9b_global_pv_8x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_global_pv_8x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
                     r += 8;
                 } else
                 if (take >= 7) {
-                    attn_gemma2_9b_global_pv_7x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_global_pv_7x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
                     r += 7;
                 } else
                 if (take >= 6) {
-                    attn_gemma2_9b_global_pv_6x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_global_pv_6x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_gemma2_9b_global_pv_5x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_global_pv_5x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_gemma2_9b_global_pv_4x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_global_pv_4x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_gemma2_9b_global_pv_3x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_global_pv_3x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_gemma2_9b_global_pv_2x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_global_pv_2x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
                     r += 2;
                 } else
                 {
-                    attn_gemma2_9b_global_pv_1x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_global_pv_1x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -3819,22 +3906,22 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_global_unit__a
             }
             switch (rows) {
             case 6:
-                attn_gemma2_9b_global_pv_6x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_6x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r, NULL);
                 break;
             case 5:
-                attn_gemma2_9b_global_pv_5x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_5x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r, NULL);
                 break;
             case 4:
-                attn_gemma2_9b_global_pv_4x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_4x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r, NULL);
                 break;
             case 3:
-                attn_gemma2_9b_global_pv_3x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_3x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r, NULL);
                 break;
             case 2:
-                attn_gemma2_9b_global_pv_2x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_2x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r, NULL);
                 break;
             default:
-                attn_gemma2_9b_global_pv_1x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r);
+                attn_gemma2_9b_global_pv_1x256_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 256, 256, jlo, jhi, w->o + r * 256, w->alpha + r, NULL);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

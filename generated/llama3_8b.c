@@ -1181,12 +1181,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* O[8][128] = alpha * O + P[8][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 3 chunks of at most 3 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 2048 FLOPs per key, 28 vector registers. */
+ * 2048 FLOPs per key, 28 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 3 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_8x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     { /* columns 0..47 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), _mm512_set1_ps(alpha[0])), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), _mm512_set1_ps(alpha[1])), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), _mm512_set1_ps(alpha[2])), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), _mm512_set1_ps(alpha[2]));
@@ -1197,6 +1201,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 0), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 16), _mm512_set1_ps(alpha[7])), vacc7x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 32), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 0);
             const __m512 vv1 = _mm512_loadu_ps(vr + 16);
             const __m512 vv2 = _mm512_loadu_ps(vr + 32);
@@ -1260,6 +1265,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     }
     { /* columns 48..95 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), _mm512_set1_ps(alpha[0])), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), _mm512_set1_ps(alpha[1])), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), _mm512_set1_ps(alpha[2])), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), _mm512_set1_ps(alpha[2]));
@@ -1270,6 +1276,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 48), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 64), _mm512_set1_ps(alpha[7])), vacc7x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 80), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 48);
             const __m512 vv1 = _mm512_loadu_ps(vr + 64);
             const __m512 vv2 = _mm512_loadu_ps(vr + 80);
@@ -1333,6 +1340,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     }
     { /* columns 96..127 */
         int64_t j;
+        const int64_t t0 = 2 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), _mm512_set1_ps(alpha[2]));
@@ -1343,6 +1351,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 96), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 112), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 96);
             const __m512 vv1 = _mm512_loadu_ps(vr + 112);
             {
@@ -1399,12 +1408,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* O[7][128] = alpha * O + P[7][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 3 chunks of at most 3 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 1792 FLOPs per key, 25 vector registers. */
+ * 1792 FLOPs per key, 25 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 3 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_7x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     { /* columns 0..47 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), _mm512_set1_ps(alpha[0])), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), _mm512_set1_ps(alpha[1])), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), _mm512_set1_ps(alpha[2])), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), _mm512_set1_ps(alpha[2]));
@@ -1414,6 +1427,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 0), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 16), _mm512_set1_ps(alpha[6])), vacc6x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 32), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 0);
             const __m512 vv1 = _mm512_loadu_ps(vr + 16);
             const __m512 vv2 = _mm512_loadu_ps(vr + 32);
@@ -1470,6 +1484,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     }
     { /* columns 48..95 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), _mm512_set1_ps(alpha[0])), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), _mm512_set1_ps(alpha[1])), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), _mm512_set1_ps(alpha[2])), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), _mm512_set1_ps(alpha[2]));
@@ -1479,6 +1494,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 48), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 64), _mm512_set1_ps(alpha[6])), vacc6x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 80), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 48);
             const __m512 vv1 = _mm512_loadu_ps(vr + 64);
             const __m512 vv2 = _mm512_loadu_ps(vr + 80);
@@ -1535,6 +1551,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     }
     { /* columns 96..127 */
         int64_t j;
+        const int64_t t0 = 2 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), _mm512_set1_ps(alpha[2]));
@@ -1544,6 +1561,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 96), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 112), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 96);
             const __m512 vv1 = _mm512_loadu_ps(vr + 112);
             {
@@ -1594,9 +1612,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 1536 FLOPs per key, 31 vector registers. */
+ * 1536 FLOPs per key, 31 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
@@ -1606,6 +1627,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     const __m512 va5 = _mm512_set1_ps(alpha[5]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
@@ -1614,6 +1636,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 0), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 16), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 32), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 48), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1664,6 +1687,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
@@ -1672,6 +1696,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 64), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 80), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 96), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 112), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1724,9 +1749,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 1280 FLOPs per key, 26 vector registers. */
+ * 1280 FLOPs per key, 26 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_5x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
@@ -1735,6 +1763,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     const __m512 va4 = _mm512_set1_ps(alpha[4]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
@@ -1742,6 +1771,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 48), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1787,6 +1817,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
@@ -1794,6 +1825,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 64), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 80), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 96), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 112), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1841,9 +1873,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 1024 FLOPs per key, 21 vector registers. */
+ * 1024 FLOPs per key, 21 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_4x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
@@ -1851,12 +1886,14 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     const __m512 va3 = _mm512_set1_ps(alpha[3]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 48), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1897,12 +1934,14 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 64), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 80), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 96), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 112), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1945,20 +1984,25 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 768 FLOPs per key, 16 vector registers. */
+ * 768 FLOPs per key, 16 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
     const __m512 va2 = _mm512_set1_ps(alpha[2]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1994,11 +2038,13 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2036,18 +2082,23 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 512 FLOPs per key, 11 vector registers. */
+ * 512 FLOPs per key, 11 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_2x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -2078,10 +2129,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -2114,16 +2167,21 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 256 FLOPs per key, 6 vector registers. */
+ * 256 FLOPs per key, 6 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 0);
@@ -2149,9 +2207,11 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_llama3_8b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 64);
@@ -3133,8 +3193,8 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
  * = K row i . Q row r.  Each pair of K values, broadcast once, feeds two FMAs,
  * where the rows along the lanes (one K value broadcast for each FMA) were
  * bound by the loads (docs/decode.md).  Out of line, as above.
- * pr: NULL, or 16 rows of the next block to prefetch into L2, two lines an iteration (as
- * many rows a call as the lanes kernel's). */
+ * pr: NULL, or 8 rows of the next block to prefetch into L2 (the scores' half of it;
+ * these rows' P*V calls ask for the other half). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dpairs_8x2__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
@@ -3147,11 +3207,10 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     const float *restrict k7 = k0 + 7 * ks;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps(), a8 = _mm512_setzero_ps(), a9 = _mm512_setzero_ps(), a10 = _mm512_setzero_ps(), a11 = _mm512_setzero_ps(), a12 = _mm512_setzero_ps(), a13 = _mm512_setzero_ps(), a14 = _mm512_setzero_ps(), a15 = _mm512_setzero_ps();
     int64_t d;
-    if (pr) /* 2 lines of them an iteration, 8 lines a row */
+    if (pr) /* one line of them an iteration, 8 lines a row */
         for (d = 0; d < D; d += 2) {
             const __m512 q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);
-            attn_llama3_8b_prefetch_line_l2(pr[d / 8] + d % 8 * 16);
-            attn_llama3_8b_prefetch_line_l2(pr[(d + 1) / 8] + (d + 1) % 8 * 16);
+            attn_llama3_8b_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
             {
                 const __m512 kb = attn_set2__avx512(k0 + d);
                 a0 = _mm512_fmadd_ps(kb, q0, a0); a1 = _mm512_fmadd_ps(kb, q1, a1);
@@ -3355,7 +3414,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V;
            into L2, the scores' half inside the lanes and pairs score kernels, a line an
-           iteration, where the lanes kernel's calls take all of them */
+           iteration, where the lanes kernel's calls take all of them, and the P V half
+           of one vector of rows inside its P*V calls */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
@@ -3374,9 +3434,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                     const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
                     int64_t d;
                     if (c + 8 <= kb) { /* 8 keys */
-                        const float *pr[16]; /* the next block's rows this call prefetches */
+                        const float *pr[8]; /* the next block's rows this call prefetches */
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
-                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 16, w->s);
+                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
                         attn_llama3_8b_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         c += 8;
                     } else { /* one key */
@@ -3511,6 +3571,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
         /* O = alpha * O + P V, kv head by kv head, 8 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_llama3_8b_v_row(&kv, hk, j0);
+            const float *pr[3 * DECODE_BLOCK_MANY / 8 + 1]; /* the next block's rows a P*V call asks for */
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
                    where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
@@ -3518,36 +3579,42 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                    8, 8, 2; 10 rows: 5 and 5 on AMD, 8 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 16 || even) && left > 8 && left < 16 ? (left + 1) / 2 : left;
+                /* one vector of rows (in pairs of D) asks for the next block's second half
+                   inside its P*V calls, a line each iteration (a key of a chunk), as its scores
+                   asked for the first: spread over the products, not in a burst after them,
+                   the reads overlap the FMAs (docs/decode.md) */
+                const int inside = lanes && pf == ATTN_PREFETCH_L2 && pl < pn;
+                if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= 7 ? 3 : 2) * kb + 7) / 8), w->s);
                 if (take >= 8) {
-                    attn_llama3_8b_pv_8x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_8x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 8;
                 } else
                 if (take >= 7) {
-                    attn_llama3_8b_pv_7x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_7x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 7;
                 } else
                 if (take >= 6) {
-                    attn_llama3_8b_pv_6x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_6x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_llama3_8b_pv_5x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_5x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_llama3_8b_pv_4x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_4x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_llama3_8b_pv_3x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_3x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_llama3_8b_pv_2x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_2x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 2;
                 } else
                 {
-                    attn_llama3_8b_pv_1x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_1x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -3961,22 +4028,22 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_unit__avx512(c
             }
             switch (rows) {
             case 6:
-                attn_llama3_8b_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_llama3_8b_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r, NULL);
                 break;
             case 5:
-                attn_llama3_8b_pv_5x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_llama3_8b_pv_5x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r, NULL);
                 break;
             case 4:
-                attn_llama3_8b_pv_4x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_llama3_8b_pv_4x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r, NULL);
                 break;
             case 3:
-                attn_llama3_8b_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_llama3_8b_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r, NULL);
                 break;
             case 2:
-                attn_llama3_8b_pv_2x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_llama3_8b_pv_2x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r, NULL);
                 break;
             default:
-                attn_llama3_8b_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_llama3_8b_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r, NULL);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

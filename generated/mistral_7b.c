@@ -1182,12 +1182,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 
 /* O[8][128] = alpha * O + P[8][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 3 chunks of at most 3 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 2048 FLOPs per key, 28 vector registers. */
+ * 2048 FLOPs per key, 28 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 3 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_8x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     { /* columns 0..47 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), _mm512_set1_ps(alpha[0])), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), _mm512_set1_ps(alpha[1])), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), _mm512_set1_ps(alpha[2])), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), _mm512_set1_ps(alpha[2]));
@@ -1198,6 +1202,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 0), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 16), _mm512_set1_ps(alpha[7])), vacc7x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 32), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 0);
             const __m512 vv1 = _mm512_loadu_ps(vr + 16);
             const __m512 vv2 = _mm512_loadu_ps(vr + 32);
@@ -1261,6 +1266,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     }
     { /* columns 48..95 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), _mm512_set1_ps(alpha[0])), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), _mm512_set1_ps(alpha[1])), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), _mm512_set1_ps(alpha[2])), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), _mm512_set1_ps(alpha[2]));
@@ -1271,6 +1277,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 48), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 64), _mm512_set1_ps(alpha[7])), vacc7x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 80), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 48);
             const __m512 vv1 = _mm512_loadu_ps(vr + 64);
             const __m512 vv2 = _mm512_loadu_ps(vr + 80);
@@ -1334,6 +1341,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     }
     { /* columns 96..127 */
         int64_t j;
+        const int64_t t0 = 2 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), _mm512_set1_ps(alpha[2]));
@@ -1344,6 +1352,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
         __m512 vacc7x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 96), _mm512_set1_ps(alpha[7])), vacc7x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 7 * 128 + 112), _mm512_set1_ps(alpha[7]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 96);
             const __m512 vv1 = _mm512_loadu_ps(vr + 112);
             {
@@ -1400,12 +1409,16 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 
 /* O[7][128] = alpha * O + P[7][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 3 chunks of at most 3 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 1792 FLOPs per key, 25 vector registers. */
+ * 1792 FLOPs per key, 25 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 3 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_7x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     { /* columns 0..47 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), _mm512_set1_ps(alpha[0])), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), _mm512_set1_ps(alpha[1])), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), _mm512_set1_ps(alpha[2])), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), _mm512_set1_ps(alpha[2]));
@@ -1415,6 +1428,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 0), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 16), _mm512_set1_ps(alpha[6])), vacc6x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 32), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 0);
             const __m512 vv1 = _mm512_loadu_ps(vr + 16);
             const __m512 vv2 = _mm512_loadu_ps(vr + 32);
@@ -1471,6 +1485,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     }
     { /* columns 48..95 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), _mm512_set1_ps(alpha[0])), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), _mm512_set1_ps(alpha[1])), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), _mm512_set1_ps(alpha[2])), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), _mm512_set1_ps(alpha[2]));
@@ -1480,6 +1495,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 48), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 64), _mm512_set1_ps(alpha[6])), vacc6x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 80), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 48);
             const __m512 vv1 = _mm512_loadu_ps(vr + 64);
             const __m512 vv2 = _mm512_loadu_ps(vr + 80);
@@ -1536,6 +1552,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     }
     { /* columns 96..127 */
         int64_t j;
+        const int64_t t0 = 2 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), _mm512_set1_ps(alpha[0])), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), _mm512_set1_ps(alpha[0]));
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), _mm512_set1_ps(alpha[1])), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), _mm512_set1_ps(alpha[1]));
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), _mm512_set1_ps(alpha[2])), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), _mm512_set1_ps(alpha[2]));
@@ -1545,6 +1562,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
         __m512 vacc6x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 96), _mm512_set1_ps(alpha[6])), vacc6x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 6 * 128 + 112), _mm512_set1_ps(alpha[6]));
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vv0 = _mm512_loadu_ps(vr + 96);
             const __m512 vv1 = _mm512_loadu_ps(vr + 112);
             {
@@ -1595,9 +1613,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 
 /* O[6][128] = alpha * O + P[6][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 1536 FLOPs per key, 31 vector registers. */
+ * 1536 FLOPs per key, 31 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_6x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
@@ -1607,6 +1628,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     const __m512 va5 = _mm512_set1_ps(alpha[5]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
@@ -1615,6 +1637,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 0), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 16), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 32), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 48), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1665,6 +1688,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
@@ -1673,6 +1697,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
         __m512 vacc5x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 64), va5), vacc5x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 80), va5), vacc5x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 96), va5), vacc5x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 5 * 128 + 112), va5);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1725,9 +1750,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 
 /* O[5][128] = alpha * O + P[5][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 1280 FLOPs per key, 26 vector registers. */
+ * 1280 FLOPs per key, 26 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_5x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
@@ -1736,6 +1764,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     const __m512 va4 = _mm512_set1_ps(alpha[4]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
@@ -1743,6 +1772,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 0), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 16), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 32), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 48), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1788,6 +1818,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
@@ -1795,6 +1826,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
         __m512 vacc4x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 64), va4), vacc4x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 80), va4), vacc4x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 96), va4), vacc4x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 4 * 128 + 112), va4);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1842,9 +1874,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 
 /* O[4][128] = alpha * O + P[4][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 1024 FLOPs per key, 21 vector registers. */
+ * 1024 FLOPs per key, 21 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_4x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
@@ -1852,12 +1887,14 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     const __m512 va3 = _mm512_set1_ps(alpha[3]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 0), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 16), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 32), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 48), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1898,12 +1935,14 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
         __m512 vacc3x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 64), va3), vacc3x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 80), va3), vacc3x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 96), va3), vacc3x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 3 * 128 + 112), va3);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1946,20 +1985,25 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 
 /* O[3][128] = alpha * O + P[3][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 768 FLOPs per key, 16 vector registers. */
+ * 768 FLOPs per key, 16 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_3x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
     const __m512 va2 = _mm512_set1_ps(alpha[2]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 0), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 16), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 32), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 48), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -1995,11 +2039,13 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
         __m512 vacc2x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 64), va2), vacc2x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 80), va2), vacc2x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 96), va2), vacc2x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 2 * 128 + 112), va2);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             const __m512 vp2 = _mm512_set1_ps(p[2 * ps + j * pk]);
@@ -2037,18 +2083,23 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 
 /* O[2][128] = alpha * O + P[2][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 512 FLOPs per key, 11 vector registers. */
+ * 512 FLOPs per key, 11 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_2x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     const __m512 va1 = _mm512_set1_ps(alpha[1]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 0), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 16), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 32), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 48), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -2079,10 +2130,12 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         __m512 vacc1x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 64), va1), vacc1x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 80), va1), vacc1x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 96), va1), vacc1x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 1 * 128 + 112), va1);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             const __m512 vp1 = _mm512_set1_ps(p[1 * ps + j * pk]);
             {
@@ -2115,16 +2168,21 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
 
 /* O[1][128] = alpha * O + P[1][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 2 chunks of at most 4 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
- * 256 FLOPs per key, 6 vector registers. */
+ * 256 FLOPs per key, 6 vector registers.
+ * pr: NULL, or rows of the next block to prefetch into L2, one line an iteration (a key of
+ * a chunk): 2 chunks of jhi - jlo keys ask for line t = chunk * (jhi - jlo) + j - jlo of
+ * them, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_pv_1x128_f32__avx512(const float *restrict p, int64_t ps, int64_t pk, const float *restrict v,
-        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha)
+        int64_t vs, int64_t jlo, int64_t jhi, float *restrict o, const float *restrict alpha, const float *const *pr)
 {
     const __m512 va0 = _mm512_set1_ps(alpha[0]);
     { /* columns 0..63 */
         int64_t j;
+        const int64_t t0 = -jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 0), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 16), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 32), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 48), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 0);
@@ -2150,9 +2208,11 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     }
     { /* columns 64..127 */
         int64_t j;
+        const int64_t t0 = 1 * (jhi - jlo) - jlo; /* the line of pr this chunk asks for at key j: t0 + j */
         __m512 vacc0x0 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 64), va0), vacc0x1 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 80), va0), vacc0x2 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 96), va0), vacc0x3 = _mm512_mul_ps(_mm512_loadu_ps(o + 0 * 128 + 112), va0);
         for (j = jlo; j < jhi; j++) {
             const float *vr = v + j * vs;
+            if (pr) attn_mistral_7b_prefetch_line_l2(pr[(t0 + j) / 8] + (t0 + j) % 8 * 16);
             const __m512 vp0 = _mm512_set1_ps(p[0 * ps + j * pk]);
             {
                 const __m512 vv = _mm512_loadu_ps(vr + 64);
@@ -3134,8 +3194,8 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
  * = K row i . Q row r.  Each pair of K values, broadcast once, feeds two FMAs,
  * where the rows along the lanes (one K value broadcast for each FMA) were
  * bound by the loads (docs/decode.md).  Out of line, as above.
- * pr: NULL, or 16 rows of the next block to prefetch into L2, two lines an iteration (as
- * many rows a call as the lanes kernel's). */
+ * pr: NULL, or 8 rows of the next block to prefetch into L2 (the scores' half of it;
+ * these rows' P*V calls ask for the other half). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dpairs_8x2__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
@@ -3148,11 +3208,10 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     const float *restrict k7 = k0 + 7 * ks;
     __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps(), a4 = _mm512_setzero_ps(), a5 = _mm512_setzero_ps(), a6 = _mm512_setzero_ps(), a7 = _mm512_setzero_ps(), a8 = _mm512_setzero_ps(), a9 = _mm512_setzero_ps(), a10 = _mm512_setzero_ps(), a11 = _mm512_setzero_ps(), a12 = _mm512_setzero_ps(), a13 = _mm512_setzero_ps(), a14 = _mm512_setzero_ps(), a15 = _mm512_setzero_ps();
     int64_t d;
-    if (pr) /* 2 lines of them an iteration, 8 lines a row */
+    if (pr) /* one line of them an iteration, 8 lines a row */
         for (d = 0; d < D; d += 2) {
             const __m512 q0 = _mm512_loadu_ps(qp + d * 16 + 0), q1 = _mm512_loadu_ps(qp + d * 16 + 16);
-            attn_mistral_7b_prefetch_line_l2(pr[d / 8] + d % 8 * 16);
-            attn_mistral_7b_prefetch_line_l2(pr[(d + 1) / 8] + (d + 1) % 8 * 16);
+            attn_mistral_7b_prefetch_line_l2(pr[d / 16] + d / 2 % 8 * 16);
             {
                 const __m512 kb = attn_set2__avx512(k0 + d);
                 a0 = _mm512_fmadd_ps(kb, q0, a0); a1 = _mm512_fmadd_ps(kb, q1, a1);
@@ -3356,7 +3415,8 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
         /* the next block's rows (K and V of every kv head), prefetched while this one is
            worked on: half of them over the scores, half over P V;
            into L2, the scores' half inside the lanes and pairs score kernels, a line an
-           iteration, where the lanes kernel's calls take all of them */
+           iteration, where the lanes kernel's calls take all of them, and the P V half
+           of one vector of rows inside its P*V calls */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         if (cls == TILE_HIDDEN) continue;
@@ -3375,9 +3435,9 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                     const float *k0 = attn_mistral_7b_k_row(&kv, hk, j0 + c);
                     int64_t d;
                     if (c + 8 <= kb) { /* 8 keys */
-                        const float *pr[16]; /* the next block's rows this call prefetches */
+                        const float *pr[8]; /* the next block's rows this call prefetches */
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
-                        if (inside) pl = attn_mistral_7b_next_rows(&kv, jn, pn, pl, pr, 16, w->s);
+                        if (inside) pl = attn_mistral_7b_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
                         attn_mistral_7b_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         c += 8;
                     } else { /* one key */
@@ -3512,6 +3572,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
         /* O = alpha * O + P V, kv head by kv head, 8 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_mistral_7b_v_row(&kv, hk, j0);
+            const float *pr[3 * DECODE_BLOCK_MANY / 8 + 1]; /* the next block's rows a P*V call asks for */
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
                    where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
@@ -3519,36 +3580,42 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                    8, 8, 2; 10 rows: 5 and 5 on AMD, 8 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 16 || even) && left > 8 && left < 16 ? (left + 1) / 2 : left;
+                /* one vector of rows (in pairs of D) asks for the next block's second half
+                   inside its P*V calls, a line each iteration (a key of a chunk), as its scores
+                   asked for the first: spread over the products, not in a burst after them,
+                   the reads overlap the FMAs (docs/decode.md) */
+                const int inside = lanes && pf == ATTN_PREFETCH_L2 && pl < pn;
+                if (inside) pl = attn_mistral_7b_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= 7 ? 3 : 2) * kb + 7) / 8), w->s);
                 if (take >= 8) {
-                    attn_mistral_7b_pv_8x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_mistral_7b_pv_8x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 8;
                 } else
                 if (take >= 7) {
-                    attn_mistral_7b_pv_7x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_mistral_7b_pv_7x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 7;
                 } else
                 if (take >= 6) {
-                    attn_mistral_7b_pv_6x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_mistral_7b_pv_6x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_mistral_7b_pv_5x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_mistral_7b_pv_5x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_mistral_7b_pv_4x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_mistral_7b_pv_4x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_mistral_7b_pv_3x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_mistral_7b_pv_3x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_mistral_7b_pv_2x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_mistral_7b_pv_2x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 2;
                 } else
                 {
-                    attn_mistral_7b_pv_1x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_mistral_7b_pv_1x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -3962,22 +4029,22 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_unit__avx512(
             }
             switch (rows) {
             case 6:
-                attn_mistral_7b_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_6x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r, NULL);
                 break;
             case 5:
-                attn_mistral_7b_pv_5x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_5x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r, NULL);
                 break;
             case 4:
-                attn_mistral_7b_pv_4x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_4x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r, NULL);
                 break;
             case 3:
-                attn_mistral_7b_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_3x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r, NULL);
                 break;
             case 2:
-                attn_mistral_7b_pv_2x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_2x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r, NULL);
                 break;
             default:
-                attn_mistral_7b_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r);
+                attn_mistral_7b_pv_1x128_f32__avx512(w->s + r * TK, TK, 1, vp + (j0 - k0) * 128, 128, jlo, jhi, w->o + r * 128, w->alpha + r, NULL);
                 break;
             }
             if (pf) /* the next unit's Q rows (nh, ni + k * nstep), a block of them a call */

@@ -39,7 +39,8 @@ end
 --- The functions the text defines, in order: an attn_ name, its balanced
 -- parameter list, then a body (a declaration or call is followed by
 -- something else).  Also returns name -> where its definition lies: at (the
--- name's position) and body (the text of its braces).
+-- name's position), params (the text of its parameter list) and body (the
+-- text of its braces).
 local function defined_functions(src)
   local names, seen = {}, {}
   for pos, name in src:gmatch("()(attn_[%w_]+)%s*%(") do
@@ -48,7 +49,7 @@ local function defined_functions(src)
     local brace = close and select(2, src:find("^%s*{", close + 1))
     if brace and not seen[name] then
       local _, last = src:find("^%b{}", brace)
-      seen[name] = { at = pos, body = src:sub(brace, last or #src) }
+      seen[name] = { at = pos, params = src:sub(open, close), body = src:sub(brace, last or #src) }
       names[#names + 1] = name
     end
   end
@@ -107,6 +108,22 @@ local function panel_width(k, def)
   return w
 end
 
+--- Whether a pv kernel takes rows to prefetch (a last parameter pr, the
+-- decode path's, templates/lib/pv.c.tmpl): its chunks and the lines of a row,
+-- as the comment above it says ("<n> chunks of jhi - jlo keys", "<n> lines a
+-- row"), or 0, 0.
+local function pv_prefetch(k, def)
+  if not (def and def.params:find("%*%s*pr%s*%)$")) then return 0, 0 end
+  local doc = doc_comment(text, def.at) or ""
+  local nch = tonumber(doc:match("(%d+) chunks? of jhi %- jlo keys") or "")
+  local lpr = tonumber(doc:match("(%d+) lines a row") or "")
+  if not (nch and lpr) then
+    fail("%s: takes pr, but the comment above it gives no \"<n> chunks of jhi - jlo keys\" and \"<n> lines a row\"",
+      k.name)
+  end
+  return nch, lpr
+end
+
 -- each micro op's call of its tester (tests/ukernel.h): the kernel k (a
 -- parsed name plus name, isa, dt, its attn_dtype constant, and def, where
 -- defined_functions found it), held in the variable fn, as a C expression;
@@ -116,8 +133,9 @@ local TESTERS = {
     return ("ukt_qk(%s, (ukt_fn)fn, %s, %d, %d, %d, D)"):format(cstr(k.name), k.dt, k.m, k.n, panel_width(k, k.def))
   end,
   pv = function(k)
-    return ("ukt_pv(%s, (ukt_fn)fn, %s, %d, %d, DV, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
-      ceil_to(k.n, k.isa.lanes))
+    local nch, lpr = pv_prefetch(k, k.def)
+    return ("ukt_pv(%s, (ukt_fn)fn, %s, %d, %d, DV, %d, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
+      ceil_to(k.n, k.isa.lanes), nch, lpr)
   end,
   dot = function(k)
     return ("ukt_dot(%s, (ukt_fn)fn, %s, %d, %d, D, (D + %d) / %d * %d)"):format(cstr(k.name), k.dt, k.m, k.n,
@@ -166,6 +184,7 @@ for _, name in ipairs(names) do
     if not isa then fail("%s: %s", name, err) end
     p.name, p.isa, p.isa_name, p.def = name, isa, p.isa, defs[name]
     p.dt, p.fn_type = dt.enum, ("ukt_%s%s_fn"):format(p.op, dt.fn)
+    if p.op == "pv" and pv_prefetch(p, p.def) > 0 then p.fn_type = "ukt_pvpf_fn" end
     kernels[#kernels + 1] = p
   end
 end

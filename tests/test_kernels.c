@@ -691,6 +691,42 @@ static void run_decode_half_pairs(const char *half)
 Test(decode, quarter_vector_rows_by_dot_products) { run_decode_half_pairs("0"); }
 Test(decode, quarter_vector_rows_in_half_width_pairs) { run_decode_half_pairs("1"); }
 
+/* Where the cache is f32 and D = Dv is a multiple of 8 cache lines, the
+   blocked kernel asks for its next block inside its kernels: the score kernels
+   (every row class) and, for one vector of rows a kv head in pairs of D
+   (AVX-512), the P*V kernels too.  Its group of 4 at Lq 1-5 and 8 covers each
+   class (a quarter, half and one vector of rows, panels) against blocks of
+   every length and a last one cut short, with the prefetch into L2 forced
+   (as on AMD Zen 4 and 5), the rows of two P*V calls in even halves and not. */
+extern const attn_kernel attn_t_decode_d128_kernel;
+static void run_decode_prefetch_inside(const char *even)
+{
+    static const int64_t lqs[] = { 1, 2, 3, 4, 5, 8 }, lks[] = { 17, 113, 1025, 4099 };
+    const attn_kernel *k = &attn_t_decode_d128_kernel;
+    const attn_variant *vs[MAX_VARIANTS];
+    int nv, a, b;
+    setenv("ATTNGEN_DECODE_STREAM_ROWS", "0", 1);
+    setenv("ATTNGEN_DECODE_PREFETCH", "2", 1);
+    setenv("ATTNGEN_DECODE_EVEN_ROWS", even, 1);
+    cr_assert_eq(attn_decode_prefetch(), ATTN_PREFETCH_L2);
+    cr_assert_eq(attn_decode_even_rows(), atoi(even));
+    nv = runnable_variants(k, vs);
+    for (a = 0; a < (int)(sizeof lqs / sizeof *lqs); a++)
+        for (b = 0; b < (int)(sizeof lks / sizeof *lks); b++) {
+            attn_case c;
+            memset(&c, 0, sizeof c);
+            c.batch = 1;
+            c.seq_q = lqs[a];
+            c.seq_k = lks[b];
+            c.strided = (a + b) % 2;
+            c.threads = 1 + a % 2;
+            c.seed = (uint64_t)(300 + 10 * a + b);
+            expect_case_on_variants(k, vs, nv, &c);
+        }
+}
+Test(decode, prefetch_inside_kernels_widest_first) { run_decode_prefetch_inside("0"); }
+Test(decode, prefetch_inside_kernels_in_even_halves) { run_decode_prefetch_inside("1"); }
+
 /* ---- the reference's masks against masks written out by hand ------------ */
 
 /* One mask: the rules (a one-head spec), the shape (lk_b < 0: no padding)

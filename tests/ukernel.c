@@ -232,12 +232,13 @@ static int call_qk(ukt_fn fn, attn_dtype dt, const void *a, int64_t as, const fl
 }
 
 static int call_pv(ukt_fn fn, attn_dtype dt, const float *p, int64_t ps, int64_t pk, const void *v, int64_t vs,
-                   int64_t jlo, int64_t jhi, float *o, const float *alpha)
+                   int64_t jlo, int64_t jhi, float *o, const float *alpha, int pf, const float *const *pr)
 {
     int sig = sigsetjmp(fault_jmp, 1);
     if (sig == 0) {
         fault_armed = 1;
-        if (dt == ATTN_DTYPE_F32) ((ukt_pv_fn)fn)(p, ps, pk, (const float *)v, vs, jlo, jhi, o, alpha);
+        if (pf) ((ukt_pvpf_fn)fn)(p, ps, pk, (const float *)v, vs, jlo, jhi, o, alpha, pr);
+        else if (dt == ATTN_DTYPE_F32) ((ukt_pv_fn)fn)(p, ps, pk, (const float *)v, vs, jlo, jhi, o, alpha);
         else ((ukt_pv16_fn)fn)(p, ps, pk, (const uint16_t *)v, vs, jlo, jhi, o, alpha);
         fault_armed = 0;
     }
@@ -470,7 +471,7 @@ static void check_pv(const char *name, int m, int dv, int dvp, int jlo, int jhi,
         }
 }
 
-int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp)
+int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp, int nch, int lpr)
 {
     /* key ranges: all, a middle part, the last key alone, none */
     static const int range[4][2] = { { 0, KEYS }, { 3, KEYS - 2 }, { KEYS - 1, KEYS }, { 5, 5 } };
@@ -485,6 +486,10 @@ int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int
         printf("FAIL %s: its name says Dv = %d, its file's DV is %d\n", name, n, dv);
         return UKT_FAIL;
     }
+    if (nch > 0 && (dt != ATTN_DTYPE_F32 || lpr < 1)) {
+        printf("FAIL %s: a kernel with rows to prefetch takes f32 V and lines a row (%d)\n", name, lpr);
+        return UKT_FAIL;
+    }
     for (layout = 0; layout < 2; layout++)
         for (rg = 0; rg < 4; rg++) {
             /* P row-major (the prefill path: ps = keys, pk = 1) or key-major (decode: ps = 1, pk = rows) */
@@ -494,8 +499,12 @@ int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int
             const int vrows = jhi > jlo ? jhi : 0;
             const size_t np = (size_t)((m - 1) * ps + (KEYS - 1) * pk + 1);
             const size_t nv = vrows > 0 ? (size_t)((vrows - 1) * vs + dv) : 0, no = (size_t)m * dvp;
-            guarded gp, gv, ga;
+            /* the rows to prefetch (key-major P only): as many as the decode path hands
+               over for these keys, any readable lines (a prefetch never faults) */
+            const size_t npr = nch > 0 && layout == 1 ? (size_t)((nch * (jhi - jlo) + lpr - 1) / lpr) : 0;
+            guarded gp, gv, ga, gr;
             float *p = guarded_alloc(&gp, np, sizeof(float)), *alpha = guarded_alloc(&ga, (size_t)m, sizeof(float));
+            const float **pr = guarded_alloc(&gr, npr, sizeof(const float *));
             void *v = guarded_alloc(&gv, nv, es), *v0;
             float *o = canary_alloc(no), *o0, *p0, *alpha0;
             int r, j, sig;
@@ -510,6 +519,7 @@ int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int
                 else put_nan(dt, v, (size_t)i);
             }
             for (r = 0; r < m; r++) alpha[r] = rnd();
+            for (i = 0; i < (long)npr; i++) pr[i] = alpha + i % m;
             for (i = 0; i < (long)no; i++) o[i] = rnd(); /* columns dv..dvp too: the kernel scales them */
             o0 = copy_of(o, no, sizeof(float));
             p0 = copy_of(p, np, sizeof(float));
@@ -519,7 +529,7 @@ int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int
                      "M = %d, Dv = %d, DVP = %d, V %s, vs = %ld, P %s (ps = %ld, pk = %ld), keys %d..%d", m, dv, dvp,
                      tn, (long)vs, layout == 0 ? "row-major" : "key-major", (long)ps, (long)pk, jlo, jhi);
             mismatches = 0;
-            sig = call_pv(fn, dt, p, ps, pk, v, vs, jlo, jhi, o, alpha);
+            sig = call_pv(fn, dt, p, ps, pk, v, vs, jlo, jhi, o, alpha, nch > 0, npr > 0 ? pr : NULL);
             if (sig) fault(name, sig);
             else {
                 const pv_operands x = { dt, p, ps, pk, v, vs };
@@ -537,9 +547,11 @@ int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int
             guarded_free(&gp);
             guarded_free(&gv);
             guarded_free(&ga);
+            guarded_free(&gr);
             canary_free(o);
         }
-    snprintf(shape, sizeof shape, "%dx%d, V %s, DVP = %d, vs = %ld: %d cases", m, n, tn, dvp, (long)vs, cases_run);
+    snprintf(shape, sizeof shape, "%dx%d, V %s, DVP = %d, vs = %ld%s: %d cases", m, n, tn, dvp, (long)vs,
+             nch > 0 ? ", rows to prefetch" : "", cases_run);
     return ok ? UKT_PASS : UKT_FAIL;
 }
 

@@ -38,6 +38,10 @@ typedef void (*ukt_pv_fn)(const float *p, int64_t ps, int64_t pk, const float *v
                           int64_t jhi, float *o, const float *alpha);
 typedef void (*ukt_pv16_fn)(const float *p, int64_t ps, int64_t pk, const uint16_t *v, int64_t vs, int64_t jlo,
                             int64_t jhi, float *o, const float *alpha);
+/* a pv kernel that also takes the decode path's rows to prefetch (pr: NULL,
+ * or nch * (jhi - jlo) lines, lpr a row; f32 only) */
+typedef void (*ukt_pvpf_fn)(const float *p, int64_t ps, int64_t pk, const float *v, int64_t vs, int64_t jlo,
+                            int64_t jhi, float *o, const float *alpha, const float *const *pr);
 typedef void (*ukt_dot_fn)(const float *q, int64_t R, const float *k0, const float *k1, float *s0, float *s1);
 typedef void (*ukt_dot16_fn)(const float *q, int64_t R, const uint16_t *k0, const uint16_t *k1, float *s0,
                              float *s1);
@@ -61,7 +65,10 @@ typedef void (*ukt_fn)(void);
  *        a narrow instance, one vector of a wider panel: tested at its
  *        first columns and at its last)
  *   pv:  O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv], O rows dvp apart;
- *        n: the Dv the kernel's name says, dv: the file's
+ *        n: the Dv the kernel's name says, dv: the file's; nch > 0: the
+ *        kernel takes pr (ukt_pvpf_fn) and reads ceil(nch (jhi - jlo) / lpr)
+ *        of its rows, no more (they sit before a guard page): called with
+ *        rows where P is key-major (the decode path's calls), NULL elsewhere
  *   dot: s0[r] = q_r . k0, s1[r] = q_r . k1 for R rows (multiples of m),
  *        q rows dqs apart; n: the keys the name says (2)
  *   qkdp: C[m][n] = qscale A[m][d] B[d][n], A's rows ceil(d / 2) pairs of
@@ -74,7 +81,7 @@ typedef void (*ukt_fn)(void);
  *        V[j + e][c] at its element 2 c + e; O rows dvp apart
  */
 int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d);
-int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp);
+int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp, int nch, int lpr);
 int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int dqs);
 int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d, float qscale);
 int ukt_pvdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp);

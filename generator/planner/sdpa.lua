@@ -383,6 +383,10 @@ function M.plan(cfg, opts)
     -- two vectors of pairs, where the ISA says so (isa.pairs_wide: AVX-512,
     -- whose lanes kernel the loads bound; AVX2 measured slower so, docs/decode.md)
     v.wpairs = v.dpairs and isa.pairs_wide == true
+    -- those rows' P*V calls ask for half of the next block (the scores the
+    -- other half), one line an iteration inside the P*V kernels, which take
+    -- the rows to prefetch where this is set (docs/decode.md)
+    v.pv_prefetch = v.wpairs and p.decode.rows_in_scores
     p.variants[#p.variants + 1] = v
     by_name[isa.name] = v
   end
@@ -393,7 +397,8 @@ function M.plan(cfg, opts)
   for _, v in ipairs(p.variants) do
     local base = v.dp and v.isa.base and by_name[v.isa.base]
     if base and p.decode.max_q > 0 then
-      v.decode_by, v.stream, v.mk, v.dpairs, v.hpairs, v.wpairs = base, nil, {}, false, false, false
+      v.decode_by, v.stream, v.mk = base, nil, {}
+      v.dpairs, v.hpairs, v.wpairs, v.pv_prefetch = false, false, false, false
     end
   end
 

@@ -524,6 +524,19 @@ describe("ISA storage-type operations", function()
       assert.is_false(plan_of({ heads_q = 32, heads_kv = 8, head_dim = 128, head_dim_v = 256 }).decode.rows_in_scores)
       assert.is_false(plan_of({ heads_q = 32, heads_kv = 8, head_dim = 128, dtype = "bf16" }).decode.rows_in_scores)
     end)
+    it("and inside the P*V kernels of one vector of rows in pairs of D (AVX-512)", function()
+      local function pv_prefetch(raw)
+        local out = {}
+        for _, v in ipairs(plan_of(raw).variants) do out[v.name] = v.pv_prefetch end
+        return out
+      end
+      assert.same({ avx512 = true, avx2 = false, scalar = false },
+        pv_prefetch({ heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512", "avx2", "scalar" } }))
+      assert.same({ avx512 = false, avx2 = false },
+        pv_prefetch({ heads_q = 12, heads_kv = 12, head_dim = 64, isa = { "avx512", "avx2" } }))
+      assert.same({ avx512 = false },
+        pv_prefetch({ heads_q = 32, heads_kv = 8, head_dim = 128, dtype = { kv = "f16" }, isa = { "avx512" } }))
+    end)
   end)
 
   describe("prefill chunks", function()
