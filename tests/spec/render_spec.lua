@@ -323,11 +323,12 @@ describe("render", function()
 
     it("the blocked kernel's score kernels take a line of the next block an iteration (rows of whole lines)", function()
       local _, c = files_for({ name = "r_pk", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512", "avx2" } })
-      -- one vector of rows: the lanes kernel (AVX2) and the pairs kernel in two vectors (AVX-512), 16 rows a
-      -- call (every row of the next block), one line an iteration and two; half a vector: 8 rows (half)
+      -- one vector of rows: the lanes kernel (AVX2), 16 rows a call (every row of the next block), and
+      -- the pairs kernel in two vectors (AVX-512), 8 (the scores' half: its P*V calls ask for the
+      -- rest); half a vector: 8 rows (half); one line an iteration each
       local kernels = {
         { "lanes_8x1_f32", "avx2", { "pr[d / 8] + d % 8 * 16" } },
-        { "dpairs_8x2", "avx512", { "pr[d / 8] + d % 8 * 16", "pr[(d + 1) / 8] + (d + 1) % 8 * 16" } },
+        { "dpairs_8x2", "avx512", { "pr[d / 16] + d / 2 % 8 * 16" } },
         { "dpairs_8x1", "avx512", { "pr[d / 16] + d / 2 % 8 * 16" } },
         { "dpairs_8x1", "avx2", { "pr[d / 16] + d / 2 % 8 * 16" } },
       }
@@ -347,6 +348,24 @@ describe("render", function()
       assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, 16, w->s);", 1, true))
       assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, 8, w->s);", 1, true))
       assert.truthy(c:find("const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;", 1, true))
+      -- the P*V kernels of the AVX-512 variant (every row count; 7 and 8 rows in 3 chunks, the rest
+      -- in 2) take rows too, a line an iteration of a chunk; AVX2's do not
+      for mr = 1, 8 do
+        local fn = fn_text(c, ("void attn_r_pk_pv_%dx128_f32__avx512("):format(mr))
+        local nch = mr >= 7 and 3 or 2
+        assert.truthy(fn:find("const float *restrict alpha, const float *const *pr)", 1, true), mr)
+        local line = "if %(pr%) attn_r_pk_prefetch_line_l2%(pr%[%(t0 %+ j%) / 8%] %+ %(t0 %+ j%) %% 8 %* 16%);"
+        local _, n = fn:gsub(line, "")
+        assert.equal(nch, n, mr)
+      end
+      assert.is_nil(fn_text(c, "void attn_r_pk_pv_6x128_f32__avx2("):find("pr)", 1, true))
+      -- the decode unit hands one vector of rows' P*V calls as many rows as their iterations have
+      -- lines, the prefill path NULL
+      assert.truthy(c:find("const int inside = lanes && pf == ATTN_PREFETCH_L2 && pl < pn;", 1, true))
+      assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, "
+        .. "(int)(((take >= 7 ? 3 : 2) * kb + 7) / 8), w->s);", 1, true))
+      assert.truthy(c:find("w->alpha + r, inside ? pr : NULL);", 1, true))
+      assert.truthy(c:find("w->o + r * 128, w->alpha + r, NULL);", 1, true))
     end)
 
     it("the blocked kernel prefetches between its score kernels for a 16-bit cache, D ~= Dv, short rows", function()
