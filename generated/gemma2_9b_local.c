@@ -410,6 +410,14 @@ static inline int64_t attn_gemma2_9b_local_next_rows(const attn_gemma2_9b_local_
     return pl < pn ? pl : pn;
 }
 
+/* Asks for the first lines of keys *ks, *ks + 1, ... (n of them, up to end: see
+ * prefetch_key_start) and moves *ks past them: the blocked kernel's pages a
+ * block further, a few after each score call. */
+static ATTN_ALWAYS_INLINE void attn_gemma2_9b_local_key_starts(const attn_gemma2_9b_local_kv *kv, int64_t *ks, int64_t end, int64_t n)
+{
+    for (; n > 0 && *ks < end; n--, (*ks)++) attn_gemma2_9b_local_prefetch_key_start(kv, *ks);
+}
+
 /* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not
  * see the key (its span, tested when partial). */
 static inline int attn_gemma2_9b_local_shidden(const attn_args *args, const int64_t *lo, const int64_t *hi, const int64_t *sink_hi,
@@ -3285,15 +3293,21 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
            of one vector of rows inside its P*V calls */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
+        const int64_t kper = kb >= 8 ? (ks_end - ks + HKV * (kb / 8) - 1) / (HKV * (kb / 8)) : 0; /* a score call's share */
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
-           hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_gemma2_9b_local_prefetch_key_start(&kv, c);
+           hardware prefetcher, which stops at page boundaries, starts on their pages:
+           a few after each score call of the rows whose score kernels take the next block's
+           rows (lanes || pairs: not in a burst where the memory queue is full, docs/decode.md),
+           all at once here for the rest. */
+        if (!(lanes || pairs)) attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against one vector of rows, in two vectors */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
@@ -3305,6 +3319,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                         if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
                         attn_gemma2_9b_local_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, kper);
                         c += 8;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
@@ -3334,6 +3349,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                         if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
                         attn_gemma2_9b_local_hpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, kper);
                         c += 8;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
@@ -3363,6 +3379,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                         if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
                         attn_gemma2_9b_local_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, kper);
                         c += 8;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps();
@@ -3427,6 +3444,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                 }
             }
         }
+        attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left (a block of fewer keys than a call's) */
         /* the score terms, all rows at once */
         for (c = 0; c < kb; c++)
             for (r = 0; r < rp; r += 16) {
@@ -5607,15 +5625,21 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
            iteration, where the lanes kernel's calls take all of them */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
+        const int64_t kper = kb >= 8 ? (ks_end - ks + HKV * (kb / 8) - 1) / (HKV * (kb / 8)) : 0; /* a score call's share */
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
-           hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_gemma2_9b_local_prefetch_key_start(&kv, c);
+           hardware prefetcher, which stops at page boundaries, starts on their pages:
+           a few after each score call of the rows whose score kernels take the next block's
+           rows (lanes || pairs: not in a burst where the memory queue is full, docs/decode.md),
+           all at once here for the rest. */
+        if (!(lanes || pairs)) attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 16) * 16 * D + (hk * glp) % 16; /* its rows' Q^T */
@@ -5627,6 +5651,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                         if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, 16, w->s);
                         attn_gemma2_9b_local_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, kper);
                         c += 8;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
@@ -5656,6 +5681,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                         if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
                         attn_gemma2_9b_local_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, kper);
                         c += 8;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
@@ -5720,6 +5746,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
                 }
             }
         }
+        attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left (a block of fewer keys than a call's) */
         /* the score terms, all rows at once */
         for (c = 0; c < kb; c++)
             for (r = 0; r < rp; r += 8) {
@@ -8171,15 +8198,21 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
            iteration, where the lanes kernel's calls take all of them */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
+        const int64_t kper = kb >= 8 ? (ks_end - ks + HKV * (kb / 8) - 1) / (HKV * (kb / 8)) : 0; /* a score call's share */
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
-           hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_gemma2_9b_local_prefetch_key_start(&kv, c);
+           hardware prefetcher, which stops at page boundaries, starts on their pages:
+           a few after each score call of the rows whose score kernels take the next block's
+           rows (lanes || pairs: not in a burst where the memory queue is full, docs/decode.md),
+           all at once here for the rest. */
+        if (!(lanes || pairs)) attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 8) * 8 * D + (hk * glp) % 8; /* its rows' Q^T */
@@ -8191,6 +8224,7 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                         if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, 16, w->s);
                         attn_gemma2_9b_local_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, kper);
                         c += 8;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -8220,6 +8254,7 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                         if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
                         attn_gemma2_9b_local_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, kper);
                         c += 8;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -8284,6 +8319,7 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
                 }
             }
         }
+        attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left (a block of fewer keys than a call's) */
         /* the score terms, all rows at once */
         for (c = 0; c < kb; c++)
             for (r = 0; r < rp; r += 4) {

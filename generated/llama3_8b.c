@@ -397,6 +397,14 @@ static inline int64_t attn_llama3_8b_next_rows(const attn_llama3_8b_kv *kv, int6
     return pl < pn ? pl : pn;
 }
 
+/* Asks for the first lines of keys *ks, *ks + 1, ... (n of them, up to end: see
+ * prefetch_key_start) and moves *ks past them: the blocked kernel's pages a
+ * block further, a few after each score call. */
+static ATTN_ALWAYS_INLINE void attn_llama3_8b_key_starts(const attn_llama3_8b_kv *kv, int64_t *ks, int64_t end, int64_t n)
+{
+    for (; n > 0 && *ks < end; n--, (*ks)++) attn_llama3_8b_prefetch_key_start(kv, *ks);
+}
+
 /* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not
  * see the key (its span, tested when partial). */
 static inline int attn_llama3_8b_shidden(const attn_args *args, const int64_t *lo, const int64_t *hi, const int64_t *sink_hi,
@@ -3418,15 +3426,21 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
            of one vector of rows inside its P*V calls */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
+        const int64_t kper = kb >= 8 ? (ks_end - ks + HKV * (kb / 8) - 1) / (HKV * (kb / 8)) : 0; /* a score call's share */
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
-           hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_llama3_8b_prefetch_key_start(&kv, c);
+           hardware prefetcher, which stops at page boundaries, starts on their pages:
+           a few after each score call of the rows whose score kernels take the next block's
+           rows (lanes || pairs: not in a burst where the memory queue is full, docs/decode.md),
+           all at once here for the rest. */
+        if (!(lanes || pairs)) attn_llama3_8b_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: pairs of K values broadcast against one vector of rows, in two vectors */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qp = w->qt + hk * glp * D; /* its rows' Q in pairs of D */
@@ -3438,6 +3452,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                         if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
                         attn_llama3_8b_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        attn_llama3_8b_key_starts(&kv, &ks, ks_end, kper);
                         c += 8;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
@@ -3467,6 +3482,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                         if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
                         attn_llama3_8b_hpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        attn_llama3_8b_key_starts(&kv, &ks, ks_end, kper);
                         c += 8;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
@@ -3496,6 +3512,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                         if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
                         attn_llama3_8b_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        attn_llama3_8b_key_starts(&kv, &ks, ks_end, kper);
                         c += 8;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps();
@@ -3560,6 +3577,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                 }
             }
         }
+        attn_llama3_8b_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left (a block of fewer keys than a call's) */
         if (cls == TILE_PARTIAL) /* hide what each row does not see */
             for (r = 0; r < rp; r++)
                 for (c = 0; c < kb; c++)
@@ -5697,15 +5715,21 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
            iteration, where the lanes kernel's calls take all of them */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
+        const int64_t kper = kb >= 8 ? (ks_end - ks + HKV * (kb / 8) - 1) / (HKV * (kb / 8)) : 0; /* a score call's share */
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
-           hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_llama3_8b_prefetch_key_start(&kv, c);
+           hardware prefetcher, which stops at page boundaries, starts on their pages:
+           a few after each score call of the rows whose score kernels take the next block's
+           rows (lanes || pairs: not in a burst where the memory queue is full, docs/decode.md),
+           all at once here for the rest. */
+        if (!(lanes || pairs)) attn_llama3_8b_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 16) * 16 * D + (hk * glp) % 16; /* its rows' Q^T */
@@ -5717,6 +5741,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                         if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 16, w->s);
                         attn_llama3_8b_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        attn_llama3_8b_key_starts(&kv, &ks, ks_end, kper);
                         c += 8;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
@@ -5746,6 +5771,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                         if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
                         attn_llama3_8b_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        attn_llama3_8b_key_starts(&kv, &ks, ks_end, kper);
                         c += 8;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
@@ -5810,6 +5836,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                 }
             }
         }
+        attn_llama3_8b_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left (a block of fewer keys than a call's) */
         if (cls == TILE_PARTIAL) /* hide what each row does not see */
             for (r = 0; r < rp; r++)
                 for (c = 0; c < kb; c++)
@@ -8166,15 +8193,21 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
            iteration, where the lanes kernel's calls take all of them */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
+        const int64_t kper = kb >= 8 ? (ks_end - ks + HKV * (kb / 8) - 1) / (HKV * (kb / 8)) : 0; /* a score call's share */
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
            4 KiB, a page): the next block's prefetch reads the cache in address order,
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
-           hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_llama3_8b_prefetch_key_start(&kv, c);
+           hardware prefetcher, which stops at page boundaries, starts on their pages:
+           a few after each score call of the rows whose score kernels take the next block's
+           rows (lanes || pairs: not in a burst where the memory queue is full, docs/decode.md),
+           all at once here for the rest. */
+        if (!(lanes || pairs)) attn_llama3_8b_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 8) * 8 * D + (hk * glp) % 8; /* its rows' Q^T */
@@ -8186,6 +8219,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                         if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 16, w->s);
                         attn_llama3_8b_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        attn_llama3_8b_key_starts(&kv, &ks, ks_end, kper);
                         c += 8;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -8215,6 +8249,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
                         if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
                         attn_llama3_8b_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
+                        attn_llama3_8b_key_starts(&kv, &ks, ks_end, kper);
                         c += 8;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
@@ -8279,6 +8314,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                 }
             }
         }
+        attn_llama3_8b_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left (a block of fewer keys than a call's) */
         if (cls == TILE_PARTIAL) /* hide what each row does not see */
             for (r = 0; r < rp; r++)
                 for (c = 0; c < kb; c++)

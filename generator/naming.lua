@@ -131,6 +131,7 @@ M.OPS = {
   prefetch_row_l2 = { what = "prefetch the cache lines of a row into the second-level cache" },
   prefetch_line_l2 = { what = "prefetch one cache line into the second-level cache" },
   prefetch_key_start = { what = "the first lines of a key's K and V rows asked for into L2" },
+  key_starts = { what = "decode: the first lines of a few keys a block further asked for into L2, after a score call" },
   shidden = { what = "streaming decode: whether a row does not see a key" },
   sadd = { what = "streaming decode: what is added to a row's score at a key" },
   alibi_slopes = { what = "ALiBi slopes of the query heads" },

@@ -290,7 +290,24 @@ describe("render", function()
       local starts = fn_text(c, "void attn_r_pf_prefetch_key_start(")
       local _, n = starts:gsub("__builtin_prefetch%(", "")
       assert.equal(8, n)
-      -- the blocked kernel asks for them a block further, where its prefetch goes to L2
+      -- the blocked kernel asks for them a block further, where its prefetch goes to L2: a share
+      -- after each score call of the rows whose score kernels take the next block's rows, all
+      -- at once before the scores of the rest, and what is left after the scores
+      assert.truthy(c:find("const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;",
+        1, true))
+      assert.truthy(c:find("if (!(lanes || pairs)) attn_r_pf_key_starts(&kv, &ks, ks_end, ks_end - ks);", 1,
+        true))
+      for _, kernel in ipairs({ "dpairs_8x2", "hpairs_8x1", "dpairs_8x1" }) do
+        local call = ("attn_r_pf_%s__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);\n"
+          .. "                        attn_r_pf_key_starts(&kv, &ks, ks_end, kper);"):format(kernel)
+        assert.truthy(c:find(call, 1, true), kernel)
+      end
+      local left = "        attn_r_pf_key_starts(&kv, &ks, ks_end, ks_end - ks); /* those the score calls left"
+      assert.truthy(c:find(left, 1, true))
+      -- a 16-bit cache's score kernels take no rows: all at once, as before
+      _, c = files_for({ name = "r_pf16b", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512" },
+        dtype = { q = "f32", kv = "f16", o = "f32" } })
+      assert.is_nil(c:find("key_starts", 1, true))
       local further = "if (pf == ATTN_PREFETCH_L2)\n            for (c = jn + bk; c < jn + 2 * bk && c < lk;"
       assert.truthy(c:find(further, 1, true))
     end)
