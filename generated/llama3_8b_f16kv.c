@@ -414,6 +414,14 @@ static inline const uint16_t *attn_llama3_8b_f16kv_next_row(const attn_llama3_8b
     return ph < HKV ? attn_llama3_8b_f16kv_k_row(kv, ph, pj) : attn_llama3_8b_f16kv_v_row(kv, ph - HKV, pj);
 }
 
+/* Asks for the first lines of keys *ks, *ks + 1, ... (n of them, up to end: see
+ * prefetch_key_start) and moves *ks past them: the blocked kernel's pages a
+ * block further, all at once or a few after each score call. */
+static ATTN_ALWAYS_INLINE void attn_llama3_8b_f16kv_key_starts(const attn_llama3_8b_f16kv_kv *kv, int64_t *ks, int64_t end, int64_t n)
+{
+    for (; n > 0 && *ks < end; n--, (*ks)++) attn_llama3_8b_f16kv_prefetch_key_start(kv, *ks);
+}
+
 /* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not
  * see the key (its span, tested when partial). */
 static inline int attn_llama3_8b_f16kv_shidden(const attn_args *args, const int64_t *lo, const int64_t *hi, const int64_t *sink_hi,
@@ -3159,6 +3167,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
            worked on: half of them over the scores, half over P V */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
@@ -3166,8 +3177,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_llama3_8b_f16kv_prefetch_key_start(&kv, c);
+        attn_llama3_8b_f16kv_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 32) * 32 * D + (hk * glp) % 32; /* its rows' Q^T */
@@ -5550,6 +5560,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
            worked on: half of them over the scores, half over P V */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
@@ -5557,8 +5570,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_llama3_8b_f16kv_prefetch_key_start(&kv, c);
+        attn_llama3_8b_f16kv_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 16) * 16 * D + (hk * glp) % 16; /* its rows' Q^T */
@@ -8350,6 +8362,9 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
            worked on: half of them over the scores, half over P V */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
@@ -8357,8 +8372,7 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_llama3_8b_f16kv_prefetch_key_start(&kv, c);
+        attn_llama3_8b_f16kv_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 8) * 8 * D + (hk * glp) % 8; /* its rows' Q^T */
@@ -10096,6 +10110,9 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
            worked on: half of them over the scores, half over P V */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
@@ -10103,8 +10120,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_llama3_8b_f16kv_prefetch_key_start(&kv, c);
+        attn_llama3_8b_f16kv_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;

@@ -387,6 +387,14 @@ static inline const float *attn_mistral_7b_next_row(const attn_mistral_7b_kv *kv
     return ph < HKV ? attn_mistral_7b_k_row(kv, ph, pj) : attn_mistral_7b_v_row(kv, ph - HKV, pj);
 }
 
+/* Asks for the first lines of keys *ks, *ks + 1, ... (n of them, up to end: see
+ * prefetch_key_start) and moves *ks past them: the blocked kernel's pages a
+ * block further, all at once or a few after each score call. */
+static ATTN_ALWAYS_INLINE void attn_mistral_7b_key_starts(const attn_mistral_7b_kv *kv, int64_t *ks, int64_t end, int64_t n)
+{
+    for (; n > 0 && *ks < end; n--, (*ks)++) attn_mistral_7b_prefetch_key_start(kv, *ks);
+}
+
 /* Rows pl, pl + 1, ... of the next block (of pn) into pr[0..n), for a score
  * kernel to prefetch; past pn, `idle` (a line in L1).  Returns the row after
  * them, at most pn. */
@@ -396,14 +404,6 @@ static inline int64_t attn_mistral_7b_next_rows(const attn_mistral_7b_kv *kv, in
     int q;
     for (q = 0; q < n; q++, pl++) pr[q] = pl >= pn ? idle : attn_mistral_7b_next_row(kv, jn, pl);
     return pl < pn ? pl : pn;
-}
-
-/* Asks for the first lines of keys *ks, *ks + 1, ... (n of them, up to end: see
- * prefetch_key_start) and moves *ks past them: the blocked kernel's pages a
- * block further, a few after each score call. */
-static ATTN_ALWAYS_INLINE void attn_mistral_7b_key_starts(const attn_mistral_7b_kv *kv, int64_t *ks, int64_t end, int64_t n)
-{
-    for (; n > 0 && *ks < end; n--, (*ks)++) attn_mistral_7b_prefetch_key_start(kv, *ks);
 }
 
 /* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not
@@ -9676,6 +9676,9 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
            iteration, where the lanes kernel's calls take all of them */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
@@ -9683,8 +9686,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_dunit__scalar(const attn_args *args,
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_mistral_7b_prefetch_key_start(&kv, c);
+        attn_mistral_7b_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;

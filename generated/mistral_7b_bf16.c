@@ -393,6 +393,14 @@ static inline const uint16_t *attn_mistral_7b_bf16_next_row(const attn_mistral_7
     return ph < HKV ? attn_mistral_7b_bf16_k_row(kv, ph, pj) : attn_mistral_7b_bf16_v_row(kv, ph - HKV, pj);
 }
 
+/* Asks for the first lines of keys *ks, *ks + 1, ... (n of them, up to end: see
+ * prefetch_key_start) and moves *ks past them: the blocked kernel's pages a
+ * block further, all at once or a few after each score call. */
+static ATTN_ALWAYS_INLINE void attn_mistral_7b_bf16_key_starts(const attn_mistral_7b_bf16_kv *kv, int64_t *ks, int64_t end, int64_t n)
+{
+    for (; n > 0 && *ks < end; n--, (*ks)++) attn_mistral_7b_bf16_prefetch_key_start(kv, *ks);
+}
+
 /* Row rr of kv head hk (R rows a kv head) at key j: whether the row does not
  * see the key (its span, tested when partial). */
 static inline int attn_mistral_7b_bf16_shidden(const attn_args *args, const int64_t *lo, const int64_t *hi, const int64_t *sink_hi,
@@ -3319,6 +3327,9 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
            worked on: half of them over the scores, half over P V */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
@@ -3326,8 +3337,7 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_dunit__a
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_mistral_7b_bf16_prefetch_key_start(&kv, c);
+        attn_mistral_7b_bf16_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 32) * 32 * D + (hk * glp) % 32; /* its rows' Q^T */
@@ -5828,6 +5838,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
            worked on: half of them over the scores, half over P V */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
@@ -5835,8 +5848,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_dunit_
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_mistral_7b_bf16_prefetch_key_start(&kv, c);
+        attn_mistral_7b_bf16_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 16) * 16 * D + (hk * glp) % 16; /* its rows' Q^T */
@@ -8789,6 +8801,9 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
            worked on: half of them over the scores, half over P V */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
@@ -8796,8 +8811,7 @@ static void attn_mistral_7b_bf16_dunit__neon(const attn_args *args, int64_t b, i
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_mistral_7b_bf16_prefetch_key_start(&kv, c);
+        attn_mistral_7b_bf16_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
                 const float *qt = w->qt + (hk * glp / 8) * 8 * D + (hk * glp) % 8; /* its rows' Q^T */
@@ -10537,6 +10551,9 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
            worked on: half of them over the scores, half over P V */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
+        /* the keys a block further whose pages' first lines are asked for (below), from ks */
+        int64_t ks = jn + bk;
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
@@ -10544,8 +10561,7 @@ ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_dunit__scalar(const attn_args *
            every kv head of a key before the next key.  Where it goes to L2 (AMD Zen 4, 5),
            the first lines of the keys a block further are asked for too, so that the
            hardware prefetcher, which stops at page boundaries, starts on their pages. */
-        if (pf == ATTN_PREFETCH_L2)
-            for (c = jn + bk; c < jn + 2 * bk && c < lk; c++) attn_mistral_7b_bf16_prefetch_key_start(&kv, c);
+        attn_mistral_7b_bf16_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (dots) { /* keys in pairs; a lone last key pairs with itself */
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;

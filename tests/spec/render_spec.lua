@@ -307,9 +307,12 @@ describe("render", function()
       -- a 16-bit cache's score kernels take no rows: all at once, as before
       _, c = files_for({ name = "r_pf16b", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512" },
         dtype = { q = "f32", kv = "f16", o = "f32" } })
-      assert.is_nil(c:find("key_starts", 1, true))
-      local further = "if (pf == ATTN_PREFETCH_L2)\n            for (c = jn + bk; c < jn + 2 * bk && c < lk;"
+      assert.truthy(c:find("const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;",
+        1, true))
+      local further = "starts on their pages. */\n        attn_r_pf16b_key_starts(&kv, &ks, ks_end, ks_end - ks);"
       assert.truthy(c:find(further, 1, true))
+      assert.is_nil(c:find("key_starts(&kv, &ks, ks_end, kper)", 1, true))
+      assert.is_nil(c:find("/* those the score calls left", 1, true))
     end)
 
     it("the 16-bit pair step, bound by its work, does not; short rows ask for the lines they have", function()
