@@ -133,9 +133,8 @@ local TESTERS = {
     return ("ukt_qk(%s, (ukt_fn)fn, %s, %d, %d, %d, D)"):format(cstr(k.name), k.dt, k.m, k.n, panel_width(k, k.def))
   end,
   pv = function(k)
-    local nch, lpr = pv_prefetch(k, k.def)
     return ("ukt_pv(%s, (ukt_fn)fn, %s, %d, %d, DV, %d, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
-      ceil_to(k.n, k.isa.lanes), nch, lpr)
+      ceil_to(k.n, k.isa.lanes), k.pf_nch, k.pf_lpr)
   end,
   dot = function(k)
     return ("ukt_dot(%s, (ukt_fn)fn, %s, %d, %d, D, (D + %d) / %d * %d)"):format(cstr(k.name), k.dt, k.m, k.n,
@@ -184,7 +183,10 @@ for _, name in ipairs(names) do
     if not isa then fail("%s: %s", name, err) end
     p.name, p.isa, p.isa_name, p.def = name, isa, p.isa, defs[name]
     p.dt, p.fn_type = dt.enum, ("ukt_%s%s_fn"):format(p.op, dt.fn)
-    if p.op == "pv" and pv_prefetch(p, p.def) > 0 then p.fn_type = "ukt_pvpf_fn" end
+    if p.op == "pv" then -- the rows to prefetch it takes (pf_nch > 0), if any
+      p.pf_nch, p.pf_lpr = pv_prefetch(p, p.def)
+      if p.pf_nch > 0 then p.fn_type = "ukt_pvpf_fn" end
+    end
     kernels[#kernels + 1] = p
   end
 end

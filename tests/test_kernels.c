@@ -572,19 +572,15 @@ Test(entry, large_logits_do_not_overflow)
 extern const attn_kernel attn_t_everything_kernel, attn_t_d111_mqa_window_kernel, attn_t_bool_mask_kernel,
     attn_llama3_8b_kernel;
 
-/* Lq in {1, 2, 3, 7, 16} against caches of {1, 17, 113, 1025, 4099} keys
- * (and 32768 for Lq 1 and 16), ragged batches where the config pads, on
- * every ISA this CPU runs: Lq <= 16 takes the decode path (split KV merged
- * by LSE, all query heads of a kv head together). */
-static void run_decode(const attn_kernel *k)
+/* Each Lq of lqs against each cache of lks keys (32768 only for Lq 1 and
+ * 16), ragged batches where the config pads, on every ISA this CPU runs. */
+static void run_decode_shapes(const attn_kernel *k, const int64_t *lqs, int nlq, const int64_t *lks, int nlk)
 {
-    static const int64_t lqs[] = { 1, 2, 3, 7, 16 };
-    static const int64_t lks[] = { 1, 17, 113, 1025, 4099, 32768 };
     const attn_variant *vs[MAX_VARIANTS];
     const int nv = runnable_variants(k, vs);
     int a, b;
-    for (a = 0; a < 5; a++)
-        for (b = 0; b < 6; b++) {
+    for (a = 0; a < nlq; a++)
+        for (b = 0; b < nlk; b++) {
             attn_case c;
             if (lks[b] == 32768 && lqs[a] != 1 && lqs[a] != 16) continue;
             memset(&c, 0, sizeof c);
@@ -602,6 +598,16 @@ static void run_decode(const attn_kernel *k)
             }
             expect_case_on_variants(k, vs, nv, &c); /* one reference for every variant */
         }
+}
+
+/* Lq in {1, 2, 3, 7, 16} against caches of {1, 17, 113, 1025, 4099} keys
+ * (and 32768 for Lq 1 and 16): Lq <= 16 takes the decode path (split KV
+ * merged by LSE, all query heads of a kv head together). */
+static void run_decode(const attn_kernel *k)
+{
+    static const int64_t lqs[] = { 1, 2, 3, 7, 16 };
+    static const int64_t lks[] = { 1, 17, 113, 1025, 4099, 32768 };
+    run_decode_shapes(k, lqs, 5, lks, 6);
 }
 
 Test(decode, everything) { run_decode(&attn_t_everything_kernel); }
@@ -702,27 +708,12 @@ extern const attn_kernel attn_t_decode_d128_kernel;
 static void run_decode_prefetch_inside(const char *even)
 {
     static const int64_t lqs[] = { 1, 2, 3, 4, 5, 8 }, lks[] = { 17, 113, 1025, 4099 };
-    const attn_kernel *k = &attn_t_decode_d128_kernel;
-    const attn_variant *vs[MAX_VARIANTS];
-    int nv, a, b;
     setenv("ATTNGEN_DECODE_STREAM_ROWS", "0", 1);
     setenv("ATTNGEN_DECODE_PREFETCH", "2", 1);
     setenv("ATTNGEN_DECODE_EVEN_ROWS", even, 1);
     cr_assert_eq(attn_decode_prefetch(), ATTN_PREFETCH_L2);
     cr_assert_eq(attn_decode_even_rows(), atoi(even));
-    nv = runnable_variants(k, vs);
-    for (a = 0; a < (int)(sizeof lqs / sizeof *lqs); a++)
-        for (b = 0; b < (int)(sizeof lks / sizeof *lks); b++) {
-            attn_case c;
-            memset(&c, 0, sizeof c);
-            c.batch = 1;
-            c.seq_q = lqs[a];
-            c.seq_k = lks[b];
-            c.strided = (a + b) % 2;
-            c.threads = 1 + a % 2;
-            c.seed = (uint64_t)(300 + 10 * a + b);
-            expect_case_on_variants(k, vs, nv, &c);
-        }
+    run_decode_shapes(&attn_t_decode_d128_kernel, lqs, 6, lks, 4);
 }
 Test(decode, prefetch_inside_kernels_widest_first) { run_decode_prefetch_inside("0"); }
 Test(decode, prefetch_inside_kernels_in_even_halves) { run_decode_prefetch_inside("1"); }
