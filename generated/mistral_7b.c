@@ -1188,6 +1188,215 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     _mm512_storeu_ps(c + 7 * cs + 0, vacc7x0);
 }
 
+/* C[8][32] = A[8][128] B[128][32]: a: 8 rows of A (as elements apart), b: a packed
+ * panel (32 floats per d), c: rows cs floats apart.  65536 FLOPs, 19 vector registers.
+ * pr: 8 rows of the next block to prefetch into L2, a line every other d (line d / 2 of
+ * them), 8 lines a row. */
+ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_qkpf_8x32_f32__avx512(const float *restrict a, int64_t as, const float *restrict b,
+        float *restrict c, int64_t cs, const float *const *pr)
+{
+    __m512 vacc0x0 = _mm512_setzero_ps(), vacc0x1 = _mm512_setzero_ps();
+    __m512 vacc1x0 = _mm512_setzero_ps(), vacc1x1 = _mm512_setzero_ps();
+    __m512 vacc2x0 = _mm512_setzero_ps(), vacc2x1 = _mm512_setzero_ps();
+    __m512 vacc3x0 = _mm512_setzero_ps(), vacc3x1 = _mm512_setzero_ps();
+    __m512 vacc4x0 = _mm512_setzero_ps(), vacc4x1 = _mm512_setzero_ps();
+    __m512 vacc5x0 = _mm512_setzero_ps(), vacc5x1 = _mm512_setzero_ps();
+    __m512 vacc6x0 = _mm512_setzero_ps(), vacc6x1 = _mm512_setzero_ps();
+    __m512 vacc7x0 = _mm512_setzero_ps(), vacc7x1 = _mm512_setzero_ps();
+    const float *restrict a0 = a + 0 * as;
+    const float *restrict a1 = a + 1 * as;
+    const float *restrict a2 = a + 2 * as;
+    const float *restrict a3 = a + 3 * as;
+    const float *restrict a4 = a + 4 * as;
+    const float *restrict a5 = a + 5 * as;
+    const float *restrict a6 = a + 6 * as;
+    const float *restrict a7 = a + 7 * as;
+    int64_t d;
+    for (d = 0; d < 128; d += 8) {
+        { /* d = d */
+            attn_mistral_7b_prefetch_line_l2(pr[(d) / 16] + (d) / 2 % 8 * 16);
+            const __m512 vb0 = _mm512_loadu_ps(b + (d) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d]);
+            const __m512 va1 = _mm512_set1_ps(a1[d]);
+            const __m512 va2 = _mm512_set1_ps(a2[d]);
+            const __m512 va3 = _mm512_set1_ps(a3[d]);
+            const __m512 va4 = _mm512_set1_ps(a4[d]);
+            const __m512 va5 = _mm512_set1_ps(a5[d]);
+            const __m512 va6 = _mm512_set1_ps(a6[d]);
+            const __m512 va7 = _mm512_set1_ps(a7[d]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
+        }
+        { /* d = d + 1 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 1) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 1) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 1]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 1]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 1]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 1]);
+            const __m512 va4 = _mm512_set1_ps(a4[d + 1]);
+            const __m512 va5 = _mm512_set1_ps(a5[d + 1]);
+            const __m512 va6 = _mm512_set1_ps(a6[d + 1]);
+            const __m512 va7 = _mm512_set1_ps(a7[d + 1]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
+        }
+        { /* d = d + 2 */
+            attn_mistral_7b_prefetch_line_l2(pr[(d + 2) / 16] + (d + 2) / 2 % 8 * 16);
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 2) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 2) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 2]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 2]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 2]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 2]);
+            const __m512 va4 = _mm512_set1_ps(a4[d + 2]);
+            const __m512 va5 = _mm512_set1_ps(a5[d + 2]);
+            const __m512 va6 = _mm512_set1_ps(a6[d + 2]);
+            const __m512 va7 = _mm512_set1_ps(a7[d + 2]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
+        }
+        { /* d = d + 3 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 3) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 3) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 3]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 3]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 3]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 3]);
+            const __m512 va4 = _mm512_set1_ps(a4[d + 3]);
+            const __m512 va5 = _mm512_set1_ps(a5[d + 3]);
+            const __m512 va6 = _mm512_set1_ps(a6[d + 3]);
+            const __m512 va7 = _mm512_set1_ps(a7[d + 3]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
+        }
+        { /* d = d + 4 */
+            attn_mistral_7b_prefetch_line_l2(pr[(d + 4) / 16] + (d + 4) / 2 % 8 * 16);
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 4) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 4) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 4]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 4]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 4]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 4]);
+            const __m512 va4 = _mm512_set1_ps(a4[d + 4]);
+            const __m512 va5 = _mm512_set1_ps(a5[d + 4]);
+            const __m512 va6 = _mm512_set1_ps(a6[d + 4]);
+            const __m512 va7 = _mm512_set1_ps(a7[d + 4]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
+        }
+        { /* d = d + 5 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 5) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 5) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 5]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 5]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 5]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 5]);
+            const __m512 va4 = _mm512_set1_ps(a4[d + 5]);
+            const __m512 va5 = _mm512_set1_ps(a5[d + 5]);
+            const __m512 va6 = _mm512_set1_ps(a6[d + 5]);
+            const __m512 va7 = _mm512_set1_ps(a7[d + 5]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
+        }
+        { /* d = d + 6 */
+            attn_mistral_7b_prefetch_line_l2(pr[(d + 6) / 16] + (d + 6) / 2 % 8 * 16);
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 6) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 6) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 6]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 6]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 6]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 6]);
+            const __m512 va4 = _mm512_set1_ps(a4[d + 6]);
+            const __m512 va5 = _mm512_set1_ps(a5[d + 6]);
+            const __m512 va6 = _mm512_set1_ps(a6[d + 6]);
+            const __m512 va7 = _mm512_set1_ps(a7[d + 6]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
+        }
+        { /* d = d + 7 */
+            const __m512 vb0 = _mm512_loadu_ps(b + (d + 7) * 32 + 0);
+            const __m512 vb1 = _mm512_loadu_ps(b + (d + 7) * 32 + 16);
+            const __m512 va0 = _mm512_set1_ps(a0[d + 7]);
+            const __m512 va1 = _mm512_set1_ps(a1[d + 7]);
+            const __m512 va2 = _mm512_set1_ps(a2[d + 7]);
+            const __m512 va3 = _mm512_set1_ps(a3[d + 7]);
+            const __m512 va4 = _mm512_set1_ps(a4[d + 7]);
+            const __m512 va5 = _mm512_set1_ps(a5[d + 7]);
+            const __m512 va6 = _mm512_set1_ps(a6[d + 7]);
+            const __m512 va7 = _mm512_set1_ps(a7[d + 7]);
+            vacc0x0 = _mm512_fmadd_ps(va0, vb0, vacc0x0); vacc0x1 = _mm512_fmadd_ps(va0, vb1, vacc0x1);
+            vacc1x0 = _mm512_fmadd_ps(va1, vb0, vacc1x0); vacc1x1 = _mm512_fmadd_ps(va1, vb1, vacc1x1);
+            vacc2x0 = _mm512_fmadd_ps(va2, vb0, vacc2x0); vacc2x1 = _mm512_fmadd_ps(va2, vb1, vacc2x1);
+            vacc3x0 = _mm512_fmadd_ps(va3, vb0, vacc3x0); vacc3x1 = _mm512_fmadd_ps(va3, vb1, vacc3x1);
+            vacc4x0 = _mm512_fmadd_ps(va4, vb0, vacc4x0); vacc4x1 = _mm512_fmadd_ps(va4, vb1, vacc4x1);
+            vacc5x0 = _mm512_fmadd_ps(va5, vb0, vacc5x0); vacc5x1 = _mm512_fmadd_ps(va5, vb1, vacc5x1);
+            vacc6x0 = _mm512_fmadd_ps(va6, vb0, vacc6x0); vacc6x1 = _mm512_fmadd_ps(va6, vb1, vacc6x1);
+            vacc7x0 = _mm512_fmadd_ps(va7, vb0, vacc7x0); vacc7x1 = _mm512_fmadd_ps(va7, vb1, vacc7x1);
+        }
+    }
+
+    _mm512_storeu_ps(c + 0 * cs + 0, vacc0x0);
+    _mm512_storeu_ps(c + 0 * cs + 16, vacc0x1);
+    _mm512_storeu_ps(c + 1 * cs + 0, vacc1x0);
+    _mm512_storeu_ps(c + 1 * cs + 16, vacc1x1);
+    _mm512_storeu_ps(c + 2 * cs + 0, vacc2x0);
+    _mm512_storeu_ps(c + 2 * cs + 16, vacc2x1);
+    _mm512_storeu_ps(c + 3 * cs + 0, vacc3x0);
+    _mm512_storeu_ps(c + 3 * cs + 16, vacc3x1);
+    _mm512_storeu_ps(c + 4 * cs + 0, vacc4x0);
+    _mm512_storeu_ps(c + 4 * cs + 16, vacc4x1);
+    _mm512_storeu_ps(c + 5 * cs + 0, vacc5x0);
+    _mm512_storeu_ps(c + 5 * cs + 16, vacc5x1);
+    _mm512_storeu_ps(c + 6 * cs + 0, vacc6x0);
+    _mm512_storeu_ps(c + 6 * cs + 16, vacc6x1);
+    _mm512_storeu_ps(c + 7 * cs + 0, vacc7x0);
+    _mm512_storeu_ps(c + 7 * cs + 16, vacc7x1);
+}
+
 /* O[8][128] = alpha * O + P[8][jlo:jhi] V[jlo:jhi][128], Dv unrolled in 3 chunks of at most 3 vectors.
  * p: P(r, j) at p[r * ps + j * pk]; v: V at key 0, rows vs elements apart; o: 128 floats per row.
  * 2048 FLOPs per key, 28 vector registers.
@@ -3424,12 +3633,15 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
            worked on: half of them over the scores, half over P V;
            into L2, the scores' half inside the lanes and pairs score kernels, a line an
            iteration, where the lanes kernel's calls take all of them, and the P V half
-           of one vector of rows inside its P*V calls */
+           of one vector of rows inside its P*V calls; rows in panels ask for the whole
+           block inside their products too (the scores' half inside qkpf) */
         const int64_t jn = j0 + kb, pn = 2 * HKV * (lk - jn < bk ? lk - jn : bk);
         int64_t pl = 0;
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
-        const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
+        /* (none where the rows are in panels, whose products ask for the whole next
+           block: the key starts' burst then measured slower, docs/decode.md) */
+        const int64_t ks_end = pf != ATTN_PREFETCH_L2 || (!lanes && !pairs && !dots) ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
         const int64_t kper = kb >= 8 ? (ks_end - ks + HKV * (kb / 8) - 1) / (HKV * (kb / 8)) : 0; /* a score call's share */
         if (cls == TILE_HIDDEN) continue;
 
@@ -3555,7 +3767,14 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                     const float *qt = w->qt + r * D;
                     const int64_t pan = hk * npan + (r - hk * glp) / 32;
                     for (c = 0; c + 8 <= kb; c += 8) {
-                        attn_mistral_7b_qk_8x32_f32__avx512(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
+                        /* the scores' half of the next block inside the call, a line every other d,
+                           where the prefetch goes to L2 */
+                        const float *pr[8]; /* the next block's rows this call prefetches */
+                        if (pf == ATTN_PREFETCH_L2 && pl < pn / 2) {
+                            pl = attn_mistral_7b_next_rows(&kv, jn, pn / 2, pl, pr, 8, w->s);
+                            attn_mistral_7b_qkpf_8x32_f32__avx512(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp, pr);
+                        } else
+                            attn_mistral_7b_qk_8x32_f32__avx512(attn_mistral_7b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
                         for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const float *row = attn_mistral_7b_next_row(&kv, jn, pl);
                             const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
@@ -3598,11 +3817,11 @@ __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dunit__avx512
                    8, 8, 2; 10 rows: 5 and 5 on AMD, 8 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 16 || even) && left > 8 && left < 16 ? (left + 1) / 2 : left;
-                /* one vector of rows (in pairs of D) asks for the next block's second half
-                   inside its P*V calls, a line each iteration (a key of a chunk), as its scores
-                   asked for the first: spread over the products, not in a burst after them,
-                   the reads overlap the FMAs (docs/decode.md) */
-                const int inside = lanes && pf == ATTN_PREFETCH_L2 && pl < pn;
+                /* one vector of rows (in pairs of D) and rows in panels ask for the next
+                   block's second half inside their P*V calls, a line each iteration (a key of
+                   a chunk), as their scores asked for the first: spread over the products, not
+                   in a burst after them, the reads overlap the FMAs (docs/decode.md) */
+                const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;
                 if (inside) pl = attn_mistral_7b_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= 7 ? 3 : 2) * kb + 7) / 8), w->s);
                 if (take >= 8) {
                     attn_mistral_7b_pv_8x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);

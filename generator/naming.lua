@@ -40,6 +40,8 @@ M.OPS = {
     what = "scores C[M][N] = A[M][D] B[D][N], A's rows broadcast against a packed panel B" },
   pv = { shape = "MxN", dtype = true, isa = true, micro = true,
     what = "O[M][N] = alpha O + P[M][keys] V[keys][N]" },
+  qkpf = { shape = "MxN", dtype = true, isa = true, micro = true,
+    what = "decode: qk's scores, also asking for rows of the next block in L2, a line every other d" },
   qkdp = { shape = "MxN", dtype = true, isa = true, micro = true,
     what = "scores C[M][N] = scale A[M][D] B[D][N] by pairwise dot products, A and B as pairs along D" },
   pvdp = { shape = "MxN", dtype = true, isa = true, micro = true,
@@ -221,6 +223,9 @@ function M.qk(name, mr, nc, isa, dtype)
 end
 function M.pv(name, mr, dv, isa, dtype)
   return M.build(name, "pv", { m = mr, n = dv, isa = isa, dtype = dtype or "f32" })
+end
+function M.qkpf(name, mr, nc, isa, dtype)
+  return M.build(name, "qkpf", { m = mr, n = nc, isa = isa, dtype = dtype or "f32" })
 end
 function M.qkdp(name, mr, nc, isa, dtype)
   return M.build(name, "qkdp", { m = mr, n = nc, isa = isa, dtype = dtype })

@@ -124,13 +124,34 @@ local function pv_prefetch(k, def)
   return nch, lpr
 end
 
+--- The rows to prefetch a qkpf kernel takes (its last parameter pr, the
+-- decode path's panels, templates/lib/qk.c.tmpl) and the lines of a row, as
+-- the comment above it says ("pr: <n> rows of the next block", "<n> lines a
+-- row").
+local function qk_prefetch(k, def)
+  local doc = def and doc_comment(text, def.at) or ""
+  local npr = tonumber(doc:match("pr: (%d+) rows of the next block") or "")
+  local lpr = tonumber(doc:match("(%d+) lines a row") or "")
+  if not (def and def.params:find("%*%s*pr%s*%)$") and npr and lpr) then
+    fail("%s: a qkpf kernel takes pr, and the comment above it says \"pr: <n> rows of the next block\" and "
+      .. "\"<n> lines a row\"", k.name)
+  end
+  return npr, lpr
+end
+
 -- each micro op's call of its tester (tests/ukernel.h): the kernel k (a
 -- parsed name plus name, isa, dt, its attn_dtype constant, and def, where
 -- defined_functions found it), held in the variable fn, as a C expression;
 -- D and DV are the generated file's enum constants (its head dims)
 local TESTERS = {
   qk = function(k)
-    return ("ukt_qk(%s, (ukt_fn)fn, %s, %d, %d, %d, D)"):format(cstr(k.name), k.dt, k.m, k.n, panel_width(k, k.def))
+    return ("ukt_qk(%s, (ukt_fn)fn, %s, %d, %d, %d, D, 0, 0)"):format(cstr(k.name), k.dt, k.m, k.n,
+      panel_width(k, k.def))
+  end,
+  qkpf = function(k)
+    local npr, lpr = qk_prefetch(k, k.def)
+    return ("ukt_qk(%s, (ukt_fn)fn, %s, %d, %d, %d, D, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
+      panel_width(k, k.def), npr, lpr)
   end,
   pv = function(k)
     return ("ukt_pv(%s, (ukt_fn)fn, %s, %d, %d, DV, %d, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
@@ -151,8 +172,9 @@ local TESTERS = {
 }
 
 -- the storage types an op's tester takes, where not all of DTYPES: the
--- pair dot products are bf16 throughout (vdpbf16ps)
-local OP_DTYPES = { qkdp = { bf16 = true }, pvdp = { bf16 = true } }
+-- pair dot products are bf16 throughout (vdpbf16ps), the prefetching scores
+-- read an f32 cache
+local OP_DTYPES = { qkdp = { bf16 = true }, pvdp = { bf16 = true }, qkpf = { f32 = true } }
 
 -- the storage types the testers take: name -> the attn_dtype constant and
 -- the suffix of the kernel types (tests/ukernel.h: ukt_<op><suffix>_fn;

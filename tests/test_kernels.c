@@ -699,21 +699,22 @@ Test(decode, quarter_vector_rows_in_half_width_pairs) { run_decode_half_pairs("1
 
 /* Where the cache is f32 and D = Dv is a multiple of 8 cache lines, the
    blocked kernel asks for its next block inside its kernels: the score kernels
-   (every row class) and, for one vector of rows a kv head in pairs of D
-   (AVX-512), the P*V kernels too.  Its group of 4 at Lq 1-5 and 8 covers each
-   class (a quarter, half and one vector of rows, panels) against blocks of
+   (every row class; panels through their own instance, qkpf) and, for one
+   vector of rows a kv head in pairs of D and for panels (AVX-512), the P*V
+   kernels too.  Its group of 4 at Lq 1-5, 8 and 16 covers each class (a
+   quarter, half and one vector of rows, one panel and two) against blocks of
    every length and a last one cut short, with the prefetch into L2 forced
    (as on AMD Zen 4 and 5), the rows of two P*V calls in even halves and not. */
 extern const attn_kernel attn_t_decode_d128_kernel;
 static void run_decode_prefetch_inside(const char *even)
 {
-    static const int64_t lqs[] = { 1, 2, 3, 4, 5, 8 }, lks[] = { 17, 113, 1025, 4099 };
+    static const int64_t lqs[] = { 1, 2, 3, 4, 5, 8, 16 }, lks[] = { 17, 113, 1025, 4099 };
     setenv("ATTNGEN_DECODE_STREAM_ROWS", "0", 1);
     setenv("ATTNGEN_DECODE_PREFETCH", "2", 1);
     setenv("ATTNGEN_DECODE_EVEN_ROWS", even, 1);
     cr_assert_eq(attn_decode_prefetch(), ATTN_PREFETCH_L2);
     cr_assert_eq(attn_decode_even_rows(), atoi(even));
-    run_decode_shapes(&attn_t_decode_d128_kernel, lqs, 6, lks, 4);
+    run_decode_shapes(&attn_t_decode_d128_kernel, lqs, 7, lks, 4);
 }
 Test(decode, prefetch_inside_kernels_widest_first) { run_decode_prefetch_inside("0"); }
 Test(decode, prefetch_inside_kernels_in_even_halves) { run_decode_prefetch_inside("1"); }

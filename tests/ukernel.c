@@ -219,12 +219,14 @@ static void catch_faults(void)
 
 /* Each call converts fn back to the kernel's type (dt says which) and
  * returns 0, or the signal of a fault inside the kernel. */
-static int call_qk(ukt_fn fn, attn_dtype dt, const void *a, int64_t as, const float *b, float *c, int64_t cs)
+static int call_qk(ukt_fn fn, attn_dtype dt, const void *a, int64_t as, const float *b, float *c, int64_t cs,
+                   const float *const *pr)
 {
     int sig = sigsetjmp(fault_jmp, 1);
     if (sig == 0) {
         fault_armed = 1;
-        if (dt == ATTN_DTYPE_F32) ((ukt_qk_fn)fn)((const float *)a, as, b, c, cs);
+        if (pr) ((ukt_qkpf_fn)fn)((const float *)a, as, b, c, cs, pr);
+        else if (dt == ATTN_DTYPE_F32) ((ukt_qk_fn)fn)((const float *)a, as, b, c, cs);
         else ((ukt_qk16_fn)fn)((const uint16_t *)a, as, b, c, cs);
         fault_armed = 0;
     }
@@ -353,7 +355,7 @@ static int case_done(const char *name)
 
 /* ---- qk: C[m][n] = A[m][d] B[d][n], A in dt, B's rows bs apart ---------- */
 
-int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d)
+int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d, int npr, int lpr)
 {
     /* strides: A rows and C rows with room between them, B from its panel's
        first column; then packed tight, B from its panel's last n columns */
@@ -363,16 +365,24 @@ int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int
     int ok = 1, k;
     cases_run = 0;
     if (!dtype_known(dt)) return unknown_dtype(name, dt);
+    if (npr > 0 && (dt != ATTN_DTYPE_F32 || lpr < 1)) {
+        printf("FAIL %s: a kernel with rows to prefetch takes f32 A and lines a row (%d)\n", name, lpr);
+        return UKT_FAIL;
+    }
     es = elem_size(dt);
     for (k = 0; k < 2; k++) {
         const int64_t as = d + extra[k][0], cs = n + extra[k][1];
         const size_t na = (size_t)((m - 1) * as + d), nb = (size_t)d * bs, nc = (size_t)((m - 1) * cs + n);
         const int bo = k == 0 ? 0 : bs - n; /* the first column the kernel reads */
-        guarded ga, gb;
+        guarded ga, gb, gr;
         void *a = guarded_alloc(&ga, na, es), *a0;
         float *b = guarded_alloc(&gb, nb, sizeof(float)), *c = canary_alloc(nc), *b0;
+        /* the rows to prefetch: exactly as many as the decode path hands over,
+           any readable lines (a prefetch never faults) */
+        const float **pr = guarded_alloc(&gr, (size_t)(npr > 0 ? npr : 0), sizeof(const float *));
         int r, col, sig;
         long i;
+        for (i = 0; i < npr; i++) pr[i] = b; /* lpr lines of b: D floats, within its d * bs */
         reseed((unsigned)k);
         for (i = 0; i < (long)na; i++) { /* NaN between rows */
             if ((i % as) < d) put_rnd(dt, a, (size_t)i);
@@ -384,7 +394,7 @@ int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int
         snprintf(shape, sizeof shape, "M = %d, N = %d of %d from %d, D = %d, A %s, as = %ld, cs = %ld", m, n, bs, bo,
                  d, tn, (long)as, (long)cs);
         mismatches = 0;
-        sig = call_qk(fn, dt, a, as, b + bo, c, cs);
+        sig = call_qk(fn, dt, a, as, b + bo, c, cs, npr > 0 ? pr : NULL);
         if (sig) fault(name, sig);
         else {
             for (r = 0; r < m; r++)
@@ -415,9 +425,11 @@ int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int
         free(b0);
         guarded_free(&ga);
         guarded_free(&gb);
+        guarded_free(&gr);
         canary_free(c);
     }
-    snprintf(shape, sizeof shape, "%dx%d, A %s, D = %d: %d cases", m, n, tn, d, cases_run);
+    snprintf(shape, sizeof shape, "%dx%d, A %s, D = %d%s: %d cases", m, n, tn, d, npr > 0 ? ", rows to prefetch" : "",
+             cases_run);
     return ok ? UKT_PASS : UKT_FAIL;
 }
 

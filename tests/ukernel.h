@@ -34,6 +34,10 @@ enum { UKT_PASS = 0, UKT_FAIL = 1, UKT_NOT_RUN = 2 };
  * operand is f32 whatever the type. */
 typedef void (*ukt_qk_fn)(const float *a, int64_t as, const float *b, float *c, int64_t cs);
 typedef void (*ukt_qk16_fn)(const uint16_t *a, int64_t as, const float *b, float *c, int64_t cs);
+/* the decode path's panel scores that also take rows to prefetch (qkpf: pr,
+ * never NULL; f32 only) */
+typedef void (*ukt_qkpf_fn)(const float *a, int64_t as, const float *b, float *c, int64_t cs,
+                            const float *const *pr);
 typedef void (*ukt_pv_fn)(const float *p, int64_t ps, int64_t pk, const float *v, int64_t vs, int64_t jlo,
                           int64_t jhi, float *o, const float *alpha);
 typedef void (*ukt_pv16_fn)(const float *p, int64_t ps, int64_t pk, const uint16_t *v, int64_t vs, int64_t jlo,
@@ -63,7 +67,9 @@ typedef void (*ukt_fn)(void);
  * named above (ATTN_DTYPE_F32, ATTN_DTYPE_BF16 or ATTN_DTYPE_F16).
  *   qk:  C[m][n] = A[m][d] B[d][n], B's rows bs >= n columns apart (bs > n:
  *        a narrow instance, one vector of a wider panel: tested at its
- *        first columns and at its last)
+ *        first columns and at its last); npr > 0: the kernel takes pr
+ *        (ukt_qkpf_fn), lpr lines a row, and reads npr of its rows, no more
+ *        (they sit before a guard page)
  *   pv:  O[m][dv] = alpha O + P[m][jlo:jhi] V[jlo:jhi][dv], O rows dvp apart;
  *        n: the Dv the kernel's name says, dv: the file's; nch > 0: the
  *        kernel takes pr (ukt_pvpf_fn) and reads ceil(nch (jhi - jlo) / lpr)
@@ -80,7 +86,7 @@ typedef void (*ukt_fn)(void);
  *        pair (j, j + 1) a row of dvp pairs at v + j vs (zero past dv),
  *        V[j + e][c] at its element 2 c + e; O rows dvp apart
  */
-int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d);
+int ukt_qk(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d, int npr, int lpr);
 int ukt_pv(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int dv, int dvp, int nch, int lpr);
 int ukt_dot(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int d, int dqs);
 int ukt_qkdp(const char *name, ukt_fn fn, attn_dtype dt, int m, int n, int bs, int d, float qscale);

@@ -153,6 +153,8 @@ function M.variant(cfg, plan, isa)
   -- panels, the K/V type for the decode path, which reads the cache in place
   v.qk_fn = function(mr, dt, ncw) return naming.qk(cfg.name, mr, ncw or v.qk.nc, isa.name, dt or "f32") end
   v.pv_fn = function(mr, dt) return naming.pv(cfg.name, mr, plan.Dv, isa.name, dt or "f32") end
+  -- the decode path's panel scores that also prefetch (v.qk_prefetch, sdpa planner)
+  v.qkpf_fn = function(mr) return naming.qkpf(cfg.name, mr, v.qk.nc, isa.name, "f32") end
   -- which instances exist: qk with MR and 1 rows on both paths; pv with
   -- v.pv_rows on the decode path (its K/V type, a kv head's rows).  The
   -- prefill path (packed panels, f32) takes the widest kernel that fits a

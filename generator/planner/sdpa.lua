@@ -387,6 +387,11 @@ function M.plan(cfg, opts)
     -- other half), one line an iteration inside the P*V kernels, which take
     -- the rows to prefetch where this is set (docs/decode.md)
     v.pv_prefetch = v.wpairs and p.decode.rows_in_scores
+    -- and so do the rows in panels (more than a vector a kv head): the
+    -- scores' half inside an instance of the panel kernel that prefetches
+    -- (qkpf, a line every other d: unrolled by an even count, which only the
+    -- decode path calls), the P*V half inside P*V (docs/decode.md)
+    v.qk_prefetch = v.pv_prefetch and v.qk.mr > 1 and v.qk.unroll % 2 == 0
     p.variants[#p.variants + 1] = v
     by_name[isa.name] = v
   end
@@ -398,7 +403,7 @@ function M.plan(cfg, opts)
     local base = v.dp and v.isa.base and by_name[v.isa.base]
     if base and p.decode.max_q > 0 then
       v.decode_by, v.stream, v.mk = base, nil, {}
-      v.dpairs, v.hpairs, v.wpairs, v.pv_prefetch = false, false, false, false
+      v.dpairs, v.hpairs, v.wpairs, v.pv_prefetch, v.qk_prefetch = false, false, false, false, false
     end
   end
 

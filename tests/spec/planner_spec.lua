@@ -537,6 +537,19 @@ describe("ISA storage-type operations", function()
       assert.same({ avx512 = false },
         pv_prefetch({ heads_q = 32, heads_kv = 8, head_dim = 128, dtype = { kv = "f16" }, isa = { "avx512" } }))
     end)
+    it("and inside the panels' products where the P*V kernels take rows (qk_prefetch)", function()
+      local function qk_prefetch(raw)
+        local out = {}
+        for _, v in ipairs(plan_of(raw).variants) do out[v.name] = v.qk_prefetch end
+        return out
+      end
+      assert.same({ avx512 = true, avx2 = false, scalar = false },
+        qk_prefetch({ heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512", "avx2", "scalar" } }))
+      assert.same({ avx512 = false },
+        qk_prefetch({ heads_q = 32, heads_kv = 8, head_dim = 128, dtype = { kv = "bf16" }, isa = { "avx512" } }))
+      assert.same({ avx512 = false },
+        qk_prefetch({ heads_q = 12, heads_kv = 12, head_dim = 64, isa = { "avx512" } }))
+    end)
   end)
 
   describe("prefill chunks", function()

@@ -292,9 +292,10 @@ describe("render", function()
       assert.equal(8, n)
       -- the blocked kernel asks for them a block further, where its prefetch goes to L2: a share
       -- after each score call of the rows whose score kernels take the next block's rows, all
-      -- at once before the scores of the rest, and what is left after the scores
-      assert.truthy(c:find("const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;",
-        1, true))
+      -- at once before the scores of the rest (but panels, whose products take the whole next
+      -- block), and what is left after the scores
+      assert.truthy(c:find("const int64_t ks_end = pf != ATTN_PREFETCH_L2 || (!lanes && !pairs && !dots) ? ks"
+        .. " : jn + 2 * bk < lk ? jn + 2 * bk : lk;", 1, true))
       assert.truthy(c:find("if (!(lanes || pairs)) attn_r_pf_key_starts(&kv, &ks, ks_end, ks_end - ks);", 1,
         true))
       for _, kernel in ipairs({ "dpairs_8x2", "hpairs_8x1", "dpairs_8x1" }) do
@@ -379,13 +380,43 @@ describe("render", function()
         assert.equal(nch, n, mr)
       end
       assert.is_nil(fn_text(c, "void attn_r_pk_pv_6x128_f32__avx2("):find("pr)", 1, true))
-      -- the decode unit hands one vector of rows' P*V calls as many rows as their iterations have
-      -- lines, the prefill path NULL
-      assert.truthy(c:find("const int inside = lanes && pf == ATTN_PREFETCH_L2 && pl < pn;", 1, true))
+      -- the decode unit hands the P*V calls of one vector of rows and of panels as many rows as
+      -- their iterations have lines, the prefill path NULL
+      assert.truthy(c:find("const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;", 1, true))
       assert.truthy(c:find("if (inside) pl = attn_r_pk_next_rows(&kv, jn, pn, pl, pr, "
         .. "(int)(((take >= 7 ? 3 : 2) * kb + 7) / 8), w->s);", 1, true))
       assert.truthy(c:find("w->alpha + r, inside ? pr : NULL);", 1, true))
       assert.truthy(c:find("w->o + r * 128, w->alpha + r, NULL);", 1, true))
+    end)
+
+    it("panels of rows ask for the next block inside their products (AVX-512, f32 cache)", function()
+      local _, c = files_for({ name = "r_pp", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512", "avx2" } })
+      -- the panel kernel's prefetching instance: a line every other d of the 8-fold unrolled loop,
+      -- 64 lines a call, 8 rows (the scores' half of the next block: a quarter of a block's
+      -- calls per kv head and panel)
+      local fn = fn_text(c, "void attn_r_pp_qkpf_8x32_f32__avx512(")
+      assert.truthy(fn:find("float *restrict c, int64_t cs, const float *const *pr)", 1, true))
+      assert.truthy(c:find(" * pr: 8 rows of the next block to prefetch into L2, a line every other d", 1, true))
+      local _, n = fn:gsub("attn_r_pp_prefetch_line_l2%(", "")
+      assert.equal(4, n)
+      for _, d in ipairs({ "(d)", "(d + 2)", "(d + 4)", "(d + 6)" }) do
+        local line = ("attn_r_pp_prefetch_line_l2(pr[%s / 16] + %s / 2 %% 8 * 16);"):format(d, d)
+        assert.truthy(fn:find(line, 1, true), d)
+      end
+      -- the prefill kernel is as it was, and AVX2 (whose P*V does not prefetch) has no such instance
+      assert.is_nil(fn_text(c, "void attn_r_pp_qk_8x32_f32__avx512("):find("prefetch", 1, true))
+      assert.is_nil(c:find("qkpf_8x16_f32__avx2", 1, true))
+      -- the calls: the scores' half (to pn / 2), where the prefetch goes to L2; else the plain kernel
+      assert.truthy(c:find("                        if (pf == ATTN_PREFETCH_L2 && pl < pn / 2) {\n"
+        .. "                            pl = attn_r_pp_next_rows(&kv, jn, pn / 2, pl, pr, 8, w->s);\n"
+        .. "                            attn_r_pp_qkpf_8x32_f32__avx512(attn_r_pp_k_row(&kv, hk, j0 + c), kv.k_key, "
+        .. "qt, w->s + c * rp + r, rp, pr);\n"
+        .. "                        } else\n"
+        .. "                            attn_r_pp_qk_8x32_f32__avx512(", 1, true))
+      assert.truthy(c:find("const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;", 1, true))
+      -- no key starts for panels; the AVX2 variant keeps them
+      assert.truthy(c:find("ks_end = pf != ATTN_PREFETCH_L2 || (!lanes && !pairs && !dots) ? ks :", 1, true))
+      assert.truthy(c:find("ks_end = pf != ATTN_PREFETCH_L2 ? ks :", 1, true))
     end)
 
     it("the blocked kernel prefetches between its score kernels for a 16-bit cache, D ~= Dv, short rows", function()
