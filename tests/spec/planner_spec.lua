@@ -524,12 +524,14 @@ describe("ISA storage-type operations", function()
       assert.is_false(plan_of({ heads_q = 32, heads_kv = 8, head_dim = 128, head_dim_v = 256 }).decode.rows_in_scores)
       assert.is_false(plan_of({ heads_q = 32, heads_kv = 8, head_dim = 128, dtype = "bf16" }).decode.rows_in_scores)
     end)
+    -- a field of each variant's plan, by the variant's name
+    local function of_variants(raw, field)
+      local out = {}
+      for _, v in ipairs(plan_of(raw).variants) do out[v.name] = v[field] end
+      return out
+    end
     it("and inside the P*V kernels of one vector of rows in pairs of D (AVX-512)", function()
-      local function pv_prefetch(raw)
-        local out = {}
-        for _, v in ipairs(plan_of(raw).variants) do out[v.name] = v.pv_prefetch end
-        return out
-      end
+      local function pv_prefetch(raw) return of_variants(raw, "pv_prefetch") end
       assert.same({ avx512 = true, avx2 = false, scalar = false },
         pv_prefetch({ heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512", "avx2", "scalar" } }))
       assert.same({ avx512 = false, avx2 = false },
@@ -538,11 +540,7 @@ describe("ISA storage-type operations", function()
         pv_prefetch({ heads_q = 32, heads_kv = 8, head_dim = 128, dtype = { kv = "f16" }, isa = { "avx512" } }))
     end)
     it("and inside the panels' products where the P*V kernels take rows (qk_prefetch)", function()
-      local function qk_prefetch(raw)
-        local out = {}
-        for _, v in ipairs(plan_of(raw).variants) do out[v.name] = v.qk_prefetch end
-        return out
-      end
+      local function qk_prefetch(raw) return of_variants(raw, "qk_prefetch") end
       assert.same({ avx512 = true, avx2 = false, scalar = false },
         qk_prefetch({ heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512", "avx2", "scalar" } }))
       assert.same({ avx512 = false },
