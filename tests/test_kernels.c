@@ -704,17 +704,21 @@ Test(decode, quarter_vector_rows_in_half_width_pairs) { run_decode_half_pairs("1
    kernels too.  Its group of 4 at Lq 1-5, 8 and 16 covers each class (a
    quarter, half and one vector of rows, one panel and two) against blocks of
    every length and a last one cut short, with the prefetch into L2 forced
-   (as on AMD Zen 4 and 5), the rows of two P*V calls in even halves and not. */
-extern const attn_kernel attn_t_decode_d128_kernel;
+   (as on AMD Zen 4 and 5), the rows of two P*V calls in even halves and not;
+   and the Gemma-2-9B preset (D = 256, 16 lines a row, a group of 2) at Lq 8
+   and 16 (one vector of rows, one panel). */
+extern const attn_kernel attn_t_decode_d128_kernel, attn_gemma2_9b_global_kernel;
 static void run_decode_prefetch_inside(const char *even)
 {
     static const int64_t lqs[] = { 1, 2, 3, 4, 5, 8, 16 }, lks[] = { 17, 113, 1025, 4099 };
+    static const int64_t glqs[] = { 8, 16 }, glks[] = { 113, 1025 };
     setenv("ATTNGEN_DECODE_STREAM_ROWS", "0", 1);
     setenv("ATTNGEN_DECODE_PREFETCH", "2", 1);
     setenv("ATTNGEN_DECODE_EVEN_ROWS", even, 1);
     cr_assert_eq(attn_decode_prefetch(), ATTN_PREFETCH_L2);
     cr_assert_eq(attn_decode_even_rows(), atoi(even));
     run_decode_shapes(&attn_t_decode_d128_kernel, lqs, 7, lks, 4);
+    run_decode_shapes(&attn_gemma2_9b_global_kernel, glqs, 2, glks, 2);
 }
 Test(decode, prefetch_inside_kernels_widest_first) { run_decode_prefetch_inside("0"); }
 Test(decode, prefetch_inside_kernels_in_even_halves) { run_decode_prefetch_inside("1"); }
