@@ -344,6 +344,9 @@ function M.plan(cfg, opts)
   -- f32 cache, D = Dv, D a multiple of a line (docs/decode.md)
   p.decode.rows_in_scores = p.dtype.kv == "f32" and p.D == p.Dv and p.D % p.line_floats == 0
     and p.D >= M.ROWS_IN_SCORES_LINES * p.line_floats
+  -- the cache lines of each of those K and V rows, as the kernels that take
+  -- them count a row's lines (nil where they take none)
+  p.decode.row_lines = p.decode.rows_in_scores and math.floor(p.D / p.line_floats) or nil
   local cap = math.min(p.decode.chunk, math.max(p.decode.block, M.DECODE_BLOCK))
   p.decode.blocks = {}
   for class, f in pairs(M.DECODE_BLOCK_SCALE) do
@@ -392,6 +395,8 @@ function M.plan(cfg, opts)
     -- (qkpf, a line every other d: unrolled by an even count, which only the
     -- decode path calls), the P*V half inside P*V (docs/decode.md)
     v.qk_prefetch = v.pv_prefetch and v.qk.mr > 1 and v.qk.unroll % 2 == 0
+    -- the rows a qkpf call asks for (D / 2 lines), which the decode unit hands it
+    v.qkpf_rows = v.qk_prefetch and math.floor(p.D / (2 * p.decode.row_lines)) or nil
     p.variants[#p.variants + 1] = v
     by_name[isa.name] = v
   end
@@ -403,7 +408,7 @@ function M.plan(cfg, opts)
     local base = v.dp and v.isa.base and by_name[v.isa.base]
     if base and p.decode.max_q > 0 then
       v.decode_by, v.stream, v.mk = base, nil, {}
-      v.dpairs, v.hpairs, v.wpairs, v.pv_prefetch, v.qk_prefetch = false, false, false, false, false
+      v.dpairs, v.hpairs, v.wpairs, v.pv_prefetch, v.qk_prefetch, v.qkpf_rows = false, false, false, false, false, nil
     end
   end
 
