@@ -108,36 +108,26 @@ local function panel_width(k, def)
   return w
 end
 
---- Whether a pv kernel takes rows to prefetch (a last parameter pr, the
--- decode path's, templates/lib/pv.c.tmpl): its chunks and the lines of a row,
--- as the comment above it says ("<n> chunks of jhi - jlo keys", "<n> lines a
--- row"), or 0, 0.
-local function pv_prefetch(k, def)
+--- The rows to prefetch that a kernel takes (a last parameter pr: the decode
+-- path's pv and qkpf kernels, templates/lib/pv.c.tmpl and qk.c.tmpl), as the
+-- comment above it says: the count that `count` (a pattern, one capture)
+-- finds, and the lines of a row ("<n> lines a row"); 0, 0 where it takes none.
+local function prefetch_rows(k, def, count, says)
   if not (def and def.params:find("%*%s*pr%s*%)$")) then return 0, 0 end
   local doc = doc_comment(text, def.at) or ""
-  local nch = tonumber(doc:match("(%d+) chunks? of jhi %- jlo keys") or "")
-  local lpr = tonumber(doc:match("(%d+) lines a row") or "")
-  if not (nch and lpr) then
-    fail("%s: takes pr, but the comment above it gives no \"<n> chunks of jhi - jlo keys\" and \"<n> lines a row\"",
-      k.name)
+  local n, lpr = tonumber(doc:match(count) or ""), tonumber(doc:match("(%d+) lines a row") or "")
+  if not (n and lpr) then
+    fail("%s: takes pr, but the comment above it gives no \"%s\" and \"<n> lines a row\"", k.name, says)
   end
-  return nch, lpr
+  return n, lpr
 end
 
---- The rows to prefetch a qkpf kernel takes (its last parameter pr, the
--- decode path's panels, templates/lib/qk.c.tmpl) and the lines of a row, as
--- the comment above it says ("pr: <n> rows of the next block", "<n> lines a
--- row").
-local function qk_prefetch(k, def)
-  local doc = def and doc_comment(text, def.at) or ""
-  local npr = tonumber(doc:match("pr: (%d+) rows of the next block") or "")
-  local lpr = tonumber(doc:match("(%d+) lines a row") or "")
-  if not (def and def.params:find("%*%s*pr%s*%)$") and npr and lpr) then
-    fail("%s: a qkpf kernel takes pr, and the comment above it says \"pr: <n> rows of the next block\" and "
-      .. "\"<n> lines a row\"", k.name)
-  end
-  return npr, lpr
-end
+-- what each op's comment says of the rows it prefetches: a pv kernel its
+-- chunks (the rows it reads follow from its key range), a qkpf kernel its rows
+local PREFETCH_COUNT = {
+  pv = { "(%d+) chunks? of jhi %- jlo keys", "<n> chunks of jhi - jlo keys" },
+  qkpf = { "pr: (%d+) rows of the next block", "pr: <n> rows of the next block" },
+}
 
 -- each micro op's call of its tester (tests/ukernel.h): the kernel k (a
 -- parsed name plus name, isa, dt, its attn_dtype constant, and def, where
@@ -149,13 +139,12 @@ local TESTERS = {
       panel_width(k, k.def))
   end,
   qkpf = function(k)
-    local npr, lpr = qk_prefetch(k, k.def)
     return ("ukt_qk(%s, (ukt_fn)fn, %s, %d, %d, %d, D, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
-      panel_width(k, k.def), npr, lpr)
+      panel_width(k, k.def), k.pf_n, k.pf_lpr)
   end,
   pv = function(k)
     return ("ukt_pv(%s, (ukt_fn)fn, %s, %d, %d, DV, %d, %d, %d)"):format(cstr(k.name), k.dt, k.m, k.n,
-      ceil_to(k.n, k.isa.lanes), k.pf_nch, k.pf_lpr)
+      ceil_to(k.n, k.isa.lanes), k.pf_n, k.pf_lpr)
   end,
   dot = function(k)
     return ("ukt_dot(%s, (ukt_fn)fn, %s, %d, %d, D, (D + %d) / %d * %d)"):format(cstr(k.name), k.dt, k.m, k.n,
@@ -205,9 +194,11 @@ for _, name in ipairs(names) do
     if not isa then fail("%s: %s", name, err) end
     p.name, p.isa, p.isa_name, p.def = name, isa, p.isa, defs[name]
     p.dt, p.fn_type = dt.enum, ("ukt_%s%s_fn"):format(p.op, dt.fn)
-    if p.op == "pv" then -- the rows to prefetch it takes (pf_nch > 0), if any
-      p.pf_nch, p.pf_lpr = pv_prefetch(p, p.def)
-      if p.pf_nch > 0 then p.fn_type = "ukt_pvpf_fn" end
+    local count = PREFETCH_COUNT[p.op]
+    if count then -- the rows to prefetch it takes (pf_n > 0), if any
+      p.pf_n, p.pf_lpr = prefetch_rows(p, p.def, count[1], count[2])
+      if p.op == "pv" and p.pf_n > 0 then p.fn_type = "ukt_pvpf_fn" end
+      if p.op == "qkpf" and p.pf_n == 0 then fail("%s: a qkpf kernel takes pr (its last parameter)", name) end
     end
     kernels[#kernels + 1] = p
   end
