@@ -21,7 +21,7 @@
  *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
- * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
+ * Tile: q = 96, kv = 256 (heuristic default (tile = "auto", no tuning result)).
  */
 #include "falcon_7b.h"
 
@@ -40,7 +40,7 @@
 
 /*
  * Shape: Hq = 71, Hkv = 1 (query head h reads kv head h / 71), D = 64, Dv = 64.
- * Tiles: TQ = 96 query rows x TK = 128 keys; a full tile is 3145728 FLOPs.
+ * Tiles: TQ = 96 query rows x TK = 256 keys; a full tile is 6291456 FLOPs.
  * Mask: causal (bottom-right).
  *
  * Algorithm (flash attention, one pass, O(L) memory):
@@ -69,7 +69,7 @@
 /* The shape and tiles this file is specialized for. */
 enum {
     TQ = 96, /* query rows of a prefill tile */
-    TK = 128, /* keys of a prefill tile */
+    TK = 256, /* keys of a prefill tile */
     D = 64, /* Q and K head dim */
     DV = 64, /* V and O head dim */
     HQ = 71, /* query heads */
@@ -1701,7 +1701,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_softmax__avx512(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -4029,7 +4029,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_softmax__avx2(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -6745,7 +6745,7 @@ ATTN_NOINLINE static void attn_falcon_7b_pv_1x64_f32__neon(const float *restrict
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 static void attn_falcon_7b_softmax__neon(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -8039,7 +8039,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_falcon_7b_pv_1x64_f32__scalar(con
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 ATTN_NO_AUTOVEC static void attn_falcon_7b_softmax__scalar(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -8880,7 +8880,7 @@ const attn_kernel attn_falcon_7b_kernel = {
         .dtype_o = ATTN_DTYPE_F32,
         .matmul = ATTN_DTYPE_F32,
         .tile_q = 96,
-        .tile_kv = 128
+        .tile_kv = 256
     },
     attn_falcon_7b_fwd,
     (int)(sizeof(attn_falcon_7b_variants) / sizeof(attn_falcon_7b_variants[0])) - 1,

@@ -21,7 +21,7 @@
  *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
- * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
+ * Tile: q = 96, kv = 256 (heuristic default (tile = "auto", no tuning result)).
  */
 #ifndef ATTN_GPT2_H
 #define ATTN_GPT2_H
@@ -35,7 +35,7 @@ extern "C" {
 /*
  * gpt2: 12 query heads, 12 key/value heads, head dim 64 (V: 64).
  * Mask: causal (bottom-right).
- * Tiles: 96 query rows x 128 keys (heuristic default (tile = "auto", no tuning result)).
+ * Tiles: 96 query rows x 256 keys (heuristic default (tile = "auto", no tuning result)).
  *
  * attn_gpt2_fwd() checks its arguments, picks the best ISA variant this CPU
  * runs (once; ATTNGEN_ISA=name forces one) and computes

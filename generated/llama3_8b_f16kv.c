@@ -21,7 +21,7 @@
  *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
- * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
+ * Tile: q = 96, kv = 256 (heuristic default (tile = "auto", no tuning result)).
  */
 #include "llama3_8b_f16kv.h"
 
@@ -40,7 +40,7 @@
 
 /*
  * Shape: Hq = 32, Hkv = 8 (query head h reads kv head h / 4), D = 128, Dv = 128.
- * Tiles: TQ = 96 query rows x TK = 128 keys; a full tile is 6291456 FLOPs.
+ * Tiles: TQ = 96 query rows x TK = 256 keys; a full tile is 12582912 FLOPs.
  * Mask: causal (bottom-right).
  *
  * Algorithm (flash attention, one pass, O(L) memory):
@@ -69,7 +69,7 @@
 /* The shape and tiles this file is specialized for. */
 enum {
     TQ = 96, /* query rows of a prefill tile */
-    TK = 128, /* keys of a prefill tile */
+    TK = 256, /* keys of a prefill tile */
     D = 128, /* Q and K head dim */
     DV = 128, /* V and O head dim */
     HQ = 32, /* query heads */
@@ -2142,7 +2142,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_softmax__avx512(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -5065,7 +5065,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_softmax__avx2(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -7865,7 +7865,7 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_pv_1x128_f16__neon(const float *r
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 static void attn_llama3_8b_f16kv_softmax__neon(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -9759,7 +9759,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_pv_1x128_f16__sca
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_softmax__scalar(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -10723,7 +10723,7 @@ const attn_kernel attn_llama3_8b_f16kv_kernel = {
         .dtype_o = ATTN_DTYPE_F32,
         .matmul = ATTN_DTYPE_F32,
         .tile_q = 96,
-        .tile_kv = 128
+        .tile_kv = 256
     },
     attn_llama3_8b_f16kv_fwd,
     (int)(sizeof(attn_llama3_8b_f16kv_variants) / sizeof(attn_llama3_8b_f16kv_variants[0])) - 1,

@@ -21,7 +21,7 @@
  *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
- * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
+ * Tile: q = 96, kv = 256 (heuristic default (tile = "auto", no tuning result)).
  */
 #ifndef ATTN_MISTRAL_7B_H
 #define ATTN_MISTRAL_7B_H
@@ -35,7 +35,7 @@ extern "C" {
 /*
  * mistral_7b: 32 query heads, 8 key/value heads, head dim 128 (V: 128).
  * Mask: causal (bottom-right), window left 4095, right 0.
- * Tiles: 96 query rows x 128 keys (heuristic default (tile = "auto", no tuning result)).
+ * Tiles: 96 query rows x 256 keys (heuristic default (tile = "auto", no tuning result)).
  *
  * attn_mistral_7b_fwd() checks its arguments, picks the best ISA variant this CPU
  * runs (once; ATTNGEN_ISA=name forces one) and computes

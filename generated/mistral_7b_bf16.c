@@ -21,7 +21,7 @@
  *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
- * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
+ * Tile: q = 96, kv = 256 (heuristic default (tile = "auto", no tuning result)).
  */
 #include "mistral_7b_bf16.h"
 
@@ -40,7 +40,7 @@
 
 /*
  * Shape: Hq = 32, Hkv = 8 (query head h reads kv head h / 4), D = 128, Dv = 128.
- * Tiles: TQ = 96 query rows x TK = 128 keys; a full tile is 6291456 FLOPs.
+ * Tiles: TQ = 96 query rows x TK = 256 keys; a full tile is 12582912 FLOPs.
  * Mask: causal (bottom-right), window left 4095, right 0.
  *
  * Algorithm (flash attention, one pass, O(L) memory):
@@ -69,7 +69,7 @@
 /* The shape and tiles this file is specialized for. */
 enum {
     TQ = 96, /* query rows of a prefill tile */
-    TK = 128, /* keys of a prefill tile */
+    TK = 256, /* keys of a prefill tile */
     D = 128, /* Q and K head dim */
     DV = 128, /* V and O head dim */
     HQ = 32, /* query heads */
@@ -2302,7 +2302,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_bf16_softmax__avx512(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -5343,7 +5343,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_bf16_softmax__avx2(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -8304,7 +8304,7 @@ ATTN_NOINLINE static void attn_mistral_7b_bf16_pv_1x128_bf16__neon(const float *
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 static void attn_mistral_7b_bf16_softmax__neon(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -10200,7 +10200,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_pv_1x128_bf16__sc
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 ATTN_NO_AUTOVEC static void attn_mistral_7b_bf16_softmax__scalar(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -11166,7 +11166,7 @@ const attn_kernel attn_mistral_7b_bf16_kernel = {
         .dtype_o = ATTN_DTYPE_BF16,
         .matmul = ATTN_DTYPE_F32,
         .tile_q = 96,
-        .tile_kv = 128
+        .tile_kv = 256
     },
     attn_mistral_7b_bf16_fwd,
     (int)(sizeof(attn_mistral_7b_bf16_variants) / sizeof(attn_mistral_7b_bf16_variants[0])) - 1,

@@ -21,7 +21,7 @@
  *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
- * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
+ * Tile: q = 96, kv = 256 (heuristic default (tile = "auto", no tuning result)).
  */
 #include "whisper_cross.h"
 
@@ -40,7 +40,7 @@
 
 /*
  * Shape: Hq = 12, Hkv = 12 (query head h reads kv head h / 1), D = 64, Dv = 64.
- * Tiles: TQ = 96 query rows x TK = 128 keys; a full tile is 3145728 FLOPs.
+ * Tiles: TQ = 96 query rows x TK = 256 keys; a full tile is 6291456 FLOPs.
  * Mask: padding (seqlens_k).
  *
  * Algorithm (flash attention, one pass, O(L) memory):
@@ -69,7 +69,7 @@
 /* The shape and tiles this file is specialized for. */
 enum {
     TQ = 96, /* query rows of a prefill tile */
-    TK = 128, /* keys of a prefill tile */
+    TK = 256, /* keys of a prefill tile */
     D = 64, /* Q and K head dim */
     DV = 64, /* V and O head dim */
     HQ = 12, /* query heads */
@@ -1749,7 +1749,7 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_whisper_cr
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 __attribute__((target("avx512f,fma"))) static void attn_whisper_cross_softmax__avx512(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -5563,7 +5563,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 __attribute__((target("avx2,fma,f16c"))) static void attn_whisper_cross_softmax__avx2(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -10321,7 +10321,7 @@ ATTN_NOINLINE static void attn_whisper_cross_pv_1x64_f32__neon(const float *rest
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 static void attn_whisper_cross_softmax__neon(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -12433,7 +12433,7 @@ ATTN_NOINLINE ATTN_NO_AUTOVEC static void attn_whisper_cross_pv_1x64_f32__scalar
     }
 }
 
-/* One row's scores s[0..128): the columns [ca, ce) may be visible (whole vectors),
+/* One row's scores s[0..256): the columns [ca, ce) may be visible (whole vectors),
  * the others get weight 0.  The weights go to s.
  * *m is the row's reference: its running max, or up to max_lag below it. */
 ATTN_NO_AUTOVEC static void attn_whisper_cross_softmax__scalar(float *restrict s, int64_t ca, int64_t ce, float *restrict m,
@@ -13274,7 +13274,7 @@ const attn_kernel attn_whisper_cross_kernel = {
         .dtype_o = ATTN_DTYPE_F32,
         .matmul = ATTN_DTYPE_F32,
         .tile_q = 96,
-        .tile_kv = 128
+        .tile_kv = 256
     },
     attn_whisper_cross_fwd,
     (int)(sizeof(attn_whisper_cross_variants) / sizeof(attn_whisper_cross_variants[0])) - 1,

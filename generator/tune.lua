@@ -124,7 +124,7 @@ function M.candidates(cfg, isa_name, opts)
   local caches = opts.caches or M.caches()
   local out = { prefill = {}, decode = {} }
   local linear = cfg.kind == "linear"
-  local default = linear and planner.family("linear").default_tile(cfg) or planner.DEFAULT_TILE
+  local default = planner.default_tile(cfg)
   local heur = { q = default.q, kv = default.kv }
   local qs, kvs
   if opts.tiles then
@@ -220,7 +220,8 @@ local function candidate_config(cfg, isa_name, bucket, t)
     c.tile = { q = t.q, kv = t.kv }
     if c.decode_max_q then c.decode_max_q = 0 end -- a family without a decode path has no such key
   else
-    c.tile = { q = planner.DEFAULT_TILE.q, kv = planner.DEFAULT_TILE.kv }
+    local h = planner.default_tile(cfg)
+    c.tile = { q = h.q, kv = h.kv }
   end
   return c
 end

@@ -63,11 +63,14 @@ function M.spec_fields(p)
   }
 end
 
+--- The classic kernels have no tiles.
+function M.default_tile() return { q = 0, kv = 0 } end
+
 --- Turns a normalized additive or luong config into the plan.
 function M.plan(cfg, opts)
   local p = common.common(cfg, opts or {})
   p.classic, p.template = true, "classic"
-  p.tile, p.tile_reason = { q = 0, kv = 0 }, "no tiles"
+  p.tile, p.tile_reason = M.default_tile(), "no tiles"
   p.score = cfg.kind == "additive" and "additive" or cfg.score
   p.Ds, p.Dh, p.Da = cfg.query_dim, cfg.key_dim, cfg.attn_dim or 0
   p.bias, p.padding, p.mask = cfg.bias, cfg.padding, cfg.mask

@@ -13,8 +13,9 @@ local util = require("util")
 
 local M = {}
 
---- Heuristic tiles when the config says "auto" and no tuning result exists.
-M.DEFAULT_TILE = { q = 96, kv = 128 }
+--- The heuristic tile of a normalized config, when it says "auto" and no
+-- tuning result exists: its family's (planner/<kind>.lua default_tile).
+function M.default_tile(cfg) return M.family(cfg.kind).default_tile(cfg) end
 
 --- Head-dim steps per iteration of the scores kernel's reduction loop; the
 -- remainder (D mod QK_UNROLL) is unrolled after it.  Unrolling all of D
@@ -239,7 +240,7 @@ function M.common(cfg, opts)
   elseif type(cfg.tile) == "table" then
     p.tile, p.tile_reason = cfg.tile, "set in the config"
   else
-    p.tile, p.tile_reason = M.DEFAULT_TILE, "heuristic default (tile = \"auto\", no tuning result)"
+    p.tile, p.tile_reason = M.default_tile(cfg), "heuristic default (tile = \"auto\", no tuning result)"
   end
   -- storage types: one per tensor (Q, K/V, O), and the products' operand type
   p.dtype = schema.dtypes(cfg.dtype)

@@ -50,14 +50,7 @@ end
 
 --- Turns a normalized linear config into the plan.
 function M.plan(cfg, opts)
-  opts = opts or {}
-  if not opts.tile and cfg.tile == "auto" then
-    local o = {}
-    for k, x in pairs(opts) do o[k] = x end
-    opts = o
-    opts.tile, opts.tile_reason = M.default_tile(cfg), "heuristic default (tile = \"auto\", no tuning result)"
-  end
-  local p = common.common(cfg, opts)
+  local p = common.common(cfg, opts or {})
   p.D = cfg.head_dim
   p.Dv = cfg.head_dim_v
   p.Hq = cfg.heads_q

@@ -8,6 +8,27 @@ local util = require("util")
 
 local M = {}
 
+--- Heuristic tiles (tile = "auto", no tuning result): 96 query rows against
+-- the longer key tile, 256 or 128 keys, whose packed K and V (f32) take at
+-- most TILE_KV_BYTES, so that a tile's K, V, scores, Q and O stay in a 1 MiB
+-- L2.  Causal prefill, H 8, D 128, one Zen 5 thread, 96 x 256 against
+-- 96 x 128 (alternated, best to worst): L 256 0.90-0.92 against 0.92-0.95 ms,
+-- 512 3.16-3.55 against 3.23-3.62, 1024 11.5-12.4 against 11.8-12.7;
+-- Llama-3-8B at L 2048 192-197 against 198-202; D = 64 the same.  Tunes on
+-- an Intel Xeon and an AVX2 EPYC picked 256 keys too (docs/tuning.md).
+M.DEFAULT_TILE_Q = 96
+M.DEFAULT_TILE_KVS = { 256, 128 }
+M.TILE_KV_BYTES = 262144
+
+--- The heuristic tile of a normalized sdpa config.
+function M.default_tile(cfg)
+  local kvs = M.DEFAULT_TILE_KVS -- longest first
+  for _, kv in ipairs(kvs) do
+    if kv * (cfg.head_dim + cfg.head_dim_v) * 4 <= M.TILE_KV_BYTES then return { q = M.DEFAULT_TILE_Q, kv = kv } end
+  end
+  return { q = M.DEFAULT_TILE_Q, kv = kvs[#kvs] }
+end
+
 --- Decode: keys per split (one unit of parallel work, merged by LSE) and
 -- keys per block inside a split (one pass of scores, softmax, P*V).  A
 -- split is DECODE_CHUNK keys, doubled while a sequence would have more than

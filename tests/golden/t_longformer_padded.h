@@ -21,7 +21,7 @@
  *   matmul = "f32",
  *   isa = { "avx512", "avx2", "neon", "scalar" },
  *   tile = "auto",
- * Tile: q = 96, kv = 128 (heuristic default (tile = "auto", no tuning result)).
+ * Tile: q = 96, kv = 256 (heuristic default (tile = "auto", no tuning result)).
  */
 #ifndef ATTN_T_LONGFORMER_PADDED_H
 #define ATTN_T_LONGFORMER_PADDED_H
@@ -35,7 +35,7 @@ extern "C" {
 /*
  * t_longformer_padded: 2 query heads, 2 key/value heads, head dim 24 (V: 24).
  * Mask: window left 4, right 4, 2 global tokens, padding (seqlens_k).
- * Tiles: 96 query rows x 128 keys (heuristic default (tile = "auto", no tuning result)).
+ * Tiles: 96 query rows x 256 keys (heuristic default (tile = "auto", no tuning result)).
  *
  * attn_t_longformer_padded_fwd() checks its arguments, picks the best ISA variant this CPU
  * runs (once; ATTNGEN_ISA=name forces one) and computes

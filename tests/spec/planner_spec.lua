@@ -238,10 +238,26 @@ describe("planner", function()
 
     it("\"auto\" without a tuning result takes the heuristic default", function()
       local plan = plan_of({ tile = "auto" })
-      assert.same(planner.DEFAULT_TILE, plan.tile)
+      assert.same(planner.default_tile(cfg_of()), plan.tile)
       assert.truthy(plan.tile_reason:find("heuristic", 1, true), plan.tile_reason)
-      assert.same(planner.DEFAULT_TILE, plan_of().tile)
-      assert.equal(0, planner.DEFAULT_TILE.kv % 16)
+      assert.same(plan.tile, plan_of().tile)
+    end)
+
+    it("the heuristic sdpa tile: 256 keys where their packed K and V fit TILE_KV_BYTES, else 128", function()
+      local sdpa = planner.family("sdpa")
+      for _, c in ipairs({ { 64, 64, 256 }, { 128, 128, 256 }, { 128, 64, 256 }, { 256, 256, 128 },
+        { 192, 128, 128 }, { 512, 512, 128 } }) do
+        local cfg = cfg_of({ head_dim = c[1], head_dim_v = c[2] })
+        local t = planner.default_tile(cfg)
+        assert.same({ q = sdpa.DEFAULT_TILE_Q, kv = c[3] }, t, c[1] .. " " .. c[2])
+        assert.is_true(t.kv == 128 or t.kv * (c[1] + c[2]) * 4 <= sdpa.TILE_KV_BYTES)
+        assert.equal(0, t.kv % 16)
+        assert.same(t, planner.plan(cfg).tile)
+      end
+      local lin = assert(schema.normalize({ name = "pl", kind = "linear", heads_q = 2, head_dim = 16 }))
+      assert.same(planner.family("linear").default_tile(lin), planner.plan(lin).tile)
+      local add = assert(schema.normalize({ name = "pa", kind = "additive", query_dim = 8, key_dim = 8, attn_dim = 8 }))
+      assert.same({ q = 0, kv = 0 }, planner.plan(add).tile)
     end)
 
     it("opts.tile overrides both, with its reason", function()

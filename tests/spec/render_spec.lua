@@ -188,7 +188,7 @@ describe("render", function()
 
     it("states the tile and why", function()
       local banner = banner_of(h)
-      local t = planner.DEFAULT_TILE
+      local t = planner.default_tile(cfg)
       assert.truthy(banner:find((" * Tile: q = %d, kv = %d (heuristic"):format(t.q, t.kv), 1, true), banner)
       local h2 = files_for({ name = "r_t", heads_q = 1, head_dim = 8, tile = { q = 7, kv = 48 } })
       assert.truthy(banner_of(h2):find(" * Tile: q = 7, kv = 48 (set in the config).", 1, true))

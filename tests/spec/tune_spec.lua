@@ -81,7 +81,7 @@ describe("tune", function()
               assert.is_true(t.kv >= 16 and t.kv <= 4096 and t.kv % 16 == 0, where)
               if t.heuristic then
                 heur = heur + 1
-                assert.same(planner.DEFAULT_TILE, { q = t.q, kv = t.kv })
+                assert.same(planner.default_tile(cfg), { q = t.q, kv = t.kv })
               else
                 assert.equal(0, t.q % qstep, where)
                 assert.equal(0, t.kv % kvstep, where)
@@ -152,7 +152,8 @@ describe("tune", function()
     end)
 
     it("--tiles and --blocks give exactly those candidates plus the heuristic default", function()
-      local cands = tune.candidates(cfg_of(), "avx512", { tiles = { { q = 48, kv = 64 }, { q = 96, kv = 128 } },
+      local h = planner.default_tile(cfg_of())
+      local cands = tune.candidates(cfg_of(), "avx512", { tiles = { { q = 48, kv = 64 }, { q = h.q, kv = h.kv } },
         blocks = { 32 } })
       assert.equal(2, #cands.prefill)
       assert.same({ 48, 64 }, { cands.prefill[1].q, cands.prefill[1].kv })
@@ -215,7 +216,8 @@ describe("tune", function()
       local tbl = files[#files]
       assert.equal("attn_tune_table.c", tbl.name)
       assert.truthy(tbl.text:find("const int attn_tune_count = 4;", 1, true))
-      for _, name in ipairs({ "src_q8k32", "src_q96k128", "src_b16c512", "src_b64c512" }) do
+      local h = planner.default_tile(cfg)
+      for _, name in ipairs({ "src_q8k32", ("src_q%dk%d"):format(h.q, h.kv), "src_b16c512", "src_b64c512" }) do
         assert.truthy(tbl.text:find("&attn_" .. name .. "_kernel", 1, true), name)
       end
       for _, f in ipairs(files) do
@@ -392,7 +394,7 @@ if not ok then io.stderr:write(err, "\n") os.exit(1) end
         [tunedb.descriptor(cfg, "decode", isa, cpu)] = tunedb.entry({ tile = { block = 32, chunk = 512 },
           gflops = 4.31, cpu = cpu }),
       }))
-      return d, file, db
+      return d, file, db, cfg
     end
 
     it("a config with bf16 products tunes: its tiles' outputs agree within that path's tolerance #slow", function()
@@ -448,9 +450,10 @@ if not ok then io.stderr:write(err, "\n") os.exit(1) end
     end)
 
     it("without a tuning result, or with ATTNGEN_TUNE_DB=none, the heuristic default", function()
-      local d, file, db = tuned_setup("tb")
+      local d, file, db, cfg = tuned_setup("tb")
+      local t = planner.default_tile(cfg)
       local heuristic = (" * Tiles: %d query rows x %d keys (heuristic default (tile = \"auto\", no tuning result)).\n")
-        :format(planner.DEFAULT_TILE.q, planner.DEFAULT_TILE.kv)
+        :format(t.q, t.kv)
       for i, env in ipairs({ { ATTNGEN_TUNE_DB = "none" }, { ATTNGEN_TUNE_DB = d .. "/missing.json" },
         { ATTNGEN_CACHE = folder("empty") } }) do
         local out = ("%s/gen%d"):format(d, i)
@@ -508,7 +511,8 @@ if not ok then io.stderr:write(err, "\n") os.exit(1) end
       -- --list compiles nothing either
       local code, out = helper.attngen({ "tune", file, "--list" }, { env = env })
       assert.equal(0, code)
-      assert.truthy(out:find("q96 kv128  (heuristic default)", 1, true), out)
+      local h = planner.default_tile(require("config").load(file, {}))
+      assert.truthy(out:find(("q%d kv%d  (heuristic default)"):format(h.q, h.kv), 1, true), out)
       assert.truthy(out:find("block 64 chunk 512  (heuristic default)", 1, true), out)
       -- failed builds left nothing in the cache, and --list added nothing
       assert.same({}, helper.exists(d .. "/cache") and helper.ls(d .. "/cache") or {})
