@@ -12,10 +12,10 @@ local M = {}
 -- the longer key tile, 256 or 128 keys, whose packed K and V (f32) take at
 -- most TILE_KV_BYTES, so that a tile's K, V, scores, Q and O stay in a 1 MiB
 -- L2.  Causal prefill, H 8, D 128, one Zen 5 thread, 96 x 256 against
--- 96 x 128 (alternated, best to worst): L 256 0.90-0.92 against 0.92-0.95 ms,
--- 512 3.16-3.55 against 3.23-3.62, 1024 11.5-12.4 against 11.8-12.7;
--- Llama-3-8B at L 2048 192-197 against 198-202; D = 64 the same.  Tunes on
--- an Intel Xeon and an AVX2 EPYC picked 256 keys too (docs/tuning.md).
+-- 96 x 128 (alternated, best to worst): L 512 3.15-3.30 against 3.20-3.47 ms,
+-- 1024 11.5-12.4 against 11.8-12.7; 2-4% faster from 256 to 2048 keys in
+-- two alternations days apart; D = 64 the same.  Tunes on an Intel Xeon
+-- and an AVX2 EPYC picked 256 keys too (docs/tuning.md).
 M.DEFAULT_TILE_Q = 96
 M.DEFAULT_TILE_KVS = { 256, 128 }
 M.TILE_KV_BYTES = 262144

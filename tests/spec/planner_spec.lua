@@ -250,7 +250,6 @@ describe("planner", function()
         local cfg = cfg_of({ head_dim = c[1], head_dim_v = c[2] })
         local t = planner.default_tile(cfg)
         assert.same({ q = sdpa.DEFAULT_TILE_Q, kv = c[3] }, t, c[1] .. " " .. c[2])
-        assert.is_true(t.kv == 128 or t.kv * (c[1] + c[2]) * 4 <= sdpa.TILE_KV_BYTES)
         assert.equal(0, t.kv % 16)
         assert.same(t, planner.plan(cfg).tile)
       end
