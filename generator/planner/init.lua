@@ -4,7 +4,7 @@
 -- ISA variants exist, the register blocking of the micro-kernels, the tile
 -- sizes, the storage types, every constant a template prints.  Templates
 -- only read the plan.  This module holds what every family shares; each
--- family's planner (planner/<kind>.lua) builds on it and adds its own
+-- family's planner (its family table's `planner`) builds on it and adds its own
 -- paths, masks and constants.
 local isa_registry = require("isa")
 local naming = require("naming")
@@ -287,8 +287,8 @@ function M.isas(cfg)
   return t
 end
 
---- A family's planner module (planner/<kind>.lua).
-function M.family(kind) return require("planner." .. kind) end
+--- A family's planner module (its family table's `planner`).
+function M.family(kind) return require("families").planner(kind) end
 
 --- The build parts of a plan's source file (lib/dispatch): part 0 the
 -- dispatch, then one per variant in order (v.build_part), except that a
@@ -312,7 +312,7 @@ end
 --- Turns a normalized config into the plan of its family.  opts: tile,
 -- tile_reason, and what the family's planner takes.
 function M.plan(cfg, opts)
-  local p, err = M.family(cfg.kind or "sdpa").plan(cfg, opts or {})
+  local p, err = M.family(cfg.kind or require("families").DEFAULT).plan(cfg, opts or {})
   if not p then return nil, err end
   return build_parts(p)
 end

@@ -660,7 +660,7 @@ describe("ISA storage-type operations", function()
         assert.equal(case.score, p.score)
         assert.equal(case.nq, p.NQ)
         assert.equal(case.key_proj, p.key_proj)
-        assert.equal("classic", p.template)
+        assert.equal("families/classic.c.tmpl", require("families").direction(p.family, "forward").templates.c)
         for _, v in ipairs(p.variants) do
           assert.equal(0, v.nqp % v.lanes)
           assert.is_true(v.nqp >= p.NQ and v.nqp < p.NQ + v.lanes)
