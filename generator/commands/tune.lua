@@ -315,8 +315,9 @@ local function time_candidates(t)
   local results, shapes, failures, nresults = {}, {}, {}, 0
   t.results, t.shapes, t.failures = results, shapes, failures
   local progress = progress_printer()
-  local decode_q, why = tune.decode_rows(t.cfg, t.isa)
-  if t.do_decode and #cands.decode > 0 and why then print(why) end
+  local decode_q, why = 1, nil
+  if t.do_decode and #cands.decode > 0 then decode_q, why = tune.decode_rows(t.cfg, t.isa) end
+  if why then print(why) end
   local argv = tune.driver_args({ isa = t.isa, threads = args.threads, seqs = t.seqs, decode_seq = args.decode_seq,
     decode_q = decode_q, prefill = t.do_prefill and #cands.prefill > 0, decode = t.do_decode and #cands.decode > 0,
     exhaustive = args.exhaustive, count = #cands.prefill })
