@@ -38,6 +38,16 @@ M.FIELDS = {
   unsupported = "per command (tune, plot_mask): why it has nothing to do",
 }
 
+--- Fields a family table may add for its own planner: the classic kinds'
+-- `classic` = { score = function(cfg), the score it computes; spec_family,
+-- its attn_family enum } (planner/classic.lua plans both).
+M.OPTIONAL_FIELDS = {
+  classic = "what planner/classic.lua asks of the kind: score(cfg), spec_family",
+}
+
+--- The commands that may have nothing to do for a family (unsupported.<command>).
+M.COMMANDS = { "tune", "plot_mask" }
+
 --- The fields of a direction (directions.<name>).
 M.DIRECTION_FIELDS = {
   templates = "{ h = header template, c = source template } under templates/",

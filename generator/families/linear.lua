@@ -1,7 +1,7 @@
 --- kind = "linear": linear attention, phi(Q) (S, z) with phi(x) = elu(x) +
 -- 1, the chunked causal algorithm and a running state; it takes attn_args
 -- like sdpa.  The fields are described in families/init.lua.
-local sdpa = require("families.sdpa")
+local qkv = require("families.qkv")
 
 local M = {}
 
@@ -21,14 +21,14 @@ M.directions = {
 
 M.vendor = {
   describe = function(plan)
-    return sdpa.describe_qkv(plan, { lead = ("linear attention, phi(x) = elu(x) + 1, eps %.9g"):format(plan.eps),
+    return qkv.describe(plan, { lead = ("linear attention, phi(x) = elu(x) + 1, eps %.9g"):format(plan.eps),
       no_scale = true, linear = true })
   end,
 }
 
 M.check = {
   required = { "heads_q", "head_dim" },
-  dims = sdpa.heads_dims,
+  dims = qkv.dims,
   features = {
     { "linear", function() return true end },
     -- the recurrent state (in/out)
