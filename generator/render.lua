@@ -141,7 +141,10 @@ end
 --- The files of a kernel, from the templates of its family's direction
 -- (`direction`, default "forward"): { {name=..., text=...}, ... }.
 function M.kernel_files(plan, command, direction)
-  local t = families.direction(plan.family or families.DEFAULT, direction or "forward").templates
+  local kind, name = plan.family or families.DEFAULT, direction or "forward"
+  local d = families.direction(kind, name)
+  if not d then error(("family %s has no direction '%s'"):format(kind, name), 0) end
+  local t = d.templates
   return {
     { name = plan.name .. ".h", text = M.render(t.h, plan, command) },
     { name = plan.name .. ".c", text = M.render(t.c, plan, command) },

@@ -54,8 +54,10 @@ local function check_variant(v, cfg, tile)
   -- the row counts the micro-kernels are generated for
   assert.same(v.qk.mr > 1 and { v.qk.mr, 1 } or { 1 }, v.qk_rows, where)
   -- and the prefill's narrow scores kernel (one vector of a panel's columns)
-  -- where a block has several vectors
-  if cfg.kind == "sdpa" then assert.equal(v.qk.mr > 1 and v.qk.nr > 1, v.qk_narrow == true, where) end
+  -- where a block has several vectors (the sdpa planner's prefill path)
+  if require("families").of(cfg).planner == "planner.sdpa" then
+    assert.equal(v.qk.mr > 1 and v.qk.nr > 1, v.qk_narrow == true, where)
+  end
   -- P*V: every row count from the widest down on vector ISAs (the decode
   -- path's kv heads: past MR in the ISA's wider blocking, where it has one),
   -- MR and 1 in plain C
