@@ -500,6 +500,8 @@ if not ok then io.stderr:write(err, "\n") os.exit(1) end
       fails({ "tune", file, "--set", "isa={\"scalar\"}", "--isa", "avx2" }, env, "not one of the config's ISAs")
       fails({ "tune", file, "--set", "decode_max_q=0", "--only", "decode" }, env, "no decode path")
       fails({ "tune", "linear_transformer", "--only", "decode" }, env, "linear attention, which has no decode path")
+      fails({ "tune", "linear_transformer", "--blocks", "16" }, env,
+        "--blocks: linear_transformer is linear attention, which has no decode path")
       fails({ "tune", file, "--plot", notdir .. "/x/p.svg", "--db", d .. "/t.json" }, env, "cannot write the plot")
       assert.falsy(helper.exists(d .. "/cache"))
       assert.falsy(helper.exists(d .. "/t.json"))
