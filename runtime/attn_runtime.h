@@ -8,7 +8,7 @@
  *
  * Tensor layout (BSHD, the last dim contiguous).  Q, K, V and O are stored
  * in the type the kernel's spec records (dtype_q for Q, dtype_kv for K and
- * V, dtype_o for O; only ATTN_DTYPE_F32 kernels exist so far), so attn_args
+ * V, dtype_o for O: f32, bf16 or f16, attn_dtype below), so attn_args
  * holds them as void pointers; strides count elements of that type:
  *   Q   [B][Lq][Hq][D]     element strides q_stride  = {b, s, h}
  *   K   [B][Lk][Hkv][D]    element strides k_stride  = {b, s, h}
