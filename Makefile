@@ -115,10 +115,10 @@ $(BUILD)/vmath.c: tests/gen_vmath.lua templates/lib/vmath.c.tmpl templates/vmath
 	ATTNGEN_ROOT=$(CURDIR) $(LUA) tests/gen_vmath.lua $@ && touch $@
 
 $(BUILD)/test_kernels: tests/test_kernels.c tests/test_vmath.c tests/test_extremes.c tests/test_threads.c \
-  tests/test_convert.c tests/test_linear.c tests/test_classic.c tests/verify_variants.h $(BUILD)/vmath.c \
+  tests/test_convert.c tests/test_quant.c tests/test_linear.c tests/test_classic.c tests/verify_variants.h $(BUILD)/vmath.c \
   $(BUILD)/kernel_list.h $(KERNEL_OBJS) $(RUNTIME_OBJS)
 	$(CC) $(TEST_CFLAGS) -pthread -I$(BUILD) tests/test_kernels.c tests/test_vmath.c tests/test_extremes.c \
-	  tests/test_threads.c tests/test_convert.c tests/test_linear.c tests/test_classic.c $(BUILD)/vmath.c \
+	  tests/test_threads.c tests/test_convert.c tests/test_quant.c tests/test_linear.c tests/test_classic.c $(BUILD)/vmath.c \
 	  $(KERNEL_OBJS) $(RUNTIME_OBJS) -o $@ -lcriterion -lm
 
 check-generated:

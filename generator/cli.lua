@@ -11,7 +11,8 @@ M.EXIT_FAIL = 1    -- the work ran and found a problem (a check failed)
 M.EXIT_USAGE = 2   -- bad input: config, files, arguments
 M.EXIT_INTERNAL = 70
 
-M.commands = { "generate", "run", "check", "bench", "tune", "vendor", "import-hf", "presets", "plot" }
+M.commands = { "generate", "run", "check", "bench", "tune", "vendor", "import-hf", "presets", "plot", "info",
+  "rollout" }
 
 --- The module of a command: generator/commands/<name with - as _>.lua.
 function M.module(name)

@@ -1,7 +1,8 @@
---- A reader of NumPy .npy files for the Lua side (`attngen plot weights`):
--- little-endian float32 ('<f4'), C order, format versions 1 to 3.  Anything
--- else is a one-line error naming the file and what it holds.  The C side
--- has its own reader (runtime/attn_npy.c) for the tools.
+--- NumPy .npy files for the Lua side (`attngen plot weights`, `attngen
+-- rollout`): reads little-endian float32 ('<f4'), C order, format versions 1
+-- to 3, and writes the same (version 1).  Anything else is a one-line error
+-- naming the file and what it holds.  The C side has its own reader and
+-- writer (runtime/attn_npy.c) for the tools.
 local util = require("util")
 
 local M = {}
@@ -22,7 +23,7 @@ function M.f32(s, pos)
     if mant == 0 then return sign * math.huge end
     return 0 / 0
   end
-  if e == 0 then return sign * mant * 2 ^ -149 end
+  if e == 0 then return sign * (mant * 2 ^ -149) end -- a float, so that -0 keeps its sign (Lua 5.3+ integers)
   return sign * (1 + mant / 8388608) * 2 ^ (e - 127)
 end
 
@@ -92,6 +93,54 @@ end
 --- Element k (0-based, C order) of an array that read_f32 returned.
 function M.at(a, k)
   return M.f32(a.bytes, a.offset + 4 * k)
+end
+
+--- The 4 bytes of x as a little-endian float32, rounded to nearest even
+-- (string.pack where the interpreter has it, else from the bits: LuaJIT
+-- and Lua 5.1 have math.frexp).
+local pack, frexp = rawget(string, "pack"), rawget(math, "frexp")
+local function f32_bytes(x)
+  if pack then return pack("<f", x) end
+  local sign = (x < 0 or 1 / x < 0) and 128 or 0
+  x = math.abs(x)
+  local e, m
+  if x ~= x then e, m = 255, 4194304
+  elseif x == math.huge then e, m = 255, 0
+  else
+    local fr, ex = frexp(x) -- x = fr * 2^ex, 0.5 <= fr < 1
+    if x == 0 then e, m = 0, 0
+    elseif ex > -126 then
+      e, m = ex + 126, fr * 16777216 - 8388608 -- 23 fraction bits
+    else
+      e, m = 0, x * 2 ^ 149 -- subnormal
+    end
+    local r = math.floor(m)
+    local rest = m - r
+    if rest > 0.5 or (rest == 0.5 and r % 2 == 1) then r = r + 1 end
+    m = r
+    if m >= 8388608 then e, m = e + 1, m - 8388608 end -- carried into the exponent
+    if e >= 255 then e, m = 255, 0 end
+  end
+  return string.char(m % 256, math.floor(m / 256) % 256, math.floor(m / 65536) + (e % 2) * 128,
+    sign + math.floor(e / 2))
+end
+
+--- Writes values (a Lua array, C order) as a float32 .npy file of the
+-- given shape, atomically (a finished file or none).  Returns true, or nil
+-- and a one-line error.
+function M.write_f32(p, shape, values)
+  local head = ("{'descr': '<f4', 'fortran_order': False, 'shape': %s, }"):format(M.shape_text(shape))
+  local pad = 64 - (10 + #head + 1) % 64
+  if pad == 64 then pad = 0 end
+  head = head .. (" "):rep(pad) .. "\n"
+  local parts = { "\147NUMPY\1\0", string.char(#head % 256, math.floor(#head / 256)), head }
+  for i = 1, #values do parts[#parts + 1] = f32_bytes(values[i]) end
+  local ok, err = util.write_atomic(p, table.concat(parts))
+  if ok == nil then -- false: the file already held exactly these bytes
+    err = tostring(err)
+    return nil, err:find(p, 1, true) and err or ("%s: cannot write: %s"):format(p, err)
+  end
+  return true
 end
 
 return M

@@ -224,6 +224,128 @@ void attn_dtype_to_f32_array(attn_dtype dtype, const void *src, float *dst, size
     }
 }
 
+/* ---- llama.cpp's quantized blocks (q8_0, q4_0) ---------------------------- */
+
+/* |x|, by clearing the sign bit (so -0 gives +0, as fabsf does). */
+static float abs_f32(float x)
+{
+    return f32_from_bits(f32_bits(x) & 0x7fffffffu);
+}
+
+/* The low byte of x86-64's float-to-int32 conversion of an integral value r:
+   what ggml's reference quantizers store when they assign a float to an
+   int8_t.  C leaves a value outside the target's range undefined; x86-64
+   gives 0x80000000 for NaN, infinities and anything outside int32's range,
+   whose low byte is 0.  Every finite block's values stay in range. */
+static int x86_int8(float r)
+{
+    if (!(r >= -2147483648.0f && r < 2147483648.0f))
+        return 0;
+    return (int)(int8_t)(uint8_t)(uint32_t)(int32_t)r;
+}
+
+/* C's roundf (halves away from zero) without libm: the truncation and the
+   exact remainder (the fraction bits below 2^23, 0 above).  Values outside
+   int32's range (NaN and infinities included) are returned as they are. */
+static float round_half_away(float v)
+{
+    float t, frac;
+    if (!(v >= -2147483648.0f && v < 2147483648.0f))
+        return v;
+    t = (float)(int32_t)v;
+    frac = v - t;
+    return frac >= 0.5f ? t + 1.0f : frac <= -0.5f ? t - 1.0f : t;
+}
+
+int attn_quantize_q8_0(const float *x, void *blocks, int64_t n)
+{
+    attn_block_q8_0 *y = (attn_block_q8_0 *)blocks;
+    int64_t b;
+    int j;
+
+    if (n < 0 || n % ATTN_QK != 0)
+        return ATTN_ERR_SHAPE;
+    for (b = 0; b < n / ATTN_QK; b++) {
+        const float *xb = x + b * ATTN_QK;
+        float amax = 0.0f, d, id;
+        for (j = 0; j < ATTN_QK; j++) { /* ggml's MAX(amax, fabsf(v)): a NaN is replaced by the next value */
+            const float a = abs_f32(xb[j]);
+            amax = amax > a ? amax : a;
+        }
+        d = amax / 127.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = attn_f32_to_f16(d);
+        for (j = 0; j < ATTN_QK; j++)
+            y[b].q[j] = (int8_t)x86_int8(round_half_away(xb[j] * id));
+    }
+    return ATTN_OK;
+}
+
+int attn_quantize_q4_0(const float *x, void *blocks, int64_t n)
+{
+    attn_block_q4_0 *y = (attn_block_q4_0 *)blocks;
+    int64_t b;
+    int j;
+
+    if (n < 0 || n % ATTN_QK != 0)
+        return ATTN_ERR_SHAPE;
+    for (b = 0; b < n / ATTN_QK; b++) {
+        const float *xb = x + b * ATTN_QK;
+        float amax = 0.0f, max = 0.0f, d, id;
+        for (j = 0; j < ATTN_QK; j++) { /* the first value of largest |x|, its sign kept; NaN never wins */
+            const float a = abs_f32(xb[j]);
+            if (amax < a) {
+                amax = a;
+                max = xb[j];
+            }
+        }
+        d = max / -8.0f;
+        id = d != 0.0f ? 1.0f / d : 0.0f;
+        y[b].d = attn_f32_to_f16(d);
+        for (j = 0; j < ATTN_QK / 2; j++) { /* value j in the low nibble, value j + 16 in the high one */
+            int lo = x86_int8(xb[j] * id + 8.5f), hi = x86_int8(xb[j + ATTN_QK / 2] * id + 8.5f);
+            lo = lo < 15 ? lo : 15;
+            hi = hi < 15 ? hi : 15;
+            y[b].q[j] = (uint8_t)((unsigned)lo | ((unsigned)hi << 4));
+        }
+    }
+    return ATTN_OK;
+}
+
+int attn_dequantize_q8_0(const void *blocks, float *x, int64_t n)
+{
+    const attn_block_q8_0 *y = (const attn_block_q8_0 *)blocks;
+    int64_t b;
+    int j;
+
+    if (n < 0 || n % ATTN_QK != 0)
+        return ATTN_ERR_SHAPE;
+    for (b = 0; b < n / ATTN_QK; b++) {
+        const float d = attn_f16_to_f32(y[b].d);
+        for (j = 0; j < ATTN_QK; j++)
+            x[b * ATTN_QK + j] = (float)y[b].q[j] * d;
+    }
+    return ATTN_OK;
+}
+
+int attn_dequantize_q4_0(const void *blocks, float *x, int64_t n)
+{
+    const attn_block_q4_0 *y = (const attn_block_q4_0 *)blocks;
+    int64_t b;
+    int j;
+
+    if (n < 0 || n % ATTN_QK != 0)
+        return ATTN_ERR_SHAPE;
+    for (b = 0; b < n / ATTN_QK; b++) {
+        const float d = attn_f16_to_f32(y[b].d);
+        for (j = 0; j < ATTN_QK / 2; j++) {
+            x[b * ATTN_QK + j] = (float)((int)(y[b].q[j] & 0x0f) - 8) * d;
+            x[b * ATTN_QK + j + ATTN_QK / 2] = (float)((int)(y[b].q[j] >> 4) - 8) * d;
+        }
+    }
+    return ATTN_OK;
+}
+
 int attn_isa_from_name(const char *name)
 {
     int i;

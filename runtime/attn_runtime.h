@@ -8,7 +8,7 @@
  *
  * Tensor layout (BSHD, the last dim contiguous).  Q, K, V and O are stored
  * in the type the kernel's spec records (dtype_q for Q, dtype_kv for K and
- * V, dtype_o for O; only ATTN_DTYPE_F32 kernels exist so far), so attn_args
+ * V, dtype_o for O: f32, bf16 or f16, attn_dtype below), so attn_args
  * holds them as void pointers; strides count elements of that type:
  *   Q   [B][Lq][Hq][D]     element strides q_stride  = {b, s, h}
  *   K   [B][Lk][Hkv][D]    element strides k_stride  = {b, s, h}
@@ -135,6 +135,48 @@ void attn_f32_to_f16_array(const float *src, uint16_t *dst, size_t n);
 void attn_f16_to_f32_array(const uint16_t *src, float *dst, size_t n);
 void attn_f32_to_dtype_array(attn_dtype dtype, const float *src, void *dst, size_t n);
 void attn_dtype_to_f32_array(attn_dtype dtype, const void *src, float *dst, size_t n);
+
+/*
+ * llama.cpp's (ggml's) quantized blocks, bit for bit, so that a KV cache can
+ * be shared with it.  A row of n values (n a multiple of ATTN_QK) is n / 32
+ * consecutive blocks:
+ *
+ *   q8_0  {f16 d; int8 q[32]}    34 bytes   value j: q[j] * d
+ *   q4_0  {f16 d; uint8 q[16]}   18 bytes   value j < 16: ((q[j] & 15) - 8) * d,
+ *                                            value j + 16: ((q[j] >> 4) - 8) * d
+ *
+ * attn_quantize_q8_0 and attn_quantize_q4_0 are ggml's reference quantizers
+ * (quantize_row_q8_0_ref, quantize_row_q4_0_ref), in f32 arithmetic:
+ *   q8_0: amax = max |x|; d = amax / 127; q = round(x * (1 / d)), halves
+ *         away from zero (q = 0 when d = 0);
+ *   q4_0: m = the first value of largest |x|, its sign kept; d = m / -8;
+ *         q = min(15, trunc(x * (1 / d) + 8.5)), so halves round up and the
+ *         value at -m is clipped to 7 * |d|;
+ * d stored as f16, rounded to nearest even (attn_f32_to_f16).  A block of
+ * zeros stores d = +0 and codes 0 (q8_0), or d = -0 (0 / -8) and codes 8
+ * (q4_0).  What ggml leaves to the
+ * platform is fixed to what it does on x86-64 (where llama.cpp's caches are
+ * made): a NaN or infinite product stores code 0 (q8_0: value 0; q4_0:
+ * value -8 d).  So a NaN in a q8_0 block drops out of the maximum (the next
+ * value replaces it: values before it may then pass 127 steps and store
+ * the low byte of their code, as ggml does there) unless it comes last,
+ * when d is NaN; a q4_0 block
+ * never picks a NaN as m; an infinity makes d infinite, the block's
+ * finite values code 0 (q8_0) or 8 (q4_0: 1 / d is -0 or +0) and the
+ * infinity itself code 0, as a NaN; a scale d up to 2^-25
+ * stores f16 zero (q8_0: largest |x| up to 127 * 2^-25, about 3.8e-6;
+ * q4_0: up to 2^-22), and the block dequantizes to zeros.
+ *
+ * Dequantizing is exact in f32.  Each function returns ATTN_OK, or
+ * ATTN_ERR_SHAPE when n is negative or not a multiple of ATTN_QK.
+ */
+enum { ATTN_QK = 32 }; /* values per block of q8_0 and q4_0 */
+typedef struct { uint16_t d; int8_t q[ATTN_QK]; } attn_block_q8_0;
+typedef struct { uint16_t d; uint8_t q[ATTN_QK / 2]; } attn_block_q4_0;
+int attn_quantize_q8_0(const float *x, void *blocks, int64_t n);
+int attn_dequantize_q8_0(const void *blocks, float *x, int64_t n);
+int attn_quantize_q4_0(const float *x, void *blocks, int64_t n);
+int attn_dequantize_q4_0(const void *blocks, float *x, int64_t n);
 
 /*
  * One run of a kernel.  Each tensor is stored in the type the kernel's spec

@@ -589,7 +589,7 @@ static void nan_in_q_k(const attn_kernel *k, const attn_variant *const *vs, int 
 }
 
 /* Configs where every row sees every valid key: a NaN or an infinity in V
-   reaches every row (docs/semantics.md: a masked key inside a partly
+   reaches every row (docs/config.md, "Decisions beyond these rules": a masked key inside a partly
    visible tile may turn a row to NaN through a zero weight, so configs with
    masks are left to nan_in_q_k). */
 static int sees_every_key(const attn_spec *s)
