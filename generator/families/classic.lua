@@ -77,6 +77,7 @@ function M.family(o)
     planner = "planner.classic",
     matmuls = { "f32" },
     tiled = false,
+    memory = "encoder_states",
     args = "attn_classic_args",
     directions = {
       forward = { templates = { h = "families/classic.h.tmpl", c = "families/classic.c.tmpl" } },

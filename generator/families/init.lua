@@ -35,6 +35,7 @@ M.FIELDS = {
   check = "the test sets' view of a raw config: required keys, shape, features",
   tune = "buckets tuned and, optionally, the family's own grid and a note",
   bench = "what the benchmark suite asks of its presets",
+  memory = "what decoding keeps per sequence and layer: kv_cache, state or encoder_states",
   unsupported = "per command (tune, plot_mask): why it has nothing to do",
 }
 

@@ -11,6 +11,7 @@ M.schema = "schema.linear"
 M.planner = "planner.linear"
 M.matmuls = { "f32" }
 M.tiled = true
+M.memory = "state"
 M.args = "attn_args"
 
 M.directions = {

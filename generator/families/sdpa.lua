@@ -11,6 +11,7 @@ M.schema = "schema.sdpa"
 M.planner = "planner.sdpa"
 M.matmuls = { "f32", "bf16" }
 M.tiled = true
+M.memory = "kv_cache"
 M.args = "attn_args"
 
 M.directions = {

@@ -60,6 +60,7 @@ describe("the family registry", function()
         end
         assert.is_string(f.noun)
         assert.is_boolean(f.tiled)
+        assert.is_true(member(f.memory, { "kv_cache", "state", "encoder_states" }), f.memory)
         assert.truthy(f.args == "attn_args" or f.args == "attn_classic_args", f.args)
       end)
 
