@@ -14,7 +14,7 @@ local util = require("util")
 local M = {}
 
 --- The heuristic tile of a normalized config, when it says "auto" and no
--- tuning result exists: its family's (planner/<kind>.lua default_tile).
+-- tuning result exists: its family planner's default_tile.
 function M.default_tile(cfg) return M.family(cfg.kind).default_tile(cfg) end
 
 --- Head-dim steps per iteration of the scores kernel's reduction loop; the
