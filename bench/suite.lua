@@ -544,6 +544,7 @@ if wanted("decode") then decode_round() end
 -- terms), in name order; Llama-3-8B has its rows above.
 local function decode_presets()
   util.root = root
+  local families = require("families")
   local presets = require("presets")
   local names, seen = {}, {}
   local function shape(c)
@@ -554,7 +555,7 @@ local function decode_presets()
   seen[shape(llama)] = true
   for _, name in ipairs(presets.list()) do
     local c = presets.load(name)
-    if c and c.kind == "sdpa" and c.causal and c.decode_max_q > 0 and not seen[shape(c)] then
+    if c and families.of(c).bench.decode_table and c.causal and c.decode_max_q > 0 and not seen[shape(c)] then
       seen[shape(c)] = true
       names[#names + 1] = name
     end

@@ -9,6 +9,8 @@
 -- each with a bias of its output width.  At d_model 512 with 8 heads of 64
 -- that is 1,050,624 parameters (MHA), 590,976 (MQA, one kv head) and 787,968
 -- (GQA, 4 kv heads).
+local families = require("families")
+
 local M = {}
 
 --- Bytes of one stored value, by storage type; the block formats hold 32
@@ -96,7 +98,7 @@ end
 function M.describe(cfg, d_model, n)
   local s, err = M.shape(cfg)
   if not s then return nil, err end
-  local linear = cfg.feature_map ~= nil -- linear attention: a state, not a cache
+  local linear = families.of(cfg).memory == "state" -- linear attention: a state, not a cache
   d_model = d_model or s.hq * s.d
   local p = M.params(s, d_model)
   return {

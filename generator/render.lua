@@ -1,6 +1,7 @@
 --- Rendering templates/ with a plan: pl.template with "@" marking Lua lines
 -- (so C preprocessor lines pass through) and $(expr) for values.
 local template = require("pl.template")
+local families = require("families")
 local util = require("util")
 local schema = require("schema")
 local version = require("version")
@@ -112,11 +113,12 @@ local function banner(tmpl, plan, command)
     " *",
     " * Config (after defaults):",
   }
-  for _, k in ipairs(schema.order_of(plan.config.kind or "sdpa")) do
+  local kind = plan.config.kind or families.DEFAULT
+  for _, k in ipairs(schema.order_of(kind)) do
     local v = plan.config[k]
     if v ~= nil then lines[#lines + 1] = (" *   %s = %s,"):format(k, util.serialize(v)) end
   end
-  if plan.classic then
+  if not families.get(kind).tiled then
     lines[#lines + 1] = " * Tiles: none (the loops are blocked by the ISA's registers)."
   else
     lines[#lines + 1] = (" * Tile: q = %d, kv = %d (%s)."):format(plan.tile.q, plan.tile.kv, plan.tile_reason)
@@ -136,13 +138,16 @@ function M.render(tmpl, plan, command)
   return banner(tmpl, plan, command) .. out
 end
 
---- The files of a kernel, from its family's templates:
--- { {name=..., text=...}, ... }.
-function M.kernel_files(plan, command)
-  local family = plan.template or plan.family or "sdpa"
+--- The files of a kernel, from the templates of its family's direction
+-- (`direction`, default "forward"): { {name=..., text=...}, ... }.
+function M.kernel_files(plan, command, direction)
+  local kind, name = plan.family or families.DEFAULT, direction or "forward"
+  local d = families.direction(kind, name)
+  if not d then error(("family %s has no direction '%s'"):format(kind, name), 0) end
+  local t = d.templates
   return {
-    { name = plan.name .. ".h", text = M.render("families/" .. family .. ".h.tmpl", plan, command) },
-    { name = plan.name .. ".c", text = M.render("families/" .. family .. ".c.tmpl", plan, command) },
+    { name = plan.name .. ".h", text = M.render(t.h, plan, command) },
+    { name = plan.name .. ".c", text = M.render(t.c, plan, command) },
   }
 end
 

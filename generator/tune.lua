@@ -8,6 +8,7 @@
 -- chosen ISA, so all of them link into one program
 -- (runtime/tools/attn_tune_main.c) that times them on the same inputs in one
 -- process.
+local families = require("families")
 local isa_registry = require("isa")
 local planner = require("planner")
 local render = require("render")
@@ -33,19 +34,6 @@ M.MIN_TIME = 0.25
 --- The exhaustive grid's largest tile.q and tile.kv.
 M.EXHAUSTIVE_Q = 288
 M.EXHAUSTIVE_KV = 512
-
---- Linear attention's grid: tile.q is the chunk of the causal algorithm
--- (and the query rows of a tile), tile.kv the keys packed and folded into
--- the state at a time.  Short chunks do less of the diagonal blocks' work
--- and more passes over the state; which wins depends on the machine (on a
--- 2-core AVX2 EPYC, causal H 8, D 64: chunks of 16 rows ran a quarter
--- faster than the default 64).  The exhaustive grid takes every multiple of
--- LINEAR_Q_STEP up to LINEAR_EXHAUSTIVE_Q.
-M.LINEAR_QS = { 16, 32, 64, 128 }
-M.LINEAR_KVS = { 64, 128, 256, 512 }
-M.LINEAR_Q_STEP = 8
-M.LINEAR_EXHAUSTIVE_Q = 256
-M.LINEAR_EXHAUSTIVE_KVS = { 32, 64, 128, 256, 512 }
 
 -- ---- the machine's caches ---------------------------------------------------
 
@@ -115,24 +103,25 @@ local function same_tile(a, b) return a.q == b.q and a.kv == b.kv end
 -- sequence would have more than 32 splits): a split's setup and merge are
 -- worth saving on long caches (3-4% at 32768 keys on one thread), and
 -- longer splits on short caches would leave fewer units for more threads.
--- Linear attention (kind = "linear") has the prefill bucket only, on its
--- own grid (M.LINEAR_QS x M.LINEAR_KVS, or the exhaustive one), unpruned.
+-- A family with a grid of its own (its family table's tune.grid: linear
+-- attention's) has the grid's tiles, or the exhaustive grid's, unpruned.
 -- Returns { prefill = { {q=, kv=}, ... }, decode = { {block=, chunk=}, ... } }.
 function M.candidates(cfg, isa_name, opts)
   opts = opts or {}
   local qstep, kvstep = M.steps(isa_name)
   local caches = opts.caches or M.caches()
   local out = { prefill = {}, decode = {} }
-  local linear = cfg.kind == "linear"
+  local grid = families.of(cfg).tune.grid
   local default = planner.default_tile(cfg)
   local heur = { q = default.q, kv = default.kv }
   local qs, kvs
   if opts.tiles then
     qs, kvs = {}, {}
-  elseif linear and opts.exhaustive then
-    qs, kvs = multiples(M.LINEAR_Q_STEP, M.LINEAR_Q_STEP, M.LINEAR_EXHAUSTIVE_Q), M.LINEAR_EXHAUSTIVE_KVS
-  elseif linear then
-    qs, kvs = M.LINEAR_QS, M.LINEAR_KVS
+  elseif grid and opts.exhaustive then
+    local ex = grid.exhaustive
+    qs, kvs = multiples(ex.q_step, ex.q_step, ex.q_max), ex.kvs
+  elseif grid then
+    qs, kvs = grid.qs, grid.kvs
   elseif opts.exhaustive then
     qs, kvs = multiples(qstep, qstep, M.EXHAUSTIVE_Q), multiples(kvstep, kvstep, M.EXHAUSTIVE_KV)
   else
@@ -153,7 +142,7 @@ function M.candidates(cfg, isa_name, opts)
   for _, q in ipairs(qs) do
     for _, kv in ipairs(kvs) do
       local t = { q = q, kv = kv }
-      if opts.exhaustive or linear or M.working_set(cfg, isa_name, t) <= caches.l2 then
+      if opts.exhaustive or grid or M.working_set(cfg, isa_name, t) <= caches.l2 then
         out.prefill[#out.prefill + 1] = t
       end
     end
@@ -176,8 +165,8 @@ function M.candidates(cfg, isa_name, opts)
   if (cfg.decode_max_q or 0) > 0 then
     -- the heuristic block is the planner's for this config (DECODE_BLOCK keys,
     -- fewer where a block of them would pass DECODE_BLOCK_BYTES), always a candidate
-    local sdpa = planner.family("sdpa")
-    local dblock = sdpa.default_decode_block(cfg)
+    local fp = planner.family(cfg.kind)
+    local dblock = fp.default_decode_block(cfg)
     local blocks = opts.blocks or (opts.exhaustive and { 8, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512 })
       or { 8, 16, 32, 64, 128 }
     local seen, list = {}, { dblock }
@@ -187,8 +176,8 @@ function M.candidates(cfg, isa_name, opts)
     end
     table.sort(list)
     for _, block in ipairs(list) do
-      if block <= sdpa.DECODE_CHUNK then
-        out.decode[#out.decode + 1] = { block = block, chunk = sdpa.DECODE_CHUNK, heuristic = block == dblock or nil }
+      if block <= fp.DECODE_CHUNK then
+        out.decode[#out.decode + 1] = { block = block, chunk = fp.DECODE_CHUNK, heuristic = block == dblock or nil }
       end
     end
   end
@@ -234,9 +223,9 @@ end
 -- saying why; 1 when the streaming kernel takes every decode shape (then
 -- the block matters only on masked splits).
 function M.decode_rows(cfg, isa_name)
-  local sdpa = planner.family("sdpa")
+  local fp = planner.family(cfg.kind)
   local c = candidate_config(cfg, isa_name, "decode",
-    { block = sdpa.default_decode_block(cfg), chunk = sdpa.DECODE_CHUNK })
+    { block = fp.default_decode_block(cfg), chunk = fp.DECODE_CHUNK })
   local st = planner.plan(c, {}).variants[1].stream
   if st and st.max_q < cfg.decode_max_q then
     return st.max_q + 1, ("decode candidates are timed at Lq = %d: the streaming kernel takes Lq <= %d"

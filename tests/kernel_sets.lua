@@ -17,20 +17,24 @@
 -- Config files are data: each is loaded in an empty environment.  Usable as
 -- a module too: require("kernel_sets").select(purpose, files).
 -- Runs on LuaJIT, Lua 5.1 and Lua 5.4.
+-- the family tables (generator/families/), found from this file's path
+local here = debug.getinfo(1, "S").source:match("^@(.*)[/\\][^/\\]*$") or "."
+package.path = here .. "/../generator/?.lua;" .. here .. "/../generator/?/init.lua;" .. package.path
+local families = require("families")
+
 local M = {}
 
+--- The family table of a config (a table, defaults not applied); a kind
+-- the registry does not know is read as the default family's.
+function M.family(c) return families.of(c) or families.get(families.DEFAULT) end
+
 -- Each feature: a name and whether a config (a table, defaults not applied)
--- has it.  A new kernel family or storage type is a feature of its own.
--- The additive and luong families (the classic kinds) name their dims
--- query_dim (Ds), key_dim (Dh, default Ds) and attn_dim (Da) and have one
--- head: their Ds and Dh stand in for head_dim and head_dim_v here.
-local function classic(c) return c.kind == "additive" or c.kind == "luong" end
-local function heads_q(c) return c.heads_q or 1 end
-local function heads_kv(c) return c.heads_kv or heads_q(c) end
-local function head_dim(c) return c.head_dim or c.query_dim end
-local function head_dim_v(c) return c.head_dim_v or c.key_dim or head_dim(c) end
--- luong's score (default "dot"): "dot", "general" or "concat"
-local function luong_score(c) return c.kind == "luong" and (c.score or "dot") end
+-- has it.  A new kernel family or storage type is a feature of its own: a
+-- family's own features are its table's check.features, added to these.
+-- The dims of a config (heads, head dims, the attention layer's) are its
+-- family's check.dims (the classic kinds' one head, Ds and Dh stand in for
+-- the heads and head dims).
+local function dims(c) return M.family(c).check.dims(c) end
 local function window_side(c, side)
   if type(c.window) == "table" and c.window[side] ~= nil then return c.window[side] end
   if side == "left" and type(c.sliding_window) == "number" then return c.sliding_window - 1 end
@@ -69,34 +73,21 @@ M.FEATURES = {
   { "alibi", function(c) return c.alibi == true end },
   -- a head dim that is no multiple of 4 lanes: vector tails on every ISA
   { "odd_head_dim", function(c)
-    return head_dim(c) % 4 ~= 0 or head_dim_v(c) % 4 ~= 0 or (c.attn_dim or 0) % 4 ~= 0
+    local d = dims(c)
+    return d.d % 4 ~= 0 or d.dv % 4 ~= 0 or d.da % 4 ~= 0
   end },
-  { "head_dim_v", function(c) return head_dim_v(c) ~= head_dim(c) end },
-  { "gqa", function(c) return heads_kv(c) < heads_q(c) end },
-  { "mqa", function(c) return heads_kv(c) == 1 and heads_q(c) > 1 end },
+  { "head_dim_v", function(c) return dims(c).dv ~= dims(c).d end },
+  { "gqa", function(c) return dims(c).heads_kv < dims(c).heads_q end },
+  { "mqa", function(c) return dims(c).heads_kv == 1 and dims(c).heads_q > 1 end },
   { "small_tiles", function(c) return type(c.tile) == "table" end },
   -- the prefill path's keys packed and run a chunk at a time, the rows' sums carried across
   { "prefill_chunks", function(c) return (c.prefill_chunk or 0) > 0 end },
-  -- linear attention (kind = "linear"), and its recurrent state (in/out)
-  { "linear", function(c) return c.kind == "linear" end },
-  { "linear_state", function(c) return c.kind == "linear" and c.state == true end },
-  -- the classic families: additive (Bahdanau) and luong's three scores, and
-  -- the bias inside the tanh (additive, concat)
-  { "additive", function(c) return c.kind == "additive" end },
-  { "luong_dot", function(c) return luong_score(c) == "dot" end },
-  { "luong_general", function(c) return luong_score(c) == "general" end },
-  { "luong_concat", function(c) return luong_score(c) == "concat" end },
-  { "bias", function(c)
-    return classic(c) and (c.bias == true or (luong_score(c) == "concat" and c.bias == nil))
-  end },
 }
 
 local function generic_features(c)
   local out = {}
-  -- (linear, additive and luong have features of their own above)
-  if c.kind ~= nil and c.kind ~= "sdpa" and c.kind ~= "linear" and not classic(c) then
-    out[#out + 1] = "kind_" .. tostring(c.kind)
-  end
+  -- (the registry's families have features of their own: check.features)
+  if not families.of(c) then out[#out + 1] = "kind_" .. tostring(c.kind) end
   for _, t in ipairs(dtypes(c)) do
     if t ~= nil and t ~= "f32" then out[#out + 1] = "dtype_" .. tostring(t) end
   end
@@ -114,6 +105,9 @@ function M.features(c)
     end
   end
   for _, f in ipairs(M.FEATURES) do
+    if f[2](c) then add(f[1]) end
+  end
+  for _, f in ipairs(M.family(c).check.features) do
     if f[2](c) then add(f[1]) end
   end
   for _, f in ipairs(generic_features(c)) do add(f) end
@@ -168,18 +162,19 @@ function M.load(path)
   if type(cfg) ~= "table" or type(cfg.name) ~= "string" then
     return nil, ("%s: not a config (a table with name, heads_q, head_dim)"):format(path)
   end
-  if classic(cfg) then
-    if type(cfg.query_dim) ~= "number" then
-      return nil, ("%s: not a config (kind '%s' needs name and query_dim)"):format(path, cfg.kind)
+  local family = M.family(cfg)
+  for _, k in ipairs(family.check.required) do
+    if type(cfg[k]) ~= "number" then
+      return nil, ("%s: not a config (kind '%s' needs name, %s)"):format(path, family.name,
+        table.concat(family.check.required, ", "))
     end
-  elseif type(cfg.heads_q) ~= "number" or type(cfg.head_dim) ~= "number" then
-    return nil, ("%s: not a config (a table with name, heads_q, head_dim)"):format(path)
   end
   return cfg
 end
 
 local function cost(c)
-  return heads_q(c) * (head_dim(c) + head_dim_v(c) + (c.attn_dim or 0))
+  local d = dims(c)
+  return d.heads_q * (d.d + d.dv + d.da)
 end
 
 -- Whether candidate set a (a list of entries) beats b: fewer configs, more

@@ -6,6 +6,7 @@
 --   plot weights W.npy -o F [--head H | --average-heads] [--batch B] [--labels T]
 --     a heatmap of attention weights ([B][H][Lq][Lk] or [B][Lq][Lk] f32).
 local build = require("build")
+local families = require("families")
 local gnuplot = require("gnuplot")
 local npy = require("npy")
 local planner = require("planner")
@@ -81,13 +82,9 @@ local function plot_mask(args)
   end
   local cfg, display = presets.load(args.config, args.set)
   if not cfg then return nil, display end
-  if cfg.kind == "linear" then
-    return nil, ("plot mask: %s is linear attention, which has no mask or tiles to draw (every row sees the "
-      .. "keys up to its position with causal, all of them without)"):format(display)
-  end
-  if cfg.kind == "additive" or cfg.kind == "luong" then
-    return nil, ("plot mask: %s is %s attention, which has no mask rule or tiles to draw (every row sees the keys "
-      .. "below its seqlens_k and those its bool mask keeps)"):format(display, cfg.kind)
+  local family = families.of(cfg)
+  if family.unsupported.plot_mask then
+    return nil, ("plot mask: %s is %s, %s"):format(display, family.noun, family.unsupported.plot_mask)
   end
   local lkb
   if args.seqlens then

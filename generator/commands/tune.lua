@@ -1,6 +1,7 @@
 --- attngen tune CONFIG [--seq N,N...]: time tile candidates, keep the fastest
 -- per shape bucket (prefill, decode) in the tuning file, for tile = "auto".
 local build = require("build")
+local families = require("families")
 local planner = require("planner")
 local presets = require("presets")
 local gnuplot = require("gnuplot")
@@ -55,13 +56,14 @@ local function parse_tiles(text)
   return tiles
 end
 
-local function parse_blocks(text)
+local function parse_blocks(text, cfg)
   local blocks = {}
+  local chunk = planner.family(cfg.kind).DECODE_CHUNK
   for item in (text .. ","):gmatch("([^,]*),") do
     local n = tonumber(item)
-    if not n or n ~= math.floor(n) or n < 1 or n > planner.family("sdpa").DECODE_CHUNK then
+    if not n or n ~= math.floor(n) or n < 1 or n > chunk then
       return nil, ("--blocks: '%s' is not a decode block (keys per pass, 1..%d: the keys per split)")
-        :format(item, planner.family("sdpa").DECODE_CHUNK)
+        :format(item, chunk)
     end
     blocks[#blocks + 1] = n
   end
@@ -215,11 +217,14 @@ end
 -- t.do_decode); returns true or nil, err.
 local function candidate_set(t)
   local args, cfg = t.args, t.cfg
+  local family = families.of(cfg)
+  local buckets = {}
+  for _, b in ipairs(family.tune.buckets) do buckets[b] = true end
   t.do_prefill = args.only ~= "decode"
-  t.do_decode = args.only ~= "prefill" and (cfg.decode_max_q or 0) > 0
-  if args.only == "decode" and cfg.kind == "linear" then
-    return nil, ("%s is linear attention, which has no decode path: nothing to tune with --only decode")
-      :format(cfg.name)
+  t.do_decode = args.only ~= "prefill" and buckets.decode and (cfg.decode_max_q or 0) > 0
+  if args.only and not buckets[args.only] then
+    return nil, ("%s is %s, which has no %s path: nothing to tune with --only %s")
+      :format(cfg.name, family.noun, args.only, args.only)
   end
   if args.only == "decode" and cfg.decode_max_q == 0 then
     return nil, ("%s has no decode path (decode_max_q = 0): nothing to tune with --only decode"):format(cfg.name)
@@ -231,7 +236,11 @@ local function candidate_set(t)
     copts.tiles = tiles
   end
   if args.blocks then
-    local blocks, berr = parse_blocks(args.blocks)
+    if not buckets.decode then
+      return nil, ("--blocks: %s is %s, which has no decode path: its blocks are not tuned"):format(cfg.name,
+        family.noun)
+    end
+    local blocks, berr = parse_blocks(args.blocks, cfg)
     if not blocks then return nil, berr end
     copts.blocks = blocks
   end
@@ -281,10 +290,8 @@ local function compile(t)
   end
   print(("%s on %s, %s: %d prefill + %d decode candidates%s"):format(cfg.name, t.host.cpu, t.isa,
     #cands.prefill, #cands.decode, t.args.exhaustive and " (exhaustive)" or ""))
-  if cfg.kind == "linear" then
-    print("linear attention: tile.q is the chunk of the causal algorithm; GFLOP/s count the FLOPs of the "
-      .. "token-at-a-time recurrence, the same for every chunk, so they rank the candidates by time")
-  end
+  local note = families.of(cfg).tune.note
+  if note then print(note) end
   local files, list = tune.sources(cfg, t.isa, cands)
   t.list = list
   print(("compiling %d candidates into one program..."):format(total))
@@ -308,8 +315,9 @@ local function time_candidates(t)
   local results, shapes, failures, nresults = {}, {}, {}, 0
   t.results, t.shapes, t.failures = results, shapes, failures
   local progress = progress_printer()
-  local decode_q, why = tune.decode_rows(t.cfg, t.isa)
-  if t.do_decode and #cands.decode > 0 and why then print(why) end
+  local decode_q, why = 1, nil
+  if t.do_decode and #cands.decode > 0 then decode_q, why = tune.decode_rows(t.cfg, t.isa) end
+  if why then print(why) end
   local argv = tune.driver_args({ isa = t.isa, threads = args.threads, seqs = t.seqs, decode_seq = args.decode_seq,
     decode_q = decode_q, prefill = t.do_prefill and #cands.prefill > 0, decode = t.do_decode and #cands.decode > 0,
     exhaustive = args.exhaustive, count = #cands.prefill })
@@ -418,9 +426,9 @@ function M.run(args)
   local started = wall()
   local cfg, display = presets.load(args.config, args.set)
   if not cfg then return nil, display end
-  if cfg.kind == "additive" or cfg.kind == "luong" then
-    return nil, ("tune: %s is %s attention, which has no tiles to tune (one head, a row of scores at a time); "
-      .. "'attngen bench' times it"):format(display, cfg.kind)
+  local family = families.of(cfg)
+  if family.unsupported.tune then
+    return nil, ("tune: %s is %s, %s"):format(display, family.noun, family.unsupported.tune)
   end
   local t = { args = args, cfg = cfg }
   local ok, err

@@ -17,6 +17,7 @@
 local lfs = require("lfs")
 local path = require("pl.path")
 local template = require("pl.template")
+local families = require("families")
 local kernel_files = require("kernel_files")
 local presets = require("presets")
 local util = require("util")
@@ -62,8 +63,6 @@ end
 ---------------------------------------------------------------------------
 -- what the folder holds
 
-local function side(n) return n < 0 and "unbounded" or tostring(n) end
-
 --- The ISA variants of a plan by architecture:
 -- "avx512, avx2 (x86-64); neon (AArch64); scalar (any CPU)"
 local function isa_list(plan)
@@ -83,115 +82,14 @@ local function isa_list(plan)
   return table.concat(isas, "; ")
 end
 
--- what the score of an additive or luong kernel computes
-local CLASSIC_SCORES = {
-  additive = "additive (Bahdanau): e_ij = v . tanh(W_s s_i + W_h h_j%s), U = H W_h^T optional",
-  dot = "Luong dot: e_ij = s_i . h_j",
-  general = "Luong general: e_ij = h_j . (W s_i)",
-  concat = "Luong concat: e_ij = v . tanh(W [h_j; s_i]%s)",
-}
-
---- The fields of a description every family has: the names of the kernel and its files.
-local function names_of(plan, d)
+--- What a kernel computes and what a call must pass, for the docs: its
+-- family's description (the family table's vendor.describe), the names of
+-- the kernel and its files, and its ISAs.
+local function describe(plan)
+  local d = families.get(plan.family).vendor.describe(plan)
   d.name, d.entry, d.kernel = plan.name, plan.entry, plan.kernel
   d.header, d.source = plan.name .. ".h", plan.name .. ".c"
-  return d
-end
-
---- describe() for the additive and luong families (attn_classic_args).
-local function describe_classic(plan)
-  local d = names_of(plan, {
-    isas = isa_list(plan),
-    padding = plan.padding,
-    mask = plan.mask,
-  })
-  local f = { CLASSIC_SCORES[plan.score]:format(plan.bias and " + b" or "") }
-  if plan.padding then f[#f + 1] = "padding" end
-  if plan.mask == "bool" then f[#f + 1] = "boolean mask tensor" end
-  f[#f + 1] = "softmax over the keys, context c_i = sum_j a_ij h_j, weights A optional"
-  local needs = { "s", "h" }
-  if plan.score == "additive" then
-    needs[#needs + 1] = "w_s"
-    needs[#needs + 1] = "w_h or u"
-  elseif plan.score ~= "dot" then
-    needs[#needs + 1] = "w"
-  end
-  if plan.score == "additive" or plan.score == "concat" then needs[#needs + 1] = "v_attn" end
-  if plan.bias then needs[#needs + 1] = "b_attn" end
-  if plan.padding then needs[#needs + 1] = "seqlens_k" end
-  if plan.mask == "bool" then needs[#needs + 1] = "mask (uint8 keep-mask)" end
-  d.classic = true
-  d.score = plan.score
-  d.Ds, d.Dh, d.Da, d.bias = plan.Ds, plan.Dh, plan.Da, plan.bias
-  d.shape = ("one head: decoder states of %d, encoder states (keys and values) of %d"):format(plan.Ds, plan.Dh)
-    .. (plan.Da > 0 and (", attention layer of %d"):format(plan.Da) or "")
-  d.features = table.concat(f, ", ")
-  d.needs = "a call needs " .. table.concat(needs, ", ")
-  d.needs_short = table.concat(needs, ", ")
-  d.dtypes = ("S %s, H and the parameters %s, C %s"):format(plan.dtype.q, plan.dtype.kv, plan.dtype.o)
-  -- the parameters the call passes (attn_classic_args fields), and the
-  -- example's check of its allocations
-  d.params = {}
-  if plan.score == "additive" then d.params = { "w_s", "w_h", "v_attn" } end
-  if plan.score == "general" then d.params = { "w" } end
-  if plan.score == "concat" then d.params = { "w", "v_attn" } end
-  if plan.bias then d.params[#d.params + 1] = "b_attn" end
-  local ptrs = { "s", "h" }
-  for _, p in ipairs(d.params) do ptrs[#ptrs + 1] = p end
-  for _, p in ipairs({ "c", "c32", "weights" }) do ptrs[#ptrs + 1] = p end
-  if plan.mask == "bool" then ptrs[#ptrs + 1] = "mask" end
-  d.null_check = table.concat(ptrs, " == NULL || ") .. " == NULL"
-  -- the parameters' shapes, for the example and the README
-  if plan.score == "general" then d.w_rows, d.w_cols = plan.Dh, plan.Ds end
-  if plan.score == "concat" then d.w_rows, d.w_cols = plan.Da, plan.Dh + plan.Ds end
-  return d
-end
-
---- What a kernel computes and what a call must pass, for the docs.
-local function describe(plan)
-  if plan.classic then return describe_classic(plan) end
-  local f = {}
-  local linear = plan.family == "linear"
-  if linear then f[#f + 1] = ("linear attention, phi(x) = elu(x) + 1, eps %.9g"):format(plan.eps) end
-  if plan.causal then f[#f + 1] = plan.top_left and "causal (top-left)" or "causal" end
-  if plan.has_left or plan.has_right then
-    f[#f + 1] = ("window left %s, right %s"):format(side(plan.window_left),
-      plan.causal and "0" or side(plan.window_right))
-  end
-  if plan.chunk then f[#f + 1] = ("chunks of %d keys"):format(plan.chunk) end
-  if plan.sparse then
-    f[#f + 1] = plan.sparse.pattern == "strided" and ("sparse strided, stride %d"):format(plan.sparse.stride)
-      or ("sparse fixed, block %d, summary %d"):format(plan.sparse.block, plan.sparse.summary)
-  end
-  if (plan.global_tokens or 0) > 0 then f[#f + 1] = ("%d global tokens"):format(plan.global_tokens) end
-  if plan.padding then f[#f + 1] = "padding" end
-  if plan.mask == "bool" then f[#f + 1] = "boolean mask tensor" end
-  if plan.mask == "bias" then f[#f + 1] = "additive bias tensor" end
-  if plan.softcap then f[#f + 1] = ("softcap %.9g"):format(plan.softcap) end
-  if plan.alibi then f[#f + 1] = "ALiBi" end
-  if plan.state then f[#f + 1] = "running state" end
-  if not linear then f[#f + 1] = ("scale %.9g"):format(plan.scale) end
-
-  local needs = {}
-  if plan.padding then needs[#needs + 1] = "seqlens_k" end
-  if plan.mask == "bool" then needs[#needs + 1] = "mask (uint8 keep-mask)" end
-  if plan.mask == "bias" then needs[#needs + 1] = "mask (f32 bias)" end
-  if plan.state then needs[#needs + 1] = "state_s and state_z (the f32 running state)" end
-
-  local d = names_of(plan, {
-    Hq = plan.Hq, Hkv = plan.Hkv, D = plan.D, Dv = plan.Dv,
-    shape = ("%d query heads, %d key/value heads, head dim %d (V: %d)"):format(plan.Hq, plan.Hkv,
-      plan.D, plan.Dv),
-    features = table.concat(f, ", "),
-    isas = isa_list(plan),
-    needs = #needs > 0 and ("a call needs " .. table.concat(needs, " and ")) or "",
-    needs_short = #needs > 0 and table.concat(needs, ", ") or "-",
-    padding = plan.padding,
-    mask = plan.mask,
-    linear = linear,
-    state = plan.state,
-    dtypes = ("Q %s, K/V %s, O %s"):format(plan.dtype.q, plan.dtype.kv, plan.dtype.o),
-  })
+  d.isas = isa_list(plan)
   return d
 end
 

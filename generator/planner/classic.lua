@@ -1,9 +1,11 @@
 --- The classic families' planner (kind = "additive" and kind = "luong"):
 -- which projections and scores a config computes, the register blocks of
 -- its loops per ISA, the tanh it evaluates, and the attn_spec of the
--- descriptor.  planner/additive.lua and planner/luong.lua are this module;
+-- descriptor.  The classic family tables (families/classic.lua) name this
+-- module as their planner and give it their score and attn_family enum;
 -- docs/kernels.md explains the algorithm.
 local common = require("planner")
+local families = require("families")
 local util = require("util")
 
 local M = {}
@@ -51,7 +53,7 @@ function M.spec_fields(p)
   local SCORE_ENUM = { additive = "ATTN_SCORE_ADDITIVE", dot = "ATTN_SCORE_DOT", general = "ATTN_SCORE_GENERAL",
     concat = "ATTN_SCORE_CONCAT" }
   return {
-    { "family", p.family == "additive" and "ATTN_FAMILY_ADDITIVE" or "ATTN_FAMILY_LUONG" },
+    { "family", families.get(p.family).classic.spec_family },
     { "name", ('"%s"'):format(p.name) },
     { "heads_q", 1 }, { "heads_kv", 1 }, { "head_dim", p.Ds }, { "head_dim_v", p.Dh },
     { "window_left", -1 }, { "window_right", -1 }, { "padding", p.padding and "1" or "0" },
@@ -69,9 +71,9 @@ function M.default_tile() return { q = 0, kv = 0 } end
 --- Turns a normalized additive or luong config into the plan.
 function M.plan(cfg, opts)
   local p = common.common(cfg, opts or {})
-  p.classic, p.template = true, "classic"
+  p.classic = true
   p.tile, p.tile_reason = M.default_tile(), "no tiles"
-  p.score = cfg.kind == "additive" and "additive" or cfg.score
+  p.score = families.get(cfg.kind).classic.score(cfg)
   p.Ds, p.Dh, p.Da = cfg.query_dim, cfg.key_dim, cfg.attn_dim or 0
   p.bias, p.padding, p.mask = cfg.bias, cfg.padding, cfg.mask
   -- the parts of the algorithm (docs/kernels.md): tanh scores over an

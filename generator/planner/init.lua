@@ -4,7 +4,7 @@
 -- ISA variants exist, the register blocking of the micro-kernels, the tile
 -- sizes, the storage types, every constant a template prints.  Templates
 -- only read the plan.  This module holds what every family shares; each
--- family's planner (planner/<kind>.lua) builds on it and adds its own
+-- family's planner (its family table's `planner`) builds on it and adds its own
 -- paths, masks and constants.
 local isa_registry = require("isa")
 local naming = require("naming")
@@ -14,7 +14,7 @@ local util = require("util")
 local M = {}
 
 --- The heuristic tile of a normalized config, when it says "auto" and no
--- tuning result exists: its family's (planner/<kind>.lua default_tile).
+-- tuning result exists: its family planner's default_tile.
 function M.default_tile(cfg) return M.family(cfg.kind).default_tile(cfg) end
 
 --- Head-dim steps per iteration of the scores kernel's reduction loop; the
@@ -287,8 +287,8 @@ function M.isas(cfg)
   return t
 end
 
---- A family's planner module (planner/<kind>.lua).
-function M.family(kind) return require("planner." .. kind) end
+--- A family's planner module (its family table's `planner`).
+function M.family(kind) return require("families").planner(kind) end
 
 --- The build parts of a plan's source file (lib/dispatch): part 0 the
 -- dispatch, then one per variant in order (v.build_part), except that a
@@ -312,7 +312,7 @@ end
 --- Turns a normalized config into the plan of its family.  opts: tile,
 -- tile_reason, and what the family's planner takes.
 function M.plan(cfg, opts)
-  local p, err = M.family(cfg.kind or "sdpa").plan(cfg, opts or {})
+  local p, err = M.family(cfg.kind or require("families").DEFAULT).plan(cfg, opts or {})
   if not p then return nil, err end
   return build_parts(p)
 end

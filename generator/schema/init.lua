@@ -1,8 +1,8 @@
 --- The config schema: the keys every family shares (name, kind, dtype,
 -- isa, tile), the checks the family schemas share, and normalize(), which
 -- turns a raw table into a config with every key present.  Each family's
--- own keys live in schema/<kind>.lua (docs/config.md lists them all);
--- adding a family adds one module there and its name to KINDS.
+-- own keys live in its schema module (the family table's `schema`,
+-- schema/<kind>.lua; docs/config.md lists them all).
 --- Names a kernel cannot take: its header <name>.h would share the include
 -- guard ATTN_<NAME>_H of a runtime header (attn_runtime.h, ...), or take the
 -- file name of one (or of a vendored folder's attngen.h and example.c).
@@ -11,8 +11,10 @@ local RESERVED_NAMES = { runtime = true, reference = true, npy = true, verify = 
 
 local M = {}
 
---- Kernel families: each has a schema module schema/<kind>.lua.
-local KINDS = { "sdpa", "linear", "additive", "luong" }
+local families = require("families")
+
+--- Kernel families: the registry's (families/init.lua).
+local KINDS = families.names
 local DTYPES = { "f32", "bf16", "f16" }
 local MATMULS = { "f32", "bf16" }
 local ISAS = require("isa").order -- the one list of ISAs, best first
@@ -22,7 +24,7 @@ local ISAS = require("isa").order -- the one list of ISAs, best first
 local COMMON_HEAD = { "name", "kind" }
 local COMMON_TAIL = { "dtype", "matmul", "isa", "tile" }
 
-local function family_module(kind) return require("schema." .. kind) end
+local function family_module(kind) return families.schema(kind) end
 
 --- The keys of a family, in echo order.
 function M.order_of(kind)
@@ -38,14 +40,14 @@ end
 function M.keys_of(kind)
   local known = false
   for _, k in ipairs(KINDS) do known = known or k == kind end
-  local order = M.order_of(known and kind or "sdpa")
+  local order = M.order_of(known and kind or families.DEFAULT)
   local set = {}
   for _, k in ipairs(order) do set[k] = true end
   return set, order
 end
 
 --- The keys of the sdpa family (the default kind), in echo order, and as a set.
-M.order = M.order_of("sdpa")
+M.order = M.order_of(families.DEFAULT)
 M.keys = {}
 for _, k in ipairs(M.order) do M.keys[k] = true end
 
@@ -157,7 +159,7 @@ local function check_name(raw)
 end
 
 local function check_kind(raw)
-  local kind = default(raw.kind, "sdpa")
+  local kind = default(raw.kind, families.DEFAULT)
   if not one_of(kind, KINDS) then
     return nil, "kind", ("'kind' must be one of %s, got %s"):format(list_str(KINDS), show(kind))
   end
@@ -215,8 +217,14 @@ local function check_matmul(raw, c)
   if not one_of(matmul, MATMULS) then
     return nil, "matmul", ("'matmul' must be one of %s, got %s"):format(list_str(MATMULS), show(matmul))
   end
-  if matmul == "bf16" and c.kind ~= "sdpa" then
-    return nil, "matmul", ('matmul = "bf16" is for the sdpa family; kind "%s" multiplies in f32'):format(c.kind)
+  local family = families.get(c.kind)
+  if not one_of(matmul, family.matmuls) then
+    local takers = {}
+    for _, n in ipairs(KINDS) do
+      if one_of(matmul, families.get(n).matmuls) then takers[#takers + 1] = n end
+    end
+    return nil, "matmul", ('matmul = "%s" is for the %s famil%s; kind "%s" multiplies in %s')
+      :format(matmul, list_str(takers), #takers == 1 and "y" or "ies", c.kind, list_str(family.matmuls))
   end
   if matmul == "bf16" then
     local t = M.dtypes(c.dtype)
@@ -280,16 +288,17 @@ local function check_tile(raw)
 end
 
 --- Returns cfg, or nil, offending key, message.  The kind is read first
--- (its schema knows the other keys), then the common keys, then the
--- family's.
+-- (its schema knows the other keys; an unknown kind is the error), then
+-- the common keys, then the family's.
 function M.normalize(raw)
-  local kind, kkey, kerr = check_kind(raw)
-  local ok, key, err = check_keys(raw, M.order_of(kind or "sdpa"))
+  local kind, key, err = check_kind(raw)
+  if not kind then return nil, key, err end
+  local ok
+  ok, key, err = check_keys(raw, M.order_of(kind))
   if not ok then return nil, key, err end
   local c = {}
   c.name, key, err = check_name(raw)
   if not c.name then return nil, key, err end
-  if not kind then return nil, kkey, kerr end
   c.kind = kind
   ok, key, err = family_module(kind).normalize(raw, c, M.util)
   if not ok then return nil, key, err end

@@ -123,9 +123,9 @@ local NEEDS = {
   mask_bias = { 'a bias mask (mask = "bias")', function(c) return c.mask == "bias" end },
   padding = { "padding (seqlens_k)", function(c) return c.padding == true end },
   linear_state = { 'a linear state (kind = "linear", state = true)',
-    function(c) return c.kind == "linear" and c.state == true end },
+    function(c) return kernel_sets.features(c).linear_state == true end },
   classic = { 'a classic family (kind = "additive" or "luong")',
-    function(c) return c.kind == "additive" or c.kind == "luong" end },
+    function(c) return kernel_sets.family(c).args == "attn_classic_args" end },
   -- nothing but Q, K, V, O (and LSE) to check: a seed's one bad argument is
   -- the only thing wrong with it
   plain = { "neither a mask nor padding", function(c) return not has_mask(c) and c.padding ~= true end },

@@ -442,7 +442,7 @@ describe("cli #slow", function()
       end
       if case.no_batch then rnd("--s", "s", lq, ds) else rnd("--s", "s", b, lq, ds) end
       rnd("--h", "h", b, lk, dh)
-      local score = cfg.kind == "additive" and "additive" or cfg.score
+      local score = require("families").of(cfg).classic.score(cfg)
       if score == "additive" then
         rnd("--w-s", "w_s", da, ds)
         if case.u then rnd("--u", "u", b, lk, da) else rnd("--w-h", "w_h", da, dh) end

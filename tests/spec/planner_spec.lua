@@ -54,8 +54,10 @@ local function check_variant(v, cfg, tile)
   -- the row counts the micro-kernels are generated for
   assert.same(v.qk.mr > 1 and { v.qk.mr, 1 } or { 1 }, v.qk_rows, where)
   -- and the prefill's narrow scores kernel (one vector of a panel's columns)
-  -- where a block has several vectors
-  if cfg.kind == "sdpa" then assert.equal(v.qk.mr > 1 and v.qk.nr > 1, v.qk_narrow == true, where) end
+  -- where a block has several vectors (the sdpa planner's prefill path)
+  if require("families").of(cfg).planner == "planner.sdpa" then
+    assert.equal(v.qk.mr > 1 and v.qk.nr > 1, v.qk_narrow == true, where)
+  end
   -- P*V: every row count from the widest down on vector ISAs (the decode
   -- path's kv heads: past MR in the ISA's wider blocking, where it has one),
   -- MR and 1 in plain C
@@ -660,7 +662,7 @@ describe("ISA storage-type operations", function()
         assert.equal(case.score, p.score)
         assert.equal(case.nq, p.NQ)
         assert.equal(case.key_proj, p.key_proj)
-        assert.equal("classic", p.template)
+        assert.equal("families/classic.c.tmpl", require("families").direction(p.family, "forward").templates.c)
         for _, v in ipairs(p.variants) do
           assert.equal(0, v.nqp % v.lanes)
           assert.is_true(v.nqp >= p.NQ and v.nqp < p.NQ + v.lanes)

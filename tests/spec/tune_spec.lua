@@ -169,7 +169,8 @@ describe("tune", function()
       local default = planner.family("linear").default_tile(lin)
       assert.same(planner.family("linear").DEFAULT_TILE_CAUSAL, default)
       local cands = tune.candidates(lin, "avx2", { caches = { l1 = 1024, l2 = 1024, l3 = 1024 } }) -- no pruning
-      assert.equal(#tune.LINEAR_QS * #tune.LINEAR_KVS, #cands.prefill)
+      local grid = require("families").get("linear").tune.grid
+      assert.equal(#grid.qs * #grid.kvs, #cands.prefill)
       assert.same({}, cands.decode)
       local heur = 0
       for _, t in ipairs(cands.prefill) do
@@ -180,7 +181,7 @@ describe("tune", function()
       end
       assert.equal(1, heur)
       local full = tune.candidates(lin, "avx512", { exhaustive = true })
-      assert.equal((tune.LINEAR_EXHAUSTIVE_Q / tune.LINEAR_Q_STEP) * #tune.LINEAR_EXHAUSTIVE_KVS, #full.prefill)
+      assert.equal((grid.exhaustive.q_max / grid.exhaustive.q_step) * #grid.exhaustive.kvs, #full.prefill)
       for _, isa_name in ipairs({ "avx512", "avx2", "neon", "scalar" }) do
         local files, list = tune.sources(lin, isa_name, { prefill = { { q = 16, kv = 64 }, { q = 128, kv = 256 } } })
         assert.equal(2, #list)
@@ -499,6 +500,8 @@ if not ok then io.stderr:write(err, "\n") os.exit(1) end
       fails({ "tune", file, "--set", "isa={\"scalar\"}", "--isa", "avx2" }, env, "not one of the config's ISAs")
       fails({ "tune", file, "--set", "decode_max_q=0", "--only", "decode" }, env, "no decode path")
       fails({ "tune", "linear_transformer", "--only", "decode" }, env, "linear attention, which has no decode path")
+      fails({ "tune", "linear_transformer", "--blocks", "16" }, env,
+        "--blocks: linear_transformer is linear attention, which has no decode path")
       fails({ "tune", file, "--plot", notdir .. "/x/p.svg", "--db", d .. "/t.json" }, env, "cannot write the plot")
       assert.falsy(helper.exists(d .. "/cache"))
       assert.falsy(helper.exists(d .. "/t.json"))

@@ -1,0 +1,61 @@
+--- What the families whose kernels take attn_args (Q, K, V, O: sdpa and
+-- linear) share in their tables: the vendoring description and the dims of
+-- a raw config.
+local M = {}
+
+local function side(n) return n < 0 and "unbounded" or tostring(n) end
+
+--- The vendoring description of a kernel that takes attn_args (Q, K, V):
+-- the sdpa family's, and with opts (lead: a first feature, no_scale,
+-- linear) the linear family's.  The folder's code adds names and ISAs.
+function M.describe(plan, opts)
+  opts = opts or {}
+  local f = {}
+  if opts.lead then f[#f + 1] = opts.lead end
+  if plan.causal then f[#f + 1] = plan.top_left and "causal (top-left)" or "causal" end
+  if plan.has_left or plan.has_right then
+    f[#f + 1] = ("window left %s, right %s"):format(side(plan.window_left),
+      plan.causal and "0" or side(plan.window_right))
+  end
+  if plan.chunk then f[#f + 1] = ("chunks of %d keys"):format(plan.chunk) end
+  if plan.sparse then
+    f[#f + 1] = plan.sparse.pattern == "strided" and ("sparse strided, stride %d"):format(plan.sparse.stride)
+      or ("sparse fixed, block %d, summary %d"):format(plan.sparse.block, plan.sparse.summary)
+  end
+  if (plan.global_tokens or 0) > 0 then f[#f + 1] = ("%d global tokens"):format(plan.global_tokens) end
+  if plan.padding then f[#f + 1] = "padding" end
+  if plan.mask == "bool" then f[#f + 1] = "boolean mask tensor" end
+  if plan.mask == "bias" then f[#f + 1] = "additive bias tensor" end
+  if plan.softcap then f[#f + 1] = ("softcap %.9g"):format(plan.softcap) end
+  if plan.alibi then f[#f + 1] = "ALiBi" end
+  if plan.state then f[#f + 1] = "running state" end
+  if not opts.no_scale then f[#f + 1] = ("scale %.9g"):format(plan.scale) end
+
+  local needs = {}
+  if plan.padding then needs[#needs + 1] = "seqlens_k" end
+  if plan.mask == "bool" then needs[#needs + 1] = "mask (uint8 keep-mask)" end
+  if plan.mask == "bias" then needs[#needs + 1] = "mask (f32 bias)" end
+  if plan.state then needs[#needs + 1] = "state_s and state_z (the f32 running state)" end
+  return {
+    Hq = plan.Hq, Hkv = plan.Hkv, D = plan.D, Dv = plan.Dv,
+    shape = ("%d query heads, %d key/value heads, head dim %d (V: %d)"):format(plan.Hq, plan.Hkv,
+      plan.D, plan.Dv),
+    features = table.concat(f, ", "),
+    needs = #needs > 0 and ("a call needs " .. table.concat(needs, " and ")) or "",
+    needs_short = #needs > 0 and table.concat(needs, ", ") or "-",
+    padding = plan.padding,
+    mask = plan.mask,
+    linear = opts.linear or false,
+    state = plan.state,
+    dtypes = ("Q %s, K/V %s, O %s"):format(plan.dtype.q, plan.dtype.kv, plan.dtype.o),
+  }
+end
+
+--- The dims of a raw config of a family with heads (sdpa, linear): heads,
+-- head dims, and no attention layer.
+function M.dims(c)
+  local hq = c.heads_q or 1
+  return { heads_q = hq, heads_kv = c.heads_kv or hq, d = c.head_dim, dv = c.head_dim_v or c.head_dim, da = 0 }
+end
+
+return M

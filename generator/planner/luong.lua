@@ -1,2 +1,0 @@
---- kind = "luong": planner/classic.lua plans both classic kinds.
-return require("planner.classic")
