@@ -197,8 +197,8 @@ int attn_isa_supported(attn_isa isa);
  * hold more than one way to do a thing, and the CPU's cache sizes.  One
  * struct, filled once per process (thread-safe) by the first attn_cpu()
  * call: from a table of profiles (attn_cpu_profiles.h, generated from
- * attngen's modules generator/cpu/NAME.lua, which hold the measurement behind each
- * choice) the first whose cpuid vendor, family and model ranges match and
+ * attngen's modules generator/cpu/NAME.lua, which hold the measurement
+ * behind each choice) the first whose cpuid vendor, family and model match and
  * whose required ISA this CPU runs (AMD Zen 5 and later with AVX-512, Zen 4
  * with AVX-512, Intel CPUs), else the generic profile (AArch64 and every
  * other CPU).  ATTNGEN_CPU=NAME in the environment picks a profile by name
