@@ -3,6 +3,7 @@
 #   make test       every check (lint, Lua specs, generated/ freshness, strict compiles, vendoring,
 #                   kernels, AArch64 under qemu, concurrency, sanitizers, valgrind, a short fuzz run)
 #   make generate   regenerate generated/ from configs/ (never reads a tuning file)
+#   make cpu-profiles  regenerate runtime/attn_cpu_profiles.h from generator/cpu/
 #   make bench      the benchmark suite (prefill and decode targets, bench/results.json, bench/prefill.svg)
 #   make sanitize / valgrind-run / fuzz / fuzz-long / vendor-test   parts of make test, or longer runs
 # Both demo and test install missing Debian packages first (scripts/bootstrap.sh).
@@ -33,7 +34,7 @@ kernel_set = $(or $(shell $(or $(LUA),$(error no Lua interpreter (luajit, lua5.4
 ENTRY_SRC    := runtime/tools/attn_entry.c
 ENTRY_DEFINE  = -DATTN_ENTRY_KERNEL=attn_$*_kernel
 
-.PHONY: all bootstrap generate demo test lint check-generated clean neon-check bench bench-quick vendor-test
+.PHONY: all bootstrap generate cpu-profiles demo test lint check-generated clean neon-check bench bench-quick vendor-test
 .SECONDARY:
 
 all: demo
@@ -44,6 +45,10 @@ bootstrap:
 generate: bootstrap
 	ATTNGEN_TUNE_DB=none $(ATTNGEN) generate -q configs/*.lua -o generated
 
+# the runtime's table of CPU profiles, rendered from generator/cpu/*.lua
+cpu-profiles: bootstrap
+	ATTNGEN_ROOT=$(CURDIR) $(LUA) scripts/gen_cpu_profiles.lua
+
 demo: bootstrap
 	$(ATTNGEN) generate $(PRESET) -o $(BUILD)/demo
 	$(ATTNGEN) check $(PRESET) --quick
@@ -53,7 +58,7 @@ test: bootstrap
 	@JOBS=$(JOBS) tests/run.sh
 
 lint: bootstrap
-	luacheck -q generator tests bench
+	luacheck -q generator tests bench scripts
 
 # --- the kernel test binary: every preset (from generated/) and test config ---
 
@@ -115,10 +120,10 @@ $(BUILD)/vmath.c: tests/gen_vmath.lua templates/lib/vmath.c.tmpl templates/vmath
 	ATTNGEN_ROOT=$(CURDIR) $(LUA) tests/gen_vmath.lua $@ && touch $@
 
 $(BUILD)/test_kernels: tests/test_kernels.c tests/test_vmath.c tests/test_extremes.c tests/test_threads.c \
-  tests/test_convert.c tests/test_quant.c tests/test_linear.c tests/test_classic.c tests/verify_variants.h $(BUILD)/vmath.c \
+  tests/test_convert.c tests/test_quant.c tests/test_linear.c tests/test_classic.c tests/test_cpu.c tests/verify_variants.h $(BUILD)/vmath.c \
   $(BUILD)/kernel_list.h $(KERNEL_OBJS) $(RUNTIME_OBJS)
 	$(CC) $(TEST_CFLAGS) -pthread -I$(BUILD) tests/test_kernels.c tests/test_vmath.c tests/test_extremes.c \
-	  tests/test_threads.c tests/test_convert.c tests/test_quant.c tests/test_linear.c tests/test_classic.c $(BUILD)/vmath.c \
+	  tests/test_threads.c tests/test_convert.c tests/test_quant.c tests/test_linear.c tests/test_classic.c tests/test_cpu.c $(BUILD)/vmath.c \
 	  $(KERNEL_OBJS) $(RUNTIME_OBJS) -o $@ -lcriterion -lm
 
 check-generated:

@@ -193,7 +193,7 @@ static inline void attn_falcon_7b_prefetch_row(const float *p, int n)
 
 /* The same into the second-level cache (prefetcht1 on x86): the streaming decode
  * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead, and
- * the blocked kernel's of its next block where attn_decode_prefetch() says so. */
+ * the blocked kernel's of its next block where attn_cpu()->decode_prefetch says so. */
 static inline void attn_falcon_7b_prefetch_row_l2(const float *p, int n)
 {
 #if defined(__GNUC__)
@@ -2068,7 +2068,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
     const int lanes = gl > 8 && gl <= 16;
     /* at most a quarter of a vector, where the runtime says so (AMD Zen 4 and 5):
        padded to a quarter vector, in pairs of D on half-width vectors */
-    const int hpairs = gl <= 4 && attn_decode_half_pairs();
+    const int hpairs = gl <= 4 && attn_cpu()->decode_half_pairs;
     const int pairs = hpairs || (gl > 4 && gl <= 8);
     const int dots = !lanes && !pairs && gl < 32;
     const int64_t glp = lanes ? 16 : pairs ? (hpairs ? 4 : 8) : dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
@@ -2076,11 +2076,11 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
+    const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 32 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
+    const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -2273,7 +2273,7 @@ __attribute__((target("avx512f,fma"))) static void attn_falcon_7b_dunit__avx512(
             const float *vh = attn_falcon_7b_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
                    rows under two widths in two even halves (18 rows: 8, 5, 5, not
                    8, 8, 2; 10 rows: 5 and 5 on AMD, 8 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
@@ -4404,12 +4404,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
+    const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
     const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 16 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
+    const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -4576,7 +4576,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_falcon_7b_dunit__avx2(
             const float *vh = attn_falcon_7b_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
                    rows under two widths in two even halves (14 rows: 6, 4, 4, not
                    6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
@@ -7016,12 +7016,12 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
+    const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
     const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 8 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
+    const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -7188,7 +7188,7 @@ static void attn_falcon_7b_dunit__neon(const attn_args *args, int64_t b, int64_t
             const float *vh = attn_falcon_7b_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
                    rows under two widths in two even halves (14 rows: 6, 4, 4, not
                    6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
@@ -8286,7 +8286,7 @@ ATTN_NO_AUTOVEC static void attn_falcon_7b_dunit__scalar(const attn_args *args, 
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_falcon_7b_kv kv = attn_falcon_7b_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
+    const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
     const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 2 ? DECODE_BLOCK_ONE

@@ -244,7 +244,7 @@ static inline void attn_llama3_8b_f16kv_prefetch_row(const uint16_t *p, int n)
 
 /* The same into the second-level cache (prefetcht1 on x86): the streaming decode
  * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead, and
- * the blocked kernel's of its next block where attn_decode_prefetch() says so. */
+ * the blocked kernel's of its next block where attn_cpu()->decode_prefetch says so. */
 static inline void attn_llama3_8b_f16kv_prefetch_row_l2(const uint16_t *p, int n)
 {
 #if defined(__GNUC__)
@@ -3121,12 +3121,12 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
+    const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
     const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 32 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
+    const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -3263,7 +3263,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
             const uint16_t *vh = attn_llama3_8b_f16kv_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
                    rows under two widths in two even halves (14 rows: 6, 4, 4, not
                    6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
@@ -3501,7 +3501,7 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_llama3_8b_f16kv_d
         attn_llama3_8b_f16kv_dscratch__avx512 *w = (attn_llama3_8b_f16kv_dscratch__avx512 *)attn_alloc(sizeof(*w));
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
         /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_decode_stream_rows(0);
+        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -5514,12 +5514,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
+    const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
     const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 16 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
+    const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -5656,7 +5656,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
             const uint16_t *vh = attn_llama3_8b_f16kv_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
                    rows under two widths in two even halves (14 rows: 6, 4, 4, not
                    6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
@@ -5894,7 +5894,7 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_llama3_8b_f16kv
         attn_llama3_8b_f16kv_dscratch__avx2 *w = (attn_llama3_8b_f16kv_dscratch__avx2 *)attn_alloc(sizeof(*w));
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
         /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_decode_stream_rows(0);
+        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -8316,12 +8316,12 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
+    const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
     const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 8 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
+    const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -8458,7 +8458,7 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
             const uint16_t *vh = attn_llama3_8b_f16kv_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
                    rows under two widths in two even halves (14 rows: 6, 4, 4, not
                    6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
@@ -8696,7 +8696,7 @@ static attn_status attn_llama3_8b_f16kv_decode__neon(const attn_args *args)
         attn_llama3_8b_f16kv_dscratch__neon *w = (attn_llama3_8b_f16kv_dscratch__neon *)attn_alloc(sizeof(*w));
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
         /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_decode_stream_rows(0);
+        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -10065,7 +10065,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
+    const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
     const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 2 ? DECODE_BLOCK_ONE

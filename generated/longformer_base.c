@@ -204,7 +204,7 @@ static inline void attn_longformer_base_prefetch_row(const float *p, int n)
 
 /* The same into the second-level cache (prefetcht1 on x86): the streaming decode
  * path's prefetch from an f32 cache, or where the rows fill L1, a few keys ahead, and
- * the blocked kernel's of its next block where attn_decode_prefetch() says so. */
+ * the blocked kernel's of its next block where attn_cpu()->decode_prefetch says so. */
 static inline void attn_longformer_base_prefetch_row_l2(const float *p, int n)
 {
 #if defined(__GNUC__)
@@ -3054,7 +3054,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
     const int lanes = gl > 8 && gl <= 16;
     /* at most a quarter of a vector, where the runtime says so (AMD Zen 4 and 5):
        padded to a quarter vector, in pairs of D on half-width vectors */
-    const int hpairs = gl <= 4 && attn_decode_half_pairs();
+    const int hpairs = gl <= 4 && attn_cpu()->decode_half_pairs;
     const int pairs = hpairs || (gl > 4 && gl <= 8);
     const int dots = !lanes && !pairs && gl < 32;
     const int64_t glp = lanes ? 16 : pairs ? (hpairs ? 4 : 8) : dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
@@ -3062,11 +3062,11 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
+    const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
     const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 32 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
+    const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -3259,7 +3259,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_dunit__a
             const float *vh = attn_longformer_base_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
                    rows under two widths in two even halves (18 rows: 8, 5, 5, not
                    8, 8, 2; 10 rows: 5 and 5 on AMD, 8 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
@@ -3531,7 +3531,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_2x
 
 /* The 2-key steps of a streaming unit whose rows see every key of the split
  * [j_begin, j_end), a key's kv heads adjacent: what the unit runs where
- * attn_decode_key_pairs() says this CPU takes them better than one key a step (a
+ * attn_cpu()->decode_key_pairs says this CPU takes them better than one key a step (a
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_spairs_3x2__avx512(const attn_longformer_base_kv kv, attn_longformer_base_dscratch__avx512 *w, int64_t j_begin, int64_t j_end)
 {
@@ -3605,7 +3605,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
-        if (kv.k_head < kv.k_key && attn_decode_key_pairs()) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
+        if (kv.k_head < kv.k_key && attn_cpu()->decode_key_pairs) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
             attn_longformer_base_spairs_3x2__avx512(kv, w, j_begin, j_end);
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             /* one step ahead: the next head's scores while this head's P*V runs
@@ -3682,7 +3682,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_3x
 
 /* The 2-key steps of a streaming unit whose rows see every key of the split
  * [j_begin, j_end), a key's kv heads adjacent: what the unit runs where
- * attn_decode_key_pairs() says this CPU takes them better than one key a step (a
+ * attn_cpu()->decode_key_pairs says this CPU takes them better than one key a step (a
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_longformer_base_spairs_4x2__avx512(const attn_longformer_base_kv kv, attn_longformer_base_dscratch__avx512 *w, int64_t j_begin, int64_t j_end)
 {
@@ -3756,7 +3756,7 @@ __attribute__((target("avx512f,fma"))) static void attn_longformer_base_sunit_4x
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
-        if (kv.k_head < kv.k_key && attn_decode_key_pairs()) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
+        if (kv.k_head < kv.k_key && attn_cpu()->decode_key_pairs) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
             attn_longformer_base_spairs_4x2__avx512(kv, w, j_begin, j_end);
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             /* one step ahead: the next head's scores while this head's P*V runs
@@ -3890,7 +3890,7 @@ __attribute__((target("avx512f,fma"))) static attn_status attn_longformer_base_d
         attn_longformer_base_dscratch__avx512 *w = (attn_longformer_base_dscratch__avx512 *)attn_alloc(sizeof(*w));
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
         /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_decode_stream_rows(1);
+        const int stream = rows <= attn_cpu()->decode_stream_rows[1];
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -7432,12 +7432,12 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
+    const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
     const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 16 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
+    const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -7604,7 +7604,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_dunit_
             const float *vh = attn_longformer_base_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
                    rows under two widths in two even halves (14 rows: 6, 4, 4, not
                    6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
@@ -7868,7 +7868,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
 
 /* The 2-key steps of a streaming unit whose rows see every key of the split
  * [j_begin, j_end), a key's kv heads adjacent: what the unit runs where
- * attn_decode_key_pairs() says this CPU takes them better than one key a step (a
+ * attn_cpu()->decode_key_pairs says this CPU takes them better than one key a step (a
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_spairs_3x2__avx2(const attn_longformer_base_kv kv, attn_longformer_base_dscratch__avx2 *w, int64_t j_begin, int64_t j_end)
 {
@@ -7942,7 +7942,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
-        if (kv.k_head < kv.k_key && attn_decode_key_pairs()) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
+        if (kv.k_head < kv.k_key && attn_cpu()->decode_key_pairs) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
             attn_longformer_base_spairs_3x2__avx2(kv, w, j_begin, j_end);
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             /* one step ahead: the next head's scores while this head's P*V runs
@@ -8019,7 +8019,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
 
 /* The 2-key steps of a streaming unit whose rows see every key of the split
  * [j_begin, j_end), a key's kv heads adjacent: what the unit runs where
- * attn_decode_key_pairs() says this CPU takes them better than one key a step (a
+ * attn_cpu()->decode_key_pairs says this CPU takes them better than one key a step (a
  * call, not inlined: the unit's one-key loop compiles as it does without it). */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_spairs_4x2__avx2(const attn_longformer_base_kv kv, attn_longformer_base_dscratch__avx2 *w, int64_t j_begin, int64_t j_end)
 {
@@ -8093,7 +8093,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_longformer_base_sunit_
     cls = attn_longformer_base_classify(n, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last);
     if (cls == TILE_FULL) { /* every row sees every key of the split: nothing is added to a score */
         __m128 p, pn;
-        if (kv.k_head < kv.k_key && attn_decode_key_pairs()) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
+        if (kv.k_head < kv.k_key && attn_cpu()->decode_key_pairs) { /* where the CPU takes 2 keys a step better (attn_runtime.h) */
             attn_longformer_base_spairs_4x2__avx2(kv, w, j_begin, j_end);
         } else if (kv.k_head < kv.k_key) { /* a key's kv heads are adjacent: read key by key, in address order */
             /* one step ahead: the next head's scores while this head's P*V runs
@@ -8227,7 +8227,7 @@ __attribute__((target("avx2,fma,f16c"))) static attn_status attn_longformer_base
         attn_longformer_base_dscratch__avx2 *w = (attn_longformer_base_dscratch__avx2 *)attn_alloc(sizeof(*w));
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
         /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_decode_stream_rows(0);
+        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -10982,12 +10982,12 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
+    const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
     const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 8 ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
-    const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
+    const int even = attn_cpu()->decode_even_rows; /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
     int full;
 
@@ -11154,7 +11154,7 @@ static void attn_longformer_base_dunit__neon(const attn_args *args, int64_t b, i
             const float *vh = attn_longformer_base_v_row(&kv, hk, j0);
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
-                   where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
+                   where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen 4 and 5), the last
                    rows under two widths in two even halves (14 rows: 6, 4, 4, not
                    6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
@@ -11677,7 +11677,7 @@ static attn_status attn_longformer_base_decode__neon(const attn_args *args)
         attn_longformer_base_dscratch__neon *w = (attn_longformer_base_dscratch__neon *)attn_alloc(sizeof(*w));
         const int64_t rows = GROUP * args->seq_q; /* query rows a kv head */
         /* the streaming path's, by CPU and by whether the blocked kernel has half-width pairs (attn_runtime.h) */
-        const int stream = rows <= attn_decode_stream_rows(0);
+        const int stream = rows <= attn_cpu()->decode_stream_rows[0];
         int64_t u;
         if (!w) {
 #ifdef _OPENMP
@@ -12686,7 +12686,7 @@ ATTN_NO_AUTOVEC static void attn_longformer_base_dunit__scalar(const attn_args *
     const int64_t lk = args->seqlens_k[b];
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_longformer_base_kv kv = attn_longformer_base_kv_of(args, b);
-    const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
+    const int pf = attn_cpu()->decode_prefetch; /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
     const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 2 ? DECODE_BLOCK_ONE

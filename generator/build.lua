@@ -225,6 +225,7 @@ local function runtime_inputs()
     inputs[#inputs + 1] = rt .. "/" .. f:gsub("%.c$", ".h") -- a header change rebuilds too
   end
   for _, t in ipairs(M.TOOLS) do inputs[#inputs + 1] = rt .. "/tools/attn_" .. t .. "_main.c" end
+  inputs[#inputs + 1] = rt .. "/attn_cpu_profiles.h"
   inputs[#inputs + 1] = rt .. "/tools/attn_tool_inputs.h"
   inputs[#inputs + 1] = rt .. "/tools/attn_entry.c"
   return inputs
@@ -391,7 +392,8 @@ function M.ensure_tuner(name, files)
   local rt = util.root .. "/runtime"
   local runtime = { rt .. "/attn_runtime.c", rt .. "/attn_reference.c" }
   local driver = rt .. "/tools/attn_tune_main.c"
-  local headers = { rt .. "/attn_runtime.h", rt .. "/attn_reference.h", rt .. "/tools/attn_tool_inputs.h" }
+  local headers = { rt .. "/attn_runtime.h", rt .. "/attn_cpu_profiles.h", rt .. "/attn_reference.h",
+    rt .. "/tools/attn_tool_inputs.h" }
   local texts = {}
   for _, f in ipairs(files) do texts[#texts + 1] = f.name .. "\n" .. f.text end
   local key = M.hash(table.concat(texts) .. read_all(runtime) .. read_all(headers) .. read_all({ driver })
@@ -446,7 +448,7 @@ function M.ensure_mask_tool(plan)
   if not cid then return nil, cerr end
   local rt = util.root .. "/runtime"
   local sources = { rt .. "/attn_runtime.c", rt .. "/attn_reference.c", rt .. "/tools/attn_mask_main.c" }
-  local headers = { rt .. "/attn_runtime.h", rt .. "/attn_reference.h" }
+  local headers = { rt .. "/attn_runtime.h", rt .. "/attn_cpu_profiles.h", rt .. "/attn_reference.h" }
   local lines = { '#include "attn_runtime.h"', "const attn_spec attn_mask_spec = {" }
   for i, fld in ipairs(plan.spec_fields) do
     lines[#lines + 1] = ("    .%s = %s%s"):format(fld[1], fld[2], i < #plan.spec_fields and "," or "")

@@ -38,9 +38,11 @@ M.EXHAUSTIVE_KV = 512
 -- ---- the machine's caches ---------------------------------------------------
 
 --- Data cache sizes in bytes, { l1 = ..., l2 = ..., l3 = ... }: from sysfs
--- where present, else 32 KiB, 1 MiB and 32 MiB.
+-- where present, else the generic CPU profile's L1d and L2
+-- (generator/cpu/generic.lua) and 32 MiB.
 function M.caches()
-  local c = { l1 = 32768, l2 = 1048576, l3 = 33554432 }
+  local generic = require("cpu").generic()
+  local c = { l1 = generic.l1d_bytes, l2 = generic.l2_bytes, l3 = 33554432 }
   for i = 0, 7 do
     local base = ("/sys/devices/system/cpu/cpu0/cache/index%d/"):format(i)
     local level = tonumber((util.read_file(base .. "level") or ""):match("%d+"))

@@ -1,7 +1,9 @@
 /*
  * attn_runtime.c - the runtime every attngen kernel links against.
  *
- * Vendorable: plain C99 and libc only (getenv, malloc, memcpy, strcmp); no stdio.
+ * Vendorable: plain C99 and libc only (getenv, malloc, memcpy, strcmp), and
+ * on Linux sysconf, open and read for the cache sizes; no stdio.  Includes
+ * attn_cpu_profiles.h, the table of CPU profiles (generated).
  * Builds with or without _POSIX_C_SOURCE, on x86-64, AArch64 and anything
  * else (where only the scalar variant is reported as supported).
  */
@@ -13,6 +15,11 @@
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define ATTN_X86_CPUID 1
 #include <cpuid.h>
+#endif
+
+#if defined(__linux__) /* the cache sizes the OS reports (sysconf, sysfs) */
+#include <fcntl.h>
+#include <unistd.h>
 #endif
 
 /* ---- status strings ----------------------------------------------------- */
@@ -457,161 +464,194 @@ int attn_isa_supported(attn_isa isa)
     return (set >> isa) & 1u;
 }
 
-/* 1 when cpuid's vendor string is `vendor` (12 characters: "GenuineIntel",
-   "AuthenticAMD"). */
-static int cpu_vendor_is(const char *vendor)
+/* The environment variable NAME when it holds one digit from 0 to max, else value. */
+static int env_digit(const char *name, int max, int value)
+{
+    const char *e = getenv(name);
+    if (e != NULL && e[0] >= '0' && e[0] <= '0' + max && e[1] == '\0')
+        return e[0] - '0';
+    return value;
+}
+
+/* ---- the CPU profile ---------------------------------------------------- */
+
+#include "attn_cpu_profiles.h"
+
+#define CPU_PROFILE_COUNT ((int)(sizeof attn_cpu_profiles / sizeof *attn_cpu_profiles))
+
+/* cpuid's vendor string and display family and model (0 and "" without cpuid). */
+static void cpu_identity(attn_cpu_profile *p)
 {
 #ifdef ATTN_X86_CPUID
-    unsigned int a, regs[3];
+    unsigned int a, b, c, d, regs[3], base, model;
     /* the vendor string is in EBX, EDX, ECX, four characters each */
-    if (!__get_cpuid(0, &a, &regs[0], &regs[2], &regs[1]))
-        return 0;
-    return memcmp(regs, vendor, 12) == 0;
+    if (__get_cpuid(0, &a, &regs[0], &regs[2], &regs[1]))
+        memcpy(p->vendor, regs, 12);
+    if (__get_cpuid(1, &a, &b, &c, &d)) {
+        base = (a >> 8) & 0xfu;
+        model = (a >> 4) & 0xfu;
+        p->family = (int)(base == 0xfu ? base + ((a >> 20) & 0xffu) : base);
+        p->model = (int)(base == 0x6u || base == 0xfu ? model | ((a >> 12) & 0xf0u) : model);
+    }
 #else
-    (void)vendor;
+    (void)p;
+#endif
+}
+
+/* The profile ATTNGEN_CPU names, else the first that matches this CPU (the
+   last one matches every CPU). */
+static const attn_cpu_entry *cpu_entry(const attn_cpu_profile *p)
+{
+    const char *forced = getenv("ATTNGEN_CPU");
+    int i;
+    if (forced != NULL)
+        for (i = 0; i < CPU_PROFILE_COUNT; i++)
+            if (strcmp(forced, attn_cpu_profiles[i].name) == 0)
+                return &attn_cpu_profiles[i];
+    for (i = 0; i < CPU_PROFILE_COUNT - 1; i++) {
+        const attn_cpu_entry *e = &attn_cpu_profiles[i];
+        if (e->vendor != NULL && strcmp(e->vendor, p->vendor) != 0)
+            continue;
+        if (p->family < e->family_lo || p->family > e->family_hi || p->model < e->model_lo || p->model > e->model_hi)
+            continue;
+        if (e->isa >= 0 && !attn_isa_supported((attn_isa)e->isa))
+            continue;
+        return e;
+    }
+    return &attn_cpu_profiles[CPU_PROFILE_COUNT - 1];
+}
+
+#if defined(__linux__)
+/* The first line of a small file, NUL-terminated; 0 when it cannot be read. */
+static int read_line(const char *file, char *buf, int n)
+{
+    int fd = open(file, O_RDONLY);
+    long got;
+    if (fd < 0)
+        return 0;
+    got = (long)read(fd, buf, (size_t)n - 1);
+    close(fd);
+    if (got <= 0)
+        return 0;
+    buf[got] = '\0';
+    return 1;
+}
+
+/* A cache size as sysfs writes it ("48K", "1024K", "32M"), in bytes; 0 if unreadable. */
+static size_t parse_size(const char *s)
+{
+    size_t v = 0;
+    if (*s < '0' || *s > '9')
+        return 0;
+    while (*s >= '0' && *s <= '9' && v < ((size_t)1 << 40))
+        v = v * 10 + (size_t)(*s++ - '0');
+    return *s == 'K' ? v << 10 : *s == 'M' ? v << 20 : *s == 'G' ? v << 30 : v;
+}
+
+/* The data (or unified) cache of a level, from cpu0's entries in sysfs; 0 if none says. */
+static size_t sysfs_cache_bytes(int level)
+{
+    char file[] = "/sys/devices/system/cpu/cpu0/cache/index0/level", buf[32];
+    char *idx = file + sizeof "/sys/devices/system/cpu/cpu0/cache/index" - 1, *leaf = idx + 2;
+    for (*idx = '0'; *idx <= '9'; (*idx)++) {
+        memcpy(leaf, "level", 6);
+        if (!read_line(file, buf, (int)sizeof buf))
+            break;
+        if (buf[0] - '0' != level || (buf[1] != '\n' && buf[1] != '\0'))
+            continue;
+        memcpy(leaf, "type", 5);
+        if (!read_line(file, buf, (int)sizeof buf) || (strncmp(buf, "Data", 4) != 0 && strncmp(buf, "Unified", 7) != 0))
+            continue;
+        memcpy(leaf, "size", 5);
+        return read_line(file, buf, (int)sizeof buf) ? parse_size(buf) : 0;
+    }
     return 0;
+}
 #endif
+
+/* A core's L1 data (level 1) or L2 cache as the OS reports it, else fallback. */
+static size_t os_cache_bytes(int level, size_t fallback)
+{
+    size_t bytes = 0;
+#if defined(__linux__)
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
+    const long v = sysconf(level == 1 ? _SC_LEVEL1_DCACHE_SIZE : _SC_LEVEL2_CACHE_SIZE);
+    if (v > 0)
+        bytes = (size_t)v;
+#endif
+    if (bytes == 0)
+        bytes = sysfs_cache_bytes(level);
+#else
+    (void)level;
+#endif
+    return bytes > 0 ? bytes : fallback;
 }
 
-static int cpu_is_intel(void)
+/* Fills p: the CPU, its profile, the environment's overrides, the caches. */
+static void fill_profile(attn_cpu_profile *p)
 {
-    return cpu_vendor_is("GenuineIntel");
+    const attn_cpu_entry *e;
+    int rows;
+    memset(p, 0, sizeof *p);
+    cpu_identity(p);
+    e = cpu_entry(p);
+    p->name = e->name;
+    p->decode_prefetch = env_digit("ATTNGEN_DECODE_PREFETCH", ATTN_PREFETCH_L2, e->decode_prefetch);
+    p->decode_key_pairs = env_digit("ATTNGEN_DECODE_KEY_PAIRS", 1, e->decode_key_pairs);
+    p->decode_even_rows = env_digit("ATTNGEN_DECODE_EVEN_ROWS", 1, e->decode_even_rows);
+    p->decode_half_pairs = env_digit("ATTNGEN_DECODE_HALF_PAIRS", 1, e->decode_half_pairs);
+    rows = env_digit("ATTNGEN_DECODE_STREAM_ROWS", 4, -1);
+    p->decode_stream_rows[0] = rows >= 0 ? rows : e->decode_stream_rows;
+    p->decode_stream_rows[1] = rows >= 0 ? rows
+                               : p->decode_half_pairs ? e->decode_stream_rows_half_pairs : e->decode_stream_rows;
+    p->bf16_dot = env_digit("ATTNGEN_BF16_DOT", 1, e->bf16_dot);
+    p->l1d_bytes = os_cache_bytes(1, (size_t)e->l1d_bytes);
+    p->l2_bytes = os_cache_bytes(2, (size_t)e->l2_bytes);
 }
 
 /*
- * A setting read once per process: from the environment variable NAME when it
- * holds one digit from 0 to max, else what cpu_default() says for this CPU.
- * Cached as 1 + the value.
+ * Filled once: the first caller to move the state from 0 (empty) to 1
+ * (filling) fills it and publishes 2 (filled); a caller that finds it
+ * filling waits the few microseconds until it is filled.  (Without GNU C's
+ * atomics, two racing first callers both fill it with the same values.)
  */
-static int cpu_setting(unsigned *cache, const char *name, int max, int (*cpu_default)(void))
+static attn_cpu_profile cpu_profile;
+static unsigned cpu_profile_state;
+
+const attn_cpu_profile *attn_cpu(void)
 {
-    unsigned v = cache_load(cache);
-    if (v == 0) {
-        const char *e = getenv(name);
-        if (e != NULL && e[0] >= '0' && e[0] <= '0' + max && e[1] == '\0')
-            v = 1u + (unsigned)(e[0] - '0');
-        else
-            v = 1u + (unsigned)cpu_default();
-        cache_store(cache, v);
+#ifdef __GNUC__
+    unsigned expected = 0;
+    if (__atomic_load_n(&cpu_profile_state, __ATOMIC_ACQUIRE) == 2)
+        return &cpu_profile;
+    if (__atomic_compare_exchange_n(&cpu_profile_state, &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        fill_profile(&cpu_profile);
+        __atomic_store_n(&cpu_profile_state, 2, __ATOMIC_RELEASE);
+    } else {
+        while (__atomic_load_n(&cpu_profile_state, __ATOMIC_ACQUIRE) != 2)
+            continue;
     }
-    return (int)v - 1;
-}
-
-/*
- * The AMD core generation with AVX-512F, read once: 4 on family 19h (Zen 4;
- * Zen 3, the same family, has no AVX-512), which runs each 512-bit
- * instruction in two 256-bit halves and has 32 KiB of L1; 5 on family 1Ah
- * and later (Zen 5), which runs them whole; 0 on every other CPU.  Cached as
- * 1 + the value.
- */
-static unsigned amd_zen_cache;
-
-static int cpu_amd_zen(void)
-{
-    unsigned v = cache_load(&amd_zen_cache);
-    if (v == 0) {
-        unsigned zen = 0;
-#ifdef ATTN_X86_CPUID
-        unsigned int a, b, c, d, family;
-        if (cpu_vendor_is("AuthenticAMD") && __get_cpuid(1, &a, &b, &c, &d) && attn_isa_supported(ATTN_ISA_AVX512)) {
-            family = ((a >> 8) & 0xfu) + ((a >> 20) & 0xffu);
-            zen = family == 0x19 ? 4 : family > 0x19 ? 5 : 0;
-        }
+#else
+    if (cpu_profile_state != 2) {
+        fill_profile(&cpu_profile);
+        cpu_profile_state = 2;
+    }
 #endif
-        v = 1u + zen;
-        cache_store(&amd_zen_cache, v);
-    }
-    return (int)v - 1;
+    return &cpu_profile;
 }
 
-static int cpu_is_amd_zen4(void)
-{
-    return cpu_amd_zen() == 4;
-}
-
-/* AMD Zen 4 or later: AVX-512 on an AMD core */
-static int cpu_is_amd_avx512(void)
-{
-    return cpu_amd_zen() != 0;
-}
-
-static int cpu_is_not_intel(void)
-{
-    return !cpu_is_intel();
-}
-
-/* The blocked decode kernel's prefetch of its next block: none on Intel CPUs,
-   into L2 on AMD Zen 4 and Zen 5, into L1 elsewhere (docs/decode.md). */
-static int decode_prefetch_default(void)
-{
-    return cpu_is_intel() ? ATTN_PREFETCH_NONE : cpu_is_amd_avx512() ? ATTN_PREFETCH_L2 : ATTN_PREFETCH_L1;
-}
-
-static unsigned decode_prefetch_cache, bf16_dot_cache, key_pairs_cache, even_rows_cache, half_pairs_cache,
-    stream_rows_cache;
-
-int attn_decode_prefetch(void)
-{
-    return cpu_setting(&decode_prefetch_cache, "ATTNGEN_DECODE_PREFETCH", ATTN_PREFETCH_L2, decode_prefetch_default);
-}
-
-int attn_bf16_dot_preferred(void)
-{
-    return cpu_setting(&bf16_dot_cache, "ATTNGEN_BF16_DOT", 1, cpu_is_not_intel);
-}
-
-int attn_decode_key_pairs(void)
-{
-    return cpu_setting(&key_pairs_cache, "ATTNGEN_DECODE_KEY_PAIRS", 1, cpu_is_amd_zen4);
-}
-
-int attn_decode_even_rows(void)
-{
-    return cpu_setting(&even_rows_cache, "ATTNGEN_DECODE_EVEN_ROWS", 1, cpu_is_amd_avx512);
-}
-
-int attn_decode_half_pairs(void)
-{
-    return cpu_setting(&half_pairs_cache, "ATTNGEN_DECODE_HALF_PAIRS", 1, cpu_is_amd_avx512);
-}
-
-/* ATTNGEN_DECODE_STREAM_ROWS unset: the rows by CPU and caller (below) */
-#define STREAM_ROWS_BY_CPU 5
-
-static int stream_rows_by_cpu(void)
-{
-    return STREAM_ROWS_BY_CPU;
-}
-
-/* The streaming decode kernel's rows a kv head: 1 on AMD Zen 4; 1 on Zen 5
-   where the caller's blocked kernel scores them in half-width pairs; else all
-   4 it holds. */
-int attn_decode_stream_rows(int half_pairs)
-{
-    const int forced = cpu_setting(&stream_rows_cache, "ATTNGEN_DECODE_STREAM_ROWS", 4, stream_rows_by_cpu);
-    if (forced != STREAM_ROWS_BY_CPU)
-        return forced;
-    switch (cpu_amd_zen()) {
-    case 4:
-        return 1;
-    case 5:
-        return half_pairs && attn_decode_half_pairs() ? 1 : 4;
-    default:
-        return 4;
-    }
-}
-
-static int stream_output_default(void)
-{
-    return 2;
-}
-
+/* ATTNGEN_STREAM_OUTPUT, read once: cached as 1 + the mode. */
 static unsigned stream_output_cache;
 
 int attn_stream_output(const void *o, const int64_t stride[3], size_t elem, int64_t bytes, size_t vec)
 {
-    const int mode = cpu_setting(&stream_output_cache, "ATTNGEN_STREAM_OUTPUT", 2, stream_output_default);
-    int i;
+    unsigned cached = cache_load(&stream_output_cache);
+    int mode, i;
+    if (cached == 0) {
+        cached = 1u + (unsigned)env_digit("ATTNGEN_STREAM_OUTPUT", 2, 2);
+        cache_store(&stream_output_cache, cached);
+    }
+    mode = (int)cached - 1;
     if (mode == 0 || (mode == 2 && bytes < ATTN_STREAM_OUTPUT_BYTES) || (uintptr_t)o % vec != 0)
         return 0;
     for (i = 0; i < 3; i++)
@@ -652,7 +692,7 @@ const attn_variant *attn_pick_variant(const attn_variant *variants, int n)
             continue;
         /* bf16 products where they are slower than f32 ones: the avx512
            variant multiplies the same bf16 tensors in f32 */
-        if (variants[i].isa == ATTN_ISA_AVX512BF16 && !attn_bf16_dot_preferred() &&
+        if (variants[i].isa == ATTN_ISA_AVX512BF16 && !attn_cpu()->bf16_dot &&
             runs_variant_of(variants, n, ATTN_ISA_AVX512))
             continue;
         return &variants[i];

@@ -3,8 +3,8 @@
  *
  * One args struct, one status enum, the description of a generated kernel
  * (attn_spec / attn_kernel: its family, shape, masks and storage types), the
- * lists of ISAs, storage types and families, CPU feature queries and the
- * allocation hooks.  Plain C99; nothing here depends on the generator.
+ * lists of ISAs, storage types and families, CPU feature queries, the CPU
+ * profile (attn_cpu) and the allocation hooks.  Plain C99; nothing here depends on the generator.
  *
  * Tensor layout (BSHD, the last dim contiguous).  Q, K, V and O are stored
  * in the type the kernel's spec records (dtype_q for Q, dtype_kv for K and
@@ -235,79 +235,83 @@ int attn_isa_from_name(const char *name);
 /* Whether this CPU (and OS) can run the variant. */
 int attn_isa_supported(attn_isa isa);
 /*
- * How the decode path's blocked kernel (several query rows a kv head) asks
- * for the next block of K and V rows while it works on one: not at all
- * (ATTN_PREFETCH_NONE) on Intel CPUs, whose hardware prefetchers follow its
- * reads better alone; into L2 (ATTN_PREFETCH_L2) on AMD Zen 4, whose 32 KiB
- * L1 the block would overrun, and on Zen 5, where it measured as fast or
- * faster (Llama-3-8B, Lq 2, 32768 keys: 15.7-18.1 -> 12.2-14.4 ms); into L1
- * (ATTN_PREFETCH_L1) elsewhere (docs/decode.md has the measurements).
- * ATTNGEN_DECODE_PREFETCH=0, 1 or 2 in the environment overrides it.
+ * The CPU profile: what the runtime chooses for this CPU where the kernels
+ * hold more than one way to do a thing, and the CPU's cache sizes.  One
+ * struct, filled once per process (thread-safe) by the first attn_cpu()
+ * call: from a table of profiles (attn_cpu_profiles.h, generated from
+ * attngen's modules generator/cpu/NAME.lua, which hold the measurement
+ * behind each choice) the first whose cpuid vendor, family and model match and
+ * whose required ISA this CPU runs (AMD Zen 5 and later with AVX-512, Zen 4
+ * with AVX-512, Intel CPUs), else the generic profile (AArch64 and every
+ * other CPU).  ATTNGEN_CPU=NAME in the environment picks a profile by name
+ * (an unknown name is ignored).  The ATTNGEN_* variables named below override
+ * one field each (a value out of range is ignored); the environment is read
+ * when the profile is filled, so set them before the first kernel call.
+ * docs/architecture.md ("CPU profiles") says how to add a CPU.
  */
 enum { ATTN_PREFETCH_NONE = 0, ATTN_PREFETCH_L1 = 1, ATTN_PREFETCH_L2 = 2 };
-int attn_decode_prefetch(void);
-/*
- * Whether the default dispatch runs an avx512bf16 variant (vdpbf16ps
- * products, matmul = "bf16") where the CPU has one: 1, except on Intel
- * CPUs, where vdpbf16ps measured half the f32 FMA's rate and the kernel
- * that multiplies the same bf16 tensors in f32 is faster (docs/kernels.md).
- * Only a variant list that also holds avx512 falls back to it.
- * ATTNGEN_BF16_DOT=1 or 0 in the environment overrides it; ATTNGEN_ISA
- * still forces any variant.
- */
-int attn_bf16_dot_preferred(void);
-/*
- * Whether the streaming decode kernel (up to 4 query rows a kv head) reads
- * an f32 cache two keys a step, one pass over the rows' Q scoring both and
- * one over their O adding both V rows, instead of one key a step: 1 on AMD
- * Zen 4 (family 19h with AVX-512), which runs a 512-bit instruction in two
- * halves and where the one-key step is bound by those passes (Llama-3-8B,
- * Lq 1, 32768 keys: 19 -> 14 ms); 0 elsewhere, where one key a step keeps
- * the read order the hardware prefetchers follow best (docs/decode.md).
- * 16-bit caches always take two keys a step.  ATTNGEN_DECODE_KEY_PAIRS=1
- * or 0 in the environment overrides it.
- */
-int attn_decode_key_pairs(void);
-/*
- * Whether the decode path's blocked kernel splits a kv head's rows that take
- * two P*V calls into two even halves (8 rows: 4 + 4) instead of the widest
- * call first (6 + 2): 1 on AMD Zen 4 and Zen 5 (family 19h and later with
- * AVX-512), where a call of 2 rows waits on its loads of V (Llama-3-8B, Lq 2,
- * 32768 keys: 15.0 -> 14.3-14.5 ms on Zen 4, 12.3-12.7 -> 11.4-12.0 on Zen 5
- * with the next block's prefetch into L2); 0 elsewhere.  Rows that take more
- * calls end in even halves everywhere.  ATTNGEN_DECODE_EVEN_ROWS=1 or 0 in
- * the environment overrides it.
- */
-int attn_decode_even_rows(void);
-/*
- * Whether the decode path's blocked kernel scores at most a quarter of a
- * vector of query rows a kv head (Llama-3-8B at Lq 1 on AVX-512: 4 rows;
- * Gemma-2-9B: 2) with the rows along pairs of lanes of half-width vectors,
- * two values of D a row, instead of by dot products (an f32 cache, D even;
- * AVX-512 variants): 1 on AMD Zen 4 and Zen 5 (family 19h and later with
- * AVX-512), which read the cache faster so (Llama-3-8B, Lq 1, 32768 keys:
- * 10.9-11.2 -> 9.7-9.8 ms on Zen 4; Gemma-2-9B 29-31 -> 22-24 ms on Zen 5);
- * 0 elsewhere.  ATTNGEN_DECODE_HALF_PAIRS=1 or 0 in the environment
- * overrides it.
- */
-int attn_decode_half_pairs(void);
-/*
- * The most query rows a kv head that the decode path's streaming kernel takes
- * (it holds 1 to 4); more go to the blocked kernel.  half_pairs: whether the
- * caller's blocked kernel can score up to a quarter vector of rows in
- * half-width pairs (above: an AVX-512 variant, an f32 cache, D even).  4 by
- * default; 1 on AMD Zen 4 (family 19h with AVX-512), where the blocked
- * kernel, with its next block's prefetch into L2, reads 2-4 rows a kv head
- * faster (Llama-3-8B, Lq 1, 4096 keys: 1.28 -> 1.02 ms; an f16 cache at 32768
- * keys: 9.0 -> 7.1 ms) and one row (MHA) slower; 1 on AMD Zen 5 where
- * half_pairs is 1 and attn_decode_half_pairs() too (Llama-3-8B, Lq 1, 32768
- * keys: 13.4-14.1 -> 11.5-12.0 ms; the blocked kernel's dot products measured
- * no faster than the stream there, and a 16-bit cache streams faster)
- * (docs/decode.md).
- * ATTNGEN_DECODE_STREAM_ROWS = 0 to 4 in the environment overrides it (0: the
- * blocked kernel always).
- */
-int attn_decode_stream_rows(int half_pairs);
+typedef struct attn_cpu_profile {
+    const char *name;           /* the profile: "zen5", "zen4", "intel" or "generic" */
+    char vendor[13];            /* cpuid's vendor string ("AuthenticAMD"); "" without cpuid */
+    int family, model;          /* cpuid's display family and model; 0 without cpuid */
+    size_t l1d_bytes, l2_bytes; /* a core's L1 data and L2 caches: as the OS reports them
+                                   (sysconf, else Linux's sysfs), else the profile's */
+    /*
+     * How the decode path's blocked kernel (several query rows a kv head)
+     * asks for the next block of K and V rows while it works on one: not at
+     * all (ATTN_PREFETCH_NONE: Intel, whose hardware prefetchers follow its
+     * reads better alone), into L2 (ATTN_PREFETCH_L2: AMD Zen 4, whose 32 KiB
+     * L1 a block would overrun, and Zen 5) or into L1 (ATTN_PREFETCH_L1).
+     * ATTNGEN_DECODE_PREFETCH=0, 1 or 2.
+     */
+    int decode_prefetch;
+    /*
+     * 1: the streaming decode kernel (up to 4 query rows a kv head) reads an
+     * f32 cache two keys a step, one pass over the rows' Q scoring both and
+     * one over their O adding both V rows, instead of one key a step (AMD
+     * Zen 4, which runs a 512-bit instruction in two halves).  16-bit caches
+     * always take two keys a step.  ATTNGEN_DECODE_KEY_PAIRS=1 or 0.
+     */
+    int decode_key_pairs;
+    /*
+     * 1: the blocked decode kernel splits a kv head's rows that take two P*V
+     * calls into two even halves (8 rows: 4 + 4) instead of the widest call
+     * first (6 + 2) (AMD Zen 4 and 5).  Rows that take more calls end in even
+     * halves everywhere.  ATTNGEN_DECODE_EVEN_ROWS=1 or 0.
+     */
+    int decode_even_rows;
+    /*
+     * 1: the blocked decode kernel scores at most a quarter of a vector of
+     * query rows a kv head (Llama-3-8B at Lq 1 on AVX-512: 4 rows) with the
+     * rows along pairs of lanes of half-width vectors, two values of D a row,
+     * instead of by dot products (an f32 cache, D even; AVX-512 variants)
+     * (AMD Zen 4 and 5).  ATTNGEN_DECODE_HALF_PAIRS=1 or 0.
+     */
+    int decode_half_pairs;
+    /*
+     * The most query rows a kv head the decode path's streaming kernel takes
+     * (it holds 1 to 4); more go to the blocked kernel.  Indexed by whether
+     * the caller's blocked kernel can score up to a quarter vector of rows in
+     * half-width pairs (an AVX-512 variant, an f32 cache, D even): 4 and 4 by
+     * default; 1 and 1 on AMD Zen 4; 4 and 1 on AMD Zen 5, where [1] is 1
+     * only while decode_half_pairs is.  ATTNGEN_DECODE_STREAM_ROWS=0 to 4 sets
+     * both (0: the blocked kernel always).
+     */
+    int decode_stream_rows[2];
+    /*
+     * 1: the default dispatch runs an avx512bf16 variant (vdpbf16ps products,
+     * matmul = "bf16") where the CPU has one; 0 on Intel CPUs, where
+     * vdpbf16ps measured half the f32 FMA's rate and the kernel that
+     * multiplies the same bf16 tensors in f32 is faster.  Only a variant list
+     * that also holds avx512 falls back to it.  ATTNGEN_BF16_DOT=1 or 0;
+     * ATTNGEN_ISA still forces any variant.
+     */
+    int bf16_dot;
+} attn_cpu_profile;
+
+/* This CPU's profile (above); never NULL, the same pointer on every call. */
+const attn_cpu_profile *attn_cpu(void);
+
 /*
  * Whether a kernel stores its output rows non-temporally (past the caches,
  * without reading each line of O first): where the CPU has such stores, O
@@ -504,7 +508,7 @@ attn_status attn_check_classic_args(const attn_spec *spec, const attn_classic_ar
  * Picks the variant to run: the one ATTNGEN_ISA names when set (NULL if it
  * names an ISA that is unknown, not compiled in or not supported), else the
  * first the CPU supports, passing over avx512bf16 for avx512 where
- * attn_bf16_dot_preferred() says so.  The result depends only on the
+ * attn_cpu()->bf16_dot says so.  The result depends only on the
  * environment and the CPU, so callers may cache it.
  */
 const attn_variant *attn_pick_variant(const attn_variant *variants, int n);

@@ -259,34 +259,34 @@ Test(entry, attngen_isa_forces_a_variant)
 Test(entry, decode_prefetch_follows_the_environment)
 {
     setenv("ATTNGEN_DECODE_PREFETCH", "0", 1);
-    cr_expect_eq(attn_decode_prefetch(), 0);
+    cr_expect_eq(attn_cpu()->decode_prefetch, 0);
 }
 
 Test(entry, decode_prefetch_can_be_forced_on)
 {
     setenv("ATTNGEN_DECODE_PREFETCH", "1", 1);
-    cr_expect_eq(attn_decode_prefetch(), ATTN_PREFETCH_L1);
+    cr_expect_eq(attn_cpu()->decode_prefetch, ATTN_PREFETCH_L1);
 }
 
 Test(entry, decode_prefetch_can_be_forced_into_l2)
 {
     setenv("ATTNGEN_DECODE_PREFETCH", "2", 1);
-    cr_expect_eq(attn_decode_prefetch(), ATTN_PREFETCH_L2);
+    cr_expect_eq(attn_cpu()->decode_prefetch, ATTN_PREFETCH_L2);
 }
 
 /* A value that is not one of the settings leaves the CPU's default, one of them. */
 Test(entry, decode_prefetch_ignores_an_unknown_level)
 {
     setenv("ATTNGEN_DECODE_PREFETCH", "3", 1);
-    cr_expect_geq(attn_decode_prefetch(), ATTN_PREFETCH_NONE);
-    cr_expect_leq(attn_decode_prefetch(), ATTN_PREFETCH_L2);
+    cr_expect_geq(attn_cpu()->decode_prefetch, ATTN_PREFETCH_NONE);
+    cr_expect_leq(attn_cpu()->decode_prefetch, ATTN_PREFETCH_L2);
 }
 
 /* The streaming decode kernels of an f32 cache hold a one-key and a two-key
- * step, the runtime choosing by CPU (attn_decode_key_pairs); the matrix of each
+ * step, the runtime choosing by CPU (attn_cpu()->decode_key_pairs); the matrix of each
  * kernel runs this CPU's choice, these the other one too, on every x86 variant
  * this CPU runs, with the streaming kernel taking all the rows it holds
- * (attn_decode_stream_rows): Llama-3-8B (4 rows a kv head) and GPT-2 (MHA: the
+ * (attn_cpu()->decode_stream_rows): Llama-3-8B (4 rows a kv head) and GPT-2 (MHA: the
  * two-key step at 3 and 4 query rows). */
 /* The matrices of n kernels on every x86 variant this CPU runs (skipped without one). */
 static void run_on_x86(const attn_kernel *const *ks, size_t n)
@@ -308,7 +308,7 @@ static void run_stream_steps(const char *pairs)
     const attn_kernel *ks[] = { &attn_llama3_8b_kernel, &attn_gpt2_kernel };
     setenv("ATTNGEN_DECODE_KEY_PAIRS", pairs, 1);
     setenv("ATTNGEN_DECODE_STREAM_ROWS", "4", 1); /* every row count the streaming kernel holds */
-    cr_assert_eq(attn_decode_key_pairs(), atoi(pairs));
+    cr_assert_eq(attn_cpu()->decode_key_pairs, atoi(pairs));
     run_on_x86(ks, sizeof ks / sizeof *ks);
 }
 
@@ -410,7 +410,7 @@ Test(entry, bf16_products_can_be_passed_over)
 {
     const attn_variant *v;
     setenv("ATTNGEN_BF16_DOT", "0", 1);
-    cr_assert_eq(attn_bf16_dot_preferred(), 0);
+    cr_assert_eq(attn_cpu()->bf16_dot, 0);
     v = attn_pick_variant(BF16_FIRST, 4);
     cr_assert_not_null(v);
     /* avx512 (f32 products) wherever the CPU runs it, never avx512bf16 */
@@ -426,7 +426,7 @@ Test(entry, bf16_products_can_be_preferred)
 {
     const attn_variant *v;
     setenv("ATTNGEN_BF16_DOT", "1", 1);
-    cr_assert_eq(attn_bf16_dot_preferred(), 1);
+    cr_assert_eq(attn_cpu()->bf16_dot, 1);
     v = attn_pick_variant(BF16_FIRST, 4);
     cr_assert_not_null(v);
     cr_expect_eq(v->isa, first_supported(BF16_FIRST, 4), "picked %s", attn_isa_name(v->isa));
@@ -453,7 +453,7 @@ static void run_blocked_decode(const char *prefetch)
     const attn_kernel *k = &attn_llama3_8b_kernel;
     int i;
     setenv("ATTNGEN_DECODE_PREFETCH", prefetch, 1);
-    cr_assert_eq(attn_decode_prefetch(), atoi(prefetch));
+    cr_assert_eq(attn_cpu()->decode_prefetch, atoi(prefetch));
     for (i = 0; i < k->n_variants && !attn_isa_supported(k->variants[i].isa); i++) continue;
     cr_assert_lt(i, k->n_variants);
     run_matrix(k, k->variants[i].isa);
@@ -475,7 +475,7 @@ Test(entry, blocked_decode_prefetching_into_l2) /* as on AMD Zen 4 and 5 */
 }
 
 /* The blocked decode kernel splits a kv head's rows that take two P*V calls
- * widest first or, where the runtime says so (attn_decode_even_rows: AMD Zen
+ * widest first or, where the runtime says so (attn_cpu()->decode_even_rows: AMD Zen
  * 4 and 5), in even halves; the matrix of each kernel runs this CPU's choice, these
  * both on every x86 variant this CPU runs: Llama-3-8B's 8 rows a kv head at
  * Lq 2 (6 + 2 or 4 + 4). */
@@ -483,7 +483,7 @@ static void run_pv_split(const char *even)
 {
     const attn_kernel *ks[] = { &attn_llama3_8b_kernel };
     setenv("ATTNGEN_DECODE_EVEN_ROWS", even, 1);
-    cr_assert_eq(attn_decode_even_rows(), atoi(even));
+    cr_assert_eq(attn_cpu()->decode_even_rows, atoi(even));
     run_on_x86(ks, sizeof ks / sizeof *ks);
 }
 
@@ -652,7 +652,7 @@ Test(decode, f16_cache) { run_decode(&attn_t_f16_cache_kernel); }
 Test(decode, bf16_all) { run_decode(&attn_t_bf16_all_kernel); }
 Test(decode, f16_odd) { run_decode(&attn_t_f16_odd_kernel); }
 
-/* The streaming kernel takes up to attn_decode_stream_rows() query rows a kv
+/* The streaming kernel takes up to attn_cpu()->decode_stream_rows query rows a kv
    head (4, or 1 on AMD Zen 4, and on Zen 5 where the blocked kernel has the
    half-width pairs), the blocked kernel the rest; the matrices
    above run this CPU's choice, these the others: the blocked kernel at every
@@ -665,8 +665,8 @@ static void run_decode_stream_rows(const char *rows)
                                 &attn_t_sparse_strided_kernel, &attn_t_f16_cache_kernel };
     size_t i;
     setenv("ATTNGEN_DECODE_STREAM_ROWS", rows, 1);
-    cr_assert_eq(attn_decode_stream_rows(0), atoi(rows));
-    cr_assert_eq(attn_decode_stream_rows(1), atoi(rows));
+    cr_assert_eq(attn_cpu()->decode_stream_rows[0], atoi(rows));
+    cr_assert_eq(attn_cpu()->decode_stream_rows[1], atoi(rows));
     for (i = 0; i < sizeof ks / sizeof *ks; i++) run_decode(ks[i]);
 }
 Test(decode, blocked_kernel_at_every_row_count) { run_decode_stream_rows("0"); }
@@ -674,7 +674,7 @@ Test(decode, streaming_kernel_up_to_four_rows) { run_decode_stream_rows("4"); }
 
 /* The blocked kernel scores up to a quarter of a vector of rows a kv head
    (AVX-512: 1 to 4) in pairs of D on half-width vectors where
-   attn_decode_half_pairs() says so (AMD Zen 4 and 5), else by dot products; the
+   attn_cpu()->decode_half_pairs says so (AMD Zen 4 and 5), else by dot products; the
    matrices above run this CPU's choice, these both, with the blocked kernel
    at every row count: GQA groups of 2 and 3 (Lq 1 and 2 of t_everything, Lq 1
    of t_sparse_strided), MHA at Lq 1, 2 and 3, and Llama-3-8B's matrix (Lq 1
@@ -688,9 +688,9 @@ static void run_decode_half_pairs(const char *half)
     setenv("ATTNGEN_DECODE_STREAM_ROWS", "0", 1);
     setenv("ATTNGEN_DECODE_HALF_PAIRS", half, 1);
     setenv("ATTNGEN_DECODE_PREFETCH", "2", 1);
-    cr_assert_eq(attn_decode_stream_rows(1), 0);
-    cr_assert_eq(attn_decode_half_pairs(), atoi(half));
-    cr_assert_eq(attn_decode_prefetch(), ATTN_PREFETCH_L2);
+    cr_assert_eq(attn_cpu()->decode_stream_rows[1], 0);
+    cr_assert_eq(attn_cpu()->decode_half_pairs, atoi(half));
+    cr_assert_eq(attn_cpu()->decode_prefetch, ATTN_PREFETCH_L2);
     for (i = 0; i < sizeof ks / sizeof *ks; i++) run_decode(ks[i]);
     run_on_x86(llama, 1);
 }
@@ -715,8 +715,8 @@ static void run_decode_prefetch_inside(const char *even)
     setenv("ATTNGEN_DECODE_STREAM_ROWS", "0", 1);
     setenv("ATTNGEN_DECODE_PREFETCH", "2", 1);
     setenv("ATTNGEN_DECODE_EVEN_ROWS", even, 1);
-    cr_assert_eq(attn_decode_prefetch(), ATTN_PREFETCH_L2);
-    cr_assert_eq(attn_decode_even_rows(), atoi(even));
+    cr_assert_eq(attn_cpu()->decode_prefetch, ATTN_PREFETCH_L2);
+    cr_assert_eq(attn_cpu()->decode_even_rows, atoi(even));
     run_decode_shapes(&attn_t_decode_d128_kernel, lqs, 7, lks, 4);
     run_decode_shapes(&attn_gemma2_9b_global_kernel, glqs, 2, glks, 2);
 }

@@ -100,7 +100,7 @@ only_entry() {
 # ---- vendoring ------------------------------------------------------------
 
 check "vendor two configs" "$ATTNGEN" vendor -q $CONFIGS -o "$T/out/attngen"
-expected=".attngen-vendor CMakeLists.txt README.md attn_runtime.c attn_runtime.h attngen.h attngen.mk example.c
+expected=".attngen-vendor CMakeLists.txt README.md attn_cpu_profiles.h attn_runtime.c attn_runtime.h attngen.h attngen.mk example.c
 $K1.c $K1.h $K2.c $K2.h"
 files_are() { # DIR NAMES: the folder holds exactly these files
   want=$(echo "$2" | tr ' ' '\n' | sort | tr '\n' ' ')
@@ -111,8 +111,9 @@ files_are() { # DIR NAMES: the folder holds exactly these files
 }
 check "the folder holds the kernels, runtime, attngen.h, build files, README, example" \
   files_are "$T/out/attngen" "$expected"
-check "the runtime is runtime/attn_runtime.{h,c} verbatim" \
-  sh -c "cmp runtime/attn_runtime.h '$T/out/attngen/attn_runtime.h' && cmp runtime/attn_runtime.c '$T/out/attngen/attn_runtime.c'"
+check "the runtime is runtime/attn_runtime.{h,c} and attn_cpu_profiles.h verbatim" \
+  sh -c "cmp runtime/attn_runtime.h '$T/out/attngen/attn_runtime.h' && cmp runtime/attn_runtime.c '$T/out/attngen/attn_runtime.c' &&
+    cmp runtime/attn_cpu_profiles.h '$T/out/attngen/attn_cpu_profiles.h'"
 check "no reference, npy or verify code in the folder" \
   sh -c "! grep -l 'attn_reference\|attn_npy\|attn_verify' '$T/out/attngen'/*.[ch]"
 vendor_again() { "$ATTNGEN" vendor -q $CONFIGS -o "$T/again/attngen" && diff -r "$T/out/attngen" "$T/again/attngen"; }

@@ -2,7 +2,8 @@
 --
 -- Writes a folder that a C/C++ project copies as is: the kernels of the
 -- configs (<name>.c/.h), the runtime they compile against
--- (runtime/attn_runtime.{h,c}, verbatim), an umbrella header attngen.h
+-- (runtime/attn_runtime.{h,c} and attn_cpu_profiles.h, verbatim), an
+-- umbrella header attngen.h
 -- with the API documentation, build snippets (CMakeLists.txt, attngen.mk),
 -- a README.md and example.c.  The non-kernel files come from
 -- templates/vendor/*.tmpl ("@" starts a Lua line, @{expr} is a value, so
@@ -28,7 +29,7 @@ local M = {}
 M.MARKER = ".attngen-vendor"
 
 -- the runtime files the generated code compiles against, copied verbatim
-M.RUNTIME_FILES = { "attn_runtime.h", "attn_runtime.c" }
+M.RUNTIME_FILES = { "attn_runtime.h", "attn_runtime.c", "attn_cpu_profiles.h" }
 
 -- config names whose files or header guard would clash with the folder's
 -- own files (compared in lower case: the folder may land on a file system
@@ -36,6 +37,7 @@ M.RUNTIME_FILES = { "attn_runtime.h", "attn_runtime.c" }
 local RESERVED = {
   attngen = "attngen.h is the umbrella header",
   attn_runtime = "attn_runtime.c/.h are the runtime",
+  attn_cpu_profiles = "attn_cpu_profiles.h is the runtime's table of CPU profiles",
   runtime = "its header guard ATTN_RUNTIME_H is attn_runtime.h's",
   example = "example.c is the example program",
 }
@@ -183,6 +185,8 @@ local function listing(kernels)
     { "attn_runtime.h", "the runtime: `attn_args`, `attn_status`, `attn_spec`/`attn_kernel`, CPU queries, "
       .. "allocation hooks" },
     { "attn_runtime.c", "the runtime: argument checks, CPU detection, dispatch, allocation" },
+    { "attn_cpu_profiles.h", "the runtime's table of CPU profiles (what it chooses for each CPU), included by "
+      .. "attn_runtime.c" },
     { "attngen.h", "the one header to include: the runtime and every kernel, with the API documentation" },
     { "CMakeLists.txt", "the static library `attngen` for CMake (`add_subdirectory`)" },
     { "attngen.mk", "the same for a Makefile (`include`)" },
@@ -218,7 +222,8 @@ end
 
 --- The values the templates of templates/vendor/ see.
 local function template_env(kernels, displays, sets)
-  local sources, headers, objects, names = { "attn_runtime.c" }, { "attn_runtime.h", "attngen.h" }, {}, {}
+  local sources, headers, objects, names = { "attn_runtime.c" },
+    { "attn_runtime.h", "attn_cpu_profiles.h", "attngen.h" }, {}, {}
   local any_classic, any_args = false, false -- kernels called with attn_classic_args, with attn_args
   for _, k in ipairs(kernels) do
     if k.classic then any_classic = true else any_args = true end

@@ -12,6 +12,9 @@ local M = {
   -- 107.8-110.6 with 4x2; 6x2 with the broadcasts first spills (213 ms)
   qk_block = { mr = 4, nr = 2 },
   pv_block = { mr = 6, nvc = 2, late_bcast = true },
+  -- the classic families' loops (planner/classic.lua): half AVX-512's row
+  -- and key blocks and context chunk, for half its registers
+  classic_block = { mr = 2, nb = 4, ks = 2, ch = 4 },
   vec = "__m256",
   arch_guard = "defined(__x86_64__) || defined(_M_X64)",
   include = "immintrin.h",

@@ -106,6 +106,9 @@ local function build(name, enum, target)
     -- registers) reads each V row once for 8 rows where 6 x 4 reads it for 6;
     -- Llama-3-8B's 32 rows a kv head at Lq = 8: 4 calls a block instead of 6
     pv_wide = { mr = 8, nvc = 3, late_bcast = true },
+    -- the classic families' loops (planner/classic.lua): 4 x 4 dot
+    -- products, 4 tanh scores in flight, context sums 8 vectors a row
+    classic_block = { mr = 4, nb = 4, ks = 4, ch = 8 },
     vec = "__m512",
     arch_guard = "defined(__x86_64__) || defined(_M_X64)",
     include = "immintrin.h",

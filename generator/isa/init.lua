@@ -13,6 +13,11 @@
 --   pv_wide           optionally, a wider P*V blocking {mr, nvc, late_bcast}
 --                     for the decode path's rows past pv_block.mr (it reads V
 --                     rows in place, from L2, once a call: fewer, wider calls)
+--   classic_block     register blocking of the classic families' loops
+--                     (planner/classic.lua): {mr, nb} dot products of MR
+--                     rows by NB rows, KS keys a step of the tanh scores,
+--                     CH vectors of a context row summed at a time; MR, NB
+--                     and KS divide 4 (a block of keys is a multiple of 4)
 --   vec               C type of a vector
 --   arch_guard        C preprocessor condition for the architecture, or nil
 --   include           intrinsics header, or nil
@@ -89,6 +94,9 @@ function M.get(name)
     if type(isa[f]) ~= "function" then
       error(("ISA module '%s' lacks %s()"):format(name, f))
     end
+  end
+  for _, t in ipairs({ "qk_block", "pv_block", "classic_block" }) do
+    if type(isa[t]) ~= "table" then error(("ISA module '%s' lacks %s"):format(name, t)) end
   end
   if isa.lanes > 1 then
     for _, f in ipairs({ "round", "pow2i" }) do

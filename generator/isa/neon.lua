@@ -8,6 +8,8 @@ local M = {
   -- the AVX-512 choice (the same 32 registers); not measured on hardware yet
   qk_block = { mr = 8, nr = 2 },
   pv_block = { mr = 6, nvc = 4 },
+  -- the classic families' loops (planner/classic.lua): AVX-512's, for the same 32 registers
+  classic_block = { mr = 4, nb = 4, ks = 4, ch = 8 },
   vec = "float32x4_t",
   arch_guard = "defined(__aarch64__)",
   include = "arm_neon.h",

@@ -8,6 +8,8 @@ local M = {
   -- enough independent sums for a compiler to schedule, within 16 registers
   qk_block = { mr = 4, nr = 2 },
   pv_block = { mr = 4, nvc = 2 },
+  -- the classic families' loops (planner/classic.lua): the compiler keeps the registers
+  classic_block = { mr = 4, nb = 4, ks = 4, ch = 8 },
   vec = "float",
   arch_guard = nil, -- every target
   include = nil,

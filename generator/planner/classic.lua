@@ -23,18 +23,6 @@ M.TANH_Q = { 1.0, 4.625252485e-01, 2.376322262e-02, 2.281019406e-04 }
 -- x P, the division as a multiply, and the FMA with v.
 M.TANH_FMAS = 12
 
---- Register blocks per ISA: dot products of MR rows by NB rows at a time
--- (MR x NB accumulators), and KS keys a step of the tanh scores (KS
--- accumulators and KS tanh evaluations in flight).  Fitted to the
--- register files: 32 vectors (AVX-512, NEON), 16 (AVX2); plain C leaves
--- registers to the compiler.
--- The context sums CH vectors of a row at a time, in registers.
-local BLOCKS = {
-  avx512 = { mr = 4, nb = 4, ks = 4, ch = 8 }, avx512bf16 = { mr = 4, nb = 4, ks = 4, ch = 8 },
-  neon = { mr = 4, nb = 4, ks = 4, ch = 8 }, avx2 = { mr = 2, nb = 4, ks = 2, ch = 4 },
-  scalar = { mr = 4, nb = 4, ks = 4, ch = 8 },
-}
-
 --- Decoder rows are worked on ROW_BLOCK at a time (of one batch): their
 -- scores, then their contexts, each a block of keys at a time, so that a
 -- block's encoder rows (U and H, KEY_BLOCK_BYTES of them) are read from
@@ -107,7 +95,10 @@ function M.plan(cfg, opts)
   p.variants = {}
   for _, isa in ipairs(common.isas(cfg)) do
     local v = common.variant_base(cfg, p, isa)
-    local blk = BLOCKS[isa.name] or BLOCKS.scalar
+    -- the register blocks: dot products of MR rows by NB rows at a time
+    -- (MR x NB accumulators), KS keys a step of the tanh scores, CH vectors
+    -- of a context row summed in registers (the ISA's classic_block)
+    local blk = isa.classic_block
     v.mr, v.nb, v.ks, v.ch = blk.mr, blk.nb, blk.ks, blk.ch
     -- keys of a block: KEY_BLOCK_BYTES of the rows the scores read (U for
     -- the tanh scores, counted as f32, the type of a computed U; H for dot

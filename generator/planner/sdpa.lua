@@ -155,7 +155,7 @@ M.STREAM_SPLIT_DOT_DTYPES = { bf16 = true, f16 = true }
 -- where the CPU runs 512-bit instructions in halves (Zen 4) the one-key step
 -- is bound by its passes over Q and O (19 ms, 14 two keys, AVX-512 and AVX2
 -- alike): the x86 kernels hold both steps for f32 (STREAM_KEYS_BY_CPU) and
--- the runtime picks (attn_decode_key_pairs); docs/decode.md.
+-- the runtime picks (attn_cpu()->decode_key_pairs); docs/decode.md.
 local TWO_KEYS = { avx512 = 2, avx2 = 2, neon = 2 }
 M.STREAM_KEYS = { bf16 = TWO_KEYS, f16 = TWO_KEYS, f32 = { avx512 = 2, avx2 = 2 } }
 M.STREAM_KEYS_BY_CPU = { f32 = true }
@@ -401,7 +401,7 @@ function M.plan(cfg, opts)
     v.dpairs = isa.set2 ~= nil and p.decode.max_q > 0 and p.dtype.kv == "f32" and p.D % 2 == 0
     -- the same at up to lanes/4 rows (Lq = 1 of a group of 4 on AVX-512)
     -- on half-width vectors, where the ISA has them and the runtime picks them
-    -- (attn_decode_half_pairs: AMD Zen 4 and 5; elsewhere dot products, docs/decode.md)
+    -- (attn_cpu()->decode_half_pairs: AMD Zen 4 and 5; elsewhere dot products, docs/decode.md)
     v.hpairs = v.dpairs and isa.half ~= nil
     -- and from lanes/2 to lanes rows (Lq = 4 of a group of 4 on AVX-512) in
     -- two vectors of pairs, where the ISA says so (isa.pairs_wide: AVX-512,

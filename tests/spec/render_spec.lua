@@ -467,7 +467,7 @@ describe("render", function()
         isa = { "avx512" } })
       local decode = c:sub((assert(c:find("static attn_status attn_r_disp_decode__avx512(", 1, true))))
       -- the AVX-512 variant of an f32 cache with D even has the half-width pairs
-      assert.truthy(decode:find("const int stream = rows <= attn_decode_stream_rows(1);", 1, true))
+      assert.truthy(decode:find("const int stream = rows <= attn_cpu()->decode_stream_rows[1];", 1, true))
       local a = assert(decode:find("if (stream) switch (rows) {", 1, true))
       local z = assert(decode:find("attn_r_disp_dunit__avx512(args", a, true))
       -- the streaming unit of Lq 1's 4 rows, the only one before the blocked unit
@@ -479,7 +479,7 @@ describe("render", function()
     it("has no streaming dispatch where the config has no streaming kernel", function()
       local _, c = files_for({ name = "r_disp_w", heads_q = 32, heads_kv = 8, head_dim = 128, causal = true,
         isa = { "avx512" }, weights = true })
-      assert.is_nil(c:find("attn_decode_stream_rows", 1, true))
+      assert.is_nil(c:find("decode_stream_rows", 1, true))
       assert.truthy(c:find("attn_r_disp_w_dunit__avx512(args", 1, true))
     end)
   end)
@@ -525,7 +525,7 @@ describe("render", function()
 
     it("of a quarter vector on AVX-512 run on half-width vectors where the runtime says so", function()
       local _, c = files_for({ name = "r_hp", heads_q = 32, heads_kv = 8, head_dim = 128, isa = { "avx512", "avx2" } })
-      assert.truthy(c:find("const int hpairs = gl <= 4 && attn_decode_half_pairs();", 1, true))
+      assert.truthy(c:find("const int hpairs = gl <= 4 && attn_cpu()->decode_half_pairs;", 1, true))
       assert.truthy(c:find("pairs ? (hpairs ? 4 : 8) :", 1, true))
       -- Q packed in pairs of D, a kv head's padded rows wide
       assert.truthy(c:find("(d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];", 1, true))
