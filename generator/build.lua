@@ -19,7 +19,12 @@ local M = {}
 
 M.TOOLS = { "run", "check", "bench" }
 
-local RUNTIME_SOURCES = { "attn_runtime.c", "attn_reference.c", "attn_npy.c", "attn_verify.c" }
+-- the runtime's units every tool links (the verification harness and each
+-- family's cases: docs/architecture.md, "Runtime and tools"), and the
+-- headers only they include
+local RUNTIME_SOURCES = { "attn_runtime.c", "attn_reference.c", "attn_npy.c", "attn_verify.c",
+  "attn_cases_sdpa.c", "attn_cases_linear.c", "attn_cases_classic.c" }
+local RUNTIME_HEADERS = { "attn_cases.h", "attn_cases_qkv.h" }
 
 --- The build cache (util.cache_dir, which the tuning file also lives in).
 M.cache_dir = util.cache_dir
@@ -224,6 +229,7 @@ local function runtime_inputs()
     inputs[#inputs + 1] = rt .. "/" .. f
     inputs[#inputs + 1] = rt .. "/" .. f:gsub("%.c$", ".h") -- a header change rebuilds too
   end
+  for _, h in ipairs(RUNTIME_HEADERS) do inputs[#inputs + 1] = rt .. "/" .. h end
   for _, t in ipairs(M.TOOLS) do inputs[#inputs + 1] = rt .. "/tools/attn_" .. t .. "_main.c" end
   inputs[#inputs + 1] = rt .. "/tools/attn_tool_inputs.h"
   inputs[#inputs + 1] = rt .. "/tools/attn_entry.c"
