@@ -90,6 +90,10 @@ double attn_rng_uniform(attn_rng *r); /* uniform in (0, 1] */
 float attn_rng_normal(attn_rng *r);   /* N(0, 1) */
 int64_t attn_rng_range(attn_rng *r, int64_t n); /* 0..n inclusive */
 
+/* The start of a case's build: ATTN_ERR_SHAPE for a negative length, else
+   the stream of its seed in *r and ATTN_OK. */
+attn_status attn_case_start(const attn_case *c, attn_rng *r);
+
 /* seqlens_k of a padded case: Lk for every batch, or (ragged) a mix of 0, Lk
    and random lengths; one draw per batch either way. */
 void attn_fill_seqlens(int32_t *seqlens, int64_t B, int64_t Lk, int ragged, attn_rng *r);
@@ -155,6 +159,8 @@ typedef struct {
    with padding. */
 void attn_case_list_add(attn_case_list *l, int64_t batch, int64_t lq, int64_t lk, int strided, int ragged,
                         int threads);
+/* attn_case_list_add for n rows of { batch, Lq, Lk, strided, ragged, threads } */
+void attn_case_list_rows(attn_case_list *l, const int64_t (*rows)[6], size_t n);
 
 /* ---- comparison --------------------------------------------------------- */
 

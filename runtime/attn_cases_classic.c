@@ -283,10 +283,9 @@ static attn_status classic_build(void *state, const attn_spec *spec, const attn_
     cb->spec = spec;
     cb->c = *c;
     classic_shape(cb);
-    if (c->batch < 0 || c->seq_q < 0 || c->seq_k < 0)
-        return ATTN_ERR_SHAPE;
-    attn_rng_init(&r, c->seed);
-    st = classic_layouts(cb, &r);
+    st = attn_case_start(c, &r);
+    if (st == ATTN_OK)
+        st = classic_layouts(cb, &r);
     if (st != ATTN_OK)
         return st;
     if (attn_dtype_size(spec->dtype_q) == 0 || attn_dtype_size(tkv) == 0 || attn_dtype_size(spec->dtype_o) == 0 ||

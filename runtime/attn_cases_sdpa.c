@@ -190,10 +190,9 @@ attn_status attn_qkv_build(void *state, const attn_spec *spec, const attn_case *
     memset(cb, 0, sizeof *cb);
     cb->spec = spec;
     cb->c = *c;
-    if (c->batch < 0 || c->seq_q < 0 || c->seq_k < 0)
-        return ATTN_ERR_SHAPE;
-    attn_rng_init(&r, c->seed);
-    st = qkv_layouts(cb, weights, &r);
+    st = attn_case_start(c, &r);
+    if (st == ATTN_OK)
+        st = qkv_layouts(cb, weights, &r);
     if (st != ATTN_OK)
         return st;
     if (qkv_alloc(cb, weights))
@@ -404,7 +403,7 @@ static void tile_cases(attn_case_list *l, int64_t tq, int64_t tk, int quick)
     if (tq <= 0 || tk <= 0)
         return;
     if (quick) {
-        /*                      B  Lq       Lk           strided ragged threads */
+        /*                    B  Lq      Lk          strided ragged threads */
         attn_case_list_add(l, 1, tq - 1, tk + 1, 0, 0, 1);
         attn_case_list_add(l, 1, tq, tk, 1, 1, 2);
         attn_case_list_add(l, 1, tq + 1, tk - 1, 0, 0, 2);
@@ -417,6 +416,25 @@ static void tile_cases(attn_case_list *l, int64_t tq, int64_t tk, int quick)
         for (dk = -1; dk <= 1; dk++)
             attn_case_list_add(l, 2, tq + dq, 2 * tk + dk, (dq + dk) & 1, 1, 1 + (dk & 1));
 }
+
+/* The shapes of every sdpa and linear kernel: B, Lq, Lk, strided, ragged, threads */
+static const int64_t common_rows[][6] = {
+    /* Lq == Lk */
+    { 1, 1, 1, 0, 0, 1 }, { 2, 2, 2, 0, 1, 1 }, { 1, 17, 17, 1, 0, 2 }, { 1, 113, 113, 0, 1, 2 },
+    /* Lq < Lk: decoding and prefill against a KV cache */
+    { 2, 1, 113, 0, 1, 1 }, { 1, 1, 17, 1, 0, 1 }, { 1, 2, 17, 0, 0, 2 }, { 2, 17, 113, 1, 1, 2 },
+    /* Lq > Lk: with causal the first rows see no key */
+    { 1, 2, 1, 0, 0, 1 }, { 2, 17, 2, 1, 1, 1 }, { 1, 113, 17, 0, 0, 2 },
+    /* empty sequences */
+    { 1, 0, 17, 0, 0, 1 }, { 2, 5, 0, 0, 1, 2 },
+};
+/* a few more layouts of the common shapes (after the tile edges) */
+static const int64_t layout_rows[][6] = { { 1, 113, 113, 1, 1, 1 }, { 2, 1, 17, 1, 1, 2 }, { 1, 17, 113, 0, 0, 1 } };
+/* quick == 0: long sequences */
+static const int64_t long_rows[][6] = {
+    { 1, 1023, 1025, 0, 0, 2 }, { 1, 1025, 1023, 1, 0, 2 }, { 2, 1, 1025, 0, 1, 2 },
+    { 2, 17, 1023, 1, 1, 1 },   { 1, 1025, 17, 0, 0, 2 },
+};
 
 int attn_qkv_default_cases(const attn_spec *spec, attn_case *out, int max, int quick)
 {
@@ -431,36 +449,12 @@ int attn_qkv_default_cases(const attn_spec *spec, attn_case *out, int max, int q
     l.padding = spec->padding;
     l.dropout = spec->family != ATTN_FAMILY_LINEAR && spec->dropout;
 
-    /*                       B  Lq   Lk strided ragged threads */
-    /* Lq == Lk */
-    attn_case_list_add(&l, 1, 1, 1, 0, 0, 1);
-    attn_case_list_add(&l, 2, 2, 2, 0, 1, 1);
-    attn_case_list_add(&l, 1, 17, 17, 1, 0, 2);
-    attn_case_list_add(&l, 1, 113, 113, 0, 1, 2);
-    /* Lq < Lk: decoding and prefill against a KV cache */
-    attn_case_list_add(&l, 2, 1, 113, 0, 1, 1);
-    attn_case_list_add(&l, 1, 1, 17, 1, 0, 1);
-    attn_case_list_add(&l, 1, 2, 17, 0, 0, 2);
-    attn_case_list_add(&l, 2, 17, 113, 1, 1, 2);
-    /* Lq > Lk: with causal the first rows see no key */
-    attn_case_list_add(&l, 1, 2, 1, 0, 0, 1);
-    attn_case_list_add(&l, 2, 17, 2, 1, 1, 1);
-    attn_case_list_add(&l, 1, 113, 17, 0, 0, 2);
-    /* empty sequences */
-    attn_case_list_add(&l, 1, 0, 17, 0, 0, 1);
-    attn_case_list_add(&l, 2, 5, 0, 0, 1, 2);
+    attn_case_list_rows(&l, common_rows, sizeof common_rows / sizeof common_rows[0]);
     tile_cases(&l, tq, tk, 1);
-    /* a few more layouts of the common shapes */
-    attn_case_list_add(&l, 1, 113, 113, 1, 1, 1);
-    attn_case_list_add(&l, 2, 1, 17, 1, 1, 2);
-    attn_case_list_add(&l, 1, 17, 113, 0, 0, 1);
+    attn_case_list_rows(&l, layout_rows, sizeof layout_rows / sizeof layout_rows[0]);
 
     if (!quick) {
-        attn_case_list_add(&l, 1, 1023, 1025, 0, 0, 2);
-        attn_case_list_add(&l, 1, 1025, 1023, 1, 0, 2);
-        attn_case_list_add(&l, 2, 1, 1025, 0, 1, 2);
-        attn_case_list_add(&l, 2, 17, 1023, 1, 1, 1);
-        attn_case_list_add(&l, 1, 1025, 17, 0, 0, 2);
+        attn_case_list_rows(&l, long_rows, sizeof long_rows / sizeof long_rows[0]);
         tile_cases(&l, tq, tk, 0);
     }
     return l.n;

@@ -196,6 +196,14 @@ int64_t attn_rng_range(attn_rng *r, int64_t n)
     return (int64_t)(attn_rng_next(r) % (uint64_t)(n + 1));
 }
 
+attn_status attn_case_start(const attn_case *c, attn_rng *r)
+{
+    if (c->batch < 0 || c->seq_q < 0 || c->seq_k < 0)
+        return ATTN_ERR_SHAPE;
+    attn_rng_init(r, c->seed);
+    return ATTN_OK;
+}
+
 /* seqlens_k of a padded case: Lk for every batch, or (ragged) a mix of 0, Lk
    and random lengths; one draw per batch either way, so the inputs drawn
    after are the same. */
@@ -684,6 +692,13 @@ void attn_case_list_add(attn_case_list *l, int64_t batch, int64_t lq, int64_t lk
     c->with_u = 0;
     c->no_weights = 0;
     l->n++;
+}
+
+void attn_case_list_rows(attn_case_list *l, const int64_t (*rows)[6], size_t n)
+{
+    size_t i;
+    for (i = 0; i < n; i++)
+        attn_case_list_add(l, rows[i][0], rows[i][1], rows[i][2], (int)rows[i][3], (int)rows[i][4], (int)rows[i][5]);
 }
 
 int attn_verify_default_cases(const attn_spec *spec, attn_case *out, int max, int quick)
