@@ -54,7 +54,8 @@ typedef struct {
  * in/out state) back to what they were before a run; outputs lists the
  * output buffers (for the bitwise comparison of two thread counts); free
  * releases everything build and reference made; default_cases writes the
- * family's shape matrix.
+ * family's shape matrix; errors names the worst errors of a result by the
+ * family's outputs (attn_verify_errors_string).
  */
 typedef struct {
     const char *name;
@@ -67,6 +68,7 @@ typedef struct {
     int (*outputs)(const void *state, attn_case_output *out);
     void (*free)(void *state);
     int (*default_cases)(const attn_spec *spec, attn_case *out, int max, int quick);
+    void (*errors)(const attn_spec *spec, const attn_verify_result *res, char *buf, size_t len);
 } attn_case_ops;
 
 /* The ops of a spec's family for a direction; NULL when it has none. */

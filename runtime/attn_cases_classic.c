@@ -492,7 +492,15 @@ static int classic_default_cases(const attn_spec *spec, attn_case *out, int max,
     return l.n;
 }
 
+/* C and the weights A, which every classic case asks for; no LSE */
+static void classic_errors(const attn_spec *spec, const attn_verify_result *res, char *buf, size_t len)
+{
+    (void)spec;
+    snprintf(buf, len, "C %.1e A %.1e", res->max_err_o, res->max_err_p);
+}
+
 const attn_case_ops attn_cases_classic_fwd = {
     "classic",       sizeof(classic_case), classic_build,   classic_reference, classic_run,
     classic_compare, classic_reset,        classic_outputs, classic_free,      classic_default_cases,
+    classic_errors,
 };

@@ -189,7 +189,17 @@ void attn_linear_compare_state(const attn_qkv_case *cb, attn_verify_result *res)
 /* linear attention verifies as the sdpa cases do, with the state above;
    its shape matrix is sdpa's (masks do not apply; tile_q is the chunk of
    the causal algorithm; no dropout) */
+/* no LSE; the state written back when there is one */
+static void linear_errors(const attn_spec *spec, const attn_verify_result *res, char *buf, size_t len)
+{
+    if (spec->state)
+        snprintf(buf, len, "O %.1e state %.1e", res->max_err_o, res->max_err_state);
+    else
+        snprintf(buf, len, "O %.1e", res->max_err_o);
+}
+
 const attn_case_ops attn_cases_linear_fwd = {
     "linear",         sizeof(attn_qkv_case), attn_qkv_build,   attn_qkv_reference, attn_qkv_run,
     attn_qkv_compare, attn_qkv_reset,        attn_qkv_outputs, attn_qkv_free,      attn_qkv_default_cases,
+    linear_errors,
 };

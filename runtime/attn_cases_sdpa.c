@@ -460,7 +460,18 @@ int attn_qkv_default_cases(const attn_spec *spec, attn_case *out, int max, int q
     return l.n;
 }
 
+static void sdpa_errors(const attn_spec *spec, const attn_verify_result *res, char *buf, size_t len)
+{
+    snprintf(buf, len, "O %.1e LSE %.1e", res->max_err_o, res->max_err_lse);
+    if (spec->weights) { /* the weights P too */
+        const size_t n = strlen(buf);
+        if (n < len)
+            snprintf(buf + n, len - n, " P %.1e", res->max_err_p);
+    }
+}
+
 const attn_case_ops attn_cases_sdpa_fwd = {
-    "sdpa",           sizeof(attn_qkv_case), attn_qkv_build, attn_qkv_reference,    attn_qkv_run,
-    attn_qkv_compare, attn_qkv_reset,        attn_qkv_outputs, attn_qkv_free,       attn_qkv_default_cases,
+    "sdpa",           sizeof(attn_qkv_case), attn_qkv_build,   attn_qkv_reference, attn_qkv_run,
+    attn_qkv_compare, attn_qkv_reset,        attn_qkv_outputs, attn_qkv_free,      attn_qkv_default_cases,
+    sdpa_errors,
 };

@@ -520,6 +520,15 @@ const attn_case_ops *attn_case_ops_for(const attn_spec *spec, attn_direction dir
     return case_ops[spec->family][dir];
 }
 
+void attn_verify_errors_string(const attn_spec *spec, const attn_verify_result *res, char *buf, size_t buflen)
+{
+    const attn_case_ops *ops = attn_case_ops_for(spec, ATTN_DIR_FWD);
+    if (ops != NULL)
+        ops->errors(spec, res, buf, buflen);
+    else if (buflen > 0)
+        buf[0] = '\0';
+}
+
 /* ---- the harness -------------------------------------------------------- */
 
 /* res (zeroed before) and status of a variant that did not get compared:

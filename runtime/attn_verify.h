@@ -122,6 +122,14 @@ void attn_verify_widen(attn_dtype dtype, const void *src, float *dst, size_t n);
  */
 void attn_verify_store(attn_dtype dtype, float *wide, void *stored, size_t n);
 
+/*
+ * The errors of res (max_err_*) named as the spec's family names its
+ * outputs, as `attngen check` prints them: "O 1.2e-06 LSE 3.0e-07" (sdpa;
+ * then " P ..." with weights), "O ..." (linear; then " state ..." with
+ * state), "C ... A ..." (additive and luong).
+ */
+void attn_verify_errors_string(const attn_spec *spec, const attn_verify_result *res, char *buf, size_t buflen);
+
 /* "B=2 Lq=17 Lk=113 strided ragged threads=2" */
 void attn_verify_case_string(const attn_case *c, char *buf, size_t buflen);
 
