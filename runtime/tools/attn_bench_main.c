@@ -887,11 +887,12 @@ static int bench_classic(const attn_kernel *kern, const bench_options *opt)
     return failed ? 1 : 0;
 }
 
-int main(int argc, char **argv)
+/* The bench of the kernels that take attn_args (sdpa, linear attention);
+   the exit code. */
+static int bench_qkv(const attn_kernel *kern, const bench_options *options)
 {
-    const attn_kernel *kern = attn_entry_kernel;
     const attn_spec *spec = &kern->spec;
-    bench_options opt;
+    const bench_options opt = *options;
     bench_buffers buf;
     bench_totals t;
     attn_args args, base_args;
@@ -899,13 +900,6 @@ int main(int argc, char **argv)
     float *bw_buf = NULL;
     int n = 0, failed = 0;
 
-#ifdef ATTN_HAVE_OPENBLAS
-    attn_bench_choose_blas_core(argc, argv);
-#endif
-    if (parse_options(argc, argv, &opt) != 0)
-        return 2;
-    if (spec->family == ATTN_FAMILY_ADDITIVE || spec->family == ATTN_FAMILY_LUONG)
-        return bench_classic(kern, &opt);
     if (opt.u_mode >= 0 || opt.no_tanh) {
         fprintf(stderr, "attngen: bench: %s: the config '%s' has kind = \"%s\"; it is for additive and luong "
                         "configs\n", opt.u_mode >= 0 ? (opt.u_mode ? "--precomputed-u" : "--no-precomputed-u")
@@ -955,4 +949,30 @@ int main(int argc, char **argv)
         report_table(spec, &opt, &t, rows, n);
     free_buffers(&buf);
     return failed ? 1 : 0;
+}
+
+/* The bench of each family, by attn_family (a new direction, or a family
+   with its own args struct, is one more entry). */
+static int (*const bench_family[ATTN_FAMILY_COUNT])(const attn_kernel *, const bench_options *) = {
+    [ATTN_FAMILY_SDPA] = bench_qkv,
+    [ATTN_FAMILY_LINEAR] = bench_qkv,
+    [ATTN_FAMILY_ADDITIVE] = bench_classic,
+    [ATTN_FAMILY_LUONG] = bench_classic,
+};
+
+int main(int argc, char **argv)
+{
+    const attn_kernel *kern = attn_entry_kernel;
+    bench_options opt;
+
+#ifdef ATTN_HAVE_OPENBLAS
+    attn_bench_choose_blas_core(argc, argv);
+#endif
+    if (parse_options(argc, argv, &opt) != 0)
+        return 2;
+    if ((int)kern->spec.family < 0 || kern->spec.family >= ATTN_FAMILY_COUNT || !bench_family[kern->spec.family]) {
+        fprintf(stderr, "attngen: bench: the config '%s' has a kind this bench does not know\n", kern->spec.name);
+        return 2;
+    }
+    return bench_family[kern->spec.family](kern, &opt);
 }

@@ -95,11 +95,6 @@ static const char usage[] =
 enum { CL_S, CL_H, CL_U, CL_W_S, CL_W_H, CL_W, CL_V, CL_B, CL_COUNT };
 static const char *const classic_opt[CL_COUNT] = { "--s", "--h", "--u", "--w-s", "--w-h", "--w", "--v-attn", "--b" };
 
-static int is_classic(const attn_spec *spec)
-{
-    return spec->family == ATTN_FAMILY_ADDITIVE || spec->family == ATTN_FAMILY_LUONG;
-}
-
 #ifdef __GNUC__
 __attribute__((format(printf, 2, 3), noreturn))
 #endif
@@ -1279,19 +1274,16 @@ static int run_classic(const attn_kernel *kernel, const run_options *opt)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* run for the kernels that take attn_args (sdpa, linear attention) */
+static int run_qkv(const attn_kernel *kernel, const run_options *options)
 {
-    const attn_kernel *kernel = attn_entry_kernel;
     const attn_spec *spec = &kernel->spec;
     const attn_variant *variant = NULL;
-    run_options opt;
+    const run_options opt = *options;
     run_inputs in;
     run_outputs out;
     attn_args args;
 
-    parse_options(argc, argv, &opt);
-    if (is_classic(spec))
-        return run_classic(kernel, &opt);
     check_paths(&opt, spec);
     if (opt.isa_name != NULL && !opt.use_reference)
         variant = pick_isa(kernel, opt.isa_name);
@@ -1311,4 +1303,24 @@ int main(int argc, char **argv)
     publish_outputs(&opt, in.qt.ndim == 3, &out);
     free_all(&opt, &in, &out);
     return 0;
+}
+
+/* run for each family, by attn_family (a new direction, or a family with
+   its own args struct, is one more entry) */
+static int (*const run_family[ATTN_FAMILY_COUNT])(const attn_kernel *, const run_options *) = {
+    [ATTN_FAMILY_SDPA] = run_qkv,
+    [ATTN_FAMILY_LINEAR] = run_qkv,
+    [ATTN_FAMILY_ADDITIVE] = run_classic,
+    [ATTN_FAMILY_LUONG] = run_classic,
+};
+
+int main(int argc, char **argv)
+{
+    const attn_kernel *kernel = attn_entry_kernel;
+    run_options opt;
+
+    parse_options(argc, argv, &opt);
+    if ((int)kernel->spec.family < 0 || kernel->spec.family >= ATTN_FAMILY_COUNT || !run_family[kernel->spec.family])
+        fail("run", "the config '%s' has a kind this tool does not know", kernel->spec.name);
+    return run_family[kernel->spec.family](kernel, &opt);
 }
