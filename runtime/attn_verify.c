@@ -589,23 +589,23 @@ attn_status attn_verify_case_variants(const attn_kernel *kernel, const attn_vari
     if (state == NULL) {
         for (v = 0; v < n; v++)
             fail_variant(&res[v], &status[v], st, "cannot build the inputs: ", "", shape);
-        return st;
-    }
-    st = ops->reference(state);
-    for (v = 0; v < n; v++) {
-        if (st != ATTN_OK) {
-            fail_variant(&res[v], &status[v], st, "the reference failed: ", "", shape);
-            continue;
+    } else {
+        st = ops->reference(state);
+        for (v = 0; v < n; v++) {
+            if (st != ATTN_OK) {
+                fail_variant(&res[v], &status[v], st, "the reference failed: ", "", shape);
+                continue;
+            }
+            if (v > 0)
+                ops->reset(state);
+            status[v] = ops->run(state, kernel, variants[v], c->threads);
+            if (status[v] != ATTN_OK)
+                fail_variant(&res[v], &status[v], status[v], "kernel returned \"", "\"", shape);
+            else
+                ops->compare(state, shape, &res[v]);
         }
-        if (v > 0)
-            ops->reset(state);
-        status[v] = ops->run(state, kernel, variants[v], c->threads);
-        if (status[v] != ATTN_OK)
-            fail_variant(&res[v], &status[v], status[v], "kernel returned \"", "\"", shape);
-        else
-            ops->compare(state, shape, &res[v]);
+        case_delete(ops, state);
     }
-    case_delete(ops, state);
     for (v = 0; v < n; v++)
         if (status[v] != ATTN_OK)
             return status[v];

@@ -21,6 +21,10 @@
  * nn.Linear initialization); C and A must be within the bounds of
  * ATTN_REF_TOL_SCORE (attn_reference.h), A exactly 0 at hidden keys and C
  * exactly 0 in rows that see no key.  Needs POSIX (mmap).
+ *
+ * The harness is attn_verify.c; each family's cases (inputs, reference,
+ * comparison, shape matrix) are in attn_cases_<family>.c, behind the table
+ * of operations of attn_cases.h.
  */
 #ifndef ATTN_VERIFY_H
 #define ATTN_VERIFY_H
