@@ -70,7 +70,10 @@ TEST_CFLAGS := -std=c99 -O2 -g -fopenmp -D_POSIX_C_SOURCE=200809L -Wall -Wextra 
 # makes gcc take 1.7 times as long on a generated file (7.3 s against 4.4 s for
 # llama3_8b), while a backtrace needs only functions and lines
 KERNEL_CFLAGS := $(TEST_CFLAGS:-g=-g1)
-RUNTIME_SRC := runtime/attn_runtime.c runtime/attn_reference.c runtime/attn_npy.c runtime/attn_verify.c
+# the runtime the tools and tests link: the verification harness
+# (attn_verify.c) and each family's cases (attn_cases_*.c, docs/architecture.md)
+CASES_SRC   := runtime/attn_cases_sdpa.c runtime/attn_cases_linear.c runtime/attn_cases_classic.c
+RUNTIME_SRC := runtime/attn_runtime.c runtime/attn_reference.c runtime/attn_npy.c runtime/attn_verify.c $(CASES_SRC)
 
 # (generate leaves a file it would write unchanged alone; the touch tells
 # make that the target is new, else it goes on finding it out of date and,
@@ -150,7 +153,8 @@ NEON_CFLAGS  := -std=c99 -O2 -static -D_POSIX_C_SOURCE=200809L -Wall -Wextra -We
 # the runtime and the check tool's main, compiled once; each config's
 # kernel and entry compiled with its name and linked to them
 NEON_OBJ  := $(BUILD)/neon/obj
-NEON_RT   := $(addprefix $(NEON_OBJ)/,attn_runtime.o attn_reference.o attn_verify.o attn_check_main.o)
+NEON_RT   := $(addprefix $(NEON_OBJ)/,attn_runtime.o attn_reference.o attn_verify.o attn_check_main.o) \
+  $(CASES_SRC:runtime/%.c=$(NEON_OBJ)/%.o)
 NEON_LINK = $(AARCH64_CC) $(NEON_CFLAGS) $(ENTRY_DEFINE) -I$(dir $<) $< $(ENTRY_SRC) $(NEON_RT) -o $@ -lm
 
 $(NEON_OBJ)/%.o: runtime/%.c runtime/*.h
@@ -299,7 +303,8 @@ $(SAN_DIR)/rt_%.o: runtime/%.c runtime/*.h
 # loops over every score; the classic presets' projections): -O2, still
 # under both sanitizers (the classic presets' checks took 1.7 times as long
 # at -O1)
-$(SAN_DIR)/rt_attn_reference.o $(SAN_DIR)/rt_attn_verify.o: $(SAN_DIR)/rt_%.o: runtime/%.c runtime/*.h
+$(SAN_DIR)/rt_attn_reference.o $(SAN_DIR)/rt_attn_verify.o $(CASES_SRC:runtime/%.c=$(SAN_DIR)/rt_%.o): \
+  $(SAN_DIR)/rt_%.o: runtime/%.c runtime/*.h
 	@mkdir -p $(SAN_DIR)
 	$(SAN_CC) $(SAN_CFLAGS) -O2 -c $< -o $@
 

@@ -19,7 +19,17 @@ local M = {}
 
 M.TOOLS = { "run", "check", "bench" }
 
-local RUNTIME_SOURCES = { "attn_runtime.c", "attn_reference.c", "attn_npy.c", "attn_verify.c" }
+-- the runtime's units every tool links (the verification harness and each
+-- family's cases: docs/architecture.md, "Runtime and tools"), and the
+-- headers only they include
+local RUNTIME_SOURCES = { "attn_runtime.c", "attn_reference.c", "attn_npy.c", "attn_verify.c",
+  "attn_cases_sdpa.c", "attn_cases_linear.c", "attn_cases_classic.c" }
+local RUNTIME_HEADERS = { "attn_cases.h", "attn_cases_qkv.h", "attn_cpu_profiles.h" }
+-- a tool's unit besides its main (runtime/tools/), linked into it alone;
+-- the bench's OpenBLAS baselines are compiled and linked where OpenBLAS is
+local TOOL_PARTS = { bench = { "attn_bench_peak.c" } }
+local TOOL_HEADERS = { "attn_tool_inputs.h", "attn_bench.h" }
+local BENCH_BLAS = "attn_bench_blas.c"
 
 --- The build cache (util.cache_dir, which the tuning file also lives in).
 M.cache_dir = util.cache_dir
@@ -224,9 +234,13 @@ local function runtime_inputs()
     inputs[#inputs + 1] = rt .. "/" .. f
     inputs[#inputs + 1] = rt .. "/" .. f:gsub("%.c$", ".h") -- a header change rebuilds too
   end
-  for _, t in ipairs(M.TOOLS) do inputs[#inputs + 1] = rt .. "/tools/attn_" .. t .. "_main.c" end
-  inputs[#inputs + 1] = rt .. "/attn_cpu_profiles.h"
-  inputs[#inputs + 1] = rt .. "/tools/attn_tool_inputs.h"
+  for _, h in ipairs(RUNTIME_HEADERS) do inputs[#inputs + 1] = rt .. "/" .. h end
+  for _, t in ipairs(M.TOOLS) do
+    inputs[#inputs + 1] = rt .. "/tools/attn_" .. t .. "_main.c"
+    for _, f in ipairs(TOOL_PARTS[t] or {}) do inputs[#inputs + 1] = rt .. "/tools/" .. f end
+  end
+  for _, h in ipairs(TOOL_HEADERS) do inputs[#inputs + 1] = rt .. "/tools/" .. h end
+  inputs[#inputs + 1] = rt .. "/tools/" .. BENCH_BLAS
   inputs[#inputs + 1] = rt .. "/tools/attn_entry.c"
   return inputs
 end
@@ -263,16 +277,27 @@ function build_runtime(cache, entry, openmp)
     local obj = ("%s/main_%s.o"):format(tmp, t)
     jobs[#jobs + 1] = { cmd = ("%s -c %s -o %s"):format(common, q(rt .. "/tools/attn_" .. t .. "_main.c"), q(obj)),
       obj = obj }
+    for _, f in ipairs(TOOL_PARTS[t] or {}) do
+      local pobj = tmp .. "/" .. f:gsub("%.c$", ".o")
+      jobs[#jobs + 1] = { cmd = ("%s -c %s -o %s"):format(common, q(rt .. "/tools/" .. f), q(pobj)), obj = pobj }
+    end
   end
   local built, out = compile_all(jobs)
   if not built then
     dir.rmtree(tmp)
     return nil, out
   end
-  -- the bench with the unfused OpenBLAS baseline, when OpenBLAS's header is there (linked per config)
-  local blas = tmp .. "/main_bench_blas.o"
-  compile_all({ { cmd = ("%s -DATTN_HAVE_OPENBLAS -c %s -o %s"):format(common, q(rt .. "/tools/attn_bench_main.c"),
-    q(blas)), obj = blas } })
+  -- the bench with the unfused OpenBLAS baselines, when OpenBLAS's header is there (linked per config)
+  local blas, blas_obj = tmp .. "/main_bench_blas.o", tmp .. "/" .. BENCH_BLAS:gsub("%.c$", ".o")
+  local with_blas = compile_all({
+    { cmd = ("%s -DATTN_HAVE_OPENBLAS -c %s -o %s"):format(common, q(rt .. "/tools/attn_bench_main.c"), q(blas)),
+      obj = blas },
+    { cmd = ("%s -DATTN_HAVE_OPENBLAS -c %s -o %s"):format(common, q(rt .. "/tools/" .. BENCH_BLAS), q(blas_obj)),
+      obj = blas_obj } })
+  if not with_blas then -- both or neither
+    os.remove(blas)
+    os.remove(blas_obj)
+  end
   local w, werr = util.write_atomic(tmp .. "/complete", "")
   if w == nil then
     dir.rmtree(tmp)
@@ -343,19 +368,24 @@ function build_tools(cfg, files, plan, cid, cache, entry)
     local built, out = compile_all(jobs)
     if not built then return nil, out end
     for _, f in ipairs(RUNTIME_SOURCES) do objs[#objs + 1] = q(shared .. "/" .. f:gsub("%.c$", ".o")) end
-    local function link(main, libs, exe)
-      return util.run_capture(("%s%s %s %s -o %s%s -lm"):format(q(M.compiler()), omp, q(main),
+    -- mains: the tool's main and its parts (TOOL_PARTS: one at most today)
+    local function link(mains, libs, exe)
+      for i, m in ipairs(mains) do mains[i] = q(m) end
+      return util.run_capture(("%s%s %s %s -o %s%s -lm"):format(q(M.compiler()), omp, table.concat(mains, " "),
         table.concat(objs, " "), q(exe), libs))
     end
     for _, t in ipairs(M.TOOLS) do
       local exe = tmp .. "/attn_" .. t
-      -- the bench adds an unfused OpenBLAS baseline when OpenBLAS links
+      local parts = {}
+      for _, f in ipairs(TOOL_PARTS[t] or {}) do parts[#parts + 1] = shared .. "/" .. f:gsub("%.c$", ".o") end
+      -- the bench adds the unfused OpenBLAS baselines when OpenBLAS links
       -- (-ldl: its look-up of cblas_sbgemm; part of libc from glibc 2.34 on)
-      local okl = t == "bench" and path.isfile(shared .. "/main_bench_blas.o")
-        and link(shared .. "/main_bench_blas.o", " -lopenblas -ldl", exe)
+      local blas_obj = shared .. "/" .. BENCH_BLAS:gsub("%.c$", ".o")
+      local okl = t == "bench" and path.isfile(shared .. "/main_bench_blas.o") and path.isfile(blas_obj)
+        and link({ shared .. "/main_bench_blas.o", blas_obj, parts[1] }, " -lopenblas -ldl", exe)
       if not okl then
         local lout
-        okl, lout = link(shared .. "/main_" .. t .. ".o", "", exe)
+        okl, lout = link({ shared .. "/main_" .. t .. ".o", parts[1] }, "", exe)
         if not okl then return nil, lout end
       end
     end

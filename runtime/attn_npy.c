@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -683,4 +684,88 @@ fail:
     remove(tmp);
     free(tmp);
     return -1;
+}
+
+/* ---- helpers of the tools ------------------------------------------------ */
+
+const char *attn_npy_shape_string(const attn_npy *a, char *buf, size_t len)
+{
+    size_t pos = 0;
+    int d;
+    pos += (size_t)snprintf(buf, len, "(");
+    for (d = 0; d < a->ndim && pos < len; d++)
+        pos += (size_t)snprintf(buf + pos, len - pos, d == 0 ? "%lld" : ", %lld", (long long)a->shape[d]);
+    if (pos < len)
+        snprintf(buf + pos, len - pos, a->ndim == 1 ? ",)" : ")");
+    return buf;
+}
+
+float attn_npy_f64_to_f32_odd(double x)
+{
+    float f = (float)x;
+    uint32_t u;
+    if (isnan(x) || (double)f == x)
+        return f;
+    memcpy(&u, &f, sizeof u);
+    if (fabs((double)f) > fabs(x))
+        u -= 1; /* rounded away from zero (up to inf): one step back */
+    u |= 1;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+int attn_npy_to_stored(const attn_npy *a, const attn_npy_storage *to, void **out, char *err, size_t errlen)
+{
+    unsigned char *dst;
+    size_t i;
+
+    *out = NULL;
+    if (a->dtype != ATTN_NPY_F16 && a->dtype != ATTN_NPY_F32 && a->dtype != ATTN_NPY_F64) {
+        set_err(err, errlen, "expected float16, float32 or float64 data, got %s", attn_npy_dtype_name(a->dtype));
+        return -1;
+    }
+    if (to->size == 0 || a->count > (SIZE_MAX - 1) / to->size) {
+        set_err(err, errlen, "the array is too large");
+        return -1;
+    }
+    dst = (unsigned char *)malloc(a->count * to->size + 1);
+    if (dst == NULL) {
+        set_err(err, errlen, "out of memory");
+        return -1;
+    }
+    if (a->dtype == ATTN_NPY_F16 && to->is_f16) {
+        if (a->count > 0)
+            memcpy(dst, a->data, a->count * to->size);
+    } else if (a->dtype == ATTN_NPY_F16) {
+        const uint16_t *src = (const uint16_t *)a->data;
+        for (i = 0; i < a->count; i++) /* exact, then one rounding (bf16) */
+            to->store(to->from_f16(src[i]), dst, i);
+    } else if (a->dtype == ATTN_NPY_F32) {
+        const float *src = (const float *)a->data;
+        for (i = 0; i < a->count; i++)
+            to->store(src[i], dst, i);
+    } else {
+        const double *src = (const double *)a->data;
+        for (i = 0; i < a->count; i++)
+            to->store(to->narrow ? attn_npy_f64_to_f32_odd(src[i]) : (float)src[i], dst, i);
+    }
+    *out = dst;
+    return 0;
+}
+
+char *attn_npy_write_staged(const char *path, attn_npy_dtype dtype, int ndim, const int64_t *shape,
+                            const void *data, char *err, size_t errlen)
+{
+    const size_t len = strlen(path) + 32;
+    char *staged = (char *)malloc(len);
+    if (staged == NULL) {
+        set_err(err, errlen, "out of memory");
+        return NULL;
+    }
+    snprintf(staged, len, "%s.tmp.%ld", path, (long)getpid());
+    if (attn_npy_write(staged, dtype, ndim, shape, data, err, errlen) != 0) {
+        free(staged);
+        return NULL;
+    }
+    return staged;
 }

@@ -65,6 +65,42 @@ const char *attn_npy_dtype_name(attn_npy_dtype dtype);
 int attn_npy_write(const char *path, attn_npy_dtype dtype, int ndim, const int64_t *shape,
                    const void *data, char *err, size_t errlen);
 
+/* "(1, 7, 8, 64)", "(3,)", "()" as Python prints a shape; returns buf. */
+const char *attn_npy_shape_string(const attn_npy *a, char *buf, size_t len);
+
+/* x cut to f32 rounding to odd: toward zero, with the lowest bit set when
+   the cut dropped anything (NaN and values f32 holds exactly unchanged).
+   Rounding that to nearest even at 22 or fewer significant bits gives the
+   same as rounding x itself there (Boldo and Melquiond's round-to-odd). */
+float attn_npy_f64_to_f32_odd(double x);
+
+/*
+ * A storage type to convert float arrays into (the runtime's f32, bf16 or
+ * f16; this file needs nothing but libc): its element size, whether it is
+ * narrower than f32, whether it is IEEE f16 (f16 data is then copied), the
+ * store of an f32 value as element i (one rounding to nearest even), and
+ * the exact widening of an f16 bit pattern.
+ */
+typedef struct {
+    size_t size;
+    int narrow, is_f16;
+    void (*store)(float x, void *base, size_t i);
+    float (*from_f16)(uint16_t h);
+} attn_npy_storage;
+
+/* A float16, float32 or float64 array converted to a storage type as a C
+   caller would have stored its values: f16 exact then one rounding, f32 one
+   rounding, f64 to f32 as C converts it, or to a narrow type through
+   attn_npy_f64_to_f32_odd (one rounding in all).  *out is malloc'ed (at
+   least 1 byte); free() it. */
+int attn_npy_to_stored(const attn_npy *a, const attn_npy_storage *to, void **out, char *err, size_t errlen);
+
+/* attn_npy_write to "<path>.tmp.<pid>", next to path, for a caller that
+   publishes several outputs together (rename each once all are written);
+   returns that name (malloc'ed) or NULL with err set. */
+char *attn_npy_write_staged(const char *path, attn_npy_dtype dtype, int ndim, const int64_t *shape,
+                            const void *data, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -13,6 +13,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 double attn_reference_alibi_slope(int h, int n)
 {
@@ -662,6 +663,246 @@ int attn_reference_classic_key_visible(const attn_spec *spec, const attn_classic
     return 1;
 }
 
+/* One pass of classic_run: the spec's constants, the widened parameters and
+   the scratch of a row (the +1 of every size: never malloc 0 bytes). */
+typedef struct {
+    const attn_spec *spec;
+    const attn_classic_args *args;
+    attn_score sc;
+    int tanh_score, use_u, has_b, key_proj;
+    /* the width of the per-row and per-key projections: Da, or Dh for general */
+    int64_t P, Ds, Dh, Lq, Lk;
+    attn_dtype tq, tkv;
+    /* the per-key projection's matrix [P][Dh] (none with U or for general)
+       and the per-row one's [P][Ds], widened; a row of S or H, widened */
+    double *wk, *wq, *xrow;
+    /* q_i and sum|terms| (qa), k_j and ka, the scores e and ea, C's row
+       (acc) and sum_j w_j |h_j| (hs) */
+    double *q, *qa, *k, *ka, *e, *ea, *acc, *hs;
+    unsigned char *vis;
+    /* the row's max score, softmax sum, largest sum|terms|, whether a score is NaN */
+    double m, sum, scale;
+    int any_nan;
+} classic_work;
+
+static void classic_work_free(classic_work *w)
+{
+    free(w->q);
+    free(w->qa);
+    free(w->k);
+    free(w->ka);
+    free(w->e);
+    free(w->ea);
+    free(w->acc);
+    free(w->hs);
+    free(w->vis);
+    free(w->wk);
+    free(w->wq);
+    free(w->xrow);
+}
+
+/* 0, or -1 when out of memory (classic_work_free frees what was made) */
+static int classic_work_alloc(classic_work *w)
+{
+    const size_t P = (size_t)w->P, Lk = (size_t)w->Lk, Dh = (size_t)w->Dh, Ds = (size_t)w->Ds;
+    const size_t Dx = Ds > Dh ? Ds : Dh;
+    w->q = (double *)malloc((P + 1) * sizeof *w->q);
+    w->qa = (double *)malloc((P + 1) * sizeof *w->qa);
+    w->k = (double *)malloc((Lk * P + 1) * sizeof *w->k);
+    w->ka = (double *)malloc((Lk * P + 1) * sizeof *w->ka);
+    w->e = (double *)malloc((Lk + 1) * sizeof *w->e);
+    w->ea = (double *)malloc((Lk + 1) * sizeof *w->ea);
+    w->acc = (double *)malloc((Dh + 1) * sizeof *w->acc);
+    w->hs = (double *)malloc((Dh + 1) * sizeof *w->hs);
+    w->vis = (unsigned char *)malloc(Lk + 1);
+    w->wk = (double *)malloc(((w->key_proj ? P * Dh : 0) + 1) * sizeof *w->wk);
+    w->wq = (double *)malloc((P * Ds + 1) * sizeof *w->wq);
+    w->xrow = (double *)malloc((Dx + 1) * sizeof *w->xrow);
+    return w->q == NULL || w->qa == NULL || w->k == NULL || w->ka == NULL || w->e == NULL || w->ea == NULL ||
+                   w->acc == NULL || w->hs == NULL || w->vis == NULL || w->wk == NULL || w->wq == NULL ||
+                   w->xrow == NULL
+               ? -1
+               : 0;
+}
+
+/* additive: W_h [Da][Dh], W_s [Da][Ds]; concat: W [Da][Dh + Ds], its
+   first Dh columns for keys, its last Ds for rows; general: W [Dh][Ds] */
+static void classic_widen_params(classic_work *w)
+{
+    const attn_classic_args *args = w->args;
+    const int additive = w->sc == ATTN_SCORE_ADDITIVE;
+    const int64_t Ds = w->Ds, Dh = w->Dh;
+    int64_t a;
+    for (a = 0; a < w->P; a++) {
+        if (w->key_proj)
+            classic_widen(w->tkv, additive ? args->w_h : args->w, additive ? a * Dh : a * (Dh + Ds), Dh,
+                          w->wk + a * Dh);
+        classic_widen(w->tkv, additive ? args->w_s : args->w,
+                      additive ? a * Ds : w->sc == ATTN_SCORE_CONCAT ? a * (Dh + Ds) + Dh : a * Ds, Ds,
+                      w->wq + a * Ds);
+    }
+}
+
+/* the per-key projections k_j of batch b (and sum|terms| of each, ka_j) */
+static void classic_key_projections(classic_work *w, int64_t b)
+{
+    const attn_classic_args *args = w->args;
+    const int64_t P = w->P, lk_b = w->spec->padding ? args->seqlens_k[b] : w->Lk;
+    int64_t j, a;
+    for (j = 0; j < lk_b && P > 0 && w->sc != ATTN_SCORE_GENERAL; j++) {
+        if (w->key_proj)
+            classic_widen(w->tkv, args->h, b * args->h_stride[0] + j * args->h_stride[1], w->Dh, w->xrow);
+        for (a = 0; a < P; a++) {
+            if (w->use_u) {
+                w->k[j * P + a] = classic_load(w->tkv, args->u, b * args->u_stride[0] + j * args->u_stride[1] + a);
+                w->ka[j * P + a] = fabs(w->k[j * P + a]);
+            } else {
+                w->k[j * P + a] = classic_dot(w->wk + a * w->Dh, w->xrow, w->Dh, &w->ka[j * P + a]);
+            }
+        }
+    }
+}
+
+/* the per-row projection q_i (with the bias folded in), and sum|terms|; s0
+   is the row's first element in S */
+static void classic_row_projection(classic_work *w, int64_t s0)
+{
+    int64_t a;
+    if (w->P > 0)
+        classic_widen(w->tq, w->args->s, s0, w->Ds, w->xrow);
+    for (a = 0; a < w->P; a++) {
+        double xa;
+        double x = classic_dot(w->wq + a * w->Ds, w->xrow, w->Ds, &xa);
+        if (w->has_b) {
+            const double bb = classic_load(w->tkv, w->args->b_attn, a);
+            x += bb;
+            xa += fabs(bb);
+        }
+        w->q[a] = x;
+        w->qa[a] = xa;
+    }
+}
+
+/* the score of visible key j of row i (s0 in S, h0 in H) and sum|terms| */
+static double classic_score_of(const classic_work *w, int64_t j, int64_t s0, int64_t h0, double *xa)
+{
+    const attn_classic_args *args = w->args;
+    double x = 0.0;
+    int64_t a, d;
+    *xa = 0.0;
+    if (w->tanh_score) {
+        for (a = 0; a < w->P; a++) {
+            const double v = classic_load(w->tkv, args->v_attn, a);
+            x += v * tanh(w->q[a] + w->k[j * w->P + a]);
+            /* the term, the tanh's rounding and its argument's sum */
+            *xa += fabs(v) * (1.0 + w->qa[a] + w->ka[j * w->P + a]);
+        }
+    } else if (w->sc == ATTN_SCORE_DOT) {
+        for (d = 0; d < w->Dh; d++) {
+            const double t = classic_load(w->tq, args->s, s0 + d) * classic_load(w->tkv, args->h, h0 + d);
+            x += t;
+            *xa += fabs(t);
+        }
+    } else { /* general: h_j . (W s_i), |h_j| . (|W| |s_i|) */
+        for (d = 0; d < w->Dh; d++) {
+            const double h = classic_load(w->tkv, args->h, h0 + d);
+            x += h * w->q[d];
+            *xa += fabs(h) * w->qa[d]; /* qa[d] >= |(W s_i)_d| */
+        }
+    }
+    return x;
+}
+
+/* the scores of row i's visible keys, sum|terms| of each, and the max */
+static void classic_row_scores(classic_work *w, int64_t b, int64_t i, int64_t s0)
+{
+    const attn_classic_args *args = w->args;
+    int64_t j;
+    w->m = -INFINITY;
+    w->scale = 0.0;
+    w->any_nan = 0;
+    for (j = 0; j < w->Lk; j++) {
+        double x, xa;
+        w->vis[j] = (unsigned char)attn_reference_classic_key_visible(w->spec, args, b, i, j);
+        if (!w->vis[j])
+            continue;
+        x = classic_score_of(w, j, s0, b * args->h_stride[0] + j * args->h_stride[1], &xa);
+        w->e[j] = x;
+        w->ea[j] = xa;
+        if (isnan(x))
+            w->any_nan = 1;
+        else if (x > w->m)
+            w->m = x;
+        if (xa > w->scale)
+            w->scale = xa;
+    }
+}
+
+/* the softmax's weights and C's row (acc), with sum_j w_j |h_j| (hs) */
+static void classic_row_context(classic_work *w, int64_t b)
+{
+    const attn_classic_args *args = w->args;
+    int64_t j, d;
+    w->sum = 0.0;
+    for (d = 0; d < w->Dh; d++) {
+        w->acc[d] = 0.0;
+        w->hs[d] = 0.0;
+    }
+    if (w->any_nan) {
+        /* a NaN score must not vanish behind the max: the row is NaN */
+        for (d = 0; d < w->Dh; d++)
+            w->acc[d] = NAN;
+        return;
+    }
+    if (w->m == -INFINITY)
+        return; /* no visible key (or every score -inf): C = 0 and A = 0 */
+    for (j = 0; j < w->Lk; j++)
+        if (w->vis[j])
+            w->sum += exp(w->e[j] - w->m);
+    for (j = 0; j < w->Lk; j++) {
+        const int64_t h0 = b * args->h_stride[0] + j * args->h_stride[1];
+        double wt;
+        if (!w->vis[j])
+            continue;
+        wt = exp(w->e[j] - w->m) / w->sum;
+        for (d = 0; d < w->Dh; d++) {
+            const double h = classic_load(w->tkv, args->h, h0 + d);
+            w->acc[d] += wt * h;
+            w->hs[d] += wt * fabs(h);
+        }
+    }
+}
+
+/* row i's C (into c_out unless NULL), bounds (c_tol, w_rel unless NULL)
+   and weights (args->weights when given) */
+static void classic_row_outputs(const classic_work *w, int64_t b, int64_t i, attn_dtype c_dtype, void *c_out,
+                                double *c_tol, double *w_rel)
+{
+    const attn_classic_args *args = w->args;
+    /* the error of any score of the row */
+    const double delta = ATTN_REF_TOL_SCORE * w->scale;
+    int64_t j, d;
+    if (c_out != NULL)
+        for (d = 0; d < w->Dh; d++)
+            classic_store(c_dtype, c_out, b * args->c_stride[0] + i * args->c_stride[1] + d, w->acc[d]);
+    if (c_tol != NULL) {
+        for (d = 0; d < w->Dh; d++)
+            c_tol[(b * w->Lq + i) * w->Dh + d] =
+                ATTN_REF_TOL_ABS + ATTN_REF_TOL_REL(w->spec->dtype_o) * fabs(w->acc[d]) + 2.0 * delta * w->hs[d];
+        w_rel[b * w->Lq + i] = 2.0 * delta;
+    }
+    if (args->weights != NULL) {
+        /* a_ij = exp(e_ij - max) / sum for visible keys (NaN in a NaN
+           row), 0 for every other j and for a row that sees nothing */
+        float *pw = args->weights + b * args->weights_stride[0] + i * args->weights_stride[1];
+        for (j = 0; j < w->Lk; j++)
+            pw[j * args->weights_stride[2]] = !w->vis[j]            ? 0.0f
+                                              : w->any_nan          ? NAN
+                                              : w->m == -INFINITY   ? 0.0f
+                                                                    : (float)(exp(w->e[j] - w->m) / w->sum);
+    }
+}
+
 /*
  * One pass of the reference: C into c_out (in c_dtype, args->c_stride)
  * unless NULL, A into args->weights when given, and, when c_tol is not
@@ -672,196 +913,51 @@ int attn_reference_classic_key_visible(const attn_spec *spec, const attn_classic
 static attn_status classic_run(const attn_spec *spec, const attn_classic_args *args, attn_dtype c_dtype, void *c_out,
                                double *c_tol, double *w_rel)
 {
-    const attn_score sc = classic_score(spec);
-    const int tanh_score = sc == ATTN_SCORE_ADDITIVE || sc == ATTN_SCORE_CONCAT;
-    const int64_t Ds = spec->query_dim, Dh = spec->key_dim, Lq = args->seq_q, Lk = args->seq_k;
-    /* the width of the per-row and per-key projections: Da, or Dh for general */
-    const int64_t P = tanh_score ? spec->attn_dim : sc == ATTN_SCORE_GENERAL ? Dh : 0;
-    const attn_dtype tq = spec->dtype_q, tkv = spec->dtype_kv;
-    const int use_u = sc == ATTN_SCORE_ADDITIVE && args->u != NULL;
-    const int has_b = tanh_score && spec->bias;
-    /* the per-key projection's matrix [P][Dh] (none with U or for general)
-       and the per-row one's [P][Ds], widened; a row of S or H, widened */
-    const int key_proj = P > 0 && sc != ATTN_SCORE_GENERAL && !use_u;
-    const int64_t Dx = Ds > Dh ? Ds : Dh;
-    double *wk = NULL, *wq = NULL, *xrow = NULL;
-    double *q = NULL, *qa = NULL, *k = NULL, *ka = NULL, *e = NULL, *ea = NULL, *acc = NULL, *hs = NULL;
-    unsigned char *vis = NULL;
+    classic_work w;
     attn_status st = attn_check_classic_args(spec, args);
-    int64_t b, i, j, a, d;
+    int64_t b, i;
 
     if (st != ATTN_OK)
         return st;
-    if (!classic_family(spec) || (sc != ATTN_SCORE_ADDITIVE && sc != ATTN_SCORE_DOT && sc != ATTN_SCORE_GENERAL &&
-                                  sc != ATTN_SCORE_CONCAT))
+    memset(&w, 0, sizeof w);
+    w.spec = spec;
+    w.args = args;
+    w.sc = classic_score(spec);
+    w.tanh_score = w.sc == ATTN_SCORE_ADDITIVE || w.sc == ATTN_SCORE_CONCAT;
+    w.Ds = spec->query_dim;
+    w.Dh = spec->key_dim;
+    w.Lq = args->seq_q;
+    w.Lk = args->seq_k;
+    w.P = w.tanh_score ? spec->attn_dim : w.sc == ATTN_SCORE_GENERAL ? w.Dh : 0;
+    w.tq = spec->dtype_q;
+    w.tkv = spec->dtype_kv;
+    w.use_u = w.sc == ATTN_SCORE_ADDITIVE && args->u != NULL;
+    w.has_b = w.tanh_score && spec->bias;
+    w.key_proj = w.P > 0 && w.sc != ATTN_SCORE_GENERAL && !w.use_u;
+    if (!classic_family(spec) || (w.sc != ATTN_SCORE_ADDITIVE && w.sc != ATTN_SCORE_DOT &&
+                                  w.sc != ATTN_SCORE_GENERAL && w.sc != ATTN_SCORE_CONCAT))
         return ATTN_ERR_NULL_ARG; /* not a classic spec: nothing to compute with */
-    if (args->batch == 0 || Lq == 0)
+    if (args->batch == 0 || w.Lq == 0)
         return ATTN_OK; /* no row to compute (Lk may be anything then) */
-    if ((uint64_t)Lk >= SIZE_MAX / sizeof(double) / (P + 1) || (uint64_t)Lk >= SIZE_MAX / sizeof(double))
+    if ((uint64_t)w.Lk >= SIZE_MAX / sizeof(double) / (w.P + 1) || (uint64_t)w.Lk >= SIZE_MAX / sizeof(double))
         return ATTN_ERR_NOMEM;
-    /* +1: never ask malloc for 0 bytes */
-    q = (double *)malloc(((size_t)P + 1) * sizeof *q);
-    qa = (double *)malloc(((size_t)P + 1) * sizeof *qa);
-    k = (double *)malloc(((size_t)Lk * (size_t)P + 1) * sizeof *k);
-    ka = (double *)malloc(((size_t)Lk * (size_t)P + 1) * sizeof *ka);
-    e = (double *)malloc(((size_t)Lk + 1) * sizeof *e);
-    ea = (double *)malloc(((size_t)Lk + 1) * sizeof *ea);
-    acc = (double *)malloc(((size_t)Dh + 1) * sizeof *acc);
-    hs = (double *)malloc(((size_t)Dh + 1) * sizeof *hs);
-    vis = (unsigned char *)malloc((size_t)Lk + 1);
-    wk = (double *)malloc(((size_t)(key_proj ? P * Dh : 0) + 1) * sizeof *wk);
-    wq = (double *)malloc(((size_t)(P * Ds) + 1) * sizeof *wq);
-    xrow = (double *)malloc(((size_t)Dx + 1) * sizeof *xrow);
-    if (q == NULL || qa == NULL || k == NULL || ka == NULL || e == NULL || ea == NULL || acc == NULL ||
-        hs == NULL || vis == NULL || wk == NULL || wq == NULL || xrow == NULL) {
-        st = ATTN_ERR_NOMEM;
-        goto done;
+    if (classic_work_alloc(&w) != 0) {
+        classic_work_free(&w);
+        return ATTN_ERR_NOMEM;
     }
-    /* additive: W_h [Da][Dh], W_s [Da][Ds]; concat: W [Da][Dh + Ds], its
-       first Dh columns for keys, its last Ds for rows; general: W [Dh][Ds] */
-    for (a = 0; a < P; a++) {
-        if (key_proj)
-            classic_widen(tkv, sc == ATTN_SCORE_ADDITIVE ? args->w_h : args->w,
-                          sc == ATTN_SCORE_ADDITIVE ? a * Dh : a * (Dh + Ds), Dh, wk + a * Dh);
-        classic_widen(tkv, sc == ATTN_SCORE_ADDITIVE ? args->w_s : args->w,
-                      sc == ATTN_SCORE_ADDITIVE ? a * Ds : sc == ATTN_SCORE_CONCAT ? a * (Dh + Ds) + Dh : a * Ds, Ds,
-                      wq + a * Ds);
-    }
-
+    classic_widen_params(&w);
     for (b = 0; b < args->batch; b++) {
-        const int64_t lk_b = spec->padding ? args->seqlens_k[b] : Lk;
-        /* the per-key projections k_j (and sum|terms| of each, ka_j) */
-        for (j = 0; j < lk_b && P > 0 && sc != ATTN_SCORE_GENERAL; j++) {
-            if (key_proj)
-                classic_widen(tkv, args->h, b * args->h_stride[0] + j * args->h_stride[1], Dh, xrow);
-            for (a = 0; a < P; a++) {
-                if (use_u) {
-                    k[j * P + a] = classic_load(tkv, args->u, b * args->u_stride[0] + j * args->u_stride[1] + a);
-                    ka[j * P + a] = fabs(k[j * P + a]);
-                } else {
-                    k[j * P + a] = classic_dot(wk + a * Dh, xrow, Dh, &ka[j * P + a]);
-                }
-            }
-        }
-        for (i = 0; i < Lq; i++) {
+        classic_key_projections(&w, b);
+        for (i = 0; i < w.Lq; i++) {
             const int64_t s0 = b * args->s_stride[0] + i * args->s_stride[1];
-            double m = -INFINITY, sum = 0.0, scale = 0.0, delta;
-            int any_nan = 0;
-
-            /* the per-row projection q_i (with the bias folded in), and sum|terms| */
-            if (P > 0)
-                classic_widen(tq, args->s, s0, Ds, xrow);
-            for (a = 0; a < P; a++) {
-                double xa;
-                double x = classic_dot(wq + a * Ds, xrow, Ds, &xa);
-                if (has_b) {
-                    const double bb = classic_load(tkv, args->b_attn, a);
-                    x += bb;
-                    xa += fabs(bb);
-                }
-                q[a] = x;
-                qa[a] = xa;
-            }
-
-            /* the scores of the visible keys, sum|terms| of each, and the max */
-            for (j = 0; j < Lk; j++) {
-                const int64_t h0 = b * args->h_stride[0] + j * args->h_stride[1];
-                double x = 0.0, xa = 0.0;
-                vis[j] = (unsigned char)attn_reference_classic_key_visible(spec, args, b, i, j);
-                if (!vis[j])
-                    continue;
-                if (tanh_score) {
-                    for (a = 0; a < P; a++) {
-                        const double v = classic_load(tkv, args->v_attn, a);
-                        x += v * tanh(q[a] + k[j * P + a]);
-                        /* the term, the tanh's rounding and its argument's sum */
-                        xa += fabs(v) * (1.0 + qa[a] + ka[j * P + a]);
-                    }
-                } else if (sc == ATTN_SCORE_DOT) {
-                    for (d = 0; d < Dh; d++) {
-                        const double t = classic_load(tq, args->s, s0 + d) * classic_load(tkv, args->h, h0 + d);
-                        x += t;
-                        xa += fabs(t);
-                    }
-                } else { /* general: h_j . (W s_i), |h_j| . (|W| |s_i|) */
-                    for (d = 0; d < Dh; d++) {
-                        const double h = classic_load(tkv, args->h, h0 + d);
-                        x += h * q[d];
-                        xa += fabs(h) * qa[d]; /* qa[d] >= |(W s_i)_d| */
-                    }
-                }
-                e[j] = x;
-                ea[j] = xa;
-                if (isnan(x))
-                    any_nan = 1;
-                else if (x > m)
-                    m = x;
-                if (xa > scale)
-                    scale = xa;
-            }
-            /* the error of any score of the row, and the softmax's weights */
-            delta = ATTN_REF_TOL_SCORE * scale;
-            for (d = 0; d < Dh; d++) {
-                acc[d] = 0.0;
-                hs[d] = 0.0;
-            }
-            if (any_nan) {
-                /* a NaN score must not vanish behind the max: the row is NaN */
-                for (d = 0; d < Dh; d++)
-                    acc[d] = NAN;
-            } else if (m != -INFINITY) {
-                for (j = 0; j < Lk; j++)
-                    if (vis[j])
-                        sum += exp(e[j] - m);
-                for (j = 0; j < Lk; j++) {
-                    const int64_t h0 = b * args->h_stride[0] + j * args->h_stride[1];
-                    double w;
-                    if (!vis[j])
-                        continue;
-                    w = exp(e[j] - m) / sum;
-                    for (d = 0; d < Dh; d++) {
-                        const double h = classic_load(tkv, args->h, h0 + d);
-                        acc[d] += w * h;
-                        hs[d] += w * fabs(h);
-                    }
-                }
-            }
-            /* else: no visible key (or every score -inf), C = 0 and A = 0 */
-            if (c_out != NULL)
-                for (d = 0; d < Dh; d++)
-                    classic_store(c_dtype, c_out, b * args->c_stride[0] + i * args->c_stride[1] + d, acc[d]);
-            if (c_tol != NULL) {
-                for (d = 0; d < Dh; d++)
-                    c_tol[(b * Lq + i) * Dh + d] =
-                        ATTN_REF_TOL_ABS + ATTN_REF_TOL_REL(spec->dtype_o) * fabs(acc[d]) + 2.0 * delta * hs[d];
-                w_rel[b * Lq + i] = 2.0 * delta;
-            }
-            if (args->weights != NULL) {
-                /* a_ij = exp(e_ij - max) / sum for visible keys (NaN in a NaN
-                   row), 0 for every other j and for a row that sees nothing */
-                float *pw = args->weights + b * args->weights_stride[0] + i * args->weights_stride[1];
-                for (j = 0; j < Lk; j++)
-                    pw[j * args->weights_stride[2]] = !vis[j]            ? 0.0f
-                                                      : any_nan            ? NAN
-                                                      : m == -INFINITY     ? 0.0f
-                                                                           : (float)(exp(e[j] - m) / sum);
-            }
+            classic_row_projection(&w, s0);
+            classic_row_scores(&w, b, i, s0);
+            classic_row_context(&w, b);
+            classic_row_outputs(&w, b, i, c_dtype, c_out, c_tol, w_rel);
         }
     }
-done:
-    free(q);
-    free(qa);
-    free(k);
-    free(ka);
-    free(e);
-    free(ea);
-    free(acc);
-    free(hs);
-    free(vis);
-    free(wk);
-    free(wq);
-    free(xrow);
-    return st;
+    classic_work_free(&w);
+    return ATTN_OK;
 }
 
 attn_status attn_reference_classic(const attn_spec *spec, const attn_classic_args *args)

@@ -21,6 +21,10 @@
  * nn.Linear initialization); C and A must be within the bounds of
  * ATTN_REF_TOL_SCORE (attn_reference.h), A exactly 0 at hidden keys and C
  * exactly 0 in rows that see no key.  Needs POSIX (mmap).
+ *
+ * The harness is attn_verify.c; each family's cases (inputs, reference,
+ * comparison, shape matrix) are in attn_cases_<family>.c, behind the table
+ * of operations of attn_cases.h.
  */
 #ifndef ATTN_VERIFY_H
 #define ATTN_VERIFY_H
@@ -121,6 +125,14 @@ void attn_verify_widen(attn_dtype dtype, const void *src, float *dst, size_t n);
  * stored values widened, which is what the reference must compute on.
  */
 void attn_verify_store(attn_dtype dtype, float *wide, void *stored, size_t n);
+
+/*
+ * The errors of res (max_err_*) named as the spec's family names its
+ * outputs, as `attngen check` prints them: "O 1.2e-06 LSE 3.0e-07" (sdpa;
+ * then " P ..." with weights), "O ..." (linear; then " state ..." with
+ * state), "C ... A ..." (additive and luong).
+ */
+void attn_verify_errors_string(const attn_spec *spec, const attn_verify_result *res, char *buf, size_t buflen);
 
 /* "B=2 Lq=17 Lk=113 strided ragged threads=2" */
 void attn_verify_case_string(const attn_case *c, char *buf, size_t buflen);

@@ -49,19 +49,13 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#endif
-#if defined(__aarch64__)
-#include <arm_neon.h>
-#endif
 #ifdef ATTN_HAVE_OPENBLAS
 #include <cblas.h>
-#include <dlfcn.h>
 #endif
 
 #include "attn_reference.h"
 #include "attn_runtime.h"
+#include "attn_bench.h"
 #include "attn_tool_inputs.h"
 
 extern const attn_kernel *const attn_entry_kernel;
@@ -79,13 +73,6 @@ static const char usage[] =
    against the measured read bandwidth. */
 #define DECODE_ROWS 64
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static int parse_long(const char *s, long lo, long hi, long *out)
 {
     char *end;
@@ -94,458 +81,6 @@ static int parse_long(const char *s, long lo, long hi, long *out)
     *out = v;
     return 0;
 }
-
-/* ---- FMA peak ------------------------------------------------------------ */
-
-/* Each thread runs CHAINS independent FMA chains for iters steps; the result
-   feeds a volatile sink so nothing is optimized away. */
-#define CHAINS 12
-static volatile float peak_sink;
-/* twelve named accumulators, so that they live in registers */
-#define FMA12(F)                                                                    \
-    a0 = F(a0); a1 = F(a1); a2 = F(a2); a3 = F(a3); a4 = F(a4); a5 = F(a5);         \
-    a6 = F(a6); a7 = F(a7); a8 = F(a8); a9 = F(a9); a10 = F(a10); a11 = F(a11)
-
-#if defined(__x86_64__) || defined(_M_X64)
-__attribute__((target("avx512f"))) static void fma_loop_avx512(long iters)
-{
-    const __m512 b = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
-    __m512 a0 = _mm512_set1_ps(0.0f), a1 = _mm512_set1_ps(1.0f), a2 = _mm512_set1_ps(2.0f), a3 = _mm512_set1_ps(3.0f), a4 = _mm512_set1_ps(4.0f),
-        a5 = _mm512_set1_ps(5.0f), a6 = _mm512_set1_ps(6.0f), a7 = _mm512_set1_ps(7.0f), a8 = _mm512_set1_ps(8.0f), a9 = _mm512_set1_ps(9.0f),
-        a10 = _mm512_set1_ps(10.0f), a11 = _mm512_set1_ps(11.0f);
-    long i;
-#define STEP(x) _mm512_fmadd_ps(x, b, c)
-    for (i = 0; i < iters; i++) {
-        FMA12(STEP);
-    }
-#undef STEP
-    a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)), _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-    a0 = _mm512_add_ps(a0, _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)));
-    peak_sink = _mm512_reduce_add_ps(a0);
-}
-
-__attribute__((target("avx2,fma"))) static void fma_loop_avx2(long iters)
-{
-    const __m256 b = _mm256_set1_ps(0.999999f), c = _mm256_set1_ps(1e-6f);
-    __m256 a0 = _mm256_set1_ps(0.0f), a1 = _mm256_set1_ps(1.0f), a2 = _mm256_set1_ps(2.0f), a3 = _mm256_set1_ps(3.0f), a4 = _mm256_set1_ps(4.0f),
-        a5 = _mm256_set1_ps(5.0f), a6 = _mm256_set1_ps(6.0f), a7 = _mm256_set1_ps(7.0f), a8 = _mm256_set1_ps(8.0f), a9 = _mm256_set1_ps(9.0f),
-        a10 = _mm256_set1_ps(10.0f), a11 = _mm256_set1_ps(11.0f);
-    long i;
-#define STEP(x) _mm256_fmadd_ps(x, b, c)
-    for (i = 0; i < iters; i++) {
-        FMA12(STEP);
-    }
-#undef STEP
-    a0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)), _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-    a0 = _mm256_add_ps(a0, _mm256_add_ps(_mm256_add_ps(a8, a9), _mm256_add_ps(a10, a11)));
-    peak_sink = _mm_cvtss_f32(_mm256_castps256_ps128(a0));
-}
-#endif
-
-#if defined(__aarch64__)
-static void fma_loop_neon(long iters)
-{
-    const float32x4_t b = vdupq_n_f32(0.999999f), c = vdupq_n_f32(1e-6f);
-    float32x4_t a0 = vdupq_n_f32(0.0f), a1 = vdupq_n_f32(1.0f), a2 = vdupq_n_f32(2.0f), a3 = vdupq_n_f32(3.0f), a4 = vdupq_n_f32(4.0f),
-        a5 = vdupq_n_f32(5.0f), a6 = vdupq_n_f32(6.0f), a7 = vdupq_n_f32(7.0f), a8 = vdupq_n_f32(8.0f), a9 = vdupq_n_f32(9.0f),
-        a10 = vdupq_n_f32(10.0f), a11 = vdupq_n_f32(11.0f);
-    long i;
-#define STEP(x) vfmaq_f32(c, x, b)
-    for (i = 0; i < iters; i++) {
-        FMA12(STEP);
-    }
-#undef STEP
-    a0 = vaddq_f32(vaddq_f32(vaddq_f32(a0, a1), vaddq_f32(a2, a3)), vaddq_f32(vaddq_f32(a4, a5), vaddq_f32(a6, a7)));
-    a0 = vaddq_f32(a0, vaddq_f32(vaddq_f32(a8, a9), vaddq_f32(a10, a11)));
-    peak_sink = vaddvq_f32(a0);
-}
-#endif
-
-/* The bf16 dot peak: chains of vdpbf16ps (AVX512_BF16), each instruction
-   16 lanes x 2 products, 64 FLOPs.  Its latency is longer than an FMA's, so
-   it takes 16 chains to keep the units busy (12 reach about 0.93 of the rate
-   on Zen 5).  Compilers that know the target: GCC 10, clang 9 and later. */
-#if (defined(__x86_64__) || defined(_M_X64)) && \
-    ((defined(__clang__) && __clang_major__ >= 9) || (!defined(__clang__) && defined(__GNUC__) && __GNUC__ >= 10))
-#define BENCH_BF16_DOT 1
-#define DOT_CHAINS 16
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void dot_loop_avx512bf16(long iters)
-{
-    const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
-    __m512 a0 = _mm512_set1_ps(0.0f), a1 = _mm512_set1_ps(1.0f), a2 = _mm512_set1_ps(2.0f), a3 = _mm512_set1_ps(3.0f), a4 = _mm512_set1_ps(4.0f),
-        a5 = _mm512_set1_ps(5.0f), a6 = _mm512_set1_ps(6.0f), a7 = _mm512_set1_ps(7.0f), a8 = _mm512_set1_ps(8.0f), a9 = _mm512_set1_ps(9.0f),
-        a10 = _mm512_set1_ps(10.0f), a11 = _mm512_set1_ps(11.0f), a12 = _mm512_set1_ps(12.0f), a13 = _mm512_set1_ps(13.0f),
-        a14 = _mm512_set1_ps(14.0f), a15 = _mm512_set1_ps(15.0f);
-    long i;
-    /* distinct starting values: chains the compiler could prove equal would be merged */
-#define STEP(x) _mm512_dpbf16_ps(x, b, b)
-    for (i = 0; i < iters; i++) {
-        FMA12(STEP);
-        a12 = STEP(a12); a13 = STEP(a13); a14 = STEP(a14); a15 = STEP(a15);
-    }
-#undef STEP
-    a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)), _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-    a8 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11)), _mm512_add_ps(_mm512_add_ps(a12, a13), _mm512_add_ps(a14, a15)));
-    peak_sink = _mm512_reduce_add_ps(_mm512_add_ps(a0, a8));
-}
-#endif
-
-/* The best of three runs of loop(iters) on `threads` threads, GFLOP/s, for
-   a loop of flops FLOPs an iteration. */
-static double loop_peak(void (*loop)(long), double flops, int threads)
-{
-    const long iters = 4000000;
-    double best = 0.0;
-    int rep;
-    for (rep = 0; rep < 3; rep++) {
-        const double t0 = now();
-        double dt;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
-#endif
-        loop(iters);
-        dt = now() - t0;
-        {
-            const double gf = flops * (double)iters * threads / dt * 1e-9;
-            if (gf > best) best = gf;
-        }
-    }
-    return best;
-}
-
-/* Measured f32 FMA peak of one ISA on `threads` threads, GFLOP/s (for
-   avx512bf16, that of AVX-512: its f32 work runs there); 0 when the ISA has
-   no peak loop here (scalar) or cannot run. */
-static double fma_peak(attn_isa isa, int threads)
-{
-    void (*loop)(long) = NULL;
-    int lanes = 0;
-#if defined(__x86_64__) || defined(_M_X64)
-    if (isa == ATTN_ISA_AVX512 || isa == ATTN_ISA_AVX512BF16) { loop = fma_loop_avx512; lanes = 16; }
-    if (isa == ATTN_ISA_AVX2) { loop = fma_loop_avx2; lanes = 8; }
-#endif
-#if defined(__aarch64__)
-    if (isa == ATTN_ISA_NEON) { loop = fma_loop_neon; lanes = 4; }
-#endif
-    if (!loop || !attn_isa_supported(isa)) return 0.0;
-    return loop_peak(loop, 2.0 * CHAINS * lanes, threads);
-}
-
-/* Measured bf16 dot peak (vdpbf16ps) on `threads` threads, GFLOP/s; 0 where
-   the CPU has no AVX512_BF16 (or the compiler does not know it). */
-static double bf16_dot_peak(int threads)
-{
-#ifdef BENCH_BF16_DOT
-    if (attn_isa_supported(ATTN_ISA_AVX512BF16)) return loop_peak(dot_loop_avx512bf16, 64.0 * DOT_CHAINS, threads);
-#endif
-    (void)threads;
-    return 0.0;
-}
-
-/* ---- read bandwidth ------------------------------------------------------ */
-
-/* Sums of a buffer far larger than the caches, four independent chains; the
-   result feeds a volatile sink. */
-static volatile float read_sink;
-
-#if defined(__x86_64__) || defined(_M_X64)
-__attribute__((target("avx512f"))) static float read_sum_avx512(const float *p, size_t n)
-{
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    size_t i;
-    for (i = 0; i + 64 <= n; i += 64) {
-        a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
-        a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
-        a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
-        a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
-    }
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-}
-#endif
-
-static float read_sum(const float *p, size_t n)
-{
-    float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-    size_t i;
-#if defined(__x86_64__) || defined(_M_X64)
-    if (attn_isa_supported(ATTN_ISA_AVX512)) return read_sum_avx512(p, n);
-#endif
-    for (i = 0; i + 4 <= n; i += 4) { /* the compiler vectorizes this at -O2 and above */
-        a0 += p[i];
-        a1 += p[i + 1];
-        a2 += p[i + 2];
-        a3 += p[i + 3];
-    }
-    return (a0 + a1) + (a2 + a3);
-}
-
-/* The buffer of the read bandwidth: 1 GiB of floats, far larger than the
-   caches.  Allocated once a run (faulting in 1 GiB takes seconds). */
-#define READ_BW_FLOATS ((size_t)1 << 28)
-
-/* Streaming read bandwidth on `threads` threads, GB/s: the best of five
-   passes over buf, READ_BW_FLOATS floats (each thread reads its own
-   contiguous share, as the decode kernels read their KV splits). */
-static double read_bandwidth(const float *buf, int threads)
-{
-    const size_t n = READ_BW_FLOATS;
-    double best = 0.0;
-    int rep;
-    for (rep = 0; rep < 5; rep++) {
-        const double t0 = now();
-        double dt;
-#ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
-        {
-            const size_t share = n / (size_t)omp_get_num_threads() / 64 * 64;
-            const size_t t = (size_t)omp_get_thread_num();
-            const float x = read_sum(buf + t * share, share);
-#pragma omp critical
-            read_sink += x;
-        }
-#else
-        (void)threads;
-        read_sink += read_sum(buf, n);
-#endif
-        dt = now() - t0;
-        if (n * sizeof(float) / dt * 1e-9 > best) best = n * sizeof(float) / dt * 1e-9;
-    }
-    return best;
-}
-
-/* ---- the unfused baseline: sgemm, softmax, sgemm ------------------------- */
-
-#ifdef ATTN_HAVE_OPENBLAS
-/* Whether key j is visible to query position p for the masks a baseline
-   supports (causal, window, padding, either alignment); the others are not
-   modelled. */
-static int baseline_supports(const attn_spec *s)
-{
-    return s->family == ATTN_FAMILY_SDPA && s->global_tokens == 0 && s->chunk == 0 && s->sparse == ATTN_SPARSE_NONE && s->mask == ATTN_MASK_NONE &&
-           s->softcap == 0.0f && !s->alibi;
-}
-
-/* exp without branches or libm, so the row loop vectorizes: Cephes' expf
-   polynomial after a Cody-Waite reduction (the same method as the kernels,
-   so the baseline is not slowed by a scalar libm call). */
-static inline float baseline_exp(float x)
-{
-    union { float f; int32_t i; } u;
-    float n, r, y;
-    x = x < -88.0f ? -88.0f : x;
-    n = floorf(x * 1.44269504f + 0.5f);
-    r = x - n * 0.693359375f + n * 2.12194440e-4f;
-    y = ((((1.9875691500e-4f * r + 1.3981999507e-3f) * r + 8.3334519073e-3f) * r + 4.1665795894e-2f) * r +
-         1.6666665459e-1f) * r + 5.0000001201e-1f;
-    y = y * r * r + r + 1.0f;
-    u.i = ((int32_t)n + 127) << 23;
-    return y * u.f;
-}
-
-/* One masked softmax row: keys [lo, hi) visible, [0, lk) written. */
-#define SOFTMAX_ROW_BODY                                                         \
-    {                                                                            \
-        int64_t j;                                                               \
-        float m = -INFINITY, sum = 0.0f, inv;                                    \
-        for (j = lo; j < hi; j++) m = r[j] > m ? r[j] : m;                       \
-        for (j = 0; j < lk; j++) {                                               \
-            const float e = (j >= lo && j < hi) ? baseline_exp(r[j] - m) : 0.0f; \
-            r[j] = e;                                                            \
-            sum += e;                                                            \
-        }                                                                        \
-        inv = sum > 0.0f ? 1.0f / sum : 0.0f;                                    \
-        for (j = 0; j < lk; j++) r[j] *= inv;                                    \
-    }
-static void softmax_row(float *r, int64_t lk, int64_t lo, int64_t hi) SOFTMAX_ROW_BODY
-#if defined(__x86_64__) || defined(_M_X64)
-/* The same row with AVX-512 intrinsics (gcc -O2 does not vectorize the loop
-   above). */
-__attribute__((target("avx512f"))) static void softmax_row_avx512(float *r, int64_t lk, int64_t lo, int64_t hi)
-{
-    const __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-    __m512 vm = _mm512_set1_ps(-INFINITY), vsum = _mm512_setzero_ps();
-    float m, inv;
-    int64_t j;
-    for (j = lo; j < hi; j += 16) {
-        const __mmask16 k = (__mmask16)(hi - j >= 16 ? 0xFFFF : (1u << (hi - j)) - 1);
-        vm = _mm512_mask_max_ps(vm, k, vm, _mm512_maskz_loadu_ps(k, r + j));
-    }
-    m = _mm512_reduce_max_ps(vm);
-    vm = _mm512_set1_ps(m);
-    for (j = 0; j < lk; j += 16) {
-        const __mmask16 k = (__mmask16)(lk - j >= 16 ? 0xFFFF : (1u << (lk - j)) - 1);
-        const __m512 col = _mm512_add_ps(_mm512_set1_ps((float)j), iota);
-        const __mmask16 vis = _mm512_mask_cmp_ps_mask(
-            _mm512_cmp_ps_mask(col, _mm512_set1_ps((float)lo), _CMP_GE_OQ), col, _mm512_set1_ps((float)hi),
-            _CMP_LT_OQ);
-        __m512 x = _mm512_max_ps(_mm512_set1_ps(-88.0f), _mm512_sub_ps(_mm512_maskz_loadu_ps(k, r + j), vm));
-        const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                              _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        __m512 y;
-        x = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
-        x = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), x);
-        y = _mm512_set1_ps(1.9875691500e-4f);
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.3981999507e-3f));
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(8.3334519073e-3f));
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(4.1665795894e-2f));
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(1.6666665459e-1f));
-        y = _mm512_fmadd_ps(y, x, _mm512_set1_ps(5.0000001201e-1f));
-        y = _mm512_fmadd_ps(y, _mm512_mul_ps(x, x), _mm512_add_ps(x, _mm512_set1_ps(1.0f)));
-        y = _mm512_mul_ps(y, _mm512_castsi512_ps(_mm512_slli_epi32(
-                                 _mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23)));
-        y = _mm512_maskz_mov_ps(vis, y);
-        _mm512_mask_storeu_ps(r + j, k, y);
-        vsum = _mm512_add_ps(vsum, y);
-    }
-    inv = _mm512_reduce_add_ps(vsum);
-    inv = inv > 0.0f ? 1.0f / inv : 0.0f;
-    for (j = 0; j < lk; j += 16) {
-        const __mmask16 k = (__mmask16)(lk - j >= 16 ? 0xFFFF : (1u << (lk - j)) - 1);
-        _mm512_mask_storeu_ps(r + j, k, _mm512_mul_ps(_mm512_maskz_loadu_ps(k, r + j), _mm512_set1_ps(inv)));
-    }
-}
-
-/* A row of P rounded to bf16, to nearest even, as attn_f32_to_bf16 does
-   for the finite values a softmax gives. */
-__attribute__((target("avx512f"))) static void round_row_bf16_avx512(const float *src, uint16_t *dst, int64_t n)
-{
-    int64_t j;
-    for (j = 0; j < n; j += 16) {
-        const __mmask16 k = (__mmask16)(n - j >= 16 ? 0xFFFF : (1u << (n - j)) - 1);
-        const __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(k, src + j));
-        const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-        const __m512i r = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), odd));
-        _mm512_mask_cvtepi32_storeu_epi16(dst + j, k, _mm512_srli_epi32(r, 16));
-    }
-}
-#else
-#define softmax_row_avx512 softmax_row
-#define round_row_bf16_avx512(src, dst, n) attn_f32_to_bf16_array(src, dst, (size_t)(n))
-#endif
-
-/* The products of an unfused baseline, row-major with an f32 C:
-   C[m][n] = alpha * A B^T (trans_b) or alpha * A B, A [m][k], B [n][k] or [k][n]. */
-typedef void (*blas_gemm_fn)(int trans_b, int m, int n, int k, float alpha, const void *A, int lda,
-                             const void *B, int ldb, float *C, int ldc);
-
-static void gemm_f32(int trans_b, int m, int n, int k, float alpha, const void *A, int lda, const void *B,
-                     int ldb, float *C, int ldc)
-{
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha,
-                (const float *)A, lda, (const float *)B, ldb, 0.0f, C, ldc);
-}
-
-/* cblas_sbgemm (bf16 A and B, as uint16_t bit patterns, f32 C), looked up
-   at run time: OpenBLAS declares it in cblas.h whether or not it was built
-   with bfloat16 (BUILD_BFLOAT16), and Debian's 0.3.21 was built without. */
-typedef void (*blas_sbgemm_fn)(enum CBLAS_ORDER, enum CBLAS_TRANSPOSE, enum CBLAS_TRANSPOSE, blasint, blasint,
-                               blasint, float, const uint16_t *, blasint, const uint16_t *, blasint, float, float *,
-                               blasint);
-static blas_sbgemm_fn blas_sbgemm;
-
-/* Sets blas_sbgemm when the OpenBLAS this program runs with exports
-   cblas_sbgemm; returns whether it does. */
-static int find_sbgemm(void)
-{
-    void *self = dlopen(NULL, RTLD_LAZY); /* this program and the libraries it loaded */
-    if (self) {
-        void *sym = dlsym(self, "cblas_sbgemm");
-        if (sym) memcpy(&blas_sbgemm, &sym, sizeof blas_sbgemm); /* ISO C has no object-to-function cast */
-        dlclose(self);
-    }
-    return blas_sbgemm != NULL;
-}
-
-static void gemm_bf16(int trans_b, int m, int n, int k, float alpha, const void *A, int lda, const void *B,
-                      int ldb, float *C, int ldc)
-{
-    blas_sbgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha,
-                (const uint16_t *)A, lda, (const uint16_t *)B, ldb, 0.0f, C, ldc);
-}
-
-/* One gemm for the scores of a whole GQA group (its G heads' query rows
-   stacked: each K row is read once per group, as a grouped implementation
-   would), the masked row softmax in f32, one gemm for O.  Q, K and V are
-   arrays of elem-byte elements, the inputs of gemm: f32 (4; P is the
-   softmax's output itself) or bf16 (2; P is rounded to bf16, to nearest
-   even, for the second product).  O is f32. */
-static attn_status blas_unfused(const attn_spec *s, const attn_args *a, blas_gemm_fn gemm, size_t elem)
-{
-    const int softmax_avx512 = attn_isa_supported(ATTN_ISA_AVX512);
-    const int G = s->heads_q / s->heads_kv, D = s->head_dim, Dv = s->head_dim_v;
-    const int64_t Lq = a->seq_q, Lk = a->seq_k, R = G * Lq; /* row g * Lq + i */
-    const int p_bf16 = elem == sizeof(uint16_t);
-    float *S = (float *)malloc(sizeof(float) * (size_t)(R * Lk) + 1);
-    char *Q = (char *)malloc(elem * (size_t)(R * D) + 1);
-    float *O = (float *)malloc(sizeof(float) * (size_t)(R * Dv) + 1);
-    uint16_t *Pb = p_bf16 ? (uint16_t *)malloc(sizeof(uint16_t) * (size_t)(R * Lk) + 1) : NULL;
-    const void *P = p_bf16 ? (const void *)Pb : (const void *)S;
-    int64_t b, i, r;
-    int hk, g;
-    if (!S || !Q || !O || (p_bf16 && !Pb)) {
-        free(S);
-        free(Q);
-        free(O);
-        free(Pb);
-        return ATTN_ERR_NOMEM;
-    }
-    for (b = 0; b < a->batch; b++) {
-        const int64_t lk = s->padding ? a->seqlens_k[b] : Lk;
-        for (hk = 0; hk < s->heads_kv; hk++) {
-            const char *k = (const char *)a->k + elem * (size_t)(b * a->k_stride[0] + hk * a->k_stride[2]);
-            const char *v = (const char *)a->v + elem * (size_t)(b * a->v_stride[0] + hk * a->v_stride[2]);
-            for (g = 0; g < G; g++)
-                for (i = 0; i < Lq; i++)
-                    memcpy(Q + elem * (size_t)((g * Lq + i) * D),
-                           (const char *)a->q + elem * (size_t)(b * a->q_stride[0] + i * a->q_stride[1] +
-                                                                (hk * G + g) * a->q_stride[2]),
-                           elem * (size_t)D);
-            /* S = scale * Q K^T */
-            gemm(1, (int)R, (int)lk, D, s->scale, Q, D, k, (int)a->k_stride[1], S, (int)Lk);
-            /* masked row softmax (and P rounded to bf16) */
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(a->threads > 0 ? a->threads : omp_get_max_threads())
-#endif
-            for (r = 0; r < R; r++) {
-                const int64_t p = s->top_left ? r % Lq : r % Lq + lk - Lq;
-                int64_t lo = 0, hi = lk;
-                if (s->causal && hi > p + 1) hi = p + 1;
-                if (s->window_right >= 0 && hi > p + s->window_right + 1) hi = p + s->window_right + 1;
-                if (s->window_left >= 0 && lo < p - s->window_left) lo = p - s->window_left;
-                if (hi < lo) hi = lo;
-                if (softmax_avx512) softmax_row_avx512(S + r * Lk, lk, lo, hi);
-                else softmax_row(S + r * Lk, lk, lo, hi);
-                if (p_bf16 && softmax_avx512) round_row_bf16_avx512(S + r * Lk, Pb + r * Lk, lk);
-                else if (p_bf16) attn_f32_to_bf16_array(S + r * Lk, Pb + r * Lk, (size_t)lk);
-            }
-            /* O = P V */
-            gemm(0, (int)R, Dv, (int)lk, 1.0f, P, (int)Lk, v, (int)a->v_stride[1], O, Dv);
-            for (g = 0; g < G; g++)
-                for (i = 0; i < Lq; i++)
-                    memcpy((float *)a->o + b * a->o_stride[0] + i * a->o_stride[1] + (hk * G + g) * a->o_stride[2],
-                           O + (g * Lq + i) * Dv, sizeof(float) * (size_t)Dv);
-        }
-    }
-    free(S);
-    free(Q);
-    free(O);
-    free(Pb);
-    return ATTN_OK;
-}
-
-/* sgemm + softmax + sgemm on f32 tensors */
-static attn_status blas_attention(const attn_spec *s, const attn_args *a)
-{
-    return blas_unfused(s, a, gemm_f32, sizeof(float));
-}
-
-/* sbgemm + softmax + sbgemm on bf16 Q, K, V (O f32); only when find_sbgemm
-   found it */
-static attn_status blas_attention_bf16(const attn_spec *s, const attn_args *a)
-{
-    return blas_unfused(s, a, gemm_bf16, sizeof(uint16_t));
-}
-#endif
 
 /* ---- timing --------------------------------------------------------------- */
 
@@ -574,10 +109,10 @@ static attn_status best_time(timed_call call, const void *ctx, timing *t)
     attn_status st = call(ctx);
     t->runs = 0;
     while (st == ATTN_OK && (t->runs < 5 || total < 1.0) && t->runs < 1000) {
-        const double t0 = now();
+        const double t0 = attn_bench_now();
         double dt;
         st = call(ctx);
-        dt = now() - t0;
+        dt = attn_bench_now() - t0;
         total += dt;
         if (dt < best) best = dt;
         t->runs++;
@@ -645,28 +180,6 @@ typedef struct {
     int32_t *seqlens;
     void *mask;
 } bench_buffers;
-
-#ifdef ATTN_HAVE_OPENBLAS
-/* OpenBLAS picks its kernels when it loads, from OPENBLAS_CORETYPE or its
-   own CPU detection (Debian's 0.3.21 does not know Zen 5 and takes
-   Haswell).  For a fair baseline we run it with the best core for this
-   CPU: re-run ourselves with OPENBLAS_CORETYPE set, unless
-   --blas-core keep says to leave the environment alone. */
-static void choose_blas_core(int argc, char **argv)
-{
-    const char *want = attn_isa_supported(ATTN_ISA_AVX512) ? "SkylakeX" : "Haswell";
-    const char *have = getenv("OPENBLAS_CORETYPE");
-    int i;
-    for (i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--blas-core") && i + 1 < argc) want = argv[i + 1];
-    }
-    if (strcmp(want, "keep") && (!have || strcmp(have, want)) && !getenv("ATTNGEN_BENCH_REEXEC")) {
-        setenv("OPENBLAS_CORETYPE", want, 1);
-        setenv("ATTNGEN_BENCH_REEXEC", "1", 1);
-        execv("/proc/self/exe", argv);
-    }
-}
-#endif
 
 /* Parses argv into opt; 0, or 2 after a message on a usage error. */
 static int parse_options(int argc, char **argv, bench_options *opt)
@@ -838,8 +351,8 @@ static void time_variants(const attn_kernel *kern, const bench_options *opt, con
         if (opt->isa && strcmp(opt->isa, attn_isa_name(var->isa))) continue;
         if (!attn_isa_supported(var->isa)) continue;
         snprintf(row->name, sizeof row->name, "%s", attn_isa_name(var->isa));
-        row->peak = fma_peak(var->isa, (int)opt->threads);
-        row->dot_peak = var->isa == ATTN_ISA_AVX512BF16 ? bf16_dot_peak((int)opt->threads) : 0.0;
+        row->peak = attn_bench_fma_peak(var->isa, (int)opt->threads);
+        row->dot_peak = var->isa == ATTN_ISA_AVX512BF16 ? attn_bench_bf16_dot_peak((int)opt->threads) : 0.0;
         current_variant = var->fwd;
         if (time_fn(run_variant, &kern->spec, args, row) != ATTN_OK) {
             fprintf(stderr, "attngen: bench: %s failed: %s\n", row->name,
@@ -887,30 +400,30 @@ static void time_baselines(const attn_spec *spec, const bench_options *opt, cons
     t->sbgemm = -1;
     t->sbgemm_for = 0;
 #ifdef ATTN_HAVE_OPENBLAS
-    t->sbgemm = find_sbgemm();
+    t->sbgemm = attn_bench_find_sbgemm();
     /* one group's scores below 2 GB */
-    if (!opt->no_blas && baseline_supports(spec) &&
+    if (!opt->no_blas && attn_bench_blas_supports(spec) &&
         (double)opt->seq_q * (spec->heads_q / spec->heads_kv) * (double)opt->seq_k * 4.0 < 2e9) {
         openblas_set_num_threads((int)opt->threads);
         t->blas_core = openblas_get_corename();
-        time_baseline("openblas", blas_attention, spec, base, rows, n);
+        time_baseline("openblas", attn_bench_blas_attention, spec, base, rows, n);
         t->sbgemm_for = spec->dtype_q == ATTN_DTYPE_BF16 && spec->dtype_kv == ATTN_DTYPE_BF16;
         if (t->sbgemm_for && t->sbgemm) {
             attn_args bf = *base; /* the f32 O of the baselines, every stride the same */
             bf.q = args->q;
             bf.k = args->k;
             bf.v = args->v;
-            time_baseline("openblas-bf16", blas_attention_bf16, spec, &bf, rows, n);
+            time_baseline("openblas-bf16", attn_bench_blas_attention_bf16, spec, &bf, rows, n);
         }
     }
 #else
     (void)args;
 #endif
     if (!opt->no_ref && (double)t->visible * spec->head_dim <= REFERENCE_LIMIT) {
-        const double t0 = now();
+        const double t0 = attn_bench_now();
         if (attn_reference(spec, base) == ATTN_OK) {
             snprintf(rows[*n].name, sizeof rows[*n].name, "reference");
-            rows[*n].seconds = now() - t0;
+            rows[*n].seconds = attn_bench_now() - t0;
             rows[*n].runs = 1;
             rows[*n].peak = rows[*n].dot_peak = 0.0;
             (*n)++;
@@ -1174,112 +687,6 @@ static attn_status classic_reference(const attn_spec *s, const attn_classic_args
     return attn_reference_classic(&rs, a);
 }
 
-#ifdef ATTN_HAVE_OPENBLAS
-/*
- * The unfused baseline, what a user of OpenBLAS would write, on f32
- * tensors, per batch entry: cblas_sgemm for the projections (additive:
- * W_s S^T, and W_h H^T unless U is given; concat: the s and h halves of W;
- * general: W S^T), then for each row the sums q_i + k_j (+ b) through tanhf
- * from libm, one element at a time, and cblas_sgemv with v for the row's
- * scores (dot and general: one cblas_sgemm for all the scores), the masked
- * row softmax of the sdpa baseline, and the context sum_j a_ij h_j:
- * cblas_sgemv for one row, cblas_sgemm for more.  The masks it models are
- * padding; a bool mask is not modelled (no baseline).
- */
-static attn_status blas_classic(const attn_spec *s, const attn_classic_args *a)
-{
-    const int additive = s->family == ATTN_FAMILY_ADDITIVE;
-    const int concat = !additive && s->score == ATTN_SCORE_CONCAT;
-    const int general = !additive && s->score == ATTN_SCORE_GENERAL;
-    const int tanh_score = additive || concat;
-    const int Ds = s->query_dim, Dh = s->key_dim, Da = s->attn_dim;
-    const int Lq = (int)a->seq_q, Lk = (int)a->seq_k;
-    const int threads = a->threads > 0 ? a->threads : 1;
-    const int qd = tanh_score ? Da : Dh; /* the width of the projected rows */
-    const int softmax_avx512 = attn_isa_supported(ATTN_ISA_AVX512);
-    float *Q = (float *)malloc(sizeof(float) * (size_t)Lq * (size_t)qd + 1);
-    float *K = tanh_score ? (float *)malloc(sizeof(float) * (size_t)Lk * (size_t)Da + 1) : NULL;
-    float *T = tanh_score ? (float *)malloc(sizeof(float) * (size_t)Lk * (size_t)Da + 1) : NULL;
-    float *E = (float *)malloc(sizeof(float) * (size_t)Lq * (size_t)Lk + 1);
-    /* W_s and W_h and their row strides: additive's own, or the halves of concat's W [Da][Dh + Ds] */
-    const float *w_s = additive ? (const float *)a->w_s : concat ? (const float *)a->w + Dh : (const float *)a->w;
-    const float *w_h = additive ? (const float *)a->w_h : (const float *)a->w;
-    const int ldw_s = additive ? Ds : concat ? Dh + Ds : Ds, ldw_h = additive ? Dh : Dh + Ds;
-    int64_t b;
-    int i, j, e;
-    if (!Q || (tanh_score && (!K || !T)) || !E) {
-        free(Q);
-        free(K);
-        free(T);
-        free(E);
-        return ATTN_ERR_NOMEM;
-    }
-    for (b = 0; b < a->batch; b++) {
-        const int lk = s->padding ? (int)a->seqlens_k[b] : Lk;
-        const float *S = (const float *)a->s + b * a->s_stride[0];
-        const float *H = (const float *)a->h + b * a->h_stride[0];
-        float *C = (float *)a->c + b * a->c_stride[0];
-        const int lds = (int)a->s_stride[1], ldh = (int)a->h_stride[1], ldc = (int)a->c_stride[1];
-        if (tanh_score) {
-            const float *Kb = K;
-            int ldk = Da;
-            /* q = W_s s (+ b) for every row, k = W_h h for every key (or U) */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, Da, Ds, 1.0f, S, lds, w_s, ldw_s, 0.0f, Q, Da);
-            if (a->b_attn)
-                for (i = 0; i < Lq; i++)
-                    for (e = 0; e < Da; e++) Q[(size_t)i * Da + e] += ((const float *)a->b_attn)[e];
-            if (additive && a->u) {
-                Kb = (const float *)a->u + b * a->u_stride[0];
-                ldk = (int)a->u_stride[1];
-            } else if (lk > 0) {
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, lk, Da, Dh, 1.0f, H, ldh, w_h, ldw_h, 0.0f, K,
-                            Da);
-            }
-            for (i = 0; i < Lq; i++) {
-                const float *q = Q + (size_t)i * Da;
-                /* tanh(q_i + k_j) one element at a time, libm's tanhf */
-#ifdef _OPENMP
-#pragma omp parallel for schedule(static) num_threads(threads)
-#endif
-                for (j = 0; j < lk; j++) {
-                    int x;
-                    for (x = 0; x < Da; x++) T[(size_t)j * Da + x] = tanhf(q[x] + Kb[(size_t)j * ldk + x]);
-                }
-                if (lk > 0)
-                    cblas_sgemv(CblasRowMajor, CblasNoTrans, lk, Da, 1.0f, T, Da, (const float *)a->v_attn, 1, 0.0f,
-                                E + (size_t)i * Lk, 1);
-            }
-        } else if (lk > 0) {
-            const float *q = S;
-            int ldq = lds;
-            if (general) { /* q_i = W s_i, then h_j . q_i */
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, Dh, Ds, 1.0f, S, lds, w_s, ldw_s, 0.0f, Q,
-                            Dh);
-                q = Q;
-                ldq = Dh;
-            }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, Lq, lk, Dh, 1.0f, q, ldq, H, ldh, 0.0f, E, Lk);
-        }
-        for (i = 0; i < Lq; i++) {
-            if (softmax_avx512) softmax_row_avx512(E + (size_t)i * Lk, lk, 0, lk);
-            else softmax_row(E + (size_t)i * Lk, lk, 0, lk);
-        }
-        if (lk == 0) {
-            for (i = 0; i < Lq; i++) memset(C + (size_t)i * ldc, 0, sizeof(float) * (size_t)Dh);
-        } else if (Lq == 1) {
-            cblas_sgemv(CblasRowMajor, CblasTrans, lk, Dh, 1.0f, H, ldh, E, 1, 0.0f, C, 1);
-        } else {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, Lq, Dh, lk, 1.0f, E, Lk, H, ldh, 0.0f, C, ldc);
-        }
-    }
-    free(Q);
-    free(K);
-    free(T);
-    free(E);
-    return ATTN_OK;
-}
-#endif
-
 /* The classic command line's extras, checked against the config. */
 static int classic_options(const attn_spec *spec, const bench_options *opt)
 {
@@ -1370,7 +777,7 @@ static int bench_classic(const attn_kernel *kern, const bench_options *opt)
         if (opt->isa && strcmp(opt->isa, attn_isa_name(var->isa))) continue;
         if (!attn_isa_supported(var->isa)) continue;
         snprintf(row->name, sizeof row->name, "%s", attn_isa_name(var->isa));
-        row->peak = fma_peak(var->isa, (int)opt->threads);
+        row->peak = attn_bench_fma_peak(var->isa, (int)opt->threads);
         row->dot_peak = 0.0;
         current_classic = var->classic_fwd;
         if (time_classic(run_classic_variant, spec, &args, row) != ATTN_OK) {
@@ -1395,17 +802,17 @@ static int bench_classic(const attn_kernel *kern, const bench_options *opt)
         blas_core = openblas_get_corename();
         snprintf(rows[n].name, sizeof rows[n].name, "openblas");
         rows[n].peak = rows[n].dot_peak = 0.0;
-        if (time_classic(blas_classic, spec, &base, &rows[n]) == ATTN_OK) blas_seconds = rows[n++].seconds;
+        if (time_classic(attn_bench_blas_classic, spec, &base, &rows[n]) == ATTN_OK) blas_seconds = rows[n++].seconds;
     }
 #endif
     if (!opt->no_ref && flops <= CLASSIC_REFERENCE_LIMIT) {
         attn_classic_args ra = args; /* the stored inputs, C f32 */
         double t0;
         ra.c = base.c;
-        t0 = now();
+        t0 = attn_bench_now();
         if (classic_reference(spec, &ra) == ATTN_OK) {
             snprintf(rows[n].name, sizeof rows[n].name, "reference");
-            rows[n].seconds = now() - t0;
+            rows[n].seconds = attn_bench_now() - t0;
             rows[n].runs = 1;
             rows[n].peak = rows[n].dot_peak = 0.0;
             n++;
@@ -1480,11 +887,12 @@ static int bench_classic(const attn_kernel *kern, const bench_options *opt)
     return failed ? 1 : 0;
 }
 
-int main(int argc, char **argv)
+/* The bench of the kernels that take attn_args (sdpa, linear attention);
+   the exit code. */
+static int bench_qkv(const attn_kernel *kern, const bench_options *options)
 {
-    const attn_kernel *kern = attn_entry_kernel;
     const attn_spec *spec = &kern->spec;
-    bench_options opt;
+    const bench_options opt = *options;
     bench_buffers buf;
     bench_totals t;
     attn_args args, base_args;
@@ -1492,13 +900,6 @@ int main(int argc, char **argv)
     float *bw_buf = NULL;
     int n = 0, failed = 0;
 
-#ifdef ATTN_HAVE_OPENBLAS
-    choose_blas_core(argc, argv);
-#endif
-    if (parse_options(argc, argv, &opt) != 0)
-        return 2;
-    if (spec->family == ATTN_FAMILY_ADDITIVE || spec->family == ATTN_FAMILY_LUONG)
-        return bench_classic(kern, &opt);
     if (opt.u_mode >= 0 || opt.no_tanh) {
         fprintf(stderr, "attngen: bench: %s: the config '%s' has kind = \"%s\"; it is for additive and luong "
                         "configs\n", opt.u_mode >= 0 ? (opt.u_mode ? "--precomputed-u" : "--no-precomputed-u")
@@ -1520,7 +921,7 @@ int main(int argc, char **argv)
         t.kv_bytes = (double)attn_reference_keys_read(spec, &args) * (spec->head_dim + spec->head_dim_v) *
                      (double)attn_dtype_size(spec->dtype_kv);
         bw_buf = attn_tool_random_floats(READ_BW_FLOATS, 7); /* no buffer: no bandwidth reported */
-        if (bw_buf) t.read_bw = read_bandwidth(bw_buf, (int)opt.threads);
+        if (bw_buf) t.read_bw = attn_bench_read_bandwidth(bw_buf, (int)opt.threads);
     }
 
     time_variants(kern, &opt, &args, rows, &n, &failed);
@@ -1536,7 +937,7 @@ int main(int argc, char **argv)
        measure again after the kernels and keep the better, so that a slow
        minute before them does not flatter their share of it. */
     if (bw_buf) {
-        const double again = read_bandwidth(bw_buf, (int)opt.threads);
+        const double again = attn_bench_read_bandwidth(bw_buf, (int)opt.threads);
         if (again > t.read_bw) t.read_bw = again;
         free(bw_buf);
     }
@@ -1548,4 +949,30 @@ int main(int argc, char **argv)
         report_table(spec, &opt, &t, rows, n);
     free_buffers(&buf);
     return failed ? 1 : 0;
+}
+
+/* The bench of each family, by attn_family (a new direction, or a family
+   with its own args struct, is one more entry). */
+static int (*const bench_family[ATTN_FAMILY_COUNT])(const attn_kernel *, const bench_options *) = {
+    [ATTN_FAMILY_SDPA] = bench_qkv,
+    [ATTN_FAMILY_LINEAR] = bench_qkv,
+    [ATTN_FAMILY_ADDITIVE] = bench_classic,
+    [ATTN_FAMILY_LUONG] = bench_classic,
+};
+
+int main(int argc, char **argv)
+{
+    const attn_kernel *kern = attn_entry_kernel;
+    bench_options opt;
+
+#ifdef ATTN_HAVE_OPENBLAS
+    attn_bench_choose_blas_core(argc, argv);
+#endif
+    if (parse_options(argc, argv, &opt) != 0)
+        return 2;
+    if ((int)kern->spec.family < 0 || kern->spec.family >= ATTN_FAMILY_COUNT || !bench_family[kern->spec.family]) {
+        fprintf(stderr, "attngen: bench: the config '%s' has a kind this bench does not know\n", kern->spec.name);
+        return 2;
+    }
+    return bench_family[kern->spec.family](kern, &opt);
 }

@@ -97,8 +97,8 @@ static void compiled_list(const attn_kernel *kernel, char *buf, size_t len)
 
 /* What the check found for one variant. */
 typedef struct {
-    double worst_o, worst_lse, worst_p, worst_state, worst_ratio;
-    int failures; /* cases + thread checks */
+    attn_verify_result worst; /* the largest of each error and ratio over the cases */
+    int failures;             /* cases + thread checks */
     char first[300];
 } variant_report;
 
@@ -137,16 +137,16 @@ static void check_variants(const attn_kernel *kernel, const attn_variant *const 
         attn_verify_case_variants(kernel, vs, nv, &cases[i], res, st);
         for (v = 0; v < nv; v++) {
             variant_report *r = &rep[v];
-            if (res[v].max_err_o > r->worst_o)
-                r->worst_o = res[v].max_err_o;
-            if (res[v].max_err_lse > r->worst_lse)
-                r->worst_lse = res[v].max_err_lse;
-            if (res[v].max_err_p > r->worst_p)
-                r->worst_p = res[v].max_err_p;
-            if (res[v].max_err_state > r->worst_state)
-                r->worst_state = res[v].max_err_state;
-            if (res[v].worst_ratio > r->worst_ratio)
-                r->worst_ratio = res[v].worst_ratio;
+            if (res[v].max_err_o > r->worst.max_err_o)
+                r->worst.max_err_o = res[v].max_err_o;
+            if (res[v].max_err_lse > r->worst.max_err_lse)
+                r->worst.max_err_lse = res[v].max_err_lse;
+            if (res[v].max_err_p > r->worst.max_err_p)
+                r->worst.max_err_p = res[v].max_err_p;
+            if (res[v].max_err_state > r->worst.max_err_state)
+                r->worst.max_err_state = res[v].max_err_state;
+            if (res[v].worst_ratio > r->worst.worst_ratio)
+                r->worst.worst_ratio = res[v].worst_ratio;
             if (st[v] != ATTN_OK || res[v].failures > 0)
                 report_failure(r, res[v].first_failure);
         }
@@ -184,25 +184,14 @@ static void check_variants(const attn_kernel *kernel, const attn_variant *const 
         fprintf(stderr, "\r%*s\r", 40, "");
 }
 
-/* One variant's line (and its first failure). */
+/* One variant's line (and its first failure); the errors named by the
+   family's outputs (attn_verify_errors_string). */
 static void print_report(const attn_kernel *kernel, const char *isa, const variant_report *rep, int n_cases)
 {
-    char p_err[32] = "", lse_err[32] = "";
-    const int linear = kernel->spec.family == ATTN_FAMILY_LINEAR;
-    /* additive and luong: outputs C and the weights A, no LSE */
-    const int classic = kernel->spec.family == ATTN_FAMILY_ADDITIVE || kernel->spec.family == ATTN_FAMILY_LUONG;
-
-    if (!linear && !classic) /* linear, additive and luong attention have no LSE */
-        snprintf(lse_err, sizeof lse_err, " LSE %.1e", rep->worst_lse);
-    if (classic) /* the weights A, which every classic case asks for */
-        snprintf(p_err, sizeof p_err, " A %.1e", rep->worst_p);
-    else if (!linear && kernel->spec.weights) /* the weights P too */
-        snprintf(p_err, sizeof p_err, " P %.1e", rep->worst_p);
-    else if (linear && kernel->spec.state) /* the state written back */
-        snprintf(p_err, sizeof p_err, " state %.1e", rep->worst_state);
-    printf("%s: %d cases, worst |err| %s %.1e%s%s (%.2g of tolerance), %d failure%s\n", isa, n_cases,
-           classic ? "C" : "O", rep->worst_o, lse_err, p_err, rep->worst_ratio, rep->failures,
-           rep->failures == 1 ? "" : "s");
+    char errors[96];
+    attn_verify_errors_string(&kernel->spec, &rep->worst, errors, sizeof errors);
+    printf("%s: %d cases, worst |err| %s (%.2g of tolerance), %d failure%s\n", isa, n_cases, errors,
+           rep->worst.worst_ratio, rep->failures, rep->failures == 1 ? "" : "s");
     if (rep->failures > 0)
         printf("  first failure: %s\n", rep->first);
 }

@@ -95,11 +95,6 @@ static const char usage[] =
 enum { CL_S, CL_H, CL_U, CL_W_S, CL_W_H, CL_W, CL_V, CL_B, CL_COUNT };
 static const char *const classic_opt[CL_COUNT] = { "--s", "--h", "--u", "--w-s", "--w-h", "--w", "--v-attn", "--b" };
 
-static int is_classic(const attn_spec *spec)
-{
-    return spec->family == ATTN_FAMILY_ADDITIVE || spec->family == ATTN_FAMILY_LUONG;
-}
-
 #ifdef __GNUC__
 __attribute__((format(printf, 2, 3), noreturn))
 #endif
@@ -112,20 +107,6 @@ static void fail(const char *what, const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     exit(EXIT_BAD_INPUT);
-}
-
-/* "(1, 7, 8, 64)", "(3,)", "()" like Python prints a shape */
-static const char *shape_str(const attn_npy *a, char *buf, size_t len)
-{
-    size_t pos = 0;
-    int d;
-    pos += (size_t)snprintf(buf, len, "(");
-    for (d = 0; d < a->ndim && pos < len; d++)
-        pos += (size_t)snprintf(buf + pos, len - pos, d == 0 ? "%lld" : ", %lld",
-                                (long long)a->shape[d]);
-    if (pos < len)
-        snprintf(buf + pos, len - pos, a->ndim == 1 ? ",)" : ")");
-    return buf;
 }
 
 static void load(const char *path, attn_npy *a)
@@ -152,67 +133,26 @@ static float *load_f32(const char *path, const attn_npy *a)
     return data;
 }
 
-/* x cut to f32 rounding to odd: toward zero, with the lowest bit set when
-   the cut dropped anything (NaN and values f32 holds exactly unchanged).
-   Rounding that to nearest even at 22 or fewer significant bits gives the
-   same as rounding x itself there (see the top of this file). */
-static float f64_to_f32_odd(double x)
-{
-    float f = (float)x;
-    uint32_t u;
-    if (isnan(x) || (double)f == x)
-        return f;
-    memcpy(&u, &f, sizeof u);
-    if (fabs((double)f) > fabs(x))
-        u -= 1; /* rounded away from zero (up to inf): one step back */
-    u |= 1;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-/* An f32 value stored as dtype (one rounding to nearest even). */
-static void store_f32(attn_dtype dtype, float x, void *base, size_t i)
-{
-    if (dtype == ATTN_DTYPE_BF16)
-        ((uint16_t *)base)[i] = attn_f32_to_bf16(x);
-    else if (dtype == ATTN_DTYPE_F16)
-        ((uint16_t *)base)[i] = attn_f32_to_f16(x);
-    else
-        ((float *)base)[i] = x;
-}
+/* An f32 value stored as each storage type (one rounding to nearest even). */
+static void store_bf16(float x, void *base, size_t i) { ((uint16_t *)base)[i] = attn_f32_to_bf16(x); }
+static void store_f16(float x, void *base, size_t i) { ((uint16_t *)base)[i] = attn_f32_to_f16(x); }
+static void store_f32(float x, void *base, size_t i) { ((float *)base)[i] = x; }
 
 /* A float16, float32 or float64 array converted to storage type dtype, as
-   a caller of the C API would have stored its values (top of this file).
-   malloc'ed (at least 1 byte); free() it. */
+   a caller of the C API would have stored its values (top of this file;
+   attn_npy_to_stored).  malloc'ed (at least 1 byte); free() it. */
 static void *load_stored(const char *path, const attn_npy *a, attn_dtype dtype)
 {
-    const size_t esize = attn_dtype_size(dtype);
-    unsigned char *out;
-    size_t i;
-
-    if (a->dtype != ATTN_NPY_F16 && a->dtype != ATTN_NPY_F32 && a->dtype != ATTN_NPY_F64)
-        fail(path, "expected float16, float32 or float64 data, got %s", attn_npy_dtype_name(a->dtype));
-    if (esize == 0 || a->count > (SIZE_MAX - 1) / esize)
-        fail(path, "the array is too large");
-    out = (unsigned char *)malloc(a->count * esize + 1);
-    if (out == NULL)
-        fail(path, "out of memory");
-    if (a->dtype == ATTN_NPY_F16 && dtype == ATTN_DTYPE_F16) {
-        if (a->count > 0)
-            memcpy(out, a->data, a->count * esize);
-    } else if (a->dtype == ATTN_NPY_F16) {
-        const uint16_t *src = (const uint16_t *)a->data;
-        for (i = 0; i < a->count; i++) /* exact, then one rounding (bf16) */
-            store_f32(dtype, attn_f16_to_f32(src[i]), out, i);
-    } else if (a->dtype == ATTN_NPY_F32) {
-        const float *src = (const float *)a->data;
-        for (i = 0; i < a->count; i++)
-            store_f32(dtype, src[i], out, i);
-    } else {
-        const double *src = (const double *)a->data;
-        for (i = 0; i < a->count; i++)
-            store_f32(dtype, dtype == ATTN_DTYPE_F32 ? (float)src[i] : f64_to_f32_odd(src[i]), out, i);
-    }
+    attn_npy_storage to;
+    char err[256];
+    void *out;
+    to.size = attn_dtype_size(dtype);
+    to.narrow = dtype != ATTN_DTYPE_F32;
+    to.is_f16 = dtype == ATTN_DTYPE_F16;
+    to.store = dtype == ATTN_DTYPE_BF16 ? store_bf16 : dtype == ATTN_DTYPE_F16 ? store_f16 : store_f32;
+    to.from_f16 = attn_f16_to_f32;
+    if (attn_npy_to_stored(a, &to, &out, err, sizeof err) != 0)
+        fail(path, "%s", err);
     return out;
 }
 
@@ -250,13 +190,13 @@ static bshd check_bshd(const char *path, const attn_npy *a, const char *len_name
     if (a->ndim != 3 && a->ndim != 4)
         fail(path,
              "expected a 4-D array [batch][%s][%s][%s] (or 3-D without batch), got shape %s",
-             len_name, heads_name, dim_name, shape_str(a, shp, sizeof shp));
+             len_name, heads_name, dim_name, attn_npy_shape_string(a, shp, sizeof shp));
     off = a->ndim - 3;
     if (a->shape[off + 1] != heads || a->shape[off + 2] != dim)
         fail(path,
              "shape %s does not match the config: expected %s %lld and %s %lld in dims %d "
              "and %d",
-             shape_str(a, shp, sizeof shp), heads_name, (long long)heads, dim_name,
+             attn_npy_shape_string(a, shp, sizeof shp), heads_name, (long long)heads, dim_name,
              (long long)dim, off + 2, off + 3);
     t.ndim = a->ndim;
     t.batch = off ? a->shape[0] : 1;
@@ -317,24 +257,6 @@ static int same_file(const char *a, const char *b)
     if ((ia.name == NULL) != (ib.name == NULL) || ia.dev != ib.dev || ia.ino != ib.ino)
         return 0;
     return ia.name == NULL || strcmp(ia.name, ib.name) == 0;
-}
-
-/* Writes an output to "<path>.tmp.<pid>", next to path; returns that name. */
-static char *write_staged(const char *path, attn_npy_dtype dtype, int ndim, const int64_t *shape,
-                          const void *data, char *err, size_t errlen)
-{
-    const size_t len = strlen(path) + 32;
-    char *staged = (char *)malloc(len);
-    if (staged == NULL) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
-    snprintf(staged, len, "%s.tmp.%ld", path, (long)getpid());
-    if (attn_npy_write(staged, dtype, ndim, shape, data, err, errlen) != 0) {
-        free(staged);
-        return NULL;
-    }
-    return staged;
 }
 
 /* Parses a non-negative int option value. */
@@ -651,7 +573,7 @@ static int32_t *read_seqlens(const char *path, attn_npy *sa, int64_t batch, int6
     load(path, sa);
     if (sa->ndim != 1 || sa->shape[0] != batch)
         fail(path, "expected shape (%lld,) (one key length per batch), got %s", (long long)batch,
-             shape_str(sa, shp, sizeof shp));
+             attn_npy_shape_string(sa, shp, sizeof shp));
     if (attn_npy_to_i32(sa, &seqlens, err, sizeof err) != 0)
         fail(path, "%s", err);
     for (b = 0; b < batch; b++)
@@ -695,7 +617,7 @@ static void load_mask(const char *path, const attn_spec *spec, run_inputs *in, a
     } else {
         fail(path, "shape %s does not match: expected [seq_q][seq_k] = (%lld, %lld) or "
                    "[batch|1][heads_q|1][seq_q][seq_k] = (%lld|1, %d|1, %lld, %lld)",
-             shape_str(ma, shp, sizeof shp), (long long)lq, (long long)lk,
+             attn_npy_shape_string(ma, shp, sizeof shp), (long long)lq, (long long)lk,
              (long long)args->batch, spec->heads_q, (long long)lq, (long long)lk);
     }
     args->mask_stride[2] = lk;
@@ -751,7 +673,7 @@ static void load_state(const run_options *opt, const attn_spec *spec, run_inputs
                 snprintf(want, sizeof want, t == 0 ? "(%lld, %d, %d, %d)" : "(%lld, %d, %d)", (long long)args->batch,
                          spec->heads_kv, spec->head_dim, spec->head_dim_v);
                 fail(path, "shape %s does not match the config: expected %s %s = %s%s",
-                     shape_str(a, shp, sizeof shp), t == 0 ? "S" : "z", what[t], want,
+                     attn_npy_shape_string(a, shp, sizeof shp), t == 0 ? "S" : "z", what[t], want,
                      args->batch == 1 ? " (or without the batch dim)" : "");
             }
             out->state[t] = load_f32(path, a);
@@ -874,12 +796,12 @@ static void publish_outputs(const run_options *opt, int drop_batch, run_outputs 
         out->o_wide = widen_copy(opt->o_path, ATTN_DTYPE_BF16, out->o, out->o_count);
         o_data = out->o_wide;
     }
-    o_staged = write_staged(opt->o_path, o_npy, out->o_ndim - drop_batch, out->o_shape + drop_batch, o_data, err,
+    o_staged = attn_npy_write_staged(opt->o_path, o_npy, out->o_ndim - drop_batch, out->o_shape + drop_batch, o_data, err,
                             sizeof err);
     if (o_staged == NULL)
         fail(opt->o_path, "%s", err);
     if (opt->lse_path != NULL) {
-        lse_staged = write_staged(opt->lse_path, ATTN_NPY_F32, 3 - drop_batch,
+        lse_staged = attn_npy_write_staged(opt->lse_path, ATTN_NPY_F32, 3 - drop_batch,
                                   out->lse_shape + drop_batch, out->lse, err, sizeof err);
         if (lse_staged == NULL) {
             remove(o_staged);
@@ -889,7 +811,7 @@ static void publish_outputs(const run_options *opt, int drop_batch, run_outputs 
     if (opt->p_path != NULL) {
         if (opt->average_heads)
             average_heads(out);
-        p_staged = write_staged(opt->p_path, ATTN_NPY_F32, out->p_ndim - drop_batch,
+        p_staged = attn_npy_write_staged(opt->p_path, ATTN_NPY_F32, out->p_ndim - drop_batch,
                                 out->p_shape + drop_batch, out->p, err, sizeof err);
         if (p_staged == NULL) {
             remove(o_staged);
@@ -899,7 +821,7 @@ static void publish_outputs(const run_options *opt, int drop_batch, run_outputs 
         }
     }
     for (t = 0; t < 2 && opt->s_out[0] != NULL; t++) { /* the state after the call: S, z */
-        s_staged[t] = write_staged(opt->s_out[t], ATTN_NPY_F32, 4 - t - drop_batch,
+        s_staged[t] = attn_npy_write_staged(opt->s_out[t], ATTN_NPY_F32, 4 - t - drop_batch,
                                    out->state_shape[t] + drop_batch, out->state[t], err, sizeof err);
         if (s_staged[t] == NULL) {
             remove(o_staged);
@@ -1230,7 +1152,7 @@ static void load_classic_mask(const char *path, classic_inputs *in, attn_classic
     } else {
         fail(path, "shape %s does not match: expected [seq_q][seq_k] = (%lld, %lld) or "
                    "[batch|1][seq_q][seq_k] = (%lld|1, %lld, %lld)",
-             shape_str(ma, shp, sizeof shp), (long long)lq, (long long)lk, (long long)args->batch,
+             attn_npy_shape_string(ma, shp, sizeof shp), (long long)lq, (long long)lk, (long long)args->batch,
              (long long)lq, (long long)lk);
     }
     args->mask_stride[1] = lk;
@@ -1352,19 +1274,16 @@ static int run_classic(const attn_kernel *kernel, const run_options *opt)
     return 0;
 }
 
-int main(int argc, char **argv)
+/* run for the kernels that take attn_args (sdpa, linear attention) */
+static int run_qkv(const attn_kernel *kernel, const run_options *options)
 {
-    const attn_kernel *kernel = attn_entry_kernel;
     const attn_spec *spec = &kernel->spec;
     const attn_variant *variant = NULL;
-    run_options opt;
+    const run_options opt = *options;
     run_inputs in;
     run_outputs out;
     attn_args args;
 
-    parse_options(argc, argv, &opt);
-    if (is_classic(spec))
-        return run_classic(kernel, &opt);
     check_paths(&opt, spec);
     if (opt.isa_name != NULL && !opt.use_reference)
         variant = pick_isa(kernel, opt.isa_name);
@@ -1384,4 +1303,24 @@ int main(int argc, char **argv)
     publish_outputs(&opt, in.qt.ndim == 3, &out);
     free_all(&opt, &in, &out);
     return 0;
+}
+
+/* run for each family, by attn_family (a new direction, or a family with
+   its own args struct, is one more entry) */
+static int (*const run_family[ATTN_FAMILY_COUNT])(const attn_kernel *, const run_options *) = {
+    [ATTN_FAMILY_SDPA] = run_qkv,
+    [ATTN_FAMILY_LINEAR] = run_qkv,
+    [ATTN_FAMILY_ADDITIVE] = run_classic,
+    [ATTN_FAMILY_LUONG] = run_classic,
+};
+
+int main(int argc, char **argv)
+{
+    const attn_kernel *kernel = attn_entry_kernel;
+    run_options opt;
+
+    parse_options(argc, argv, &opt);
+    if ((int)kernel->spec.family < 0 || kernel->spec.family >= ATTN_FAMILY_COUNT || !run_family[kernel->spec.family])
+        fail("run", "the config '%s' has a kind this tool does not know", kernel->spec.name);
+    return run_family[kernel->spec.family](kernel, &opt);
 }

@@ -1,0 +1,180 @@
+/*
+ * attn_cases.h - the verification harness's parts and the table of
+ * operations each kernel family gives it (internal to attn_verify.c and the
+ * attn_cases_*.c files; not installed, not vendored).
+ *
+ * attn_verify.c is the harness: guarded buffers, the deterministic random
+ * inputs, strided layouts, the comparison of one value and the reports, and
+ * the public entry points of attn_verify.h, which drive a family's
+ * attn_case_ops without knowing the family.  Each family's cases live in
+ * their own file: attn_cases_sdpa.c (Q, K, V and O: sdpa, and linear
+ * attention, which takes the same arguments; its state in
+ * attn_cases_linear.c) and attn_cases_classic.c (the additive and luong
+ * families, attn_classic_args).
+ *
+ * A new family is one attn_cases_<family>.c with its attn_case_ops, and one
+ * row of attn_case_ops_for's table; a new direction (the backward pass) is
+ * one more column of that table (ATTN_DIR_*), with the family's ops for it;
+ * a new output is one more entry of the family's outputs() list, which the
+ * bitwise comparison of thread counts picks up as it is.
+ */
+#ifndef ATTN_CASES_H
+#define ATTN_CASES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attn_runtime.h"
+#include "attn_verify.h"
+
+/* ---- the operations of a family ----------------------------------------- */
+
+/* The directions a family's kernels compute; the forward pass only, today. */
+typedef enum { ATTN_DIR_FWD, ATTN_DIR_COUNT } attn_direction;
+
+/* One output buffer of a built case, as stored (gaps included): its name
+   (as the reports spell it) and its bytes. */
+typedef struct {
+    const char *name;
+    const void *ptr;
+    size_t bytes;
+} attn_case_output;
+
+#define ATTN_CASE_MAX_OUTPUTS 8
+
+/*
+ * What the harness asks of a family.  A case's state is the family's own
+ * struct (state_size bytes, allocated by the harness, zeroed).  build
+ * makes the inputs and outputs of one case from its seed and shape (the
+ * outputs reset); on failure it leaves nothing to free.  reference runs the
+ * reference on the stored inputs and keeps its results in the state;
+ * run runs a variant (NULL: the kernel's own entry) with the given threads;
+ * compare checks the outputs of the last run against the reference's with
+ * the family's tolerance, gaps included; reset puts the outputs (and any
+ * in/out state) back to what they were before a run; outputs lists the
+ * output buffers (for the bitwise comparison of two thread counts); free
+ * releases everything build and reference made; default_cases writes the
+ * family's shape matrix; errors names the worst errors of a result by the
+ * family's outputs (attn_verify_errors_string).
+ */
+typedef struct {
+    const char *name;
+    size_t state_size;
+    attn_status (*build)(void *state, const attn_spec *spec, const attn_case *c);
+    attn_status (*reference)(void *state);
+    attn_status (*run)(void *state, const attn_kernel *kernel, const attn_variant *variant, int threads);
+    void (*compare)(const void *state, const char *shape, attn_verify_result *res);
+    void (*reset)(void *state);
+    int (*outputs)(const void *state, attn_case_output *out);
+    void (*free)(void *state);
+    int (*default_cases)(const attn_spec *spec, attn_case *out, int max, int quick);
+    void (*errors)(const attn_spec *spec, const attn_verify_result *res, char *buf, size_t len);
+} attn_case_ops;
+
+/* The ops of a spec's family for a direction; NULL when it has none. */
+const attn_case_ops *attn_case_ops_for(const attn_spec *spec, attn_direction dir);
+
+extern const attn_case_ops attn_cases_sdpa_fwd;    /* attn_cases_sdpa.c */
+extern const attn_case_ops attn_cases_linear_fwd;  /* attn_cases_linear.c */
+extern const attn_case_ops attn_cases_classic_fwd; /* attn_cases_classic.c */
+
+/* ---- deterministic random inputs ---------------------------------------- */
+
+typedef struct {
+    uint64_t state;
+    double spare; /* the second normal of the last pair drawn */
+    int has_spare;
+} attn_rng;
+
+void attn_rng_init(attn_rng *r, uint64_t seed);
+uint64_t attn_rng_next(attn_rng *r);  /* splitmix64 */
+double attn_rng_uniform(attn_rng *r); /* uniform in (0, 1] */
+float attn_rng_normal(attn_rng *r);   /* N(0, 1) */
+int64_t attn_rng_range(attn_rng *r, int64_t n); /* 0..n inclusive */
+
+/* The start of a case's build: ATTN_ERR_SHAPE for a negative length, else
+   the stream of its seed in *r and ATTN_OK. */
+attn_status attn_case_start(const attn_case *c, attn_rng *r);
+
+/* seqlens_k of a padded case: Lk for every batch, or (ragged) a mix of 0, Lk
+   and random lengths; one draw per batch either way. */
+void attn_fill_seqlens(int32_t *seqlens, int64_t B, int64_t Lk, int ragged, attn_rng *r);
+
+/* ---- layouts ------------------------------------------------------------ */
+
+/* A 4-D tensor's extents and element strides, and its element span. */
+typedef struct {
+    int64_t ext[4], str[4];
+    size_t span; /* 1 + the largest offset; 0 when empty */
+} attn_layout4;
+
+int attn_layout_span(attn_layout4 *l); /* sets l->span; -1 when absurdly large */
+/* [B][L][H][dim], last dim contiguous.  style 0: contiguous BSHD; 1: BSHD
+   with padded head, row and batch strides; 2: heads outermost, padded. */
+void attn_tensor_layout(attn_layout4 *l, int64_t b, int64_t len, int64_t h, int64_t dim, int style);
+/* [B][Hq][Lq][Lk].  style 0: dense; 1: padded dense; 2: one [Lq][Lk] matrix
+   broadcast over b and h; 3: [B][1][Lq][Lk] broadcast over h; 4: stored
+   transposed (a key stride that is not 1). */
+void attn_mask_layout(attn_layout4 *l, int64_t b, int64_t hq, int64_t lq, int64_t lk, int style);
+int64_t attn_offset4(const attn_layout4 *l, int64_t a, int64_t b, int64_t c, int64_t d);
+/* The layout styles of a strided case, drawn first from its stream (0, 0
+   when not strided); the weights' style comes from the seed alone. */
+void attn_case_styles(const attn_case *c, attn_rng *r, int *style, int *mstyle);
+int attn_weights_style(const attn_case *c);
+
+/* ---- buffers and storage types ------------------------------------------ */
+
+/* Bit patterns of a storage type: an output's gaps (must survive) and its
+   elements before the run (must be overwritten); quiet NaNs. */
+uint32_t attn_gap_bits(attn_dtype dtype);
+uint32_t attn_unset_bits(attn_dtype dtype);
+uint32_t attn_load_bits(attn_dtype dtype, const void *base, size_t i);
+void attn_store_bits(attn_dtype dtype, void *base, size_t i, uint32_t bits);
+float attn_load_value(attn_dtype dtype, const void *base, size_t i);
+
+void attn_fill_nan(float *p, size_t n);
+/* Every element of a [B][L][H][dim] tensor N(0,1), gaps NaN; rows at or
+   past valid[b] (valid not NULL) NaN. */
+void attn_fill_tensor(float *base, const attn_layout4 *l, const int32_t *valid, attn_rng *r);
+/* An output's span: elements (described[e] != 0) "unset", gaps the sentinel. */
+void attn_reset_output(attn_dtype dtype, void *base, const unsigned char *described, size_t span);
+/* Per element of l's span, 1 when it is an element of the tensor (not a
+   gap); l->span + 1 bytes, NULL when out of memory. */
+unsigned char *attn_describe(const attn_layout4 *l);
+
+int attn_guard_floats(attn_guard_buf *g, size_t n); /* 0 or -1 */
+/* n elements of dtype against a guard page, and *wide, n floats for the
+   widened values (the same memory for f32).  0 or -1. */
+int attn_guard_stored(attn_guard_buf *g, float **wide, attn_dtype dtype, size_t n);
+void attn_free_wide(float **wide, const attn_guard_buf *stored); /* unless it is the stored tensor */
+
+/* ---- the shape matrix --------------------------------------------------- */
+
+/* The cases written so far: each gets its seed (and, with dropout, its
+   dropout seed and offset) from its index. */
+typedef struct {
+    attn_case *out;
+    int max, n, padding, dropout;
+} attn_case_list;
+
+/* Appends a case (nothing when full or a length is negative); ragged only
+   with padding. */
+void attn_case_list_add(attn_case_list *l, int64_t batch, int64_t lq, int64_t lk, int strided, int ragged,
+                        int threads);
+/* attn_case_list_add for n rows of { batch, Lq, Lk, strided, ragged, threads } */
+void attn_case_list_rows(attn_case_list *l, const int64_t (*rows)[6], size_t n);
+
+/* ---- comparison --------------------------------------------------------- */
+
+/* Whether x matches ref: NaN == NaN, equal infinities, else within tol. */
+int attn_values_agree(double x, double ref, double tol, double *err, double *ratio);
+/* Records one comparison; label is read only for the first failure. */
+void attn_verify_note(attn_verify_result *res, int ok, double err, double ratio, double *max_err, const char *label,
+                      double got, double want, const attn_case *c);
+/* The gaps of an output (described[e] == 0) must still hold the sentinel. */
+void attn_verify_gaps(attn_verify_result *res, const char *name, attn_dtype dtype, const void *base,
+                      const unsigned char *described, size_t span, const char *shape);
+/* " stored as bf16" for an output not stored as f32, else "". */
+const char *attn_stored_as(attn_dtype dtype, char *buf, size_t len);
+
+#endif /* ATTN_CASES_H */

@@ -1,0 +1,67 @@
+/*
+ * attn_cases_qkv.h - one verification case of a kernel that takes
+ * attn_args (sdpa and linear attention): its buffers and the reference's
+ * results, shared by attn_cases_sdpa.c and attn_cases_linear.c (internal,
+ * like attn_cases.h).
+ */
+#ifndef ATTN_CASES_QKV_H
+#define ATTN_CASES_QKV_H
+
+#include "attn_cases.h"
+
+/* The reference's results for a case: O, LSE, the weights P and the
+   state written back (with the sums of |terms| that bound it). */
+typedef struct {
+    float *o, *lse, *p, *s, *z;
+    double *s_abs, *z_abs;
+} attn_qkv_ref;
+
+typedef struct {
+    const attn_spec *spec;
+    attn_case c;
+    attn_layout4 lq, lk, lv, lo, lm, lp;
+    /* Q, K, V and O in their storage types, LSE (f32), mask, seqlens_k, and
+       the weights P (f32; specs with weights) */
+    attn_guard_buf q, k, v, o, lse, mask, seqlens, p;
+    /* the stored Q, K and V widened to f32, with the same layouts (the
+       guard buffers themselves for f32 storage): the reference's inputs */
+    float *qw, *kw, *vw;
+    unsigned char *o_described; /* per O span element: 1 = an element of O */
+    unsigned char *p_described; /* per P span element: 1 = an element of P */
+    size_t lse_count;
+    /* linear specs with state: the kernel's S and z (in/out, against guard
+       pages) and the state before the call (s0, z0), which the reference
+       starts from too */
+    attn_guard_buf state_s, state_z;
+    float *s0, *z0;
+    size_t s_count, z_count;
+    attn_args args;
+    attn_qkv_ref ref;
+} attn_qkv_case;
+
+/* the attn_case_ops of both families (attn_cases_sdpa.c) */
+attn_status attn_qkv_build(void *state, const attn_spec *spec, const attn_case *c);
+attn_status attn_qkv_reference(void *state);
+attn_status attn_qkv_run(void *state, const attn_kernel *kernel, const attn_variant *variant, int threads);
+void attn_qkv_compare(const void *state, const char *shape, attn_verify_result *res);
+void attn_qkv_reset(void *state);
+int attn_qkv_outputs(const void *state, attn_case_output *out);
+void attn_qkv_free(void *state);
+int attn_qkv_default_cases(const attn_spec *spec, attn_case *out, int max, int quick);
+void attn_qkv_ref_free(attn_qkv_ref *ref);
+
+/* linear attention's state (attn_cases_linear.c); each does nothing for a
+   case without one (s_count == 0).  The int functions: 0, or -1 when out of
+   memory; attn_linear_state_outputs returns the outputs it added. */
+int attn_linear_state_build(attn_qkv_case *cb, attn_rng *r);
+void attn_linear_state_reset(attn_qkv_case *cb);
+void attn_linear_state_args(attn_qkv_case *cb);
+int attn_linear_state_outputs(const attn_qkv_case *cb, attn_case_output *out);
+void attn_linear_state_free(attn_qkv_case *cb);
+int attn_linear_state_ref_alloc(attn_qkv_case *cb);
+attn_status attn_linear_state_ref_bound(attn_qkv_case *cb, const attn_args *ref_args);
+void attn_linear_compare_state(const attn_qkv_case *cb, attn_verify_result *res);
+/* a linear kernel writes no LSE: the buffer must still hold the sentinel */
+void attn_linear_compare_lse_untouched(const attn_qkv_case *cb, const char *shape, attn_verify_result *res);
+
+#endif /* ATTN_CASES_QKV_H */

@@ -1,0 +1,477 @@
+/*
+ * attn_cases_sdpa.c - the verification cases of the kernels that take
+ * attn_args (sdpa, and linear attention, whose state lives in
+ * attn_cases_linear.c): Q, K, V and O in their storage types, LSE, the
+ * mask, seqlens_k and the weights P against guard pages, and the
+ * comparison of a run with the reference (attn_reference), for the harness
+ * of attn_verify.c (attn_cases.h).
+ */
+#include "attn_cases.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_cases_qkv.h"
+#include "attn_reference.h"
+
+/* ---- one case's buffers ------------------------------------------------- */
+
+void attn_qkv_free(void *state)
+{
+    attn_qkv_case *cb = (attn_qkv_case *)state;
+    attn_free_wide(&cb->qw, &cb->q);
+    attn_free_wide(&cb->kw, &cb->k);
+    attn_free_wide(&cb->vw, &cb->v);
+    attn_guard_free(&cb->q);
+    attn_guard_free(&cb->k);
+    attn_guard_free(&cb->v);
+    attn_guard_free(&cb->o);
+    attn_guard_free(&cb->lse);
+    attn_guard_free(&cb->mask);
+    attn_guard_free(&cb->seqlens);
+    attn_guard_free(&cb->p);
+    attn_linear_state_free(cb);
+    free(cb->o_described);
+    cb->o_described = NULL;
+    free(cb->p_described);
+    cb->p_described = NULL;
+    attn_qkv_ref_free(&cb->ref);
+}
+
+/* O: gaps get the sentinel, elements the "unset" NaN; LSE all NaN (for a
+   linear spec, which must not write it, the gap sentinel); the state (linear
+   specs with state) back to the state before the call; P likewise. */
+void attn_qkv_reset(void *state)
+{
+    attn_qkv_case *cb = (attn_qkv_case *)state;
+    size_t i;
+    attn_reset_output(cb->spec->dtype_o, cb->o.ptr, cb->o_described, cb->lo.span);
+    if (cb->spec->family == ATTN_FAMILY_LINEAR)
+        for (i = 0; i < cb->lse_count; i++)
+            attn_store_bits(ATTN_DTYPE_F32, cb->lse.ptr, i, attn_gap_bits(ATTN_DTYPE_F32));
+    else
+        attn_fill_nan((float *)cb->lse.ptr, cb->lse_count);
+    attn_linear_state_reset(cb);
+    attn_reset_output(ATTN_DTYPE_F32, cb->p.ptr, cb->p_described, cb->lp.span);
+}
+
+/* The layouts of Q, K, V, O, the mask and P; ATTN_ERR_TOO_LARGE when a span
+   is absurd. */
+static attn_status qkv_layouts(attn_qkv_case *cb, int weights, attn_rng *r)
+{
+    const attn_spec *spec = cb->spec;
+    const attn_case *c = &cb->c;
+    const int64_t B = c->batch, Lq = c->seq_q, Lk = c->seq_k;
+    int style, mstyle;
+
+    attn_case_styles(c, r, &style, &mstyle);
+    attn_tensor_layout(&cb->lq, B, Lq, spec->heads_q, spec->head_dim, style);
+    attn_tensor_layout(&cb->lk, B, Lk, spec->heads_kv, spec->head_dim, style);
+    attn_tensor_layout(&cb->lv, B, Lk, spec->heads_kv, spec->head_dim_v, style);
+    attn_tensor_layout(&cb->lo, B, Lq, spec->heads_q, spec->head_dim_v, style);
+    attn_mask_layout(&cb->lm, B, spec->heads_q, Lq, Lk, mstyle);
+    if (weights)
+        attn_mask_layout(&cb->lp, B, spec->heads_q, Lq, Lk, attn_weights_style(c));
+    if (attn_layout_span(&cb->lq) || attn_layout_span(&cb->lk) || attn_layout_span(&cb->lv) ||
+        attn_layout_span(&cb->lo) || attn_layout_span(&cb->lm) || attn_layout_span(&cb->lp))
+        return ATTN_ERR_TOO_LARGE;
+    cb->lse_count = (size_t)B * (size_t)spec->heads_q * (size_t)Lq;
+    return ATTN_OK;
+}
+
+/* Q, K, V, O, LSE, seqlens_k and P against guard pages: 0 or -1 */
+static int qkv_alloc(attn_qkv_case *cb, int weights)
+{
+    const attn_spec *spec = cb->spec;
+    return attn_guard_stored(&cb->q, &cb->qw, spec->dtype_q, cb->lq.span) ||
+           attn_guard_stored(&cb->k, &cb->kw, spec->dtype_kv, cb->lk.span) ||
+           attn_guard_stored(&cb->v, &cb->vw, spec->dtype_kv, cb->lv.span) ||
+           attn_dtype_size(spec->dtype_o) == 0 || cb->lo.span > SIZE_MAX / sizeof(float) ||
+           attn_guard_alloc(&cb->o, cb->lo.span * attn_dtype_size(spec->dtype_o)) ||
+           attn_guard_floats(&cb->lse, cb->lse_count) ||
+           attn_guard_alloc(&cb->seqlens, (size_t)cb->c.batch * sizeof(int32_t)) ||
+           (weights && attn_guard_floats(&cb->p, cb->lp.span))
+               ? -1
+               : 0;
+}
+
+/* N(0,1) as f32, then as stored (the same random stream for every
+   storage type) */
+static void qkv_fill(attn_qkv_case *cb, const int32_t *seqlens, attn_rng *r)
+{
+    const attn_spec *spec = cb->spec;
+    attn_fill_tensor(cb->qw, &cb->lq, NULL, r);
+    attn_fill_tensor(cb->kw, &cb->lk, seqlens, r);
+    attn_fill_tensor(cb->vw, &cb->lv, seqlens, r);
+    attn_verify_store(spec->dtype_q, cb->qw, cb->q.ptr, cb->lq.span);
+    attn_verify_store(spec->dtype_kv, cb->kw, cb->k.ptr, cb->lk.span);
+    attn_verify_store(spec->dtype_kv, cb->vw, cb->v.ptr, cb->lv.span);
+}
+
+/* the mask: broadcast dims (stride 0) are filled once; 0 or -1 */
+static int qkv_mask(attn_qkv_case *cb, attn_mask_kind mask, attn_rng *r)
+{
+    const int is_bool = mask == ATTN_MASK_BOOL;
+    const int64_t B = cb->c.batch, Hq = cb->spec->heads_q, Lq = cb->c.seq_q, Lk = cb->c.seq_k;
+    const int64_t nb = cb->lm.str[0] == 0 ? 1 : B, nh = cb->lm.str[1] == 0 ? 1 : Hq;
+    const size_t esize = is_bool ? 1 : sizeof(float);
+    int64_t b, h, i, j;
+
+    if (cb->lm.span > SIZE_MAX / esize || attn_guard_alloc(&cb->mask, cb->lm.span * esize))
+        return -1;
+    if (is_bool) { /* gaps random: a read of one is likely to show */
+        unsigned char *m = (unsigned char *)cb->mask.ptr;
+        size_t e;
+        for (e = 0; e < cb->lm.span; e++)
+            m[e] = (unsigned char)(attn_rng_next(r) & 1);
+    } else {
+        attn_fill_nan((float *)cb->mask.ptr, cb->lm.span);
+    }
+    for (b = 0; b < nb; b++)
+        for (h = 0; h < nh; h++)
+            for (i = 0; i < Lq; i++)
+                for (j = 0; j < Lk; j++) {
+                    const int64_t off = attn_offset4(&cb->lm, b, h, i, j);
+                    if (is_bool)
+                        ((unsigned char *)cb->mask.ptr)[off] = attn_rng_uniform(r) < 0.8;
+                    else
+                        ((float *)cb->mask.ptr)[off] = attn_rng_normal(r);
+                }
+    return 0;
+}
+
+/* the kernel's arguments: the case's buffers and layouts */
+static void qkv_args(attn_qkv_case *cb, attn_mask_kind mask, int weights, int32_t *seqlens)
+{
+    const attn_case *c = &cb->c;
+    attn_args *a = &cb->args;
+    a->batch = c->batch;
+    a->seq_q = c->seq_q;
+    a->seq_k = c->seq_k;
+    a->q = cb->q.ptr;
+    a->k = cb->k.ptr;
+    a->v = cb->v.ptr;
+    a->o = cb->o.ptr;
+    a->lse = (float *)cb->lse.ptr;
+    memcpy(a->q_stride, cb->lq.str, sizeof a->q_stride);
+    memcpy(a->k_stride, cb->lk.str, sizeof a->k_stride);
+    memcpy(a->v_stride, cb->lv.str, sizeof a->v_stride);
+    memcpy(a->o_stride, cb->lo.str, sizeof a->o_stride);
+    a->seqlens_k = seqlens;
+    if (mask != ATTN_MASK_NONE) {
+        a->mask = cb->mask.ptr;
+        memcpy(a->mask_stride, cb->lm.str, sizeof a->mask_stride);
+    }
+    if (weights) {
+        a->weights = (float *)cb->p.ptr;
+        memcpy(a->weights_stride, cb->lp.str, sizeof a->weights_stride);
+    }
+    attn_linear_state_args(cb);
+    a->dropout_p = c->dropout_p;
+    a->dropout_seed = c->dropout_seed;
+    a->dropout_offset = c->dropout_offset;
+    a->threads = c->threads;
+}
+
+/* Builds the inputs, layouts and args of a case; ATTN_OK or an error. */
+attn_status attn_qkv_build(void *state, const attn_spec *spec, const attn_case *c)
+{
+    attn_qkv_case *cb = (attn_qkv_case *)state;
+    const int linear = spec->family == ATTN_FAMILY_LINEAR;
+    /* linear attention has no mask, weights or dropout: their fields are ignored */
+    const attn_mask_kind mask = linear ? ATTN_MASK_NONE : spec->mask;
+    const int weights = !linear && spec->weights;
+    int32_t *seqlens = NULL;
+    attn_status st;
+    attn_rng r;
+
+    memset(cb, 0, sizeof *cb);
+    cb->spec = spec;
+    cb->c = *c;
+    st = attn_case_start(c, &r);
+    if (st == ATTN_OK)
+        st = qkv_layouts(cb, weights, &r);
+    if (st != ATTN_OK)
+        return st;
+    if (qkv_alloc(cb, weights))
+        goto nomem;
+    /* seqlens_k: with padding, ragged cases mix 0, Lk and random lengths */
+    if (spec->padding) {
+        seqlens = (int32_t *)cb->seqlens.ptr;
+        attn_fill_seqlens(seqlens, c->batch, c->seq_k, c->ragged, &r);
+    }
+    qkv_fill(cb, seqlens, &r);
+    /* drawn after the other inputs, so those stay the same random stream */
+    if (linear && spec->state && attn_linear_state_build(cb, &r))
+        goto nomem;
+    if (mask != ATTN_MASK_NONE && qkv_mask(cb, mask, &r))
+        goto nomem;
+    /* which O and P span elements are elements of O and P */
+    cb->o_described = attn_describe(&cb->lo);
+    cb->p_described = attn_describe(&cb->lp);
+    if (cb->o_described == NULL || cb->p_described == NULL)
+        goto nomem;
+    attn_qkv_reset(cb);
+    qkv_args(cb, mask, weights, seqlens);
+    return ATTN_OK;
+nomem:
+    attn_qkv_free(cb);
+    return ATTN_ERR_NOMEM;
+}
+
+attn_status attn_qkv_run(void *state, const attn_kernel *kernel, const attn_variant *variant, int threads)
+{
+    attn_qkv_case *cb = (attn_qkv_case *)state;
+    cb->args.threads = threads;
+    return variant != NULL ? variant->fwd(&cb->args) : kernel->fwd(&cb->args);
+}
+
+int attn_qkv_outputs(const void *state, attn_case_output *out)
+{
+    const attn_qkv_case *cb = (const attn_qkv_case *)state;
+    int n = 0;
+    /* O as stored: its bytes, gaps included */
+    out[n].name = "O";
+    out[n].ptr = cb->o.ptr;
+    out[n++].bytes = cb->lo.span * attn_dtype_size(cb->spec->dtype_o);
+    out[n].name = "LSE";
+    out[n].ptr = cb->lse.ptr;
+    out[n++].bytes = cb->lse_count * sizeof(float);
+    out[n].name = "P"; /* the weights as stored */
+    out[n].ptr = cb->p.ptr;
+    out[n++].bytes = cb->lp.span * sizeof(float);
+    return n + attn_linear_state_outputs(cb, out + n);
+}
+
+/* ---- the reference ------------------------------------------------------ */
+
+void attn_qkv_ref_free(attn_qkv_ref *ref)
+{
+    free(ref->o);
+    free(ref->lse);
+    free(ref->p);
+    free(ref->s);
+    free(ref->z);
+    free(ref->s_abs);
+    free(ref->z_abs);
+    memset(ref, 0, sizeof *ref);
+}
+
+/* Runs the reference on the case's stored inputs, widened, into cb->ref
+   (freed with the case whatever this returns). */
+attn_status attn_qkv_reference(void *state)
+{
+    attn_qkv_case *cb = (attn_qkv_case *)state;
+    const attn_spec *spec = cb->spec;
+    const attn_case *c = &cb->c;
+    attn_qkv_ref *ref = &cb->ref;
+    attn_args ref_args;
+    /* the reference writes a contiguous O of its own */
+    const size_t o_count = (size_t)c->batch * (size_t)c->seq_q * (size_t)spec->heads_q * (size_t)spec->head_dim_v;
+    attn_status st;
+
+    ref->o = (float *)malloc(o_count * sizeof *ref->o + 1);
+    ref->lse = (float *)malloc(cb->lse_count * sizeof *ref->lse + 1);
+    if (cb->args.weights != NULL) /* contiguous [B][Hq][Lq][Lk] */
+        ref->p = (float *)malloc((size_t)c->batch * (size_t)spec->heads_q * (size_t)c->seq_q * (size_t)c->seq_k *
+                                     sizeof *ref->p + 1);
+    if (ref->o == NULL || ref->lse == NULL || (cb->args.weights != NULL && ref->p == NULL) ||
+        attn_linear_state_ref_alloc(cb))
+        return ATTN_ERR_NOMEM;
+    /* the stored inputs, widened, with the kernel's strides */
+    ref_args = cb->args;
+    ref_args.q = cb->qw;
+    ref_args.k = cb->kw;
+    ref_args.v = cb->vw;
+    ref_args.o = ref->o;
+    ref_args.lse = ref->lse;
+    ref_args.weights = ref->p;
+    ref_args.state_s = ref->s;
+    ref_args.state_z = ref->z;
+    attn_args_set_contiguous(&ref_args, spec);
+    memcpy(ref_args.q_stride, cb->args.q_stride, sizeof ref_args.q_stride);
+    memcpy(ref_args.k_stride, cb->args.k_stride, sizeof ref_args.k_stride);
+    memcpy(ref_args.v_stride, cb->args.v_stride, sizeof ref_args.v_stride);
+    memcpy(ref_args.mask_stride, cb->args.mask_stride, sizeof ref_args.mask_stride);
+    st = attn_reference(spec, &ref_args);
+    if (st == ATTN_OK)
+        st = attn_linear_state_ref_bound(cb, &ref_args);
+    return st;
+}
+
+/* ---- comparison --------------------------------------------------------- */
+
+static void compare_o(const attn_qkv_case *cb, attn_verify_result *res)
+{
+    const attn_spec *spec = cb->spec;
+    const attn_case *c = &cb->c;
+    const attn_dtype odt = spec->dtype_o;
+    char label[96] = "", as[32];
+    int64_t b, i, h, d;
+
+    for (b = 0; b < c->batch; b++)
+        for (i = 0; i < c->seq_q; i++)
+            for (h = 0; h < spec->heads_q; h++)
+                for (d = 0; d < spec->head_dim_v; d++) {
+                    const double x = attn_load_value(odt, cb->o.ptr, (size_t)attn_offset4(&cb->lo, b, i, h, d));
+                    const double r = cb->ref.o[((b * c->seq_q + i) * spec->heads_q + h) * spec->head_dim_v + d];
+                    double err, ratio;
+                    const int ok = attn_values_agree(x, r, ATTN_REF_TOL_O(spec, r), &err, &ratio);
+                    if (!ok && res->failures == 0)
+                        snprintf(label, sizeof label, "O[b=%lld][i=%lld][h=%lld][d=%lld]%s", (long long)b,
+                                 (long long)i, (long long)h, (long long)d, attn_stored_as(odt, as, sizeof as));
+                    attn_verify_note(res, ok, err, ratio, &res->max_err_o, label, x, r, c);
+                }
+}
+
+static void compare_lse(const attn_qkv_case *cb, attn_verify_result *res)
+{
+    const attn_spec *spec = cb->spec;
+    const attn_case *c = &cb->c;
+    const float *lse = (const float *)cb->lse.ptr;
+    char label[96] = "";
+    int64_t b, h, i;
+
+    for (b = 0; b < c->batch; b++)
+        for (h = 0; h < spec->heads_q; h++)
+            for (i = 0; i < c->seq_q; i++) {
+                const size_t at = (size_t)((b * spec->heads_q + h) * c->seq_q + i);
+                const float r = cb->ref.lse[at];
+                double err, ratio;
+                const int ok = attn_values_agree(lse[at], r, ATTN_REF_TOL(ATTN_DTYPE_F32, r), &err, &ratio);
+                if (!ok && res->failures == 0)
+                    snprintf(label, sizeof label, "LSE[b=%lld][h=%lld][i=%lld]", (long long)b, (long long)h,
+                             (long long)i);
+                attn_verify_note(res, ok, err, ratio, &res->max_err_lse, label, lse[at], r, c);
+            }
+}
+
+/* the weights: within ATTN_REF_TOL_P, and exactly 0 where the reference's are */
+static void compare_p(const attn_qkv_case *cb, attn_verify_result *res)
+{
+    const attn_spec *spec = cb->spec;
+    const attn_case *c = &cb->c;
+    char label[96] = "";
+    int64_t b, h, i, j;
+
+    for (b = 0; b < c->batch; b++)
+        for (h = 0; h < spec->heads_q; h++)
+            for (i = 0; i < c->seq_q; i++)
+                for (j = 0; j < c->seq_k; j++) {
+                    const double x = ((const float *)cb->p.ptr)[attn_offset4(&cb->lp, b, h, i, j)];
+                    const double r = cb->ref.p[((b * spec->heads_q + h) * c->seq_q + i) * c->seq_k + j];
+                    double err, ratio;
+                    int ok = attn_values_agree(x, r, ATTN_REF_TOL_P(r), &err, &ratio);
+                    if (r == 0.0 && x != 0.0) {
+                        ok = 0;
+                        ratio = INFINITY;
+                    }
+                    if (!ok && res->failures == 0)
+                        snprintf(label, sizeof label, "P[b=%lld][h=%lld][i=%lld][j=%lld]", (long long)b,
+                                 (long long)h, (long long)i, (long long)j);
+                    attn_verify_note(res, ok, err, ratio, &res->max_err_p, label, x, r, c);
+                }
+}
+
+/* O (and LSE, P, the state) of one variant's run against the reference's,
+   and O's and P's gaps, into res */
+void attn_qkv_compare(const void *state, const char *shape, attn_verify_result *res)
+{
+    const attn_qkv_case *cb = (const attn_qkv_case *)state;
+    const int linear = cb->spec->family == ATTN_FAMILY_LINEAR;
+
+    compare_o(cb, res);
+    if (linear)
+        attn_linear_compare_lse_untouched(cb, shape, res);
+    attn_linear_compare_state(cb, res);
+    if (!linear)
+        compare_lse(cb, res);
+    if (cb->args.weights != NULL)
+        compare_p(cb, res);
+    attn_verify_gaps(res, "P", ATTN_DTYPE_F32, cb->p.ptr, cb->p_described, cb->lp.span, shape);
+    attn_verify_gaps(res, "O", cb->spec->dtype_o, cb->o.ptr, cb->o_described, cb->lo.span, shape);
+}
+
+/* ---- the shape matrix --------------------------------------------------- */
+
+/* on, below and above the tiles, and (quick == 0) around two of them */
+static void tile_cases(attn_case_list *l, int64_t tq, int64_t tk, int quick)
+{
+    int dq, dk;
+    if (tq <= 0 || tk <= 0)
+        return;
+    if (quick) {
+        /*                    B  Lq      Lk          strided ragged threads */
+        attn_case_list_add(l, 1, tq - 1, tk + 1, 0, 0, 1);
+        attn_case_list_add(l, 1, tq, tk, 1, 1, 2);
+        attn_case_list_add(l, 1, tq + 1, tk - 1, 0, 0, 2);
+        attn_case_list_add(l, 1, tq + 1, 2 * tk + 1, 1, 1, 1);
+        attn_case_list_add(l, 2, 1, tk + 1, 0, 1, 2);
+        attn_case_list_add(l, 1, tq, 1, 1, 0, 1);
+        return;
+    }
+    for (dq = -1; dq <= 1; dq++)
+        for (dk = -1; dk <= 1; dk++)
+            attn_case_list_add(l, 2, tq + dq, 2 * tk + dk, (dq + dk) & 1, 1, 1 + (dk & 1));
+}
+
+/* The shapes of every sdpa and linear kernel: B, Lq, Lk, strided, ragged, threads */
+static const int64_t common_rows[][6] = {
+    /* Lq == Lk */
+    { 1, 1, 1, 0, 0, 1 }, { 2, 2, 2, 0, 1, 1 }, { 1, 17, 17, 1, 0, 2 }, { 1, 113, 113, 0, 1, 2 },
+    /* Lq < Lk: decoding and prefill against a KV cache */
+    { 2, 1, 113, 0, 1, 1 }, { 1, 1, 17, 1, 0, 1 }, { 1, 2, 17, 0, 0, 2 }, { 2, 17, 113, 1, 1, 2 },
+    /* Lq > Lk: with causal the first rows see no key */
+    { 1, 2, 1, 0, 0, 1 }, { 2, 17, 2, 1, 1, 1 }, { 1, 113, 17, 0, 0, 2 },
+    /* empty sequences */
+    { 1, 0, 17, 0, 0, 1 }, { 2, 5, 0, 0, 1, 2 },
+};
+/* a few more layouts of the common shapes (after the tile edges) */
+static const int64_t layout_rows[][6] = { { 1, 113, 113, 1, 1, 1 }, { 2, 1, 17, 1, 1, 2 }, { 1, 17, 113, 0, 0, 1 } };
+/* quick == 0: long sequences */
+static const int64_t long_rows[][6] = {
+    { 1, 1023, 1025, 0, 0, 2 }, { 1, 1025, 1023, 1, 0, 2 }, { 2, 1, 1025, 0, 1, 2 },
+    { 2, 17, 1023, 1, 1, 1 },   { 1, 1025, 17, 0, 0, 2 },
+};
+
+int attn_qkv_default_cases(const attn_spec *spec, attn_case *out, int max, int quick)
+{
+    attn_case_list l;
+    /* tile edges only for sane tiles (they are sizes the kernel loops over) */
+    const int64_t tq = spec->tile_q >= 1 && spec->tile_q <= 1024 ? spec->tile_q : 0;
+    const int64_t tk = spec->tile_kv >= 1 && spec->tile_kv <= 1024 ? spec->tile_kv : 0;
+
+    l.out = out;
+    l.max = max;
+    l.n = 0;
+    l.padding = spec->padding;
+    l.dropout = spec->family != ATTN_FAMILY_LINEAR && spec->dropout;
+
+    attn_case_list_rows(&l, common_rows, sizeof common_rows / sizeof common_rows[0]);
+    tile_cases(&l, tq, tk, 1);
+    attn_case_list_rows(&l, layout_rows, sizeof layout_rows / sizeof layout_rows[0]);
+
+    if (!quick) {
+        attn_case_list_rows(&l, long_rows, sizeof long_rows / sizeof long_rows[0]);
+        tile_cases(&l, tq, tk, 0);
+    }
+    return l.n;
+}
+
+static void sdpa_errors(const attn_spec *spec, const attn_verify_result *res, char *buf, size_t len)
+{
+    snprintf(buf, len, "O %.1e LSE %.1e", res->max_err_o, res->max_err_lse);
+    if (spec->weights) { /* the weights P too */
+        const size_t n = strlen(buf);
+        if (n < len)
+            snprintf(buf + n, len - n, " P %.1e", res->max_err_p);
+    }
+}
+
+const attn_case_ops attn_cases_sdpa_fwd = {
+    "sdpa",           sizeof(attn_qkv_case), attn_qkv_build,   attn_qkv_reference, attn_qkv_run,
+    attn_qkv_compare, attn_qkv_reset,        attn_qkv_outputs, attn_qkv_free,      attn_qkv_default_cases,
+    sdpa_errors,
+};

@@ -1,0 +1,51 @@
+/*
+ * attn_bench.h - the parts of `attngen bench` (docs/architecture.md,
+ * "Runtime and tools"): attn_bench_main.c (options, inputs, timing,
+ * report), attn_bench_peak.c (the machine's FMA and bf16 dot peaks and its
+ * read bandwidth) and attn_bench_blas.c (the unfused OpenBLAS baselines,
+ * linked only where OpenBLAS is: ATTN_HAVE_OPENBLAS).
+ */
+#ifndef ATTN_BENCH_H
+#define ATTN_BENCH_H
+
+#include <stddef.h>
+
+#include "attn_runtime.h"
+
+/* CLOCK_MONOTONIC, in seconds */
+double attn_bench_now(void);
+
+/* Measured f32 FMA peak of one ISA on `threads` threads, GFLOP/s (for
+   avx512bf16, that of AVX-512: its f32 work runs there); 0 when the ISA has
+   no peak loop here (scalar) or cannot run. */
+double attn_bench_fma_peak(attn_isa isa, int threads);
+
+/* Measured bf16 dot peak (vdpbf16ps) on `threads` threads, GFLOP/s; 0 where
+   the CPU has no AVX512_BF16 (or the compiler does not know it). */
+double attn_bench_bf16_dot_peak(int threads);
+
+/* The buffer of the read bandwidth: 1 GiB of floats, far larger than the
+   caches.  Allocated once a run (faulting in 1 GiB takes seconds). */
+#define READ_BW_FLOATS ((size_t)1 << 28)
+
+/* Streaming read bandwidth on `threads` threads, GB/s, over buf
+   (READ_BW_FLOATS floats). */
+double attn_bench_read_bandwidth(const float *buf, int threads);
+
+#ifdef ATTN_HAVE_OPENBLAS
+/* Whether the sdpa baseline models the spec's masks. */
+int attn_bench_blas_supports(const attn_spec *s);
+/* sgemm + softmax + sgemm on f32 tensors */
+attn_status attn_bench_blas_attention(const attn_spec *s, const attn_args *a);
+/* the same with cblas_sbgemm on bf16 Q, K, V; only when attn_bench_find_sbgemm found it */
+attn_status attn_bench_blas_attention_bf16(const attn_spec *s, const attn_args *a);
+/* whether the OpenBLAS this program runs with exports cblas_sbgemm */
+int attn_bench_find_sbgemm(void);
+/* the additive and luong families' unfused baseline */
+attn_status attn_bench_blas_classic(const attn_spec *s, const attn_classic_args *a);
+/* re-runs the program with OPENBLAS_CORETYPE set to this CPU's best core
+   (unless --blas-core keep) */
+void attn_bench_choose_blas_core(int argc, char **argv);
+#endif
+
+#endif /* ATTN_BENCH_H */
