@@ -21,7 +21,7 @@ M.TOOLS = { "run", "check", "bench" }
 
 -- the runtime's units every tool links (the verification harness and each
 -- family's cases: docs/architecture.md, "Runtime and tools"), and the
--- headers only they include
+-- headers they include besides attn_runtime.h and attn_reference.h
 local RUNTIME_SOURCES = { "attn_runtime.c", "attn_reference.c", "attn_npy.c", "attn_verify.c",
   "attn_cases_sdpa.c", "attn_cases_linear.c", "attn_cases_classic.c" }
 local RUNTIME_HEADERS = { "attn_cases.h", "attn_cases_qkv.h", "attn_cpu_profiles.h" }
