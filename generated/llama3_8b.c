@@ -3563,29 +3563,45 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 16, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 8, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 4, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        PV_WIDEST = 8, /* rows of the widest P*V kernel (v.pv_rows[1]) */
+        QK_ROWS = 8, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+        QKPF_ROWS = 8, /* rows of the next block a call of the prefetching panel kernel asks for (D / 2 lines) */
+        PV_CHUNKS = 3, /* chunks of D of the P*V kernels at most (a line of the next block each) */
+        ROW_LINES = 8, /* cache lines of each K and V row (the kernels that prefetch count them) */
+        LINE_FLOATS = 16 /* elements of a K/V row in a cache line */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes
        (here two values of D a row, in two vectors); more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
-    const int lanes = gl > 8 && gl <= 16;
+    const int lanes = gl > ROWS_HALF && gl <= ROWS_VEC;
     /* at most a quarter of a vector, where the runtime says so (AMD Zen 4 and 5):
        padded to a quarter vector, in pairs of D on half-width vectors */
-    const int hpairs = gl <= 4 && attn_decode_half_pairs();
-    const int pairs = hpairs || (gl > 4 && gl <= 8);
-    const int dots = !lanes && !pairs && gl < 32;
-    const int64_t glp = lanes ? 16 : pairs ? (hpairs ? 4 : 8) : dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
-    const int64_t rp = dots || pairs ? (HKV * glp + 15) / 16 * 16 : HKV * glp;
+    const int hpairs = gl <= ROWS_QUARTER && attn_decode_half_pairs();
+    const int pairs = hpairs || (gl > ROWS_QUARTER && gl <= ROWS_HALF);
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? (hpairs ? ROWS_QUARTER : ROWS_HALF) : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 32 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
@@ -3595,15 +3611,15 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                               thread (its splits follow one another), not once a split */
         for (r = 0; r < rp; r++) {
             const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 32) * 32 * D + r % 32;
-            float *qw = w->q + r * 128;
+            float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+            float *qw = w->q + r * Q_STRIDE;
             int64_t d;
             if (r < HKV * glp && rr < gl) {
                 attn_llama3_8b_qpack_f32__avx512(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
                 attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
             } else { /* padding rows: zero queries that see what row 0 sees (so that they
                         change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
                 w->lo[r] = w->lo[0];
                 w->hi[r] = w->hi[0];
                 w->sink_hi[r] = w->sink_hi[0];
@@ -3612,7 +3628,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                 if (r < HKV * glp)
                     for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
             } else
-                for (d = 0; d < D; d++) qc[d * 32] = qw[d];
+                for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
         }
         w->rows_of = b;
     }
@@ -3620,7 +3636,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -3641,7 +3657,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
         /* (none where the rows are in panels, whose products ask for the whole next
            block: the key starts' burst then measured slower, docs/decode.md) */
         const int64_t ks_end = pf != ATTN_PREFETCH_L2 || (!lanes && !pairs && !dots) ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
-        const int64_t kper = kb >= 8 ? (ks_end - ks + HKV * (kb / 8) - 1) / (HKV * (kb / 8)) : 0; /* a score call's share */
+        const int64_t kper = kb >= SCORE_KEYS ? (ks_end - ks + HKV * (kb / SCORE_KEYS) - 1) / (HKV * (kb / SCORE_KEYS)) : 0; /* a score call's share */
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
@@ -3659,13 +3675,13 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
-                        const float *pr[8]; /* the next block's rows this call prefetches */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                        const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
-                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
+                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
                         attn_llama3_8b_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         attn_llama3_8b_key_starts(&kv, &ks, ks_end, kper);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
                         for (d = 0; d < D; d += 2) { const __m512 kb = attn_set2__avx512(k0 + d); a0 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * 16), a0); a1 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * 16 + 16), a1); };
@@ -3689,13 +3705,13 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
-                        const float *pr[8]; /* the next block's rows this call prefetches */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                        const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
-                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
+                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
                         attn_llama3_8b_hpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         attn_llama3_8b_key_starts(&kv, &ks, ks_end, kper);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
                         for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), _mm256_loadu_ps(qp + d * 4), a0);
@@ -3719,13 +3735,13 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
-                        const float *pr[8]; /* the next block's rows this call prefetches */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                        const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
-                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
+                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
                         attn_llama3_8b_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         attn_llama3_8b_key_starts(&kv, &ks, ks_end, kper);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps();
                         for (d = 0; d < D; d += 2) a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), _mm512_loadu_ps(qp + d * 8), a0);
@@ -3747,7 +3763,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    attn_llama3_8b_dot_4x2_f32__avx512(w->q + hk * glp * 128, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
+                    attn_llama3_8b_dot_4x2_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
@@ -3760,21 +3776,21 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                 }
             }
         } else {
-            const int64_t npan = glp / 32; /* panels a kv head */
+            const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 32) {
+                for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                     const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 32;
-                    for (c = 0; c + 8 <= kb; c += 8) {
+                    const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                    for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
                         /* the scores' half of the next block inside the call, a line every other d,
                            where the prefetch goes to L2 */
-                        const float *pr[8]; /* the next block's rows this call prefetches */
+                        const float *pr[QKPF_ROWS]; /* the next block's rows this call prefetches */
                         if (pf == ATTN_PREFETCH_L2 && pl < pn / 2) {
-                            pl = attn_llama3_8b_next_rows(&kv, jn, pn / 2, pl, pr, 8, w->s);
+                            pl = attn_llama3_8b_next_rows(&kv, jn, pn / 2, pl, pr, QKPF_ROWS, w->s);
                             attn_llama3_8b_qkpf_8x32_f32__avx512(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp, pr);
                         } else
                             attn_llama3_8b_qk_8x32_f32__avx512(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
                             const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
@@ -3803,25 +3819,25 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                     if (!attn_llama3_8b_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
 
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 16) attn_llama3_8b_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         /* O = alpha * O + P V, kv head by kv head, 8 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
             const float *vh = attn_llama3_8b_v_row(&kv, hk, j0);
-            const float *pr[3 * DECODE_BLOCK_MANY / 8 + 1]; /* the next block's rows a P*V call asks for */
+            const float *pr[PV_CHUNKS * DECODE_BLOCK_MANY / ROW_LINES + 1]; /* the next block's rows a P*V call asks for */
             for (r = hk * glp; r < hk * glp + gl;) {
                 /* the widest kernel that fits the rows left; past two widths a head, or
                    where the runtime says so (attn_decode_even_rows: AMD Zen 4 and 5), the last
                    rows under two widths in two even halves (18 rows: 8, 5, 5, not
                    8, 8, 2; 10 rows: 5 and 5 on AMD, 8 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = (gl > 16 || even) && left > 8 && left < 16 ? (left + 1) / 2 : left;
+                const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 /* one vector of rows (in pairs of D) and rows in panels ask for the next
                    block's second half inside their P*V calls, a line each iteration (a key of
                    a chunk), as their scores asked for the first: spread over the products, not
                    in a burst after them, the reads overlap the FMAs (docs/decode.md) */
                 const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;
-                if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= 7 ? 3 : 2) * kb + 7) / 8), w->s);
+                if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= 7 ? 3 : 2) * kb + (ROW_LINES - 1)) / ROW_LINES), w->s);
                 if (take >= 8) {
                     attn_llama3_8b_pv_8x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
                     r += 8;
@@ -3870,7 +3886,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_llama3_8b_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * DV, lpart + row);
+        attn_llama3_8b_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
@@ -5866,26 +5882,40 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 8, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 4, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 2, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        PV_WIDEST = 6, /* rows of the widest P*V kernel (v.pv_rows[1]) */
+        QK_ROWS = 4, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+        ROW_LINES = 8, /* cache lines of each K and V row (the kernels that prefetch count them) */
+        LINE_FLOATS = 16 /* elements of a K/V row in a cache line */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes; more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
-    const int lanes = gl > 4 && gl <= 8;
-    const int pairs = gl > 2 && gl <= 4;
-    const int dots = !lanes && !pairs && gl < 16;
-    const int64_t glp = lanes ? 8 : pairs ? 4 : dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
-    const int64_t rp = dots || pairs ? (HKV * glp + 7) / 8 * 8 : HKV * glp;
+    const int lanes = gl > ROWS_HALF && gl <= ROWS_VEC;
+    const int pairs = gl > ROWS_QUARTER && gl <= ROWS_HALF;
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? ROWS_HALF : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 16 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
@@ -5895,15 +5925,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                               thread (its splits follow one another), not once a split */
         for (r = 0; r < rp; r++) {
             const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 16) * 16 * D + r % 16;
-            float *qw = w->q + r * 128;
+            float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+            float *qw = w->q + r * Q_STRIDE;
             int64_t d;
             if (r < HKV * glp && rr < gl) {
                 attn_llama3_8b_qpack_f32__avx2(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
                 attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
             } else { /* padding rows: zero queries that see what row 0 sees (so that they
                         change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
                 w->lo[r] = w->lo[0];
                 w->hi[r] = w->hi[0];
                 w->sink_hi[r] = w->sink_hi[0];
@@ -5912,7 +5942,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                 if (r < HKV * glp)
                     for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
             } else
-                for (d = 0; d < D; d++) qc[d * 16] = qw[d];
+                for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
         }
         w->rows_of = b;
     }
@@ -5920,7 +5950,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -5937,7 +5967,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
         const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
-        const int64_t kper = kb >= 8 ? (ks_end - ks + HKV * (kb / 8) - 1) / (HKV * (kb / 8)) : 0; /* a score call's share */
+        const int64_t kper = kb >= SCORE_KEYS ? (ks_end - ks + HKV * (kb / SCORE_KEYS) - 1) / (HKV * (kb / SCORE_KEYS)) : 0; /* a score call's share */
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
@@ -5955,13 +5985,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
-                        const float *pr[16]; /* the next block's rows this call prefetches */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                        const float *pr[LINE_FLOATS]; /* the next block's rows this call prefetches */
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
-                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 16, w->s);
+                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS, w->s);
                         attn_llama3_8b_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         attn_llama3_8b_key_starts(&kv, &ks, ks_end, kper);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
                         for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), _mm256_loadu_ps(qt + d * 16), a0);
@@ -5985,13 +6015,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
-                        const float *pr[8]; /* the next block's rows this call prefetches */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                        const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
-                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
+                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
                         attn_llama3_8b_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         attn_llama3_8b_key_starts(&kv, &ks, ks_end, kper);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
                         for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), _mm256_loadu_ps(qp + d * 4), a0);
@@ -6013,7 +6043,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    attn_llama3_8b_dot_4x2_f32__avx2(w->q + hk * glp * 128, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
+                    attn_llama3_8b_dot_4x2_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
@@ -6026,14 +6056,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                 }
             }
         } else {
-            const int64_t npan = glp / 16; /* panels a kv head */
+            const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 16) {
+                for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                     const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 16;
-                    for (c = 0; c + 4 <= kb; c += 4) {
+                    const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                    for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
                         attn_llama3_8b_qk_4x16_f32__avx2(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
                             const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
@@ -6062,7 +6092,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                     if (!attn_llama3_8b_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
 
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 8) attn_llama3_8b_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
@@ -6073,7 +6103,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                    rows under two widths in two even halves (14 rows: 6, 4, 4, not
                    6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
+                const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
                     attn_llama3_8b_pv_6x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 6;
@@ -6114,7 +6144,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_llama3_8b_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * DV, lpart + row);
+        attn_llama3_8b_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
@@ -8344,26 +8374,40 @@ ATTN_NOINLINE static void attn_llama3_8b_dpairs_8x1__neon(const float *restrict 
 static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 4, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 2, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 1, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        PV_WIDEST = 6, /* rows of the widest P*V kernel (v.pv_rows[1]) */
+        QK_ROWS = 8, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+        ROW_LINES = 8, /* cache lines of each K and V row (the kernels that prefetch count them) */
+        LINE_FLOATS = 16 /* elements of a K/V row in a cache line */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes; more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
-    const int lanes = gl > 2 && gl <= 4;
-    const int pairs = gl > 1 && gl <= 2;
-    const int dots = !lanes && !pairs && gl < 8;
-    const int64_t glp = lanes ? 4 : pairs ? 2 : dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
-    const int64_t rp = dots || pairs ? (HKV * glp + 3) / 4 * 4 : HKV * glp;
+    const int lanes = gl > ROWS_HALF && gl <= ROWS_VEC;
+    const int pairs = gl > ROWS_QUARTER && gl <= ROWS_HALF;
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? ROWS_HALF : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 8 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
@@ -8373,15 +8417,15 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                               thread (its splits follow one another), not once a split */
         for (r = 0; r < rp; r++) {
             const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 8) * 8 * D + r % 8;
-            float *qw = w->q + r * 128;
+            float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+            float *qw = w->q + r * Q_STRIDE;
             int64_t d;
             if (r < HKV * glp && rr < gl) {
                 attn_llama3_8b_qpack_f32__neon(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
                 attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
             } else { /* padding rows: zero queries that see what row 0 sees (so that they
                         change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
                 w->lo[r] = w->lo[0];
                 w->hi[r] = w->hi[0];
                 w->sink_hi[r] = w->sink_hi[0];
@@ -8390,7 +8434,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                 if (r < HKV * glp)
                     for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
             } else
-                for (d = 0; d < D; d++) qc[d * 8] = qw[d];
+                for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
         }
         w->rows_of = b;
     }
@@ -8398,7 +8442,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -8415,7 +8459,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
         /* the keys a block further whose pages' first lines are asked for (below), from ks */
         int64_t ks = jn + bk;
         const int64_t ks_end = pf != ATTN_PREFETCH_L2 ? ks : jn + 2 * bk < lk ? jn + 2 * bk : lk;
-        const int64_t kper = kb >= 8 ? (ks_end - ks + HKV * (kb / 8) - 1) / (HKV * (kb / 8)) : 0; /* a score call's share */
+        const int64_t kper = kb >= SCORE_KEYS ? (ks_end - ks + HKV * (kb / SCORE_KEYS) - 1) / (HKV * (kb / SCORE_KEYS)) : 0; /* a score call's share */
         if (cls == TILE_HIDDEN) continue;
 
         /* Consecutive keys of one kv head lie a whole row of heads apart (often
@@ -8433,13 +8477,13 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
-                        const float *pr[16]; /* the next block's rows this call prefetches */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                        const float *pr[LINE_FLOATS]; /* the next block's rows this call prefetches */
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
-                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 16, w->s);
+                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS, w->s);
                         attn_llama3_8b_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         attn_llama3_8b_key_starts(&kv, &ks, ks_end, kper);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
                         for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), vld1q_f32(qt + d * 8));
@@ -8463,13 +8507,13 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
-                        const float *pr[8]; /* the next block's rows this call prefetches */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
+                        const float *pr[LINE_FLOATS / 2]; /* the next block's rows this call prefetches */
                         const int inside = pf == ATTN_PREFETCH_L2 && pl < pn;
-                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, 8, w->s);
+                        if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, LINE_FLOATS / 2, w->s);
                         attn_llama3_8b_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp, inside ? pr : NULL);
                         attn_llama3_8b_key_starts(&kv, &ks, ks_end, kper);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
                         for (d = 0; d < D; d += 2) a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), vld1q_f32(qp + d * 2));
@@ -8491,7 +8535,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    attn_llama3_8b_dot_4x2_f32__neon(w->q + hk * glp * 128, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
+                    attn_llama3_8b_dot_4x2_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
@@ -8504,14 +8548,14 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                 }
             }
         } else {
-            const int64_t npan = glp / 8; /* panels a kv head */
+            const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 8) {
+                for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                     const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 8;
-                    for (c = 0; c + 8 <= kb; c += 8) {
+                    const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                    for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
                         attn_llama3_8b_qk_8x8_f32__neon(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
                             const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
@@ -8540,7 +8584,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                     if (!attn_llama3_8b_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
 
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 4) attn_llama3_8b_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
@@ -8551,7 +8595,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                    rows under two widths in two even halves (14 rows: 6, 4, 4, not
                    6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
+                const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
                     attn_llama3_8b_pv_6x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 6;
@@ -8592,7 +8636,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_llama3_8b_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * DV, lpart + row);
+        attn_llama3_8b_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
@@ -9831,26 +9875,39 @@ typedef struct {
 ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        QK_ROWS = 4, /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+        ROW_LINES = 8, /* cache lines of each K and V row (the kernels that prefetch count them) */
+        LINE_FLOATS = 16 /* elements of a K/V row in a cache line */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes; more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
     const int lanes = 0;
     const int pairs = 0;
-    const int dots = !lanes && !pairs && gl < 2;
-    const int64_t glp = lanes ? 1 : pairs ? 0 : dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
-    const int64_t rp = dots || pairs ? (HKV * glp + 0) / 1 * 1 : HKV * glp;
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? ROWS_HALF : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_kv kv = attn_llama3_8b_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 2 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     int64_t r, c, j0, hk;
     int full;
@@ -9859,20 +9916,20 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
                               thread (its splits follow one another), not once a split */
         for (r = 0; r < rp; r++) {
             const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 2) * 2 * D + r % 2;
-            float *qw = w->q + r * 128;
+            float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+            float *qw = w->q + r * Q_STRIDE;
             int64_t d;
             if (r < HKV * glp && rr < gl) {
                 attn_llama3_8b_qpack_f32__scalar(attn_llama3_8b_q_row(args, b, i, (r / glp) * GROUP + g), qw);
                 attn_llama3_8b_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
             } else { /* padding rows: zero queries that see what row 0 sees (so that they
                         change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
                 w->lo[r] = w->lo[0];
                 w->hi[r] = w->hi[0];
                 w->sink_hi[r] = w->sink_hi[0];
             }
-            for (d = 0; d < D; d++) qc[d * 2] = qw[d];
+            for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
         }
         w->rows_of = b;
     }
@@ -9880,7 +9937,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -9909,7 +9966,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    attn_llama3_8b_dot_4x2_f32__scalar(w->q + hk * glp * 128, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
+                    attn_llama3_8b_dot_4x2_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
@@ -9922,14 +9979,14 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
                 }
             }
         } else {
-            const int64_t npan = glp / 2; /* panels a kv head */
+            const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 2) {
+                for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                     const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 2;
-                    for (c = 0; c + 4 <= kb; c += 4) {
+                    const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                    for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
                         attn_llama3_8b_qk_4x2_f32__scalar(attn_llama3_8b_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const float *row = attn_llama3_8b_next_row(&kv, jn, pl);
                             const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
@@ -9957,7 +10014,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
                     if (!attn_llama3_8b_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
 
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 1) attn_llama3_8b_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
@@ -9988,7 +10045,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_llama3_8b_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * DV, lpart + row);
+        attn_llama3_8b_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 

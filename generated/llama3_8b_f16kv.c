@@ -3105,26 +3105,38 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_
 __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_f16kv_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 16, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 8, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 4, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        PV_WIDEST = 6, /* rows of the widest P*V kernel (v.pv_rows[1]) */
+        QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes; more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
-    const int lanes = gl > 8 && gl <= 16;
+    const int lanes = gl > ROWS_HALF && gl <= ROWS_VEC;
     const int pairs = 0;
-    const int dots = !lanes && !pairs && gl < 32;
-    const int64_t glp = lanes ? 16 : pairs ? 8 : dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
-    const int64_t rp = dots || pairs ? (HKV * glp + 15) / 16 * 16 : HKV * glp;
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? ROWS_HALF : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 32 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
@@ -3134,20 +3146,20 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                               thread (its splits follow one another), not once a split */
         for (r = 0; r < rp; r++) {
             const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 32) * 32 * D + r % 32;
-            float *qw = w->q + r * 128;
+            float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+            float *qw = w->q + r * Q_STRIDE;
             int64_t d;
             if (r < HKV * glp && rr < gl) {
                 attn_llama3_8b_f16kv_qpack_f32__avx512(attn_llama3_8b_f16kv_q_row(args, b, i, (r / glp) * GROUP + g), qw);
                 attn_llama3_8b_f16kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
             } else { /* padding rows: zero queries that see what row 0 sees (so that they
                         change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
                 w->lo[r] = w->lo[0];
                 w->hi[r] = w->hi[0];
                 w->sink_hi[r] = w->sink_hi[0];
             }
-            for (d = 0; d < D; d++) qc[d * 32] = qw[d];
+            for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
         }
         w->rows_of = b;
     }
@@ -3155,7 +3167,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_f16kv_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -3184,9 +3196,9 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                 for (c = 0; c < kb;) {
                     const uint16_t *k0 = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
                         attn_llama3_8b_f16kv_lanes_8x1_f16__avx512(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps();
                         for (d = 0; d < D; d++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_f16__scalar(k0[d])), _mm512_loadu_ps(qt + d * 32), a0);
@@ -3208,7 +3220,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    attn_llama3_8b_f16kv_dot_4x2_f16__avx512(w->q + hk * glp * 128, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
+                    attn_llama3_8b_f16kv_dot_4x2_f16__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
@@ -3221,14 +3233,14 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                 }
             }
         } else {
-            const int64_t npan = glp / 32; /* panels a kv head */
+            const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 32) {
+                for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                     const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 32;
-                    for (c = 0; c + 8 <= kb; c += 8) {
+                    const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                    for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
                         attn_llama3_8b_f16kv_qk_8x32_f16__avx512(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
                             const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
@@ -3256,7 +3268,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                     if (!attn_llama3_8b_f16kv_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
 
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 16) attn_llama3_8b_f16kv_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_f16kv_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
@@ -3267,7 +3279,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                    rows under two widths in two even halves (14 rows: 6, 4, 4, not
                    6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
+                const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
                     attn_llama3_8b_f16kv_pv_6x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 6;
@@ -3308,7 +3320,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_llama3_8b_f16kv_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * DV, lpart + row);
+        attn_llama3_8b_f16kv_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
@@ -5498,26 +5510,38 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8
 __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_f16kv_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 8, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 4, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 2, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        PV_WIDEST = 6, /* rows of the widest P*V kernel (v.pv_rows[1]) */
+        QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes; more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
-    const int lanes = gl > 4 && gl <= 8;
+    const int lanes = gl > ROWS_HALF && gl <= ROWS_VEC;
     const int pairs = 0;
-    const int dots = !lanes && !pairs && gl < 16;
-    const int64_t glp = lanes ? 8 : pairs ? 4 : dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
-    const int64_t rp = dots || pairs ? (HKV * glp + 7) / 8 * 8 : HKV * glp;
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? ROWS_HALF : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 16 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
@@ -5527,20 +5551,20 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                               thread (its splits follow one another), not once a split */
         for (r = 0; r < rp; r++) {
             const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 16) * 16 * D + r % 16;
-            float *qw = w->q + r * 128;
+            float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+            float *qw = w->q + r * Q_STRIDE;
             int64_t d;
             if (r < HKV * glp && rr < gl) {
                 attn_llama3_8b_f16kv_qpack_f32__avx2(attn_llama3_8b_f16kv_q_row(args, b, i, (r / glp) * GROUP + g), qw);
                 attn_llama3_8b_f16kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
             } else { /* padding rows: zero queries that see what row 0 sees (so that they
                         change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
                 w->lo[r] = w->lo[0];
                 w->hi[r] = w->hi[0];
                 w->sink_hi[r] = w->sink_hi[0];
             }
-            for (d = 0; d < D; d++) qc[d * 16] = qw[d];
+            for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
         }
         w->rows_of = b;
     }
@@ -5548,7 +5572,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_f16kv_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -5577,9 +5601,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                 for (c = 0; c < kb;) {
                     const uint16_t *k0 = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
                         attn_llama3_8b_f16kv_lanes_8x1_f16__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
                         for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_f16__scalar(k0[d])), _mm256_loadu_ps(qt + d * 16), a0);
@@ -5601,7 +5625,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    attn_llama3_8b_f16kv_dot_4x2_f16__avx2(w->q + hk * glp * 128, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
+                    attn_llama3_8b_f16kv_dot_4x2_f16__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
@@ -5614,14 +5638,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                 }
             }
         } else {
-            const int64_t npan = glp / 16; /* panels a kv head */
+            const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 16) {
+                for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                     const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 16;
-                    for (c = 0; c + 4 <= kb; c += 4) {
+                    const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                    for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
                         attn_llama3_8b_f16kv_qk_4x16_f16__avx2(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
                             const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
@@ -5649,7 +5673,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                     if (!attn_llama3_8b_f16kv_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
 
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 8) attn_llama3_8b_f16kv_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_f16kv_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
@@ -5660,7 +5684,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                    rows under two widths in two even halves (14 rows: 6, 4, 4, not
                    6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
+                const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
                     attn_llama3_8b_f16kv_pv_6x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 6;
@@ -5701,7 +5725,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_llama3_8b_f16kv_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * DV, lpart + row);
+        attn_llama3_8b_f16kv_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
@@ -8300,26 +8324,38 @@ ATTN_NOINLINE static void attn_llama3_8b_f16kv_lanes_8x1_f16__neon(const uint16_
 static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_f16kv_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 4, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 2, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 1, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        PV_WIDEST = 6, /* rows of the widest P*V kernel (v.pv_rows[1]) */
+        QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes; more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
-    const int lanes = gl > 2 && gl <= 4;
+    const int lanes = gl > ROWS_HALF && gl <= ROWS_VEC;
     const int pairs = 0;
-    const int dots = !lanes && !pairs && gl < 8;
-    const int64_t glp = lanes ? 4 : pairs ? 2 : dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
-    const int64_t rp = dots || pairs ? (HKV * glp + 3) / 4 * 4 : HKV * glp;
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? ROWS_HALF : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 8 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
@@ -8329,20 +8365,20 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                               thread (its splits follow one another), not once a split */
         for (r = 0; r < rp; r++) {
             const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 8) * 8 * D + r % 8;
-            float *qw = w->q + r * 128;
+            float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+            float *qw = w->q + r * Q_STRIDE;
             int64_t d;
             if (r < HKV * glp && rr < gl) {
                 attn_llama3_8b_f16kv_qpack_f32__neon(attn_llama3_8b_f16kv_q_row(args, b, i, (r / glp) * GROUP + g), qw);
                 attn_llama3_8b_f16kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
             } else { /* padding rows: zero queries that see what row 0 sees (so that they
                         change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
                 w->lo[r] = w->lo[0];
                 w->hi[r] = w->hi[0];
                 w->sink_hi[r] = w->sink_hi[0];
             }
-            for (d = 0; d < D; d++) qc[d * 8] = qw[d];
+            for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
         }
         w->rows_of = b;
     }
@@ -8350,7 +8386,7 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_f16kv_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -8379,9 +8415,9 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                 for (c = 0; c < kb;) {
                     const uint16_t *k0 = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
                         attn_llama3_8b_f16kv_lanes_8x1_f16__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
                         for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(attn_widen_f16__scalar(k0[d])), vld1q_f32(qt + d * 8));
@@ -8403,7 +8439,7 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    attn_llama3_8b_f16kv_dot_4x2_f16__neon(w->q + hk * glp * 128, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
+                    attn_llama3_8b_f16kv_dot_4x2_f16__neon(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
@@ -8416,14 +8452,14 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                 }
             }
         } else {
-            const int64_t npan = glp / 8; /* panels a kv head */
+            const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 8) {
+                for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                     const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 8;
-                    for (c = 0; c + 8 <= kb; c += 8) {
+                    const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                    for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
                         attn_llama3_8b_f16kv_qk_8x8_f16__neon(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
                             const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
@@ -8451,7 +8487,7 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                     if (!attn_llama3_8b_f16kv_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
 
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 4) attn_llama3_8b_f16kv_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_f16kv_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
@@ -8462,7 +8498,7 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                    rows under two widths in two even halves (14 rows: 6, 4, 4, not
                    6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
+                const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
                     attn_llama3_8b_f16kv_pv_6x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
                     r += 6;
@@ -8503,7 +8539,7 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_llama3_8b_f16kv_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * DV, lpart + row);
+        attn_llama3_8b_f16kv_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
@@ -10049,26 +10085,37 @@ typedef struct {
 ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_llama3_8b_f16kv_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        Q_STRIDE = 128, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 128, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes; more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
     const int lanes = 0;
     const int pairs = 0;
-    const int dots = !lanes && !pairs && gl < 2;
-    const int64_t glp = lanes ? 1 : pairs ? 0 : dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
-    const int64_t rp = dots || pairs ? (HKV * glp + 0) / 1 * 1 : HKV * glp;
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? ROWS_HALF : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_llama3_8b_f16kv_kv kv = attn_llama3_8b_f16kv_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 2 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     int64_t r, c, j0, hk;
     int full;
@@ -10077,20 +10124,20 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
                               thread (its splits follow one another), not once a split */
         for (r = 0; r < rp; r++) {
             const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 2) * 2 * D + r % 2;
-            float *qw = w->q + r * 128;
+            float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+            float *qw = w->q + r * Q_STRIDE;
             int64_t d;
             if (r < HKV * glp && rr < gl) {
                 attn_llama3_8b_f16kv_qpack_f32__scalar(attn_llama3_8b_f16kv_q_row(args, b, i, (r / glp) * GROUP + g), qw);
                 attn_llama3_8b_f16kv_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
             } else { /* padding rows: zero queries that see what row 0 sees (so that they
                         change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 128; d++) qw[d] = 0.0f;
+                for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
                 w->lo[r] = w->lo[0];
                 w->hi[r] = w->hi[0];
                 w->sink_hi[r] = w->sink_hi[0];
             }
-            for (d = 0; d < D; d++) qc[d * 2] = qw[d];
+            for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
         }
         w->rows_of = b;
     }
@@ -10098,7 +10145,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 128);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_llama3_8b_f16kv_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -10125,7 +10172,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    attn_llama3_8b_f16kv_dot_4x2_f16__scalar(w->q + hk * glp * 128, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
+                    attn_llama3_8b_f16kv_dot_4x2_f16__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c),
                             attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
@@ -10138,14 +10185,14 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
                 }
             }
         } else {
-            const int64_t npan = glp / 2; /* panels a kv head */
+            const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 2) {
+                for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                     const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 2;
-                    for (c = 0; c + 4 <= kb; c += 4) {
+                    const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                    for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
                         attn_llama3_8b_f16kv_qk_4x2_f16__scalar(attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const uint16_t *row = attn_llama3_8b_f16kv_next_row(&kv, jn, pl);
                             const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
@@ -10173,7 +10220,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
                     if (!attn_llama3_8b_f16kv_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
 
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 1) attn_llama3_8b_f16kv_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_llama3_8b_f16kv_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
@@ -10204,7 +10251,7 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_llama3_8b_f16kv_dresult(w->o + r * 128, w->m[r], w->l[r], opart + row * DV, lpart + row);
+        attn_llama3_8b_f16kv_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 

@@ -3036,29 +3036,41 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_vit_b16_hp
 __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_vit_b16_dscratch__avx512 *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 16, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 8, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 4, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 32, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        PV_WIDEST = 8, /* rows of the widest P*V kernel (v.pv_rows[1]) */
+        QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes
        (here two values of D a row, in two vectors); more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
-    const int lanes = gl > 8 && gl <= 16;
+    const int lanes = gl > ROWS_HALF && gl <= ROWS_VEC;
     /* at most a quarter of a vector, where the runtime says so (AMD Zen 4 and 5):
        padded to a quarter vector, in pairs of D on half-width vectors */
-    const int hpairs = gl <= 4 && attn_decode_half_pairs();
-    const int pairs = hpairs || (gl > 4 && gl <= 8);
-    const int dots = !lanes && !pairs && gl < 32;
-    const int64_t glp = lanes ? 16 : pairs ? (hpairs ? 4 : 8) : dots ? (gl + 3) / 4 * 4 : (gl + 31) / 32 * 32;
-    const int64_t rp = dots || pairs ? (HKV * glp + 15) / 16 * 16 : HKV * glp;
+    const int hpairs = gl <= ROWS_QUARTER && attn_decode_half_pairs();
+    const int pairs = hpairs || (gl > ROWS_QUARTER && gl <= ROWS_HALF);
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? (hpairs ? ROWS_QUARTER : ROWS_HALF) : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_vit_b16_kv kv = attn_vit_b16_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == 32 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 ? DECODE_BLOCK : lanes || glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
@@ -3068,15 +3080,15 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
                               thread (its splits follow one another), not once a split */
         for (r = 0; r < rp; r++) {
             const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 32) * 32 * D + r % 32;
-            float *qw = w->q + r * 64;
+            float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+            float *qw = w->q + r * Q_STRIDE;
             int64_t d;
             if (r < HKV * glp && rr < gl) {
                 attn_vit_b16_qpack_f32__avx512(attn_vit_b16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
                 attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
             } else { /* padding rows: zero queries that see what row 0 sees (so that they
                         change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 64; d++) qw[d] = 0.0f;
+                for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
                 w->lo[r] = w->lo[0];
                 w->hi[r] = w->hi[0];
                 w->sink_hi[r] = w->sink_hi[0];
@@ -3085,7 +3097,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
                 if (r < HKV * glp)
                     for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
             } else
-                for (d = 0; d < D; d++) qc[d * 32] = qw[d];
+                for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
         }
         w->rows_of = b;
     }
@@ -3093,7 +3105,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_vit_b16_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -3122,9 +3134,9 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
                         attn_vit_b16_dpairs_8x2__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
                         for (d = 0; d < D; d += 2) { const __m512 kb = attn_set2__avx512(k0 + d); a0 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * 16), a0); a1 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * 16 + 16), a1); };
@@ -3148,9 +3160,9 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
                         attn_vit_b16_hpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
                         for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), _mm256_loadu_ps(qp + d * 4), a0);
@@ -3174,9 +3186,9 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
                         attn_vit_b16_dpairs_8x1__avx512(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps();
                         for (d = 0; d < D; d += 2) a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), _mm512_loadu_ps(qp + d * 8), a0);
@@ -3198,7 +3210,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    attn_vit_b16_dot_4x2_f32__avx512(w->q + hk * glp * 64, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
+                    attn_vit_b16_dot_4x2_f32__avx512(w->q + hk * glp * Q_STRIDE, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
                             attn_vit_b16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const float *row = attn_vit_b16_next_row(&kv, jn, pl);
@@ -3211,14 +3223,14 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
                 }
             }
         } else {
-            const int64_t npan = glp / 32; /* panels a kv head */
+            const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 32) {
+                for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                     const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 32;
-                    for (c = 0; c + 8 <= kb; c += 8) {
+                    const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                    for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
                         attn_vit_b16_qk_8x32_f32__avx512(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const float *row = attn_vit_b16_next_row(&kv, jn, pl);
                             const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
@@ -3246,7 +3258,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
                     if (!attn_vit_b16_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
 
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 16) attn_vit_b16_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_vit_b16_softmax_t__avx512(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         /* O = alpha * O + P V, kv head by kv head, 8 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
@@ -3257,7 +3269,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
                    rows under two widths in two even halves (18 rows: 8, 5, 5, not
                    8, 8, 2; 10 rows: 5 and 5 on AMD, 8 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = (gl > 16 || even) && left > 8 && left < 16 ? (left + 1) / 2 : left;
+                const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 8) {
                     attn_vit_b16_pv_8x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 8;
@@ -3306,7 +3318,7 @@ __attribute__((target("avx512f,fma"))) static void attn_vit_b16_dunit__avx512(co
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_vit_b16_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * DV, lpart + row);
+        attn_vit_b16_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
@@ -7410,26 +7422,38 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_
 __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_vit_b16_dscratch__avx2 *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 8, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 4, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 2, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 16, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        PV_WIDEST = 6, /* rows of the widest P*V kernel (v.pv_rows[1]) */
+        QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes; more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
-    const int lanes = gl > 4 && gl <= 8;
-    const int pairs = gl > 2 && gl <= 4;
-    const int dots = !lanes && !pairs && gl < 16;
-    const int64_t glp = lanes ? 8 : pairs ? 4 : dots ? (gl + 3) / 4 * 4 : (gl + 15) / 16 * 16;
-    const int64_t rp = dots || pairs ? (HKV * glp + 7) / 8 * 8 : HKV * glp;
+    const int lanes = gl > ROWS_HALF && gl <= ROWS_VEC;
+    const int pairs = gl > ROWS_QUARTER && gl <= ROWS_HALF;
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? ROWS_HALF : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_vit_b16_kv kv = attn_vit_b16_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 16 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
@@ -7439,15 +7463,15 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(co
                               thread (its splits follow one another), not once a split */
         for (r = 0; r < rp; r++) {
             const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 16) * 16 * D + r % 16;
-            float *qw = w->q + r * 64;
+            float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+            float *qw = w->q + r * Q_STRIDE;
             int64_t d;
             if (r < HKV * glp && rr < gl) {
                 attn_vit_b16_qpack_f32__avx2(attn_vit_b16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
                 attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
             } else { /* padding rows: zero queries that see what row 0 sees (so that they
                         change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 64; d++) qw[d] = 0.0f;
+                for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
                 w->lo[r] = w->lo[0];
                 w->hi[r] = w->hi[0];
                 w->sink_hi[r] = w->sink_hi[0];
@@ -7456,7 +7480,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(co
                 if (r < HKV * glp)
                     for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
             } else
-                for (d = 0; d < D; d++) qc[d * 16] = qw[d];
+                for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
         }
         w->rows_of = b;
     }
@@ -7464,7 +7488,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(co
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_vit_b16_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -7493,9 +7517,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(co
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
                         attn_vit_b16_lanes_8x1_f32__avx2(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
                         for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), _mm256_loadu_ps(qt + d * 16), a0);
@@ -7519,9 +7543,9 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(co
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
                         attn_vit_b16_dpairs_8x1__avx2(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
                         for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), _mm256_loadu_ps(qp + d * 4), a0);
@@ -7543,7 +7567,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(co
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    attn_vit_b16_dot_4x2_f32__avx2(w->q + hk * glp * 64, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
+                    attn_vit_b16_dot_4x2_f32__avx2(w->q + hk * glp * Q_STRIDE, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
                             attn_vit_b16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const float *row = attn_vit_b16_next_row(&kv, jn, pl);
@@ -7556,14 +7580,14 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(co
                 }
             }
         } else {
-            const int64_t npan = glp / 16; /* panels a kv head */
+            const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 16) {
+                for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                     const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 16;
-                    for (c = 0; c + 4 <= kb; c += 4) {
+                    const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                    for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
                         attn_vit_b16_qk_4x16_f32__avx2(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const float *row = attn_vit_b16_next_row(&kv, jn, pl);
                             const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
@@ -7591,7 +7615,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(co
                     if (!attn_vit_b16_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
 
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 8) attn_vit_b16_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_vit_b16_softmax_t__avx2(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
@@ -7602,7 +7626,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(co
                    rows under two widths in two even halves (14 rows: 6, 4, 4, not
                    6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
+                const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
                     attn_vit_b16_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 6;
@@ -7643,7 +7667,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_vit_b16_dunit__avx2(co
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_vit_b16_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * DV, lpart + row);
+        attn_vit_b16_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
@@ -10960,26 +10984,38 @@ ATTN_NOINLINE static void attn_vit_b16_dpairs_8x1__neon(const float *restrict k0
 static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_vit_b16_dscratch__neon *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 4, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 2, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 1, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 8, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        PV_WIDEST = 6, /* rows of the widest P*V kernel (v.pv_rows[1]) */
+        QK_ROWS = 8 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes; more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
-    const int lanes = gl > 2 && gl <= 4;
-    const int pairs = gl > 1 && gl <= 2;
-    const int dots = !lanes && !pairs && gl < 8;
-    const int64_t glp = lanes ? 4 : pairs ? 2 : dots ? (gl + 3) / 4 * 4 : (gl + 7) / 8 * 8;
-    const int64_t rp = dots || pairs ? (HKV * glp + 3) / 4 * 4 : HKV * glp;
+    const int lanes = gl > ROWS_HALF && gl <= ROWS_VEC;
+    const int pairs = gl > ROWS_QUARTER && gl <= ROWS_HALF;
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? ROWS_HALF : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_vit_b16_kv kv = attn_vit_b16_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 8 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     const int even = attn_decode_even_rows(); /* two P*V calls of a kv head's rows in even halves (AMD Zen 4 and 5) */
     int64_t r, c, j0, hk;
@@ -10989,15 +11025,15 @@ static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j
                               thread (its splits follow one another), not once a split */
         for (r = 0; r < rp; r++) {
             const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 8) * 8 * D + r % 8;
-            float *qw = w->q + r * 64;
+            float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+            float *qw = w->q + r * Q_STRIDE;
             int64_t d;
             if (r < HKV * glp && rr < gl) {
                 attn_vit_b16_qpack_f32__neon(attn_vit_b16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
                 attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
             } else { /* padding rows: zero queries that see what row 0 sees (so that they
                         change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 64; d++) qw[d] = 0.0f;
+                for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
                 w->lo[r] = w->lo[0];
                 w->hi[r] = w->hi[0];
                 w->sink_hi[r] = w->sink_hi[0];
@@ -11006,7 +11042,7 @@ static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j
                 if (r < HKV * glp)
                     for (d = 0; d < D; d++) w->qt[(r - rr) * D + (d / 2) * 2 * glp + 2 * rr + d % 2] = qw[d];
             } else
-                for (d = 0; d < D; d++) qc[d * 8] = qw[d];
+                for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
         }
         w->rows_of = b;
     }
@@ -11014,7 +11050,7 @@ static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_vit_b16_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -11043,9 +11079,9 @@ static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
                         attn_vit_b16_lanes_8x1_f32__neon(k0, kv.k_key, qt, w->s + c * rp + hk * glp, rp);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
                         for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), vld1q_f32(qt + d * 8));
@@ -11069,9 +11105,9 @@ static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_vit_b16_k_row(&kv, hk, j0 + c);
                     int64_t d;
-                    if (c + 8 <= kb) { /* 8 keys */
+                    if (c + SCORE_KEYS <= kb) { /* 8 keys */
                         attn_vit_b16_dpairs_8x1__neon(k0, kv.k_key, qp, w->s + c * rp + hk * glp, rp);
-                        c += 8;
+                        c += SCORE_KEYS;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
                         for (d = 0; d < D; d += 2) a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), vld1q_f32(qp + d * 2));
@@ -11093,7 +11129,7 @@ static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    attn_vit_b16_dot_4x2_f32__neon(w->q + hk * glp * 64, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
+                    attn_vit_b16_dot_4x2_f32__neon(w->q + hk * glp * Q_STRIDE, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
                             attn_vit_b16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const float *row = attn_vit_b16_next_row(&kv, jn, pl);
@@ -11106,14 +11142,14 @@ static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j
                 }
             }
         } else {
-            const int64_t npan = glp / 8; /* panels a kv head */
+            const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 8) {
+                for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                     const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 8;
-                    for (c = 0; c + 8 <= kb; c += 8) {
+                    const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                    for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
                         attn_vit_b16_qk_8x8_f32__neon(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 8) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const float *row = attn_vit_b16_next_row(&kv, jn, pl);
                             const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
@@ -11141,7 +11177,7 @@ static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j
                     if (!attn_vit_b16_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
 
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 4) attn_vit_b16_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_vit_b16_softmax_t__neon(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         /* O = alpha * O + P V, kv head by kv head, 6 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
@@ -11152,7 +11188,7 @@ static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j
                    rows under two widths in two even halves (14 rows: 6, 4, 4, not
                    6, 6, 2; 8 rows: 4 and 4 on AMD, 6 and 2 elsewhere) */
                 const int64_t left = hk * glp + gl - r;
-                const int64_t take = (gl > 12 || even) && left > 6 && left < 12 ? (left + 1) / 2 : left;
+                const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
                     attn_vit_b16_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
                     r += 6;
@@ -11193,7 +11229,7 @@ static void attn_vit_b16_dunit__neon(const attn_args *args, int64_t b, int64_t j
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_vit_b16_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * DV, lpart + row);
+        attn_vit_b16_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 
@@ -12664,26 +12700,37 @@ typedef struct {
 ATTN_NO_AUTOVEC static void attn_vit_b16_dunit__scalar(const attn_args *args, int64_t b, int64_t j_begin, int64_t chunk,
         attn_vit_b16_dscratch__scalar *w, float *restrict opart, float *restrict lpart)
 {
+    enum { /* the blocked kernel's schedule (planner/sdpa_decode.lua) */
+        ROWS_VEC = 1, /* f32 lanes of a vector: a kv head's rows in the lanes kernel at most (isa.lanes) */
+        ROWS_HALF = 0, /* half a vector: the pairs kernel's rows, two values of D a row */
+        ROWS_QUARTER = 0, /* a quarter vector: the half-width pairs kernel's rows */
+        ROWS_PANEL = 2, /* rows of a packed Q^T panel (the scores kernel's columns, v.qk.nc) */
+        ROWS_DOT = 4, /* a kv head's rows scored by dot products are padded to this many */
+        Q_STRIDE = 64, /* floats of a packed Q row (D in whole vectors) */
+        O_STRIDE = 64, /* floats of an O row (Dv in whole vectors) */
+        SCORE_KEYS = 8, /* keys a call of the lanes and pairs score kernels takes */
+        QK_ROWS = 4 /* keys a call of the panels' scores kernel takes (its rows, v.qk.mr) */
+    };
     const int64_t Lq = args->seq_q, gl = GROUP * Lq;
     /* more than half a vector of rows a kv head and at most one: each kv head's
        rows padded to one vector, its scores with the rows along the lanes; more
        than a quarter and at most half, where the cache is f32 and D even: padded
        to half a vector, two values of D a row along the lanes; else fewer rows
-       than a panel: dot products, each kv head's rows padded to 4; else each kv
+       than a panel: dot products, each kv head's rows padded to ROWS_DOT; else each kv
        head's rows padded to panels (the last three: all rows padded once to
        whole vectors) */
     const int lanes = 0;
     const int pairs = 0;
-    const int dots = !lanes && !pairs && gl < 2;
-    const int64_t glp = lanes ? 1 : pairs ? 0 : dots ? (gl + 3) / 4 * 4 : (gl + 1) / 2 * 2;
-    const int64_t rp = dots || pairs ? (HKV * glp + 0) / 1 * 1 : HKV * glp;
+    const int dots = !lanes && !pairs && gl < ROWS_PANEL;
+    const int64_t glp = lanes ? ROWS_VEC : pairs ? ROWS_HALF : dots ? (gl + (ROWS_DOT - 1)) / ROWS_DOT * ROWS_DOT : (gl + (ROWS_PANEL - 1)) / ROWS_PANEL * ROWS_PANEL;
+    const int64_t rp = dots || pairs ? (HKV * glp + (ROWS_VEC - 1)) / ROWS_VEC * ROWS_VEC : HKV * glp;
     const int64_t lk = args->seq_k;
     const int64_t j_end = j_begin + chunk < lk ? j_begin + chunk : lk;
     const attn_vit_b16_kv kv = attn_vit_b16_kv_of(args, b);
     const int pf = attn_decode_prefetch(); /* prefetch the next block: into L1, into L2 (AMD Zen 4 and 5) or not (Intel CPUs) */
     /* keys a block: where the prefetch goes to L2, more the more work a key has, but
        for one vector of rows (the lanes kernel: a K value broadcast for each FMA) */
-    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == 2 ? DECODE_BLOCK_ONE
+    const int64_t bk = pf != ATTN_PREFETCH_L2 || lanes ? DECODE_BLOCK : glp == ROWS_PANEL ? DECODE_BLOCK_ONE
             : pairs || dots ? DECODE_BLOCK_FEW : DECODE_BLOCK_MANY;
     int64_t r, c, j0, hk;
     int full;
@@ -12692,20 +12739,20 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_dunit__scalar(const attn_args *args, in
                               thread (its splits follow one another), not once a split */
         for (r = 0; r < rp; r++) {
             const int64_t rr = r % glp, g = rr / Lq, i = rr % Lq;
-            float *qc = w->qt + (r / 2) * 2 * D + r % 2;
-            float *qw = w->q + r * 64;
+            float *qc = w->qt + (r / ROWS_PANEL) * ROWS_PANEL * D + r % ROWS_PANEL;
+            float *qw = w->q + r * Q_STRIDE;
             int64_t d;
             if (r < HKV * glp && rr < gl) {
                 attn_vit_b16_qpack_f32__scalar(attn_vit_b16_q_row(args, b, i, (r / glp) * GROUP + g), qw);
                 attn_vit_b16_row_span(i + lk - Lq, lk, &w->lo[r], &w->hi[r], &w->sink_hi[r]);
             } else { /* padding rows: zero queries that see what row 0 sees (so that they
                         change no block's class: blocks no real row sees are skipped), never read back */
-                for (d = 0; d < 64; d++) qw[d] = 0.0f;
+                for (d = 0; d < Q_STRIDE; d++) qw[d] = 0.0f;
                 w->lo[r] = w->lo[0];
                 w->hi[r] = w->hi[0];
                 w->sink_hi[r] = w->sink_hi[0];
             }
-            for (d = 0; d < D; d++) qc[d * 2] = qw[d];
+            for (d = 0; d < D; d++) qc[d * ROWS_PANEL] = qw[d];
         }
         w->rows_of = b;
     }
@@ -12713,7 +12760,7 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_dunit__scalar(const attn_args *args, in
         w->m[r] = -INFINITY;
         w->l[r] = 0.0f;
     }
-    memset(w->o, 0, sizeof(float) * (size_t)rp * 64);
+    memset(w->o, 0, sizeof(float) * (size_t)rp * O_STRIDE);
     memset(w->s, 0, sizeof(float) * (size_t)(bk * rp)); /* padding rows' scores stay finite */
     /* a split that every row sees in full: so does each of its blocks */
     full = attn_vit_b16_classify(rp, j_begin, j_end, w->lo, w->hi, w->sink_hi, w->first, w->last) == TILE_FULL;
@@ -12740,7 +12787,7 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_dunit__scalar(const attn_args *args, in
             for (c = 0; c < kb; c += 2) {
                 const int64_t c1 = c + 1 < kb ? c + 1 : c;
                 for (hk = 0; hk < HKV; hk++) {
-                    attn_vit_b16_dot_4x2_f32__scalar(w->q + hk * glp * 64, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
+                    attn_vit_b16_dot_4x2_f32__scalar(w->q + hk * glp * Q_STRIDE, glp, attn_vit_b16_k_row(&kv, hk, j0 + c),
                             attn_vit_b16_k_row(&kv, hk, j0 + c1), w->s + c * rp + hk * glp, w->s + c1 * rp + hk * glp);
                     for (; pf && pl < pn / 2 * ((c / 2) * HKV + hk + 1) / (((kb + 1) / 2) * HKV); pl++) { /* the next block, in address order */
                         const float *row = attn_vit_b16_next_row(&kv, jn, pl);
@@ -12753,14 +12800,14 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_dunit__scalar(const attn_args *args, in
                 }
             }
         } else {
-            const int64_t npan = glp / 2; /* panels a kv head */
+            const int64_t npan = glp / ROWS_PANEL; /* panels a kv head */
             for (hk = 0; hk < HKV; hk++) { /* S^T = K Q^T, panel by panel */
-                for (r = hk * glp; r < (hk + 1) * glp; r += 2) {
+                for (r = hk * glp; r < (hk + 1) * glp; r += ROWS_PANEL) {
                     const float *qt = w->qt + r * D;
-                    const int64_t pan = hk * npan + (r - hk * glp) / 2;
-                    for (c = 0; c + 4 <= kb; c += 4) {
+                    const int64_t pan = hk * npan + (r - hk * glp) / ROWS_PANEL;
+                    for (c = 0; c + QK_ROWS <= kb; c += QK_ROWS) {
                         attn_vit_b16_qk_4x2_f32__scalar(attn_vit_b16_k_row(&kv, hk, j0 + c), kv.k_key, qt, w->s + c * rp + r, rp);
-                        for (; pf && pl < pn / 2 * (pan * kb + c + 4) / (HKV * npan * kb); pl++) { /* the next block, in address order */
+                        for (; pf && pl < pn / 2 * (pan * kb + c + QK_ROWS) / (HKV * npan * kb); pl++) { /* the next block, in address order */
                             const float *row = attn_vit_b16_next_row(&kv, jn, pl);
                             const int n = pl % (2 * HKV) < HKV ? D : DV; /* a K row, or a V row */
                             if (pf == ATTN_PREFETCH_L2)
@@ -12788,7 +12835,7 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_dunit__scalar(const attn_args *args, in
                     if (!attn_vit_b16_visible(w->lo[r], w->hi[r], w->sink_hi[r], j0 + c)) w->s[c * rp + r] = -INFINITY;
 
         /* online softmax over whole vectors of rows */
-        for (r = 0; r < rp; r += 1) attn_vit_b16_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
+        for (r = 0; r < rp; r += ROWS_VEC) attn_vit_b16_softmax_t__scalar(w->s + r, rp, kb, w->m + r, w->l + r, w->alpha + r);
 
         /* O = alpha * O + P V, kv head by kv head, 4 rows at a time */
         for (hk = 0; hk < HKV; hk++) {
@@ -12819,7 +12866,7 @@ ATTN_NO_AUTOVEC static void attn_vit_b16_dunit__scalar(const attn_args *args, in
     for (r = 0; r < rp; r++) {
         const int64_t rr = r % glp, h = (r / glp) * GROUP + rr / Lq, row = h * Lq + rr % Lq;
         if (r >= HKV * glp || rr >= gl) continue; /* a padding row */
-        attn_vit_b16_dresult(w->o + r * 64, w->m[r], w->l[r], opart + row * DV, lpart + row);
+        attn_vit_b16_dresult(w->o + r * O_STRIDE, w->m[r], w->l[r], opart + row * DV, lpart + row);
     }
 }
 

@@ -12,6 +12,9 @@ local M = {
   -- 107.8-110.6 with 4x2; 6x2 with the broadcasts first spills (213 ms)
   qk_block = { mr = 4, nr = 2 },
   pv_block = { mr = 6, nvc = 2, late_bcast = true },
+  -- keys the streaming decode kernel takes a step, by K/V storage type
+  -- (planner/sdpa.lua, STREAM_KEYS_BY_CPU; f32: where the runtime picks it)
+  stream_keys = { bf16 = 2, f16 = 2, f32 = 2 },
   vec = "__m256",
   arch_guard = "defined(__x86_64__) || defined(_M_X64)",
   include = "immintrin.h",

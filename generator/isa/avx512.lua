@@ -106,6 +106,10 @@ local function build(name, enum, target)
     -- registers) reads each V row once for 8 rows where 6 x 4 reads it for 6;
     -- Llama-3-8B's 32 rows a kv head at Lq = 8: 4 calls a block instead of 6
     pv_wide = { mr = 8, nvc = 3, late_bcast = true },
+    -- keys the streaming decode kernel takes a step, by K/V storage type
+    -- (the measurements: planner/sdpa.lua, STREAM_KEYS_BY_CPU; f32: where the
+    -- runtime picks it, attn_decode_key_pairs)
+    stream_keys = { bf16 = 2, f16 = 2, f32 = 2 },
     vec = "__m512",
     arch_guard = "defined(__x86_64__) || defined(_M_X64)",
     include = "immintrin.h",

@@ -8,6 +8,9 @@ local M = {
   -- the AVX-512 choice (the same 32 registers); not measured on hardware yet
   qk_block = { mr = 8, nr = 2 },
   pv_block = { mr = 6, nvc = 4 },
+  -- keys the streaming decode kernel takes a step, by K/V storage type
+  -- (planner/sdpa.lua, STREAM_KEYS_BY_CPU; unmeasured: the x86 choice for 16-bit caches)
+  stream_keys = { bf16 = 2, f16 = 2 },
   vec = "float32x4_t",
   arch_guard = "defined(__aarch64__)",
   include = "arm_neon.h",
