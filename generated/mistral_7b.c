@@ -3361,7 +3361,7 @@ __attribute__((target("avx512f,fma"))) static inline __m128 attn_mistral_7b_ster
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 16 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above.
- * pr: NULL, or 8 rows of the next block to prefetch into L2. */
+ * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dpairs_8x1__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
@@ -3411,8 +3411,8 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
  * = K row i . Q row r.  Each pair of K values, broadcast once, feeds two FMAs,
  * where the rows along the lanes (one K value broadcast for each FMA) were
  * bound by the loads (docs/decode.md).  Out of line, as above.
- * pr: NULL, or 8 rows of the next block to prefetch into L2 (the scores' half of it;
- * these rows' P*V calls ask for the other half). */
+ * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row (the scores'
+ * half of it; these rows' P*V calls ask for the other half). */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_dpairs_8x2__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
@@ -3513,7 +3513,8 @@ ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b
  * qp[(d / 2) * 8 + 2r + d % 2].  Where a full vector runs in two halves
  * (AMD Zen 4), the narrower vectors cost these rows no FMA throughput, and
  * Llama-3-8B at Lq 1 read its cache faster so than by dot products, on Zen 4
- * and on Zen 5 (docs/decode.md). */
+ * and on Zen 5 (docs/decode.md).
+ * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx512f,fma"))) static void attn_mistral_7b_hpairs_8x1__avx512(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
@@ -5779,7 +5780,8 @@ __attribute__((target("avx2,fma,f16c"))) static inline __m128 attn_mistral_7b_st
  * s[i * rp + lane] = K row i . Q^T[.][lane], K rows ks elements apart from k0, Q^T
  * rows 16 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
- * every few FMAs.  pr: NULL, or 16 rows of the next block to prefetch into L2. */
+ * every few FMAs.
+ * pr: NULL, or 16 rows of the next block to prefetch into L2, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_lanes_8x1_f32__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp, const float *const *pr)
 {
@@ -5832,7 +5834,7 @@ ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 8 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above.
- * pr: NULL, or 8 rows of the next block to prefetch into L2. */
+ * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row. */
 ATTN_NOINLINE __attribute__((target("avx2,fma,f16c"))) static void attn_mistral_7b_dpairs_8x1__avx2(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {
@@ -8271,7 +8273,8 @@ static inline float32x4_t attn_mistral_7b_sterms_4x1__neon(const attn_args *args
  * s[i * rp + lane] = K row i . Q^T[.][lane], K rows ks elements apart from k0, Q^T
  * rows 8 floats apart.  Out of line, so that its 8 row pointers have registers
  * of their own: inside the decode unit gcc kept them on the stack, a reload for
- * every few FMAs.  pr: NULL, or 16 rows of the next block to prefetch into L2. */
+ * every few FMAs.
+ * pr: NULL, or 16 rows of the next block to prefetch into L2, 8 lines a row. */
 ATTN_NOINLINE static void attn_mistral_7b_lanes_8x1_f32__neon(const float *restrict k0, int64_t ks,
         const float *restrict qt, float *restrict s, int64_t rp, const float *const *pr)
 {
@@ -8324,7 +8327,7 @@ ATTN_NOINLINE static void attn_mistral_7b_lanes_8x1_f32__neon(const float *restr
  * row r, K rows ks elements apart from k0, Q packed as qp[(d / 2) * 4 + 2r + d % 2].
  * Each FMA takes a pair of K values broadcast to every pair of lanes, so no
  * lane is padding and only the end sums lane pairs.  Out of line, as above.
- * pr: NULL, or 8 rows of the next block to prefetch into L2. */
+ * pr: NULL, or 8 rows of the next block to prefetch into L2, 8 lines a row. */
 ATTN_NOINLINE static void attn_mistral_7b_dpairs_8x1__neon(const float *restrict k0, int64_t ks,
         const float *restrict qp, float *restrict s, int64_t rp, const float *const *pr)
 {

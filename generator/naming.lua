@@ -51,12 +51,12 @@ M.OPS = {
   sqk = { shape = "MxN", dtype = "kv", isa = true,
     what = "streaming decode: M rows' scores against N keys (1 or 2), through the softmax step" },
   spv = { shape = "MxN", dtype = "kv", isa = true, what = "streaming decode: M rows += p V, one V row" },
-  lanes = { shape = "MxN", dtype = "kv", isa = true,
+  lanes = { shape = "MxN", dtype = "kv", isa = true, micro = true,
     what = "decode: S^T of M keys against one vector of a kv head's rows, rows along the lanes" },
-  dpairs = { shape = "MxN", isa = true,
+  dpairs = { shape = "MxN", isa = true, micro = true,
     what = "decode: S^T of M keys (f32) against N half vectors of a kv head's rows (N = 1: half a vector; "
       .. "N = 2: one vector, in two), two values of D a row" },
-  hpairs = { shape = "MxN", isa = true,
+  hpairs = { shape = "MxN", isa = true, micro = true,
     what = "decode: S^T of M keys (f32) against a quarter vector of a kv head's rows, two values of D a row, "
       .. "on half-width vectors" },
   supd = { shape = "MxN", isa = true, what = "streaming decode: the lazy online-softmax step of M rows at one key" },
