@@ -3552,8 +3552,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-                        for (d = 0; d < D; d += 2) { const __m512 kb = attn_set2__avx512(k0 + d); a0 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * 16), a0); a1 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * 16 + 16), a1); };
-                        attn_sum_pairs__avx512(a0, a1, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp + 8);
+                        for (d = 0; d < D; d += 2) { const __m512 kb = attn_set2__avx512(k0 + d); a0 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * ROWS_VEC), a0); a1 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * ROWS_VEC + ROWS_VEC), a1); };
+                        attn_sum_pairs__avx512(a0, a1, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp + ROWS_HALF);
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
@@ -3582,7 +3582,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
-                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), _mm256_loadu_ps(qp + d * 4), a0);
+                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), _mm256_loadu_ps(qp + d * ROWS_QUARTER), a0);
                         attn_sum_pairs_half__avx512(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
                         c++;
                     }
@@ -3612,7 +3612,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps();
-                        for (d = 0; d < D; d += 2) a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), _mm512_loadu_ps(qp + d * 8), a0);
+                        for (d = 0; d < D; d += 2) a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), _mm512_loadu_ps(qp + d * ROWS_HALF), a0);
                         attn_sum_pairs__avx512(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
                         c++;
                     }
@@ -3714,35 +3714,35 @@ __attribute__((target("avx512f,fma"))) static void attn_gemma2_9b_local_dunit__a
                 const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;
                 if (inside) pl = attn_gemma2_9b_local_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= 7 ? 6 : 4) * kb + (ROW_LINES - 1)) / ROW_LINES), w->s);
                 if (take >= 8) {
-                    attn_gemma2_9b_local_pv_8x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
+                    attn_gemma2_9b_local_pv_8x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 8;
                 } else
                 if (take >= 7) {
-                    attn_gemma2_9b_local_pv_7x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
+                    attn_gemma2_9b_local_pv_7x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 7;
                 } else
                 if (take >= 6) {
-                    attn_gemma2_9b_local_pv_6x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
+                    attn_gemma2_9b_local_pv_6x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_gemma2_9b_local_pv_5x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
+                    attn_gemma2_9b_local_pv_5x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_gemma2_9b_local_pv_4x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
+                    attn_gemma2_9b_local_pv_4x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_gemma2_9b_local_pv_3x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
+                    attn_gemma2_9b_local_pv_3x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_gemma2_9b_local_pv_2x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
+                    attn_gemma2_9b_local_pv_2x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 2;
                 } else
                 {
-                    attn_gemma2_9b_local_pv_1x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r, inside ? pr : NULL);
+                    attn_gemma2_9b_local_pv_1x256_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -5893,7 +5893,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
         if (!(lanes || pairs)) attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
-                const float *qt = w->qt + (hk * glp / 16) * 16 * D + (hk * glp) % 16; /* its rows' Q^T */
+                const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_gemma2_9b_local_k_row(&kv, hk, j0 + c);
                     int64_t d;
@@ -5906,7 +5906,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
-                        for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), _mm256_loadu_ps(qt + d * 16), a0);
+                        for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), _mm256_loadu_ps(qt + d * ROWS_PANEL), a0);
                         _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
@@ -5936,7 +5936,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
-                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), _mm256_loadu_ps(qp + d * 4), a0);
+                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), _mm256_loadu_ps(qp + d * ROWS_HALF), a0);
                         attn_sum_pairs__avx2(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
                         c++;
                     }
@@ -6024,27 +6024,27 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gemma2_9b_local_dunit_
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
-                    attn_gemma2_9b_local_pv_6x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_local_pv_6x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_gemma2_9b_local_pv_5x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_local_pv_5x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_gemma2_9b_local_pv_4x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_local_pv_4x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_gemma2_9b_local_pv_3x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_local_pv_3x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_gemma2_9b_local_pv_2x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_local_pv_2x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 2;
                 } else
                 {
-                    attn_gemma2_9b_local_pv_1x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_local_pv_1x256_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -8481,7 +8481,7 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
         if (!(lanes || pairs)) attn_gemma2_9b_local_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
-                const float *qt = w->qt + (hk * glp / 8) * 8 * D + (hk * glp) % 8; /* its rows' Q^T */
+                const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_gemma2_9b_local_k_row(&kv, hk, j0 + c);
                     int64_t d;
@@ -8494,7 +8494,7 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
                         c += SCORE_KEYS;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
-                        for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), vld1q_f32(qt + d * 8));
+                        for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), vld1q_f32(qt + d * ROWS_PANEL));
                         vst1q_f32(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
@@ -8524,7 +8524,7 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
                         c += SCORE_KEYS;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
-                        for (d = 0; d < D; d += 2) a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), vld1q_f32(qp + d * 2));
+                        for (d = 0; d < D; d += 2) a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), vld1q_f32(qp + d * ROWS_HALF));
                         attn_sum_pairs__neon(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
                         c++;
                     }
@@ -8612,27 +8612,27 @@ static void attn_gemma2_9b_local_dunit__neon(const attn_args *args, int64_t b, i
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
-                    attn_gemma2_9b_local_pv_6x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_local_pv_6x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_gemma2_9b_local_pv_5x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_local_pv_5x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_gemma2_9b_local_pv_4x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_local_pv_4x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_gemma2_9b_local_pv_3x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_local_pv_3x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_gemma2_9b_local_pv_2x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_local_pv_2x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 2;
                 } else
                 {
-                    attn_gemma2_9b_local_pv_1x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_local_pv_1x256_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -10209,11 +10209,11 @@ ATTN_NO_AUTOVEC static void attn_gemma2_9b_local_dunit__scalar(const attn_args *
             for (r = hk * glp; r < hk * glp + gl;) {
                 const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
                 if (take >= 4) {
-                    attn_gemma2_9b_local_pv_4x256_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_local_pv_4x256_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 4;
                 } else
                 {
-                    attn_gemma2_9b_local_pv_1x256_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 256, w->alpha + r);
+                    attn_gemma2_9b_local_pv_1x256_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */

@@ -3139,8 +3139,8 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_dunit__avx512(const
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-                        for (d = 0; d < D; d += 2) { const __m512 kb = attn_set2__avx512(k0 + d); a0 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * 16), a0); a1 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * 16 + 16), a1); };
-                        attn_sum_pairs__avx512(a0, a1, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp + 8);
+                        for (d = 0; d < D; d += 2) { const __m512 kb = attn_set2__avx512(k0 + d); a0 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * ROWS_VEC), a0); a1 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * ROWS_VEC + ROWS_VEC), a1); };
+                        attn_sum_pairs__avx512(a0, a1, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp + ROWS_HALF);
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
@@ -3165,7 +3165,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_dunit__avx512(const
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
-                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), _mm256_loadu_ps(qp + d * 4), a0);
+                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), _mm256_loadu_ps(qp + d * ROWS_QUARTER), a0);
                         attn_sum_pairs_half__avx512(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
                         c++;
                     }
@@ -3191,7 +3191,7 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_dunit__avx512(const
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps();
-                        for (d = 0; d < D; d += 2) a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), _mm512_loadu_ps(qp + d * 8), a0);
+                        for (d = 0; d < D; d += 2) a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), _mm512_loadu_ps(qp + d * ROWS_HALF), a0);
                         attn_sum_pairs__avx512(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
                         c++;
                     }
@@ -3271,35 +3271,35 @@ __attribute__((target("avx512f,fma"))) static void attn_gpt2_dunit__avx512(const
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 8) {
-                    attn_gpt2_pv_8x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_8x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 8;
                 } else
                 if (take >= 7) {
-                    attn_gpt2_pv_7x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_7x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 7;
                 } else
                 if (take >= 6) {
-                    attn_gpt2_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_6x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_gpt2_pv_5x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_5x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_gpt2_pv_4x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_4x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_gpt2_pv_3x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_3x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_gpt2_pv_2x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_2x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 2;
                 } else
                 {
-                    attn_gpt2_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_1x64_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -7513,7 +7513,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dunit__avx2(const
         attn_gpt2_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
-                const float *qt = w->qt + (hk * glp / 16) * 16 * D + (hk * glp) % 16; /* its rows' Q^T */
+                const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
                     int64_t d;
@@ -7522,7 +7522,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dunit__avx2(const
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
-                        for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), _mm256_loadu_ps(qt + d * 16), a0);
+                        for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), _mm256_loadu_ps(qt + d * ROWS_PANEL), a0);
                         _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
@@ -7548,7 +7548,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dunit__avx2(const
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
-                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), _mm256_loadu_ps(qp + d * 4), a0);
+                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), _mm256_loadu_ps(qp + d * ROWS_HALF), a0);
                         attn_sum_pairs__avx2(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
                         c++;
                     }
@@ -7628,27 +7628,27 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_gpt2_dunit__avx2(const
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
-                    attn_gpt2_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_6x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_gpt2_pv_5x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_5x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_gpt2_pv_4x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_4x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_gpt2_pv_3x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_3x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_gpt2_pv_2x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_2x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 2;
                 } else
                 {
-                    attn_gpt2_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_1x64_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -11075,7 +11075,7 @@ static void attn_gpt2_dunit__neon(const attn_args *args, int64_t b, int64_t j_be
         attn_gpt2_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
-                const float *qt = w->qt + (hk * glp / 8) * 8 * D + (hk * glp) % 8; /* its rows' Q^T */
+                const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_gpt2_k_row(&kv, hk, j0 + c);
                     int64_t d;
@@ -11084,7 +11084,7 @@ static void attn_gpt2_dunit__neon(const attn_args *args, int64_t b, int64_t j_be
                         c += SCORE_KEYS;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
-                        for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), vld1q_f32(qt + d * 8));
+                        for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), vld1q_f32(qt + d * ROWS_PANEL));
                         vst1q_f32(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
@@ -11110,7 +11110,7 @@ static void attn_gpt2_dunit__neon(const attn_args *args, int64_t b, int64_t j_be
                         c += SCORE_KEYS;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
-                        for (d = 0; d < D; d += 2) a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), vld1q_f32(qp + d * 2));
+                        for (d = 0; d < D; d += 2) a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), vld1q_f32(qp + d * ROWS_HALF));
                         attn_sum_pairs__neon(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
                         c++;
                     }
@@ -11190,27 +11190,27 @@ static void attn_gpt2_dunit__neon(const attn_args *args, int64_t b, int64_t j_be
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
-                    attn_gpt2_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_6x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_gpt2_pv_5x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_5x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_gpt2_pv_4x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_4x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_gpt2_pv_3x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_3x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_gpt2_pv_2x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_2x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 2;
                 } else
                 {
-                    attn_gpt2_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_1x64_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -12843,11 +12843,11 @@ ATTN_NO_AUTOVEC static void attn_gpt2_dunit__scalar(const attn_args *args, int64
             for (r = hk * glp; r < hk * glp + gl;) {
                 const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
                 if (take >= 4) {
-                    attn_gpt2_pv_4x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_4x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 4;
                 } else
                 {
-                    attn_gpt2_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 64, w->alpha + r);
+                    attn_gpt2_pv_1x64_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */

@@ -3685,8 +3685,8 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps();
-                        for (d = 0; d < D; d += 2) { const __m512 kb = attn_set2__avx512(k0 + d); a0 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * 16), a0); a1 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * 16 + 16), a1); };
-                        attn_sum_pairs__avx512(a0, a1, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp + 8);
+                        for (d = 0; d < D; d += 2) { const __m512 kb = attn_set2__avx512(k0 + d); a0 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * ROWS_VEC), a0); a1 = _mm512_fmadd_ps(kb, _mm512_loadu_ps(qp + d * ROWS_VEC + ROWS_VEC), a1); };
+                        attn_sum_pairs__avx512(a0, a1, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp + ROWS_HALF);
                         c++;
                     }
                     for (; pf && pl < pn / 2 * (hk * kb + c) / (HKV * kb); pl++) { /* the next block, in address order */
@@ -3715,7 +3715,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
-                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), _mm256_loadu_ps(qp + d * 4), a0);
+                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2_half__avx512(k0 + d), _mm256_loadu_ps(qp + d * ROWS_QUARTER), a0);
                         attn_sum_pairs_half__avx512(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
                         c++;
                     }
@@ -3745,7 +3745,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps();
-                        for (d = 0; d < D; d += 2) a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), _mm512_loadu_ps(qp + d * 8), a0);
+                        for (d = 0; d < D; d += 2) a0 = _mm512_fmadd_ps(attn_set2__avx512(k0 + d), _mm512_loadu_ps(qp + d * ROWS_HALF), a0);
                         attn_sum_pairs__avx512(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
                         c++;
                     }
@@ -3840,35 +3840,35 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_dunit__avx512(
                 const int inside = !pairs && !dots && pf == ATTN_PREFETCH_L2 && pl < pn;
                 if (inside) pl = attn_llama3_8b_next_rows(&kv, jn, pn, pl, pr, (int)(((take >= 7 ? 3 : 2) * kb + (ROW_LINES - 1)) / ROW_LINES), w->s);
                 if (take >= 8) {
-                    attn_llama3_8b_pv_8x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
+                    attn_llama3_8b_pv_8x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 8;
                 } else
                 if (take >= 7) {
-                    attn_llama3_8b_pv_7x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
+                    attn_llama3_8b_pv_7x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 7;
                 } else
                 if (take >= 6) {
-                    attn_llama3_8b_pv_6x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
+                    attn_llama3_8b_pv_6x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_llama3_8b_pv_5x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
+                    attn_llama3_8b_pv_5x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_llama3_8b_pv_4x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
+                    attn_llama3_8b_pv_4x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_llama3_8b_pv_3x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
+                    attn_llama3_8b_pv_3x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_llama3_8b_pv_2x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
+                    attn_llama3_8b_pv_2x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 2;
                 } else
                 {
-                    attn_llama3_8b_pv_1x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r, inside ? pr : NULL);
+                    attn_llama3_8b_pv_1x128_f32__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r, inside ? pr : NULL);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -5983,7 +5983,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
         if (!(lanes || pairs)) attn_llama3_8b_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
-                const float *qt = w->qt + (hk * glp / 16) * 16 * D + (hk * glp) % 16; /* its rows' Q^T */
+                const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
                     int64_t d;
@@ -5996,7 +5996,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
-                        for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), _mm256_loadu_ps(qt + d * 16), a0);
+                        for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(k0[d]), _mm256_loadu_ps(qt + d * ROWS_PANEL), a0);
                         _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
@@ -6026,7 +6026,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
-                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), _mm256_loadu_ps(qp + d * 4), a0);
+                        for (d = 0; d < D; d += 2) a0 = _mm256_fmadd_ps(attn_set2__avx2(k0 + d), _mm256_loadu_ps(qp + d * ROWS_HALF), a0);
                         attn_sum_pairs__avx2(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
                         c++;
                     }
@@ -6107,27 +6107,27 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_dunit__avx2(
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
-                    attn_llama3_8b_pv_6x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_6x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_llama3_8b_pv_5x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_5x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_llama3_8b_pv_4x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_4x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_llama3_8b_pv_3x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_3x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_llama3_8b_pv_2x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_2x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 2;
                 } else
                 {
-                    attn_llama3_8b_pv_1x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_1x128_f32__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -8476,7 +8476,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
         if (!(lanes || pairs)) attn_llama3_8b_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
-                const float *qt = w->qt + (hk * glp / 8) * 8 * D + (hk * glp) % 8; /* its rows' Q^T */
+                const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
                 for (c = 0; c < kb;) {
                     const float *k0 = attn_llama3_8b_k_row(&kv, hk, j0 + c);
                     int64_t d;
@@ -8489,7 +8489,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                         c += SCORE_KEYS;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
-                        for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), vld1q_f32(qt + d * 8));
+                        for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(k0[d]), vld1q_f32(qt + d * ROWS_PANEL));
                         vst1q_f32(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
@@ -8519,7 +8519,7 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                         c += SCORE_KEYS;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
-                        for (d = 0; d < D; d += 2) a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), vld1q_f32(qp + d * 2));
+                        for (d = 0; d < D; d += 2) a0 = vfmaq_f32(a0, vcombine_f32(vld1_f32(k0 + d), vld1_f32(k0 + d)), vld1q_f32(qp + d * ROWS_HALF));
                         attn_sum_pairs__neon(a0, a0, w->s + c * rp + hk * glp, w->s + c * rp + hk * glp);
                         c++;
                     }
@@ -8600,27 +8600,27 @@ static void attn_llama3_8b_dunit__neon(const attn_args *args, int64_t b, int64_t
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
-                    attn_llama3_8b_pv_6x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_6x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_llama3_8b_pv_5x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_5x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_llama3_8b_pv_4x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_4x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_llama3_8b_pv_3x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_3x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_llama3_8b_pv_2x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_2x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 2;
                 } else
                 {
-                    attn_llama3_8b_pv_1x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_1x128_f32__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -10025,11 +10025,11 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_dunit__scalar(const attn_args *args, 
             for (r = hk * glp; r < hk * glp + gl;) {
                 const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
                 if (take >= 4) {
-                    attn_llama3_8b_pv_4x128_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_4x128_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 4;
                 } else
                 {
-                    attn_llama3_8b_pv_1x128_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_pv_1x128_f32__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */

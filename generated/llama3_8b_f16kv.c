@@ -3192,7 +3192,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
         attn_llama3_8b_f16kv_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
-                const float *qt = w->qt + (hk * glp / 32) * 32 * D + (hk * glp) % 32; /* its rows' Q^T */
+                const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
                 for (c = 0; c < kb;) {
                     const uint16_t *k0 = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
                     int64_t d;
@@ -3201,7 +3201,7 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m512 a0 = _mm512_setzero_ps();
-                        for (d = 0; d < D; d++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_f16__scalar(k0[d])), _mm512_loadu_ps(qt + d * 32), a0);
+                        for (d = 0; d < D; d++) a0 = _mm512_fmadd_ps(_mm512_set1_ps(attn_widen_f16__scalar(k0[d])), _mm512_loadu_ps(qt + d * ROWS_PANEL), a0);
                         _mm512_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
@@ -3281,27 +3281,27 @@ __attribute__((target("avx512f,fma"))) static void attn_llama3_8b_f16kv_dunit__a
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
-                    attn_llama3_8b_f16kv_pv_6x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_6x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_llama3_8b_f16kv_pv_5x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_5x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_llama3_8b_f16kv_pv_4x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_4x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_llama3_8b_f16kv_pv_3x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_3x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_llama3_8b_f16kv_pv_2x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_2x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 2;
                 } else
                 {
-                    attn_llama3_8b_f16kv_pv_1x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_1x128_f16__avx512(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -5597,7 +5597,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
         attn_llama3_8b_f16kv_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
-                const float *qt = w->qt + (hk * glp / 16) * 16 * D + (hk * glp) % 16; /* its rows' Q^T */
+                const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
                 for (c = 0; c < kb;) {
                     const uint16_t *k0 = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
                     int64_t d;
@@ -5606,7 +5606,7 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                         c += SCORE_KEYS;
                     } else { /* one key */
                         __m256 a0 = _mm256_setzero_ps();
-                        for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_f16__scalar(k0[d])), _mm256_loadu_ps(qt + d * 16), a0);
+                        for (d = 0; d < D; d++) a0 = _mm256_fmadd_ps(_mm256_set1_ps(attn_widen_f16__scalar(k0[d])), _mm256_loadu_ps(qt + d * ROWS_PANEL), a0);
                         _mm256_storeu_ps(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
@@ -5686,27 +5686,27 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_llama3_8b_f16kv_dunit_
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
-                    attn_llama3_8b_f16kv_pv_6x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_6x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_llama3_8b_f16kv_pv_5x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_5x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_llama3_8b_f16kv_pv_4x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_4x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_llama3_8b_f16kv_pv_3x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_3x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_llama3_8b_f16kv_pv_2x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_2x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 2;
                 } else
                 {
-                    attn_llama3_8b_f16kv_pv_1x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_1x128_f16__avx2(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -8411,7 +8411,7 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
         attn_llama3_8b_f16kv_key_starts(&kv, &ks, ks_end, ks_end - ks);
         if (lanes) { /* S^T = K Q^T, kv head by kv head: K values broadcast against one vector of rows */
             for (hk = 0; hk < HKV; hk++) {
-                const float *qt = w->qt + (hk * glp / 8) * 8 * D + (hk * glp) % 8; /* its rows' Q^T */
+                const float *qt = w->qt + (hk * glp / ROWS_PANEL) * ROWS_PANEL * D + (hk * glp) % ROWS_PANEL; /* its rows' Q^T */
                 for (c = 0; c < kb;) {
                     const uint16_t *k0 = attn_llama3_8b_f16kv_k_row(&kv, hk, j0 + c);
                     int64_t d;
@@ -8420,7 +8420,7 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                         c += SCORE_KEYS;
                     } else { /* one key */
                         float32x4_t a0 = vdupq_n_f32(0.0f);
-                        for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(attn_widen_f16__scalar(k0[d])), vld1q_f32(qt + d * 8));
+                        for (d = 0; d < D; d++) a0 = vfmaq_f32(a0, vdupq_n_f32(attn_widen_f16__scalar(k0[d])), vld1q_f32(qt + d * ROWS_PANEL));
                         vst1q_f32(w->s + c * rp + hk * glp, a0);
                         c++;
                     }
@@ -8500,27 +8500,27 @@ static void attn_llama3_8b_f16kv_dunit__neon(const attn_args *args, int64_t b, i
                 const int64_t left = hk * glp + gl - r;
                 const int64_t take = (gl > 2 * PV_WIDEST || even) && left > PV_WIDEST && left < 2 * PV_WIDEST ? (left + 1) / 2 : left;
                 if (take >= 6) {
-                    attn_llama3_8b_f16kv_pv_6x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_6x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 6;
                 } else
                 if (take >= 5) {
-                    attn_llama3_8b_f16kv_pv_5x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_5x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 5;
                 } else
                 if (take >= 4) {
-                    attn_llama3_8b_f16kv_pv_4x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_4x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 4;
                 } else
                 if (take >= 3) {
-                    attn_llama3_8b_f16kv_pv_3x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_3x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 3;
                 } else
                 if (take >= 2) {
-                    attn_llama3_8b_f16kv_pv_2x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_2x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 2;
                 } else
                 {
-                    attn_llama3_8b_f16kv_pv_1x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_1x128_f16__neon(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
@@ -10228,11 +10228,11 @@ ATTN_NO_AUTOVEC static void attn_llama3_8b_f16kv_dunit__scalar(const attn_args *
             for (r = hk * glp; r < hk * glp + gl;) {
                 const int64_t take = hk * glp + gl - r; /* the widest kernel that fits the rows left */
                 if (take >= 4) {
-                    attn_llama3_8b_f16kv_pv_4x128_f16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_4x128_f16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 4;
                 } else
                 {
-                    attn_llama3_8b_f16kv_pv_1x128_f16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * 128, w->alpha + r);
+                    attn_llama3_8b_f16kv_pv_1x128_f16__scalar(w->s + r, 1, rp, vh, kv.v_key, 0, kb, w->o + r * O_STRIDE, w->alpha + r);
                     r += 1;
                 }
                 for (; pf && pl < pn / 2 + pn / 2 * (hk * gl + r - hk * glp) / (HKV * gl); pl++) { /* the next block, in address order */
