@@ -356,6 +356,16 @@ enum {
     STREAM_PAGE_AHEAD = 8 /* keys ahead whose first lines the CPU-chosen pair step asks for */
 };
 
+/* The keys of a split of a cache of seq_k keys: DECODE_SPLIT, doubled while the
+ * cache would have more than DECODE_MAX_SPLITS splits (each costs a setup and a
+ * merge).  From seq_k alone, so the result is the same for any thread count. */
+static inline int64_t attn_bert_base_split_keys(int64_t seq_k)
+{
+    int64_t chunk = DECODE_SPLIT;
+    while (seq_k > chunk * DECODE_MAX_SPLITS && chunk <= INT64_MAX / 64) chunk *= 2;
+    return chunk;
+}
+
 /* A decode split's result for one row: O / l into op and the LSE (natural
  * log, m in base 2) into lp; a row that saw nothing gives 0 and -inf. */
 ATTN_SHARED static void attn_bert_base_dresult(const float *o, float m, float l, float *op, float *lp)
@@ -3934,14 +3944,13 @@ __attribute__((target("avx512f,fma"))) static void attn_bert_base_dmerge__avx512
 __attribute__((target("avx512f,fma"))) static attn_status attn_bert_base_decode__avx512(const attn_args *args)
 {
     const int64_t B = args->batch, R = HQ * args->seq_q;
-    int64_t chunk = DECODE_SPLIT, nsplit, units;
+    const int64_t chunk = attn_bert_base_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
+    int64_t nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
 
-    /* keys per split: from seq_k alone, so the result is the same for any thread count */
-    while (args->seq_k > chunk * DECODE_MAX_SPLITS && chunk <= INT64_MAX / 64) chunk *= 2;
     nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     units = B * nsplit;
 
@@ -8347,14 +8356,13 @@ __attribute__((target("avx2,fma,f16c"))) static void attn_bert_base_dmerge__avx2
 __attribute__((target("avx2,fma,f16c"))) static attn_status attn_bert_base_decode__avx2(const attn_args *args)
 {
     const int64_t B = args->batch, R = HQ * args->seq_q;
-    int64_t chunk = DECODE_SPLIT, nsplit, units;
+    const int64_t chunk = attn_bert_base_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
+    int64_t nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
 
-    /* keys per split: from seq_k alone, so the result is the same for any thread count */
-    while (args->seq_k > chunk * DECODE_MAX_SPLITS && chunk <= INT64_MAX / 64) chunk *= 2;
     nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     units = B * nsplit;
 
@@ -11873,14 +11881,13 @@ static void attn_bert_base_dmerge__neon(const attn_args *args, int64_t b, int64_
 static attn_status attn_bert_base_decode__neon(const attn_args *args)
 {
     const int64_t B = args->batch, R = HQ * args->seq_q;
-    int64_t chunk = DECODE_SPLIT, nsplit, units;
+    const int64_t chunk = attn_bert_base_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
+    int64_t nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
 
-    /* keys per split: from seq_k alone, so the result is the same for any thread count */
-    while (args->seq_k > chunk * DECODE_MAX_SPLITS && chunk <= INT64_MAX / 64) chunk *= 2;
     nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     units = B * nsplit;
 
@@ -13159,14 +13166,13 @@ ATTN_NO_AUTOVEC static void attn_bert_base_dmerge__scalar(const attn_args *args,
 ATTN_NO_AUTOVEC static attn_status attn_bert_base_decode__scalar(const attn_args *args)
 {
     const int64_t B = args->batch, R = HQ * args->seq_q;
-    int64_t chunk = DECODE_SPLIT, nsplit, units;
+    const int64_t chunk = attn_bert_base_split_keys(args->seq_k); /* keys per split (lib/split_kv) */
+    int64_t nsplit, units;
     const int threads = args->threads;
     float *opart, *lpart;
     int failed = 0;
     (void)threads;
 
-    /* keys per split: from seq_k alone, so the result is the same for any thread count */
-    while (args->seq_k > chunk * DECODE_MAX_SPLITS && chunk <= INT64_MAX / 64) chunk *= 2;
     nsplit = args->seq_k > 0 ? (args->seq_k + chunk - 1) / chunk : 1;
     units = B * nsplit;
 

@@ -132,6 +132,7 @@ M.OPS = {
   classify = { what = "how a block of rows sees a block of keys" },
   sees = { what = "whether any row of a block may see a column range" },
   dresult = { what = "decode: a split's normalized output and LSE" },
+  split_keys = { what = "decode: the keys of a split, from the cache's length alone" },
   next_row = { what = "decode: a row of the next block, in address order" },
   next_rows = { what = "decode: the rows of the next block a score kernel prefetches" },
   prefetch_row = { what = "prefetch the cache lines of a row" },
